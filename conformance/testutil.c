@@ -1,0 +1,128 @@
+/* testutil.c — CUnit runner, seeds, RNG and allocation-failure injection for tests.
+ * Test-only code: never linked into libplumb. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/Basic.h>
+
+#include "internal.h"
+#include "testutil.h"
+
+uint64_t tu_seed(void)
+{
+    const char *s = getenv("PLUMB_SEED");
+    if (s && *s) return strtoull(s, NULL, 0);
+    return 0x706c756d62ull; /* "plumb" */
+}
+
+int tu_run(const char *suite, const tu_test *tests)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS) return 2;
+    CU_pSuite s = CU_add_suite(suite, NULL, NULL);
+    if (!s) return 2;
+    for (const tu_test *t = tests; t->name; t++)
+        if (!CU_add_test(s, t->name, t->fn)) return 2;
+    printf("%s: seed %" PRIu64 " (replay with PLUMB_SEED=%" PRIu64 ")\n", suite, tu_seed(),
+           tu_seed());
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    unsigned run = CU_get_number_of_tests_run();
+    CU_cleanup_registry();
+    return (failed == 0 && run > 0) ? 0 : 1;
+}
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void tu_rng_init(tu_rng *r, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+uint64_t tu_rng_u64(tu_rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t out = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return out;
+}
+
+double tu_rng_uniform(tu_rng *r)
+{
+    return (double)(tu_rng_u64(r) >> 11) * 0x1p-53;
+}
+
+int64_t tu_rng_range(tu_rng *r, int64_t lo, int64_t hi)
+{
+    uint64_t span = (uint64_t)(hi - lo) + 1u;
+    if (span == 0) return (int64_t)tu_rng_u64(r);
+    return lo + (int64_t)(tu_rng_u64(r) % span);
+}
+
+double tu_rng_normal(tu_rng *r)
+{
+    double u1 = tu_rng_uniform(r), u2 = tu_rng_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+static struct {
+    uint64_t count, fail_at, failed;
+    int persistent;
+} alloc_state;
+
+static int alloc_hook(void *user)
+{
+    (void)user;
+    alloc_state.count++;
+    if (alloc_state.fail_at == 0) return 0;
+    if (alloc_state.count == alloc_state.fail_at ||
+        (alloc_state.persistent && alloc_state.count > alloc_state.fail_at)) {
+        alloc_state.failed++;
+        return 1;
+    }
+    return 0;
+}
+
+void tu_alloc_fail_at(uint64_t n, int persistent)
+{
+    memset(&alloc_state, 0, sizeof alloc_state);
+    alloc_state.fail_at = n;
+    alloc_state.persistent = persistent;
+    pl_alloc_set_hook(alloc_hook, NULL);
+}
+
+uint64_t tu_alloc_count(void)
+{
+    return alloc_state.count;
+}
+
+uint64_t tu_alloc_failed(void)
+{
+    return alloc_state.failed;
+}
+
+void tu_alloc_reset(void)
+{
+    pl_alloc_set_hook(NULL, NULL);
+    memset(&alloc_state, 0, sizeof alloc_state);
+}

@@ -1,0 +1,124 @@
+/* kernels.h — the kernel table: one struct of function pointers per kernel set.
+ * The engine calls kernels only through this table; kernels call nothing in engine/. */
+#ifndef PLUMB_KERNELS_H
+#define PLUMB_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "types.h"
+
+/* Contract for every kernel (DESIGN.md): pure (output from inputs only; no allocation,
+ * no threads, no globals), works on a slice, and is batch-invariant: the value of one
+ * output element is computed by the same operations in the same order whatever the
+ * slice, the batch size or the thread. */
+
+/* Dimension letters used below:
+ *   K  reduction length (columns of a weight row)     T  tokens in a batch
+ *   R  output rows (weight rows)                       H  query heads, Hkv KV heads
+ *   D  head dimension                                  N  KV entries, V vocab size */
+
+/* y[0..n) = quantize(x[0..n)); n is a multiple of the type's block size. */
+typedef void (*pl_quantize_row_fn)(void *restrict y, const float *restrict x, int64_t n);
+/* y[0..n) = dequantize(x); n is a multiple of the type's block size. */
+typedef void (*pl_dequantize_row_fn)(float *restrict y, const void *restrict x, int64_t n);
+
+/* y[t * ldy + r] = sum_k W[r][k] * X[t][k]  for r in [r0, r1), t in [0, T).
+ * w: weight rows of K elements of the weight type, w_row_bytes apart (row 0 at w).
+ * x: T activation rows of K elements already in the weight type's dot type
+ *    (F32 for F32/F16/BF16 weights, Q8_0 or Q8_K blocks otherwise), x_row_bytes apart.
+ * The sum over k runs in one fixed order per (r, t), independent of r0, r1 and T. */
+typedef void (*pl_matmul_fn)(float *restrict y, int64_t ldy, const void *restrict w,
+                             size_t w_row_bytes, const void *restrict x, size_t x_row_bytes,
+                             int64_t K, int64_t r0, int64_t r1, int64_t T);
+
+/* y = x / sqrt(mean(x^2) + eps) * w, one row of n. */
+typedef void (*pl_rmsnorm_fn)(float *restrict y, const float *restrict x,
+                              const float *restrict w, int64_t n, float eps);
+
+enum pl_rope_style {
+    PL_ROPE_NORMAL = 0, /* rotate pairs (2i, 2i+1) — llama */
+    PL_ROPE_NEOX = 1    /* rotate pairs (i, i + n_rot/2) — qwen2, qwen3 */
+};
+/* In place over one token's heads: x[h * D + ...] for h in [0, n_heads).
+ * The first n_rot dims of each head rotate by pos * freq_base^(-2i/n_rot); the rest pass. */
+typedef void (*pl_rope_fn)(float *restrict x, int64_t n_heads, int64_t D, int64_t n_rot,
+                           int32_t pos, float freq_base, enum pl_rope_style style);
+
+/* y = exp(x - max) / sum(exp(x - max)), one row of n. */
+typedef void (*pl_softmax_fn)(float *restrict y, const float *restrict x, int64_t n);
+
+/* y = silu(gate) * up = gate / (1 + exp(-gate)) * up, n elements. */
+typedef void (*pl_swiglu_fn)(float *restrict y, const float *restrict gate,
+                             const float *restrict up, int64_t n);
+
+/* Attention of T query tokens over N cached entries, grouped-query (query head h uses
+ * KV head h / (H / Hkv)). Entry j is visible to query t iff
+ *     kv_pos[j] <= q_pos[t]  and  (window == 0 || j < n_sinks || q_pos[t] - kv_pos[j] < window).
+ * A query that sees no entry gets a zero output. */
+typedef struct pl_attn_args {
+    int64_t T, H, Hkv, D, N;
+    const float *q;        /* [T][H][D] */
+    const int32_t *q_pos;  /* [T] */
+    const void *k;         /* [N][Hkv][D], elements of kv_type */
+    const void *v;         /* [N][Hkv][D], elements of kv_type */
+    pl_type kv_type;       /* PL_TYPE_F32 or PL_TYPE_F16 */
+    const int32_t *kv_pos; /* [N] */
+    int64_t window;        /* 0: no window */
+    int64_t n_sinks;       /* first n_sinks entries always visible (when causally allowed) */
+    float scale;           /* usually 1/sqrt(D) */
+} pl_attn_args;
+/* out[t][h][d] for query heads h in [h0, h1), all t. scratch holds N floats. */
+typedef void (*pl_attention_fn)(float *restrict out, const pl_attn_args *a, int64_t h0,
+                                int64_t h1, float *restrict scratch);
+
+/* ---- sampling primitives: pure; the random number is an argument ---- */
+typedef struct pl_candidate {
+    int32_t id;
+    float logit;
+    float p;
+} pl_candidate;
+
+/* logits[i] /= temp (temp > 0). */
+typedef void (*pl_temperature_fn)(float *restrict logits, int64_t V, float temp);
+/* llama.cpp semantics, for each distinct token in history[0..n) seen c times:
+ * logit = logit > 0 ? logit / repeat : logit * repeat; logit -= c * freq + presence. */
+typedef void (*pl_penalties_fn)(float *restrict logits, int64_t V, const int32_t *restrict history,
+                                int64_t n, float repeat, float freq, float presence);
+/* Sorts c[0..n) by logit descending (ties: smaller id first) and sets p = softmax(logit). */
+typedef void (*pl_cand_softmax_fn)(pl_candidate *restrict c, int64_t n);
+/* On a list sorted by pl_cand_softmax_fn, return the new length (>= min_keep, <= n).
+ * top_k keeps k (k <= 0: all); top_p keeps the shortest prefix whose mass >= p;
+ * min_p keeps candidates with p >= min_p * p_max. p is not renormalised. */
+typedef int64_t (*pl_top_k_fn)(pl_candidate *restrict c, int64_t n, int64_t k);
+typedef int64_t (*pl_top_p_fn)(pl_candidate *restrict c, int64_t n, float p, int64_t min_keep);
+typedef int64_t (*pl_min_p_fn)(pl_candidate *restrict c, int64_t n, float p, int64_t min_keep);
+/* Index i of the first candidate whose cumulative p (renormalised over c[0..n)) exceeds
+ * u * total, u in [0, 1). */
+typedef int64_t (*pl_draw_fn)(const pl_candidate *restrict c, int64_t n, double u);
+
+struct pl_kernels {
+    const char *name;      /* "ref", "avx2", "avx512" */
+    int (*supported)(void); /* 1 if this CPU can run the set */
+    /* Indexed by pl_type; NULL where the set leaves the entry to the reference set. */
+    pl_quantize_row_fn quantize_row[PL_TYPE_COUNT];
+    pl_dequantize_row_fn dequantize_row[PL_TYPE_COUNT];
+    pl_matmul_fn matmul[PL_TYPE_COUNT];
+    pl_rmsnorm_fn rmsnorm;
+    pl_rope_fn rope;
+    pl_softmax_fn softmax;
+    pl_swiglu_fn swiglu;
+    pl_attention_fn attention;
+    pl_temperature_fn temperature;
+    pl_penalties_fn penalties;
+    pl_cand_softmax_fn cand_softmax;
+    pl_top_k_fn top_k;
+    pl_top_p_fn top_p;
+    pl_min_p_fn min_p;
+    pl_draw_fn draw;
+};
+
+/* The reference set: portable scalar C, the definition of correct. */
+extern const struct pl_kernels pl_kernels_ref;
+
+#endif

@@ -1,0 +1,125 @@
+/* types.c — the type-traits table and the scalar half/bfloat16 conversions.
+ * Not kernels: no quantization math here, only layouts and names. */
+#include <string.h>
+
+#include "types.h"
+
+static const struct pl_type_traits traits[PL_TYPE_COUNT] = {
+    [PL_TYPE_F32] = {.name = "F32", .block_size = 1, .block_bytes = 4, .dot_type = PL_TYPE_F32},
+    [PL_TYPE_F16] = {.name = "F16", .block_size = 1, .block_bytes = 2, .dot_type = PL_TYPE_F32},
+    [PL_TYPE_BF16] = {.name = "BF16", .block_size = 1, .block_bytes = 2, .dot_type = PL_TYPE_F32},
+    [PL_TYPE_Q4_0] = {.name = "Q4_0", .block_size = PL_QK4_0, .block_bytes = sizeof(pl_block_q4_0),
+                      .dot_type = PL_TYPE_Q8_0},
+    [PL_TYPE_Q4_1] = {.name = "Q4_1", .block_size = PL_QK4_1, .block_bytes = sizeof(pl_block_q4_1),
+                      .dot_type = PL_TYPE_Q8_0},
+    [PL_TYPE_Q5_0] = {.name = "Q5_0", .block_size = PL_QK5_0, .block_bytes = sizeof(pl_block_q5_0),
+                      .dot_type = PL_TYPE_Q8_0},
+    [PL_TYPE_Q5_1] = {.name = "Q5_1", .block_size = PL_QK5_1, .block_bytes = sizeof(pl_block_q5_1),
+                      .dot_type = PL_TYPE_Q8_0},
+    [PL_TYPE_Q8_0] = {.name = "Q8_0", .block_size = PL_QK8_0, .block_bytes = sizeof(pl_block_q8_0),
+                      .dot_type = PL_TYPE_Q8_0},
+    [PL_TYPE_Q4_K] = {.name = "Q4_K", .block_size = PL_QK_K, .block_bytes = sizeof(pl_block_q4_k),
+                      .dot_type = PL_TYPE_Q8_K},
+    [PL_TYPE_Q5_K] = {.name = "Q5_K", .block_size = PL_QK_K, .block_bytes = sizeof(pl_block_q5_k),
+                      .dot_type = PL_TYPE_Q8_K},
+    [PL_TYPE_Q6_K] = {.name = "Q6_K", .block_size = PL_QK_K, .block_bytes = sizeof(pl_block_q6_k),
+                      .dot_type = PL_TYPE_Q8_K},
+    [PL_TYPE_Q8_K] = {.name = "Q8_K", .block_size = PL_QK_K, .block_bytes = sizeof(pl_block_q8_k),
+                      .dot_type = PL_TYPE_Q8_K},
+    /* ggml ids plumb knows by name only, so errors can say what a file holds. */
+    [9] = {.name = "Q8_1"},
+    [10] = {.name = "Q2_K"},
+    [11] = {.name = "Q3_K"},
+    [16] = {.name = "IQ2_XXS"},
+    [17] = {.name = "IQ2_XS"},
+    [18] = {.name = "IQ3_XXS"},
+    [19] = {.name = "IQ1_S"},
+    [20] = {.name = "IQ4_NL"},
+    [21] = {.name = "IQ3_S"},
+    [22] = {.name = "IQ2_S"},
+    [23] = {.name = "IQ4_XS"},
+    [24] = {.name = "I8"},
+    [25] = {.name = "I16"},
+    [26] = {.name = "I32"},
+    [27] = {.name = "I64"},
+    [28] = {.name = "F64"},
+    [29] = {.name = "IQ1_M"},
+    [34] = {.name = "TQ1_0"},
+    [35] = {.name = "TQ2_0"},
+    [39] = {.name = "MXFP4"},
+};
+
+const struct pl_type_traits *pl_type_traits_of(uint32_t type)
+{
+    if (type >= PL_TYPE_COUNT) return NULL;
+    return &traits[type];
+}
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+float pl_f16_to_f32(pl_f16 h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    if (exp == 0x1f) return bits_f32(sign | 0x7f800000u | (man << 13)); /* inf / nan */
+    if (exp == 0) {
+        if (man == 0) return bits_f32(sign);
+        /* subnormal: man * 2^-24, exact in float */
+        float v = (float)man * 0x1p-24f;
+        return sign ? -v : v;
+    }
+    return bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+pl_f16 pl_f32_to_f16(float f)
+{
+    uint32_t u = f32_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a >= 0x7f800000u) /* inf stays inf; nan keeps a quiet payload bit */
+        return (pl_f16)(sign | 0x7c00u | (a > 0x7f800000u ? (0x200u | ((a >> 13) & 0x3ffu)) : 0));
+    if (a >= 0x477ff000u) return (pl_f16)(sign | 0x7c00u); /* rounds past 65504: inf */
+    if (a < 0x38800000u) {
+        /* result is subnormal or zero: round a * 2^24 to an integer, ties to even */
+        if (a < 0x33000000u) return sign; /* below half the smallest subnormal */
+        uint32_t man = (a & 0x7fffffu) | 0x800000u;
+        int shift = 126 - (int)(a >> 23) ; /* exponent e: value = man * 2^(e-150) */
+        /* we want man * 2^(e-150) * 2^24 = man >> (126 - e) */
+        uint32_t q = man >> shift;
+        uint32_t rem = man & ((1u << shift) - 1u);
+        uint32_t half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (pl_f16)(sign | q);
+    }
+    uint32_t r = a - 0x38000000u; /* rebias exponent 127 -> 15, in place */
+    uint32_t q = r >> 13;
+    uint32_t rem = r & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;
+    return (pl_f16)(sign | q);
+}
+
+float pl_bf16_to_f32(pl_bf16 h)
+{
+    return bits_f32((uint32_t)h << 16);
+}
+
+pl_bf16 pl_f32_to_bf16(float f)
+{
+    uint32_t u = f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (pl_bf16)((u >> 16) | 64u); /* quiet nan */
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even, as ggml does */
+    return (pl_bf16)(u >> 16);
+}
