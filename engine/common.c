@@ -19,19 +19,32 @@ const char *pl_version(void)
 const char *pl_status_str(pl_status s)
 {
     switch (s) {
-    case PL_OK: return "PL_OK";
-    case PL_ERR_INVALID_ARG: return "PL_ERR_INVALID_ARG";
-    case PL_ERR_NOMEM: return "PL_ERR_NOMEM";
-    case PL_ERR_IO: return "PL_ERR_IO";
-    case PL_ERR_FORMAT: return "PL_ERR_FORMAT";
-    case PL_ERR_UNSUPPORTED: return "PL_ERR_UNSUPPORTED";
-    case PL_ERR_NOT_FOUND: return "PL_ERR_NOT_FOUND";
-    case PL_ERR_TYPE: return "PL_ERR_TYPE";
-    case PL_ERR_LIMIT: return "PL_ERR_LIMIT";
-    case PL_ERR_CONFIG: return "PL_ERR_CONFIG";
-    case PL_ERR_CONTEXT_FULL: return "PL_ERR_CONTEXT_FULL";
-    case PL_ERR_CANCELLED: return "PL_ERR_CANCELLED";
-    case PL_ERR_BUFFER_TOO_SMALL: return "PL_ERR_BUFFER_TOO_SMALL";
+    case PL_OK:
+        return "PL_OK";
+    case PL_ERR_INVALID_ARG:
+        return "PL_ERR_INVALID_ARG";
+    case PL_ERR_NOMEM:
+        return "PL_ERR_NOMEM";
+    case PL_ERR_IO:
+        return "PL_ERR_IO";
+    case PL_ERR_FORMAT:
+        return "PL_ERR_FORMAT";
+    case PL_ERR_UNSUPPORTED:
+        return "PL_ERR_UNSUPPORTED";
+    case PL_ERR_NOT_FOUND:
+        return "PL_ERR_NOT_FOUND";
+    case PL_ERR_TYPE:
+        return "PL_ERR_TYPE";
+    case PL_ERR_LIMIT:
+        return "PL_ERR_LIMIT";
+    case PL_ERR_CONFIG:
+        return "PL_ERR_CONFIG";
+    case PL_ERR_CONTEXT_FULL:
+        return "PL_ERR_CONTEXT_FULL";
+    case PL_ERR_CANCELLED:
+        return "PL_ERR_CANCELLED";
+    case PL_ERR_BUFFER_TOO_SMALL:
+        return "PL_ERR_BUFFER_TOO_SMALL";
     }
     return "PL_ERR_UNKNOWN";
 }
@@ -46,6 +59,21 @@ pl_status pl_fail(pl_error *err, pl_status code, const char *fmt, ...)
         va_end(ap);
     }
     return code;
+}
+
+void pl_error_prefix(pl_error *err, const char *prefix)
+{
+    if (!err || !prefix) return;
+    char tmp[sizeof err->msg];
+    size_t n = strlen(prefix);
+    if (n > sizeof tmp - 3) n = sizeof tmp - 3;
+    memcpy(tmp, prefix, n);
+    memcpy(tmp + n, ": ", 2);
+    size_t room = sizeof tmp - n - 3, m = strlen(err->msg);
+    if (m > room) m = room;
+    memcpy(tmp + n + 2, err->msg, m);
+    tmp[n + 2 + m] = '\0';
+    memcpy(err->msg, tmp, sizeof tmp);
 }
 
 pl_status pl_ok(pl_error *err)

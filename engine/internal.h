@@ -1,4 +1,4 @@
-/* internal.h — helpers shared by engine/*.c: errors, the allocation hook, checked sizes.
+/* internal.h — helpers shared by the engine sources: errors, the allocation hook, checked sizes.
  * Not public: tests may include it for white-box checks; programs must not. */
 #ifndef PLUMB_INTERNAL_H
 #define PLUMB_INTERNAL_H
@@ -17,6 +17,8 @@
 
 /* Fills *err (when non-NULL) with code and a formatted message; returns code. */
 pl_status pl_fail(pl_error *err, pl_status code, const char *fmt, ...) PL_PRINTF(3, 4);
+/* Prepends "<prefix>: " to err->msg (truncating at the end), keeping the code. */
+void pl_error_prefix(pl_error *err, const char *prefix);
 /* Resets *err to PL_OK with an empty message; returns PL_OK. */
 pl_status pl_ok(pl_error *err);
 

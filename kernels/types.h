@@ -12,32 +12,51 @@
 typedef uint16_t pl_f16;  /* IEEE half, stored as its bits */
 typedef uint16_t pl_bf16; /* bfloat16, stored as its bits */
 
-#define PL_QK4_0 32
-#define PL_QK4_1 32
-#define PL_QK5_0 32
-#define PL_QK5_1 32
-#define PL_QK8_0 32
-#define PL_QK_K  256
+#define PL_QK4_0        32
+#define PL_QK4_1        32
+#define PL_QK5_0        32
+#define PL_QK5_1        32
+#define PL_QK8_0        32
+#define PL_QK_K         256
 #define PL_K_SCALE_SIZE 12
 
 /* x = d * (q - 8), q in 0..15; element j in low nibble of qs[j], j + 16 in the high. */
-typedef struct { pl_f16 d; uint8_t qs[PL_QK4_0 / 2]; } pl_block_q4_0;
+typedef struct {
+    pl_f16 d;
+    uint8_t qs[PL_QK4_0 / 2];
+} pl_block_q4_0;
 static_assert(sizeof(pl_block_q4_0) == 18, "block_q4_0 size");
 
 /* x = d * q + m, q in 0..15; nibble order as q4_0. */
-typedef struct { pl_f16 d; pl_f16 m; uint8_t qs[PL_QK4_1 / 2]; } pl_block_q4_1;
+typedef struct {
+    pl_f16 d;
+    pl_f16 m;
+    uint8_t qs[PL_QK4_1 / 2];
+} pl_block_q4_1;
 static_assert(sizeof(pl_block_q4_1) == 20, "block_q4_1 size");
 
 /* x = d * (q - 16), q in 0..31; bit 4 of element j is bit j of qh (little-endian u32). */
-typedef struct { pl_f16 d; uint8_t qh[4]; uint8_t qs[PL_QK5_0 / 2]; } pl_block_q5_0;
+typedef struct {
+    pl_f16 d;
+    uint8_t qh[4];
+    uint8_t qs[PL_QK5_0 / 2];
+} pl_block_q5_0;
 static_assert(sizeof(pl_block_q5_0) == 22, "block_q5_0 size");
 
 /* x = d * q + m, q in 0..31; bits as q5_0. */
-typedef struct { pl_f16 d; pl_f16 m; uint8_t qh[4]; uint8_t qs[PL_QK5_1 / 2]; } pl_block_q5_1;
+typedef struct {
+    pl_f16 d;
+    pl_f16 m;
+    uint8_t qh[4];
+    uint8_t qs[PL_QK5_1 / 2];
+} pl_block_q5_1;
 static_assert(sizeof(pl_block_q5_1) == 24, "block_q5_1 size");
 
 /* x = d * q, q in -127..127. */
-typedef struct { pl_f16 d; int8_t qs[PL_QK8_0]; } pl_block_q8_0;
+typedef struct {
+    pl_f16 d;
+    int8_t qs[PL_QK8_0];
+} pl_block_q8_0;
 static_assert(sizeof(pl_block_q8_0) == 34, "block_q8_0 size");
 
 /* 8 sub-blocks of 32: x = d * sc * q - dmin * m, 6-bit sc/m packed in scales[12]. */
@@ -77,10 +96,10 @@ typedef struct {
 static_assert(sizeof(pl_block_q8_k) == 292, "block_q8_k size");
 
 struct pl_type_traits {
-    const char *name;    /* ggml's name, e.g. "Q4_K" */
-    int64_t block_size;  /* elements per block; 0 marks a type plumb does not implement */
-    size_t block_bytes;  /* bytes per block */
-    pl_type dot_type;    /* what activations are quantized to for matmul */
+    const char *name;   /* ggml's name, e.g. "Q4_K" */
+    int64_t block_size; /* elements per block; 0 marks a type plumb does not implement */
+    size_t block_bytes; /* bytes per block */
+    pl_type dot_type;   /* what activations are quantized to for matmul */
 };
 
 /* Traits for a type id; NULL when the id is >= PL_TYPE_COUNT. A known-but-unimplemented

@@ -15,7 +15,8 @@ extern "C" {
 #define PLUMB_VERSION_PATCH  0
 #define PLUMB_VERSION_STRING "0.1.0"
 /* One integer that orders releases: major * 10000 + minor * 100 + patch. */
-#define PLUMB_VERSION (PLUMB_VERSION_MAJOR * 10000 + PLUMB_VERSION_MINOR * 100 + PLUMB_VERSION_PATCH)
+#define PLUMB_VERSION                                                                              \
+    (PLUMB_VERSION_MAJOR * 10000 + PLUMB_VERSION_MINOR * 100 + PLUMB_VERSION_PATCH)
 
 /* The library's version string, e.g. "0.1.0"; equals PLUMB_VERSION_STRING of the
  * header the library was built with. */
@@ -24,17 +25,17 @@ const char *pl_version(void);
 /* Status codes. The values are stable: new codes get new numbers, old ones never move. */
 typedef enum pl_status {
     PL_OK = 0,
-    PL_ERR_INVALID_ARG = -1,  /* a NULL or out-of-range argument from the caller */
-    PL_ERR_NOMEM = -2,        /* an allocation failed */
-    PL_ERR_IO = -3,           /* open/stat/mmap/read/write failed */
-    PL_ERR_FORMAT = -4,       /* the bytes are not a valid file of the expected format */
-    PL_ERR_UNSUPPORTED = -5,  /* valid, but uses something plumb does not implement */
-    PL_ERR_NOT_FOUND = -6,    /* a key or tensor looked up by name is absent */
-    PL_ERR_TYPE = -7,         /* a key or tensor exists but has another type or shape */
-    PL_ERR_LIMIT = -8,        /* a size or count exceeds one of plumb's documented limits */
-    PL_ERR_CONFIG = -9,       /* inconsistent parameters (reserved for sessions) */
-    PL_ERR_CONTEXT_FULL = -10, /* reserved: the KV cache has no room */
-    PL_ERR_CANCELLED = -11,   /* reserved: a callback asked to stop */
+    PL_ERR_INVALID_ARG = -1,       /* a NULL or out-of-range argument from the caller */
+    PL_ERR_NOMEM = -2,             /* an allocation failed */
+    PL_ERR_IO = -3,                /* open/stat/mmap/read/write failed */
+    PL_ERR_FORMAT = -4,            /* the bytes are not a valid file of the expected format */
+    PL_ERR_UNSUPPORTED = -5,       /* valid, but uses something plumb does not implement */
+    PL_ERR_NOT_FOUND = -6,         /* a key or tensor looked up by name is absent */
+    PL_ERR_TYPE = -7,              /* a key or tensor exists but has another type or shape */
+    PL_ERR_LIMIT = -8,             /* a size or count exceeds one of plumb's documented limits */
+    PL_ERR_CONFIG = -9,            /* inconsistent parameters (reserved for sessions) */
+    PL_ERR_CONTEXT_FULL = -10,     /* reserved: the KV cache has no room */
+    PL_ERR_CANCELLED = -11,        /* reserved: a callback asked to stop */
     PL_ERR_BUFFER_TOO_SMALL = -12, /* an output buffer is too small; the message says the size */
 } pl_status;
 
@@ -83,14 +84,14 @@ pl_status pl_type_row_bytes(uint32_t type, int64_t n, size_t *out, pl_error *err
  * GGUF files (v2 and v3, little-endian): a read-only view and a writer.
  *
  * Limits the reader enforces (PL_ERR_LIMIT beyond them): */
-#define PL_GGUF_MAX_STRING    (16u << 20) /* bytes in one string value (chat templates are KBs) */
-#define PL_GGUF_MAX_KEY       65535u      /* bytes in one key */
-#define PL_GGUF_MAX_NAME      256u        /* bytes in one tensor name (ggml uses 64) */
-#define PL_GGUF_MAX_ARRAY     (16u << 20) /* elements in one array (vocabularies are ~256k) */
-#define PL_GGUF_MAX_KV        65536u      /* metadata key/value pairs */
-#define PL_GGUF_MAX_TENSORS   65536u      /* tensor infos */
-#define PL_GGUF_MAX_DIMS      4u          /* dimensions of one tensor */
-#define PL_GGUF_MAX_ALIGNMENT 65536u      /* general.alignment; must also be a power of two */
+#define PL_GGUF_MAX_STRING        (16u << 20) /* bytes in one string value (chat templates are KBs) */
+#define PL_GGUF_MAX_KEY           65535u      /* bytes in one key */
+#define PL_GGUF_MAX_NAME          256u        /* bytes in one tensor name (ggml uses 64) */
+#define PL_GGUF_MAX_ARRAY         (16u << 20) /* elements in one array (vocabularies are ~256k) */
+#define PL_GGUF_MAX_KV            65536u      /* metadata key/value pairs */
+#define PL_GGUF_MAX_TENSORS       65536u      /* tensor infos */
+#define PL_GGUF_MAX_DIMS          4u          /* dimensions of one tensor */
+#define PL_GGUF_MAX_ALIGNMENT     65536u      /* general.alignment; must also be a power of two */
 #define PL_GGUF_DEFAULT_ALIGNMENT 32u
 
 /* Metadata value types, the GGUF ids. */
@@ -131,12 +132,12 @@ typedef struct pl_gguf_array {
 
 typedef struct pl_tensor_info {
     pl_str name;
-    uint32_t type;     /* pl_type */
-    uint32_t n_dims;   /* 1..4 */
-    int64_t ne[4];     /* elements per dimension, ne[0] innermost; unused dims are 1 */
-    uint64_t offset;   /* relative to the data section */
-    uint64_t n_bytes;  /* bytes of data */
-    const void *data;  /* points into the file's bytes */
+    uint32_t type;    /* pl_type */
+    uint32_t n_dims;  /* 1..4 */
+    int64_t ne[4];    /* elements per dimension, ne[0] innermost; unused dims are 1 */
+    uint64_t offset;  /* relative to the data section */
+    uint64_t n_bytes; /* bytes of data */
+    const void *data; /* points into the file's bytes */
 } pl_tensor_info;
 
 typedef struct pl_gguf pl_gguf;
@@ -207,15 +208,14 @@ pl_status pl_gguf_writer_set(pl_gguf_writer *w, const char *key, pl_gguf_type ty
                              const void *value, pl_error *err);
 pl_status pl_gguf_writer_set_u32(pl_gguf_writer *w, const char *key, uint32_t v, pl_error *err);
 pl_status pl_gguf_writer_set_f32(pl_gguf_writer *w, const char *key, float v, pl_error *err);
-pl_status pl_gguf_writer_set_string(pl_gguf_writer *w, const char *key, const char *s,
-                                    size_t len, pl_error *err);
+pl_status pl_gguf_writer_set_string(pl_gguf_writer *w, const char *key, const char *s, size_t len,
+                                    pl_error *err);
 /* Array of numbers/bools: count elements of elem_type, packed. */
 pl_status pl_gguf_writer_set_array(pl_gguf_writer *w, const char *key, pl_gguf_type elem_type,
                                    const void *data, uint64_t count, pl_error *err);
 /* Array of strings: strs[i] with lens[i] bytes (lens NULL: NUL-terminated). */
-pl_status pl_gguf_writer_set_array_str(pl_gguf_writer *w, const char *key,
-                                       const char *const *strs, const size_t *lens,
-                                       uint64_t count, pl_error *err);
+pl_status pl_gguf_writer_set_array_str(pl_gguf_writer *w, const char *key, const char *const *strs,
+                                       const size_t *lens, uint64_t count, pl_error *err);
 /* Adds a tensor. ne[0] must be a multiple of the type's block size; data must hold
  * the tensor's bytes and is referenced, not copied: keep it alive until written. */
 pl_status pl_gguf_writer_add_tensor(pl_gguf_writer *w, const char *name, uint32_t type,
