@@ -594,7 +594,7 @@ static pl_status read_header(reader *r, pl_gguf *g, uint64_t *n_tensors, uint64_
 static pl_status parse(pl_gguf *g, pl_error *err)
 {
     reader r = {.base = g->data, .size = g->size, .off = 0, .err = err};
-    uint64_t n_tensors, n_kv;
+    uint64_t n_tensors = 0, n_kv = 0;
     pl_status s = read_header(&r, g, &n_tensors, &n_kv);
     if (s) return s;
 
@@ -754,7 +754,7 @@ static pl_status lookup(const pl_gguf *g, const char *key, pl_gguf_type type,
 pl_status pl_gguf_kv_scalar(const pl_gguf *g, uint64_t i, pl_gguf_type type, void *out,
                             pl_error *err)
 {
-    const struct gguf_kv *kv;
+    const struct gguf_kv *kv = NULL;
     if (!out || scalar_size(type) == 0)
         return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL or type %u is not a scalar", type);
     pl_status s = kv_at(g, i, type, &kv, err);
@@ -765,7 +765,7 @@ pl_status pl_gguf_kv_scalar(const pl_gguf *g, uint64_t i, pl_gguf_type type, voi
 
 pl_status pl_gguf_kv_string(const pl_gguf *g, uint64_t i, pl_str *out, pl_error *err)
 {
-    const struct gguf_kv *kv;
+    const struct gguf_kv *kv = NULL;
     if (!out) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL");
     pl_status s = kv_at(g, i, PL_GGUF_STRING, &kv, err);
     if (s) return s;
@@ -785,7 +785,7 @@ static void fill_array(const pl_gguf *g, uint64_t i, pl_gguf_array *out)
 
 pl_status pl_gguf_kv_array(const pl_gguf *g, uint64_t i, pl_gguf_array *out, pl_error *err)
 {
-    const struct gguf_kv *kv;
+    const struct gguf_kv *kv = NULL;
     if (!out) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL");
     pl_status s = kv_at(g, i, PL_GGUF_ARRAY, &kv, err);
     if (s) return s;
@@ -796,7 +796,7 @@ pl_status pl_gguf_kv_array(const pl_gguf *g, uint64_t i, pl_gguf_array *out, pl_
 #define DEFINE_GET(fn, ctype, gtype)                                                               \
     pl_status fn(const pl_gguf *g, const char *key, ctype *out, pl_error *err)                     \
     {                                                                                              \
-        const struct gguf_kv *kv;                                                                  \
+        const struct gguf_kv *kv = NULL;                                                                  \
         if (!out) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL");                          \
         pl_status s = lookup(g, key, gtype, &kv, err);                                             \
         if (s) return s;                                                                           \
@@ -817,7 +817,7 @@ DEFINE_GET(pl_gguf_get_f64, double, PL_GGUF_FLOAT64)
 
 pl_status pl_gguf_get_bool(const pl_gguf *g, const char *key, int *out, pl_error *err)
 {
-    const struct gguf_kv *kv;
+    const struct gguf_kv *kv = NULL;
     if (!out) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL");
     pl_status s = lookup(g, key, PL_GGUF_BOOL, &kv, err);
     if (s) return s;
@@ -827,7 +827,7 @@ pl_status pl_gguf_get_bool(const pl_gguf *g, const char *key, int *out, pl_error
 
 pl_status pl_gguf_get_string(const pl_gguf *g, const char *key, pl_str *out, pl_error *err)
 {
-    const struct gguf_kv *kv;
+    const struct gguf_kv *kv = NULL;
     if (!out) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL");
     pl_status s = lookup(g, key, PL_GGUF_STRING, &kv, err);
     if (s) return s;
@@ -837,7 +837,7 @@ pl_status pl_gguf_get_string(const pl_gguf *g, const char *key, pl_str *out, pl_
 
 pl_status pl_gguf_get_array(const pl_gguf *g, const char *key, pl_gguf_array *out, pl_error *err)
 {
-    const struct gguf_kv *kv;
+    const struct gguf_kv *kv = NULL;
     if (!out) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL");
     pl_status s = lookup(g, key, PL_GGUF_ARRAY, &kv, err);
     if (s) return s;

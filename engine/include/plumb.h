@@ -234,8 +234,11 @@ typedef struct pl_model pl_model;
 typedef struct pl_session pl_session; /* KV cache, prefix-cache state, scratch (later) */
 typedef struct pl_sampler pl_sampler; /* sampler chain (later) */
 
+/* pl_model_params.flags */
+#define PL_MODEL_VOCAB_ONLY 1u /* load only the tokenizer; the file may hold no tensors */
+
 typedef struct pl_model_params {
-    uint32_t flags; /* reserved, must be 0 */
+    uint32_t flags; /* PL_MODEL_* bits; others must be 0 */
 } pl_model_params;
 
 /* params may be NULL for defaults. The file is mapped read-only; weights are never copied. */
@@ -247,6 +250,298 @@ pl_status pl_model_load_memory(pl_model **out, const void *data, size_t size,
 void pl_model_free(pl_model *m);
 /* The GGUF view the model was loaded from; owned by the model. */
 const pl_gguf *pl_model_gguf(const pl_model *m);
+
+/* ---- tokenizer -------------------------------------------------------------------
+ * Text <-> token ids with the vocabulary in the model's tokenizer.ggml.* metadata:
+ * SentencePiece BPE ("llama") and byte-level BPE ("gpt2", pre-tokenizers default, gpt2,
+ * llama-bpe, qwen2, smollm). Token ids are int32_t, 0 <= id < pl_vocab_n_tokens(m).
+ * Every call is thread-safe on a shared model. Functions that fill a caller buffer write at
+ * most cap elements and always set *n_out to the count needed; a too-small buffer is
+ * PL_ERR_BUFFER_TOO_SMALL with the size in the message, never an overflow. */
+
+/* Token types: the GGUF tokenizer.ggml.token_type values. */
+typedef enum pl_token_type {
+    PL_TOKEN_UNDEFINED = 0, /* treated as normal */
+    PL_TOKEN_NORMAL = 1,
+    PL_TOKEN_UNKNOWN = 2,
+    PL_TOKEN_CONTROL = 3,      /* BOS, EOS, <|im_start|>…: matched in text only on request */
+    PL_TOKEN_USER_DEFINED = 4, /* always matched in text as a whole */
+    PL_TOKEN_UNUSED = 5,
+    PL_TOKEN_BYTE = 6, /* <0xXX>: SentencePiece byte fallback */
+    PL_TOKEN_INVALID = -1 /* returned for ids out of range */
+} pl_token_type;
+
+/* pl_tokenize flags */
+/* Add the special tokens the model was trained with: BOS first when the vocabulary says so
+ * (tokenizer.ggml.add_bos_token; default yes for "llama" and "llama-bpe", no otherwise), and
+ * EOS last when tokenizer.ggml.add_eos_token is true (default no). */
+#define PL_TOKENIZE_ADD_BOS 1u
+/* Match control tokens (and the unknown token) written in the text, e.g. "<|im_start|>".
+ * Without it they are tokenized as plain text, so user input cannot forge them. */
+#define PL_TOKENIZE_PARSE_SPECIAL 2u
+
+/* Text (len bytes, any bytes; NUL is ordinary) -> ids in out[0..cap). Empty text gives only
+ * what ADD_BOS adds. SentencePiece vocabularies with add_space_prefix put one space before the
+ * text and after each special token matched in it (as llama.cpp does). */
+pl_status pl_tokenize(const pl_model *m, const char *text, size_t len, uint32_t flags, int32_t *out,
+                      size_t cap, size_t *n_out, pl_error *err);
+
+/* pl_token_to_piece / pl_detokenize / pl_detok flags */
+#define PL_DETOK_SPECIAL 1u /* render control tokens as their text (otherwise they are empty) */
+/* Undo the SentencePiece dummy prefix: drop one leading space of the first piece and of the
+ * piece after each control, unknown or user-defined token, so that for those vocabularies
+ * pl_detokenize(pl_tokenize(x)) == x. No effect on byte-level BPE vocabularies. */
+#define PL_DETOK_STRIP_PREFIX 2u
+
+/* The bytes one token decodes to (only PL_DETOK_SPECIAL applies). A piece may be part of a
+ * UTF-8 character (byte tokens, byte-level BPE); use pl_detok to print a stream. */
+pl_status pl_token_to_piece(const pl_model *m, int32_t token, uint32_t flags, char *buf, size_t cap,
+                            size_t *n_out, pl_error *err);
+/* The concatenated pieces of n tokens; not NUL-terminated. */
+pl_status pl_detokenize(const pl_model *m, const int32_t *tokens, size_t n, uint32_t flags,
+                        char *buf, size_t cap, size_t *n_out, pl_error *err);
+
+/* Streaming decoder: push tokens one at a time and get the bytes that now form whole UTF-8
+ * characters; an incomplete character is held back (at most 3 bytes) until it completes or
+ * can no longer complete (invalid bytes are passed through as they are). The concatenation of
+ * every push and the final flush equals pl_detokenize of the same tokens with the same flags.
+ * A push or flush into a too-small buffer changes nothing (retry with *n_out bytes). The model
+ * must outlive the decoder; one decoder per stream (not thread-safe itself). */
+typedef struct pl_detok pl_detok;
+pl_status pl_detok_new(pl_detok **out, const pl_model *m, uint32_t flags, pl_error *err);
+void pl_detok_free(pl_detok *d);
+pl_status pl_detok_push(pl_detok *d, int32_t token, char *buf, size_t cap, size_t *n_out,
+                        pl_error *err);
+/* Emits what is held back and resets the decoder for a new stream. */
+pl_status pl_detok_flush(pl_detok *d, char *buf, size_t cap, size_t *n_out, pl_error *err);
+
+/* Vocabulary. Ids are -1 where the model has none (or no tokenizer). */
+int32_t pl_vocab_n_tokens(const pl_model *m);
+int32_t pl_vocab_bos(const pl_model *m);
+int32_t pl_vocab_eos(const pl_model *m);
+/* End of turn: tokenizer.ggml.eot_token_id, else a token named <|eot_id|>, <|im_end|>,
+ * <|end|> or <end_of_turn>. */
+int32_t pl_vocab_eot(const pl_model *m);
+int32_t pl_vocab_pad(const pl_model *m);
+int32_t pl_vocab_unk(const pl_model *m);
+/* 1 if generation should stop at the token (EOS, EOT or end of message), else 0. */
+int pl_vocab_is_eog(const pl_model *m, int32_t token);
+pl_token_type pl_vocab_token_type(const pl_model *m, int32_t token);
+/* The token's text as stored in the file (e.g. "Ġthe", "▁the", "<0x0A>"); {"", 0} out of range. */
+pl_str pl_vocab_token_text(const pl_model *m, int32_t token);
+
+/* Chat templates: messages -> the exact prompt text the model's own chat template renders. Built-in
+ * renderers, chosen by name or by recognising the model's tokenizer.chat_template:
+ *   "chatml"   <|im_start|>role\ncontent<|im_end|>\n …
+ *   "qwen2"    ChatML with Qwen2's default system message when none is given
+ *   "qwen2.5"  ChatML with Qwen2.5's default system message (no tools)
+ *   "llama3"   Llama 3 Instruct (<|start_header_id|>…, content trimmed)
+ *   "llama2"   Llama 2 chat ([INST] <<SYS>> … [/INST], roles must alternate)
+ *   "mistral"  Mistral Instruct v0.1/v0.2 (" [INST] … [/INST]", system merged into the
+ *              first user message, roles must alternate)
+ * The text includes the BOS text where the template writes it ("<|begin_of_text|>", "<s>"):
+ * tokenize it with PL_TOKENIZE_PARSE_SPECIAL and without PL_TOKENIZE_ADD_BOS. */
+typedef struct pl_chat_message {
+    const char *role; /* "system", "user", "assistant" (chatml accepts any role) */
+    const char *content;
+} pl_chat_message;
+
+/* The known template names, NULL-terminated. */
+const char *const *pl_chat_template_names(void);
+/* Recognises a Jinja chat template (len bytes): *name is one of the known names.
+ * PL_ERR_UNSUPPORTED with the known names listed when it is none of them. */
+pl_status pl_chat_template_detect(const char *tmpl, size_t len, const char **name, pl_error *err);
+/* The template of the model's tokenizer.chat_template (PL_ERR_NOT_FOUND when absent). */
+pl_status pl_model_chat_template(const pl_model *m, const char **name, pl_error *err);
+/* Renders n messages. name: a known name, or NULL for the model's template. m supplies the
+ * BOS/EOS texts and may be NULL when name is given (the family's usual "<s>", … are used).
+ * add_generation_prompt appends the assistant header where the template has one. Not
+ * NUL-terminated. A conversation the template itself rejects (roles that do not alternate
+ * for llama2/mistral) is PL_ERR_INVALID_ARG with the template's reason. */
+pl_status pl_chat_render(const pl_model *m, const char *name, const pl_chat_message *msgs, size_t n,
+                         int add_generation_prompt, char *buf, size_t cap, size_t *n_out,
+                         pl_error *err);
+/* ---- end of tokenizer ------------------------------------------------------------ */
+
+/* What the model binds from its file (zeros for a PL_MODEL_VOCAB_ONLY model). */
+typedef struct pl_model_info {
+    char arch[16];          /* "llama", "qwen2", "qwen3" */
+    int64_t n_vocab;
+    int64_t n_ctx_train;    /* <arch>.context_length */
+    int64_t n_embd;
+    int64_t n_layer;
+    int64_t n_head;         /* of layer 0; per-layer arrays are supported */
+    int64_t n_head_kv;      /* of layer 0 */
+    int64_t head_dim;
+    int64_t n_ff;           /* of layer 0 */
+    int64_t n_rot;
+    float rms_eps;
+    float rope_base;
+    int tied_embeddings;    /* 1 when output.weight is absent and token_embd is reused */
+    uint64_t weight_bytes;  /* bytes of all bound tensors (they stay in the mapping) */
+    uint64_t n_params;
+} pl_model_info;
+pl_status pl_model_get_info(const pl_model *m, pl_model_info *out, pl_error *err);
+
+/* ---- sessions: KV cache + scratch over a shared model ---- */
+
+/* Exactly one of context_window and sliding_window is positive (else PL_ERR_CONFIG).
+ * Sliding window (StreamingLLM): the first attention_sinks tokens stay visible forever,
+ * plus the most recent (sliding_window - attention_sinks) tokens including the current
+ * one; 0 <= attention_sinks < sliding_window. Positions: every token keeps its absolute
+ * position in the text for RoPE (nothing is re-rotated when older tokens are evicted). */
+typedef struct pl_session_params {
+    int n_threads;           /* 0: PLUMB_THREADS, else one per physical core */
+    int64_t context_window;  /* tokens the session can hold; full -> PL_ERR_CONTEXT_FULL */
+    int64_t sliding_window;
+    int64_t attention_sinks;
+    int64_t prefill_chunk;   /* tokens per forward step when prefilling (>= 1) */
+    pl_type kv_type;         /* PL_TYPE_F32 or PL_TYPE_F16 */
+    const char *kernels;     /* kernel set name; NULL: PLUMB_KERNELS, else the best */
+} pl_session_params;
+
+/* Defaults: context_window = min(n_ctx_train, 4096), prefill_chunk 64, F16 KV. */
+pl_session_params pl_session_default_params(const pl_model *m);
+pl_status pl_session_new(pl_session **out, const pl_model *m, const pl_session_params *params,
+                         pl_error *err);
+void pl_session_free(pl_session *s);
+
+#define PL_EVAL_ALL_LOGITS 1u /* logits of every token (n * n_vocab), else of the last */
+
+/* Evaluates n tokens at the next positions (prefill in chunks of prefill_chunk).
+ * logits may be NULL. On any error the session is exactly as before the call
+ * (PL_ERR_CONTEXT_FULL when a context window would overflow). */
+pl_status pl_session_eval(pl_session *s, const int32_t *tokens, int64_t n, float *logits,
+                          uint32_t flags, pl_error *err);
+int64_t pl_session_n_past(const pl_session *s);
+/* Keeps the first n tokens. With a sliding window, fails (PL_ERR_INVALID_ARG, session
+ * unchanged) when tokens the next query would need were already evicted. */
+pl_status pl_session_truncate(pl_session *s, int64_t n, pl_error *err);
+void pl_session_reset(pl_session *s);
+
+typedef struct pl_session_info {
+    uint64_t kv_bytes;      /* the KV cache */
+    uint64_t scratch_bytes; /* the scratch arena */
+    int n_threads;
+    char kernels[32];       /* the kernel set in use */
+    int64_t kv_capacity;    /* slots in the cache */
+} pl_session_info;
+pl_status pl_session_get_info(const pl_session *s, pl_session_info *out, pl_error *err);
+
+/* ---- quantization ---------------------------------------------------------------
+ * Row conversion between F32 and any implemented type, the per-tensor type rules of
+ * llama.cpp's quantizer, and whole-model quantization GGUF -> GGUF. */
+
+/* dst = quantize(src): n_rows rows of row_len floats -> n_rows packed rows of
+ * pl_type_row_bytes(type, row_len) bytes. Bit-exact with the reference kernel set (every
+ * set's quantizers are). row_len must be a positive multiple of the type's block size
+ * (PL_ERR_INVALID_ARG names both); unimplemented types are PL_ERR_UNSUPPORTED. Never
+ * allocates. */
+pl_status pl_quantize_rows(pl_type type, void *dst, const float *src, int64_t n_rows,
+                           int64_t row_len, pl_error *err);
+/* The inverse: dst = dequantize(src), same rules. */
+pl_status pl_dequantize_rows(pl_type type, float *dst, const void *src, int64_t n_rows,
+                             int64_t row_len, pl_error *err);
+
+/* File types: llama.cpp's LLAMA_FTYPE_* numbers, written to general.file_type. */
+typedef enum pl_ftype {
+    PL_FTYPE_F32 = 0,
+    PL_FTYPE_F16 = 1,
+    PL_FTYPE_Q4_0 = 2,
+    PL_FTYPE_Q4_1 = 3,
+    PL_FTYPE_Q8_0 = 7,
+    PL_FTYPE_Q5_0 = 8,
+    PL_FTYPE_Q5_1 = 9,
+    PL_FTYPE_Q4_K_S = 14, /* also the name "Q4_K" (llama-quantize takes "Q4_K" as Q4_K_M) */
+    PL_FTYPE_Q4_K_M = 15,
+    PL_FTYPE_Q5_K_S = 16, /* also "Q5_K" */
+    PL_FTYPE_Q5_K_M = 17,
+    PL_FTYPE_Q6_K = 18,
+    PL_FTYPE_BF16 = 32,
+} pl_ftype;
+
+/* "Q4_K_M", "F16", …; NULL for values plumb does not write. */
+const char *pl_ftype_name(uint32_t ftype);
+/* Parses a name, case-insensitively: the names above, "Q4_K" (= Q4_K_S), "Q5_K" (= Q5_K_S).
+ * PL_ERR_UNSUPPORTED with a message listing the valid names. */
+pl_status pl_ftype_from_name(const char *name, pl_ftype *out, pl_error *err);
+/* The ftype's main tensor type (PL_TYPE_Q4_K for Q4_K_M); PL_TYPE_COUNT if unknown. */
+pl_type pl_ftype_base_type(uint32_t ftype);
+
+/* What a file type does with one tensor: llama.cpp's llama_tensor_get_type. Quantized:
+ * tensors whose name ends in "weight" with two or more dimensions longer than 1, except
+ * norms (and the other small tensors llama.cpp exempts). Mixes (unless pure): output.weight
+ * (token_embd.weight when tied) -> Q6_K (Q8_0 for Q8_0, or when ne[0] does not fit the
+ * base type's block); Q4_K_M/Q5_K_M: attn_v and ffn_down -> Q6_K on layers where
+ * use_more_bits(layer, n_layer); Q4_K_S: attn_v -> Q5_K on layers < 4, ffn_down -> Q5_K on
+ * layers < n_layer/8. A type whose block does not divide ne[0] falls back as in llama.cpp:
+ * Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, then F16 (legacy types fall back to F16). */
+typedef struct pl_tensor_plan {
+    int quantize;   /* 0: not a weight matrix; the tensor keeps its type and bytes */
+    pl_type type;   /* the type to write (when quantize) */
+    pl_type wanted; /* what the rules chose before the row-length fallback */
+    int fallback;   /* 1 when type != wanted because ne[0] is not a multiple of its block */
+} pl_tensor_plan;
+/* name: the tensor's name; ne[0..n_dims) its shape (ne[0] innermost); n_layer: the
+ * model's block count (layer i is read from a "blk.i." prefix); tied: the model has no
+ * output.weight; pure: no mixing, every weight matrix gets the base type (the row-length
+ * fallback still applies). PL_ERR_INVALID_ARG for a bad ftype, NULL name or shape. */
+pl_status pl_ftype_tensor_plan(pl_ftype ftype, int pure, const char *name, uint32_t n_dims,
+                               const int64_t *ne, int64_t n_layer, int tied,
+                               pl_tensor_plan *out, pl_error *err);
+
+/* Progress of a long operation: done of total units (elements); returning non-zero cancels
+ * it (PL_ERR_CANCELLED). Called from the calling thread. */
+typedef int (*pl_progress_fn)(void *user, uint64_t done, uint64_t total);
+
+/* Filled by pl_model_quantize on success. */
+typedef struct pl_quantize_stats {
+    uint64_t n_tensors;   /* in the file */
+    uint64_t n_converted; /* tensors whose type changed */
+    uint64_t n_fallback;  /* tensors that got a legacy type instead of a K-quant (or F16) */
+    uint64_t in_bytes;    /* the input file */
+    uint64_t out_bytes;   /* the output file */
+    uint64_t n_by_type[PL_TYPE_COUNT]; /* output tensors per type */
+} pl_quantize_stats;
+
+typedef struct pl_quantize_params {
+    pl_ftype ftype;
+    int n_threads;           /* reserved: quantization runs on the calling thread */
+    int pure;                /* see pl_ftype_tensor_plan */
+    pl_progress_fn progress; /* may be NULL */
+    void *progress_user;
+    pl_quantize_stats *stats; /* may be NULL; filled on success */
+} pl_quantize_params;
+
+/* Reads in_path (any implemented tensor types), copies every metadata key (general.file_type
+ * set to the ftype, general.quantization_version to 2, split.* keys dropped) and converts
+ * each tensor as pl_ftype_tensor_plan says (tensors already in their planned type are
+ * copied byte for byte). The output is written to out_path.tmp and renamed: on any error
+ * or cancellation nothing is left at out_path (an existing file there is untouched) nor at
+ * out_path.tmp. Memory: the input is mapped; beyond it, one buffer the size of the largest
+ * output tensor and a few MB of scratch. */
+pl_status pl_model_quantize(const char *in_path, const char *out_path,
+                            const pl_quantize_params *params, pl_error *err);
+
+/* ---- streamed GGUF writing (used by pl_model_quantize and `plumb mkmodel`) ----
+ * The writer references tensor data until it writes; for files larger than memory the
+ * tensors are instead produced one at a time by a callback. */
+typedef struct pl_tensor_spec {
+    const char *name;
+    uint32_t type; /* pl_type */
+    uint32_t n_dims;
+    int64_t ne[4];
+} pl_tensor_spec;
+/* Writes tensor i's bytes (exactly n_bytes) into dst. A non-PL_OK return aborts the write
+ * (return PL_ERR_CANCELLED to cancel) and is passed on. */
+typedef pl_status (*pl_tensor_fill_fn)(void *user, uint64_t i, void *dst, uint64_t n_bytes,
+                                       pl_error *err);
+/* Writes a GGUF file with w's metadata (w must hold no tensors) and the tensors specs[0..n),
+ * whose data fill produces in order. Goes through path.tmp and a rename: on failure nothing
+ * is left at path or path.tmp. Memory: one buffer the size of the largest tensor. The tensors
+ * are added to w, which afterwards may only be freed. */
+pl_status pl_gguf_write_streamed(pl_gguf_writer *w, const char *path, const pl_tensor_spec *specs,
+                                 uint64_t n, pl_tensor_fill_fn fill, void *user, pl_error *err);
 
 #ifdef __cplusplus
 }

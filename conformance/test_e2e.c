@@ -1,0 +1,438 @@
+/* test_e2e.c — the engine against the double-precision reference transformer, plus the
+ * determinism guarantees: chunking, threads and truncation never change a bit. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref_transformer.h"
+#include "testutil.h"
+#include "tinymodel.h"
+
+#define N_TOK 64
+
+/* The e2e bound, relative to the RMS of the reference logits at that position:
+ *   |engine - ref| <= tol * rms(ref).
+ * The engine rounds weights nowhere (the reference dequantizes the same blocks) but it
+ * does round activations: to float everywhere (F32/F16 weights: observed <= 2e-5 of the
+ * RMS), and to Q8_0/Q8_K before each of the 7 matmuls per layer and the output head:
+ * 8-bit activations with one scale per 32 or 256 values err by up to max|x|/254 per
+ * element, about 1% of a dot product's RMS, compounding through 2 layers (observed
+ * <= 4.1% of the RMS, at position 0 where attention averages nothing out). A binding or
+ * kernel bug moves logits by O(100%). F16 KV adds 2^-11 relative per cached element. */
+static double type_tol(uint32_t wtype, int mix, pl_type kv)
+{
+    double t = wtype == PL_TYPE_F32 || wtype == PL_TYPE_F16 ? 1e-4 : 6e-2;
+    if (mix) t = 6e-2;
+    if (kv == PL_TYPE_F16) t += 2e-3;
+    return t;
+}
+
+typedef struct worst {
+    double ratio; /* max observed |err| / bound */
+    double abs;   /* max |err| */
+} worst;
+
+static pl_model *load(const tiny_spec *spec, void **buf)
+{
+    size_t size;
+    if (tiny_build(spec, buf, &size)) return NULL;
+    pl_model *m = NULL;
+    pl_error e;
+    if (pl_model_load_memory(&m, *buf, size, NULL, &e)) {
+        fprintf(stderr, "load: %s\n", e.msg);
+        return NULL;
+    }
+    return m;
+}
+
+static void random_tokens(int32_t *t, int64_t n, int64_t V, uint64_t seed)
+{
+    tu_rng r;
+    tu_rng_init(&r, seed);
+    for (int64_t i = 0; i < n; i++) t[i] = (int32_t)tu_rng_range(&r, 0, V - 1);
+}
+
+static pl_session *session(const pl_model *m, int threads, int64_t chunk, pl_type kv,
+                           int64_t ctx, int64_t window, int64_t sinks)
+{
+    pl_session_params p = pl_session_default_params(m);
+    p.n_threads = threads;
+    p.prefill_chunk = chunk;
+    p.kv_type = kv;
+    p.context_window = window ? 0 : ctx;
+    p.sliding_window = window;
+    p.attention_sinks = sinks;
+    pl_session *s = NULL;
+    pl_error e;
+    if (pl_session_new(&s, m, &p, &e)) fprintf(stderr, "session: %s\n", e.msg);
+    return s;
+}
+
+/* Compares engine logits (n x V floats) with the reference (n x V doubles). */
+static worst compare(const float *y, const double *ref, int64_t n, int64_t V, double tol,
+                     const char *what, int *argmax_bad)
+{
+    worst w = {0, 0};
+    *argmax_bad = 0;
+    for (int64_t p = 0; p < n; p++) {
+        const double *r = ref + p * V;
+        const float *e = y + p * V;
+        double ss = 0;
+        int64_t a1 = 0, a2 = -1, ae = 0;
+        for (int64_t i = 0; i < V; i++) {
+            ss += r[i] * r[i];
+            if (r[i] > r[a1]) {
+                a2 = a1;
+                a1 = i;
+            } else if (i != a1 && (a2 < 0 || r[i] > r[a2])) {
+                a2 = i;
+            }
+            if (e[i] > e[ae]) ae = i;
+        }
+        double bound = tol * sqrt(ss / (double)V);
+        for (int64_t i = 0; i < V; i++) {
+            double d = fabs((double)e[i] - r[i]);
+            if (d > w.abs) w.abs = d;
+            if (d / bound > w.ratio) w.ratio = d / bound;
+            TU_CHECK(d <= bound, "%s: position %lld logit %lld: engine %.9g ref %.9g |err| %.3g > "
+                                 "bound %.3g (seed %llu)",
+                     what, (long long)p, (long long)i, (double)e[i], r[i], d, bound,
+                     (unsigned long long)tu_seed());
+            if (d > bound) return w;
+        }
+        /* Where the reference's top two differ by more than twice the bound, argmax must agree. */
+        if (a2 >= 0 && r[a1] - r[a2] > 2 * bound && ae != a1) (*argmax_bad)++;
+    }
+    return w;
+}
+
+static const struct {
+    uint32_t t;
+    int mix;
+    const char *name;
+} types[] = {
+    {PL_TYPE_F32, 0, "F32"},   {PL_TYPE_F16, 0, "F16"},   {PL_TYPE_Q8_0, 0, "Q8_0"},
+    {PL_TYPE_Q4_0, 0, "Q4_0"}, {PL_TYPE_Q4_K, 0, "Q4_K"}, {PL_TYPE_Q6_K, 0, "Q6_K"},
+    {PL_TYPE_Q4_K, 1, "mix"},
+};
+static const char *archs[] = {"llama", "qwen2", "qwen3"};
+
+static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64_t sinks,
+                     worst *out)
+{
+    tiny_spec spec = tiny_default(arch, types[ti].t);
+    spec.mix = types[ti].mix;
+    spec.seed = tu_seed() + (uint64_t)ti;
+    spec.tied = ti % 2;
+    void *buf = NULL;
+    pl_model *m = load(&spec, &buf);
+    TU_CHECK(m != NULL, "%s %s: model did not load", arch, types[ti].name);
+    if (!m) {
+        pl_buffer_free(buf);
+        return;
+    }
+    int64_t V = spec.V;
+    int32_t tok[N_TOK];
+    random_tokens(tok, N_TOK, V, spec.seed);
+    float *y = malloc((size_t)(N_TOK * V) * sizeof *y);
+    double *r = malloc((size_t)(N_TOK * V) * sizeof *r);
+    pl_session *s = session(m, 2, 64, kv, 128, window, sinks);
+    pl_error e;
+    TU_CHECK(s && pl_session_eval(s, tok, N_TOK, y, PL_EVAL_ALL_LOGITS, &e) == PL_OK,
+             "%s %s: eval failed", arch, types[ti].name);
+    ref_model *rm = NULL;
+    char msg[256];
+    TU_CHECK(ref_model_load(&rm, pl_model_gguf(m), msg, sizeof msg) == 0, "ref load: %s", msg);
+    ref_window w = {window, sinks};
+    if (rm && s) {
+        ref_model_forward(rm, tok, N_TOK, &w, r);
+        char what[96];
+        snprintf(what, sizeof what, "%s %s kv=%s window=%lld sinks=%lld", arch, types[ti].name,
+                 kv == PL_TYPE_F16 ? "F16" : "F32", (long long)window, (long long)sinks);
+        int bad;
+        worst wr = compare(y, r, N_TOK, V, type_tol(types[ti].t, types[ti].mix, kv), what, &bad);
+        TU_CHECK(bad == 0, "%s: argmax differs at %d positions with a clear top-2 gap", what, bad);
+        if (wr.ratio > out->ratio) out->ratio = wr.ratio;
+        if (wr.abs > out->abs) out->abs = wr.abs;
+    }
+    ref_model_free(rm);
+    pl_session_free(s);
+    pl_model_free(m);
+    pl_buffer_free(buf);
+    free(y);
+    free(r);
+}
+
+static void e2e_logits_match_reference_for_every_arch_and_type(void)
+{
+    worst per_type[sizeof types / sizeof types[0]] = {{0, 0}};
+    for (size_t a = 0; a < 3; a++)
+        for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+            e2e_case(archs[a], (int)t, PL_TYPE_F32, 0, 0, &per_type[t]);
+    printf("\n  e2e max error per weight type (F32 KV, 3 archs, %d positions):\n", N_TOK);
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        printf("    %-5s max|err| %.3g  worst ratio to bound %.3f\n", types[t].name,
+               per_type[t].abs, per_type[t].ratio);
+}
+
+static void e2e_f16_kv_matches_reference(void)
+{
+    worst w = {0, 0};
+    for (size_t a = 0; a < 3; a++) e2e_case(archs[a], 0, PL_TYPE_F16, 0, 0, &w);
+    printf("\n  F16 KV: max|err| %.3g, worst ratio %.3f\n", w.abs, w.ratio);
+}
+
+static void e2e_sliding_window_with_sinks_matches_reference(void)
+{
+    worst w = {0, 0};
+    static const int64_t cfg[][2] = {{16, 4}, {16, 0}, {9, 1}, {100, 3}};
+    for (size_t a = 0; a < 3; a++)
+        for (size_t c = 0; c < 4; c++) e2e_case(archs[a], 0, PL_TYPE_F32, cfg[c][0], cfg[c][1], &w);
+    printf("\n  sliding window: max|err| %.3g, worst ratio %.3f\n", w.abs, w.ratio);
+}
+
+/* ---- determinism ---- */
+
+/* All-position logits of tok[0..n) evaluated in pieces of `piece` tokens per call. */
+static void eval_pieces(pl_session *s, const int32_t *tok, int64_t n, int64_t piece, float *y,
+                        int64_t V)
+{
+    pl_error e;
+    for (int64_t i = 0; i < n; i += piece) {
+        int64_t k = n - i < piece ? n - i : piece;
+        pl_status st = pl_session_eval(s, tok + i, k, y + i * V, PL_EVAL_ALL_LOGITS, &e);
+        TU_CHECK(st == PL_OK, "eval piece at %lld: %s", (long long)i, e.msg);
+        if (st) return;
+    }
+}
+
+static void check_invariance(const char *arch, uint32_t type, int64_t window, int64_t sinks)
+{
+    tiny_spec spec = tiny_default(arch, type);
+    spec.seed = tu_seed() ^ 0x77;
+    void *buf = NULL;
+    pl_model *m = load(&spec, &buf);
+    TU_CHECK(m != NULL, "model did not load");
+    if (!m) return;
+    int64_t V = spec.V;
+    int32_t tok[N_TOK];
+    random_tokens(tok, N_TOK, V, spec.seed);
+    size_t bytes = (size_t)(N_TOK * V) * sizeof(float);
+    float *base = malloc(bytes), *y = malloc(bytes);
+    pl_session *s = session(m, 1, 64, PL_TYPE_F16, 128, window, sinks);
+    eval_pieces(s, tok, N_TOK, N_TOK, base, V);
+    pl_session_free(s);
+    static const int64_t chunks[] = {1, 3, 7, 16, 64};
+    static const int64_t pieces[] = {1, 5, 13, 64};
+    for (int threads = 1; threads <= 2; threads++)
+        for (size_t c = 0; c < 5; c++)
+            for (size_t p = 0; p < 4; p++) {
+                s = session(m, threads, chunks[c], PL_TYPE_F16, 128, window, sinks);
+                memset(y, 0, bytes);
+                eval_pieces(s, tok, N_TOK, pieces[p], y, V);
+                TU_CHECK(memcmp(y, base, bytes) == 0,
+                         "%s %s window=%lld: logits differ with threads=%d chunk=%lld piece=%lld",
+                         arch, pl_type_name(type), (long long)window, threads,
+                         (long long)chunks[c], (long long)pieces[p]);
+                pl_session_free(s);
+            }
+    /* Truncate to every k and re-evaluate the suffix: the same bits. */
+    s = session(m, 2, 7, PL_TYPE_F16, 128, window, sinks);
+    eval_pieces(s, tok, N_TOK, N_TOK, y, V);
+    for (int64_t k = N_TOK - 1; k >= 0; k -= 9) {
+        pl_error e;
+        pl_status st = pl_session_truncate(s, k, &e);
+        if (window && st == PL_ERR_INVALID_ARG) continue; /* evicted: documented refusal */
+        TU_CHECK(st == PL_OK, "truncate to %lld: %s", (long long)k, e.msg);
+        memset(y, 0, bytes);
+        eval_pieces(s, tok + k, N_TOK - k, N_TOK - k, y + k * V, V);
+        TU_CHECK(memcmp(y + k * V, base + k * V, (size_t)(N_TOK - k) * (size_t)V * sizeof(float)) ==
+                     0,
+                 "%s window=%lld: truncate to %lld and re-evaluate changed logits", arch,
+                 (long long)window, (long long)k);
+    }
+    pl_session_free(s);
+    free(base);
+    free(y);
+    pl_model_free(m);
+    pl_buffer_free(buf);
+}
+
+static void logits_identical_across_chunks_threads_and_truncation(void)
+{
+    check_invariance("qwen2", PL_TYPE_Q4_K, 0, 0);
+    check_invariance("llama", PL_TYPE_Q8_0, 0, 0);
+    check_invariance("qwen3", PL_TYPE_F16, 0, 0);
+}
+
+static void sliding_window_logits_identical_across_chunks_and_threads(void)
+{
+    check_invariance("llama", PL_TYPE_Q4_0, 16, 4);
+    check_invariance("qwen3", PL_TYPE_F32, 10, 0);
+}
+
+/* ---- session edges ---- */
+
+static void context_full_leaves_session_unchanged(void)
+{
+    tiny_spec spec = tiny_default("llama", PL_TYPE_Q8_0);
+    void *buf = NULL;
+    pl_model *m = load(&spec, &buf);
+    if (!m) return;
+    int64_t V = spec.V;
+    int32_t tok[40];
+    random_tokens(tok, 40, V, 5);
+    float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b);
+    pl_session *s = session(m, 2, 8, PL_TYPE_F16, 32, 0, 0);
+    pl_error e;
+    CU_ASSERT_EQUAL(pl_session_eval(s, tok, 30, NULL, 0, &e), PL_OK);
+    CU_ASSERT_EQUAL(pl_session_eval(s, tok + 30, 3, a, 0, &e), PL_ERR_CONTEXT_FULL);
+    TU_CHECK(strstr(e.msg, "context") != NULL, "message: %s", e.msg);
+    CU_ASSERT_EQUAL(pl_session_n_past(s), 30);
+    CU_ASSERT_EQUAL(pl_session_eval(s, tok + 30, 2, a, 0, &e), PL_OK);
+    CU_ASSERT_EQUAL(pl_session_n_past(s), 32);
+    CU_ASSERT_EQUAL(pl_session_eval(s, tok, 1, a, 0, &e), PL_ERR_CONTEXT_FULL);
+    /* A fresh session over the same 32 tokens agrees bit for bit. */
+    pl_session *f = session(m, 1, 64, PL_TYPE_F16, 32, 0, 0);
+    CU_ASSERT_EQUAL(pl_session_eval(f, tok, 32, b, 0, &e), PL_OK);
+    CU_ASSERT(memcmp(a, b, (size_t)V * sizeof *a) == 0);
+    pl_session_free(f);
+    pl_session_free(s);
+    free(a);
+    free(b);
+    pl_model_free(m);
+    pl_buffer_free(buf);
+}
+
+static void bad_kv_configs_are_rejected_with_config_error(void)
+{
+    tiny_spec spec = tiny_default("qwen2", PL_TYPE_F32);
+    void *buf = NULL;
+    pl_model *m = load(&spec, &buf);
+    if (!m) return;
+    static const struct {
+        int64_t ctx, win, sinks, chunk;
+        pl_type kv;
+        const char *needle;
+    } bad[] = {
+        {0, 0, 0, 8, PL_TYPE_F16, "exactly one"},     {64, 64, 0, 8, PL_TYPE_F16, "exactly one"},
+        {-1, 0, 0, 8, PL_TYPE_F16, "exactly one"},    {0, 16, 16, 8, PL_TYPE_F16, "attention_sinks"},
+        {0, 16, -1, 8, PL_TYPE_F16, "attention_sinks"}, {64, 0, 2, 8, PL_TYPE_F16, "attention_sinks"},
+        {64, 0, 0, 0, PL_TYPE_F16, "prefill_chunk"},  {64, 0, 0, 8, PL_TYPE_Q8_0, "kv_type"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pl_session_params p = pl_session_default_params(m);
+        p.context_window = bad[i].ctx;
+        p.sliding_window = bad[i].win;
+        p.attention_sinks = bad[i].sinks;
+        p.prefill_chunk = bad[i].chunk;
+        p.kv_type = bad[i].kv;
+        pl_session *s = (pl_session *)1;
+        pl_error e = {0};
+        pl_status st = pl_session_new(&s, m, &p, &e);
+        TU_CHECK(st == PL_ERR_CONFIG && s == NULL, "case %zu: status %s", i, pl_status_str(st));
+        TU_CHECK(strstr(e.msg, bad[i].needle) != NULL, "case %zu: message '%s' lacks '%s'", i,
+                 e.msg, bad[i].needle);
+    }
+    pl_model_free(m);
+    pl_buffer_free(buf);
+}
+
+static void eval_rejects_tokens_outside_vocab_without_change(void)
+{
+    tiny_spec spec = tiny_default("llama", PL_TYPE_F32);
+    void *buf = NULL;
+    pl_model *m = load(&spec, &buf);
+    if (!m) return;
+    pl_session *s = session(m, 1, 8, PL_TYPE_F32, 64, 0, 0);
+    int32_t tok[3] = {1, (int32_t)spec.V, 2}, neg[1] = {-1};
+    pl_error e;
+    CU_ASSERT_EQUAL(pl_session_eval(s, tok, 3, NULL, 0, &e), PL_ERR_INVALID_ARG);
+    TU_CHECK(strstr(e.msg, "token 1") != NULL, "message: %s", e.msg);
+    CU_ASSERT_EQUAL(pl_session_eval(s, neg, 1, NULL, 0, &e), PL_ERR_INVALID_ARG);
+    CU_ASSERT_EQUAL(pl_session_n_past(s), 0);
+    pl_session_free(s);
+    pl_model_free(m);
+    pl_buffer_free(buf);
+}
+
+/* ---- binding ---- */
+
+static void expect_load_error(tiny_spec spec, pl_status code, const char *needle)
+{
+    void *buf = NULL;
+    size_t size;
+    TU_CHECK(tiny_build(&spec, &buf, &size) == 0, "build failed");
+    pl_model *m = (pl_model *)1;
+    pl_error e = {0};
+    pl_status st = pl_model_load_memory(&m, buf, size, NULL, &e);
+    TU_CHECK(st == code && m == NULL, "expected %s, got %s (%s)", pl_status_str(code),
+             pl_status_str(st), e.msg);
+    TU_CHECK(strstr(e.msg, needle) != NULL, "message '%s' lacks '%s'", e.msg, needle);
+    pl_buffer_free(buf);
+}
+
+static void model_rejects_missing_misshapen_and_mistyped_tensors(void)
+{
+    tiny_spec s = tiny_default("qwen2", PL_TYPE_Q8_0);
+    s.omit = "blk.1.attn_k.bias";
+    expect_load_error(s, PL_ERR_NOT_FOUND, "blk.1.attn_k.bias");
+    s = tiny_default("qwen3", PL_TYPE_Q8_0);
+    s.omit = "blk.0.attn_q_norm.weight";
+    expect_load_error(s, PL_ERR_NOT_FOUND, "blk.0.attn_q_norm.weight");
+    s = tiny_default("llama", PL_TYPE_Q8_0);
+    s.misshape = "blk.1.ffn_down.weight";
+    expect_load_error(s, PL_ERR_TYPE, "blk.1.ffn_down.weight");
+    s = tiny_default("llama", PL_TYPE_F32);
+    s.f16_norm = "blk.0.ffn_norm.weight";
+    expect_load_error(s, PL_ERR_TYPE, "blk.0.ffn_norm.weight");
+    s = tiny_default("llama", PL_TYPE_F32);
+    s.omit = "output_norm.weight";
+    expect_load_error(s, PL_ERR_NOT_FOUND, "output_norm.weight");
+    s = tiny_default("gpt-j", PL_TYPE_F32);
+    expect_load_error(s, PL_ERR_UNSUPPORTED, "gpt-j");
+}
+
+static void model_info_reports_hyperparameters(void)
+{
+    tiny_spec spec = tiny_default("qwen3", PL_TYPE_Q4_K);
+    spec.tied = 1;
+    void *buf = NULL;
+    pl_model *m = load(&spec, &buf);
+    if (!m) return;
+    pl_model_info info;
+    CU_ASSERT_EQUAL(pl_model_get_info(m, &info, NULL), PL_OK);
+    CU_ASSERT_STRING_EQUAL(info.arch, "qwen3");
+    CU_ASSERT_EQUAL(info.n_vocab, spec.V);
+    CU_ASSERT_EQUAL(info.n_layer, spec.L);
+    CU_ASSERT_EQUAL(info.n_head_kv, spec.Hkv);
+    CU_ASSERT_EQUAL(info.head_dim, spec.D);
+    CU_ASSERT_EQUAL(info.tied_embeddings, 1);
+    pl_model_free(m);
+    pl_buffer_free(buf);
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"e2e_logits_match_reference_for_every_arch_and_type",
+         e2e_logits_match_reference_for_every_arch_and_type},
+        {"e2e_f16_kv_matches_reference", e2e_f16_kv_matches_reference},
+        {"e2e_sliding_window_with_sinks_matches_reference",
+         e2e_sliding_window_with_sinks_matches_reference},
+        {"logits_identical_across_chunks_threads_and_truncation",
+         logits_identical_across_chunks_threads_and_truncation},
+        {"sliding_window_logits_identical_across_chunks_and_threads",
+         sliding_window_logits_identical_across_chunks_and_threads},
+        {"context_full_leaves_session_unchanged", context_full_leaves_session_unchanged},
+        {"bad_kv_configs_are_rejected_with_config_error",
+         bad_kv_configs_are_rejected_with_config_error},
+        {"eval_rejects_tokens_outside_vocab_without_change",
+         eval_rejects_tokens_outside_vocab_without_change},
+        {"model_rejects_missing_misshapen_and_mistyped_tensors",
+         model_rejects_missing_misshapen_and_mistyped_tensors},
+        {"model_info_reports_hyperparameters", model_info_reports_hyperparameters},
+        {NULL, NULL},
+    };
+    return tu_run("e2e", tests);
+}

@@ -1,0 +1,131 @@
+/* tinymodel.c — writes small synthetic models with the library's GGUF writer.
+ * Weights are Gaussian with 1/sqrt(fan_in) scales so logits stay O(1) and distinct. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "testutil.h"
+#include "tinymodel.h"
+
+tiny_spec tiny_default(const char *arch, uint32_t wtype)
+{
+    tiny_spec s = {.arch = arch, .E = 256, .L = 2, .H = 4, .Hkv = 2, .D = 64, .F = 512,
+                   .V = 320, .ctx = 512, .wtype = wtype, .embd_type = wtype, .seed = 1};
+    return s;
+}
+
+/* Matrix types of the mix, chosen by tensor as Q4_K_M-like files do. */
+static uint32_t mix_type(const char *name)
+{
+    if (strstr(name, "attn_v") || strstr(name, "ffn_down")) return PL_TYPE_Q6_K;
+    if (strstr(name, "attn_output")) return PL_TYPE_Q5_0;
+    if (strstr(name, "attn_k")) return PL_TYPE_Q8_0;
+    return PL_TYPE_Q4_K;
+}
+
+typedef struct builder {
+    pl_gguf_writer *w;
+    tu_rng rng;
+    const tiny_spec *s;
+    void *bufs[256];
+    int n_bufs;
+    int failed;
+} builder;
+
+static void add(builder *b, const char *name, int64_t cols, int64_t rows, double scale,
+                double mean, uint32_t type)
+{
+    if (b->failed) return;
+    if (b->s->omit && strcmp(b->s->omit, name) == 0) return;
+    if (b->s->misshape && strcmp(b->s->misshape, name) == 0) cols += 32;
+    if (rows == 1 && b->s->f16_norm && strcmp(b->s->f16_norm, name) == 0) type = PL_TYPE_F16;
+    float *f = malloc((size_t)(cols * rows) * sizeof *f);
+    for (int64_t i = 0; i < cols * rows; i++)
+        f[i] = (float)(mean + scale * tu_rng_normal(&b->rng));
+    size_t row_bytes;
+    pl_type_row_bytes(type, cols, &row_bytes, NULL);
+    uint8_t *q = malloc(row_bytes * (size_t)rows);
+    for (int64_t r = 0; r < rows; r++)
+        pl_kernels_ref.quantize_row[type](q + (size_t)r * row_bytes, f + r * cols, cols);
+    free(f);
+    b->bufs[b->n_bufs++] = q;
+    int64_t ne[2] = {cols, rows};
+    pl_error e;
+    if (pl_gguf_writer_add_tensor(b->w, name, type, rows == 1 ? 1 : 2, ne, q, &e)) {
+        fprintf(stderr, "tiny_build: %s\n", e.msg);
+        b->failed = 1;
+    }
+}
+
+int tiny_build(const tiny_spec *s, void **out, size_t *size)
+{
+    builder b = {.s = s};
+    tu_rng_init(&b.rng, s->seed);
+    pl_error e;
+    if (pl_gguf_writer_new(&b.w, 3, &e)) return -1;
+    char key[128];
+    pl_gguf_writer_set_string(b.w, "general.architecture", s->arch, strlen(s->arch), &e);
+#define U32(suffix, v)                                                                          \
+    snprintf(key, sizeof key, "%s.%s", s->arch, suffix);                                       \
+    pl_gguf_writer_set_u32(b.w, key, (uint32_t)(v), &e);
+    U32("context_length", s->ctx)
+    U32("embedding_length", s->E)
+    U32("block_count", s->L)
+    U32("feed_forward_length", s->F)
+    U32("attention.head_count", s->H)
+    U32("attention.head_count_kv", s->Hkv)
+    U32("attention.key_length", s->D)
+    U32("attention.value_length", s->D)
+    U32("rope.dimension_count", s->D)
+#undef U32
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", s->arch);
+    pl_gguf_writer_set_f32(b.w, key, 1e-6f, &e);
+    snprintf(key, sizeof key, "%s.rope.freq_base", s->arch);
+    pl_gguf_writer_set_f32(b.w, key, strcmp(s->arch, "llama") == 0 ? 10000.0f : 1e6f, &e);
+
+    double se = 1.0 / sqrt((double)s->E);
+    add(&b, "token_embd.weight", s->E, s->V, 1.0, 0.0, s->embd_type);
+    add(&b, "output_norm.weight", s->E, 1, 0.1, 1.0, PL_TYPE_F32);
+    if (!s->tied) add(&b, "output.weight", s->E, s->V, se, 0.0, s->embd_type);
+    int qwen2 = strcmp(s->arch, "qwen2") == 0, qwen3 = strcmp(s->arch, "qwen3") == 0;
+    for (int64_t l = 0; l < s->L; l++) {
+        char n[96];
+#define NAME(suffix) (snprintf(n, sizeof n, "blk.%lld.%s", (long long)l, suffix), n)
+#define MT(suffix) (s->mix ? mix_type(NAME(suffix)) : s->wtype)
+        uint32_t t;
+        add(&b, NAME("attn_norm.weight"), s->E, 1, 0.1, 1.0, PL_TYPE_F32);
+        t = MT("attn_q.weight");
+        add(&b, NAME("attn_q.weight"), s->E, s->H * s->D, se, 0.0, t);
+        t = MT("attn_k.weight");
+        add(&b, NAME("attn_k.weight"), s->E, s->Hkv * s->D, se, 0.0, t);
+        t = MT("attn_v.weight");
+        add(&b, NAME("attn_v.weight"), s->E, s->Hkv * s->D, se, 0.0, t);
+        if (qwen2) {
+            add(&b, NAME("attn_q.bias"), s->H * s->D, 1, 0.1, 0.0, PL_TYPE_F32);
+            add(&b, NAME("attn_k.bias"), s->Hkv * s->D, 1, 0.1, 0.0, PL_TYPE_F32);
+            add(&b, NAME("attn_v.bias"), s->Hkv * s->D, 1, 0.1, 0.0, PL_TYPE_F32);
+        }
+        if (qwen3) {
+            add(&b, NAME("attn_q_norm.weight"), s->D, 1, 0.1, 1.0, PL_TYPE_F32);
+            add(&b, NAME("attn_k_norm.weight"), s->D, 1, 0.1, 1.0, PL_TYPE_F32);
+        }
+        t = MT("attn_output.weight");
+        add(&b, NAME("attn_output.weight"), s->H * s->D, s->E, 1.0 / sqrt((double)(s->H * s->D)),
+            0.0, t);
+        add(&b, NAME("ffn_norm.weight"), s->E, 1, 0.1, 1.0, PL_TYPE_F32);
+        t = MT("ffn_gate.weight");
+        add(&b, NAME("ffn_gate.weight"), s->E, s->F, se, 0.0, t);
+        t = MT("ffn_up.weight");
+        add(&b, NAME("ffn_up.weight"), s->E, s->F, se, 0.0, t);
+        t = MT("ffn_down.weight");
+        add(&b, NAME("ffn_down.weight"), s->F, s->E, 1.0 / sqrt((double)s->F), 0.0, t);
+#undef NAME
+#undef MT
+    }
+    int rc = b.failed ? -1 : (pl_gguf_writer_write_memory(b.w, out, size, &e) ? -1 : 0);
+    for (int i = 0; i < b.n_bufs; i++) free(b.bufs[i]);
+    pl_gguf_writer_free(b.w);
+    return rc;
+}

@@ -1,0 +1,32 @@
+/* tinymodel.h — small synthetic llama/qwen2/qwen3 GGUF images for the end-to-end tests.
+ * Test-only: deterministic from a seed; `plumb mkmodel` is the user-facing generator. */
+#ifndef PLUMB_TINYMODEL_H
+#define PLUMB_TINYMODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plumb.h"
+
+typedef struct tiny_spec {
+    const char *arch;   /* "llama", "qwen2", "qwen3" */
+    int64_t E, L, H, Hkv, D, F, V, ctx;
+    uint32_t wtype;     /* type of the 2-D weight matrices */
+    uint32_t embd_type; /* token_embd / output */
+    int mix;            /* 1: vary matrix types per tensor (Q4_K, Q6_K, Q5_0, Q8_0) */
+    int tied;           /* 1: no output.weight */
+    uint64_t seed;
+    /* Hostile variants for binding tests: skip or reshape one tensor by name. */
+    const char *omit;
+    const char *misshape;
+    const char *f16_norm; /* store this 1-D tensor as F16 (the engine wants F32) */
+} tiny_spec;
+
+/* A spec with sensible small defaults for arch (E 256, 2 layers, 4 heads, 2 KV heads, D 64,
+ * F 512, V 320). */
+tiny_spec tiny_default(const char *arch, uint32_t wtype);
+
+/* Builds the GGUF image in a new buffer (free with pl_buffer_free). 0 on success. */
+int tiny_build(const tiny_spec *s, void **out, size_t *size);
+
+#endif

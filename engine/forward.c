@@ -1,0 +1,382 @@
+/* forward.c — sessions and the transformer forward pass, written against the kernel table.
+ * Not a kernel: every number is computed by a kernel; this file only moves data and splits work.
+ *
+ * Dimension legend (used in every comment below):
+ *   T tokens in this step   E n_embd   F n_ff (of the layer)   V n_vocab
+ *   H query heads   Hkv KV heads   D head dim   N KV slots scanned */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvcache.h"
+#include "model.h"
+#include "registry.h"
+#include "threads.h"
+
+#define DEFAULT_CONTEXT 4096
+#define DEFAULT_CHUNK   64
+#define MAX_CHUNK       4096
+
+/* The scratch arena: one block, carved at session creation. */
+typedef struct scratch {
+    float *x;           /* (T, E) residual stream */
+    float *xn;          /* (T, E) normalised input to a block */
+    float *q;           /* (T, H*D) */
+    float *k, *v;       /* (T, Hkv*D) */
+    float *att;         /* (T, H*D) attention output */
+    float *tmp;         /* (T, max(E, D)) */
+    float *gate;        /* (T, F) */
+    float *up;          /* (T, F) */
+    float *ffh;         /* (T, F) swiglu(gate, up) */
+    void *xq;           /* (T, K) activations quantized to a dot type, K <= max(E, F, H*D) */
+    size_t xq_row;      /* bytes of one quantized row at the largest K */
+    float *att_scratch; /* (threads, cap) */
+    int32_t *q_pos;     /* (T) */
+    size_t bytes;
+} scratch;
+
+struct pl_session {
+    const pl_model *m;
+    pl_kernel_table kt;
+    pl_pool *pool;
+    pl_kvcache kv;
+    int64_t chunk; /* tokens per step */
+    scratch s;
+    void *arena;
+};
+
+/* ---- parallel helpers ---- */
+
+typedef struct mm_job {
+    const struct pl_kernels *k;
+    const pl_tensor *w;
+    float *y;
+    int64_t ldy;
+    const void *x;
+    size_t x_row;
+    int64_t K, T;
+} mm_job;
+
+static void mm_worker(void *ctx, int64_t r0, int64_t r1, int thread)
+{
+    (void)thread;
+    const mm_job *j = ctx;
+    j->k->matmul[j->w->type](j->y, j->ldy, j->w->data, j->w->row_bytes, j->x, j->x_row, j->K, r0,
+                             r1, j->T);
+}
+
+/* y (T, R) = x (T, K) · W^T, W = (K) -> (R). Activations are quantized row by row to the
+ * weight type's dot type first, so each row's quantization is the same in any batch. */
+static void matmul(pl_session *ss, const pl_tensor *w, float *y, const float *x, int64_t T)
+{
+    const struct pl_kernels *k = &ss->kt.k;
+    int64_t K = w->ne[0], R = w->ne[1];
+    pl_type dot = pl_type_traits_of(w->type)->dot_type;
+    mm_job j = {.k = k, .w = w, .y = y, .ldy = R, .K = K, .T = T};
+    if (dot == PL_TYPE_F32) {
+        j.x = x;
+        j.x_row = (size_t)K * sizeof(float);
+    } else {
+        size_t row;
+        pl_type_row_bytes(dot, K, &row, NULL);
+        for (int64_t t = 0; t < T; t++)
+            k->quantize_row[dot]((uint8_t *)ss->s.xq + (size_t)t * row, x + t * K, K);
+        j.x = ss->s.xq;
+        j.x_row = row;
+    }
+    pl_pool_run(ss->pool, mm_worker, &j, R, 4);
+}
+
+typedef struct att_job {
+    pl_session *ss;
+    float *out;
+    pl_attn_args a;
+} att_job;
+
+static void att_worker(void *ctx, int64_t h0, int64_t h1, int thread)
+{
+    att_job *j = ctx;
+    float *buf = j->ss->s.att_scratch + (size_t)thread * (size_t)j->ss->kv.cap;
+    j->ss->kt.k.attention(j->out, &j->a, h0, h1, buf);
+}
+
+static void add_into(float *restrict y, const float *restrict x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+static void add_bias(float *y, const pl_tensor *b, int64_t T, int64_t n)
+{
+    if (!b->data) return;
+    for (int64_t t = 0; t < T; t++) add_into(y + t * n, b->data, n);
+}
+
+/* Per-head RMSNorm (qwen3's q_norm / k_norm) over (T, heads, D) in place. */
+static void head_norm(pl_session *ss, float *x, const pl_tensor *w, int64_t T, int64_t heads)
+{
+    if (!w->data) return;
+    int64_t D = ss->m->hp.head_dim;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t h = 0; h < heads; h++) {
+            float *row = x + (t * heads + h) * D;
+            ss->kt.k.rmsnorm(ss->s.tmp, row, w->data, D, ss->m->hp.rms_eps);
+            memcpy(row, ss->s.tmp, (size_t)D * sizeof(float));
+        }
+}
+
+/* ---- one step: T tokens at positions [p0, p0 + T) ---- */
+
+static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
+{
+    const pl_model *m = ss->m;
+    const pl_hparams *hp = &m->hp;
+    const pl_layer *L = &m->layers[l];
+    const struct pl_kernels *k = &ss->kt.k;
+    scratch *s = &ss->s;
+    int64_t E = hp->n_embd, D = hp->head_dim, H = L->n_head, Hkv = L->n_head_kv, F = L->n_ff;
+
+    for (int64_t t = 0; t < T; t++)
+        k->rmsnorm(s->xn + t * E, s->x + t * E, L->attn_norm.data, E, hp->rms_eps);
+    matmul(ss, &L->wq, s->q, s->xn, T);
+    matmul(ss, &L->wk, s->k, s->xn, T);
+    matmul(ss, &L->wv, s->v, s->xn, T);
+    add_bias(s->q, &L->bq, T, H * D);
+    add_bias(s->k, &L->bk, T, Hkv * D);
+    add_bias(s->v, &L->bv, T, Hkv * D);
+    head_norm(ss, s->q, &L->q_norm, T, H);
+    head_norm(ss, s->k, &L->k_norm, T, Hkv);
+    for (int64_t t = 0; t < T; t++) {
+        k->rope(s->q + t * H * D, H, D, hp->n_rot, (int32_t)(p0 + t), hp->rope_base,
+                hp->rope_style);
+        k->rope(s->k + t * Hkv * D, Hkv, D, hp->n_rot, (int32_t)(p0 + t), hp->rope_base,
+                hp->rope_style);
+        pl_kvcache_store(&ss->kv, l, p0 + t, s->k + t * Hkv * D, s->v + t * Hkv * D);
+    }
+
+    att_job j = {.ss = ss, .out = s->att};
+    j.a = (pl_attn_args){
+        .T = T,
+        .H = H,
+        .Hkv = Hkv,
+        .D = D,
+        .N = pl_kvcache_scan(&ss->kv),
+        .q = s->q,
+        .q_pos = s->q_pos,
+        .k = ss->kv.k[l],
+        .v = ss->kv.v[l],
+        .kv_type = ss->kv.type,
+        .kv_pos = ss->kv.pos,
+        .window = ss->kv.recent,
+        .n_sinks = ss->kv.n_sinks,
+        .scale = (float)(1.0 / sqrt((double)D)),
+    };
+    pl_pool_run(ss->pool, att_worker, &j, H, 1);
+
+    matmul(ss, &L->wo, s->tmp, s->att, T);
+    add_into(s->x, s->tmp, T * E);
+
+    for (int64_t t = 0; t < T; t++)
+        k->rmsnorm(s->xn + t * E, s->x + t * E, L->ffn_norm.data, E, hp->rms_eps);
+    matmul(ss, &L->w_gate, s->gate, s->xn, T);
+    matmul(ss, &L->w_up, s->up, s->xn, T);
+    k->swiglu(s->ffh, s->gate, s->up, T * F);
+    matmul(ss, &L->w_down, s->tmp, s->ffh, T);
+    add_into(s->x, s->tmp, T * E);
+}
+
+/* Evaluates tokens[0..T) at positions [p0, ...); writes logits of tokens [out0, T) to
+ * logits (rows of V) when logits is non-NULL. */
+static void step(pl_session *ss, const int32_t *tokens, int64_t T, int64_t out0, float *logits)
+{
+    const pl_model *m = ss->m;
+    const struct pl_kernels *k = &ss->kt.k;
+    scratch *s = &ss->s;
+    int64_t E = m->hp.n_embd, p0 = ss->kv.n_past;
+
+    for (int64_t t = 0; t < T; t++) {
+        const uint8_t *row =
+            (const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes;
+        k->dequantize_row[m->tok_embd.type](s->x + t * E, row, E);
+        s->q_pos[t] = (int32_t)(p0 + t);
+    }
+    pl_kvcache_place(&ss->kv, p0, T);
+    ss->kv.n_past = p0 + T; /* attention scans the new slots too */
+    for (int64_t l = 0; l < m->hp.n_layer; l++) layer_forward(ss, l, T, p0);
+
+    if (!logits || out0 >= T) return;
+    int64_t n_out = T - out0;
+    for (int64_t t = 0; t < n_out; t++)
+        k->rmsnorm(s->xn + t * E, s->x + (out0 + t) * E, m->out_norm.data, E, m->hp.rms_eps);
+    matmul(ss, &m->output, logits, s->xn, n_out);
+}
+
+pl_status pl_session_eval(pl_session *ss, const int32_t *tokens, int64_t n, float *logits,
+                          uint32_t flags, pl_error *err)
+{
+    if (!ss || (!tokens && n > 0))
+        return pl_fail(err, PL_ERR_INVALID_ARG, "session or tokens is NULL");
+    if (flags & ~PL_EVAL_ALL_LOGITS)
+        return pl_fail(err, PL_ERR_INVALID_ARG, "unknown eval flags 0x%x", flags);
+    if (n <= 0)
+        return pl_fail(err, PL_ERR_INVALID_ARG, "token count %lld must be >= 1", (long long)n);
+    int64_t V = ss->m->hp.n_vocab;
+    for (int64_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= V)
+            return pl_fail(err, PL_ERR_INVALID_ARG,
+                           "token %lld = %d is outside the vocabulary [0, %lld)", (long long)i,
+                           tokens[i], (long long)V);
+    pl_status s = pl_kvcache_check_room(&ss->kv, n, err);
+    if (s) return s;
+    /* Nothing below can fail: the session changes only once everything is known to fit. */
+    int all = (flags & PL_EVAL_ALL_LOGITS) != 0;
+    int64_t step_max =
+        ss->chunk < pl_kvcache_max_step(&ss->kv) ? ss->chunk : pl_kvcache_max_step(&ss->kv);
+    for (int64_t i = 0; i < n; i += step_max) {
+        int64_t T = n - i < step_max ? n - i : step_max;
+        int last = i + T == n;
+        float *dst = NULL;
+        int64_t out0 = T;
+        if (logits && all) {
+            dst = logits + i * V;
+            out0 = 0;
+        } else if (logits && last) {
+            dst = logits;
+            out0 = T - 1;
+        }
+        step(ss, tokens + i, T, out0, dst);
+    }
+    return pl_ok(err);
+}
+
+/* ---- session lifetime ---- */
+
+pl_session_params pl_session_default_params(const pl_model *m)
+{
+    pl_session_params p = {0};
+    int64_t train = m && !m->vocab_only ? m->hp.n_ctx_train : DEFAULT_CONTEXT;
+    p.context_window = train < DEFAULT_CONTEXT ? train : DEFAULT_CONTEXT;
+    p.prefill_chunk = DEFAULT_CHUNK;
+    p.kv_type = PL_TYPE_F16;
+    return p;
+}
+
+static size_t align64(size_t n)
+{
+    return (n + 63) & ~(size_t)63;
+}
+
+static pl_status alloc_scratch(pl_session *ss, pl_error *err)
+{
+    const pl_hparams *hp = &ss->m->hp;
+    uint64_t T = (uint64_t)ss->chunk, E = (uint64_t)hp->n_embd, D = (uint64_t)hp->head_dim;
+    uint64_t HD = (uint64_t)hp->max_head * D, KVD = (uint64_t)hp->max_head_kv * D;
+    uint64_t F = (uint64_t)hp->max_ff;
+    uint64_t Kmax = E > F ? E : F;
+    if (HD > Kmax) Kmax = HD;
+    /* Q8_K blocks are the largest quantized rows per element (292 bytes / 256). */
+    size_t q8k, q80;
+    pl_type_row_bytes(PL_TYPE_Q8_K, (int64_t)((Kmax + 255) / 256 * 256), &q8k, NULL);
+    pl_type_row_bytes(PL_TYPE_Q8_0, (int64_t)((Kmax + 31) / 32 * 32), &q80, NULL);
+    ss->s.xq_row = q8k > q80 ? q8k : q80;
+    uint64_t tmp_w = E > D ? E : D;
+    size_t sizes[] = {
+        T * E * 4,     T * E * 4,        T * HD * 4,
+        T * KVD * 4,   T * KVD * 4,      T * HD * 4,
+        T * tmp_w * 4, T * F * 4,        T * F * 4,
+        T * F * 4,     T * ss->s.xq_row, (size_t)pl_pool_size(ss->pool) * (size_t)ss->kv.cap * 4,
+        T * 4,
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += align64(sizes[i]);
+    ss->arena = pl_malloc(total);
+    if (!ss->arena)
+        return pl_fail(err, PL_ERR_NOMEM, "no memory for a %zu-byte scratch arena (chunk %lld)",
+                       total, (long long)ss->chunk);
+    uint8_t *p = ss->arena;
+    void **slots[] = {
+        (void **)&ss->s.x,     (void **)&ss->s.xn,   (void **)&ss->s.q,
+        (void **)&ss->s.k,     (void **)&ss->s.v,    (void **)&ss->s.att,
+        (void **)&ss->s.tmp,   (void **)&ss->s.gate, (void **)&ss->s.up,
+        (void **)&ss->s.ffh,   (void **)&ss->s.xq,   (void **)&ss->s.att_scratch,
+        (void **)&ss->s.q_pos,
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        *slots[i] = p;
+        p += align64(sizes[i]);
+    }
+    ss->s.bytes = total;
+    return PL_OK;
+}
+
+pl_status pl_session_new(pl_session **out, const pl_model *m, const pl_session_params *params,
+                         pl_error *err)
+{
+    if (!out) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL");
+    *out = NULL;
+    if (!m) return pl_fail(err, PL_ERR_INVALID_ARG, "model is NULL");
+    if (m->vocab_only)
+        return pl_fail(err, PL_ERR_INVALID_ARG,
+                       "model was loaded with PL_MODEL_VOCAB_ONLY: it has no weights to run");
+    pl_session_params p = params ? *params : pl_session_default_params(m);
+    if (p.prefill_chunk < 1 || p.prefill_chunk > MAX_CHUNK)
+        return pl_fail(err, PL_ERR_CONFIG, "prefill_chunk=%lld must be in [1, %d]",
+                       (long long)p.prefill_chunk, MAX_CHUNK);
+    if (p.n_threads < 0)
+        return pl_fail(err, PL_ERR_CONFIG, "n_threads=%d must be >= 0 (0: default)", p.n_threads);
+    pl_session *ss = pl_calloc(1, sizeof *ss);
+    if (!ss) return pl_fail(err, PL_ERR_NOMEM, "no memory for the session");
+    ss->m = m;
+    ss->chunk = p.prefill_chunk;
+    pl_status s =
+        p.kernels ? pl_kernels_init(&ss->kt, p.kernels, err) : pl_kernels_init_env(&ss->kt, err);
+    if (!s)
+        s = pl_kvcache_init(&ss->kv, m, p.context_window, p.sliding_window, p.attention_sinks,
+                            p.kv_type, err);
+    if (!s) s = pl_pool_new(&ss->pool, p.n_threads, err);
+    if (!s) s = alloc_scratch(ss, err);
+    if (s) {
+        pl_session_free(ss);
+        return s;
+    }
+    *out = ss;
+    return pl_ok(err);
+}
+
+void pl_session_free(pl_session *ss)
+{
+    if (!ss) return;
+    pl_pool_free(ss->pool);
+    pl_kvcache_free(&ss->kv);
+    pl_free(ss->arena);
+    pl_free(ss);
+}
+
+int64_t pl_session_n_past(const pl_session *ss)
+{
+    return ss ? ss->kv.n_past : 0;
+}
+
+pl_status pl_session_truncate(pl_session *ss, int64_t n, pl_error *err)
+{
+    if (!ss) return pl_fail(err, PL_ERR_INVALID_ARG, "session is NULL");
+    pl_status s = pl_kvcache_truncate(&ss->kv, n, err);
+    return s ? s : pl_ok(err);
+}
+
+void pl_session_reset(pl_session *ss)
+{
+    if (ss) pl_kvcache_truncate(&ss->kv, 0, NULL);
+}
+
+pl_status pl_session_get_info(const pl_session *ss, pl_session_info *out, pl_error *err)
+{
+    if (!ss || !out) return pl_fail(err, PL_ERR_INVALID_ARG, "session or out is NULL");
+    memset(out, 0, sizeof *out);
+    out->kv_bytes = ss->kv.bytes;
+    out->scratch_bytes = ss->s.bytes;
+    out->n_threads = pl_pool_size(ss->pool);
+    snprintf(out->kernels, sizeof out->kernels, "%s", ss->kt.k.name);
+    out->kv_capacity = ss->kv.cap;
+    return pl_ok(err);
+}

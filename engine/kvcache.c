@@ -1,0 +1,166 @@
+/* kvcache.c — slot placement, window validation, store, truncate for the KV cache.
+ * Not attention and not the forward pass; see kvcache.h for the layout and positions. */
+#include <string.h>
+
+#include "kvcache.h"
+
+static pl_status validate(const pl_model *m, int64_t cw, int64_t sw, int64_t sinks, pl_type type,
+                          pl_error *err)
+{
+    if ((cw > 0) == (sw > 0) || cw < 0 || sw < 0)
+        return pl_fail(err, PL_ERR_CONFIG,
+                       "exactly one of context_window and sliding_window must be positive; got "
+                       "context_window=%lld, sliding_window=%lld",
+                       (long long)cw, (long long)sw);
+    if (cw > 0 && sinks != 0)
+        return pl_fail(err, PL_ERR_CONFIG,
+                       "attention_sinks=%lld needs a sliding_window; with context_window=%lld it "
+                       "must be 0",
+                       (long long)sinks, (long long)cw);
+    if (sw > 0 && (sinks < 0 || sinks >= sw))
+        return pl_fail(err, PL_ERR_CONFIG,
+                       "attention_sinks must satisfy 0 <= attention_sinks < sliding_window; got "
+                       "attention_sinks=%lld, sliding_window=%lld",
+                       (long long)sinks, (long long)sw);
+    if (cw > INT32_MAX / 2 || sw > INT32_MAX / 4)
+        return pl_fail(err, PL_ERR_CONFIG, "window of %lld tokens exceeds the limit (%d)",
+                       (long long)(cw > 0 ? cw : sw), INT32_MAX / 4);
+    if (type != PL_TYPE_F32 && type != PL_TYPE_F16)
+        return pl_fail(err, PL_ERR_CONFIG, "kv_type %s: the KV cache holds F32 or F16",
+                       pl_type_name(type) ? pl_type_name(type) : "unknown");
+    (void)m;
+    return PL_OK;
+}
+
+pl_status pl_kvcache_init(pl_kvcache *c, const pl_model *m, int64_t cw, int64_t sw, int64_t sinks,
+                          pl_type type, pl_error *err)
+{
+    memset(c, 0, sizeof *c);
+    pl_status s = validate(m, cw, sw, sinks, type, err);
+    if (s) return s;
+    const pl_hparams *hp = &m->hp;
+    c->type = type;
+    c->n_layer = hp->n_layer;
+    c->D = hp->head_dim;
+    if (cw > 0) {
+        c->cap = cw;
+    } else {
+        c->n_sinks = sinks;
+        c->recent = sw - sinks;
+        c->ring = 2 * c->recent;
+        c->cap = sinks + c->ring;
+    }
+    size_t elem = type == PL_TYPE_F32 ? 4 : 2;
+    c->n_head_kv = pl_calloc((size_t)c->n_layer, sizeof *c->n_head_kv);
+    c->k = pl_calloc((size_t)c->n_layer, sizeof *c->k);
+    c->v = pl_calloc((size_t)c->n_layer, sizeof *c->v);
+    c->pos = pl_malloc((size_t)c->cap * sizeof *c->pos);
+    if (!c->n_head_kv || !c->k || !c->v || !c->pos) goto nomem;
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        c->n_head_kv[l] = m->layers[l].n_head_kv;
+        uint64_t bytes;
+        if (!pl_mul_u64((uint64_t)c->cap * (uint64_t)c->n_head_kv[l], (uint64_t)c->D * elem,
+                        &bytes) ||
+            bytes > SIZE_MAX / 4) {
+            pl_kvcache_free(c);
+            return pl_fail(err, PL_ERR_CONFIG, "KV cache of %lld slots does not fit in memory",
+                           (long long)c->cap);
+        }
+        c->k[l] = pl_malloc((size_t)bytes);
+        c->v[l] = pl_malloc((size_t)bytes);
+        if (!c->k[l] || !c->v[l]) goto nomem;
+        c->bytes += 2 * bytes;
+    }
+    for (int64_t j = 0; j < c->cap; j++) c->pos[j] = PL_KV_EMPTY;
+    return PL_OK;
+nomem:
+    pl_kvcache_free(c);
+    return pl_fail(err, PL_ERR_NOMEM, "no memory for a KV cache of %lld slots", (long long)c->cap);
+}
+
+void pl_kvcache_free(pl_kvcache *c)
+{
+    if (!c) return;
+    for (int64_t l = 0; l < c->n_layer; l++) {
+        if (c->k) pl_free(c->k[l]);
+        if (c->v) pl_free(c->v[l]);
+    }
+    pl_free(c->k);
+    pl_free(c->v);
+    pl_free(c->pos);
+    pl_free(c->n_head_kv);
+    memset(c, 0, sizeof *c);
+}
+
+int64_t pl_kvcache_max_step(const pl_kvcache *c)
+{
+    return c->ring ? c->recent : INT64_MAX;
+}
+
+pl_status pl_kvcache_check_room(const pl_kvcache *c, int64_t n, pl_error *err)
+{
+    if (n < 0) return pl_fail(err, PL_ERR_INVALID_ARG, "token count %lld < 0", (long long)n);
+    if (c->ring == 0 && n > c->cap - c->n_past)
+        return pl_fail(err, PL_ERR_CONTEXT_FULL,
+                       "context window full: %lld tokens held, %lld more requested, "
+                       "context_window=%lld",
+                       (long long)c->n_past, (long long)n, (long long)c->cap);
+    if (n > (int64_t)INT32_MAX - 1 - c->n_past)
+        return pl_fail(err, PL_ERR_CONTEXT_FULL, "position %lld would overflow int32",
+                       (long long)(c->n_past + n));
+    return PL_OK;
+}
+
+int64_t pl_kvcache_slot(const pl_kvcache *c, int64_t pos)
+{
+    if (c->ring == 0 || pos < c->n_sinks) return pos;
+    return c->n_sinks + (pos - c->n_sinks) % c->ring;
+}
+
+int64_t pl_kvcache_scan(const pl_kvcache *c)
+{
+    return c->n_past < c->cap ? c->n_past : c->cap;
+}
+
+void pl_kvcache_store(pl_kvcache *c, int64_t l, int64_t pos, const float *k, const float *v)
+{
+    int64_t slot = pl_kvcache_slot(c, pos);
+    int64_t n = c->n_head_kv[l] * c->D;
+    if (c->type == PL_TYPE_F32) {
+        memcpy((float *)c->k[l] + slot * n, k, (size_t)n * sizeof(float));
+        memcpy((float *)c->v[l] + slot * n, v, (size_t)n * sizeof(float));
+    } else {
+        pl_f16 *kd = (pl_f16 *)c->k[l] + slot * n, *vd = (pl_f16 *)c->v[l] + slot * n;
+        for (int64_t i = 0; i < n; i++) {
+            kd[i] = pl_f32_to_f16(k[i]);
+            vd[i] = pl_f32_to_f16(v[i]);
+        }
+    }
+}
+
+void pl_kvcache_place(pl_kvcache *c, int64_t p0, int64_t n)
+{
+    for (int64_t p = p0; p < p0 + n; p++) c->pos[pl_kvcache_slot(c, p)] = (int32_t)p;
+}
+
+pl_status pl_kvcache_truncate(pl_kvcache *c, int64_t n, pl_error *err)
+{
+    if (n < 0 || n > c->n_past)
+        return pl_fail(err, PL_ERR_INVALID_ARG, "cannot truncate to %lld tokens: %lld are held",
+                       (long long)n, (long long)c->n_past);
+    if (c->ring && n < c->n_past) {
+        /* The next query (at n) needs positions [max(S, n - recent + 1), n). */
+        int64_t need = n - c->recent + 1;
+        if (need < c->n_sinks) need = c->n_sinks;
+        int64_t oldest = c->n_past - c->ring; /* oldest non-sink position still in the ring */
+        if (need < n && need < oldest)
+            return pl_fail(err, PL_ERR_INVALID_ARG,
+                           "cannot truncate to %lld tokens: position %lld was evicted by the "
+                           "sliding window (oldest kept: %lld)",
+                           (long long)n, (long long)need, (long long)oldest);
+    }
+    for (int64_t j = 0; j < c->cap; j++)
+        if (c->pos[j] != PL_KV_EMPTY && c->pos[j] >= n) c->pos[j] = PL_KV_EMPTY;
+    c->n_past = n;
+    return PL_OK;
+}

@@ -1,0 +1,741 @@
+/* threads.c — hwloc-aware thread pool: workers pinned one per physical core, woken by a
+ * generation counter (spin, then condition variable). The only file that touches hwloc. */
+#define _GNU_SOURCE /* pthread_setname_np; GNU strerror_r */
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hwloc.h>
+
+#include "internal.h"
+#include "threads.h"
+
+/* Hot shared words sit on their own lines; 128 bytes because x86 prefetches line pairs. */
+#define POOL_LINE 128
+
+/* pool->ctrl: the run generation in the high 32 bits, the number of threads taking part in
+ * the run in the low 32. Workers wait for it to change; it changes once per run. */
+#define CTRL_ACTIVE(c) ((int)((c)&0xffffffffu))
+
+/* Where thread t is meant to run: an hwloc core (logical index) and one PU in it (OS index). */
+typedef struct slot {
+    int core;
+    int pu;
+} slot;
+
+typedef struct worker {
+    pl_pool *pool;
+    int index;
+    pthread_t tid;
+    _Atomic uint64_t sleeps;
+} worker;
+
+struct pl_pool {
+    /* Written by the caller once per run, read by every worker. */
+    _Alignas(POOL_LINE) _Atomic uint64_t ctrl;
+    /* Workers of the current run that have not finished yet. */
+    _Alignas(POOL_LINE) _Atomic int remaining;
+    /* Sleep-path state: who is blocked on the condition variables. */
+    _Alignas(POOL_LINE) _Atomic int sleepers;
+    _Atomic int caller_waiting;
+    _Atomic int stop;
+    _Atomic int spin_us;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work; /* workers wait here for ctrl to change */
+    pthread_cond_t cv_done; /* the caller waits here for remaining == 0 */
+    int sync_init;          /* 1 once mu and both condvars are initialized */
+
+    /* The job, published by the store to ctrl (release) and read after its load (acquire). */
+    pl_pool_fn job_fn;
+    void *job_ctx;
+    int64_t job_n, job_grain;
+
+    uint32_t gen; /* caller-only */
+    int size;
+    int n_created;         /* workers with a live thread */
+    worker **workers;      /* [size]; [0] unused (the caller) */
+    pl_pool_binding *bind; /* [size] */
+    uint64_t runs, threads_created;
+    _Atomic uint64_t caller_sleeps;
+
+    pl_topology topo;
+    hwloc_topology_t hw; /* NULL when hwloc could not describe the machine */
+    slot *slots;         /* usable PUs, one per core first, then SMT siblings */
+    int n_slots;
+};
+
+/* ---- small helpers ------------------------------------------------------------- */
+
+static const char *errstr(int e, char *buf, size_t n)
+{
+#if defined(__GLIBC__)
+    return strerror_r(e, buf, n); /* the GNU variant under _GNU_SOURCE */
+#else
+    return strerror_r(e, buf, n) == 0 ? buf : "unknown error";
+#endif
+}
+
+/* pl_malloc'd memory aligned to POOL_LINE; the raw pointer sits just below the block. */
+static void *alloc_lines(size_t size)
+{
+    void *raw = pl_malloc(size + POOL_LINE + sizeof(void *));
+    if (!raw) return NULL;
+    uintptr_t a = ((uintptr_t)raw + sizeof(void *) + POOL_LINE - 1) & ~(uintptr_t)(POOL_LINE - 1);
+    ((void **)a)[-1] = raw;
+    memset((void *)a, 0, size);
+    return (void *)a;
+}
+
+static void free_lines(void *p)
+{
+    if (p) pl_free(((void **)p)[-1]);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Spins until *word != seen (returns the new value) or spin_us have passed (returns seen). The
+ * clock is read only every 32 pauses, so a run that arrives quickly costs no clock reads. */
+static uint64_t spin_until_changed(_Atomic uint64_t *word, uint64_t seen, int spin_us)
+{
+    uint64_t deadline = 0;
+    for (unsigned i = 1;; i++) {
+        uint64_t c = atomic_load_explicit(word, memory_order_acquire);
+        if (c != seen) return c;
+        cpu_relax();
+        if ((i & 31) == 0) {
+            uint64_t t = now_ns();
+            if (deadline == 0)
+                deadline = t + (uint64_t)spin_us * 1000u;
+            else if (t >= deadline)
+                return seen;
+        }
+    }
+}
+
+static int spin_until_zero(_Atomic int *word, int spin_us)
+{
+    uint64_t deadline = 0;
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(word, memory_order_acquire) == 0) return 1;
+        cpu_relax();
+        if ((i & 31) == 0) {
+            uint64_t t = now_ns();
+            if (deadline == 0)
+                deadline = t + (uint64_t)spin_us * 1000u;
+            else if (t >= deadline)
+                return 0;
+        }
+    }
+}
+
+/* ---- the split and the thread count -------------------------------------------- */
+
+void pl_pool_chunk(int64_t n, int64_t grain, int size, int thread, int64_t *i0, int64_t *i1)
+{
+    *i0 = *i1 = 0;
+    if (n <= 0 || size < 1 || thread < 0 || thread >= size) return;
+    if (grain < 1) grain = 1;
+    int64_t g = (n - 1) / grain + 1; /* grains; no overflow for any n, grain */
+    int64_t q = g / size, r = g % size;
+    int64_t first = thread * q + (thread < r ? thread : r);
+    int64_t count = q + (thread < r);
+    if (count == 0) return;
+    /* first < g, so first * grain < n; the end grain may overshoot n, hence the clamp. */
+    *i0 = first * grain;
+    *i1 = (first + count == g) ? n : (first + count) * grain;
+}
+
+pl_status pl_pool_resolve_threads(int n_threads, const char *env_value, int default_threads,
+                                  int *out, pl_error *err)
+{
+    if (!out) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL");
+    *out = 0;
+    if (n_threads < 0)
+        return pl_fail(err, PL_ERR_INVALID_ARG,
+                       "n_threads = %d is negative (0 selects the default)", n_threads);
+    if (n_threads > PL_POOL_MAX_THREADS)
+        return pl_fail(err, PL_ERR_LIMIT, "n_threads = %d exceeds PL_POOL_MAX_THREADS (%d)",
+                       n_threads, PL_POOL_MAX_THREADS);
+    if (n_threads > 0) {
+        *out = n_threads;
+        return pl_ok(err);
+    }
+    if (env_value && env_value[0]) {
+        long v = 0;
+        const char *s = env_value;
+        for (; *s >= '0' && *s <= '9'; s++) {
+            v = v * 10 + (*s - '0');
+            if (v > PL_POOL_MAX_THREADS) break;
+        }
+        if (v > PL_POOL_MAX_THREADS)
+            return pl_fail(err, PL_ERR_CONFIG,
+                           "PLUMB_THREADS='%.64s' exceeds the limit of %d threads", env_value,
+                           PL_POOL_MAX_THREADS);
+        if (*s != '\0' || v < 1)
+            return pl_fail(err, PL_ERR_CONFIG,
+                           "PLUMB_THREADS='%.64s' is not a positive integer (expected 1..%d)",
+                           env_value, PL_POOL_MAX_THREADS);
+        *out = (int)v;
+        return pl_ok(err);
+    }
+    if (default_threads < 1) default_threads = 1;
+    if (default_threads > PL_POOL_MAX_THREADS) default_threads = PL_POOL_MAX_THREADS;
+    *out = default_threads;
+    return pl_ok(err);
+}
+
+/* ---- topology ------------------------------------------------------------------ */
+
+static void topology_fallback(pl_pool *p, const char *what, int e)
+{
+    char eb[96];
+    if (p->hw) hwloc_topology_destroy(p->hw);
+    p->hw = NULL;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    if (n > PL_POOL_MAX_THREADS) n = PL_POOL_MAX_THREADS;
+    pl_topology *t = &p->topo;
+    memset(t, 0, sizeof *t);
+    t->n_cores = t->n_cores_usable = t->n_pus = t->n_pus_usable = (int)n;
+    snprintf(t->error, sizeof t->error, "%s failed: %s; no thread is bound", what,
+             errstr(e, eb, sizeof eb));
+}
+
+/* Fills p->topo and p->slots. Only our own allocation failing is an error; hwloc failing
+ * leaves the pool working, unbound, with the reason in topo.error. */
+static pl_status topology_discover(pl_pool *p, pl_error *err)
+{
+    if (hwloc_topology_init(&p->hw) != 0) {
+        p->hw = NULL;
+        topology_fallback(p, "hwloc_topology_init", errno);
+        return pl_ok(err);
+    }
+    if (hwloc_topology_load(p->hw) != 0) {
+        topology_fallback(p, "hwloc_topology_load", errno);
+        return pl_ok(err);
+    }
+    hwloc_topology_t hw = p->hw;
+    hwloc_bitmap_t usable = hwloc_bitmap_alloc(), tmp = hwloc_bitmap_alloc();
+    if (!usable || !tmp) {
+        hwloc_bitmap_free(usable);
+        hwloc_bitmap_free(tmp);
+        topology_fallback(p, "hwloc_bitmap_alloc", ENOMEM);
+        return pl_ok(err);
+    }
+    /* Usable = allowed by hwloc (cgroup cpuset) and by the process affinity (taskset). */
+    hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(hw);
+    if (hwloc_get_cpubind(hw, usable, HWLOC_CPUBIND_PROCESS) != 0)
+        hwloc_bitmap_copy(usable, allowed);
+    hwloc_bitmap_and(usable, usable, allowed);
+    if (hwloc_bitmap_iszero(usable)) hwloc_bitmap_copy(usable, allowed);
+
+    pl_topology *t = &p->topo;
+    t->n_packages = hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_PACKAGE);
+    t->n_pus = hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_PU);
+    t->n_numa = hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_NUMANODE);
+    t->n_l3 = hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_L3CACHE);
+    if (t->n_l3 > 0)
+        t->l3_bytes = hwloc_get_obj_by_type(hw, HWLOC_OBJ_L3CACHE, 0)->attr->cache.size;
+    hwloc_obj_t pkg = hwloc_get_obj_by_type(hw, HWLOC_OBJ_PACKAGE, 0);
+    const char *model = pkg ? hwloc_obj_get_info_by_name(pkg, "CPUModel") : NULL;
+    if (model) snprintf(t->cpu_model, sizeof t->cpu_model, "%s", model);
+
+    /* Some platforms expose no Core objects: then every PU counts as a core. */
+    hwloc_obj_type_t ctype =
+        hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+    int n_cores = hwloc_get_nbobjs_by_type(hw, ctype);
+    t->n_cores = n_cores;
+    int max_per_core = 0, n_slots = 0;
+    for (int c = 0; c < n_cores; c++) {
+        hwloc_obj_t core = hwloc_get_obj_by_type(hw, ctype, (unsigned)c);
+        hwloc_bitmap_and(tmp, core->cpuset, usable);
+        int w = hwloc_bitmap_weight(tmp);
+        if (w <= 0) continue;
+        t->n_cores_usable++;
+        n_slots += w;
+        if (w > max_per_core) max_per_core = w;
+    }
+    t->n_pus_usable = n_slots;
+    pl_status st = PL_OK;
+    if (n_slots == 0) {
+        hwloc_bitmap_free(usable);
+        hwloc_bitmap_free(tmp);
+        topology_fallback(p, "finding a usable core", ENODEV);
+        return pl_ok(err);
+    }
+    p->slots = pl_malloc((size_t)n_slots * sizeof *p->slots);
+    if (!p->slots) {
+        st = pl_fail(err, PL_ERR_NOMEM, "thread pool: cannot allocate %d topology slots", n_slots);
+    } else {
+        /* Round r takes the r-th usable PU of every core: one PU per core comes first, SMT
+         * siblings only once every core has a thread. */
+        for (int r = 0; r < max_per_core; r++) {
+            for (int c = 0; c < n_cores; c++) {
+                hwloc_obj_t core = hwloc_get_obj_by_type(hw, ctype, (unsigned)c);
+                hwloc_bitmap_and(tmp, core->cpuset, usable);
+                int pu = hwloc_bitmap_first(tmp);
+                for (int k = 0; k < r && pu >= 0; k++) pu = hwloc_bitmap_next(tmp, pu);
+                if (pu < 0) continue;
+                p->slots[p->n_slots].core = (int)core->logical_index;
+                p->slots[p->n_slots].pu = pu;
+                p->n_slots++;
+            }
+        }
+    }
+    hwloc_bitmap_free(usable);
+    hwloc_bitmap_free(tmp);
+    return st;
+}
+
+/* ---- workers ------------------------------------------------------------------- */
+
+/* Waits until ctrl differs from `seen`: spin first, then sleep on cv_work. */
+static uint64_t await_run(pl_pool *p, worker *w, uint64_t seen)
+{
+    int spin = atomic_load_explicit(&p->spin_us, memory_order_relaxed);
+    uint64_t c = spin > 0 ? spin_until_changed(&p->ctrl, seen, spin) : seen;
+    if (c != seen) return c;
+    pthread_mutex_lock(&p->mu);
+    /* seq_cst pairs with the caller's store to ctrl then load of sleepers: either the caller
+     * sees us here and broadcasts under the mutex, or we see its new ctrl before waiting. */
+    atomic_fetch_add(&p->sleepers, 1);
+    while ((c = atomic_load(&p->ctrl)) == seen) pthread_cond_wait(&p->cv_work, &p->mu);
+    atomic_fetch_sub(&p->sleepers, 1);
+    pthread_mutex_unlock(&p->mu);
+    atomic_fetch_add_explicit(&w->sleeps, 1, memory_order_relaxed);
+    return c;
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    pl_pool *p = w->pool;
+    const int t = w->index;
+    uint64_t seen = 0; /* workers start before the first run is published */
+    for (;;) {
+        seen = await_run(p, w, seen);
+        if (atomic_load_explicit(&p->stop, memory_order_acquire)) break;
+        /* Threads beyond the run's active count must not touch the job: the caller does not
+         * wait for them and may already be writing the next one. */
+        if (t >= CTRL_ACTIVE(seen)) continue;
+        int64_t i0, i1;
+        pl_pool_chunk(p->job_n, p->job_grain, p->size, t, &i0, &i1);
+        if (i0 < i1) p->job_fn(p->job_ctx, i0, i1, t);
+        /* seq_cst pairs with the caller's store to caller_waiting then load of remaining. */
+        if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->caller_waiting)) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->cv_done);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
+    return NULL;
+}
+
+static void publish(pl_pool *p, int active)
+{
+    p->gen++;
+    atomic_store(&p->ctrl, ((uint64_t)p->gen << 32) | (uint32_t)active);
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->cv_work);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+static void stop_workers(pl_pool *p)
+{
+    if (p->n_created == 0) return;
+    atomic_store(&p->stop, 1);
+    p->gen++;
+    atomic_store(&p->ctrl, (uint64_t)p->gen << 32);
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->cv_work);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 1; i < p->size; i++)
+        if (p->workers[i] && p->workers[i]->pool) pthread_join(p->workers[i]->tid, NULL);
+    p->n_created = 0;
+}
+
+/* Pins thread `tid` (or the calling thread when self) to slot s; records the outcome. */
+static void bind_thread(pl_pool *p, pl_pool_binding *b, const slot *s, pthread_t tid, int self)
+{
+    char eb[96];
+    b->bound = 0;
+    b->core = s ? s->core : -1;
+    b->pu = s ? s->pu : -1;
+    b->error[0] = '\0';
+    if (!p->hw || !s) {
+        snprintf(b->error, sizeof b->error, "%s", p->topo.error[0] ? p->topo.error : "no topology");
+        return;
+    }
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (!set) {
+        snprintf(b->error, sizeof b->error, "hwloc_bitmap_alloc failed");
+        return;
+    }
+    hwloc_bitmap_only(set, (unsigned)s->pu);
+    int rc = self ? hwloc_set_cpubind(p->hw, set, HWLOC_CPUBIND_THREAD)
+                  : hwloc_set_thread_cpubind(p->hw, tid, set, 0);
+    int e = errno;
+    hwloc_bitmap_free(set);
+    if (rc == 0)
+        b->bound = 1;
+    else
+        snprintf(b->error, sizeof b->error, "%s(PU %d): %s",
+                 self ? "hwloc_set_cpubind" : "hwloc_set_thread_cpubind", s->pu,
+                 errstr(e, eb, sizeof eb));
+}
+
+static const slot *slot_for(const pl_pool *p, int thread)
+{
+    return p->n_slots > 0 ? &p->slots[thread % p->n_slots] : NULL;
+}
+
+/* Starts worker i with every asynchronous signal blocked (signals belong to the application's
+ * threads); synchronous ones stay deliverable so crashes are still reported. */
+static pl_status start_worker(pl_pool *p, int i, pl_error *err)
+{
+    worker *w = alloc_lines(sizeof *w);
+    if (!w) return pl_fail(err, PL_ERR_NOMEM, "thread pool: cannot allocate worker %d", i);
+    p->workers[i] = w;
+    w->index = i;
+    sigset_t all, old;
+    sigfillset(&all);
+    static const int sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS};
+    for (size_t k = 0; k < sizeof sync_signals / sizeof sync_signals[0]; k++)
+        sigdelset(&all, sync_signals[k]);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    w->pool = p;
+    int rc = pthread_create(&w->tid, NULL, worker_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        char eb[96];
+        w->pool = NULL; /* no thread to join */
+        return pl_fail(err, PL_ERR_NOMEM, "thread pool: cannot create worker %d of %d: %s", i,
+                       p->size - 1, errstr(rc, eb, sizeof eb));
+    }
+    p->n_created++;
+    p->threads_created++;
+    char name[16];
+    snprintf(name, sizeof name, "plumb-w%u", (unsigned)i % 10000u); /* 15 chars max */
+    pthread_setname_np(w->tid, name);
+    bind_thread(p, &p->bind[i], slot_for(p, i), w->tid, 0);
+    return pl_ok(err);
+}
+
+static void pool_destroy(pl_pool *p)
+{
+    if (p->sync_init) stop_workers(p);
+    if (p->workers)
+        for (int i = 1; i < p->size; i++) free_lines(p->workers[i]);
+    pl_free(p->workers);
+    pl_free(p->bind);
+    pl_free(p->slots);
+    if (p->hw) hwloc_topology_destroy(p->hw);
+    if (p->sync_init) {
+        pthread_cond_destroy(&p->cv_done);
+        pthread_cond_destroy(&p->cv_work);
+        pthread_mutex_destroy(&p->mu);
+    }
+    free_lines(p);
+}
+
+static pl_status sync_init(pl_pool *p, pl_error *err)
+{
+    int rc = pthread_mutex_init(&p->mu, NULL);
+    if (rc == 0) {
+        rc = pthread_cond_init(&p->cv_work, NULL);
+        if (rc == 0) {
+            rc = pthread_cond_init(&p->cv_done, NULL);
+            if (rc == 0) {
+                p->sync_init = 1;
+                return pl_ok(err);
+            }
+            pthread_cond_destroy(&p->cv_work);
+        }
+        pthread_mutex_destroy(&p->mu);
+    }
+    char eb[96];
+    return pl_fail(err, PL_ERR_NOMEM, "thread pool: cannot initialize mutex/condvar: %s",
+                   errstr(rc, eb, sizeof eb));
+}
+
+/* ---- public -------------------------------------------------------------------- */
+
+pl_status pl_pool_new(pl_pool **out, int n_threads, pl_error *err)
+{
+    if (!out) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL");
+    *out = NULL;
+    int size = 0;
+    /* Validate the request before any work; the default is resolved after discovery. */
+    if (n_threads != 0) {
+        pl_status st = pl_pool_resolve_threads(n_threads, NULL, 1, &size, err);
+        if (st != PL_OK) return st;
+    }
+    pl_pool *p = alloc_lines(sizeof *p);
+    if (!p) return pl_fail(err, PL_ERR_NOMEM, "thread pool: cannot allocate the pool");
+    pl_status st = sync_init(p, err);
+    if (st == PL_OK) st = topology_discover(p, err);
+    if (st == PL_OK && n_threads == 0)
+        st =
+            pl_pool_resolve_threads(0, getenv("PLUMB_THREADS"), p->topo.n_cores_usable, &size, err);
+    if (st != PL_OK) {
+        pool_destroy(p);
+        return st;
+    }
+    p->size = size;
+    atomic_store(&p->spin_us, size > p->topo.n_pus_usable ? 0 : PL_POOL_DEFAULT_SPIN_US);
+    p->bind = pl_calloc((size_t)size, sizeof *p->bind);
+    p->workers = pl_calloc((size_t)size, sizeof *p->workers);
+    if (!p->bind || !p->workers) {
+        pool_destroy(p);
+        return pl_fail(err, PL_ERR_NOMEM, "thread pool: cannot allocate %d thread records", size);
+    }
+    const slot *s0 = slot_for(p, 0);
+    p->bind[0].core = s0 ? s0->core : -1;
+    p->bind[0].pu = s0 ? s0->pu : -1;
+    snprintf(p->bind[0].error, sizeof p->bind[0].error,
+             "caller's thread: the pool binds it only in pl_pool_bind_caller");
+    for (int i = 1; i < size; i++) {
+        st = start_worker(p, i, err);
+        if (st != PL_OK) {
+            pool_destroy(p);
+            return st;
+        }
+    }
+    *out = p;
+    return pl_ok(err);
+}
+
+void pl_pool_free(pl_pool *p)
+{
+    if (p) pool_destroy(p);
+}
+
+int pl_pool_size(const pl_pool *p)
+{
+    return p ? p->size : 0;
+}
+
+void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain)
+{
+    if (!p || !fn || n <= 0) return;
+    if (grain < 1) grain = 1;
+    int64_t g = (n - 1) / grain + 1;
+    int active = g < p->size ? (int)g : p->size;
+    if (active == 1) { /* nothing to share: no synchronization at all */
+        fn(ctx, 0, n, 0);
+        return;
+    }
+    p->job_fn = fn;
+    p->job_ctx = ctx;
+    p->job_n = n;
+    p->job_grain = grain;
+    atomic_store_explicit(&p->remaining, active - 1, memory_order_relaxed);
+    publish(p, active);
+    p->runs++;
+
+    int64_t i0, i1;
+    pl_pool_chunk(n, grain, p->size, 0, &i0, &i1);
+    fn(ctx, i0, i1, 0);
+
+    int spin = atomic_load_explicit(&p->spin_us, memory_order_relaxed);
+    if (spin > 0 && spin_until_zero(&p->remaining, spin)) return;
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->caller_waiting, 1);
+    int slept = 0;
+    while (atomic_load(&p->remaining) != 0) {
+        pthread_cond_wait(&p->cv_done, &p->mu);
+        slept = 1;
+    }
+    atomic_store(&p->caller_waiting, 0);
+    pthread_mutex_unlock(&p->mu);
+    if (slept) atomic_fetch_add_explicit(&p->caller_sleeps, 1, memory_order_relaxed);
+}
+
+pl_status pl_pool_bind_caller(pl_pool *p, pl_error *err)
+{
+    if (!p) return pl_fail(err, PL_ERR_INVALID_ARG, "pool is NULL");
+    bind_thread(p, &p->bind[0], slot_for(p, 0), pthread_self(), 1);
+    return pl_ok(err);
+}
+
+void pl_pool_set_spin_us(pl_pool *p, int us)
+{
+    if (p) atomic_store_explicit(&p->spin_us, us < 0 ? 0 : us, memory_order_relaxed);
+}
+
+int pl_pool_spin_us(const pl_pool *p)
+{
+    return p ? atomic_load_explicit(&((pl_pool *)p)->spin_us, memory_order_relaxed) : 0;
+}
+
+const pl_topology *pl_pool_topology(const pl_pool *p)
+{
+    return p ? &p->topo : NULL;
+}
+
+const pl_pool_binding *pl_pool_binding_of(const pl_pool *p, int thread)
+{
+    if (!p || thread < 0 || thread >= p->size) return NULL;
+    return &p->bind[thread];
+}
+
+int pl_pool_n_bound(const pl_pool *p)
+{
+    int n = 0;
+    if (p)
+        for (int i = 0; i < p->size; i++) n += p->bind[i].bound;
+    return n;
+}
+
+pl_pool_stats pl_pool_get_stats(const pl_pool *p)
+{
+    pl_pool_stats s = {0, 0, 0};
+    if (!p) return s;
+    pl_pool *q = (pl_pool *)p; /* atomics are read-only here, but C11 loads take non-const */
+    s.threads_created = p->threads_created;
+    s.runs = p->runs;
+    s.sleeps = atomic_load_explicit(&q->caller_sleeps, memory_order_relaxed);
+    for (int i = 1; i < p->size; i++)
+        s.sleeps += atomic_load_explicit(&q->workers[i]->sleeps, memory_order_relaxed);
+    return s;
+}
+
+/* ---- formatting ---------------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *buf;
+    size_t size, len;
+} sbuf;
+
+static void sb_printf(sbuf *s, const char *fmt, ...) PL_PRINTF(2, 3);
+static void sb_printf(sbuf *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *dst = s->len < s->size ? s->buf + s->len : NULL;
+    int n = vsnprintf(dst, dst ? s->size - s->len : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) s->len += (size_t)n;
+}
+
+static void sb_json_str(sbuf *s, const char *str)
+{
+    sb_printf(s, "\"");
+    for (const unsigned char *c = (const unsigned char *)str; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            sb_printf(s, "\\%c", *c);
+        else if (*c < 0x20)
+            sb_printf(s, "\\u%04x", *c);
+        else
+            sb_printf(s, "%c", *c);
+    }
+    sb_printf(s, "\"");
+}
+
+static const char *plural(int n)
+{
+    return n == 1 ? "" : "s";
+}
+
+static void format_text(const pl_pool *p, sbuf *s)
+{
+    const pl_topology *t = &p->topo;
+    sb_printf(
+        s, "topology: %d package%s, %d core%s (%d usable), %d PU%s (%d usable), %d NUMA node%s",
+        t->n_packages, plural(t->n_packages), t->n_cores, plural(t->n_cores), t->n_cores_usable,
+        t->n_pus, plural(t->n_pus), t->n_pus_usable, t->n_numa, plural(t->n_numa));
+    if (t->n_l3 > 0)
+        sb_printf(s, ", %d x %.1f MiB L3", t->n_l3, (double)t->l3_bytes / (1024.0 * 1024.0));
+    else
+        sb_printf(s, ", L3 unknown");
+    if (t->cpu_model[0]) sb_printf(s, ", %s", t->cpu_model);
+    sb_printf(s, "\n");
+    if (t->error[0]) sb_printf(s, "topology error: %s\n", t->error);
+    sb_printf(s, "threads: %d (%d bound), spin %d us\n", p->size, pl_pool_n_bound(p),
+              pl_pool_spin_us(p));
+    for (int i = 0; i < p->size; i++) {
+        const pl_pool_binding *b = &p->bind[i];
+        sb_printf(s, "  thread %d%s: core %d, PU %d, %s%s\n", i, i == 0 ? " (caller)" : "", b->core,
+                  b->pu, b->bound ? "bound" : "not bound: ", b->bound ? "" : b->error);
+    }
+}
+
+static void format_json(const pl_pool *p, sbuf *s)
+{
+    const pl_topology *t = &p->topo;
+    sb_printf(s,
+              "{\"topology\":{\"packages\":%d,\"cores\":%d,\"cores_usable\":%d,\"pus\":%d,"
+              "\"pus_usable\":%d,\"numa_nodes\":%d,\"l3_count\":%d,\"l3_bytes\":%llu,"
+              "\"cpu_model\":",
+              t->n_packages, t->n_cores, t->n_cores_usable, t->n_pus, t->n_pus_usable, t->n_numa,
+              t->n_l3, (unsigned long long)t->l3_bytes);
+    sb_json_str(s, t->cpu_model);
+    sb_printf(s, ",\"error\":");
+    if (t->error[0])
+        sb_json_str(s, t->error);
+    else
+        sb_printf(s, "null");
+    sb_printf(s, "},\"n_threads\":%d,\"n_bound\":%d,\"spin_us\":%d,\"threads\":[", p->size,
+              pl_pool_n_bound(p), pl_pool_spin_us(p));
+    for (int i = 0; i < p->size; i++) {
+        const pl_pool_binding *b = &p->bind[i];
+        sb_printf(s, "%s{\"thread\":%d,\"caller\":%s,\"bound\":%s,\"core\":%d,\"pu\":%d,\"error\":",
+                  i ? "," : "", i, i == 0 ? "true" : "false", b->bound ? "true" : "false", b->core,
+                  b->pu);
+        if (b->bound)
+            sb_printf(s, "null}");
+        else {
+            sb_json_str(s, b->error);
+            sb_printf(s, "}");
+        }
+    }
+    sb_printf(s, "]}");
+}
+
+pl_status pl_pool_format(const pl_pool *p, pl_pool_format_style style, char *buf, size_t size,
+                         size_t *len, pl_error *err)
+{
+    if (len) *len = 0;
+    if (!p) return pl_fail(err, PL_ERR_INVALID_ARG, "pool is NULL");
+    if (!buf && size > 0)
+        return pl_fail(err, PL_ERR_INVALID_ARG, "buf is NULL but size is %zu", size);
+    if (style != PL_POOL_FORMAT_TEXT && style != PL_POOL_FORMAT_JSON)
+        return pl_fail(err, PL_ERR_INVALID_ARG, "unknown format style %d", (int)style);
+    sbuf s = {buf, size, 0};
+    if (size > 0) buf[0] = '\0';
+    if (style == PL_POOL_FORMAT_JSON)
+        format_json(p, &s);
+    else
+        format_text(p, &s);
+    if (len) *len = s.len;
+    if (s.len >= size)
+        return pl_fail(err, PL_ERR_BUFFER_TOO_SMALL,
+                       "thread pool description needs %zu bytes (with the NUL), buffer has %zu",
+                       s.len + 1, size);
+    return pl_ok(err);
+}

@@ -1,0 +1,130 @@
+/* threads.h — the engine's thread pool: workers pinned one per physical core (hwloc), reused
+ * across calls, plus the machine topology they run on. Internal: not part of plumb.h. */
+#ifndef PLUMB_THREADS_H
+#define PLUMB_THREADS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plumb.h"
+
+/* Thread counts above this are refused (PL_ERR_LIMIT for n_threads, PL_ERR_CONFIG for
+ * PLUMB_THREADS). The largest machines have a few hundred cores. */
+#define PL_POOL_MAX_THREADS 4096
+
+/* How long an idle worker (and the caller waiting for workers) spins before sleeping on a
+ * condition variable, in microseconds. Regions of one decode step follow each other within
+ * microseconds, so they hit the spin; the gap between tokens usually does not. */
+#define PL_POOL_DEFAULT_SPIN_US 100
+
+/* The machine as hwloc sees it. "Usable" means inside the process's CPU affinity mask (taskset,
+ * cpuset cgroups): the pool only ever places threads there. */
+typedef struct pl_topology {
+    int n_packages;
+    int n_cores;        /* physical cores hwloc may use (allowed cpuset) */
+    int n_cores_usable; /* of which intersect the process's affinity mask */
+    int n_pus;          /* hardware threads (PUs) */
+    int n_pus_usable;
+    int n_numa;         /* NUMA nodes; 0 when unknown */
+    int n_l3;           /* L3 caches; 0 when unknown */
+    uint64_t l3_bytes;  /* size of one L3 cache (the first one); 0 when unknown */
+    char cpu_model[96]; /* hwloc's CPUModel of the first package; "" when unknown */
+    /* Non-empty when hwloc could not describe the machine; counts then come from
+     * sysconf(_SC_NPROCESSORS_ONLN) (cores == PUs) and no thread is bound. */
+    char error[128];
+} pl_topology;
+
+/* Where one pool thread runs. Binding is best effort: where the OS refuses it (containers,
+ * seccomp, cpusets) the thread runs unbound and the reason is recorded here. */
+typedef struct pl_pool_binding {
+    int bound;       /* 1 when pinned to `pu` */
+    int core;        /* hwloc logical index of the core the thread was meant for; -1 when none */
+    int pu;          /* OS index of that core's PU (as taskset and /proc/cpuinfo number CPUs) */
+    char error[128]; /* why it is not bound; "" when bound */
+} pl_pool_binding;
+
+/* Counters since the pool was created; read them while no pl_pool_run is in progress. */
+typedef struct pl_pool_stats {
+    uint64_t threads_created; /* pthread_create calls: size - 1 for the pool's lifetime */
+    uint64_t runs;            /* pl_pool_run calls that woke at least one worker */
+    uint64_t sleeps;          /* times a worker or the caller gave up spinning and slept */
+} pl_pool_stats;
+
+typedef struct pl_pool pl_pool;
+
+/* Creates a pool of n_threads threads: the caller of pl_pool_run is thread 0 and
+ * n_threads - 1 workers are created here (none for n_threads == 1) and live until
+ * pl_pool_free.
+ *   n_threads > 0: exactly that many (at most PL_POOL_MAX_THREADS, else PL_ERR_LIMIT;
+ *                  negative: PL_ERR_INVALID_ARG).
+ *   n_threads == 0: the environment variable PLUMB_THREADS when set and non-empty (a decimal
+ *                  integer in 1..PL_POOL_MAX_THREADS, else PL_ERR_CONFIG naming the variable and
+ *                  its value), otherwise the number of usable physical cores. PLUMB_THREADS is
+ *                  read only in this case, so an explicit count always wins.
+ * Worker i (1..n-1) is pinned to the first usable PU of usable core i (modulo the number of
+ * usable cores when there are more threads than cores); core 0 is left to the caller, whose
+ * thread the pool does not bind unless asked (pl_pool_bind_caller). Refused binding is recorded
+ * (pl_pool_binding_of), never an error. Workers block all signals and are named "plumb-wN".
+ * When threads outnumber usable PUs, spinning is off (spin 0): spinning would starve the
+ * threads it waits for. On failure (PL_ERR_NOMEM, or PL_ERR_LIMIT/PL_ERR_NOMEM when the OS
+ * refuses a thread) every worker already started is joined and *out is NULL. */
+pl_status pl_pool_new(pl_pool **out, int n_threads, pl_error *err);
+
+/* Stops and joins the workers, frees everything. NULL is a no-op. Not while a run is active. */
+void pl_pool_free(pl_pool *p);
+
+/* Threads including the caller (>= 1). */
+int pl_pool_size(const pl_pool *p);
+
+/* The work function: process items [i0, i1) as pool thread `thread` (0 = the caller). It is
+ * called at most once per thread per run, only with non-empty ranges. */
+typedef void (*pl_pool_fn)(void *ctx, int64_t i0, int64_t i1, int thread);
+
+/* Runs fn over [0, n) split into contiguous chunks, one per thread, thread t taking the t-th
+ * chunk (pl_pool_chunk); returns when every chunk is done, with the workers' writes visible to
+ * the caller. Chunk boundaries are multiples of grain (grain < 1 counts as 1); n <= 0 calls
+ * nothing. Threads whose chunk is empty are not woken, and a run needing one chunk runs on the
+ * caller alone; a pool of size 1 runs fn(ctx, 0, n, 0) with no synchronization at all.
+ * One run at a time: not concurrently from several threads, not from inside fn. */
+void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain);
+
+/* The split, a pure function of (n, grain, size, thread): the G = ceil(n / grain) grains are
+ * dealt out contiguously, the first G % size threads getting one grain more; the last chunk
+ * ends at n. Sets [*i0, *i1), empty (i0 == i1) when the thread gets nothing. */
+void pl_pool_chunk(int64_t n, int64_t grain, int size, int thread, int64_t *i0, int64_t *i1);
+
+/* Resolves a thread count as pl_pool_new does, from the request, the value of PLUMB_THREADS
+ * (NULL when unset) and the default (number of usable cores); pure, for tests and tools. */
+pl_status pl_pool_resolve_threads(int n_threads, const char *env_value, int default_threads,
+                                  int *out, pl_error *err);
+
+/* Pins the calling thread to the caller's core (core 0 of the usable cores) and records the
+ * result as thread 0's binding. Refusal is recorded, not returned: the status is PL_OK unless
+ * p is NULL. The pin outlives the pool: the thread's previous affinity is not restored. */
+pl_status pl_pool_bind_caller(pl_pool *p, pl_error *err);
+
+/* Spin budget in microseconds (0: sleep at once); see PL_POOL_DEFAULT_SPIN_US. */
+void pl_pool_set_spin_us(pl_pool *p, int us);
+int pl_pool_spin_us(const pl_pool *p);
+
+const pl_topology *pl_pool_topology(const pl_pool *p);
+/* Thread `thread` (0..size-1); NULL when out of range. */
+const pl_pool_binding *pl_pool_binding_of(const pl_pool *p, int thread);
+/* Threads (caller included) whose binding succeeded. */
+int pl_pool_n_bound(const pl_pool *p);
+pl_pool_stats pl_pool_get_stats(const pl_pool *p);
+
+/* pl_pool_format styles. */
+typedef enum pl_pool_format_style {
+    PL_POOL_FORMAT_TEXT = 0, /* a few human-readable lines, for `plumb` commands */
+    PL_POOL_FORMAT_JSON = 1, /* one JSON object {"topology":{…},"threads":[…]} for perf results */
+} pl_pool_format_style;
+
+/* Writes the topology and every thread's binding into buf (always NUL-terminated when
+ * size > 0). *len (optional) receives the length the full text needs, without the NUL. When
+ * it does not fit, buf holds a truncated prefix and the status is PL_ERR_BUFFER_TOO_SMALL with
+ * the needed size in the message; buf may be NULL when size is 0 (a size query). */
+pl_status pl_pool_format(const pl_pool *p, pl_pool_format_style style, char *buf, size_t size,
+                         size_t *len, pl_error *err);
+
+#endif

@@ -1,0 +1,163 @@
+/* tokenizer.h — the tokenizer inside a model: vocabulary from GGUF tokenizer.ggml.* metadata,
+ * encode (SentencePiece BPE, byte-level BPE), decode, streaming decode. Internal, not public:
+ * plumb.h's pl_tokenize family wraps these for a pl_model (engine/tokenizer_api.c).
+ *
+ * Two vocabulary kinds, chosen by tokenizer.ggml.model:
+ *   "llama"  SentencePiece BPE: merge the adjacent pair whose concatenation is the token with
+ *            the highest score (leftmost on ties); spaces are U+2581 '▁'; a dummy space prefix
+ *            (tokenizer.ggml.add_space_prefix); characters with no token fall back to
+ *            <0xXX> byte tokens, else to the unknown token.
+ *   "gpt2"   byte-level BPE: pre-tokenizer regexes (tokenizer.ggml.pre, PCRE2), then ranked
+ *            merges (tokenizer.ggml.merges, "left right") over the word's bytes; token texts use
+ *            GPT-2's byte<->unicode mapping, which the loader undoes so encode/decode work on
+ *            raw bytes.
+ * Control and unknown tokens are matched in the text only with PL_TOKENIZE_PARSE_SPECIAL;
+ * user-defined tokens always (as SentencePiece, HF tokenizers and llama.cpp do). Matching is
+ * leftmost-longest. Invalid UTF-8 input is tokenized, never rejected: a maximal run of bytes that
+ * are not part of a valid character is one pre-token (byte-level BPE) or falls back to byte
+ * tokens (SentencePiece), so byte-level BPE round-trips any bytes exactly.
+ */
+#ifndef PLUMB_TOKENIZER_H
+#define PLUMB_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* Limits enforced at load (PL_ERR_LIMIT beyond them). The largest real vocabularies hold about
+ * 256k tokens; the longest real tokens are a few hundred bytes (runs of spaces or dashes). */
+#define PL_TOK_MAX_VOCAB       (1u << 22) /* tokens in tokenizer.ggml.tokens (4,194,304) */
+#define PL_TOK_MAX_TOKEN_BYTES 4096u      /* bytes in one token's text */
+#define PL_TOK_MAX_MERGES      (1u << 22) /* entries in tokenizer.ggml.merges */
+/* Bytes of text in one encode call: symbol indices are 32-bit. */
+#define PL_TOK_MAX_TEXT ((size_t)1 << 31)
+/* Regexes in one pre-tokenizer sequence (llama.cpp's "default" uses four). */
+#define PL_TOK_MAX_PRE_REGEX 4
+
+enum pl_tok_kind { PL_TOK_SPM = 1, PL_TOK_BPE = 2 };
+
+/* One vocabulary entry. All byte ranges index pl_tokenizer.arena. */
+struct pl_tok_entry {
+    uint32_t text_off, text_len;   /* the token's text as stored in the file */
+    uint32_t match_off, match_len; /* bytes the encoder matches: SPM = text; BPE = text decoded
+                                      from GPT-2's byte<->unicode mapping */
+    uint32_t piece_off, piece_len; /* bytes the decoder emits (▁ -> ' ', <0xXX> -> the byte) */
+    float score;                   /* SPM merge priority; 0 when the file has no scores */
+    uint8_t type;                  /* pl_token_type */
+    uint8_t special;               /* 1: matched in text by the special-token splitter */
+};
+
+/* (left, right) -> merged token, for byte-level BPE. rank = position in the merges array. */
+struct pl_tok_merge {
+    uint32_t left, right; /* token ids; left = UINT32_MAX marks an empty slot */
+    uint32_t result;
+    uint32_t rank;
+};
+
+struct pcre2_real_code_8;
+struct pcre2_real_general_context_8;
+
+/* A pre-tokenizer: regexes applied in sequence; each splits every piece the previous one made
+ * into its matches and the gaps between them (HF "Isolated" behaviour, as llama.cpp does). */
+struct pl_pretok_def {
+    const char *name;          /* canonical tokenizer.ggml.pre value */
+    const char *aliases;       /* other accepted values, '|'-separated, or "" */
+    int n_re;                  /* 1..PL_TOK_MAX_PRE_REGEX */
+    const char *re[PL_TOK_MAX_PRE_REGEX];
+    int ignore_merges;         /* a word that is itself a token is emitted whole (Llama 3) */
+    int add_bos;               /* default for tokenizer.ggml.add_bos_token */
+};
+
+struct pl_pretok {
+    const struct pl_pretok_def *def;
+    struct pcre2_real_code_8 *re[PL_TOK_MAX_PRE_REGEX];
+    struct pcre2_real_general_context_8 *gctx; /* routes PCRE2's allocations to pl_malloc */
+};
+
+struct pl_tokenizer {
+    enum pl_tok_kind kind;
+    uint32_t n_vocab;
+    struct pl_tok_entry *tok; /* [n_vocab] */
+    char *arena;              /* texts, decoded matches and pieces */
+    size_t arena_len;
+
+    uint32_t *match_hash; /* open addressing over match bytes of matchable tokens: id + 1 */
+    uint32_t match_mask;
+
+    struct pl_tok_merge *merges; /* BPE: open addressing by (left, right) */
+    uint32_t merge_mask;
+    uint32_t n_merges;
+
+    int32_t byte_token[256]; /* token for one raw byte (byte fallback / initial BPE symbol) */
+
+    /* Special-token splitter: candidate ids grouped by first byte, longest first. */
+    uint32_t *special;         /* [n_special] */
+    uint32_t special_at[257];  /* special[special_at[b] .. special_at[b + 1]) start with byte b */
+    uint32_t n_special;
+    uint8_t special_first[32]; /* bitset of first bytes with candidates */
+
+    int32_t bos, eos, eot, eom, pad, unk, sep, nl; /* -1 when absent */
+    int add_bos, add_eos, add_space_prefix;
+
+    struct pl_pretok pre; /* BPE only */
+    char pre_name[64];    /* tokenizer.ggml.pre as given ("default" when absent) */
+};
+
+/* The tokenizer of a model; NULL when the model has none. Declared here until model.h exists;
+ * defined in model.c. */
+const struct pl_tokenizer *pl_model_tokenizer(const pl_model *m);
+
+/* Loads and validates the tokenizer described by g's tokenizer.ggml.* keys. Every error names
+ * the key (and the index inside an array) that failed. The tokenizer copies what it needs:
+ * g may be freed afterwards. */
+pl_status pl_tokenizer_load(struct pl_tokenizer **out, const pl_gguf *g, pl_error *err);
+void pl_tokenizer_free(struct pl_tokenizer *t);
+
+/* Encode: flags are PL_TOKENIZE_*. Writes at most cap ids; *n_out is always the count the text
+ * needs (PL_ERR_BUFFER_TOO_SMALL when it exceeds cap). */
+pl_status pl_tok_encode(const struct pl_tokenizer *t, const char *text, size_t len, uint32_t flags,
+                        int32_t *out, size_t cap, size_t *n_out, pl_error *err);
+
+/* The bytes a token decodes to (flags: PL_DETOK_SPECIAL), pointing into the tokenizer. */
+pl_status pl_tok_piece(const struct pl_tokenizer *t, int32_t id, uint32_t flags, const char **p,
+                       size_t *n, pl_error *err);
+/* Concatenated pieces; flags are PL_DETOK_*. Same buffer contract as pl_tok_encode. */
+pl_status pl_tok_decode(const struct pl_tokenizer *t, const int32_t *ids, size_t n, uint32_t flags,
+                        char *buf, size_t cap, size_t *n_out, pl_error *err);
+/* The streaming decoder over a tokenizer (pl_detok_new wraps it for a model). */
+pl_status pl_detok_create(pl_detok **out, const struct pl_tokenizer *t, uint32_t flags,
+                          pl_error *err);
+
+/* Used by the loader and encoder (tokenizer.c, pretok.c, tokenizer_encode.c). */
+uint32_t pl_tok_hash(const char *p, size_t n);
+/* Id of the matchable token (normal, user-defined or undefined type) whose match bytes are
+ * exactly p[0..n), or -1. */
+int32_t pl_tok_find(const struct pl_tokenizer *t, const char *p, size_t n);
+/* BPE: the merge of (left, right), or NULL. */
+const struct pl_tok_merge *pl_tok_find_merge(const struct pl_tokenizer *t, uint32_t left,
+                                             uint32_t right);
+
+/* Pre-tokenizers (pretok.c). */
+const struct pl_pretok_def *pl_pretok_find(const char *name, size_t len);
+/* "default, gpt2, llama-bpe, qwen2, smollm" — for error messages. */
+const char *pl_pretok_names(void);
+pl_status pl_pretok_compile(struct pl_pretok *p, const struct pl_pretok_def *def, pl_error *err);
+void pl_pretok_release(struct pl_pretok *p);
+/* Splits text[0..len) (valid UTF-8) with the sequence and calls emit for each piece in order.
+ * Scratch match data comes from pl_pretok_scratch_new (one per call, never shared). */
+typedef pl_status (*pl_pretok_emit_fn)(void *user, const char *p, size_t n);
+struct pl_pretok_scratch;
+pl_status pl_pretok_scratch_new(struct pl_pretok_scratch **out, const struct pl_pretok *p,
+                                pl_error *err);
+void pl_pretok_scratch_free(struct pl_pretok_scratch *s);
+pl_status pl_pretok_split(const struct pl_pretok *p, struct pl_pretok_scratch *s, const char *text,
+                          size_t len, pl_pretok_emit_fn emit, void *user, pl_error *err);
+
+/* UTF-8: length of the valid character starting at p (n bytes available), 0 if invalid.
+ * Strict: no overlong forms, no surrogates, nothing above U+10FFFF. */
+size_t pl_utf8_char(const unsigned char *p, size_t n);
+/* 1 if p[0..n) could still become a valid character with more bytes (a strict prefix). */
+int pl_utf8_incomplete(const unsigned char *p, size_t n);
+
+#endif
