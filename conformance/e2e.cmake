@@ -3,3 +3,5 @@
 plumb_test(test_e2e LABELS e2e conformance TIMEOUT 600
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_e2e.c ${CMAKE_CURRENT_SOURCE_DIR}/tinymodel.c
           ${CMAKE_CURRENT_SOURCE_DIR}/refs/ref_transformer.c)
+plumb_test(test_sampler_chain LABELS unit conformance
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_sampler_chain.c ${CMAKE_CURRENT_SOURCE_DIR}/tinymodel.c)

@@ -52,8 +52,8 @@ static void random_tokens(int32_t *t, int64_t n, int64_t V, uint64_t seed)
     for (int64_t i = 0; i < n; i++) t[i] = (int32_t)tu_rng_range(&r, 0, V - 1);
 }
 
-static pl_session *session(const pl_model *m, int threads, int64_t chunk, pl_type kv,
-                           int64_t ctx, int64_t window, int64_t sinks)
+static pl_session *session(const pl_model *m, int threads, int64_t chunk, pl_type kv, int64_t ctx,
+                           int64_t window, int64_t sinks)
 {
     pl_session_params p = pl_session_default_params(m);
     p.n_threads = threads;
@@ -94,8 +94,9 @@ static worst compare(const float *y, const double *ref, int64_t n, int64_t V, do
             double d = fabs((double)e[i] - r[i]);
             if (d > w.abs) w.abs = d;
             if (d / bound > w.ratio) w.ratio = d / bound;
-            TU_CHECK(d <= bound, "%s: position %lld logit %lld: engine %.9g ref %.9g |err| %.3g > "
-                                 "bound %.3g (seed %llu)",
+            TU_CHECK(d <= bound,
+                     "%s: position %lld logit %lld: engine %.9g ref %.9g |err| %.3g > "
+                     "bound %.3g (seed %llu)",
                      what, (long long)p, (long long)i, (double)e[i], r[i], d, bound,
                      (unsigned long long)tu_seed());
             if (d > bound) return w;
@@ -232,8 +233,8 @@ static void check_invariance(const char *arch, uint32_t type, int64_t window, in
                 eval_pieces(s, tok, N_TOK, pieces[p], y, V);
                 TU_CHECK(memcmp(y, base, bytes) == 0,
                          "%s %s window=%lld: logits differ with threads=%d chunk=%lld piece=%lld",
-                         arch, pl_type_name(type), (long long)window, threads,
-                         (long long)chunks[c], (long long)pieces[p]);
+                         arch, pl_type_name(type), (long long)window, threads, (long long)chunks[c],
+                         (long long)pieces[p]);
                 pl_session_free(s);
             }
     /* Truncate to every k and re-evaluate the suffix: the same bits. */
@@ -315,10 +316,14 @@ static void bad_kv_configs_are_rejected_with_config_error(void)
         pl_type kv;
         const char *needle;
     } bad[] = {
-        {0, 0, 0, 8, PL_TYPE_F16, "exactly one"},     {64, 64, 0, 8, PL_TYPE_F16, "exactly one"},
-        {-1, 0, 0, 8, PL_TYPE_F16, "exactly one"},    {0, 16, 16, 8, PL_TYPE_F16, "attention_sinks"},
-        {0, 16, -1, 8, PL_TYPE_F16, "attention_sinks"}, {64, 0, 2, 8, PL_TYPE_F16, "attention_sinks"},
-        {64, 0, 0, 0, PL_TYPE_F16, "prefill_chunk"},  {64, 0, 0, 8, PL_TYPE_Q8_0, "kv_type"},
+        {0, 0, 0, 8, PL_TYPE_F16, "exactly one"},
+        {64, 64, 0, 8, PL_TYPE_F16, "exactly one"},
+        {-1, 0, 0, 8, PL_TYPE_F16, "exactly one"},
+        {0, 16, 16, 8, PL_TYPE_F16, "attention_sinks"},
+        {0, 16, -1, 8, PL_TYPE_F16, "attention_sinks"},
+        {64, 0, 2, 8, PL_TYPE_F16, "attention_sinks"},
+        {64, 0, 0, 0, PL_TYPE_F16, "prefill_chunk"},
+        {64, 0, 0, 8, PL_TYPE_Q8_0, "kv_type"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         pl_session_params p = pl_session_default_params(m);

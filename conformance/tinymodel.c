@@ -11,8 +11,18 @@
 
 tiny_spec tiny_default(const char *arch, uint32_t wtype)
 {
-    tiny_spec s = {.arch = arch, .E = 256, .L = 2, .H = 4, .Hkv = 2, .D = 64, .F = 512,
-                   .V = 320, .ctx = 512, .wtype = wtype, .embd_type = wtype, .seed = 1};
+    tiny_spec s = {.arch = arch,
+                   .E = 256,
+                   .L = 2,
+                   .H = 4,
+                   .Hkv = 2,
+                   .D = 64,
+                   .F = 512,
+                   .V = 320,
+                   .ctx = 512,
+                   .wtype = wtype,
+                   .embd_type = wtype,
+                   .seed = 1};
     return s;
 }
 
@@ -34,16 +44,15 @@ typedef struct builder {
     int failed;
 } builder;
 
-static void add(builder *b, const char *name, int64_t cols, int64_t rows, double scale,
-                double mean, uint32_t type)
+static void add(builder *b, const char *name, int64_t cols, int64_t rows, double scale, double mean,
+                uint32_t type)
 {
     if (b->failed) return;
     if (b->s->omit && strcmp(b->s->omit, name) == 0) return;
     if (b->s->misshape && strcmp(b->s->misshape, name) == 0) cols += 32;
     if (rows == 1 && b->s->f16_norm && strcmp(b->s->f16_norm, name) == 0) type = PL_TYPE_F16;
     float *f = malloc((size_t)(cols * rows) * sizeof *f);
-    for (int64_t i = 0; i < cols * rows; i++)
-        f[i] = (float)(mean + scale * tu_rng_normal(&b->rng));
+    for (int64_t i = 0; i < cols * rows; i++) f[i] = (float)(mean + scale * tu_rng_normal(&b->rng));
     size_t row_bytes;
     pl_type_row_bytes(type, cols, &row_bytes, NULL);
     uint8_t *q = malloc(row_bytes * (size_t)rows);
@@ -67,8 +76,8 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
     if (pl_gguf_writer_new(&b.w, 3, &e)) return -1;
     char key[128];
     pl_gguf_writer_set_string(b.w, "general.architecture", s->arch, strlen(s->arch), &e);
-#define U32(suffix, v)                                                                          \
-    snprintf(key, sizeof key, "%s.%s", s->arch, suffix);                                       \
+#define U32(suffix, v)                                                                             \
+    snprintf(key, sizeof key, "%s.%s", s->arch, suffix);                                           \
     pl_gguf_writer_set_u32(b.w, key, (uint32_t)(v), &e);
     U32("context_length", s->ctx)
     U32("embedding_length", s->E)
@@ -93,7 +102,7 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
     for (int64_t l = 0; l < s->L; l++) {
         char n[96];
 #define NAME(suffix) (snprintf(n, sizeof n, "blk.%lld.%s", (long long)l, suffix), n)
-#define MT(suffix) (s->mix ? mix_type(NAME(suffix)) : s->wtype)
+#define MT(suffix)   (s->mix ? mix_type(NAME(suffix)) : s->wtype)
         uint32_t t;
         add(&b, NAME("attn_norm.weight"), s->E, 1, 0.1, 1.0, PL_TYPE_F32);
         t = MT("attn_q.weight");

@@ -127,17 +127,17 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
         R->Hkv = Hkv;
         R->F = F;
         char n[96];
-#define MAT(field, suffix, cols, rows)                                                          \
-    snprintf(n, sizeof n, "blk.%lld.%s", (long long)l, suffix);                                \
-    if (!(R->field = load_matrix(g, n, cols, rows))) {                                         \
-        ref_model_free(m);                                                                     \
-        return fail(msg, len, "missing or misshapen tensor", n);                               \
+#define MAT(field, suffix, cols, rows)                                                             \
+    snprintf(n, sizeof n, "blk.%lld.%s", (long long)l, suffix);                                    \
+    if (!(R->field = load_matrix(g, n, cols, rows))) {                                             \
+        ref_model_free(m);                                                                         \
+        return fail(msg, len, "missing or misshapen tensor", n);                                   \
     }
-#define VEC(field, suffix, size, required)                                                      \
-    snprintf(n, sizeof n, "blk.%lld.%s", (long long)l, suffix);                                \
-    if (!(R->field = load_vector(g, n, size)) && (required)) {                                 \
-        ref_model_free(m);                                                                     \
-        return fail(msg, len, "missing or misshapen tensor", n);                               \
+#define VEC(field, suffix, size, required)                                                         \
+    snprintf(n, sizeof n, "blk.%lld.%s", (long long)l, suffix);                                    \
+    if (!(R->field = load_vector(g, n, size)) && (required)) {                                     \
+        ref_model_free(m);                                                                         \
+        return fail(msg, len, "missing or misshapen tensor", n);                                   \
     }
         MAT(wq, "attn_q.weight", m->E, H * m->D)
         MAT(wk, "attn_k.weight", m->E, Hkv * m->D)
@@ -223,7 +223,8 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
     int64_t E = m->E, D = m->D, L = m->L, V = m->V;
     int64_t Hmax = m->layers[0].H, Hkvmax = m->layers[0].Hkv, F = m->layers[0].F;
     double *x = calloc((size_t)E, sizeof *x), *xn = calloc((size_t)E, sizeof *xn);
-    double *q = calloc((size_t)(Hmax * D), sizeof *q), *att = calloc((size_t)(Hmax * D), sizeof *att);
+    double *q = calloc((size_t)(Hmax * D), sizeof *q),
+           *att = calloc((size_t)(Hmax * D), sizeof *att);
     double *tmp = calloc((size_t)(E > D ? E : D), sizeof *tmp);
     double *g = calloc((size_t)F, sizeof *g), *u = calloc((size_t)F, sizeof *u);
     double *scores = calloc((size_t)n, sizeof *scores);
@@ -232,7 +233,8 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
     double *Vc = calloc((size_t)(L * n * Hkvmax * D), sizeof *Vc);
     int64_t recent = w && w->window > 0 ? w->window - w->sinks : 0;
     for (int64_t p = 0; p < n; p++) {
-        for (int64_t i = 0; i < E; i++) x[i] = gsl_matrix_get(m->embd, (size_t)tokens[p], (size_t)i);
+        for (int64_t i = 0; i < E; i++)
+            x[i] = gsl_matrix_get(m->embd, (size_t)tokens[p], (size_t)i);
         for (int64_t l = 0; l < L; l++) {
             const ref_layer *R = &m->layers[l];
             int64_t H = R->H, Hkv = R->Hkv, group = H / Hkv;

@@ -267,7 +267,7 @@ typedef enum pl_token_type {
     PL_TOKEN_CONTROL = 3,      /* BOS, EOS, <|im_start|>…: matched in text only on request */
     PL_TOKEN_USER_DEFINED = 4, /* always matched in text as a whole */
     PL_TOKEN_UNUSED = 5,
-    PL_TOKEN_BYTE = 6, /* <0xXX>: SentencePiece byte fallback */
+    PL_TOKEN_BYTE = 6,    /* <0xXX>: SentencePiece byte fallback */
     PL_TOKEN_INVALID = -1 /* returned for ids out of range */
 } pl_token_type;
 
@@ -365,20 +365,20 @@ pl_status pl_chat_render(const pl_model *m, const char *name, const pl_chat_mess
 
 /* What the model binds from its file (zeros for a PL_MODEL_VOCAB_ONLY model). */
 typedef struct pl_model_info {
-    char arch[16];          /* "llama", "qwen2", "qwen3" */
+    char arch[16]; /* "llama", "qwen2", "qwen3" */
     int64_t n_vocab;
-    int64_t n_ctx_train;    /* <arch>.context_length */
+    int64_t n_ctx_train; /* <arch>.context_length */
     int64_t n_embd;
     int64_t n_layer;
-    int64_t n_head;         /* of layer 0; per-layer arrays are supported */
-    int64_t n_head_kv;      /* of layer 0 */
+    int64_t n_head;    /* of layer 0; per-layer arrays are supported */
+    int64_t n_head_kv; /* of layer 0 */
     int64_t head_dim;
-    int64_t n_ff;           /* of layer 0 */
+    int64_t n_ff; /* of layer 0 */
     int64_t n_rot;
     float rms_eps;
     float rope_base;
-    int tied_embeddings;    /* 1 when output.weight is absent and token_embd is reused */
-    uint64_t weight_bytes;  /* bytes of all bound tensors (they stay in the mapping) */
+    int tied_embeddings;   /* 1 when output.weight is absent and token_embd is reused */
+    uint64_t weight_bytes; /* bytes of all bound tensors (they stay in the mapping) */
     uint64_t n_params;
 } pl_model_info;
 pl_status pl_model_get_info(const pl_model *m, pl_model_info *out, pl_error *err);
@@ -391,13 +391,13 @@ pl_status pl_model_get_info(const pl_model *m, pl_model_info *out, pl_error *err
  * one; 0 <= attention_sinks < sliding_window. Positions: every token keeps its absolute
  * position in the text for RoPE (nothing is re-rotated when older tokens are evicted). */
 typedef struct pl_session_params {
-    int n_threads;           /* 0: PLUMB_THREADS, else one per physical core */
-    int64_t context_window;  /* tokens the session can hold; full -> PL_ERR_CONTEXT_FULL */
+    int n_threads;          /* 0: PLUMB_THREADS, else one per physical core */
+    int64_t context_window; /* tokens the session can hold; full -> PL_ERR_CONTEXT_FULL */
     int64_t sliding_window;
     int64_t attention_sinks;
-    int64_t prefill_chunk;   /* tokens per forward step when prefilling (>= 1) */
-    pl_type kv_type;         /* PL_TYPE_F32 or PL_TYPE_F16 */
-    const char *kernels;     /* kernel set name; NULL: PLUMB_KERNELS, else the best */
+    int64_t prefill_chunk; /* tokens per forward step when prefilling (>= 1) */
+    pl_type kv_type;       /* PL_TYPE_F32 or PL_TYPE_F16 */
+    const char *kernels;   /* kernel set name; NULL: PLUMB_KERNELS, else the best */
 } pl_session_params;
 
 /* Defaults: context_window = min(n_ctx_train, 4096), prefill_chunk 64, F16 KV. */
@@ -423,10 +423,36 @@ typedef struct pl_session_info {
     uint64_t kv_bytes;      /* the KV cache */
     uint64_t scratch_bytes; /* the scratch arena */
     int n_threads;
-    char kernels[32];       /* the kernel set in use */
-    int64_t kv_capacity;    /* slots in the cache */
+    char kernels[32];    /* the kernel set in use */
+    int64_t kv_capacity; /* slots in the cache */
 } pl_session_info;
 pl_status pl_session_get_info(const pl_session *s, pl_session_info *out, pl_error *err);
+
+/* ---- sampler chain: penalties -> temperature -> top-k -> softmax -> top-p -> min-p -> draw.
+ * llama.cpp's semantics and defaults; temperature <= 0 is greedy (argmax, ties: lowest id).
+ * The random stream is a seeded xoshiro256**: the same seed, logits and history give the
+ * same tokens on every machine. */
+typedef struct pl_sampler_params {
+    float temperature;      /* 0.8 */
+    int32_t top_k;          /* 40; <= 0: all */
+    float top_p;            /* 0.95; >= 1: off */
+    float min_p;            /* 0.05; <= 0: off */
+    float repeat_penalty;   /* 1.0: off */
+    float freq_penalty;     /* 0.0 */
+    float presence_penalty; /* 0.0 */
+    int32_t penalty_last_n; /* 64: how much history the penalties see */
+    uint64_t seed;          /* 0xdecafbad */
+} pl_sampler_params;
+
+pl_sampler_params pl_sampler_default_params(void);
+/* PL_ERR_CONFIG for out-of-range parameters (NaN, top_p outside [0, 1], ...). */
+pl_status pl_sampler_new(pl_sampler **out, const pl_model *m, const pl_sampler_params *params,
+                         pl_error *err);
+void pl_sampler_free(pl_sampler *s);
+/* Picks the next token from logits (n_vocab floats); history holds the tokens so far
+ * (the last penalty_last_n are penalised). Does not modify logits. */
+pl_status pl_sampler_sample(pl_sampler *s, const float *logits, const int32_t *history,
+                            int64_t n_history, int32_t *token, pl_error *err);
 
 /* ---- quantization ---------------------------------------------------------------
  * Row conversion between F32 and any implemented type, the per-tensor type rules of
@@ -487,8 +513,8 @@ typedef struct pl_tensor_plan {
  * output.weight; pure: no mixing, every weight matrix gets the base type (the row-length
  * fallback still applies). PL_ERR_INVALID_ARG for a bad ftype, NULL name or shape. */
 pl_status pl_ftype_tensor_plan(pl_ftype ftype, int pure, const char *name, uint32_t n_dims,
-                               const int64_t *ne, int64_t n_layer, int tied,
-                               pl_tensor_plan *out, pl_error *err);
+                               const int64_t *ne, int64_t n_layer, int tied, pl_tensor_plan *out,
+                               pl_error *err);
 
 /* Progress of a long operation: done of total units (elements); returning non-zero cancels
  * it (PL_ERR_CANCELLED). Called from the calling thread. */
