@@ -849,12 +849,16 @@ static pl_status array_check(const pl_gguf_array *a, uint64_t i, pl_error *err)
 {
     if (!a || !a->owner || a->kv_index >= a->owner->n_kv)
         return pl_fail(err, PL_ERR_INVALID_ARG, "array handle is NULL or stale");
-    if (i >= a->count) {
-        pl_str k = a->owner->kv[a->kv_index].key;
+    /* The handle is the caller's copy: bound the index by the file, not by a->count. */
+    const struct gguf_kv *kv = &a->owner->kv[a->kv_index];
+    if (kv->type != PL_GGUF_ARRAY)
+        return pl_fail(err, PL_ERR_INVALID_ARG, "array handle does not name an array");
+    if (i >= a->count || i >= kv->count) {
+        pl_str k = kv->key;
         return pl_fail(err, PL_ERR_INVALID_ARG,
                        "index %llu out of range for array '%.*s' (%llu "
                        "elements)",
-                       (unsigned long long)i, (int)k.len, k.ptr, (unsigned long long)a->count);
+                       (unsigned long long)i, (int)k.len, k.ptr, (unsigned long long)kv->count);
     }
     return PL_OK;
 }

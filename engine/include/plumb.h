@@ -76,8 +76,9 @@ int pl_type_supported(uint32_t type);
 /* Elements per block (1 for F32/F16/BF16) and bytes per block; 0 when unsupported. */
 int64_t pl_type_block_size(uint32_t type);
 size_t pl_type_block_bytes(uint32_t type);
-/* Bytes of a row of n elements; PL_ERR_FORMAT if n is not a multiple of the block
- * size, PL_ERR_UNSUPPORTED for unknown types, PL_ERR_LIMIT on overflow. */
+/* Bytes of a row of n elements; PL_ERR_FORMAT if n is not a positive multiple of the
+ * block size or the id is unknown to ggml too, PL_ERR_UNSUPPORTED for a ggml type plumb
+ * does not implement (Q2_K, IQ*), PL_ERR_LIMIT on overflow. */
 pl_status pl_type_row_bytes(uint32_t type, int64_t n, size_t *out, pl_error *err);
 
 /* ---------------------------------------------------------------------------------
@@ -562,12 +563,13 @@ typedef struct pl_tensor_spec {
  * (return PL_ERR_CANCELLED to cancel) and is passed on. */
 typedef pl_status (*pl_tensor_fill_fn)(void *user, uint64_t i, void *dst, uint64_t n_bytes,
                                        pl_error *err);
-/* Writes a GGUF file with w's metadata (w must hold no tensors) and the tensors specs[0..n),
- * whose data fill produces in order. Goes through path.tmp and a rename: on failure nothing
- * is left at path or path.tmp. Memory: one buffer the size of the largest tensor. The tensors
- * are added to w, which afterwards may only be freed. */
-pl_status pl_gguf_write_streamed(pl_gguf_writer *w, const char *path, const pl_tensor_spec *specs,
-                                 uint64_t n, pl_tensor_fill_fn fill, void *user, pl_error *err);
+/* Writes a GGUF file with w's metadata (w must hold no tensors; it is not changed) and the
+ * tensors specs[0..n), whose bytes fill produces in order. Goes through path.tmp and a
+ * rename, after reading the file back: on failure nothing is left at path or path.tmp.
+ * Memory: one buffer the size of the largest tensor. */
+pl_status pl_gguf_write_streamed(const pl_gguf_writer *w, const char *path,
+                                 const pl_tensor_spec *specs, uint64_t n, pl_tensor_fill_fn fill,
+                                 void *user, pl_error *err);
 
 #ifdef __cplusplus
 }
