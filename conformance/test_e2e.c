@@ -16,13 +16,13 @@
  * does round activations: to float everywhere (F32/F16 weights: observed <= 2e-5 of the
  * RMS), and to Q8_0/Q8_K before each of the 7 matmuls per layer and the output head:
  * 8-bit activations with one scale per 32 or 256 values err by up to max|x|/254 per
- * element, about 1% of a dot product's RMS, compounding through 2 layers (observed
- * <= 4.1% of the RMS, at position 0 where attention averages nothing out). A binding or
- * kernel bug moves logits by O(100%). F16 KV adds 2^-11 relative per cached element. */
+ * element, about 1% of a dot product's RMS, compounding through 2 layers and attention
+ * (observed <= 7.3% of the RMS over 3 archs x 7 types x 5 seeds). A binding or kernel bug
+ * moves logits by O(100%). F16 KV adds 2^-11 relative per cached element. */
 static double type_tol(uint32_t wtype, int mix, pl_type kv)
 {
-    double t = wtype == PL_TYPE_F32 || wtype == PL_TYPE_F16 ? 1e-4 : 6e-2;
-    if (mix) t = 6e-2;
+    double t = wtype == PL_TYPE_F32 || wtype == PL_TYPE_F16 ? 1e-4 : 0.1;
+    if (mix) t = 0.1;
     if (kv == PL_TYPE_F16) t += 2e-3;
     return t;
 }
@@ -147,7 +147,7 @@ static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64
     ref_window w = {window, sinks};
     if (rm && s) {
         ref_model_forward(rm, tok, N_TOK, &w, r);
-        char what[96];
+        char what[128];
         snprintf(what, sizeof what, "%s %s kv=%s window=%lld sinks=%lld", arch, types[ti].name,
                  kv == PL_TYPE_F16 ? "F16" : "F32", (long long)window, (long long)sinks);
         int bad;
@@ -178,9 +178,13 @@ static void e2e_logits_match_reference_for_every_arch_and_type(void)
 
 static void e2e_f16_kv_matches_reference(void)
 {
-    worst w = {0, 0};
-    for (size_t a = 0; a < 3; a++) e2e_case(archs[a], 0, PL_TYPE_F16, 0, 0, &w);
-    printf("\n  F16 KV: max|err| %.3g, worst ratio %.3f\n", w.abs, w.ratio);
+    worst w = {0, 0}, wq = {0, 0};
+    for (size_t a = 0; a < 3; a++) {
+        e2e_case(archs[a], 0, PL_TYPE_F16, 0, 0, &w);
+        e2e_case(archs[a], 4, PL_TYPE_F16, 0, 0, &wq);
+    }
+    printf("\n  F16 KV: F32 weights max|err| %.3g (ratio %.3f), Q4_K max|err| %.3g (ratio %.3f)\n",
+           w.abs, w.ratio, wq.abs, wq.ratio);
 }
 
 static void e2e_sliding_window_with_sinks_matches_reference(void)
@@ -188,7 +192,8 @@ static void e2e_sliding_window_with_sinks_matches_reference(void)
     worst w = {0, 0};
     static const int64_t cfg[][2] = {{16, 4}, {16, 0}, {9, 1}, {100, 3}};
     for (size_t a = 0; a < 3; a++)
-        for (size_t c = 0; c < 4; c++) e2e_case(archs[a], 0, PL_TYPE_F32, cfg[c][0], cfg[c][1], &w);
+        for (size_t c = 0; c < 4; c++)
+            e2e_case(archs[a], (int)(c % 2 ? 0 : 2), PL_TYPE_F32, cfg[c][0], cfg[c][1], &w);
     printf("\n  sliding window: max|err| %.3g, worst ratio %.3f\n", w.abs, w.ratio);
 }
 

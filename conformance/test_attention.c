@@ -1,0 +1,427 @@
+/* test_attention.c — attention of every supported kernel set against a GSL double reference
+ * (causal, GQA, F32/F16 KV, windows with sinks), and its batch and head-slice invariance. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel_sets.h"
+#include "refs/refs_ops.h"
+#include "testutil.h"
+
+#define U    REF_U
+#define FMIN REF_FLT_MIN
+#define SEED ((unsigned long long)tu_seed())
+
+enum fill { F_NORMAL, F_EQUAL, F_ZERO, F_NEGZERO, F_OUTLIER, F_DENORMAL, F_COUNT };
+static const char *const fill_name[F_COUNT] = {"normal",    "all-equal", "zeros",
+                                               "neg-zeros", "outlier",   "denormal"};
+
+/* How positions are laid out. */
+enum pos_mode {
+    POS_PREFILL,   /* kv_pos[j] = j; the T queries are the last T entries */
+    POS_STREAMING, /* sinks at 0.., then a gap (evicted entries), queries last */
+    POS_RANDOM,    /* kv_pos and q_pos anywhere: some queries see nothing */
+    POS_COUNT
+};
+static const char *const pos_name[POS_COUNT] = {"prefill", "streaming", "random"};
+
+typedef struct attn_case {
+    int64_t T, H, Hkv, D, N, window, n_sinks;
+    pl_type kv_type;
+    enum pos_mode pos;
+    enum fill fq, fk, fv;
+} attn_case;
+
+typedef struct attn_data {
+    pl_attn_args a;
+    float *q;
+    int32_t *q_pos, *kv_pos;
+    void *k, *v;
+} attn_data;
+
+static float fill_one(enum fill f, float same, tu_rng *r)
+{
+    switch (f) {
+    case F_EQUAL:
+        return same;
+    case F_ZERO:
+        return 0.0f;
+    case F_NEGZERO:
+        return -0.0f;
+    case F_DENORMAL:
+        return (float)((tu_rng_uniform(r) < 0.5 ? -1.0 : 1.0) *
+                       (double)tu_rng_range(r, 1, (1 << 23) - 1) * 0x1p-149);
+    default:
+        return (float)tu_rng_normal(r);
+    }
+}
+
+/* Fills n values; F_OUTLIER puts one entry of 1e3 (a key that dominates every score). */
+static void fill_kv(void *dst, pl_type t, int64_t n, enum fill f, tu_rng *r)
+{
+    float same = (float)tu_rng_normal(r);
+    int64_t out_at = f == F_OUTLIER ? tu_rng_range(r, 0, n - 1) : -1;
+    for (int64_t i = 0; i < n; i++) {
+        float x = i == out_at ? 1e3f : fill_one(f, same, r);
+        if (t == PL_TYPE_F16 && f == F_DENORMAL) /* f16's own subnormals */
+            ((pl_f16 *)dst)[i] =
+                (pl_f16)((tu_rng_range(r, 0, 1) << 15) | tu_rng_range(r, 1, 0x3ff));
+        else if (t == PL_TYPE_F32)
+            ((float *)dst)[i] = x;
+        else
+            ((pl_f16 *)dst)[i] = pl_f32_to_f16(x);
+    }
+}
+
+static void make_case(attn_data *d, const attn_case *c, tu_rng *r)
+{
+    memset(d, 0, sizeof *d);
+    size_t esz = c->kv_type == PL_TYPE_F32 ? sizeof(float) : sizeof(pl_f16);
+    int64_t nq = c->T * c->H * c->D, nkv = c->N * c->Hkv * c->D;
+    d->q = malloc((size_t)(nq > 0 ? nq : 1) * sizeof *d->q);
+    d->q_pos = malloc((size_t)(c->T > 0 ? c->T : 1) * sizeof *d->q_pos);
+    d->kv_pos = malloc((size_t)(c->N > 0 ? c->N : 1) * sizeof *d->kv_pos);
+    d->k = malloc((size_t)(nkv > 0 ? nkv : 1) * esz);
+    d->v = malloc((size_t)(nkv > 0 ? nkv : 1) * esz);
+    fill_kv(d->q, PL_TYPE_F32, nq, c->fq, r);
+    fill_kv(d->k, c->kv_type, nkv, c->fk, r);
+    fill_kv(d->v, c->kv_type, nkv, c->fv, r);
+
+    int64_t gap = c->pos == POS_STREAMING ? tu_rng_range(r, 1, 1000) : 0;
+    for (int64_t j = 0; j < c->N; j++) {
+        if (c->pos == POS_RANDOM)
+            d->kv_pos[j] = (int32_t)tu_rng_range(r, 0, 2 * c->N);
+        else
+            d->kv_pos[j] = (int32_t)(j < c->n_sinks ? j : j + gap);
+    }
+    for (int64_t t = 0; t < c->T; t++) {
+        int64_t j = c->N - c->T + t;
+        if (c->pos == POS_RANDOM || j < 0)
+            d->q_pos[t] = (int32_t)tu_rng_range(r, -1, 2 * c->N + 1);
+        else
+            d->q_pos[t] = d->kv_pos[j];
+    }
+    d->a = (pl_attn_args){
+        .T = c->T,
+        .H = c->H,
+        .Hkv = c->Hkv,
+        .D = c->D,
+        .N = c->N,
+        .q = d->q,
+        .q_pos = d->q_pos,
+        .k = d->k,
+        .v = d->v,
+        .kv_type = c->kv_type,
+        .kv_pos = d->kv_pos,
+        .window = c->window,
+        .n_sinks = c->n_sinks,
+        .scale = (float)(1.0 / sqrt((double)c->D)),
+    };
+}
+
+static void free_case(attn_data *d)
+{
+    free(d->q), free(d->q_pos), free(d->kv_pos), free(d->k), free(d->v);
+}
+
+static void describe(char *buf, size_t size, const attn_case *c)
+{
+    snprintf(buf, size,
+             "T=%" PRId64 " H=%" PRId64 " Hkv=%" PRId64 " D=%" PRId64 " N=%" PRId64
+             " window=%" PRId64 " sinks=%" PRId64 " kv=%s pos=%s q/k/v=%s/%s/%s",
+             c->T, c->H, c->Hkv, c->D, c->N, c->window, c->n_sinks,
+             c->kv_type == PL_TYPE_F32 ? "f32" : "f16", pos_name[c->pos], fill_name[c->fq],
+             fill_name[c->fk], fill_name[c->fv]);
+}
+
+/* Runs all heads in one call; out[T][H][D]. */
+static float *run_all(const struct pl_kernels *ks, const pl_attn_args *a)
+{
+    float *out = malloc((size_t)(a->T * a->H * a->D > 0 ? a->T * a->H * a->D : 1) * sizeof *out);
+    float *scratch = malloc((size_t)(a->N > 0 ? a->N : 1) * sizeof *scratch);
+    ks->attention(out, a, 0, a->H, scratch);
+    free(scratch);
+    return out;
+}
+
+/* Kernel vs reference over every (t, h, d), within the documented bound. */
+static void check_case(const struct pl_kernels *ks, const attn_case *c, tu_rng *r)
+{
+    attn_data d;
+    make_case(&d, c, r);
+    const pl_attn_args *a = &d.a;
+    float *out = run_all(ks, a);
+    const int64_t D = c->D;
+    double *ref = malloc((size_t)D * sizeof *ref), *pv = malloc((size_t)D * sizeof *pv);
+    double *pvs = malloc((size_t)D * sizeof *pvs);
+    double worst = 0.0, wy = 0.0, wref = 0.0;
+    int64_t wt = 0, wh = 0, wd = 0;
+    for (int64_t t = 0; t < c->T; t++) {
+        for (int64_t h = 0; h < c->H; h++) {
+            double A = 0.0;
+            int64_t M = ref_attention_row(ref, pv, pvs, &A, a, t, h);
+            const float *o = out + (t * c->H + h) * D;
+            for (int64_t k = 0; k < D; k++) {
+                double bound =
+                    U * (pv[k] * (4.0 * (double)(D + 2) * A + 2.0 * (double)M + 16.0) + pvs[k]) +
+                    FMIN;
+                /* a query that sees nothing must give exact zeros */
+                double q =
+                    M == 0 ? (o[k] == 0.0f ? 0.0 : INFINITY) : ref_ratio(o[k], ref[k], bound);
+                if (!(q <= worst)) worst = q, wt = t, wh = h, wd = k, wy = o[k], wref = ref[k];
+            }
+        }
+    }
+    char shape[200], where[320];
+    describe(shape, sizeof shape, c);
+    snprintf(where, sizeof where, "%s at t=%" PRId64 " h=%" PRId64 " d=%" PRId64, shape, wt, wh,
+             wd);
+    ref_ledger_note(ks->name, "attention", worst, where);
+    TU_CHECK(worst <= 1.0, "set %s attention seed %llu %s: y=%.9g ref=%.17g error/bound=%.3g",
+             ks->name, SEED, where, wy, wref, worst);
+    free(ref), free(pv), free(pvs), free(out);
+    free_case(&d);
+}
+
+static const int64_t head_dims[] = {64, 80, 128};
+static const int64_t gqa_ratios[] = {1, 4, 7};
+static const int64_t windows[][2] = {{0, 0}, {5, 0}, {5, 3}, {1, 1}, {1000, 0}, {1000, 2}};
+
+static void attention_grid(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->attention) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x617474ull);
+    for (size_t di = 0; di < 3; di++)
+        for (size_t gi = 0; gi < 3; gi++)
+            for (int kv = 0; kv < 2; kv++)
+                for (size_t wi = 0; wi < sizeof windows / sizeof windows[0]; wi++) {
+                    attn_case c = {
+                        .Hkv = tu_rng_range(&r, 1, 2),
+                        .D = head_dims[di],
+                        .T = tu_rng_range(&r, 1, 9),
+                        .N = tu_rng_range(&r, 1, 96),
+                        .window = windows[wi][0],
+                        .n_sinks = windows[wi][1],
+                        .kv_type = kv ? PL_TYPE_F16 : PL_TYPE_F32,
+                        .pos = (enum pos_mode)tu_rng_range(&r, 0, POS_COUNT - 1),
+                    };
+                    c.H = c.Hkv * gqa_ratios[gi];
+                    check_case(ks, &c, &r);
+                }
+}
+
+static void attention_random(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->attention) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x61747432ull);
+    for (int k = 0; k < 40; k++) {
+        attn_case c = {
+            .Hkv = tu_rng_range(&r, 1, 3),
+            .D = k < 2 ? 257 + 300 * k : tu_rng_range(&r, 1, 160), /* > 256: chunked dims */
+            .T = tu_rng_range(&r, 1, 12),
+            .N = tu_rng_range(&r, 0, 150),
+            .kv_type = tu_rng_range(&r, 0, 1) ? PL_TYPE_F16 : PL_TYPE_F32,
+            .pos = (enum pos_mode)tu_rng_range(&r, 0, POS_COUNT - 1),
+        };
+        c.H = c.Hkv * tu_rng_range(&r, 1, 8);
+        if (tu_rng_range(&r, 0, 1)) {
+            c.window = tu_rng_range(&r, 1, 200);
+            c.n_sinks = tu_rng_range(&r, 0, c.window - 1 < 8 ? c.window - 1 : 8);
+        }
+        check_case(ks, &c, &r);
+    }
+}
+
+static void attention_stress(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->attention) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x61747433ull);
+    for (int kv = 0; kv < 2; kv++)
+        for (int f = 0; f < F_COUNT; f++)
+            for (int which = 0; which < 3; which++) {
+                attn_case c = {.T = 5,
+                               .H = 8,
+                               .Hkv = 2,
+                               .D = 64,
+                               .N = 40,
+                               .kv_type = kv ? PL_TYPE_F16 : PL_TYPE_F32,
+                               .pos = POS_PREFILL,
+                               .window = 16,
+                               .n_sinks = 2};
+                if (which == 0) c.fq = (enum fill)f;
+                if (which == 1) c.fk = (enum fill)f;
+                if (which == 2) c.fv = (enum fill)f;
+                check_case(ks, &c, &r);
+            }
+}
+
+/* A query whose every entry is in its future, or outside its window, gets exact zeros. */
+static void attention_blind(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->attention) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x61747434ull);
+    attn_case c = {.T = 3, .H = 4, .Hkv = 1, .D = 80, .N = 10, .kv_type = PL_TYPE_F32};
+    attn_data d;
+    make_case(&d, &c, &r);
+    for (int64_t j = 0; j < c.N; j++) d.kv_pos[j] = (int32_t)(100 + j);
+    d.q_pos[0] = 99;  /* everything in the future */
+    d.q_pos[1] = 100; /* sees entry 0 only */
+    d.q_pos[2] = 500; /* window 50 leaves nothing, and there are no sinks */
+    d.a.window = 50;
+    float *out = run_all(ks, &d.a);
+    int zeros_ok = 1, seen_ok = 0;
+    for (int64_t k = 0; k < c.H * c.D; k++) {
+        zeros_ok &= out[k] == 0.0f && out[2 * c.H * c.D + k] == 0.0f;
+        seen_ok |= out[c.H * c.D + k] != 0.0f;
+    }
+    TU_CHECK(zeros_ok, "set %s seed %llu: blind queries must give zeros", ks->name, SEED);
+    TU_CHECK(seen_ok, "set %s seed %llu: a query seeing entry 0 gave zeros", ks->name, SEED);
+    free(out);
+    /* N = 0: no entries at all */
+    d.a.N = 0;
+    out = run_all(ks, &d.a);
+    zeros_ok = 1;
+    for (int64_t k = 0; k < c.T * c.H * c.D; k++) zeros_ok &= out[k] == 0.0f;
+    TU_CHECK(zeros_ok, "set %s seed %llu: N = 0 must give zeros", ks->name, SEED);
+    free(out);
+    free_case(&d);
+}
+
+/* With one visible entry the output is that entry's V row: every f16 bit pattern must come
+ * out as its exact f32 value (NaN as NaN; -0 may add to +0). */
+static void attention_f16_exhaustive(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->attention) return;
+    const int64_t D = 65536;
+    pl_f16 *k = calloc((size_t)D, sizeof *k), *v = malloc((size_t)D * sizeof *v);
+    float *q = calloc((size_t)D, sizeof *q), *out = malloc((size_t)D * sizeof *out), scratch[1];
+    for (int64_t d = 0; d < D; d++) v[d] = (pl_f16)d;
+    int32_t pos = 0;
+    pl_attn_args a = {.T = 1,
+                      .H = 1,
+                      .Hkv = 1,
+                      .D = D,
+                      .N = 1,
+                      .q = q,
+                      .q_pos = &pos,
+                      .k = k,
+                      .v = v,
+                      .kv_type = PL_TYPE_F16,
+                      .kv_pos = &pos,
+                      .scale = 1.0f};
+    ks->attention(out, &a, 0, 1, scratch);
+    int64_t bad = -1;
+    for (int64_t d = 0; d < D && bad < 0; d++) {
+        float want = pl_f16_to_f32(v[d]);
+        if (isnan(want) ? !isnan(out[d]) : out[d] != want) bad = d;
+    }
+    TU_CHECK(bad < 0, "set %s: f16 V entry 0x%04x read as %.9g, want %.9g", ks->name,
+             (unsigned)(bad < 0 ? 0 : bad), bad < 0 ? 0.0 : out[bad],
+             bad < 0 ? 0.0 : pl_f16_to_f32((pl_f16)bad));
+    free(k), free(v), free(q), free(out);
+}
+
+/* Every output row of a T-query batch equals, bit for bit, the same row computed alone, the
+ * same row with the cache cut just after its last visible entry (decode after a prefix), and
+ * the batch with heads split into arbitrary slices. */
+static void batch_case(const struct pl_kernels *ks, int64_t T, pl_type kv, int64_t window,
+                       int64_t sinks, tu_rng *r)
+{
+    attn_case c = {.T = T,
+                   .Hkv = 2,
+                   .H = 8,
+                   .D = 64,
+                   .N = T + 37,
+                   .kv_type = kv,
+                   .pos = POS_PREFILL,
+                   .window = window,
+                   .n_sinks = sinks};
+    attn_data d;
+    make_case(&d, &c, r);
+    const int64_t row = c.H * c.D;
+    float *batch = run_all(ks, &d.a);
+    float *one = malloc((size_t)row * sizeof *one);
+    float *scratch = malloc((size_t)c.N * sizeof *scratch);
+    int64_t bad_alone = -1, bad_prefix = -1;
+    for (int64_t t = 0; t < T; t++) {
+        pl_attn_args a1 = d.a;
+        a1.T = 1;
+        a1.q = d.q + t * row;
+        a1.q_pos = d.q_pos + t;
+        ks->attention(one, &a1, 0, c.H, scratch);
+        if (memcmp(one, batch + t * row, (size_t)row * sizeof *one) && bad_alone < 0) bad_alone = t;
+        a1.N = c.N - T + t + 1; /* the cache as a token-by-token decode would hold it */
+        ks->attention(one, &a1, 0, c.H, scratch);
+        if (memcmp(one, batch + t * row, (size_t)row * sizeof *one) && bad_prefix < 0)
+            bad_prefix = t;
+    }
+    /* heads in random slices, computed last slice first */
+    float *sliced = malloc((size_t)(T * row) * sizeof *sliced);
+    int64_t cuts[9], nc = 0;
+    cuts[nc++] = c.H;
+    for (int64_t h = c.H - 1; h > 0; h--)
+        if (tu_rng_range(r, 0, 2) == 0) cuts[nc++] = h;
+    cuts[nc++] = 0;
+    for (int64_t i = 0; i + 1 < nc; i++) ks->attention(sliced, &d.a, cuts[i + 1], cuts[i], scratch);
+    int sliced_ok = !memcmp(sliced, batch, (size_t)(T * row) * sizeof *sliced);
+
+    char shape[200];
+    describe(shape, sizeof shape, &c);
+    TU_CHECK(bad_alone < 0, "set %s seed %llu %s: row t=%" PRId64 " differs from it alone",
+             ks->name, SEED, shape, bad_alone);
+    TU_CHECK(bad_prefix < 0,
+             "set %s seed %llu %s: row t=%" PRId64 " differs from it over the cut cache", ks->name,
+             SEED, shape, bad_prefix);
+    TU_CHECK(sliced_ok, "set %s seed %llu %s: head slices change the output", ks->name, SEED,
+             shape);
+    free(batch), free(one), free(scratch), free(sliced);
+    free_case(&d);
+}
+
+static void attention_batch_invariance(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->attention) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x62617463ull);
+    for (int64_t T = 1; T <= 18; T++) {
+        int64_t TT = T == 18 ? 64 : T;
+        pl_type kv = T % 2 ? PL_TYPE_F16 : PL_TYPE_F32;
+        batch_case(ks, TT, kv, 0, 0, &r);
+        batch_case(ks, TT, kv, 9, T % 4, &r);
+    }
+}
+
+#define OVER_SETS(fn)                                                                              \
+    static void test_##fn(void)                                                                    \
+    {                                                                                              \
+        CU_ASSERT(for_each_supported_set(fn, NULL) >= 1);                                          \
+    }
+OVER_SETS(attention_grid)
+OVER_SETS(attention_random)
+OVER_SETS(attention_stress)
+OVER_SETS(attention_blind)
+OVER_SETS(attention_f16_exhaustive)
+OVER_SETS(attention_batch_invariance)
+
+int main(void)
+{
+    ref_init();
+    static const tu_test tests[] = {
+        {"attention_matches_gsl_over_head_dims_gqa_windows_sinks_f32_f16", test_attention_grid},
+        {"attention_matches_gsl_on_random_shapes", test_attention_random},
+        {"attention_bounded_on_equal_zero_outlier_denormal_inputs", test_attention_stress},
+        {"attention_query_seeing_nothing_gets_zeros", test_attention_blind},
+        {"attention_reads_every_f16_kv_value_exactly", test_attention_f16_exhaustive},
+        {"attention_rows_bit_identical_alone_after_prefix_and_over_head_slices",
+         test_attention_batch_invariance},
+        {NULL, NULL},
+    };
+    int rc = tu_run("attention", tests);
+    ref_ledger_print(stdout);
+    return rc;
+}

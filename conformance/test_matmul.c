@@ -1,0 +1,524 @@
+/* test_matmul.c — the matmul kernel of every supported kernel set, for every weight type:
+ * the dot-product error bound against a GSL double reference, batch and slice invariance,
+ * writes confined to the slice, NaN propagation. Replay a failure with PLUMB_SEED=<seed>. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant_inputs.h"
+#include "refs/refs.h"
+#include "testutil.h"
+
+#define MAX_TABLES 8
+static pl_kernel_table tables[MAX_TABLES];
+static int n_tables;
+
+/* c of |y - y_ref| <= c u K sum|a_i b_i| + K eta, per weight type; the derivation is in
+ * kernels/ref/matmul.c and holds for any summation order of the same block terms. */
+static const struct {
+    pl_type type;
+    double c;
+} cs[] = {
+    {PL_TYPE_F32, 1.01},   {PL_TYPE_F16, 1.01},   {PL_TYPE_BF16, 1.01},  {PL_TYPE_Q4_0, 0.064},
+    {PL_TYPE_Q5_0, 0.064}, {PL_TYPE_Q8_0, 0.064}, {PL_TYPE_Q4_1, 0.095}, {PL_TYPE_Q5_1, 0.095},
+    {PL_TYPE_Q4_K, 0.016}, {PL_TYPE_Q5_K, 0.016}, {PL_TYPE_Q6_K, 0.012}, {PL_TYPE_Q8_K, 0.008},
+};
+
+/* Worst observed |y - y_ref| / bound per type, for the summary printed after the run. */
+static struct {
+    double worst, worst_big; /* all K; K >= 1024 only */
+    int64_t outputs;
+} stats[PL_TYPE_COUNT];
+
+static const struct pl_type_traits *tr(pl_type t)
+{
+    return pl_type_traits_of(t);
+}
+
+static double c_of(pl_type t)
+{
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        if (cs[i].type == t) return cs[i].c;
+    return 0.0;
+}
+
+/* The underflow allowance per element (kernels/ref/matmul.c): Q8_K scales may be denormal. */
+static double eta_of(pl_type t)
+{
+    return tr(t)->dot_type == PL_TYPE_Q8_K ? 0x1p-130 : 0x1p-149;
+}
+
+static size_t row_bytes(pl_type t, int64_t n)
+{
+    return (size_t)(n / tr(t)->block_size) * tr(t)->block_bytes;
+}
+
+static uint64_t test_seed(uint64_t salt)
+{
+    return tu_seed() * 0x9e3779b97f4a7c15ull + salt;
+}
+
+/* W (R x K, weight type) and X (T x K, its dot type), quantized by the set under test,
+ * with padded row strides so a kernel that ignores the stride reads the wrong data. */
+typedef struct operands {
+    pl_type wt, xt;
+    int64_t K, R, T;
+    size_t wrb, xrb;
+    unsigned char *w, *x;
+} operands;
+
+/* wpat/xpat: a qi_pattern for every row, or -1 to cycle through all patterns by row. */
+static void make_operands(operands *o, const struct pl_kernels *k, pl_type t, int64_t K, int64_t R,
+                          int64_t T, int wpat, int xpat, tu_rng *rng)
+{
+    static const size_t pads[3] = {0, 4, 68};
+    o->wt = t;
+    o->xt = tr(t)->dot_type;
+    o->K = K;
+    o->R = R;
+    o->T = T;
+    o->wrb = row_bytes(o->wt, K) + pads[tu_rng_range(rng, 0, 2)];
+    o->xrb = row_bytes(o->xt, K) + pads[tu_rng_range(rng, 0, 2)];
+    o->w = calloc((size_t)R, o->wrb);
+    o->x = calloc((size_t)T, o->xrb);
+    float *row = malloc(sizeof(float) * (size_t)K);
+    const int64_t wblock = tr(o->wt)->block_size > 1 ? tr(o->wt)->block_size : 32;
+    const int64_t xblock = tr(o->xt)->block_size > 1 ? tr(o->xt)->block_size : 32;
+    for (int64_t r = 0; r < R; r++) {
+        qi_fill(row, K, wpat >= 0 ? wpat : (int)(r % QI_COUNT), wblock, rng);
+        k->quantize_row[o->wt](o->w + (size_t)r * o->wrb, row, K);
+    }
+    for (int64_t i = 0; i < T; i++) {
+        qi_fill(row, K, xpat >= 0 ? xpat : (int)(i % QI_COUNT), xblock, rng);
+        k->quantize_row[o->xt](o->x + (size_t)i * o->xrb, row, K);
+    }
+    free(row);
+}
+
+static void free_operands(operands *o)
+{
+    free(o->w);
+    free(o->x);
+}
+
+static void run(const struct pl_kernels *k, const operands *o, float *y, int64_t ldy, int64_t r0,
+                int64_t r1, int64_t t0, int64_t T)
+{
+    k->matmul[o->wt](y, ldy, o->w, o->wrb, o->x + (size_t)t0 * o->xrb, o->xrb, o->K, r0, r1, T);
+}
+
+static uint32_t bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+#define SENTINEL 0x7fa5a5a5u /* a NaN no kernel computes */
+
+static float *sentinel_buffer(int64_t n)
+{
+    float *y = malloc(sizeof(float) * (size_t)n);
+    const uint32_t s = SENTINEL;
+    for (int64_t i = 0; i < n; i++) memcpy(&y[i], &s, sizeof s);
+    return y;
+}
+
+/* Runs the set on all R rows and T tokens and checks every output against the bound.
+ * Returns 1 if all outputs pass. */
+static int check_bound(const struct pl_kernels *k, const operands *o, uint64_t seed,
+                       const char *what)
+{
+    const int64_t K = o->K, R = o->R, T = o->T, ldy = R + 3;
+    float *y = sentinel_buffer(T * ldy);
+    double *yref = malloc(sizeof(double) * (size_t)(T * R));
+    double *mag = malloc(sizeof(double) * (size_t)(T * R));
+    run(k, o, y, ldy, 0, R, 0, T);
+    const int rc = ref_matmul(o->wt, o->w, o->wrb, o->x, o->xrb, K, R, T, yref, mag);
+    TU_CHECK(rc == 0, "ref_matmul failed for type %s", tr(o->wt)->name);
+    const double c = c_of(o->wt), eta = eta_of(o->wt);
+    double worst = 0.0;
+    int64_t wt_ = -1, wr = -1, bad_pad = -1;
+    for (int64_t t = 0; t < T && rc == 0; t++) {
+        for (int64_t r = 0; r < R; r++) {
+            const double bound = c * 0x1p-24 * (double)K * mag[t * R + r] + (double)K * eta;
+            const double err = fabs((double)y[t * ldy + r] - yref[t * R + r]);
+            double ratio = err / bound; /* bound > 0: it has the K eta term */
+            if (isnan(ratio)) ratio = INFINITY;
+            if (ratio > worst) {
+                worst = ratio;
+                wt_ = t;
+                wr = r;
+            }
+        }
+        for (int64_t r = R; r < ldy; r++)
+            if (bits(y[t * ldy + r]) != SENTINEL) bad_pad = t * ldy + r;
+    }
+    if (rc == 0) {
+        stats[o->wt].worst = fmax(stats[o->wt].worst, worst);
+        if (K >= 1024) stats[o->wt].worst_big = fmax(stats[o->wt].worst_big, worst);
+    }
+    stats[o->wt].outputs += R * T;
+    int ok = rc == 0 && worst <= 1.0;
+    TU_CHECK(ok,
+             "set %s type %s %s seed %" PRIu64 " K %" PRId64 " R %" PRId64 " T %" PRId64
+             ": worst y[t=%" PRId64 "][r=%" PRId64 "] = %.9g, ref %.17g, |err| %.3g > bound "
+             "c u K sum|ab| + K eta = %.3g (c %.3g)",
+             k->name, tr(o->wt)->name, what, seed, K, R, T, wt_, wr,
+             wt_ >= 0 ? y[wt_ * ldy + wr] : 0.0, wt_ >= 0 ? yref[wt_ * R + wr] : 0.0,
+             wt_ >= 0 ? fabs((double)y[wt_ * ldy + wr] - yref[wt_ * R + wr]) : 0.0,
+             wt_ >= 0 ? c * 0x1p-24 * (double)K * mag[wt_ * R + wr] + (double)K * eta : 0.0, c);
+    TU_CHECK(bad_pad < 0,
+             "set %s type %s %s seed %" PRIu64 ": wrote y[%" PRId64 "], outside the R = %" PRId64
+             " rows of a row of ldy = %" PRId64,
+             k->name, tr(o->wt)->name, what, seed, bad_pad, R, ldy);
+    ok = ok && bad_pad < 0;
+    free(y);
+    free(yref);
+    free(mag);
+    return ok;
+}
+
+static int64_t block_of(pl_type t)
+{
+    return tr(t)->block_size;
+}
+
+static void matmul_within_bound_of_gsl_on_edge_shapes(void)
+{
+    /* K in block multiples (1, 2, 3, 7) and the largest real K; R = 1 and odd primes;
+     * T = 1, a few, 17 and 64. */
+    static const struct {
+        int64_t kb, R, T; /* K = kb blocks, or 14336 when kb = 0 */
+    } shapes[] = {{1, 1, 1},  {1, 7, 3}, {2, 3, 17}, {3, 5, 2}, {7, 11, 4},
+                  {2, 5, 64}, {0, 1, 1}, {0, 3, 5},  {0, 2, 9}};
+    for (int s = 0; s < n_tables; s++) {
+        const struct pl_kernels *k = &tables[s].k;
+        for (int ti = 0; ti < QI_N_TYPES; ti++) {
+            const pl_type t = qi_types[ti];
+            for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+                const int64_t K = shapes[i].kb ? shapes[i].kb * block_of(t) : 14336;
+                const uint64_t seed = test_seed(1000 + 64 * (uint64_t)t + i);
+                tu_rng rng;
+                tu_rng_init(&rng, seed);
+                operands o;
+                make_operands(&o, k, t, K, shapes[i].R, shapes[i].T, QI_GAUSS, QI_GAUSS, &rng);
+                check_bound(k, &o, seed, "edge shape");
+                free_operands(&o);
+            }
+        }
+    }
+}
+
+static void matmul_within_bound_of_gsl_on_random_shapes(void)
+{
+    for (int s = 0; s < n_tables; s++) {
+        const struct pl_kernels *k = &tables[s].k;
+        for (int ti = 0; ti < QI_N_TYPES; ti++) {
+            const pl_type t = qi_types[ti];
+            for (int i = 0; i < 16; i++) {
+                const uint64_t seed = test_seed(2000 + 64 * (uint64_t)t + (uint64_t)i);
+                tu_rng rng;
+                tu_rng_init(&rng, seed);
+                const int64_t K = block_of(t) > 1
+                                      ? block_of(t) * tu_rng_range(&rng, 1, 2048 / block_of(t))
+                                      : tu_rng_range(&rng, 1, 2048);
+                const int64_t R = tu_rng_range(&rng, 1, 13);
+                const int64_t T = tu_rng_range(&rng, 0, 9) == 0 ? 64 : tu_rng_range(&rng, 1, 17);
+                operands o;
+                make_operands(&o, k, t, K, R, T, QI_GAUSS, QI_GAUSS, &rng);
+                check_bound(k, &o, seed, "random shape");
+                free_operands(&o);
+            }
+        }
+    }
+}
+
+/* Rows of W and of X cycle through every pattern, so each (weight, activation) pattern
+ * pair meets in one output. */
+static void matmul_within_bound_on_stress_inputs(void)
+{
+    for (int s = 0; s < n_tables; s++) {
+        const struct pl_kernels *k = &tables[s].k;
+        for (int ti = 0; ti < QI_N_TYPES; ti++) {
+            const pl_type t = qi_types[ti];
+            for (int rep = 0; rep < 3; rep++) {
+                const uint64_t seed = test_seed(3000 + 8 * (uint64_t)t + (uint64_t)rep);
+                tu_rng rng;
+                tu_rng_init(&rng, seed);
+                const int64_t K = rep == 2 ? 768 : 512;
+                operands o;
+                make_operands(&o, k, t, K, QI_COUNT, QI_COUNT, -1, -1, &rng);
+                check_bound(k, &o, seed, "stress patterns (row r, token t: pattern r % 7, t % 7)");
+                free_operands(&o);
+            }
+        }
+    }
+}
+
+/* Overwrites the scale fields of every block of a row with finite f16 (or, for Q8_K, f32)
+ * values in [2^-10, 2^4), and makes Q8_K bsums agree with the quants. */
+static void sanitize_row(pl_type t, unsigned char *row, int64_t K, tu_rng *rng)
+{
+    const size_t bb = tr(t)->block_bytes;
+    for (int64_t b = 0; b < K / tr(t)->block_size; b++) {
+        unsigned char *blk = row + (size_t)b * bb;
+        size_t at[2] = {0, 0};
+        int n = 1;
+        switch (t) {
+        case PL_TYPE_Q4_1:
+        case PL_TYPE_Q5_1:
+        case PL_TYPE_Q4_K:
+        case PL_TYPE_Q5_K:
+            at[1] = 2;
+            n = 2;
+            break;
+        case PL_TYPE_Q6_K:
+            at[0] = 208;
+            break;
+        case PL_TYPE_Q8_K: {
+            const float d = (float)ldexp(1.0 + tu_rng_uniform(rng), (int)tu_rng_range(rng, -10, 3));
+            memcpy(blk, &d, 4);
+            pl_block_q8_k *q = (pl_block_q8_k *)blk;
+            for (int j = 0; j < 16; j++) {
+                int sum = 0;
+                for (int l = 0; l < 16; l++) sum += q->qs[16 * j + l];
+                q->bsums[j] = (int16_t)sum;
+            }
+            continue;
+        }
+        default:
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            const uint16_t h =
+                (uint16_t)((tu_rng_u64(rng) & 0x8000u) |
+                           (uint16_t)(tu_rng_range(rng, 5, 18) << 10) | (tu_rng_u64(rng) & 0x3ffu));
+            memcpy(blk + at[i], &h, 2);
+        }
+    }
+}
+
+/* Random bits in every quant, sub-block scale and min, including values the quantizers
+ * never write (q8 -128, q6_k scale -128, every 6-bit scale at 63), with finite scales. */
+static void matmul_within_bound_on_arbitrary_quant_bits(void)
+{
+    for (int s = 0; s < n_tables; s++) {
+        const struct pl_kernels *k = &tables[s].k;
+        for (int ti = 0; ti < QI_N_TYPES; ti++) {
+            const pl_type t = qi_types[ti];
+            if (block_of(t) == 1) continue; /* float weights: no bit fields */
+            for (int rep = 0; rep < 4; rep++) {
+                const uint64_t seed = test_seed(8000 + 8 * (uint64_t)t + (uint64_t)rep);
+                tu_rng rng;
+                tu_rng_init(&rng, seed);
+                const int64_t K = block_of(t) * tu_rng_range(&rng, 1, 8);
+                operands o;
+                make_operands(&o, k, t, K, 5, 7, QI_GAUSS, QI_GAUSS, &rng);
+                for (size_t i = 0; i < (size_t)o.R * o.wrb; i++)
+                    o.w[i] = (unsigned char)tu_rng_u64(&rng);
+                for (size_t i = 0; i < (size_t)o.T * o.xrb; i++)
+                    o.x[i] = (unsigned char)tu_rng_u64(&rng);
+                for (int64_t r = 0; r < o.R; r++)
+                    sanitize_row(o.wt, o.w + (size_t)r * o.wrb, K, &rng);
+                for (int64_t i = 0; i < o.T; i++)
+                    sanitize_row(o.xt, o.x + (size_t)i * o.xrb, K, &rng);
+                check_bound(k, &o, seed, "arbitrary quant bits");
+                free_operands(&o);
+            }
+        }
+    }
+}
+
+static int64_t first_bit_difference(const float *a, int64_t lda, const float *b, int64_t ldb,
+                                    int64_t T, int64_t r0, int64_t r1)
+{
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t r = r0; r < r1; r++)
+            if (bits(a[t * lda + r]) != bits(b[t * ldb + r])) return t * 1000000 + r;
+    return -1;
+}
+
+static void matmul_batch_invariant_n_1_to_17_and_64(void)
+{
+    static const int64_t batch[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 64};
+    const int64_t R = 5, NT = 80;
+    for (int s = 0; s < n_tables; s++) {
+        const struct pl_kernels *k = &tables[s].k;
+        for (int ti = 0; ti < QI_N_TYPES; ti++) {
+            const pl_type t = qi_types[ti];
+            const uint64_t seed = test_seed(4000 + (uint64_t)t);
+            tu_rng rng;
+            tu_rng_init(&rng, seed);
+            const int64_t K = block_of(t) > 1 ? 3 * block_of(t) : 101;
+            operands o;
+            make_operands(&o, k, t, K, R, NT, QI_GAUSS, -1, &rng);
+            float *alone = sentinel_buffer(NT * R), *y = sentinel_buffer(64 * R);
+            for (int64_t i = 0; i < NT; i++) run(k, &o, alone + i * R, R, 0, R, i, 1);
+            for (size_t b = 0; b < sizeof batch / sizeof batch[0]; b++) {
+                const int64_t n = batch[b], t0 = tu_rng_range(&rng, 0, NT - n);
+                run(k, &o, y, R, 0, R, t0, n);
+                const int64_t d = first_bit_difference(y, R, alone + t0 * R, R, n, 0, R);
+                TU_CHECK(d < 0,
+                         "set %s type %s seed %" PRIu64 " K %" PRId64 " R %" PRId64
+                         ": token %" PRId64 " row %" PRId64 " in a batch of %" PRId64
+                         " (tokens %" PRId64 "..) differs from it computed alone",
+                         k->name, tr(t)->name, seed, K, R, t0 + d / 1000000, d % 1000000, n, t0);
+            }
+            free(alone);
+            free(y);
+            free_operands(&o);
+        }
+    }
+}
+
+static void matmul_slice_invariant(void)
+{
+    const int64_t R = 13, T = 17;
+    for (int s = 0; s < n_tables; s++) {
+        const struct pl_kernels *k = &tables[s].k;
+        for (int ti = 0; ti < QI_N_TYPES; ti++) {
+            const pl_type t = qi_types[ti];
+            const uint64_t seed = test_seed(5000 + (uint64_t)t);
+            tu_rng rng;
+            tu_rng_init(&rng, seed);
+            const int64_t K = block_of(t) > 1 ? 2 * block_of(t) : 67;
+            operands o;
+            make_operands(&o, k, t, K, R, T, -1, QI_GAUSS, &rng);
+            float *full = sentinel_buffer(T * R), *y = sentinel_buffer(T * R);
+            run(k, &o, full, R, 0, R, 0, T);
+            for (int split = 0; split < 3; split++) {
+                const uint32_t sv = SENTINEL;
+                for (int64_t i = 0; i < T * R; i++) memcpy(&y[i], &sv, sizeof sv);
+                if (split == 0) { /* one row at a time, last first */
+                    for (int64_t r = R - 1; r >= 0; r--) run(k, &o, y, R, r, r + 1, 0, T);
+                } else {                      /* random cuts, the slices in reverse order */
+                    int64_t cuts[14], nc = 0; /* R + 1 */
+                    cuts[nc++] = 0;
+                    for (int64_t r = 1; r < R; r++)
+                        if (tu_rng_range(&rng, 0, 2) == 0) cuts[nc++] = r;
+                    cuts[nc] = R;
+                    for (int64_t c = nc - 1; c >= 0; c--)
+                        run(k, &o, y, R, cuts[c], cuts[c + 1], 0, T);
+                }
+                const int64_t d = first_bit_difference(y, R, full, R, T, 0, R);
+                TU_CHECK(d < 0,
+                         "set %s type %s seed %" PRIu64 " K %" PRId64 " split %d: "
+                         "y[t=%" PRId64 "][r=%" PRId64 "] differs from the one-slice result",
+                         k->name, tr(t)->name, seed, K, split, d / 1000000, d % 1000000);
+            }
+            free(full);
+            free(y);
+            free_operands(&o);
+        }
+    }
+}
+
+static void matmul_writes_only_its_slice(void)
+{
+    const int64_t R = 13, T = 5, ldy = 16, r0 = 3, r1 = 9;
+    for (int s = 0; s < n_tables; s++) {
+        const struct pl_kernels *k = &tables[s].k;
+        for (int ti = 0; ti < QI_N_TYPES; ti++) {
+            const pl_type t = qi_types[ti];
+            const uint64_t seed = test_seed(6000 + (uint64_t)t);
+            tu_rng rng;
+            tu_rng_init(&rng, seed);
+            operands o;
+            make_operands(&o, k, t, block_of(t) > 1 ? block_of(t) : 9, R, T, QI_GAUSS, QI_GAUSS,
+                          &rng);
+            float *y = sentinel_buffer(T * ldy);
+            run(k, &o, y, ldy, r0, r1, 0, T);
+            int64_t wrong = -1;
+            for (int64_t i = 0; i < T * ldy && wrong < 0; i++) {
+                const int64_t r = i % ldy;
+                const int inside = r >= r0 && r < r1;
+                if ((bits(y[i]) == SENTINEL) == inside) wrong = i;
+            }
+            TU_CHECK(wrong < 0,
+                     "set %s type %s seed %" PRIu64 ": rows [%" PRId64 ", %" PRId64
+                     ") with ldy %" PRId64 ": y[%" PRId64 "] (t %" PRId64 ", r %" PRId64 ") %s",
+                     k->name, tr(t)->name, seed, r0, r1, ldy, wrong, wrong / ldy, wrong % ldy,
+                     wrong % ldy >= r0 && wrong % ldy < r1 ? "was not written" : "was written");
+            free(y);
+            free_operands(&o);
+        }
+    }
+}
+
+/* A NaN weight makes its whole output row NaN, a NaN activation its whole token. */
+static void matmul_propagates_nan(void)
+{
+    const int64_t R = 5, T = 4, wbad = 2, xbad = 1;
+    for (int s = 0; s < n_tables; s++) {
+        const struct pl_kernels *k = &tables[s].k;
+        for (int ti = 0; ti < QI_N_TYPES; ti++) {
+            const pl_type t = qi_types[ti];
+            const uint64_t seed = test_seed(7000 + (uint64_t)t);
+            tu_rng rng;
+            tu_rng_init(&rng, seed);
+            const int64_t K = block_of(t) > 1 ? 2 * block_of(t) : 40;
+            operands o;
+            make_operands(&o, k, t, K, R, T, QI_GAUSS, QI_GAUSS, &rng);
+            float *row = malloc(sizeof(float) * (size_t)K);
+            qi_fill(row, K, QI_GAUSS, 32, &rng);
+            row[tu_rng_range(&rng, 0, K - 1)] = NAN;
+            k->quantize_row[o.wt](o.w + (size_t)wbad * o.wrb, row, K);
+            qi_fill(row, K, QI_GAUSS, 32, &rng);
+            row[tu_rng_range(&rng, 0, K - 1)] = NAN;
+            k->quantize_row[o.xt](o.x + (size_t)xbad * o.xrb, row, K);
+            float y[4 * 5];
+            run(k, &o, y, R, 0, R, 0, T);
+            int64_t wrong = -1;
+            for (int64_t i = 0; i < T * R && wrong < 0; i++) {
+                const int want_nan = i / R == xbad || i % R == wbad;
+                if ((isnan(y[i]) != 0) != want_nan) wrong = i;
+            }
+            TU_CHECK(wrong < 0,
+                     "set %s type %s seed %" PRIu64 " K %" PRId64 ": NaN in weight row %" PRId64
+                     " and token %" PRId64 ", but y[t=%" PRId64 "][r=%" PRId64 "] = %g",
+                     k->name, tr(t)->name, seed, K, wbad, xbad, wrong / R, wrong % R,
+                     wrong >= 0 ? y[wrong] : 0.0);
+            free(row);
+            free_operands(&o);
+        }
+    }
+}
+
+static void print_summary(void)
+{
+    printf(
+        "\nmatmul error vs GSL dgemm: worst |y - y_ref| / (c u K sum|a_i b_i| + K eta) per type\n");
+    printf("%-6s %8s %14s %18s %10s\n", "type", "c", "worst ratio", "worst, K >= 1024", "outputs");
+    for (int ti = 0; ti < QI_N_TYPES; ti++) {
+        const pl_type t = qi_types[ti];
+        printf("%-6s %8.3f %14.3e %18.3e %10" PRId64 "\n", tr(t)->name, c_of(t), stats[t].worst,
+               stats[t].worst_big, stats[t].outputs);
+    }
+}
+
+int main(void)
+{
+    n_tables = qi_load_tables(tables, MAX_TABLES);
+    if (n_tables < 1) return 1;
+    static const tu_test tests[] = {
+        {"matmul_within_bound_of_gsl_on_edge_shapes", matmul_within_bound_of_gsl_on_edge_shapes},
+        {"matmul_within_bound_of_gsl_on_random_shapes",
+         matmul_within_bound_of_gsl_on_random_shapes},
+        {"matmul_within_bound_on_stress_inputs", matmul_within_bound_on_stress_inputs},
+        {"matmul_within_bound_on_arbitrary_quant_bits",
+         matmul_within_bound_on_arbitrary_quant_bits},
+        {"matmul_batch_invariant_n_1_to_17_and_64", matmul_batch_invariant_n_1_to_17_and_64},
+        {"matmul_slice_invariant", matmul_slice_invariant},
+        {"matmul_writes_only_its_slice", matmul_writes_only_its_slice},
+        {"matmul_propagates_nan", matmul_propagates_nan},
+        {NULL, NULL},
+    };
+    printf("kernel sets under test:");
+    for (int s = 0; s < n_tables; s++) printf(" %s", tables[s].k.name);
+    printf("\n");
+    const int rc = tu_run("matmul", tests);
+    print_summary();
+    return rc;
+}

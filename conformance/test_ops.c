@@ -1,0 +1,372 @@
+/* test_ops.c — rmsnorm, rope, softmax and swiglu of every supported kernel set against GSL
+ * double references, within each kernel's documented bound. Not a speed test. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel_sets.h"
+#include "refs/refs_ops.h"
+#include "testutil.h"
+
+#define U    REF_U
+#define FMIN REF_FLT_MIN
+#define SEED ((unsigned long long)tu_seed())
+
+/* Lengths every elementwise suite covers: 1, small odd primes, powers of two, the largest
+ * real sizes (K = 14336 FFN, V = 152064 vocab for softmax). */
+static const int64_t edge_n[] = {1, 2, 3, 5, 7, 13, 31, 61, 127, 251, 256, 4096, 14336};
+#define N_EDGE   (int64_t)(sizeof edge_n / sizeof edge_n[0])
+#define N_RANDOM 16
+
+/* ---- inputs ---- */
+
+enum fill { F_NORMAL, F_EQUAL, F_ZERO, F_NEGZERO, F_OUTLIER, F_DENORMAL, F_MIXED, F_COUNT };
+static const char *const fill_name[F_COUNT] = {"normal",  "all-equal", "zeros", "neg-zeros",
+                                               "outlier", "denormal",  "mixed"};
+
+/* x[n] of the given kind; scale sets the magnitude of the normal parts. */
+static void fill(float *x, int64_t n, enum fill f, double scale, tu_rng *r)
+{
+    float same = (float)(scale * tu_rng_normal(r));
+    for (int64_t i = 0; i < n; i++) {
+        switch (f) {
+        case F_EQUAL:
+            x[i] = same;
+            break;
+        case F_ZERO:
+            x[i] = 0.0f;
+            break;
+        case F_NEGZERO:
+            x[i] = -0.0f;
+            break;
+        case F_DENORMAL:
+            x[i] = (float)((tu_rng_uniform(r) < 0.5 ? -1.0 : 1.0) *
+                           (double)tu_rng_range(r, 1, (1 << 23) - 1) * 0x1p-149);
+            break;
+        case F_MIXED: {
+            double u = tu_rng_uniform(r);
+            x[i] = u < 0.1   ? -0.0f
+                   : u < 0.2 ? 0x1p-140f
+                   : u < 0.3 ? same
+                             : (float)(scale * tu_rng_normal(r));
+            break;
+        }
+        default:
+            x[i] = (float)(scale * tu_rng_normal(r));
+            break;
+        }
+    }
+    if (f == F_OUTLIER) x[tu_rng_range(r, 0, n - 1)] = (float)(1e6 * scale);
+}
+
+static int64_t shape_n(int64_t k, tu_rng *r)
+{
+    return k < N_EDGE ? edge_n[k] : tu_rng_range(r, 1, 20000);
+}
+
+/* Reports one case: ledger entry always, failure message when the worst ratio exceeds 1. */
+static void verdict(const char *set, const char *kernel, double worst, const char *where, double y,
+                    double ref)
+{
+    ref_ledger_note(set, kernel, worst, where);
+    TU_CHECK(worst <= 1.0, "set %s %s seed %llu %s: y=%.9g ref=%.17g error/bound=%.3g", set, kernel,
+             SEED, where, y, ref, worst);
+}
+
+/* ---- rmsnorm ---- */
+
+static void rmsnorm_case(const struct pl_kernels *ks, int64_t n, enum fill f, double scale,
+                         float eps, tu_rng *r)
+{
+    float *x = malloc((size_t)n * sizeof *x), *w = malloc((size_t)n * sizeof *w);
+    float *y = malloc((size_t)n * sizeof *y);
+    double *ref = malloc((size_t)n * sizeof *ref);
+    fill(x, n, f, scale, r);
+    for (int64_t i = 0; i < n; i++) w[i] = (float)(1.0 + 0.5 * tu_rng_normal(r));
+    ks->rmsnorm(y, x, w, n, eps);
+    ref_rmsnorm(ref, x, w, n, eps);
+    double worst = 0.0;
+    int64_t wi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double q = ref_ratio(y[i], ref[i], (double)(n + 8) * U * fabs(ref[i]) + FMIN);
+        if (!(q <= worst)) worst = q, wi = i;
+    }
+    char where[160];
+    snprintf(where, sizeof where, "n=%" PRId64 " %s scale=%.3g eps=%g i=%" PRId64, n, fill_name[f],
+             scale, eps, wi);
+    verdict(ks->name, "rmsnorm", worst, where, y[wi], ref[wi]);
+    free(x), free(w), free(y), free(ref);
+}
+
+static void rmsnorm_random(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->rmsnorm) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x726d73ull);
+    for (int64_t k = 0; k < N_EDGE + N_RANDOM; k++) {
+        int64_t n = shape_n(k, &r);
+        double scale = pow(10.0, tu_rng_uniform(&r) * 6.0 - 3.0);
+        rmsnorm_case(ks, n, F_NORMAL, scale, k % 2 ? 1e-5f : 1e-6f, &r);
+    }
+}
+
+static void rmsnorm_stress(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->rmsnorm) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x726d7332ull);
+    static const int64_t ns[] = {1, 7, 4096};
+    for (int f = 1; f < F_COUNT; f++)
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+            rmsnorm_case(ks, ns[k], (enum fill)f, 3.0, 1e-6f, &r);
+}
+
+/* ---- rope ---- */
+
+static void rope_case(const struct pl_kernels *ks, int64_t H, int64_t D, int64_t n_rot, int32_t pos,
+                      float base, enum pl_rope_style style, enum fill f, tu_rng *r)
+{
+    int64_t n = H * D;
+    float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+    double *ref = malloc((size_t)n * sizeof *ref);
+    fill(x, n, f, 1.0, r);
+    memcpy(y, x, (size_t)n * sizeof *y);
+    ks->rope(y, H, D, n_rot, pos, base, style);
+    ref_rope(ref, x, H, D, n_rot, pos, base, style);
+    double worst = 0.0;
+    int64_t wi = 0;
+    int passthrough_ok = 1;
+    const double c_theta = (double)(n_rot / 2) + fabs(log((double)base)) + 4.0;
+    for (int64_t h = 0; h < H; h++) {
+        for (int64_t i = 0; i < n_rot / 2; i++) {
+            int64_t a = style == PL_ROPE_NEOX ? i : 2 * i;
+            int64_t b = style == PL_ROPE_NEOX ? i + n_rot / 2 : 2 * i + 1;
+            double th = ref_rope_theta(i, n_rot, pos, base);
+            double mag = fabs(x[h * D + a]) + fabs(x[h * D + b]);
+            double bound = U * (8.0 + c_theta * fabs(th)) * mag + FMIN;
+            int64_t idx[2] = {h * D + a, h * D + b};
+            for (int e = 0; e < 2; e++) {
+                double q = ref_ratio(y[idx[e]], ref[idx[e]], bound);
+                if (!(q <= worst)) worst = q, wi = idx[e];
+            }
+        }
+        /* dims past n_rot pass through bit for bit */
+        int64_t first = n_rot / 2 * 2;
+        if (memcmp(y + h * D + first, x + h * D + first, (size_t)(D - first) * sizeof *x))
+            passthrough_ok = 0;
+    }
+    char where[160];
+    snprintf(where, sizeof where,
+             "H=%" PRId64 " D=%" PRId64 " n_rot=%" PRId64 " pos=%d base=%g %s %s i=%" PRId64, H, D,
+             n_rot, (int)pos, base, style == PL_ROPE_NEOX ? "neox" : "normal", fill_name[f], wi);
+    verdict(ks->name, "rope", worst, where, y[wi], ref[wi]);
+    TU_CHECK(passthrough_ok, "set %s rope seed %llu %s: dims past n_rot changed", ks->name, SEED,
+             where);
+    free(x), free(y), free(ref);
+}
+
+static void rope_shapes(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->rope) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x726f7065ull);
+    /* {D, n_rot}: full rotation of the real head dims, partial rotation (phi/neox-partial),
+     * odd small heads with a partial even n_rot. */
+    static const int64_t dims[][2] = {{64, 64}, {80, 80}, {128, 128}, {128, 64}, {80, 32},  {7, 4},
+                                      {5, 2},   {3, 2},   {2, 2},     {9, 0},    {256, 256}};
+    static const int32_t poss[] = {0, 1, 2, 17, 511, 4095, 32767, 131071};
+    static const float bases[] = {10000.0f, 500000.0f, 1000000.0f};
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+        for (size_t p = 0; p < sizeof poss / sizeof poss[0]; p++)
+            for (int style = 0; style < 2; style++) {
+                int64_t H = tu_rng_range(&r, 1, 8);
+                float base = bases[tu_rng_range(&r, 0, 2)];
+                rope_case(ks, H, dims[d][0], dims[d][1], poss[p], base, (enum pl_rope_style)style,
+                          F_NORMAL, &r);
+            }
+    for (int k = 0; k < N_RANDOM * 4; k++) {
+        int64_t D = tu_rng_range(&r, 1, 160);
+        int64_t n_rot = tu_rng_range(&r, 0, D) / 2 * 2;
+        int32_t pos = (int32_t)tu_rng_range(&r, 0, 200000);
+        float base = (float)pow(10.0, 3.0 + 4.0 * tu_rng_uniform(&r));
+        rope_case(ks, tu_rng_range(&r, 1, 40), D, n_rot, pos, base, (enum pl_rope_style)(k & 1),
+                  F_NORMAL, &r);
+    }
+}
+
+static void rope_stress(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->rope) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x726f706532ull);
+    for (int f = 1; f < F_COUNT; f++)
+        for (int style = 0; style < 2; style++)
+            rope_case(ks, 4, 128, 128, 1234, 10000.0f, (enum pl_rope_style)style, (enum fill)f, &r);
+}
+
+/* ---- softmax ---- */
+
+static void softmax_case(const struct pl_kernels *ks, const float *x, int64_t n, const char *what)
+{
+    float *y = malloc((size_t)n * sizeof *y);
+    double *ref = malloc((size_t)n * sizeof *ref);
+    ks->softmax(y, x, n);
+    ref_softmax(ref, x, n);
+    float m = x[0];
+    for (int64_t i = 1; i < n; i++) m = x[i] > m ? x[i] : m;
+    double worst = 0.0;
+    int64_t wi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double gap = x[i] == m ? 0.0 : fabs((double)x[i] - (double)m);
+        double bound = isinf(gap) ? FMIN : ((double)n + 8.0 + gap) * U * fabs(ref[i]) + FMIN;
+        double q = ref_ratio(y[i], ref[i], bound);
+        if (!(q <= worst)) worst = q, wi = i;
+    }
+    char where[160];
+    snprintf(where, sizeof where, "n=%" PRId64 " %s i=%" PRId64, n, what, wi);
+    verdict(ks->name, "softmax", worst, where, y[wi], ref[wi]);
+    free(y), free(ref);
+}
+
+static void softmax_random(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->softmax) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x736d6178ull);
+    for (int64_t k = 0; k < N_EDGE + N_RANDOM + 1; k++) {
+        int64_t n = k == N_EDGE + N_RANDOM ? 152064 : shape_n(k, &r);
+        double scale = pow(10.0, tu_rng_uniform(&r) * 3.0 - 1.5);
+        float *x = malloc((size_t)n * sizeof *x);
+        fill(x, n, F_NORMAL, scale, &r);
+        char what[64];
+        snprintf(what, sizeof what, "normal scale=%.3g", scale);
+        softmax_case(ks, x, n, what);
+        free(x);
+    }
+}
+
+static void softmax_stress(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->softmax) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x736d617832ull);
+    static const int64_t ns[] = {1, 2, 7, 4096};
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        int64_t n = ns[k];
+        float *x = malloc((size_t)n * sizeof *x);
+        for (int f = 1; f < F_COUNT; f++) {
+            fill(x, n, (enum fill)f, 5.0, &r);
+            softmax_case(ks, x, n, fill_name[f]);
+        }
+        /* masked entries: some -inf, then all -inf (uniform by contract) */
+        fill(x, n, F_NORMAL, 5.0, &r);
+        for (int64_t i = 0; i < n; i += 2) x[i] = -INFINITY;
+        if (n > 1) softmax_case(ks, x, n, "half -inf");
+        for (int64_t i = 0; i < n; i++) x[i] = -INFINITY;
+        softmax_case(ks, x, n, "all -inf");
+        /* a range so wide most entries underflow */
+        for (int64_t i = 0; i < n; i++) x[i] = (float)(-200.0 * tu_rng_uniform(&r));
+        softmax_case(ks, x, n, "underflowing tail");
+        free(x);
+    }
+}
+
+/* ---- swiglu ---- */
+
+static void swiglu_case(const struct pl_kernels *ks, const float *g, const float *up, int64_t n,
+                        const char *what)
+{
+    float *y = malloc((size_t)n * sizeof *y);
+    double *ref = malloc((size_t)n * sizeof *ref);
+    ks->swiglu(y, g, up, n);
+    ref_swiglu(ref, g, up, n);
+    double worst = 0.0;
+    int64_t wi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double q = ref_ratio(y[i], ref[i], 16.0 * U * fabs(ref[i]) + 0x1p-120 * fabs(up[i]) + FMIN);
+        if (!(q <= worst)) worst = q, wi = i;
+    }
+    char where[160];
+    snprintf(where, sizeof where, "n=%" PRId64 " %s i=%" PRId64 " gate=%.9g", n, what, wi, g[wi]);
+    verdict(ks->name, "swiglu", worst, where, y[wi], ref[wi]);
+    free(y), free(ref);
+}
+
+static void swiglu_random(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->swiglu) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x737767ull);
+    for (int64_t k = 0; k < N_EDGE + N_RANDOM; k++) {
+        int64_t n = shape_n(k, &r);
+        double scale = pow(10.0, tu_rng_uniform(&r) * 2.5 - 1.0); /* up to |gate| ~ 1e2 */
+        float *g = malloc((size_t)n * sizeof *g), *up = malloc((size_t)n * sizeof *up);
+        fill(g, n, F_NORMAL, scale, &r);
+        fill(up, n, F_NORMAL, 1.0, &r);
+        char what[64];
+        snprintf(what, sizeof what, "normal scale=%.3g", scale);
+        swiglu_case(ks, g, up, n, what);
+        free(g), free(up);
+    }
+}
+
+static void swiglu_stress(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->swiglu) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x73776732ull);
+    const int64_t n = 257;
+    float *g = malloc((size_t)n * sizeof *g), *up = malloc((size_t)n * sizeof *up);
+    for (int f = 1; f < F_COUNT; f++) {
+        fill(g, n, (enum fill)f, 4.0, &r);
+        fill(up, n, F_NORMAL, 1.0, &r);
+        swiglu_case(ks, g, up, n, fill_name[f]);
+        fill(g, n, F_NORMAL, 4.0, &r);
+        fill(up, n, (enum fill)f, 1.0, &r);
+        swiglu_case(ks, g, up, n, fill_name[f]);
+    }
+    /* saturation: huge positive gates pass through, huge negative ones vanish */
+    for (int64_t i = 0; i < n; i++) {
+        static const float sat[] = {1e30f, -1e30f, 88.0f, -80.0f, 20.0f, -20.0f, 3e38f, -3e38f};
+        g[i] = sat[i % 8];
+        up[i] = (float)tu_rng_normal(&r) * 1e-3f;
+    }
+    swiglu_case(ks, g, up, n, "saturated gates");
+    free(g), free(up);
+}
+
+/* ---- runner ---- */
+
+#define OVER_SETS(fn)                                                                              \
+    static void test_##fn(void)                                                                    \
+    {                                                                                              \
+        CU_ASSERT(for_each_supported_set(fn, NULL) >= 1);                                          \
+    }
+OVER_SETS(rmsnorm_random)
+OVER_SETS(rmsnorm_stress)
+OVER_SETS(rope_shapes)
+OVER_SETS(rope_stress)
+OVER_SETS(softmax_random)
+OVER_SETS(softmax_stress)
+OVER_SETS(swiglu_random)
+OVER_SETS(swiglu_stress)
+
+int main(void)
+{
+    ref_init();
+    static const tu_test tests[] = {
+        {"rmsnorm_matches_gsl_on_random_and_edge_lengths", test_rmsnorm_random},
+        {"rmsnorm_bounded_on_equal_zero_outlier_denormal_inputs", test_rmsnorm_stress},
+        {"rope_normal_and_neox_match_gsl_for_real_and_partial_heads", test_rope_shapes},
+        {"rope_bounded_on_stress_inputs_and_passes_dims_past_n_rot", test_rope_stress},
+        {"softmax_matches_gsl_up_to_vocab_152064", test_softmax_random},
+        {"softmax_handles_minus_inf_all_equal_outlier_denormal", test_softmax_stress},
+        {"swiglu_matches_gsl_on_random_and_edge_lengths", test_swiglu_random},
+        {"swiglu_bounded_on_saturating_and_stress_inputs", test_swiglu_stress},
+        {NULL, NULL},
+    };
+    int rc = tu_run("ops", tests);
+    ref_ledger_print(stdout);
+    return rc;
+}

@@ -1,0 +1,85 @@
+#!/bin/sh
+# test_install.sh — installs the built plumb into a temp prefix and builds a program against
+# it the two ways users do (CMake find_package, pkg-config), then runs it. No network.
+#
+# usage: test_install.sh cmake|pkg-config BUILD_DIR SOURCE_DIR CC CMAKE GENERATOR [SANITIZE]
+#   SANITIZE: the build's PLUMB_SANITIZE value ("" if none); the consumer must link the
+#   same sanitizer runtime as the static library it links.
+set -u
+LC_ALL=C
+export LC_ALL
+
+mode=$1 build=$2 src=$3 cc=$4 cmake=$5 generator=$6 sanitize=${7:-}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/plumb-install.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM
+prefix=$tmp/prefix
+
+die() {
+    echo "FAIL [install $mode]: $*" >&2
+    exit 1
+}
+
+san_flags=""
+[ -n "$sanitize" ] && san_flags="-fsanitize=$sanitize -fno-omit-frame-pointer"
+
+"$cmake" --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 ||
+    { cat "$tmp/install.log" >&2; die "cmake --install failed"; }
+[ -f "$prefix/include/plumb.h" ] || die "not installed: include/plumb.h"
+lib=$(find "$prefix" -name libplumb.a | head -n 1)
+[ -n "$lib" ] || die "libplumb.a not installed"
+[ -x "$prefix/bin/plumb" ] || die "bin/plumb not installed"
+
+# check_hello BINARY: writes a GGUF with the writer API, reads it back.
+check_hello() {
+    "$1" --write "$tmp/hello.gguf" >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; die "$1 failed"; }
+    grep -q "hello.gguf: 2 tensors (plumb " "$tmp/out" || { cat "$tmp/out" >&2; die "wrong output"; }
+    "$1" "$tmp/missing.gguf" >"$tmp/out" 2>&1 && die "$1 succeeded on a missing file"
+    grep -q "PL_ERR_IO" "$tmp/out" || { cat "$tmp/out" >&2; die "no PL_ERR_IO for a missing file"; }
+    # The installed command reads what the installed library wrote.
+    "$prefix/bin/plumb" inspect "$tmp/hello.gguf" >"$tmp/out" 2>&1 ||
+        { cat "$tmp/out" >&2; die "installed plumb inspect failed"; }
+    grep -q "^n_tensors: *2$" "$tmp/out" || { cat "$tmp/out" >&2; die "plumb inspect output"; }
+}
+
+case $mode in
+cmake)
+    # CMAKE_PREFIX_PATH only: find_package must find the package in the prefix by itself.
+    "$cmake" -S "$src/examples/consumer" -B "$tmp/consumer" -G "$generator" \
+        -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_C_FLAGS="$san_flags" -DCMAKE_EXE_LINKER_FLAGS="$san_flags" \
+        >"$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log" >&2; die "configure failed"; }
+    grep -q "plumb [0-9.]* from $prefix/" "$tmp/configure.log" ||
+        { cat "$tmp/configure.log" >&2; die "find_package(plumb) did not use $prefix"; }
+    "$cmake" --build "$tmp/consumer" >"$tmp/build.log" 2>&1 ||
+        { cat "$tmp/build.log" >&2; die "build failed"; }
+    check_hello "$tmp/consumer/hello_gguf"
+    ;;
+pkg-config)
+    command -v pkg-config >/dev/null 2>&1 || { echo "no pkg-config: skipped"; exit 77; }
+    PKG_CONFIG_PATH=$(dirname "$lib")/pkgconfig
+    export PKG_CONFIG_PATH
+    [ -f "$PKG_CONFIG_PATH/plumb.pc" ] || die "plumb.pc not installed in $PKG_CONFIG_PATH"
+    # The .pc file is relocatable: it must point into the prefix it was installed to.
+    libdir=$(pkg-config --variable=libdir plumb) || die "pkg-config cannot read plumb.pc"
+    [ "$(cd "$libdir" 2>/dev/null && pwd -P)" = "$(cd "$(dirname "$lib")" && pwd -P)" ] ||
+        die "plumb.pc libdir is '$libdir', not the install prefix's"
+    flags=$(pkg-config --cflags --static --libs plumb) || die "pkg-config --static failed"
+    # shellcheck disable=SC2086 # the flags are words
+    "$cc" -std=c11 -Wall -Wextra -Werror $san_flags -o "$tmp/hello_gguf" \
+        "$src/examples/hello_gguf.c" $flags >"$tmp/build.log" 2>&1 ||
+        { echo "cc ... $flags" >&2; cat "$tmp/build.log" >&2; die "compile failed"; }
+    check_hello "$tmp/hello_gguf"
+    # Without --static too: libplumb.a is static-only, so its dependencies are public.
+    flags=$(pkg-config --cflags --libs plumb) || die "pkg-config failed"
+    # shellcheck disable=SC2086
+    "$cc" -std=c11 $san_flags -o "$tmp/hello_gguf2" "$src/examples/hello_gguf.c" $flags \
+        >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log" >&2; die "compile (no --static) failed"; }
+    check_hello "$tmp/hello_gguf2"
+    ;;
+*)
+    die "unknown mode '$mode'"
+    ;;
+esac
+echo "install $mode: ok"

@@ -1,0 +1,350 @@
+/* matmul.c — reference matmul for every weight type: y[t * ldy + r] = W[r] . X[t].
+ * Plain scalar C, one dot product per (r, t); not blocked, not threaded, not fast.
+ *
+ * Each (r, t) is one call of the type's dot function on weight row r and activation row t,
+ * so the value cannot depend on r0, r1, T or the thread: batch- and slice-invariant by
+ * construction. Inside a dot, quantized types sum integer products per block exactly (as
+ * ggml does) and accumulate the per-block float terms in block order.
+ *
+ * Error bound documented per kernel (conformance/test_matmul.c enforces it against a GSL
+ * double reference on the exactly dequantized operands, u = 2^-24, K = reduction length):
+ *     |y - y_ref| <= c * u * K * sum_i |a_i b_i| + K * eta
+ * eta covers underflow: 2^-149 in general; 2^-130 for the K-quants, whose float Q8_K scale
+ * can be denormal, so dw * dx may underflow (absolute error 2^-150) before it multiplies the
+ * block's integer sum (< 2^28 for 256 elements): 2^-150 * 2^28 / 256 = 2^-130 per element.
+ * Q8_0's f16 scales cannot underflow that product (f16 * f16 >= 2^-48).
+ * For Q4_1/Q5_1/Q4_K/Q5_K the weight is a sum of two terms, d*q and the min; a_i b_i then
+ * counts both terms' magnitudes, (|d q_i| + |m|) |b_i|, since the kernel sums them
+ * separately and cancellation between them is not the kernel's rounding error.
+ * The general argument: a float result that is a sum of nb block terms, each formed with
+ * at most m roundings, is within gamma(m + nb - 1) of exact, and m + nb - 1 <= K * m / bs
+ * (bs = block size). c = 1.01 * m / bs covers gamma's 1 / (1 - n u) factor (K < 10^5).
+ * The bound holds for any summation order, so faster sets can be held to the same c. */
+#include "ref.h"
+
+typedef float (*dot_fn)(const void *w, const void *x, int64_t K);
+
+static void matmul_rows(dot_fn dot, float *restrict y, int64_t ldy, const void *restrict w,
+                        size_t w_row_bytes, const void *restrict x, size_t x_row_bytes, int64_t K,
+                        int64_t r0, int64_t r1, int64_t T)
+{
+    for (int64_t r = r0; r < r1; r++) {
+        const void *wr = (const char *)w + (size_t)r * w_row_bytes;
+        for (int64_t t = 0; t < T; t++)
+            y[t * ldy + r] = dot(wr, (const char *)x + (size_t)t * x_row_bytes, K);
+    }
+}
+
+/* ---- float weights x f32 activations: c = 1.01 --------------------------------------- */
+/* Each product rounds once and K - 1 additions follow: gamma(K) (Higham 3.1). */
+
+static float dot_f32(const void *vw, const void *vx, int64_t K)
+{
+    const float *w = vw, *x = vx;
+    float s = 0.0f;
+    for (int64_t k = 0; k < K; k++) s += w[k] * x[k];
+    return s;
+}
+
+/* f16 -> f32 is exact, so the bound is the f32 one. */
+static float dot_f16(const void *vw, const void *vx, int64_t K)
+{
+    const pl_f16 *w = vw;
+    const float *x = vx;
+    float s = 0.0f;
+    for (int64_t k = 0; k < K; k++) s += pl_f16_to_f32(w[k]) * x[k];
+    return s;
+}
+
+/* bf16 -> f32 is exact, so the bound is the f32 one. */
+static float dot_bf16(const void *vw, const void *vx, int64_t K)
+{
+    const pl_bf16 *w = vw;
+    const float *x = vx;
+    float s = 0.0f;
+    for (int64_t k = 0; k < K; k++) s += pl_bf16_to_f32(w[k]) * x[k];
+    return s;
+}
+
+void matmul_f32_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_f32, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+void matmul_f16_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_f16, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+void matmul_bf16_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_bf16, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+/* ---- 32-blocks x Q8_0 ------------------------------------------------------------------ */
+/* Per block the integer sum is exact (|sum| <= 32 * 31 * 127 < 2^24, so also exact as a
+ * float); the block term (dw * dx) * sum rounds twice: m = 2, c = 1.01 * 2 / 32 = 0.064.
+ * With a min (q4_1, q5_1) the term adds (mw * dx) * sum(qx): m = 3, c = 0.095. */
+
+static void unpack_q4(int q[32], const uint8_t qs[16])
+{
+    for (int j = 0; j < 16; j++) {
+        q[j] = qs[j] & 0x0f;
+        q[j + 16] = qs[j] >> 4;
+    }
+}
+
+static void unpack_q5(int q[32], const uint8_t qs[16], const uint8_t qh[4])
+{
+    const uint32_t h =
+        (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
+    for (int j = 0; j < 16; j++) {
+        q[j] = (qs[j] & 0x0f) | (int)(h >> j & 1) << 4;
+        q[j + 16] = (qs[j] >> 4) | (int)(h >> (j + 16) & 1) << 4;
+    }
+}
+
+static int32_t isum32(const int q[32], const int8_t xq[32], int offset)
+{
+    int32_t s = 0;
+    for (int j = 0; j < 32; j++) s += (q[j] - offset) * xq[j];
+    return s;
+}
+
+static int32_t xsum32(const int8_t xq[32])
+{
+    int32_t s = 0;
+    for (int j = 0; j < 32; j++) s += xq[j];
+    return s;
+}
+
+static float dot_q4_0_q8_0(const void *vw, const void *vx, int64_t K)
+{
+    const pl_block_q4_0 *w = vw;
+    const pl_block_q8_0 *x = vx;
+    float s = 0.0f;
+    for (int64_t b = 0; b < K / PL_QK8_0; b++) {
+        int q[32];
+        unpack_q4(q, w[b].qs);
+        const float d = pl_f16_to_f32(w[b].d) * pl_f16_to_f32(x[b].d);
+        s += d * (float)isum32(q, x[b].qs, 8);
+    }
+    return s;
+}
+
+static float dot_q4_1_q8_0(const void *vw, const void *vx, int64_t K)
+{
+    const pl_block_q4_1 *w = vw;
+    const pl_block_q8_0 *x = vx;
+    float s = 0.0f;
+    for (int64_t b = 0; b < K / PL_QK8_0; b++) {
+        int q[32];
+        unpack_q4(q, w[b].qs);
+        const float dx = pl_f16_to_f32(x[b].d);
+        const float d = pl_f16_to_f32(w[b].d) * dx, m = pl_f16_to_f32(w[b].m) * dx;
+        s += d * (float)isum32(q, x[b].qs, 0) + m * (float)xsum32(x[b].qs);
+    }
+    return s;
+}
+
+static float dot_q5_0_q8_0(const void *vw, const void *vx, int64_t K)
+{
+    const pl_block_q5_0 *w = vw;
+    const pl_block_q8_0 *x = vx;
+    float s = 0.0f;
+    for (int64_t b = 0; b < K / PL_QK8_0; b++) {
+        int q[32];
+        unpack_q5(q, w[b].qs, w[b].qh);
+        const float d = pl_f16_to_f32(w[b].d) * pl_f16_to_f32(x[b].d);
+        s += d * (float)isum32(q, x[b].qs, 16);
+    }
+    return s;
+}
+
+static float dot_q5_1_q8_0(const void *vw, const void *vx, int64_t K)
+{
+    const pl_block_q5_1 *w = vw;
+    const pl_block_q8_0 *x = vx;
+    float s = 0.0f;
+    for (int64_t b = 0; b < K / PL_QK8_0; b++) {
+        int q[32];
+        unpack_q5(q, w[b].qs, w[b].qh);
+        const float dx = pl_f16_to_f32(x[b].d);
+        const float d = pl_f16_to_f32(w[b].d) * dx, m = pl_f16_to_f32(w[b].m) * dx;
+        s += d * (float)isum32(q, x[b].qs, 0) + m * (float)xsum32(x[b].qs);
+    }
+    return s;
+}
+
+static float dot_q8_0_q8_0(const void *vw, const void *vx, int64_t K)
+{
+    const pl_block_q8_0 *w = vw;
+    const pl_block_q8_0 *x = vx;
+    float s = 0.0f;
+    for (int64_t b = 0; b < K / PL_QK8_0; b++) {
+        int32_t sum = 0;
+        for (int j = 0; j < PL_QK8_0; j++) sum += w[b].qs[j] * x[b].qs[j];
+        const float d = pl_f16_to_f32(w[b].d) * pl_f16_to_f32(x[b].d);
+        s += d * (float)sum;
+    }
+    return s;
+}
+
+void matmul_q4_0_q8_0_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_q4_0_q8_0, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+void matmul_q4_1_q8_0_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_q4_1_q8_0, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+void matmul_q5_0_q8_0_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_q5_0_q8_0, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+void matmul_q5_1_q8_0_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_q5_1_q8_0, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+void matmul_q8_0_q8_0_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_q8_0_q8_0, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+/* ---- super-blocks of 256 x Q8_K ------------------------------------------------------- */
+/* Per super-block: isum = sum over sub-blocks of sc * (integer dot), exact in int32
+ * (|isum| <= 63 * 31 * 127 * 256 < 2^26 for q5_k, 128 * 32 * 127 * 256 < 2^28 for q6_k) but
+ * not always exact as a float; the min term uses the activation's bsums (exact).
+ * q4_k, q5_k: (dw*dx) * float(isum) - (dminw*dx) * summs: m = 4, c = 1.01 * 4 / 256 = 0.016.
+ * q6_k: (d*dx) * float(isum): m = 3, c = 0.012.  q8_k: isum < 2^22 is exact: m = 2, c = 0.008. */
+
+/* Scales and mins of a Q4_K/Q5_K super-block; layout in kernels/ref/quant.c. */
+static void scale_min_k4(int j, const uint8_t *s, int32_t *sc, int32_t *m)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0x0f) | (s[j - 4] >> 6) << 4;
+        *m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
+
+/* isum and summs of one Q4_K/Q5_K super-block whose 256 unsigned quants are q[]. */
+static float k4_block_term(const int q[PL_QK_K], const uint8_t scales[12], pl_f16 dw, pl_f16 dminw,
+                           const pl_block_q8_k *x)
+{
+    int32_t isum = 0, summs = 0;
+    for (int j = 0; j < PL_QK_K / 32; j++) {
+        int32_t sc, m, sub = 0;
+        scale_min_k4(j, scales, &sc, &m);
+        for (int l = 0; l < 32; l++) sub += q[32 * j + l] * x->qs[32 * j + l];
+        isum += sc * sub;
+        summs += m * (x->bsums[2 * j] + x->bsums[2 * j + 1]);
+    }
+    const float d = pl_f16_to_f32(dw) * x->d, dmin = pl_f16_to_f32(dminw) * x->d;
+    return d * (float)isum - dmin * (float)summs;
+}
+
+static float dot_q4_k_q8_k(const void *vw, const void *vx, int64_t K)
+{
+    const pl_block_q4_k *w = vw;
+    const pl_block_q8_k *x = vx;
+    float s = 0.0f;
+    for (int64_t b = 0; b < K / PL_QK_K; b++) {
+        int q[PL_QK_K];
+        for (int p = 0; p < PL_QK_K / 64; p++) {
+            for (int l = 0; l < 32; l++) {
+                q[64 * p + l] = w[b].qs[32 * p + l] & 0x0f;
+                q[64 * p + 32 + l] = w[b].qs[32 * p + l] >> 4;
+            }
+        }
+        s += k4_block_term(q, w[b].scales, w[b].d, w[b].dmin, &x[b]);
+    }
+    return s;
+}
+
+static float dot_q5_k_q8_k(const void *vw, const void *vx, int64_t K)
+{
+    const pl_block_q5_k *w = vw;
+    const pl_block_q8_k *x = vx;
+    float s = 0.0f;
+    for (int64_t b = 0; b < K / PL_QK_K; b++) {
+        int q[PL_QK_K];
+        for (int p = 0; p < PL_QK_K / 64; p++) {
+            for (int l = 0; l < 32; l++) {
+                const int qs = w[b].qs[32 * p + l], qh = w[b].qh[l];
+                q[64 * p + l] = (qs & 0x0f) | (qh >> (2 * p) & 1) << 4;
+                q[64 * p + 32 + l] = (qs >> 4) | (qh >> (2 * p + 1) & 1) << 4;
+            }
+        }
+        s += k4_block_term(q, w[b].scales, w[b].d, w[b].dmin, &x[b]);
+    }
+    return s;
+}
+
+static float dot_q6_k_q8_k(const void *vw, const void *vx, int64_t K)
+{
+    const pl_block_q6_k *w = vw;
+    const pl_block_q8_k *x = vx;
+    float s = 0.0f;
+    for (int64_t b = 0; b < K / PL_QK_K; b++) {
+        int q[PL_QK_K];
+        for (int h = 0; h < PL_QK_K / 128; h++) {
+            const uint8_t *ql = w[b].ql + 64 * h, *qh = w[b].qh + 32 * h;
+            int *qq = q + 128 * h;
+            for (int l = 0; l < 32; l++) {
+                qq[l] = ((ql[l] & 0x0f) | (qh[l] >> 0 & 3) << 4) - 32;
+                qq[l + 32] = ((ql[l + 32] & 0x0f) | (qh[l] >> 2 & 3) << 4) - 32;
+                qq[l + 64] = ((ql[l] >> 4) | (qh[l] >> 4 & 3) << 4) - 32;
+                qq[l + 96] = ((ql[l + 32] >> 4) | (qh[l] >> 6 & 3) << 4) - 32;
+            }
+        }
+        int32_t isum = 0;
+        for (int j = 0; j < PL_QK_K / 16; j++) {
+            int32_t sub = 0;
+            for (int l = 0; l < 16; l++) sub += q[16 * j + l] * x[b].qs[16 * j + l];
+            isum += w[b].scales[j] * sub;
+        }
+        const float d = pl_f16_to_f32(w[b].d) * x[b].d;
+        s += d * (float)isum;
+    }
+    return s;
+}
+
+static float dot_q8_k_q8_k(const void *vw, const void *vx, int64_t K)
+{
+    const pl_block_q8_k *w = vw;
+    const pl_block_q8_k *x = vx;
+    float s = 0.0f;
+    for (int64_t b = 0; b < K / PL_QK_K; b++) {
+        int32_t isum = 0;
+        for (int j = 0; j < PL_QK_K; j++) isum += w[b].qs[j] * x[b].qs[j];
+        s += (w[b].d * x[b].d) * (float)isum;
+    }
+    return s;
+}
+
+void matmul_q4_k_q8_k_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_q4_k_q8_k, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+void matmul_q5_k_q8_k_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_q5_k_q8_k, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+void matmul_q6_k_q8_k_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_q6_k_q8_k, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+void matmul_q8_k_q8_k_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_q8_k_q8_k, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}

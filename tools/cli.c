@@ -1,0 +1,360 @@
+/* cli.c — helpers shared by the plumb subcommands: argv parsing, error messages, and
+ * escaping of untrusted bytes (keys, names, strings from files) for terminals and JSON. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* ---- argument parsing -------------------------------------------------------------- */
+
+void cli_args_init(cli_args *a, int argc, char **argv, const char *cmd, void (*usage)(FILE *))
+{
+    memset(a, 0, sizeof *a);
+    a->argc = argc;
+    a->argv = argv;
+    a->cmd = cmd;
+    a->usage = usage;
+}
+
+int cli_next(cli_args *a)
+{
+    for (;;) {
+        a->inline_value = NULL;
+        if (a->i + 1 >= a->argc) return CLI_ARG_END;
+        a->arg = a->argv[++a->i];
+        if (a->options_done) return CLI_ARG_POSITIONAL;
+        if (strcmp(a->arg, "--") == 0) {
+            a->options_done = 1;
+            continue;
+        }
+        return a->arg[0] == '-' && a->arg[1] != '\0' ? CLI_ARG_OPTION : CLI_ARG_POSITIONAL;
+    }
+}
+
+int cli_is(cli_args *a, const char *short_name, const char *long_name)
+{
+    if (short_name && strcmp(a->arg, short_name) == 0) return 1;
+    if (!long_name) return 0;
+    size_t n = strlen(long_name);
+    if (strncmp(a->arg, long_name, n) != 0) return 0;
+    if (a->arg[n] == '\0') return 1;
+    if (a->arg[n] == '=') {
+        a->inline_value = a->arg + n + 1;
+        return 1;
+    }
+    return 0;
+}
+
+const char *cli_value(cli_args *a)
+{
+    if (a->inline_value) return a->inline_value;
+    if (a->i + 1 < a->argc) return a->argv[++a->i];
+    cli_usage_error(a, "option '%s' needs a value", a->arg);
+    return NULL;
+}
+
+int cli_reject_value(cli_args *a)
+{
+    if (!a->inline_value) return 0;
+    cli_usage_error(a, "option '%.*s' takes no value", (int)(a->inline_value - 1 - a->arg), a->arg);
+    return 1;
+}
+
+int cli_is_help(cli_args *a)
+{
+    return strcmp(a->arg, "-h") == 0 || strcmp(a->arg, "--help") == 0;
+}
+
+int cli_help(const cli_args *a)
+{
+    a->usage(stdout);
+    return CLI_EXIT_OK;
+}
+
+int cli_usage_error(const cli_args *a, const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    fprintf(stderr, "plumb %s: error: ", a->cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n\n", stderr);
+    a->usage(stderr);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_unknown_option(const cli_args *a)
+{
+    return cli_usage_error(a, "unknown option '%s'", a->arg);
+}
+
+/* ---- errors ------------------------------------------------------------------------ */
+
+int cli_fail(pl_status st, const pl_error *err)
+{
+    fflush(stdout);
+    const char *msg = err && err->msg[0] ? err->msg : "(no message)";
+    fprintf(stderr, "plumb: error: %s: %s\n", pl_status_str(st), msg);
+    return CLI_EXIT_FAIL;
+}
+
+int cli_errorf(const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    fputs("plumb: error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return CLI_EXIT_FAIL;
+}
+
+int cli_finish(int rc)
+{
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int e = errno;
+        fprintf(stderr, "plumb: error: cannot write the output: %s\n",
+                e ? strerror(e) : "write error");
+        return rc == CLI_EXIT_OK ? CLI_EXIT_FAIL : rc;
+    }
+    return rc;
+}
+
+/* ---- text -------------------------------------------------------------------------- */
+
+size_t cli_utf8_seq_len(const unsigned char *s, size_t n)
+{
+    if (n == 0) return 0;
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    size_t len;
+    unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0) lo = 0xA0; /* overlong */
+        if (c == 0xED) hi = 0x9F; /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0) lo = 0x90; /* overlong */
+        if (c == 0xF4) hi = 0x8F; /* past U+10FFFF */
+    } else {
+        return 0;
+    }
+    if (n < len) return 0;
+    if (s[1] < lo || s[1] > hi) return 0;
+    for (size_t k = 2; k < len; k++)
+        if ((s[k] & 0xC0) != 0x80) return 0;
+    return len;
+}
+
+size_t cli_utf8_prefix(const char *s, size_t n, size_t max)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        size_t l = cli_utf8_seq_len(u + i, n - i);
+        if (l == 0) l = 1; /* an invalid byte stands alone */
+        if (i + l > max) break;
+        i += l;
+    }
+    return i;
+}
+
+/* C1 controls (U+0080..U+009F) are valid UTF-8 but terminals act on some of them. */
+static int is_c1_control(const unsigned char *s, size_t len)
+{
+    return len == 2 && s[0] == 0xC2 && s[1] < 0xA0;
+}
+
+/* Writes (f != NULL) or measures one escaped unit starting at s[0]; returns the bytes
+ * of s consumed and adds the printed width to *width. */
+static size_t escape_one(FILE *f, const unsigned char *s, size_t n, size_t *width)
+{
+    unsigned c = s[0];
+    char buf[16];
+    const char *out = NULL;
+    if (c < 0x80) {
+        switch (c) {
+        case '\\':
+            out = "\\\\";
+            break;
+        case '"':
+            out = "\\\"";
+            break;
+        case '\n':
+            out = "\\n";
+            break;
+        case '\t':
+            out = "\\t";
+            break;
+        case '\r':
+            out = "\\r";
+            break;
+        default:
+            if (c < 0x20 || c == 0x7F) {
+                snprintf(buf, sizeof buf, "\\x%02x", c);
+                out = buf;
+            } else {
+                if (f) fputc((int)c, f);
+                *width += 1;
+                return 1;
+            }
+        }
+        if (f) fputs(out, f);
+        *width += strlen(out);
+        return 1;
+    }
+    size_t len = cli_utf8_seq_len(s, n);
+    if (len == 0) {
+        snprintf(buf, sizeof buf, "\\x%02x", c);
+        if (f) fputs(buf, f);
+        *width += 4;
+        return 1;
+    }
+    if (is_c1_control(s, len)) {
+        snprintf(buf, sizeof buf, "\\u%04x", (unsigned)(((s[0] & 0x1F) << 6) | (s[1] & 0x3F)));
+        if (f) fputs(buf, f);
+        *width += 6;
+        return len;
+    }
+    if (f) fwrite(s, 1, len, f);
+    *width += 1;
+    return len;
+}
+
+void cli_put_escaped(FILE *f, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t width = 0;
+    for (size_t i = 0; i < n;) i += escape_one(f, u + i, n - i, &width);
+}
+
+size_t cli_escaped_width(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t width = 0;
+    for (size_t i = 0; i < n;) i += escape_one(NULL, u + i, n - i, &width);
+    return width;
+}
+
+void cli_put_json_string(FILE *f, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    fputc('"', f);
+    for (size_t i = 0; i < n;) {
+        unsigned c = u[i];
+        if (c >= 0x80) {
+            size_t len = cli_utf8_seq_len(u + i, n - i);
+            if (len == 0) {
+                fputs("\\ufffd", f);
+                i++;
+            } else {
+                fwrite(u + i, 1, len, f);
+                i += len;
+            }
+            continue;
+        }
+        switch (c) {
+        case '"':
+            fputs("\\\"", f);
+            break;
+        case '\\':
+            fputs("\\\\", f);
+            break;
+        case '\b':
+            fputs("\\b", f);
+            break;
+        case '\f':
+            fputs("\\f", f);
+            break;
+        case '\n':
+            fputs("\\n", f);
+            break;
+        case '\r':
+            fputs("\\r", f);
+            break;
+        case '\t':
+            fputs("\\t", f);
+            break;
+        default:
+            if (c < 0x20 || c == 0x7F)
+                fprintf(f, "\\u%04x", c);
+            else
+                fputc((int)c, f);
+        }
+        i++;
+    }
+    fputc('"', f);
+}
+
+void cli_format_size(char *buf, size_t cap, uint64_t bytes)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (bytes < 1024) {
+        snprintf(buf, cap, "%" PRIu64 " B", bytes);
+        return;
+    }
+    double v = (double)bytes / 1024.0;
+    size_t u = 0;
+    while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, cap, "%.2f %s", v, units[u]);
+}
+
+static int format_special(char *buf, size_t cap, double v)
+{
+    if (isnan(v)) {
+        snprintf(buf, cap, "nan");
+        return 1;
+    }
+    if (isinf(v)) {
+        snprintf(buf, cap, v < 0 ? "-inf" : "inf");
+        return 1;
+    }
+    return 0;
+}
+
+/* %g switches to an exponent once it exceeds the precision: the shortest form of 10000 is
+ * "1e+04". Whole numbers below 1e16 read better written out, at the same precision. */
+static void prefer_plain(char *buf, size_t cap, int p, double v)
+{
+    const char *e = strchr(buf, 'e');
+    if (!e) return;
+    int x = atoi(e + 1);
+    if (x >= p && x < 16) snprintf(buf, cap, "%.*g", x + 1, v);
+}
+
+void cli_format_f32(char *buf, size_t cap, float v)
+{
+    if (format_special(buf, cap, (double)v)) return;
+    for (int p = 1; p <= 9; p++) {
+        snprintf(buf, cap, "%.*g", p, (double)v);
+        if (strtof(buf, NULL) == v) {
+            prefer_plain(buf, cap, p, (double)v);
+            return;
+        }
+    }
+}
+
+void cli_format_f64(char *buf, size_t cap, double v)
+{
+    if (format_special(buf, cap, v)) return;
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, cap, "%.*g", p, v);
+        if (strtod(buf, NULL) == v) {
+            prefer_plain(buf, cap, p, v);
+            return;
+        }
+    }
+}

@@ -1,0 +1,108 @@
+/* cli.h — what the plumb command's subcommands share: the command table entry, argument
+ * parsing, error reporting, escaping for terminals and JSON. Tools only; not the library. */
+#ifndef PLUMB_TOOLS_CLI_H
+#define PLUMB_TOOLS_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "plumb.h"
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CLI_PRINTF(a, b)
+#endif
+
+/* Exit codes of every command: success, a failure while doing the work (the library's
+ * error, a write error), a command line that makes no sense (usage printed). */
+enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
+
+/* One subcommand. argv[0] is the command's name; the return value is the exit code. */
+typedef struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *help; /* one line, shown by `plumb --help` */
+} cli_command;
+
+/* The subcommands, one file each (cmd_<name>.c). */
+int cmd_inspect(int argc, char **argv);
+int cmd_kernels(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+
+/* ---- argument parsing -------------------------------------------------------------
+ * A loop over argv[1..argc) for one command:
+ *     cli_args a;
+ *     cli_args_init(&a, argc, argv, "inspect", usage);
+ *     for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
+ *         if (k == CLI_ARG_POSITIONAL) { ...a.arg...; continue; }
+ *         if (cli_is_help(&a)) return cli_help(&a);
+ *         if (cli_is(&a, NULL, "--json")) { json = 1; continue; }
+ *         if (cli_is(&a, "-t", "--threads")) { if (!(v = cli_value(&a))) return CLI_EXIT_USAGE; }
+ *         return cli_unknown_option(&a);
+ *     }
+ * Options may come before or after positionals; "--" ends options; "-" is positional. */
+enum { CLI_ARG_END = 0, CLI_ARG_OPTION = 1, CLI_ARG_POSITIONAL = 2 };
+
+typedef struct cli_args {
+    int argc;
+    char **argv;
+    int i;                    /* index of the current argument */
+    const char *cmd;          /* "inspect": messages say "plumb inspect ..." */
+    void (*usage)(FILE *out); /* prints the command's full usage */
+    const char *arg;          /* the current argument */
+    const char *inline_value; /* VALUE of "--name=VALUE", else NULL */
+    int options_done;         /* set after "--" */
+} cli_args;
+
+void cli_args_init(cli_args *a, int argc, char **argv, const char *cmd, void (*usage)(FILE *));
+int cli_next(cli_args *a);
+/* 1 if the current option is short_name ("-t") or long_name ("--threads", also matching
+ * "--threads=VALUE"); either may be NULL. */
+int cli_is(cli_args *a, const char *short_name, const char *long_name);
+/* The current option's value ("--name=VALUE" or the next argument). NULL when missing,
+ * after printing the usage error. */
+const char *cli_value(cli_args *a);
+/* An option that takes no value but was given one ("--json=1"): 1 after printing the
+ * usage error, else 0. */
+int cli_reject_value(cli_args *a);
+int cli_is_help(cli_args *a);    /* -h or --help */
+int cli_help(const cli_args *a); /* prints the usage to stdout; returns CLI_EXIT_OK */
+
+/* "plumb: error: CMD: <message>", then the command's usage, all on stderr; returns
+ * CLI_EXIT_USAGE. */
+int cli_usage_error(const cli_args *a, const char *fmt, ...) CLI_PRINTF(2, 3);
+int cli_unknown_option(const cli_args *a);
+
+/* ---- errors ---------------------------------------------------------------------- */
+/* "plumb: error: <pl_status_str>: <message>" on stderr; returns CLI_EXIT_FAIL. */
+int cli_fail(pl_status st, const pl_error *err);
+/* "plumb: error: <formatted>" on stderr; returns CLI_EXIT_FAIL. */
+int cli_errorf(const char *fmt, ...) CLI_PRINTF(1, 2);
+/* Flushes stdout; a write error (full disk, closed pipe) turns rc into CLI_EXIT_FAIL. */
+int cli_finish(int rc);
+
+/* ---- text ------------------------------------------------------------------------ */
+/* Length of the valid UTF-8 sequence at s[0..n), or 0 if s does not start with one
+ * (overlong forms, surrogates and code points past U+10FFFF are invalid). */
+size_t cli_utf8_seq_len(const unsigned char *s, size_t n);
+/* The longest prefix of s[0..n) of at most max bytes that does not split a UTF-8
+ * sequence. */
+size_t cli_utf8_prefix(const char *s, size_t n, size_t max);
+/* For terminals: valid UTF-8 is kept; \\, \", \n, \t, \r are escaped; other control
+ * bytes, DEL and bytes of invalid UTF-8 become \xNN. cli_escaped_width counts the
+ * code points that cli_put_escaped would print (for column alignment). */
+void cli_put_escaped(FILE *f, const char *s, size_t n);
+size_t cli_escaped_width(const char *s, size_t n);
+/* A JSON string literal, quotes included: control characters escaped, invalid UTF-8
+ * replaced by \ufffd (one per bad byte), so the output is always valid JSON. */
+void cli_put_json_string(FILE *f, const char *s, size_t n);
+
+/* "512 B", "1.50 KiB", "3.25 GiB". */
+void cli_format_size(char *buf, size_t cap, uint64_t bytes);
+/* Shortest decimal that reads back as exactly v ("0.1", "1e-05", "nan", "-inf"). */
+void cli_format_f32(char *buf, size_t cap, float v);
+void cli_format_f64(char *buf, size_t cap, double v);
+
+#endif

@@ -1,0 +1,295 @@
+/* cmd_run.c — `plumb run`: load a model, prefill a prompt, generate N tokens, report
+ * load time, prefill and decode speed, and memory. Not a chat: one prompt, one answer. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "run_text.h"
+
+static void usage(FILE *out)
+{
+    fputs("usage: plumb run -m FILE (-p TEXT | -f FILE | --tokens ID,ID,...) [options]\n"
+          "\n"
+          "Evaluates the prompt, then generates tokens, printing them as they come, and\n"
+          "reports load time, prefill and decode speed (tokens/s) and memory.\n"
+          "\n"
+          "options:\n"
+          "  -m, --model FILE         GGUF model (llama, qwen2, qwen3)\n"
+          "  -p, --prompt TEXT        prompt text (tokenized with the model's tokenizer)\n"
+          "  -f, --file FILE          read the prompt from FILE\n"
+          "  --tokens LIST            prompt as token ids, comma-separated\n"
+          "  -n, --n-predict N        tokens to generate (default 32; 0: prefill only)\n"
+          "  --temp F                 temperature (default 0.8; 0: greedy)\n"
+          "  --top-k N                top-k (default 40; 0: off)\n"
+          "  --top-p F                top-p (default 0.95; 1: off)\n"
+          "  --min-p F                min-p (default 0.05; 0: off)\n"
+          "  --repeat-penalty F       repetition penalty (default 1.0: off)\n"
+          "  -s, --seed N             sampler seed\n"
+          "  -t, --threads N          threads (default: PLUMB_THREADS, else physical cores)\n"
+          "  -c, --ctx N              context window in tokens (default min(train, 4096))\n"
+          "  --sliding-window N       sliding window instead of a context window\n"
+          "  --sinks N                attention sinks kept by the sliding window (default 4)\n"
+          "  --chunk N                prefill chunk in tokens (default 64)\n"
+          "  --kv-type f16|f32        KV cache element type (default f16)\n"
+          "  --kernels NAME           kernel set (default: PLUMB_KERNELS, else the best)\n"
+          "  --ignore-eos             keep generating past end-of-sequence tokens\n"
+          "  -h, --help               show this help\n",
+          out);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int parse_i64(cli_args *a, const char *v, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi)
+        return cli_usage_error(a, "%s: '%s' is not an integer in [%lld, %lld]", a->arg, v,
+                               (long long)lo, (long long)hi);
+    *out = x;
+    return 0;
+}
+
+static int parse_f32(cli_args *a, const char *v, float *out)
+{
+    char *end;
+    errno = 0;
+    float x = strtof(v, &end);
+    if (errno || end == v || *end || isnan(x))
+        return cli_usage_error(a, "%s: '%s' is not a number", a->arg, v);
+    *out = x;
+    return 0;
+}
+
+/* "1,2,3" -> ids; returns the count or -1 after a usage error. */
+static int64_t parse_tokens(cli_args *a, const char *v, int32_t **out)
+{
+    int64_t n = 1;
+    for (const char *p = v; *p; p++) n += *p == ',';
+    int32_t *t = malloc((size_t)n * sizeof *t);
+    if (!t) return cli_errorf("out of memory"), -1;
+    int64_t k = 0;
+    for (const char *p = v; *p;) {
+        char *end;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (errno || end == p || x < 0 || x > INT32_MAX || (*end && *end != ',')) {
+            free(t);
+            cli_usage_error(a, "--tokens: '%s' is not a comma-separated list of token ids", v);
+            return -1;
+        }
+        t[k++] = (int32_t)x;
+        p = *end ? end + 1 : end;
+    }
+    *out = t;
+    return k;
+}
+
+typedef struct run_opts {
+    const char *model, *prompt, *prompt_file, *kv, *kernels;
+    int32_t *tokens;
+    int64_t n_tokens, n_predict, threads, ctx, window, sinks, chunk;
+    int ignore_eos;
+    pl_sampler_params sp;
+} run_opts;
+
+static int parse(int argc, char **argv, run_opts *o)
+{
+    cli_args a;
+    cli_args_init(&a, argc, argv, "run", usage);
+    for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
+        const char *v;
+        int64_t x;
+        if (k == CLI_ARG_POSITIONAL) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
+        if (cli_is_help(&a)) return cli_help(&a) + 100;
+        if (cli_is(&a, NULL, "--ignore-eos")) {
+            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
+            o->ignore_eos = 1;
+            continue;
+        }
+        if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+        int rc = 0;
+        if (cli_is(&a, "-m", "--model"))
+            o->model = v;
+        else if (cli_is(&a, "-p", "--prompt"))
+            o->prompt = v;
+        else if (cli_is(&a, "-f", "--file"))
+            o->prompt_file = v;
+        else if (cli_is(&a, NULL, "--tokens")) {
+            free(o->tokens);
+            o->tokens = NULL;
+            if ((o->n_tokens = parse_tokens(&a, v, &o->tokens)) < 0) return CLI_EXIT_USAGE;
+        } else if (cli_is(&a, "-n", "--n-predict"))
+            rc = parse_i64(&a, v, 0, 1 << 30, &o->n_predict);
+        else if (cli_is(&a, NULL, "--temp"))
+            rc = parse_f32(&a, v, &o->sp.temperature);
+        else if (cli_is(&a, NULL, "--top-k")) {
+            rc = parse_i64(&a, v, 0, INT32_MAX, &x);
+            o->sp.top_k = (int32_t)x;
+        } else if (cli_is(&a, NULL, "--top-p"))
+            rc = parse_f32(&a, v, &o->sp.top_p);
+        else if (cli_is(&a, NULL, "--min-p"))
+            rc = parse_f32(&a, v, &o->sp.min_p);
+        else if (cli_is(&a, NULL, "--repeat-penalty"))
+            rc = parse_f32(&a, v, &o->sp.repeat_penalty);
+        else if (cli_is(&a, "-s", "--seed")) {
+            rc = parse_i64(&a, v, 0, INT64_MAX, &x);
+            o->sp.seed = (uint64_t)x;
+        } else if (cli_is(&a, "-t", "--threads"))
+            rc = parse_i64(&a, v, 1, 4096, &o->threads);
+        else if (cli_is(&a, "-c", "--ctx"))
+            rc = parse_i64(&a, v, 1, INT32_MAX / 2, &o->ctx);
+        else if (cli_is(&a, NULL, "--sliding-window"))
+            rc = parse_i64(&a, v, 1, INT32_MAX / 4, &o->window);
+        else if (cli_is(&a, NULL, "--sinks"))
+            rc = parse_i64(&a, v, 0, INT32_MAX / 4, &o->sinks);
+        else if (cli_is(&a, NULL, "--chunk"))
+            rc = parse_i64(&a, v, 1, 4096, &o->chunk);
+        else if (cli_is(&a, NULL, "--kv-type")) {
+            if (strcmp(v, "f16") && strcmp(v, "f32"))
+                return cli_usage_error(&a, "--kv-type: '%s' is not f16 or f32", v);
+            o->kv = v;
+        } else if (cli_is(&a, NULL, "--kernels"))
+            o->kernels = v;
+        else
+            return cli_unknown_option(&a);
+        if (rc) return rc;
+    }
+    if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
+    int sources = !!o->prompt + !!o->prompt_file + !!o->tokens;
+    if (sources != 1)
+        return cli_usage_error(&a, "give exactly one prompt: -p TEXT, -f FILE or --tokens LIST");
+    return 0;
+}
+
+static void print_size(const char *label, uint64_t bytes)
+{
+    char b[32];
+    cli_format_size(b, sizeof b, bytes);
+    fprintf(stderr, "%s%s", label, b);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    run_opts o = {.n_predict = 32, .sinks = -1, .sp = pl_sampler_default_params()};
+    int rc = parse(argc, argv, &o);
+    if (rc) {
+        free(o.tokens);
+        return rc >= 100 ? rc - 100 : rc;
+    }
+    pl_error err;
+    pl_model *m = NULL;
+    pl_session *s = NULL;
+    pl_sampler *smp = NULL;
+    run_text *text = NULL;
+    float *logits = NULL;
+    int32_t *hist = NULL;
+
+    double t0 = now_s();
+    pl_status st = pl_model_load(&m, o.model, NULL, &err);
+    if (st) goto fail;
+    double t_load = now_s() - t0;
+    pl_model_info info;
+    pl_model_get_info(m, &info, NULL);
+
+    if ((st = run_text_new(&text, m, &err))) goto fail;
+    if (!o.tokens) {
+        st = o.prompt ? run_text_tokenize(text, o.prompt, &o.tokens, &o.n_tokens, &err)
+                      : run_text_tokenize_file(text, o.prompt_file, &o.tokens, &o.n_tokens, &err);
+        if (st) goto fail;
+    }
+    if (o.n_tokens == 0) {
+        rc = cli_errorf("the prompt is empty (no tokens)");
+        goto out;
+    }
+
+    pl_session_params sp = pl_session_default_params(m);
+    sp.n_threads = (int)o.threads;
+    if (o.ctx) sp.context_window = o.ctx;
+    if (o.window) {
+        sp.context_window = 0;
+        sp.sliding_window = o.window;
+        sp.attention_sinks = o.sinks >= 0 ? o.sinks : (o.window > 4 ? 4 : 0);
+    } else if (o.sinks >= 0) {
+        sp.attention_sinks = o.sinks;
+    }
+    if (o.chunk) sp.prefill_chunk = o.chunk;
+    if (o.kv) sp.kv_type = strcmp(o.kv, "f32") == 0 ? PL_TYPE_F32 : PL_TYPE_F16;
+    sp.kernels = o.kernels;
+    if ((st = pl_session_new(&s, m, &sp, &err))) goto fail;
+    if ((st = pl_sampler_new(&smp, m, &o.sp, &err))) goto fail;
+    pl_session_info si;
+    pl_session_get_info(s, &si, NULL);
+
+    fprintf(stderr, "model: %s, %lld layers, n_embd %lld, vocab %lld, %.2f B params\n", info.arch,
+            (long long)info.n_layer, (long long)info.n_embd, (long long)info.n_vocab,
+            (double)info.n_params * 1e-9);
+    fprintf(stderr, "load: %.3f s; ", t_load);
+    print_size("weights ", info.weight_bytes);
+    print_size(" (mapped), KV cache ", si.kv_bytes);
+    print_size(", scratch ", si.scratch_bytes);
+    fprintf(stderr, "; %d threads, kernels %s\n", si.n_threads, si.kernels);
+
+    logits = malloc((size_t)info.n_vocab * sizeof *logits);
+    hist = malloc((size_t)(o.n_tokens + o.n_predict + 1) * sizeof *hist);
+    if (!logits || !hist) {
+        rc = cli_errorf("out of memory");
+        goto out;
+    }
+    memcpy(hist, o.tokens, (size_t)o.n_tokens * sizeof *hist);
+    int64_t n_hist = o.n_tokens;
+
+    double t1 = now_s();
+    if ((st = pl_session_eval(s, o.tokens, o.n_tokens, logits, 0, &err))) goto fail;
+    double t_prefill = now_s() - t1;
+    if ((st = run_text_echo_prompt(text, o.tokens, o.n_tokens, &err))) goto fail;
+
+    int64_t n_gen = 0;
+    double t2 = now_s();
+    while (n_gen < o.n_predict) {
+        int32_t tok;
+        if ((st = pl_sampler_sample(smp, logits, hist, n_hist, &tok, &err))) goto fail;
+        hist[n_hist++] = tok;
+        n_gen++;
+        if ((st = run_text_emit(text, tok, &err))) goto fail;
+        if (!o.ignore_eos && run_text_is_eog(text, tok)) break;
+        if (n_gen == o.n_predict) break;
+        st = pl_session_eval(s, &tok, 1, logits, 0, &err);
+        if (st == PL_ERR_CONTEXT_FULL) {
+            fprintf(stderr, "\n(context window full after %lld tokens)\n",
+                    (long long)pl_session_n_past(s));
+            break;
+        }
+        if (st) goto fail;
+    }
+    double t_decode = now_s() - t2;
+    run_text_finish(text);
+
+    fprintf(stderr, "\nprefill: %lld tokens in %.3f s = %.2f tok/s\n", (long long)o.n_tokens,
+            t_prefill, (double)o.n_tokens / t_prefill);
+    if (n_gen > 1)
+        fprintf(stderr, "decode:  %lld tokens in %.3f s = %.2f tok/s\n", (long long)(n_gen - 1),
+                t_decode, (double)(n_gen - 1) / t_decode);
+    rc = CLI_EXIT_OK;
+    goto out;
+fail:
+    rc = cli_fail(st, &err);
+out:
+    free(logits);
+    free(hist);
+    free(o.tokens);
+    run_text_free(text);
+    pl_sampler_free(smp);
+    pl_session_free(s);
+    pl_model_free(m);
+    return cli_finish(rc);
+}

@@ -1,0 +1,26 @@
+/* run_text.h — the text side of `plumb run`: prompt tokenization and streaming output.
+ * Not generation: cmd_run.c drives the session; this only turns tokens into text. */
+#ifndef PLUMB_TOOLS_RUN_TEXT_H
+#define PLUMB_TOOLS_RUN_TEXT_H
+
+#include "plumb.h"
+
+typedef struct run_text run_text;
+
+pl_status run_text_new(run_text **out, const pl_model *m, pl_error *err);
+void run_text_free(run_text *t);
+/* Tokenizes text (adding BOS when the model asks for it) into a malloc'd array. */
+pl_status run_text_tokenize(run_text *t, const char *text, int32_t **out, int64_t *n,
+                            pl_error *err);
+pl_status run_text_tokenize_file(run_text *t, const char *path, int32_t **out, int64_t *n,
+                                 pl_error *err);
+/* Prints the prompt (as text when there is a tokenizer, as ids otherwise). */
+pl_status run_text_echo_prompt(run_text *t, const int32_t *tok, int64_t n, pl_error *err);
+/* Prints one generated token as it comes (never half a UTF-8 character). */
+pl_status run_text_emit(run_text *t, int32_t tok, pl_error *err);
+/* 1 if tok ends generation (EOS/EOT). */
+int run_text_is_eog(const run_text *t, int32_t tok);
+/* Flushes what the streaming decoder holds back, and a final newline. */
+void run_text_finish(run_text *t);
+
+#endif

@@ -1,0 +1,340 @@
+#!/bin/sh
+# cli_test.sh — the `plumb` command's tests, one behaviour per CASE (ctest runs each).
+# Not a unit test of the library: it checks what a user sees (output, stderr, exit codes).
+#
+# usage: cli_test.sh CASE PLUMB GGUF_FIXTURE JSON_CHECK VERSION
+set -u
+LC_ALL=C
+export LC_ALL
+
+case_name=$1 plumb=$2 fixture=$3 json_check=$4 version=$5
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/plumb-cli.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM
+
+failures=0
+fail() {
+    echo "FAIL [$case_name]: $*" >&2
+    failures=$((failures + 1))
+}
+
+# run ARGS...: runs plumb, stdout -> $tmp/out, stderr -> $tmp/err, status -> $rc.
+run() {
+    "$plumb" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+}
+
+expect_rc() { # expect_rc WANT DESCRIPTION
+    if [ "$rc" -ne "$1" ]; then
+        fail "$2: exit status $rc, want $1"
+        sed 's/^/  stderr: /' "$tmp/err" >&2
+    fi
+}
+
+expect_in() { # expect_in FILE FIXED-STRING
+    if ! grep -qF -- "$2" "$1"; then
+        fail "$(basename "$1") lacks: $2"
+        sed 's/^/  | /' "$1" | head -n 60 >&2
+    fi
+}
+
+expect_re() { # expect_re FILE EXTENDED-REGEX
+    if ! grep -qE -- "$2" "$1"; then
+        fail "$(basename "$1") has no line matching: $2"
+        sed 's/^/  | /' "$1" | head -n 60 >&2
+    fi
+}
+
+expect_empty() { # expect_empty FILE
+    if [ -s "$1" ]; then
+        fail "$(basename "$1") should be empty"
+        sed 's/^/  | /' "$1" >&2
+    fi
+}
+
+make_fixture() { # make_fixture KIND PATH
+    "$fixture" "$1" "$2" || { echo "FAIL [$case_name]: gguf_fixture $1 failed" >&2; exit 1; }
+}
+
+json_ok() { # json_ok FILE
+    if ! "$json_check" <"$1" 2>"$tmp/jerr"; then
+        fail "invalid JSON: $(cat "$tmp/jerr")"
+        sed 's/^/  | /' "$1" | head -n 60 >&2
+    fi
+}
+
+case $case_name in
+cli_help_lists_commands)
+    run --help
+    expect_rc 0 "plumb --help"
+    expect_in "$tmp/out" "usage: plumb"
+    for c in inspect kernels version help; do expect_re "$tmp/out" "^  $c +[a-z]"; done
+    expect_empty "$tmp/err"
+    cp "$tmp/out" "$tmp/help1"
+    run help
+    expect_rc 0 "plumb help"
+    cmp -s "$tmp/out" "$tmp/help1" || fail "'plumb help' differs from 'plumb --help'"
+    run help inspect
+    expect_rc 0 "plumb help inspect"
+    expect_in "$tmp/out" "usage: plumb inspect"
+    ;;
+
+cli_every_command_has_help)
+    # Every command listed by --help answers --help and -h on stdout with its usage.
+    run --help
+    cmds=$(sed -n '/^commands:/,/^$/p' "$tmp/out" | awk 'NR > 1 && NF { print $1 }')
+    [ -n "$cmds" ] || fail "no commands found in plumb --help"
+    for c in $cmds; do
+        for h in --help -h; do
+            run "$c" "$h"
+            expect_rc 0 "plumb $c $h"
+            expect_in "$tmp/out" "usage: plumb $c"
+            expect_empty "$tmp/err"
+        done
+    done
+    ;;
+
+cli_version_matches_library)
+    run --version
+    expect_rc 0 "plumb --version"
+    first=$(head -n 1 "$tmp/out")
+    [ "$first" = "plumb $version" ] || fail "first line '$first', want 'plumb $version'"
+    cp "$tmp/out" "$tmp/v1"
+    run version
+    expect_rc 0 "plumb version"
+    cmp -s "$tmp/out" "$tmp/v1" || fail "'plumb version' differs from 'plumb --version'"
+    run version extra
+    expect_rc 2 "plumb version extra"
+    ;;
+
+cli_unknown_command_exits_2)
+    run frobnicate
+    expect_rc 2 "plumb frobnicate"
+    expect_in "$tmp/err" "plumb: error: unknown command 'frobnicate'"
+    expect_in "$tmp/err" "usage: plumb"
+    expect_empty "$tmp/out"
+    run inspec
+    expect_rc 2 "plumb inspec"
+    expect_in "$tmp/err" "did you mean 'inspect'?"
+    run
+    expect_rc 2 "plumb (no command)"
+    expect_in "$tmp/err" "usage: plumb"
+    run --bogus
+    expect_rc 2 "plumb --bogus"
+    expect_in "$tmp/err" "unknown option '--bogus'"
+    run help frobnicate
+    expect_rc 2 "plumb help frobnicate"
+    ;;
+
+cli_unknown_option_exits_2)
+    make_fixture good "$tmp/good.gguf"
+    run inspect --bogus "$tmp/good.gguf"
+    expect_rc 2 "plumb inspect --bogus"
+    expect_in "$tmp/err" "plumb inspect: error: unknown option '--bogus'"
+    expect_in "$tmp/err" "usage: plumb inspect"
+    expect_empty "$tmp/out"
+    run inspect
+    expect_rc 2 "plumb inspect (no file)"
+    expect_in "$tmp/err" "no file given"
+    run inspect "$tmp/good.gguf" "$tmp/good.gguf"
+    expect_rc 2 "plumb inspect FILE FILE"
+    run inspect --json=yes "$tmp/good.gguf"
+    expect_rc 2 "plumb inspect --json=yes"
+    expect_in "$tmp/err" "option '--json' takes no value"
+    run kernels --bogus
+    expect_rc 2 "plumb kernels --bogus"
+    run kernels --set
+    expect_rc 2 "plumb kernels --set (no value)"
+    expect_in "$tmp/err" "needs a value"
+    # "--" ends the options: a file named like an option is a file.
+    cp "$tmp/good.gguf" "$tmp/--json"
+    (cd "$tmp" && "$plumb" inspect -- --json >out2 2>err2)
+    rc=$?
+    expect_rc 0 "plumb inspect -- --json"
+    expect_in "$tmp/out2" "n_tensors:    3"
+    ;;
+
+cli_inspect_text_shows_header_metadata_tensors)
+    make_fixture good "$tmp/good.gguf"
+    run inspect "$tmp/good.gguf"
+    expect_rc 0 "plumb inspect"
+    expect_empty "$tmp/err"
+    o=$tmp/out
+    size=$(wc -c <"$tmp/good.gguf" | tr -d ' ')
+    expect_in "$o" "file size:    $size bytes"
+    expect_in "$o" "gguf version: 3"
+    expect_in "$o" "alignment:    32"
+    expect_in "$o" "n_kv:         18"
+    expect_in "$o" "n_tensors:    3"
+    expect_re "$o" '^data offset:  [0-9]+ \(0x[0-9a-f]+\)$'
+    expect_in "$o" "metadata: 18 key/value pairs"
+    expect_re "$o" '^  +0  string +general\.architecture: +"llama"$'
+    # Control characters, quotes and invalid UTF-8 are escaped; valid UTF-8 is kept.
+    expect_in "$o" 'general.name:'
+    expect_in "$o" '"tiny \"test\"\n\x01 café bad\xff end"'
+    expect_re "$o" 'uint32 +tiny\.context_length: +4096$'
+    expect_re "$o" 'float32 +tiny\.rope\.freq_base: +10000$'
+    expect_re "$o" 'float32 +tiny\.eps: +1e-05$'
+    expect_re "$o" 'bool +tiny\.flag: +true$'
+    expect_re "$o" 'int8 +tiny\.i8: +-5$'
+    expect_re "$o" 'uint8 +tiny\.u8: +200$'
+    expect_re "$o" 'int16 +tiny\.i16: +-300$'
+    expect_re "$o" 'uint16 +tiny\.u16: +60000$'
+    expect_re "$o" 'int64 +tiny\.i64: +-1234567890123$'
+    expect_re "$o" 'uint64 +tiny\.u64: +18446744073709551615$'
+    expect_re "$o" 'float64 +tiny\.f64: +0\.1$'
+    expect_re "$o" 'float32 +tiny\.nan: +nan$'
+    # Short arrays inline, long ones summarised with a preview, long strings cut.
+    expect_re "$o" '\[int32\] +tiny\.dims: +\[2, 4, 8\]$'
+    expect_re "$o" 'tokenizer\.ggml\.tokens: +\[string × 1000\] "<unk>", "<s>", "</s>", "tok3", \.\.\.$'
+    expect_re "$o" 'tokenizer\.ggml\.scores: +\[float32 × 1000\] 0, -1, -2, -3, \.\.\.$'
+    expect_re "$o" 'tokenizer\.chat_template: +"\{% for m in messages %\}.*"\.\.\. \(500 bytes\)$'
+    # Tensor table and totals.
+    expect_re "$o" '^tensors: 3$'
+    expect_re "$o" '^ +0  token_embd\.weight +F32 +\[8, 4\] +128 +0$'
+    expect_re "$o" '^ +1  blk\.0\.attn_q\.weight +Q8_0 +\[32, 2\] +68 +[0-9]+$'
+    expect_re "$o" '^ +2  output_norm\.weight +F16 +\[8\] +16 +[0-9]+$'
+    expect_re "$o" '^  F32 +1 +32 +128 +128 B +60\.4%$'
+    expect_re "$o" '^  Q8_0 +1 +64 +68 +68 B +32\.1%$'
+    expect_re "$o" '^  F16 +1 +8 +16 +16 B +7\.5%$'
+    expect_re "$o" '^  total +3 +104 +212 +212 B +100\.0%$'
+    # --full shows every element; --no-tensors drops the table but keeps the totals.
+    run inspect --full "$tmp/good.gguf"
+    expect_rc 0 "plumb inspect --full"
+    expect_in "$tmp/out" '"tok998", "tok999"]'
+    run inspect --no-tensors "$tmp/good.gguf"
+    expect_rc 0 "plumb inspect --no-tensors"
+    grep -q 'token_embd' "$tmp/out" && fail "--no-tensors still lists tensors"
+    expect_re "$tmp/out" '^  total +3 '
+    ;;
+
+cli_inspect_json_is_valid)
+    make_fixture good "$tmp/good.gguf"
+    run inspect --json "$tmp/good.gguf"
+    expect_rc 0 "plumb inspect --json"
+    expect_empty "$tmp/err"
+    json_ok "$tmp/out"
+    o=$tmp/out
+    expect_in "$o" '"version": 3,'
+    expect_in "$o" '"alignment": 32,'
+    expect_in "$o" '"n_kv": 18,'
+    expect_in "$o" '"n_tensors": 3,'
+    expect_in "$o" '{"key": "general.architecture", "type": "string", "value": "llama"}'
+    expect_in "$o" '"value": "tiny \"test\"\n\u0001 café bad\ufffd end"'
+    expect_in "$o" '{"key": "tiny.nan", "type": "float32", "value": "nan"}'
+    expect_in "$o" '{"key": "tiny.flag", "type": "bool", "value": true}'
+    expect_in "$o" '"value": {"type": "int32", "count": 3, "values": [2, 4, 8], "truncated": false}'
+    expect_in "$o" '"value": {"type": "string", "count": 1000, "values": ["<unk>", "<s>", "</s>", "tok3", "tok4", "tok5", "tok6", "tok7"], "truncated": true}'
+    expect_in "$o" '{"name": "blk.0.attn_q.weight", "type": "Q8_0", "type_id": 8, "shape": [32, 2], "elements": 64, "bytes": 68, "offset": '
+    expect_in "$o" '"totals": {"tensors": 3, "elements": 104, "bytes": 212}'
+    # Every variant stays valid JSON, empty lists included.
+    for opt in --full --no-tensors; do
+        run inspect --json "$opt" "$tmp/good.gguf"
+        expect_rc 0 "plumb inspect --json $opt"
+        json_ok "$tmp/out"
+    done
+    make_fixture minimal "$tmp/minimal.gguf"
+    run inspect --json "$tmp/minimal.gguf"
+    expect_rc 0 "plumb inspect --json (no metadata, no tensors)"
+    json_ok "$tmp/out"
+    expect_in "$tmp/out" '"version": 2,'
+    expect_in "$tmp/out" '"metadata": [],'
+    expect_in "$tmp/out" '"tensors": [],'
+    expect_in "$tmp/out" '"totals": {"tensors": 0, "elements": 0, "bytes": 0}'
+    run inspect "$tmp/minimal.gguf"
+    expect_rc 0 "plumb inspect (no metadata, no tensors)"
+    expect_in "$tmp/out" "metadata: 0 key/value pairs"
+    expect_re "$tmp/out" '^  total +0 +0 +0 +0 B +0\.0%$'
+    ;;
+
+cli_inspect_corrupt_file_exits_1)
+    for kind in truncated bad-magic empty; do
+        make_fixture "$kind" "$tmp/$kind.gguf"
+        for json in "" --json; do
+            run inspect $json "$tmp/$kind.gguf"
+            expect_rc 1 "plumb inspect $json ($kind file)"
+            expect_re "$tmp/err" '^plumb: error: PL_ERR_[A-Z_]+: .+'
+            expect_empty "$tmp/out"
+        done
+    done
+    run inspect "$tmp/does-not-exist.gguf"
+    expect_rc 1 "plumb inspect (missing file)"
+    expect_in "$tmp/err" "plumb: error: PL_ERR_IO: "
+    expect_in "$tmp/err" "does-not-exist.gguf"
+    run inspect "$tmp"
+    expect_rc 1 "plumb inspect (a directory)"
+    expect_in "$tmp/err" "plumb: error: PL_ERR_IO: "
+    ;;
+
+cli_inspect_write_error_exits_1)
+    [ -w /dev/full ] || { echo "no /dev/full: skipped"; exit 77; }
+    make_fixture good "$tmp/good.gguf"
+    "$plumb" inspect "$tmp/good.gguf" >/dev/full 2>"$tmp/err"
+    rc=$?
+    expect_rc 1 "plumb inspect >/dev/full"
+    expect_in "$tmp/err" "plumb: error: cannot write the output"
+    ;;
+
+cli_kernels_reports_sets_and_fallbacks)
+    run kernels
+    expect_rc 0 "plumb kernels"
+    expect_empty "$tmp/err"
+    expect_in "$tmp/out" "kernel sets (best first):"
+    expect_re "$tmp/out" '^  ref +supported'
+    expect_re "$tmp/out" '^chosen: [a-z0-9_]+ '
+    expect_re "$tmp/out" '^matmul '
+    expect_re "$tmp/out" '^fallbacks to ref: [0-9]+$'
+    run kernels --json
+    expect_rc 0 "plumb kernels --json"
+    json_ok "$tmp/out"
+    expect_in "$tmp/out" '{"name": "ref", "supported": true, '
+    expect_in "$tmp/out" '"fallbacks": ['
+    run kernels --set ref
+    expect_rc 0 "plumb kernels --set ref"
+    expect_in "$tmp/out" "chosen: ref (by name"
+    expect_re "$tmp/out" '^fallbacks to ref: 0$'
+    PLUMB_KERNELS=ref "$plumb" kernels >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    expect_rc 0 "PLUMB_KERNELS=ref plumb kernels"
+    expect_in "$tmp/out" "chosen: ref (by name"
+    ;;
+
+cli_kernels_unknown_set_exits_1)
+    PLUMB_KERNELS=nosuchset "$plumb" kernels >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    expect_rc 1 "PLUMB_KERNELS=nosuchset plumb kernels"
+    expect_in "$tmp/err" "plumb: error: PL_ERR_NOT_FOUND: "
+    expect_in "$tmp/err" "nosuchset"
+    run kernels --set nosuchset
+    expect_rc 1 "plumb kernels --set nosuchset"
+    expect_in "$tmp/err" "plumb: error: PL_ERR_NOT_FOUND: "
+    ;;
+
+json_check_rejects_invalid_json)
+    # The checker the JSON tests rely on must itself say no to broken JSON.
+    # printf %b: \\ is one backslash, \0NNN an octal byte.
+    for good in '{}' '[]' '{"a": [1, -2.5e+3, true, false, null, "x\\u00e9\\n\\/"]}' \
+        '"caf\0303\0251"' '0' ' [ 0.5 , -0 ] ' '"\0177"'; do
+        printf '%b' "$good" | "$json_check" 2>/dev/null || fail "rejected valid: $good"
+    done
+    for badj in '' '{' '{"a":}' '[1,]' '{"a" 1}' '[01]' '[1.]' '[.5]' '["\0001"]' '["\\q"]' \
+        '[nan]' '[Infinity]' '{"a":1}x' '["\0377"]' '["\0300\0200"]' '["\0355\0240\0200"]' \
+        "['a']" '["\\u12"]' '["\\"]' '{1: 2}' \
+        '["abc' '[1e]' '[-]' '{"a":1,}' '[tru]'; do
+        if printf '%b' "$badj" | "$json_check" 2>/dev/null; then fail "accepted invalid: $badj"; fi
+    done
+    ;;
+
+*)
+    echo "cli_test.sh: unknown case '$case_name'" >&2
+    exit 2
+    ;;
+esac
+
+if [ "$failures" -ne 0 ]; then
+    echo "$case_name: $failures check(s) failed" >&2
+    exit 1
+fi
+echo "$case_name: ok"
+exit 0

@@ -1,0 +1,181 @@
+#!/bin/sh
+# mkmodel_test.sh — smoke tests of `plumb mkmodel` and `plumb quantize`, one behaviour per CASE
+# (ctest runs each). What a user sees: files, summaries, exit codes. The rules are unit-tested
+# in conformance/test_quantize_model.c.
+#
+# usage: mkmodel_test.sh CASE PLUMB
+set -u
+LC_ALL=C
+export LC_ALL
+
+case_name=$1 plumb=$2
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/plumb-mkmodel.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM
+
+failures=0
+fail() {
+    echo "FAIL [$case_name]: $*" >&2
+    failures=$((failures + 1))
+}
+
+# run ARGS...: runs plumb, stdout -> $tmp/out, stderr -> $tmp/err, status -> $rc.
+run() {
+    "$plumb" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+}
+
+expect_rc() { # expect_rc WANT DESCRIPTION
+    if [ "$rc" -ne "$1" ]; then
+        fail "$2: exit status $rc, want $1"
+        sed 's/^/  stderr: /' "$tmp/err" >&2
+    fi
+}
+
+expect_in() { # expect_in FILE FIXED-STRING
+    if ! grep -qF -- "$2" "$1"; then
+        fail "$(basename "$1") lacks: $2"
+        sed 's/^/  | /' "$1" | head -n 60 >&2
+    fi
+}
+
+expect_not_in() { # expect_not_in FILE FIXED-STRING
+    if grep -qF -- "$2" "$1"; then
+        fail "$(basename "$1") should not contain: $2"
+    fi
+}
+
+expect_same() { # expect_same A B
+    cmp -s "$1" "$2" || fail "$(basename "$1") and $(basename "$2") differ"
+}
+
+expect_absent() { # expect_absent PATH: neither PATH nor PATH.tmp exists
+    [ -e "$1" ] && fail "$1 exists"
+    [ -e "$1.tmp" ] && fail "$1.tmp exists"
+    return 0
+}
+
+size_of() { wc -c <"$1" | tr -d ' '; }
+
+case $case_name in
+mkmodel_tiny_is_small_and_complete)
+    run mkmodel --preset tiny "$tmp/tiny.gguf"
+    expect_rc 0 "mkmodel --preset tiny"
+    expect_in "$tmp/out" "wrote $tmp/tiny.gguf"
+    size=$(size_of "$tmp/tiny.gguf")
+    [ "$size" -lt 2000000 ] || fail "tiny is $size bytes, want < 2 MB"
+    run inspect "$tmp/tiny.gguf"
+    expect_rc 0 "inspect the tiny model"
+    for k in general.architecture general.file_type llama.context_length \
+        llama.embedding_length llama.block_count llama.feed_forward_length \
+        llama.attention.head_count llama.attention.head_count_kv \
+        llama.attention.layer_norm_rms_epsilon llama.rope.freq_base \
+        llama.rope.dimension_count llama.attention.key_length llama.attention.value_length \
+        llama.vocab_size tokenizer.ggml.model tokenizer.ggml.tokens; do
+        expect_in "$tmp/out" "$k"
+    done
+    for t in token_embd.weight output_norm.weight " output.weight" blk.1.attn_norm.weight \
+        blk.1.attn_q.weight blk.1.attn_k.weight blk.1.attn_v.weight blk.1.attn_output.weight \
+        blk.1.ffn_norm.weight blk.1.ffn_gate.weight blk.1.ffn_up.weight blk.1.ffn_down.weight; do
+        expect_in "$tmp/out" "$t"
+    done
+    ;;
+
+mkmodel_arch_tensors_follow_llama_cpp)
+    run mkmodel --arch qwen2 "$tmp/q2.gguf"
+    expect_rc 0 "mkmodel --arch qwen2"
+    run inspect "$tmp/q2.gguf"
+    expect_in "$tmp/out" "qwen2.attention.head_count"
+    expect_in "$tmp/out" "blk.0.attn_q.bias"
+    expect_in "$tmp/out" "blk.0.attn_k.bias"
+    expect_in "$tmp/out" "blk.0.attn_v.bias"
+    expect_not_in "$tmp/out" "attn_q_norm"
+    run mkmodel --arch qwen3 --tied "$tmp/q3.gguf"
+    expect_rc 0 "mkmodel --arch qwen3 --tied"
+    run inspect "$tmp/q3.gguf"
+    expect_in "$tmp/out" "qwen3.attention.key_length"
+    expect_in "$tmp/out" "blk.0.attn_q_norm.weight"
+    expect_in "$tmp/out" "blk.0.attn_k_norm.weight"
+    expect_not_in "$tmp/out" " output.weight"
+    expect_not_in "$tmp/out" "attn_q.bias"
+    ;;
+
+mkmodel_is_deterministic)
+    run mkmodel --seed 7 --type Q8_0 "$tmp/a.gguf"
+    expect_rc 0 "mkmodel --seed 7 (1)"
+    run mkmodel --type Q8_0 --seed 7 --threads 1 "$tmp/b.gguf"
+    expect_rc 0 "mkmodel --seed 7 (2)"
+    expect_same "$tmp/a.gguf" "$tmp/b.gguf"
+    run mkmodel --seed 8 --type Q8_0 "$tmp/c.gguf"
+    cmp -s "$tmp/a.gguf" "$tmp/c.gguf" && fail "seeds 7 and 8 gave the same file"
+    ;;
+
+quantize_matches_mkmodel_at_that_type)
+    run mkmodel "$tmp/f32.gguf"
+    expect_rc 0 "mkmodel F32"
+    for t in Q4_K_M Q8_0 Q6_K; do
+        run mkmodel --type "$t" "$tmp/direct.gguf"
+        expect_rc 0 "mkmodel --type $t"
+        run quantize "$tmp/f32.gguf" "$tmp/quant.gguf" "$t"
+        expect_rc 0 "quantize $t"
+        expect_in "$tmp/out" "quantized $tmp/f32.gguf -> $tmp/quant.gguf: $t"
+        expect_in "$tmp/out" "fallbacks"
+        expect_same "$tmp/direct.gguf" "$tmp/quant.gguf"
+    done
+    ;;
+
+quantize_reports_types_and_fallbacks)
+    run mkmodel "$tmp/f32.gguf"
+    run quantize "$tmp/f32.gguf" "$tmp/q.gguf" Q4_K_M --threads 2
+    expect_rc 0 "quantize Q4_K_M"
+    # tiny: attn_output (128) and ffn_down (64) rows cannot hold Q4_K/Q6_K
+    expect_in "$tmp/out" "4 fallbacks"
+    expect_in "$tmp/out" "Q4_K 10"
+    expect_in "$tmp/out" "Q6_K 2"
+    [ "$(wc -l <"$tmp/out" | tr -d ' ')" -eq 1 ] || fail "summary is not one line"
+    run inspect "$tmp/q.gguf"
+    expect_in "$tmp/out" "general.file_type"
+    ;;
+
+quantize_bad_arguments_exit_2)
+    run mkmodel "$tmp/f32.gguf"
+    run quantize "$tmp/f32.gguf" "$tmp/q.gguf" Q2_K
+    expect_rc 2 "quantize to Q2_K"
+    expect_in "$tmp/err" "unknown file type 'Q2_K'"
+    expect_absent "$tmp/q.gguf"
+    run quantize "$tmp/f32.gguf" "$tmp/q.gguf"
+    expect_rc 2 "quantize without TYPE"
+    run quantize "$tmp/f32.gguf" "$tmp/q.gguf" Q8_0 --threads 0
+    expect_rc 2 "quantize --threads 0"
+    run mkmodel --n-head 3 "$tmp/m.gguf"
+    expect_rc 2 "mkmodel --n-head 3 (not a multiple of the 2 KV heads)"
+    expect_in "$tmp/err" "n_head 3"
+    expect_absent "$tmp/m.gguf"
+    run mkmodel --preset huge "$tmp/m.gguf"
+    expect_rc 2 "mkmodel --preset huge"
+    expect_in "$tmp/err" "unknown preset 'huge'"
+    run mkmodel
+    expect_rc 2 "mkmodel without OUT"
+    ;;
+
+quantize_failures_exit_1_and_leave_nothing)
+    run quantize "$tmp/missing.gguf" "$tmp/q.gguf" Q8_0
+    expect_rc 1 "quantize a missing file"
+    expect_in "$tmp/err" "missing.gguf"
+    expect_absent "$tmp/q.gguf"
+    run mkmodel "$tmp/f32.gguf"
+    run quantize "$tmp/f32.gguf" "$tmp/no/such/dir/q.gguf" Q8_0
+    expect_rc 1 "quantize into a missing directory"
+    expect_in "$tmp/err" "PL_ERR_IO"
+    run mkmodel "$tmp/no/such/dir/m.gguf"
+    expect_rc 1 "mkmodel into a missing directory"
+    ;;
+
+*)
+    echo "unknown case '$case_name'" >&2
+    exit 2
+    ;;
+esac
+
+[ "$failures" -eq 0 ]
