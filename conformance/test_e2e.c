@@ -422,6 +422,55 @@ static void model_info_reports_hyperparameters(void)
     pl_buffer_free(buf);
 }
 
+/* SQLite style: fail allocation N of model load + session creation + sampler creation +
+ * one eval, for every N, transient and persistent: a clean PL_ERR_NOMEM, no leak (LSan). */
+static void session_survives_allocation_failure_at_every_n(void)
+{
+    tiny_spec spec = tiny_default("qwen2", PL_TYPE_Q4_K);
+    spec.L = 1;
+    void *buf = NULL;
+    size_t size;
+    CU_ASSERT_EQUAL_FATAL(tiny_build(&spec, &buf, &size), 0);
+    int32_t tok[3] = {1, 2, 3};
+    float *y = malloc((size_t)spec.V * sizeof *y);
+    uint64_t total = 0;
+    for (int pass = 0; pass < 3; pass++) {
+        /* pass 0 counts; passes 1 and 2 fail each allocation transiently, then persistently */
+        uint64_t n_max = pass == 0 ? 1 : total;
+        for (uint64_t n = 1; n <= n_max; n++) {
+            tu_alloc_fail_at(pass == 0 ? 0 : n, pass == 2);
+            pl_model *m = NULL;
+            pl_session *s = NULL;
+            pl_sampler *smp = NULL;
+            pl_error e = {0};
+            pl_session_params p = {
+                .context_window = 16, .prefill_chunk = 2, .kv_type = PL_TYPE_F16, .n_threads = 2};
+            pl_status st = pl_model_load_memory(&m, buf, size, NULL, &e);
+            if (!st) st = pl_session_new(&s, m, &p, &e);
+            if (!st) st = pl_sampler_new(&smp, m, NULL, &e);
+            if (!st) st = pl_session_eval(s, tok, 3, y, 0, &e);
+            uint64_t count = tu_alloc_count();
+            tu_alloc_reset();
+            if (pass == 0) {
+                CU_ASSERT_EQUAL(st, PL_OK);
+                total = count;
+            } else {
+                TU_CHECK(st == PL_ERR_NOMEM, "allocation %llu of %llu (%s): status %s (%s)",
+                         (unsigned long long)n, (unsigned long long)total,
+                         pass == 2 ? "persistent" : "transient", pl_status_str(st), e.msg);
+            }
+            pl_sampler_free(smp);
+            pl_session_free(s);
+            pl_model_free(m);
+        }
+    }
+    printf("\n  model load + session + sampler + eval: %llu allocations, each failed "
+           "transiently and persistently\n",
+           (unsigned long long)total);
+    free(y);
+    pl_buffer_free(buf);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -442,6 +491,8 @@ int main(void)
         {"model_rejects_missing_misshapen_and_mistyped_tensors",
          model_rejects_missing_misshapen_and_mistyped_tensors},
         {"model_info_reports_hyperparameters", model_info_reports_hyperparameters},
+        {"session_survives_allocation_failure_at_every_n",
+         session_survives_allocation_failure_at_every_n},
         {NULL, NULL},
     };
     return tu_run("e2e", tests);
