@@ -8,12 +8,26 @@
 
 #include "internal.h"
 #include "kernels.h"
+#include "registry.h"
+#include "threads.h"
 
-/* Quantizers of every set are bit-exact with ref (the conformance suites prove it), so the
- * reference table is the definition here; a faster set changes speed, never bytes. */
-static const struct pl_kernels *quant_set(void)
+/* The best set this CPU runs, with ref for the entries it leaves out. Quantizers of every
+ * set are bit-exact with ref (the conformance suites prove it), so the choice changes speed,
+ * never bytes; that is why a missing entry may quietly come from ref here. */
+static pl_quantize_row_fn quantizer(pl_type t)
 {
-    return &pl_kernels_ref;
+    const struct pl_kernels *set = NULL;
+    if (pl_kernels_select(&set, NULL, NULL) == PL_OK && set->quantize_row[t])
+        return set->quantize_row[t];
+    return pl_kernels_ref.quantize_row[t];
+}
+
+static pl_dequantize_row_fn dequantizer(pl_type t)
+{
+    const struct pl_kernels *set = NULL;
+    if (pl_kernels_select(&set, NULL, NULL) == PL_OK && set->dequantize_row[t])
+        return set->dequantize_row[t];
+    return pl_kernels_ref.dequantize_row[t];
 }
 
 /* ---- rows ---------------------------------------------------------------------------- */
@@ -26,9 +40,9 @@ static pl_status check_rows(pl_type type, const void *dst, const void *src, int6
     if (n_rows < 0 || row_len <= 0)
         return pl_fail(err, PL_ERR_INVALID_ARG, "%s: n_rows = %lld, row_len = %lld: need >= 0, > 0",
                        what, (long long)n_rows, (long long)row_len);
-    const struct pl_kernels *k = quant_set();
     if ((uint32_t)type >= PL_TYPE_COUNT || !pl_type_supported(type) ||
-        !(quantizing ? (void *)k->quantize_row[type] : (void *)k->dequantize_row[type])) {
+        !(quantizing ? pl_kernels_ref.quantize_row[type] != NULL
+                     : pl_kernels_ref.dequantize_row[type] != NULL)) {
         const char *name = pl_type_name(type);
         return pl_fail(err, PL_ERR_UNSUPPORTED, "%s: type %u (%s) is not implemented", what,
                        (unsigned)type, name ? name : "unknown");
@@ -38,7 +52,8 @@ static pl_status check_rows(pl_type type, const void *dst, const void *src, int6
         return pl_fail(err, PL_ERR_INVALID_ARG,
                        "%s: row_len %lld is not a multiple of %s's block size %lld", what,
                        (long long)row_len, pl_type_name(type), (long long)bs);
-    if (pl_type_row_bytes(type, row_len, row_bytes, err)) return err ? err->code : PL_ERR_LIMIT;
+    pl_status s = pl_type_row_bytes(type, row_len, row_bytes, err);
+    if (s) return s;
     uint64_t total;
     int64_t elems;
     if (!pl_mul_u64(*row_bytes, (uint64_t)n_rows, &total) || total > SIZE_MAX ||
@@ -54,7 +69,7 @@ pl_status pl_quantize_rows(pl_type type, void *dst, const float *src, int64_t n_
     size_t rb;
     pl_status s = check_rows(type, dst, src, n_rows, row_len, 1, &rb, err);
     if (s) return s;
-    pl_quantize_row_fn q = quant_set()->quantize_row[type];
+    pl_quantize_row_fn q = quantizer(type);
     for (int64_t r = 0; r < n_rows; r++)
         q((char *)dst + (size_t)r * rb, src + (size_t)r * (size_t)row_len, row_len);
     return pl_ok(err);
@@ -66,7 +81,7 @@ pl_status pl_dequantize_rows(pl_type type, float *dst, const void *src, int64_t 
     size_t rb;
     pl_status s = check_rows(type, dst, src, n_rows, row_len, 0, &rb, err);
     if (s) return s;
-    pl_dequantize_row_fn dq = quant_set()->dequantize_row[type];
+    pl_dequantize_row_fn dq = dequantizer(type);
     for (int64_t r = 0; r < n_rows; r++)
         dq(dst + (size_t)r * (size_t)row_len, (const char *)src + (size_t)r * rb, row_len);
     return pl_ok(err);
@@ -79,12 +94,12 @@ static const struct ftype_desc {
     const char *name;
     pl_type base;
 } ftypes[] = {
-    {PL_FTYPE_F32, "F32", PL_TYPE_F32},         {PL_FTYPE_F16, "F16", PL_TYPE_F16},
-    {PL_FTYPE_BF16, "BF16", PL_TYPE_BF16},      {PL_FTYPE_Q8_0, "Q8_0", PL_TYPE_Q8_0},
-    {PL_FTYPE_Q4_0, "Q4_0", PL_TYPE_Q4_0},      {PL_FTYPE_Q4_1, "Q4_1", PL_TYPE_Q4_1},
-    {PL_FTYPE_Q5_0, "Q5_0", PL_TYPE_Q5_0},      {PL_FTYPE_Q5_1, "Q5_1", PL_TYPE_Q5_1},
-    {PL_FTYPE_Q4_K_S, "Q4_K_S", PL_TYPE_Q4_K},  {PL_FTYPE_Q4_K_M, "Q4_K_M", PL_TYPE_Q4_K},
-    {PL_FTYPE_Q5_K_S, "Q5_K_S", PL_TYPE_Q5_K},  {PL_FTYPE_Q5_K_M, "Q5_K_M", PL_TYPE_Q5_K},
+    {PL_FTYPE_F32, "F32", PL_TYPE_F32},        {PL_FTYPE_F16, "F16", PL_TYPE_F16},
+    {PL_FTYPE_BF16, "BF16", PL_TYPE_BF16},     {PL_FTYPE_Q8_0, "Q8_0", PL_TYPE_Q8_0},
+    {PL_FTYPE_Q4_0, "Q4_0", PL_TYPE_Q4_0},     {PL_FTYPE_Q4_1, "Q4_1", PL_TYPE_Q4_1},
+    {PL_FTYPE_Q5_0, "Q5_0", PL_TYPE_Q5_0},     {PL_FTYPE_Q5_1, "Q5_1", PL_TYPE_Q5_1},
+    {PL_FTYPE_Q4_K_S, "Q4_K_S", PL_TYPE_Q4_K}, {PL_FTYPE_Q4_K_M, "Q4_K_M", PL_TYPE_Q4_K},
+    {PL_FTYPE_Q5_K_S, "Q5_K_S", PL_TYPE_Q5_K}, {PL_FTYPE_Q5_K_M, "Q5_K_M", PL_TYPE_Q5_K},
     {PL_FTYPE_Q6_K, "Q6_K", PL_TYPE_Q6_K},
 };
 enum { N_FTYPES = sizeof ftypes / sizeof ftypes[0] };
@@ -159,9 +174,15 @@ static uint32_t effective_dims(uint32_t n_dims, const int64_t *ne)
 static int exempt(const char *name)
 {
     static const char *const parts[] = {
-        "_norm.weight",          "ffn_gate_inp.weight", "altup",
-        "laurel",                "per_layer_model_proj", "ssm_conv1d.weight",
-        "shortconv.conv.weight", "time_mix_",            "attn_rel_b.weight",
+        "_norm.weight",
+        "ffn_gate_inp.weight",
+        "altup",
+        "laurel",
+        "per_layer_model_proj",
+        "ssm_conv1d.weight",
+        "shortconv.conv.weight",
+        "time_mix_",
+        "attn_rel_b.weight",
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (strstr(name, parts[i])) return 1;
@@ -236,19 +257,18 @@ static pl_type mix_type(pl_ftype f, pl_type base, const char *name, const int64_
 }
 
 pl_status pl_ftype_tensor_plan(pl_ftype ftype, int pure, const char *name, uint32_t n_dims,
-                               const int64_t *ne, int64_t n_layer, int tied,
-                               pl_tensor_plan *out, pl_error *err)
+                               const int64_t *ne, int64_t n_layer, int tied, pl_tensor_plan *out,
+                               pl_error *err)
 {
-    if (!out || !name || !ne)
-        return pl_fail(err, PL_ERR_INVALID_ARG, "out, name or ne is NULL");
+    if (!out || !name || !ne) return pl_fail(err, PL_ERR_INVALID_ARG, "out, name or ne is NULL");
     memset(out, 0, sizeof *out);
     const struct ftype_desc *d = ftype_desc(ftype);
     if (!d)
         return pl_fail(err, PL_ERR_INVALID_ARG, "file type %u is not one plumb writes",
                        (unsigned)ftype);
     if (n_dims == 0 || n_dims > PL_GGUF_MAX_DIMS)
-        return pl_fail(err, PL_ERR_INVALID_ARG, "tensor '%.200s': n_dims %u is not in 1..%u",
-                       name, n_dims, PL_GGUF_MAX_DIMS);
+        return pl_fail(err, PL_ERR_INVALID_ARG, "tensor '%.200s': n_dims %u is not in 1..%u", name,
+                       n_dims, PL_GGUF_MAX_DIMS);
     for (uint32_t i = 0; i < n_dims; i++)
         if (ne[i] <= 0)
             return pl_fail(err, PL_ERR_INVALID_ARG, "tensor '%.200s': ne[%u] = %lld", name, i,
@@ -266,187 +286,6 @@ pl_status pl_ftype_tensor_plan(pl_ftype ftype, int pure, const char *name, uint3
 }
 
 /* ---- streamed writing -------------------------------------------------------------------- */
-
-/* The writer emits each tensor from the pointer it was given. We let it lay the file out
- * with every tensor pointing at one zeroed buffer, read the offsets back, then overwrite
- * each tensor's bytes as fill produces them: peak memory is the largest tensor. */
-pl_status pl_gguf_write_streamed(pl_gguf_writer *w, const char *path, const pl_tensor_spec *specs,
-                                 uint64_t n, pl_tensor_fill_fn fill, void *user, pl_error *err)
-{
-    if (!w || !path || (!specs && n) || !fill)
-        return pl_fail(err, PL_ERR_INVALID_ARG, "writer, path, specs or fill is NULL");
-    uint64_t max_bytes = 1;
-    uint64_t *sizes = NULL, *offsets = NULL;
-    if (n) {
-        sizes = pl_calloc((size_t)n, sizeof *sizes);
-        offsets = pl_calloc((size_t)n, sizeof *offsets);
-        if (!sizes || !offsets) {
-            pl_free(sizes);
-            pl_free(offsets);
-            return pl_fail(err, PL_ERR_NOMEM, "no memory for %llu tensor sizes",
-                           (unsigned long long)n);
-        }
-    }
-    pl_status s = PL_OK;
-    for (uint64_t i = 0; i < n && !s; i++) {
-        const pl_tensor_spec *t = &specs[i];
-        size_t row;
-        uint64_t rows = 1, bytes = 0;
-        if (!t->name || t->n_dims == 0 || t->n_dims > PL_GGUF_MAX_DIMS) {
-            s = pl_fail(err, PL_ERR_INVALID_ARG, "tensor spec %llu: NULL name or bad n_dims",
-                        (unsigned long long)i);
-            break;
-        }
-        for (uint32_t d = 1; d < t->n_dims; d++)
-            if (t->ne[d] <= 0 || !pl_mul_u64(rows, (uint64_t)t->ne[d], &rows))
-                s = pl_fail(err, PL_ERR_INVALID_ARG, "tensor '%.200s': bad shape", t->name);
-        if (!s && (s = pl_type_row_bytes(t->type, t->ne[0], &row, err)) == PL_OK &&
-            !pl_mul_u64(row, rows, &bytes))
-            s = pl_fail(err, PL_ERR_LIMIT, "tensor '%.200s': byte size overflows", t->name);
-        sizes[i] = bytes;
-        if (bytes > max_bytes) max_bytes = bytes;
-    }
-    if (!s && max_bytes > SIZE_MAX)
-        s = pl_fail(err, PL_ERR_LIMIT, "a tensor of %llu bytes does not fit in memory",
-                    (unsigned long long)max_bytes);
-    uint8_t *buf = NULL;
-    if (!s && !(buf = pl_calloc(1, (size_t)max_bytes)))
-        s = pl_fail(err, PL_ERR_NOMEM, "no memory for a %llu-byte tensor buffer",
-                    (unsigned long long)max_bytes);
-    for (uint64_t i = 0; i < n && !s; i++)
-        s = pl_gguf_writer_add_tensor(w, specs[i].name, specs[i].type, specs[i].n_dims,
-                                      specs[i].ne, buf, err);
-
-    /* Phase 1: the layout, through the writer, to path.tmp (it goes via path.tmp.tmp). */
-    size_t plen = strlen(path);
-    char *tmp = s ? NULL : pl_malloc(plen + 5);
-    if (!s && !tmp) s = pl_fail(err, PL_ERR_NOMEM, "no memory for the temporary path");
-    if (tmp) {
-        memcpy(tmp, path, plen);
-        memcpy(tmp + plen, ".tmp", 5);
-    }
-    int created = 0;
-    if (!s) {
-        s = pl_gguf_writer_write_file(w, tmp, err);
-        created = s == PL_OK;
-    }
-    if (!s) {
-        pl_gguf *g = NULL;
-        s = pl_gguf_open(&g, tmp, err);
-        if (!s && pl_gguf_n_tensors(g) != n)
-            s = pl_fail(err, PL_ERR_FORMAT, "'%s': wrote %llu tensors, read back %llu", tmp,
-                        (unsigned long long)n, (unsigned long long)pl_gguf_n_tensors(g));
-        for (uint64_t i = 0; i < n && !s; i++) {
-            pl_tensor_info ti;
-            if ((s = pl_gguf_tensor(g, i, &ti, err))) break;
-            if (ti.n_bytes != sizes[i])
-                s = pl_fail(err, PL_ERR_FORMAT, "'%s': tensor %llu has %llu bytes, expected %llu",
-                            tmp, (unsigned long long)i, (unsigned long long)ti.n_bytes,
-                            (unsigned long long)sizes[i]);
-            offsets[i] = pl_gguf_data_offset(g) + ti.offset;
-        }
-        pl_gguf_free(g);
-    }
-    /* Phase 2: each tensor's bytes, in place. */
-    FILE *f = NULL;
-    if (!s && !(f = fopen(tmp, "r+b")))
-        s = pl_fail(err, PL_ERR_IO, "cannot reopen '%s': %s", tmp, strerror(errno));
-    for (uint64_t i = 0; i < n && !s; i++) {
-        s = fill(user, i, buf, sizes[i], err);
-        if (s) break;
-        if (fseeko(f, (off_t)offsets[i], SEEK_SET) != 0 ||
-            fwrite(buf, 1, (size_t)sizes[i], f) != sizes[i])
-            s = pl_fail(err, PL_ERR_IO, "writing tensor '%.200s' to '%s' failed: %s",
-                        specs[i].name, tmp, strerror(errno));
-    }
-    if (f && fclose(f) != 0 && !s)
-        s = pl_fail(err, PL_ERR_IO, "writing '%s' failed: %s", tmp, strerror(errno));
-    if (!s && rename(tmp, path) != 0)
-        s = pl_fail(err, PL_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-    if (s && created) remove(tmp);
-    pl_free(tmp);
-    pl_free(buf);
-    pl_free(sizes);
-    pl_free(offsets);
-    return s ? s : pl_ok(err);
-}
-
-/* ---- model quantization ------------------------------------------------------------------ */
-
-/* Elements per conversion step: bounds the scratch and sets the progress granularity. */
-#define CHUNK_ELEMS ((int64_t)1 << 20)
-
-typedef struct qtensor {
-    pl_tensor_info in;
-    char *name;       /* NUL-terminated copy */
-    pl_type out_type; /* == in.type: copied */
-    uint64_t n_elems;
-} qtensor;
-
-typedef struct qjob {
-    const pl_gguf *g;
-    qtensor *t;
-    uint64_t n;
-    float *scratch;  /* CHUNK_ELEMS floats at least one row */
-    uint8_t *staged; /* aligned copy of a chunk's source when the mapping is misaligned */
-    uint64_t done, total;
-    const pl_quantize_params *p;
-} qjob;
-
-static pl_status report(qjob *j, pl_error *err)
-{
-    if (j->p->progress && j->p->progress(j->p->progress_user, j->done, j->total) != 0)
-        return pl_fail(err, PL_ERR_CANCELLED, "quantization cancelled by the progress callback");
-    return PL_OK;
-}
-
-static pl_status qfill(void *user, uint64_t i, void *dst, uint64_t n_bytes, pl_error *err)
-{
-    qjob *j = user;
-    qtensor *t = &j->t[i];
-    pl_status s;
-    if (t->out_type == t->in.type) {
-        memcpy(dst, t->in.data, (size_t)n_bytes);
-        j->done += t->n_elems;
-        return report(j, err);
-    }
-    int64_t K = t->in.ne[0];
-    int64_t rows = (int64_t)(t->n_elems / (uint64_t)K);
-    int64_t step = CHUNK_ELEMS / K > 0 ? CHUNK_ELEMS / K : 1;
-    size_t in_rb, out_rb;
-    if ((s = pl_type_row_bytes(t->in.type, K, &in_rb, err)) ||
-        (s = pl_type_row_bytes(t->out_type, K, &out_rb, err)))
-        return s;
-    for (int64_t r = 0; r < rows; r += step) {
-        int64_t nr = rows - r < step ? rows - r : step;
-        const uint8_t *src = (const uint8_t *)t->in.data + (size_t)r * in_rb;
-        if ((uintptr_t)src % 4 != 0) { /* blocks hold f16/f32 fields: keep loads aligned */
-            memcpy(j->staged, src, (size_t)nr * in_rb);
-            src = j->staged;
-        }
-        if ((s = pl_dequantize_rows(t->in.type, j->scratch, src, nr, K, err)) ||
-            (s = pl_quantize_rows(t->out_type, (uint8_t *)dst + (size_t)r * out_rb, j->scratch,
-                                  nr, K, err))) {
-            char what[PL_GGUF_MAX_NAME + 16];
-            snprintf(what, sizeof what, "tensor '%s'", t->name);
-            pl_error_prefix(err, what);
-            return s;
-        }
-        j->done += (uint64_t)nr * (uint64_t)K;
-        if ((s = report(j, err))) return s;
-    }
-    return PL_OK;
-}
-
-static char *dup_str(pl_str s)
-{
-    if (memchr(s.ptr, 0, (size_t)s.len)) return NULL;
-    char *p = pl_malloc((size_t)s.len + 1);
-    if (!p) return NULL;
-    memcpy(p, s.ptr, (size_t)s.len);
-    p[s.len] = 0;
-    return p;
-}
 
 static size_t scalar_size(pl_gguf_type t)
 {
@@ -469,6 +308,285 @@ static size_t scalar_size(pl_gguf_type t)
     default:
         return 0;
     }
+}
+
+/* Bytes of metadata pair i as GGUF stores it: key, type, value. */
+static pl_status kv_size(const pl_gguf *g, uint64_t i, uint64_t *out, pl_error *err)
+{
+    pl_gguf_type type = pl_gguf_kv_type(g, i);
+    uint64_t n = 8 + pl_gguf_kv_key(g, i).len + 4;
+    pl_status s = PL_OK;
+    if (type == PL_GGUF_STRING) {
+        pl_str v;
+        if (!(s = pl_gguf_kv_string(g, i, &v, err))) n += 8 + v.len;
+    } else if (type == PL_GGUF_ARRAY) {
+        pl_gguf_array a;
+        if (!(s = pl_gguf_kv_array(g, i, &a, err))) {
+            n += 12;
+            if (a.type != PL_GGUF_STRING) n += a.count * scalar_size(a.type);
+            for (uint64_t k = 0; a.type == PL_GGUF_STRING && k < a.count && !s; k++) {
+                pl_str e;
+                if (!(s = pl_gguf_array_string(&a, k, &e, err))) n += 8 + e.len;
+            }
+        }
+    } else {
+        n += scalar_size(type);
+    }
+    *out = n;
+    return s;
+}
+
+static void put_u32(FILE *f, uint32_t v)
+{
+    fwrite(&v, 4, 1, f);
+}
+
+static void put_u64(FILE *f, uint64_t v)
+{
+    fwrite(&v, 8, 1, f);
+}
+
+static void put_pad(FILE *f, uint64_t at, uint32_t align)
+{
+    static const uint8_t zeros[256];
+    for (uint64_t pad = (align - at % align) % align; pad > 0;) {
+        uint64_t k = pad < sizeof zeros ? pad : sizeof zeros;
+        fwrite(zeros, 1, (size_t)k, f);
+        pad -= k;
+    }
+}
+
+/* The writer serialises the metadata (it holds no tensors, so its image is the GGUF header,
+ * the pairs and padding); the tensor infos follow the GGUF spec, and each tensor's bytes are
+ * produced and written in turn, so only one is ever in memory. Reading the finished file
+ * back with the parser proves the layout before it is renamed into place. */
+pl_status pl_gguf_write_streamed(const pl_gguf_writer *w, const char *path,
+                                 const pl_tensor_spec *specs, uint64_t n, pl_tensor_fill_fn fill,
+                                 void *user, pl_error *err)
+{
+    if (!w || !path || (!specs && n) || !fill)
+        return pl_fail(err, PL_ERR_INVALID_ARG, "writer, path, specs or fill is NULL");
+    uint64_t *sizes = pl_calloc(n ? (size_t)n : 1, sizeof *sizes);
+    if (!sizes)
+        return pl_fail(err, PL_ERR_NOMEM, "no memory for %llu tensor sizes", (unsigned long long)n);
+    uint64_t max_bytes = 1;
+    pl_status s = PL_OK;
+    for (uint64_t i = 0; i < n && !s; i++) {
+        const pl_tensor_spec *t = &specs[i];
+        size_t row;
+        uint64_t rows = 1;
+        if (!t->name || !*t->name || strlen(t->name) > PL_GGUF_MAX_NAME || t->n_dims == 0 ||
+            t->n_dims > PL_GGUF_MAX_DIMS) {
+            s = pl_fail(err, PL_ERR_INVALID_ARG, "tensor spec %llu: bad name or n_dims",
+                        (unsigned long long)i);
+            break;
+        }
+        for (uint64_t k = 0; k < i && !s; k++)
+            if (strcmp(specs[k].name, t->name) == 0)
+                s = pl_fail(err, PL_ERR_INVALID_ARG, "duplicate tensor name '%.200s'", t->name);
+        for (uint32_t d = 0; d < t->n_dims && !s; d++)
+            if (t->ne[d] <= 0 || (d > 0 && !pl_mul_u64(rows, (uint64_t)t->ne[d], &rows)))
+                s = pl_fail(err, PL_ERR_INVALID_ARG, "tensor '%.200s': bad shape", t->name);
+        if (!s && (s = pl_type_row_bytes(t->type, t->ne[0], &row, err)) != PL_OK) {
+            char what[PL_GGUF_MAX_NAME + 16];
+            snprintf(what, sizeof what, "tensor '%s'", t->name);
+            pl_error_prefix(err, what);
+        }
+        if (!s && !pl_mul_u64(row, rows, &sizes[i]))
+            s = pl_fail(err, PL_ERR_LIMIT, "tensor '%.200s': byte size overflows", t->name);
+        if (sizes[i] > max_bytes) max_bytes = sizes[i];
+    }
+    if (!s && max_bytes > SIZE_MAX)
+        s = pl_fail(err, PL_ERR_LIMIT, "a tensor of %llu bytes does not fit in memory",
+                    (unsigned long long)max_bytes);
+
+    /* the metadata image, and where its pairs end */
+    void *meta = NULL;
+    size_t meta_size = 0;
+    uint64_t meta_end = 24;
+    uint32_t align = PL_GGUF_DEFAULT_ALIGNMENT;
+    pl_gguf *mg = NULL;
+    if (!s) s = pl_gguf_writer_write_memory(w, &meta, &meta_size, err);
+    if (!s) s = pl_gguf_parse(&mg, meta, meta_size, err);
+    if (!s && pl_gguf_n_tensors(mg) != 0)
+        s = pl_fail(err, PL_ERR_INVALID_ARG, "the writer already holds tensors");
+    for (uint64_t i = 0; !s && i < pl_gguf_n_kv(mg); i++) {
+        uint64_t k;
+        if (!(s = kv_size(mg, i, &k, err))) meta_end += k;
+    }
+    if (!s) align = pl_gguf_alignment(mg);
+    pl_gguf_free(mg);
+
+    uint8_t *buf = NULL;
+    if (!s && !(buf = pl_malloc((size_t)max_bytes)))
+        s = pl_fail(err, PL_ERR_NOMEM, "no memory for a %llu-byte tensor buffer",
+                    (unsigned long long)max_bytes);
+    size_t plen = strlen(path);
+    char *tmp = s ? NULL : pl_malloc(plen + 5);
+    if (!s && !tmp) s = pl_fail(err, PL_ERR_NOMEM, "no memory for the temporary path");
+    FILE *f = NULL;
+    if (!s) {
+        memcpy(tmp, path, plen);
+        memcpy(tmp + plen, ".tmp", 5);
+        if (!(f = fopen(tmp, "wb")))
+            s = pl_fail(err, PL_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
+    }
+    if (!s) {
+        uint64_t n_tensors = n, at = meta_end, off = 0;
+        fwrite(meta, 1, 8, f); /* magic and version */
+        put_u64(f, n_tensors);
+        fwrite((const uint8_t *)meta + 16, 1, (size_t)meta_end - 16, f);
+        for (uint64_t i = 0; i < n; i++) {
+            const pl_tensor_spec *t = &specs[i];
+            uint64_t len = strlen(t->name);
+            put_u64(f, len);
+            fwrite(t->name, 1, (size_t)len, f);
+            put_u32(f, t->n_dims);
+            for (uint32_t d = 0; d < t->n_dims; d++) put_u64(f, (uint64_t)t->ne[d]);
+            put_u32(f, t->type);
+            put_u64(f, off);
+            at += 8 + len + 4 + 8ull * t->n_dims + 4 + 8;
+            off += sizes[i] + (align - sizes[i] % align) % align;
+        }
+        put_pad(f, at, align);
+        for (uint64_t i = 0; i < n && !s && !ferror(f); i++) {
+            if ((s = fill(user, i, buf, sizes[i], err))) break;
+            fwrite(buf, 1, (size_t)sizes[i], f);
+            put_pad(f, sizes[i], align);
+        }
+        if (!s && ferror(f))
+            s = pl_fail(err, PL_ERR_IO, "writing '%s' failed: %s", tmp, strerror(errno));
+    }
+    if (f && fclose(f) != 0 && !s)
+        s = pl_fail(err, PL_ERR_IO, "writing '%s' failed: %s", tmp, strerror(errno));
+    if (!s) { /* the file must read back as exactly what was asked for */
+        pl_gguf *g = NULL;
+        s = pl_gguf_open(&g, tmp, err);
+        if (!s && pl_gguf_n_tensors(g) != n)
+            s = pl_fail(err, PL_ERR_FORMAT, "'%s': wrote %llu tensors, read back %llu", tmp,
+                        (unsigned long long)n, (unsigned long long)pl_gguf_n_tensors(g));
+        for (uint64_t i = 0; i < n && !s; i++) {
+            pl_tensor_info ti;
+            if ((s = pl_gguf_tensor(g, i, &ti, err))) break;
+            if (ti.type != specs[i].type || ti.n_bytes != sizes[i] ||
+                ti.name.len != strlen(specs[i].name) ||
+                memcmp(ti.name.ptr, specs[i].name, (size_t)ti.name.len) != 0)
+                s = pl_fail(err, PL_ERR_FORMAT, "'%s': tensor %llu reads back differently", tmp,
+                            (unsigned long long)i);
+        }
+        pl_gguf_free(g);
+    }
+    if (!s && rename(tmp, path) != 0)
+        s = pl_fail(err, PL_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+    if (s && f) remove(tmp);
+    pl_free(tmp);
+    pl_free(buf);
+    pl_free(sizes);
+    pl_buffer_free(meta);
+    return s ? s : pl_ok(err);
+}
+
+/* ---- model quantization ------------------------------------------------------------------ */
+
+/* Elements per conversion step: bounds the scratch and sets the progress granularity. */
+/* Elements per conversion step: bounds the scratch, sets the progress granularity and is
+ * what the thread pool splits (by rows). */
+#define CHUNK_ELEMS ((int64_t)1 << 22)
+
+typedef struct qtensor {
+    pl_tensor_info in;
+    char *name;       /* NUL-terminated copy */
+    pl_type out_type; /* == in.type: copied */
+    uint64_t n_elems;
+} qtensor;
+
+typedef struct qjob {
+    const pl_gguf *g;
+    qtensor *t;
+    uint64_t n;
+    float *scratch;  /* CHUNK_ELEMS floats, at least one row */
+    uint8_t *staged; /* aligned copy of a chunk's source when the mapping is misaligned */
+    pl_pool *pool;   /* NULL: the calling thread does everything */
+    uint64_t done, total;
+    const pl_quantize_params *p;
+} qjob;
+
+/* One step: rows [i0, i1) of a chunk, dequantized into scratch and requantized into dst.
+ * Rows are independent, so any split among threads gives the same bytes. */
+typedef struct qchunk {
+    pl_dequantize_row_fn dq;
+    pl_quantize_row_fn q;
+    const uint8_t *src;
+    size_t in_rb;
+    uint8_t *dst;
+    size_t out_rb;
+    float *scratch;
+    int64_t K;
+} qchunk;
+
+static void qchunk_rows(void *ctx, int64_t i0, int64_t i1, int thread)
+{
+    const qchunk *c = ctx;
+    (void)thread;
+    for (int64_t r = i0; r < i1; r++) {
+        float *x = c->scratch + r * c->K;
+        c->dq(x, c->src + (size_t)r * c->in_rb, c->K);
+        c->q(c->dst + (size_t)r * c->out_rb, x, c->K);
+    }
+}
+
+static pl_status report(qjob *j, pl_error *err)
+{
+    if (j->p->progress && j->p->progress(j->p->progress_user, j->done, j->total) != 0)
+        return pl_fail(err, PL_ERR_CANCELLED, "quantization cancelled by the progress callback");
+    return PL_OK;
+}
+
+static pl_status qfill(void *user, uint64_t i, void *dst, uint64_t n_bytes, pl_error *err)
+{
+    qjob *j = user;
+    qtensor *t = &j->t[i];
+    pl_status s;
+    if (t->out_type == t->in.type) {
+        memcpy(dst, t->in.data, (size_t)n_bytes);
+        j->done += t->n_elems;
+        return report(j, err);
+    }
+    int64_t K = t->in.ne[0];
+    int64_t rows = (int64_t)(t->n_elems / (uint64_t)K);
+    int64_t step = CHUNK_ELEMS / K > 0 ? CHUNK_ELEMS / K : 1;
+    qchunk c = {
+        .dq = dequantizer(t->in.type), .q = quantizer(t->out_type), .scratch = j->scratch, .K = K};
+    /* the plan fits the output type's block to K; the reader checked the input's */
+    if ((s = pl_type_row_bytes(t->in.type, K, &c.in_rb, err)) ||
+        (s = pl_type_row_bytes(t->out_type, K, &c.out_rb, err)))
+        return s;
+    for (int64_t r = 0; r < rows; r += step) {
+        int64_t nr = rows - r < step ? rows - r : step;
+        c.src = (const uint8_t *)t->in.data + (size_t)r * c.in_rb;
+        c.dst = (uint8_t *)dst + (size_t)r * c.out_rb;
+        if ((uintptr_t)c.src % 4 != 0) { /* blocks hold f16/f32 fields: keep loads aligned */
+            memcpy(j->staged, c.src, (size_t)nr * c.in_rb);
+            c.src = j->staged;
+        }
+        if (j->pool)
+            pl_pool_run(j->pool, qchunk_rows, &c, nr, 1);
+        else
+            qchunk_rows(&c, 0, nr, 0);
+        j->done += (uint64_t)nr * (uint64_t)K;
+        if ((s = report(j, err))) return s;
+    }
+    return PL_OK;
+}
+
+static char *dup_str(pl_str s)
+{
+    if (memchr(s.ptr, 0, (size_t)s.len)) return NULL;
+    char *p = pl_malloc((size_t)s.len + 1);
+    if (!p) return NULL;
+    memcpy(p, s.ptr, (size_t)s.len);
+    p[s.len] = 0;
+    return p;
 }
 
 /* Copies metadata key i of g into w (same key, type and value). */
@@ -557,7 +675,7 @@ pl_status pl_model_quantize(const char *in_path, const char *out_path,
     pl_quantize_stats st = {0};
     pl_status s = pl_gguf_open(&g, in_path, err);
     if (s) {
-        pl_error_prefix(err, in_path);
+        if (err && !strstr(err->msg, in_path)) pl_error_prefix(err, in_path);
         return s;
     }
     uint64_t n = pl_gguf_n_tensors(g);
@@ -568,8 +686,8 @@ pl_status pl_model_quantize(const char *in_path, const char *out_path,
     if (n) {
         job.t = pl_calloc((size_t)n, sizeof *job.t);
         specs = pl_calloc((size_t)n, sizeof *specs);
-        if (!job.t || !specs) s = pl_fail(err, PL_ERR_NOMEM, "no memory for %llu tensors",
-                                          (unsigned long long)n);
+        if (!job.t || !specs)
+            s = pl_fail(err, PL_ERR_NOMEM, "no memory for %llu tensors", (unsigned long long)n);
     }
     /* the model's shape as the rules need it: block count and whether output is tied */
     int64_t n_layer = 0;
@@ -593,8 +711,8 @@ pl_status pl_model_quantize(const char *in_path, const char *out_path,
     for (uint64_t i = 0; i < n && !s; i++) {
         qtensor *t = &job.t[i];
         pl_tensor_plan plan;
-        if ((s = pl_ftype_tensor_plan(params->ftype, params->pure, t->name, t->in.n_dims,
-                                      t->in.ne, n_layer, tied, &plan, err)))
+        if ((s = pl_ftype_tensor_plan(params->ftype, params->pure, t->name, t->in.n_dims, t->in.ne,
+                                      n_layer, tied, &plan, err)))
             break;
         t->out_type = plan.quantize ? plan.type : (pl_type)t->in.type;
         t->n_elems = 1;
@@ -615,12 +733,12 @@ pl_status pl_model_quantize(const char *in_path, const char *out_path,
             if (step > rows) step = rows;
             if (step * t->in.ne[0] > max_row) max_row = step * t->in.ne[0];
             uint64_t rb = (uint64_t)step * (t->in.n_bytes / (uint64_t)rows);
-            if (rb > max_in_rb) max_in_rb = rb;
+            /* a chunk can start misaligned only if the data or the chunk stride is */
+            if (((uintptr_t)t->in.data % 4 != 0 || rb % 4 != 0) && rb > max_in_rb) max_in_rb = rb;
         }
         if (t->out_type < PL_TYPE_COUNT) st.n_by_type[t->out_type]++;
         job.total += t->n_elems;
-        specs[i] = (pl_tensor_spec){
-            .name = t->name, .type = t->out_type, .n_dims = t->in.n_dims};
+        specs[i] = (pl_tensor_spec){.name = t->name, .type = t->out_type, .n_dims = t->in.n_dims};
         memcpy(specs[i].ne, t->in.ne, sizeof specs[i].ne);
     }
     if (!s && !(job.scratch = pl_malloc((size_t)max_row * sizeof(float))))
@@ -628,6 +746,12 @@ pl_status pl_model_quantize(const char *in_path, const char *out_path,
     if (!s && !(job.staged = pl_malloc((size_t)max_in_rb)))
         s = pl_fail(err, PL_ERR_NOMEM, "no memory for %llu bytes of staging",
                     (unsigned long long)max_in_rb);
+    /* threads pay off from the second chunk of work on; an explicit count is always obeyed */
+    if (!s && (params->n_threads > 1 || params->n_threads < 0 ||
+               (params->n_threads == 0 && job.total > (uint64_t)CHUNK_ELEMS))) {
+        s = pl_pool_new(&job.pool, params->n_threads, err);
+        if (s) pl_error_prefix(err, "quantization threads");
+    }
     if (!s) s = pl_gguf_writer_new(&w, 3, err);
     if (!s) s = copy_metadata(w, g, params->ftype, err);
     if (!s) s = report(&job, err);
@@ -638,6 +762,7 @@ pl_status pl_model_quantize(const char *in_path, const char *out_path,
         *params->stats = st;
     }
     pl_gguf_writer_free(w);
+    pl_pool_free(job.pool);
     for (uint64_t i = 0; job.t && i < n; i++) pl_free(job.t[i].name);
     pl_free(job.t);
     pl_free(specs);

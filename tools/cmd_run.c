@@ -108,7 +108,7 @@ static int parse(int argc, char **argv, run_opts *o)
     cli_args_init(&a, argc, argv, "run", usage);
     for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
         const char *v;
-        int64_t x;
+        int64_t x = 0;
         if (k == CLI_ARG_POSITIONAL) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
         if (cli_is_help(&a)) return cli_help(&a) + 100;
         if (cli_is(&a, NULL, "--ignore-eos")) {

@@ -533,7 +533,9 @@ typedef struct pl_quantize_stats {
 
 typedef struct pl_quantize_params {
     pl_ftype ftype;
-    int n_threads;           /* reserved: quantization runs on the calling thread */
+    int n_threads;           /* 1: the calling thread only; 0: PLUMB_THREADS, else one per
+                                physical core (for models of more than ~4M weights); any
+                                count gives the same bytes */
     int pure;                /* see pl_ftype_tensor_plan */
     pl_progress_fn progress; /* may be NULL */
     void *progress_user;

@@ -1,0 +1,214 @@
+/* cmd_mkmodel.c — `plumb mkmodel OUT.gguf [--preset …] [shape options] [--type T]`: writes a
+ * synthetic model with mkmodel.c. Parses and reports; the generator and the library do the work. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "mkmodel.h"
+#include "progress.h"
+
+static void usage(FILE *out)
+{
+    fputs("usage: plumb mkmodel [options] OUT.gguf\n"
+          "\n"
+          "Writes a synthetic model in llama.cpp's GGUF conventions (metadata keys, tensor\n"
+          "names and shapes): seeded random weights at scales that give non-degenerate\n"
+          "logits, and a real tokenizer vocabulary. The preset is applied first; the other\n"
+          "options override its values, whatever their order.\n"
+          "\n"
+          "options:\n"
+          "  --preset NAME      tiny (default; < 2 MB at F32), qwen2-0.5b, llama-1b,\n"
+          "                     qwen3-0.6b (real dimensions, random weights)\n"
+          "  --arch NAME        llama, qwen2 (q/k/v biases), qwen3 (per-head q/k norms)\n"
+          "  --n-embd N         embedding length\n"
+          "  --n-layer N        blocks\n"
+          "  --n-head N         query heads\n"
+          "  --n-head-kv N      key/value heads (divides --n-head)\n"
+          "  --head-dim N       dimension of a head (default: n_embd / n_head)\n"
+          "  --n-ff N           feed-forward length\n"
+          "  --n-vocab N        vocabulary size\n"
+          "  --ctx N            context length written to the file\n"
+          "  --rope-base F      RoPE frequency base\n"
+          "  --rms-eps F        RMSNorm epsilon\n"
+          "  --type T           F32 (default), F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,\n"
+          "                     Q4_K (= Q4_K_S), Q4_K_S, Q4_K_M, Q5_K (= Q5_K_S), Q5_K_S,\n"
+          "                     Q5_K_M, Q6_K; per-tensor types as llama.cpp's quantizer\n"
+          "                     chooses them (same rules as 'plumb quantize')\n"
+          "  --pure             every weight matrix in T, no llama.cpp mix\n"
+          "  --vocab KIND       the tokenizer: bpe (byte-level BPE with Qwen2's special\n"
+          "                     tokens; default), llama3 (byte-level BPE with Llama 3's;\n"
+          "                     default of llama-1b), spm (SentencePiece, Llama 2 style)\n"
+          "  --seed S           weights seed (default 1); same options, same bytes\n"
+          "  --tied, --untied   share token_embd as the output projection, or write\n"
+          "                     output.weight (default: as the preset's real model)\n"
+          "  --name TEXT        general.name\n"
+          "  -t, --threads N    threads (default: every CPU); the bytes do not depend on it\n"
+          "  -h, --help         show this help\n"
+          "\n"
+          "A progress bar is drawn on stderr when it is a terminal; Ctrl-C cancels and\n"
+          "leaves no file. Exit status: 0 success, 1 failure, 2 bad command line.\n",
+          out);
+}
+
+/* Integer option in [lo, hi]; on error prints the usage error and returns -1. */
+static int parse_i64(const cli_args *a, const char *v, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) {
+        cli_usage_error(a, "%s: '%s' is not an integer in %" PRId64 "..%" PRId64, a->arg, v, lo,
+                        hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int parse_f32(const cli_args *a, const char *v, float *out)
+{
+    char *end;
+    errno = 0;
+    float x = strtof(v, &end);
+    if (errno || end == v || *end || !(x > 0.0f)) {
+        cli_usage_error(a, "%s: '%s' is not a positive number", a->arg, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* The integer options: name, and where their value goes in mk_config. */
+static const struct int_opt {
+    const char *name;
+    size_t offset;
+    int64_t lo;
+} int_opts[] = {
+    {"--n-embd", offsetof(mk_config, n_embd), 1},
+    {"--n-layer", offsetof(mk_config, n_layer), 1},
+    {"--n-head", offsetof(mk_config, n_head), 1},
+    {"--n-head-kv", offsetof(mk_config, n_head_kv), 1},
+    {"--head-dim", offsetof(mk_config, head_dim), 1},
+    {"--n-ff", offsetof(mk_config, n_ff), 1},
+    {"--n-vocab", offsetof(mk_config, n_vocab), 1},
+    {"--ctx", offsetof(mk_config, n_ctx), 1},
+};
+enum { N_INT_OPTS = sizeof int_opts / sizeof int_opts[0] };
+
+int cmd_mkmodel(int argc, char **argv)
+{
+    cli_args a;
+    cli_args_init(&a, argc, argv, "mkmodel", usage);
+    const char *out = NULL, *preset = "tiny", *arch = NULL, *type = NULL, *vocab = NULL;
+    const char *name = NULL;
+    const struct {
+        const char *name;
+        const char **dst;
+    } str_opts[] = {{"--preset", &preset},
+                    {"--arch", &arch},
+                    {"--type", &type},
+                    {"--vocab", &vocab},
+                    {"--name", &name}};
+    enum { N_STR_OPTS = sizeof str_opts / sizeof str_opts[0] };
+    int64_t ints[N_INT_OPTS];
+    int given[N_INT_OPTS] = {0};
+    float rope_base = 0, rms_eps = 0;
+    int64_t seed = -1, threads = 0;
+    int tied = -1, pure = 0;
+    for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
+        const char *v;
+        if (k == CLI_ARG_POSITIONAL) {
+            if (out) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
+            out = a.arg;
+            continue;
+        }
+        if (cli_is_help(&a)) return cli_help(&a);
+        int matched = 0;
+        for (int i = 0; i < N_INT_OPTS && !matched; i++) {
+            if (!cli_is(&a, NULL, int_opts[i].name)) continue;
+            matched = 1;
+            if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+            if (parse_i64(&a, v, int_opts[i].lo, INT32_MAX, &ints[i])) return CLI_EXIT_USAGE;
+            given[i] = 1;
+        }
+        if (matched) continue;
+        const char **str_dst = NULL;
+        for (int i = 0; i < N_STR_OPTS && !str_dst; i++)
+            if (cli_is(&a, NULL, str_opts[i].name)) str_dst = str_opts[i].dst;
+        if (str_dst) {
+            if (!(*str_dst = cli_value(&a))) return CLI_EXIT_USAGE;
+            continue;
+        }
+        float *f_dst = cli_is(&a, NULL, "--rope-base") ? &rope_base
+                       : cli_is(&a, NULL, "--rms-eps") ? &rms_eps
+                                                       : NULL;
+        if (f_dst) {
+            if (!(v = cli_value(&a)) || parse_f32(&a, v, f_dst)) return CLI_EXIT_USAGE;
+            continue;
+        }
+        if (cli_is(&a, "-t", "--threads")) {
+            if (!(v = cli_value(&a)) || parse_i64(&a, v, 1, 256, &threads)) return CLI_EXIT_USAGE;
+            continue;
+        }
+        if (cli_is(&a, NULL, "--seed")) {
+            if (!(v = cli_value(&a)) || parse_i64(&a, v, 0, INT64_MAX, &seed))
+                return CLI_EXIT_USAGE;
+            continue;
+        }
+        int *flag = NULL, flag_value = 1;
+        if (cli_is(&a, NULL, "--tied")) {
+            flag = &tied;
+        } else if (cli_is(&a, NULL, "--untied")) {
+            flag = &tied;
+            flag_value = 0;
+        } else if (cli_is(&a, NULL, "--pure")) {
+            flag = &pure;
+        }
+        if (flag) {
+            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
+            *flag = flag_value;
+            continue;
+        }
+        return cli_unknown_option(&a);
+    }
+    if (!out) return cli_usage_error(&a, "missing the output file OUT.gguf");
+
+    mk_config c;
+    if (mk_preset(preset, &c) != 0)
+        return cli_usage_error(&a, "unknown preset '%s' (known: %s)", preset, mk_preset_list());
+    if (arch && mk_arch_from_name(arch, &c.arch) != 0)
+        return cli_usage_error(&a, "unknown arch '%s' (known: llama, qwen2, qwen3)", arch);
+    for (int i = 0; i < N_INT_OPTS; i++)
+        if (given[i]) memcpy((char *)&c + int_opts[i].offset, &ints[i], sizeof ints[i]);
+    if (rope_base > 0) c.rope_base = rope_base;
+    if (rms_eps > 0) c.rms_eps = rms_eps;
+    if (seed >= 0) c.seed = (uint64_t)seed;
+    if (tied >= 0) c.tied = tied;
+    c.pure = pure;
+    c.n_threads = (int)threads;
+    if (name) snprintf(c.name, sizeof c.name, "%s", name);
+    if (vocab && mk_vocab_from_name(vocab, &c.vocab) != 0)
+        return cli_usage_error(&a, "unknown vocabulary '%s' (known: spm, bpe, llama3)", vocab);
+    pl_error err = {0};
+    if (type && pl_ftype_from_name(type, &c.ftype, &err) != PL_OK)
+        return cli_usage_error(&a, "%s", err.msg);
+    if (mk_validate(&c, &err) != PL_OK) return cli_usage_error(&a, "%s", err.msg);
+
+    progress_bar bar;
+    progress_bar_init(&bar, "mkmodel");
+    mk_stats st;
+    pl_status s = mk_write(&c, out, progress_bar_cb, &bar, &st, &err);
+    progress_bar_finish(&bar);
+    if (s == PL_ERR_CANCELLED) return cli_errorf("mkmodel: interrupted; '%s' not written", out);
+    if (s) return cli_fail(s, &err);
+    char size[32];
+    cli_format_size(size, sizeof size, st.file_bytes);
+    printf("wrote %s: %s %s, %s%s, %" PRIu64 " tensors, %.2f M parameters, %" PRIu64
+           " fallbacks, %s, %.2f s\n",
+           out, preset, mk_arch_name(c.arch), pl_ftype_name(c.ftype), c.pure ? " (pure)" : "",
+           st.n_tensors, (double)st.n_params / 1e6, st.n_fallback, size, progress_now() - bar.t0);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,108 @@
+/* cmd_quantize.c — `plumb quantize IN.gguf OUT.gguf TYPE`: pl_model_quantize with a progress
+ * bar on a terminal and a one-line summary. The per-tensor rules live in the library. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "mkmodel.h"
+#include "progress.h"
+
+static void usage(FILE *out)
+{
+    fputs("usage: plumb quantize [options] IN.gguf OUT.gguf TYPE\n"
+          "\n"
+          "Converts every weight matrix of IN (any type plumb implements) to TYPE and writes\n"
+          "OUT with all of IN's metadata (general.file_type updated). Norms, biases and\n"
+          "other 1-D tensors are copied unchanged. Mixes follow llama.cpp's quantizer:\n"
+          "output.weight (token_embd.weight when tied) gets Q6_K; Q4_K_M and Q5_K_M give\n"
+          "attn_v and ffn_down Q6_K on the first and last eighth of the layers and every\n"
+          "third layer between; a row length that is not a multiple of 256 turns Q4_K into\n"
+          "Q5_0, Q5_K into Q5_1 and Q6_K into Q8_0 (counted as fallbacks).\n"
+          "\n"
+          "TYPE: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K (= Q4_K_S), Q4_K_S,\n"
+          "      Q4_K_M, Q5_K (= Q5_K_S), Q5_K_S, Q5_K_M, Q6_K\n"
+          "      (llama-quantize reads Q4_K and Q5_K as the _M mixes; plumb as _S)\n"
+          "\n"
+          "options:\n"
+          "  --pure             every weight matrix in TYPE, no llama.cpp mix\n"
+          "  -t, --threads N    threads (default: PLUMB_THREADS, else one per physical\n"
+          "                     core); the output does not depend on it\n"
+          "  -h, --help         show this help\n"
+          "\n"
+          "OUT is written to OUT.tmp and renamed when complete; on failure or Ctrl-C nothing\n"
+          "is left behind. A progress bar is drawn on stderr when it is a terminal.\n"
+          "Exit status: 0 success, 1 failure, 2 bad command line.\n",
+          out);
+}
+
+int cmd_quantize(int argc, char **argv)
+{
+    cli_args a;
+    cli_args_init(&a, argc, argv, "quantize", usage);
+    const char *pos[3] = {NULL, NULL, NULL};
+    int n_pos = 0, pure = 0;
+    long threads = 0;
+    for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
+        const char *v;
+        if (k == CLI_ARG_POSITIONAL) {
+            if (n_pos == 3) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
+            pos[n_pos++] = a.arg;
+            continue;
+        }
+        if (cli_is_help(&a)) return cli_help(&a);
+        if (cli_is(&a, NULL, "--pure")) {
+            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
+            pure = 1;
+            continue;
+        }
+        if (cli_is(&a, "-t", "--threads")) {
+            if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+            char *end;
+            errno = 0;
+            threads = strtol(v, &end, 10);
+            if (errno || end == v || *end || threads < 1 || threads > 4096)
+                return cli_usage_error(&a, "--threads: '%s' is not an integer in 1..4096", v);
+            continue;
+        }
+        return cli_unknown_option(&a);
+    }
+    if (n_pos < 3)
+        return cli_usage_error(&a, "expected IN.gguf OUT.gguf TYPE, got %d argument%s", n_pos,
+                               n_pos == 1 ? "" : "s");
+    pl_error err = {0};
+    pl_ftype ftype;
+    if (pl_ftype_from_name(pos[2], &ftype, &err) != PL_OK)
+        return cli_usage_error(&a, "%s", err.msg);
+
+    progress_bar bar;
+    progress_bar_init(&bar, "quantize");
+    pl_quantize_stats st;
+    pl_quantize_params p = {.ftype = ftype,
+                            .n_threads = (int)threads,
+                            .pure = pure,
+                            .progress = progress_bar_cb,
+                            .progress_user = &bar,
+                            .stats = &st};
+    pl_status s = pl_model_quantize(pos[0], pos[1], &p, &err);
+    progress_bar_finish(&bar);
+    if (s == PL_ERR_CANCELLED) return cli_errorf("quantize: interrupted; '%s' not written", pos[1]);
+    if (s) return cli_fail(s, &err);
+
+    char in_size[32], out_size[32], types[256] = "";
+    cli_format_size(in_size, sizeof in_size, st.in_bytes);
+    cli_format_size(out_size, sizeof out_size, st.out_bytes);
+    size_t len = 0;
+    for (uint32_t t = 0; t < PL_TYPE_COUNT && len < sizeof types; t++) {
+        if (!st.n_by_type[t]) continue;
+        int w = snprintf(types + len, sizeof types - len, "%s%s %" PRIu64, len ? ", " : "",
+                         pl_type_name(t), st.n_by_type[t]);
+        if (w > 0) len += (size_t)w;
+    }
+    printf("quantized %s -> %s: %s%s, %" PRIu64 " tensors (%" PRIu64 " converted, %" PRIu64
+           " fallbacks; %s), %s -> %s, %.2f s\n",
+           pos[0], pos[1], pl_ftype_name(ftype), pure ? " (pure)" : "", st.n_tensors,
+           st.n_converted, st.n_fallback, types, in_size, out_size, progress_now() - bar.t0);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,507 @@
+/* mkmodel.c — writes synthetic llama/qwen2/qwen3 GGUF files: llama.cpp's metadata keys and
+ * tensor names, seeded weights at sensible scales, a real vocabulary. Not a trained model. */
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mkmodel.h"
+
+static pl_status mk_fail(pl_error *err, pl_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static pl_status mk_fail(pl_error *err, pl_status code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->code = code;
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+/* ---- presets: real dimensions (from the models' config.json), random weights ---- */
+
+static const struct preset {
+    const char *name;
+    mk_config c;
+} presets[] = {
+    /* tiny: for tests, < 2 MB at F32. n_embd 256 so K-quants apply to the matrices that read
+     * the residual stream (q/k/v/gate/up, embeddings); attn_output (128 wide) and ffn_down
+     * (64 wide) take the legacy fallback, as 896-wide rows do in Qwen2-0.5B. head_dim 32 !=
+     * n_embd/n_head exercises attention.key_length. */
+    {"tiny",
+     {.name = "plumb tiny",
+      .arch = MK_ARCH_LLAMA,
+      .n_embd = 256,
+      .n_layer = 2,
+      .n_head = 4,
+      .n_head_kv = 2,
+      .head_dim = 32,
+      .n_ff = 64,
+      .n_vocab = 320,
+      .n_ctx = 256,
+      .rope_base = 10000.0f,
+      .rms_eps = 1e-5f,
+      .tied = 0,
+      .vocab = DEMO_VOCAB_BPE}},
+    /* Qwen/Qwen2.5-0.5B: q/k/v biases, neox RoPE, tied embeddings. */
+    {"qwen2-0.5b",
+     {.name = "plumb qwen2-0.5b (random weights)",
+      .arch = MK_ARCH_QWEN2,
+      .n_embd = 896,
+      .n_layer = 24,
+      .n_head = 14,
+      .n_head_kv = 2,
+      .n_ff = 4864,
+      .n_vocab = 151936,
+      .n_ctx = 32768,
+      .rope_base = 1000000.0f,
+      .rms_eps = 1e-6f,
+      .tied = 1,
+      .vocab = DEMO_VOCAB_BPE}},
+    /* meta-llama/Llama-3.2-1B (the llama3 rope scaling is not reproduced). */
+    {"llama-1b",
+     {.name = "plumb llama-1b (random weights)",
+      .arch = MK_ARCH_LLAMA,
+      .n_embd = 2048,
+      .n_layer = 16,
+      .n_head = 32,
+      .n_head_kv = 8,
+      .n_ff = 8192,
+      .n_vocab = 128256,
+      .n_ctx = 131072,
+      .rope_base = 500000.0f,
+      .rms_eps = 1e-5f,
+      .tied = 1,
+      .vocab = DEMO_VOCAB_BPE_LLAMA3}},
+    /* Qwen/Qwen3-0.6B: head_dim 128 != 1024/16, per-head q/k RMSNorm, tied embeddings. */
+    {"qwen3-0.6b",
+     {.name = "plumb qwen3-0.6b (random weights)",
+      .arch = MK_ARCH_QWEN3,
+      .n_embd = 1024,
+      .n_layer = 28,
+      .n_head = 16,
+      .n_head_kv = 8,
+      .head_dim = 128,
+      .n_ff = 3072,
+      .n_vocab = 151936,
+      .n_ctx = 40960,
+      .rope_base = 1000000.0f,
+      .rms_eps = 1e-6f,
+      .tied = 1,
+      .vocab = DEMO_VOCAB_BPE}},
+};
+enum { N_PRESETS = sizeof presets / sizeof presets[0] };
+
+int mk_preset(const char *name, mk_config *out)
+{
+    for (int i = 0; i < N_PRESETS; i++)
+        if (strcmp(presets[i].name, name) == 0) {
+            *out = presets[i].c;
+            out->ftype = PL_FTYPE_F32;
+            out->seed = 1;
+            return 0;
+        }
+    return -1;
+}
+
+const char *mk_preset_list(void)
+{
+    return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b";
+}
+
+static const char *const arch_names[] = {"llama", "qwen2", "qwen3"};
+
+const char *mk_arch_name(mk_arch a)
+{
+    return (unsigned)a < 3 ? arch_names[a] : "unknown";
+}
+
+int mk_arch_from_name(const char *name, mk_arch *out)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(arch_names[i], name) == 0) {
+            *out = (mk_arch)i;
+            return 0;
+        }
+    return -1;
+}
+
+static const char *const vocab_names[] = {"spm", "bpe", "llama3"};
+
+const char *mk_vocab_name(enum demo_vocab_kind k)
+{
+    return (unsigned)k < 3 ? vocab_names[k] : "unknown";
+}
+
+int mk_vocab_from_name(const char *name, enum demo_vocab_kind *out)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(vocab_names[i], name) == 0) {
+            *out = (enum demo_vocab_kind)i;
+            return 0;
+        }
+    return -1;
+}
+
+int64_t mk_head_dim(const mk_config *c)
+{
+    return c->head_dim > 0 ? c->head_dim : (c->n_head > 0 ? c->n_embd / c->n_head : 0);
+}
+
+/* Dimensions are bounded so every product below stays far from overflow and every count
+ * fits the uint32 metadata llama.cpp writes. */
+#define MK_MAX_DIM ((int64_t)1 << 20)
+
+pl_status mk_validate(const mk_config *c, pl_error *err)
+{
+    const struct {
+        const char *name;
+        int64_t v;
+    } dims[] = {{"n_embd", c->n_embd}, {"n_layer", c->n_layer},
+                {"n_head", c->n_head}, {"n_head_kv", c->n_head_kv},
+                {"n_ff", c->n_ff},     {"n_vocab", c->n_vocab},
+                {"ctx", c->n_ctx}};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        if (dims[i].v < 1 || dims[i].v > (i == 6 ? INT32_MAX : MK_MAX_DIM))
+            return mk_fail(err, PL_ERR_INVALID_ARG, "%s = %lld: must be in 1..%lld", dims[i].name,
+                           (long long)dims[i].v, (long long)(i == 6 ? INT32_MAX : MK_MAX_DIM));
+    if ((unsigned)c->arch > MK_ARCH_QWEN3)
+        return mk_fail(err, PL_ERR_INVALID_ARG, "arch %d is not llama, qwen2 or qwen3", c->arch);
+    if (c->n_head % c->n_head_kv != 0)
+        return mk_fail(err, PL_ERR_INVALID_ARG,
+                       "n_head %lld is not a multiple of n_head_kv %lld (grouped-query "
+                       "attention shares each KV head among n_head/n_head_kv query heads)",
+                       (long long)c->n_head, (long long)c->n_head_kv);
+    int64_t hd = mk_head_dim(c);
+    if (c->head_dim < 0 || hd > MK_MAX_DIM)
+        return mk_fail(err, PL_ERR_INVALID_ARG, "head_dim = %lld: must be in 1..%lld",
+                       (long long)c->head_dim, (long long)MK_MAX_DIM);
+    if (c->head_dim == 0 && c->n_embd % c->n_head != 0)
+        return mk_fail(err, PL_ERR_INVALID_ARG,
+                       "n_embd %lld is not a multiple of n_head %lld: give --head-dim",
+                       (long long)c->n_embd, (long long)c->n_head);
+    if (hd < 2 || hd % 2 != 0)
+        return mk_fail(err, PL_ERR_INVALID_ARG, "head_dim %lld must be even (RoPE rotates pairs)",
+                       (long long)hd);
+    if (c->n_head * hd > MK_MAX_DIM)
+        return mk_fail(err, PL_ERR_INVALID_ARG, "n_head * head_dim = %lld exceeds %lld",
+                       (long long)(c->n_head * hd), (long long)MK_MAX_DIM);
+    if (!(c->rope_base > 0.0f) || !isfinite(c->rope_base))
+        return mk_fail(err, PL_ERR_INVALID_ARG, "rope_base %g must be finite and > 0",
+                       (double)c->rope_base);
+    if (!(c->rms_eps > 0.0f) || !isfinite(c->rms_eps))
+        return mk_fail(err, PL_ERR_INVALID_ARG, "rms_eps %g must be finite and > 0",
+                       (double)c->rms_eps);
+    if ((unsigned)c->vocab > DEMO_VOCAB_BPE_LLAMA3)
+        return mk_fail(err, PL_ERR_INVALID_ARG, "vocabulary kind %d is unknown", (int)c->vocab);
+    if (c->n_vocab < (int64_t)demo_vocab_min(c->vocab))
+        return mk_fail(err, PL_ERR_INVALID_ARG,
+                       "n_vocab %lld is below %u, the smallest %s vocabulary (its byte and "
+                       "special tokens)",
+                       (long long)c->n_vocab, demo_vocab_min(c->vocab), mk_vocab_name(c->vocab));
+    if (!pl_ftype_name(c->ftype))
+        return mk_fail(err, PL_ERR_INVALID_ARG, "file type %u is not one plumb writes",
+                       (unsigned)c->ftype);
+    return PL_OK;
+}
+
+/* ---- the tensor list ---- */
+
+enum gen_kind { GEN_MATRIX, GEN_NORM, GEN_BIAS };
+
+typedef struct mtensor {
+    char name[48];
+    enum gen_kind kind;
+    float sigma; /* matrices: standard deviation of the entries */
+    pl_tensor_spec spec;
+    uint64_t seed; /* rows are seeded from it, so a row's values never depend on the type */
+} mtensor;
+
+typedef struct mjob {
+    mtensor *t;
+    uint64_t n;
+    float *scratch;
+    uint64_t done, total;
+    int n_threads;
+    pl_progress_fn progress;
+    void *user;
+} mjob;
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* Approximately standard normal: the sum of four 16-bit uniforms (Irwin-Hall), centred and
+ * scaled to unit variance. Bounded by +-3.46, which keeps random weights free of outliers. */
+static float unit_normal(uint64_t *s)
+{
+    uint64_t r = splitmix64(s);
+    uint32_t sum = (uint32_t)(r & 0xffff) + (uint32_t)(r >> 16 & 0xffff) +
+                   (uint32_t)(r >> 32 & 0xffff) + (uint32_t)(r >> 48);
+    return (float)(((double)sum + 2.0 - 131072.0) / 65536.0 * 1.7320508075688772);
+}
+
+static void gen_row(float *y, int64_t n, const mtensor *t, int64_t row)
+{
+    uint64_t s = t->seed ^ ((uint64_t)row * 0xD1B54A32D192ED03ull);
+    splitmix64(&s);
+    for (int64_t i = 0; i < n; i++) {
+        float z = unit_normal(&s);
+        switch (t->kind) {
+        case GEN_MATRIX:
+            y[i] = t->sigma * z;
+            break;
+        case GEN_NORM: /* RMSNorm gains near 1 */
+            y[i] = 1.0f + 0.1f * z;
+            break;
+        case GEN_BIAS:
+            y[i] = 0.1f * z;
+            break;
+        }
+    }
+}
+
+/* Elements per step: bounds the scratch, sets the progress granularity, and is what the
+ * threads split (by rows; rows are seeded independently, so any split gives the same bytes). */
+#define MK_CHUNK_ELEMS ((int64_t)1 << 22)
+#define MK_MAX_THREADS 256
+
+typedef struct mpart {
+    const mtensor *t;
+    float *scratch; /* the chunk's rows, this part's at [r0 - chunk start) */
+    char *dst;      /* the chunk's first row */
+    uint64_t row_bytes;
+    int64_t K, row0, r0, r1; /* chunk's first row; this part's rows [r0, r1) */
+    pl_status status;
+    pl_error err;
+} mpart;
+
+static void *mpart_run(void *arg)
+{
+    mpart *p = arg;
+    int64_t K = p->K;
+    for (int64_t r = p->r0; r < p->r1; r++) gen_row(p->scratch + (r - p->row0) * K, K, p->t, r);
+    if (p->r1 > p->r0)
+        p->status =
+            pl_quantize_rows(p->t->spec.type, p->dst + (uint64_t)(p->r0 - p->row0) * p->row_bytes,
+                             p->scratch + (p->r0 - p->row0) * K, p->r1 - p->r0, K, &p->err);
+    return NULL;
+}
+
+static pl_status mk_fill(void *user, uint64_t i, void *dst, uint64_t n_bytes, pl_error *err)
+{
+    mjob *j = user;
+    const mtensor *t = &j->t[i];
+    int64_t K = t->spec.ne[0];
+    int64_t rows = 1;
+    for (uint32_t d = 1; d < t->spec.n_dims; d++) rows *= t->spec.ne[d];
+    int64_t step = MK_CHUNK_ELEMS / K > 0 ? MK_CHUNK_ELEMS / K : 1;
+    uint64_t row_bytes = n_bytes / (uint64_t)rows;
+    for (int64_t r = 0; r < rows; r += step) {
+        int64_t nr = rows - r < step ? rows - r : step;
+        int nt = j->n_threads < nr ? j->n_threads : (int)nr;
+        mpart parts[MK_MAX_THREADS];
+        pthread_t tid[MK_MAX_THREADS];
+        int started[MK_MAX_THREADS] = {0};
+        for (int k = 0; k < nt; k++)
+            parts[k] = (mpart){.t = t,
+                               .scratch = j->scratch,
+                               .dst = (char *)dst + (uint64_t)r * row_bytes,
+                               .row_bytes = row_bytes,
+                               .K = K,
+                               .row0 = r,
+                               .r0 = r + nr * k / nt,
+                               .r1 = r + nr * (k + 1) / nt};
+        for (int k = 1; k < nt; k++)
+            started[k] = pthread_create(&tid[k], NULL, mpart_run, &parts[k]) == 0;
+        mpart_run(&parts[0]);
+        for (int k = 1; k < nt; k++) {
+            if (started[k])
+                pthread_join(tid[k], NULL);
+            else
+                mpart_run(&parts[k]); /* no thread to be had: do it here */
+        }
+        for (int k = 0; k < nt; k++)
+            if (parts[k].status) {
+                if (err) *err = parts[k].err;
+                return parts[k].status;
+            }
+        j->done += (uint64_t)(nr * K);
+        if (j->progress && j->progress(j->user, j->done, j->total) != 0)
+            return mk_fail(err, PL_ERR_CANCELLED, "cancelled by the progress callback");
+    }
+    return PL_OK;
+}
+
+/* Appends one tensor; matrices are [in, out] (ne[0] = input dimension, as GGUF stores). */
+static void add(mtensor *t, uint64_t *n, const char *name, enum gen_kind kind, float sigma,
+                int64_t ne0, int64_t ne1)
+{
+    mtensor *m = &t[(*n)++];
+    memset(m, 0, sizeof *m);
+    snprintf(m->name, sizeof m->name, "%s", name);
+    m->kind = kind;
+    m->sigma = sigma;
+    m->spec.name = m->name;
+    m->spec.type = PL_TYPE_F32;
+    m->spec.n_dims = ne1 > 0 ? 2 : 1;
+    m->spec.ne[0] = ne0;
+    m->spec.ne[1] = ne1 > 0 ? ne1 : 1;
+    m->spec.ne[2] = m->spec.ne[3] = 1;
+}
+
+static void add_layer(mtensor *t, uint64_t *n, const mk_config *c, int64_t il)
+{
+    int64_t hd = mk_head_dim(c), q = c->n_head * hd, kv = c->n_head_kv * hd;
+    /* in-projections keep unit variance; the two that write the residual stream are scaled
+     * by 1/sqrt(2 n_layer) so it stays O(1) through depth */
+    float in_e = 1.0f / sqrtf((float)c->n_embd);
+    float depth = 1.0f / sqrtf(2.0f * (float)c->n_layer);
+    char nm[48];
+#define NAME(suffix) (snprintf(nm, sizeof nm, "blk.%lld." suffix, (long long)il), nm)
+    add(t, n, NAME("attn_norm.weight"), GEN_NORM, 0, c->n_embd, 0);
+    add(t, n, NAME("attn_q.weight"), GEN_MATRIX, in_e, c->n_embd, q);
+    if (c->arch == MK_ARCH_QWEN2) add(t, n, NAME("attn_q.bias"), GEN_BIAS, 0, q, 0);
+    add(t, n, NAME("attn_k.weight"), GEN_MATRIX, in_e, c->n_embd, kv);
+    if (c->arch == MK_ARCH_QWEN2) add(t, n, NAME("attn_k.bias"), GEN_BIAS, 0, kv, 0);
+    add(t, n, NAME("attn_v.weight"), GEN_MATRIX, in_e, c->n_embd, kv);
+    if (c->arch == MK_ARCH_QWEN2) add(t, n, NAME("attn_v.bias"), GEN_BIAS, 0, kv, 0);
+    if (c->arch == MK_ARCH_QWEN3) {
+        add(t, n, NAME("attn_q_norm.weight"), GEN_NORM, 0, hd, 0);
+        add(t, n, NAME("attn_k_norm.weight"), GEN_NORM, 0, hd, 0);
+    }
+    add(t, n, NAME("attn_output.weight"), GEN_MATRIX, depth / sqrtf((float)q), q, c->n_embd);
+    add(t, n, NAME("ffn_norm.weight"), GEN_NORM, 0, c->n_embd, 0);
+    add(t, n, NAME("ffn_gate.weight"), GEN_MATRIX, in_e, c->n_embd, c->n_ff);
+    add(t, n, NAME("ffn_up.weight"), GEN_MATRIX, in_e, c->n_embd, c->n_ff);
+    add(t, n, NAME("ffn_down.weight"), GEN_MATRIX, depth / sqrtf((float)c->n_ff), c->n_ff,
+        c->n_embd);
+#undef NAME
+}
+
+/* ---- metadata ---- */
+
+static pl_status put_metadata(pl_gguf_writer *w, const mk_config *c, pl_error *err)
+{
+    const char *arch = mk_arch_name(c->arch);
+    char key[96];
+    pl_status s;
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
+    if ((s = pl_gguf_writer_set_string(w, "general.architecture", arch, strlen(arch), err)) ||
+        (s = pl_gguf_writer_set_string(w, "general.name", c->name, strlen(c->name), err)) ||
+        (s = pl_gguf_writer_set_u32(w, "general.file_type", (uint32_t)c->ftype, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)c->n_ctx, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)c->n_embd, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)c->n_layer, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)c->n_ff, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)c->n_head, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->n_head_kv,
+                                    err)) ||
+        (s = pl_gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->rms_eps, err)) ||
+        (s = pl_gguf_writer_set_f32(w, KEY("rope.freq_base"), c->rope_base, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)mk_head_dim(c),
+                                    err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)mk_head_dim(c),
+                                    err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)mk_head_dim(c),
+                                    err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("vocab_size"), (uint32_t)c->n_vocab, err)))
+        return s;
+#undef KEY
+    s = demo_vocab_write(w, c->vocab, (uint32_t)c->n_vocab, err);
+    if (s) return s;
+    /* last, where pl_model_quantize appends it: an F32 file quantized equals a direct one */
+    return pl_gguf_writer_set_u32(w, "general.quantization_version", 2, err);
+}
+
+pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress, void *user,
+                   mk_stats *stats, pl_error *err)
+{
+    if (!c || !path) return mk_fail(err, PL_ERR_INVALID_ARG, "config or path is NULL");
+    pl_status s = mk_validate(c, err);
+    if (s) return s;
+    size_t cap = 3 + (size_t)c->n_layer * 16;
+    mjob job = {.progress = progress, .user = user, .n_threads = c->n_threads};
+    if (job.n_threads <= 0) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        job.n_threads = ncpu > 0 ? (int)ncpu : 1;
+    }
+    if (job.n_threads > MK_MAX_THREADS) job.n_threads = MK_MAX_THREADS;
+    pl_tensor_spec *specs = NULL;
+    pl_gguf_writer *w = NULL;
+    mk_stats st = {0};
+    job.t = calloc(cap, sizeof *job.t);
+    specs = calloc(cap, sizeof *specs);
+    if (!job.t || !specs) {
+        s = mk_fail(err, PL_ERR_NOMEM, "no memory for the tensor list");
+        goto done;
+    }
+    /* embeddings (and the output projection) give logits of standard deviation ~2.5 after
+     * the final norm: peaked enough that argmax comparisons mean something */
+    float e_sigma = 2.5f / sqrtf((float)c->n_embd);
+    add(job.t, &job.n, "token_embd.weight", GEN_MATRIX, e_sigma, c->n_embd, c->n_vocab);
+    for (int64_t il = 0; il < c->n_layer; il++) add_layer(job.t, &job.n, c, il);
+    add(job.t, &job.n, "output_norm.weight", GEN_NORM, 0, c->n_embd, 0);
+    if (!c->tied) add(job.t, &job.n, "output.weight", GEN_MATRIX, e_sigma, c->n_embd, c->n_vocab);
+
+    int64_t max_k = 1;
+    for (uint64_t i = 0; i < job.n; i++) {
+        mtensor *t = &job.t[i];
+        uint64_t h = c->seed ^ fnv1a(t->name);
+        t->seed = splitmix64(&h);
+        pl_tensor_plan plan;
+        s = pl_ftype_tensor_plan(c->ftype, c->pure, t->name, t->spec.n_dims, t->spec.ne, c->n_layer,
+                                 c->tied, &plan, err);
+        if (s) goto done;
+        if (plan.quantize) t->spec.type = plan.type;
+        st.n_fallback += plan.quantize && plan.fallback;
+        uint64_t el = (uint64_t)t->spec.ne[0] * (uint64_t)t->spec.ne[1];
+        st.n_params += el;
+        if (t->spec.ne[0] > max_k) max_k = t->spec.ne[0];
+        specs[i] = t->spec;
+    }
+    st.n_tensors = job.n;
+    job.total = st.n_params;
+    job.scratch = malloc(sizeof(float) * (size_t)(max_k > MK_CHUNK_ELEMS ? max_k : MK_CHUNK_ELEMS));
+    if (!job.scratch) {
+        s = mk_fail(err, PL_ERR_NOMEM, "no memory for the row scratch");
+        goto done;
+    }
+    if ((s = pl_gguf_writer_new(&w, 3, err)) || (s = put_metadata(w, c, err))) goto done;
+    if (progress && progress(user, 0, job.total) != 0) {
+        s = mk_fail(err, PL_ERR_CANCELLED, "cancelled by the progress callback");
+        goto done;
+    }
+    if ((s = pl_gguf_write_streamed(w, path, specs, job.n, mk_fill, &job, err))) goto done;
+    struct stat sb;
+    st.file_bytes = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+    if (stats) *stats = st;
+done:
+    pl_gguf_writer_free(w);
+    free(job.t);
+    free(specs);
+    free(job.scratch);
+    return s;
+}

@@ -1,0 +1,73 @@
+/* mkmodel.h — synthetic GGUF models in llama.cpp's conventions (llama, qwen2, qwen3): real
+ * shapes, seeded random weights, a real tokenizer section. Usable by tests; not a converter. */
+#ifndef PLUMB_TOOLS_MKMODEL_H
+#define PLUMB_TOOLS_MKMODEL_H
+
+#include <stdint.h>
+
+#include "demo_vocab.h"
+#include "plumb.h"
+
+typedef enum mk_arch { MK_ARCH_LLAMA = 0, MK_ARCH_QWEN2 = 1, MK_ARCH_QWEN3 = 2 } mk_arch;
+
+typedef struct mk_config {
+    char name[64]; /* general.name */
+    mk_arch arch;
+    int64_t n_embd;
+    int64_t n_layer;
+    int64_t n_head;
+    int64_t n_head_kv;
+    int64_t head_dim; /* 0: n_embd / n_head */
+    int64_t n_ff;
+    int64_t n_vocab;
+    int64_t n_ctx;
+    float rope_base;
+    float rms_eps;
+    int tied;                   /* no output.weight: token_embd doubles as the output projection */
+    enum demo_vocab_kind vocab; /* the tokenizer section (tools/demo_vocab.h) */
+    pl_ftype ftype;
+    int pure; /* every weight matrix in the ftype's base type (no llama.cpp mix) */
+    uint64_t seed;
+    int n_threads; /* generation and quantization threads; 0: every online CPU. Any count
+                      writes the same bytes */
+} mk_config;
+
+/* Fills *out with a preset ("tiny", "qwen2-0.5b", "llama-1b", "qwen3-0.6b"): F32 weights,
+ * seed 1, all CPUs. Returns 0, or -1 for an unknown name. */
+int mk_preset(const char *name, mk_config *out);
+/* "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b" */
+const char *mk_preset_list(void);
+/* "llama" | "qwen2" | "qwen3" <-> mk_arch. from_name returns 0, or -1 when unknown. */
+const char *mk_arch_name(mk_arch a);
+int mk_arch_from_name(const char *name, mk_arch *out);
+
+/* "spm" | "bpe" (Qwen2-style byte-level BPE) | "llama3" (byte-level BPE with Llama 3's
+ * special tokens) <-> enum demo_vocab_kind. from_name returns 0, or -1 when unknown. */
+const char *mk_vocab_name(enum demo_vocab_kind k);
+int mk_vocab_from_name(const char *name, enum demo_vocab_kind *out);
+
+/* The effective head dimension (head_dim, or n_embd / n_head when 0). */
+int64_t mk_head_dim(const mk_config *c);
+/* PL_ERR_INVALID_ARG naming the field when the shape is inconsistent or out of range. */
+pl_status mk_validate(const mk_config *c, pl_error *err);
+
+typedef struct mk_stats {
+    uint64_t n_tensors;
+    uint64_t n_params;   /* elements of all tensors */
+    uint64_t n_fallback; /* weight matrices that got a legacy type (row length) */
+    uint64_t file_bytes;
+} mk_stats;
+
+/* Writes the model to path (through path.tmp; nothing is left on failure). progress (may be
+ * NULL) gets elements done/total and may cancel (PL_ERR_CANCELLED). stats may be NULL.
+ * Memory: one buffer of the largest tensor plus ~4 MB. Same config and seed, same bytes;
+ * a model written at F32 and quantized with pl_model_quantize to an ftype equals the one
+ * written directly at that ftype, byte for byte. */
+pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress, void *user,
+                   mk_stats *stats, pl_error *err);
+
+/* The subcommands (tools/cmd_mkmodel.c, tools/cmd_quantize.c). */
+int cmd_mkmodel(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+
+#endif

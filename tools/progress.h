@@ -1,0 +1,26 @@
+/* progress.h — a progress bar on stderr for long commands (mkmodel, quantize), drawn only when
+ * stderr is a terminal, and Ctrl-C turned into a clean cancellation. Tools only. */
+#ifndef PLUMB_TOOLS_PROGRESS_H
+#define PLUMB_TOOLS_PROGRESS_H
+
+#include <stdint.h>
+
+typedef struct progress_bar {
+    const char *label; /* "quantize" */
+    int tty;           /* stderr is a terminal: draw */
+    int drawn;         /* something is on the line */
+    int last_permille;
+    double t0;
+} progress_bar;
+
+/* Seconds on a monotonic clock. */
+double progress_now(void);
+/* Starts the clock and, until progress_bar_finish, makes SIGINT request cancellation
+ * (progress_bar_cb then returns nonzero, so the library stops and removes its output). */
+void progress_bar_init(progress_bar *p, const char *label);
+/* A pl_progress_fn: user is the progress_bar. */
+int progress_bar_cb(void *user, uint64_t done, uint64_t total);
+/* Ends the bar's line and restores SIGINT. Returns 1 if Ctrl-C was pressed. */
+int progress_bar_finish(progress_bar *p);
+
+#endif
