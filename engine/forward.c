@@ -380,3 +380,11 @@ pl_status pl_session_get_info(const pl_session *ss, pl_session_info *out, pl_err
     out->kv_capacity = ss->kv.cap;
     return pl_ok(err);
 }
+
+pl_status pl_session_threads_report(const pl_session *ss, int json, char *buf, size_t size,
+                                    size_t *len, pl_error *err)
+{
+    if (!ss) return pl_fail(err, PL_ERR_INVALID_ARG, "session is NULL");
+    return pl_pool_format(ss->pool, json ? PL_POOL_FORMAT_JSON : PL_POOL_FORMAT_TEXT, buf, size,
+                          len, err);
+}

@@ -40,37 +40,43 @@ typedef struct worker {
 } worker;
 
 struct pl_pool {
-    /* Written by the caller once per run, read by every worker. */
+    /* Written by the caller once per run, read by every worker: the control word, and the job
+     * it publishes (stored before ctrl with release, read after loading ctrl with acquire). */
     _Alignas(POOL_LINE) _Atomic uint64_t ctrl;
-    /* Workers of the current run that have not finished yet. */
-    _Alignas(POOL_LINE) _Atomic int remaining;
-    /* Sleep-path state: who is blocked on the condition variables. */
-    _Alignas(POOL_LINE) _Atomic int sleepers;
-    _Atomic int caller_waiting;
-    _Atomic int stop;
-    _Atomic int spin_us;
-    pthread_mutex_t mu;
-    pthread_cond_t cv_work; /* workers wait here for ctrl to change */
-    pthread_cond_t cv_done; /* the caller waits here for remaining == 0 */
-    int sync_init;          /* 1 once mu and both condvars are initialized */
-
-    /* The job, published by the store to ctrl (release) and read after its load (acquire). */
     pl_pool_fn job_fn;
     void *job_ctx;
     int64_t job_n, job_grain;
+    _Atomic int stop;
+    _Atomic int spin_us;
+    int size;     /* threads, caller included; fixed at creation */
+    uint32_t gen; /* run generation; caller-only, like runs */
+    uint64_t runs;
+    /* Workers of the current run that have not finished yet; every worker decrements it. */
+    _Alignas(POOL_LINE) _Atomic int remaining;
+    /* Sleep path: who is blocked on the condition variables. */
+    _Alignas(POOL_LINE) _Atomic int sleepers;
+    _Atomic int caller_waiting;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work; /* workers wait here for ctrl to change */
+    pthread_cond_t cv_done; /* the caller waits here for remaining == 0 (and startup) */
+    int sync_init;          /* 1 once mu and both condvars are initialized */
 
-    uint32_t gen; /* caller-only */
-    int size;
+    /* Cold: set up by pl_pool_new, read by queries. */
     int n_created;         /* workers with a live thread */
+    int n_ready;           /* workers done binding themselves (under mu) */
     worker **workers;      /* [size]; [0] unused (the caller) */
     pl_pool_binding *bind; /* [size] */
-    uint64_t runs, threads_created;
+    uint64_t threads_created;
     _Atomic uint64_t caller_sleeps;
 
     pl_topology topo;
     hwloc_topology_t hw; /* NULL when hwloc could not describe the machine */
     slot *slots;         /* usable PUs, one per core first, then SMT siblings */
     int n_slots;
+    /* pl_pool_bind_caller: the thread it pinned and that thread's affinity before. */
+    hwloc_bitmap_t caller_saved;
+    pthread_t caller_tid;
+    int caller_pinned;
 };
 
 /* ---- small helpers ------------------------------------------------------------- */
@@ -116,39 +122,50 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Spins until *word != seen (returns the new value) or spin_us have passed (returns seen). The
- * clock is read only every 32 pauses, so a run that arrives quickly costs no clock reads. */
-static uint64_t spin_until_changed(_Atomic uint64_t *word, uint64_t seen, int spin_us)
+/* Spin-wait pacing: pause between checks until the budget is spent. The clock is read every
+ * 32 pauses, so a quick arrival costs no clock reads. No sched_yield phase: measured on a loaded
+ * host it turned every wait into a lost time slice (perf/NOTES.md); oversubscribed pools do not
+ * spin at all instead. */
+typedef struct spinner {
+    unsigned i;
+    uint64_t budget_ns, deadline; /* deadline: 0 until the clock is first read */
+} spinner;
+
+static spinner spinner_start(int spin_us)
 {
-    uint64_t deadline = 0;
-    for (unsigned i = 1;; i++) {
-        uint64_t c = atomic_load_explicit(word, memory_order_acquire);
-        if (c != seen) return c;
-        cpu_relax();
-        if ((i & 31) == 0) {
-            uint64_t t = now_ns();
-            if (deadline == 0)
-                deadline = t + (uint64_t)spin_us * 1000u;
-            else if (t >= deadline)
-                return seen;
-        }
-    }
+    spinner s = {0, (uint64_t)spin_us * 1000u, 0};
+    return s;
 }
 
+/* One wait step; 0 once the budget is spent. */
+static int spinner_step(spinner *s)
+{
+    cpu_relax();
+    if ((++s->i & 31) != 0) return 1;
+    uint64_t t = now_ns();
+    if (s->deadline == 0) s->deadline = t + s->budget_ns;
+    return t < s->deadline;
+}
+
+/* Spins until *word != seen (returns the new value) or the budget is spent (returns seen). */
+static uint64_t spin_until_changed(_Atomic uint64_t *word, uint64_t seen, int spin_us)
+{
+    spinner s = spinner_start(spin_us);
+    do {
+        uint64_t c = atomic_load_explicit(word, memory_order_acquire);
+        if (c != seen) return c;
+    } while (spinner_step(&s));
+    return seen;
+}
+
+/* Spins until *word == 0 (returns 1) or the budget is spent (returns 0). */
 static int spin_until_zero(_Atomic int *word, int spin_us)
 {
-    uint64_t deadline = 0;
-    for (unsigned i = 1;; i++) {
+    spinner s = spinner_start(spin_us);
+    do {
         if (atomic_load_explicit(word, memory_order_acquire) == 0) return 1;
-        cpu_relax();
-        if ((i & 31) == 0) {
-            uint64_t t = now_ns();
-            if (deadline == 0)
-                deadline = t + (uint64_t)spin_us * 1000u;
-            else if (t >= deadline)
-                return 0;
-        }
-    }
+    } while (spinner_step(&s));
+    return 0;
 }
 
 /* ---- the split and the thread count -------------------------------------------- */
@@ -261,7 +278,11 @@ static pl_status topology_discover(pl_pool *p, pl_error *err)
         t->l3_bytes = hwloc_get_obj_by_type(hw, HWLOC_OBJ_L3CACHE, 0)->attr->cache.size;
     hwloc_obj_t pkg = hwloc_get_obj_by_type(hw, HWLOC_OBJ_PACKAGE, 0);
     const char *model = pkg ? hwloc_obj_get_info_by_name(pkg, "CPUModel") : NULL;
-    if (model) snprintf(t->cpu_model, sizeof t->cpu_model, "%s", model);
+    if (model) {
+        snprintf(t->cpu_model, sizeof t->cpu_model, "%s", model);
+        size_t m = strlen(t->cpu_model); /* firmware pads model strings with spaces */
+        while (m > 0 && t->cpu_model[m - 1] == ' ') t->cpu_model[--m] = '\0';
+    }
 
     /* Some platforms expose no Core objects: then every PU counts as a core. */
     hwloc_obj_type_t ctype =
@@ -310,6 +331,42 @@ static pl_status topology_discover(pl_pool *p, pl_error *err)
     return st;
 }
 
+static const slot *slot_for(const pl_pool *p, int thread)
+{
+    return p->n_slots > 0 ? &p->slots[thread % p->n_slots] : NULL;
+}
+
+/* Pins the calling thread to slot s and records the outcome. Every thread binds itself rather
+ * than being bound by its creator (hwloc_set_thread_cpubind): that needs only
+ * sched_setaffinity on the caller, which works even where a statically linked hwloc has no
+ * pthread_setaffinity_np and answers ENOSYS. */
+static void bind_self(pl_pool *p, pl_pool_binding *b, const slot *s)
+{
+    char eb[96];
+    b->bound = 0;
+    b->core = s ? s->core : -1;
+    b->pu = s ? s->pu : -1;
+    b->error[0] = '\0';
+    if (!p->hw || !s) {
+        snprintf(b->error, sizeof b->error, "%s", p->topo.error[0] ? p->topo.error : "no topology");
+        return;
+    }
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (!set) {
+        snprintf(b->error, sizeof b->error, "hwloc_bitmap_alloc failed");
+        return;
+    }
+    hwloc_bitmap_only(set, (unsigned)s->pu);
+    int rc = hwloc_set_cpubind(p->hw, set, HWLOC_CPUBIND_THREAD);
+    int e = errno;
+    hwloc_bitmap_free(set);
+    if (rc == 0)
+        b->bound = 1;
+    else
+        snprintf(b->error, sizeof b->error, "hwloc_set_cpubind(PU %d): %s", s->pu,
+                 errstr(e, eb, sizeof eb));
+}
+
 /* ---- workers ------------------------------------------------------------------- */
 
 /* Waits until ctrl differs from `seen`: spin first, then sleep on cv_work. */
@@ -334,6 +391,11 @@ static void *worker_main(void *arg)
     worker *w = arg;
     pl_pool *p = w->pool;
     const int t = w->index;
+    bind_self(p, &p->bind[t], slot_for(p, t));
+    pthread_mutex_lock(&p->mu);
+    p->n_ready++;
+    pthread_cond_broadcast(&p->cv_done);
+    pthread_mutex_unlock(&p->mu);
     uint64_t seen = 0; /* workers start before the first run is published */
     for (;;) {
         seen = await_run(p, w, seen);
@@ -379,41 +441,6 @@ static void stop_workers(pl_pool *p)
     p->n_created = 0;
 }
 
-/* Pins thread `tid` (or the calling thread when self) to slot s; records the outcome. */
-static void bind_thread(pl_pool *p, pl_pool_binding *b, const slot *s, pthread_t tid, int self)
-{
-    char eb[96];
-    b->bound = 0;
-    b->core = s ? s->core : -1;
-    b->pu = s ? s->pu : -1;
-    b->error[0] = '\0';
-    if (!p->hw || !s) {
-        snprintf(b->error, sizeof b->error, "%s", p->topo.error[0] ? p->topo.error : "no topology");
-        return;
-    }
-    hwloc_bitmap_t set = hwloc_bitmap_alloc();
-    if (!set) {
-        snprintf(b->error, sizeof b->error, "hwloc_bitmap_alloc failed");
-        return;
-    }
-    hwloc_bitmap_only(set, (unsigned)s->pu);
-    int rc = self ? hwloc_set_cpubind(p->hw, set, HWLOC_CPUBIND_THREAD)
-                  : hwloc_set_thread_cpubind(p->hw, tid, set, 0);
-    int e = errno;
-    hwloc_bitmap_free(set);
-    if (rc == 0)
-        b->bound = 1;
-    else
-        snprintf(b->error, sizeof b->error, "%s(PU %d): %s",
-                 self ? "hwloc_set_cpubind" : "hwloc_set_thread_cpubind", s->pu,
-                 errstr(e, eb, sizeof eb));
-}
-
-static const slot *slot_for(const pl_pool *p, int thread)
-{
-    return p->n_slots > 0 ? &p->slots[thread % p->n_slots] : NULL;
-}
-
 /* Starts worker i with every asynchronous signal blocked (signals belong to the application's
  * threads); synchronous ones stay deliverable so crashes are still reported. */
 static pl_status start_worker(pl_pool *p, int i, pl_error *err)
@@ -442,13 +469,15 @@ static pl_status start_worker(pl_pool *p, int i, pl_error *err)
     char name[16];
     snprintf(name, sizeof name, "plumb-w%u", (unsigned)i % 10000u); /* 15 chars max */
     pthread_setname_np(w->tid, name);
-    bind_thread(p, &p->bind[i], slot_for(p, i), w->tid, 0);
     return pl_ok(err);
 }
 
 static void pool_destroy(pl_pool *p)
 {
     if (p->sync_init) stop_workers(p);
+    if (p->caller_pinned && pthread_equal(p->caller_tid, pthread_self()))
+        hwloc_set_cpubind(p->hw, p->caller_saved, HWLOC_CPUBIND_THREAD); /* best effort */
+    if (p->caller_saved) hwloc_bitmap_free(p->caller_saved);
     if (p->workers)
         for (int i = 1; i < p->size; i++) free_lines(p->workers[i]);
     pl_free(p->workers);
@@ -526,6 +555,10 @@ pl_status pl_pool_new(pl_pool **out, int n_threads, pl_error *err)
             return st;
         }
     }
+    /* Wait until every worker has bound itself, so the bindings can be read at once. */
+    pthread_mutex_lock(&p->mu);
+    while (p->n_ready < p->n_created) pthread_cond_wait(&p->cv_done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
     *out = p;
     return pl_ok(err);
 }
@@ -554,9 +587,9 @@ void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain)
     p->job_ctx = ctx;
     p->job_n = n;
     p->job_grain = grain;
+    p->runs++;
     atomic_store_explicit(&p->remaining, active - 1, memory_order_relaxed);
     publish(p, active);
-    p->runs++;
 
     int64_t i0, i1;
     pl_pool_chunk(n, grain, p->size, 0, &i0, &i1);
@@ -579,7 +612,17 @@ void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain)
 pl_status pl_pool_bind_caller(pl_pool *p, pl_error *err)
 {
     if (!p) return pl_fail(err, PL_ERR_INVALID_ARG, "pool is NULL");
-    bind_thread(p, &p->bind[0], slot_for(p, 0), pthread_self(), 1);
+    pthread_t self = pthread_self();
+    /* Remember the affinity to restore, unless this thread is pinned already (by us). */
+    int saved = p->caller_pinned && pthread_equal(p->caller_tid, self);
+    if (!saved && p->hw) {
+        if (!p->caller_saved) p->caller_saved = hwloc_bitmap_alloc();
+        saved =
+            p->caller_saved && hwloc_get_cpubind(p->hw, p->caller_saved, HWLOC_CPUBIND_THREAD) == 0;
+    }
+    bind_self(p, &p->bind[0], slot_for(p, 0));
+    p->caller_pinned = p->bind[0].bound && saved;
+    p->caller_tid = self;
     return pl_ok(err);
 }
 

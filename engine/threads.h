@@ -14,8 +14,10 @@
 
 /* How long an idle worker (and the caller waiting for workers) spins before sleeping on a
  * condition variable, in microseconds. Regions of one decode step follow each other within
- * microseconds, so they hit the spin; the gap between tokens usually does not. */
-#define PL_POOL_DEFAULT_SPIN_US 100
+ * microseconds, so they hit the spin. It must stay well above the time a sleeping pool takes to
+ * wake (tens of microseconds in VMs, more with many threads): below that, one hiccup makes every
+ * following run slow enough for the workers to fall asleep again (measured: perf/NOTES.md). */
+#define PL_POOL_DEFAULT_SPIN_US 1000
 
 /* The machine as hwloc sees it. "Usable" means inside the process's CPU affinity mask (taskset,
  * cpuset cgroups): the pool only ever places threads there. */
@@ -45,7 +47,7 @@ typedef struct pl_pool_binding {
 
 /* Counters since the pool was created; read them while no pl_pool_run is in progress. */
 typedef struct pl_pool_stats {
-    uint64_t threads_created; /* pthread_create calls: size - 1 for the pool's lifetime */
+    uint64_t threads_created; /* successful pthread_create calls: size - 1, never more */
     uint64_t runs;            /* pl_pool_run calls that woke at least one worker */
     uint64_t sleeps;          /* times a worker or the caller gave up spinning and slept */
 } pl_pool_stats;
@@ -61,13 +63,18 @@ typedef struct pl_pool pl_pool;
  *                  integer in 1..PL_POOL_MAX_THREADS, else PL_ERR_CONFIG naming the variable and
  *                  its value), otherwise the number of usable physical cores. PLUMB_THREADS is
  *                  read only in this case, so an explicit count always wins.
- * Worker i (1..n-1) is pinned to the first usable PU of usable core i (modulo the number of
- * usable cores when there are more threads than cores); core 0 is left to the caller, whose
- * thread the pool does not bind unless asked (pl_pool_bind_caller). Refused binding is recorded
- * (pl_pool_binding_of), never an error. Workers block all signals and are named "plumb-wN".
- * When threads outnumber usable PUs, spinning is off (spin 0): spinning would starve the
- * threads it waits for. On failure (PL_ERR_NOMEM, or PL_ERR_LIMIT/PL_ERR_NOMEM when the OS
- * refuses a thread) every worker already started is joined and *out is NULL. */
+ * Placement: threads take the usable PUs in the order "first PU of every core, then the second
+ * PU of every core (SMT siblings), ...", thread t the t-th (modulo their number). So up to the
+ * number of usable cores every thread has a physical core of its own; thread 0's slot is left
+ * to the caller, whose thread the pool does not bind unless asked (pl_pool_bind_caller). Each
+ * worker binds itself before pl_pool_new returns; refused binding is recorded
+ * (pl_pool_binding_of), never an error. Workers block asynchronous signals and are named
+ * "plumb-wN". When threads outnumber usable PUs, spinning is off (spin 0): a spinner would hold
+ * the CPU that the thread it waits for needs.
+ * Errors: PL_ERR_INVALID_ARG, PL_ERR_LIMIT, PL_ERR_CONFIG as above; PL_ERR_NOMEM when an
+ * allocation, a mutex/condvar or pthread_create fails. On failure every worker already started
+ * has been joined and *out is NULL. hwloc failing to describe the machine is not an error: the
+ * pool then runs unbound (pl_topology.error says why). */
 pl_status pl_pool_new(pl_pool **out, int n_threads, pl_error *err);
 
 /* Stops and joins the workers, frees everything. NULL is a no-op. Not while a run is active. */
@@ -83,9 +90,10 @@ typedef void (*pl_pool_fn)(void *ctx, int64_t i0, int64_t i1, int thread);
 /* Runs fn over [0, n) split into contiguous chunks, one per thread, thread t taking the t-th
  * chunk (pl_pool_chunk); returns when every chunk is done, with the workers' writes visible to
  * the caller. Chunk boundaries are multiples of grain (grain < 1 counts as 1); n <= 0 calls
- * nothing. Threads whose chunk is empty are not woken, and a run needing one chunk runs on the
- * caller alone; a pool of size 1 runs fn(ctx, 0, n, 0) with no synchronization at all.
- * One run at a time: not concurrently from several threads, not from inside fn. */
+ * nothing. Threads whose chunk is empty take no part (the caller does not wait for them), and a
+ * run needing one chunk runs on the caller alone; a pool of size 1 runs fn(ctx, 0, n, 0) with no
+ * synchronization at all. One run at a time: not concurrently from several threads, not from inside
+ * fn. */
 void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain);
 
 /* The split, a pure function of (n, grain, size, thread): the G = ceil(n / grain) grains are
@@ -98,12 +106,15 @@ void pl_pool_chunk(int64_t n, int64_t grain, int size, int thread, int64_t *i0, 
 pl_status pl_pool_resolve_threads(int n_threads, const char *env_value, int default_threads,
                                   int *out, pl_error *err);
 
-/* Pins the calling thread to the caller's core (core 0 of the usable cores) and records the
- * result as thread 0's binding. Refusal is recorded, not returned: the status is PL_OK unless
- * p is NULL. The pin outlives the pool: the thread's previous affinity is not restored. */
+/* Pins the calling thread to thread 0's slot (the first PU of the first usable core) and
+ * records the result as thread 0's binding. Refusal is recorded, not returned: the status is PL_OK
+ * unless p is NULL. pl_pool_free, when it runs on the thread pinned last, restores that thread's
+ * previous affinity; otherwise the pin outlives the pool. (A pinned thread also narrows what
+ * later pools see as usable when it is the process's only thread.) */
 pl_status pl_pool_bind_caller(pl_pool *p, pl_error *err);
 
-/* Spin budget in microseconds (0: sleep at once); see PL_POOL_DEFAULT_SPIN_US. */
+/* Spin budget in microseconds (0: sleep at once); see PL_POOL_DEFAULT_SPIN_US. Safe to change
+ * at any time; waits that start afterwards use the new value. */
 void pl_pool_set_spin_us(pl_pool *p, int us);
 int pl_pool_spin_us(const pl_pool *p);
 

@@ -36,6 +36,7 @@ static void usage(FILE *out)
           "  --kv-type f16|f32        KV cache element type (default f16)\n"
           "  --kernels NAME           kernel set (default: PLUMB_KERNELS, else the best)\n"
           "  --ignore-eos             keep generating past end-of-sequence tokens\n"
+          "  -v, --verbose            also print the CPU topology and thread binding\n"
           "  -h, --help               show this help\n",
           out);
 }
@@ -98,7 +99,7 @@ typedef struct run_opts {
     const char *model, *prompt, *prompt_file, *kv, *kernels;
     int32_t *tokens;
     int64_t n_tokens, n_predict, threads, ctx, window, sinks, chunk;
-    int ignore_eos;
+    int ignore_eos, verbose;
     pl_sampler_params sp;
 } run_opts;
 
@@ -111,9 +112,12 @@ static int parse(int argc, char **argv, run_opts *o)
         int64_t x = 0;
         if (k == CLI_ARG_POSITIONAL) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
         if (cli_is_help(&a)) return cli_help(&a) + 100;
-        if (cli_is(&a, NULL, "--ignore-eos")) {
+        if (cli_is(&a, NULL, "--ignore-eos") || cli_is(&a, "-v", "--verbose")) {
             if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
-            o->ignore_eos = 1;
+            if (cli_is(&a, NULL, "--ignore-eos"))
+                o->ignore_eos = 1;
+            else
+                o->verbose = 1;
             continue;
         }
         if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
@@ -238,6 +242,11 @@ int cmd_run(int argc, char **argv)
     print_size(" (mapped), KV cache ", si.kv_bytes);
     print_size(", scratch ", si.scratch_bytes);
     fprintf(stderr, "; %d threads, kernels %s\n", si.n_threads, si.kernels);
+    if (o.verbose) {
+        char report[4096];
+        pl_session_threads_report(s, 0, report, sizeof report, NULL, NULL);
+        fprintf(stderr, "%s", report);
+    }
 
     logits = malloc((size_t)info.n_vocab * sizeof *logits);
     hist = malloc((size_t)(o.n_tokens + o.n_predict + 1) * sizeof *hist);

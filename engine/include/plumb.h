@@ -290,8 +290,9 @@ pl_status pl_tokenize(const pl_model *m, const char *text, size_t len, uint32_t 
 /* pl_token_to_piece / pl_detokenize / pl_detok flags */
 #define PL_DETOK_SPECIAL 1u /* render control tokens as their text (otherwise they are empty) */
 /* Undo the SentencePiece dummy prefix: drop one leading space of the first piece and of the
- * piece after each control, unknown or user-defined token, so that for those vocabularies
- * pl_detokenize(pl_tokenize(x)) == x. No effect on byte-level BPE vocabularies. */
+ * piece after each control or user-defined token, so that for those vocabularies
+ * pl_detokenize(pl_tokenize(x)) == x (x without U+2581, which SentencePiece reads as a
+ * space). Byte-level BPE round-trips any bytes exactly, with or without this flag. */
 #define PL_DETOK_STRIP_PREFIX 2u
 
 /* The bytes one token decodes to (only PL_DETOK_SPECIAL applies). A piece may be part of a
@@ -428,6 +429,12 @@ typedef struct pl_session_info {
     int64_t kv_capacity; /* slots in the cache */
 } pl_session_info;
 pl_status pl_session_get_info(const pl_session *s, pl_session_info *out, pl_error *err);
+/* The machine's topology (hwloc) and where each of the session's threads runs: bound to
+ * which core, or why binding was refused. Text (json = 0) or one JSON object (json = 1)
+ * into buf; *len (optional) gets the full length. Too small a buffer:
+ * PL_ERR_BUFFER_TOO_SMALL, a truncated NUL-terminated prefix, and the size in the message. */
+pl_status pl_session_threads_report(const pl_session *s, int json, char *buf, size_t size,
+                                    size_t *len, pl_error *err);
 
 /* ---- sampler chain: penalties -> temperature -> top-k -> softmax -> top-p -> min-p -> draw.
  * llama.cpp's semantics and defaults; temperature <= 0 is greedy (argmax, ties: lowest id).
