@@ -98,8 +98,9 @@ pl_status pl_sampler_new(pl_sampler **out, const pl_model *m, const pl_sampler_p
     s->logits = pl_malloc((size_t)s->V * sizeof *s->logits);
     s->c = pl_malloc((size_t)s->V * sizeof *s->c);
     if (!s->logits || !s->c) {
+        int64_t V = s->V;
         pl_sampler_free(s);
-        return pl_fail(err, PL_ERR_NOMEM, "no memory for %lld candidates", (long long)s->V);
+        return pl_fail(err, PL_ERR_NOMEM, "no memory for %lld candidates", (long long)V);
     }
     uint64_t seed = p.seed;
     for (int i = 0; i < 4; i++) s->rng[i] = splitmix(&seed);
