@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "tokenizer.h"
 
 /* Hard ceilings that keep scratch sizing and int32 positions sane; real models are far below. */
 #define MAX_EMBD   (1 << 16)
@@ -382,7 +383,22 @@ static pl_status finish_load(pl_model **out, pl_gguf *g, const pl_model_params *
     }
     m->gguf = g;
     m->vocab_only = params && (params->flags & PL_MODEL_VOCAB_ONLY);
-    pl_status s = m->vocab_only ? PL_OK : bind_arch(m, err);
+    pl_status s = PL_OK;
+    if (pl_gguf_find_key(g, "tokenizer.ggml.model") >= 0)
+        s = pl_tokenizer_load(&m->tok, g, err);
+    else if (m->vocab_only)
+        s = pl_fail(err, PL_ERR_NOT_FOUND,
+                    "PL_MODEL_VOCAB_ONLY: the file has no tokenizer (metadata key "
+                    "tokenizer.ggml.model not found)");
+    if (!s && !m->vocab_only) s = bind_arch(m, err);
+    if (!s && !m->vocab_only && m->tok && pl_vocab_n_tokens(m) != m->hp.n_vocab) {
+        /* llama.cpp allows padded embedding tables (rows >= tokens); fewer rows than
+         * tokens would let a valid token id index past the table. */
+        if (pl_vocab_n_tokens(m) > m->hp.n_vocab)
+            s = pl_fail(err, PL_ERR_FORMAT,
+                        "tokenizer has %lld tokens but token_embd.weight only %lld rows",
+                        (long long)pl_vocab_n_tokens(m), (long long)m->hp.n_vocab);
+    }
     if (s) {
         pl_model_free(m);
         return s;
@@ -420,6 +436,7 @@ void pl_model_free(pl_model *m)
 {
     if (!m) return;
     pl_free(m->layers);
+    pl_tokenizer_free(m->tok);
     pl_gguf_free(m->gguf);
     pl_free(m);
 }

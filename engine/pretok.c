@@ -1,5 +1,6 @@
 /* pretok.c — byte-level BPE pre-tokenizers: the regex sequences named by tokenizer.ggml.pre,
- * compiled once with PCRE2 (UTF + UCP, JIT when available). Not the BPE merges (tokenizer_encode.c).
+ * compiled once with PCRE2 (UTF + UCP, JIT when available). Not the BPE merges
+ * (tokenizer_encode.c).
  *
  * Why PCRE2: the models' regexes use Unicode classes (\p{L}, \p{N}, \p{P}) that must be right
  * for every code point; PCRE2 carries the Unicode database and a JIT, so plumb needs no
@@ -17,9 +18,11 @@
 #include "tokenizer.h"
 
 /* Unicode White_Space, as a character-class body. */
-#define WS  "\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
-#define S   "[" WS "]"
-#define NS  "[^" WS "]"
+#define WS                                                                                         \
+    "\\t-\\r "                                                                                     \
+    "\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+#define S  "[" WS "]"
+#define NS "[^" WS "]"
 
 /* GPT-2 (openai/gpt-2 encoder.py, also HF ByteLevel's default). */
 #define RE_GPT2                                                                                    \
@@ -27,11 +30,11 @@
 /* Llama 3 (tiktoken cl100k-style, meta-llama/Meta-Llama-3-8B tokenizer.json): digits in runs of
  * at most three. */
 #define RE_LLAMA3                                                                                  \
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^" WS                  \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^" WS               \
     "\\p{L}\\p{N}]+[\\r\\n]*|" S "*[\\r\\n]+|" S "+(?!" NS ")|" S "+"
 /* Qwen2 (Qwen/Qwen2-7B tokenizer.json): as Llama 3 but one digit per piece. */
 #define RE_QWEN2                                                                                   \
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^" WS                       \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^" WS                    \
     "\\p{L}\\p{N}]+[\\r\\n]*|" S "*[\\r\\n]+|" S "+(?!" NS ")|" S "+"
 
 static const struct pl_pretok_def pretoks[] = {
@@ -194,8 +197,8 @@ static pl_status match_error(struct split_ctx *c, int level, int rc, size_t at)
 {
     PCRE2_UCHAR msg[120];
     pcre2_get_error_message(rc, msg, sizeof msg);
-    pl_status code = rc == PCRE2_ERROR_NOMEMORY || rc == PCRE2_ERROR_HEAP_FAILED ? PL_ERR_NOMEM
-                                                                               : PL_ERR_LIMIT;
+    pl_status code =
+        rc == PCRE2_ERROR_NOMEMORY || rc == PCRE2_ERROR_HEAP_FAILED ? PL_ERR_NOMEM : PL_ERR_LIMIT;
     return pl_fail(c->err, code, "pre-tokenizer '%s' regex %d failed at byte %zu: %s",
                    c->p->def->name, level, at, (const char *)msg);
 }

@@ -61,12 +61,12 @@ struct pcre2_real_general_context_8;
 /* A pre-tokenizer: regexes applied in sequence; each splits every piece the previous one made
  * into its matches and the gaps between them (HF "Isolated" behaviour, as llama.cpp does). */
 struct pl_pretok_def {
-    const char *name;          /* canonical tokenizer.ggml.pre value */
-    const char *aliases;       /* other accepted values, '|'-separated, or "" */
-    int n_re;                  /* 1..PL_TOK_MAX_PRE_REGEX */
+    const char *name;    /* canonical tokenizer.ggml.pre value */
+    const char *aliases; /* other accepted values, '|'-separated, or "" */
+    int n_re;            /* 1..PL_TOK_MAX_PRE_REGEX */
     const char *re[PL_TOK_MAX_PRE_REGEX];
-    int ignore_merges;         /* a word that is itself a token is emitted whole (Llama 3) */
-    int add_bos;               /* default for tokenizer.ggml.add_bos_token */
+    int ignore_merges; /* a word that is itself a token is emitted whole (Llama 3) */
+    int add_bos;       /* default for tokenizer.ggml.add_bos_token */
 };
 
 struct pl_pretok {
@@ -92,21 +92,20 @@ struct pl_tokenizer {
     int32_t byte_token[256]; /* token for one raw byte (byte fallback / initial BPE symbol) */
 
     /* Special-token splitter: candidate ids grouped by first byte, longest first. */
-    uint32_t *special;         /* [n_special] */
-    uint32_t special_at[257];  /* special[special_at[b] .. special_at[b + 1]) start with byte b */
+    uint32_t *special;        /* [n_special] */
+    uint32_t special_at[257]; /* special[special_at[b] .. special_at[b + 1]) start with byte b */
     uint32_t n_special;
+    uint32_t n_user_defined;   /* candidates matched even without PL_TOKENIZE_PARSE_SPECIAL */
     uint8_t special_first[32]; /* bitset of first bytes with candidates */
+    uint32_t max_match_len;    /* longest match bytes of a matchable token */
 
-    int32_t bos, eos, eot, eom, pad, unk, sep, nl; /* -1 when absent */
+    int32_t bos, eos, eot, eom, pad, unk, sep; /* -1 when absent */
     int add_bos, add_eos, add_space_prefix;
+    int spm_words; /* SPM: no token has a ▁ right after another character (see spm_encode) */
 
     struct pl_pretok pre; /* BPE only */
     char pre_name[64];    /* tokenizer.ggml.pre as given ("default" when absent) */
 };
-
-/* The tokenizer of a model; NULL when the model has none. Declared here until model.h exists;
- * defined in model.c. */
-const struct pl_tokenizer *pl_model_tokenizer(const pl_model *m);
 
 /* Loads and validates the tokenizer described by g's tokenizer.ggml.* keys. Every error names
  * the key (and the index inside an array) that failed. The tokenizer copies what it needs:

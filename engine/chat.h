@@ -1,0 +1,19 @@
+/* chat.h — built-in chat template renderers (internal). Not the session prefix cache (a later
+ * issue) nor a Jinja interpreter: each renderer reproduces one family's template by hand.
+ */
+#ifndef PLUMB_CHAT_H
+#define PLUMB_CHAT_H
+
+#include <stddef.h>
+
+#include "internal.h"
+
+/* Renders msgs with the template called name (one of pl_chat_template_names()). bos/eos are the
+ * texts the template's bos_token/eos_token stand for; NULL selects the family's usual text
+ * ("<s>", "</s>", "<|begin_of_text|>"). Buffer contract as pl_chat_render. */
+pl_status pl_chat_render_named(const char *name, const char *bos, size_t bos_len, const char *eos,
+                               size_t eos_len, const pl_chat_message *msgs, size_t n,
+                               int add_generation_prompt, char *buf, size_t cap, size_t *n_out,
+                               pl_error *err);
+
+#endif

@@ -1,0 +1,418 @@
+/* tokenizer_encode.c — text -> token ids: the special-token splitter, SentencePiece BPE and
+ * byte-level BPE. Not loading (tokenizer.c) nor decoding (detok.c).
+ *
+ * Both BPE flavours keep the symbols of one word (or, for SentencePiece, one fragment) in a
+ * linked list and the candidate merges in a binary heap with lazy invalidation, so a word of
+ * n bytes costs O(n log n) whatever its length.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "tokenizer.h"
+
+#define NONE UINT32_MAX
+
+struct sym {
+    uint32_t start, len; /* bytes of the symbol in its word; len 0 = merged away */
+    uint32_t prev, next; /* NONE at the ends */
+    int32_t id;          /* BPE: the token, -1 for a byte with no token */
+};
+
+struct spm_bigram {
+    float score;
+    uint32_t left, right, size;
+};
+
+struct bpe_pair {
+    uint32_t rank, left, right;
+    int32_t lid, rid, result;
+};
+
+struct enc {
+    const struct pl_tokenizer *t;
+    int32_t *out;
+    size_t cap, n; /* n counts past cap so the caller learns the size needed */
+    pl_error *err;
+    const char *text; /* for offsets in messages */
+    struct sym *sym;
+    size_t sym_cap;
+    void *heap;
+    size_t heap_cap, heap_n; /* in items of the heap in use */
+    char *buf;               /* SentencePiece: the escaped fragment */
+    size_t buf_cap;
+    struct pl_pretok_scratch *ps;
+};
+
+static inline void put(struct enc *e, int32_t id)
+{
+    if (e->n < e->cap) e->out[e->n] = id;
+    e->n++;
+}
+
+static pl_status grow(struct enc *e, void **p, size_t *cap, size_t need, size_t elem,
+                      const char *what)
+{
+    if (need <= *cap) return PL_OK;
+    size_t n = *cap ? *cap : 64;
+    while (n < need) n = n > SIZE_MAX / 2 ? need : 2 * n;
+    uint64_t bytes;
+    if (!pl_mul_u64(n, elem, &bytes) || bytes > SIZE_MAX)
+        return pl_fail(e->err, PL_ERR_LIMIT, "%s: %zu elements overflow size_t", what, n);
+    void *q = pl_realloc(*p, (size_t)bytes);
+    if (!q) return pl_fail(e->err, PL_ERR_NOMEM, "no memory for %s (%zu elements)", what, n);
+    *p = q;
+    *cap = n;
+    return PL_OK;
+}
+
+/* A symbol with no token: each byte's token, else the unknown token. in_text: p points into
+ * the caller's text (byte-level BPE), so the message can give the offset. */
+static pl_status fallback(struct enc *e, const char *p, size_t n, int in_text)
+{
+    const struct pl_tokenizer *t = e->t;
+    size_t k = 0;
+    while (k < n && t->byte_token[(unsigned char)p[k]] >= 0) k++;
+    if (k == n) {
+        for (k = 0; k < n; k++) put(e, t->byte_token[(unsigned char)p[k]]);
+        return PL_OK;
+    }
+    if (t->unk >= 0) {
+        put(e, t->unk);
+        return PL_OK;
+    }
+    char at[40] = "";
+    if (in_text) snprintf(at, sizeof at, " at offset %zu", (size_t)(p + k - e->text));
+    return pl_fail(e->err, PL_ERR_UNSUPPORTED,
+                   "byte 0x%02X%s cannot be encoded: the vocabulary has no token for it, no "
+                   "<0x%02X> byte token and no unknown token",
+                   (unsigned char)p[k], at, (unsigned char)p[k]);
+}
+
+/* ---- SentencePiece BPE ---- */
+
+/* Max-heap: higher score first, then the leftmost pair. */
+static int spm_above(const struct spm_bigram *a, const struct spm_bigram *b)
+{
+    return a->score > b->score || (a->score == b->score && a->left < b->left);
+}
+
+static pl_status spm_push(struct enc *e, struct spm_bigram v)
+{
+    pl_status s = grow(e, &e->heap, &e->heap_cap, e->heap_n + 1, sizeof v, "merge queue");
+    if (s) return s;
+    struct spm_bigram *h = e->heap;
+    size_t i = e->heap_n++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!spm_above(&v, &h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = v;
+    return PL_OK;
+}
+
+static struct spm_bigram spm_pop(struct enc *e)
+{
+    struct spm_bigram *h = e->heap;
+    struct spm_bigram top = h[0], v = h[--e->heap_n];
+    size_t n = e->heap_n, i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && spm_above(&h[c + 1], &h[c])) c++;
+        if (!spm_above(&h[c], &v)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (n) h[i] = v;
+    return top;
+}
+
+static pl_status spm_try(struct enc *e, uint32_t l, uint32_t r)
+{
+    if (l == NONE || r == NONE) return PL_OK;
+    uint32_t size = e->sym[l].len + e->sym[r].len;
+    if (size > e->t->max_match_len) return PL_OK;
+    int32_t id = pl_tok_find(e->t, e->buf + e->sym[l].start, size);
+    if (id < 0) return PL_OK;
+    return spm_push(e, (struct spm_bigram){e->t->tok[id].score, l, r, size});
+}
+
+/* Merges the symbols of buf[a..b) by score and emits their ids. */
+static pl_status spm_merge(struct enc *e, size_t a, size_t b)
+{
+    pl_status s;
+    if ((s = grow(e, (void **)&e->sym, &e->sym_cap, b - a, sizeof *e->sym, "symbols"))) return s;
+    /* Symbols: whole UTF-8 characters; a byte that is not part of one stands alone. */
+    uint32_t ns = 0;
+    for (size_t i = a; i < b;) {
+        size_t k = pl_utf8_char((const unsigned char *)e->buf + i, b - i);
+        if (k == 0) k = 1;
+        e->sym[ns] = (struct sym){(uint32_t)i, (uint32_t)k, ns ? ns - 1 : NONE, ns + 1, -1};
+        i += k;
+        ns++;
+    }
+    e->sym[ns - 1].next = NONE;
+    e->heap_n = 0;
+    for (uint32_t i = 1; i < ns; i++)
+        if ((s = spm_try(e, i - 1, i))) return s;
+    while (e->heap_n) {
+        struct spm_bigram g = spm_pop(e);
+        struct sym *L = &e->sym[g.left], *R = &e->sym[g.right];
+        if (L->len == 0 || R->len == 0 || L->next != g.right || L->len + R->len != g.size)
+            continue; /* stale: one side changed since the pair was queued */
+        L->len += R->len;
+        R->len = 0;
+        L->next = R->next;
+        if (R->next != NONE) e->sym[R->next].prev = g.left;
+        if ((s = spm_try(e, L->prev, g.left))) return s;
+        if ((s = spm_try(e, g.left, L->next))) return s;
+    }
+    for (uint32_t i = 0; i != NONE; i = e->sym[i].next) {
+        const char *q = e->buf + e->sym[i].start;
+        int32_t id = pl_tok_find(e->t, q, e->sym[i].len);
+        if (id >= 0)
+            put(e, id);
+        else if ((s = fallback(e, q, e->sym[i].len, 0)))
+            return s;
+    }
+    return PL_OK;
+}
+
+/* One raw fragment: ' ' -> ▁, the dummy prefix when asked, then merges by score. When no token
+ * has a ▁ right after another character (pl_tokenizer.spm_words), no merge can cross such a
+ * ▁, so each word (a ▁ run and what follows it) merges on its own: same ids, small heaps. */
+static pl_status spm_encode(struct enc *e, const char *p, size_t n, int prefix)
+{
+    pl_status s;
+    size_t need = 3 * n + 3;
+    if ((s = grow(e, (void **)&e->buf, &e->buf_cap, need, 1, "escaped text"))) return s;
+    size_t o = 0;
+    if (prefix) {
+        memcpy(e->buf, "\xe2\x96\x81", 3);
+        o = 3;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == ' ') {
+            memcpy(e->buf + o, "\xe2\x96\x81", 3);
+            o += 3;
+        } else {
+            e->buf[o++] = p[i];
+        }
+    }
+    if (!e->t->spm_words) return o ? spm_merge(e, 0, o) : PL_OK;
+    size_t word = 0;
+    for (size_t i = 3; i + 3 <= o; i++)
+        if (memcmp(e->buf + i, "\xe2\x96\x81", 3) == 0 &&
+            memcmp(e->buf + i - 3, "\xe2\x96\x81", 3) != 0) {
+            if ((s = spm_merge(e, word, i))) return s;
+            word = i;
+            i += 2;
+        }
+    return o > word ? spm_merge(e, word, o) : PL_OK;
+}
+
+/* ---- byte-level BPE ---- */
+
+/* Min-heap: lower rank first, then the leftmost pair. */
+static int bpe_above(const struct bpe_pair *a, const struct bpe_pair *b)
+{
+    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
+}
+
+static pl_status bpe_push(struct enc *e, struct bpe_pair v)
+{
+    pl_status s = grow(e, &e->heap, &e->heap_cap, e->heap_n + 1, sizeof v, "merge queue");
+    if (s) return s;
+    struct bpe_pair *h = e->heap;
+    size_t i = e->heap_n++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!bpe_above(&v, &h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = v;
+    return PL_OK;
+}
+
+static struct bpe_pair bpe_pop(struct enc *e)
+{
+    struct bpe_pair *h = e->heap;
+    struct bpe_pair top = h[0], v = h[--e->heap_n];
+    size_t n = e->heap_n, i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && bpe_above(&h[c + 1], &h[c])) c++;
+        if (!bpe_above(&h[c], &v)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (n) h[i] = v;
+    return top;
+}
+
+static pl_status bpe_try(struct enc *e, uint32_t l, uint32_t r)
+{
+    if (l == NONE || r == NONE) return PL_OK;
+    int32_t a = e->sym[l].id, b = e->sym[r].id;
+    if (a < 0 || b < 0) return PL_OK;
+    const struct pl_tok_merge *m = pl_tok_find_merge(e->t, (uint32_t)a, (uint32_t)b);
+    if (!m) return PL_OK;
+    return bpe_push(e, (struct bpe_pair){m->rank, l, r, a, b, (int32_t)m->result});
+}
+
+/* One pre-token: its bytes are the initial symbols; merges apply lowest rank first. */
+static pl_status bpe_word(void *user, const char *w, size_t n)
+{
+    struct enc *e = user;
+    const struct pl_tokenizer *t = e->t;
+    pl_status s;
+    if (t->pre.def->ignore_merges) {
+        int32_t id = pl_tok_find(t, w, n);
+        if (id >= 0) {
+            put(e, id);
+            return PL_OK;
+        }
+    }
+    if ((s = grow(e, (void **)&e->sym, &e->sym_cap, n, sizeof *e->sym, "symbols"))) return s;
+    for (uint32_t i = 0; i < n; i++)
+        e->sym[i] = (struct sym){i, 1, i ? i - 1 : NONE, i + 1 < n ? i + 1 : NONE,
+                                 t->byte_token[(unsigned char)w[i]]};
+    e->heap_n = 0;
+    for (uint32_t i = 1; i < n; i++)
+        if ((s = bpe_try(e, i - 1, i))) return s;
+    while (e->heap_n) {
+        struct bpe_pair p = bpe_pop(e);
+        struct sym *L = &e->sym[p.left], *R = &e->sym[p.right];
+        if (L->len == 0 || R->len == 0 || L->next != p.right || L->id != p.lid || R->id != p.rid)
+            continue; /* stale: a side was merged away or changed since the pair was queued */
+        L->id = p.result;
+        L->len += R->len;
+        R->len = 0;
+        L->next = R->next;
+        if (R->next != NONE) e->sym[R->next].prev = p.left;
+        if ((s = bpe_try(e, L->prev, p.left))) return s;
+        if ((s = bpe_try(e, p.left, L->next))) return s;
+    }
+    for (uint32_t i = 0; i != NONE; i = e->sym[i].next) {
+        if (e->sym[i].id >= 0)
+            put(e, e->sym[i].id);
+        else if ((s = fallback(e, w + e->sym[i].start, e->sym[i].len, 1)))
+            return s;
+    }
+    return PL_OK;
+}
+
+/* Valid UTF-8 runs go through the pre-tokenizer; each run of bytes that are not part of a
+ * valid character is one word of its own. */
+static pl_status bpe_encode(struct enc *e, const char *p, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    pl_status s;
+    size_t i = 0;
+    while (i < n) {
+        size_t j = i;
+        while (j < n) {
+            if (u[j] < 0x80) {
+                j++;
+                continue;
+            }
+            size_t k = pl_utf8_char(u + j, n - j);
+            if (k == 0) break;
+            j += k;
+        }
+        if (j > i && (s = pl_pretok_split(&e->t->pre, e->ps, p + i, j - i, bpe_word, e, e->err)))
+            return s;
+        size_t k = j;
+        while (k < n && pl_utf8_char(u + k, n - k) == 0) k++;
+        if (k > j && (s = bpe_word(e, p + j, k - j))) return s;
+        i = k;
+    }
+    return PL_OK;
+}
+
+/* ---- the driver ---- */
+
+static pl_status encode_raw(struct enc *e, const char *p, size_t n, int prefix)
+{
+    if (e->t->kind == PL_TOK_SPM) return spm_encode(e, p, n, prefix && e->t->add_space_prefix);
+    return bpe_encode(e, p, n);
+}
+
+/* The longest special token at p (within n bytes) that may match, or -1. */
+static int32_t match_special(const struct pl_tokenizer *t, const char *p, size_t n, int parse,
+                             size_t *len)
+{
+    unsigned b = (unsigned char)p[0];
+    for (uint32_t k = t->special_at[b]; k < t->special_at[b + 1]; k++) {
+        const struct pl_tok_entry *x = &t->tok[t->special[k]];
+        if (x->special == 1 && !parse) continue;
+        if (x->text_len <= n && memcmp(t->arena + x->text_off, p, x->text_len) == 0) {
+            *len = x->text_len;
+            return (int32_t)t->special[k];
+        }
+    }
+    return -1;
+}
+
+static pl_status encode_text(struct enc *e, const char *text, size_t len, uint32_t flags)
+{
+    const struct pl_tokenizer *t = e->t;
+    pl_status s;
+    int parse = (flags & PL_TOKENIZE_PARSE_SPECIAL) != 0;
+    int scan = parse ? t->n_special > 0 : t->n_user_defined > 0;
+    int prefix = 1; /* SentencePiece: at the start and after a special token */
+    size_t frag = 0;
+    if (flags & PL_TOKENIZE_ADD_BOS && t->add_bos) put(e, t->bos);
+    for (size_t i = 0; scan && i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (!(t->special_first[c >> 3] & (1u << (c & 7)))) continue;
+        size_t n;
+        int32_t id = match_special(t, text + i, len - i, parse, &n);
+        if (id < 0) continue;
+        if (i > frag) {
+            if ((s = encode_raw(e, text + frag, i - frag, prefix))) return s;
+        }
+        put(e, id);
+        prefix = 1;
+        i += n - 1;
+        frag = i + 1;
+    }
+    if (frag < len && (s = encode_raw(e, text + frag, len - frag, prefix))) return s;
+    if (flags & PL_TOKENIZE_ADD_BOS && t->add_eos) put(e, t->eos);
+    return PL_OK;
+}
+
+pl_status pl_tok_encode(const struct pl_tokenizer *t, const char *text, size_t len, uint32_t flags,
+                        int32_t *out, size_t cap, size_t *n_out, pl_error *err)
+{
+    if (n_out) *n_out = 0;
+    if (!t || !n_out) return pl_fail(err, PL_ERR_INVALID_ARG, "tokenizer or n_out is NULL");
+    if (!text && len > 0) return pl_fail(err, PL_ERR_INVALID_ARG, "text is NULL");
+    if (!out && cap > 0) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL but cap is %zu", cap);
+    if (flags & ~(PL_TOKENIZE_ADD_BOS | PL_TOKENIZE_PARSE_SPECIAL))
+        return pl_fail(err, PL_ERR_INVALID_ARG,
+                       "unknown pl_tokenize flags 0x%x (known: PL_TOKENIZE_ADD_BOS, "
+                       "PL_TOKENIZE_PARSE_SPECIAL)",
+                       flags);
+    if (len > PL_TOK_MAX_TEXT)
+        return pl_fail(err, PL_ERR_LIMIT, "text of %zu bytes exceeds PL_TOK_MAX_TEXT (%zu)", len,
+                       PL_TOK_MAX_TEXT);
+    struct enc e = {.t = t, .out = out, .cap = cap, .err = err, .text = text};
+    pl_status s = PL_OK;
+    if (t->kind == PL_TOK_BPE) s = pl_pretok_scratch_new(&e.ps, &t->pre, err);
+    if (!s) s = encode_text(&e, text ? text : "", len, flags);
+    pl_pretok_scratch_free(e.ps);
+    pl_free(e.sym);
+    pl_free(e.heap);
+    pl_free(e.buf);
+    if (s) return s;
+    *n_out = e.n;
+    if (e.n > cap)
+        return pl_fail(err, PL_ERR_BUFFER_TOO_SMALL,
+                       "the text needs %zu tokens but the output buffer holds %zu", e.n, cap);
+    return pl_ok(err);
+}
