@@ -234,9 +234,10 @@ int cmd_run(int argc, char **argv)
     pl_session_info si;
     pl_session_get_info(s, &si, NULL);
 
-    fprintf(stderr, "model: %s, %lld layers, n_embd %lld, vocab %lld, %.2f B params\n", info.arch,
+    double mparams = (double)info.n_params * 1e-6;
+    fprintf(stderr, "model: %s, %lld layers, n_embd %lld, vocab %lld, %.2f %s params\n", info.arch,
             (long long)info.n_layer, (long long)info.n_embd, (long long)info.n_vocab,
-            (double)info.n_params * 1e-9);
+            mparams >= 1000 ? mparams * 1e-3 : mparams, mparams >= 1000 ? "B" : "M");
     fprintf(stderr, "load: %.3f s; ", t_load);
     print_size("weights ", info.weight_bytes);
     print_size(" (mapped), KV cache ", si.kv_bytes);

@@ -1,82 +1,156 @@
-/* run_text.c — token ids in and out for `plumb run` on models without a tokenizer.
- * Not a tokenizer: models with one get text through the library's tokenizer API. */
+/* run_text.c — the text side of `plumb run`: prompt tokenization through the model's
+ * tokenizer and streaming output through pl_detok; token ids when there is no tokenizer. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "run_text.h"
 
 struct run_text {
     const pl_model *m;
-    int64_t printed;
+    pl_detok *detok; /* NULL when the model has no tokenizer: ids are printed */
 };
+
+static pl_status fail(pl_error *err, pl_status code, const char *msg)
+{
+    if (err) {
+        err->code = code;
+        snprintf(err->msg, sizeof err->msg, "%s", msg);
+    }
+    return code;
+}
 
 pl_status run_text_new(run_text **out, const pl_model *m, pl_error *err)
 {
-    *out = calloc(1, sizeof **out);
-    if (!*out) {
-        if (err) snprintf(err->msg, sizeof err->msg, "out of memory");
-        return PL_ERR_NOMEM;
+    *out = NULL;
+    run_text *t = calloc(1, sizeof *t);
+    if (!t) return fail(err, PL_ERR_NOMEM, "out of memory");
+    t->m = m;
+    if (pl_vocab_n_tokens(m) > 0) {
+        pl_status st = pl_detok_new(&t->detok, m, 0, err);
+        if (st) {
+            free(t);
+            return st;
+        }
     }
-    (*out)->m = m;
+    *out = t;
     return PL_OK;
 }
 
 void run_text_free(run_text *t)
 {
+    if (!t) return;
+    pl_detok_free(t->detok);
     free(t);
 }
 
-static pl_status no_tokenizer(pl_error *err)
+static pl_status tokenize_bytes(run_text *t, const char *text, size_t len, int32_t **out,
+                                int64_t *n, pl_error *err)
 {
-    if (err) {
-        err->code = PL_ERR_UNSUPPORTED;
-        snprintf(err->msg, sizeof err->msg,
-                 "text prompts need the tokenizer, which this build lacks: use --tokens ID,ID,...");
+    if (!t->detok)
+        return fail(err, PL_ERR_UNSUPPORTED,
+                    "this model has no tokenizer (no tokenizer.ggml.model): use --tokens ID,...");
+    size_t need = 0;
+    /* Ask for the size first: the library says how many ids the text needs. */
+    pl_status st = pl_tokenize(t->m, text, len, PL_TOKENIZE_ADD_BOS, NULL, 0, &need, err);
+    if (st && st != PL_ERR_BUFFER_TOO_SMALL) return st;
+    int32_t *ids = malloc((need ? need : 1) * sizeof *ids);
+    if (!ids) return fail(err, PL_ERR_NOMEM, "out of memory for the prompt's tokens");
+    if ((st = pl_tokenize(t->m, text, len, PL_TOKENIZE_ADD_BOS, ids, need, &need, err))) {
+        free(ids);
+        return st;
     }
-    return PL_ERR_UNSUPPORTED;
+    *out = ids;
+    *n = (int64_t)need;
+    return PL_OK;
 }
 
 pl_status run_text_tokenize(run_text *t, const char *text, int32_t **out, int64_t *n, pl_error *err)
 {
-    (void)t, (void)text, (void)out, (void)n;
-    return no_tokenizer(err);
+    return tokenize_bytes(t, text, strlen(text), out, n, err);
 }
 
 pl_status run_text_tokenize_file(run_text *t, const char *path, int32_t **out, int64_t *n,
                                  pl_error *err)
 {
-    (void)t, (void)path, (void)out, (void)n;
-    return no_tokenizer(err);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "cannot open prompt file '%s'", path);
+        return fail(err, PL_ERR_IO, msg);
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    for (size_t got; buf && (got = fread(buf + len, 1, cap - len, f)) > 0;) {
+        len += got;
+        if (len == cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) free(buf);
+            buf = nb;
+        }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf) return fail(err, PL_ERR_NOMEM, "out of memory reading the prompt file");
+    if (bad) {
+        free(buf);
+        return fail(err, PL_ERR_IO, "error reading the prompt file");
+    }
+    pl_status st = tokenize_bytes(t, buf, len, out, n, err);
+    free(buf);
+    return st;
+}
+
+/* Writes what the streaming decoder releases for tok (never half a character). */
+static pl_status put_token(run_text *t, int32_t tok, pl_error *err)
+{
+    char buf[512];
+    size_t n = 0;
+    pl_status st = pl_detok_push(t->detok, tok, buf, sizeof buf, &n, err);
+    if (st) return st;
+    fwrite(buf, 1, n, stdout);
+    return PL_OK;
 }
 
 pl_status run_text_echo_prompt(run_text *t, const int32_t *tok, int64_t n, pl_error *err)
 {
-    (void)err;
-    for (int64_t i = 0; i < n; i++) printf("%s%d", i ? " " : "", tok[i]);
-    printf(" |");
-    t->printed = n;
+    for (int64_t i = 0; i < n; i++) {
+        if (!t->detok) {
+            printf("%s%d", i ? " " : "", tok[i]);
+            continue;
+        }
+        pl_status st = put_token(t, tok[i], err);
+        if (st) return st;
+    }
+    if (!t->detok) printf(" |");
     fflush(stdout);
     return PL_OK;
 }
 
 pl_status run_text_emit(run_text *t, int32_t tok, pl_error *err)
 {
-    (void)err;
-    printf(" %d", tok);
-    t->printed++;
+    if (!t->detok) {
+        printf(" %d", tok);
+    } else {
+        pl_status st = put_token(t, tok, err);
+        if (st) return st;
+    }
     fflush(stdout);
     return PL_OK;
 }
 
 int run_text_is_eog(const run_text *t, int32_t tok)
 {
-    (void)t, (void)tok;
-    return 0;
+    return t->detok && pl_vocab_is_eog(t->m, tok);
 }
 
 void run_text_finish(run_text *t)
 {
-    (void)t;
+    if (t->detok) {
+        char buf[64];
+        size_t n = 0;
+        if (pl_detok_flush(t->detok, buf, sizeof buf, &n, NULL) == PL_OK) fwrite(buf, 1, n, stdout);
+    }
     printf("\n");
     fflush(stdout);
 }
