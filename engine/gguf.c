@@ -60,8 +60,7 @@ const char *pl_gguf_type_name(uint32_t type)
     return type < PL_GGUF_TYPE_COUNT ? gguf_type_names[type] : NULL;
 }
 
-/* Bytes of one scalar of the type; 0 for string, array and unknown ids. */
-static size_t scalar_size(uint32_t type)
+size_t pl_gguf_type_size(uint32_t type)
 {
     switch (type) {
     case PL_GGUF_UINT8:
@@ -299,7 +298,7 @@ static pl_status read_array(reader *r, struct gguf_kv *kv, const char *what)
     kv->value = r->base + r->off;
     if (et != PL_GGUF_STRING) {
         uint64_t bytes;
-        if (!pl_mul_u64(count, scalar_size(et), &bytes) || bytes > remaining(r))
+        if (!pl_mul_u64(count, pl_gguf_type_size(et), &bytes) || bytes > remaining(r))
             return pl_fail(r->err, PL_ERR_FORMAT,
                            "%s: array of %llu %s at offset %zu runs past end of file (%llu bytes "
                            "remain)",
@@ -360,7 +359,7 @@ static pl_status read_kv(reader *r, struct gguf_kv *kv, uint64_t i)
         return PL_OK;
     }
     if (type == PL_GGUF_ARRAY) return read_array(r, kv, what);
-    size_t n = scalar_size(type);
+    size_t n = pl_gguf_type_size(type);
     if ((s = need(r, n, what))) return s;
     kv->value = r->base + r->off;
     if (type == PL_GGUF_BOOL && (s = check_bools(r, kv->value, 1, what))) return s;
@@ -755,11 +754,11 @@ pl_status pl_gguf_kv_scalar(const pl_gguf *g, uint64_t i, pl_gguf_type type, voi
                             pl_error *err)
 {
     const struct gguf_kv *kv = NULL;
-    if (!out || scalar_size(type) == 0)
+    if (!out || pl_gguf_type_size(type) == 0)
         return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL or type %u is not a scalar", type);
     pl_status s = kv_at(g, i, type, &kv, err);
     if (s) return s;
-    memcpy(out, kv->value, scalar_size(type));
+    memcpy(out, kv->value, pl_gguf_type_size(type));
     return PL_OK;
 }
 
@@ -796,7 +795,7 @@ pl_status pl_gguf_kv_array(const pl_gguf *g, uint64_t i, pl_gguf_array *out, pl_
 #define DEFINE_GET(fn, ctype, gtype)                                                               \
     pl_status fn(const pl_gguf *g, const char *key, ctype *out, pl_error *err)                     \
     {                                                                                              \
-        const struct gguf_kv *kv = NULL;                                                                  \
+        const struct gguf_kv *kv = NULL;                                                           \
         if (!out) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL");                          \
         pl_status s = lookup(g, key, gtype, &kv, err);                                             \
         if (s) return s;                                                                           \
@@ -884,7 +883,7 @@ pl_status pl_gguf_array_elem(const pl_gguf_array *a, uint64_t i, void *out, pl_e
     pl_status s = array_check(a, i, err);
     if (s) return s;
     const struct gguf_kv *kv = &a->owner->kv[a->kv_index];
-    size_t n = scalar_size(kv->elem_type);
+    size_t n = pl_gguf_type_size(kv->elem_type);
     if (n == 0)
         return pl_fail(err, PL_ERR_TYPE, "array '%.*s' holds strings: use pl_gguf_array_string",
                        (int)kv->key.len, kv->key.ptr);

@@ -61,29 +61,6 @@ void pl_gguf_writer_free(pl_gguf_writer *w)
     pl_free(w);
 }
 
-static size_t scalar_bytes(pl_gguf_type t)
-{
-    switch (t) {
-    case PL_GGUF_UINT8:
-    case PL_GGUF_INT8:
-    case PL_GGUF_BOOL:
-        return 1;
-    case PL_GGUF_UINT16:
-    case PL_GGUF_INT16:
-        return 2;
-    case PL_GGUF_UINT32:
-    case PL_GGUF_INT32:
-    case PL_GGUF_FLOAT32:
-        return 4;
-    case PL_GGUF_UINT64:
-    case PL_GGUF_INT64:
-    case PL_GGUF_FLOAT64:
-        return 8;
-    default:
-        return 0;
-    }
-}
-
 static pl_status check_key(const char *key, pl_error *err)
 {
     if (!key || !*key) return pl_fail(err, PL_ERR_INVALID_ARG, "metadata key is NULL or empty");
@@ -163,7 +140,7 @@ pl_status pl_gguf_writer_set(pl_gguf_writer *w, const char *key, pl_gguf_type ty
     if (!w || !value) return pl_fail(err, PL_ERR_INVALID_ARG, "writer or value is NULL");
     pl_status s = check_key(key, err);
     if (s) return s;
-    size_t n = scalar_bytes(type);
+    size_t n = pl_gguf_type_size(type);
     if (n == 0)
         return pl_fail(err, PL_ERR_INVALID_ARG,
                        "key '%s': type %u is not a scalar (use set_string/set_array)", key, type);
@@ -210,7 +187,7 @@ pl_status pl_gguf_writer_set_array(pl_gguf_writer *w, const char *key, pl_gguf_t
     pl_status s = check_key(key, err);
     if (s) return s;
     if ((s = check_alignment_value(key, PL_GGUF_ARRAY, NULL, err))) return s;
-    size_t n = scalar_bytes(elem_type);
+    size_t n = pl_gguf_type_size(elem_type);
     if (n == 0)
         return pl_fail(err, PL_ERR_INVALID_ARG,
                        "key '%s': element type %u is not a scalar (strings: set_array_str; "

@@ -287,29 +287,6 @@ pl_status pl_ftype_tensor_plan(pl_ftype ftype, int pure, const char *name, uint3
 
 /* ---- streamed writing -------------------------------------------------------------------- */
 
-static size_t scalar_size(pl_gguf_type t)
-{
-    switch (t) {
-    case PL_GGUF_UINT8:
-    case PL_GGUF_INT8:
-    case PL_GGUF_BOOL:
-        return 1;
-    case PL_GGUF_UINT16:
-    case PL_GGUF_INT16:
-        return 2;
-    case PL_GGUF_UINT32:
-    case PL_GGUF_INT32:
-    case PL_GGUF_FLOAT32:
-        return 4;
-    case PL_GGUF_UINT64:
-    case PL_GGUF_INT64:
-    case PL_GGUF_FLOAT64:
-        return 8;
-    default:
-        return 0;
-    }
-}
-
 /* Bytes of metadata pair i as GGUF stores it: key, type, value. */
 static pl_status kv_size(const pl_gguf *g, uint64_t i, uint64_t *out, pl_error *err)
 {
@@ -323,14 +300,14 @@ static pl_status kv_size(const pl_gguf *g, uint64_t i, uint64_t *out, pl_error *
         pl_gguf_array a;
         if (!(s = pl_gguf_kv_array(g, i, &a, err))) {
             n += 12;
-            if (a.type != PL_GGUF_STRING) n += a.count * scalar_size(a.type);
+            if (a.type != PL_GGUF_STRING) n += a.count * pl_gguf_type_size(a.type);
             for (uint64_t k = 0; a.type == PL_GGUF_STRING && k < a.count && !s; k++) {
                 pl_str e;
                 if (!(s = pl_gguf_array_string(&a, k, &e, err))) n += 8 + e.len;
             }
         }
     } else {
-        n += scalar_size(type);
+        n += pl_gguf_type_size(type);
     }
     *out = n;
     return s;
@@ -608,7 +585,7 @@ static pl_status copy_kv(pl_gguf_writer *w, const pl_gguf *g, uint64_t i, const 
     pl_gguf_array a;
     if ((s = pl_gguf_kv_array(g, i, &a, err))) return s;
     if (a.type != PL_GGUF_STRING) {
-        if (scalar_size(a.type) == 0)
+        if (pl_gguf_type_size(a.type) == 0)
             return pl_fail(err, PL_ERR_UNSUPPORTED, "key '%s': array of type %u", key,
                            (unsigned)a.type);
         return pl_gguf_writer_set_array(w, key, a.type, a.data, a.count, err);

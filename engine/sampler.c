@@ -122,36 +122,30 @@ static int before(const pl_candidate *a, const pl_candidate *b)
     return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
 }
 
+/* Restores the heap below r in c[0..k): the root holds the worst of the kept ones. */
+static void sift_down(pl_candidate *c, int64_t k, int64_t r)
+{
+    for (;;) {
+        int64_t ch = 2 * r + 1;
+        if (ch >= k) return;
+        if (ch + 1 < k && before(&c[ch], &c[ch + 1])) ch++;
+        if (!before(&c[r], &c[ch])) return;
+        pl_candidate t = c[r];
+        c[r] = c[ch];
+        c[ch] = t;
+        r = ch;
+    }
+}
+
 /* Moves the k best candidates (in sort order) to c[0..k) with a min-heap of size k:
  * O(V log k), so top-k = 40 never sorts the whole vocabulary. */
 static void select_top_k(pl_candidate *c, int64_t n, int64_t k)
 {
-    /* heap over c[0..k): the root is the worst of the kept ones */
-    for (int64_t i = k / 2; i-- > 0;) {
-        for (int64_t r = i;;) {
-            int64_t ch = 2 * r + 1;
-            if (ch >= k) break;
-            if (ch + 1 < k && before(&c[ch], &c[ch + 1])) ch++;
-            if (!before(&c[r], &c[ch])) break;
-            pl_candidate t = c[r];
-            c[r] = c[ch];
-            c[ch] = t;
-            r = ch;
-        }
-    }
+    for (int64_t i = k / 2; i-- > 0;) sift_down(c, k, i);
     for (int64_t i = k; i < n; i++) {
         if (!before(&c[i], &c[0])) continue;
         c[0] = c[i];
-        for (int64_t r = 0;;) {
-            int64_t ch = 2 * r + 1;
-            if (ch >= k) break;
-            if (ch + 1 < k && before(&c[ch], &c[ch + 1])) ch++;
-            if (!before(&c[r], &c[ch])) break;
-            pl_candidate t = c[r];
-            c[r] = c[ch];
-            c[ch] = t;
-            r = ch;
-        }
+        sift_down(c, k, 0);
     }
 }
 

@@ -115,6 +115,8 @@ typedef enum pl_gguf_type {
 
 /* "uint32", "string", "array", …; NULL for unknown ids. */
 const char *pl_gguf_type_name(uint32_t type);
+/* Bytes of one scalar of the type (bool: 1); 0 for string, array and unknown ids. */
+size_t pl_gguf_type_size(uint32_t type);
 
 /* A string inside the file: not NUL-terminated, points into the file's bytes. */
 typedef struct pl_str {
@@ -579,6 +581,85 @@ typedef pl_status (*pl_tensor_fill_fn)(void *user, uint64_t i, void *dst, uint64
 pl_status pl_gguf_write_streamed(const pl_gguf_writer *w, const char *path,
                                  const pl_tensor_spec *specs, uint64_t n, pl_tensor_fill_fn fill,
                                  void *user, pl_error *err);
+
+/* ---- logit files and comparison ----------------------------------------------------
+ * A .logits file holds the logits a model produced for a text, so two runs (two weight
+ * types, two engines) can be compared. Little-endian, no padding:
+ *   0  char[8]  magic "PLLOGITS"
+ *   8  u32      version (PL_LOGITS_VERSION)
+ *  12  u32      flags (0; other values are rejected)
+ *  16  u64      n_vocab      logits per row, 1 .. PL_LOGITS_MAX_VOCAB
+ *  24  u64      n_tokens     token ids of the text, 1 .. PL_LOGITS_MAX_TOKENS
+ *  32  u64      first_row    row r holds the logits after tokens[0 .. first_row + r]
+ *  40  u64      n_rows       rows, >= 1, first_row + n_rows <= n_tokens
+ *  48  u64      tokenizer_hash  pl_logits_tokenizer_hash of the model; 0: unknown
+ *  56  u32      name_len     bytes of the model's file name, <= PL_LOGITS_MAX_NAME
+ *  60  u32      reserved (0)
+ *  64  name_len bytes (not NUL-terminated), then n_tokens int32 ids (0 <= id < n_vocab),
+ *      then n_rows * n_vocab float32 logits, row by row; the file ends there.
+ * Logits may be -inf (a masked token) but not NaN or +inf, and each row needs one finite
+ * value. */
+#define PL_LOGITS_MAGIC      "PLLOGITS"
+#define PL_LOGITS_VERSION    1u
+#define PL_LOGITS_HEADER     64u
+#define PL_LOGITS_MAX_NAME   4096u
+#define PL_LOGITS_MAX_VOCAB  (1u << 24) /* vocabularies are ~256k */
+#define PL_LOGITS_MAX_TOKENS (1u << 24)
+
+typedef struct pl_logits {
+    int64_t n_vocab;
+    int64_t n_tokens;
+    int64_t first_row; /* 0 for every position, n_tokens - 1 for the last only */
+    int64_t n_rows;
+    uint64_t tokenizer_hash;
+    const char *model_name; /* NUL-terminated (the file holds no NUL) */
+    const int32_t *tokens;  /* n_tokens */
+    const float *logits;    /* n_rows * n_vocab */
+} pl_logits;
+
+/* FNV-1a 64 over the tokenizer arrays of a GGUF: for each of the keys
+ * tokenizer.ggml.tokens, tokenizer.ggml.merges, tokenizer.ggml.scores in that order, the
+ * key's bytes, the element count as u64 LE (0 when absent), then each element as GGUF
+ * stores it (strings: u64 LE length, then the bytes; numbers: their LE bytes). A hash of
+ * 0 is replaced by 1 (0 means unknown). PL_ERR_TYPE when a key holds another type. */
+pl_status pl_logits_tokenizer_hash(const pl_gguf *g, uint64_t *out, pl_error *err);
+
+/* Checks l (counts, limits, ids, values as the format says) and writes it to path (through
+ * path.tmp and a rename: on failure nothing is left), or to a new buffer (pl_buffer_free). */
+pl_status pl_logits_write(const pl_logits *l, const char *path, pl_error *err);
+pl_status pl_logits_write_memory(const pl_logits *l, void **out, size_t *size, pl_error *err);
+/* Parses untrusted bytes into a new pl_logits (one allocation, a copy; free with
+ * pl_logits_free). Every rejection names the field and its offset. */
+pl_status pl_logits_parse(pl_logits **out, const void *data, size_t size, pl_error *err);
+pl_status pl_logits_read(pl_logits **out, const char *path, pl_error *err);
+void pl_logits_free(pl_logits *l);
+
+/* B compared with A over the rows both hold. Per row i: p = softmax(A_i), q = softmax(B_i)
+ * in double; KLD_i = sum_j p_j (log p_j - log q_j) (terms with p_j = 0 are 0). Percentiles
+ * interpolate linearly between order statistics: q(f) = x[k] + (h - k)(x[k+1] - x[k]), with
+ * x sorted, h = (N - 1) f, k = floor(h) (GSL's gsl_stats_quantile_from_sorted_data;
+ * median = q(0.5)). Standard error of a mean of per-row values x_i:
+ * sqrt(sum_i (x_i - mean)^2 / (N (N - 1))) (NaN when N = 1); for top-1 agreement
+ * (x_i in {0, 1}) that is sqrt(p (1 - p) / (N - 1)), as llama.cpp reports it. */
+typedef struct pl_logits_stats {
+    int64_t n_rows;    /* rows compared */
+    int64_t first_row; /* the first of them, as a row index of the text */
+    double kld_mean, kld_mean_se;
+    double kld_min, kld_median, kld_p90, kld_p95, kld_p99, kld_p999, kld_max;
+    int64_t kld_max_row;             /* the row of kld_max */
+    double max_abs_diff;             /* max_ij |A_ij - B_ij| (both -inf: 0) */
+    double rms_abs_diff;             /* sqrt(mean_ij (A_ij - B_ij)^2) */
+    double top1_agree, top1_agree_se; /* fraction of rows with the same argmax (lowest id on ties) */
+    double top5_overlap, top5_overlap_se; /* mean |top5(A_i) ∩ top5(B_i)| / 5 (k = n_vocab when
+                                             smaller) */
+    int tokenizer_match; /* 1 same hash, 0 different, -1 unknown (a hash is 0) */
+} pl_logits_stats;
+
+/* PL_ERR_INVALID_ARG naming the difference when the vocab sizes, token counts or token ids
+ * differ, or the files share no row. kld (optional) receives the n_rows per-row KLDs. */
+pl_status pl_logits_compare(const pl_logits *a, const pl_logits *b, pl_logits_stats *out,
+                            double *kld, size_t kld_cap, pl_error *err);
+/* ---- end of logit files and comparison ------------------------------------------- */
 
 #ifdef __cplusplus
 }
