@@ -1,8 +1,11 @@
 /* gguf_bytes.c — the hand-crafted GGUF byte builder the GGUF tests share.
  * Test-only and independent of engine/gguf_writer.c, so it can build exactly the bad bytes. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "gguf_bytes.h"
 #include "plumb.h"
@@ -236,4 +239,50 @@ void gb_tiny_llama(gb_buf *b)
         for (int64_t k = 0; k < n; k++) gb_f32(b, (float)((k + i) % 17 - 8) * 0.01f);
         off = gb_align_up(off + 4 * (uint64_t)n, 32);
     }
+}
+
+const gb_ttype gb_ttypes[GB_N_TTYPES] = {
+    {PL_TYPE_F32, "F32", 1, 4},       {PL_TYPE_F16, "F16", 1, 2},
+    {PL_TYPE_BF16, "BF16", 1, 2},     {PL_TYPE_Q4_0, "Q4_0", 32, 18},
+    {PL_TYPE_Q4_1, "Q4_1", 32, 20},   {PL_TYPE_Q5_0, "Q5_0", 32, 22},
+    {PL_TYPE_Q5_1, "Q5_1", 32, 24},   {PL_TYPE_Q8_0, "Q8_0", 32, 34},
+    {PL_TYPE_Q4_K, "Q4_K", 256, 144}, {PL_TYPE_Q5_K, "Q5_K", 256, 176},
+    {PL_TYPE_Q6_K, "Q6_K", 256, 210}, {PL_TYPE_Q8_K, "Q8_K", 256, 292},
+};
+
+static char tmpdir[64];
+
+const char *gb_tmp_dir(void)
+{
+    if (!tmpdir[0]) {
+        strcpy(tmpdir, "/tmp/plumb-gguf-XXXXXX");
+        if (!mkdtemp(tmpdir)) {
+            fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
+            abort();
+        }
+    }
+    return tmpdir;
+}
+
+const char *gb_tmp_path(const char *name)
+{
+    static char path[160];
+    snprintf(path, sizeof path, "%s/%s", gb_tmp_dir(), name);
+    return path;
+}
+
+int gb_file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+void gb_tmp_cleanup(void)
+{
+    if (tmpdir[0]) rmdir(tmpdir);
+}
+
+int gb_str_eq(pl_str s, const void *p, size_t n)
+{
+    return s.len == n && (n == 0 || (s.ptr && memcmp(s.ptr, p, n) == 0));
 }

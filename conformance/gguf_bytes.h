@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plumb.h"
+
 /* A growable little-endian byte buffer. Uses plain malloc (never the library's allocation
  * hook) and aborts the test binary if the machine is out of memory. */
 typedef struct gb_buf {
@@ -65,5 +67,24 @@ void gb_tiny_llama(gb_buf *b);
 
 /* x rounded up to a multiple of a (a > 0). */
 uint64_t gb_align_up(uint64_t x, uint64_t a);
+
+/* ggml's block layouts, restated so the tests do not trust the library's table. */
+typedef struct gb_ttype {
+    uint32_t type;
+    const char *name;
+    int64_t block;
+    size_t bytes;
+} gb_ttype;
+extern const gb_ttype gb_ttypes[];
+#define GB_N_TTYPES 12
+
+/* A path inside a per-process temporary directory (created on first use), the directory,
+ * whether a path exists, and removal of the (emptied) directory at exit. */
+const char *gb_tmp_path(const char *name);
+const char *gb_tmp_dir(void);
+int gb_file_exists(const char *path);
+void gb_tmp_cleanup(void);
+/* s holds exactly the n bytes at p. */
+int gb_str_eq(pl_str s, const void *p, size_t n);
 
 #endif
