@@ -11,6 +11,7 @@ static const cli_command commands[] = {
     {"inspect", cmd_inspect, "show a GGUF file's header, metadata and tensors"},
     {"kernels", cmd_kernels, "list the kernel sets, what this CPU runs, and the fallbacks"},
     {"tokenize", cmd_tokenize, "print the token ids and pieces of a text"},
+    {"logits", cmd_logits, "write a text's logits to a file; compare two such files (KLD, top-1)"},
     {"run", cmd_run, "evaluate a prompt and generate tokens, with timings"},
     {"mkmodel", cmd_mkmodel, "write a synthetic model (real shapes, random weights)"},
     {"quantize", cmd_quantize, "convert a model's weights to another type (llama.cpp mixes)"},

@@ -629,7 +629,8 @@ pl_status pl_logits_tokenizer_hash(const pl_gguf *g, uint64_t *out, pl_error *er
 pl_status pl_logits_write(const pl_logits *l, const char *path, pl_error *err);
 pl_status pl_logits_write_memory(const pl_logits *l, void **out, size_t *size, pl_error *err);
 /* Parses untrusted bytes into a new pl_logits (one allocation, a copy; free with
- * pl_logits_free). Every rejection names the field and its offset. */
+ * pl_logits_free, which takes only what these two return). Every rejection names the
+ * field and its offset; *out is NULL on failure. */
 pl_status pl_logits_parse(pl_logits **out, const void *data, size_t size, pl_error *err);
 pl_status pl_logits_read(pl_logits **out, const char *path, pl_error *err);
 void pl_logits_free(pl_logits *l);
@@ -646,17 +647,20 @@ typedef struct pl_logits_stats {
     int64_t first_row; /* the first of them, as a row index of the text */
     double kld_mean, kld_mean_se;
     double kld_min, kld_median, kld_p90, kld_p95, kld_p99, kld_p999, kld_max;
-    int64_t kld_max_row;             /* the row of kld_max */
-    double max_abs_diff;             /* max_ij |A_ij - B_ij| (both -inf: 0) */
-    double rms_abs_diff;             /* sqrt(mean_ij (A_ij - B_ij)^2) */
-    double top1_agree, top1_agree_se; /* fraction of rows with the same argmax (lowest id on ties) */
-    double top5_overlap, top5_overlap_se; /* mean |top5(A_i) ∩ top5(B_i)| / 5 (k = n_vocab when
-                                             smaller) */
+    int64_t kld_max_row; /* the row of kld_max */
+    double max_abs_diff; /* max_ij |A_ij - B_ij| (both -inf: 0) */
+    double rms_abs_diff; /* sqrt(mean_ij (A_ij - B_ij)^2) */
+    /* Fraction of rows with the same argmax (lowest id on ties). */
+    double top1_agree, top1_agree_se;
+    /* Mean |top5(A_i) ∩ top5(B_i)| / 5 (k = n_vocab when smaller). */
+    double top5_overlap, top5_overlap_se;
     int tokenizer_match; /* 1 same hash, 0 different, -1 unknown (a hash is 0) */
 } pl_logits_stats;
 
 /* PL_ERR_INVALID_ARG naming the difference when the vocab sizes, token counts or token ids
- * differ, or the files share no row. kld (optional) receives the n_rows per-row KLDs. */
+ * differ, or the files share no row, or a row is invalid (NaN, +inf, all -inf). kld
+ * (optional) receives the per-row KLDs of the rows compared (PL_ERR_BUFFER_TOO_SMALL when
+ * kld_cap is fewer). One allocation (3 doubles per row); never prints. */
 pl_status pl_logits_compare(const pl_logits *a, const pl_logits *b, pl_logits_stats *out,
                             double *kld, size_t kld_cap, pl_error *err);
 /* ---- end of logit files and comparison ------------------------------------------- */

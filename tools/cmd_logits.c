@@ -1,0 +1,325 @@
+/* cmd_logits.c — `plumb logits`: evaluate a text and dump its logits to a .logits file, and
+ * `plumb logits compare A B`: KL divergence and top-k agreement of two dumps, with gates. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "run_text.h"
+
+static void usage(FILE *out)
+{
+    fputs("usage: plumb logits -m FILE (-p TEXT | -f FILE | --tokens ID,...) -o OUT.logits\n"
+          "                    [--all | --last] [options]\n"
+          "       plumb logits compare A.logits B.logits [--max-kld X] [--min-top1 P]\n"
+          "\n"
+          "The first form evaluates the text and writes the logits of every position (--all,\n"
+          "the default) or of the last one (--last) to OUT, with the token ids, the model's\n"
+          "file name and a hash of its tokenizer (the format is in README.md).\n"
+          "\n"
+          "The second compares B with A over the positions both hold: KL divergence of B\n"
+          "from A (mean with its standard error, median, 99th, 99.9th percentile, max), max\n"
+          "and RMS logit difference, top-1 agreement and top-5 overlap. Files of different\n"
+          "texts (token ids) or vocab sizes are refused.\n"
+          "\n"
+          "options (evaluate):\n"
+          "  -m, --model FILE     GGUF model\n"
+          "  -p, --prompt TEXT    the text (tokenized with the model's tokenizer, BOS added\n"
+          "                       when the model asks for it)\n"
+          "  -f, --file FILE      read the text from FILE\n"
+          "  --tokens LIST        the text as token ids, comma-separated\n"
+          "  -o, --output FILE    the .logits file to write (through FILE.tmp)\n"
+          "  --all                logits of every position (default)\n"
+          "  --last               logits of the last position only\n"
+          "  -c, --ctx N          context window (default: the number of tokens)\n"
+          "  -t, --threads N      threads (default: PLUMB_THREADS, else physical cores);\n"
+          "                       the logits do not depend on it\n"
+          "  --kv-type f16|f32    KV cache element type (default f16)\n"
+          "  --kernels NAME       kernel set (default: PLUMB_KERNELS, else the best)\n"
+          "options (compare):\n"
+          "  --max-kld X          exit 1 when the mean KLD is above X\n"
+          "  --min-top1 P         exit 1 when top-1 agreement is below P percent\n"
+          "  -h, --help           show this help\n"
+          "\n"
+          "Exit status: 0 success (gates met), 1 failure or a gate violated, 2 bad command line.\n",
+          out);
+}
+
+static int parse_i64(cli_args *a, const char *v, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi)
+        return cli_usage_error(a, "%s: '%s' is not an integer in [%lld, %lld]", a->arg, v,
+                               (long long)lo, (long long)hi);
+    *out = x;
+    return 0;
+}
+
+static int parse_f64(cli_args *a, const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !(x >= lo && x <= hi))
+        return cli_usage_error(a, "%s: '%s' is not a number in [%g, %g]", a->arg, v, lo, hi);
+    *out = x;
+    return 0;
+}
+
+/* "1,2,3" -> ids; returns the count or -1 after a usage error. */
+static int64_t parse_tokens(cli_args *a, const char *v, int32_t **out)
+{
+    int64_t n = 1;
+    for (const char *p = v; *p; p++) n += *p == ',';
+    int32_t *t = malloc((size_t)n * sizeof *t);
+    if (!t) return cli_errorf("out of memory"), -1;
+    int64_t k = 0;
+    for (const char *p = v; *p;) {
+        char *end;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (errno || end == p || x < 0 || x > INT32_MAX || (*end && *end != ',')) {
+            free(t);
+            cli_usage_error(a, "--tokens: '%s' is not a comma-separated list of token ids", v);
+            return -1;
+        }
+        t[k++] = (int32_t)x;
+        p = *end ? end + 1 : end;
+    }
+    *out = t;
+    return k;
+}
+
+/* ---- compare -------------------------------------------------------------------------- */
+
+static void print_se(const char *label, double v, double se, double scale, const char *unit)
+{
+    if (isnan(se))
+        printf("%-16s %12.6f%s\n", label, v * scale, unit);
+    else
+        printf("%-16s %12.6f ± %.6f%s\n", label, v * scale, se * scale, unit);
+}
+
+static void describe(const char *tag, const char *path, const pl_logits *l)
+{
+    printf("%s: %s (model '%s', tokenizer %016" PRIx64 ", rows [%lld, %lld) of %lld tokens)\n", tag,
+           path, l->model_name, l->tokenizer_hash, (long long)l->first_row,
+           (long long)(l->first_row + l->n_rows), (long long)l->n_tokens);
+}
+
+static int compare(int argc, char **argv)
+{
+    cli_args a;
+    cli_args_init(&a, argc, argv, "logits compare", usage);
+    const char *pos[2] = {NULL, NULL};
+    int n_pos = 0;
+    double max_kld = -1, min_top1 = -1;
+    for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
+        const char *v;
+        if (k == CLI_ARG_POSITIONAL) {
+            if (n_pos == 2) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
+            pos[n_pos++] = a.arg;
+            continue;
+        }
+        if (cli_is_help(&a)) return cli_help(&a);
+        int rc;
+        if (cli_is(&a, NULL, "--max-kld")) {
+            if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+            if ((rc = parse_f64(&a, v, 0, INFINITY, &max_kld))) return rc;
+        } else if (cli_is(&a, NULL, "--min-top1")) {
+            if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+            if ((rc = parse_f64(&a, v, 0, 100, &min_top1))) return rc;
+        } else {
+            return cli_unknown_option(&a);
+        }
+    }
+    if (n_pos != 2)
+        return cli_usage_error(&a, "expected A.logits B.logits, got %d file%s", n_pos,
+                               n_pos == 1 ? "" : "s");
+    pl_error err;
+    pl_logits *la = NULL, *lb = NULL;
+    pl_logits_stats s;
+    pl_status st;
+    int rc = CLI_EXIT_OK;
+    if ((st = pl_logits_read(&la, pos[0], &err)) || (st = pl_logits_read(&lb, pos[1], &err)) ||
+        (st = pl_logits_compare(la, lb, &s, NULL, 0, &err))) {
+        rc = cli_fail(st, &err);
+        goto out;
+    }
+    describe("A", pos[0], la);
+    describe("B", pos[1], lb);
+    if (s.tokenizer_match == 0)
+        fprintf(stderr, "plumb: warning: the tokenizer hashes differ (same token ids, though)\n");
+    printf("compared: %lld positions (rows [%lld, %lld)), vocab %lld\n", (long long)s.n_rows,
+           (long long)s.first_row, (long long)(s.first_row + s.n_rows), (long long)la->n_vocab);
+    print_se("Mean    KLD:", s.kld_mean, s.kld_mean_se, 1, "");
+    printf("%-16s %12.6f (row %lld)\n", "Maximum KLD:", s.kld_max, (long long)s.kld_max_row);
+    printf("%-16s %12.6f\n", "99.9%   KLD:", s.kld_p999);
+    printf("%-16s %12.6f\n", "99.0%   KLD:", s.kld_p99);
+    printf("%-16s %12.6f\n", "Median  KLD:", s.kld_median);
+    printf("%-16s %12.6f\n", "Minimum KLD:", s.kld_min);
+    printf("%-16s %12.6f\n", "Max |dlogit|:", s.max_abs_diff);
+    printf("%-16s %12.6f\n", "RMS |dlogit|:", s.rms_abs_diff);
+    print_se("Same top-1:", s.top1_agree, s.top1_agree_se, 100, " %");
+    print_se("Top-5 overlap:", s.top5_overlap, s.top5_overlap_se, 100, " %");
+    if (max_kld >= 0 && !(s.kld_mean <= max_kld))
+        rc = cli_errorf("mean KLD %.6g is above --max-kld %g", s.kld_mean, max_kld);
+    if (min_top1 >= 0 && !(s.top1_agree * 100 >= min_top1))
+        rc = cli_errorf("top-1 agreement %.4g %% is below --min-top1 %g %%", s.top1_agree * 100,
+                        min_top1);
+out:
+    pl_logits_free(la);
+    pl_logits_free(lb);
+    return rc;
+}
+
+/* ---- evaluate ------------------------------------------------------------------------- */
+
+typedef struct logits_opts {
+    const char *model, *prompt, *prompt_file, *output, *kv, *kernels;
+    int32_t *tokens;
+    int64_t n_tokens, threads, ctx;
+    int last;
+} logits_opts;
+
+static int parse(int argc, char **argv, logits_opts *o)
+{
+    cli_args a;
+    cli_args_init(&a, argc, argv, "logits", usage);
+    for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
+        const char *v;
+        if (k == CLI_ARG_POSITIONAL) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
+        if (cli_is_help(&a)) return cli_help(&a) + 100;
+        if (cli_is(&a, NULL, "--all") || cli_is(&a, NULL, "--last")) {
+            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
+            o->last = cli_is(&a, NULL, "--last");
+            continue;
+        }
+        if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+        int rc = 0;
+        if (cli_is(&a, "-m", "--model"))
+            o->model = v;
+        else if (cli_is(&a, "-p", "--prompt"))
+            o->prompt = v;
+        else if (cli_is(&a, "-f", "--file"))
+            o->prompt_file = v;
+        else if (cli_is(&a, "-o", "--output"))
+            o->output = v;
+        else if (cli_is(&a, NULL, "--tokens")) {
+            free(o->tokens);
+            o->tokens = NULL;
+            if ((o->n_tokens = parse_tokens(&a, v, &o->tokens)) < 0) return CLI_EXIT_USAGE;
+        } else if (cli_is(&a, "-t", "--threads"))
+            rc = parse_i64(&a, v, 1, 4096, &o->threads);
+        else if (cli_is(&a, "-c", "--ctx"))
+            rc = parse_i64(&a, v, 1, INT32_MAX / 2, &o->ctx);
+        else if (cli_is(&a, NULL, "--kv-type")) {
+            if (strcmp(v, "f16") && strcmp(v, "f32"))
+                return cli_usage_error(&a, "--kv-type: '%s' is not f16 or f32", v);
+            o->kv = v;
+        } else if (cli_is(&a, NULL, "--kernels"))
+            o->kernels = v;
+        else
+            return cli_unknown_option(&a);
+        if (rc) return rc;
+    }
+    if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
+    if (!o->output) return cli_usage_error(&a, "no output: give -o OUT.logits");
+    if (!!o->prompt + !!o->prompt_file + !!o->tokens != 1)
+        return cli_usage_error(&a, "give exactly one text: -p TEXT, -f FILE or --tokens LIST");
+    return 0;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static int evaluate(int argc, char **argv)
+{
+    logits_opts o = {0};
+    int rc = parse(argc, argv, &o);
+    if (rc) {
+        free(o.tokens);
+        return rc >= 100 ? rc - 100 : rc;
+    }
+    pl_error err;
+    pl_model *m = NULL;
+    pl_session *s = NULL;
+    run_text *text = NULL;
+    float *logits = NULL;
+    pl_status st;
+    if ((st = pl_model_load(&m, o.model, NULL, &err))) goto fail;
+    pl_model_info info;
+    if ((st = pl_model_get_info(m, &info, &err))) goto fail;
+    if (!o.tokens) {
+        if ((st = run_text_new(&text, m, &err))) goto fail;
+        st = o.prompt ? run_text_tokenize(text, o.prompt, &o.tokens, &o.n_tokens, &err)
+                      : run_text_tokenize_file(text, o.prompt_file, &o.tokens, &o.n_tokens, &err);
+        if (st) goto fail;
+    }
+    if (o.n_tokens == 0) {
+        rc = cli_errorf("the text is empty (no tokens)");
+        goto out;
+    }
+    for (int64_t i = 0; i < o.n_tokens; i++)
+        if (o.tokens[i] >= info.n_vocab) {
+            rc = cli_errorf("token %lld is %d, outside the vocabulary [0, %lld)", (long long)i,
+                            o.tokens[i], (long long)info.n_vocab);
+            goto out;
+        }
+    uint64_t hash = 0;
+    if ((st = pl_logits_tokenizer_hash(pl_model_gguf(m), &hash, &err))) goto fail;
+
+    pl_session_params sp = pl_session_default_params(m);
+    sp.n_threads = (int)o.threads;
+    sp.context_window = o.ctx ? o.ctx : o.n_tokens;
+    if (o.kv) sp.kv_type = strcmp(o.kv, "f32") == 0 ? PL_TYPE_F32 : PL_TYPE_F16;
+    sp.kernels = o.kernels;
+    if ((st = pl_session_new(&s, m, &sp, &err))) goto fail;
+    int64_t rows = o.last ? 1 : o.n_tokens;
+    logits = malloc((size_t)rows * (size_t)info.n_vocab * sizeof *logits);
+    if (!logits) {
+        rc = cli_errorf("out of memory for %lld x %lld logits", (long long)rows,
+                        (long long)info.n_vocab);
+        goto out;
+    }
+    if ((st = pl_session_eval(s, o.tokens, o.n_tokens, logits, o.last ? 0 : PL_EVAL_ALL_LOGITS,
+                              &err)))
+        goto fail;
+    pl_logits l = {.n_vocab = info.n_vocab,
+                   .n_tokens = o.n_tokens,
+                   .first_row = o.n_tokens - rows,
+                   .n_rows = rows,
+                   .tokenizer_hash = hash,
+                   .model_name = base_name(o.model),
+                   .tokens = o.tokens,
+                   .logits = logits};
+    if ((st = pl_logits_write(&l, o.output, &err))) goto fail;
+    fprintf(stderr,
+            "wrote %s: %lld tokens, rows [%lld, %lld), vocab %lld, tokenizer %016" PRIx64 "\n",
+            o.output, (long long)o.n_tokens, (long long)l.first_row, (long long)o.n_tokens,
+            (long long)info.n_vocab, hash);
+    rc = CLI_EXIT_OK;
+    goto out;
+fail:
+    rc = cli_fail(st, &err);
+out:
+    free(logits);
+    free(o.tokens);
+    run_text_free(text);
+    pl_session_free(s);
+    pl_model_free(m);
+    return rc;
+}
+
+int cmd_logits(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "compare") == 0) return compare(argc - 1, argv + 1);
+    return evaluate(argc, argv);
+}
