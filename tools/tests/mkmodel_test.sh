@@ -172,6 +172,63 @@ quantize_failures_exit_1_and_leave_nothing)
     expect_rc 1 "mkmodel into a missing directory"
     ;;
 
+run_generates_text_and_reports_speed)
+    run mkmodel --preset tiny --type Q8_0 "$tmp/m.gguf"
+    expect_rc 0 "mkmodel"
+    run run -m "$tmp/m.gguf" -p "Once upon a time" -n 8 --ignore-eos --seed 1 -t 2
+    expect_rc 0 "run"
+    expect_in "$tmp/out" "Once upon a time"
+    for w in "load:" "KV cache" "scratch" "prefill:" "decode:" "tok/s"; do
+        expect_in "$tmp/err" "$w"
+    done
+    cp "$tmp/out" "$tmp/out1"
+    run run -m "$tmp/m.gguf" -p "Once upon a time" -n 8 --ignore-eos --seed 1 -t 1 --chunk 3
+    expect_same "$tmp/out" "$tmp/out1"
+    run run -m "$tmp/m.gguf" -n 8
+    expect_rc 2 "run without a prompt"
+    run run -m "$tmp/m.gguf" --tokens 1,2,99999 -n 1
+    expect_rc 1 "run with a token outside the vocabulary"
+    expect_in "$tmp/err" "outside the vocabulary"
+    run run -m "$tmp/m.gguf" -p "x" --sliding-window 8 --sinks 8
+    expect_rc 1 "attention sinks filling the whole sliding window"
+    expect_in "$tmp/err" "PL_ERR_CONFIG"
+    ;;
+
+tokenize_prints_ids_and_pieces)
+    run mkmodel --preset tiny "$tmp/m.gguf"
+    run tokenize -m "$tmp/m.gguf" "Hello world"
+    expect_rc 0 "tokenize"
+    expect_in "$tmp/out" "72 -> 'H'"
+    run tokenize -m "$tmp/m.gguf" --ids-only "Hello world"
+    expect_rc 0 "tokenize --ids-only"
+    grep -qE '^\[[0-9, ]*\]$' "$tmp/out" || fail "--ids-only printed more than ids"
+    ;;
+
+logits_compare_gates_and_exit_codes)
+    run mkmodel --preset tiny "$tmp/f32.gguf"
+    run quantize "$tmp/f32.gguf" "$tmp/q4.gguf" Q4_K_M
+    expect_rc 0 "quantize"
+    run logits -m "$tmp/f32.gguf" -p "The quick brown fox jumps over the lazy dog" -o "$tmp/a.logits"
+    expect_rc 0 "logits F32"
+    run logits -m "$tmp/q4.gguf" -p "The quick brown fox jumps over the lazy dog" -o "$tmp/b.logits"
+    expect_rc 0 "logits Q4_K_M"
+    run logits compare "$tmp/a.logits" "$tmp/a.logits" --max-kld 0 --min-top1 100
+    expect_rc 0 "a file against itself"
+    run logits compare "$tmp/a.logits" "$tmp/b.logits"
+    expect_rc 0 "F32 vs Q4_K_M"
+    expect_in "$tmp/out" "KLD"
+    run logits compare "$tmp/a.logits" "$tmp/b.logits" --max-kld 0.000001
+    expect_rc 1 "a KLD gate that Q4_K_M cannot meet"
+    run logits -m "$tmp/f32.gguf" -p "another text" -o "$tmp/c.logits"
+    run logits compare "$tmp/a.logits" "$tmp/c.logits"
+    expect_rc 1 "different texts"
+    run logits compare "$tmp/a.logits"
+    expect_rc 2 "compare with one file"
+    head -c 100 "$tmp/a.logits" >"$tmp/t.logits"
+    run logits compare "$tmp/a.logits" "$tmp/t.logits"
+    expect_rc 1 "a truncated file"
+    ;;
+
 *)
     echo "unknown case '$case_name'" >&2
     exit 2
