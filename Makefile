@@ -43,11 +43,28 @@ demo: deps build
 	@test -f $(DEMO_MODEL) || $(BUILD)/tools/plumb mkmodel $(DEMO_MODEL) --preset tiny --type Q8_0
 	$(BUILD)/tools/plumb run -m $(DEMO_MODEL) -p "Once upon a time" -n 48 --ignore-eos --seed 42
 
-fuzz:
-	@echo "make fuzz: not yet built (the AFL++ harnesses arrive with the fuzzing issue)"
+# AFL++ campaigns (fuzz/README.md): FUZZ_SECONDS per harness, FUZZ_TARGETS to choose.
+# The harnesses are the fuzz/fuzz_<name>.c files (a new one is also listed in fuzz/fuzz.cmake).
+FUZZ_HARNESSES = $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_TARGETS  ?= $(FUZZ_HARNESSES)
+FUZZ_SECONDS  ?= 600
+FUZZ_ENV = FUZZ_HARNESSES="$(FUZZ_HARNESSES)" FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_SECONDS=$(FUZZ_SECONDS)
+.PHONY: fuzz-replay fuzz-cmin
+fuzz: deps
+	$(FUZZ_ENV) fuzz/campaign.sh all
+fuzz-replay:
+	$(FUZZ_ENV) fuzz/campaign.sh replay
+fuzz-cmin:
+	$(FUZZ_ENV) fuzz/campaign.sh cmin
 
-perf:
-	@echo "make perf: not yet built (the benchmarks arrive with the runtime and perf issues)"
+# The benchmarks that exist so far (perf/NOTES.md says how to read them); the regression
+# report against a baseline arrives with the perf issue.
+PERF_MODEL = $(BUILD)/perf-qwen2-0.5b-q8_0.gguf
+perf: build
+	$(BUILD)/perf/bench_tokenize 1 5
+	$(BUILD)/perf/bench_pool 2 10000
+	@test -f $(PERF_MODEL) || $(BUILD)/tools/plumb mkmodel $(PERF_MODEL) --preset qwen2-0.5b --type Q8_0
+	$(BUILD)/tools/plumb run -m $(PERF_MODEL) --tokens $$(seq -s, 1 64) -n 33 --ignore-eos --temp 0 -v
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
