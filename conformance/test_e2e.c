@@ -403,7 +403,7 @@ static void model_rejects_missing_misshapen_and_mistyped_tensors(void)
     expect_load_error(s, PL_ERR_UNSUPPORTED, "gpt-j");
 }
 
-static void model_info_reports_hyperparameters(void)
+static void model_info_and_session_estimate_report_what_is_used(void)
 {
     tiny_spec spec = tiny_default("qwen3", PL_TYPE_Q4_K);
     spec.tied = 1;
@@ -418,6 +418,32 @@ static void model_info_reports_hyperparameters(void)
     CU_ASSERT_EQUAL(info.n_head_kv, spec.Hkv);
     CU_ASSERT_EQUAL(info.head_dim, spec.D);
     CU_ASSERT_EQUAL(info.tied_embeddings, 1);
+    /* The estimate is what a session allocates, for context and sliding windows. */
+    for (int w = 0; w < 2; w++) {
+        pl_session_params p = pl_session_default_params(m);
+        p.n_threads = 2;
+        if (w) {
+            p.context_window = 0;
+            p.sliding_window = 24;
+            p.attention_sinks = 4;
+        }
+        pl_session_info est, got;
+        pl_session *s = NULL;
+        CU_ASSERT_EQUAL(pl_session_estimate(m, &p, &est, NULL), PL_OK);
+        CU_ASSERT_EQUAL_FATAL(pl_session_new(&s, m, &p, NULL), PL_OK);
+        CU_ASSERT_EQUAL(pl_session_get_info(s, &got, NULL), PL_OK);
+        TU_CHECK(est.kv_bytes == got.kv_bytes && est.scratch_bytes == got.scratch_bytes &&
+                     est.kv_capacity == got.kv_capacity,
+                 "estimate kv %llu scratch %llu cap %lld, session kv %llu scratch %llu cap %lld",
+                 (unsigned long long)est.kv_bytes, (unsigned long long)est.scratch_bytes,
+                 (long long)est.kv_capacity, (unsigned long long)got.kv_bytes,
+                 (unsigned long long)got.scratch_bytes, (long long)got.kv_capacity);
+        pl_session_free(s);
+    }
+    pl_session_params bad = pl_session_default_params(m);
+    bad.sliding_window = 8;
+    pl_session_info est;
+    CU_ASSERT_EQUAL(pl_session_estimate(m, &bad, &est, NULL), PL_ERR_CONFIG);
     pl_model_free(m);
     pl_buffer_free(buf);
 }
@@ -490,7 +516,8 @@ int main(void)
          eval_rejects_tokens_outside_vocab_without_change},
         {"model_rejects_missing_misshapen_and_mistyped_tensors",
          model_rejects_missing_misshapen_and_mistyped_tensors},
-        {"model_info_reports_hyperparameters", model_info_reports_hyperparameters},
+        {"model_info_and_session_estimate_report_what_is_used",
+         model_info_and_session_estimate_report_what_is_used},
         {"session_survives_allocation_failure_at_every_n",
          session_survives_allocation_failure_at_every_n},
         {NULL, NULL},

@@ -266,42 +266,53 @@ static size_t align64(size_t n)
     return (n + 63) & ~(size_t)63;
 }
 
-static pl_status alloc_scratch(pl_session *ss, pl_error *err)
+enum { N_SCRATCH = 13 };
+
+/* Sizes of the scratch buffers, in the order of the slots in alloc_scratch; returns the
+ * arena's total (each buffer 64-byte aligned). xq_row: bytes of one quantized activation row
+ * at the largest K (Q8_K blocks are the largest per element: 292 bytes / 256). */
+static size_t scratch_layout(const pl_hparams *hp, int64_t chunk, int threads, int64_t cap,
+                             size_t sizes[N_SCRATCH], size_t *xq_row)
 {
-    const pl_hparams *hp = &ss->m->hp;
-    uint64_t T = (uint64_t)ss->chunk, E = (uint64_t)hp->n_embd, D = (uint64_t)hp->head_dim;
+    uint64_t T = (uint64_t)chunk, E = (uint64_t)hp->n_embd, D = (uint64_t)hp->head_dim;
     uint64_t HD = (uint64_t)hp->max_head * D, KVD = (uint64_t)hp->max_head_kv * D;
     uint64_t F = (uint64_t)hp->max_ff;
     uint64_t Kmax = E > F ? E : F;
     if (HD > Kmax) Kmax = HD;
-    /* Q8_K blocks are the largest quantized rows per element (292 bytes / 256). */
     size_t q8k, q80;
     pl_type_row_bytes(PL_TYPE_Q8_K, (int64_t)((Kmax + 255) / 256 * 256), &q8k, NULL);
     pl_type_row_bytes(PL_TYPE_Q8_0, (int64_t)((Kmax + 31) / 32 * 32), &q80, NULL);
-    ss->s.xq_row = q8k > q80 ? q8k : q80;
+    *xq_row = q8k > q80 ? q8k : q80;
     uint64_t tmp_w = E > D ? E : D;
-    size_t sizes[] = {
-        T * E * 4,     T * E * 4,        T * HD * 4,
-        T * KVD * 4,   T * KVD * 4,      T * HD * 4,
-        T * tmp_w * 4, T * F * 4,        T * F * 4,
-        T * F * 4,     T * ss->s.xq_row, (size_t)pl_pool_size(ss->pool) * (size_t)ss->kv.cap * 4,
+    size_t s[N_SCRATCH] = {
+        T * E * 4,   T * E * 4,  T * HD * 4,    T * KVD * 4,
+        T * KVD * 4, T * HD * 4, T * tmp_w * 4, T * F * 4,
+        T * F * 4,   T * F * 4,  T * *xq_row,   (size_t)threads * (size_t)cap * 4,
         T * 4,
     };
     size_t total = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += align64(sizes[i]);
+    for (int i = 0; i < N_SCRATCH; i++) total += align64(sizes[i] = s[i]);
+    return total;
+}
+
+static pl_status alloc_scratch(pl_session *ss, pl_error *err)
+{
+    size_t sizes[N_SCRATCH];
+    size_t total = scratch_layout(&ss->m->hp, ss->chunk, pl_pool_size(ss->pool), ss->kv.cap, sizes,
+                                  &ss->s.xq_row);
     ss->arena = pl_malloc(total);
     if (!ss->arena)
         return pl_fail(err, PL_ERR_NOMEM, "no memory for a %zu-byte scratch arena (chunk %lld)",
                        total, (long long)ss->chunk);
     uint8_t *p = ss->arena;
-    void **slots[] = {
+    void **slots[N_SCRATCH] = {
         (void **)&ss->s.x,     (void **)&ss->s.xn,   (void **)&ss->s.q,
         (void **)&ss->s.k,     (void **)&ss->s.v,    (void **)&ss->s.att,
         (void **)&ss->s.tmp,   (void **)&ss->s.gate, (void **)&ss->s.up,
         (void **)&ss->s.ffh,   (void **)&ss->s.xq,   (void **)&ss->s.att_scratch,
         (void **)&ss->s.q_pos,
     };
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    for (int i = 0; i < N_SCRATCH; i++) {
         *slots[i] = p;
         p += align64(sizes[i]);
     }
@@ -309,21 +320,52 @@ static pl_status alloc_scratch(pl_session *ss, pl_error *err)
     return PL_OK;
 }
 
+/* The checks of pl_session_new that need no allocation. */
+static pl_status check_params(const pl_model *m, const pl_session_params *p, pl_error *err)
+{
+    if (!m) return pl_fail(err, PL_ERR_INVALID_ARG, "model is NULL");
+    if (m->vocab_only)
+        return pl_fail(err, PL_ERR_INVALID_ARG,
+                       "model was loaded with PL_MODEL_VOCAB_ONLY: it has no weights to run");
+    if (p->prefill_chunk < 1 || p->prefill_chunk > MAX_CHUNK)
+        return pl_fail(err, PL_ERR_CONFIG, "prefill_chunk=%lld must be in [1, %d]",
+                       (long long)p->prefill_chunk, MAX_CHUNK);
+    if (p->n_threads < 0)
+        return pl_fail(err, PL_ERR_CONFIG, "n_threads=%d must be >= 0 (0: default)", p->n_threads);
+    return PL_OK;
+}
+
+pl_status pl_session_estimate(const pl_model *m, const pl_session_params *params,
+                              pl_session_info *out, pl_error *err)
+{
+    if (!out) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL");
+    memset(out, 0, sizeof *out);
+    pl_session_params p = params ? *params : pl_session_default_params(m);
+    pl_status s = check_params(m, &p, err);
+    if (s) return s;
+    int64_t cap;
+    uint64_t kv_bytes;
+    if ((s = pl_kvcache_plan(m, p.context_window, p.sliding_window, p.attention_sinks, p.kv_type,
+                             &cap, &kv_bytes, err)))
+        return s;
+    size_t sizes[N_SCRATCH], xq_row;
+    out->n_threads = p.n_threads > 0 ? p.n_threads : 1;
+    out->kv_capacity = cap;
+    out->kv_bytes = kv_bytes;
+    out->scratch_bytes =
+        scratch_layout(&m->hp, p.prefill_chunk, out->n_threads, cap, sizes, &xq_row);
+    snprintf(out->kernels, sizeof out->kernels, "%s", p.kernels ? p.kernels : "");
+    return pl_ok(err);
+}
+
 pl_status pl_session_new(pl_session **out, const pl_model *m, const pl_session_params *params,
                          pl_error *err)
 {
     if (!out) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL");
     *out = NULL;
-    if (!m) return pl_fail(err, PL_ERR_INVALID_ARG, "model is NULL");
-    if (m->vocab_only)
-        return pl_fail(err, PL_ERR_INVALID_ARG,
-                       "model was loaded with PL_MODEL_VOCAB_ONLY: it has no weights to run");
     pl_session_params p = params ? *params : pl_session_default_params(m);
-    if (p.prefill_chunk < 1 || p.prefill_chunk > MAX_CHUNK)
-        return pl_fail(err, PL_ERR_CONFIG, "prefill_chunk=%lld must be in [1, %d]",
-                       (long long)p.prefill_chunk, MAX_CHUNK);
-    if (p.n_threads < 0)
-        return pl_fail(err, PL_ERR_CONFIG, "n_threads=%d must be >= 0 (0: default)", p.n_threads);
+    pl_status st = check_params(m, &p, err);
+    if (st) return st;
     pl_session *ss = pl_calloc(1, sizeof *ss);
     if (!ss) return pl_fail(err, PL_ERR_NOMEM, "no memory for the session");
     ss->m = m;

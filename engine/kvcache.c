@@ -32,25 +32,53 @@ static pl_status validate(const pl_model *m, int64_t cw, int64_t sw, int64_t sin
     return PL_OK;
 }
 
+/* Slots for the window parameters (see kvcache.h): the context window, or S + 2 (W - S). */
+static int64_t capacity(int64_t cw, int64_t sw, int64_t sinks)
+{
+    return cw > 0 ? cw : sinks + 2 * (sw - sinks);
+}
+
+static size_t elem_bytes(pl_type type)
+{
+    return type == PL_TYPE_F32 ? 4 : 2;
+}
+
+pl_status pl_kvcache_plan(const pl_model *m, int64_t cw, int64_t sw, int64_t sinks, pl_type type,
+                          int64_t *cap, uint64_t *bytes, pl_error *err)
+{
+    pl_status s = validate(m, cw, sw, sinks, type, err);
+    if (s) return s;
+    *cap = capacity(cw, sw, sinks);
+    *bytes = 0;
+    for (int64_t l = 0; l < m->hp.n_layer; l++) {
+        uint64_t b;
+        if (!pl_mul_u64((uint64_t)*cap * (uint64_t)m->layers[l].n_head_kv,
+                        (uint64_t)m->hp.head_dim * elem_bytes(type), &b) ||
+            b > SIZE_MAX / 4 || !pl_add_u64(*bytes, 2 * b, bytes))
+            return pl_fail(err, PL_ERR_CONFIG, "KV cache of %lld slots does not fit in memory",
+                           (long long)*cap);
+    }
+    return PL_OK;
+}
+
 pl_status pl_kvcache_init(pl_kvcache *c, const pl_model *m, int64_t cw, int64_t sw, int64_t sinks,
                           pl_type type, pl_error *err)
 {
     memset(c, 0, sizeof *c);
-    pl_status s = validate(m, cw, sw, sinks, type, err);
+    int64_t cap;
+    uint64_t total;
+    pl_status s = pl_kvcache_plan(m, cw, sw, sinks, type, &cap, &total, err);
     if (s) return s;
     const pl_hparams *hp = &m->hp;
     c->type = type;
     c->n_layer = hp->n_layer;
     c->D = hp->head_dim;
-    if (cw > 0) {
-        c->cap = cw;
-    } else {
+    c->cap = cap;
+    if (sw > 0) {
         c->n_sinks = sinks;
         c->recent = sw - sinks;
         c->ring = 2 * c->recent;
-        c->cap = sinks + c->ring;
     }
-    size_t elem = type == PL_TYPE_F32 ? 4 : 2;
     c->n_head_kv = pl_calloc((size_t)c->n_layer, sizeof *c->n_head_kv);
     c->k = pl_calloc((size_t)c->n_layer, sizeof *c->k);
     c->v = pl_calloc((size_t)c->n_layer, sizeof *c->v);
@@ -58,16 +86,9 @@ pl_status pl_kvcache_init(pl_kvcache *c, const pl_model *m, int64_t cw, int64_t 
     if (!c->n_head_kv || !c->k || !c->v || !c->pos) goto nomem;
     for (int64_t l = 0; l < c->n_layer; l++) {
         c->n_head_kv[l] = m->layers[l].n_head_kv;
-        uint64_t bytes;
-        if (!pl_mul_u64((uint64_t)c->cap * (uint64_t)c->n_head_kv[l], (uint64_t)c->D * elem,
-                        &bytes) ||
-            bytes > SIZE_MAX / 4) {
-            pl_kvcache_free(c);
-            return pl_fail(err, PL_ERR_CONFIG, "KV cache of %lld slots does not fit in memory",
-                           (long long)c->cap);
-        }
-        c->k[l] = pl_malloc((size_t)bytes);
-        c->v[l] = pl_malloc((size_t)bytes);
+        size_t bytes = (size_t)c->cap * (size_t)c->n_head_kv[l] * (size_t)c->D * elem_bytes(type);
+        c->k[l] = pl_malloc(bytes);
+        c->v[l] = pl_malloc(bytes);
         if (!c->k[l] || !c->v[l]) goto nomem;
         c->bytes += 2 * bytes;
     }
@@ -75,7 +96,7 @@ pl_status pl_kvcache_init(pl_kvcache *c, const pl_model *m, int64_t cw, int64_t 
     return PL_OK;
 nomem:
     pl_kvcache_free(c);
-    return pl_fail(err, PL_ERR_NOMEM, "no memory for a KV cache of %lld slots", (long long)c->cap);
+    return pl_fail(err, PL_ERR_NOMEM, "no memory for a KV cache of %lld slots", (long long)cap);
 }
 
 void pl_kvcache_free(pl_kvcache *c)

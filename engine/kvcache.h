@@ -27,6 +27,11 @@ typedef struct pl_kvcache {
 
 #define PL_KV_EMPTY INT32_MAX
 
+/* Validates the window parameters (PL_ERR_CONFIG naming them) and says how many slots and
+ * bytes the cache needs, without allocating. */
+pl_status pl_kvcache_plan(const pl_model *m, int64_t context_window, int64_t sliding_window,
+                          int64_t sinks, pl_type type, int64_t *cap, uint64_t *bytes,
+                          pl_error *err);
 /* Validates the window parameters (PL_ERR_CONFIG naming them) and allocates. */
 pl_status pl_kvcache_init(pl_kvcache *c, const pl_model *m, int64_t context_window,
                           int64_t sliding_window, int64_t sinks, pl_type type, pl_error *err);

@@ -494,6 +494,41 @@ static pl_status print_json(FILE *f, const pl_gguf *g, const inspect_opts *o,
     return PL_OK;
 }
 
+/* What the runtime makes of the file: the bound model, and the memory a default session
+ * needs beyond the mapped weights (KV cache + scratch), or why the file does not run. */
+static void print_runtime(FILE *f, const char *path)
+{
+    pl_error err;
+    pl_model *m = NULL;
+    pl_status st = pl_model_load(&m, path, NULL, &err);
+    fprintf(f, "\nruntime:\n");
+    if (st != PL_OK) {
+        fprintf(f, "  not runnable: %s: %s\n", pl_status_str(st), err.msg);
+        return;
+    }
+    pl_model_info mi;
+    pl_session_info si;
+    pl_session_params p = pl_session_default_params(m);
+    pl_model_get_info(m, &mi, NULL);
+    char w[32], kv[32], sc[32];
+    cli_format_size(w, sizeof w, mi.weight_bytes);
+    fprintf(f,
+            "  %s: %lld layers, n_embd %lld, heads %lld/%lld, head_dim %lld, n_ff %lld, "
+            "vocab %lld, %s embeddings\n",
+            mi.arch, (long long)mi.n_layer, (long long)mi.n_embd, (long long)mi.n_head,
+            (long long)mi.n_head_kv, (long long)mi.head_dim, (long long)mi.n_ff,
+            (long long)mi.n_vocab, mi.tied_embeddings ? "tied" : "untied");
+    fprintf(f, "  weights: %s in the mapping (%.1f M parameters)\n", w, (double)mi.n_params * 1e-6);
+    if (pl_session_estimate(m, &p, &si, &err) == PL_OK) {
+        cli_format_size(kv, sizeof kv, si.kv_bytes);
+        cli_format_size(sc, sizeof sc, si.scratch_bytes);
+        fprintf(f,
+                "  default session (context %lld, F16 KV, chunk %lld): KV cache %s, scratch %s\n",
+                (long long)p.context_window, (long long)p.prefill_chunk, kv, sc);
+    }
+    pl_model_free(m);
+}
+
 /* ---- the command ------------------------------------------------------------------- */
 
 int cmd_inspect(int argc, char **argv)
@@ -540,5 +575,6 @@ int cmd_inspect(int argc, char **argv)
     }
     free(totals);
     pl_gguf_free(g);
+    if (st == PL_OK && !o.json) print_runtime(stdout, o.path);
     return st == PL_OK ? CLI_EXIT_OK : cli_fail(st, &err);
 }

@@ -431,6 +431,11 @@ typedef struct pl_session_info {
     int64_t kv_capacity; /* slots in the cache */
 } pl_session_info;
 pl_status pl_session_get_info(const pl_session *s, pl_session_info *out, pl_error *err);
+/* What pl_session_new with these params (NULL: defaults) would allocate, without allocating:
+ * kv_bytes, scratch_bytes (counted for max(n_threads, 1) threads), kv_capacity. Same
+ * validation and errors as pl_session_new. */
+pl_status pl_session_estimate(const pl_model *m, const pl_session_params *params,
+                              pl_session_info *out, pl_error *err);
 /* The machine's topology (hwloc) and where each of the session's threads runs: bound to
  * which core, or why binding was refused. Text (json = 0) or one JSON object (json = 1)
  * into buf; *len (optional) gets the full length. Too small a buffer:
