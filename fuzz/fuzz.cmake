@@ -1,0 +1,41 @@
+# fuzz.cmake — the fuzz targets; included by fuzz/CMakeLists.txt (add_subdirectory(fuzz)) or,
+# in builds whose top level does not add fuzz/, late through fuzz/standalone.cmake.
+include_guard(GLOBAL)
+set(PLUMB_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
+# Adding a harness: write fuzz_<name>.c and add <name> to this list (the Makefile and
+# campaign.sh find fuzz/fuzz_*.c themselves).
+set(PLUMB_FUZZ_HARNESSES gguf tokenizer quant)
+
+# The vocabularies the tokenizer harness builds (and the seed generator) come from tools/.
+add_library(plumb_fuzz_support STATIC ${PROJECT_SOURCE_DIR}/tools/demo_vocab.c)
+target_include_directories(plumb_fuzz_support PUBLIC ${PROJECT_SOURCE_DIR}/tools)
+target_compile_options(plumb_fuzz_support PRIVATE ${PLUMB_WARNINGS})
+target_link_libraries(plumb_fuzz_support PUBLIC plumb)
+
+foreach(h ${PLUMB_FUZZ_HARNESSES})
+  add_executable(fuzz_${h} ${PLUMB_FUZZ_DIR}/fuzz_${h}.c ${PLUMB_FUZZ_DIR}/driver.c)
+  target_include_directories(fuzz_${h} PRIVATE ${PLUMB_FUZZ_DIR}
+    ${PROJECT_SOURCE_DIR}/engine ${PROJECT_SOURCE_DIR}/kernels)
+  target_compile_options(fuzz_${h} PRIVATE ${PLUMB_WARNINGS})
+  target_link_libraries(fuzz_${h} PRIVATE plumb_fuzz_support plumb m)
+  # One place for the binaries however fuzz/ was added: <build>/fuzz/fuzz_<name>.
+  set_target_properties(fuzz_${h} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+endforeach()
+
+# Seed corpora come from the project's own generators (make fuzz-seeds / campaign.sh seeds).
+add_executable(fuzz_mkseeds ${PLUMB_FUZZ_DIR}/mkseeds.c ${PROJECT_SOURCE_DIR}/tools/mkmodel.c)
+target_compile_options(fuzz_mkseeds PRIVATE ${PLUMB_WARNINGS})
+target_link_libraries(fuzz_mkseeds PRIVATE plumb_fuzz_support plumb m Threads::Threads)
+set_target_properties(fuzz_mkseeds PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+
+if(PLUMB_BUILD_TESTS)
+  enable_testing()
+  foreach(h ${PLUMB_FUZZ_HARNESSES})
+    add_test(NAME fuzz_replay_${h}
+      COMMAND fuzz_${h} ${PLUMB_FUZZ_DIR}/corpus/${h}
+              ${PLUMB_FUZZ_DIR}/regressions/${h})
+    # The harness picks its kernel sets itself; the caller's PLUMB_* must not change it.
+    set_tests_properties(fuzz_replay_${h} PROPERTIES LABELS fuzz-replay TIMEOUT 120
+      ENVIRONMENT_MODIFICATION "PLUMB_KERNELS=unset:;PLUMB_THREADS=unset:")
+  endforeach()
+endif()

@@ -1,0 +1,194 @@
+/* mkseeds.c — writes the seed corpora of the fuzz harnesses with the project's own generators
+ * (tools/mkmodel.c models, tools/demo_vocab.c vocabularies, texts in many scripts).
+ * Not a fuzzer: run once (campaign.sh seeds), then afl-cmin the result. Usage: mkseeds DIR */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mkmodel.h"
+#include "plumb.h"
+
+static const char *root;
+
+static void put(const char *harness, const char *name, const void *data, size_t n)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", root, harness);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%s/%s", root, harness, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) {
+        fprintf(stderr, "mkseeds: cannot write %s\n", path);
+        exit(1);
+    }
+}
+
+static void *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *buf = malloc((size_t)len + 1);
+    *n = buf ? fread(buf, 1, (size_t)len, f) : 0;
+    fclose(f);
+    return buf;
+}
+
+static void model(const char *name, mk_arch arch, enum demo_vocab_kind vocab, pl_ftype ftype,
+                  int64_t n_embd, int64_t n_ff, int tied)
+{
+    mk_config c = {0};
+    snprintf(c.name, sizeof c.name, "seed %.48s", name);
+    c.arch = arch;
+    c.n_embd = n_embd;
+    c.n_layer = 1;
+    c.n_head = 2;
+    c.n_head_kv = 1;
+    c.head_dim = 16;
+    c.n_ff = n_ff;
+    c.vocab = vocab;
+    c.n_vocab = demo_vocab_min(vocab) + 8;
+    c.n_ctx = 64;
+    c.rope_base = 10000.0f;
+    c.rms_eps = 1e-5f;
+    c.tied = tied;
+    c.ftype = ftype;
+    c.pure = 1;
+    c.seed = 7;
+    c.n_threads = 1;
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s/.%s.gguf", root, name);
+    pl_error err = {0};
+    if (mk_write(&c, tmp, NULL, NULL, NULL, &err) != PL_OK) {
+        fprintf(stderr, "mkseeds: %s: %s\n", name, err.msg);
+        exit(1);
+    }
+    size_t n = 0;
+    void *buf = slurp(tmp, &n);
+    remove(tmp);
+    if (!buf) exit(1);
+    put("gguf", name, buf, n);
+    free(buf);
+}
+
+static void *vocab_file(enum demo_vocab_kind kind, uint32_t n_vocab, size_t *n)
+{
+    pl_gguf_writer *w = NULL;
+    pl_error err = {0};
+    void *buf = NULL;
+    pl_status st = pl_gguf_writer_new(&w, 3, &err);
+    if (!st) st = pl_gguf_writer_set_string(w, "general.architecture", "llama", 5, &err);
+    if (!st) st = demo_vocab_write(w, kind, n_vocab, &err);
+    if (!st) st = pl_gguf_writer_write_memory(w, &buf, n, &err);
+    pl_gguf_writer_free(w);
+    if (st) {
+        fprintf(stderr, "mkseeds: vocab: %s\n", err.msg);
+        exit(1);
+    }
+    return buf;
+}
+
+static const char *const texts[] = {
+    "Hello, world! The quick brown fox jumps over the lazy dog.",
+    "  leading spaces\tand tabs\nand newlines\r\n\n",
+    "int main(void) { return printf(\"%d\\n\", 42); }",
+    "def f(x):\n    return [i ** 2 for i in range(x)]  # 1234567890",
+    "Ünïcödé façade naïve — “quotes” … €100",
+    "Привет, мир! Съешь же ещё этих мягких французских булок.",
+    "Γειά σου Κόσμε",
+    "こんにちは世界。カタカナとひらがな、漢字。",
+    "你好，世界！中文文本测试。",
+    "안녕하세요 세계",
+    "مرحبا بالعالم",
+    "שלום עולם",
+    "नमस्ते दुनिया",
+    "สวัสดีชาวโลก",
+    "emoji 👋🏽🌍 family 👨‍👩‍👧 flags 🇫🇷",
+    "<s>[INST] hi [/INST] ok</s>",
+    "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+    "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>",
+    "<|endoftext|><unk><0x41>\xe2\x96\x81piece",
+    "invalid \xff\xfe utf8 \xc3 \xe2\x82 \xf0\x9f\x98 truncated",
+    "'s 't 're 've 'm 'll 'd 123 4567 ...!!! ???",
+};
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: mkseeds DIR\n");
+        return 2;
+    }
+    root = argv[1];
+    mkdir(root, 0755);
+    /* Models: every arch and vocabulary, every weight type, tiny shapes. */
+    static const struct {
+        const char *name;
+        pl_ftype ftype;
+    } fts[] = {{"f32", PL_FTYPE_F32},     {"f16", PL_FTYPE_F16},   {"bf16", PL_FTYPE_BF16},
+               {"q8_0", PL_FTYPE_Q8_0},   {"q4_0", PL_FTYPE_Q4_0}, {"q4_1", PL_FTYPE_Q4_1},
+               {"q5_0", PL_FTYPE_Q5_0},   {"q5_1", PL_FTYPE_Q5_1}, {"q4_k", PL_FTYPE_Q4_K_M},
+               {"q5_k", PL_FTYPE_Q5_K_M}, {"q6_k", PL_FTYPE_Q6_K}};
+    for (size_t i = 0; i < sizeof fts / sizeof fts[0]; i++) {
+        char name[64];
+        mk_arch arch = (mk_arch)(i % 3);
+        enum demo_vocab_kind vk = (enum demo_vocab_kind)((i / 3 + i) % 3);
+        int is_k = fts[i].ftype >= PL_FTYPE_Q4_K_S && fts[i].ftype <= PL_FTYPE_Q6_K;
+        snprintf(name, sizeof name, "%s-%s-%s", mk_arch_name(arch), mk_vocab_name(vk), fts[i].name);
+        model(name, arch, vk, fts[i].ftype, is_k ? 256 : 32, 32, i != 1 && i != 3);
+    }
+    /* Vocab-only files (gguf corpus) and vocabulary-from-input cases (tokenizer mode 3). */
+    for (int k = 0; k < 3; k++) {
+        size_t n = 0;
+        void *v =
+            vocab_file((enum demo_vocab_kind)k, demo_vocab_min((enum demo_vocab_kind)k) + 16, &n);
+        char name[64];
+        snprintf(name, sizeof name, "vocab-%s", mk_vocab_name((enum demo_vocab_kind)k));
+        put("gguf", name, v, n);
+        const char *t = texts[(size_t)k * 5 % (sizeof texts / sizeof texts[0])];
+        size_t tl = strlen(t);
+        unsigned char *buf = malloc(4 + tl + n);
+        buf[0] = 3;
+        buf[1] = (unsigned char)(k * 5);
+        buf[2] = (unsigned char)(tl & 0xff);
+        buf[3] = (unsigned char)(tl >> 8);
+        memcpy(buf + 4, t, tl);
+        memcpy(buf + 4 + tl, v, n);
+        snprintf(name, sizeof name, "file-%s", mk_vocab_name((enum demo_vocab_kind)k));
+        put("tokenizer", name, buf, 4 + tl + n);
+        free(buf);
+        pl_buffer_free(v);
+    }
+    /* Texts with each fixed vocabulary and a spread of flags. */
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        size_t tl = strlen(texts[i]);
+        unsigned char *buf = malloc(2 + tl);
+        buf[0] = (unsigned char)(i % 3);
+        buf[1] = (unsigned char)((i * 37) & 0xff);
+        memcpy(buf + 2, texts[i], tl);
+        char name[64];
+        snprintf(name, sizeof name, "text-%02zu", i);
+        put("tokenizer", name, buf, 2 + tl);
+        free(buf);
+    }
+    /* Quant: one case per type index, both modes (the tail holds the parameters). */
+    for (unsigned t = 0; t < 12; t++) {
+        unsigned char buf[600];
+        for (size_t j = 0; j < sizeof buf - 8; j++) buf[j] = (unsigned char)(j * 131 + t * 7);
+        /* floats near 1: exponent bytes 0x3f in every fourth byte */
+        for (size_t j = 3; j < sizeof buf - 8; j += 4) buf[j] = 0x3f;
+        size_t n = sizeof buf;
+        buf[n - 1] = (unsigned char)t; /* type index */
+        buf[n - 2] = (unsigned char)(t % 3);
+        buf[n - 3] = 1;
+        buf[n - 4] = 1;
+        buf[n - 5] = (unsigned char)(t & 1);
+        buf[n - 6] = 0;
+        char name[64];
+        snprintf(name, sizeof name, "type-%02u", t);
+        put("quant", name, buf, n);
+    }
+    return 0;
+}
