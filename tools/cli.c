@@ -358,3 +358,57 @@ void cli_format_f64(char *buf, size_t cap, double v)
         }
     }
 }
+
+int cli_parse_i64(const cli_args *a, const char *v, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi)
+        return cli_usage_error(a, "%s: '%s' is not an integer in [%lld, %lld]", a->arg, v,
+                               (long long)lo, (long long)hi);
+    *out = x;
+    return 0;
+}
+
+int cli_parse_f64(const cli_args *a, const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !(x >= lo && x <= hi))
+        return cli_usage_error(a, "%s: '%s' is not a number in [%g, %g]", a->arg, v, lo, hi);
+    *out = x;
+    return 0;
+}
+
+int cli_parse_f32(const cli_args *a, const char *v, double lo, double hi, float *out)
+{
+    double x = 0.0;
+    int rc = cli_parse_f64(a, v, lo, hi, &x);
+    if (!rc) *out = (float)x;
+    return rc;
+}
+
+int64_t cli_parse_tokens(const cli_args *a, const char *v, int32_t **out)
+{
+    int64_t n = 1;
+    for (const char *p = v; *p; p++) n += *p == ',';
+    int32_t *t = malloc((size_t)n * sizeof *t);
+    if (!t) return cli_errorf("out of memory"), -1;
+    int64_t k = 0;
+    for (const char *p = v; *p;) {
+        char *end;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (errno || end == p || x < 0 || x > INT32_MAX || (*end && *end != ',')) {
+            free(t);
+            cli_usage_error(a, "%s: '%s' is not a comma-separated list of token ids", a->arg, v);
+            return -1;
+        }
+        t[k++] = (int32_t)x;
+        p = *end ? end + 1 : end;
+    }
+    *out = t;
+    return k;
+}

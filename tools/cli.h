@@ -79,6 +79,14 @@ int cli_help(const cli_args *a); /* prints the usage to stdout; returns CLI_EXIT
 int cli_usage_error(const cli_args *a, const char *fmt, ...) CLI_PRINTF(2, 3);
 int cli_unknown_option(const cli_args *a);
 
+/* Option values, for the current option (messages name it): 0 on success, otherwise the
+ * usage error was printed and CLI_EXIT_USAGE is returned. Numbers must lie in [lo, hi]. */
+int cli_parse_i64(const cli_args *a, const char *v, int64_t lo, int64_t hi, int64_t *out);
+int cli_parse_f64(const cli_args *a, const char *v, double lo, double hi, double *out);
+int cli_parse_f32(const cli_args *a, const char *v, double lo, double hi, float *out);
+/* "1,2,3" -> a malloc'd array of token ids; the count, or -1 after a usage error. */
+int64_t cli_parse_tokens(const cli_args *a, const char *v, int32_t **out);
+
 /* ---- errors ---------------------------------------------------------------------- */
 /* "plumb: error: <pl_status_str>: <message>" on stderr; returns CLI_EXIT_FAIL. */
 int cli_fail(pl_status st, const pl_error *err);

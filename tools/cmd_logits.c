@@ -1,6 +1,5 @@
 /* cmd_logits.c — `plumb logits`: evaluate a text and dump its logits to a .logits file, and
  * `plumb logits compare A B`: KL divergence and top-k agreement of two dumps, with gates. */
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -47,53 +46,6 @@ static void usage(FILE *out)
           out);
 }
 
-static int parse_i64(cli_args *a, const char *v, int64_t lo, int64_t hi, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi)
-        return cli_usage_error(a, "%s: '%s' is not an integer in [%lld, %lld]", a->arg, v,
-                               (long long)lo, (long long)hi);
-    *out = x;
-    return 0;
-}
-
-static int parse_f64(cli_args *a, const char *v, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || end == v || *end || !(x >= lo && x <= hi))
-        return cli_usage_error(a, "%s: '%s' is not a number in [%g, %g]", a->arg, v, lo, hi);
-    *out = x;
-    return 0;
-}
-
-/* "1,2,3" -> ids; returns the count or -1 after a usage error. */
-static int64_t parse_tokens(cli_args *a, const char *v, int32_t **out)
-{
-    int64_t n = 1;
-    for (const char *p = v; *p; p++) n += *p == ',';
-    int32_t *t = malloc((size_t)n * sizeof *t);
-    if (!t) return cli_errorf("out of memory"), -1;
-    int64_t k = 0;
-    for (const char *p = v; *p;) {
-        char *end;
-        errno = 0;
-        long x = strtol(p, &end, 10);
-        if (errno || end == p || x < 0 || x > INT32_MAX || (*end && *end != ',')) {
-            free(t);
-            cli_usage_error(a, "--tokens: '%s' is not a comma-separated list of token ids", v);
-            return -1;
-        }
-        t[k++] = (int32_t)x;
-        p = *end ? end + 1 : end;
-    }
-    *out = t;
-    return k;
-}
-
 /* ---- compare -------------------------------------------------------------------------- */
 
 static void print_se(const char *label, double v, double se, double scale, const char *unit)
@@ -129,10 +81,10 @@ static int compare(int argc, char **argv)
         int rc;
         if (cli_is(&a, NULL, "--max-kld")) {
             if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
-            if ((rc = parse_f64(&a, v, 0, INFINITY, &max_kld))) return rc;
+            if ((rc = cli_parse_f64(&a, v, 0, INFINITY, &max_kld))) return rc;
         } else if (cli_is(&a, NULL, "--min-top1")) {
             if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
-            if ((rc = parse_f64(&a, v, 0, 100, &min_top1))) return rc;
+            if ((rc = cli_parse_f64(&a, v, 0, 100, &min_top1))) return rc;
         } else {
             return cli_unknown_option(&a);
         }
@@ -212,11 +164,11 @@ static int parse(int argc, char **argv, logits_opts *o)
         else if (cli_is(&a, NULL, "--tokens")) {
             free(o->tokens);
             o->tokens = NULL;
-            if ((o->n_tokens = parse_tokens(&a, v, &o->tokens)) < 0) return CLI_EXIT_USAGE;
+            if ((o->n_tokens = cli_parse_tokens(&a, v, &o->tokens)) < 0) return CLI_EXIT_USAGE;
         } else if (cli_is(&a, "-t", "--threads"))
-            rc = parse_i64(&a, v, 1, 4096, &o->threads);
+            rc = cli_parse_i64(&a, v, 1, 4096, &o->threads);
         else if (cli_is(&a, "-c", "--ctx"))
-            rc = parse_i64(&a, v, 1, INT32_MAX / 2, &o->ctx);
+            rc = cli_parse_i64(&a, v, 1, INT32_MAX / 2, &o->ctx);
         else if (cli_is(&a, NULL, "--kv-type")) {
             if (strcmp(v, "f16") && strcmp(v, "f32"))
                 return cli_usage_error(&a, "--kv-type: '%s' is not f16 or f32", v);

@@ -1,6 +1,6 @@
 /* cmd_mkmodel.c — `plumb mkmodel OUT.gguf [--preset …] [shape options] [--type T]`: writes a
  * synthetic model with mkmodel.c. Parses and reports; the generator and the library do the work. */
-#include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -53,34 +53,6 @@ static void usage(FILE *out)
           out);
 }
 
-/* Integer option in [lo, hi]; on error prints the usage error and returns -1. */
-static int parse_i64(const cli_args *a, const char *v, int64_t lo, int64_t hi, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi) {
-        cli_usage_error(a, "%s: '%s' is not an integer in %" PRId64 "..%" PRId64, a->arg, v, lo,
-                        hi);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-static int parse_f32(const cli_args *a, const char *v, float *out)
-{
-    char *end;
-    errno = 0;
-    float x = strtof(v, &end);
-    if (errno || end == v || *end || !(x > 0.0f)) {
-        cli_usage_error(a, "%s: '%s' is not a positive number", a->arg, v);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
 /* The integer options: name, and where their value goes in mk_config. */
 static const struct int_opt {
     const char *name;
@@ -131,7 +103,7 @@ int cmd_mkmodel(int argc, char **argv)
             if (!cli_is(&a, NULL, int_opts[i].name)) continue;
             matched = 1;
             if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
-            if (parse_i64(&a, v, int_opts[i].lo, INT32_MAX, &ints[i])) return CLI_EXIT_USAGE;
+            if (cli_parse_i64(&a, v, int_opts[i].lo, INT32_MAX, &ints[i])) return CLI_EXIT_USAGE;
             given[i] = 1;
         }
         if (matched) continue;
@@ -146,15 +118,17 @@ int cmd_mkmodel(int argc, char **argv)
                        : cli_is(&a, NULL, "--rms-eps") ? &rms_eps
                                                        : NULL;
         if (f_dst) {
-            if (!(v = cli_value(&a)) || parse_f32(&a, v, f_dst)) return CLI_EXIT_USAGE;
+            if (!(v = cli_value(&a)) || cli_parse_f32(&a, v, 1e-30, INFINITY, f_dst))
+                return CLI_EXIT_USAGE;
             continue;
         }
         if (cli_is(&a, "-t", "--threads")) {
-            if (!(v = cli_value(&a)) || parse_i64(&a, v, 1, 256, &threads)) return CLI_EXIT_USAGE;
+            if (!(v = cli_value(&a)) || cli_parse_i64(&a, v, 1, 256, &threads))
+                return CLI_EXIT_USAGE;
             continue;
         }
         if (cli_is(&a, NULL, "--seed")) {
-            if (!(v = cli_value(&a)) || parse_i64(&a, v, 0, INT64_MAX, &seed))
+            if (!(v = cli_value(&a)) || cli_parse_i64(&a, v, 0, INT64_MAX, &seed))
                 return CLI_EXIT_USAGE;
             continue;
         }

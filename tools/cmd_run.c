@@ -1,6 +1,5 @@
 /* cmd_run.c — `plumb run`: load a model, prefill a prompt, generate N tokens, report
  * load time, prefill and decode speed, and memory. Not a chat: one prompt, one answer. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,53 +47,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int parse_i64(cli_args *a, const char *v, int64_t lo, int64_t hi, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi)
-        return cli_usage_error(a, "%s: '%s' is not an integer in [%lld, %lld]", a->arg, v,
-                               (long long)lo, (long long)hi);
-    *out = x;
-    return 0;
-}
-
-static int parse_f32(cli_args *a, const char *v, float *out)
-{
-    char *end;
-    errno = 0;
-    float x = strtof(v, &end);
-    if (errno || end == v || *end || isnan(x))
-        return cli_usage_error(a, "%s: '%s' is not a number", a->arg, v);
-    *out = x;
-    return 0;
-}
-
-/* "1,2,3" -> ids; returns the count or -1 after a usage error. */
-static int64_t parse_tokens(cli_args *a, const char *v, int32_t **out)
-{
-    int64_t n = 1;
-    for (const char *p = v; *p; p++) n += *p == ',';
-    int32_t *t = malloc((size_t)n * sizeof *t);
-    if (!t) return cli_errorf("out of memory"), -1;
-    int64_t k = 0;
-    for (const char *p = v; *p;) {
-        char *end;
-        errno = 0;
-        long x = strtol(p, &end, 10);
-        if (errno || end == p || x < 0 || x > INT32_MAX || (*end && *end != ',')) {
-            free(t);
-            cli_usage_error(a, "--tokens: '%s' is not a comma-separated list of token ids", v);
-            return -1;
-        }
-        t[k++] = (int32_t)x;
-        p = *end ? end + 1 : end;
-    }
-    *out = t;
-    return k;
-}
-
 typedef struct run_opts {
     const char *model, *prompt, *prompt_file, *kv, *kernels;
     int32_t *tokens;
@@ -131,33 +83,33 @@ static int parse(int argc, char **argv, run_opts *o)
         else if (cli_is(&a, NULL, "--tokens")) {
             free(o->tokens);
             o->tokens = NULL;
-            if ((o->n_tokens = parse_tokens(&a, v, &o->tokens)) < 0) return CLI_EXIT_USAGE;
+            if ((o->n_tokens = cli_parse_tokens(&a, v, &o->tokens)) < 0) return CLI_EXIT_USAGE;
         } else if (cli_is(&a, "-n", "--n-predict"))
-            rc = parse_i64(&a, v, 0, 1 << 30, &o->n_predict);
+            rc = cli_parse_i64(&a, v, 0, 1 << 30, &o->n_predict);
         else if (cli_is(&a, NULL, "--temp"))
-            rc = parse_f32(&a, v, &o->sp.temperature);
+            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.temperature);
         else if (cli_is(&a, NULL, "--top-k")) {
-            rc = parse_i64(&a, v, 0, INT32_MAX, &x);
+            rc = cli_parse_i64(&a, v, 0, INT32_MAX, &x);
             o->sp.top_k = (int32_t)x;
         } else if (cli_is(&a, NULL, "--top-p"))
-            rc = parse_f32(&a, v, &o->sp.top_p);
+            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.top_p);
         else if (cli_is(&a, NULL, "--min-p"))
-            rc = parse_f32(&a, v, &o->sp.min_p);
+            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.min_p);
         else if (cli_is(&a, NULL, "--repeat-penalty"))
-            rc = parse_f32(&a, v, &o->sp.repeat_penalty);
+            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.repeat_penalty);
         else if (cli_is(&a, "-s", "--seed")) {
-            rc = parse_i64(&a, v, 0, INT64_MAX, &x);
+            rc = cli_parse_i64(&a, v, 0, INT64_MAX, &x);
             o->sp.seed = (uint64_t)x;
         } else if (cli_is(&a, "-t", "--threads"))
-            rc = parse_i64(&a, v, 1, 4096, &o->threads);
+            rc = cli_parse_i64(&a, v, 1, 4096, &o->threads);
         else if (cli_is(&a, "-c", "--ctx"))
-            rc = parse_i64(&a, v, 1, INT32_MAX / 2, &o->ctx);
+            rc = cli_parse_i64(&a, v, 1, INT32_MAX / 2, &o->ctx);
         else if (cli_is(&a, NULL, "--sliding-window"))
-            rc = parse_i64(&a, v, 1, INT32_MAX / 4, &o->window);
+            rc = cli_parse_i64(&a, v, 1, INT32_MAX / 4, &o->window);
         else if (cli_is(&a, NULL, "--sinks"))
-            rc = parse_i64(&a, v, 0, INT32_MAX / 4, &o->sinks);
+            rc = cli_parse_i64(&a, v, 0, INT32_MAX / 4, &o->sinks);
         else if (cli_is(&a, NULL, "--chunk"))
-            rc = parse_i64(&a, v, 1, 4096, &o->chunk);
+            rc = cli_parse_i64(&a, v, 1, 4096, &o->chunk);
         else if (cli_is(&a, NULL, "--kv-type")) {
             if (strcmp(v, "f16") && strcmp(v, "f32"))
                 return cli_usage_error(&a, "--kv-type: '%s' is not f16 or f32", v);
