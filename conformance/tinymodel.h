@@ -9,7 +9,7 @@
 #include "plumb.h"
 
 typedef struct tiny_spec {
-    const char *arch;   /* "llama", "qwen2", "qwen3" */
+    const char *arch; /* "llama", "qwen2", "qwen3" */
     int64_t E, L, H, Hkv, D, F, V, ctx;
     uint32_t wtype;     /* type of the 2-D weight matrices */
     uint32_t embd_type; /* token_embd / output */
