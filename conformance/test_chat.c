@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat.h"
+#include "tokenizer/template.h"
 #include "testutil.h"
 #include "tokfix.h"
 

@@ -10,7 +10,7 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
-#include "internal.h"
+#include "core/core.h"
 #include "testutil.h"
 #include "tinymodel.h"
 

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "core/core.h"
 #include "kernels.h"
 #include "testutil.h"
 

@@ -17,9 +17,9 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
-#include "internal.h"
+#include "core/core.h"
+#include "runtime/threads.h"
 #include "testutil.h"
-#include "threads.h"
 
 /* ---- helpers ------------------------------------------------------------------- */
 

@@ -7,7 +7,7 @@
 
 #include <CUnit/Basic.h>
 
-#include "internal.h"
+#include "core/core.h"
 #include "testutil.h"
 
 uint64_t tu_seed(void)

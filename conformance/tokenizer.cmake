@@ -1,5 +1,5 @@
 # Tokenizer and chat-template tests (issue 5). The fixtures build real-format vocabularies
-# with tools/demo_vocab.c; the tests reach the tokenizer through engine/tokenizer.h.
+# with tools/demo_vocab.c; the tests reach the tokenizer through engine/tokenizer/tokenizer.h.
 set(PLUMB_TOK_FIXTURES ${CMAKE_CURRENT_SOURCE_DIR}/tokfix.c ${PROJECT_SOURCE_DIR}/tools/demo_vocab.c)
 foreach(t test_tokenizer test_tokenizer_hostile test_tokenizer_props test_tokenizer_pretok)
   plumb_test(${t} LABELS unit conformance SOURCES ${t}.c ${PLUMB_TOK_FIXTURES})

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "plumb.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 /* A GGUF image in memory with its view and tokenizer. */
 typedef struct tf_file {

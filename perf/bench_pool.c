@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "threads.h"
+#include "runtime/threads.h"
 
 static uint64_t now_ns(void)
 {

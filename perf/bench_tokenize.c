@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "demo_vocab.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static double now_s(void)
 {

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "model.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 /* Hard ceilings that keep scratch sizing and int32 positions sane; real models are far below. */
 #define MAX_EMBD   (1 << 16)

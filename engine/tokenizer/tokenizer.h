@@ -1,6 +1,6 @@
 /* tokenizer.h — the tokenizer inside a model: vocabulary from GGUF tokenizer.ggml.* metadata,
  * encode (SentencePiece BPE, byte-level BPE), decode, streaming decode. Internal, not public:
- * plumb.h's pl_tokenize family wraps these for a pl_model (engine/tokenizer_api.c).
+ * plumb.h's pl_tokenize family wraps these for a pl_model (engine/runtime/tokenizer_api.c).
  *
  * Two vocabulary kinds, chosen by tokenizer.ggml.model:
  *   "llama"  SentencePiece BPE: merge the adjacent pair whose concatenation is the token with
@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "core/core.h"
 
 /* Limits enforced at load (PL_ERR_LIMIT beyond them). The largest real vocabularies hold about
  * 256k tokens; the longest real tokens are a few hundred bytes (runs of spaces or dashes). */

@@ -6,10 +6,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "core/core.h"
 #include "kernels.h"
 #include "registry.h"
-#include "threads.h"
+#include "runtime/threads.h"
 
 /* The best set this CPU runs, with ref for the entries it leaves out. Quantizers of every
  * set are bit-exact with ref (the conformance suites prove it), so the choice changes speed,

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "core/core.h"
 
 /* Bytes of metadata pair i as GGUF stores it: key, type, value. */
 static pl_status kv_size(const pl_gguf *g, uint64_t i, uint64_t *out, pl_error *err)

@@ -3,7 +3,7 @@
 #ifndef PLUMB_MODEL_H
 #define PLUMB_MODEL_H
 
-#include "internal.h"
+#include "core/core.h"
 #include "kernels.h"
 
 struct pl_tokenizer;

@@ -1,4 +1,4 @@
-/* common.c — version, status names, error formatting, the allocation hook and file mapping.
+/* core.c — version, status names, error formatting, the allocation hook and file mapping.
  * Not a place for policy: every function here is mechanism used by the rest of engine/. */
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "core.h"
 
 const char *pl_version(void)
 {

@@ -1,12 +1,12 @@
 /* tokenizer_api.c — the public tokenizer and chat-template functions that take a pl_model:
  * each finds the model's tokenizer and calls the internal one. Not the algorithms (tokenizer*.c,
- * detok.c, chat.c), which tests reach without a model.
+ * detok.c, template.c), which tests reach without a model.
  */
 #include <string.h>
 
-#include "chat.h"
+#include "tokenizer/template.h"
 #include "model.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static pl_status need(const pl_model *m, const struct pl_tokenizer **t, pl_error *err)
 {

@@ -1,12 +1,12 @@
-/* chat.h — built-in chat template renderers (internal). Not the session prefix cache (a later
+/* template.h — built-in chat template renderers (internal). Not the session prefix cache (a later
  * issue) nor a Jinja interpreter: each renderer reproduces one family's template by hand.
  */
-#ifndef PLUMB_CHAT_H
-#define PLUMB_CHAT_H
+#ifndef PLUMB_TEMPLATE_H
+#define PLUMB_TEMPLATE_H
 
 #include <stddef.h>
 
-#include "internal.h"
+#include "core/core.h"
 
 /* Renders msgs with the template called name (one of pl_chat_template_names()). bos/eos are the
  * texts the template's bos_token/eos_token stand for; NULL selects the family's usual text

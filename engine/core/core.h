@@ -1,7 +1,7 @@
-/* internal.h — helpers shared by the engine sources: errors, the allocation hook, checked sizes.
- * Not public: tests may include it for white-box checks; programs must not. */
-#ifndef PLUMB_INTERNAL_H
-#define PLUMB_INTERNAL_H
+/* core.h — the engine's lowest layer, used by every engine source: errors, the allocation hook,
+ * checked sizes, file mapping. Not public: tests may include it for white-box checks. */
+#ifndef PLUMB_CORE_H
+#define PLUMB_CORE_H
 
 #include <stdarg.h>
 #include <stddef.h>

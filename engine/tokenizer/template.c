@@ -1,4 +1,4 @@
-/* chat.c — chat templates: recognising a model's Jinja tokenizer.chat_template and rendering
+/* template.c — chat templates: recognising a model's Jinja tokenizer.chat_template and rendering
  * messages exactly as that template would (ChatML/Qwen2/Qwen2.5, Llama 3, Llama 2, Mistral v1).
  * Not a Jinja interpreter, and not the session prefix cache (a later issue).
  *
@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "chat.h"
+#include "template.h"
 #include "tokenizer.h"
 
 enum tmpl { T_CHATML, T_QWEN2, T_QWEN25, T_LLAMA3, T_LLAMA2, T_MISTRAL, T_COUNT };

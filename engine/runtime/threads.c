@@ -16,7 +16,7 @@
 
 #include <hwloc.h>
 
-#include "internal.h"
+#include "core/core.h"
 #include "threads.h"
 
 /* Hot shared words sit on their own lines; 128 bytes because x86 prefetches line pairs. */
