@@ -9,6 +9,7 @@
 
 #include "demo_vocab.h"
 #include "testutil.h"
+#include "tokenizer/utf8.h"
 #include "tokfix.h"
 
 enum { SPM = 0, BPE = 1, LLAMA3 = 2 };

@@ -391,14 +391,12 @@ static pl_status finish_load(pl_model **out, pl_gguf *g, const pl_model_params *
                     "PL_MODEL_VOCAB_ONLY: the file has no tokenizer (metadata key "
                     "tokenizer.ggml.model not found)");
     if (!s && !m->vocab_only) s = bind_arch(m, err);
-    if (!s && !m->vocab_only && m->tok && pl_vocab_n_tokens(m) != m->hp.n_vocab) {
-        /* llama.cpp allows padded embedding tables (rows >= tokens); fewer rows than
-         * tokens would let a valid token id index past the table. */
-        if (pl_vocab_n_tokens(m) > m->hp.n_vocab)
-            s = pl_fail(err, PL_ERR_FORMAT,
-                        "tokenizer has %lld tokens but token_embd.weight only %lld rows",
-                        (long long)pl_vocab_n_tokens(m), (long long)m->hp.n_vocab);
-    }
+    /* llama.cpp allows padded embedding tables (rows >= tokens); fewer rows than tokens would
+     * let a valid token id index past the table. */
+    if (!s && !m->vocab_only && m->tok && (int64_t)m->tok->n_vocab > m->hp.n_vocab)
+        s = pl_fail(err, PL_ERR_FORMAT,
+                    "tokenizer has %lld tokens but token_embd.weight only %lld rows",
+                    (long long)m->tok->n_vocab, (long long)m->hp.n_vocab);
     if (s) {
         pl_model_free(m);
         return s;

@@ -139,6 +139,17 @@ pl_str pl_vocab_token_text(const pl_model *m, int32_t token)
 
 /* ---- chat ---- */
 
+pl_status pl_model_chat_template(const pl_model *m, const char **name, pl_error *err)
+{
+    if (!name) return pl_fail(err, PL_ERR_INVALID_ARG, "name is NULL");
+    *name = NULL;
+    if (!m) return pl_fail(err, PL_ERR_INVALID_ARG, "model is NULL");
+    pl_str tmpl;
+    pl_status s = pl_gguf_get_string(pl_model_gguf(m), "tokenizer.chat_template", &tmpl, err);
+    if (s) return s;
+    return pl_chat_template_detect(tmpl.ptr, (size_t)tmpl.len, name, err);
+}
+
 pl_status pl_chat_render(const pl_model *m, const char *name, const pl_chat_message *msgs, size_t n,
                          int add_generation_prompt, char *buf, size_t cap, size_t *n_out,
                          pl_error *err)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "tokenizer.h"
+#include "utf8.h"
 
 /* SentencePiece renders the unknown token as U+2585 (as llama.cpp does). */
 #define SPM_UNK_PIECE "\xe2\x96\x85"

@@ -15,7 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tokenizer.h"
+#include "pretok.h"
+#include "utf8.h"
 
 /* Unicode White_Space, as a character-class body. */
 #define WS                                                                                         \

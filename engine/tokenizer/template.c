@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "template.h"
-#include "tokenizer.h"
+#include "utf8.h"
 
 enum tmpl { T_CHATML, T_QWEN2, T_QWEN25, T_LLAMA3, T_LLAMA2, T_MISTRAL, T_COUNT };
 
@@ -94,17 +94,6 @@ pl_status pl_chat_template_detect(const char *tmpl, size_t len, const char **nam
     return pl_ok(err);
 }
 
-pl_status pl_model_chat_template(const pl_model *m, const char **name, pl_error *err)
-{
-    if (!name) return pl_fail(err, PL_ERR_INVALID_ARG, "name is NULL");
-    *name = NULL;
-    if (!m) return pl_fail(err, PL_ERR_INVALID_ARG, "model is NULL");
-    pl_str tmpl;
-    pl_status s = pl_gguf_get_string(pl_model_gguf(m), "tokenizer.chat_template", &tmpl, err);
-    if (s) return s;
-    return pl_chat_template_detect(tmpl.ptr, (size_t)tmpl.len, name, err);
-}
-
 /* ---- rendering ---- */
 
 struct out {
@@ -131,17 +120,6 @@ static int py_space(uint32_t c)
            c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-/* The code point of the valid character at p (k bytes). */
-static uint32_t cp_at(const unsigned char *p, size_t k)
-{
-    if (k == 1) return p[0];
-    if (k == 2) return ((uint32_t)(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
-    if (k == 3)
-        return ((uint32_t)(p[0] & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
-    return ((uint32_t)(p[0] & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
-           ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
-}
-
 /* Length of the leading whitespace characters of s[0..n). */
 static size_t lspace(const char *s, size_t n)
 {
@@ -149,7 +127,7 @@ static size_t lspace(const char *s, size_t n)
     size_t i = 0;
     while (i < n) {
         size_t k = pl_utf8_char(p + i, n - i);
-        if (k == 0 || !py_space(cp_at(p + i, k))) break;
+        if (k == 0 || !py_space(pl_utf8_cp(p + i, k))) break;
         i += k;
     }
     return i;
@@ -163,7 +141,7 @@ static size_t rstrip_len(const char *s, size_t n)
         size_t start = n - 1; /* the last character starts at most 3 bytes back */
         while (start > 0 && n - start < 4 && (p[start] & 0xC0) == 0x80) start--;
         size_t k = pl_utf8_char(p + start, n - start);
-        if (k != n - start || !py_space(cp_at(p + start, k))) break;
+        if (k != n - start || !py_space(pl_utf8_cp(p + start, k))) break;
         n = start;
     }
     return n;

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "pretok.h"
 
 /* Limits enforced at load (PL_ERR_LIMIT beyond them). The largest real vocabularies hold about
  * 256k tokens; the longest real tokens are a few hundred bytes (runs of spaces or dashes). */
@@ -32,8 +33,6 @@
 #define PL_TOK_MAX_MERGES      (1u << 22) /* entries in tokenizer.ggml.merges */
 /* Bytes of text in one encode call: symbol indices are 32-bit. */
 #define PL_TOK_MAX_TEXT ((size_t)1 << 31)
-/* Regexes in one pre-tokenizer sequence (llama.cpp's "default" uses four). */
-#define PL_TOK_MAX_PRE_REGEX 4
 
 enum pl_tok_kind { PL_TOK_SPM = 1, PL_TOK_BPE = 2 };
 
@@ -53,26 +52,6 @@ struct pl_tok_merge {
     uint32_t left, right; /* token ids; left = UINT32_MAX marks an empty slot */
     uint32_t result;
     uint32_t rank;
-};
-
-struct pcre2_real_code_8;
-struct pcre2_real_general_context_8;
-
-/* A pre-tokenizer: regexes applied in sequence; each splits every piece the previous one made
- * into its matches and the gaps between them (HF "Isolated" behaviour, as llama.cpp does). */
-struct pl_pretok_def {
-    const char *name;    /* canonical tokenizer.ggml.pre value */
-    const char *aliases; /* other accepted values, '|'-separated, or "" */
-    int n_re;            /* 1..PL_TOK_MAX_PRE_REGEX */
-    const char *re[PL_TOK_MAX_PRE_REGEX];
-    int ignore_merges; /* a word that is itself a token is emitted whole (Llama 3) */
-    int add_bos;       /* default for tokenizer.ggml.add_bos_token */
-};
-
-struct pl_pretok {
-    const struct pl_pretok_def *def;
-    struct pcre2_real_code_8 *re[PL_TOK_MAX_PRE_REGEX];
-    struct pcre2_real_general_context_8 *gctx; /* routes PCRE2's allocations to pl_malloc */
 };
 
 struct pl_tokenizer {
@@ -128,7 +107,7 @@ pl_status pl_tok_decode(const struct pl_tokenizer *t, const int32_t *ids, size_t
 pl_status pl_detok_create(pl_detok **out, const struct pl_tokenizer *t, uint32_t flags,
                           pl_error *err);
 
-/* Used by the loader and encoder (tokenizer.c, pretok.c, tokenizer_encode.c). */
+/* Used by the loader and encoder (tokenizer.c, tokenizer_encode.c). */
 uint32_t pl_tok_hash(const char *p, size_t n);
 /* Id of the matchable token (normal, user-defined or undefined type) whose match bytes are
  * exactly p[0..n), or -1. */
@@ -136,27 +115,5 @@ int32_t pl_tok_find(const struct pl_tokenizer *t, const char *p, size_t n);
 /* BPE: the merge of (left, right), or NULL. */
 const struct pl_tok_merge *pl_tok_find_merge(const struct pl_tokenizer *t, uint32_t left,
                                              uint32_t right);
-
-/* Pre-tokenizers (pretok.c). */
-const struct pl_pretok_def *pl_pretok_find(const char *name, size_t len);
-/* "default, gpt2, llama-bpe, qwen2, smollm" — for error messages. */
-const char *pl_pretok_names(void);
-pl_status pl_pretok_compile(struct pl_pretok *p, const struct pl_pretok_def *def, pl_error *err);
-void pl_pretok_release(struct pl_pretok *p);
-/* Splits text[0..len) (valid UTF-8) with the sequence and calls emit for each piece in order.
- * Scratch match data comes from pl_pretok_scratch_new (one per call, never shared). */
-typedef pl_status (*pl_pretok_emit_fn)(void *user, const char *p, size_t n);
-struct pl_pretok_scratch;
-pl_status pl_pretok_scratch_new(struct pl_pretok_scratch **out, const struct pl_pretok *p,
-                                pl_error *err);
-void pl_pretok_scratch_free(struct pl_pretok_scratch *s);
-pl_status pl_pretok_split(const struct pl_pretok *p, struct pl_pretok_scratch *s, const char *text,
-                          size_t len, pl_pretok_emit_fn emit, void *user, pl_error *err);
-
-/* UTF-8: length of the valid character starting at p (n bytes available), 0 if invalid.
- * Strict: no overlong forms, no surrogates, nothing above U+10FFFF. */
-size_t pl_utf8_char(const unsigned char *p, size_t n);
-/* 1 if p[0..n) could still become a valid character with more bytes (a strict prefix). */
-int pl_utf8_incomplete(const unsigned char *p, size_t n);
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tokenizer.h"
+#include "utf8.h"
 
 #define NONE UINT32_MAX
 

@@ -1,0 +1,48 @@
+/* pretok.h — byte-level BPE pre-tokenizers (pretok.c): the regex sequences named by
+ * tokenizer.ggml.pre, compiled with PCRE2. Internal. Not the merges (tokenizer_encode.c). */
+#ifndef PLUMB_PRETOK_H
+#define PLUMB_PRETOK_H
+
+#include <stddef.h>
+
+#include "core/core.h"
+
+/* Regexes in one pre-tokenizer sequence (llama.cpp's "default" uses four). */
+#define PL_TOK_MAX_PRE_REGEX 4
+
+struct pcre2_real_code_8;
+struct pcre2_real_general_context_8;
+
+/* A pre-tokenizer: regexes applied in sequence; each splits every piece the previous one made
+ * into its matches and the gaps between them (HF "Isolated" behaviour, as llama.cpp does). */
+struct pl_pretok_def {
+    const char *name;    /* canonical tokenizer.ggml.pre value */
+    const char *aliases; /* other accepted values, '|'-separated, or "" */
+    int n_re;            /* 1..PL_TOK_MAX_PRE_REGEX */
+    const char *re[PL_TOK_MAX_PRE_REGEX];
+    int ignore_merges; /* a word that is itself a token is emitted whole (Llama 3) */
+    int add_bos;       /* default for tokenizer.ggml.add_bos_token */
+};
+
+struct pl_pretok {
+    const struct pl_pretok_def *def;
+    struct pcre2_real_code_8 *re[PL_TOK_MAX_PRE_REGEX];
+    struct pcre2_real_general_context_8 *gctx; /* routes PCRE2's allocations to pl_malloc */
+};
+
+const struct pl_pretok_def *pl_pretok_find(const char *name, size_t len);
+/* "default, gpt2, llama-bpe, qwen2, smollm" — for error messages. */
+const char *pl_pretok_names(void);
+pl_status pl_pretok_compile(struct pl_pretok *p, const struct pl_pretok_def *def, pl_error *err);
+void pl_pretok_release(struct pl_pretok *p);
+/* Splits text[0..len) (valid UTF-8) with the sequence and calls emit for each piece in order.
+ * Scratch match data comes from pl_pretok_scratch_new (one per call, never shared). */
+typedef pl_status (*pl_pretok_emit_fn)(void *user, const char *p, size_t n);
+struct pl_pretok_scratch;
+pl_status pl_pretok_scratch_new(struct pl_pretok_scratch **out, const struct pl_pretok *p,
+                                pl_error *err);
+void pl_pretok_scratch_free(struct pl_pretok_scratch *s);
+pl_status pl_pretok_split(const struct pl_pretok *p, struct pl_pretok_scratch *s, const char *text,
+                          size_t len, pl_pretok_emit_fn emit, void *user, pl_error *err);
+
+#endif
