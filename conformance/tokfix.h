@@ -45,7 +45,7 @@ int tf_same_ids(const int32_t *got, long n, const int32_t *want, long wn, const 
 char *tf_decode(const struct pl_tokenizer *t, const int32_t *ids, size_t n, uint32_t flags,
                 size_t *len);
 
-/* A demo vocabulary (tools/demo_vocab.h kind) of n_vocab tokens, loaded. */
+/* A demo vocabulary (synth/demo_vocab.h kind) of n_vocab tokens, loaded. */
 pl_status tf_demo(tf_file *f, int kind, uint32_t n_vocab, pl_error *err);
 
 /* Case-insensitive: does msg contain needle? */

@@ -7,7 +7,7 @@
 #   fuzz/campaign.sh [all]   build + run + summary (make fuzz)
 #   fuzz/campaign.sh build   the three AFL++ builds      run      the campaigns only
 #   fuzz/campaign.sh summary the table of the last run  replay   the replay drivers (make fuzz-replay)
-#   fuzz/campaign.sh cmin    afl-cmin every corpus      seeds    regenerate corpora from the tools
+#   fuzz/campaign.sh cmin    afl-cmin every corpus      seeds    regenerate corpora from synth/
 #
 # Environment: FUZZ_TARGETS (default: every harness), FUZZ_SECONDS per harness (600),
 # FUZZ_JOBS instances per harness (2: -M with CMPLOG, -S on the ASan/UBSan build),

@@ -6,26 +6,26 @@ set(PLUMB_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
 # campaign.sh find fuzz/fuzz_*.c themselves).
 set(PLUMB_FUZZ_HARNESSES gguf tokenizer quant)
 
-# The vocabularies the tokenizer harness builds (and the seed generator) come from tools/.
-add_library(plumb_fuzz_support STATIC ${PROJECT_SOURCE_DIR}/tools/demo_vocab.c)
-target_include_directories(plumb_fuzz_support PUBLIC ${PROJECT_SOURCE_DIR}/tools)
-target_compile_options(plumb_fuzz_support PRIVATE ${PLUMB_WARNINGS})
-target_link_libraries(plumb_fuzz_support PUBLIC plumb)
+# The vocabularies the tokenizer harness builds (and the seed generator's models) come from
+# synth/ (plumb_synth); a top level that does not add synth/ gets it here.
+if(NOT TARGET plumb_synth)
+  add_subdirectory(${PROJECT_SOURCE_DIR}/synth ${CMAKE_BINARY_DIR}/synth)
+endif()
 
 foreach(h ${PLUMB_FUZZ_HARNESSES})
   add_executable(fuzz_${h} ${PLUMB_FUZZ_DIR}/fuzz_${h}.c ${PLUMB_FUZZ_DIR}/driver.c)
   target_include_directories(fuzz_${h} PRIVATE ${PLUMB_FUZZ_DIR}
     ${PROJECT_SOURCE_DIR}/engine ${PROJECT_SOURCE_DIR}/kernels)
   target_compile_options(fuzz_${h} PRIVATE ${PLUMB_WARNINGS})
-  target_link_libraries(fuzz_${h} PRIVATE plumb_fuzz_support plumb m)
+  target_link_libraries(fuzz_${h} PRIVATE plumb_synth plumb m)
   # One place for the binaries however fuzz/ was added: <build>/fuzz/fuzz_<name>.
   set_target_properties(fuzz_${h} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
 endforeach()
 
 # Seed corpora come from the project's own generators (make fuzz-seeds / campaign.sh seeds).
-add_executable(fuzz_mkseeds ${PLUMB_FUZZ_DIR}/mkseeds.c ${PROJECT_SOURCE_DIR}/tools/mkmodel.c)
+add_executable(fuzz_mkseeds ${PLUMB_FUZZ_DIR}/mkseeds.c)
 target_compile_options(fuzz_mkseeds PRIVATE ${PLUMB_WARNINGS})
-target_link_libraries(fuzz_mkseeds PRIVATE plumb_fuzz_support plumb m Threads::Threads)
+target_link_libraries(fuzz_mkseeds PRIVATE plumb_synth plumb m)
 set_target_properties(fuzz_mkseeds PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
 
 if(PLUMB_BUILD_TESTS)

@@ -1,5 +1,5 @@
 /* mkseeds.c — writes the seed corpora of the fuzz harnesses with the project's own generators
- * (tools/mkmodel.c models, tools/demo_vocab.c vocabularies, texts in many scripts).
+ * (synth/mkmodel.c models, synth/demo_vocab.c vocabularies, texts in many scripts).
  * Not a fuzzer: run once (campaign.sh seeds), then afl-cmin the result. Usage: mkseeds DIR */
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * 5 runs; also a 128,256-token Llama 3 style and a 32,000-token SentencePiece vocabulary.
  * A benchmark, not a test: it checks only that each run gives the same ids.
  *
- * The vocabularies come from tools/demo_vocab.c (merges learned from its text, then
+ * The vocabularies come from synth/demo_vocab.c (merges learned from its text, then
  * synthetic merges up to the size), so hash tables and merge chains have real sizes.
  * Run: ./bench_tokenize [megabytes=1] [runs=5]
  */

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "mkmodel.h"
 #include "progress.h"
 
 static void usage(FILE *out)

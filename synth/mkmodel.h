@@ -1,7 +1,7 @@
 /* mkmodel.h — synthetic GGUF models in llama.cpp's conventions (llama, qwen2, qwen3): real
  * shapes, seeded random weights, a real tokenizer section. Usable by tests; not a converter. */
-#ifndef PLUMB_TOOLS_MKMODEL_H
-#define PLUMB_TOOLS_MKMODEL_H
+#ifndef PLUMB_SYNTH_MKMODEL_H
+#define PLUMB_SYNTH_MKMODEL_H
 
 #include <stdint.h>
 
@@ -24,7 +24,7 @@ typedef struct mk_config {
     float rope_base;
     float rms_eps;
     int tied;                   /* no output.weight: token_embd doubles as the output projection */
-    enum demo_vocab_kind vocab; /* the tokenizer section (tools/demo_vocab.h) */
+    enum demo_vocab_kind vocab; /* the tokenizer section (demo_vocab.h) */
     pl_ftype ftype;
     int pure; /* every weight matrix in the ftype's base type (no llama.cpp mix) */
     uint64_t seed;
@@ -65,9 +65,5 @@ typedef struct mk_stats {
  * written directly at that ftype, byte for byte. */
 pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress, void *user,
                    mk_stats *stats, pl_error *err);
-
-/* The subcommands (tools/cmd_mkmodel.c, tools/cmd_quantize.c). */
-int cmd_mkmodel(int argc, char **argv);
-int cmd_quantize(int argc, char **argv);
 
 #endif

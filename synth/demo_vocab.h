@@ -2,8 +2,8 @@
  * trained deterministically by a tiny BPE trainer over a text embedded in demo_vocab.c.
  * Not a general trainer, and not a real model's vocabulary (ids differ from any release).
  */
-#ifndef PLUMB_TOOLS_DEMO_VOCAB_H
-#define PLUMB_TOOLS_DEMO_VOCAB_H
+#ifndef PLUMB_SYNTH_DEMO_VOCAB_H
+#define PLUMB_SYNTH_DEMO_VOCAB_H
 
 #include <stddef.h>
 #include <stdint.h>
