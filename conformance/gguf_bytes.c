@@ -1,5 +1,5 @@
 /* gguf_bytes.c — the hand-crafted GGUF byte builder the GGUF tests share.
- * Test-only and independent of engine/gguf_writer.c, so it can build exactly the bad bytes. */
+ * Test-only and independent of engine/gguf/gguf_writer.c, so it can build exactly the bad bytes. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* ref_transformer.c — the end-to-end oracle: llama/qwen2/qwen3 in double with GSL BLAS.
  * Not fast and not shared with the engine: it binds tensors by name on its own, so a
- * binding bug in engine/model.c shows up as a mismatch instead of hiding twice. */
+ * binding bug in engine/runtime/model.c shows up as a mismatch instead of hiding twice. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
