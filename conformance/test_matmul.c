@@ -13,6 +13,10 @@
 #define MAX_TABLES 8
 static pl_kernel_table tables[MAX_TABLES];
 static int n_tables;
+/* A set with repacked layouts is tested twice: as it is, and as a "<set>+repack" view whose
+ * matmul packs the operands' weights first and runs the repacked kernel (repacked[s]). */
+static const struct pl_kernels *repacked[MAX_TABLES];
+static char view_names[MAX_TABLES][32];
 
 /* c of |y - y_ref| <= c u K sum|a_i b_i| + K eta, per weight type; the derivation is in
  * kernels/ref/matmul.c and holds for any summation order of the same block terms. */
@@ -102,10 +106,42 @@ static void free_operands(operands *o)
     free(o->x);
 }
 
+static const pl_repack *repack_of(const struct pl_kernels *k, pl_type t)
+{
+    for (int s = 0; s < n_tables; s++)
+        if (k == &tables[s].k) return repacked[s] ? repacked[s]->repack[t] : NULL;
+    return NULL;
+}
+
 static void run(const struct pl_kernels *k, const operands *o, float *y, int64_t ldy, int64_t r0,
                 int64_t r1, int64_t t0, int64_t T)
 {
-    k->matmul[o->wt](y, ldy, o->w, o->wrb, o->x + (size_t)t0 * o->xrb, o->xrb, o->K, r0, r1, T);
+    const pl_repack *rp = repack_of(k, o->wt);
+    if (!rp) {
+        k->matmul[o->wt](y, ldy, o->w, o->wrb, o->x + (size_t)t0 * o->xrb, o->xrb, o->K, r0, r1, T);
+        return;
+    }
+    void *packed = malloc(rp->size(o->K, o->R) + 1);
+    rp->pack(packed, o->w, o->wrb, o->K, o->R);
+    rp->matmul(y, ldy, packed, 0, o->x + (size_t)t0 * o->xrb, o->xrb, o->K, r0, r1, T);
+    free(packed);
+}
+
+/* Adds a "<set>+repack" view for every set with repacked types: the same table, but its
+ * repacked types go through pack + the repacked matmul in run(). */
+static void add_repacked_views(void)
+{
+    const int n = n_tables;
+    for (int s = 0; s < n && n_tables < MAX_TABLES; s++) {
+        int any = 0;
+        for (int t = 0; t < PL_TYPE_COUNT; t++) any |= tables[s].k.repack[t] != NULL;
+        if (!any) continue;
+        tables[n_tables] = tables[s];
+        snprintf(view_names[n_tables], sizeof view_names[0], "%s+repack", tables[s].k.name);
+        tables[n_tables].k.name = view_names[n_tables];
+        repacked[n_tables] = &tables[s].k;
+        n_tables++;
+    }
 }
 
 static uint32_t bits(float f)
@@ -486,6 +522,43 @@ static void matmul_propagates_nan(void)
     }
 }
 
+/* DESIGN.md: a repacked layout is a permutation of the same blocks and its per-element
+ * sum order is the set's own matmul's, so a session gives the same logits with repacking on
+ * or off. Random shapes, R not a multiple of the group, random slices. */
+static void matmul_repacked_is_bit_identical_to_own_matmul(void)
+{
+    for (int s = 0; s < n_tables; s++) {
+        if (!repacked[s]) continue;
+        const struct pl_kernels *own = repacked[s], *view = &tables[s].k;
+        for (int ti = 0; ti < QI_N_TYPES; ti++) {
+            const pl_type t = qi_types[ti];
+            if (!own->repack[t]) continue;
+            for (int i = 0; i < 12; i++) {
+                const uint64_t seed = test_seed(7000 + 64 * (uint64_t)t + (uint64_t)i);
+                tu_rng rng;
+                tu_rng_init(&rng, seed);
+                const int64_t K = block_of(t) * tu_rng_range(&rng, 1, 64);
+                const int64_t R = tu_rng_range(&rng, 1, 40), T = tu_rng_range(&rng, 1, 6);
+                const int64_t r0 = tu_rng_range(&rng, 0, R - 1), r1 = tu_rng_range(&rng, r0 + 1, R);
+                operands o;
+                make_operands(&o, own, t, K, R, T, -1, -1, &rng);
+                float *a = sentinel_buffer(T * R), *b = sentinel_buffer(T * R);
+                own->matmul[t](a, R, o.w, o.wrb, o.x, o.xrb, K, r0, r1, T);
+                run(view, &o, b, R, r0, r1, 0, T);
+                const int64_t d = first_bit_difference(b, R, a, R, T, 0, R);
+                TU_CHECK(d < 0,
+                         "set %s type %s seed %" PRIu64 " K %" PRId64 " R %" PRId64
+                         " rows [%" PRId64 ", %" PRId64 "): y[t=%" PRId64 "][r=%" PRId64
+                         "] repacked differs from the set's own matmul",
+                         view->name, tr(t)->name, seed, K, R, r0, r1, d / 1000000, d % 1000000);
+                free(a);
+                free(b);
+                free_operands(&o);
+            }
+        }
+    }
+}
+
 static void print_summary(void)
 {
     printf(
@@ -502,6 +575,7 @@ int main(void)
 {
     n_tables = qi_load_tables(tables, MAX_TABLES);
     if (n_tables < 1) return 1;
+    add_repacked_views();
     static const tu_test tests[] = {
         {"matmul_within_bound_of_gsl_on_edge_shapes", matmul_within_bound_of_gsl_on_edge_shapes},
         {"matmul_within_bound_of_gsl_on_random_shapes",
@@ -513,6 +587,8 @@ int main(void)
         {"matmul_slice_invariant", matmul_slice_invariant},
         {"matmul_writes_only_its_slice", matmul_writes_only_its_slice},
         {"matmul_propagates_nan", matmul_propagates_nan},
+        {"matmul_repacked_is_bit_identical_to_own_matmul",
+         matmul_repacked_is_bit_identical_to_own_matmul},
         {NULL, NULL},
     };
     printf("kernel sets under test:");

@@ -97,6 +97,19 @@ typedef int64_t (*pl_min_p_fn)(pl_candidate *restrict c, int64_t n, float p, int
  * u * total, u in [0, 1). */
 typedef int64_t (*pl_draw_fn)(const pl_candidate *restrict c, int64_t n, double u);
 
+/* Repacked weights (DESIGN.md): a set may keep a type's rows interleaved in groups of
+ * PL_REPACK_ROWS, a layout of its own, so that one activation load feeds several rows.
+ * pack() writes the whole R x K matrix (rows src_row_bytes apart) into dst, size(K, R) bytes,
+ * padding the last group with zero rows. matmul() has pl_matmul_fn's contract with w = dst
+ * (w_row_bytes is ignored) and is bit-identical to the set's own matmul for the type. */
+#define PL_REPACK_ROWS 8
+typedef struct pl_repack {
+    size_t (*size)(int64_t K, int64_t R);
+    void (*pack)(void *restrict dst, const void *restrict src, size_t src_row_bytes, int64_t K,
+                 int64_t R);
+    pl_matmul_fn matmul;
+} pl_repack;
+
 struct pl_kernels {
     const char *name;      /* "ref", "avx2", "avx512" */
     int (*supported)(void); /* 1 if this CPU can run the set */
@@ -104,6 +117,8 @@ struct pl_kernels {
     pl_quantize_row_fn quantize_row[PL_TYPE_COUNT];
     pl_dequantize_row_fn dequantize_row[PL_TYPE_COUNT];
     pl_matmul_fn matmul[PL_TYPE_COUNT];
+    /* NULL: the type runs straight from the mapping (never a fallback: ref has none). */
+    const pl_repack *repack[PL_TYPE_COUNT];
     pl_rmsnorm_fn rmsnorm;
     pl_rope_fn rope;
     pl_softmax_fn softmax;
@@ -120,5 +135,10 @@ struct pl_kernels {
 
 /* The reference set: portable scalar C, the definition of correct. */
 extern const struct pl_kernels pl_kernels_ref;
+#if PLUMB_X86_SETS
+/* x86-64 sets, each compiled with its own target flags; supported() checks CPUID + XGETBV. */
+extern const struct pl_kernels pl_kernels_avx2;
+extern const struct pl_kernels pl_kernels_avx512;
+#endif
 
 #endif

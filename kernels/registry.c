@@ -9,6 +9,10 @@
 
 /* Best first. SIMD sets are added here, above ref, as they are written. */
 static const struct pl_kernels *const sets[] = {
+#if PLUMB_X86_SETS
+    &pl_kernels_avx512,
+    &pl_kernels_avx2,
+#endif
     &pl_kernels_ref,
 };
 #define N_SETS ((int)(sizeof sets / sizeof sets[0]))

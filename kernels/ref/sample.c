@@ -1,6 +1,6 @@
 /* sample.c — reference sampling primitives: temperature, penalties, candidate softmax,
  * top-k / top-p / min-p truncation and the categorical draw. Pure; the uniform is an
- * argument. Not a sampler chain: engine/sampler.c orders these. Nothing here allocates.
+ * argument. Not a sampler chain: engine/runtime/sampler.c orders these. Nothing here allocates.
  *
  * Bounds (u = 2^-24) are the contract for every set, checked in conformance/test_sample.c. */
 #include <math.h>

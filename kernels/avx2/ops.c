@@ -1,0 +1,168 @@
+/* ops.c — rmsnorm, softmax and swiglu in 256-bit AVX2 + FMA, shared by the avx2 and avx512
+ * tables. Not rope (ref's double angles stay), not AVX-512: one code path for both sets.
+ *
+ * Bounds are ref's (kernels/ref/ops.c, checked in conformance/test_ops.c); u = 2^-24.
+ * Lanes never mix elements except in the reductions, whose order is fixed by n alone, and
+ * tails run the same vector code under a mask: each output is the same whatever the row's
+ * neighbours, the slice or the thread. */
+#include <math.h>
+
+#include "ops.h"
+
+/* Lanes [0, rem) on, the rest off (all on for 8 <= rem < 2^31): a tail's mask. */
+static __m256i tail_mask(int64_t rem)
+{
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rem), idx);
+}
+
+/* ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)): a fixed tree. */
+static float hsum8(__m256 v)
+{
+    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+/* y = x / sqrt(mean(x^2) + eps) * w.
+ * Bound: |y - y_ref| <= (n + 8) u |y_ref| + FLT_MIN.
+ * Why: squares are exact in double and summed by FMA in 16 double lanes (relative error
+ * <= n 2^-53), the scale is computed in double, and y = (float)(x * s * w) in double, so the
+ * only float rounding is the last one: <= u + n 2^-52, and |x| up to FLT_MAX cannot overflow. */
+void rmsnorm_avx2(float *restrict y, const float *restrict x, const float *restrict w, int64_t n,
+                  float eps)
+{
+    __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256d x0 = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
+        __m256d x1 = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4));
+        __m256d x2 = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 8));
+        __m256d x3 = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 12));
+        a0 = _mm256_fmadd_pd(x0, x0, a0);
+        a1 = _mm256_fmadd_pd(x1, x1, a1);
+        a2 = _mm256_fmadd_pd(x2, x2, a2);
+        a3 = _mm256_fmadd_pd(x3, x3, a3);
+    }
+    for (; i + 4 <= n; i += 4) {
+        __m256d x0 = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
+        a0 = _mm256_fmadd_pd(x0, x0, a0);
+    }
+    const __m256d a = _mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3));
+    double l[4];
+    _mm256_storeu_pd(l, a);
+    double ss = (l[0] + l[1]) + (l[2] + l[3]);
+    for (; i < n; i++) ss += (double)x[i] * (double)x[i];
+    const double s = n > 0 ? 1.0 / sqrt(ss / (double)n + (double)eps) : 0.0;
+
+    const __m256d sv = _mm256_set1_pd(s);
+    i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256d xv = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
+        __m256d wv = _mm256_cvtps_pd(_mm_loadu_ps(w + i));
+        _mm_storeu_ps(y + i, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_mul_pd(xv, sv), wv)));
+    }
+    for (; i < n; i++) y[i] = (float)((double)x[i] * s * (double)w[i]);
+}
+
+/* x == m ? 1 : exp(x - m), x <= m. x - m = s + ds exactly (TwoSum; ds is dropped with s out of
+ * exp's range), so exp sees no rounding of the gap. The blend covers m = +-inf (x - m NaN). */
+static __m256 softmax_e(__m256 x, __m256 m)
+{
+    const __m256 s = _mm256_sub_ps(x, m), b = _mm256_sub_ps(s, x);
+    const __m256 ds = _mm256_sub_ps(_mm256_sub_ps(x, _mm256_sub_ps(s, b)), _mm256_add_ps(m, b));
+    return _mm256_blendv_ps(pl_avx2_exp_plus(s, ds), _mm256_set1_ps(1.0f),
+                            _mm256_cmp_ps(x, m, _CMP_EQ_OQ));
+}
+
+/* y = exp(x - max) / sum(exp(x - max)); entries equal to the max weigh exactly 1, so an
+ * all -inf row is uniform and +inf entries share the mass. n <= 0 writes nothing.
+ * Bound: |y - y_ref| <= (n + 8 + |x - max|) u |y_ref| + FLT_MIN.
+ * Why: x - max is taken exactly, as s + ds (Knuth's TwoSum), and ds joins exp's reduced
+ * argument, so each weight is within 2.6 u and the |x - max| term goes unused; the float sum
+ * of n positive weights (32 lanes, then a 5-level tree) adds <= min(n - 1, n/32 + 5) u
+ * relative; 1/sum and the product 2 u. Total <= (7.2 + min(n - 1, n/32 + 5)) u <= (n + 8) u;
+ * n = 1 gives exactly 1. Weights below FLT_MIN may flush. */
+void softmax_avx2(float *restrict y, const float *restrict x, int64_t n)
+{
+    if (n <= 0) return;
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 m0 = ninf, m1 = ninf;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        m0 = _mm256_max_ps(m0, _mm256_loadu_ps(x + i));
+        m1 = _mm256_max_ps(m1, _mm256_loadu_ps(x + i + 8));
+    }
+    __m256 mv = _mm256_max_ps(m0, m1);
+    float m;
+    {
+        float l[8];
+        _mm256_storeu_ps(l, mv);
+        m = l[0];
+        for (int k = 1; k < 8; k++) m = l[k] > m ? l[k] : m;
+        for (; i < n; i++) m = x[i] > m ? x[i] : m; /* max is exact in any order */
+    }
+
+    mv = _mm256_set1_ps(m);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256 e0 = softmax_e(_mm256_loadu_ps(x + i), mv);
+        __m256 e1 = softmax_e(_mm256_loadu_ps(x + i + 8), mv);
+        __m256 e2 = softmax_e(_mm256_loadu_ps(x + i + 16), mv);
+        __m256 e3 = softmax_e(_mm256_loadu_ps(x + i + 24), mv);
+        _mm256_storeu_ps(y + i, e0);
+        _mm256_storeu_ps(y + i + 8, e1);
+        _mm256_storeu_ps(y + i + 16, e2);
+        _mm256_storeu_ps(y + i + 24, e3);
+        s0 = _mm256_add_ps(s0, e0);
+        s1 = _mm256_add_ps(s1, e1);
+        s2 = _mm256_add_ps(s2, e2);
+        s3 = _mm256_add_ps(s3, e3);
+    }
+    for (; i < n; i += 8) { /* the last < 32: whole vectors, then a masked one */
+        const __m256i mask = tail_mask(n - i);
+        __m256 e = softmax_e(_mm256_maskload_ps(x + i, mask), mv);
+        e = _mm256_and_ps(e, _mm256_castsi256_ps(mask));
+        _mm256_maskstore_ps(y + i, mask, e);
+        s0 = _mm256_add_ps(s0, e);
+    }
+    const float sum = hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+
+    const __m256 inv = _mm256_set1_ps(1.0f / sum);
+    i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), inv));
+    if (i < n) {
+        const __m256i mask = tail_mask(n - i);
+        _mm256_maskstore_ps(y + i, mask, _mm256_mul_ps(_mm256_maskload_ps(y + i, mask), inv));
+    }
+}
+
+/* y = silu(gate) * up = gate / (1 + exp(-gate)) * up, 8 elements in the same operations. */
+static __m256 swiglu8(__m256 g, __m256 up)
+{
+    const __m256 e = pl_avx2_exp(_mm256_sub_ps(_mm256_setzero_ps(), g)); /* -g: exact */
+    return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), up);
+}
+
+/* y = silu(gate) * up. gate is finite.
+ * Bound: |y - y_ref| <= 16 u |y_ref| + 2^-120 |up| + FLT_MIN.
+ * Why: exp(-g) is within 2.3 u (its argument is exact); 1 + e adds u and carries e's error
+ * scaled by e / (1 + e) < 1; the correctly rounded division and the product add u each:
+ * <= 5.3 u in all. Below gate = -88.72 exp overflows to +inf and y = -0 * up, where the
+ * exact |y| < 2^-121 |up|: the 2^-120 |up| term. */
+void swiglu_avx2(float *restrict y, const float *restrict gate, const float *restrict up, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 y0 = swiglu8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i));
+        __m256 y1 = swiglu8(_mm256_loadu_ps(gate + i + 8), _mm256_loadu_ps(up + i + 8));
+        _mm256_storeu_ps(y + i, y0);
+        _mm256_storeu_ps(y + i + 8, y1);
+    }
+    for (; i < n; i += 8) {
+        const __m256i mask = tail_mask(n - i < 8 ? n - i : 8);
+        __m256 yv = swiglu8(_mm256_maskload_ps(gate + i, mask), _mm256_maskload_ps(up + i, mask));
+        _mm256_maskstore_ps(y + i, mask, yv);
+    }
+}

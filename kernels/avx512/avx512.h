@@ -1,0 +1,36 @@
+/* avx512.h — the avx512 kernel set's functions (AVX-512 F/BW/VL/DQ + VNNI), declared for
+ * set.c only; the engine reaches them through struct pl_kernels, never by name. */
+#ifndef PLUMB_KERNELS_AVX512_H
+#define PLUMB_KERNELS_AVX512_H
+
+#include "kernels.h"
+
+#define PL_AVX512_MATMUL_ARGS                                                                      \
+    float *restrict y, int64_t ldy, const void *restrict w, size_t w_row_bytes,                    \
+        const void *restrict x, size_t x_row_bytes, int64_t K, int64_t r0, int64_t r1, int64_t T
+
+/* matmul_q.c: 32-blocks against Q8_0, super-blocks against Q8_K */
+void matmul_q8_0_q8_0_avx512(PL_AVX512_MATMUL_ARGS);
+void matmul_q4_0_q8_0_avx512(PL_AVX512_MATMUL_ARGS);
+void matmul_q4_1_q8_0_avx512(PL_AVX512_MATMUL_ARGS);
+void matmul_q5_0_q8_0_avx512(PL_AVX512_MATMUL_ARGS);
+void matmul_q5_1_q8_0_avx512(PL_AVX512_MATMUL_ARGS);
+void matmul_q4_k_q8_k_avx512(PL_AVX512_MATMUL_ARGS);
+void matmul_q5_k_q8_k_avx512(PL_AVX512_MATMUL_ARGS);
+void matmul_q6_k_q8_k_avx512(PL_AVX512_MATMUL_ARGS);
+/* matmul_f.c: float weights against f32 activations */
+void matmul_f32_avx512(PL_AVX512_MATMUL_ARGS);
+void matmul_f16_avx512(PL_AVX512_MATMUL_ARGS);
+void matmul_bf16_avx512(PL_AVX512_MATMUL_ARGS);
+/* repack.c: 8 rows interleaved (kernels.h pl_repack), bit-identical to matmul_q.c */
+extern const pl_repack pl_repack_q4_0_avx512, pl_repack_q4_1_avx512, pl_repack_q5_0_avx512,
+    pl_repack_q5_1_avx512, pl_repack_q8_0_avx512;
+/* matmul_f.c: the float types copied into the repack arena (same rows, huge pages) */
+extern const pl_repack pl_repack_f32_avx512, pl_repack_f16_avx512, pl_repack_bf16_avx512;
+/* repack_k.c: the same for Q4_K and Q6_K, bit-identical to ref */
+extern const pl_repack pl_repack_q4_k_avx512, pl_repack_q6_k_avx512;
+/* quant.c: activation quantizers, bit-exact with ref */
+void quantize_row_q8_0_avx512(void *restrict y, const float *restrict x, int64_t n);
+void quantize_row_q8_k_avx512(void *restrict y, const float *restrict x, int64_t n);
+
+#endif

@@ -1,0 +1,151 @@
+/* matmul_f.c — avx512 matmul of F32, F16 and BF16 weights against f32 activations (FMA).
+ * Not ref: the sum over k runs in 4 x 16 lanes, then a fixed tree.
+ *
+ * Order, the same for every (r, t): chunk c of 16 elements (the last one zero-padded by a
+ * masked load) goes into accumulator c % 4 as one fma; then (a0 + a1) + (a2 + a3), and the
+ * 16 lanes are summed by halving (8 + 8, 4 + 4, 2 + 2, 1 + 1). F16 and BF16 widen exactly.
+ * Bound: ref's gamma(K) (c = 1.01): every product is rounded at most once (fused with its
+ * add) and no term passes through more than K - 1 additions with a nonzero operand. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "avx512.h"
+
+#define NT     4
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE float hsum16(__m512 v)
+{
+    __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    b = _mm_add_ss(b, _mm_movehdup_ps(b));
+    return _mm_cvtss_f32(b);
+}
+
+/* 16 weights from element k, widened to f32; m masks the valid ones (rest 0). */
+INLINE __m512 load_w(pl_type type, const void *w, int64_t k, __mmask16 m)
+{
+    switch (type) {
+    case PL_TYPE_F16:
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const pl_f16 *)w + k));
+    case PL_TYPE_BF16: {
+        const __m256i h = _mm256_maskz_loadu_epi16(m, (const pl_bf16 *)w + k);
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+    default:
+        return _mm512_maskz_loadu_ps(m, (const float *)w + k);
+    }
+}
+
+/* One weight row against nt tokens; nt is a constant at every call (registers, not memory). */
+INLINE void row_f(pl_type type, float *restrict y, int64_t ldy, const void *restrict w,
+                  const float *restrict x, size_t xrow, int64_t K, const int nt)
+{
+    __m512 acc[NT][4];
+    for (int t = 0; t < nt; t++)
+        for (int a = 0; a < 4; a++) acc[t][a] = _mm512_setzero_ps();
+    const int64_t full = K / 64 * 64;
+    for (int64_t k = 0; k < full; k += 64)
+        for (int a = 0; a < 4; a++) {
+            const __m512 wv = load_w(type, w, k + 16 * a, 0xffff);
+            for (int t = 0; t < nt; t++)
+                acc[t][a] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + (size_t)t * xrow + k + 16 * a),
+                                            acc[t][a]);
+        }
+    /* the rest: up to 3 full chunks and a masked one, into accumulators 0, 1, 2, 3 */
+    for (int a = 0; a < 4; a++) {
+        const int64_t k = full + 16 * a;
+        if (k >= K) break;
+        const __mmask16 m = K - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - k)) - 1);
+        const __m512 wv = load_w(type, w, k, m);
+        for (int t = 0; t < nt; t++)
+            acc[t][a] =
+                _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, x + (size_t)t * xrow + k), acc[t][a]);
+    }
+    for (int t = 0; t < nt; t++)
+        y[t * ldy] = hsum16(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]),
+                                          _mm512_add_ps(acc[t][2], acc[t][3])));
+}
+
+INLINE void matmul_f(pl_type type, PL_AVX512_MATMUL_ARGS)
+{
+    const size_t xrow = x_row_bytes / sizeof(float);
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *wr = (const uint8_t *)w + (size_t)r * w_row_bytes;
+        for (int64_t t = 0; t < T; t += NT) {
+            float *yt = y + t * ldy + r;
+            const float *xt = (const float *)x + (size_t)t * xrow;
+            switch (T - t < NT ? T - t : NT) {
+            case 1:
+                row_f(type, yt, ldy, wr, xt, xrow, K, 1);
+                break;
+            case 2:
+                row_f(type, yt, ldy, wr, xt, xrow, K, 2);
+                break;
+            case 3:
+                row_f(type, yt, ldy, wr, xt, xrow, K, 3);
+                break;
+            default:
+                row_f(type, yt, ldy, wr, xt, xrow, K, 4);
+                break;
+            }
+        }
+    }
+}
+
+void matmul_f32_avx512(PL_AVX512_MATMUL_ARGS)
+{
+    matmul_f(PL_TYPE_F32, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+void matmul_f16_avx512(PL_AVX512_MATMUL_ARGS)
+{
+    matmul_f(PL_TYPE_F16, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+void matmul_bf16_avx512(PL_AVX512_MATMUL_ARGS)
+{
+    matmul_f(PL_TYPE_BF16, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+/* ---- the float types' "repacked" layout: the same rows, copied -------------------------
+ * Not interleaved: a float row already feeds 16 lanes per load. The copy exists for where it
+ * lives: the engine's repack arena is 2 MiB-aligned and advised as huge pages, so decode
+ * streams the weights with ~500 TLB misses instead of one per 4 KiB page of the mapping.
+ * Rows are packed K * element bytes apart; the matmul is this file's, so bit-identical. */
+
+static size_t elem_bytes(pl_type t)
+{
+    return t == PL_TYPE_F32 ? 4 : 2;
+}
+
+static void copy_rows(pl_type t, void *restrict dst, const void *restrict src, size_t srb,
+                      int64_t K, int64_t R)
+{
+    const size_t rb = (size_t)K * elem_bytes(t);
+    for (int64_t r = 0; r < R; r++)
+        memcpy((uint8_t *)dst + (size_t)r * rb, (const uint8_t *)src + (size_t)r * srb, rb);
+}
+
+#define COPY_REPACK(tname, TYPE)                                                                   \
+    static size_t size_##tname(int64_t K, int64_t R)                                               \
+    {                                                                                              \
+        return (size_t)K * (size_t)R * elem_bytes(TYPE);                                           \
+    }                                                                                              \
+    static void pack_##tname(void *restrict dst, const void *restrict src, size_t srb, int64_t K,  \
+                             int64_t R)                                                            \
+    {                                                                                              \
+        copy_rows(TYPE, dst, src, srb, K, R);                                                      \
+    }                                                                                              \
+    static void packed_##tname(PL_AVX512_MATMUL_ARGS)                                              \
+    {                                                                                              \
+        (void)w_row_bytes;                                                                         \
+        matmul_f(TYPE, y, ldy, w, (size_t)K *elem_bytes(TYPE), x, x_row_bytes, K, r0, r1, T);      \
+    }                                                                                              \
+    const pl_repack pl_repack_##tname##_avx512 = {size_##tname, pack_##tname, packed_##tname};
+
+COPY_REPACK(f32, PL_TYPE_F32)
+COPY_REPACK(f16, PL_TYPE_F16)
+COPY_REPACK(bf16, PL_TYPE_BF16)
