@@ -2,6 +2,7 @@
 # bit-for-bit invariance of logits across chunking, threads and truncation.
 plumb_test(test_e2e LABELS e2e conformance TIMEOUT 600
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_e2e.c ${CMAKE_CURRENT_SOURCE_DIR}/tinymodel.c
+          ${CMAKE_CURRENT_SOURCE_DIR}/kernel_sets.c
           ${CMAKE_CURRENT_SOURCE_DIR}/refs/ref_transformer.c)
 plumb_test(test_sampler_chain LABELS unit conformance
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_sampler_chain.c ${CMAKE_CURRENT_SOURCE_DIR}/tinymodel.c)

@@ -4,11 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_sets.h"
 #include "ref_transformer.h"
 #include "testutil.h"
 #include "tinymodel.h"
 
 #define N_TOK 64
+
+/* The kernel set the models and sessions below use: the reference-matching and invariance
+ * suites run once per set the CPU supports (NULL: the default choice). */
+static const char *g_set;
+static uint32_t g_model_flags;
 
 /* The e2e bound, relative to the RMS of the reference logits at that position:
  *   |engine - ref| <= tol * rms(ref).
@@ -38,7 +44,8 @@ static pl_model *load(const tiny_spec *spec, void **buf)
     if (tiny_build(spec, buf, &size)) return NULL;
     pl_model *m = NULL;
     pl_error e;
-    if (pl_model_load_memory(&m, *buf, size, NULL, &e)) {
+    const pl_model_params mp = {.flags = g_model_flags, .kernels = g_set};
+    if (pl_model_load_memory(&m, *buf, size, &mp, &e)) {
         fprintf(stderr, "load: %s\n", e.msg);
         return NULL;
     }
@@ -62,6 +69,7 @@ static pl_session *session(const pl_model *m, int threads, int64_t chunk, pl_typ
     p.context_window = window ? 0 : ctx;
     p.sliding_window = window;
     p.attention_sinks = sinks;
+    p.kernels = g_set;
     pl_session *s = NULL;
     pl_error e;
     if (pl_session_new(&s, m, &p, &e)) fprintf(stderr, "session: %s\n", e.msg);
@@ -148,8 +156,9 @@ static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64
     if (rm && s) {
         ref_model_forward(rm, tok, N_TOK, &w, r);
         char what[128];
-        snprintf(what, sizeof what, "%s %s kv=%s window=%lld sinks=%lld", arch, types[ti].name,
-                 kv == PL_TYPE_F16 ? "F16" : "F32", (long long)window, (long long)sinks);
+        snprintf(what, sizeof what, "set %s %s %s kv=%s window=%lld sinks=%lld",
+                 g_set ? g_set : "default", arch, types[ti].name, kv == PL_TYPE_F16 ? "F16" : "F32",
+                 (long long)window, (long long)sinks);
         int bad;
         worst wr = compare(y, r, N_TOK, V, type_tol(types[ti].t, types[ti].mix, kv), what, &bad);
         TU_CHECK(bad == 0, "%s: argmax differs at %d positions with a clear top-2 gap", what, bad);
@@ -164,7 +173,20 @@ static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64
     free(r);
 }
 
-static void e2e_logits_match_reference_for_every_arch_and_type(void)
+/* Runs fn once per kernel set this CPU supports, with g_set naming it. */
+static void each_set_visit(const struct pl_kernels *ks, void *ctx)
+{
+    g_set = ks->name;
+    ((void (*)(void))ctx)();
+}
+
+static void for_each_set(void (*fn)(void))
+{
+    for_each_supported_set(each_set_visit, (void *)fn);
+    g_set = NULL;
+}
+
+static void e2e_logits_match_reference_for_every_arch_and_type_one_set(void)
 {
     worst per_type[sizeof types / sizeof types[0]] = {{0, 0}};
     for (size_t a = 0; a < 3; a++)
@@ -176,7 +198,12 @@ static void e2e_logits_match_reference_for_every_arch_and_type(void)
                per_type[t].abs, per_type[t].ratio);
 }
 
-static void e2e_f16_kv_matches_reference(void)
+static void e2e_logits_match_reference_for_every_arch_and_type(void)
+{
+    for_each_set(e2e_logits_match_reference_for_every_arch_and_type_one_set);
+}
+
+static void e2e_f16_kv_matches_reference_one_set(void)
 {
     worst w = {0, 0}, wq = {0, 0};
     for (size_t a = 0; a < 3; a++) {
@@ -187,7 +214,12 @@ static void e2e_f16_kv_matches_reference(void)
            w.abs, w.ratio, wq.abs, wq.ratio);
 }
 
-static void e2e_sliding_window_with_sinks_matches_reference(void)
+static void e2e_f16_kv_matches_reference(void)
+{
+    for_each_set(e2e_f16_kv_matches_reference_one_set);
+}
+
+static void e2e_sliding_window_with_sinks_matches_reference_one_set(void)
 {
     worst w = {0, 0};
     static const int64_t cfg[][2] = {{16, 4}, {16, 0}, {9, 1}, {100, 3}};
@@ -195,6 +227,11 @@ static void e2e_sliding_window_with_sinks_matches_reference(void)
         for (size_t c = 0; c < 4; c++)
             e2e_case(archs[a], (int)(c % 2 ? 0 : 2), PL_TYPE_F32, cfg[c][0], cfg[c][1], &w);
     printf("\n  sliding window: max|err| %.3g, worst ratio %.3f\n", w.abs, w.ratio);
+}
+
+static void e2e_sliding_window_with_sinks_matches_reference(void)
+{
+    for_each_set(e2e_sliding_window_with_sinks_matches_reference_one_set);
 }
 
 /* ---- determinism ---- */
@@ -237,9 +274,10 @@ static void check_invariance(const char *arch, uint32_t type, int64_t window, in
                 memset(y, 0, bytes);
                 eval_pieces(s, tok, N_TOK, pieces[p], y, V);
                 TU_CHECK(memcmp(y, base, bytes) == 0,
-                         "%s %s window=%lld: logits differ with threads=%d chunk=%lld piece=%lld",
-                         arch, pl_type_name(type), (long long)window, threads, (long long)chunks[c],
-                         (long long)pieces[p]);
+                         "set %s %s %s window=%lld: logits differ with threads=%d chunk=%lld "
+                         "piece=%lld",
+                         g_set, arch, pl_type_name(type), (long long)window, threads,
+                         (long long)chunks[c], (long long)pieces[p]);
                 pl_session_free(s);
             }
     /* Truncate to every k and re-evaluate the suffix: the same bits. */
@@ -254,8 +292,8 @@ static void check_invariance(const char *arch, uint32_t type, int64_t window, in
         eval_pieces(s, tok + k, N_TOK - k, N_TOK - k, y + k * V, V);
         TU_CHECK(memcmp(y + k * V, base + k * V, (size_t)(N_TOK - k) * (size_t)V * sizeof(float)) ==
                      0,
-                 "%s window=%lld: truncate to %lld and re-evaluate changed logits", arch,
-                 (long long)window, (long long)k);
+                 "set %s %s window=%lld: truncate to %lld and re-evaluate changed logits", g_set,
+                 arch, (long long)window, (long long)k);
     }
     pl_session_free(s);
     free(base);
@@ -264,17 +302,75 @@ static void check_invariance(const char *arch, uint32_t type, int64_t window, in
     pl_buffer_free(buf);
 }
 
-static void logits_identical_across_chunks_threads_and_truncation(void)
+static void invariance_one_set(void)
 {
     check_invariance("qwen2", PL_TYPE_Q4_K, 0, 0);
     check_invariance("llama", PL_TYPE_Q8_0, 0, 0);
     check_invariance("qwen3", PL_TYPE_F16, 0, 0);
 }
 
-static void sliding_window_logits_identical_across_chunks_and_threads(void)
+static void logits_identical_across_chunks_threads_and_truncation(void)
+{
+    for_each_set(invariance_one_set);
+}
+
+static void window_invariance_one_set(void)
 {
     check_invariance("llama", PL_TYPE_Q4_0, 16, 4);
     check_invariance("qwen3", PL_TYPE_F32, 10, 0);
+}
+
+static void sliding_window_logits_identical_across_chunks_and_threads(void)
+{
+    for_each_set(window_invariance_one_set);
+}
+
+/* All-position logits of N_TOK random tokens with the model loaded under flags. */
+static float *logits_with_flags(const tiny_spec *spec, uint32_t flags, int *n_repacked)
+{
+    g_model_flags = flags;
+    void *buf = NULL;
+    pl_model *m = load(spec, &buf);
+    g_model_flags = 0;
+    TU_CHECK(m != NULL, "model did not load");
+    if (!m) return NULL;
+    pl_model_info info;
+    pl_model_get_info(m, &info, NULL);
+    *n_repacked = info.n_repacked;
+    int32_t tok[N_TOK];
+    random_tokens(tok, N_TOK, spec->V, spec->seed);
+    float *y = calloc((size_t)(N_TOK * spec->V), sizeof *y);
+    pl_session *s = session(m, 2, 5, PL_TYPE_F16, 128, 0, 0);
+    eval_pieces(s, tok, N_TOK, 13, y, spec->V);
+    pl_session_free(s);
+    pl_model_free(m);
+    pl_buffer_free(buf);
+    return y;
+}
+
+/* DESIGN.md: repacking changes where the weights sit, never a bit of the logits. */
+static void repack_one_set(void)
+{
+    static const uint32_t wtypes[] = {PL_TYPE_Q4_0, PL_TYPE_Q8_0, PL_TYPE_Q4_K, PL_TYPE_Q6_K};
+    for (size_t i = 0; i < sizeof wtypes / sizeof wtypes[0]; i++) {
+        tiny_spec spec = tiny_default(i % 2 ? "llama" : "qwen2", wtypes[i]);
+        spec.seed = tu_seed() ^ (0x5e7 + i);
+        spec.mix = i == 2;
+        int n_on = 0, n_off = 0;
+        float *on = logits_with_flags(&spec, 0, &n_on);
+        float *off = logits_with_flags(&spec, PL_MODEL_NO_REPACK, &n_off);
+        TU_CHECK(n_off == 0, "set %s: PL_MODEL_NO_REPACK still repacked %d tensors", g_set, n_off);
+        TU_CHECK(on && off && memcmp(on, off, (size_t)(N_TOK * spec.V) * sizeof(float)) == 0,
+                 "set %s %s (%d tensors repacked): logits differ with repacking on and off", g_set,
+                 pl_type_name(wtypes[i]), n_on);
+        free(on);
+        free(off);
+    }
+}
+
+static void repacked_weights_give_identical_logits(void)
+{
+    for_each_set(repack_one_set);
 }
 
 /* ---- session edges ---- */
@@ -509,6 +605,7 @@ int main(void)
          logits_identical_across_chunks_threads_and_truncation},
         {"sliding_window_logits_identical_across_chunks_and_threads",
          sliding_window_logits_identical_across_chunks_and_threads},
+        {"repacked_weights_give_identical_logits", repacked_weights_give_identical_logits},
         {"context_full_leaves_session_unchanged", context_full_leaves_session_unchanged},
         {"bad_kv_configs_are_rejected_with_config_error",
          bad_kv_configs_are_rejected_with_config_error},

@@ -519,6 +519,14 @@ static void print_runtime(FILE *f, const char *path)
             (long long)mi.n_head_kv, (long long)mi.head_dim, (long long)mi.n_ff,
             (long long)mi.n_vocab, mi.tied_embeddings ? "tied" : "untied");
     fprintf(f, "  weights: %s in the mapping (%.1f M parameters)\n", w, (double)mi.n_params * 1e-6);
+    if (mi.n_repacked > 0) {
+        char rb[32];
+        cli_format_size(rb, sizeof rb, mi.repack_bytes);
+        fprintf(f,
+                "  repacked for kernel set %s: %d matmul weights, %s of memory, %.0f ms at load "
+                "(plumb run --no-repack runs them from the mapping)\n",
+                mi.repack_set, mi.n_repacked, rb, mi.repack_ms);
+    }
     if (pl_session_estimate(m, &p, &si, &err) == PL_OK) {
         cli_format_size(kv, sizeof kv, si.kv_bytes);
         cli_format_size(sc, sizeof sc, si.scratch_bytes);

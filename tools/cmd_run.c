@@ -34,6 +34,7 @@ static void usage(FILE *out)
           "  --chunk N                prefill chunk in tokens (default 64)\n"
           "  --kv-type f16|f32        KV cache element type (default f16)\n"
           "  --kernels NAME           kernel set (default: PLUMB_KERNELS, else the best)\n"
+          "  --no-repack              run every weight from the mapping (no repacked copies)\n"
           "  --ignore-eos             keep generating past end-of-sequence tokens\n"
           "  -v, --verbose            also print the CPU topology and thread binding\n"
           "  -h, --help               show this help\n",
@@ -51,7 +52,7 @@ typedef struct run_opts {
     const char *model, *prompt, *prompt_file, *kv, *kernels;
     int32_t *tokens;
     int64_t n_tokens, n_predict, threads, ctx, window, sinks, chunk;
-    int ignore_eos, verbose;
+    int ignore_eos, verbose, no_repack;
     pl_sampler_params sp;
 } run_opts;
 
@@ -64,12 +65,13 @@ static int parse(int argc, char **argv, run_opts *o)
         int64_t x = 0;
         if (k == CLI_ARG_POSITIONAL) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
         if (cli_is_help(&a)) return cli_help(&a) + 100;
-        if (cli_is(&a, NULL, "--ignore-eos") || cli_is(&a, "-v", "--verbose")) {
+        int *flag = cli_is(&a, NULL, "--ignore-eos")  ? &o->ignore_eos
+                    : cli_is(&a, "-v", "--verbose")   ? &o->verbose
+                    : cli_is(&a, NULL, "--no-repack") ? &o->no_repack
+                                                      : NULL;
+        if (flag) {
             if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
-            if (cli_is(&a, NULL, "--ignore-eos"))
-                o->ignore_eos = 1;
-            else
-                o->verbose = 1;
+            *flag = 1;
             continue;
         }
         if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
@@ -151,7 +153,10 @@ int cmd_run(int argc, char **argv)
     int32_t *hist = NULL;
 
     double t0 = now_s();
-    pl_status st = pl_model_load(&m, o.model, NULL, &err);
+    /* The repacked layouts built at load are those of the set the session will use. */
+    const pl_model_params mp = {.flags = o.no_repack ? PL_MODEL_NO_REPACK : 0u,
+                                .kernels = o.kernels};
+    pl_status st = pl_model_load(&m, o.model, &mp, &err);
     if (st) goto fail;
     double t_load = now_s() - t0;
     pl_model_info info;
@@ -194,7 +199,13 @@ int cmd_run(int argc, char **argv)
     print_size("weights ", info.weight_bytes);
     print_size(" (mapped), KV cache ", si.kv_bytes);
     print_size(", scratch ", si.scratch_bytes);
-    fprintf(stderr, "; %d threads, kernels %s\n", si.n_threads, si.kernels);
+    fprintf(stderr, "; %d threads, kernels %s", si.n_threads, si.kernels);
+    if (si.repacked) {
+        fprintf(stderr, "; %d weights repacked (", info.n_repacked);
+        print_size("", info.repack_bytes);
+        fprintf(stderr, ", %.0f ms)", info.repack_ms);
+    }
+    fputc('\n', stderr);
     if (o.verbose) {
         char report[4096];
         pl_session_threads_report(s, 0, report, sizeof report, NULL, NULL);

@@ -166,6 +166,17 @@ pl_status pl_map_file(pl_mapping *m, const char *path, pl_error *err)
     return pl_ok(err);
 }
 
+void pl_mapping_release(const pl_mapping *m, const void *p, size_t n)
+{
+    if (!m || !m->is_mmap || !p || n == 0) return;
+    const uintptr_t base = (uintptr_t)m->data, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)p, hi = lo + n;
+    if (lo < base || hi < lo || hi > base + m->size || page == 0 || (page & (page - 1))) return;
+    lo = (lo + page - 1) & ~(page - 1);
+    hi &= ~(page - 1);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED); /* read-only, file-backed */
+}
+
 void pl_unmap_file(pl_mapping *m)
 {
     if (m && m->is_mmap) munmap((void *)m->data, m->size);

@@ -55,5 +55,9 @@ typedef struct pl_mapping {
 } pl_mapping;
 pl_status pl_map_file(pl_mapping *m, const char *path, pl_error *err);
 void pl_unmap_file(pl_mapping *m);
+/* Drops the whole pages of [p, p + n) from this process's memory when they lie in the mapping
+ * (a later read faults them back in from the file). A no-op for anything else: memory buffers
+ * are never touched. For weights that were copied elsewhere (repacked). */
+void pl_mapping_release(const pl_mapping *m, const void *p, size_t n);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "gguf.h"
 #include "types.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -666,6 +667,11 @@ pl_status pl_gguf_open(pl_gguf **out, const char *path, pl_error *err)
     }
     (*out)->map = m;
     return PL_OK;
+}
+
+void pl_gguf_release(const pl_gguf *g, const void *p, size_t n)
+{
+    if (g) pl_mapping_release(&g->map, p, n);
 }
 
 void pl_gguf_free(pl_gguf *g)

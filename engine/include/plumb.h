@@ -239,12 +239,19 @@ typedef struct pl_sampler pl_sampler; /* sampler chain (later) */
 
 /* pl_model_params.flags */
 #define PL_MODEL_VOCAB_ONLY 1u /* load only the tokenizer; the file may hold no tensors */
+#define PL_MODEL_NO_REPACK  2u /* run every weight straight from the mapping */
 
 typedef struct pl_model_params {
-    uint32_t flags; /* PL_MODEL_* bits; others must be 0 */
+    uint32_t flags;      /* PL_MODEL_* bits; others must be 0 */
+    const char *kernels; /* the set whose repacked layouts to build; NULL: PLUMB_KERNELS, else
+                          * the best this CPU runs */
 } pl_model_params;
 
-/* params may be NULL for defaults. The file is mapped read-only; weights are never copied. */
+/* params may be NULL for defaults. The file is mapped read-only. Weights run from the mapping,
+ * except that the matmul weights of the types the kernel set repacks (rows interleaved so one
+ * activation load feeds several rows) are copied once into that layout, at load: it costs load
+ * time and memory (pl_model_info says how much) and changes no result, bit for bit. Sessions
+ * of another kernel set run from the mapping. PL_MODEL_NO_REPACK turns it off. */
 pl_status pl_model_load(pl_model **out, const char *path, const pl_model_params *params,
                         pl_error *err);
 /* The bytes must outlive the model (used by fuzzers and tests). */
@@ -384,6 +391,12 @@ typedef struct pl_model_info {
     int tied_embeddings;   /* 1 when output.weight is absent and token_embd is reused */
     uint64_t weight_bytes; /* bytes of all bound tensors (they stay in the mapping) */
     uint64_t n_params;
+    uint64_t step_weight_bytes; /* weight bytes one decode step reads: every matmul weight
+                                 * and vector, but one row of an untied embedding table */
+    char repack_set[16];    /* the kernel set whose layouts were built; "" when none */
+    int n_repacked;         /* weight tensors copied into it */
+    uint64_t repack_bytes;  /* the copies' memory */
+    double repack_ms;       /* the time it took at load */
 } pl_model_info;
 pl_status pl_model_get_info(const pl_model *m, pl_model_info *out, pl_error *err);
 
@@ -429,6 +442,7 @@ typedef struct pl_session_info {
     int n_threads;
     char kernels[32];    /* the kernel set in use */
     int64_t kv_capacity; /* slots in the cache */
+    int repacked;        /* 1: this session runs the model's repacked weights */
 } pl_session_info;
 pl_status pl_session_get_info(const pl_session *s, pl_session_info *out, pl_error *err);
 /* What pl_session_new with these params (NULL: defaults) would allocate, without allocating:

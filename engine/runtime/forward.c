@@ -42,17 +42,28 @@ struct pl_session {
     pl_pool *pool;
     pl_kvcache kv;
     int64_t chunk; /* tokens per step */
+    int packed;    /* 1: the model's repacked weights are in this session's kernel set */
     scratch s;
     void *arena;
 };
 
 /* ---- parallel helpers ---- */
 
-typedef struct mm_job {
-    const struct pl_kernels *k;
-    const pl_tensor *w;
+/* Up to 3 matmuls over the same activations in one pool dispatch (q, k, v; gate, up): their
+ * rows are concatenated, so a token costs fewer synchronisations. Rows are split in grains
+ * of PL_REPACK_ROWS so no interleaved group is cut between threads. */
+#define MM_MAX 3
+typedef struct mm_one {
+    pl_matmul_fn fn;
+    const void *w; /* the mapping, or the repacked copy */
+    size_t w_row;
     float *y;
-    int64_t ldy;
+    int64_t R;
+} mm_one;
+
+typedef struct mm_job {
+    mm_one m[MM_MAX];
+    int n;
     const void *x;
     size_t x_row;
     int64_t K, T;
@@ -62,30 +73,82 @@ static void mm_worker(void *ctx, int64_t r0, int64_t r1, int thread)
 {
     (void)thread;
     const mm_job *j = ctx;
-    j->k->matmul[j->w->type](j->y, j->ldy, j->w->data, j->w->row_bytes, j->x, j->x_row, j->K, r0,
-                             r1, j->T);
+    int64_t base = 0;
+    for (int i = 0; i < j->n; i++) {
+        const mm_one *o = &j->m[i];
+        const int64_t a = r0 > base ? r0 - base : 0, b = r1 - base < o->R ? r1 - base : o->R;
+        if (a < b) o->fn(o->y, o->R, o->w, o->w_row, j->x, j->x_row, j->K, a, b, j->T);
+        base += o->R;
+    }
 }
 
-/* y (T, R) = x (T, K) · W^T, W = (K) -> (R). Activations are quantized row by row to the
- * weight type's dot type first, so each row's quantization is the same in any batch. */
-static void matmul(pl_session *ss, const pl_tensor *w, float *y, const float *x, int64_t T)
+typedef struct quant_job {
+    pl_quantize_row_fn fn;
+    uint8_t *out;
+    size_t row;
+    const float *x;
+    int64_t K;
+} quant_job;
+
+static void quant_worker(void *ctx, int64_t t0, int64_t t1, int thread)
+{
+    (void)thread;
+    const quant_job *j = ctx;
+    for (int64_t t = t0; t < t1; t++) j->fn(j->out + (size_t)t * j->row, j->x + t * j->K, j->K);
+}
+
+/* ys[i] (T, R_i) = x (T, K) · W_i^T for the n weights (same K, same type). Activations are
+ * quantized row by row to the weight type's dot type first, so each row's quantization is
+ * the same in any batch. */
+static void matmul_n(pl_session *ss, const pl_tensor *const *w, float *const *ys, int n,
+                     const float *x, int64_t T)
 {
     const struct pl_kernels *k = &ss->kt.k;
-    int64_t K = w->ne[0], R = w->ne[1];
-    pl_type dot = pl_type_traits_of(w->type)->dot_type;
-    mm_job j = {.k = k, .w = w, .y = y, .ldy = R, .K = K, .T = T};
+    const int64_t K = w[0]->ne[0];
+    const pl_type dot = pl_type_traits_of(w[0]->type)->dot_type;
+    mm_job j = {.n = n, .K = K, .T = T};
+    int64_t rows = 0;
+    for (int i = 0; i < n; i++) {
+        const int packed = ss->packed && w[i]->packed;
+        j.m[i] = (mm_one){
+            .fn = packed ? w[i]->repack->matmul : k->matmul[w[i]->type],
+            .w = packed ? w[i]->packed : w[i]->data,
+            .w_row = w[i]->row_bytes,
+            .y = ys[i],
+            .R = w[i]->ne[1],
+        };
+        rows += w[i]->ne[1];
+    }
     if (dot == PL_TYPE_F32) {
         j.x = x;
         j.x_row = (size_t)K * sizeof(float);
     } else {
         size_t row;
         pl_type_row_bytes(dot, K, &row, NULL);
-        for (int64_t t = 0; t < T; t++)
-            k->quantize_row[dot]((uint8_t *)ss->s.xq + (size_t)t * row, x + t * K, K);
+        quant_job q = {k->quantize_row[dot], ss->s.xq, row, x, K};
+        pl_pool_run(ss->pool, quant_worker, &q, T, 8);
         j.x = ss->s.xq;
         j.x_row = row;
     }
-    pl_pool_run(ss->pool, mm_worker, &j, R, 4);
+    pl_pool_run(ss->pool, mm_worker, &j, rows, PL_REPACK_ROWS);
+}
+
+static void matmul(pl_session *ss, const pl_tensor *w, float *y, const float *x, int64_t T)
+{
+    matmul_n(ss, &w, &y, 1, x, T);
+}
+
+typedef struct swiglu_job {
+    pl_swiglu_fn fn;
+    float *y;
+    const float *gate, *up;
+} swiglu_job;
+
+static void swiglu_worker(void *ctx, int64_t i0, int64_t i1, int thread)
+{
+    (void)thread;
+    const swiglu_job *j = ctx;
+    j->fn(j->y + i0, j->gate + i0, j->up + i0, i1 - i0);
 }
 
 typedef struct att_job {
@@ -138,9 +201,15 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
 
     for (int64_t t = 0; t < T; t++)
         k->rmsnorm(s->xn + t * E, s->x + t * E, L->attn_norm.data, E, hp->rms_eps);
-    matmul(ss, &L->wq, s->q, s->xn, T);
-    matmul(ss, &L->wk, s->k, s->xn, T);
-    matmul(ss, &L->wv, s->v, s->xn, T);
+    if (L->wq.type == L->wk.type && L->wq.type == L->wv.type) {
+        const pl_tensor *w[3] = {&L->wq, &L->wk, &L->wv};
+        float *const y[3] = {s->q, s->k, s->v};
+        matmul_n(ss, w, y, 3, s->xn, T);
+    } else {
+        matmul(ss, &L->wq, s->q, s->xn, T);
+        matmul(ss, &L->wk, s->k, s->xn, T);
+        matmul(ss, &L->wv, s->v, s->xn, T);
+    }
     add_bias(s->q, &L->bq, T, H * D);
     add_bias(s->k, &L->bk, T, Hkv * D);
     add_bias(s->v, &L->bv, T, Hkv * D);
@@ -178,9 +247,16 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
 
     for (int64_t t = 0; t < T; t++)
         k->rmsnorm(s->xn + t * E, s->x + t * E, L->ffn_norm.data, E, hp->rms_eps);
-    matmul(ss, &L->w_gate, s->gate, s->xn, T);
-    matmul(ss, &L->w_up, s->up, s->xn, T);
-    k->swiglu(s->ffh, s->gate, s->up, T * F);
+    if (L->w_gate.type == L->w_up.type) {
+        const pl_tensor *w[2] = {&L->w_gate, &L->w_up};
+        float *const y[2] = {s->gate, s->up};
+        matmul_n(ss, w, y, 2, s->xn, T);
+    } else {
+        matmul(ss, &L->w_gate, s->gate, s->xn, T);
+        matmul(ss, &L->w_up, s->up, s->xn, T);
+    }
+    swiglu_job sj = {k->swiglu, s->ffh, s->gate, s->up};
+    pl_pool_run(ss->pool, swiglu_worker, &sj, T * F, 1024);
     matmul(ss, &L->w_down, s->tmp, s->ffh, T);
     add_into(s->x, s->tmp, T * E);
 }
@@ -375,6 +451,7 @@ pl_status pl_session_new(pl_session **out, const pl_model *m, const pl_session_p
     if (!s)
         s = pl_kvcache_init(&ss->kv, m, p.context_window, p.sliding_window, p.attention_sinks,
                             p.kv_type, err);
+    if (!s) ss->packed = m->packed && strcmp(m->repack_set, ss->kt.k.name) == 0;
     if (!s) s = pl_pool_new(&ss->pool, p.n_threads, err);
     if (!s) s = alloc_scratch(ss, err);
     if (s) {
@@ -420,6 +497,7 @@ pl_status pl_session_get_info(const pl_session *ss, pl_session_info *out, pl_err
     out->n_threads = pl_pool_size(ss->pool);
     snprintf(out->kernels, sizeof out->kernels, "%s", ss->kt.k.name);
     out->kv_capacity = ss->kv.cap;
+    out->repacked = ss->packed;
     return pl_ok(err);
 }
 

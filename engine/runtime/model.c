@@ -366,9 +366,10 @@ static pl_status bind_arch(pl_model *m, pl_error *err)
 
 static pl_status check_params(const pl_model_params *params, pl_error *err)
 {
-    if (params && (params->flags & ~PL_MODEL_VOCAB_ONLY))
+    const uint32_t known = PL_MODEL_VOCAB_ONLY | PL_MODEL_NO_REPACK;
+    if (params && (params->flags & ~known))
         return pl_fail(err, PL_ERR_INVALID_ARG, "pl_model_params.flags = 0x%x: unknown bits 0x%x",
-                       params->flags, params->flags & ~PL_MODEL_VOCAB_ONLY);
+                       params->flags, params->flags & ~known);
     return PL_OK;
 }
 
@@ -397,6 +398,8 @@ static pl_status finish_load(pl_model **out, pl_gguf *g, const pl_model_params *
         s = pl_fail(err, PL_ERR_FORMAT,
                     "tokenizer has %lld tokens but token_embd.weight only %lld rows",
                     (long long)m->tok->n_vocab, (long long)m->hp.n_vocab);
+    if (!s && !m->vocab_only && !(params && (params->flags & PL_MODEL_NO_REPACK)))
+        s = pl_model_repack(m, params ? params->kernels : NULL, err);
     if (s) {
         pl_model_free(m);
         return s;
@@ -434,6 +437,7 @@ void pl_model_free(pl_model *m)
 {
     if (!m) return;
     pl_free(m->layers);
+    pl_free(m->packed);
     pl_tokenizer_free(m->tok);
     pl_gguf_free(m->gguf);
     pl_free(m);
@@ -470,5 +474,13 @@ pl_status pl_model_get_info(const pl_model *m, pl_model_info *out, pl_error *err
     out->tied_embeddings = m->tied;
     out->weight_bytes = m->weight_bytes;
     out->n_params = m->n_params;
+    out->step_weight_bytes = m->tied ? m->weight_bytes
+                                     : m->weight_bytes -
+                                           m->tok_embd.row_bytes * (uint64_t)m->tok_embd.ne[1] +
+                                           m->tok_embd.row_bytes;
+    snprintf(out->repack_set, sizeof out->repack_set, "%s", m->repack_set);
+    out->n_repacked = m->n_repacked;
+    out->repack_bytes = m->packed_bytes;
+    out->repack_ms = m->repack_ms;
     return pl_ok(err);
 }

@@ -16,6 +16,8 @@ typedef struct pl_tensor {
     uint32_t type;
     int64_t ne[4];
     size_t row_bytes;
+    const void *packed;      /* the repacked copy (repack.c), or NULL */
+    const pl_repack *repack; /* the layout and matmul of packed */
 } pl_tensor;
 
 /* E = n_embd, F = n_ff, D = head_dim, H = n_head, Hkv = n_head_kv, V = n_vocab */
@@ -50,7 +52,17 @@ struct pl_model {
     int tied;
     pl_layer *layers; /* n_layer */
     uint64_t weight_bytes, n_params;
+    /* repack.c: the weights copied into one kernel set's layouts */
+    char repack_set[16]; /* "" when none */
+    void *packed;        /* one arena holding every copy */
+    uint64_t packed_bytes;
+    int n_repacked;
+    double repack_ms;
 };
+
+/* Builds the repacked copies for the kernel set named (NULL: PLUMB_KERNELS, else the best).
+ * On failure the model is unchanged (still runs from the mapping). */
+pl_status pl_model_repack(pl_model *m, const char *kernels, pl_error *err);
 
 /* The tokenizer bound at load, or NULL. */
 const struct pl_tokenizer *pl_model_tokenizer(const pl_model *m);
