@@ -1,0 +1,547 @@
+/* cmd_bench.c — `plumb bench`: llama-bench's interface over plumb. Loads each model once per
+ * kernel set, runs pp<N>/tg<N> tests per thread count, and rates them against the machine's
+ * measured limits (bench_probe.c). Output in bench_output.c. Not a regression report. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "cli.h"
+
+enum { TG_PROMPT = 1 }; /* tokens evaluated before a tg test's timed steps */
+
+static void usage(FILE *out)
+{
+    fputs(
+        "usage: plumb bench -m FILE[,FILE...] [options]\n"
+        "\n"
+        "Measures prefill and decode speed like llama-bench: for every model x kernel set x\n"
+        "thread count, one row per test. pp<N>: N tokens in one evaluation (a fresh context\n"
+        "each repetition). tg<N>: after a 1-token prompt, N tokens decoded one at a time\n"
+        "(greedy). Each test runs once to warm up, then -r times; tok/s is the median (and\n"
+        "min-max) over those, decode latency the p50/p90/p99 over every token. The same run\n"
+        "measures the machine's limits on the threads the session pinned: streaming read\n"
+        "bandwidth (each tg row: % of roofline = tok/s x bytes a token reads / bandwidth)\n"
+        "and the int8 dot rate (each row of a quantized model: % of that peak).\n"
+        "Progress goes to stderr, results to stdout.\n"
+        "\n"
+        "options (LIST: comma-separated; options may repeat and add to the list):\n"
+        "  -m, --model FILE[,FILE...]  GGUF models\n"
+        "  -p, --n-prompt LIST         prefill tests, tokens (default 512; 0: none)\n"
+        "  -n, --n-gen LIST            decode tests, tokens (default 128; 0: none)\n"
+        "  -t, --threads LIST          thread counts (default: PLUMB_THREADS, else one per\n"
+        "                              physical core)\n"
+        "  -r, --repetitions N         timed repetitions per test (default 5)\n"
+        "  --kernels LIST              kernel sets, e.g. ref,avx2,avx512 (default: PLUMB_KERNELS,\n"
+        "                              else the best); each load builds that set's layouts\n"
+        "  --no-repack                 run every weight from the mapping (PL_MODEL_NO_REPACK)\n"
+        "  --chunk N                   prefill chunk in tokens (default 64)\n"
+        "  -o, --output md|json|csv    output format (default md)\n"
+        "  --probe-mib N               read probe buffer in MiB (default 1024; far beyond L3)\n"
+        "  --no-probe                  skip both probes (no % of roofline or peak)\n"
+        "  -h, --help                  show this help\n"
+        "\n"
+        "Exit status: 0 success, 1 failure (a model that does not load, a kernel set this CPU\n"
+        "does not run), 2 bad command line.\n",
+        out);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- options ---- */
+
+static int push(void **arr, int *n, size_t elem, const void *v)
+{
+    void *p = realloc(*arr, (size_t)(*n + 1) * elem);
+    if (!p) return -1;
+    memcpy((char *)p + (size_t)*n * elem, v, elem);
+    *arr = p;
+    (*n)++;
+    return 0;
+}
+
+/* "64,512" appended to *arr; 0 entries are kept here and dropped by the caller. */
+static int parse_i64_list(const cli_args *a, const char *v, int64_t lo, int64_t hi, int64_t **arr,
+                          int *n)
+{
+    char item[64];
+    for (const char *p = v;;) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof item)
+            return cli_usage_error(a, "%s: '%s' is not a comma-separated list of numbers", a->arg,
+                                   v);
+        memcpy(item, p, len);
+        item[len] = '\0';
+        int64_t x;
+        int rc = cli_parse_i64(a, item, lo, hi, &x);
+        if (rc) return rc;
+        if (push((void **)arr, n, sizeof x, &x)) return cli_errorf("out of memory");
+        if (!p[len]) return 0;
+        p += len + 1;
+    }
+}
+
+static int parse_str_list(const cli_args *a, const char *v, char ***arr, int *n)
+{
+    for (const char *p = v;;) {
+        size_t len = strcspn(p, ",");
+        if (len == 0) return cli_usage_error(a, "%s: empty name in '%s'", a->arg, v);
+        char *s = malloc(len + 1);
+        if (!s) return cli_errorf("out of memory");
+        memcpy(s, p, len);
+        s[len] = '\0';
+        if (push((void **)arr, n, sizeof s, &s)) {
+            free(s);
+            return cli_errorf("out of memory");
+        }
+        if (!p[len]) return 0;
+        p += len + 1;
+    }
+}
+
+static void drop_zeros(int64_t *v, int *n)
+{
+    int k = 0;
+    for (int i = 0; i < *n; i++)
+        if (v[i] != 0) v[k++] = v[i];
+    *n = k;
+}
+
+static void free_opts(bench_opts *o)
+{
+    for (int i = 0; i < o->n_models; i++) free(o->models[i]);
+    for (int i = 0; i < o->n_kernels; i++) free(o->kernels[i]);
+    free(o->models);
+    free(o->kernels);
+    free(o->pp);
+    free(o->tg);
+    free(o->threads);
+}
+
+static int parse(int argc, char **argv, bench_opts *o)
+{
+    cli_args a;
+    cli_args_init(&a, argc, argv, "bench", usage);
+    int pp_given = 0, tg_given = 0;
+    for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
+        const char *v;
+        if (k == CLI_ARG_POSITIONAL)
+            return cli_usage_error(&a, "unexpected argument '%s' (models go after -m)", a.arg);
+        if (cli_is_help(&a)) return cli_help(&a) + 100;
+        if (cli_is(&a, NULL, "--no-repack") || cli_is(&a, NULL, "--no-probe")) {
+            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
+            if (cli_is(&a, NULL, "--no-repack"))
+                o->no_repack = 1;
+            else
+                o->no_probe = 1;
+            continue;
+        }
+        if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+        int rc = 0;
+        if (cli_is(&a, "-m", "--model"))
+            rc = parse_str_list(&a, v, &o->models, &o->n_models);
+        else if (cli_is(&a, "-p", "--n-prompt")) {
+            rc = parse_i64_list(&a, v, 0, 1 << 20, &o->pp, &o->n_pp);
+            pp_given = 1;
+        } else if (cli_is(&a, "-n", "--n-gen")) {
+            rc = parse_i64_list(&a, v, 0, 1 << 20, &o->tg, &o->n_tg);
+            tg_given = 1;
+        } else if (cli_is(&a, "-t", "--threads"))
+            rc = parse_i64_list(&a, v, 1, BENCH_MAX_THREADS, &o->threads, &o->n_threads);
+        else if (cli_is(&a, "-r", "--repetitions"))
+            rc = cli_parse_i64(&a, v, 1, 100000, &o->reps);
+        else if (cli_is(&a, NULL, "--kernels"))
+            rc = parse_str_list(&a, v, &o->kernels, &o->n_kernels);
+        else if (cli_is(&a, NULL, "--chunk"))
+            rc = cli_parse_i64(&a, v, 1, 1 << 20, &o->chunk);
+        else if (cli_is(&a, NULL, "--probe-mib"))
+            rc = cli_parse_i64(&a, v, 1, 1 << 20, &o->probe_mib);
+        else if (cli_is(&a, "-o", "--output")) {
+            if (strcmp(v, "md") == 0)
+                o->format = BENCH_MD;
+            else if (strcmp(v, "json") == 0)
+                o->format = BENCH_JSON;
+            else if (strcmp(v, "csv") == 0)
+                o->format = BENCH_CSV;
+            else
+                return cli_usage_error(&a, "%s: '%s' is not md, json or csv", a.arg, v);
+        } else
+            return cli_unknown_option(&a);
+        if (rc) return rc;
+    }
+    if (o->n_models == 0) return cli_usage_error(&a, "no model: give -m FILE");
+    int64_t dflt_pp = 512, dflt_tg = 128;
+    if (!pp_given && push((void **)&o->pp, &o->n_pp, sizeof dflt_pp, &dflt_pp))
+        return cli_errorf("out of memory");
+    if (!tg_given && push((void **)&o->tg, &o->n_tg, sizeof dflt_tg, &dflt_tg))
+        return cli_errorf("out of memory");
+    drop_zeros(o->pp, &o->n_pp);
+    drop_zeros(o->tg, &o->n_tg);
+    if (o->n_pp + o->n_tg == 0) return cli_usage_error(&a, "no tests: -p and -n are all 0");
+    int64_t zero = 0;
+    if (o->n_threads == 0 && push((void **)&o->threads, &o->n_threads, sizeof zero, &zero))
+        return cli_errorf("out of memory");
+    char *none = NULL;
+    if (o->n_kernels == 0 && push((void **)&o->kernels, &o->n_kernels, sizeof none, &none))
+        return cli_errorf("out of memory");
+    return 0;
+}
+
+/* ---- measurements ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of sorted v[0..n). */
+static double percentile(const double *v, size_t n, double q)
+{
+    size_t k = (size_t)(q / 100.0 * (double)n + 0.999999);
+    if (k < 1) k = 1;
+    if (k > n) k = n;
+    return v[k - 1];
+}
+
+/* VmHWM is reset to the current RSS by writing 5 to clear_refs (Linux 4.0+). */
+static int reset_peak_rss(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return 0;
+    int ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+static uint64_t peak_rss(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long kib = 0;
+    int found = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %llu kB", &kib) == 1) {
+            found = 1;
+            break;
+        }
+    if (f) fclose(f);
+    if (found) return (uint64_t)kib * 1024;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (uint64_t)ru.ru_maxrss * 1024; /* KiB on Linux */
+}
+
+static int32_t argmax(const float *v, int64_t n)
+{
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (v[i] > v[best]) best = i;
+    return (int32_t)best;
+}
+
+typedef struct runner {
+    const bench_opts *o;
+    bench_report rep;
+    int cap_rows;
+    int tty, header_done;
+    const char *model_name, *set;
+    int n_threads;
+} runner;
+
+static void progress(const runner *r, const char *test, int rep, int reps)
+{
+    if (rep == 0)
+        fprintf(stderr, "%s%s set %s threads %d: %s warm-up%s", r->tty ? "\r\033[K" : "",
+                r->model_name, r->set, r->n_threads, test, r->tty ? "" : "\n");
+    else
+        fprintf(stderr, "%s%s set %s threads %d: %s rep %d/%d%s", r->tty ? "\r\033[K" : "",
+                r->model_name, r->set, r->n_threads, test, rep, reps, r->tty ? "" : "\n");
+}
+
+/* One test: warm-up + reps. tokens holds max(n, TG_PROMPT) ids; lat (tg) n * reps slots;
+ * sorted reps slots. */
+static pl_status run_test(runner *r, pl_session *s, bench_row *row, const int32_t *tokens,
+                          float *logits, int64_t n_vocab, double *lat, double *sorted,
+                          pl_error *err)
+{
+    int tg = row->n_gen > 0;
+    int64_t n = tg ? row->n_gen : row->n_prompt;
+    for (int rep = 0; rep <= row->reps; rep++) {
+        progress(r, row->test, rep, row->reps);
+        pl_status st = pl_session_truncate(s, 0, err);
+        if (st) return st;
+        double t_sum = 0;
+        if (!tg) {
+            double t0 = now_s();
+            if ((st = pl_session_eval(s, tokens, n, NULL, 0, err))) return st;
+            t_sum = now_s() - t0;
+        } else {
+            if ((st = pl_session_eval(s, tokens, TG_PROMPT, logits, 0, err))) return st;
+            for (int64_t i = 0; i < n; i++) {
+                int32_t tok = argmax(logits, n_vocab);
+                double t0 = now_s();
+                if ((st = pl_session_eval(s, &tok, 1, logits, 0, err))) return st;
+                double dt = now_s() - t0;
+                t_sum += dt;
+                if (rep > 0) lat[(size_t)(rep - 1) * (size_t)n + (size_t)i] = dt * 1e3;
+            }
+        }
+        if (rep > 0) row->tok_s[rep - 1] = (double)n / (t_sum > 0 ? t_sum : 1e-12);
+    }
+    if (r->tty) fputs("\r\033[K", stderr);
+    memcpy(sorted, row->tok_s, (size_t)row->reps * sizeof *sorted);
+    qsort(sorted, (size_t)row->reps, sizeof *sorted, cmp_double);
+    int k = row->reps;
+    row->tok_s_min = sorted[0];
+    row->tok_s_max = sorted[k - 1];
+    row->tok_s_med = k % 2 ? sorted[k / 2] : 0.5 * (sorted[k / 2 - 1] + sorted[k / 2]);
+    if (tg) {
+        size_t m = (size_t)n * (size_t)row->reps;
+        qsort(lat, m, sizeof *lat, cmp_double);
+        row->has_latency = 1;
+        row->lat_p50 = percentile(lat, m, 50);
+        row->lat_p90 = percentile(lat, m, 90);
+        row->lat_p99 = percentile(lat, m, 99);
+    }
+    return PL_OK;
+}
+
+/* The limits a row is rated against: bytes and multiply-adds per token, and the shares. */
+static void rate_row(bench_row *row, const bench_probe *p)
+{
+    const pl_model_info *mi = &row->mi;
+    row->macs_per_token = (double)mi->n_params -
+                          (mi->tied_embeddings ? 0.0 : (double)mi->n_vocab * (double)mi->n_embd);
+    if (row->n_gen > 0) {
+        row->avg_n_past = TG_PROMPT + ((double)row->n_gen + 1) / 2;
+        row->bytes_per_token = (double)mi->step_weight_bytes +
+                               (double)mi->n_layer * row->avg_n_past * (double)mi->n_head_kv *
+                                   (double)mi->head_dim * 2.0 * row->kv_bytes;
+    }
+    if (!p) return;
+    row->read_gbps = p->read_gbps;
+    row->int8_gops = p->int8_gops;
+    if (row->n_gen > 0 && p->read_gbps > 0)
+        row->roofline_pct = row->tok_s_med * row->bytes_per_token / (p->read_gbps * 1e9) * 100;
+    if (row->quantized && p->int8_gops > 0)
+        row->int8_pct = row->tok_s_med * row->macs_per_token / (p->int8_gops * 1e9) * 100;
+}
+
+static bench_row *new_row(runner *r)
+{
+    if (r->rep.n_rows == r->cap_rows) {
+        int cap = r->cap_rows ? 2 * r->cap_rows : 16;
+        bench_row *p = realloc(r->rep.rows, (size_t)cap * sizeof *p);
+        if (!p) return NULL;
+        r->rep.rows = p;
+        r->cap_rows = cap;
+    }
+    bench_row *row = &r->rep.rows[r->rep.n_rows];
+    memset(row, 0, sizeof *row);
+    return row;
+}
+
+/* The session's binding report and, unless --no-probe, the probes at its thread count on the
+ * PUs its pool chose: once per thread count. */
+static int ensure_probe(runner *r, pl_session *s, int n_threads)
+{
+    if (bench_find_probe(&r->rep, n_threads)) return 0;
+    bench_probe *ps = realloc(r->rep.probes, (size_t)(r->rep.n_probes + 1) * sizeof *ps);
+    if (!ps) return cli_errorf("out of memory");
+    r->rep.probes = ps;
+    bench_probe *p = &ps[r->rep.n_probes];
+    memset(p, 0, sizeof *p);
+    p->n_threads = n_threads;
+    p->int8_kernel = bench_int8_kernel_name();
+    size_t len = 0, tlen = 0;
+    pl_session_threads_report(s, 1, NULL, 0, &len, NULL);
+    pl_session_threads_report(s, 0, NULL, 0, &tlen, NULL);
+    p->binding_json = malloc(len + 1);
+    p->binding_text = malloc(tlen + 1);
+    r->rep.n_probes++; /* from here on the report owns the two strings */
+    if (!p->binding_json || !p->binding_text) return cli_errorf("out of memory");
+    pl_error err;
+    pl_status st = pl_session_threads_report(s, 1, p->binding_json, len + 1, NULL, &err);
+    if (!st) st = pl_session_threads_report(s, 0, p->binding_text, tlen + 1, NULL, &err);
+    if (st) return cli_fail(st, &err);
+    if (r->o->no_probe) return 0;
+    int *pus = malloc((size_t)n_threads * sizeof *pus);
+    if (!pus) return cli_errorf("out of memory");
+    int got = bench_parse_pus(p->binding_json, pus, n_threads);
+    for (int i = got < 0 ? 0 : got; i < n_threads; i++) pus[i] = -1;
+    fprintf(stderr, "%sprobing %d thread(s): read bandwidth over %lld MiB, int8 dot rate (%s)%s",
+            r->tty ? "\r\033[K" : "", n_threads, (long long)r->o->probe_mib, p->int8_kernel,
+            r->tty ? "" : "\n");
+    uint64_t l3 = bench_parse_l3(p->binding_json), buf = (uint64_t)r->o->probe_mib << 20;
+    if (l3 && buf <= l3)
+        fprintf(stderr,
+                "%swarning: the probe buffer (%lld MiB) fits in the L3 hwloc reports (%.0f MiB): "
+                "the read rate may be a cache rate (raise --probe-mib)\n",
+                r->tty ? "\r\033[K" : "", (long long)r->o->probe_mib, (double)l3 / 1048576.0);
+    char why[256];
+    int rc = bench_run_probe(p, n_threads, pus, (uint64_t)r->o->probe_mib << 20, why, sizeof why);
+    free(pus);
+    if (rc) return cli_errorf("%s", why);
+    p->measured = 1;
+    return 0;
+}
+
+static void name_of(char *out, size_t cap, const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t n = strlen(b);
+    if (n > 5 && strcmp(b + n - 5, ".gguf") == 0) n -= 5;
+    snprintf(out, cap, "%.*s", (int)n, b);
+}
+
+/* Every test of one model at one kernel set, for each thread count. */
+static int bench_load(runner *r, const char *path, const char *set)
+{
+    const bench_opts *o = r->o;
+    bench_row base;
+    memset(&base, 0, sizeof base);
+    base.path = path;
+    name_of(base.name, sizeof base.name, path);
+    base.kernels_requested = set;
+    base.peak_rss_scope_model = reset_peak_rss();
+    r->model_name = base.name;
+    r->set = set ? set : "default";
+    pl_error err;
+    pl_model *m = NULL;
+    pl_session *s = NULL;
+    int32_t *tokens = NULL;
+    float *logits = NULL;
+    double *lat = NULL, *sorted = NULL;
+    pl_status st;
+    int rc = CLI_EXIT_FAIL;
+    pl_model_params mp = {.flags = o->no_repack ? PL_MODEL_NO_REPACK : 0, .kernels = set};
+    fprintf(stderr, "%sloading %s (set %s)%s", r->tty ? "\r\033[K" : "", path, r->set,
+            r->tty ? "" : "\n");
+    double t0 = now_s();
+    if ((st = pl_model_load(&m, path, &mp, &err))) goto fail;
+    base.load_ms = (now_s() - t0) * 1e3;
+    if ((st = pl_model_get_info(m, &base.mi, &err))) goto fail;
+    const pl_gguf *g = pl_model_gguf(m);
+    base.file_bytes = (uint64_t)pl_gguf_size(g);
+    uint32_t ft;
+    const char *ftn = pl_gguf_get_u32(g, "general.file_type", &ft, NULL) ? NULL : pl_ftype_name(ft);
+    snprintf(base.ftype, sizeof base.ftype, "%s", ftn ? ftn : "?");
+    pl_type bt = ftn ? pl_ftype_base_type(ft) : PL_TYPE_COUNT;
+    base.quantized =
+        bt != PL_TYPE_COUNT && bt != PL_TYPE_F32 && bt != PL_TYPE_F16 && bt != PL_TYPE_BF16;
+
+    int64_t max_pp = 0, max_tg = 0;
+    for (int i = 0; i < o->n_pp; i++) max_pp = o->pp[i] > max_pp ? o->pp[i] : max_pp;
+    for (int i = 0; i < o->n_tg; i++) max_tg = o->tg[i] > max_tg ? o->tg[i] : max_tg;
+    int64_t n_tok = max_pp > TG_PROMPT ? max_pp : TG_PROMPT;
+    int64_t n_vocab = base.mi.n_vocab;
+    tokens = malloc((size_t)n_tok * sizeof *tokens);
+    logits = malloc((size_t)n_vocab * sizeof *logits);
+    lat = malloc(((size_t)max_tg * (size_t)o->reps + 1) * sizeof *lat);
+    sorted = malloc((size_t)o->reps * sizeof *sorted);
+    if (!tokens || !logits || !lat || !sorted) {
+        rc = cli_errorf("out of memory");
+        goto out;
+    }
+    for (int64_t i = 0; i < n_tok; i++) /* fixed ids spread over the vocabulary */
+        tokens[i] = (int32_t)((i * 7919 + 13) % n_vocab);
+
+    for (int ti = 0; ti < o->n_threads; ti++) {
+        pl_session_params sp = pl_session_default_params(m);
+        sp.n_threads = (int)o->threads[ti];
+        sp.context_window = max_pp > TG_PROMPT + max_tg ? max_pp : TG_PROMPT + max_tg;
+        sp.sliding_window = 0;
+        sp.kernels = set;
+        if (o->chunk) sp.prefill_chunk = o->chunk;
+        if ((st = pl_session_new(&s, m, &sp, &err))) goto fail;
+        pl_session_info si;
+        if ((st = pl_session_get_info(s, &si, &err))) goto fail;
+        r->n_threads = si.n_threads;
+        r->set = set ? set : si.kernels;
+        if ((rc = ensure_probe(r, s, si.n_threads))) goto out;
+        rc = CLI_EXIT_FAIL;
+        for (int k = 0; k < o->n_pp + o->n_tg; k++) {
+            bench_row *row = new_row(r);
+            if (!row) {
+                rc = cli_errorf("out of memory");
+                goto out;
+            }
+            *row = base;
+            snprintf(row->kernels, sizeof row->kernels, "%s", si.kernels);
+            row->n_threads = si.n_threads;
+            row->repacked = si.repacked;
+            row->chunk = sp.prefill_chunk;
+            row->kv_bytes = sp.kv_type == PL_TYPE_F32 ? 4 : 2;
+            row->reps = (int)o->reps;
+            if (k < o->n_pp) {
+                row->n_prompt = o->pp[k];
+                snprintf(row->test, sizeof row->test, "pp%lld", (long long)row->n_prompt);
+            } else {
+                row->n_prompt = TG_PROMPT;
+                row->n_gen = o->tg[k - o->n_pp];
+                snprintf(row->test, sizeof row->test, "tg%lld", (long long)row->n_gen);
+            }
+            if (!(row->tok_s = calloc((size_t)row->reps, sizeof *row->tok_s))) {
+                rc = cli_errorf("out of memory");
+                goto out;
+            }
+            r->rep.n_rows++;
+            if ((st = run_test(r, s, row, tokens, logits, n_vocab, lat, sorted, &err))) goto fail;
+            row->peak_rss = peak_rss();
+            rate_row(row, bench_find_probe(&r->rep, si.n_threads));
+            if (!r->header_done) bench_print_header(stdout, o->format);
+            r->header_done = 1;
+            bench_print_row(stdout, o->format, row);
+            fflush(stdout);
+        }
+        pl_session_free(s);
+        s = NULL;
+    }
+    rc = CLI_EXIT_OK;
+    goto out;
+fail:
+    if (r->tty) fputs("\r\033[K", stderr);
+    rc = cli_fail(st, &err);
+out:
+    free(tokens);
+    free(logits);
+    free(lat);
+    free(sorted);
+    pl_session_free(s);
+    pl_model_free(m);
+    return rc;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    bench_opts o = {.reps = 5, .probe_mib = 1024};
+    int rc = parse(argc, argv, &o);
+    if (rc) {
+        free_opts(&o);
+        return rc >= 100 ? rc - 100 : rc;
+    }
+    runner r = {.o = &o, .rep = {.o = &o}, .tty = isatty(fileno(stderr))};
+    r.rep.load_avg[0] = bench_load_avg();
+    for (int mi = 0; mi < o.n_models && rc == 0; mi++)
+        for (int ki = 0; ki < o.n_kernels && rc == 0; ki++)
+            rc = bench_load(&r, o.models[mi], o.kernels[ki]);
+    r.rep.load_avg[1] = bench_load_avg();
+    if (rc == 0) bench_print_footer(stdout, &r.rep);
+    for (int i = 0; i < r.rep.n_rows; i++) free(r.rep.rows[i].tok_s);
+    for (int i = 0; i < r.rep.n_probes; i++) {
+        free(r.rep.probes[i].binding_json);
+        free(r.rep.probes[i].binding_text);
+    }
+    free(r.rep.rows);
+    free(r.rep.probes);
+    free_opts(&o);
+    return rc;
+}

@@ -1,0 +1,129 @@
+#!/bin/sh
+# bench_test.sh — smoke tests of `plumb bench` (ctest label perf-smoke), one behaviour per CASE:
+# the fields of its output and its exit codes on the tiny preset. Never its speed.
+#
+# usage: bench_test.sh CASE PLUMB JSON_CHECK
+set -u
+LC_ALL=C
+export LC_ALL
+
+case_name=$1 plumb=$2 json_check=$3
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/plumb-bench.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM
+
+failures=0
+fail() {
+    echo "FAIL [$case_name]: $*" >&2
+    failures=$((failures + 1))
+}
+
+# run ARGS...: runs plumb, stdout -> $tmp/out, stderr -> $tmp/err, status -> $rc.
+run() {
+    "$plumb" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+}
+
+expect_rc() { # expect_rc WANT DESCRIPTION
+    if [ "$rc" -ne "$1" ]; then
+        fail "$2: exit status $rc, want $1"
+        sed 's/^/  stderr: /' "$tmp/err" >&2
+    fi
+}
+
+expect_in() { # expect_in FILE FIXED-STRING
+    if ! grep -qF -- "$2" "$1"; then
+        fail "$(basename "$1") lacks: $2"
+        sed 's/^/  | /' "$1" | head -n 60 >&2
+    fi
+}
+
+# A JSON value of KEY that is a number (not null): "key": 1.5
+expect_number() { # expect_number FILE KEY
+    grep -qE "\"$2\": -?[0-9]" "$1" || fail "$(basename "$1"): \"$2\" is not a number"
+}
+
+mkmodel() {
+    "$plumb" mkmodel --preset tiny --type Q8_0 "$tmp/m.gguf" >/dev/null 2>"$tmp/err" ||
+        { fail "mkmodel failed"; cat "$tmp/err" >&2; exit 1; }
+}
+
+case $case_name in
+bench_json_has_every_field)
+    mkmodel
+    run bench -m "$tmp/m.gguf" -p 8 -n 4 -t 1 -r 2 -o json --probe-mib 64
+    expect_rc 0 "bench -o json"
+    "$json_check" <"$tmp/out" || fail "the output is not valid JSON"
+    for k in '"machine": {' '"cpu": ' '"flags": [' '"topology": ' '"bindings": [' \
+        '"build": {' '"commit": ' '"compiler": ' '"build_type": ' '"probes": {' \
+        '"read_gbps": [' '"int8_gops": [' '"results": [' '"test": "pp8"' '"test": "tg4"' \
+        '"tok_s": {"median": ' '"latency_ms": {"p50": ' '"p99": ' '"peak_rss": ' \
+        '"kernels": "' '"repacked": ' '"repack": {"set": ' '"roofline_pct": ' '"load_ms": ' \
+        '"n_threads": 1' '"pus": [' '"thread":0'; do
+        expect_in "$tmp/out" "$k"
+    done
+    for k in median p50 p90 p99 peak_rss load_ms best bytes_per_token roofline_pct; do
+        expect_number "$tmp/out" "$k"
+    done
+    # Progress went to stderr, naming the model, the set, the threads and the repetition.
+    expect_in "$tmp/err" "m set "
+    expect_in "$tmp/err" "threads 1: tg4 rep 2/2"
+    # --no-probe: the same document, the rates and shares null.
+    run bench -m "$tmp/m.gguf" -p 0 -n 2 -t 1 -r 1 -o json --no-probe
+    expect_rc 0 "bench --no-probe"
+    "$json_check" <"$tmp/out" || fail "--no-probe: the output is not valid JSON"
+    expect_in "$tmp/out" '"roofline_pct": null'
+    expect_in "$tmp/out" '"measured": false'
+    ;;
+
+bench_md_and_csv_have_rows)
+    mkmodel
+    run bench -m "$tmp/m.gguf" -p 8 -n 4 -t 1,2 -r 1 --probe-mib 16 --kernels ref
+    expect_rc 0 "bench -o md"
+    expect_in "$tmp/out" "| model | size | params | kernels | threads |"
+    expect_in "$tmp/out" "| ref | 1 | no | pp8 |"
+    expect_in "$tmp/out" "| ref | 2 | no | tg4 |"
+    expect_in "$tmp/out" "build: "
+    expect_in "$tmp/out" "read "
+    [ "$(grep -c '^| m ' "$tmp/out")" -eq 4 ] || fail "want 4 rows (2 tests x 2 thread counts)"
+    run bench -m "$tmp/m.gguf" -p 8 -n 0 -t 1 -r 1 --no-probe -o csv
+    expect_rc 0 "bench -o csv"
+    expect_in "$tmp/out" "model,path,arch,ftype,"
+    [ "$(wc -l <"$tmp/out" | tr -d ' ')" -eq 2 ] || fail "csv: want a header and 1 row"
+    ;;
+
+bench_bad_usage_exits_2)
+    mkmodel
+    for args in "" "-p 8" "-m $tmp/m.gguf -o xml" "-m $tmp/m.gguf -p 8,x" \
+        "-m $tmp/m.gguf -p 0 -n 0" "-m $tmp/m.gguf -t 0" "-m $tmp/m.gguf -r 0" \
+        "-m $tmp/m.gguf --bogus" "-m $tmp/m.gguf extra" "-m $tmp/m.gguf --no-probe=1" \
+        "-m $tmp/m.gguf --kernels ,"; do
+        # shellcheck disable=SC2086 # word splitting is the point
+        run bench $args
+        expect_rc 2 "bench $args"
+        expect_in "$tmp/err" "usage: plumb bench"
+    done
+    run bench --help
+    expect_rc 0 "bench --help"
+    expect_in "$tmp/out" "usage: plumb bench"
+    ;;
+
+bench_missing_model_exits_1)
+    run bench -m "$tmp/absent.gguf" -p 8 -n 0 -r 1 --no-probe
+    expect_rc 1 "bench of a missing file"
+    expect_in "$tmp/err" "$tmp/absent.gguf"
+    mkmodel
+    run bench -m "$tmp/m.gguf" -p 8 -n 0 -r 1 --no-probe --kernels nosuchset
+    expect_rc 1 "bench with an unknown kernel set"
+    expect_in "$tmp/err" "nosuchset"
+    ;;
+
+*)
+    echo "unknown case $case_name" >&2
+    exit 2
+    ;;
+esac
+
+[ "$failures" -eq 0 ] || exit 1
+exit 0
