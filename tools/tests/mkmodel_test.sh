@@ -10,35 +10,8 @@ export LC_ALL
 
 case_name=$1 plumb=$2
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/plumb-mkmodel.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' HUP INT TERM
-
-failures=0
-fail() {
-    echo "FAIL [$case_name]: $*" >&2
-    failures=$((failures + 1))
-}
-
-# run ARGS...: runs plumb, stdout -> $tmp/out, stderr -> $tmp/err, status -> $rc.
-run() {
-    "$plumb" "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-}
-
-expect_rc() { # expect_rc WANT DESCRIPTION
-    if [ "$rc" -ne "$1" ]; then
-        fail "$2: exit status $rc, want $1"
-        sed 's/^/  stderr: /' "$tmp/err" >&2
-    fi
-}
-
-expect_in() { # expect_in FILE FIXED-STRING
-    if ! grep -qF -- "$2" "$1"; then
-        fail "$(basename "$1") lacks: $2"
-        sed 's/^/  | /' "$1" | head -n 60 >&2
-    fi
-}
+tag=mkmodel
+. "$(dirname "$0")/testlib.sh"
 
 expect_not_in() { # expect_not_in FILE FIXED-STRING
     if grep -qF -- "$2" "$1"; then
