@@ -33,8 +33,8 @@ typedef void (*pl_matmul_fn)(float *restrict y, int64_t ldy, const void *restric
                              int64_t K, int64_t r0, int64_t r1, int64_t T);
 
 /* y = x / sqrt(mean(x^2) + eps) * w, one row of n. */
-typedef void (*pl_rmsnorm_fn)(float *restrict y, const float *restrict x,
-                              const float *restrict w, int64_t n, float eps);
+typedef void (*pl_rmsnorm_fn)(float *restrict y, const float *restrict x, const float *restrict w,
+                              int64_t n, float eps);
 
 enum pl_rope_style {
     PL_ROPE_NORMAL = 0, /* rotate pairs (2i, 2i+1) — llama */
@@ -69,8 +69,8 @@ typedef struct pl_attn_args {
     float scale;           /* usually 1/sqrt(D) */
 } pl_attn_args;
 /* out[t][h][d] for query heads h in [h0, h1), all t. scratch holds N floats. */
-typedef void (*pl_attention_fn)(float *restrict out, const pl_attn_args *a, int64_t h0,
-                                int64_t h1, float *restrict scratch);
+typedef void (*pl_attention_fn)(float *restrict out, const pl_attn_args *a, int64_t h0, int64_t h1,
+                                float *restrict scratch);
 
 /* ---- sampling primitives: pure; the random number is an argument ---- */
 typedef struct pl_candidate {
@@ -111,7 +111,7 @@ typedef struct pl_repack {
 } pl_repack;
 
 struct pl_kernels {
-    const char *name;      /* "ref", "avx2", "avx512" */
+    const char *name;       /* "ref", "avx2", "avx512" */
     int (*supported)(void); /* 1 if this CPU can run the set */
     /* Indexed by pl_type; NULL where the set leaves the entry to the reference set. */
     pl_quantize_row_fn quantize_row[PL_TYPE_COUNT];

@@ -393,10 +393,10 @@ typedef struct pl_model_info {
     uint64_t n_params;
     uint64_t step_weight_bytes; /* weight bytes one decode step reads: every matmul weight
                                  * and vector, but one row of an untied embedding table */
-    char repack_set[16];    /* the kernel set whose layouts were built; "" when none */
-    int n_repacked;         /* weight tensors copied into it */
-    uint64_t repack_bytes;  /* the copies' memory */
-    double repack_ms;       /* the time it took at load */
+    char repack_set[16];        /* the kernel set whose layouts were built; "" when none */
+    int n_repacked;             /* weight tensors copied into it */
+    uint64_t repack_bytes;      /* the copies' memory */
+    double repack_ms;           /* the time it took at load */
 } pl_model_info;
 pl_status pl_model_get_info(const pl_model *m, pl_model_info *out, pl_error *err);
 

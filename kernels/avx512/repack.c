@@ -220,7 +220,8 @@ INLINE void matmul_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
         blocks(t, &L, acc, base + (size_t)b * L.group, xb + b, n);                                 \
         break;
                 TAIL(1)
-                TAIL(2) TAIL(3) TAIL(4) TAIL(5) TAIL(6) TAIL(7)
+                TAIL(2)
+                TAIL(3) TAIL(4) TAIL(5) TAIL(6) TAIL(7)
 #undef TAIL
                     default : break;
             }

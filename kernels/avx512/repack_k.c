@@ -57,13 +57,20 @@ static void group_rows(const uint8_t *rows[G], const uint8_t *src, size_t srb, i
     }
 }
 
+/* Bytes of the packed R x K matrix: groups of 8 rows (the last padded), group_bytes per
+ * super-block. */
+static size_t packed_size(int64_t K, int64_t R, size_t group_bytes)
+{
+    return (size_t)((R + G - 1) / G) * (size_t)(K / PL_QK_K) * group_bytes;
+}
+
 /* ---- Q4_K ----------------------------------------------------------------------------- */
 
 #define Q4K_GROUP (G * sizeof(pl_block_q4_k))
 
 static size_t size_q4_k(int64_t K, int64_t R)
 {
-    return (size_t)((R + G - 1) / G) * (size_t)(K / PL_QK_K) * Q4K_GROUP;
+    return packed_size(K, R, Q4K_GROUP);
 }
 
 static void pack_q4_k(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
@@ -157,7 +164,7 @@ const pl_repack pl_repack_q4_k_avx512 = {size_q4_k, pack_q4_k, matmul_q4_k_packe
 
 static size_t size_q6_k(int64_t K, int64_t R)
 {
-    return (size_t)((R + G - 1) / G) * (size_t)(K / PL_QK_K) * Q6K_GROUP;
+    return packed_size(K, R, Q6K_GROUP);
 }
 
 static void pack_q6_k(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
