@@ -38,6 +38,10 @@ static inline int pl_add_u64(uint64_t a, uint64_t b, uint64_t *out)
 {
     return !__builtin_add_overflow(a, b, out);
 }
+static inline int pl_add_size(size_t a, size_t b, size_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
 static inline int pl_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
 {
     return !__builtin_mul_overflow(a, b, out);

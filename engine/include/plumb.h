@@ -34,7 +34,7 @@ typedef enum pl_status {
     PL_ERR_TYPE = -7,              /* a key or tensor exists but has another type or shape */
     PL_ERR_LIMIT = -8,             /* a size or count exceeds one of plumb's documented limits */
     PL_ERR_CONFIG = -9,            /* inconsistent parameters (reserved for sessions) */
-    PL_ERR_CONTEXT_FULL = -10,     /* reserved: the KV cache has no room */
+    PL_ERR_CONTEXT_FULL = -10,     /* the KV cache has no room */
     PL_ERR_CANCELLED = -11,        /* reserved: a callback asked to stop */
     PL_ERR_BUFFER_TOO_SMALL = -12, /* an output buffer is too small; the message says the size */
 } pl_status;
@@ -234,8 +234,8 @@ void pl_buffer_free(void *buf);
 /* ---------------------------------------------------------------------------------
  * Models. A model is immutable after load and may be shared by many sessions. */
 typedef struct pl_model pl_model;
-typedef struct pl_session pl_session; /* KV cache, prefix-cache state, scratch (later) */
-typedef struct pl_sampler pl_sampler; /* sampler chain (later) */
+typedef struct pl_session pl_session; /* KV cache, its history (ids and text), scratch */
+typedef struct pl_sampler pl_sampler; /* sampler chain and its random stream */
 
 /* pl_model_params.flags */
 #define PL_MODEL_VOCAB_ONLY 1u /* load only the tokenizer; the file may hold no tensors */
@@ -457,31 +457,155 @@ pl_status pl_session_estimate(const pl_model *m, const pl_session_params *params
 pl_status pl_session_threads_report(const pl_session *s, int json, char *buf, size_t size,
                                     size_t *len, pl_error *err);
 
-/* ---- sampler chain: penalties -> temperature -> top-k -> softmax -> top-p -> min-p -> draw.
- * llama.cpp's semantics and defaults; temperature <= 0 is greedy (argmax, ties: lowest id).
- * The random stream is a seeded xoshiro256**: the same seed, logits and history give the
- * same tokens on every machine. */
+/* ---- sampler chain: penalties -> top-k -> temperature -> softmax -> top-p -> min-p -> draw.
+ * llama.cpp's semantics and defaults; temperature 0 is greedy (argmax of the penalised
+ * logits, ties: lowest id). The random stream is a seeded xoshiro256**: the same seed, logits
+ * and history give the same tokens on every machine. */
 typedef struct pl_sampler_params {
-    float temperature;      /* 0.8 */
-    int32_t top_k;          /* 40; <= 0: all */
-    float top_p;            /* 0.95; >= 1: off */
-    float min_p;            /* 0.05; <= 0: off */
-    float repeat_penalty;   /* 1.0: off */
-    float freq_penalty;     /* 0.0 */
-    float presence_penalty; /* 0.0 */
-    int32_t penalty_last_n; /* 64: how much history the penalties see */
+    float temperature;      /* 0.8; finite, >= 0; 0: greedy */
+    int32_t top_k;          /* 40; <= 0 or >= n_vocab: all */
+    float top_p;            /* 0.95; in [0, 1]; 1: off, 0: the most likely token only */
+    float min_p;            /* 0.05; in [0, 1]; 0: off */
+    float repeat_penalty;   /* 1.0: off; finite, > 0 */
+    float freq_penalty;     /* 0.0; finite (negative rewards repeats) */
+    float presence_penalty; /* 0.0; finite */
+    int32_t penalty_last_n; /* 64: how much history the penalties see; >= 0 */
     uint64_t seed;          /* 0xdecafbad */
 } pl_sampler_params;
 
 pl_sampler_params pl_sampler_default_params(void);
-/* PL_ERR_CONFIG for out-of-range parameters (NaN, top_p outside [0, 1], ...). */
+/* params NULL: the defaults. PL_ERR_CONFIG, naming the field, for a parameter outside the
+ * range above (NaN is outside every range); PL_ERR_INVALID_ARG for a NULL or vocab-only model. */
 pl_status pl_sampler_new(pl_sampler **out, const pl_model *m, const pl_sampler_params *params,
                          pl_error *err);
 void pl_sampler_free(pl_sampler *s);
-/* Picks the next token from logits (n_vocab floats); history holds the tokens so far
- * (the last penalty_last_n are penalised). Does not modify logits. */
+/* Picks the next token from logits (n_vocab floats); history holds the tokens so far (the
+ * last penalty_last_n are penalised; ids outside [0, n_vocab) penalise nothing). Does not
+ * modify logits or history. PL_ERR_INVALID_ARG for a NaN logit, NULL logits or token, NULL
+ * history with n_history > 0, or n_history < 0; a failed call leaves the random stream as it
+ * was. Infinite logits are allowed and no penalty changes them: the +Inf tokens share all the
+ * probability (greedy: the lowest such id); a -Inf token is never picked while any logit is
+ * larger; when all are -Inf they tie: equally likely among those top-k and top-p keep (greedy:
+ * id 0). top-k keeps the k largest penalised logits (ties: lower ids), so top_k = 1 is greedy
+ * whatever the temperature. */
 pl_status pl_sampler_sample(pl_sampler *s, const float *logits, const int32_t *history,
                             int64_t n_history, int32_t *token, pl_error *err);
+
+/* ---- session history: the ids the KV cache holds and their text ----
+ * A session records every token it evaluates (pl_session_eval, pl_generate, pl_chat) and the
+ * text of those ids: their pieces with control tokens rendered (PL_DETOK_SPECIAL) and, for
+ * SentencePiece vocabularies with a dummy prefix, one leading space dropped from the first
+ * piece and from the piece after a control or user-defined token (PL_DETOK_STRIP_PREFIX):
+ * text == pl_detokenize(ids, PL_DETOK_SPECIAL | PL_DETOK_STRIP_PREFIX) at all times. Token i
+ * sits at position i. With a sliding window the history keeps every position evaluated: the
+ * KV cache holds the sinks and the recent window of it, and the next logits are those of a
+ * fresh session with the same window that evaluates the whole history. The pointers are
+ * valid until the session is next changed; text is not NUL-terminated. */
+pl_status pl_session_history(const pl_session *s, const int32_t **ids, int64_t *n,
+                             const char **text, size_t *len, pl_error *err);
+/* The byte offset in the history text where token i's text ends (0 <= i < n). */
+size_t pl_session_text_end(const pl_session *s, int64_t i);
+
+/* ---- generation ---------------------------------------------------------------- */
+
+typedef enum pl_stop_reason {
+    PL_STOP_NONE = 0,         /* nothing generated yet (max_tokens = 0: prefill only) */
+    PL_STOP_EOG = 1,          /* the model sampled an end-of-generation token */
+    PL_STOP_MAX_TOKENS = 2,   /* max_tokens were generated */
+    PL_STOP_STRING = 3,       /* a stop string appeared (it is not delivered) */
+    PL_STOP_CANCELLED = 4,    /* the callback returned nonzero */
+    PL_STOP_CONTEXT_FULL = 5, /* the context window has no room for the next token */
+} pl_stop_reason;
+/* "eog", "max_tokens", "stop_string", "cancelled", "context_full", "none". */
+const char *pl_stop_reason_str(pl_stop_reason r);
+
+#define PL_GEN_MAX_STOP     16  /* stop strings per call */
+#define PL_GEN_MAX_STOP_LEN 256 /* bytes in one stop string */
+
+typedef struct pl_gen_params {
+    int64_t max_tokens;       /* 256; 0: prefill only; 1 <= ... <= INT32_MAX */
+    int ignore_eog;           /* 1: an end-of-generation token is an ordinary token */
+    const char *const *stops; /* n_stops NUL-terminated strings, 1..PL_GEN_MAX_STOP_LEN bytes */
+    size_t n_stops;
+} pl_gen_params;
+pl_gen_params pl_gen_default_params(void);
+
+/* Receives the generated text in order: len >= 1 bytes ending at a character boundary (an
+ * incomplete UTF-8 character is held until it completes or cannot; invalid bytes pass as they
+ * are), never a byte of a stop string. Return 0 to go on, nonzero to cancel. */
+typedef int (*pl_text_fn)(void *user, const char *text, size_t len);
+
+typedef struct pl_gen_stats {
+    pl_stop_reason stop;
+    int64_t n_prompt;    /* tokens evaluated before the first draw */
+    int64_t n_generated; /* tokens drawn and kept (an end-of-generation stop is not counted) */
+    size_t n_text;       /* bytes delivered to the callback */
+    double prefill_ms;   /* evaluating the prompt */
+    double ttft_ms;      /* from the call to the first token drawn */
+    double decode_ms;    /* from the first token drawn to the end */
+    double decode_tps;   /* tokens per second after the first (0 when fewer than 2) */
+} pl_gen_stats;
+
+/* Evaluates n_prompt tokens after what the session holds (n_prompt = 0 re-evaluates its last
+ * token), then draws tokens with sampler (NULL: greedy; its penalties see the session's
+ * history) and streams their text to on_text (may be NULL), until a stop (stats->stop). Every
+ * token whose text was delivered is evaluated: afterwards the session's history text is its
+ * text before the call + the prompt's text + exactly the delivered text. An end-of-generation
+ * token that stops generation is neither delivered nor evaluated. Where a stop string or a
+ * cancellation cuts inside a token, the session is truncated to the last whole token before
+ * the cut and the rest of the delivered text is tokenized and evaluated. Errors: bad
+ * parameters PL_ERR_INVALID_ARG/PL_ERR_CONFIG, a prompt that does not fit the context window
+ * PL_ERR_CONTEXT_FULL — both with the session unchanged; a failure later (PL_ERR_NOMEM) leaves
+ * the session consistent: its history is what its KV cache holds. stats may be NULL. */
+pl_status pl_generate(pl_session *s, const int32_t *prompt, int64_t n_prompt, pl_sampler *sampler,
+                      const pl_gen_params *params, pl_text_fn on_text, void *user,
+                      pl_gen_stats *stats, pl_error *err);
+
+/* ---- chat: the prefix cache ----------------------------------------------------------
+ * pl_chat takes the whole conversation rendered by the chat template (including the opening
+ * of the assistant turn) and reuses what the session already holds:
+ *   fast     the history text is a byte prefix of text: the new bytes are tokenized on their
+ *            own (control tokens parsed) after the history. The last held token is tokenized
+ *            again together with them: if the two would have merged (a cut word, a trailing
+ *            space), that token is dropped from the cache and the merged tokens are
+ *            evaluated; otherwise it is kept. Nothing else held is touched.
+ *   partial  else the text is tokenized whole (control tokens parsed, no BOS added: the
+ *            template writes it) and the longest common prefix of ids with the history is
+ *            kept; the cache is truncated there.
+ *   slow     nothing in common (or a sliding window already evicted what truncation needs):
+ *            start over.
+ * At least one token is evaluated (the last held one again when the text adds nothing), then
+ * pl_generate runs. So after a turn the history text is the conversation + the reply exactly
+ * as delivered, and the next turn, which appends to it, takes the fast path. The end-of-turn
+ * marker: a generated end-of-generation token (e.g. <|im_end|>) stops the turn and is not
+ * kept; the template writes it into the next turn's text, where the fast path evaluates it.
+ * Overflow: when a context window cannot hold the turn's prompt, PL_ERR_CONTEXT_FULL with
+ * the session exactly as before (nothing truncated, nothing evaluated). A session is not
+ * thread-safe: one thread at a time per session; the model may be shared by many. */
+typedef enum pl_chat_path { PL_CHAT_FAST = 1, PL_CHAT_PARTIAL = 2, PL_CHAT_SLOW = 3 } pl_chat_path;
+/* "fast", "partial", "slow" ("none" otherwise). */
+const char *pl_chat_path_str(pl_chat_path p);
+
+typedef struct pl_chat_stats {
+    pl_chat_path path;
+    int64_t n_reused;    /* history tokens kept */
+    int64_t n_prefilled; /* prompt tokens evaluated */
+    int64_t n_generated;
+    double tokenize_ms; /* matching the history and tokenizing */
+    pl_gen_stats gen;   /* prefill, time to first token, decode */
+    double total_ms;
+} pl_chat_stats;
+
+pl_status pl_chat(pl_session *s, const char *text, size_t len, pl_sampler *sampler,
+                  const pl_gen_params *params, pl_text_fn on_text, void *user, pl_chat_stats *stats,
+                  pl_error *err);
+/* Renders msgs with the template (a pl_chat_render name; NULL: the model's) and the
+ * assistant's opening, then pl_chat. */
+pl_status pl_chat_messages(pl_session *s, const char *tmpl, const pl_chat_message *msgs, size_t n,
+                           pl_sampler *sampler, const pl_gen_params *params, pl_text_fn on_text,
+                           void *user, pl_chat_stats *stats, pl_error *err);
+/* Forgets everything the session holds (= pl_session_reset). */
+void pl_chat_reset(pl_session *s);
 
 /* ---- quantization ---------------------------------------------------------------
  * Row conversion between F32 and any implemented type, the per-tensor type rules of

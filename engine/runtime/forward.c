@@ -12,6 +12,7 @@
 #include "kvcache.h"
 #include "model.h"
 #include "registry.h"
+#include "session.h"
 #include "threads.h"
 
 #define DEFAULT_CONTEXT 4096
@@ -41,8 +42,9 @@ struct pl_session {
     pl_kernel_table kt;
     pl_pool *pool;
     pl_kvcache kv;
-    int64_t chunk; /* tokens per step */
-    int packed;    /* 1: the model's repacked weights are in this session's kernel set */
+    pl_history hist; /* the ids the cache holds and their text; hist.n == kv.n_past */
+    int64_t chunk;   /* tokens per step */
+    int packed;      /* 1: the model's repacked weights are in this session's kernel set */
     scratch s;
     void *arena;
 };
@@ -303,6 +305,7 @@ pl_status pl_session_eval(pl_session *ss, const int32_t *tokens, int64_t n, floa
                            "token %lld = %d is outside the vocabulary [0, %lld)", (long long)i,
                            tokens[i], (long long)V);
     pl_status s = pl_kvcache_check_room(&ss->kv, n, err);
+    if (!s) s = pl_history_reserve(&ss->hist, tokens, n, err);
     if (s) return s;
     /* Nothing below can fail: the session changes only once everything is known to fit. */
     int all = (flags & PL_EVAL_ALL_LOGITS) != 0;
@@ -322,6 +325,7 @@ pl_status pl_session_eval(pl_session *ss, const int32_t *tokens, int64_t n, floa
         }
         step(ss, tokens + i, T, out0, dst);
     }
+    pl_history_append(&ss->hist, tokens, n);
     return pl_ok(err);
 }
 
@@ -446,6 +450,7 @@ pl_status pl_session_new(pl_session **out, const pl_model *m, const pl_session_p
     if (!ss) return pl_fail(err, PL_ERR_NOMEM, "no memory for the session");
     ss->m = m;
     ss->chunk = p.prefill_chunk;
+    pl_history_init(&ss->hist, pl_model_tokenizer(m));
     pl_status s =
         p.kernels ? pl_kernels_init(&ss->kt, p.kernels, err) : pl_kernels_init_env(&ss->kt, err);
     if (!s)
@@ -467,6 +472,7 @@ void pl_session_free(pl_session *ss)
     if (!ss) return;
     pl_pool_free(ss->pool);
     pl_kvcache_free(&ss->kv);
+    pl_history_free(&ss->hist);
     pl_free(ss->arena);
     pl_free(ss);
 }
@@ -480,12 +486,59 @@ pl_status pl_session_truncate(pl_session *ss, int64_t n, pl_error *err)
 {
     if (!ss) return pl_fail(err, PL_ERR_INVALID_ARG, "session is NULL");
     pl_status s = pl_kvcache_truncate(&ss->kv, n, err);
-    return s ? s : pl_ok(err);
+    if (s) return s;
+    pl_history_truncate(&ss->hist, n);
+    return pl_ok(err);
 }
 
 void pl_session_reset(pl_session *ss)
 {
-    if (ss) pl_kvcache_truncate(&ss->kv, 0, NULL);
+    if (!ss) return;
+    pl_kvcache_truncate(&ss->kv, 0, NULL);
+    pl_history_truncate(&ss->hist, 0);
+}
+
+void pl_chat_reset(pl_session *ss)
+{
+    pl_session_reset(ss);
+}
+
+pl_status pl_session_history(const pl_session *ss, const int32_t **ids, int64_t *n,
+                             const char **text, size_t *len, pl_error *err)
+{
+    if (!ss) return pl_fail(err, PL_ERR_INVALID_ARG, "session is NULL");
+    if (ids) *ids = ss->hist.ids;
+    if (n) *n = ss->hist.n;
+    if (text) *text = ss->hist.text ? ss->hist.text : "";
+    if (len) *len = ss->hist.len;
+    return pl_ok(err);
+}
+
+size_t pl_session_text_end(const pl_session *ss, int64_t i)
+{
+    return ss && i >= 0 && i < ss->hist.n ? ss->hist.end[i] : 0;
+}
+
+const pl_model *pl_session_model(const pl_session *ss)
+{
+    return ss->m;
+}
+
+const pl_history *pl_session_hist(const pl_session *ss)
+{
+    return &ss->hist;
+}
+
+pl_status pl_session_check_room(const pl_session *ss, int64_t keep, int64_t n, pl_error *err)
+{
+    pl_kvcache probe = ss->kv; /* only n_past is read */
+    probe.n_past = keep;
+    return pl_kvcache_check_room(&probe, n, err);
+}
+
+pl_status pl_session_check_truncate(const pl_session *ss, int64_t keep, pl_error *err)
+{
+    return pl_kvcache_truncate_check(&ss->kv, keep, err);
 }
 
 pl_status pl_session_get_info(const pl_session *ss, pl_session_info *out, pl_error *err)

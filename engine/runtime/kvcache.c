@@ -162,9 +162,11 @@ void pl_kvcache_store(pl_kvcache *c, int64_t l, int64_t pos, const float *k, con
 void pl_kvcache_place(pl_kvcache *c, int64_t p0, int64_t n)
 {
     for (int64_t p = p0; p < p0 + n; p++) c->pos[pl_kvcache_slot(c, p)] = (int32_t)p;
+    /* A truncation does not bring back what the ring overwrote: remember how far it went. */
+    if (c->ring && p0 + n - c->ring > c->evicted) c->evicted = p0 + n - c->ring;
 }
 
-pl_status pl_kvcache_truncate(pl_kvcache *c, int64_t n, pl_error *err)
+pl_status pl_kvcache_truncate_check(const pl_kvcache *c, int64_t n, pl_error *err)
 {
     if (n < 0 || n > c->n_past)
         return pl_fail(err, PL_ERR_INVALID_ARG, "cannot truncate to %lld tokens: %lld are held",
@@ -173,15 +175,23 @@ pl_status pl_kvcache_truncate(pl_kvcache *c, int64_t n, pl_error *err)
         /* The next query (at n) needs positions [max(S, n - recent + 1), n). */
         int64_t need = n - c->recent + 1;
         if (need < c->n_sinks) need = c->n_sinks;
-        int64_t oldest = c->n_past - c->ring; /* oldest non-sink position still in the ring */
+        int64_t oldest = c->evicted; /* oldest non-sink position still in the ring */
         if (need < n && need < oldest)
             return pl_fail(err, PL_ERR_INVALID_ARG,
                            "cannot truncate to %lld tokens: position %lld was evicted by the "
                            "sliding window (oldest kept: %lld)",
                            (long long)n, (long long)need, (long long)oldest);
     }
+    return PL_OK;
+}
+
+pl_status pl_kvcache_truncate(pl_kvcache *c, int64_t n, pl_error *err)
+{
+    pl_status s = pl_kvcache_truncate_check(c, n, err);
+    if (s) return s;
     for (int64_t j = 0; j < c->cap; j++)
         if (c->pos[j] != PL_KV_EMPTY && c->pos[j] >= n) c->pos[j] = PL_KV_EMPTY;
     c->n_past = n;
+    if (c->evicted > n) c->evicted = n;
     return PL_OK;
 }

@@ -19,6 +19,7 @@ typedef struct pl_kvcache {
     int64_t recent;     /* W - S: recent positions visible to a query (0: unlimited) */
     int64_t ring;       /* R (0 with a context window) */
     int64_t n_past;     /* tokens held; the next token's position */
+    int64_t evicted;    /* non-sink positions below this were overwritten by the ring */
     int64_t *n_head_kv; /* [n_layer] */
     void **k, **v;      /* [n_layer] -> [cap][Hkv][D] of type */
     int32_t *pos;       /* [cap]; PL_KV_EMPTY for unused slots */
@@ -52,5 +53,7 @@ void pl_kvcache_store(pl_kvcache *c, int64_t l, int64_t pos, const float *k, con
 /* Drops tokens at positions >= n. PL_ERR_INVALID_ARG (nothing changed) if n > n_past or
  * the window already evicted what the next query would need. */
 pl_status pl_kvcache_truncate(pl_kvcache *c, int64_t n, pl_error *err);
+/* The checks of pl_kvcache_truncate, changing nothing. */
+pl_status pl_kvcache_truncate_check(const pl_kvcache *c, int64_t n, pl_error *err);
 
 #endif

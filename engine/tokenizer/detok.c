@@ -80,6 +80,17 @@ static pl_status piece_stripped(const struct pl_tokenizer *t, int32_t id, uint32
     return PL_OK;
 }
 
+int pl_tok_strip_start(const struct pl_tokenizer *t, uint32_t flags)
+{
+    return strips_prefix(t, flags);
+}
+
+pl_status pl_tok_piece_next(const struct pl_tokenizer *t, int32_t id, uint32_t flags, int *strip,
+                            const char **p, size_t *n, pl_error *err)
+{
+    return piece_stripped(t, id, flags, strip, p, n, err);
+}
+
 pl_status pl_tok_decode(const struct pl_tokenizer *t, const int32_t *ids, size_t n, uint32_t flags,
                         char *buf, size_t cap, size_t *n_out, pl_error *err)
 {

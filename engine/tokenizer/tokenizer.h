@@ -97,12 +97,23 @@ void pl_tokenizer_free(struct pl_tokenizer *t);
 pl_status pl_tok_encode(const struct pl_tokenizer *t, const char *text, size_t len, uint32_t flags,
                         int32_t *out, size_t cap, size_t *n_out, pl_error *err);
 
+/* The same for text that continues a token stream: prefix = 0 puts no SentencePiece dummy space
+ * at its start (pass pl_tok_strip_next's state of the tokens before it). */
+pl_status pl_tok_encode_cont(const struct pl_tokenizer *t, const char *text, size_t len,
+                             uint32_t flags, int prefix, int32_t *out, size_t cap, size_t *n_out,
+                             pl_error *err);
+
 /* The bytes a token decodes to (flags: PL_DETOK_SPECIAL), pointing into the tokenizer. */
 pl_status pl_tok_piece(const struct pl_tokenizer *t, int32_t id, uint32_t flags, const char **p,
                        size_t *n, pl_error *err);
 /* Concatenated pieces; flags are PL_DETOK_*. Same buffer contract as pl_tok_encode. */
 pl_status pl_tok_decode(const struct pl_tokenizer *t, const int32_t *ids, size_t n, uint32_t flags,
                         char *buf, size_t cap, size_t *n_out, pl_error *err);
+/* Token by token, the text pl_tok_decode makes of a sequence: *strip is the state between
+ * tokens (start with pl_tok_strip_start) and is updated; *p, *n get this token's bytes. */
+int pl_tok_strip_start(const struct pl_tokenizer *t, uint32_t flags);
+pl_status pl_tok_piece_next(const struct pl_tokenizer *t, int32_t id, uint32_t flags, int *strip,
+                            const char **p, size_t *n, pl_error *err);
 /* The streaming decoder over a tokenizer (pl_detok_new wraps it for a model). */
 pl_status pl_detok_create(pl_detok **out, const struct pl_tokenizer *t, uint32_t flags,
                           pl_error *err);

@@ -359,13 +359,14 @@ static int32_t match_special(const struct pl_tokenizer *t, const char *p, size_t
     return -1;
 }
 
-static pl_status encode_text(struct enc *e, const char *text, size_t len, uint32_t flags)
+static pl_status encode_text(struct enc *e, const char *text, size_t len, uint32_t flags,
+                             int prefix)
 {
     const struct pl_tokenizer *t = e->t;
     pl_status s;
     int parse = (flags & PL_TOKENIZE_PARSE_SPECIAL) != 0;
     int scan = parse ? t->n_special > 0 : t->n_user_defined > 0;
-    int prefix = 1; /* SentencePiece: at the start and after a special token */
+    /* prefix: SentencePiece's dummy space, at the start and after a special token */
     size_t frag = 0;
     if (flags & PL_TOKENIZE_ADD_BOS && t->add_bos) put(e, t->bos);
     for (size_t i = 0; scan && i < len; i++) {
@@ -390,6 +391,13 @@ static pl_status encode_text(struct enc *e, const char *text, size_t len, uint32
 pl_status pl_tok_encode(const struct pl_tokenizer *t, const char *text, size_t len, uint32_t flags,
                         int32_t *out, size_t cap, size_t *n_out, pl_error *err)
 {
+    return pl_tok_encode_cont(t, text, len, flags, 1, out, cap, n_out, err);
+}
+
+pl_status pl_tok_encode_cont(const struct pl_tokenizer *t, const char *text, size_t len,
+                             uint32_t flags, int prefix, int32_t *out, size_t cap, size_t *n_out,
+                             pl_error *err)
+{
     if (n_out) *n_out = 0;
     if (!t || !n_out) return pl_fail(err, PL_ERR_INVALID_ARG, "tokenizer or n_out is NULL");
     if (!text && len > 0) return pl_fail(err, PL_ERR_INVALID_ARG, "text is NULL");
@@ -405,7 +413,7 @@ pl_status pl_tok_encode(const struct pl_tokenizer *t, const char *text, size_t l
     struct enc e = {.t = t, .out = out, .cap = cap, .err = err, .text = text};
     pl_status s = PL_OK;
     if (t->kind == PL_TOK_BPE) s = pl_pretok_scratch_new(&e.ps, &t->pre, err);
-    if (!s) s = encode_text(&e, text ? text : "", len, flags);
+    if (!s) s = encode_text(&e, text ? text : "", len, flags, prefix);
     pl_pretok_scratch_free(e.ps);
     pl_free(e.sym);
     pl_free(e.heap);

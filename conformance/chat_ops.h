@@ -1,0 +1,37 @@
+/* chat_ops.h — the chat prefix cache's property, as a driver over bytes: a byte string decodes
+ * to a sequence of session operations, and the invariants are checked after every one. Shared by
+ * the seeded property test (conformance/test_chat_cache.c) and the AFL++ harness (fuzz_chat). */
+#ifndef PLUMB_CHAT_OPS_H
+#define PLUMB_CHAT_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plumb.h"
+
+/* The model the operations run on (it needs a tokenizer and a ChatML-style template that
+ * writes message content verbatim); byte_level: 1 when its tokenizer is byte-level BPE, so
+ * every text round-trips and "history text == conversation + delivered text" is checked
+ * exactly. */
+typedef struct chat_ops_model {
+    const pl_model *m;
+    int byte_level;
+    int n_threads; /* of the sessions under test (the oracle session uses 1) */
+} chat_ops_model;
+
+/* Input layout: byte 0 the session configuration (context or sliding window, sinks, chunk,
+ * KV type), then operations, each an opcode byte and its arguments (see chat_ops.c):
+ * turn, edit an earlier byte, truncate, reset, raw pl_chat, overflow, pl_generate,
+ * allocation failure during a turn, cancelled turn. After every operation: (1) the history
+ * text equals pl_detokenize(ids, SPECIAL | STRIP_PREFIX) and the KV cache holds exactly those
+ * ids, (2) the next-token logits equal, bit for bit, those of a fresh session that evaluates
+ * the ids; per turn, the path taken is the one the rules predict and nothing is lost on an
+ * overflow. At the end both sessions generate on and must agree.
+ * Returns 0 when everything held, else 1 with the reason (operation index included) in why. */
+int chat_ops_run(const chat_ops_model *cm, const uint8_t *data, size_t size, char *why,
+                 size_t why_cap);
+
+/* How many operations the last chat_ops_run executed (for test logs). */
+int chat_ops_last_count(void);
+
+#endif

@@ -1,0 +1,177 @@
+/* chat.c — the chat prefix cache: match a rendered conversation against what the session
+ * holds (fast, partial or slow path), keep what matches, then generate. Not the template
+ * rendering (tokenizer/template.c) and not the decode loop (generate.c). */
+#include <string.h>
+#include <time.h>
+
+#include "session.h"
+#include "tokenizer/tokenizer.h"
+
+const char *pl_chat_path_str(pl_chat_path p)
+{
+    switch (p) {
+    case PL_CHAT_FAST:
+        return "fast";
+    case PL_CHAT_PARTIAL:
+        return "partial";
+    case PL_CHAT_SLOW:
+        return "slow";
+    default:
+        return "none";
+    }
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ids of text (control tokens parsed, no BOS added) into a new array. */
+static pl_status encode(const struct pl_tokenizer *t, const char *text, size_t len, int prefix,
+                        int32_t **out, size_t *n, pl_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    size_t need = 0;
+    pl_status s =
+        pl_tok_encode_cont(t, text, len, PL_TOKENIZE_PARSE_SPECIAL, prefix, NULL, 0, &need, err);
+    if (s && s != PL_ERR_BUFFER_TOO_SMALL) return s;
+    int32_t *ids = pl_malloc((need ? need : 1) * sizeof *ids);
+    if (!ids) return pl_fail(err, PL_ERR_NOMEM, "no memory for %zu token ids", need);
+    if ((s = pl_tok_encode_cont(t, text, len, PL_TOKENIZE_PARSE_SPECIAL, prefix, ids, need, n,
+                                err))) {
+        pl_free(ids);
+        return s;
+    }
+    *out = ids;
+    return PL_OK;
+}
+
+/* The turn's plan: keep the first `keep` held tokens, then evaluate ids[from..n). */
+typedef struct plan {
+    pl_chat_path path;
+    int64_t keep;
+    int32_t *ids;
+    size_t from, n;
+} plan;
+
+/* Fast path: the held text is a byte prefix of text. The last held token is tokenized again
+ * with the new bytes, so a token that would have merged with them (a cut word, a trailing
+ * space) is replaced by the merged tokens instead of leaving a split no tokenizer makes. */
+static pl_status plan_fast(const pl_history *h, const char *text, size_t len, plan *pl,
+                           pl_error *err)
+{
+    int64_t last = h->n - 1;
+    size_t from = pl_history_end(h, last);
+    pl_status s = encode(h->tok, text + from, len - from, pl_history_strip_at(h, last), &pl->ids,
+                         &pl->n, err);
+    if (s) return s;
+    pl->path = PL_CHAT_FAST;
+    if (pl->n > 0 && pl->ids[0] == h->ids[last] && pl->n > 1) {
+        pl->keep = h->n;
+        pl->from = 1;
+    } else {
+        pl->keep = last; /* merged, or nothing new: evaluate the last token again */
+        pl->from = 0;
+    }
+    return PL_OK;
+}
+
+/* Partial or slow path: the whole text, and the longest common prefix of ids with the
+ * history that the cache can still be truncated to. */
+static pl_status plan_retokenize(pl_session *ss, const pl_history *h, const char *text, size_t len,
+                                 plan *pl, pl_error *err)
+{
+    pl_status s = encode(h->tok, text, len, 1, &pl->ids, &pl->n, err);
+    if (s) return s;
+    if (pl->n == 0) return pl_fail(err, PL_ERR_INVALID_ARG, "the text has no tokens");
+    size_t lcp = 0;
+    while (lcp < pl->n && (int64_t)lcp < h->n && pl->ids[lcp] == h->ids[lcp]) lcp++;
+    if (lcp == pl->n) lcp--; /* at least one token is evaluated: its logits are the next ones */
+    if (lcp > 0 && pl_session_check_truncate(ss, (int64_t)lcp, NULL) == PL_OK) {
+        pl->path = PL_CHAT_PARTIAL;
+        pl->keep = (int64_t)lcp;
+    } else {
+        pl->path = PL_CHAT_SLOW;
+        pl->keep = 0;
+    }
+    pl->from = (size_t)pl->keep;
+    return PL_OK;
+}
+
+pl_status pl_chat(pl_session *ss, const char *text, size_t len, pl_sampler *sampler,
+                  const pl_gen_params *params, pl_text_fn on_text, void *user, pl_chat_stats *stats,
+                  pl_error *err)
+{
+    double t0 = now_ms();
+    if (stats) memset(stats, 0, sizeof *stats);
+    if (!ss || (!text && len > 0))
+        return pl_fail(err, PL_ERR_INVALID_ARG, "session is NULL, or text is NULL");
+    pl_gen_params p = params ? *params : pl_gen_default_params();
+    pl_status s = pl_gen_check(&p, err);
+    if (s) return s;
+    const pl_history *h = pl_session_hist(ss);
+    if (!h->tok)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "the model has no tokenizer: chat needs one to match text");
+    if (len == 0 && h->n == 0)
+        return pl_fail(err, PL_ERR_INVALID_ARG, "the conversation text is empty");
+
+    plan pl = {0};
+    if (h->n > 0 && len >= h->len && memcmp(text, h->text, h->len) == 0)
+        s = plan_fast(h, text, len, &pl, err);
+    else
+        s = plan_retokenize(ss, h, text, len, &pl, err);
+    if (!s && pl.keep < h->n && pl.keep > 0) s = pl_session_check_truncate(ss, pl.keep, err);
+    /* The prompt (at least one token: the last kept one again when nothing is new). */
+    int32_t again;
+    const int32_t *prompt = pl.ids + pl.from;
+    int64_t n_prompt = (int64_t)(pl.n - pl.from);
+    if (!s && n_prompt == 0) { /* the fast path's new bytes spelled no token */
+        if (pl.keep == h->n) pl.keep--;
+        again = h->ids[pl.keep];
+        prompt = &again;
+        n_prompt = 1;
+    }
+    if (!s) s = pl_session_check_room(ss, pl.keep, n_prompt, err);
+    if (s) {
+        pl_free(pl.ids);
+        return s;
+    }
+    double t_plan = now_ms();
+    /* Everything is known to fit: from here the session changes. */
+    if (pl.keep < h->n) s = pl_session_truncate(ss, pl.keep, err);
+    pl_gen_stats gs = {0};
+    if (!s) s = pl_generate(ss, prompt, n_prompt, sampler, &p, on_text, user, &gs, err);
+    pl_free(pl.ids);
+    if (stats) {
+        stats->path = pl.path;
+        stats->n_reused = pl.keep;
+        stats->n_prefilled = n_prompt;
+        stats->n_generated = gs.n_generated;
+        stats->tokenize_ms = t_plan - t0;
+        stats->gen = gs;
+        stats->total_ms = now_ms() - t0;
+    }
+    return s;
+}
+
+pl_status pl_chat_messages(pl_session *ss, const char *tmpl, const pl_chat_message *msgs, size_t n,
+                           pl_sampler *sampler, const pl_gen_params *params, pl_text_fn on_text,
+                           void *user, pl_chat_stats *stats, pl_error *err)
+{
+    if (stats) memset(stats, 0, sizeof *stats);
+    if (!ss) return pl_fail(err, PL_ERR_INVALID_ARG, "session is NULL");
+    const pl_model *m = pl_session_model(ss);
+    size_t need = 0;
+    pl_status s = pl_chat_render(m, tmpl, msgs, n, 1, NULL, 0, &need, err);
+    if (s && s != PL_ERR_BUFFER_TOO_SMALL) return s;
+    char *buf = pl_malloc(need ? need : 1);
+    if (!buf) return pl_fail(err, PL_ERR_NOMEM, "no memory for a %zu-byte conversation", need);
+    s = pl_chat_render(m, tmpl, msgs, n, 1, buf, need, &need, err);
+    if (!s) s = pl_chat(ss, buf, need, sampler, params, on_text, user, stats, err);
+    pl_free(buf);
+    return s;
+}
