@@ -60,10 +60,29 @@ typedef struct plan {
 /* Fast path: the held text is a byte prefix of text. The last held token is tokenized again
  * with the new bytes, so a token that would have merged with them (a cut word, a trailing
  * space) is replaced by the merged tokens instead of leaving a split no tokenizer makes. */
-static pl_status plan_fast(const pl_history *h, const char *text, size_t len, plan *pl,
-                           pl_error *err)
+static pl_status plan_retokenize(pl_session *ss, const pl_history *h, const char *text, size_t len,
+                                 plan *pl, pl_error *err);
+
+static pl_status plan_fast(pl_session *ss, const pl_history *h, const char *text, size_t len,
+                           plan *pl, pl_error *err)
 {
     int64_t last = h->n - 1;
+    if (pl_session_check_truncate(ss, last, NULL) != PL_OK) {
+        /* A sliding window after a deep truncation: the last token cannot be evaluated
+         * again, so the new bytes are tokenized alone after it. */
+        if (len == h->len) return plan_retokenize(ss, h, text, len, pl, err);
+        pl_status s = encode(h->tok, text + h->len, len - h->len, pl_history_strip_at(h, h->n),
+                             &pl->ids, &pl->n, err);
+        if (!s && pl->n == 0) {
+            pl_free(pl->ids);
+            pl->ids = NULL;
+            return plan_retokenize(ss, h, text, len, pl, err);
+        }
+        pl->path = PL_CHAT_FAST;
+        pl->keep = h->n;
+        pl->from = 0;
+        return s;
+    }
     size_t from = pl_history_end(h, last);
     pl_status s = encode(h->tok, text + from, len - from, pl_history_strip_at(h, last), &pl->ids,
                          &pl->n, err);
@@ -121,7 +140,7 @@ pl_status pl_chat(pl_session *ss, const char *text, size_t len, pl_sampler *samp
 
     plan pl = {0};
     if (h->n > 0 && len >= h->len && memcmp(text, h->text, h->len) == 0)
-        s = plan_fast(h, text, len, &pl, err);
+        s = plan_fast(ss, h, text, len, &pl, err);
     else
         s = plan_retokenize(ss, h, text, len, &pl, err);
     if (!s && pl.keep < h->n && pl.keep > 0) s = pl_session_check_truncate(ss, pl.keep, err);

@@ -134,6 +134,30 @@ done:
     return s;
 }
 
+/* The logits after the last held token: that token evaluated again, or, when a sliding
+ * window already evicted what it attends to (after a deep truncation), the whole history
+ * evaluated from scratch, which gives the same logits (the window decides what is seen). */
+static pl_status reeval_last(pl_session *ss, float *logits, int64_t *n_eval, pl_error *err)
+{
+    const pl_history *h = pl_session_hist(ss);
+    int64_t n = h->n;
+    if (pl_session_check_truncate(ss, n - 1, NULL) == PL_OK) {
+        int32_t last = h->ids[n - 1];
+        *n_eval = 1;
+        pl_status s = pl_session_truncate(ss, n - 1, err);
+        return s ? s : pl_session_eval(ss, &last, 1, logits, 0, err);
+    }
+    int32_t *ids = pl_malloc((size_t)n * sizeof *ids);
+    if (!ids)
+        return pl_fail(err, PL_ERR_NOMEM, "no memory to evaluate %lld ids again", (long long)n);
+    memcpy(ids, h->ids, (size_t)n * sizeof *ids);
+    *n_eval = n;
+    pl_session_reset(ss);
+    pl_status s = pl_session_eval(ss, ids, n, logits, 0, err);
+    pl_free(ids);
+    return s;
+}
+
 typedef struct gen {
     pl_session *ss;
     const pl_gen_params *p;
@@ -196,14 +220,10 @@ pl_status pl_generate(pl_session *ss, const int32_t *prompt, int64_t n_prompt, p
     if (!logits) return pl_fail(err, PL_ERR_NOMEM, "no memory for %lld logits", (long long)V);
 
     /* The prompt; with none, the last held token again (its logits are not kept). */
-    if (n_prompt > 0) {
+    if (n_prompt > 0)
         s = pl_session_eval(ss, prompt, n_prompt, logits, 0, err);
-    } else {
-        int32_t last = h->ids[h->n - 1];
-        s = pl_session_truncate(ss, h->n - 1, err);
-        if (!s) s = pl_session_eval(ss, &last, 1, logits, 0, err);
-        n_prompt = 1;
-    }
+    else
+        s = reeval_last(ss, logits, &n_prompt, err);
     if (s) {
         pl_free(logits);
         return s;
