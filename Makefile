@@ -15,7 +15,7 @@ DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps test demo fuzz perf clean format
+.PHONY: all build deps test demo fuzz perf clean format tsan
 
 all: build
 
@@ -39,9 +39,27 @@ test: deps build
 # The demo model has real-format tokenizer and random weights: the text is noise, the
 # pipeline (tokenize, prefill, sample, stream, timings) is real.
 DEMO_MODEL = $(BUILD)/demo.gguf
+# Then a scripted 4-turn `plumb chat`, with the prefix cache (turn N+1 prefills only its new
+# tokens) and with --no-cache (every turn prefills the whole conversation), side by side.
+DEMO_CHAT_LINES = "Hello! Who are you?" "Tell me a story about a small cat." \
+                  "What did the cat find in the garden?" "Thank you. Goodbye!"
+DEMO_CHAT = $(BUILD)/tools/plumb chat -m $(DEMO_MODEL) --system "You are a helpful assistant." \
+            -n 16 --ignore-eos --seed 42
+# One line per turn of a --stats-json file: turn path reused prefilled ttft_ms.
+DEMO_TURNS = sed -n 's/.*"turn": \([0-9]*\), "path": "\([a-z]*\)", "reused": \([0-9]*\), "prefilled": \([0-9]*\),.*"ttft_ms": \([0-9.]*\),.*/\1 \2 \3 \4 \5/p'
 demo: deps build
 	@test -f $(DEMO_MODEL) || $(BUILD)/tools/plumb mkmodel $(DEMO_MODEL) --preset tiny --type Q8_0
 	$(BUILD)/tools/plumb run -m $(DEMO_MODEL) -p "Once upon a time" -n 48 --ignore-eos --seed 42
+	@echo; echo "== plumb chat: 4 user lines piped in; the prefix cache keeps the conversation"
+	printf '%s\n' $(DEMO_CHAT_LINES) | $(DEMO_CHAT) --stats-json $(BUILD)/demo-chat.json
+	@echo; echo "== the same conversation with --no-cache: every turn starts over"
+	printf '%s\n' $(DEMO_CHAT_LINES) | $(DEMO_CHAT) --no-cache --stats-json $(BUILD)/demo-chat-nocache.json
+	@echo; echo "== per turn: with the cache | with --no-cache"
+	@$(DEMO_TURNS) $(BUILD)/demo-chat.json >$(BUILD)/demo-chat.txt
+	@$(DEMO_TURNS) $(BUILD)/demo-chat-nocache.json | paste -d' ' $(BUILD)/demo-chat.txt - | \
+	  awk 'BEGIN { printf "%4s | %-5s %6s %9s %8s | %-5s %6s %9s %8s\n", "turn", "path", "reused", \
+	    "prefilled", "ttft ms", "path", "reused", "prefilled", "ttft ms" } \
+	    { printf "%4s | %-5s %6s %9s %8.2f | %-5s %6s %9s %8.2f\n", $$1, $$2, $$3, $$4, $$5, $$7, $$8, $$9, $$10 }'
 
 # AFL++ campaigns (fuzz/README.md): FUZZ_SECONDS per harness, FUZZ_TARGETS to choose.
 # The harnesses are the fuzz/fuzz_<name>.c files (a new one is also listed in fuzz/fuzz.cmake).
@@ -65,6 +83,16 @@ perf: build
 	$(BUILD)/perf/bench_pool 2 10000
 	@test -f $(PERF_MODEL) || $(BUILD)/tools/plumb mkmodel $(PERF_MODEL) --preset qwen2-0.5b --type Q8_0
 	$(BUILD)/tools/plumb run -m $(PERF_MODEL) --tokens $$(seq -s, 1 64) -n 33 --ignore-eos --temp 0 -v
+	$(BUILD)/perf/bench_chat $(PERF_MODEL) -o $(BUILD)/perf-chat.json
+
+# ThreadSanitizer over what runs on several threads: sessions sharing one model (chat) and the
+# thread pool. CI runs it after the ASan build.
+tsan: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+	  -DPLUMB_SANITIZE=thread $(CMAKE_FLAGS)
+	cmake --build build-tsan -j $(JOBS) --target test_chat_cache test_threads
+	TSAN_OPTIONS=halt_on_error=1 PLUMB_TEST=thread build-tsan/conformance/test_chat_cache
+	TSAN_OPTIONS=halt_on_error=1 build-tsan/conformance/test_threads
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

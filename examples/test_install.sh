@@ -1,6 +1,6 @@
 #!/bin/sh
-# test_install.sh — installs the built plumb into a temp prefix and builds a program against
-# it the two ways users do (CMake find_package, pkg-config), then runs it. No network.
+# test_install.sh — installs the built plumb into a temp prefix and builds the examples against
+# it the two ways users do (CMake find_package, pkg-config), then runs them. No network.
 #
 # usage: test_install.sh cmake|pkg-config BUILD_DIR SOURCE_DIR CC CMAKE GENERATOR [SANITIZE]
 #   SANITIZE: the build's PLUMB_SANITIZE value ("" if none); the consumer must link the
@@ -43,6 +43,33 @@ check_hello() {
     grep -q "^n_tensors: *2$" "$tmp/out" || { cat "$tmp/out" >&2; die "plumb inspect output"; }
 }
 
+# A tiny model for generate and chat, written by the installed command.
+"$prefix/bin/plumb" mkmodel "$tmp/tiny.gguf" --preset tiny --type Q8_0 >"$tmp/out" 2>&1 ||
+    { cat "$tmp/out" >&2; die "installed plumb mkmodel failed"; }
+
+# check_generate BINARY: streams a few tokens, then reports why it stopped.
+check_generate() {
+    "$1" "$tmp/tiny.gguf" "Once upon a time" 8 >"$tmp/out" 2>&1 ||
+        { cat "$tmp/out" >&2; die "$1 failed"; }
+    grep -q "^stop: [a-z_]*$" "$tmp/out" || { cat "$tmp/out" >&2; die "$1: no stop reason line"; }
+    "$1" "$tmp/missing.gguf" "x" >"$tmp/out" 2>&1 && die "$1 succeeded on a missing file"
+    grep -q "PL_ERR_IO" "$tmp/out" || { cat "$tmp/out" >&2; die "$1: no PL_ERR_IO (missing file)"; }
+}
+
+# check_chat BINARY: two user lines; the second turn reuses the first's history (fast path).
+check_chat() {
+    printf 'hi\nmore\n' | "$1" "$tmp/tiny.gguf" 16 >"$tmp/out" 2>&1 ||
+        { cat "$tmp/out" >&2; die "$1 failed"; }
+    grep -q "\[turn 1: [a-z]*," "$tmp/out" || { cat "$tmp/out" >&2; die "$1: no first turn"; }
+    grep -q "\[turn 2: fast," "$tmp/out" || { cat "$tmp/out" >&2; die "$1: turn 2 not fast"; }
+}
+
+check_all() { # DIR: the three examples built there
+    check_hello "$1/hello_gguf"
+    check_generate "$1/generate"
+    check_chat "$1/chat"
+}
+
 case $mode in
 cmake)
     # CMAKE_PREFIX_PATH only: find_package must find the package in the prefix by itself.
@@ -54,7 +81,7 @@ cmake)
         { cat "$tmp/configure.log" >&2; die "find_package(plumb) did not use $prefix"; }
     "$cmake" --build "$tmp/consumer" >"$tmp/build.log" 2>&1 ||
         { cat "$tmp/build.log" >&2; die "build failed"; }
-    check_hello "$tmp/consumer/hello_gguf"
+    check_all "$tmp/consumer"
     ;;
 pkg-config)
     command -v pkg-config >/dev/null 2>&1 || { echo "no pkg-config: skipped"; exit 77; }
@@ -66,17 +93,23 @@ pkg-config)
     [ "$(cd "$libdir" 2>/dev/null && pwd -P)" = "$(cd "$(dirname "$lib")" && pwd -P)" ] ||
         die "plumb.pc libdir is '$libdir', not the install prefix's"
     flags=$(pkg-config --cflags --static --libs plumb) || die "pkg-config --static failed"
-    # shellcheck disable=SC2086 # the flags are words
-    "$cc" -std=c11 -Wall -Wextra -Werror $san_flags -o "$tmp/hello_gguf" \
-        "$src/examples/hello_gguf.c" $flags >"$tmp/build.log" 2>&1 ||
-        { echo "cc ... $flags" >&2; cat "$tmp/build.log" >&2; die "compile failed"; }
-    check_hello "$tmp/hello_gguf"
+    mkdir "$tmp/static" "$tmp/plain" || die "mkdir failed"
+    for ex in hello_gguf generate chat; do
+        # shellcheck disable=SC2086 # the flags are words
+        "$cc" -std=c11 -Wall -Wextra -Werror $san_flags -o "$tmp/static/$ex" \
+            "$src/examples/$ex.c" $flags >"$tmp/build.log" 2>&1 ||
+            { echo "cc ... $flags" >&2; cat "$tmp/build.log" >&2; die "compile $ex failed"; }
+    done
+    check_all "$tmp/static"
     # Without --static too: libplumb.a is static-only, so its dependencies are public.
     flags=$(pkg-config --cflags --libs plumb) || die "pkg-config failed"
-    # shellcheck disable=SC2086
-    "$cc" -std=c11 $san_flags -o "$tmp/hello_gguf2" "$src/examples/hello_gguf.c" $flags \
-        >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log" >&2; die "compile (no --static) failed"; }
-    check_hello "$tmp/hello_gguf2"
+    for ex in hello_gguf generate chat; do
+        # shellcheck disable=SC2086
+        "$cc" -std=c11 $san_flags -o "$tmp/plain/$ex" "$src/examples/$ex.c" $flags \
+            >"$tmp/build.log" 2>&1 ||
+            { cat "$tmp/build.log" >&2; die "compile $ex (no --static) failed"; }
+    done
+    check_all "$tmp/plain"
     ;;
 *)
     die "unknown mode '$mode'"

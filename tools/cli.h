@@ -30,6 +30,7 @@ typedef struct cli_command {
 int cmd_inspect(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_mkmodel(int argc, char **argv);

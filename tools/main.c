@@ -13,6 +13,7 @@ static const cli_command commands[] = {
     {"tokenize", cmd_tokenize, "print the token ids and pieces of a text"},
     {"logits", cmd_logits, "write a text's logits to a file; compare two such files (KLD, top-1)"},
     {"run", cmd_run, "evaluate a prompt and generate tokens, with timings"},
+    {"chat", cmd_chat, "chat with a model: one message per line, reusing the prefix cache"},
     {"bench", cmd_bench, "measure prefill and decode speed against the machine's limits"},
     {"mkmodel", cmd_mkmodel, "write a synthetic model (real shapes, random weights)"},
     {"quantize", cmd_quantize, "convert a model's weights to another type (llama.cpp mixes)"},

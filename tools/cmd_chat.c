@@ -1,0 +1,688 @@
+/* cmd_chat.c — `plumb chat`: a multi-turn chat REPL over one session and its prefix cache,
+ * one user message per input line, with per-turn cache statistics. Not a server, no history file.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static void usage(FILE *out)
+{
+    fputs("usage: plumb chat -m FILE [options]\n"
+          "\n"
+          "Chats with the model: each line read from stdin is one user message. The whole\n"
+          "conversation is rendered with the chat template each turn; the session's prefix\n"
+          "cache re-uses what it already holds, so a turn prefills only its new tokens. The\n"
+          "reply streams to stdout; after each turn one line on stderr gives the cache path\n"
+          "(fast, partial, slow), the tokens reused, prefilled and generated, the time to the\n"
+          "first token, the decode speed and why the reply stopped. With stdin not a\n"
+          "terminal a summary table follows the last turn.\n"
+          "\n"
+          "options:\n"
+          "  -m, --model FILE         GGUF model (llama, qwen2, qwen3)\n"
+          "  --system TEXT            system message (first in the conversation)\n"
+          "  --template NAME          chat template (default: the model's): chatml, qwen2,\n"
+          "                           qwen2.5, llama3, llama2, mistral\n"
+          "  -n, --n-predict N        most tokens per reply (default -1: until the model ends\n"
+          "                           its turn or the context is full)\n"
+          "  --ignore-eos             keep generating past end-of-turn tokens\n"
+          "  --temp F                 temperature (default 0.8; 0: greedy)\n"
+          "  --top-k N                top-k (default 40; 0: off)\n"
+          "  --top-p F                top-p (default 0.95; 1: off)\n"
+          "  --min-p F                min-p (default 0.05; 0: off)\n"
+          "  --repeat-penalty F       repetition penalty (default 1.0: off)\n"
+          "  -s, --seed N             sampler seed\n"
+          "  -t, --threads N          threads (default: PLUMB_THREADS, else physical cores)\n"
+          "  -c, --ctx N              context window in tokens (default min(train, 4096))\n"
+          "  --sliding-window N       sliding window instead of a context window\n"
+          "  --sinks N                attention sinks kept by the sliding window (default 4)\n"
+          "  --chunk N                prefill chunk in tokens (default 64)\n"
+          "  --kv-type f16|f32        KV cache element type (default f16)\n"
+          "  --kernels NAME           kernel set (default: PLUMB_KERNELS, else the best)\n"
+          "  --no-repack              run every weight from the mapping (no repacked copies)\n"
+          "  --no-cache               forget the cache before every turn (each turn is slow),\n"
+          "                           to compare\n"
+          "  --stats-json FILE        write every turn's statistics to FILE as JSON\n"
+          "  -v, --verbose            also print the CPU topology and thread binding\n"
+          "  -h, --help               show this help\n"
+          "\n"
+          "commands (a line that starts with '/'; '//' sends a message starting with '/'):\n"
+          "  /reset                   forget the conversation (the system message stays)\n"
+          "  /stats                   the session's totals and every turn so far\n"
+          "  /save FILE               write the conversation to FILE as JSON\n"
+          "  /quit                    end (as does end of input)\n"
+          "\n"
+          "When the context window is full, a terminal is asked whether to reset and go on;\n"
+          "with stdin a pipe the conversation is reset (system message kept) and the message\n"
+          "sent again, and stderr says so. Ctrl-C stops a reply; at the prompt it ends.\n",
+          out);
+}
+
+typedef struct chat_opts {
+    const char *model, *system, *tmpl, *kv, *kernels, *stats_json;
+    int64_t n_predict, threads, ctx, window, sinks, chunk;
+    int ignore_eos, verbose, no_repack, no_cache;
+    pl_sampler_params sp;
+} chat_opts;
+
+/* One finished turn, as the per-turn line, the summary table and --stats-json show it. */
+typedef struct chat_turn {
+    int turn;
+    pl_chat_stats st;
+} chat_turn;
+
+typedef struct chat {
+    const chat_opts *o;
+    const char *tmpl_name; /* the template in use (for /save) */
+    const pl_model *m;
+    pl_session *s;
+    pl_sampler *smp;
+    int tty;               /* stdin is a terminal: prompts, questions, Ctrl-C */
+    pl_chat_message *msgs; /* contents are malloc'd; roles are literals */
+    size_t n_msgs, cap_msgs;
+    chat_turn *turns;
+    size_t n_turns, cap_turns;
+    char *reply; /* the text delivered this turn */
+    size_t reply_len, reply_cap;
+    int reply_oom;
+    int resets; /* conversations reset because the context was full */
+} chat;
+
+/* Ctrl-C on a terminal: cancels the reply being generated, or ends the loop at the prompt. */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+static int parse(int argc, char **argv, chat_opts *o)
+{
+    cli_args a;
+    cli_args_init(&a, argc, argv, "chat", usage);
+    for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
+        const char *v;
+        int64_t x = 0;
+        if (k == CLI_ARG_POSITIONAL) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
+        if (cli_is_help(&a)) return cli_help(&a) + 100;
+        int *flag = cli_is(&a, NULL, "--ignore-eos")  ? &o->ignore_eos
+                    : cli_is(&a, "-v", "--verbose")   ? &o->verbose
+                    : cli_is(&a, NULL, "--no-repack") ? &o->no_repack
+                    : cli_is(&a, NULL, "--no-cache")  ? &o->no_cache
+                                                      : NULL;
+        if (flag) {
+            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
+            *flag = 1;
+            continue;
+        }
+        if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+        int rc = 0;
+        if (cli_is(&a, "-m", "--model"))
+            o->model = v;
+        else if (cli_is(&a, NULL, "--system"))
+            o->system = v;
+        else if (cli_is(&a, NULL, "--template")) {
+            const char *const *names = pl_chat_template_names();
+            size_t i = 0;
+            while (names[i] && strcmp(names[i], v)) i++;
+            if (!names[i]) {
+                char known[256] = "";
+                for (size_t j = 0; names[j]; j++) {
+                    size_t l = strlen(known);
+                    snprintf(known + l, sizeof known - l, "%s%s", j ? ", " : "", names[j]);
+                }
+                return cli_usage_error(&a, "--template: unknown template '%s' (known: %s)", v,
+                                       known);
+            }
+            o->tmpl = names[i];
+        } else if (cli_is(&a, "-n", "--n-predict"))
+            rc = cli_parse_i64(&a, v, -1, INT32_MAX, &o->n_predict);
+        else if (cli_is(&a, NULL, "--temp"))
+            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.temperature);
+        else if (cli_is(&a, NULL, "--top-k")) {
+            rc = cli_parse_i64(&a, v, 0, INT32_MAX, &x);
+            o->sp.top_k = (int32_t)x;
+        } else if (cli_is(&a, NULL, "--top-p"))
+            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.top_p);
+        else if (cli_is(&a, NULL, "--min-p"))
+            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.min_p);
+        else if (cli_is(&a, NULL, "--repeat-penalty"))
+            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.repeat_penalty);
+        else if (cli_is(&a, "-s", "--seed")) {
+            rc = cli_parse_i64(&a, v, 0, INT64_MAX, &x);
+            o->sp.seed = (uint64_t)x;
+        } else if (cli_is(&a, "-t", "--threads"))
+            rc = cli_parse_i64(&a, v, 1, 4096, &o->threads);
+        else if (cli_is(&a, "-c", "--ctx"))
+            rc = cli_parse_i64(&a, v, 1, INT32_MAX / 2, &o->ctx);
+        else if (cli_is(&a, NULL, "--sliding-window"))
+            rc = cli_parse_i64(&a, v, 1, INT32_MAX / 4, &o->window);
+        else if (cli_is(&a, NULL, "--sinks"))
+            rc = cli_parse_i64(&a, v, 0, INT32_MAX / 4, &o->sinks);
+        else if (cli_is(&a, NULL, "--chunk"))
+            rc = cli_parse_i64(&a, v, 1, 4096, &o->chunk);
+        else if (cli_is(&a, NULL, "--kv-type")) {
+            if (strcmp(v, "f16") && strcmp(v, "f32"))
+                return cli_usage_error(&a, "--kv-type: '%s' is not f16 or f32", v);
+            o->kv = v;
+        } else if (cli_is(&a, NULL, "--kernels"))
+            o->kernels = v;
+        else if (cli_is(&a, NULL, "--stats-json"))
+            o->stats_json = v;
+        else
+            return cli_unknown_option(&a);
+        if (rc) return rc;
+    }
+    if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
+    if (o->ctx && o->window)
+        return cli_usage_error(&a, "give either -c N or --sliding-window N, not both");
+    if (o->sinks >= 0 && !o->window) return cli_usage_error(&a, "--sinks needs --sliding-window");
+    if (o->window && o->sinks >= o->window)
+        return cli_usage_error(&a, "--sinks %lld must be less than --sliding-window %lld",
+                               (long long)o->sinks, (long long)o->window);
+    return 0;
+}
+
+/* ---- the conversation ---------------------------------------------------------------- */
+
+static int push_message(chat *c, const char *role, const char *text, size_t len)
+{
+    if (c->n_msgs == c->cap_msgs) {
+        size_t cap = c->cap_msgs ? 2 * c->cap_msgs : 16;
+        pl_chat_message *m = realloc(c->msgs, cap * sizeof *m);
+        if (!m) return -1;
+        c->msgs = m;
+        c->cap_msgs = cap;
+    }
+    char *copy = malloc(len + 1);
+    if (!copy) return -1;
+    memcpy(copy, text, len);
+    copy[len] = 0;
+    c->msgs[c->n_msgs++] = (pl_chat_message){.role = role, .content = copy};
+    return 0;
+}
+
+static void pop_message(chat *c)
+{
+    free((char *)c->msgs[--c->n_msgs].content);
+}
+
+/* Forgets the conversation and the cache; the system message stays. */
+static void reset_conversation(chat *c)
+{
+    size_t keep = c->o->system ? 1 : 0;
+    while (c->n_msgs > keep) pop_message(c);
+    pl_chat_reset(c->s);
+}
+
+static int on_text(void *user, const char *text, size_t len)
+{
+    chat *c = user;
+    if (c->reply_len + len + 1 > c->reply_cap) {
+        size_t cap = c->reply_cap ? c->reply_cap : 256;
+        while (cap < c->reply_len + len + 1) cap *= 2;
+        char *r = realloc(c->reply, cap);
+        if (!r) {
+            c->reply_oom = 1;
+            return 1;
+        }
+        c->reply = r;
+        c->reply_cap = cap;
+    }
+    memcpy(c->reply + c->reply_len, text, len);
+    c->reply_len += len;
+    c->reply[c->reply_len] = 0;
+    fwrite(text, 1, len, stdout);
+    fflush(stdout);
+    return interrupted || ferror(stdout);
+}
+
+static int record_turn(chat *c, const pl_chat_stats *st)
+{
+    if (c->n_turns == c->cap_turns) {
+        size_t cap = c->cap_turns ? 2 * c->cap_turns : 16;
+        chat_turn *t = realloc(c->turns, cap * sizeof *t);
+        if (!t) return -1;
+        c->turns = t;
+        c->cap_turns = cap;
+    }
+    c->turns[c->n_turns] = (chat_turn){.turn = (int)c->n_turns + 1, .st = *st};
+    c->n_turns++;
+    return 0;
+}
+
+/* ---- reports --------------------------------------------------------------------------- */
+
+static void print_turn_line(const chat_turn *t)
+{
+    const pl_chat_stats *s = &t->st;
+    fprintf(stderr,
+            "turn %d: path %s, reused %lld, prefilled %lld, generated %lld, ttft %.2f ms, "
+            "%.1f tok/s, stop %s\n",
+            t->turn, pl_chat_path_str(s->path), (long long)s->n_reused, (long long)s->n_prefilled,
+            (long long)s->n_generated, s->gen.ttft_ms, s->gen.decode_tps,
+            pl_stop_reason_str(s->gen.stop));
+}
+
+static void print_table(const chat *c)
+{
+    fprintf(stderr, "| turn | path    | reused | prefilled | generated |  ttft ms | prefill ms |"
+                    "   tok/s | stop         |\n"
+                    "|-----:|---------|-------:|----------:|----------:|---------:|-----------:|"
+                    "--------:|--------------|\n");
+    for (size_t i = 0; i < c->n_turns; i++) {
+        const pl_chat_stats *s = &c->turns[i].st;
+        fprintf(stderr, "| %4d | %-7s | %6lld | %9lld | %9lld | %8.2f | %10.2f | %7.1f | %-12s |\n",
+                c->turns[i].turn, pl_chat_path_str(s->path), (long long)s->n_reused,
+                (long long)s->n_prefilled, (long long)s->n_generated, s->gen.ttft_ms,
+                s->gen.prefill_ms, s->gen.decode_tps, pl_stop_reason_str(s->gen.stop));
+    }
+}
+
+static void print_totals(const chat *c)
+{
+    int64_t reused = 0, prefilled = 0, generated = 0, paths[4] = {0};
+    double ttft = 0, prefill_ms = 0, decode_ms = 0, decoded = 0;
+    for (size_t i = 0; i < c->n_turns; i++) {
+        const pl_chat_stats *s = &c->turns[i].st;
+        reused += s->n_reused;
+        prefilled += s->n_prefilled;
+        generated += s->n_generated;
+        if (s->path >= PL_CHAT_FAST && s->path <= PL_CHAT_SLOW) paths[s->path]++;
+        ttft += s->gen.ttft_ms;
+        prefill_ms += s->gen.prefill_ms;
+        /* decode_tps counts the tokens after the first: weight the rates by their time. */
+        if (s->gen.decode_tps > 0) {
+            decode_ms += s->gen.decode_ms;
+            decoded += s->gen.decode_tps * s->gen.decode_ms * 1e-3;
+        }
+    }
+    pl_session_info si = {0};
+    pl_session_get_info(c->s, &si, NULL);
+    fprintf(stderr,
+            "session: %zu turns (fast %lld, partial %lld, slow %lld), %d context resets; tokens "
+            "reused %lld, prefilled %lld, generated %lld; ttft mean %.2f ms; prefill %.1f ms in "
+            "all; decode %.1f tok/s; history %lld tokens (KV cache capacity %lld)\n",
+            c->n_turns, (long long)paths[PL_CHAT_FAST], (long long)paths[PL_CHAT_PARTIAL],
+            (long long)paths[PL_CHAT_SLOW], c->resets, (long long)reused, (long long)prefilled,
+            (long long)generated, c->n_turns ? ttft / (double)c->n_turns : 0.0, prefill_ms,
+            decode_ms > 0 ? decoded / (decode_ms * 1e-3) : 0.0, (long long)pl_session_n_past(c->s),
+            (long long)si.kv_capacity);
+}
+
+static void put_json_number(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.3f", v);
+    else
+        fputs("null", f);
+}
+
+/* 0, or -1 with errno set (a write error). */
+static int write_stats_json(FILE *f, const chat *c)
+{
+    fputs("[", f);
+    for (size_t i = 0; i < c->n_turns; i++) {
+        const pl_chat_stats *s = &c->turns[i].st;
+        fprintf(f,
+                "%s\n  {\"turn\": %d, \"path\": \"%s\", \"reused\": %lld, \"prefilled\": %lld, "
+                "\"generated\": %lld, \"ttft_ms\": ",
+                i ? "," : "", c->turns[i].turn, pl_chat_path_str(s->path), (long long)s->n_reused,
+                (long long)s->n_prefilled, (long long)s->n_generated);
+        put_json_number(f, s->gen.ttft_ms);
+        fputs(", \"prefill_ms\": ", f);
+        put_json_number(f, s->gen.prefill_ms);
+        fputs(", \"decode_tps\": ", f);
+        put_json_number(f, s->gen.decode_tps);
+        fprintf(f, ", \"stop\": \"%s\"}", pl_stop_reason_str(s->gen.stop));
+    }
+    fputs(c->n_turns ? "\n]\n" : "]\n", f);
+    return fflush(f) || ferror(f) ? -1 : 0;
+}
+
+static void save_conversation(const chat *c, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "plumb chat: cannot save to '%s': %s\n", path, strerror(errno));
+        return;
+    }
+    fputs("{\"template\": ", f);
+    cli_put_json_string(f, c->tmpl_name, strlen(c->tmpl_name));
+    fputs(", \"messages\": [", f);
+    for (size_t i = 0; i < c->n_msgs; i++) {
+        fputs(i ? ",\n  {\"role\": " : "\n  {\"role\": ", f);
+        cli_put_json_string(f, c->msgs[i].role, strlen(c->msgs[i].role));
+        fputs(", \"content\": ", f);
+        cli_put_json_string(f, c->msgs[i].content, strlen(c->msgs[i].content));
+        fputs("}", f);
+    }
+    fputs(c->n_msgs ? "\n]}\n" : "]}\n", f);
+    int bad = fflush(f) != 0 || ferror(f);
+    int e = errno;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (bad)
+        fprintf(stderr, "plumb chat: cannot save to '%s': %s\n", path,
+                e ? strerror(e) : "write error");
+    else
+        fprintf(stderr, "saved %zu messages to %s\n", c->n_msgs, path);
+}
+
+/* ---- the loop ------------------------------------------------------------------------ */
+
+/* One line of stdin without its line end into *line (getline's buffer); -1 at end of input
+ * or when Ctrl-C interrupted the read. */
+static ssize_t read_line(char **line, size_t *cap)
+{
+    errno = 0;
+    ssize_t n = getline(line, cap, stdin);
+    if (n < 0) return -1;
+    if (n > 0 && (*line)[n - 1] == '\n') (*line)[--n] = 0;
+    if (n > 0 && (*line)[n - 1] == '\r') (*line)[--n] = 0;
+    return n;
+}
+
+/* Asks the terminal a yes/no question; no unless the answer starts with y. */
+static int ask_yes(const char *question)
+{
+    fprintf(stderr, "%s [y/N] ", question);
+    fflush(stderr);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n = read_line(&line, &cap);
+    int yes = n > 0 && (line[0] == 'y' || line[0] == 'Y');
+    free(line);
+    if (n < 0) clearerr(stdin);
+    return yes;
+}
+
+/* Renders the conversation and generates the reply. */
+static pl_status generate_reply(chat *c, pl_chat_stats *st, pl_error *err)
+{
+    if (c->o->no_cache) pl_chat_reset(c->s);
+    pl_gen_params gp = pl_gen_default_params();
+    gp.max_tokens = c->o->n_predict < 0 ? INT32_MAX : c->o->n_predict;
+    gp.ignore_eog = c->o->ignore_eos;
+    c->reply_len = 0;
+    c->reply_oom = 0;
+    interrupted = 0;
+    return pl_chat_messages(c->s, c->o->tmpl, c->msgs, c->n_msgs, c->smp, &gp, on_text, c, st, err);
+}
+
+/* The tokens of the conversation [system, user text] with the assistant's opening, or -1
+ * when that cannot be told (then a reset is tried anyway). */
+static int64_t tokens_alone(const chat *c, const char *text)
+{
+    pl_chat_message msgs[2];
+    size_t n = 0;
+    if (c->o->system) msgs[n++] = c->msgs[0];
+    msgs[n++] = (pl_chat_message){.role = "user", .content = text};
+    size_t len = 0, n_ids = 0;
+    int64_t count = -1;
+    char *buf = NULL;
+    int32_t *ids = NULL;
+    pl_chat_render(c->m, c->tmpl_name, msgs, n, 1, NULL, 0, &len, NULL);
+    if (!(buf = malloc(len + 1)) ||
+        pl_chat_render(c->m, c->tmpl_name, msgs, n, 1, buf, len + 1, &len, NULL))
+        goto out;
+    pl_tokenize(c->m, buf, len, PL_TOKENIZE_PARSE_SPECIAL, NULL, 0, &n_ids, NULL);
+    if (!(ids = malloc((n_ids + 1) * sizeof *ids)) ||
+        pl_tokenize(c->m, buf, len, PL_TOKENIZE_PARSE_SPECIAL, ids, n_ids + 1, &n_ids, NULL))
+        goto out;
+    count = (int64_t)n_ids;
+out:
+    free(buf);
+    free(ids);
+    return count;
+}
+
+/* One user message: generate, and on a full context reset (ask on a terminal) and retry.
+ * 0 when the loop goes on (also when the message was dropped), else the exit code. */
+static int user_turn(chat *c, const char *text, size_t len)
+{
+    pl_error err;
+    if (push_message(c, "user", text, len)) return cli_errorf("out of memory");
+    size_t first = c->o->system ? 1 : 0;
+    for (;;) {
+        pl_chat_stats st;
+        memset(&st, 0, sizeof st);
+        pl_status s = generate_reply(c, &st, &err);
+        if (s == PL_ERR_CONTEXT_FULL) {
+            fflush(stdout);
+            fprintf(stderr, "plumb chat: the context window is full (%s)\n", err.msg);
+            pl_session_info si = {0};
+            pl_session_get_info(c->s, &si, NULL);
+            int alone = c->n_msgs == first + 1;
+            int64_t n_alone = alone ? -1 : tokens_alone(c, c->msgs[c->n_msgs - 1].content);
+            if (alone || n_alone > si.kv_capacity) {
+                fprintf(stderr,
+                        "plumb chat: this message does not fit the context window (%lld "
+                        "tokens) even in a new conversation; it was dropped%s\n",
+                        (long long)si.kv_capacity, alone ? "" : ", the conversation is kept");
+                pop_message(c);
+                return 0;
+            }
+            if (c->tty && !ask_yes("reset the conversation and continue?")) {
+                fprintf(stderr, "plumb chat: message dropped; the conversation is kept "
+                                "(/reset starts over, /save FILE keeps it)\n");
+                pop_message(c);
+                return 0;
+            }
+            if (!c->tty)
+                fprintf(stderr,
+                        "plumb chat: resetting the conversation%s and sending the message "
+                        "again\n",
+                        c->o->system ? " (the system message is kept)" : "");
+            /* Keep the user's message: it is the last one, moved after the system message. */
+            pl_chat_message user = c->msgs[--c->n_msgs];
+            reset_conversation(c);
+            c->msgs[c->n_msgs++] = user;
+            c->resets++;
+            continue;
+        }
+        if (s) {
+            if (c->reply_len) fputc('\n', stdout);
+            return cli_fail(s, &err);
+        }
+        if (c->reply_oom) return cli_errorf("out of memory");
+        fputc('\n', stdout);
+        fflush(stdout);
+        if (ferror(stdout)) return cli_finish(CLI_EXIT_OK);
+        /* The reply as delivered is what the session now holds after the prompt. */
+        if (push_message(c, "assistant", c->reply_len ? c->reply : "", c->reply_len) ||
+            record_turn(c, &st))
+            return cli_errorf("out of memory");
+        print_turn_line(&c->turns[c->n_turns - 1]);
+        if (st.gen.stop == PL_STOP_CONTEXT_FULL)
+            fprintf(stderr,
+                    "plumb chat: the context window is full: the reply was cut after %lld "
+                    "tokens (the next message will need a reset)\n",
+                    (long long)st.n_generated);
+        else if (st.gen.stop == PL_STOP_CANCELLED)
+            fprintf(stderr, "plumb chat: reply stopped (Ctrl-C)\n");
+        interrupted = 0;
+        return 0;
+    }
+}
+
+/* A line starting with '/': 1 to end the loop, 0 to go on. */
+static int command(chat *c, char *line)
+{
+    char *arg = line + strcspn(line, " \t");
+    if (*arg) *arg++ = 0;
+    arg += strspn(arg, " \t");
+    if (strcmp(line, "/quit") == 0 || strcmp(line, "/exit") == 0) return 1;
+    if (strcmp(line, "/reset") == 0) {
+        reset_conversation(c);
+        fprintf(stderr, "conversation reset%s\n",
+                c->o->system ? " (the system message is kept)" : "");
+    } else if (strcmp(line, "/stats") == 0) {
+        if (c->n_turns) print_table(c);
+        print_totals(c);
+    } else if (strcmp(line, "/save") == 0) {
+        if (!*arg)
+            fprintf(stderr, "plumb chat: usage: /save FILE\n");
+        else
+            save_conversation(c, arg);
+    } else if (strcmp(line, "/help") == 0) {
+        fprintf(stderr, "commands: /reset, /stats, /save FILE, /quit; '//' starts a message "
+                        "with '/'\n");
+    } else {
+        fprintf(stderr,
+                "plumb chat: unknown command '%s' (commands: /reset, /stats, /save FILE, "
+                "/quit; '//' starts a message with '/')\n",
+                line);
+    }
+    return 0;
+}
+
+static int loop(chat *c)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    for (;;) {
+        if (c->tty) {
+            fputs("> ", stdout);
+            fflush(stdout);
+        }
+        interrupted = 0;
+        ssize_t n = read_line(&line, &cap);
+        if (n < 0) {
+            if (c->tty) fputc('\n', stdout);
+            break;
+        }
+        if (n == 0) continue;
+        if (line[0] == '/' && line[1] != '/') {
+            if (command(c, line)) break;
+            continue;
+        }
+        const char *text = line[0] == '/' ? line + 1 : line;
+        if ((rc = user_turn(c, text, (size_t)n - (size_t)(text - line)))) break;
+    }
+    free(line);
+    return rc;
+}
+
+static void print_size(const char *label, uint64_t bytes)
+{
+    char b[32];
+    cli_format_size(b, sizeof b, bytes);
+    fprintf(stderr, "%s%s", label, b);
+}
+
+int cmd_chat(int argc, char **argv)
+{
+    chat_opts o = {.n_predict = -1, .sinks = -1, .sp = pl_sampler_default_params()};
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc >= 100 ? rc - 100 : rc;
+
+    chat c = {.o = &o, .tty = isatty(fileno(stdin))};
+    pl_error err;
+    pl_model *m = NULL;
+    FILE *stats_f = NULL;
+    pl_status st;
+    struct sigaction old_int;
+    int sig_set = 0;
+
+    /* Open the statistics file first: a bad path fails before the model loads. */
+    if (o.stats_json && !(stats_f = fopen(o.stats_json, "w"))) {
+        rc = cli_errorf("cannot write '%s': %s", o.stats_json, strerror(errno));
+        goto out;
+    }
+    const pl_model_params mp = {.flags = o.no_repack ? PL_MODEL_NO_REPACK : 0u,
+                                .kernels = o.kernels};
+    if ((st = pl_model_load(&m, o.model, &mp, &err))) goto fail;
+    c.m = m;
+    c.tmpl_name = o.tmpl;
+    if (!c.tmpl_name && pl_model_chat_template(m, &c.tmpl_name, &err)) {
+        const char *const *names = pl_chat_template_names();
+        char known[256] = "";
+        for (size_t j = 0; names[j]; j++) {
+            size_t l = strlen(known);
+            snprintf(known + l, sizeof known - l, "%s%s", j ? ", " : "", names[j]);
+        }
+        rc = cli_errorf("%s: no chat template plumb knows (%s); give --template NAME (%s)", o.model,
+                        err.msg, known);
+        goto out;
+    }
+
+    pl_session_params sp = pl_session_default_params(m);
+    sp.n_threads = (int)o.threads;
+    if (o.ctx) sp.context_window = o.ctx;
+    if (o.window) {
+        sp.context_window = 0;
+        sp.sliding_window = o.window;
+        sp.attention_sinks = o.sinks >= 0 ? o.sinks : (o.window > 4 ? 4 : 0);
+    }
+    if (o.chunk) sp.prefill_chunk = o.chunk;
+    if (o.kv) sp.kv_type = strcmp(o.kv, "f32") == 0 ? PL_TYPE_F32 : PL_TYPE_F16;
+    sp.kernels = o.kernels;
+    if ((st = pl_session_new(&c.s, m, &sp, &err))) goto fail;
+    if ((st = pl_sampler_new(&c.smp, m, &o.sp, &err))) goto fail;
+
+    pl_model_info info;
+    pl_model_get_info(m, &info, NULL);
+    pl_session_info si;
+    pl_session_get_info(c.s, &si, NULL);
+    fprintf(stderr, "model: %s, %lld layers, n_embd %lld, vocab %lld; ", info.arch,
+            (long long)info.n_layer, (long long)info.n_embd, (long long)info.n_vocab);
+    print_size("weights ", info.weight_bytes);
+    print_size(", KV cache ", si.kv_bytes);
+    fprintf(stderr, " (%lld tokens%s); %d threads, kernels %s; template %s%s\n",
+            (long long)si.kv_capacity, o.window ? ", sliding window" : "", si.n_threads, si.kernels,
+            c.tmpl_name, o.no_cache ? "; --no-cache: every turn starts over" : "");
+    if (o.verbose) {
+        char report[4096];
+        pl_session_threads_report(c.s, 0, report, sizeof report, NULL, NULL);
+        fprintf(stderr, "%s", report);
+    }
+    if (c.tty) {
+        fputs("type a message and press Enter; /reset, /stats, /save FILE, /quit (Ctrl-C stops "
+              "a reply, Ctrl-D ends)\n",
+              stderr);
+        struct sigaction sa = {0};
+        sa.sa_handler = on_sigint;
+        sigemptyset(&sa.sa_mask); /* no SA_RESTART: Ctrl-C at the prompt ends the read */
+        sigaction(SIGINT, &sa, &old_int);
+        sig_set = 1;
+    }
+
+    if (o.system && push_message(&c, "system", o.system, strlen(o.system))) {
+        rc = cli_errorf("out of memory");
+        goto out;
+    }
+    rc = loop(&c);
+    if (!c.tty && c.n_turns && !rc) {
+        print_table(&c);
+        print_totals(&c);
+    }
+    goto out;
+fail:
+    rc = cli_fail(st, &err);
+out:
+    if (sig_set) sigaction(SIGINT, &old_int, NULL);
+    if (stats_f) {
+        int bad = write_stats_json(stats_f, &c);
+        int e = errno;
+        if (fclose(stats_f) != 0) bad = 1;
+        if (bad && rc == CLI_EXIT_OK)
+            rc = cli_errorf("cannot write '%s': %s", o.stats_json, e ? strerror(e) : "error");
+    }
+    while (c.n_msgs) pop_message(&c);
+    free(c.msgs);
+    free(c.turns);
+    free(c.reply);
+    pl_sampler_free(c.smp);
+    pl_session_free(c.s);
+    pl_model_free(m);
+    return cli_finish(rc);
+}
