@@ -4,7 +4,10 @@ include_guard(GLOBAL)
 set(PLUMB_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
 # Adding a harness: write fuzz_<name>.c and add <name> to this list (the Makefile and
 # campaign.sh find fuzz/fuzz_*.c themselves).
-set(PLUMB_FUZZ_HARNESSES gguf tokenizer quant)
+set(PLUMB_FUZZ_HARNESSES gguf tokenizer quant sampler chat)
+# Extra sources per harness: fuzz_chat shares its operation decoder and oracle with the
+# property test in conformance/.
+set(PLUMB_FUZZ_EXTRA_chat ${PROJECT_SOURCE_DIR}/conformance/chat_ops.c)
 
 # The vocabularies the tokenizer harness builds (and the seed generator's models) come from
 # synth/ (plumb_synth); a top level that does not add synth/ gets it here.
@@ -13,8 +16,9 @@ if(NOT TARGET plumb_synth)
 endif()
 
 foreach(h ${PLUMB_FUZZ_HARNESSES})
-  add_executable(fuzz_${h} ${PLUMB_FUZZ_DIR}/fuzz_${h}.c ${PLUMB_FUZZ_DIR}/driver.c)
-  target_include_directories(fuzz_${h} PRIVATE ${PLUMB_FUZZ_DIR}
+  add_executable(fuzz_${h} ${PLUMB_FUZZ_DIR}/fuzz_${h}.c ${PLUMB_FUZZ_DIR}/driver.c
+    ${PLUMB_FUZZ_EXTRA_${h}})
+  target_include_directories(fuzz_${h} PRIVATE ${PLUMB_FUZZ_DIR} ${PROJECT_SOURCE_DIR}/conformance
     ${PROJECT_SOURCE_DIR}/engine ${PROJECT_SOURCE_DIR}/kernels)
   target_compile_options(fuzz_${h} PRIVATE ${PLUMB_WARNINGS})
   target_link_libraries(fuzz_${h} PRIVATE plumb_synth plumb m)

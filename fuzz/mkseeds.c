@@ -1,5 +1,6 @@
 /* mkseeds.c — writes the seed corpora of the fuzz harnesses with the project's own generators
- * (synth/mkmodel.c models, synth/demo_vocab.c vocabularies, texts in many scripts).
+ * (synth/mkmodel.c models, synth/demo_vocab.c vocabularies, texts in many scripts, sampler
+ * cases in fuzz_sampler.c's layout).
  * Not a fuzzer: run once (campaign.sh seeds), then afl-cmin the result. Usage: mkseeds DIR */
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,35 @@ static const char *const texts[] = {
     "'s 't 're 've 'm 'll 'd 123 4567 ...!!! ???",
 };
 
+/* A fuzz_sampler case (its layout: choices read off the end, in this order, as fuzz_data.h
+ * reads them; history and logits from the front). Choices are table indices of the harness. */
+typedef struct sampler_seed {
+    const char *name;
+    unsigned model, temp, top_k, top_p, min_p, repeat, freq, presence, last_n;
+    unsigned n_hist, raw, fill, min_keep;
+    const short *hist;
+    const unsigned char *logits; /* one table code per logit (raw = 0) */
+    size_t n_logits;
+} sampler_seed;
+
+static void sampler_case(const sampler_seed *c)
+{
+    unsigned char buf[1024];
+    size_t n = 0;
+    for (unsigned i = 0; i < c->n_hist; i++) {
+        buf[n++] = (unsigned char)(c->hist[i] & 0xff);
+        buf[n++] = (unsigned char)((unsigned short)c->hist[i] >> 8);
+    }
+    memcpy(buf + n, c->logits, c->n_logits);
+    n += c->n_logits;
+    const unsigned tail[] = {c->model,  c->temp, c->top_k,    c->top_p,    c->min_p,
+                             c->repeat, c->freq, c->presence, c->last_n,   0 /* seed */,
+                             c->n_hist, c->raw,  c->fill,     c->min_keep, 0x9e,
+                             0x37,      0x79,    0xb9 /* u, most significant first */};
+    for (size_t i = sizeof tail / sizeof tail[0]; i-- > 0;) buf[n++] = (unsigned char)tail[i];
+    put("sampler", c->name, buf, n);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -189,6 +219,30 @@ int main(int argc, char **argv)
         char name[64];
         snprintf(name, sizeof name, "type-%02u", t);
         put("quant", name, buf, n);
+    }
+    /* Sampler: the default chain, greedy, edges of every kind (fuzz_sampler.c's tables). */
+    {
+        unsigned char ramp[300], ties[64], inf[7] = {96, 104, 193, 96, 193, 194, 112};
+        for (size_t i = 0; i < sizeof ramp; i++) ramp[i] = (unsigned char)((i * 37) % 192);
+        for (size_t i = 0; i < sizeof ties; i++) ties[i] = (unsigned char)(100 + i % 3);
+        static const short hist[] = {5, 5, 9, -1, 300, 7, 5, 32767, 0, 2};
+        const sampler_seed seeds[] = {
+            /* name, model, temp, top_k, top_p, min_p, repeat, freq, presence, last_n, ... */
+            {"default-v300", 4, 2, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 3, NULL, ramp, 300},
+            {"greedy-v64-ties", 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, NULL, ties, 64},
+            {"penalties-v64", 3, 3, 1, 2, 4, 2, 1, 2, 0, 10, 0, 0, 4, hist, ties, 64},
+            {"all-neg-inf-v300", 4, 2, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 3, NULL, NULL, 0},
+            {"all-equal-v7", 2, 3, 1, 3, 0, 0, 0, 0, 0, 0, 0, 3, 2, NULL, NULL, 0},
+            {"plus-inf-v7", 2, 5, 2, 2, 3, 5, 4, 7, 0, 3, 0, 0, 8, hist, inf, 7},
+            {"tiny-temp-v64", 3, 9, 4, 3, 5, 0, 0, 0, 0, 0, 0, 4, 0, NULL, ramp, 64},
+            {"huge-temp-v300", 4, 11, 3, 0, 1, 0, 0, 0, 0, 0, 0, 5, 3, NULL, ramp, 300},
+            {"top-k-1-v2", 1, 10, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, NULL, ramp, 2},
+            {"v1", 0, 2, 0, 1, 1, 0, 0, 0, 0, 2, 0, 0, 3, hist, ramp, 1},
+            {"bad-params-v7", 2, 13, 5, 10, 9, 6, 10, 11, 6, 0, 0, 0, 3, NULL, ramp, 7},
+            {"nan-logit-v7", 2, 2, 0, 1, 1, 0, 0, 0, 0, 0, 0, 6, 3, NULL, NULL, 0},
+            {"raw-logits-v64", 3, 3, 0, 1, 1, 0, 0, 0, 0, 0, 1, 0, 3, NULL, ramp, 256},
+        };
+        for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) sampler_case(&seeds[i]);
     }
     return 0;
 }

@@ -173,13 +173,25 @@ pl_status pl_sampler_sample(pl_sampler *s, const float *logits, const int32_t *h
         *token = (int32_t)best;
         return pl_ok(err);
     }
-    k->temperature(s->logits, V, p->temperature);
+    /* Top-k on the penalised logits, so it keeps exactly the k best (ties: lower id) however
+     * the temperature rounds. */
     for (int64_t i = 0; i < V; i++) s->c[i] = (pl_candidate){(int32_t)i, s->logits[i], 0.0f};
     int64_t n = V;
     if (p->top_k > 0 && p->top_k < V) {
         select_top_k(s->c, V, p->top_k);
         n = k->top_k(s->c, p->top_k, p->top_k);
     }
+    /* Then (l - max) / temp: the same softmax, but the max (and its ties) is 0, and every
+     * other logit is below it or -inf. l / temp would overflow finite logits to +inf ties
+     * and, with a tiny temp, could turn them all into -inf (a uniform draw). l == max stands
+     * for l - max where both are one infinity. */
+    float max = s->c[0].logit;
+    for (int64_t i = 1; i < n; i++)
+        if (s->c[i].logit > max) max = s->c[i].logit;
+    for (int64_t i = 0; i < n; i++)
+        s->logits[i] = s->c[i].logit == max ? 0.0f : s->c[i].logit - max;
+    k->temperature(s->logits, n, p->temperature);
+    for (int64_t i = 0; i < n; i++) s->c[i].logit = s->logits[i];
     k->cand_softmax(s->c, n);
     if (p->top_p < 1.0f) n = k->top_p(s->c, n, p->top_p, 1);
     if (p->min_p > 0.0f) n = k->min_p(s->c, n, p->min_p, 1);

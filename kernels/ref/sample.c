@@ -19,8 +19,9 @@ void temperature_ref(float *restrict logits, int64_t V, float temp)
 
 /* llama.cpp's penalties: for each distinct token id in history[0..n) seen c times,
  *     l = l > 0 ? l / repeat : l * repeat;   l -= c * freq + (c > 0) * presence.
- * Ids outside [0, V) are ignored. Occurrences are counted by scanning history (O(n^2) for
- * the usual n <= a few hundred) so that nothing is allocated.
+ * An infinite l stays as it is: c * freq + presence may overflow to an infinity, and
+ * inf - inf would be NaN. Ids outside [0, V) are ignored. Occurrences are counted by scanning
+ * history (O(n^2) for the usual n <= a few hundred) so that nothing is allocated.
  * Bound: |y - y_ref| <= 4 u (|l'_ref| + c |freq| + |presence|) + FLT_MIN, l'_ref the
  * logit after the repeat step. Why: four roundings (repeat, c * freq, + presence, the
  * subtraction), each relative to a term no larger than that sum. */
@@ -37,7 +38,7 @@ void penalties_ref(float *restrict logits, int64_t V, const int32_t *restrict hi
         for (int64_t j = i; j < n; j++) c += history[j] == id;
         float l = logits[id];
         l = l > 0 ? l / repeat : l * repeat;
-        l -= (float)c * freq + presence;
+        if (isfinite(l)) l -= (float)c * freq + presence;
         logits[id] = l;
     }
 }
