@@ -84,11 +84,20 @@ typedef struct alloc_fail {
     int persistent;
 } alloc_fail;
 
+static uint64_t alloc_failures; /* in the last chat_ops_run */
+
 static int alloc_hook(void *user)
 {
     alloc_fail *a = user;
     a->count++;
-    return a->count == a->at || (a->persistent && a->count > a->at);
+    int f = a->count == a->at || (a->persistent && a->count > a->at);
+    alloc_failures += (uint64_t)f;
+    return f;
+}
+
+uint64_t chat_ops_alloc_failures(void)
+{
+    return alloc_failures;
 }
 
 /* ---- snapshots of the history ---- */
@@ -629,6 +638,7 @@ int chat_ops_run(const chat_ops_model *cm, const uint8_t *data, size_t size, cha
     if (why_cap) why[0] = 0;
     rd r = {data, size};
     last_count = 0;
+    alloc_failures = 0;
     if (configure(&c, u8(&r)) == 0 && check_state(&c, "creation") == 0) {
         for (c.op = 0; r.n > 0 && !c.failed && c.op < 256; c.op++) {
             unsigned op = u8(&r) % N_OPS;

@@ -31,7 +31,9 @@ typedef struct chat_ops_model {
 int chat_ops_run(const chat_ops_model *cm, const uint8_t *data, size_t size, char *why,
                  size_t why_cap);
 
-/* How many operations the last chat_ops_run executed (for test logs). */
+/* How many operations the last chat_ops_run executed (for test logs), and how many library
+ * allocations its allocation-failure operations made fail. */
 int chat_ops_last_count(void);
+uint64_t chat_ops_alloc_failures(void);
 
 #endif

@@ -388,7 +388,9 @@ static void allocation_failure_at_every_point_leaves_a_usable_session(void)
     char why[512];
     /* config 0 (context 48, F16), then: turn (user "hi there", max 5 tokens), then nomem at
      * allocation k, transient and persistent, followed by a plain turn. */
-    for (unsigned k = 0; k < 48; k++) {
+    unsigned k = 0;
+    for (;; k++) {
+        uint64_t failed = 0;
         for (unsigned persistent = 0; persistent < 2; persistent++) {
             uint8_t in[] = {0x00,
                             0,
@@ -425,8 +427,11 @@ static void allocation_failure_at_every_point_leaves_a_usable_session(void)
             int bad = chat_ops_run(&cm, in, sizeof in, why, sizeof why);
             TU_CHECK(!bad, "allocation %u (%s): %s", k + 1, persistent ? "persistent" : "transient",
                      why);
+            if (!persistent) failed = chat_ops_alloc_failures();
         }
+        if (failed == 0 || k == 47) break; /* the turn makes fewer than k + 1 allocations */
     }
+    TU_CHECK(k > 3 && k < 47, "the turn's allocations were not all reached: stopped at %u", k + 1);
 }
 
 /* One model, sessions on threads: each thread's conversation equals a single-threaded run. */
