@@ -635,6 +635,8 @@ int chat_ops_run(const chat_ops_model *cm, const uint8_t *data, size_t size, cha
                  size_t why_cap)
 {
     ctx c = {.cm = cm, .why = why, .why_cap = why_cap, .op = -1};
+    c.out_cap = 256; /* never NULL: memcmp/memcpy of 0 bytes still need a valid pointer */
+    c.out = malloc(c.out_cap);
     if (why_cap) why[0] = 0;
     rd r = {data, size};
     last_count = 0;

@@ -146,8 +146,8 @@ pl_status pl_chat(pl_session *ss, const char *text, size_t len, pl_sampler *samp
     if (!s && pl.keep < h->n && pl.keep > 0) s = pl_session_check_truncate(ss, pl.keep, err);
     /* The prompt (at least one token: the last kept one again when nothing is new). */
     int32_t again;
-    const int32_t *prompt = pl.ids + pl.from;
-    int64_t n_prompt = (int64_t)(pl.n - pl.from);
+    const int32_t *prompt = s ? NULL : pl.ids + pl.from; /* ids is NULL after an error */
+    int64_t n_prompt = s ? 0 : (int64_t)(pl.n - pl.from);
     if (!s && n_prompt == 0) { /* the fast path's new bytes spelled no token */
         if (pl.keep == h->n) pl.keep--;
         again = h->ids[pl.keep];
