@@ -82,7 +82,8 @@ typedef struct pl_candidate {
 /* logits[i] /= temp (temp > 0). */
 typedef void (*pl_temperature_fn)(float *restrict logits, int64_t V, float temp);
 /* llama.cpp semantics, for each distinct token in history[0..n) seen c times:
- * logit = logit > 0 ? logit / repeat : logit * repeat; logit -= c * freq + presence. */
+ * logit = logit > 0 ? logit / repeat : logit * repeat; logit -= c * freq + presence.
+ * An infinite logit stays as it is; ids outside [0, V) are ignored. */
 typedef void (*pl_penalties_fn)(float *restrict logits, int64_t V, const int32_t *restrict history,
                                 int64_t n, float repeat, float freq, float presence);
 /* Sorts c[0..n) by logit descending (ties: smaller id first) and sets p = softmax(logit). */
