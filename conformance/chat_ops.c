@@ -300,6 +300,21 @@ static pl_chat_path predict(ctx *c, const snap *h, const char *text, size_t len,
     return lcp > 0 ? PL_CHAT_PARTIAL : PL_CHAT_SLOW;
 }
 
+/* History text == conversation + delivered text; or, where a full context window had no
+ * room for the re-tokenized remainder of a cut token, a prefix of it that ends at most that
+ * remainder short (plumb.h, pl_generate). */
+static int conv_plus_delivered(const ctx *c, const snap *after, const char *t, size_t len)
+{
+    size_t want = len + c->out_len;
+    if (after->len > want || after->len < len || memcmp(after->text, t, len) != 0 ||
+        memcmp(after->text + len, c->out, after->len - len) != 0)
+        return 0;
+    if (after->len == want) return 1;
+    size_t short_by = want - after->len;
+    return c->sp.context_window > 0 && short_by <= 64 &&
+           c->sp.context_window - after->n < (int64_t)short_by + 2;
+}
+
 typedef struct turn_args {
     const char *text; /* raw pl_chat text, or NULL: the conversation through pl_chat_messages */
     size_t len;
@@ -418,9 +433,7 @@ static int turn(ctx *c, rd *r, const turn_args *a)
             fail(c, "a stop string was delivered");
         else if (gp.max_tokens == 0 && c->out_len)
             fail(c, "max_tokens 0 delivered text");
-        else if (c->cm->byte_level &&
-                 (after.len != len + c->out_len || memcmp(after.text, t, len) != 0 ||
-                  memcmp(after.text + len, c->out, c->out_len) != 0))
+        else if (c->cm->byte_level && !conv_plus_delivered(c, &after, t, len))
             fail(c, "history text (%zu bytes) != conversation (%zu) + delivered (%zu) [stop %s]",
                  after.len, len, c->out_len, pl_stop_reason_str(st.gen.stop));
         else if (st.gen.stop == PL_STOP_CANCELLED && a->cancel_at == 0)

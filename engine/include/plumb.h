@@ -553,7 +553,8 @@ typedef struct pl_gen_stats {
  * text before the call + the prompt's text + exactly the delivered text. An end-of-generation
  * token that stops generation is neither delivered nor evaluated. Where a stop string or a
  * cancellation cuts inside a token, the session is truncated to the last whole token before
- * the cut and the rest of the delivered text is tokenized and evaluated. Errors: bad
+ * the cut and the rest of the delivered text is tokenized and evaluated (when a full context
+ * window has no room for those tokens, the history ends at that last whole token). Errors: bad
  * parameters PL_ERR_INVALID_ARG/PL_ERR_CONFIG, a prompt that does not fit the context window
  * PL_ERR_CONTEXT_FULL — both with the session unchanged; a failure later (PL_ERR_NOMEM) leaves
  * the session consistent: its history is what its KV cache holds. stats may be NULL. */

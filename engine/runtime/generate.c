@@ -102,7 +102,7 @@ static int scan_pending(const pl_gen_params *p, const char *g, size_t n, size_t 
 
 /* Makes the session hold exactly its history text up to byte `cut` (>= the end of token
  * `floor`): drops the tokens that cross the cut, then tokenizes and evaluates the bytes
- * between the last whole token and the cut. */
+ * between the last whole token and the cut (if a context window has room for them). */
 static pl_status cut_to(pl_session *ss, int64_t floor, size_t cut, pl_error *err)
 {
     const pl_history *h = pl_session_hist(ss);
@@ -127,7 +127,10 @@ static pl_status cut_to(pl_session *ss, int64_t floor, size_t cut, pl_error *err
         if (s) goto done;
     }
     if ((s = pl_session_truncate(ss, k, err))) goto done;
-    if (n_ids > 0) s = pl_session_eval(ss, ids, (int64_t)n_ids, NULL, 0, err);
+    /* The remainder may take more tokens than the one it came from: when a full context
+     * window has no room for them, the history ends at the last whole token instead. */
+    if (n_ids > 0 && pl_session_check_room(ss, k, (int64_t)n_ids, NULL) == PL_OK)
+        s = pl_session_eval(ss, ids, (int64_t)n_ids, NULL, 0, err);
 done:
     pl_free(rest);
     pl_free(ids);
