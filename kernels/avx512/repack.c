@@ -193,7 +193,8 @@ INLINE void blocks(pl_type t, const layout *L, __m256 acc[G], const uint8_t *res
     }
 }
 
-INLINE void matmul_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
+/* One token (decode): each weight feeds dpbusd straight from memory. */
+INLINE void gemv_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
 {
     (void)w_row_bytes;
     const layout L = layout_of(t);
@@ -221,7 +222,8 @@ INLINE void matmul_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
         break;
                 TAIL(1)
                 TAIL(2)
-                TAIL(3) TAIL(4) TAIL(5) TAIL(6) TAIL(7)
+                TAIL(3)
+                TAIL(4) TAIL(5) TAIL(6) TAIL(7)
 #undef TAIL
                     default : break;
             }
@@ -231,6 +233,149 @@ INLINE void matmul_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
             float out[G];
             _mm256_storeu_ps(out, v);
             for (int64_t r = lo; r < hi; r++) y[tk * ldy + g * G + r] = out[r];
+        }
+    }
+}
+
+/* One block of 8 rows, ready for several tokens: the 8 unsigned quant vectors (fifth bits
+ * merged) and, for each, the offset of the 4 activation bytes it multiplies. */
+typedef struct wblock {
+    __m256i v[8];
+    int xo[8];
+} wblock;
+
+INLINE void load_block(pl_type t, const layout *L, const uint8_t *restrict o, wblock *w)
+{
+    if (t == PL_TYPE_Q8_0) {
+        for (int c = 0; c < 8; c++) {
+            w->v[c] = _mm256_loadu_si256((const __m256i *)(o + L->q_off + 32 * c));
+            w->xo[c] = 4 * c;
+        }
+        return;
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0f), b5 = _mm256_set1_epi8(0x10);
+    for (int k = 0; k < 4; k++) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(o + L->q_off + 32 * k));
+        __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        if (L->h_off) {
+            uint32_t ml, mh;
+            memcpy(&ml, o + L->h_off + 4 * k, 4);
+            memcpy(&mh, o + L->h_off + 4 * (k + 4), 4);
+            lo = _mm256_or_si256(lo, _mm256_maskz_mov_epi8((__mmask32)ml, b5));
+            hi = _mm256_or_si256(hi, _mm256_maskz_mov_epi8((__mmask32)mh, b5));
+        }
+        w->v[2 * k] = lo;
+        w->xo[2 * k] = 4 * k;
+        w->v[2 * k + 1] = hi;
+        w->xo[2 * k + 1] = 16 + 4 * k;
+    }
+}
+
+/* acc + this block's term for one token: the GEMV's float ops exactly (the integer block
+ * sum is exact in any order). */
+INLINE __m256 block_term(const layout *L, const wblock *w, const uint8_t *restrict o,
+                         const pl_block_q8_0 *restrict xb, __m256 acc)
+{
+    __m256i is = _mm256_setzero_si256();
+    for (int j = 0; j < 8; j++) is = _mm256_dpbusd_epi32(is, w->v[j], bcast4(xb->qs + w->xo[j]));
+    const int32_t sx = xsum32(xb->qs);
+    if (L->offset) is = _mm256_sub_epi32(is, _mm256_set1_epi32(L->offset * sx));
+    const __m256 dx = _mm256_set1_ps(_cvtsh_ss(ld16(&xb->d)));
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(dw, dx), acc);
+    if (L->m_off) {
+        const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + L->m_off)));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps((float)sx), _mm256_mul_ps(mw, dx), acc);
+    }
+    return acc;
+}
+
+/* Tokens per tile: each block's weights are loaded (and nibbles expanded) once per tile. */
+#define NT 4
+
+/* The GEMM over a tile of n <= NT tokens for one group of 8 rows. Per output element the
+ * order of the sum is the GEMV's (T = 1 is this code with n = 1): block b's term goes to
+ * accumulator b % 8 in increasing b, then the fixed tree; tiling only decides which tokens
+ * share a weight load. So a token's row is the same bits at any T. */
+INLINE void tile(pl_type t, const layout *L, const uint8_t *restrict base, int64_t nb,
+                 const pl_block_q8_0 *const *xb, const int n, float out[NT][G])
+{
+    __m256 acc[NT][G];
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < G; i++) acc[k][i] = _mm256_setzero_ps();
+    for (int64_t b0 = 0; b0 < nb; b0 += G) {
+        /* the hardware prefetcher alone leaves interleaved rows latency-bound */
+        if (b0 + 2 * G < nb) {
+            const uint8_t *next = base + (size_t)(b0 + 2 * G) * L->group;
+            for (size_t c = 0; c < G * L->group; c += 64)
+                _mm_prefetch((const char *)next + c, _MM_HINT_T0);
+        }
+        const int m = nb - b0 < G ? (int)(nb - b0) : G;
+#define BLOCK(i)                                                                                   \
+    do {                                                                                           \
+        const uint8_t *o = base + (size_t)(b0 + (i)) * L->group;                                   \
+        wblock w;                                                                                  \
+        load_block(t, L, o, &w);                                                                   \
+        for (int k = 0; k < n; k++) acc[k][i] = block_term(L, &w, o, xb[k] + b0 + (i), acc[k][i]); \
+    } while (0)
+        if (m == G) { /* constant indices: the accumulators stay in registers */
+            BLOCK(0);
+            BLOCK(1);
+            BLOCK(2);
+            BLOCK(3);
+            BLOCK(4);
+            BLOCK(5);
+            BLOCK(6);
+            BLOCK(7);
+        } else {
+            for (int i = 0; i < m; i++) BLOCK(i);
+        }
+#undef BLOCK
+    }
+    for (int k = 0; k < n; k++) {
+        const __m256 *a = acc[k];
+        const __m256 v =
+            _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6])),
+                          _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7])));
+        _mm256_storeu_ps(out[k], v);
+    }
+}
+
+INLINE void matmul_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
+{
+    if (T == 1) {
+        gemv_packed(t, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+        return;
+    }
+    (void)w_row_bytes;
+    const layout L = layout_of(t);
+    const int64_t nb = K / 32;
+    for (int64_t g = r0 / G; g * G < r1; g++) {
+        const uint8_t *base = (const uint8_t *)w + (size_t)g * (size_t)nb * L.group;
+        const int64_t lo = r0 > g * G ? r0 - g * G : 0, hi = r1 < (g + 1) * G ? r1 - g * G : G;
+        for (int64_t t0 = 0; t0 < T; t0 += NT) {
+            const int n = T - t0 < NT ? (int)(T - t0) : NT;
+            const pl_block_q8_0 *xb[NT];
+            for (int k = 0; k < n; k++)
+                xb[k] =
+                    (const pl_block_q8_0 *)((const uint8_t *)x + (size_t)(t0 + k) * x_row_bytes);
+            float out[NT][G];
+            switch (n) { /* constant tile sizes: the compiler unrolls the token loop */
+            case 1:
+                tile(t, &L, base, nb, xb, 1, out);
+                break; /* a tail token */
+            case 2:
+                tile(t, &L, base, nb, xb, 2, out);
+                break;
+            case 3:
+                tile(t, &L, base, nb, xb, 3, out);
+                break;
+            default:
+                tile(t, &L, base, nb, xb, NT, out);
+                break;
+            }
+            for (int k = 0; k < n; k++)
+                for (int64_t r = lo; r < hi; r++) y[(t0 + k) * ldy + g * G + r] = out[k][r];
         }
     }
 }
