@@ -223,7 +223,8 @@ INLINE void gemv_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
                 TAIL(1)
                 TAIL(2)
                 TAIL(3)
-                TAIL(4) TAIL(5) TAIL(6) TAIL(7)
+                TAIL(4)
+                TAIL(5) TAIL(6) TAIL(7)
 #undef TAIL
                     default : break;
             }
