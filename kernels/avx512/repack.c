@@ -224,7 +224,8 @@ INLINE void gemv_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
                 TAIL(2)
                 TAIL(3)
                 TAIL(4)
-                TAIL(5) TAIL(6) TAIL(7)
+                TAIL(5)
+                TAIL(6) TAIL(7)
 #undef TAIL
                     default : break;
             }
@@ -238,106 +239,109 @@ INLINE void gemv_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
     }
 }
 
-/* One block of 8 rows, ready for several tokens: the 8 unsigned quant vectors (fifth bits
- * merged) and, for each, the offset of the 4 activation bytes it multiplies. */
-typedef struct wblock {
-    __m256i v[8];
-    int xo[8];
-} wblock;
+/* ---- GEMM: tiles of tokens ------------------------------------------------------------ */
 
-INLINE void load_block(pl_type t, const layout *L, const uint8_t *restrict o, wblock *w)
+/* What a block's float term needs from the activation side, computed once per token block
+ * per call instead of once per row group: the offset correction (offset * block sum), the
+ * block sum as a float (Q4_1/Q5_1's min term) and the scale as a float. */
+typedef struct xinfo {
+    int32_t *corr;
+    float *sx, *dx;
+} xinfo;
+
+/* Tokens per register tile, and the stack budget of the per-call activation tables. */
+#define NT     6
+#define XBYTES (48 * 1024)
+
+static void xinfo_fill(const layout *L, xinfo *xi, const uint8_t *x, size_t x_row_bytes, int64_t nb,
+                       int64_t n)
 {
+    for (int64_t k = 0; k < n; k++) {
+        const pl_block_q8_0 *xb = (const pl_block_q8_0 *)(x + (size_t)k * x_row_bytes);
+        for (int64_t b = 0; b < nb; b++) {
+            const int32_t s = xsum32(xb[b].qs);
+            xi->corr[k * nb + b] = L->offset * s;
+            xi->sx[k * nb + b] = (float)s;
+            xi->dx[k * nb + b] = _cvtsh_ss(ld16(&xb[b].d));
+        }
+    }
+}
+
+/* acc[k] += block o's term for the tile's n tokens (block index b in each token's row). */
+INLINE void tile_block(pl_type t, const layout *L, const uint8_t *restrict o,
+                       const pl_block_q8_0 *const *xb, const xinfo *xi, int64_t nb, int64_t b,
+                       const int n, __m256 acc[NT])
+{
+    __m256i is[NT];
+    for (int k = 0; k < n; k++) is[k] = _mm256_setzero_si256();
     if (t == PL_TYPE_Q8_0) {
         for (int c = 0; c < 8; c++) {
-            w->v[c] = _mm256_loadu_si256((const __m256i *)(o + L->q_off + 32 * c));
-            w->xo[c] = 4 * c;
+            const __m256i w = _mm256_loadu_si256((const __m256i *)(o + L->q_off + 32 * c));
+            for (int k = 0; k < n; k++)
+                is[k] = _mm256_dpbusd_epi32(is[k], w, bcast4(xb[k][b].qs + 4 * c));
         }
-        return;
-    }
-    const __m256i m4 = _mm256_set1_epi8(0x0f), b5 = _mm256_set1_epi8(0x10);
-    for (int k = 0; k < 4; k++) {
-        const __m256i v = _mm256_loadu_si256((const __m256i *)(o + L->q_off + 32 * k));
-        __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        if (L->h_off) {
-            uint32_t ml, mh;
-            memcpy(&ml, o + L->h_off + 4 * k, 4);
-            memcpy(&mh, o + L->h_off + 4 * (k + 4), 4);
-            lo = _mm256_or_si256(lo, _mm256_maskz_mov_epi8((__mmask32)ml, b5));
-            hi = _mm256_or_si256(hi, _mm256_maskz_mov_epi8((__mmask32)mh, b5));
+    } else {
+        const __m256i m4 = _mm256_set1_epi8(0x0f), b5 = _mm256_set1_epi8(0x10);
+        for (int c = 0; c < 4; c++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(o + L->q_off + 32 * c));
+            __m256i lo = _mm256_and_si256(v, m4),
+                    hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            if (L->h_off) {
+                uint32_t ml, mh;
+                memcpy(&ml, o + L->h_off + 4 * c, 4);
+                memcpy(&mh, o + L->h_off + 4 * (c + 4), 4);
+                lo = _mm256_or_si256(lo, _mm256_maskz_mov_epi8((__mmask32)ml, b5));
+                hi = _mm256_or_si256(hi, _mm256_maskz_mov_epi8((__mmask32)mh, b5));
+            }
+            for (int k = 0; k < n; k++) {
+                is[k] = _mm256_dpbusd_epi32(is[k], lo, bcast4(xb[k][b].qs + 4 * c));
+                is[k] = _mm256_dpbusd_epi32(is[k], hi, bcast4(xb[k][b].qs + 16 + 4 * c));
+            }
         }
-        w->v[2 * k] = lo;
-        w->xo[2 * k] = 4 * k;
-        w->v[2 * k + 1] = hi;
-        w->xo[2 * k + 1] = 16 + 4 * k;
     }
-}
-
-/* acc + this block's term for one token: the GEMV's float ops exactly (the integer block
- * sum is exact in any order). */
-INLINE __m256 block_term(const layout *L, const wblock *w, const uint8_t *restrict o,
-                         const pl_block_q8_0 *restrict xb, __m256 acc)
-{
-    __m256i is = _mm256_setzero_si256();
-    for (int j = 0; j < 8; j++) is = _mm256_dpbusd_epi32(is, w->v[j], bcast4(xb->qs + w->xo[j]));
-    const int32_t sx = xsum32(xb->qs);
-    if (L->offset) is = _mm256_sub_epi32(is, _mm256_set1_epi32(L->offset * sx));
-    const __m256 dx = _mm256_set1_ps(_cvtsh_ss(ld16(&xb->d)));
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(dw, dx), acc);
-    if (L->m_off) {
-        const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + L->m_off)));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps((float)sx), _mm256_mul_ps(mw, dx), acc);
+    const __m256 mw =
+        L->m_off ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + L->m_off))) : dw;
+    for (int k = 0; k < n; k++) {
+        const int64_t i = k * nb + b;
+        __m256i s = is[k];
+        if (L->offset) s = _mm256_sub_epi32(s, _mm256_set1_epi32(xi->corr[i]));
+        const __m256 dx = _mm256_set1_ps(xi->dx[i]);
+        acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, dx), acc[k]);
+        if (L->m_off)
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(xi->sx[i]), _mm256_mul_ps(mw, dx), acc[k]);
     }
-    return acc;
 }
 
-/* Tokens per tile: each block's weights are loaded (and nibbles expanded) once per tile. */
-#define NT 4
-
-/* The GEMM over a tile of n <= NT tokens for one group of 8 rows. Per output element the
- * order of the sum is the GEMV's (T = 1 is this code with n = 1): block b's term goes to
- * accumulator b % 8 in increasing b, then the fixed tree; tiling only decides which tokens
- * share a weight load. So a token's row is the same bits at any T. */
+/* The GEMM over a tile of n <= NT tokens for one group of 8 rows, accumulator by
+ * accumulator. Per output element the order of the sum is the GEMV's: accumulator i takes
+ * the terms of blocks i, i + 8, i + 16, ... in increasing order with the same float ops, then
+ * the same tree. Here each accumulator is finished before the next starts (two at a time,
+ * for independent chains), so a tile holds 2 x n accumulators instead of 8 x n and n can be
+ * 6: each weight vector is loaded and expanded once for 6 tokens. A token's row is the same
+ * bits at any T. */
 INLINE void tile(pl_type t, const layout *L, const uint8_t *restrict base, int64_t nb,
-                 const pl_block_q8_0 *const *xb, const int n, float out[NT][G])
+                 const pl_block_q8_0 *const *xb, const xinfo *xi, const int n, float out[NT][G])
 {
-    __m256 acc[NT][G];
-    for (int k = 0; k < n; k++)
-        for (int i = 0; i < G; i++) acc[k][i] = _mm256_setzero_ps();
-    for (int64_t b0 = 0; b0 < nb; b0 += G) {
-        /* the hardware prefetcher alone leaves interleaved rows latency-bound */
-        if (b0 + 2 * G < nb) {
-            const uint8_t *next = base + (size_t)(b0 + 2 * G) * L->group;
-            for (size_t c = 0; c < G * L->group; c += 64)
-                _mm_prefetch((const char *)next + c, _MM_HINT_T0);
+    __m256 part[G][NT];
+    for (int i = 0; i < G; i += 2) {
+        __m256 a0[NT], a1[NT];
+        for (int k = 0; k < n; k++) a0[k] = a1[k] = _mm256_setzero_ps();
+        for (int64_t b = i; b < nb; b += G) {
+            tile_block(t, L, base + (size_t)b * L->group, xb, xi, nb, b, n, a0);
+            if (b + 1 < nb)
+                tile_block(t, L, base + (size_t)(b + 1) * L->group, xb, xi, nb, b + 1, n, a1);
         }
-        const int m = nb - b0 < G ? (int)(nb - b0) : G;
-#define BLOCK(i)                                                                                   \
-    do {                                                                                           \
-        const uint8_t *o = base + (size_t)(b0 + (i)) * L->group;                                   \
-        wblock w;                                                                                  \
-        load_block(t, L, o, &w);                                                                   \
-        for (int k = 0; k < n; k++) acc[k][i] = block_term(L, &w, o, xb[k] + b0 + (i), acc[k][i]); \
-    } while (0)
-        if (m == G) { /* constant indices: the accumulators stay in registers */
-            BLOCK(0);
-            BLOCK(1);
-            BLOCK(2);
-            BLOCK(3);
-            BLOCK(4);
-            BLOCK(5);
-            BLOCK(6);
-            BLOCK(7);
-        } else {
-            for (int i = 0; i < m; i++) BLOCK(i);
+        for (int k = 0; k < n; k++) {
+            part[i][k] = a0[k];
+            part[i + 1][k] = a1[k];
         }
-#undef BLOCK
     }
     for (int k = 0; k < n; k++) {
-        const __m256 *a = acc[k];
-        const __m256 v =
-            _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6])),
-                          _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7])));
+        const __m256 v = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(part[0][k], part[4][k]),
+                                                     _mm256_add_ps(part[2][k], part[6][k])),
+                                       _mm256_add_ps(_mm256_add_ps(part[1][k], part[5][k]),
+                                                     _mm256_add_ps(part[3][k], part[7][k])));
         _mm256_storeu_ps(out[k], v);
     }
 }
@@ -351,32 +355,44 @@ INLINE void matmul_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
     (void)w_row_bytes;
     const layout L = layout_of(t);
     const int64_t nb = K / 32;
-    for (int64_t g = r0 / G; g * G < r1; g++) {
-        const uint8_t *base = (const uint8_t *)w + (size_t)g * (size_t)nb * L.group;
-        const int64_t lo = r0 > g * G ? r0 - g * G : 0, hi = r1 < (g + 1) * G ? r1 - g * G : G;
-        for (int64_t t0 = 0; t0 < T; t0 += NT) {
-            const int n = T - t0 < NT ? (int)(T - t0) : NT;
-            const pl_block_q8_0 *xb[NT];
-            for (int k = 0; k < n; k++)
-                xb[k] =
-                    (const pl_block_q8_0 *)((const uint8_t *)x + (size_t)(t0 + k) * x_row_bytes);
-            float out[NT][G];
-            switch (n) { /* constant tile sizes: the compiler unrolls the token loop */
-            case 1:
-                tile(t, &L, base, nb, xb, 1, out);
-                break; /* a tail token */
-            case 2:
-                tile(t, &L, base, nb, xb, 2, out);
-                break;
-            case 3:
-                tile(t, &L, base, nb, xb, 3, out);
-                break;
-            default:
-                tile(t, &L, base, nb, xb, NT, out);
-                break;
+    /* Token blocks of up to TB tokens whose activation tables fit the stack budget; each
+     * block sweeps the thread's row groups once. */
+    int64_t TB = XBYTES / (12 * nb);
+    if (TB > NT) TB -= TB % NT;
+    if (TB < 1) { /* a row too long for one token's tables: the GEMV, token by token */
+        gemv_packed(t, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+        return;
+    }
+    int32_t tab[XBYTES / 4];
+    xinfo xi = {tab, (float *)(void *)(tab + TB * nb), (float *)(void *)(tab + 2 * TB * nb)};
+    for (int64_t t0 = 0; t0 < T; t0 += TB) {
+        const int64_t tn = T - t0 < TB ? T - t0 : TB;
+        const uint8_t *xt = (const uint8_t *)x + (size_t)t0 * x_row_bytes;
+        xinfo_fill(&L, &xi, xt, x_row_bytes, nb, tn);
+        for (int64_t g = r0 / G; g * G < r1; g++) {
+            const uint8_t *base = (const uint8_t *)w + (size_t)g * (size_t)nb * L.group;
+            const int64_t lo = r0 > g * G ? r0 - g * G : 0, hi = r1 < (g + 1) * G ? r1 - g * G : G;
+            for (int64_t k0 = 0; k0 < tn; k0 += NT) {
+                const int n = tn - k0 < NT ? (int)(tn - k0) : NT;
+                const pl_block_q8_0 *xb[NT];
+                for (int k = 0; k < n; k++)
+                    xb[k] = (const pl_block_q8_0 *)(xt + (size_t)(k0 + k) * x_row_bytes);
+                const xinfo xk = {xi.corr + k0 * nb, xi.sx + k0 * nb, xi.dx + k0 * nb};
+                float out[NT][G];
+                switch (n) { /* constant tile sizes: the compiler unrolls the token loops */
+#define TILE(c)                                                                                    \
+    case c:                                                                                        \
+        tile(t, &L, base, nb, xb, &xk, c, out);                                                    \
+        break;
+                    TILE(1)
+                    TILE(2) TILE(3) TILE(4) TILE(5) default
+                        : tile(t, &L, base, nb, xb, &xk, NT, out);
+#undef TILE
+                }
+                for (int k = 0; k < n; k++)
+                    for (int64_t r = lo; r < hi; r++)
+                        y[(t0 + k0 + k) * ldy + g * G + r] = out[k][r];
             }
-            for (int k = 0; k < n; k++)
-                for (int64_t r = lo; r < hi; r++) y[(t0 + k) * ldy + g * G + r] = out[k][r];
         }
     }
 }
