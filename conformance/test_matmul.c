@@ -123,7 +123,20 @@ static void run(const struct pl_kernels *k, const operands *o, float *y, int64_t
     }
     void *packed = malloc(rp->size(o->K, o->R) + 1);
     rp->pack(packed, o->w, o->wrb, o->K, o->R);
-    rp->matmul(y, ldy, packed, 0, o->x + (size_t)t0 * o->xrb, o->xrb, o->K, r0, r1, T);
+    const uint8_t *x = o->x + (size_t)t0 * o->xrb;
+    size_t xrb = o->xrb;
+    uint8_t *xp = NULL;
+    if (rp->x_prep) { /* the layout's own activation rows, made from the dot type's */
+        xrb = rp->x_row(o->K);
+        TU_CHECK(xrb <= PL_REPACK_X_ROW_MAX(o->K), "set %s: prepared row of K %lld is %zu bytes",
+                 k->name, (long long)o->K, xrb);
+        xp = malloc(xrb * (size_t)T + 1);
+        for (int64_t t = 0; t < T; t++)
+            rp->x_prep(xp + (size_t)t * xrb, x + (size_t)t * o->xrb, o->K);
+        x = xp;
+    }
+    rp->matmul(y, ldy, packed, 0, x, xrb, o->K, r0, r1, T);
+    free(xp);
     free(packed);
 }
 

@@ -261,7 +261,20 @@ void fuzz_one(const uint8_t *data, size_t size)
             FUZZ_CHECK(packed && yp, "malloc");
             rp->pack(packed, w, wrb, K, R);
             const int64_t r0 = fuzz_data_u32_range(&d, 0, (uint32_t)R - 1);
-            rp->matmul(yp, ldy, packed, wrb, x, xrb, K, r0, R, T);
+            const uint8_t *xr = x;
+            size_t xprb = xrb;
+            uint8_t *xp = NULL;
+            if (rp->x_prep) { /* the layout's own activation rows */
+                xprb = rp->x_row(K);
+                FUZZ_CHECK(xprb <= PL_REPACK_X_ROW_MAX(K), "prepared row of %zu bytes", xprb);
+                xp = malloc(xprb * (size_t)T + 1);
+                FUZZ_CHECK(xp != NULL, "malloc");
+                for (int64_t t = 0; t < T; t++)
+                    rp->x_prep(xp + (size_t)t * xprb, (const uint8_t *)x + (size_t)t * xrb, K);
+                xr = xp;
+            }
+            rp->matmul(yp, ldy, packed, wrb, xr, xprb, K, r0, R, T);
+            free(xp);
             for (int64_t t = 0; t < T; t++)
                 for (int64_t r = 0; r < ldy; r++)
                     FUZZ_CHECK(r < r0 || r >= R ? fbits(yp[t * ldy + r]) == SENTINEL

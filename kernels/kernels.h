@@ -103,12 +103,19 @@ typedef int64_t (*pl_draw_fn)(const pl_candidate *restrict c, int64_t n, double 
  * pack() writes the whole R x K matrix (rows src_row_bytes apart) into dst, size(K, R) bytes,
  * padding the last group with zero rows. matmul() has pl_matmul_fn's contract with w = dst
  * (w_row_bytes is ignored) and is bit-identical to the set's own matmul for the type. */
-#define PL_REPACK_ROWS 8
+/* A layout may also want its activations in a form of its own: then x_row(K) gives the bytes
+ * of one prepared row (at most PL_REPACK_X_ROW_MAX(K)) and x_prep() writes it from one row of
+ * the weight type's dot type (K elements); matmul() then reads prepared rows (x_row_bytes
+ * apart). Both NULL: matmul() reads the dot type's rows as they are. */
+#define PL_REPACK_ROWS         8
+#define PL_REPACK_X_ROW_MAX(K) (((size_t)(K) / 32 + 1) * 48)
 typedef struct pl_repack {
     size_t (*size)(int64_t K, int64_t R);
     void (*pack)(void *restrict dst, const void *restrict src, size_t src_row_bytes, int64_t K,
                  int64_t R);
     pl_matmul_fn matmul;
+    size_t (*x_row)(int64_t K);
+    void (*x_prep)(void *restrict dst, const void *restrict src, int64_t K);
 } pl_repack;
 
 struct pl_kernels {

@@ -32,6 +32,7 @@ typedef struct scratch {
     float *ffh;         /* (T, F) swiglu(gate, up) */
     void *xq;           /* (T, K) activations quantized to a dot type, K <= max(E, F, H*D) */
     size_t xq_row;      /* bytes of one quantized row at the largest K */
+    void *xp;           /* (T, K) the quantized rows prepared for a repacked layout */
     float *att_scratch; /* (threads, cap) */
     int32_t *q_pos;     /* (T) */
     size_t bytes;
@@ -90,13 +91,20 @@ typedef struct quant_job {
     size_t row;
     const float *x;
     int64_t K;
+    const pl_repack *prep; /* non-NULL: then each row is prepared into xp */
+    uint8_t *xp;
+    size_t xp_row;
 } quant_job;
 
 static void quant_worker(void *ctx, int64_t t0, int64_t t1, int thread)
 {
     (void)thread;
     const quant_job *j = ctx;
-    for (int64_t t = t0; t < t1; t++) j->fn(j->out + (size_t)t * j->row, j->x + t * j->K, j->K);
+    for (int64_t t = t0; t < t1; t++) {
+        uint8_t *q = j->out + (size_t)t * j->row;
+        j->fn(q, j->x + t * j->K, j->K);
+        if (j->prep) j->prep->x_prep(j->xp + (size_t)t * j->xp_row, q, j->K);
+    }
 }
 
 /* ys[i] (T, R_i) = x (T, K) · W_i^T for the n weights (same K, same type). Activations are
@@ -127,10 +135,18 @@ static void matmul_n(pl_session *ss, const pl_tensor *const *w, float *const *ys
     } else {
         size_t row;
         pl_type_row_bytes(dot, K, &row, NULL);
-        quant_job q = {k->quantize_row[dot], ss->s.xq, row, x, K};
-        pl_pool_run(ss->pool, quant_worker, &q, T, 8);
+        /* The n weights share one type, so one layout and one preparation. */
+        const pl_repack *rp = ss->packed && w[0]->packed ? w[0]->repack : NULL;
+        quant_job q = {k->quantize_row[dot], ss->s.xq, row, x, K, NULL, ss->s.xp, 0};
         j.x = ss->s.xq;
         j.x_row = row;
+        if (rp && rp->x_prep) {
+            q.prep = rp;
+            q.xp_row = rp->x_row(K);
+            j.x = ss->s.xp;
+            j.x_row = q.xp_row;
+        }
+        pl_pool_run(ss->pool, quant_worker, &q, T, 8);
     }
     pl_pool_run(ss->pool, mm_worker, &j, rows, PL_REPACK_ROWS);
 }
@@ -346,7 +362,7 @@ static size_t align64(size_t n)
     return (n + 63) & ~(size_t)63;
 }
 
-enum { N_SCRATCH = 13 };
+enum { N_SCRATCH = 14 };
 
 /* Sizes of the scratch buffers, in the order of the slots in alloc_scratch; returns the
  * arena's total (each buffer 64-byte aligned). xq_row: bytes of one quantized activation row
@@ -365,10 +381,13 @@ static size_t scratch_layout(const pl_hparams *hp, int64_t chunk, int threads, i
     *xq_row = q8k > q80 ? q8k : q80;
     uint64_t tmp_w = E > D ? E : D;
     size_t s[N_SCRATCH] = {
-        T * E * 4,   T * E * 4,  T * HD * 4,    T * KVD * 4,
-        T * KVD * 4, T * HD * 4, T * tmp_w * 4, T * F * 4,
-        T * F * 4,   T * F * 4,  T * *xq_row,   (size_t)threads * (size_t)cap * 4,
-        T * 4,
+        T * E * 4,     T * E * 4,
+        T * HD * 4,    T * KVD * 4,
+        T * KVD * 4,   T * HD * 4,
+        T * tmp_w * 4, T * F * 4,
+        T * F * 4,     T * F * 4,
+        T * *xq_row,   (size_t)threads * (size_t)cap * 4,
+        T * 4,         T * PL_REPACK_X_ROW_MAX(Kmax),
     };
     size_t total = 0;
     for (int i = 0; i < N_SCRATCH; i++) total += align64(sizes[i] = s[i]);
@@ -390,7 +409,7 @@ static pl_status alloc_scratch(pl_session *ss, pl_error *err)
         (void **)&ss->s.k,     (void **)&ss->s.v,    (void **)&ss->s.att,
         (void **)&ss->s.tmp,   (void **)&ss->s.gate, (void **)&ss->s.up,
         (void **)&ss->s.ffh,   (void **)&ss->s.xq,   (void **)&ss->s.att_scratch,
-        (void **)&ss->s.q_pos,
+        (void **)&ss->s.q_pos, (void **)&ss->s.xp,
     };
     for (int i = 0; i < N_SCRATCH; i++) {
         *slots[i] = p;

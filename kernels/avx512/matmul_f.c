@@ -144,7 +144,8 @@ static void copy_rows(pl_type t, void *restrict dst, const void *restrict src, s
         (void)w_row_bytes;                                                                         \
         matmul_f(TYPE, y, ldy, w, (size_t)K *elem_bytes(TYPE), x, x_row_bytes, K, r0, r1, T);      \
     }                                                                                              \
-    const pl_repack pl_repack_##tname##_avx512 = {size_##tname, pack_##tname, packed_##tname};
+    const pl_repack pl_repack_##tname##_avx512 = {size_##tname, pack_##tname, packed_##tname,      \
+                                                  NULL, NULL};
 
 COPY_REPACK(f32, PL_TYPE_F32)
 COPY_REPACK(f16, PL_TYPE_F16)

@@ -1,20 +1,28 @@
 /* repack.c — the avx512 set's repacked layout for the 32-block types (Q4_0, Q4_1, Q5_0,
- * Q5_1, Q8_0) and its matmul: 8 rows interleaved so that a vector lane is a row.
+ * Q5_1, Q8_0), its prepared activations and its matmul: 8 rows interleaved and two
+ * consecutive blocks side by side, so that a 512-bit vector holds 8 rows x 2 blocks.
  * Not a new format: every block's bytes are a permutation of ggml's (Q8_0 quants stored +128).
  *
- * Layout, per group of 8 rows, per block b (the same bytes as 8 ggml blocks):
- *   d[8] f16, [m[8] f16 for Q4_1/Q5_1], [hmask[8] u32 for Q5_0/Q5_1], quants
- *   Q4/Q5: 4 x 32 bytes; byte 4r + e of vector k is row r's qs[4k + e]: its low nibbles are
- *          elements 4k..4k+3 of the 8 rows, its high nibbles elements 16 + 4k...
- *   Q5: bit 4r + e of hmask[c] is the fifth bit of row r's element 4c + e (c < 8 chunks).
- *   Q8_0: 8 x 32 bytes; byte 4r + e of vector c is row r's qs[4c + e] + 128 (unsigned).
- * One vpdpbusd against 4 activation bytes broadcast then adds 4 products to each row's lane,
- * so a block's integer sum lands in its row's lane with no horizontal reduction.
+ * Weights, per group of 8 rows, per pair p of blocks (2p, 2p + 1; past the row's last block a
+ * zero block), in a unit of 16 ggml blocks' bytes. Lane l = 2r + h is row r's block 2p + h:
+ *   d[16] f16 (lane l), [m[16] f16 for Q4_1/Q5_1], [hmask[8] u64 for Q5_0/Q5_1], quants
+ *   Q4/Q5: 4 x 64 bytes; bytes 4l..4l+3 of vector k are lane l's qs[4k..4k+3]: low nibbles
+ *          elements 4k.., high nibbles elements 16 + 4k..
+ *   Q5: bit 4l + e of hmask[c] is lane l's fifth bit of element 4c + e (c < 8 chunks).
+ *   Q8_0: 8 x 64 bytes; bytes 4l..4l+3 of vector c are lane l's qs[4c..4c+3] + 128 (unsigned).
+ * Prepared activations (x_prep, once per row per matmul call, not once per row group): per
+ * pair, the two blocks' quants chunk by chunk (8 bytes per chunk c: block 2p's qs[4c..4c+3],
+ * then block 2p + 1's), so one 64-bit broadcast puts each block's 4 bytes in its own lanes;
+ * then per block the offset correction (offset x the block's sum), the block sum as a float
+ * (the min term) and the scale as a float. One vpdpbusd adds 4 products to each lane.
  *
  * Bit-identical to matmul_q.c: the same exact integer block sums (offsets folded in through
  * the activation's block sum), the same float ops per block, d = dw * dx and
  * acc[b % 8] = fma(float(isum), d, acc[b % 8]) (then the min term for Q4_1/Q5_1), and the
- * same final tree ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)), lane by lane. */
+ * same final tree ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) per row. Accumulator
+ * b % 8 of row r lives in lane 2r + (b % 2) of the vector for pair class (b / 2) % 4; a pad
+ * block adds fma(0, 0, acc), which leaves acc as it is (acc starts at +0 and never becomes
+ * -0 under round-to-nearest). */
 #include <immintrin.h>
 #include <string.h>
 
@@ -25,8 +33,8 @@
 
 typedef struct layout {
     size_t block; /* ggml block bytes */
-    size_t group; /* bytes of one block of 8 rows (8 * block) */
-    size_t m_off; /* offset of m[8], or 0 */
+    size_t unit;  /* bytes of one pair of blocks of 8 rows (16 ggml blocks) */
+    size_t m_off; /* offset of m[16], or 0 */
     size_t h_off; /* offset of hmask[8], or 0 */
     size_t q_off; /* offset of the quants */
     int offset;   /* subtracted from unsigned quants: 8, 16, 128 (Q8_0) or 0 (with a min) */
@@ -36,15 +44,15 @@ static layout layout_of(pl_type t)
 {
     switch (t) {
     case PL_TYPE_Q4_0:
-        return (layout){18, 144, 0, 0, 16, 8};
+        return (layout){18, 288, 0, 0, 32, 8};
     case PL_TYPE_Q4_1:
-        return (layout){20, 160, 16, 0, 32, 0};
+        return (layout){20, 320, 32, 0, 64, 0};
     case PL_TYPE_Q5_0:
-        return (layout){22, 176, 0, 16, 48, 16};
+        return (layout){22, 352, 0, 32, 96, 16};
     case PL_TYPE_Q5_1:
-        return (layout){24, 192, 16, 32, 64, 0};
+        return (layout){24, 384, 32, 64, 128, 0};
     default: /* Q8_0 */
-        return (layout){34, 272, 0, 0, 16, 128};
+        return (layout){34, 544, 0, 0, 32, 128};
     }
 }
 
@@ -54,15 +62,13 @@ static layout layout_of(pl_type t)
 static const uint8_t *blk_qs(pl_type t, const uint8_t *b)
 {
     switch (t) {
-    case PL_TYPE_Q4_0:
-        return b + 2;
     case PL_TYPE_Q4_1:
         return b + 4;
     case PL_TYPE_Q5_0:
         return b + 6;
     case PL_TYPE_Q5_1:
         return b + 8;
-    default:
+    default: /* Q4_0, Q8_0 */
         return b + 2;
     }
 }
@@ -82,58 +88,78 @@ static uint32_t ld32(const uint8_t *p)
     return v;
 }
 
+static int64_t pairs_of(int64_t K)
+{
+    return (K / 32 + 1) / 2;
+}
+
 static void pack_32(pl_type t, uint8_t *restrict dst, const uint8_t *restrict src, size_t srb,
                     int64_t K, int64_t R)
 {
     const layout L = layout_of(t);
-    const int64_t nb = K / 32;
+    const int64_t nb = K / 32, np = pairs_of(K);
     static const uint8_t zero[34];
-    for (int64_t g = 0; g < (R + G - 1) / G; g++) {
-        const uint8_t *rows[G];
-        for (int r = 0; r < G; r++)
-            rows[r] = g * G + r < R ? src + (size_t)(g * G + r) * srb : NULL;
-        for (int64_t b = 0; b < nb; b++) {
-            uint8_t *o = dst + ((size_t)g * (size_t)nb + (size_t)b) * L.group;
-            uint32_t *q = (uint32_t *)(void *)(o + L.q_off), h[8] = {0};
-            for (int r = 0; r < G; r++) {
-                const uint8_t *blk = rows[r] ? rows[r] + (size_t)b * L.block : zero;
-                memcpy(o + 2 * r, blk, 2); /* d */
-                if (L.m_off) memcpy(o + L.m_off + 2 * r, blk + 2, 2);
+    for (int64_t g = 0; g < (R + G - 1) / G; g++)
+        for (int64_t p = 0; p < np; p++) {
+            uint8_t *o = dst + ((size_t)g * (size_t)np + (size_t)p) * L.unit;
+            uint32_t q[128];
+            uint64_t h[8] = {0};
+            for (int l = 0; l < 2 * G; l++) {
+                const int64_t row = g * G + l / 2, b = 2 * p + l % 2;
+                const uint8_t *blk =
+                    row < R && b < nb ? src + (size_t)row * srb + (size_t)b * L.block : zero;
+                memcpy(o + 2 * l, blk, 2); /* d */
+                if (L.m_off) memcpy(o + L.m_off + 2 * l, blk + 2, 2);
                 const uint8_t *qs = blk_qs(t, blk);
                 if (t == PL_TYPE_Q8_0) {
-                    for (int c = 0; c < 8; c++) q[8 * c + r] = ld32(qs + 4 * c) ^ 0x80808080u;
+                    for (int c = 0; c < 8; c++) q[16 * c + l] = ld32(qs + 4 * c) ^ 0x80808080u;
                     continue;
                 }
-                for (int k = 0; k < 4; k++) q[8 * k + r] = ld32(qs + 4 * k);
+                for (int k = 0; k < 4; k++) q[16 * k + l] = ld32(qs + 4 * k);
                 if (L.h_off) {
                     const uint32_t qh = blk_qh(t, blk);
-                    for (int c = 0; c < 8; c++) h[c] |= (qh >> (4 * c) & 0xfu) << (4 * r);
+                    for (int c = 0; c < 8; c++) h[c] |= (uint64_t)(qh >> (4 * c) & 0xfu) << (4 * l);
                 }
             }
+            memcpy(o + L.q_off, q, t == PL_TYPE_Q8_0 ? 512 : 256);
             if (L.h_off) memcpy(o + L.h_off, h, sizeof h);
         }
-    }
 }
 
 static size_t size_32(pl_type t, int64_t K, int64_t R)
 {
-    return (size_t)((R + G - 1) / G) * (size_t)(K / 32) * layout_of(t).group;
+    return (size_t)((R + G - 1) / G) * (size_t)pairs_of(K) * layout_of(t).unit;
 }
 
-/* ---- matmul --------------------------------------------------------------------------- */
+/* ---- prepared activations --------------------------------------------------------------- */
+
+/* A prepared row: np x 64 quant bytes, then per block (2 np, the pad block's zero)
+ * int32 corr, float sx, float dx. */
+typedef struct xrow {
+    const uint8_t *q;
+    const int32_t *corr;
+    const float *sx, *dx;
+} xrow;
+
+static size_t xrow_bytes(int64_t K)
+{
+    return (size_t)pairs_of(K) * (64 + 2 * 12);
+}
+
+static xrow xrow_at(const void *x, int64_t K)
+{
+    const size_t np = (size_t)pairs_of(K);
+    const uint8_t *b = x;
+    return (xrow){b, (const int32_t *)(const void *)(b + 64 * np),
+                  (const float *)(const void *)(b + 72 * np),
+                  (const float *)(const void *)(b + 80 * np)};
+}
 
 static inline uint16_t ld16(const void *p)
 {
     uint16_t v;
     memcpy(&v, p, sizeof v);
     return v;
-}
-
-static inline __m256i bcast4(const int8_t *p)
-{
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return _mm256_set1_epi32(v);
 }
 
 /* sum of the 32 int8 of an activation block */
@@ -146,252 +172,227 @@ static inline int32_t xsum32(const int8_t *q)
     return (int32_t)(_mm_cvtsi128_si64(a) + _mm_extract_epi64(a, 1)) - 32 * 128;
 }
 
-/* The 8 rows' integer sums of one block against one activation block. */
-INLINE __m256i isum_block(pl_type t, const layout *L, const uint8_t *restrict o,
-                          const int8_t *restrict xq)
+static void prep_32(pl_type t, void *restrict dst, const void *restrict src, int64_t K)
 {
-    __m256i s = _mm256_setzero_si256();
-    if (t == PL_TYPE_Q8_0) {
-        for (int c = 0; c < 8; c++)
-            s = _mm256_dpbusd_epi32(s, _mm256_loadu_si256((const __m256i *)(o + L->q_off + 32 * c)),
-                                    bcast4(xq + 4 * c));
-        return s;
-    }
-    const __m256i m4 = _mm256_set1_epi8(0x0f), b5 = _mm256_set1_epi8(0x10);
-    for (int k = 0; k < 4; k++) {
-        const __m256i v = _mm256_loadu_si256((const __m256i *)(o + L->q_off + 32 * k));
-        __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        if (L->h_off) {
-            uint32_t ml, mh;
-            memcpy(&ml, o + L->h_off + 4 * k, 4);
-            memcpy(&mh, o + L->h_off + 4 * (k + 4), 4);
-            lo = _mm256_or_si256(lo, _mm256_maskz_mov_epi8((__mmask32)ml, b5));
-            hi = _mm256_or_si256(hi, _mm256_maskz_mov_epi8((__mmask32)mh, b5));
-        }
-        s = _mm256_dpbusd_epi32(s, lo, bcast4(xq + 4 * k));
-        s = _mm256_dpbusd_epi32(s, hi, bcast4(xq + 16 + 4 * k));
-    }
-    return s;
-}
-
-/* acc[i] += block b0 + i's term, i < n (n = 8 but in a row's last group). */
-INLINE void blocks(pl_type t, const layout *L, __m256 acc[G], const uint8_t *restrict o,
-                   const pl_block_q8_0 *restrict xb, const int n)
-{
-    for (int i = 0; i < n; i++) {
-        const uint8_t *oi = o + (size_t)i * L->group;
-        const int32_t sx = xsum32(xb[i].qs);
-        __m256i is = isum_block(t, L, oi, xb[i].qs);
-        if (L->offset) is = _mm256_sub_epi32(is, _mm256_set1_epi32(L->offset * sx));
-        const __m256 dx = _mm256_set1_ps(_cvtsh_ss(ld16(&xb[i].d)));
-        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)oi));
-        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(dw, dx), acc[i]);
-        if (L->m_off) {
-            const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(oi + L->m_off)));
-            acc[i] = _mm256_fmadd_ps(_mm256_set1_ps((float)sx), _mm256_mul_ps(mw, dx), acc[i]);
-        }
-    }
-}
-
-/* One token (decode): each weight feeds dpbusd straight from memory. */
-INLINE void gemv_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
-{
-    (void)w_row_bytes;
     const layout L = layout_of(t);
-    const int64_t nb = K / 32;
-    for (int64_t g = r0 / G; g * G < r1; g++) {
-        const uint8_t *base = (const uint8_t *)w + (size_t)g * (size_t)nb * L.group;
-        const int64_t lo = r0 > g * G ? r0 - g * G : 0, hi = r1 < (g + 1) * G ? r1 - g * G : G;
-        for (int64_t tk = 0; tk < T; tk++) {
-            const pl_block_q8_0 *xb =
-                (const pl_block_q8_0 *)((const uint8_t *)x + (size_t)tk * x_row_bytes);
-            __m256 acc[G];
-            for (int i = 0; i < G; i++) acc[i] = _mm256_setzero_ps();
-            int64_t b = 0;
-            for (; b + G <= nb; b += G) {
-                /* the hardware prefetcher alone leaves interleaved rows latency-bound */
-                const uint8_t *next = base + (size_t)(b + 2 * G) * L.group;
-                for (size_t c = 0; c < G * L.group; c += 64)
-                    _mm_prefetch((const char *)next + c, _MM_HINT_T0);
-                blocks(t, &L, acc, base + (size_t)b * L.group, xb + b, G);
-            }
-            switch (nb - b) {
-#define TAIL(n)                                                                                    \
-    case n:                                                                                        \
-        blocks(t, &L, acc, base + (size_t)b * L.group, xb + b, n);                                 \
-        break;
-                TAIL(1)
-                TAIL(2)
-                TAIL(3)
-                TAIL(4)
-                TAIL(5)
-                TAIL(6) TAIL(7)
-#undef TAIL
-                    default : break;
-            }
-            const __m256 v = _mm256_add_ps(
-                _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
-                _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
-            float out[G];
-            _mm256_storeu_ps(out, v);
-            for (int64_t r = lo; r < hi; r++) y[tk * ldy + g * G + r] = out[r];
+    const int64_t nb = K / 32, np = pairs_of(K);
+    const pl_block_q8_0 *xb = src;
+    uint8_t *q = dst;
+    int32_t *corr = (int32_t *)(void *)(q + 64 * np);
+    float *sx = (float *)(void *)(q + 72 * np), *dx = (float *)(void *)(q + 80 * np);
+    for (int64_t b = 0; b < 2 * np; b++) {
+        uint8_t *o = q + 64 * (b / 2) + 4 * (b % 2);
+        if (b == nb) { /* the pad block */
+            for (int c = 0; c < 8; c++) memset(o + 8 * c, 0, 4);
+            corr[b] = 0;
+            sx[b] = dx[b] = 0.0f;
+            continue;
         }
+        for (int c = 0; c < 8; c++) memcpy(o + 8 * c, xb[b].qs + 4 * c, 4);
+        const int32_t s = xsum32(xb[b].qs);
+        corr[b] = L.offset * s;
+        sx[b] = (float)s;
+        dx[b] = _cvtsh_ss(ld16(&xb[b].d));
     }
 }
 
-/* ---- GEMM: tiles of tokens ------------------------------------------------------------ */
+/* ---- matmul --------------------------------------------------------------------------- */
 
-/* What a block's float term needs from the activation side, computed once per token block
- * per call instead of once per row group: the offset correction (offset * block sum), the
- * block sum as a float (Q4_1/Q5_1's min term) and the scale as a float. */
-typedef struct xinfo {
-    int32_t *corr;
-    float *sx, *dx;
-} xinfo;
-
-/* Tokens per register tile, and the stack budget of the per-call activation tables. */
-#define NT     6
-#define XBYTES (48 * 1024)
-
-static void xinfo_fill(const layout *L, xinfo *xi, const uint8_t *x, size_t x_row_bytes, int64_t nb,
-                       int64_t n)
+static inline __m512i bq(const void *p)
 {
-    for (int64_t k = 0; k < n; k++) {
-        const pl_block_q8_0 *xb = (const pl_block_q8_0 *)(x + (size_t)k * x_row_bytes);
-        for (int64_t b = 0; b < nb; b++) {
-            const int32_t s = xsum32(xb[b].qs);
-            xi->corr[k * nb + b] = L->offset * s;
-            xi->sx[k * nb + b] = (float)s;
-            xi->dx[k * nb + b] = _cvtsh_ss(ld16(&xb[b].d));
-        }
-    }
+    int64_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm512_set1_epi64(v);
 }
 
-/* acc[k] += block o's term for the tile's n tokens (block index b in each token's row). */
-INLINE void tile_block(pl_type t, const layout *L, const uint8_t *restrict o,
-                       const pl_block_q8_0 *const *xb, const xinfo *xi, int64_t nb, int64_t b,
-                       const int n, __m256 acc[NT])
+static inline __m512 bqf(const void *p)
 {
-    __m256i is[NT];
-    for (int k = 0; k < n; k++) is[k] = _mm256_setzero_si256();
+    double v;
+    memcpy(&v, p, sizeof v);
+    return _mm512_castpd_ps(_mm512_set1_pd(v));
+}
+
+static inline __m512 f16x16(const uint8_t *p)
+{
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+
+/* Weight vector j (< 8) of a pair unit, unsigned, fifth bits merged, and the chunk of the
+ * prepared activations it multiplies. */
+INLINE __m512i wvec(pl_type t, const layout *L, const uint8_t *restrict o, int j, int *chunk)
+{
     if (t == PL_TYPE_Q8_0) {
-        for (int c = 0; c < 8; c++) {
-            const __m256i w = _mm256_loadu_si256((const __m256i *)(o + L->q_off + 32 * c));
-            for (int k = 0; k < n; k++)
-                is[k] = _mm256_dpbusd_epi32(is[k], w, bcast4(xb[k][b].qs + 4 * c));
-        }
-    } else {
-        const __m256i m4 = _mm256_set1_epi8(0x0f), b5 = _mm256_set1_epi8(0x10);
-        for (int c = 0; c < 4; c++) {
-            const __m256i v = _mm256_loadu_si256((const __m256i *)(o + L->q_off + 32 * c));
-            __m256i lo = _mm256_and_si256(v, m4),
-                    hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-            if (L->h_off) {
-                uint32_t ml, mh;
-                memcpy(&ml, o + L->h_off + 4 * c, 4);
-                memcpy(&mh, o + L->h_off + 4 * (c + 4), 4);
-                lo = _mm256_or_si256(lo, _mm256_maskz_mov_epi8((__mmask32)ml, b5));
-                hi = _mm256_or_si256(hi, _mm256_maskz_mov_epi8((__mmask32)mh, b5));
-            }
-            for (int k = 0; k < n; k++) {
-                is[k] = _mm256_dpbusd_epi32(is[k], lo, bcast4(xb[k][b].qs + 4 * c));
-                is[k] = _mm256_dpbusd_epi32(is[k], hi, bcast4(xb[k][b].qs + 16 + 4 * c));
-            }
-        }
+        *chunk = j;
+        return _mm512_loadu_si512((const void *)(o + L->q_off + 64 * j));
     }
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o));
-    const __m256 mw =
-        L->m_off ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + L->m_off))) : dw;
-    for (int k = 0; k < n; k++) {
-        const int64_t i = k * nb + b;
-        __m256i s = is[k];
-        if (L->offset) s = _mm256_sub_epi32(s, _mm256_set1_epi32(xi->corr[i]));
-        const __m256 dx = _mm256_set1_ps(xi->dx[i]);
-        acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, dx), acc[k]);
-        if (L->m_off)
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(xi->sx[i]), _mm256_mul_ps(mw, dx), acc[k]);
+    const int k = j / 2, hi = j % 2;
+    const __m512i v = _mm512_loadu_si512((const void *)(o + L->q_off + 64 * k));
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    __m512i u = hi ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
+    *chunk = 4 * hi + k;
+    if (L->h_off) {
+        uint64_t m;
+        memcpy(&m, o + L->h_off + 8 * *chunk, 8);
+        u = _mm512_or_si512(u, _mm512_maskz_mov_epi8((__mmask64)m, _mm512_set1_epi8(0x10)));
     }
+    return u;
 }
 
-/* The GEMM over a tile of n <= NT tokens for one group of 8 rows, accumulator by
- * accumulator. Per output element the order of the sum is the GEMV's: accumulator i takes
- * the terms of blocks i, i + 8, i + 16, ... in increasing order with the same float ops, then
- * the same tree. Here each accumulator is finished before the next starts (two at a time,
- * for independent chains), so a tile holds 2 x n accumulators instead of 8 x n and n can be
- * 6: each weight vector is loaded and expanded once for 6 tokens. A token's row is the same
- * bits at any T. */
-INLINE void tile(pl_type t, const layout *L, const uint8_t *restrict base, int64_t nb,
-                 const pl_block_q8_0 *const *xb, const xinfo *xi, const int n, float out[NT][G])
+/* acc + the pair's float terms, given its integer sums (the GEMV's ops, lane by lane). */
+INLINE __m512 pair_term(const layout *L, __m512i is, __m512 dw, __m512 mw, const xrow *x, int64_t p,
+                        __m512 acc)
 {
-    __m256 part[G][NT];
-    for (int i = 0; i < G; i += 2) {
-        __m256 a0[NT], a1[NT];
-        for (int k = 0; k < n; k++) a0[k] = a1[k] = _mm256_setzero_ps();
-        for (int64_t b = i; b < nb; b += G) {
-            tile_block(t, L, base + (size_t)b * L->group, xb, xi, nb, b, n, a0);
-            if (b + 1 < nb)
-                tile_block(t, L, base + (size_t)(b + 1) * L->group, xb, xi, nb, b + 1, n, a1);
+    if (L->offset) is = _mm512_sub_epi32(is, bq(x->corr + 2 * p));
+    const __m512 dx = bqf(x->dx + 2 * p);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(dw, dx), acc);
+    if (L->m_off) acc = _mm512_fmadd_ps(bqf(x->sx + 2 * p), _mm512_mul_ps(mw, dx), acc);
+    return acc;
+}
+
+/* The fixed tree per row from the four pair-class accumulators, rows [lo, hi) stored. */
+INLINE void finish(const __m512 a[4], float *restrict y, int64_t lo, int64_t hi)
+{
+    /* even lanes (a0 + a4) + (a2 + a6), odd lanes (a1 + a5) + (a3 + a7) */
+    const __m512 s = _mm512_add_ps(_mm512_add_ps(a[0], a[2]), _mm512_add_ps(a[1], a[3]));
+    const __m512 f = _mm512_add_ps(s, _mm512_permute_ps(s, 0xb1));
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+    float out[16];
+    _mm512_storeu_ps(out, _mm512_permutexvar_ps(even, f));
+    for (int64_t r = lo; r < hi; r++) y[r] = out[r];
+}
+
+INLINE __m512 gemv_pair(pl_type t, const layout *L, const uint8_t *restrict o, const xrow *x,
+                        int64_t p, __m512 acc)
+{
+    /* the hardware prefetcher alone leaves interleaved rows latency-bound */
+    if ((p & 1) == 0)
+        for (size_t c = 0; c < 2 * L->unit; c += 64)
+            _mm_prefetch((const char *)o + 8 * L->unit + c, _MM_HINT_T0);
+    __m512i is = _mm512_setzero_si512();
+    for (int j = 0; j < 8; j++) {
+        int c;
+        const __m512i w = wvec(t, L, o, j, &c);
+        is = _mm512_dpbusd_epi32(is, w, bq(x->q + 64 * p + 8 * c));
+    }
+    const __m512 dw = f16x16(o), mw = L->m_off ? f16x16(o + L->m_off) : dw;
+    return pair_term(L, is, dw, mw, x, p, acc);
+}
+
+/* One token (decode): pairs in order, so the weights stream through memory once. */
+INLINE void gemv(pl_type t, const layout *L, const uint8_t *restrict base, int64_t np,
+                 const xrow *x, float *restrict y, int64_t lo, int64_t hi)
+{
+    __m512 acc[4];
+    for (int i = 0; i < 4; i++) acc[i] = _mm512_setzero_ps();
+    int64_t p = 0;
+#define PAIR(i) acc[i] = gemv_pair(t, L, base + (size_t)(p + (i)) * L->unit, x, p + (i), acc[i])
+    for (; p + 4 <= np; p += 4) {
+        PAIR(0);
+        PAIR(1);
+        PAIR(2);
+        PAIR(3);
+    }
+    if (p < np) PAIR(0);
+    if (p + 1 < np) PAIR(1);
+    if (p + 2 < np) PAIR(2);
+#undef PAIR
+    finish(acc, y, lo, hi);
+}
+
+/* Tokens per register tile. */
+#define NT 6
+
+/* acc[k] + pair p's terms for the tile's n tokens: each weight vector is loaded and expanded
+ * once for the n tokens. */
+INLINE void tile_pair(pl_type t, const layout *L, const uint8_t *restrict o, const xrow *x,
+                      int64_t p, const int n, __m512 acc[NT])
+{
+    __m512i is[NT];
+    for (int k = 0; k < n; k++) is[k] = _mm512_setzero_si512();
+    for (int j = 0; j < 8; j++) {
+        int c;
+        const __m512i w = wvec(t, L, o, j, &c);
+        for (int k = 0; k < n; k++)
+            is[k] = _mm512_dpbusd_epi32(is[k], w, bq(x[k].q + 64 * p + 8 * c));
+    }
+    const __m512 dw = f16x16(o), mw = L->m_off ? f16x16(o + L->m_off) : dw;
+    for (int k = 0; k < n; k++) acc[k] = pair_term(L, is[k], dw, mw, &x[k], p, acc[k]);
+}
+
+/* A tile of n <= NT tokens x one group of 8 rows, pair class by pair class: class q holds
+ * accumulators 2q and 2q + 1 and takes pairs q, q + 4, q + 8, ... in increasing order, so
+ * each accumulator sees its blocks in the GEMV's order. Two classes at a time give
+ * independent chains; a tile holds 2n accumulators instead of 4n, so n can be 6. */
+INLINE void tile(pl_type t, const layout *L, const uint8_t *restrict base, int64_t np,
+                 const xrow *x, const int n, float *restrict y, int64_t ldy, int64_t lo, int64_t hi)
+{
+    __m512 part[4][NT];
+    for (int q = 0; q < 4; q += 2) {
+        __m512 a0[NT], a1[NT];
+        for (int k = 0; k < n; k++) a0[k] = a1[k] = _mm512_setzero_ps();
+        for (int64_t p = q; p < np; p += 4) {
+            tile_pair(t, L, base + (size_t)p * L->unit, x, p, n, a0);
+            if (p + 1 < np) tile_pair(t, L, base + (size_t)(p + 1) * L->unit, x, p + 1, n, a1);
         }
         for (int k = 0; k < n; k++) {
-            part[i][k] = a0[k];
-            part[i + 1][k] = a1[k];
+            part[q][k] = a0[k];
+            part[q + 1][k] = a1[k];
         }
     }
     for (int k = 0; k < n; k++) {
-        const __m256 v = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(part[0][k], part[4][k]),
-                                                     _mm256_add_ps(part[2][k], part[6][k])),
-                                       _mm256_add_ps(_mm256_add_ps(part[1][k], part[5][k]),
-                                                     _mm256_add_ps(part[3][k], part[7][k])));
-        _mm256_storeu_ps(out[k], v);
+        const __m512 a[4] = {part[0][k], part[1][k], part[2][k], part[3][k]};
+        finish(a, y + k * ldy, lo, hi);
     }
 }
+
+/* Prepared activation bytes per token block: a block sweeps the thread's row groups once
+ * (their weights from L2 or memory), its activations staying in L2. */
+#define XBLOCK_BYTES (384 * 1024)
 
 INLINE void matmul_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
 {
-    if (T == 1) {
-        gemv_packed(t, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-        return;
-    }
     (void)w_row_bytes;
     const layout L = layout_of(t);
-    const int64_t nb = K / 32;
-    /* Token blocks of up to TB tokens whose activation tables fit the stack budget; each
-     * block sweeps the thread's row groups once. */
-    int64_t TB = XBYTES / (12 * nb);
-    if (TB > NT) TB -= TB % NT;
-    if (TB < 1) { /* a row too long for one token's tables: the GEMV, token by token */
-        gemv_packed(t, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-        return;
-    }
-    int32_t tab[XBYTES / 4];
-    xinfo xi = {tab, (float *)(void *)(tab + TB * nb), (float *)(void *)(tab + 2 * TB * nb)};
+    const int64_t np = pairs_of(K);
+    int64_t TB = (int64_t)(XBLOCK_BYTES / x_row_bytes) / NT * NT;
+    if (TB < NT) TB = NT;
     for (int64_t t0 = 0; t0 < T; t0 += TB) {
         const int64_t tn = T - t0 < TB ? T - t0 : TB;
-        const uint8_t *xt = (const uint8_t *)x + (size_t)t0 * x_row_bytes;
-        xinfo_fill(&L, &xi, xt, x_row_bytes, nb, tn);
         for (int64_t g = r0 / G; g * G < r1; g++) {
-            const uint8_t *base = (const uint8_t *)w + (size_t)g * (size_t)nb * L.group;
+            const uint8_t *base = (const uint8_t *)w + (size_t)g * (size_t)np * L.unit;
             const int64_t lo = r0 > g * G ? r0 - g * G : 0, hi = r1 < (g + 1) * G ? r1 - g * G : G;
+            float *yg = y + t0 * ldy + g * G;
+            if (tn == 1) {
+                const xrow x1 = xrow_at((const uint8_t *)x + (size_t)t0 * x_row_bytes, K);
+                gemv(t, &L, base, np, &x1, yg, lo, hi);
+                continue;
+            }
             for (int64_t k0 = 0; k0 < tn; k0 += NT) {
                 const int n = tn - k0 < NT ? (int)(tn - k0) : NT;
-                const pl_block_q8_0 *xb[NT];
+                xrow xr[NT];
                 for (int k = 0; k < n; k++)
-                    xb[k] = (const pl_block_q8_0 *)(xt + (size_t)(k0 + k) * x_row_bytes);
-                const xinfo xk = {xi.corr + k0 * nb, xi.sx + k0 * nb, xi.dx + k0 * nb};
-                float out[NT][G];
+                    xr[k] = xrow_at((const uint8_t *)x + (size_t)(t0 + k0 + k) * x_row_bytes, K);
+                float *yt = yg + k0 * ldy;
                 switch (n) { /* constant tile sizes: the compiler unrolls the token loops */
-#define TILE(c)                                                                                    \
-    case c:                                                                                        \
-        tile(t, &L, base, nb, xb, &xk, c, out);                                                    \
-        break;
-                    TILE(1)
-                    TILE(2) TILE(3) TILE(4) TILE(5) default
-                        : tile(t, &L, base, nb, xb, &xk, NT, out);
-#undef TILE
+                case 1:
+                    gemv(t, &L, base, np, xr, yt, lo, hi);
+                    break;
+                case 2:
+                    tile(t, &L, base, np, xr, 2, yt, ldy, lo, hi);
+                    break;
+                case 3:
+                    tile(t, &L, base, np, xr, 3, yt, ldy, lo, hi);
+                    break;
+                case 4:
+                    tile(t, &L, base, np, xr, 4, yt, ldy, lo, hi);
+                    break;
+                case 5:
+                    tile(t, &L, base, np, xr, 5, yt, ldy, lo, hi);
+                    break;
+                default:
+                    tile(t, &L, base, np, xr, NT, yt, ldy, lo, hi);
+                    break;
                 }
-                for (int k = 0; k < n; k++)
-                    for (int64_t r = lo; r < hi; r++)
-                        y[(t0 + k0 + k) * ldy + g * G + r] = out[k][r];
             }
         }
     }
@@ -407,11 +408,16 @@ INLINE void matmul_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
     {                                                                                              \
         pack_32(TYPE, dst, src, srb, K, R);                                                        \
     }                                                                                              \
+    static void prep_##tname(void *restrict dst, const void *restrict src, int64_t K)              \
+    {                                                                                              \
+        prep_32(TYPE, dst, src, K);                                                                \
+    }                                                                                              \
     static void matmul_##tname(PL_AVX512_MATMUL_ARGS)                                              \
     {                                                                                              \
         matmul_packed(TYPE, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);                 \
     }                                                                                              \
-    const pl_repack pl_repack_##tname##_avx512 = {size_##tname, pack_##tname, matmul_##tname};
+    const pl_repack pl_repack_##tname##_avx512 = {size_##tname, pack_##tname, matmul_##tname,      \
+                                                  xrow_bytes, prep_##tname};
 
 REPACK(q4_0, PL_TYPE_Q4_0)
 REPACK(q4_1, PL_TYPE_Q4_1)

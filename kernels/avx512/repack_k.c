@@ -156,7 +156,7 @@ static void matmul_q4_k_packed(PL_AVX512_MATMUL_ARGS)
     }
 }
 
-const pl_repack pl_repack_q4_k_avx512 = {size_q4_k, pack_q4_k, matmul_q4_k_packed};
+const pl_repack pl_repack_q4_k_avx512 = {size_q4_k, pack_q4_k, matmul_q4_k_packed, NULL, NULL};
 
 /* ---- Q6_K ----------------------------------------------------------------------------- */
 
@@ -258,4 +258,4 @@ static void matmul_q6_k_packed(PL_AVX512_MATMUL_ARGS)
     }
 }
 
-const pl_repack pl_repack_q6_k_avx512 = {size_q6_k, pack_q6_k, matmul_q6_k_packed};
+const pl_repack pl_repack_q6_k_avx512 = {size_q6_k, pack_q6_k, matmul_q6_k_packed, NULL, NULL};
