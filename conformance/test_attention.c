@@ -139,7 +139,7 @@ static void describe(char *buf, size_t size, const attn_case *c)
 static float *run_all(const struct pl_kernels *ks, const pl_attn_args *a)
 {
     float *out = malloc((size_t)(a->T * a->H * a->D > 0 ? a->T * a->H * a->D : 1) * sizeof *out);
-    float *scratch = malloc((size_t)(a->N > 0 ? a->N : 1) * sizeof *scratch);
+    float *scratch = malloc(PL_ATTN_SCRATCH(a->N, a->D) * sizeof *scratch);
     ks->attention(out, a, 0, a->H, scratch);
     free(scratch);
     return out;
@@ -299,7 +299,8 @@ static void attention_f16_exhaustive(const struct pl_kernels *ks, void *ctx)
     if (!ks->attention) return;
     const int64_t D = 65536;
     pl_f16 *k = calloc((size_t)D, sizeof *k), *v = malloc((size_t)D * sizeof *v);
-    float *q = calloc((size_t)D, sizeof *q), *out = malloc((size_t)D * sizeof *out), scratch[1];
+    float *q = calloc((size_t)D, sizeof *q), *out = malloc((size_t)D * sizeof *out);
+    float *scratch = malloc(PL_ATTN_SCRATCH(1, D) * sizeof *scratch);
     for (int64_t d = 0; d < D; d++) v[d] = (pl_f16)d;
     int32_t pos = 0;
     pl_attn_args a = {.T = 1,
@@ -323,7 +324,7 @@ static void attention_f16_exhaustive(const struct pl_kernels *ks, void *ctx)
     TU_CHECK(bad < 0, "set %s: f16 V entry 0x%04x read as %.9g, want %.9g", ks->name,
              (unsigned)(bad < 0 ? 0 : bad), bad < 0 ? 0.0 : out[bad],
              bad < 0 ? 0.0 : pl_f16_to_f32((pl_f16)bad));
-    free(k), free(v), free(q), free(out);
+    free(k), free(v), free(q), free(out), free(scratch);
 }
 
 /* Every output row of a T-query batch equals, bit for bit, the same row computed alone, the
@@ -346,7 +347,7 @@ static void batch_case(const struct pl_kernels *ks, int64_t T, pl_type kv, int64
     const int64_t row = c.H * c.D;
     float *batch = run_all(ks, &d.a);
     float *one = malloc((size_t)row * sizeof *one);
-    float *scratch = malloc((size_t)c.N * sizeof *scratch);
+    float *scratch = malloc(PL_ATTN_SCRATCH(c.N, c.D) * sizeof *scratch);
     int64_t bad_alone = -1, bad_prefix = -1;
     for (int64_t t = 0; t < T; t++) {
         pl_attn_args a1 = d.a;

@@ -68,7 +68,9 @@ typedef struct pl_attn_args {
     int64_t n_sinks;       /* first n_sinks entries always visible (when causally allowed) */
     float scale;           /* usually 1/sqrt(D) */
 } pl_attn_args;
-/* out[t][h][d] for query heads h in [h0, h1), all t. scratch holds N floats. */
+/* out[t][h][d] for query heads h in [h0, h1), all t. scratch holds PL_ATTN_SCRATCH(N, D)
+ * floats. */
+#define PL_ATTN_SCRATCH(N, D) (33 * ((size_t)(N) + 16) + 16 * (size_t)(D))
 typedef void (*pl_attention_fn)(float *restrict out, const pl_attn_args *a, int64_t h0, int64_t h1,
                                 float *restrict scratch);
 

@@ -33,7 +33,7 @@ typedef struct scratch {
     void *xq;           /* (T, K) activations quantized to a dot type, K <= max(E, F, H*D) */
     size_t xq_row;      /* bytes of one quantized row at the largest K */
     void *xp;           /* (T, K) the quantized rows prepared for a repacked layout */
-    float *att_scratch; /* (threads, cap) */
+    float *att_scratch; /* (threads, PL_ATTN_SCRATCH(cap, D)) */
     int32_t *q_pos;     /* (T) */
     size_t bytes;
 } scratch;
@@ -178,7 +178,8 @@ typedef struct att_job {
 static void att_worker(void *ctx, int64_t h0, int64_t h1, int thread)
 {
     att_job *j = ctx;
-    float *buf = j->ss->s.att_scratch + (size_t)thread * (size_t)j->ss->kv.cap;
+    float *buf = j->ss->s.att_scratch +
+                 (size_t)thread * PL_ATTN_SCRATCH(j->ss->kv.cap, j->ss->m->hp.head_dim);
     j->ss->kt.k.attention(j->out, &j->a, h0, h1, buf);
 }
 
@@ -258,7 +259,8 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
         .n_sinks = ss->kv.n_sinks,
         .scale = (float)(1.0 / sqrt((double)D)),
     };
-    pl_pool_run(ss->pool, att_worker, &j, H, 1);
+    /* whole KV groups per thread where there are enough: their heads share each K/V read */
+    pl_pool_run(ss->pool, att_worker, &j, H, Hkv >= pl_pool_size(ss->pool) ? H / Hkv : 1);
 
     matmul(ss, &L->wo, s->tmp, s->att, T);
     add_into(s->x, s->tmp, T * E);
@@ -386,7 +388,7 @@ static size_t scratch_layout(const pl_hparams *hp, int64_t chunk, int threads, i
         T * KVD * 4,   T * HD * 4,
         T * tmp_w * 4, T * F * 4,
         T * F * 4,     T * F * 4,
-        T * *xq_row,   (size_t)threads * (size_t)cap * 4,
+        T * *xq_row,   (size_t)threads * PL_ATTN_SCRATCH(cap, D) * 4,
         T * 4,         T * PL_REPACK_X_ROW_MAX(Kmax),
     };
     size_t total = 0;

@@ -256,9 +256,8 @@ INLINE void finish(const __m512 a[4], float *restrict y, int64_t lo, int64_t hi)
     const __m512 s = _mm512_add_ps(_mm512_add_ps(a[0], a[2]), _mm512_add_ps(a[1], a[3]));
     const __m512 f = _mm512_add_ps(s, _mm512_permute_ps(s, 0xb1));
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-    float out[16];
-    _mm512_storeu_ps(out, _mm512_permutexvar_ps(even, f));
-    for (int64_t r = lo; r < hi; r++) y[r] = out[r];
+    const __mmask8 rows = (__mmask8)((0xffu << lo) & (0xffu >> (G - hi)));
+    _mm256_mask_storeu_ps(y, rows, _mm512_castps512_ps256(_mm512_permutexvar_ps(even, f)));
 }
 
 INLINE __m512 gemv_pair(pl_type t, const layout *L, const uint8_t *restrict o, const xrow *x,

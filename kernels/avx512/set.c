@@ -17,7 +17,7 @@ const struct pl_kernels pl_kernels_avx512 = {
     .rmsnorm = rmsnorm_avx2,
     .softmax = softmax_avx2,
     .swiglu = swiglu_avx2,
-    .attention = attention_avx2,
+    .attention = attention_avx512,
     .quantize_row =
         {
             [PL_TYPE_Q8_0] = quantize_row_q8_0_avx512,
