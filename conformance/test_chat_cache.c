@@ -267,7 +267,7 @@ static void overflow_returns_context_full_and_changes_nothing(void)
     /* and it is still usable: the same conversation continues on the fast path */
     char next[1024];
     k = snprintf(next, sizeof next, "%.*s<|im_end|>\n", (int)len0, text0);
-    CU_ASSERT_EQUAL(pl_chat(s, next, (size_t)k, NULL, &gp, NULL, NULL, &st, &e), PL_OK);
+    CU_ASSERT_EQUAL(pl_chat(s, next, k, NULL, &gp, NULL, NULL, &st, &e), PL_OK);
     CU_ASSERT_EQUAL(st.path, PL_CHAT_FAST);
     free(ids0);
     free(text0);
@@ -309,14 +309,17 @@ static void end_of_turn_token_is_not_kept_and_the_template_adds_it(void)
                 CU_ASSERT(!pl_vocab_is_eog(bpe, ids[i]));
             TU_CHECK(len == strlen(USER1) + out.len,
                      "the end-of-turn token left text in the history");
+            /* by memcpy, not "%.*s": a random model's reply may hold a NUL byte */
+            static const char tail[] =
+                "<|im_end|>\n<|im_start|>user\nok<|im_end|>\n<|im_start|>assistant\n";
             char next[16384];
-            int k =
-                snprintf(next, sizeof next,
-                         "%.*s<|im_end|>\n<|im_start|>user\nok<|im_end|>\n<|im_start|>assistant\n",
-                         (int)len, text);
+            CU_ASSERT_FATAL(len + sizeof tail <= sizeof next);
+            memcpy(next, text, len);
+            memcpy(next + len, tail, sizeof tail);
+            size_t k = len + sizeof tail - 1;
             int64_t n_before = n;
             gp.max_tokens = 0;
-            CU_ASSERT_EQUAL(pl_chat(s, next, (size_t)k, NULL, &gp, NULL, NULL, &st, &e), PL_OK);
+            CU_ASSERT_EQUAL(pl_chat(s, next, k, NULL, &gp, NULL, NULL, &st, &e), PL_OK);
             CU_ASSERT_EQUAL(st.path, PL_CHAT_FAST);
             pl_session_history(s, &ids, &n, NULL, NULL, NULL);
             TU_CHECK(n > n_before && ids[n_before] == im_end,
