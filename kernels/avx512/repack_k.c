@@ -1,32 +1,45 @@
 /* repack_k.c — the avx512 set's repacked layout for Q4_K and Q6_K and its matmul: 8 rows
- * interleaved so that a vector lane is a row. Not a new format: a permutation of the bytes.
+ * interleaved, 8 bytes of each, so that a 512-bit vector holds 8 rows x 2 four-byte chunks.
+ * Not a new format: a permutation of the bytes.
  *
  * Layout, per group of 8 rows, per super-block (the same bytes as 8 ggml super-blocks):
  *   Q4_K: d[8] f16, dmin[8] f16, scales as 3 u32 words per row (s0[8], s1[8], s2[8]), then
- *         4 x 8 vectors of 32 bytes: byte 4r + e of vector (p, k) is row r's qs[32p + 4k + e]
- *         (low nibbles: elements 64p + 4k + e; high nibbles: 64p + 32 + 4k + e).
- *   Q6_K: d[8] f16, scales[16][8] int8 (sub-block major), then ql as 2 x 16 vectors (byte
- *         4r + e of vector (h, k) is row r's ql[64h + 4k + e], k < 16) and qh as 2 x 8
- *         vectors (row r's qh[32h + 4k + e]).
+ *         16 vectors of 64 bytes: bytes 8r..8r+7 of vector 4p + m are row r's
+ *         qs[32p + 8m .. 32p + 8m + 7] (low nibbles: elements 64p + 8m + i; high nibbles:
+ *         64p + 32 + 8m + i).
+ *   Q6_K: d[8] f16, scales[16][8] int8 (sub-block major), then ql as 2 x 8 vectors (bytes
+ *         8r.. of vector (h, k) are row r's ql[64h + 8k ..], k < 8) and qh as 2 x 4 vectors
+ *         (row r's qh[32h + 8k ..]).
+ * Lane 2r + c of a vector is row r's chunk c of the 8 bytes, so one 64-bit broadcast of 8
+ * consecutive activation bytes meets every row's 8 elements; the two lanes of a row are
+ * added (as integers, after the scales) once per super-block.
+ *
  * Bit-identical to ref (and so to matmul_q.c): each row's super-block integer sums are exact
- * and its float term is formed and summed with ref's operations, one row per lane. */
+ * and its float term is formed and summed with ref's operations, one row per lane. A tile of
+ * up to NT tokens shares each weight vector's load and unpacking; every token keeps its own
+ * accumulators, so a token's row is the same bits at any T. */
 #include <immintrin.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "avx512.h"
 
-#define G 8
+#define G      8
+#define NT     4 /* tokens per tile */
+#define INLINE static inline __attribute__((always_inline))
 
-static inline __m256i bcast4(const int8_t *p)
+static inline __m512i bq(const void *p)
+{
+    int64_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm512_set1_epi64(v);
+}
+
+static inline __m256i bd(const void *p)
 {
     int32_t v;
     memcpy(&v, p, sizeof v);
     return _mm256_set1_epi32(v);
-}
-
-static inline __m256i dp(__m256i acc, __m256i u, const int8_t *x)
-{
-    return _mm256_dpbusd_epi32(acc, u, bcast4(x));
 }
 
 static inline __m256 f16x8(const uint8_t *p)
@@ -39,12 +52,32 @@ static inline __m256i ld(const uint8_t *p)
     return _mm256_loadu_si256((const __m256i *)p);
 }
 
-/* Writes the 4-byte chunks of the 8 rows' byte arrays interleaved: out[32k + 4r + e] =
- * row r's src[4k + e], for k < n_chunks. */
-static void interleave4(uint8_t *out, const uint8_t *const rows[G], size_t off, int n_chunks)
+static inline __m512i ldz(const uint8_t *p)
+{
+    return _mm512_loadu_si512((const void *)p);
+}
+
+/* Each int32 lane of v twice: lane 2r + c of the result is lane r of v. */
+static inline __m512i dup32(__m256i v)
+{
+    const __m512i idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    return _mm512_permutexvar_epi32(idx, _mm512_castsi256_si512(v));
+}
+
+/* Row r's two lanes added: lane r of the result is lanes 2r + 2r + 1 of v (exact). */
+static inline __m256i pairsum(__m512i v)
+{
+    const __m512i s = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB));
+    const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_castsi512_si256(_mm512_permutexvar_epi32(idx, s));
+}
+
+/* Writes the 8-byte chunks of the 8 rows' byte arrays interleaved: out[64k + 8r + e] =
+ * row r's src[8k + e], for k < n_chunks. */
+static void interleave8(uint8_t *out, const uint8_t *const rows[G], size_t off, int n_chunks)
 {
     for (int k = 0; k < n_chunks; k++)
-        for (int r = 0; r < G; r++) memcpy(out + 32 * k + 4 * r, rows[r] + off + 4 * k, 4);
+        for (int r = 0; r < G; r++) memcpy(out + 64 * k + 8 * r, rows[r] + off + 8 * k, 8);
 }
 
 /* The super-block b of each of the group's 8 rows (zeros past R). */
@@ -63,6 +96,52 @@ static size_t packed_size(int64_t K, int64_t R, size_t group_bytes)
 {
     return (size_t)((R + G - 1) / G) * (size_t)(K / PL_QK_K) * group_bytes;
 }
+
+/* Token blocks: a block sweeps the thread's row groups once, its activations staying in L2. */
+#define XBLOCK_BYTES (384 * 1024)
+
+/* The tile loop shared by both types: groups of the thread's rows, tokens in blocks that stay
+ * in L2, tiles of NT tokens (constant sizes, so the token loops unroll). */
+#define K_DRIVER(fn, GROUP_BYTES)                                                                  \
+    do {                                                                                           \
+        (void)w_row_bytes;                                                                         \
+        const int64_t nb = K / PL_QK_K;                                                            \
+        int64_t TB = (int64_t)(XBLOCK_BYTES / x_row_bytes) / NT * NT;                              \
+        if (TB < NT) TB = NT;                                                                      \
+        for (int64_t t0 = 0; t0 < T; t0 += TB) {                                                   \
+            const int64_t tn = T - t0 < TB ? T - t0 : TB;                                          \
+            for (int64_t g = r0 / G; g * G < r1; g++) {                                            \
+                const uint8_t *base = (const uint8_t *)w + (size_t)g * (size_t)nb * (GROUP_BYTES); \
+                const int64_t lo = r0 > g * G ? r0 - g * G : 0,                                    \
+                              hi = r1 < (g + 1) * G ? r1 - g * G : G;                              \
+                const __mmask8 rows = (__mmask8)((0xffu << lo) & (0xffu >> (G - hi)));             \
+                for (int64_t k0 = 0; k0 < tn; k0 += NT) {                                          \
+                    const int n = tn - k0 < NT ? (int)(tn - k0) : NT;                              \
+                    const pl_block_q8_k *xb[NT];                                                   \
+                    for (int k = 0; k < n; k++)                                                    \
+                        xb[k] = (const pl_block_q8_k *)((const uint8_t *)x +                       \
+                                                        (size_t)(t0 + k0 + k) * x_row_bytes);      \
+                    __m256 s[NT];                                                                  \
+                    switch (n) {                                                                   \
+                    case 1:                                                                        \
+                        fn(base, nb, xb, 1, s);                                                    \
+                        break;                                                                     \
+                    case 2:                                                                        \
+                        fn(base, nb, xb, 2, s);                                                    \
+                        break;                                                                     \
+                    case 3:                                                                        \
+                        fn(base, nb, xb, 3, s);                                                    \
+                        break;                                                                     \
+                    default:                                                                       \
+                        fn(base, nb, xb, NT, s);                                                   \
+                        break;                                                                     \
+                    }                                                                              \
+                    for (int k = 0; k < n; k++)                                                    \
+                        _mm256_mask_storeu_ps(y + (t0 + k0 + k) * ldy + g * G, rows, s[k]);        \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
 
 /* ---- Q4_K ----------------------------------------------------------------------------- */
 
@@ -89,71 +168,80 @@ static void pack_q4_k(void *restrict dst, const void *restrict src, size_t srb, 
                 memcpy(o + 16 + 2 * r, &blk->dmin, 2);
                 for (int w = 0; w < 3; w++) memcpy(o + 32 + 32 * w + 4 * r, blk->scales + 4 * w, 4);
             }
-            interleave4(o + 128, rows, offsetof(pl_block_q4_k, qs), 32);
+            interleave8(o + 128, rows, offsetof(pl_block_q4_k, qs), 16);
         }
+}
+
+/* s[k] = the n tokens' dots with the group's 8 rows, super-block by super-block as ref. */
+INLINE void tile_q4_k(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
+                      const int n, __m256 s[NT])
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m256i m6 = _mm256_set1_epi32(63), m4d = _mm256_set1_epi32(0x0f),
+                  m2d = _mm256_set1_epi32(3);
+    for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *o = base + (size_t)b * Q4K_GROUP;
+        /* the hardware prefetcher alone leaves interleaved rows latency-bound */
+        for (size_t c = 0; c < Q4K_GROUP; c += 64)
+            _mm_prefetch((const char *)o + 2 * Q4K_GROUP + c, _MM_HINT_T0);
+        /* scales (duplicated per lane pair) and mins (int16, twice per int32: (m, m)) */
+        const __m256i s0 = ld(o + 32), s1 = ld(o + 64), s2 = ld(o + 96);
+        __m512i sc[8];
+        __m256i mm[8];
+        for (int j = 0; j < 4; j++) {
+            const __m256i a = _mm256_and_si256(_mm256_srli_epi32(s0, 8 * j), m6);
+            const __m256i c = _mm256_or_si256(
+                _mm256_and_si256(_mm256_srli_epi32(s2, 8 * j), m4d),
+                _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(s0, 8 * j + 6), m2d), 4));
+            const __m256i ma = _mm256_and_si256(_mm256_srli_epi32(s1, 8 * j), m6);
+            const __m256i mc = _mm256_or_si256(
+                _mm256_and_si256(_mm256_srli_epi32(s2, 8 * j + 4), m4d),
+                _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(s1, 8 * j + 6), m2d), 4));
+            sc[j] = dup32(a);
+            sc[j + 4] = dup32(c);
+            mm[j] = _mm256_or_si256(ma, _mm256_slli_epi32(ma, 16));
+            mm[j + 4] = _mm256_or_si256(mc, _mm256_slli_epi32(mc, 16));
+        }
+        __m512i isum[NT];
+        for (int k = 0; k < n; k++) isum[k] = _mm512_setzero_si512();
+        for (int p = 0; p < 4; p++) {
+            __m512i a[NT], c[NT];
+            for (int k = 0; k < n; k++) a[k] = c[k] = _mm512_setzero_si512();
+            for (int m = 0; m < 4; m++) {
+                const __m512i v = ldz(o + 128 + 64 * (4 * p + m));
+                const __m512i lo = _mm512_and_si512(v, m4);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                for (int k = 0; k < n; k++) {
+                    const int8_t *xq = xb[k][b].qs + 64 * p + 8 * m;
+                    a[k] = _mm512_dpbusd_epi32(a[k], lo, bq(xq));
+                    c[k] = _mm512_dpbusd_epi32(c[k], hi, bq(xq + 32));
+                }
+            }
+            for (int k = 0; k < n; k++) {
+                isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(a[k], sc[2 * p]));
+                isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(c[k], sc[2 * p + 1]));
+            }
+        }
+        const __m256 dw = f16x8(o), dmw = f16x8(o + 16);
+        for (int k = 0; k < n; k++) {
+            /* summs = sum_j m_j (bsums[2j] + bsums[2j + 1]): pairs (m_j, m_j) . bsums[2j..] */
+            __m256i summs = _mm256_setzero_si256();
+            for (int j = 0; j < 8; j++)
+                summs = _mm256_dpwssd_epi32(summs, mm[j], bd(xb[k][b].bsums + 2 * j));
+            const __m256 dx = _mm256_set1_ps(xb[k][b].d);
+            const __m256 d = _mm256_mul_ps(dw, dx), dmin = _mm256_mul_ps(dmw, dx);
+            const __m256 term =
+                _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(pairsum(isum[k]))),
+                              _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(summs)));
+            s[k] = _mm256_add_ps(s[k], term);
+        }
+    }
 }
 
 static void matmul_q4_k_packed(PL_AVX512_MATMUL_ARGS)
 {
-    (void)w_row_bytes;
-    const int64_t nb = K / PL_QK_K;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m6 = _mm256_set1_epi32(63),
-                  m4d = _mm256_set1_epi32(0x0f), m2d = _mm256_set1_epi32(3);
-    for (int64_t g = r0 / G; g * G < r1; g++) {
-        const uint8_t *base = (const uint8_t *)w + (size_t)g * (size_t)nb * Q4K_GROUP;
-        const int64_t lo = r0 > g * G ? r0 - g * G : 0, hi = r1 < (g + 1) * G ? r1 - g * G : G;
-        for (int64_t tk = 0; tk < T; tk++) {
-            const pl_block_q8_k *xb =
-                (const pl_block_q8_k *)((const uint8_t *)x + (size_t)tk * x_row_bytes);
-            __m256 s = _mm256_setzero_ps();
-            for (int64_t b = 0; b < nb; b++) {
-                const uint8_t *o = base + (size_t)b * Q4K_GROUP;
-                const int8_t *xq = xb[b].qs;
-                for (size_t c = 0; c < Q4K_GROUP; c += 64)
-                    _mm_prefetch((const char *)o + 2 * Q4K_GROUP + c, _MM_HINT_T0);
-                const __m256i s0 = ld(o + 32), s1 = ld(o + 64), s2 = ld(o + 96);
-                __m256i sc[8], mn[8];
-                for (int j = 0; j < 4; j++) {
-                    sc[j] = _mm256_and_si256(_mm256_srli_epi32(s0, 8 * j), m6);
-                    mn[j] = _mm256_and_si256(_mm256_srli_epi32(s1, 8 * j), m6);
-                    sc[j + 4] = _mm256_or_si256(
-                        _mm256_and_si256(_mm256_srli_epi32(s2, 8 * j), m4d),
-                        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(s0, 8 * j + 6), m2d),
-                                          4));
-                    mn[j + 4] = _mm256_or_si256(
-                        _mm256_and_si256(_mm256_srli_epi32(s2, 8 * j + 4), m4d),
-                        _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(s1, 8 * j + 6), m2d),
-                                          4));
-                }
-                __m256i isum = _mm256_setzero_si256(), summs = _mm256_setzero_si256();
-                for (int p = 0; p < 4; p++) {
-                    __m256i a = _mm256_setzero_si256(), c = _mm256_setzero_si256();
-                    for (int k = 0; k < 8; k++) {
-                        const __m256i v = ld(o + 128 + 256 * p + 32 * k);
-                        a = dp(a, _mm256_and_si256(v, m4), xq + 64 * p + 4 * k);
-                        c = dp(c, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
-                               xq + 64 * p + 32 + 4 * k);
-                    }
-                    isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(a, sc[2 * p]));
-                    isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(c, sc[2 * p + 1]));
-                }
-                for (int j = 0; j < 8; j++)
-                    summs = _mm256_add_epi32(
-                        summs,
-                        _mm256_mullo_epi32(
-                            mn[j], _mm256_set1_epi32(xb[b].bsums[2 * j] + xb[b].bsums[2 * j + 1])));
-                const __m256 dx = _mm256_set1_ps(xb[b].d);
-                const __m256 d = _mm256_mul_ps(f16x8(o), dx),
-                             dmin = _mm256_mul_ps(f16x8(o + 16), dx);
-                const __m256 term = _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(isum)),
-                                                  _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(summs)));
-                s = _mm256_add_ps(s, term);
-            }
-            float out[G];
-            _mm256_storeu_ps(out, s);
-            for (int64_t r = lo; r < hi; r++) y[tk * ldy + g * G + r] = out[r];
-        }
-    }
+    K_DRIVER(tile_q4_k, Q4K_GROUP);
 }
 
 const pl_repack pl_repack_q4_k_avx512 = {size_q4_k, pack_q4_k, matmul_q4_k_packed, NULL, NULL};
@@ -182,80 +270,85 @@ static void pack_q6_k(void *restrict dst, const void *restrict src, size_t srb, 
                 memcpy(o + 2 * r, &blk->d, 2);
                 for (int j = 0; j < 16; j++) o[16 + 8 * j + r] = (uint8_t)blk->scales[j];
             }
-            interleave4(o + 144, rows, offsetof(pl_block_q6_k, ql), 32);
-            interleave4(o + 144 + 1024, rows, offsetof(pl_block_q6_k, qh), 16);
+            interleave8(o + 144, rows, offsetof(pl_block_q6_k, ql), 16);
+            interleave8(o + 144 + 1024, rows, offsetof(pl_block_q6_k, qh), 8);
         }
+}
+
+INLINE void tile_q6_k(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
+                      const int n, __m256 s[NT])
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x03);
+    for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *o = base + (size_t)b * Q6K_GROUP;
+        const uint8_t *ql = o + 144, *qh = o + 144 + 1024;
+        for (size_t c = 0; c < Q6K_GROUP; c += 64)
+            _mm_prefetch((const char *)o + 2 * Q6K_GROUP + c, _MM_HINT_T0);
+        /* isum = sum_j sc_j (S_j - 32 bsums_j): the lanes carry sum_j sc_j S_j, and
+         * corr = sum_j sc_j bsums_j per row comes from int16 pairs (sc_2i, sc_2i+1). */
+        __m512i isum[NT];
+        for (int k = 0; k < n; k++) isum[k] = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++)
+            for (int half = 0; half < 2; half++) {
+                /* l = 8m + 4c + e with m in {2 half, 2 half + 1}: sub-blocks 8h + 2i + half */
+                __m512i acc[NT][4];
+                for (int k = 0; k < n; k++)
+                    for (int i = 0; i < 4; i++) acc[k][i] = _mm512_setzero_si512();
+                for (int mm = 0; mm < 2; mm++) {
+                    const int m = 2 * half + mm;
+                    const __m512i a = ldz(ql + 512 * h + 64 * m);
+                    const __m512i c = ldz(ql + 512 * h + 256 + 64 * m);
+                    const __m512i hb = ldz(qh + 256 * h + 64 * m);
+                    const __m512i q[4] = {
+                        _mm512_or_si512(_mm512_and_si512(a, m4),
+                                        _mm512_slli_epi16(_mm512_and_si512(hb, m2), 4)),
+                        _mm512_or_si512(
+                            _mm512_and_si512(c, m4),
+                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, 2), m2), 4)),
+                        _mm512_or_si512(
+                            _mm512_and_si512(_mm512_srli_epi16(a, 4), m4),
+                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, 4), m2), 4)),
+                        _mm512_or_si512(
+                            _mm512_and_si512(_mm512_srli_epi16(c, 4), m4),
+                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, 6), m2), 4)),
+                    };
+                    for (int k = 0; k < n; k++) {
+                        const int8_t *xh = xb[k][b].qs + 128 * h + 8 * m;
+                        for (int i = 0; i < 4; i++)
+                            acc[k][i] = _mm512_dpbusd_epi32(acc[k][i], q[i], bq(xh + 32 * i));
+                    }
+                }
+                for (int i = 0; i < 4; i++) {
+                    const int js = 8 * h + 2 * i + half;
+                    const __m512i sc = _mm512_cvtepi8_epi32(
+                        _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(o + 16 + 8 * js)),
+                                          _mm_loadl_epi64((const __m128i *)(o + 16 + 8 * js))));
+                    for (int k = 0; k < n; k++)
+                        isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(acc[k][i], sc));
+                }
+            }
+        __m256i scp[8]; /* row r's (sc_2i, sc_2i+1) as int16 in int32 lane r */
+        for (int i = 0; i < 8; i++)
+            scp[i] = _mm256_cvtepi8_epi16(
+                _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(o + 16 + 16 * i)),
+                                  _mm_loadl_epi64((const __m128i *)(o + 16 + 16 * i + 8))));
+        const __m256 dw = f16x8(o);
+        for (int k = 0; k < n; k++) {
+            __m256i corr = _mm256_setzero_si256();
+            for (int i = 0; i < 8; i++)
+                corr = _mm256_dpwssd_epi32(corr, scp[i], bd(xb[k][b].bsums + 2 * i));
+            const __m256i is =
+                _mm256_sub_epi32(pairsum(isum[k]), _mm256_slli_epi32(corr, 5)); /* 32 corr */
+            const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xb[k][b].d));
+            s[k] = _mm256_add_ps(s[k], _mm256_mul_ps(d, _mm256_cvtepi32_ps(is)));
+        }
+    }
 }
 
 static void matmul_q6_k_packed(PL_AVX512_MATMUL_ARGS)
 {
-    (void)w_row_bytes;
-    const int64_t nb = K / PL_QK_K;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
-    for (int64_t g = r0 / G; g * G < r1; g++) {
-        const uint8_t *base = (const uint8_t *)w + (size_t)g * (size_t)nb * Q6K_GROUP;
-        const int64_t lo = r0 > g * G ? r0 - g * G : 0, hi = r1 < (g + 1) * G ? r1 - g * G : G;
-        for (int64_t tk = 0; tk < T; tk++) {
-            const pl_block_q8_k *xb =
-                (const pl_block_q8_k *)((const uint8_t *)x + (size_t)tk * x_row_bytes);
-            __m256 s = _mm256_setzero_ps();
-            for (int64_t b = 0; b < nb; b++) {
-                const uint8_t *o = base + (size_t)b * Q6K_GROUP;
-                const uint8_t *ql = o + 144, *qh = o + 144 + 1024;
-                /* the hardware prefetcher alone leaves interleaved rows latency-bound */
-                for (size_t c = 0; c < Q6K_GROUP; c += 64)
-                    _mm_prefetch((const char *)o + 2 * Q6K_GROUP + c, _MM_HINT_T0);
-                const int8_t *xq = xb[b].qs;
-                __m256i isum = _mm256_setzero_si256();
-                for (int h = 0; h < 2; h++)
-                    for (int half = 0; half < 2; half++) {
-                        /* elements 4k.. (k in 4 half .. 4 half + 3) of each 32 of this 128:
-                         * sub-blocks 8h + half (q0), + 2 (q1), + 4 (q2), + 6 (q3) */
-                        __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
-                        for (int kk = 0; kk < 4; kk++) {
-                            const int k = 4 * half + kk;
-                            const __m256i a = ld(ql + 512 * h + 32 * k);
-                            const __m256i c = ld(ql + 512 * h + 256 + 32 * k);
-                            const __m256i hb = ld(qh + 256 * h + 32 * k);
-                            const __m256i q0 =
-                                _mm256_or_si256(_mm256_and_si256(a, m4),
-                                                _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4));
-                            const __m256i q1 = _mm256_or_si256(
-                                _mm256_and_si256(c, m4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2),
-                                                  4));
-                            const __m256i q2 = _mm256_or_si256(
-                                _mm256_and_si256(_mm256_srli_epi16(a, 4), m4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2),
-                                                  4));
-                            const __m256i q3 = _mm256_or_si256(
-                                _mm256_and_si256(_mm256_srli_epi16(c, 4), m4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2),
-                                                  4));
-                            const int8_t *xh = xq + 128 * h + 4 * k;
-                            s0 = dp(s0, q0, xh);
-                            s1 = dp(s1, q1, xh + 32);
-                            s2 = dp(s2, q2, xh + 64);
-                            s3 = dp(s3, q3, xh + 96);
-                        }
-                        const __m256i sv[4] = {s0, s1, s2, s3};
-                        for (int i = 0; i < 4; i++) {
-                            const int js = 8 * h + 2 * i + half; /* sub-block of 16 */
-                            const __m256i sc = _mm256_cvtepi8_epi32(
-                                _mm_loadl_epi64((const __m128i *)(o + 16 + 8 * js)));
-                            const __m256i v =
-                                _mm256_sub_epi32(sv[i], _mm256_set1_epi32(32 * xb[b].bsums[js]));
-                            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(v, sc));
-                        }
-                    }
-                const __m256 d = _mm256_mul_ps(f16x8(o), _mm256_set1_ps(xb[b].d));
-                s = _mm256_add_ps(s, _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum)));
-            }
-            float out[G];
-            _mm256_storeu_ps(out, s);
-            for (int64_t r = lo; r < hi; r++) y[tk * ldy + g * G + r] = out[r];
-        }
-    }
+    K_DRIVER(tile_q6_k, Q6K_GROUP);
 }
 
 const pl_repack pl_repack_q6_k_avx512 = {size_q6_k, pack_q6_k, matmul_q6_k_packed, NULL, NULL};
