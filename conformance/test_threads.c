@@ -63,61 +63,118 @@ static void env_restore(void)
         unsetenv("PLUMB_THREADS");
 }
 
-/* Records what each thread did in one run. */
-#define MAX_T 16
+/* Records what each thread did in one run: every call's range and thread, in a log. */
+#define MAX_T     16
+#define MAX_CALLS 4096
+typedef struct call {
+    int64_t i0, i1;
+    int thread;
+    int on_caller; /* ran on the thread that called pl_pool_run */
+} call;
+
 typedef struct visit {
     _Atomic int *count; /* [n] */
-    _Atomic int calls[MAX_T];
-    int64_t i0[MAX_T], i1[MAX_T];
-    pthread_t tid[MAX_T];
+    pthread_t caller;
+    _Atomic int n_log;
+    call *log; /* [MAX_CALLS]; NULL: not kept */
 } visit;
 
 static void visit_fn(void *ctx, int64_t i0, int64_t i1, int thread)
 {
     visit *v = ctx;
-    atomic_fetch_add(&v->calls[thread], 1);
-    v->i0[thread] = i0;
-    v->i1[thread] = i1;
-    v->tid[thread] = pthread_self();
+    if (v->log) {
+        int k = atomic_fetch_add(&v->n_log, 1);
+        if (k < MAX_CALLS)
+            v->log[k] = (call){i0, i1, thread, pthread_equal(pthread_self(), v->caller)};
+    }
     for (int64_t i = i0; i < i1; i++)
         atomic_fetch_add_explicit(&v->count[i], 1, memory_order_relaxed);
 }
 
-/* Runs one (n, grain) on the pool and checks every index once and each thread's chunk. */
-static int check_run(pl_pool *p, int64_t n, int64_t grain, _Atomic int *count)
+/* The thread whose initial chunk holds item i (-1: none). */
+static int chunk_owner(int64_t n, int64_t grain, int size, int64_t i, int64_t *end)
 {
-    visit v;
-    memset(&v, 0, sizeof v);
-    v.count = count;
-    for (int64_t i = 0; i < n; i++) atomic_store(&count[i], 0);
-    pl_pool_run(p, visit_fn, &v, n, grain);
-    int size = pl_pool_size(p), ok = 1;
+    for (int t = 0; t < size; t++) {
+        int64_t a, b;
+        pl_pool_chunk(n, grain, size, t, &a, &b);
+        if (a <= i && i < b) {
+            *end = b;
+            return t;
+        }
+    }
+    return -1;
+}
+
+/* Checks one run's log: every index once, each call one or more whole grains inside one
+ * thread's chunk, thread 0 on the caller and no other index there, no thread past the number
+ * of grains, and the pool's stolen counter moved by the grains run outside their chunk.
+ * *stolen0 (optional) gets the calls thread 0 ran outside its own chunk. */
+static int check_log(pl_pool *p, const visit *v, int64_t n, int64_t grain, uint64_t stolen_before,
+                     int *stolen0)
+{
+    int size = pl_pool_size(p), ok = 1, n_log = atomic_load(&v->n_log);
+    int64_t g = grain < 1 ? 1 : grain, grains = n > 0 ? (n - 1) / g + 1 : 0;
+    uint64_t stolen = 0;
+    if (stolen0) *stolen0 = 0;
     for (int64_t i = 0; i < n && ok; i++) {
-        int c = atomic_load(&count[i]);
+        int c = atomic_load(&v->count[i]);
         TU_CHECK(c == 1,
                  "size %d n %" PRId64 " grain %" PRId64 ": index %" PRId64 " visited %d times",
                  size, n, grain, i, c);
         ok &= c == 1;
     }
-    for (int t = 0; t < size; t++) {
-        int64_t e0, e1;
-        pl_pool_chunk(n, grain, size, t, &e0, &e1);
-        int calls = atomic_load(&v.calls[t]), want = e0 < e1;
-        TU_CHECK(calls == want,
-                 "size %d n %" PRId64 " grain %" PRId64 ": thread %d called %d times", size, n,
-                 grain, t, calls);
-        ok &= calls == want;
-        if (calls == 1 && want) {
-            TU_CHECK(v.i0[t] == e0 && v.i1[t] == e1,
-                     "size %d n %" PRId64 " grain %" PRId64 ": thread %d ran [%" PRId64 ",%" PRId64
-                     ") not the split's [%" PRId64 ",%" PRId64 ")",
-                     size, n, grain, t, v.i0[t], v.i1[t], e0, e1);
-            ok &= v.i0[t] == e0 && v.i1[t] == e1;
+    TU_CHECK(n_log <= MAX_CALLS, "size %d n %" PRId64 " grain %" PRId64 ": %d calls", size, n,
+             grain, n_log);
+    for (int k = 0; k < n_log && k < MAX_CALLS && ok; k++) {
+        const call *c = &v->log[k];
+        int64_t end = 0;
+        int owner = chunk_owner(n, g, size, c->i0, &end);
+        int whole = c->i0 < c->i1 && c->i0 % g == 0 && (c->i1 % g == 0 || c->i1 == n);
+        int single = grains <= 1 || size == 1; /* fn(0, n, 0) on the caller */
+        int inside = single || (owner >= 0 && c->i1 <= end);
+        TU_CHECK(whole && c->i1 <= n && inside,
+                 "size %d n %" PRId64 " grain %" PRId64 ": thread %d ran [%" PRId64 ",%" PRId64
+                 "), not whole grains inside one chunk",
+                 size, n, grain, c->thread, c->i0, c->i1);
+        TU_CHECK(c->thread >= 0 && c->thread < size && c->thread < grains,
+                 "size %d n %" PRId64 " grain %" PRId64 ": thread index %d took part", size, n,
+                 grain, c->thread);
+        TU_CHECK(c->on_caller == (c->thread == 0),
+                 "size %d n %" PRId64 " grain %" PRId64 ": thread index %d ran %s the caller", size,
+                 n, grain, c->thread, c->on_caller ? "on" : "off");
+        ok &=
+            whole && c->i1 <= n && inside && c->thread < grains && c->on_caller == (c->thread == 0);
+        if (!single && owner != c->thread) {
+            stolen += (uint64_t)((c->i1 - c->i0 - 1) / g + 1);
+            if (stolen0 && c->thread == 0) (*stolen0)++;
         }
     }
-    if (n > 0 && atomic_load(&v.calls[0]) == 1)
-        TU_CHECK(pthread_equal(v.tid[0], pthread_self()), "thread 0 is not the caller");
-    return ok;
+    uint64_t counted = pl_pool_get_stats(p).stolen - stolen_before;
+    TU_CHECK(counted == stolen,
+             "size %d n %" PRId64 " grain %" PRId64 ": stats count %" PRIu64
+             " stolen grains, the log %" PRIu64,
+             size, n, grain, counted, stolen);
+    return ok && counted == stolen;
+}
+
+static call *call_log(void)
+{
+    static call log[MAX_CALLS]; /* tests run one at a time */
+    return log;
+}
+
+/* Runs one (n, grain) on the pool and checks it (check_log). */
+static int check_run(pl_pool *p, int64_t n, int64_t grain, _Atomic int *count)
+{
+    visit v;
+    memset(&v, 0, sizeof v);
+    v.count = count;
+    v.log = call_log();
+    v.caller = pthread_self();
+    for (int64_t i = 0; i < n; i++) atomic_store(&count[i], 0);
+    uint64_t before = pl_pool_get_stats(p).stolen;
+    pl_pool_run(p, visit_fn, &v, n, grain);
+    return check_log(p, &v, n, grain, before, NULL);
 }
 
 /* ---- the split ----------------------------------------------------------------- */
@@ -247,16 +304,35 @@ typedef struct tid_log {
     pthread_t tid[MAX_T];
     int seen[MAX_T];
     _Atomic int mismatches;
+    int size;
+    _Atomic int ran; /* calls by workers in the current run */
 } tid_log;
 
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Empty grains: thread 0 would steal them all before a worker arrives, so its first call
+ * waits (up to 1 ms) for the workers to run theirs. */
 static void log_fn(void *ctx, int64_t i0, int64_t i1, int thread)
 {
     tid_log *l = ctx;
+    (void)i1;
     if (!l->seen[thread]) {
         l->tid[thread] = pthread_self();
         l->seen[thread] = 1;
     } else if (!pthread_equal(l->tid[thread], pthread_self())) {
         atomic_fetch_add(&l->mismatches, 1);
+    }
+    if (thread != 0) {
+        atomic_fetch_add(&l->ran, 1);
+    } else if (i0 == 0) {
+        uint64_t end = mono_ns() + 1000000;
+        while (atomic_load(&l->ran) < l->size - 1 && mono_ns() < end) {
+        }
     }
 }
 
@@ -272,7 +348,11 @@ static void pool_reuses_its_workers_across_10000_runs(void)
                  after_new, base);
         tid_log l;
         memset(&l, 0, sizeof l);
-        for (int k = 0; k < 10000; k++) pl_pool_run(p, log_fn, &l, size, 1);
+        l.size = size;
+        for (int k = 0; k < 10000; k++) {
+            atomic_store(&l.ran, 0);
+            pl_pool_run(p, log_fn, &l, size, 1);
+        }
         int after_runs = os_threads();
         pl_pool_stats st = pl_pool_get_stats(p);
         TU_CHECK(after_runs == after_new, "size %d: %d OS threads after 10^4 runs, %d before", size,
@@ -317,6 +397,109 @@ static void pool_run_with_fewer_items_than_threads_wakes_only_whom_it_needs(void
     CU_ASSERT(check_run(p, 3, 1, count)); /* threads 0..2; thread 3 is not woken */
     CU_ASSERT(check_run(p, 3, 2, count)); /* two chunks: [0,2) and [2,3) */
     CU_ASSERT(pl_pool_get_stats(p).runs == 2);
+    pl_pool_free(p);
+}
+
+/* ---- work stealing ------------------------------------------------------------- */
+
+/* A run in which thread `slow` stalls inside its first call (as if the OS had descheduled it
+ * holding a claim) until another thread has run part of the slow thread's chunk: the run can
+ * only finish by stealing. The stall gives up after 10 s, failing the test. */
+typedef struct stall {
+    visit v;
+    int slow;
+    int64_t c0, c1;      /* the slow thread's chunk */
+    _Atomic int stalled; /* 1 once the slow thread has entered its first call */
+    _Atomic int stolen;  /* calls by other threads inside [c0, c1) */
+    _Atomic int gave_up;
+} stall;
+
+static void stall_fn(void *ctx, int64_t i0, int64_t i1, int thread)
+{
+    stall *s = ctx;
+    if (thread == s->slow && atomic_exchange(&s->stalled, 1) == 0) {
+        for (int i = 0; i < 200000 && atomic_load(&s->stolen) == 0; i++) {
+            struct timespec ts = {0, 50 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        if (atomic_load(&s->stolen) == 0) atomic_store(&s->gave_up, 1);
+    }
+    visit_fn(&s->v, i0, i1, thread);
+    if (thread != s->slow && i0 >= s->c0 && i1 <= s->c1) atomic_fetch_add(&s->stolen, 1);
+}
+
+static void pool_steals_the_grains_of_a_stalled_thread(void)
+{
+    enum { N = 1000 };
+    static const int sizes[] = {2, 3, 4};
+    static const int64_t grains[] = {1, 7, 64};
+    _Atomic int *count = malloc(N * sizeof *count);
+    CU_ASSERT_FATAL(count != NULL);
+    for (size_t a = 0; a < sizeof sizes / sizeof sizes[0]; a++) {
+        int size = sizes[a];
+        pl_pool *p = NULL;
+        CU_ASSERT_FATAL(pl_pool_new(&p, size, NULL) == PL_OK);
+        const int slows[] = {0, 1, size - 1};
+        for (size_t b = 0; b < sizeof slows / sizeof slows[0]; b++)
+            for (size_t c = 0; c < sizeof grains / sizeof grains[0]; c++)
+                for (int rep = 0; rep < 3; rep++) {
+                    stall st;
+                    memset(&st, 0, sizeof st);
+                    st.v.count = count;
+                    st.v.log = call_log();
+                    st.v.caller = pthread_self();
+                    st.slow = slows[b];
+                    pl_pool_chunk(N, grains[c], size, st.slow, &st.c0, &st.c1);
+                    for (int i = 0; i < N; i++) atomic_store(&count[i], 0);
+                    uint64_t before = pl_pool_get_stats(p).stolen;
+                    pl_pool_run(p, stall_fn, &st, N, grains[c]);
+                    int stolen0 = 0;
+                    int ok = check_log(p, &st.v, N, grains[c], before, &stolen0);
+                    TU_CHECK(!atomic_load(&st.gave_up) && atomic_load(&st.stolen) > 0,
+                             "size %d grain %" PRId64 ": thread %d stalled and nobody ran any of "
+                             "its chunk [%" PRId64 ",%" PRId64 ") within 10 s",
+                             size, grains[c], st.slow, st.c0, st.c1);
+                    TU_CHECK(pl_pool_get_stats(p).stolen > before,
+                             "size %d grain %" PRId64 " slow %d: no stolen grain counted", size,
+                             grains[c], st.slow);
+                    /* With two threads only the caller can have taken thread 1's grains. */
+                    if (size == 2 && st.slow == 1)
+                        TU_CHECK(stolen0 > 0,
+                                 "size 2 grain %" PRId64 ": thread 0 ran nothing beyond its chunk",
+                                 grains[c]);
+                    if (!ok) {
+                        fprintf(stderr, "  size %d slow %d grain %" PRId64 " rep %d\n", size,
+                                st.slow, grains[c], rep);
+                        break;
+                    }
+                }
+        pl_pool_free(p);
+    }
+    free(count);
+}
+
+/* A worker that wakes after the others have done its grains (a sleeping pool: spin 0, so
+ * every wake is a futex wake, far slower than a run of two empty grains) must leave the job
+ * alone: every run stays exact and the pool counts the late wakes. Runs until one is seen; a
+ * starved worker (a busy host) may first wake after the last run, hence the wait at the end. */
+static void pool_run_does_not_wait_for_a_worker_that_has_not_woken(void)
+{
+    pl_pool *p = NULL;
+    CU_ASSERT_FATAL(pl_pool_new(&p, 2, NULL) == PL_OK);
+    pl_pool_set_spin_us(p, 0);
+    _Atomic int count[2];
+    int ok = 1, k = 0;
+    for (; k < 20000 && ok && pl_pool_get_stats(p).late == 0; k++) ok = check_run(p, 2, 1, count);
+    for (int j = 0; j < 200 && ok; j++) ok = check_run(p, 2, 1, count); /* runs after a late one */
+    for (int i = 0; i < 1000 && pl_pool_get_stats(p).late == 0; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    pl_pool_stats st = pl_pool_get_stats(p);
+    TU_CHECK(ok, "run %d went wrong", k);
+    TU_CHECK(st.late > 0, "no late worker in %d runs of a sleeping pool and 10 s after", k + 200);
+    TU_CHECK(st.runs == (uint64_t)k + 200 || !ok, "%" PRIu64 " runs counted, %d made", st.runs,
+             k + 200);
     pl_pool_free(p);
 }
 
@@ -765,6 +948,9 @@ int main(int argc, char **argv)
         {"pool_of_one_runs_everything_on_the_caller", pool_of_one_runs_everything_on_the_caller},
         {"pool_run_with_fewer_items_than_threads_wakes_only_whom_it_needs",
          pool_run_with_fewer_items_than_threads_wakes_only_whom_it_needs},
+        {"pool_steals_the_grains_of_a_stalled_thread", pool_steals_the_grains_of_a_stalled_thread},
+        {"pool_run_does_not_wait_for_a_worker_that_has_not_woken",
+         pool_run_does_not_wait_for_a_worker_that_has_not_woken},
         {"pool_free_and_accessors_accept_null", pool_free_and_accessors_accept_null},
         {"threads_resolve_follows_request_then_env_then_default",
          threads_resolve_follows_request_then_env_then_default},

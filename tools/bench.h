@@ -16,6 +16,10 @@ typedef struct bench_opts {
     int n_models;
     int64_t *pp, *tg, *threads; /* test sizes (0 entries dropped) and thread counts (0: default) */
     int n_pp, n_tg, n_threads;
+    int64_t *depth; /* tokens in the KV cache before each test (-d; default {0}) */
+    int n_depth;
+    int64_t *bg_load; /* busy processes running during each test (--background-load; {0}) */
+    int n_bg_load;
     char **kernels; /* set names; one NULL entry: the default set */
     int n_kernels;
     int64_t reps, chunk, probe_mib;
@@ -39,8 +43,10 @@ typedef struct bench_row {
     int64_t chunk; /* prefill_chunk */
     int kv_bytes;  /* bytes of one KV element: 2 (F16) or 4 (F32) */
     /* the test */
-    char test[32];           /* "pp512", "tg128" */
+    char test[48];           /* "pp512", "tg128", "pp512 @ d2048" (llama-bench's names) */
     int64_t n_prompt, n_gen; /* pp: N, 0; tg: the prompt before it, N */
+    int64_t depth;           /* tokens already in the KV cache when the test starts */
+    int bg_load;             /* busy processes on the bench's CPUs during the test */
     int reps;
     double *tok_s; /* reps samples */
     double tok_s_med, tok_s_min, tok_s_max;
@@ -105,15 +111,17 @@ typedef struct bench_report {
     bench_probe *probes;
     int n_probes;
     double load_avg[2]; /* /proc/loadavg (1 minute) at the start and the end; -1: unknown */
+    char bg_cpus[256];  /* the CPUs background load runs on, "0-1,4"; "" when not known */
 } bench_report;
 
 /* The 1-minute load average, -1 when unknown: a busy machine makes every figure noisy. */
 double bench_load_avg(void);
 
 /* md and csv print the header before the first row and each row as it is measured;
- * json prints the whole document at the end. */
-void bench_print_header(FILE *f, int format);
-void bench_print_row(FILE *f, int format, const bench_row *r);
+ * json prints the whole document at the end. md has a "load" column only when some test runs
+ * under a background load (as llama-bench shows a parameter only when it is set). */
+void bench_print_header(FILE *f, const bench_opts *o);
+void bench_print_row(FILE *f, const bench_opts *o, const bench_row *r);
 void bench_print_footer(FILE *f, const bench_report *rep);
 const bench_probe *bench_find_probe(const bench_report *rep, int n_threads);
 

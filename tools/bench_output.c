@@ -87,16 +87,27 @@ static const char *const csv_header =
     "prefill_chunk,kv_type,tok_s_median,"
     "tok_s_min,tok_s_max,latency_p50_ms,latency_p90_ms,latency_p99_ms,peak_rss,"
     "peak_rss_scope,step_weight_bytes,avg_n_past,bytes_per_token,read_gbps,roofline_pct,"
-    "macs_per_token,int8_gops,int8_pct\n";
+    "macs_per_token,int8_gops,int8_pct,depth,background_load\n";
 
-void bench_print_header(FILE *f, int format)
+/* Some test runs with busy processes beside it: md shows a "load" column. */
+static int any_bg_load(const bench_opts *o)
 {
-    if (format == BENCH_CSV) fputs(csv_header, f);
-    if (format != BENCH_MD) return;
-    fputs("| model | size | params | kernels | threads | repack | test | t/s median (min-max) "
-          "| p50 ms | p99 ms | % roofline | % int8 peak |\n"
-          "| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
-          f);
+    for (int i = 0; i < o->n_bg_load; i++)
+        if (o->bg_load[i] > 0) return 1;
+    return 0;
+}
+
+void bench_print_header(FILE *f, const bench_opts *o)
+{
+    if (o->format == BENCH_CSV) fputs(csv_header, f);
+    if (o->format != BENCH_MD) return;
+    int load = any_bg_load(o);
+    fprintf(
+        f,
+        "| model | size | params | kernels | threads | repack |%s test | t/s median (min-max) "
+        "| p50 ms | p99 ms | %% roofline | %% int8 peak |\n"
+        "| --- | ---: | ---: | --- | ---: | --- |%s ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        load ? " load |" : "", load ? " ---: |" : "");
 }
 
 static void print_csv_row(FILE *f, const bench_row *r)
@@ -134,13 +145,13 @@ static void print_csv_row(FILE *f, const bench_row *r)
     csv_num(f, r->int8_gops, r->int8_gops > 0);
     fputc(',', f);
     csv_num(f, r->int8_pct, r->int8_pct > 0);
-    fputc('\n', f);
+    fprintf(f, ",%lld,%d\n", (long long)r->depth, r->bg_load);
 }
 
-void bench_print_row(FILE *f, int format, const bench_row *r)
+void bench_print_row(FILE *f, const bench_opts *o, const bench_row *r)
 {
-    if (format == BENCH_CSV) print_csv_row(f, r);
-    if (format != BENCH_MD) return;
+    if (o->format == BENCH_CSV) print_csv_row(f, r);
+    if (o->format != BENCH_MD) return;
     char size[32], params[32], roof[16], i8[16], p50[16] = "-", p99[16] = "-";
     cli_format_size(size, sizeof size, r->mi.weight_bytes);
     fmt_count(params, sizeof params, (double)r->mi.n_params);
@@ -159,8 +170,10 @@ void bench_print_row(FILE *f, int format, const bench_row *r)
         c += run + 1;
     }
     if (!strstr(r->name, r->ftype)) fprintf(f, " %s", r->ftype); /* "m Q8_0", not "m-Q8_0 Q8_0" */
-    fprintf(f, " | %s | %s | %s | %d | %s | %s | %.2f (%.2f-%.2f) | %s | %s | %s | %s |\n", size,
-            params, r->kernels, r->n_threads, r->repacked ? "yes" : "no", r->test, r->tok_s_med,
+    fprintf(f, " | %s | %s | %s | %d | %s |", size, params, r->kernels, r->n_threads,
+            r->repacked ? "yes" : "no");
+    if (any_bg_load(o)) fprintf(f, " %d |", r->bg_load);
+    fprintf(f, " %s | %.2f (%.2f-%.2f) | %s | %s | %s | %s |\n", r->test, r->tok_s_med,
             r->tok_s_min, r->tok_s_max, p50, p99, roof, i8);
 }
 
@@ -173,6 +186,11 @@ static void print_md_footer(FILE *f, const bench_report *rep)
     if (rep->load_avg[0] >= 0 && rep->load_avg[1] >= 0)
         fprintf(f, "load average (1 min): %.2f at the start, %.2f at the end\n", rep->load_avg[0],
                 rep->load_avg[1]);
+    if (any_bg_load(rep->o))
+        fprintf(f,
+                "background load: the \"load\" column's number of busy processes ran on the "
+                "bench's CPUs (%s) during each test\n",
+                rep->bg_cpus[0] ? rep->bg_cpus : "?");
     for (int i = 0; i < rep->n_probes; i++) {
         const bench_probe *p = &rep->probes[i];
         if (i == 0 && p->binding_text) {
@@ -285,8 +303,9 @@ static void print_machine(FILE *f, const bench_report *rep)
     fputs(rep->n_probes ? "\n    ]\n  },\n" : "]\n  },\n", f);
 }
 
-static void print_build_config(FILE *f, const bench_opts *o)
+static void print_build_config(FILE *f, const bench_report *rep)
 {
+    const bench_opts *o = rep->o;
     fputs("  \"build\": {\"commit\": ", f);
     jstr(f, PLUMB_GIT_COMMIT);
     fputs(", \"compiler\": ", f);
@@ -315,8 +334,17 @@ static void print_build_config(FILE *f, const bench_opts *o)
     fputs("], \"threads\": [", f);
     for (int i = 0; i < o->n_threads; i++)
         fprintf(f, "%s%lld", i ? ", " : "", (long long)o->threads[i]);
-    fprintf(f, "], \"repetitions\": %lld, \"warmup\": 1, \"repack\": %s, \"tg_prompt\": 1},\n",
+    fputs("], \"depth\": [", f);
+    for (int i = 0; i < o->n_depth; i++)
+        fprintf(f, "%s%lld", i ? ", " : "", (long long)o->depth[i]);
+    fputs("], \"background_load\": [", f);
+    for (int i = 0; i < o->n_bg_load; i++)
+        fprintf(f, "%s%lld", i ? ", " : "", (long long)o->bg_load[i]);
+    fprintf(f, "], \"repetitions\": %lld, \"warmup\": 1, \"repack\": %s, \"tg_prompt\": 1",
             (long long)o->reps, o->no_repack ? "false" : "true");
+    fputs(", \"background_load_cpus\": ", f);
+    jstr(f, rep->bg_cpus);
+    fputs("},\n", f);
 }
 
 static void print_probes(FILE *f, const bench_report *rep)
@@ -379,10 +407,11 @@ static void print_json_row(FILE *f, const bench_row *r)
     fputs("}, \"load_ms\": ", f);
     jnum(f, r->load_ms, 1);
     fprintf(f,
-            ",\n     \"test\": \"%s\", \"n_prompt\": %lld, \"n_gen\": %lld, \"reps\": %d, "
-            "\"prefill_chunk\": %lld, \"kv_type\": \"%s\",\n     \"tok_s\": {\"median\": ",
-            r->test, (long long)r->n_prompt, (long long)r->n_gen, r->reps, (long long)r->chunk,
-            r->kv_bytes == 4 ? "f32" : "f16");
+            ",\n     \"test\": \"%s\", \"n_prompt\": %lld, \"n_gen\": %lld, \"depth\": %lld, "
+            "\"background_load\": %d, \"reps\": %d, \"prefill_chunk\": %lld, \"kv_type\": \"%s\",\n"
+            "     \"tok_s\": {\"median\": ",
+            r->test, (long long)r->n_prompt, (long long)r->n_gen, (long long)r->depth, r->bg_load,
+            r->reps, (long long)r->chunk, r->kv_bytes == 4 ? "f32" : "f16");
     jnum(f, r->tok_s_med, 1);
     fputs(", \"min\": ", f);
     jnum(f, r->tok_s_min, 1);
@@ -432,7 +461,7 @@ void bench_print_footer(FILE *f, const bench_report *rep)
     if (rep->o->format != BENCH_JSON) return;
     fputs("{\n", f);
     print_machine(f, rep);
-    print_build_config(f, rep->o);
+    print_build_config(f, rep);
     print_probes(f, rep);
     fputs("  \"results\": [", f);
     for (int i = 0; i < rep->n_rows; i++) {

@@ -1,9 +1,16 @@
 /* cmd_bench.c — `plumb bench`: llama-bench's interface over plumb. Loads each model once per
- * kernel set, runs pp<N>/tg<N> tests per thread count, and rates them against the machine's
- * measured limits (bench_probe.c). Output in bench_output.c. Not a regression report. */
+ * kernel set, runs pp<N>/tg<N> tests per thread count, depth and background load, and rates them
+ * against the machine's measured limits (bench_probe.c). Output in bench_output.c. Not a
+ * regression report. */
+#define _GNU_SOURCE /* sched_setaffinity, cpu_set_t */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -11,6 +18,7 @@
 #include "cli.h"
 
 enum { TG_PROMPT = 1 }; /* tokens evaluated before a tg test's timed steps */
+enum { BENCH_MAX_LOAD = 1024 };
 
 static void usage(FILE *out)
 {
@@ -18,13 +26,16 @@ static void usage(FILE *out)
         "usage: plumb bench -m FILE[,FILE...] [options]\n"
         "\n"
         "Measures prefill and decode speed like llama-bench: for every model x kernel set x\n"
-        "thread count, one row per test. pp<N>: N tokens in one evaluation (a fresh context\n"
-        "each repetition). tg<N>: after a 1-token prompt, N tokens decoded one at a time\n"
-        "(greedy). Each test runs once to warm up, then -r times; tok/s is the median (and\n"
-        "min-max) over those, decode latency the p50/p90/p99 over every token. The same run\n"
-        "measures the machine's limits on the threads the session pinned: streaming read\n"
-        "bandwidth (each tg row: % of roofline = tok/s x bytes a token reads / bandwidth)\n"
-        "and the int8 dot rate (each row of a quantized model: % of that peak).\n"
+        "thread count x depth x background load, one row per test. pp<N>: N tokens in one\n"
+        "evaluation. tg<N>: after a 1-token prompt, N tokens decoded one at a time (greedy).\n"
+        "At depth D (\"pp512 @ d2048\") the KV cache holds D tokens before each repetition\n"
+        "(filled untimed, the cache cut back to D between repetitions); at depth 0 each\n"
+        "repetition starts from an empty cache. Each test runs once to warm up, then -r\n"
+        "times; tok/s is the median (and min-max) over those, decode latency the\n"
+        "p50/p90/p99 over every token. The same run measures the machine's limits on the\n"
+        "threads the session pinned: streaming read bandwidth (each tg row: % of roofline =\n"
+        "tok/s x bytes a token reads / bandwidth) and the int8 dot rate (each row of a\n"
+        "quantized model: % of that peak).\n"
         "Progress goes to stderr, results to stdout.\n"
         "\n"
         "options (LIST: comma-separated; options may repeat and add to the list):\n"
@@ -34,6 +45,10 @@ static void usage(FILE *out)
         "  -t, --threads LIST          thread counts (default: PLUMB_THREADS, else one per\n"
         "                              physical core)\n"
         "  -r, --repetitions N         timed repetitions per test (default 5)\n"
+        "  -d, --depth LIST            tokens in the KV cache before each test (default 0)\n"
+        "  --background-load LIST      busy processes spinning on the bench's CPUs (its\n"
+        "                              affinity mask) during each test, warm-up included\n"
+        "                              (default 0): a loaded machine\n"
         "  --kernels LIST              kernel sets, e.g. ref,avx2,avx512 (default: PLUMB_KERNELS,\n"
         "                              else the best); each load builds that set's layouts\n"
         "  --no-repack                 run every weight from the mapping (PL_MODEL_NO_REPACK)\n"
@@ -44,7 +59,7 @@ static void usage(FILE *out)
         "  -h, --help                  show this help\n"
         "\n"
         "Exit status: 0 success, 1 failure (a model that does not load, a kernel set this CPU\n"
-        "does not run), 2 bad command line.\n",
+        "does not run, depth + test past the model's context), 2 bad command line.\n",
         out);
 }
 
@@ -123,6 +138,8 @@ static void free_opts(bench_opts *o)
     free(o->pp);
     free(o->tg);
     free(o->threads);
+    free(o->depth);
+    free(o->bg_load);
 }
 
 static int parse(int argc, char **argv, bench_opts *o)
@@ -155,6 +172,10 @@ static int parse(int argc, char **argv, bench_opts *o)
             tg_given = 1;
         } else if (cli_is(&a, "-t", "--threads"))
             rc = parse_i64_list(&a, v, 1, BENCH_MAX_THREADS, &o->threads, &o->n_threads);
+        else if (cli_is(&a, "-d", "--depth"))
+            rc = parse_i64_list(&a, v, 0, 1 << 24, &o->depth, &o->n_depth);
+        else if (cli_is(&a, NULL, "--background-load"))
+            rc = parse_i64_list(&a, v, 0, BENCH_MAX_LOAD, &o->bg_load, &o->n_bg_load);
         else if (cli_is(&a, "-r", "--repetitions"))
             rc = cli_parse_i64(&a, v, 1, 100000, &o->reps);
         else if (cli_is(&a, NULL, "--kernels"))
@@ -187,6 +208,10 @@ static int parse(int argc, char **argv, bench_opts *o)
     if (o->n_pp + o->n_tg == 0) return cli_usage_error(&a, "no tests: -p and -n are all 0");
     int64_t zero = 0;
     if (o->n_threads == 0 && push((void **)&o->threads, &o->n_threads, sizeof zero, &zero))
+        return cli_errorf("out of memory");
+    if (o->n_depth == 0 && push((void **)&o->depth, &o->n_depth, sizeof zero, &zero))
+        return cli_errorf("out of memory");
+    if (o->n_bg_load == 0 && push((void **)&o->bg_load, &o->n_bg_load, sizeof zero, &zero))
         return cli_errorf("out of memory");
     char *none = NULL;
     if (o->n_kernels == 0 && push((void **)&o->kernels, &o->n_kernels, sizeof none, &none))
@@ -253,6 +278,8 @@ typedef struct runner {
     int tty, header_done;
     const char *model_name, *set;
     int n_threads;
+    cpu_set_t cpus; /* the process's affinity mask at start: where background load runs */
+    int have_cpus;
 } runner;
 
 static void progress(const runner *r, const char *test, int rep, int reps)
@@ -265,25 +292,26 @@ static void progress(const runner *r, const char *test, int rep, int reps)
                 r->model_name, r->set, r->n_threads, test, rep, reps, r->tty ? "" : "\n");
 }
 
-/* One test: warm-up + reps. tokens holds max(n, TG_PROMPT) ids; lat (tg) n * reps slots;
- * sorted reps slots. */
+/* One test: warm-up + reps, each from row->depth tokens in the cache (tokens[0..depth), which
+ * the caller has put there; every rep cuts the cache back to them). tokens holds
+ * depth + max(n, TG_PROMPT) ids; lat (tg) n * reps slots; sorted reps slots. */
 static pl_status run_test(runner *r, pl_session *s, bench_row *row, const int32_t *tokens,
                           float *logits, int64_t n_vocab, double *lat, double *sorted,
                           pl_error *err)
 {
     int tg = row->n_gen > 0;
-    int64_t n = tg ? row->n_gen : row->n_prompt;
+    int64_t n = tg ? row->n_gen : row->n_prompt, d = row->depth;
     for (int rep = 0; rep <= row->reps; rep++) {
         progress(r, row->test, rep, row->reps);
-        pl_status st = pl_session_truncate(s, 0, err);
+        pl_status st = pl_session_truncate(s, d, err);
         if (st) return st;
         double t_sum = 0;
         if (!tg) {
             double t0 = now_s();
-            if ((st = pl_session_eval(s, tokens, n, NULL, 0, err))) return st;
+            if ((st = pl_session_eval(s, tokens + d, n, NULL, 0, err))) return st;
             t_sum = now_s() - t0;
         } else {
-            if ((st = pl_session_eval(s, tokens, TG_PROMPT, logits, 0, err))) return st;
+            if ((st = pl_session_eval(s, tokens + d, TG_PROMPT, logits, 0, err))) return st;
             for (int64_t i = 0; i < n; i++) {
                 int32_t tok = argmax(logits, n_vocab);
                 double t0 = now_s();
@@ -313,6 +341,95 @@ static pl_status run_test(runner *r, pl_session *s, bench_row *row, const int32_
     return PL_OK;
 }
 
+/* Puts tokens[0..depth) in the cache, untimed. *valid is how many leading entries of the
+ * cache are tokens[0..valid) (every test evaluates the ids that follow its depth), so a
+ * deeper fill extends what is there and a shallower one only cuts. */
+static pl_status fill_depth(runner *r, pl_session *s, const int32_t *tokens, int64_t depth,
+                            int64_t *valid, pl_error *err)
+{
+    int64_t keep = *valid < depth ? *valid : depth;
+    pl_status st = pl_session_truncate(s, keep, err);
+    *valid = keep;
+    if (st || keep == depth) return st;
+    fprintf(stderr, "%s%s set %s threads %d: filling the cache to depth %lld%s",
+            r->tty ? "\r\033[K" : "", r->model_name, r->set, r->n_threads, (long long)depth,
+            r->tty ? "" : "\n");
+    st = pl_session_eval(s, tokens + keep, depth - keep, NULL, 0, err);
+    if (!st) *valid = depth;
+    return st;
+}
+
+/* ---- background load ---- */
+
+/* The busy processes of one test, forked from the main thread (the parent-death signal
+ * follows the thread that forked, and this one lives until the bench ends). */
+typedef struct bg_procs {
+    pid_t *pid;
+    int n;
+} bg_procs;
+
+/* A busy process: integer work until killed; SIGKILL too when the bench dies, however. */
+static _Noreturn void bg_child(pid_t parent, const cpu_set_t *cpus)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(0); /* the bench died before prctl took */
+    if (cpus) sched_setaffinity(0, sizeof *cpus, cpus);
+    prctl(PR_SET_NAME, "plumb-bgload");
+    volatile uint64_t x = (uint64_t)getpid();
+    for (;;) x = x * 6364136223846793005u + 1442695040888963407u;
+}
+
+static void bg_stop(bg_procs *b)
+{
+    for (int i = 0; i < b->n; i++) kill(b->pid[i], SIGKILL);
+    for (int i = 0; i < b->n; i++)
+        while (waitpid(b->pid[i], NULL, 0) < 0 && errno == EINTR) {
+        }
+    free(b->pid);
+    b->pid = NULL;
+    b->n = 0;
+}
+
+/* Starts n busy processes on the bench's CPUs; on failure none is left running. */
+static int bg_start(runner *r, bg_procs *b, int n)
+{
+    if (n == 0) return 0;
+    if (!(b->pid = malloc((size_t)n * sizeof *b->pid))) return cli_errorf("out of memory");
+    pid_t parent = getpid();
+    for (int i = 0; i < n; i++) {
+        pid_t pid = fork();
+        if (pid == 0) bg_child(parent, r->have_cpus ? &r->cpus : NULL);
+        if (pid < 0) {
+            int e = errno;
+            bg_stop(b);
+            return cli_errorf("background load: fork of busy process %d of %d: %s", i + 1, n,
+                              strerror(e));
+        }
+        b->pid[b->n++] = pid;
+    }
+    return 0;
+}
+
+/* "0-3,8" from a CPU mask. */
+static void format_cpus(char *buf, size_t cap, const cpu_set_t *set)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, set)) continue;
+        int e = c;
+        while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, set)) e++;
+        int w = e > c ? snprintf(buf + len, cap - len, "%s%d-%d", len ? "," : "", c, e)
+                      : snprintf(buf + len, cap - len, "%s%d", len ? "," : "", c);
+        if (w < 0 || (size_t)w >= cap - len) { /* does not fit: say so */
+            snprintf(buf, cap, "%d CPUs", CPU_COUNT(set));
+            return;
+        }
+        len += (size_t)w;
+        c = e;
+    }
+}
+
 /* The limits a row is rated against: bytes and multiply-adds per token, and the shares. */
 static void rate_row(bench_row *row, const bench_probe *p)
 {
@@ -320,7 +437,7 @@ static void rate_row(bench_row *row, const bench_probe *p)
     row->macs_per_token = (double)mi->n_params -
                           (mi->tied_embeddings ? 0.0 : (double)mi->n_vocab * (double)mi->n_embd);
     if (row->n_gen > 0) {
-        row->avg_n_past = TG_PROMPT + ((double)row->n_gen + 1) / 2;
+        row->avg_n_past = (double)row->depth + TG_PROMPT + ((double)row->n_gen + 1) / 2;
         row->bytes_per_token = (double)mi->step_weight_bytes +
                                (double)mi->n_layer * row->avg_n_past * (double)mi->n_head_kv *
                                    (double)mi->head_dim * 2.0 * row->kv_bytes;
@@ -420,6 +537,7 @@ static int bench_load(runner *r, const char *path, const char *set)
     int32_t *tokens = NULL;
     float *logits = NULL;
     double *lat = NULL, *sorted = NULL;
+    bg_procs bg = {NULL, 0};
     pl_status st;
     int rc = CLI_EXIT_FAIL;
     pl_model_params mp = {.flags = o->no_repack ? PL_MODEL_NO_REPACK : 0, .kernels = set};
@@ -438,10 +556,22 @@ static int bench_load(runner *r, const char *path, const char *set)
     base.quantized =
         bt != PL_TYPE_COUNT && bt != PL_TYPE_F32 && bt != PL_TYPE_F16 && bt != PL_TYPE_BF16;
 
-    int64_t max_pp = 0, max_tg = 0;
+    int64_t max_pp = 0, max_tg = 0, max_depth = 0;
     for (int i = 0; i < o->n_pp; i++) max_pp = o->pp[i] > max_pp ? o->pp[i] : max_pp;
     for (int i = 0; i < o->n_tg; i++) max_tg = o->tg[i] > max_tg ? o->tg[i] : max_tg;
-    int64_t n_tok = max_pp > TG_PROMPT ? max_pp : TG_PROMPT;
+    for (int i = 0; i < o->n_depth; i++)
+        max_depth = o->depth[i] > max_depth ? o->depth[i] : max_depth;
+    int64_t test_ctx = max_pp > TG_PROMPT + max_tg ? max_pp : TG_PROMPT + max_tg;
+    int64_t n_ctx = max_depth + test_ctx;
+    if (base.mi.n_ctx_train > 0 && n_ctx > base.mi.n_ctx_train) {
+        rc = cli_errorf("%s: depth %lld + the longest test (%lld tokens%s) needs a context of "
+                        "%lld tokens, more than the model's %lld (n_ctx_train); lower -d, -p or -n",
+                        path, (long long)max_depth, (long long)test_ctx,
+                        max_tg ? ", tg counting its 1-token prompt" : "", (long long)n_ctx,
+                        (long long)base.mi.n_ctx_train);
+        goto out;
+    }
+    int64_t n_tok = max_depth + (max_pp > TG_PROMPT ? max_pp : TG_PROMPT);
     int64_t n_vocab = base.mi.n_vocab;
     tokens = malloc((size_t)n_tok * sizeof *tokens);
     logits = malloc((size_t)n_vocab * sizeof *logits);
@@ -457,7 +587,7 @@ static int bench_load(runner *r, const char *path, const char *set)
     for (int ti = 0; ti < o->n_threads; ti++) {
         pl_session_params sp = pl_session_default_params(m);
         sp.n_threads = (int)o->threads[ti];
-        sp.context_window = max_pp > TG_PROMPT + max_tg ? max_pp : TG_PROMPT + max_tg;
+        sp.context_window = n_ctx;
         sp.sliding_window = 0;
         sp.kernels = set;
         if (o->chunk) sp.prefill_chunk = o->chunk;
@@ -468,40 +598,57 @@ static int bench_load(runner *r, const char *path, const char *set)
         r->set = set ? set : si.kernels;
         if ((rc = ensure_probe(r, s, si.n_threads))) goto out;
         rc = CLI_EXIT_FAIL;
-        for (int k = 0; k < o->n_pp + o->n_tg; k++) {
-            bench_row *row = new_row(r);
-            if (!row) {
-                rc = cli_errorf("out of memory");
-                goto out;
-            }
-            *row = base;
-            snprintf(row->kernels, sizeof row->kernels, "%s", si.kernels);
-            row->n_threads = si.n_threads;
-            row->repacked = si.repacked;
-            row->chunk = sp.prefill_chunk;
-            row->kv_bytes = sp.kv_type == PL_TYPE_F32 ? 4 : 2;
-            row->reps = (int)o->reps;
-            if (k < o->n_pp) {
-                row->n_prompt = o->pp[k];
-                snprintf(row->test, sizeof row->test, "pp%lld", (long long)row->n_prompt);
-            } else {
-                row->n_prompt = TG_PROMPT;
-                row->n_gen = o->tg[k - o->n_pp];
-                snprintf(row->test, sizeof row->test, "tg%lld", (long long)row->n_gen);
-            }
-            if (!(row->tok_s = calloc((size_t)row->reps, sizeof *row->tok_s))) {
-                rc = cli_errorf("out of memory");
-                goto out;
-            }
-            r->rep.n_rows++;
-            if ((st = run_test(r, s, row, tokens, logits, n_vocab, lat, sorted, &err))) goto fail;
-            row->peak_rss = peak_rss();
-            rate_row(row, bench_find_probe(&r->rep, si.n_threads));
-            if (!r->header_done) bench_print_header(stdout, o->format);
-            r->header_done = 1;
-            bench_print_row(stdout, o->format, row);
-            fflush(stdout);
-        }
+        int64_t valid = 0; /* leading cache entries that are tokens[0..valid) */
+        for (int di = 0; di < o->n_depth; di++)
+            for (int k = 0; k < o->n_pp + o->n_tg; k++)
+                for (int bi = 0; bi < o->n_bg_load; bi++) {
+                    int64_t depth = o->depth[di];
+                    bench_row *row = new_row(r);
+                    if (!row) {
+                        rc = cli_errorf("out of memory");
+                        goto out;
+                    }
+                    *row = base;
+                    snprintf(row->kernels, sizeof row->kernels, "%s", si.kernels);
+                    row->n_threads = si.n_threads;
+                    row->repacked = si.repacked;
+                    row->chunk = sp.prefill_chunk;
+                    row->kv_bytes = sp.kv_type == PL_TYPE_F32 ? 4 : 2;
+                    row->reps = (int)o->reps;
+                    row->depth = depth;
+                    row->bg_load = (int)o->bg_load[bi];
+                    char at[32] = "";
+                    if (depth > 0) snprintf(at, sizeof at, " @ d%lld", (long long)depth);
+                    if (k < o->n_pp) {
+                        row->n_prompt = o->pp[k];
+                        snprintf(row->test, sizeof row->test, "pp%lld%s", (long long)row->n_prompt,
+                                 at);
+                    } else {
+                        row->n_prompt = TG_PROMPT;
+                        row->n_gen = o->tg[k - o->n_pp];
+                        snprintf(row->test, sizeof row->test, "tg%lld%s", (long long)row->n_gen,
+                                 at);
+                    }
+                    if (!(row->tok_s = calloc((size_t)row->reps, sizeof *row->tok_s))) {
+                        rc = cli_errorf("out of memory");
+                        goto out;
+                    }
+                    r->rep.n_rows++;
+                    if ((st = fill_depth(r, s, tokens, depth, &valid, &err))) goto fail;
+                    if ((rc = bg_start(r, &bg, row->bg_load))) goto out;
+                    rc = CLI_EXIT_FAIL;
+                    st = run_test(r, s, row, tokens, logits, n_vocab, lat, sorted, &err);
+                    bg_stop(&bg);
+                    if (st) goto fail;
+                    /* what the test left: pp its ids after the depth, tg only its prompt */
+                    valid = depth + (row->n_gen > 0 ? TG_PROMPT : row->n_prompt);
+                    row->peak_rss = peak_rss();
+                    rate_row(row, bench_find_probe(&r->rep, si.n_threads));
+                    if (!r->header_done) bench_print_header(stdout, o);
+                    r->header_done = 1;
+                    bench_print_row(stdout, o, row);
+                    fflush(stdout);
+                }
         pl_session_free(s);
         s = NULL;
     }
@@ -511,6 +658,7 @@ fail:
     if (r->tty) fputs("\r\033[K", stderr);
     rc = cli_fail(st, &err);
 out:
+    bg_stop(&bg);
     free(tokens);
     free(logits);
     free(lat);
@@ -529,6 +677,10 @@ int cmd_bench(int argc, char **argv)
         return rc >= 100 ? rc - 100 : rc;
     }
     runner r = {.o = &o, .rep = {.o = &o}, .tty = isatty(fileno(stderr))};
+    /* Background load runs where the bench may run: the process's mask, taken before any
+     * thread could be pinned (the children inherit the forking thread's mask otherwise). */
+    r.have_cpus = sched_getaffinity(0, sizeof r.cpus, &r.cpus) == 0;
+    if (r.have_cpus) format_cpus(r.rep.bg_cpus, sizeof r.rep.bg_cpus, &r.cpus);
     r.rep.load_avg[0] = bench_load_avg();
     for (int mi = 0; mi < o.n_models && rc == 0; mi++)
         for (int ki = 0; ki < o.n_kernels && rc == 0; ki++)

@@ -1,5 +1,6 @@
 /* threads.c — hwloc-aware thread pool: workers pinned one per physical core, woken by a
- * generation counter (spin, then condition variable). The only file that touches hwloc. */
+ * generation counter (spin, then condition variable), sharing each run's grains by work
+ * stealing. The only file that touches hwloc. */
 #define _GNU_SOURCE /* pthread_setname_np; GNU strerror_r */
 
 #include <errno.h>
@@ -25,6 +26,24 @@
 /* pool->ctrl: the run generation in the high 32 bits, the number of threads taking part in
  * the run in the low 32. Workers wait for it to change; it changes once per run. */
 #define CTRL_ACTIVE(c) ((int)((c)&0xffffffffu))
+#define CTRL_GEN(c)    ((uint32_t)((c) >> 32))
+
+/* pool->state: who is inside the current run. The run generation in the high 32 bits, CLOSED
+ * once the caller has seen every grain claimed, and in the low bits the workers that joined
+ * and have not left. A worker joins only an open run of the generation it was woken for, so
+ * the caller waits for the workers that joined, never for one that is not scheduled yet. */
+#define STATE_CLOSED  (UINT64_C(1) << 31)
+#define STATE_REFS(s) ((s) & (STATE_CLOSED - 1))
+#define STATE_OPEN(g) ((uint64_t)(g) << 32)
+
+/* One thread's share of a run: grains [first, first + count) of the initial split, handed out
+ * from the front through `next` (which may overshoot count). The owner and thieves claim
+ * through the same cursor; one line each, as the owner claims several times per run. */
+typedef struct lane {
+    _Alignas(POOL_LINE) _Atomic uint64_t next;
+    int64_t first;
+    uint64_t count;
+} lane;
 
 /* Where thread t is meant to run: an hwloc core (logical index) and one PU in it (OS index). */
 typedef struct slot {
@@ -36,7 +55,7 @@ typedef struct worker {
     pl_pool *pool;
     int index;
     pthread_t tid;
-    _Atomic uint64_t sleeps;
+    _Atomic uint64_t sleeps, stolen, late;
 } worker;
 
 struct pl_pool {
@@ -45,20 +64,21 @@ struct pl_pool {
     _Alignas(POOL_LINE) _Atomic uint64_t ctrl;
     pl_pool_fn job_fn;
     void *job_ctx;
-    int64_t job_n, job_grain;
+    int64_t job_n, job_grain, job_grains;
+    lane *lanes; /* [size]; lanes[t] written by the caller before a run, claimed during it */
     _Atomic int stop;
     _Atomic int spin_us;
     int size;     /* threads, caller included; fixed at creation */
     uint32_t gen; /* run generation; caller-only, like runs */
     uint64_t runs;
-    /* Workers of the current run that have not finished yet; every worker decrements it. */
-    _Alignas(POOL_LINE) _Atomic int remaining;
+    /* Who is inside the current run (STATE_*); every worker joins with a CAS and leaves. */
+    _Alignas(POOL_LINE) _Atomic uint64_t state;
     /* Sleep path: who is blocked on the condition variables. */
     _Alignas(POOL_LINE) _Atomic int sleepers;
     _Atomic int caller_waiting;
     pthread_mutex_t mu;
     pthread_cond_t cv_work; /* workers wait here for ctrl to change */
-    pthread_cond_t cv_done; /* the caller waits here for remaining == 0 (and startup) */
+    pthread_cond_t cv_done; /* the caller waits here for no refs in state (and startup) */
     int sync_init;          /* 1 once mu and both condvars are initialized */
 
     /* Cold: set up by pl_pool_new, read by queries. */
@@ -67,7 +87,7 @@ struct pl_pool {
     worker **workers;      /* [size]; [0] unused (the caller) */
     pl_pool_binding *bind; /* [size] */
     uint64_t threads_created;
-    _Atomic uint64_t caller_sleeps;
+    _Atomic uint64_t caller_sleeps, caller_stolen;
 
     pl_topology topo;
     hwloc_topology_t hw; /* NULL when hwloc could not describe the machine */
@@ -158,17 +178,26 @@ static uint64_t spin_until_changed(_Atomic uint64_t *word, uint64_t seen, int sp
     return seen;
 }
 
-/* Spins until *word == 0 (returns 1) or the budget is spent (returns 0). */
-static int spin_until_zero(_Atomic int *word, int spin_us)
+/* Spins until no worker is inside the run (returns 1) or the budget is spent (returns 0). */
+static int spin_until_no_refs(_Atomic uint64_t *state, int spin_us)
 {
     spinner s = spinner_start(spin_us);
     do {
-        if (atomic_load_explicit(word, memory_order_acquire) == 0) return 1;
+        if (STATE_REFS(atomic_load_explicit(state, memory_order_acquire)) == 0) return 1;
     } while (spinner_step(&s));
     return 0;
 }
 
 /* ---- the split and the thread count -------------------------------------------- */
+
+/* Grains [*first, *first + *count) of g dealt over size threads: thread t gets the t-th
+ * contiguous share, the first g % size threads one grain more. */
+static void deal(int64_t g, int size, int thread, int64_t *first, int64_t *count)
+{
+    int64_t q = g / size, r = g % size;
+    *first = thread * q + (thread < r ? thread : r);
+    *count = q + (thread < r);
+}
 
 void pl_pool_chunk(int64_t n, int64_t grain, int size, int thread, int64_t *i0, int64_t *i1)
 {
@@ -176,9 +205,8 @@ void pl_pool_chunk(int64_t n, int64_t grain, int size, int thread, int64_t *i0, 
     if (n <= 0 || size < 1 || thread < 0 || thread >= size) return;
     if (grain < 1) grain = 1;
     int64_t g = (n - 1) / grain + 1; /* grains; no overflow for any n, grain */
-    int64_t q = g / size, r = g % size;
-    int64_t first = thread * q + (thread < r ? thread : r);
-    int64_t count = q + (thread < r);
+    int64_t first, count;
+    deal(g, size, thread, &first, &count);
     if (count == 0) return;
     /* first < g, so first * grain < n; the end grain may overshoot n, hence the clamp. */
     *i0 = first * grain;
@@ -386,6 +414,59 @@ static uint64_t await_run(pl_pool *p, worker *w, uint64_t seen)
     return c;
 }
 
+/* Claims grains from lane L: half of what is unclaimed there, at least one. Halving keeps the
+ * quiet case at a few calls per thread (kernels amortise per-call set-up over the rows of a
+ * call), while a thread that stalls holds at most half of its unclaimed rest, the other half
+ * being left to thieves. Returns the number claimed (0: the lane is exhausted) and the first
+ * in *at (an index into the lane). */
+static uint64_t claim(lane *L, uint64_t count, uint64_t *at)
+{
+    uint64_t cur = atomic_load_explicit(&L->next, memory_order_relaxed);
+    for (;;) {
+        if (cur >= count) return 0;
+        uint64_t k = (count - cur) / 2;
+        if (k == 0) k = 1;
+        if (atomic_compare_exchange_weak_explicit(&L->next, &cur, cur + k, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            *at = cur;
+            return k;
+        }
+    }
+}
+
+/* Thread t's part of the run: its own lane first, then the lanes of the other active threads
+ * in the order t + 1, t + 2, ... (so thieves spread over victims). Returns the grains it ran
+ * from other lanes. */
+static uint64_t run_grains(pl_pool *p, int t, int active)
+{
+    const pl_pool_fn fn = p->job_fn;
+    void *const ctx = p->job_ctx;
+    const int64_t n = p->job_n, grain = p->job_grain, grains = p->job_grains;
+    uint64_t stolen = 0;
+    for (int k = 0, v = t; k < active; k++, v = v + 1 == active ? 0 : v + 1) {
+        lane *L = &p->lanes[v];
+        const uint64_t count = L->count;
+        uint64_t at, got;
+        while ((got = claim(L, count, &at)) > 0) {
+            const int64_t g0 = L->first + (int64_t)at, g1 = g0 + (int64_t)got;
+            /* g1 < grains implies g1 * grain < n: no overflow. */
+            fn(ctx, g0 * grain, g1 == grains ? n : g1 * grain, t);
+            if (k > 0) stolen += got;
+        }
+    }
+    return stolen;
+}
+
+/* Enters the run of generation gen unless it is over (or another one has begun). */
+static int join_run(pl_pool *p, uint32_t gen)
+{
+    uint64_t s = atomic_load(&p->state);
+    for (;;) {
+        if ((uint32_t)(s >> 32) != gen || (s & STATE_CLOSED)) return 0;
+        if (atomic_compare_exchange_weak(&p->state, &s, s + 1)) return 1;
+    }
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -400,14 +481,19 @@ static void *worker_main(void *arg)
     for (;;) {
         seen = await_run(p, w, seen);
         if (atomic_load_explicit(&p->stop, memory_order_acquire)) break;
-        /* Threads beyond the run's active count must not touch the job: the caller does not
-         * wait for them and may already be writing the next one. */
+        /* Threads beyond the run's active count have no lane; a worker that comes too late
+         * (the others already ran its grains) must not touch the job: the caller may be
+         * writing the next one. */
         if (t >= CTRL_ACTIVE(seen)) continue;
-        int64_t i0, i1;
-        pl_pool_chunk(p->job_n, p->job_grain, p->size, t, &i0, &i1);
-        if (i0 < i1) p->job_fn(p->job_ctx, i0, i1, t);
-        /* seq_cst pairs with the caller's store to caller_waiting then load of remaining. */
-        if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->caller_waiting)) {
+        if (!join_run(p, CTRL_GEN(seen))) {
+            atomic_fetch_add_explicit(&w->late, 1, memory_order_relaxed);
+            continue;
+        }
+        uint64_t stolen = run_grains(p, t, CTRL_ACTIVE(seen));
+        if (stolen) atomic_fetch_add_explicit(&w->stolen, stolen, memory_order_relaxed);
+        /* seq_cst pairs with the caller's store to caller_waiting then load of state. */
+        uint64_t s = atomic_fetch_sub(&p->state, 1);
+        if (STATE_REFS(s) == 1 && (s & STATE_CLOSED) && atomic_load(&p->caller_waiting)) {
             pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->cv_done);
             pthread_mutex_unlock(&p->mu);
@@ -416,9 +502,9 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* Stores the new control word (p->gen already advanced) and wakes sleeping workers. */
 static void publish(pl_pool *p, int active)
 {
-    p->gen++;
     atomic_store(&p->ctrl, ((uint64_t)p->gen << 32) | (uint32_t)active);
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
@@ -431,7 +517,7 @@ static void stop_workers(pl_pool *p)
 {
     if (p->n_created == 0) return;
     atomic_store(&p->stop, 1);
-    p->gen++;
+    p->gen++; /* a new generation: any worker waiting for a run sees it */
     atomic_store(&p->ctrl, (uint64_t)p->gen << 32);
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->cv_work);
@@ -481,6 +567,7 @@ static void pool_destroy(pl_pool *p)
     if (p->workers)
         for (int i = 1; i < p->size; i++) free_lines(p->workers[i]);
     pl_free(p->workers);
+    free_lines(p->lanes);
     pl_free(p->bind);
     pl_free(p->slots);
     if (p->hw) hwloc_topology_destroy(p->hw);
@@ -539,7 +626,8 @@ pl_status pl_pool_new(pl_pool **out, int n_threads, pl_error *err)
     atomic_store(&p->spin_us, size > p->topo.n_pus_usable ? 0 : PL_POOL_DEFAULT_SPIN_US);
     p->bind = pl_calloc((size_t)size, sizeof *p->bind);
     p->workers = pl_calloc((size_t)size, sizeof *p->workers);
-    if (!p->bind || !p->workers) {
+    p->lanes = alloc_lines((size_t)size * sizeof *p->lanes);
+    if (!p->bind || !p->workers || !p->lanes) {
         pool_destroy(p);
         return pl_fail(err, PL_ERR_NOMEM, "thread pool: cannot allocate %d thread records", size);
     }
@@ -583,24 +671,38 @@ void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain)
         fn(ctx, 0, n, 0);
         return;
     }
+    /* Every worker of the last run has left (refs 0, closed), and a late one cannot join it,
+     * so the job and the lanes are the caller's to rewrite. */
     p->job_fn = fn;
     p->job_ctx = ctx;
     p->job_n = n;
     p->job_grain = grain;
+    p->job_grains = g;
+    for (int t = 0; t < active; t++) {
+        int64_t first, count;
+        deal(g, p->size, t, &first, &count);
+        p->lanes[t].first = first;
+        p->lanes[t].count = (uint64_t)count;
+        atomic_store_explicit(&p->lanes[t].next, 0, memory_order_relaxed);
+    }
     p->runs++;
-    atomic_store_explicit(&p->remaining, active - 1, memory_order_relaxed);
+    p->gen++;
+    atomic_store(&p->state, STATE_OPEN(p->gen));
     publish(p, active);
 
-    int64_t i0, i1;
-    pl_pool_chunk(n, grain, p->size, 0, &i0, &i1);
-    fn(ctx, i0, i1, 0);
+    uint64_t stolen = run_grains(p, 0, active);
+    if (stolen) atomic_fetch_add_explicit(&p->caller_stolen, stolen, memory_order_relaxed);
 
+    /* Every grain is claimed: close the run to latecomers and wait for those inside, who hold
+     * the last grains (or are about to find nothing left). */
+    uint64_t s = atomic_fetch_or(&p->state, STATE_CLOSED);
+    if (STATE_REFS(s) == 0) return;
     int spin = atomic_load_explicit(&p->spin_us, memory_order_relaxed);
-    if (spin > 0 && spin_until_zero(&p->remaining, spin)) return;
+    if (spin > 0 && spin_until_no_refs(&p->state, spin)) return;
     pthread_mutex_lock(&p->mu);
     atomic_store(&p->caller_waiting, 1);
     int slept = 0;
-    while (atomic_load(&p->remaining) != 0) {
+    while (STATE_REFS(atomic_load(&p->state)) != 0) {
         pthread_cond_wait(&p->cv_done, &p->mu);
         slept = 1;
     }
@@ -657,14 +759,20 @@ int pl_pool_n_bound(const pl_pool *p)
 
 pl_pool_stats pl_pool_get_stats(const pl_pool *p)
 {
-    pl_pool_stats s = {0, 0, 0};
+    pl_pool_stats s;
+    memset(&s, 0, sizeof s);
     if (!p) return s;
     pl_pool *q = (pl_pool *)p; /* atomics are read-only here, but C11 loads take non-const */
     s.threads_created = p->threads_created;
     s.runs = p->runs;
     s.sleeps = atomic_load_explicit(&q->caller_sleeps, memory_order_relaxed);
-    for (int i = 1; i < p->size; i++)
-        s.sleeps += atomic_load_explicit(&q->workers[i]->sleeps, memory_order_relaxed);
+    s.stolen = atomic_load_explicit(&q->caller_stolen, memory_order_relaxed);
+    for (int i = 1; i < p->size; i++) {
+        worker *w = q->workers[i];
+        s.sleeps += atomic_load_explicit(&w->sleeps, memory_order_relaxed);
+        s.stolen += atomic_load_explicit(&w->stolen, memory_order_relaxed);
+        s.late += atomic_load_explicit(&w->late, memory_order_relaxed);
+    }
     return s;
 }
 

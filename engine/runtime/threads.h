@@ -1,5 +1,6 @@
 /* threads.h — the engine's thread pool: workers pinned one per physical core (hwloc), reused
- * across calls, plus the machine topology they run on. Internal: not part of plumb.h. */
+ * across calls, sharing work by stealing, plus the machine topology they run on. Internal: not
+ * part of plumb.h. */
 #ifndef PLUMB_THREADS_H
 #define PLUMB_THREADS_H
 
@@ -45,11 +46,14 @@ typedef struct pl_pool_binding {
     char error[128]; /* why it is not bound; "" when bound */
 } pl_pool_binding;
 
-/* Counters since the pool was created; read them while no pl_pool_run is in progress. */
+/* Counters since the pool was created; read them while no pl_pool_run is in progress (stolen
+ * and late may still move afterwards: a late worker counts itself when it wakes). */
 typedef struct pl_pool_stats {
     uint64_t threads_created; /* successful pthread_create calls: size - 1, never more */
-    uint64_t runs;            /* pl_pool_run calls that woke at least one worker */
+    uint64_t runs;            /* pl_pool_run calls shared with workers (more than one chunk) */
     uint64_t sleeps;          /* times a worker or the caller gave up spinning and slept */
+    uint64_t stolen;          /* grains run by a thread outside its own chunk */
+    uint64_t late;            /* times a worker woke for a run the others had already finished */
 } pl_pool_stats;
 
 typedef struct pl_pool pl_pool;
@@ -83,22 +87,33 @@ void pl_pool_free(pl_pool *p);
 /* Threads including the caller (>= 1). */
 int pl_pool_size(const pl_pool *p);
 
-/* The work function: process items [i0, i1) as pool thread `thread` (0 = the caller). It is
- * called at most once per thread per run, only with non-empty ranges. */
+/* The work function: process items [i0, i1) as pool thread `thread` (0 = the caller). A range
+ * is one or more consecutive whole grains (i0 a multiple of grain, i1 a multiple of grain or
+ * n), never empty. fn may be called many times per run on one thread, with ranges from any
+ * thread's chunk; `thread` is always the calling thread's own index (use it for per-thread
+ * scratch: two calls with the same index never overlap in time). So an item's result must not
+ * depend on which range or thread computes it. */
 typedef void (*pl_pool_fn)(void *ctx, int64_t i0, int64_t i1, int thread);
 
-/* Runs fn over [0, n) split into contiguous chunks, one per thread, thread t taking the t-th
- * chunk (pl_pool_chunk); returns when every chunk is done, with the workers' writes visible to
- * the caller. Chunk boundaries are multiples of grain (grain < 1 counts as 1); n <= 0 calls
- * nothing. Threads whose chunk is empty take no part (the caller does not wait for them), and a
- * run needing one chunk runs on the caller alone; a pool of size 1 runs fn(ctx, 0, n, 0) with no
- * synchronization at all. One run at a time: not concurrently from several threads, not from inside
- * fn. */
+/* Runs fn over [0, n) in grains of `grain` items (grain < 1 counts as 1; the last grain ends
+ * at n; n <= 0 calls nothing) and returns when every item is done, with every thread's writes
+ * visible to the caller. Work stealing: thread t starts on the t-th chunk of the initial split
+ * (pl_pool_chunk), claiming from its front half of the unclaimed rest at a time (at least one
+ * grain; one CAS per claim, so a few calls per thread when nothing stalls), then claims what
+ * is left of the other threads' chunks the same way, the other threads' order being t + 1,
+ * t + 2, ... So a thread the OS deschedules holds back only the grains it has claimed, and a
+ * worker that has not woken yet holds back nothing: the caller waits (spin, then sleep) only
+ * for the workers that joined the run, and a worker waking after the run is over leaves the
+ * job alone (pl_pool_stats.late). Threads beyond the number of grains take no part; a run of
+ * one grain, or any run on a pool of size 1, is fn(ctx, 0, n, 0) on the caller with no
+ * synchronization at all. One run at a time: not concurrently from several threads, not from
+ * inside fn. */
 void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain);
 
-/* The split, a pure function of (n, grain, size, thread): the G = ceil(n / grain) grains are
- * dealt out contiguously, the first G % size threads getting one grain more; the last chunk
- * ends at n. Sets [*i0, *i1), empty (i0 == i1) when the thread gets nothing. */
+/* The initial split of pl_pool_run, a pure function of (n, grain, size, thread): the
+ * G = ceil(n / grain) grains are dealt out contiguously, the first G % size threads getting
+ * one grain more; the last chunk ends at n. Sets [*i0, *i1), empty (i0 == i1) when the thread
+ * gets nothing. */
 void pl_pool_chunk(int64_t n, int64_t grain, int size, int thread, int64_t *i0, int64_t *i1);
 
 /* Resolves a thread count as pl_pool_new does, from the request, the value of PLUMB_THREADS

@@ -25,7 +25,7 @@ mkmodel() {
 case $case_name in
 bench_json_has_every_field)
     mkmodel
-    run bench -m "$tmp/m.gguf" -p 8 -n 4 -t 1 -r 2 -o json --probe-mib 64
+    run bench -m "$tmp/m.gguf" -p 8 -n 4 -t 1 -r 2 -d 0,16 -o json --probe-mib 64
     expect_rc 0 "bench -o json"
     "$json_check" <"$tmp/out" || fail "the output is not valid JSON"
     for k in '"machine": {' '"cpu": ' '"flags": [' '"topology": ' '"bindings": [' \
@@ -33,7 +33,10 @@ bench_json_has_every_field)
         '"read_gbps": [' '"int8_gops": [' '"results": [' '"test": "pp8"' '"test": "tg4"' \
         '"tok_s": {"median": ' '"latency_ms": {"p50": ' '"p99": ' '"peak_rss": ' \
         '"kernels": "' '"repacked": ' '"repack": {"set": ' '"roofline_pct": ' '"load_ms": ' \
-        '"n_threads": 1' '"pus": [' '"thread":0'; do
+        '"n_threads": 1' '"pus": [' '"thread":0' '"depth": [0, 16]' '"background_load": [0]' \
+        '"test": "pp8 @ d16", "n_prompt": 8, "n_gen": 0, "depth": 16, "background_load": 0' \
+        '"test": "tg4 @ d16", "n_prompt": 1, "n_gen": 4, "depth": 16' '"depth": 0,' \
+        '"background_load_cpus": "'; do
         expect_in "$tmp/out" "$k"
     done
     for k in median p50 p90 p99 peak_rss load_ms best bytes_per_token roofline_pct; do
@@ -42,6 +45,9 @@ bench_json_has_every_field)
     # Progress went to stderr, naming the model, the set, the threads and the repetition.
     expect_in "$tmp/err" "m set "
     expect_in "$tmp/err" "threads 1: tg4 rep 2/2"
+    expect_in "$tmp/err" "threads 1: filling the cache to depth 16"
+    # A decode row at depth 16 attends to 16 more entries on average than at depth 0.
+    grep -q '"avg_n_past": 19.5' "$tmp/out" || fail "tg4 @ d16: avg_n_past is not 16 + 1 + 2.5"
     # --no-probe: the same document, the rates and shares null.
     run bench -m "$tmp/m.gguf" -p 0 -n 2 -t 1 -r 1 -o json --no-probe
     expect_rc 0 "bench --no-probe"
@@ -60,10 +66,29 @@ bench_md_and_csv_have_rows)
     expect_in "$tmp/out" "build: "
     expect_in "$tmp/out" "read "
     [ "$(grep -c '^| m ' "$tmp/out")" -eq 4 ] || fail "want 4 rows (2 tests x 2 thread counts)"
+    grep -q ' load |' "$tmp/out" && fail "a load column with no background load"
+    # Depths and background load: one row per test x depth x load, the load in its column.
+    run bench -m "$tmp/m.gguf" -p 8 -n 2 -t 1 -r 1 -d 0,4 --background-load 0,1 --no-probe
+    expect_rc 0 "bench -d 0,4 --background-load 0,1"
+    expect_in "$tmp/out" "| repack | load | test |"
+    expect_in "$tmp/out" "| 0 | pp8 |"
+    expect_in "$tmp/out" "| 1 | pp8 |"
+    expect_in "$tmp/out" "| 1 | pp8 @ d4 |"
+    expect_in "$tmp/out" "| 0 | tg2 @ d4 |"
+    expect_in "$tmp/out" "background load: "
+    [ "$(grep -c '^| m ' "$tmp/out")" -eq 8 ] || fail "want 8 rows (2 tests x 2 depths x 2 loads)"
+    # The busy processes are gone with the bench (they share its command line until killed).
+    ps -eo args 2>/dev/null | grep -F -- "$tmp/m.gguf" | grep -qv grep &&
+        fail "a background load process outlived the bench"
     run bench -m "$tmp/m.gguf" -p 8 -n 0 -t 1 -r 1 --no-probe -o csv
     expect_rc 0 "bench -o csv"
     expect_in "$tmp/out" "model,path,arch,ftype,"
+    expect_in "$tmp/out" ",int8_pct,depth,background_load"
     [ "$(wc -l <"$tmp/out" | tr -d ' ')" -eq 2 ] || fail "csv: want a header and 1 row"
+    run bench -m "$tmp/m.gguf" -p 8 -n 0 -t 1 -r 1 -d 4 --background-load 1 --no-probe -o csv
+    expect_rc 0 "bench -o csv -d 4 --background-load 1"
+    expect_in "$tmp/out" ",pp8 @ d4,8,0,"
+    tail -n 1 "$tmp/out" | grep -q ',4,1$' || fail "csv: the row does not end with depth 4, load 1"
     ;;
 
 bench_bad_usage_exits_2)
@@ -71,7 +96,8 @@ bench_bad_usage_exits_2)
     for args in "" "-p 8" "-m $tmp/m.gguf -o xml" "-m $tmp/m.gguf -p 8,x" \
         "-m $tmp/m.gguf -p 0 -n 0" "-m $tmp/m.gguf -t 0" "-m $tmp/m.gguf -r 0" \
         "-m $tmp/m.gguf --bogus" "-m $tmp/m.gguf extra" "-m $tmp/m.gguf --no-probe=1" \
-        "-m $tmp/m.gguf --kernels ,"; do
+        "-m $tmp/m.gguf --kernels ," "-m $tmp/m.gguf -d -1" "-m $tmp/m.gguf -d 4,x" \
+        "-m $tmp/m.gguf --background-load -1" "-m $tmp/m.gguf --background-load 100000"; do
         # shellcheck disable=SC2086 # word splitting is the point
         run bench $args
         expect_rc 2 "bench $args"
@@ -90,6 +116,11 @@ bench_missing_model_exits_1)
     run bench -m "$tmp/m.gguf" -p 8 -n 0 -r 1 --no-probe --kernels nosuchset
     expect_rc 1 "bench with an unknown kernel set"
     expect_in "$tmp/err" "nosuchset"
+    # The tiny preset was trained for 256 positions: depth 250 + pp8 does not fit.
+    run bench -m "$tmp/m.gguf" -p 8 -n 0 -r 1 -d 250 --no-probe
+    expect_rc 1 "bench with depth + test past the model's context"
+    expect_in "$tmp/err" "depth 250 + the longest test (8 tokens) needs a context of 258 tokens"
+    expect_in "$tmp/err" "n_ctx_train"
     ;;
 
 *)
