@@ -52,7 +52,7 @@ static void usage(FILE *out)
         "  --kernels LIST              kernel sets, e.g. ref,avx2,avx512 (default: PLUMB_KERNELS,\n"
         "                              else the best); each load builds that set's layouts\n"
         "  --no-repack                 run every weight from the mapping (PL_MODEL_NO_REPACK)\n"
-        "  --chunk N                   prefill chunk in tokens (default 64)\n"
+        "  --chunk N                   prefill chunk in tokens (default 256)\n"
         "  -o, --output md|json|csv    output format (default md)\n"
         "  --probe-mib N               read probe buffer in MiB (default 1024; far beyond L3)\n"
         "  --no-probe                  skip both probes (no % of roofline or peak)\n"

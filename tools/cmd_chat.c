@@ -40,7 +40,7 @@ static void usage(FILE *out)
           "  -c, --ctx N              context window in tokens (default min(train, 4096))\n"
           "  --sliding-window N       sliding window instead of a context window\n"
           "  --sinks N                attention sinks kept by the sliding window (default 4)\n"
-          "  --chunk N                prefill chunk in tokens (default 64)\n"
+          "  --chunk N                prefill chunk in tokens (default 256)\n"
           "  --kv-type f16|f32        KV cache element type (default f16)\n"
           "  --kernels NAME           kernel set (default: PLUMB_KERNELS, else the best)\n"
           "  --no-repack              run every weight from the mapping (no repacked copies)\n"

@@ -16,7 +16,7 @@
 #include "threads.h"
 
 #define DEFAULT_CONTEXT 4096
-#define DEFAULT_CHUNK   64
+#define DEFAULT_CHUNK   256
 #define MAX_CHUNK       4096
 
 /* The scratch arena: one block, carved at session creation. */
@@ -85,12 +85,21 @@ static void mm_worker(void *ctx, int64_t r0, int64_t r1, int thread)
     }
 }
 
+/* What makes a matmul's input rows, fused into the same parallel region as their
+ * quantization: RMSNorm of a's rows by w, or SwiGLU of a's (gate) and b's (up) rows. */
+typedef struct pre_op {
+    const float *a, *b, *w;
+    float eps;
+} pre_op;
+
 typedef struct quant_job {
-    pl_quantize_row_fn fn;
+    const struct pl_kernels *k;
+    pl_quantize_row_fn fn; /* NULL: the rows stay f32 */
     uint8_t *out;
     size_t row;
-    const float *x;
+    float *x;
     int64_t K;
+    const pre_op *pre;     /* non-NULL: x's rows are made first */
     const pl_repack *prep; /* non-NULL: then each row is prepared into xp */
     uint8_t *xp;
     size_t xp_row;
@@ -100,18 +109,24 @@ static void quant_worker(void *ctx, int64_t t0, int64_t t1, int thread)
 {
     (void)thread;
     const quant_job *j = ctx;
+    const int64_t K = j->K;
     for (int64_t t = t0; t < t1; t++) {
+        float *x = j->x + t * K;
+        const pre_op *p = j->pre;
+        if (p && p->w) j->k->rmsnorm(x, p->a + t * K, p->w, K, p->eps);
+        if (p && p->b) j->k->swiglu(x, p->a + t * K, p->b + t * K, K);
+        if (!j->fn) continue;
         uint8_t *q = j->out + (size_t)t * j->row;
-        j->fn(q, j->x + t * j->K, j->K);
-        if (j->prep) j->prep->x_prep(j->xp + (size_t)t * j->xp_row, q, j->K);
+        j->fn(q, x, K);
+        if (j->prep) j->prep->x_prep(j->xp + (size_t)t * j->xp_row, q, K);
     }
 }
 
-/* ys[i] (T, R_i) = x (T, K) · W_i^T for the n weights (same K, same type). Activations are
+/* ys[i] (T, R_i) = x (T, K) . W_i^T for the n weights (same K, same type). Activations are
  * quantized row by row to the weight type's dot type first, so each row's quantization is
- * the same in any batch. */
-static void matmul_n(pl_session *ss, const pl_tensor *const *w, float *const *ys, int n,
-                     const float *x, int64_t T)
+ * the same in any batch; with pre, x's rows are made in the same region (one dispatch). */
+static void matmul_n(pl_session *ss, const pl_tensor *const *w, float *const *ys, int n, float *x,
+                     int64_t T, const pre_op *pre)
 {
     const struct pl_kernels *k = &ss->kt.k;
     const int64_t K = w[0]->ne[0];
@@ -129,44 +144,33 @@ static void matmul_n(pl_session *ss, const pl_tensor *const *w, float *const *ys
         };
         rows += w[i]->ne[1];
     }
-    if (dot == PL_TYPE_F32) {
-        j.x = x;
-        j.x_row = (size_t)K * sizeof(float);
-    } else {
-        size_t row;
-        pl_type_row_bytes(dot, K, &row, NULL);
+    quant_job q = {.k = k, .x = x, .K = K, .pre = pre};
+    j.x = x;
+    j.x_row = (size_t)K * sizeof(float);
+    if (dot != PL_TYPE_F32) {
+        pl_type_row_bytes(dot, K, &q.row, NULL);
+        q.fn = k->quantize_row[dot];
+        q.out = ss->s.xq;
+        j.x = ss->s.xq;
+        j.x_row = q.row;
         /* The n weights share one type, so one layout and one preparation. */
         const pl_repack *rp = ss->packed && w[0]->packed ? w[0]->repack : NULL;
-        quant_job q = {k->quantize_row[dot], ss->s.xq, row, x, K, NULL, ss->s.xp, 0};
-        j.x = ss->s.xq;
-        j.x_row = row;
         if (rp && rp->x_prep) {
             q.prep = rp;
+            q.xp = ss->s.xp;
             q.xp_row = rp->x_row(K);
             j.x = ss->s.xp;
             j.x_row = q.xp_row;
         }
-        pl_pool_run(ss->pool, quant_worker, &q, T, 8);
     }
+    if (q.fn || pre) pl_pool_run(ss->pool, quant_worker, &q, T, 8);
     pl_pool_run(ss->pool, mm_worker, &j, rows, PL_REPACK_ROWS);
 }
 
-static void matmul(pl_session *ss, const pl_tensor *w, float *y, const float *x, int64_t T)
+static void matmul(pl_session *ss, const pl_tensor *w, float *y, float *x, int64_t T,
+                   const pre_op *pre)
 {
-    matmul_n(ss, &w, &y, 1, x, T);
-}
-
-typedef struct swiglu_job {
-    pl_swiglu_fn fn;
-    float *y;
-    const float *gate, *up;
-} swiglu_job;
-
-static void swiglu_worker(void *ctx, int64_t i0, int64_t i1, int thread)
-{
-    (void)thread;
-    const swiglu_job *j = ctx;
-    j->fn(j->y + i0, j->gate + i0, j->up + i0, i1 - i0);
+    matmul_n(ss, &w, &y, 1, x, T, pre);
 }
 
 typedef struct att_job {
@@ -216,18 +220,17 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
     const pl_layer *L = &m->layers[l];
     const struct pl_kernels *k = &ss->kt.k;
     scratch *s = &ss->s;
-    int64_t E = hp->n_embd, D = hp->head_dim, H = L->n_head, Hkv = L->n_head_kv, F = L->n_ff;
+    int64_t E = hp->n_embd, D = hp->head_dim, H = L->n_head, Hkv = L->n_head_kv;
 
-    for (int64_t t = 0; t < T; t++)
-        k->rmsnorm(s->xn + t * E, s->x + t * E, L->attn_norm.data, E, hp->rms_eps);
+    const pre_op attn_norm = {s->x, NULL, L->attn_norm.data, hp->rms_eps};
     if (L->wq.type == L->wk.type && L->wq.type == L->wv.type) {
         const pl_tensor *w[3] = {&L->wq, &L->wk, &L->wv};
         float *const y[3] = {s->q, s->k, s->v};
-        matmul_n(ss, w, y, 3, s->xn, T);
+        matmul_n(ss, w, y, 3, s->xn, T, &attn_norm);
     } else {
-        matmul(ss, &L->wq, s->q, s->xn, T);
-        matmul(ss, &L->wk, s->k, s->xn, T);
-        matmul(ss, &L->wv, s->v, s->xn, T);
+        matmul(ss, &L->wq, s->q, s->xn, T, &attn_norm);
+        matmul(ss, &L->wk, s->k, s->xn, T, NULL);
+        matmul(ss, &L->wv, s->v, s->xn, T, NULL);
     }
     add_bias(s->q, &L->bq, T, H * D);
     add_bias(s->k, &L->bk, T, Hkv * D);
@@ -262,22 +265,20 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
     /* whole KV groups per thread where there are enough: their heads share each K/V read */
     pl_pool_run(ss->pool, att_worker, &j, H, Hkv >= pl_pool_size(ss->pool) ? H / Hkv : 1);
 
-    matmul(ss, &L->wo, s->tmp, s->att, T);
+    matmul(ss, &L->wo, s->tmp, s->att, T, NULL);
     add_into(s->x, s->tmp, T * E);
 
-    for (int64_t t = 0; t < T; t++)
-        k->rmsnorm(s->xn + t * E, s->x + t * E, L->ffn_norm.data, E, hp->rms_eps);
+    const pre_op ffn_norm = {s->x, NULL, L->ffn_norm.data, hp->rms_eps};
     if (L->w_gate.type == L->w_up.type) {
         const pl_tensor *w[2] = {&L->w_gate, &L->w_up};
         float *const y[2] = {s->gate, s->up};
-        matmul_n(ss, w, y, 2, s->xn, T);
+        matmul_n(ss, w, y, 2, s->xn, T, &ffn_norm);
     } else {
-        matmul(ss, &L->w_gate, s->gate, s->xn, T);
-        matmul(ss, &L->w_up, s->up, s->xn, T);
+        matmul(ss, &L->w_gate, s->gate, s->xn, T, &ffn_norm);
+        matmul(ss, &L->w_up, s->up, s->xn, T, NULL);
     }
-    swiglu_job sj = {k->swiglu, s->ffh, s->gate, s->up};
-    pl_pool_run(ss->pool, swiglu_worker, &sj, T * F, 1024);
-    matmul(ss, &L->w_down, s->tmp, s->ffh, T);
+    const pre_op swiglu = {s->gate, s->up, NULL, 0.0f};
+    matmul(ss, &L->w_down, s->tmp, s->ffh, T, &swiglu);
     add_into(s->x, s->tmp, T * E);
 }
 
@@ -302,9 +303,8 @@ static void step(pl_session *ss, const int32_t *tokens, int64_t T, int64_t out0,
 
     if (!logits || out0 >= T) return;
     int64_t n_out = T - out0;
-    for (int64_t t = 0; t < n_out; t++)
-        k->rmsnorm(s->xn + t * E, s->x + (out0 + t) * E, m->out_norm.data, E, m->hp.rms_eps);
-    matmul(ss, &m->output, logits, s->xn, n_out);
+    const pre_op out_norm = {s->x + out0 * E, NULL, m->out_norm.data, m->hp.rms_eps};
+    matmul(ss, &m->output, logits, s->xn, n_out, &out_norm);
 }
 
 pl_status pl_session_eval(pl_session *ss, const int32_t *tokens, int64_t n, float *logits,
