@@ -254,6 +254,7 @@ static void pool_run_visits_every_index_exactly_once(void)
         pl_status st = pl_pool_new(&p, sizes[s], &err);
         TU_CHECK(st == PL_OK, "pl_pool_new(%d): %s %s", sizes[s], pl_status_str(st), err.msg);
         if (st != PL_OK) continue;
+        pl_pool_set_stall_backoff(p, 0);
         TU_CHECK(pl_pool_size(p) == sizes[s], "size %d, asked %d", pl_pool_size(p), sizes[s]);
         int ok = 1;
         for (size_t a = 0; a < sizeof ns / sizeof ns[0] && ok; a++)
@@ -283,6 +284,7 @@ static void pool_runs_correctly_on_both_the_spin_and_the_sleep_path(void)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         pl_pool *p = NULL;
         CU_ASSERT_FATAL(pl_pool_new(&p, cases[c].size, NULL) == PL_OK);
+        pl_pool_set_stall_backoff(p, 0);
         pl_pool_set_spin_us(p, cases[c].spin);
         TU_CHECK(pl_pool_spin_us(p) == cases[c].spin, "spin %d not kept", cases[c].spin);
         int ok = 1;
@@ -343,6 +345,7 @@ static void pool_reuses_its_workers_across_10000_runs(void)
         int size = sizes[s], base = os_threads();
         pl_pool *p = NULL;
         CU_ASSERT_FATAL(pl_pool_new(&p, size, NULL) == PL_OK);
+        pl_pool_set_stall_backoff(p, 0);
         int after_new = os_threads();
         TU_CHECK(after_new == base + size - 1, "size %d: %d OS threads after new, %d before", size,
                  after_new, base);
@@ -378,6 +381,7 @@ static void pool_of_one_runs_everything_on_the_caller(void)
     int base = os_threads();
     pl_pool *p = NULL;
     CU_ASSERT_FATAL(pl_pool_new(&p, 1, NULL) == PL_OK);
+    pl_pool_set_stall_backoff(p, 0);
     TU_CHECK(os_threads() == base, "a pool of one created threads (%d -> %d)", base, os_threads());
     _Atomic int count[10];
     CU_ASSERT(check_run(p, 10, 1, count));
@@ -391,6 +395,7 @@ static void pool_run_with_fewer_items_than_threads_wakes_only_whom_it_needs(void
 {
     pl_pool *p = NULL;
     CU_ASSERT_FATAL(pl_pool_new(&p, 4, NULL) == PL_OK);
+    pl_pool_set_stall_backoff(p, 0);
     _Atomic int count[3];
     CU_ASSERT(check_run(p, 1, 1, count)); /* one chunk: the caller alone, no dispatch */
     CU_ASSERT(pl_pool_get_stats(p).runs == 0);
@@ -439,6 +444,7 @@ static void pool_steals_the_grains_of_a_stalled_thread(void)
         int size = sizes[a];
         pl_pool *p = NULL;
         CU_ASSERT_FATAL(pl_pool_new(&p, size, NULL) == PL_OK);
+        pl_pool_set_stall_backoff(p, 0);
         const int slows[] = {0, 1, size - 1};
         for (size_t b = 0; b < sizeof slows / sizeof slows[0]; b++)
             for (size_t c = 0; c < sizeof grains / sizeof grains[0]; c++)
@@ -478,6 +484,66 @@ static void pool_steals_the_grains_of_a_stalled_thread(void)
     free(count);
 }
 
+/* Items of 20 us that count their visits; thread 1's first call first sleeps 2 ms (a
+ * descheduled worker). */
+typedef struct nap {
+    _Atomic int count[64];
+    _Atomic int napped, calls;
+} nap;
+
+static void nap_fn(void *ctx, int64_t i0, int64_t i1, int thread)
+{
+    nap *z = ctx;
+    atomic_fetch_add(&z->calls, 1);
+    if (thread == 1 && !atomic_exchange(&z->napped, 1)) {
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    for (int64_t i = i0; i < i1; i++) {
+        /* 20 us of work per item, so a worker has time to join before the caller is done */
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do clock_gettime(CLOCK_MONOTONIC, &t1);
+        while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 20000);
+        atomic_fetch_add(&z->count[i], 1);
+    }
+}
+
+/* After a run whose caller waited >= 200 us for a worker, the next runs go to the caller
+ * alone (one call over everything) and are as exact; turning the back-off off ends that. */
+static void pool_backs_off_to_the_caller_after_a_stall(void)
+{
+    pl_pool *p = NULL;
+    CU_ASSERT_FATAL(pl_pool_new(&p, 2, NULL) == PL_OK);
+    /* a stalled run, then at once the next (a host that deschedules this thread for the
+     * whole 2 ms back-off between the two gets another try) */
+    int stalled = 0, solo = 0;
+    for (int attempt = 0; attempt < 100 && !solo; attempt++) {
+        nap z;
+        memset(&z, 0, sizeof z);
+        pl_pool_run(p, nap_fn, &z, 64, 1);
+        for (int i = 0; i < 64; i++) CU_ASSERT_EQUAL(atomic_load(&z.count[i]), 1);
+        if (!atomic_load(&z.napped)) continue; /* thread 1 did not take part */
+        stalled = 1;
+        const uint64_t solo0 = pl_pool_get_stats(p).solo;
+        memset(&z, 0, sizeof z);
+        atomic_store(&z.napped, 1);
+        pl_pool_run(p, nap_fn, &z, 64, 1);
+        for (int i = 0; i < 64; i++) CU_ASSERT_EQUAL(atomic_load(&z.count[i]), 1);
+        solo = pl_pool_get_stats(p).solo == solo0 + 1 && atomic_load(&z.calls) == 1;
+    }
+    TU_CHECK(stalled, "thread 1 never took part in 100 runs");
+    TU_CHECK(solo, "no run after a stall was the caller's alone");
+    pl_pool_set_stall_backoff(p, 0);
+    const uint64_t solo1 = pl_pool_get_stats(p).solo;
+    nap z;
+    memset(&z, 0, sizeof z);
+    pl_pool_run(p, nap_fn, &z, 64, 1);
+    for (int i = 0; i < 64; i++) CU_ASSERT_EQUAL(atomic_load(&z.count[i]), 1);
+    CU_ASSERT_EQUAL(pl_pool_get_stats(p).solo, solo1);
+    pl_pool_free(p);
+}
+
 /* A worker that wakes after the others have done its grains (a sleeping pool: spin 0, so
  * every wake is a futex wake, far slower than a run of two empty grains) must leave the job
  * alone: every run stays exact and the pool counts the late wakes. Runs until one is seen; a
@@ -486,6 +552,7 @@ static void pool_run_does_not_wait_for_a_worker_that_has_not_woken(void)
 {
     pl_pool *p = NULL;
     CU_ASSERT_FATAL(pl_pool_new(&p, 2, NULL) == PL_OK);
+    pl_pool_set_stall_backoff(p, 0);
     pl_pool_set_spin_us(p, 0);
     _Atomic int count[2];
     int ok = 1, k = 0;
@@ -520,6 +587,7 @@ static void pool_free_and_accessors_accept_null(void)
     CU_ASSERT(len == 0);
     pl_pool *p = NULL;
     CU_ASSERT_FATAL(pl_pool_new(&p, 2, NULL) == PL_OK);
+    pl_pool_set_stall_backoff(p, 0);
     pl_pool_run(p, NULL, NULL, 10, 1); /* no function: nothing to do */
     CU_ASSERT(pl_pool_binding_of(p, 2) == NULL && pl_pool_binding_of(p, -1) == NULL);
     pl_pool_free(p);
@@ -603,6 +671,7 @@ static void pool_topology_and_bindings_are_consistent(void)
     pl_pool *p = NULL;
     env_clear();
     CU_ASSERT_FATAL(pl_pool_new(&p, 0, NULL) == PL_OK);
+    pl_pool_set_stall_backoff(p, 0);
     env_restore();
     const pl_topology *t = pl_pool_topology(p);
     TU_CHECK(t->n_cores >= t->n_cores_usable && t->n_cores_usable >= 1 &&
@@ -653,6 +722,7 @@ static void pool_format_fills_the_buffer_or_says_the_size_needed(void)
 {
     pl_pool *p = NULL;
     CU_ASSERT_FATAL(pl_pool_new(&p, 3, NULL) == PL_OK);
+    pl_pool_set_stall_backoff(p, 0);
     static const pl_pool_format_style styles[] = {PL_POOL_FORMAT_TEXT, PL_POOL_FORMAT_JSON};
     for (size_t s = 0; s < 2; s++) {
         size_t len = 0;
@@ -949,6 +1019,7 @@ int main(int argc, char **argv)
         {"pool_run_with_fewer_items_than_threads_wakes_only_whom_it_needs",
          pool_run_with_fewer_items_than_threads_wakes_only_whom_it_needs},
         {"pool_steals_the_grains_of_a_stalled_thread", pool_steals_the_grains_of_a_stalled_thread},
+        {"pool_backs_off_to_the_caller_after_a_stall", pool_backs_off_to_the_caller_after_a_stall},
         {"pool_run_does_not_wait_for_a_worker_that_has_not_woken",
          pool_run_does_not_wait_for_a_worker_that_has_not_woken},
         {"pool_free_and_accessors_accept_null", pool_free_and_accessors_accept_null},

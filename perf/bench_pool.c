@@ -1,11 +1,14 @@
-/* bench_pool.c — round trip of an empty pl_pool_run (publish, every thread runs an empty
- * chunk, all done), as medians over many calls. A benchmark, not a test: no asserts.
+/* bench_pool.c — round trip of a pl_pool_run in which every thread takes part (publish,
+ * every thread runs one item that waits until all have started, all done), as medians over
+ * many calls. The items wait for each other because an empty item would be stolen by the
+ * caller before a worker woke (work stealing), and the series would time the caller alone. A benchmark, not a test: no asserts.
  * Results and how they were taken: perf/NOTES.md, "Thread pool dispatch".
  * Build (until perf/CMakeLists.txt has a target for it), from the repo root after `make`:
  *   cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Iengine -Iengine/include perf/bench_pool.c \
  *      build/engine/libplumb.a $(pkg-config --libs hwloc libpcre2-8) -lpthread -lm -o bench_pool
  * Run: ./bench_pool [threads=2] [calls=10000] [--bind-caller] [--spin=US]
  * Prints the pool's topology/binding report, then one JSON line per series. */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,9 +24,32 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+
+/* Items that meet: each waits until every thread has started one (10 ms at most). */
+typedef struct meet {
+    _Atomic int arrived;
+    int size;
+} meet;
+
 static void empty(void *ctx, int64_t i0, int64_t i1, int thread)
 {
-    (void)ctx, (void)i0, (void)i1, (void)thread;
+    (void)thread;
+    meet *m = ctx;
+    for (int64_t i = i0; i < i1; i++) {
+        atomic_fetch_add(&m->arrived, 1);
+        uint64_t until = 0;
+        while (atomic_load(&m->arrived) < m->size) {
+            uint64_t t = now_ns();
+            if (!until) until = t + 10000000u;
+            if (t > until) break;
+        }
+    }
+}
+
+static void run_once(pl_pool *p, int size)
+{
+    meet m = {0, size};
+    pl_pool_run(p, empty, &m, size, 1);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -39,7 +65,7 @@ static void series(pl_pool *p, int calls, uint64_t gap_ns, const char *label)
     uint64_t *t = malloc((size_t)calls * sizeof *t);
     if (!t) return;
     int size = pl_pool_size(p);
-    for (int k = 0; k < 1000; k++) pl_pool_run(p, empty, NULL, size, 1);
+    for (int k = 0; k < 1000; k++) run_once(p, size);
     pl_pool_stats s0 = pl_pool_get_stats(p);
     for (int k = 0; k < calls; k++) {
         if (gap_ns) {
@@ -48,7 +74,7 @@ static void series(pl_pool *p, int calls, uint64_t gap_ns, const char *label)
             }
         }
         uint64_t a = now_ns();
-        pl_pool_run(p, empty, NULL, size, 1);
+        run_once(p, size);
         t[k] = now_ns() - a;
     }
     pl_pool_stats s1 = pl_pool_get_stats(p);

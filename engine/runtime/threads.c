@@ -71,6 +71,9 @@ struct pl_pool {
     int size;     /* threads, caller included; fixed at creation */
     uint32_t gen; /* run generation; caller-only, like runs */
     uint64_t runs;
+    /* Stall back-off (caller-only): runs before solo_until go to the caller alone. */
+    uint64_t solo_until, solo_ns, last_stall, solo_runs;
+    int backoff; /* 1: back off after stalls (the default) */
     /* Who is inside the current run (STATE_*); every worker joins with a CAS and leaves. */
     _Alignas(POOL_LINE) _Atomic uint64_t state;
     /* Sleep path: who is blocked on the condition variables. */
@@ -624,6 +627,7 @@ pl_status pl_pool_new(pl_pool **out, int n_threads, pl_error *err)
     }
     p->size = size;
     atomic_store(&p->spin_us, size > p->topo.n_pus_usable ? 0 : PL_POOL_DEFAULT_SPIN_US);
+    p->backoff = 1;
     p->bind = pl_calloc((size_t)size, sizeof *p->bind);
     p->workers = pl_calloc((size_t)size, sizeof *p->workers);
     p->lanes = alloc_lines((size_t)size * sizeof *p->lanes);
@@ -661,6 +665,30 @@ int pl_pool_size(const pl_pool *p)
     return p ? p->size : 0;
 }
 
+/* A caller that waited this long for workers holding grains met a descheduled worker (a busy
+ * machine: another process on its core). Then the next runs go to the caller alone for a
+ * while, 2 ms doubling to 256 ms while stalls recur (reset after 1 s without one), so a busy
+ * core costs one stall per period instead of one per run; the results are the same bits,
+ * whoever computes them. */
+#define STALL_NS    (200u * 1000u)
+#define SOLO_MIN_NS (2u * 1000u * 1000u)
+#define SOLO_MAX_NS (256u * 1000u * 1000u)
+
+static void note_wait(pl_pool *p, uint64_t waited)
+{
+    if (!p->backoff) return;
+    const uint64_t now = now_ns();
+    if (waited < STALL_NS) {
+        if (p->solo_ns && now - p->last_stall > 4 * (uint64_t)SOLO_MAX_NS) p->solo_ns = 0;
+        return;
+    }
+    p->solo_ns = p->solo_ns == 0                ? SOLO_MIN_NS
+                 : 2 * p->solo_ns > SOLO_MAX_NS ? SOLO_MAX_NS
+                                                : 2 * p->solo_ns;
+    p->last_stall = now;
+    p->solo_until = now + p->solo_ns;
+}
+
 void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain)
 {
     if (!p || !fn || n <= 0) return;
@@ -670,6 +698,14 @@ void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain)
     if (active == 1) { /* nothing to share: no synchronization at all */
         fn(ctx, 0, n, 0);
         return;
+    }
+    if (p->solo_until && p->backoff) { /* backing off after a stall */
+        if (now_ns() < p->solo_until) {
+            p->solo_runs++;
+            fn(ctx, 0, n, 0);
+            return;
+        }
+        p->solo_until = 0;
     }
     /* Every worker of the last run has left (refs 0, closed), and a late one cannot join it,
      * so the job and the lanes are the caller's to rewrite. */
@@ -697,8 +733,12 @@ void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain)
      * the last grains (or are about to find nothing left). */
     uint64_t s = atomic_fetch_or(&p->state, STATE_CLOSED);
     if (STATE_REFS(s) == 0) return;
+    const uint64_t t_wait = now_ns();
     int spin = atomic_load_explicit(&p->spin_us, memory_order_relaxed);
-    if (spin > 0 && spin_until_no_refs(&p->state, spin)) return;
+    if (spin > 0 && spin_until_no_refs(&p->state, spin)) {
+        note_wait(p, now_ns() - t_wait);
+        return;
+    }
     pthread_mutex_lock(&p->mu);
     atomic_store(&p->caller_waiting, 1);
     int slept = 0;
@@ -709,6 +749,7 @@ void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain)
     atomic_store(&p->caller_waiting, 0);
     pthread_mutex_unlock(&p->mu);
     if (slept) atomic_fetch_add_explicit(&p->caller_sleeps, 1, memory_order_relaxed);
+    note_wait(p, now_ns() - t_wait);
 }
 
 pl_status pl_pool_bind_caller(pl_pool *p, pl_error *err)
@@ -726,6 +767,13 @@ pl_status pl_pool_bind_caller(pl_pool *p, pl_error *err)
     p->caller_pinned = p->bind[0].bound && saved;
     p->caller_tid = self;
     return pl_ok(err);
+}
+
+void pl_pool_set_stall_backoff(pl_pool *p, int on)
+{
+    if (!p) return;
+    p->backoff = on != 0;
+    p->solo_until = p->solo_ns = 0;
 }
 
 void pl_pool_set_spin_us(pl_pool *p, int us)
@@ -765,6 +813,7 @@ pl_pool_stats pl_pool_get_stats(const pl_pool *p)
     pl_pool *q = (pl_pool *)p; /* atomics are read-only here, but C11 loads take non-const */
     s.threads_created = p->threads_created;
     s.runs = p->runs;
+    s.solo = p->solo_runs;
     s.sleeps = atomic_load_explicit(&q->caller_sleeps, memory_order_relaxed);
     s.stolen = atomic_load_explicit(&q->caller_stolen, memory_order_relaxed);
     for (int i = 1; i < p->size; i++) {

@@ -54,6 +54,7 @@ typedef struct pl_pool_stats {
     uint64_t sleeps;          /* times a worker or the caller gave up spinning and slept */
     uint64_t stolen;          /* grains run by a thread outside its own chunk */
     uint64_t late;            /* times a worker woke for a run the others had already finished */
+    uint64_t solo;            /* runs the caller did alone, backing off after a stall */
 } pl_pool_stats;
 
 typedef struct pl_pool pl_pool;
@@ -104,10 +105,12 @@ typedef void (*pl_pool_fn)(void *ctx, int64_t i0, int64_t i1, int thread);
  * t + 2, ... So a thread the OS deschedules holds back only the grains it has claimed, and a
  * worker that has not woken yet holds back nothing: the caller waits (spin, then sleep) only
  * for the workers that joined the run, and a worker waking after the run is over leaves the
- * job alone (pl_pool_stats.late). Threads beyond the number of grains take no part; a run of
- * one grain, or any run on a pool of size 1, is fn(ctx, 0, n, 0) on the caller with no
- * synchronization at all. One run at a time: not concurrently from several threads, not from
- * inside fn. */
+ * job alone (pl_pool_stats.late). After a run whose caller waited >= 200 us for a worker (one
+ * the OS descheduled while it held grains), the runs of the next 2 ms (doubling to 256 ms while
+ * such stalls recur) go to the caller alone (pl_pool_stats.solo). Threads beyond the number of
+ * grains take no part; a run of one grain, or any run on a pool of size 1, is fn(ctx, 0, n, 0) on
+ * the caller with no synchronization at all. One run at a time: not concurrently from several
+ * threads, not from inside fn. */
 void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain);
 
 /* The initial split of pl_pool_run, a pure function of (n, grain, size, thread): the
@@ -127,6 +130,10 @@ pl_status pl_pool_resolve_threads(int n_threads, const char *env_value, int defa
  * previous affinity; otherwise the pin outlives the pool. (A pinned thread also narrows what
  * later pools see as usable when it is the process's only thread.) */
 pl_status pl_pool_bind_caller(pl_pool *p, pl_error *err);
+
+/* Turns the stall back-off of pl_pool_run on (the default) or off (every run shared, as tests
+ * that check how grains are dealt need); either way clears a back-off in progress. */
+void pl_pool_set_stall_backoff(pl_pool *p, int on);
 
 /* Spin budget in microseconds (0: sleep at once); see PL_POOL_DEFAULT_SPIN_US. Safe to change
  * at any time; waits that start afterwards use the new value. */
