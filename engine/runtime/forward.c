@@ -173,18 +173,32 @@ static void matmul(pl_session *ss, const pl_tensor *w, float *y, float *x, int64
     matmul_n(ss, &w, &y, 1, x, T, pre);
 }
 
+/* Attention work items: head chunks (whole KV groups when there are enough of them, so the
+ * heads sharing a K/V read stay together) x blocks of query tokens, chunk-major. */
+#define ATT_TBLOCK 32
+
 typedef struct att_job {
     pl_session *ss;
     float *out;
     pl_attn_args a;
+    int64_t hc, n_tb; /* heads per chunk, token blocks */
 } att_job;
 
-static void att_worker(void *ctx, int64_t h0, int64_t h1, int thread)
+static void att_worker(void *ctx, int64_t i0, int64_t i1, int thread)
 {
     att_job *j = ctx;
     float *buf = j->ss->s.att_scratch +
                  (size_t)thread * PL_ATTN_SCRATCH(j->ss->kv.cap, j->ss->m->hp.head_dim);
-    j->ss->kt.k.attention(j->out, &j->a, h0, h1, buf);
+    const pl_attn_args *a = &j->a;
+    for (int64_t i = i0; i < i1; i++) {
+        const int64_t h0 = i / j->n_tb * j->hc, t0 = i % j->n_tb * ATT_TBLOCK;
+        const int64_t h1 = h0 + j->hc < a->H ? h0 + j->hc : a->H;
+        pl_attn_args sub = *a;
+        sub.T = a->T - t0 < ATT_TBLOCK ? a->T - t0 : ATT_TBLOCK;
+        sub.q = a->q + t0 * a->H * a->D;
+        sub.q_pos = a->q_pos + t0;
+        j->ss->kt.k.attention(j->out + t0 * a->H * a->D, &sub, h0, h1, buf);
+    }
 }
 
 static void add_into(float *restrict y, const float *restrict x, int64_t n)
@@ -263,7 +277,10 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
         .scale = (float)(1.0 / sqrt((double)D)),
     };
     /* whole KV groups per thread where there are enough: their heads share each K/V read */
-    pl_pool_run(ss->pool, att_worker, &j, H, Hkv >= pl_pool_size(ss->pool) ? H / Hkv : 1);
+    j.n_tb = (T + ATT_TBLOCK - 1) / ATT_TBLOCK;
+    const int64_t nt = pl_pool_size(ss->pool);
+    j.hc = Hkv >= nt || Hkv * j.n_tb >= 2 * nt ? H / Hkv : 1;
+    pl_pool_run(ss->pool, att_worker, &j, (H + j.hc - 1) / j.hc * j.n_tb, 1);
 
     matmul(ss, &L->wo, s->tmp, s->att, T, NULL);
     add_into(s->x, s->tmp, T * E);
