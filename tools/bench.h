@@ -56,6 +56,7 @@ typedef struct bench_row {
     int peak_rss_scope_model; /* 1: since this model was loaded (VmHWM reset); 0: process */
     /* against the machine's limits (0 or negative: unknown) */
     double avg_n_past;      /* tg: mean KV entries a decode step attends to */
+    double attention_share; /* attention's share of the timed steps (pl_session_info), -1: none */
     double bytes_per_token; /* tg: step weights + KV read */
     double read_gbps;       /* the probe's, at this thread count */
     double roofline_pct;    /* tg: tok/s x bytes_per_token / read bandwidth */

@@ -440,6 +440,8 @@ static void print_json_row(FILE *f, const bench_row *r)
             (unsigned long long)mi->step_weight_bytes);
     fputs(", \"avg_n_past\": ", f);
     jnum(f, r->avg_n_past, r->n_gen > 0);
+    fputs(", \"attention_share\": ", f);
+    jnum(f, r->attention_share, r->attention_share >= 0);
     fputs(", \"bytes_per_token\": ", f);
     jnum(f, r->bytes_per_token, r->n_gen > 0);
     fputs(", \"read_gbps\": ", f);

@@ -301,22 +301,36 @@ static pl_status run_test(runner *r, pl_session *s, bench_row *row, const int32_
 {
     int tg = row->n_gen > 0;
     int64_t n = tg ? row->n_gen : row->n_prompt, d = row->depth;
+    uint64_t eval_ns = 0, attn_ns = 0; /* over the timed steps of the timed reps */
+    pl_session_info i0, i1;
     for (int rep = 0; rep <= row->reps; rep++) {
         progress(r, row->test, rep, row->reps);
         pl_status st = pl_session_truncate(s, d, err);
         if (st) return st;
         double t_sum = 0;
         if (!tg) {
+            pl_session_get_info(s, &i0, NULL);
             double t0 = now_s();
             if ((st = pl_session_eval(s, tokens + d, n, NULL, 0, err))) return st;
             t_sum = now_s() - t0;
+            pl_session_get_info(s, &i1, NULL);
+            if (rep > 0) {
+                eval_ns += i1.eval_ns - i0.eval_ns;
+                attn_ns += i1.attention_ns - i0.attention_ns;
+            }
         } else {
             if ((st = pl_session_eval(s, tokens + d, TG_PROMPT, logits, 0, err))) return st;
             for (int64_t i = 0; i < n; i++) {
                 int32_t tok = argmax(logits, n_vocab);
+                pl_session_get_info(s, &i0, NULL);
                 double t0 = now_s();
                 if ((st = pl_session_eval(s, &tok, 1, logits, 0, err))) return st;
                 double dt = now_s() - t0;
+                pl_session_get_info(s, &i1, NULL);
+                if (rep > 0) {
+                    eval_ns += i1.eval_ns - i0.eval_ns;
+                    attn_ns += i1.attention_ns - i0.attention_ns;
+                }
                 t_sum += dt;
                 if (rep > 0) lat[(size_t)(rep - 1) * (size_t)n + (size_t)i] = dt * 1e3;
             }
@@ -324,6 +338,7 @@ static pl_status run_test(runner *r, pl_session *s, bench_row *row, const int32_
         if (rep > 0) row->tok_s[rep - 1] = (double)n / (t_sum > 0 ? t_sum : 1e-12);
     }
     if (r->tty) fputs("\r\033[K", stderr);
+    row->attention_share = eval_ns > 0 ? (double)attn_ns / (double)eval_ns : -1;
     memcpy(sorted, row->tok_s, (size_t)row->reps * sizeof *sorted);
     qsort(sorted, (size_t)row->reps, sizeof *sorted, cmp_double);
     int k = row->reps;

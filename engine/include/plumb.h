@@ -443,6 +443,10 @@ typedef struct pl_session_info {
     char kernels[32];    /* the kernel set in use */
     int64_t kv_capacity; /* slots in the cache */
     int repacked;        /* 1: this session runs the model's repacked weights */
+    /* Since the session was created: time inside forward steps (pl_session_eval and what
+     * calls it), and the part of it in attention (a profile: their ratio is attention's
+     * share). 0 from pl_session_estimate. */
+    uint64_t eval_ns, attention_ns;
 } pl_session_info;
 pl_status pl_session_get_info(const pl_session *s, pl_session_info *out, pl_error *err);
 /* What pl_session_new with these params (NULL: defaults) would allocate, without allocating:

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kvcache.h"
 #include "model.h"
@@ -46,9 +47,17 @@ struct pl_session {
     pl_history hist; /* the ids the cache holds and their text; hist.n == kv.n_past */
     int64_t chunk;   /* tokens per step */
     int packed;      /* 1: the model's repacked weights are in this session's kernel set */
+    uint64_t eval_ns, attention_ns; /* profile: time in forward steps, in attention */
     scratch s;
     void *arena;
 };
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* ---- parallel helpers ---- */
 
@@ -280,7 +289,9 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
     j.n_tb = (T + ATT_TBLOCK - 1) / ATT_TBLOCK;
     const int64_t nt = pl_pool_size(ss->pool);
     j.hc = Hkv >= nt || Hkv * j.n_tb >= 2 * nt ? H / Hkv : 1;
+    const uint64_t t_att = now_ns();
     pl_pool_run(ss->pool, att_worker, &j, (H + j.hc - 1) / j.hc * j.n_tb, 1);
+    ss->attention_ns += now_ns() - t_att;
 
     matmul(ss, &L->wo, s->tmp, s->att, T, NULL);
     add_into(s->x, s->tmp, T * E);
@@ -301,7 +312,17 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
 
 /* Evaluates tokens[0..T) at positions [p0, ...); writes logits of tokens [out0, T) to
  * logits (rows of V) when logits is non-NULL. */
+static void step_body(pl_session *ss, const int32_t *tokens, int64_t T, int64_t out0,
+                      float *logits);
+
 static void step(pl_session *ss, const int32_t *tokens, int64_t T, int64_t out0, float *logits)
+{
+    const uint64_t t0 = now_ns();
+    step_body(ss, tokens, T, out0, logits);
+    ss->eval_ns += now_ns() - t0;
+}
+
+static void step_body(pl_session *ss, const int32_t *tokens, int64_t T, int64_t out0, float *logits)
 {
     const pl_model *m = ss->m;
     const struct pl_kernels *k = &ss->kt.k;
@@ -589,6 +610,8 @@ pl_status pl_session_get_info(const pl_session *ss, pl_session_info *out, pl_err
     snprintf(out->kernels, sizeof out->kernels, "%s", ss->kt.k.name);
     out->kv_capacity = ss->kv.cap;
     out->repacked = ss->packed;
+    out->eval_ns = ss->eval_ns;
+    out->attention_ns = ss->attention_ns;
     return pl_ok(err);
 }
 

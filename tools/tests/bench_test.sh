@@ -39,7 +39,7 @@ bench_json_has_every_field)
         '"background_load_cpus": "'; do
         expect_in "$tmp/out" "$k"
     done
-    for k in median p50 p90 p99 peak_rss load_ms best bytes_per_token roofline_pct; do
+    for k in median p50 p90 p99 peak_rss load_ms best bytes_per_token roofline_pct attention_share; do
         expect_number "$tmp/out" "$k"
     done
     # Progress went to stderr, naming the model, the set, the threads and the repetition.
@@ -48,6 +48,9 @@ bench_json_has_every_field)
     expect_in "$tmp/err" "threads 1: filling the cache to depth 16"
     # A decode row at depth 16 attends to 16 more entries on average than at depth 0.
     grep -q '"avg_n_past": 19.5' "$tmp/out" || fail "tg4 @ d16: avg_n_past is not 16 + 1 + 2.5"
+    # Attention's share of the timed steps: a fraction in (0, 1) on every row.
+    grep -o '"attention_share": [^,}]*' "$tmp/out" | awk '{ if (!($2 > 0 && $2 < 1)) bad = 1; n++ }
+        END { exit bad || n < 4 }' || fail "attention_share is not in (0, 1) on every row"
     # --no-probe: the same document, the rates and shares null.
     run bench -m "$tmp/m.gguf" -p 0 -n 2 -t 1 -r 1 -o json --no-probe
     expect_rc 0 "bench --no-probe"
