@@ -412,3 +412,67 @@ int64_t cli_parse_tokens(const cli_args *a, const char *v, int32_t **out)
     *out = t;
     return k;
 }
+
+/* ---- options shared by run and chat ---- */
+
+cli_gen_opts cli_gen_defaults(void)
+{
+    cli_gen_opts o = {.sp = pl_sampler_default_params(), .sinks = -1};
+    return o;
+}
+
+int cli_gen_option(cli_args *a, const char *v, cli_gen_opts *o, int *rc)
+{
+    int64_t x = 0;
+    if (cli_is(a, NULL, "--temp"))
+        *rc = cli_parse_f32(a, v, -INFINITY, INFINITY, &o->sp.temperature);
+    else if (cli_is(a, NULL, "--top-k")) {
+        *rc = cli_parse_i64(a, v, 0, INT32_MAX, &x);
+        o->sp.top_k = (int32_t)x;
+    } else if (cli_is(a, NULL, "--top-p"))
+        *rc = cli_parse_f32(a, v, -INFINITY, INFINITY, &o->sp.top_p);
+    else if (cli_is(a, NULL, "--min-p"))
+        *rc = cli_parse_f32(a, v, -INFINITY, INFINITY, &o->sp.min_p);
+    else if (cli_is(a, NULL, "--repeat-penalty"))
+        *rc = cli_parse_f32(a, v, -INFINITY, INFINITY, &o->sp.repeat_penalty);
+    else if (cli_is(a, "-s", "--seed")) {
+        *rc = cli_parse_i64(a, v, 0, INT64_MAX, &x);
+        o->sp.seed = (uint64_t)x;
+    } else if (cli_is(a, "-t", "--threads"))
+        *rc = cli_parse_i64(a, v, 1, 4096, &o->threads);
+    else if (cli_is(a, "-c", "--ctx"))
+        *rc = cli_parse_i64(a, v, 1, INT32_MAX / 2, &o->ctx);
+    else if (cli_is(a, NULL, "--sliding-window"))
+        *rc = cli_parse_i64(a, v, 1, INT32_MAX / 4, &o->window);
+    else if (cli_is(a, NULL, "--sinks"))
+        *rc = cli_parse_i64(a, v, 0, INT32_MAX / 4, &o->sinks);
+    else if (cli_is(a, NULL, "--chunk"))
+        *rc = cli_parse_i64(a, v, 1, 4096, &o->chunk);
+    else if (cli_is(a, NULL, "--kv-type")) {
+        if (strcmp(v, "f16") && strcmp(v, "f32"))
+            *rc = cli_usage_error(a, "--kv-type: '%s' is not f16 or f32", v);
+        o->kv = v;
+    } else if (cli_is(a, NULL, "--kernels"))
+        o->kernels = v;
+    else
+        return 0;
+    return 1;
+}
+
+pl_session_params cli_gen_session(const cli_gen_opts *o, const pl_model *m)
+{
+    pl_session_params sp = pl_session_default_params(m);
+    sp.n_threads = (int)o->threads;
+    if (o->ctx) sp.context_window = o->ctx;
+    if (o->window) {
+        sp.context_window = 0;
+        sp.sliding_window = o->window;
+        sp.attention_sinks = o->sinks >= 0 ? o->sinks : (o->window > 4 ? 4 : 0);
+    } else if (o->sinks >= 0) {
+        sp.attention_sinks = o->sinks;
+    }
+    if (o->chunk) sp.prefill_chunk = o->chunk;
+    if (o->kv) sp.kv_type = strcmp(o->kv, "f32") == 0 ? PL_TYPE_F32 : PL_TYPE_F16;
+    sp.kernels = o->kernels;
+    return sp;
+}

@@ -109,6 +109,21 @@ size_t cli_utf8_prefix(const char *s, size_t n, size_t max);
  * code points that cli_put_escaped would print (for column alignment). */
 void cli_put_escaped(FILE *f, const char *s, size_t n);
 size_t cli_escaped_width(const char *s, size_t n);
+/* The options `plumb run` and `plumb chat` share: sampling (--temp --top-k --top-p --min-p
+ * --repeat-penalty -s) and the session (-t -c --sliding-window --sinks --chunk --kv-type
+ * --kernels). sinks is -1 until given. */
+typedef struct cli_gen_opts {
+    pl_sampler_params sp;
+    int64_t threads, ctx, window, sinks, chunk;
+    const char *kv, *kernels;
+} cli_gen_opts;
+cli_gen_opts cli_gen_defaults(void);
+/* 1 if a's current option is one of them: its value v is parsed into o and *rc set (0, or
+ * the exit code of a usage error); 0 if it is not one of them. */
+int cli_gen_option(cli_args *a, const char *v, cli_gen_opts *o, int *rc);
+/* m's default session parameters with these options applied. */
+pl_session_params cli_gen_session(const cli_gen_opts *o, const pl_model *m);
+
 /* A JSON string literal, quotes included: control characters escaped, invalid UTF-8
  * replaced by \ufffd (one per bad byte), so the output is always valid JSON. */
 void cli_put_json_string(FILE *f, const char *s, size_t n);

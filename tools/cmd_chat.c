@@ -63,10 +63,10 @@ static void usage(FILE *out)
 }
 
 typedef struct chat_opts {
-    const char *model, *system, *tmpl, *kv, *kernels, *stats_json;
-    int64_t n_predict, threads, ctx, window, sinks, chunk;
+    const char *model, *system, *tmpl, *stats_json;
+    int64_t n_predict;
     int ignore_eos, verbose, no_repack, no_cache;
-    pl_sampler_params sp;
+    cli_gen_opts g;
 } chat_opts;
 
 /* One finished turn, as the per-turn line, the summary table and --stats-json show it. */
@@ -107,7 +107,6 @@ static int parse(int argc, char **argv, chat_opts *o)
     cli_args_init(&a, argc, argv, "chat", usage);
     for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
         const char *v;
-        int64_t x = 0;
         if (k == CLI_ARG_POSITIONAL) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
         if (cli_is_help(&a)) return cli_help(&a) + 100;
         int *flag = cli_is(&a, NULL, "--ignore-eos")  ? &o->ignore_eos
@@ -142,36 +141,8 @@ static int parse(int argc, char **argv, chat_opts *o)
             o->tmpl = names[i];
         } else if (cli_is(&a, "-n", "--n-predict"))
             rc = cli_parse_i64(&a, v, -1, INT32_MAX, &o->n_predict);
-        else if (cli_is(&a, NULL, "--temp"))
-            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.temperature);
-        else if (cli_is(&a, NULL, "--top-k")) {
-            rc = cli_parse_i64(&a, v, 0, INT32_MAX, &x);
-            o->sp.top_k = (int32_t)x;
-        } else if (cli_is(&a, NULL, "--top-p"))
-            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.top_p);
-        else if (cli_is(&a, NULL, "--min-p"))
-            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.min_p);
-        else if (cli_is(&a, NULL, "--repeat-penalty"))
-            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.repeat_penalty);
-        else if (cli_is(&a, "-s", "--seed")) {
-            rc = cli_parse_i64(&a, v, 0, INT64_MAX, &x);
-            o->sp.seed = (uint64_t)x;
-        } else if (cli_is(&a, "-t", "--threads"))
-            rc = cli_parse_i64(&a, v, 1, 4096, &o->threads);
-        else if (cli_is(&a, "-c", "--ctx"))
-            rc = cli_parse_i64(&a, v, 1, INT32_MAX / 2, &o->ctx);
-        else if (cli_is(&a, NULL, "--sliding-window"))
-            rc = cli_parse_i64(&a, v, 1, INT32_MAX / 4, &o->window);
-        else if (cli_is(&a, NULL, "--sinks"))
-            rc = cli_parse_i64(&a, v, 0, INT32_MAX / 4, &o->sinks);
-        else if (cli_is(&a, NULL, "--chunk"))
-            rc = cli_parse_i64(&a, v, 1, 4096, &o->chunk);
-        else if (cli_is(&a, NULL, "--kv-type")) {
-            if (strcmp(v, "f16") && strcmp(v, "f32"))
-                return cli_usage_error(&a, "--kv-type: '%s' is not f16 or f32", v);
-            o->kv = v;
-        } else if (cli_is(&a, NULL, "--kernels"))
-            o->kernels = v;
+        else if (cli_gen_option(&a, v, &o->g, &rc))
+            ;
         else if (cli_is(&a, NULL, "--stats-json"))
             o->stats_json = v;
         else
@@ -179,12 +150,13 @@ static int parse(int argc, char **argv, chat_opts *o)
         if (rc) return rc;
     }
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
-    if (o->ctx && o->window)
+    if (o->g.ctx && o->g.window)
         return cli_usage_error(&a, "give either -c N or --sliding-window N, not both");
-    if (o->sinks >= 0 && !o->window) return cli_usage_error(&a, "--sinks needs --sliding-window");
-    if (o->window && o->sinks >= o->window)
+    if (o->g.sinks >= 0 && !o->g.window)
+        return cli_usage_error(&a, "--sinks needs --sliding-window");
+    if (o->g.window && o->g.sinks >= o->g.window)
         return cli_usage_error(&a, "--sinks %lld must be less than --sliding-window %lld",
-                               (long long)o->sinks, (long long)o->window);
+                               (long long)o->g.sinks, (long long)o->g.window);
     return 0;
 }
 
@@ -581,7 +553,7 @@ static void print_size(const char *label, uint64_t bytes)
 
 int cmd_chat(int argc, char **argv)
 {
-    chat_opts o = {.n_predict = -1, .sinks = -1, .sp = pl_sampler_default_params()};
+    chat_opts o = {.n_predict = -1, .g = cli_gen_defaults()};
     int rc = parse(argc, argv, &o);
     if (rc) return rc >= 100 ? rc - 100 : rc;
 
@@ -599,7 +571,7 @@ int cmd_chat(int argc, char **argv)
         goto out;
     }
     const pl_model_params mp = {.flags = o.no_repack ? PL_MODEL_NO_REPACK : 0u,
-                                .kernels = o.kernels};
+                                .kernels = o.g.kernels};
     if ((st = pl_model_load(&m, o.model, &mp, &err))) goto fail;
     c.m = m;
     c.tmpl_name = o.tmpl;
@@ -615,19 +587,9 @@ int cmd_chat(int argc, char **argv)
         goto out;
     }
 
-    pl_session_params sp = pl_session_default_params(m);
-    sp.n_threads = (int)o.threads;
-    if (o.ctx) sp.context_window = o.ctx;
-    if (o.window) {
-        sp.context_window = 0;
-        sp.sliding_window = o.window;
-        sp.attention_sinks = o.sinks >= 0 ? o.sinks : (o.window > 4 ? 4 : 0);
-    }
-    if (o.chunk) sp.prefill_chunk = o.chunk;
-    if (o.kv) sp.kv_type = strcmp(o.kv, "f32") == 0 ? PL_TYPE_F32 : PL_TYPE_F16;
-    sp.kernels = o.kernels;
+    pl_session_params sp = cli_gen_session(&o.g, m);
     if ((st = pl_session_new(&c.s, m, &sp, &err))) goto fail;
-    if ((st = pl_sampler_new(&c.smp, m, &o.sp, &err))) goto fail;
+    if ((st = pl_sampler_new(&c.smp, m, &o.g.sp, &err))) goto fail;
 
     pl_model_info info;
     pl_model_get_info(m, &info, NULL);
@@ -638,8 +600,8 @@ int cmd_chat(int argc, char **argv)
     print_size("weights ", info.weight_bytes);
     print_size(", KV cache ", si.kv_bytes);
     fprintf(stderr, " (%lld tokens%s); %d threads, kernels %s; template %s%s\n",
-            (long long)si.kv_capacity, o.window ? ", sliding window" : "", si.n_threads, si.kernels,
-            c.tmpl_name, o.no_cache ? "; --no-cache: every turn starts over" : "");
+            (long long)si.kv_capacity, o.g.window ? ", sliding window" : "", si.n_threads,
+            si.kernels, c.tmpl_name, o.no_cache ? "; --no-cache: every turn starts over" : "");
     if (o.verbose) {
         char report[4096];
         pl_session_threads_report(c.s, 0, report, sizeof report, NULL, NULL);

@@ -49,11 +49,11 @@ static double now_s(void)
 }
 
 typedef struct run_opts {
-    const char *model, *prompt, *prompt_file, *kv, *kernels;
+    const char *model, *prompt, *prompt_file;
     int32_t *tokens;
-    int64_t n_tokens, n_predict, threads, ctx, window, sinks, chunk;
+    int64_t n_tokens, n_predict;
     int ignore_eos, verbose, no_repack;
-    pl_sampler_params sp;
+    cli_gen_opts g;
 } run_opts;
 
 static int parse(int argc, char **argv, run_opts *o)
@@ -62,7 +62,6 @@ static int parse(int argc, char **argv, run_opts *o)
     cli_args_init(&a, argc, argv, "run", usage);
     for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
         const char *v;
-        int64_t x = 0;
         if (k == CLI_ARG_POSITIONAL) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
         if (cli_is_help(&a)) return cli_help(&a) + 100;
         int *flag = cli_is(&a, NULL, "--ignore-eos")  ? &o->ignore_eos
@@ -88,36 +87,8 @@ static int parse(int argc, char **argv, run_opts *o)
             if ((o->n_tokens = cli_parse_tokens(&a, v, &o->tokens)) < 0) return CLI_EXIT_USAGE;
         } else if (cli_is(&a, "-n", "--n-predict"))
             rc = cli_parse_i64(&a, v, 0, 1 << 30, &o->n_predict);
-        else if (cli_is(&a, NULL, "--temp"))
-            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.temperature);
-        else if (cli_is(&a, NULL, "--top-k")) {
-            rc = cli_parse_i64(&a, v, 0, INT32_MAX, &x);
-            o->sp.top_k = (int32_t)x;
-        } else if (cli_is(&a, NULL, "--top-p"))
-            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.top_p);
-        else if (cli_is(&a, NULL, "--min-p"))
-            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.min_p);
-        else if (cli_is(&a, NULL, "--repeat-penalty"))
-            rc = cli_parse_f32(&a, v, -INFINITY, INFINITY, &o->sp.repeat_penalty);
-        else if (cli_is(&a, "-s", "--seed")) {
-            rc = cli_parse_i64(&a, v, 0, INT64_MAX, &x);
-            o->sp.seed = (uint64_t)x;
-        } else if (cli_is(&a, "-t", "--threads"))
-            rc = cli_parse_i64(&a, v, 1, 4096, &o->threads);
-        else if (cli_is(&a, "-c", "--ctx"))
-            rc = cli_parse_i64(&a, v, 1, INT32_MAX / 2, &o->ctx);
-        else if (cli_is(&a, NULL, "--sliding-window"))
-            rc = cli_parse_i64(&a, v, 1, INT32_MAX / 4, &o->window);
-        else if (cli_is(&a, NULL, "--sinks"))
-            rc = cli_parse_i64(&a, v, 0, INT32_MAX / 4, &o->sinks);
-        else if (cli_is(&a, NULL, "--chunk"))
-            rc = cli_parse_i64(&a, v, 1, 4096, &o->chunk);
-        else if (cli_is(&a, NULL, "--kv-type")) {
-            if (strcmp(v, "f16") && strcmp(v, "f32"))
-                return cli_usage_error(&a, "--kv-type: '%s' is not f16 or f32", v);
-            o->kv = v;
-        } else if (cli_is(&a, NULL, "--kernels"))
-            o->kernels = v;
+        else if (cli_gen_option(&a, v, &o->g, &rc))
+            ;
         else
             return cli_unknown_option(&a);
         if (rc) return rc;
@@ -138,7 +109,7 @@ static void print_size(const char *label, uint64_t bytes)
 
 int cmd_run(int argc, char **argv)
 {
-    run_opts o = {.n_predict = 32, .sinks = -1, .sp = pl_sampler_default_params()};
+    run_opts o = {.n_predict = 32, .g = cli_gen_defaults()};
     int rc = parse(argc, argv, &o);
     if (rc) {
         free(o.tokens);
@@ -155,7 +126,7 @@ int cmd_run(int argc, char **argv)
     double t0 = now_s();
     /* The repacked layouts built at load are those of the set the session will use. */
     const pl_model_params mp = {.flags = o.no_repack ? PL_MODEL_NO_REPACK : 0u,
-                                .kernels = o.kernels};
+                                .kernels = o.g.kernels};
     pl_status st = pl_model_load(&m, o.model, &mp, &err);
     if (st) goto fail;
     double t_load = now_s() - t0;
@@ -173,21 +144,9 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
 
-    pl_session_params sp = pl_session_default_params(m);
-    sp.n_threads = (int)o.threads;
-    if (o.ctx) sp.context_window = o.ctx;
-    if (o.window) {
-        sp.context_window = 0;
-        sp.sliding_window = o.window;
-        sp.attention_sinks = o.sinks >= 0 ? o.sinks : (o.window > 4 ? 4 : 0);
-    } else if (o.sinks >= 0) {
-        sp.attention_sinks = o.sinks;
-    }
-    if (o.chunk) sp.prefill_chunk = o.chunk;
-    if (o.kv) sp.kv_type = strcmp(o.kv, "f32") == 0 ? PL_TYPE_F32 : PL_TYPE_F16;
-    sp.kernels = o.kernels;
+    pl_session_params sp = cli_gen_session(&o.g, m);
     if ((st = pl_session_new(&s, m, &sp, &err))) goto fail;
-    if ((st = pl_sampler_new(&smp, m, &o.sp, &err))) goto fail;
+    if ((st = pl_sampler_new(&smp, m, &o.g.sp, &err))) goto fail;
     pl_session_info si;
     pl_session_get_info(s, &si, NULL);
 
