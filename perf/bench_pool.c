@@ -1,9 +1,10 @@
 /* bench_pool.c — round trip of a pl_pool_run in which every thread takes part (publish,
  * every thread runs one item that waits until all have started, all done), as medians over
  * many calls. The items wait for each other because an empty item would be stolen by the
- * caller before a worker woke (work stealing), and the series would time the caller alone. A benchmark, not a test: no asserts.
- * Results and how they were taken: perf/NOTES.md, "Thread pool dispatch".
- * Build (until perf/CMakeLists.txt has a target for it), from the repo root after `make`:
+ * caller before a worker woke (work stealing), and the series would time the caller alone. A
+ * benchmark, not a test: no asserts. Results and how they were taken: perf/NOTES.md, "Thread pool
+ * dispatch". Build (until perf/CMakeLists.txt has a target for it), from the repo root after
+ * `make`:
  *   cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Iengine -Iengine/include perf/bench_pool.c \
  *      build/engine/libplumb.a $(pkg-config --libs hwloc libpcre2-8) -lpthread -lm -o bench_pool
  * Run: ./bench_pool [threads=2] [calls=10000] [--bind-caller] [--spin=US]
@@ -23,7 +24,6 @@ static uint64_t now_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
-
 
 /* Items that meet: each waits until every thread has started one (10 ms at most). */
 typedef struct meet {

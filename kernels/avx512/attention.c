@@ -268,7 +268,8 @@ static void attend_tile(const pl_attn_args *a, const tile *tl, int64_t g, float 
         score_chunk(s, tl->q + i0, kt, D, a->scale, c);                                            \
         break;
                 SC(1)
-                SC(2) SC(3) SC(4) SC(5) SC(6) SC(7) default
+                SC(2)
+                SC(3) SC(4) SC(5) SC(6) SC(7) default
                     : score_chunk(s, tl->q + i0, kt, D, a->scale, QC);
 #undef SC
             }

@@ -3,7 +3,18 @@
 #ifndef PLUMB_KERNELS_AVX512_H
 #define PLUMB_KERNELS_AVX512_H
 
+#include <immintrin.h>
+#include <string.h>
+
 #include "kernels.h"
+
+/* The 8 bytes at p in every 64-bit lane: the repacked layouts' activation broadcast. */
+static inline __m512i pl_avx512_bcast8(const void *p)
+{
+    int64_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm512_set1_epi64(v);
+}
 
 #define PL_AVX512_MATMUL_ARGS                                                                      \
     float *restrict y, int64_t ldy, const void *restrict w, size_t w_row_bytes,                    \

@@ -198,13 +198,6 @@ static void prep_32(pl_type t, void *restrict dst, const void *restrict src, int
 
 /* ---- matmul --------------------------------------------------------------------------- */
 
-static inline __m512i bq(const void *p)
-{
-    int64_t v;
-    memcpy(&v, p, sizeof v);
-    return _mm512_set1_epi64(v);
-}
-
 static inline __m512 bqf(const void *p)
 {
     double v;
@@ -242,7 +235,7 @@ INLINE __m512i wvec(pl_type t, const layout *L, const uint8_t *restrict o, int j
 INLINE __m512 pair_term(const layout *L, __m512i is, __m512 dw, __m512 mw, const xrow *x, int64_t p,
                         __m512 acc)
 {
-    if (L->offset) is = _mm512_sub_epi32(is, bq(x->corr + 2 * p));
+    if (L->offset) is = _mm512_sub_epi32(is, pl_avx512_bcast8(x->corr + 2 * p));
     const __m512 dx = bqf(x->dx + 2 * p);
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(dw, dx), acc);
     if (L->m_off) acc = _mm512_fmadd_ps(bqf(x->sx + 2 * p), _mm512_mul_ps(mw, dx), acc);
@@ -271,7 +264,7 @@ INLINE __m512 gemv_pair(pl_type t, const layout *L, const uint8_t *restrict o, c
     for (int j = 0; j < 8; j++) {
         int c;
         const __m512i w = wvec(t, L, o, j, &c);
-        is = _mm512_dpbusd_epi32(is, w, bq(x->q + 64 * p + 8 * c));
+        is = _mm512_dpbusd_epi32(is, w, pl_avx512_bcast8(x->q + 64 * p + 8 * c));
     }
     const __m512 dw = f16x16(o), mw = L->m_off ? f16x16(o + L->m_off) : dw;
     return pair_term(L, is, dw, mw, x, p, acc);
@@ -312,7 +305,7 @@ INLINE void tile_pair(pl_type t, const layout *L, const uint8_t *restrict o, con
         int c;
         const __m512i w = wvec(t, L, o, j, &c);
         for (int k = 0; k < n; k++)
-            is[k] = _mm512_dpbusd_epi32(is[k], w, bq(x[k].q + 64 * p + 8 * c));
+            is[k] = _mm512_dpbusd_epi32(is[k], w, pl_avx512_bcast8(x[k].q + 64 * p + 8 * c));
     }
     const __m512 dw = f16x16(o), mw = L->m_off ? f16x16(o + L->m_off) : dw;
     for (int k = 0; k < n; k++) acc[k] = pair_term(L, is[k], dw, mw, &x[k], p, acc[k]);

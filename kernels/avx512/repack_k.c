@@ -28,13 +28,6 @@
 #define NT     4 /* tokens per tile */
 #define INLINE static inline __attribute__((always_inline))
 
-static inline __m512i bq(const void *p)
-{
-    int64_t v;
-    memcpy(&v, p, sizeof v);
-    return _mm512_set1_epi64(v);
-}
-
 static inline __m256i bd(const void *p)
 {
     int32_t v;
@@ -214,8 +207,8 @@ INLINE void tile_q4_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
                 const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
                 for (int k = 0; k < n; k++) {
                     const int8_t *xq = xb[k][b].qs + 64 * p + 8 * m;
-                    a[k] = _mm512_dpbusd_epi32(a[k], lo, bq(xq));
-                    c[k] = _mm512_dpbusd_epi32(c[k], hi, bq(xq + 32));
+                    a[k] = _mm512_dpbusd_epi32(a[k], lo, pl_avx512_bcast8(xq));
+                    c[k] = _mm512_dpbusd_epi32(c[k], hi, pl_avx512_bcast8(xq + 32));
                 }
             }
             for (int k = 0; k < n; k++) {
@@ -316,7 +309,8 @@ INLINE void tile_q6_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
                     for (int k = 0; k < n; k++) {
                         const int8_t *xh = xb[k][b].qs + 128 * h + 8 * m;
                         for (int i = 0; i < 4; i++)
-                            acc[k][i] = _mm512_dpbusd_epi32(acc[k][i], q[i], bq(xh + 32 * i));
+                            acc[k][i] =
+                                _mm512_dpbusd_epi32(acc[k][i], q[i], pl_avx512_bcast8(xh + 32 * i));
                     }
                 }
                 for (int i = 0; i < 4; i++) {
