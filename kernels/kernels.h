@@ -110,7 +110,7 @@ typedef int64_t (*pl_draw_fn)(const pl_candidate *restrict c, int64_t n, double 
  * the weight type's dot type (K elements); matmul() then reads prepared rows (x_row_bytes
  * apart). Both NULL: matmul() reads the dot type's rows as they are. */
 #define PL_REPACK_ROWS         8
-#define PL_REPACK_X_ROW_MAX(K) (((size_t)(K) / 32 + 1) * 48)
+#define PL_REPACK_X_ROW_MAX(K) (((size_t)(K) / 32 + 1) * 80)
 typedef struct pl_repack {
     size_t (*size)(int64_t K, int64_t R);
     void (*pack)(void *restrict dst, const void *restrict src, size_t src_row_bytes, int64_t K,

@@ -22,6 +22,9 @@ void matmul_q6_k_q8_k_avx2(PL_AVX2_MATMUL_ARGS);
 void matmul_f32_avx2(PL_AVX2_MATMUL_ARGS);
 void matmul_f16_avx2(PL_AVX2_MATMUL_ARGS);
 void matmul_bf16_avx2(PL_AVX2_MATMUL_ARGS);
+/* repack.c: 8 rows interleaved (kernels.h pl_repack), bit-identical to matmul_q.c */
+extern const pl_repack pl_repack_q4_0_avx2, pl_repack_q4_1_avx2, pl_repack_q5_0_avx2,
+    pl_repack_q5_1_avx2, pl_repack_q8_0_avx2;
 /* quant.c: activation quantizers, bit-exact with ref */
 void quantize_row_q8_0_avx2(void *restrict y, const float *restrict x, int64_t n);
 void quantize_row_q8_k_avx2(void *restrict y, const float *restrict x, int64_t n);

@@ -36,4 +36,12 @@ const struct pl_kernels pl_kernels_avx2 = {
             [PL_TYPE_Q5_K] = matmul_q5_k_q8_k_avx2,
             [PL_TYPE_Q6_K] = matmul_q6_k_q8_k_avx2,
         },
+    .repack =
+        {
+            [PL_TYPE_Q4_0] = &pl_repack_q4_0_avx2,
+            [PL_TYPE_Q4_1] = &pl_repack_q4_1_avx2,
+            [PL_TYPE_Q5_0] = &pl_repack_q5_0_avx2,
+            [PL_TYPE_Q5_1] = &pl_repack_q5_1_avx2,
+            [PL_TYPE_Q8_0] = &pl_repack_q8_0_avx2,
+        },
 };
