@@ -373,9 +373,19 @@ static int turn(ctx *c, rd *r, const turn_args *a)
         pl_sampler_free(smp);
         return fail(c, "the conversation does not render"), 0;
     }
+    /* The rules apply to the vocabulary's normal form of the text (pl_chat's own view). */
+    size_t nlen = 0;
+    pl_normalize(c->cm->m, t, len, PL_TOKENIZE_PARSE_SPECIAL, NULL, 0, &nlen, NULL);
+    char *nt = malloc(nlen + 1);
+    if (!nt || pl_normalize(c->cm->m, t, len, PL_TOKENIZE_PARSE_SPECIAL, nt, nlen, &nlen, NULL)) {
+        free(nt);
+        free(text);
+        pl_sampler_free(smp);
+        return fail(c, "the conversation does not normalize"), 0;
+    }
     snap before = take(c->s);
     int64_t lcp;
-    pl_chat_path want = predict(c, &before, t, len, &lcp);
+    pl_chat_path want = predict(c, &before, nt, nlen, &lcp);
     c->out_len = 0;
     c->calls = 0;
     c->cancel_at = a->cancel_at;
@@ -412,7 +422,7 @@ static int turn(ctx *c, rd *r, const turn_args *a)
          * one that adds nothing (the last token cannot be evaluated again). */
         int sliding = c->sp.sliding_window > 0;
         if (st.path != want && !(sliding && want == PL_CHAT_PARTIAL && st.path == PL_CHAT_SLOW) &&
-            !(sliding && want == PL_CHAT_FAST && len == before.len))
+            !(sliding && want == PL_CHAT_FAST && nlen == before.len))
             fail(c, "path %s, the rules say %s (history %lld ids, %zu bytes; text %zu bytes)",
                  pl_chat_path_str(st.path), pl_chat_path_str(want), (long long)before.n, before.len,
                  len);
@@ -433,7 +443,7 @@ static int turn(ctx *c, rd *r, const turn_args *a)
             fail(c, "a stop string was delivered");
         else if (gp.max_tokens == 0 && c->out_len)
             fail(c, "max_tokens 0 delivered text");
-        else if (c->cm->byte_level && !conv_plus_delivered(c, &after, t, len))
+        else if (c->cm->byte_level && !conv_plus_delivered(c, &after, nt, nlen))
             fail(c, "history text (%zu bytes) != conversation (%zu) + delivered (%zu) [stop %s]",
                  after.len, len, c->out_len, pl_stop_reason_str(st.gen.stop));
         else if (st.gen.stop == PL_STOP_CANCELLED && a->cancel_at == 0)
@@ -442,6 +452,7 @@ static int turn(ctx *c, rd *r, const turn_args *a)
     drop(&before);
     drop(&after);
     free(text);
+    free(nt);
     return ok;
 }
 

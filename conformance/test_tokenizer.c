@@ -24,8 +24,9 @@ static const char *const bpe_merges[][2] = {
 #define BPE_N_MERGES 15
 #define BPE_N        (256 + BPE_N_MERGES + 4)
 
-/* pre: tokenizer.ggml.pre; bos >= 0 adds bos_token_id and add_bos_token = true. */
-static void bpe_open(tf_file *f, const char *pre, int bos)
+/* pre: tokenizer.ggml.pre; bos >= 0 adds bos_token_id and add_bos_token = true; norm, if not
+ * NULL, is written as the normalizer key. Returns the load's status (message in err). */
+static pl_status bpe_load(tf_file *f, const char *pre, int bos, const char *norm, pl_error *err)
 {
     static char text[BPE_N][32];
     const char *toks[BPE_N];
@@ -66,8 +67,14 @@ static void bpe_open(tf_file *f, const char *pre, int bos)
         tf_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)bos);
         tf_bool(w, "tokenizer.ggml.add_bos_token", 1);
     }
+    if (norm) tf_str(w, PL_TOK_KEY_NORMALIZER, norm);
+    return tf_open(f, w, err);
+}
+
+static void bpe_open_norm(tf_file *f, const char *pre, int bos, const char *norm)
+{
     pl_error err;
-    pl_status s = tf_open(f, w, &err);
+    pl_status s = bpe_load(f, pre, bos, norm, &err);
     if (s) {
         fprintf(stderr, "bpe vocabulary (%s) did not load: %s\n", pre, err.msg);
         abort();
@@ -89,6 +96,42 @@ static void expect(const struct pl_tokenizer *t, const char *text, size_t len, u
         expect(t, text, sizeof(text) - 1, flags, want_, N(want_), #text " " #flags);               \
     } while (0)
 #define EXPECT_NONE(t, text, flags) expect(t, text, sizeof(text) - 1, flags, NULL, 0, #text)
+
+static void bpe_open(tf_file *f, const char *pre, int bos)
+{
+    bpe_open_norm(f, pre, bos, NULL);
+}
+
+/* NFC (utf8proc) before the pre-tokenizer: qwen2 implies it, the normalizer key decides. The
+ * byte tokens make the ids the bytes of the normalized text. */
+static void bpe_nfc_normalizes_before_pretokenizing(void)
+{
+    tf_file f;
+    bpe_open(&f, "qwen2", -1);                                    /* implied */
+    EXPECT(f.t, "e\xcc\x81", 0, 0xc3, 0xa9);                      /* e + U+0301 -> U+00E9 */
+    EXPECT(f.t, "\xe2\x84\xab", 0, 0xc3, 0x85);                   /* U+212B -> U+00C5 */
+    EXPECT(f.t, "\xe1\x84\x80\xe1\x85\xa1", 0, 0xea, 0xb0, 0x80); /* jamo -> U+AC00 */
+    EXPECT(f.t, "the e\xcc\x81", 0, 257, 32, 0xc3, 0xa9);         /* "the" merges as before */
+    /* an invalid byte ends the run: the lone U+0301 after it stays as it is */
+    EXPECT(f.t, "e\xff\xcc\x81", 0, 101, 0xff, 0xcc, 0x81);
+    EXPECT(f.t, "\xc3\xa9", 0, 0xc3, 0xa9); /* already NFC */
+    tf_close(&f);
+    bpe_open_norm(&f, "qwen2", -1, "none"); /* the key overrides */
+    EXPECT(f.t, "e\xcc\x81", 0, 101, 0xcc, 0x81);
+    tf_close(&f);
+    bpe_open(&f, "gpt2", -1); /* no normalizer */
+    EXPECT(f.t, "e\xcc\x81", 0, 101, 0xcc, 0x81);
+    tf_close(&f);
+    bpe_open_norm(&f, "gpt2", -1, "NFC");
+    EXPECT(f.t, "e\xcc\x81", 0, 0xc3, 0xa9);
+    tf_close(&f);
+    pl_error err;
+    pl_status s = bpe_load(&f, "gpt2", -1, "NFKC", &err);
+    TU_CHECK(s == PL_ERR_UNSUPPORTED && tf_mentions(err.msg, PL_TOK_KEY_NORMALIZER) &&
+                 tf_mentions(err.msg, "NFKC"),
+             "an unknown normalizer is refused naming the key and value: %s", err.msg);
+    tf_close(&f);
+}
 
 static void bpe_merges_in_rank_order(void)
 {
@@ -545,6 +588,7 @@ int main(void)
 {
     static const tu_test tests[] = {
         {"bpe_merges_in_rank_order", bpe_merges_in_rank_order},
+        {"bpe_nfc_normalizes_before_pretokenizing", bpe_nfc_normalizes_before_pretokenizing},
         {"bpe_spaces_leading_trailing_multiple", bpe_spaces_leading_trailing_multiple},
         {"bpe_newlines_and_tabs", bpe_newlines_and_tabs},
         {"bpe_digits_single_for_qwen2_three_for_llama3_runs_for_gpt2",

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 #include "demo_vocab.h"
 #include "testutil.h"
@@ -130,7 +131,13 @@ static void roundtrip(int kind, int bytes, uint32_t flags, int iters)
         uint32_t dflags =
             PL_DETOK_STRIP_PREFIX | (flags & PL_TOKENIZE_PARSE_SPECIAL ? PL_DETOK_SPECIAL : 0);
         char *back = k >= 0 ? tf_decode(f.t, ids, (size_t)k, dflags, &len) : NULL;
-        int ok = back && len == n && memcmp(back, text, n) == 0;
+        /* the text the ids spell: NFC where the vocabulary normalizes */
+        static char norm[4 * 4096];
+        size_t nn = 0;
+        TU_CHECK(pl_tok_normalize(f.t, text, n, flags & PL_TOKENIZE_PARSE_SPECIAL, norm,
+                                  sizeof norm, &nn, &err) == PL_OK,
+                 "normalize: %s", err.msg);
+        int ok = back && len == nn && memcmp(back, norm, nn) == 0;
         if (!ok) bad++;
         TU_CHECK(ok, "kind %d iteration %d (seed %llu): %zu bytes -> %ld tokens -> %zu bytes", kind,
                  it, (unsigned long long)tu_seed(), n, k, len);
@@ -218,7 +225,17 @@ static size_t ref_bpe(const struct pl_tokenizer *t, const char *text, size_t n, 
             if (!k) break;
             j += k;
         }
-        if (j > i) pl_pretok_split(&t->pre, s, text + i, j - i, ref_bpe_word, &c, &err);
+        if (j > i && t->nfc) { /* utf8proc_map: not the encoder's path, and no shortcut */
+            utf8proc_uint8_t *nf = NULL;
+            utf8proc_ssize_t m =
+                utf8proc_map((const utf8proc_uint8_t *)text + i, (utf8proc_ssize_t)(j - i), &nf,
+                             UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+            if (m < 0) abort();
+            pl_pretok_split(&t->pre, s, (const char *)nf, (size_t)m, ref_bpe_word, &c, &err);
+            free(nf);
+        } else if (j > i) {
+            pl_pretok_split(&t->pre, s, text + i, j - i, ref_bpe_word, &c, &err);
+        }
         size_t k = j;
         while (k < n && pl_utf8_char(u + k, n - k) == 0) k++;
         if (k > j) ref_bpe_word(&c, text + j, k - j);
@@ -301,6 +318,46 @@ static void encode_agrees_with_naive_reference(int kind, uint32_t n_vocab, int i
         if (!ok) bad++;
         TU_CHECK(ok, "%s", what);
     }
+    tf_close(&f);
+}
+
+/* Normalizing twice changes nothing more, and the normal form is what encoding sees: the ids
+ * of x and of its normal form are the same. */
+static void normalize_is_idempotent_and_what_encode_sees(void)
+{
+    tf_file f;
+    pl_error err;
+    TU_CHECK(tf_demo(&f, BPE, 1500, &err) == PL_OK, "demo: %s", err.msg);
+    TU_CHECK(f.t->nfc, "the demo vocabulary (qwen2 pre-tokenizer) normalizes to NFC");
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6e6663u);
+    static char text[4096], once[16384], twice[16384];
+    static int32_t a[4096], b[4096];
+    int bad = 0;
+    for (int it = 0; it < 400 && bad < 3; it++) {
+        size_t n = it % 2 ? random_bytes(&r, text, 300) : random_utf8(&r, text, 200);
+        if (it % 3 == 0 && n + 3 <= sizeof text) { /* a combining acute after a letter */
+            memmove(text + 3, text, n);
+            memcpy(text, "e\xcc\x81", 3);
+            n += 3;
+        }
+        size_t n1 = 0, n2 = 0;
+        int ok = pl_tok_normalize(f.t, text, n, 0, once, sizeof once, &n1, &err) == PL_OK &&
+                 pl_tok_normalize(f.t, once, n1, 0, twice, sizeof twice, &n2, &err) == PL_OK &&
+                 n1 == n2 && memcmp(once, twice, n1) == 0;
+        long ka = ok ? tf_encode(f.t, text, n, 0, a, 4096, "text") : -1;
+        long kb = ok ? tf_encode(f.t, once, n1, 0, b, 4096, "normal form") : -1;
+        ok = ok && ka >= 0 && tf_same_ids(a, ka, b, kb, "ids of x vs of its normal form");
+        if (!ok) bad++;
+        TU_CHECK(ok, "iteration %d (seed %llu): %zu bytes, normalized %zu then %zu", it,
+                 (unsigned long long)tu_seed(), n, n1, n2);
+    }
+    size_t need = 0; /* too small a buffer: the size needed, nothing written past it */
+    char small[2] = {'#', '#'};
+    TU_CHECK(pl_tok_normalize(f.t, "e\xcc\x81x", 4, 0, small, 1, &need, &err) ==
+                     PL_ERR_BUFFER_TOO_SMALL &&
+                 need == 3 && small[1] == '#',
+             "too small: need %zu", need);
     tf_close(&f);
 }
 
@@ -569,6 +626,8 @@ int main(void)
          spm_decode_encode_is_identity_on_random_utf8},
         {"spm_decode_encode_is_identity_on_random_bytes",
          spm_decode_encode_is_identity_on_random_bytes},
+        {"normalize_is_idempotent_and_what_encode_sees",
+         normalize_is_idempotent_and_what_encode_sees},
         {"bpe_heap_merges_agree_with_quadratic_reference",
          bpe_heap_merges_agree_with_quadratic_reference},
         {"spm_heap_merges_agree_with_quadratic_reference",

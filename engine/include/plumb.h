@@ -296,6 +296,14 @@ typedef enum pl_token_type {
 pl_status pl_tokenize(const pl_model *m, const char *text, size_t len, uint32_t flags, int32_t *out,
                       size_t cap, size_t *n_out, pl_error *err);
 
+/* The text pl_tokenize tokenizes (flags: PL_TOKENIZE_PARSE_SPECIAL as there): each run of valid
+ * UTF-8 outside the matched control tokens in the Unicode normal form the vocabulary declares
+ * (tokenizer.ggml.normalizer; "qwen2" pre-tokenizers imply NFC, as their tokenizer.json does),
+ * everything else byte for byte. For byte-level BPE, pl_detokenize(pl_tokenize(x)) ==
+ * pl_normalize(x). Not NUL-terminated; *n_out is always the length it needs. */
+pl_status pl_normalize(const pl_model *m, const char *text, size_t len, uint32_t flags, char *out,
+                       size_t cap, size_t *n_out, pl_error *err);
+
 /* pl_token_to_piece / pl_detokenize / pl_detok flags */
 #define PL_DETOK_SPECIAL 1u /* render control tokens as their text (otherwise they are empty) */
 /* Undo the SentencePiece dummy prefix: drop one leading space of the first piece and of the
@@ -581,7 +589,10 @@ pl_status pl_generate(pl_session *s, const int32_t *prompt, int64_t n_prompt, pl
  *            start over.
  * At least one token is evaluated (the last held one again when the text adds nothing), then
  * pl_generate runs. So after a turn the history text is the conversation + the reply exactly
- * as delivered, and the next turn, which appends to it, takes the fast path. The end-of-turn
+ * as delivered, and the next turn, which appends to it, takes the fast path. (Where the
+ * vocabulary normalizes, the conversation is first put in that normal form, pl_normalize with
+ * PL_TOKENIZE_PARSE_SPECIAL: the history holds the normal form, and the next turn's text,
+ * normalized too, extends it.) The end-of-turn
  * marker: a generated end-of-generation token (e.g. <|im_end|>) stops the turn and is not
  * kept; the template writes it into the next turn's text, where the fast path evaluates it.
  * Overflow: when a context window cannot hold the turn's prompt, PL_ERR_CONTEXT_FULL with

@@ -120,6 +120,10 @@ static pl_status plan_retokenize(pl_session *ss, const pl_history *h, const char
     return PL_OK;
 }
 
+static pl_status chat_turn(pl_session *ss, const pl_history *h, const char *text, size_t len,
+                           pl_sampler *sampler, const pl_gen_params *gp, pl_text_fn on_text,
+                           void *user, pl_chat_stats *stats, pl_error *err, double t0);
+
 pl_status pl_chat(pl_session *ss, const char *text, size_t len, pl_sampler *sampler,
                   const pl_gen_params *params, pl_text_fn on_text, void *user, pl_chat_stats *stats,
                   pl_error *err)
@@ -138,6 +142,33 @@ pl_status pl_chat(pl_session *ss, const char *text, size_t len, pl_sampler *samp
     if (len == 0 && h->n == 0)
         return pl_fail(err, PL_ERR_INVALID_ARG, "the conversation text is empty");
 
+    /* The vocabulary's normal form, so the history text (its ids' text) can be a prefix of it. */
+    char *nf = NULL;
+    if (h->tok->nfc) {
+        size_t nlen = 0;
+        s = pl_tok_normalize(h->tok, text, len, PL_TOKENIZE_PARSE_SPECIAL, NULL, 0, &nlen, err);
+        if (s && s != PL_ERR_BUFFER_TOO_SMALL) return s;
+        if (!(nf = pl_malloc(nlen ? nlen : 1)))
+            return pl_fail(err, PL_ERR_NOMEM, "no memory for the %zu-byte normal form", nlen);
+        s = pl_tok_normalize(h->tok, text, len, PL_TOKENIZE_PARSE_SPECIAL, nf, nlen, &nlen, err);
+        if (s) {
+            pl_free(nf);
+            return s;
+        }
+        text = nf;
+        len = nlen;
+    }
+    s = chat_turn(ss, h, text, len, sampler, &p, on_text, user, stats, err, t0);
+    pl_free(nf);
+    return s;
+}
+
+static pl_status chat_turn(pl_session *ss, const pl_history *h, const char *text, size_t len,
+                           pl_sampler *sampler, const pl_gen_params *gp, pl_text_fn on_text,
+                           void *user, pl_chat_stats *stats, pl_error *err, double t0)
+{
+    pl_gen_params p = *gp;
+    pl_status s = PL_OK;
     plan pl = {0};
     if (h->n > 0 && len >= h->len && memcmp(text, h->text, h->len) == 0)
         s = plan_fast(ss, h, text, len, &pl, err);

@@ -29,6 +29,16 @@ pl_status pl_tokenize(const pl_model *m, const char *text, size_t len, uint32_t 
     return pl_tok_encode(t, text, len, flags, out, cap, n_out, err);
 }
 
+pl_status pl_normalize(const pl_model *m, const char *text, size_t len, uint32_t flags, char *out,
+                       size_t cap, size_t *n_out, pl_error *err)
+{
+    const struct pl_tokenizer *t;
+    if (n_out) *n_out = 0;
+    pl_status s = need(m, &t, err);
+    if (s) return s;
+    return pl_tok_normalize(t, text, len, flags, out, cap, n_out, err);
+}
+
 pl_status pl_token_to_piece(const pl_model *m, int32_t token, uint32_t flags, char *buf, size_t cap,
                             size_t *n_out, pl_error *err)
 {

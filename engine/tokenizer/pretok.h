@@ -22,6 +22,7 @@ struct pl_pretok_def {
     const char *re[PL_TOK_MAX_PRE_REGEX];
     int ignore_merges; /* a word that is itself a token is emitted whole (Llama 3) */
     int add_bos;       /* default for tokenizer.ggml.add_bos_token */
+    int nfc;           /* default normalizer: NFC (the vocabulary's tokenizer.json declares it) */
 };
 
 struct pl_pretok {

@@ -16,6 +16,7 @@
 #define KEY_TYPES     "tokenizer.ggml.token_type"
 #define KEY_MERGES    "tokenizer.ggml.merges"
 #define KEY_PRE       "tokenizer.ggml.pre"
+#define KEY_NORM      PL_TOK_KEY_NORMALIZER
 #define KEY_ADD_BOS   "tokenizer.ggml.add_bos_token"
 #define KEY_ADD_EOS   "tokenizer.ggml.add_eos_token"
 #define KEY_ADD_SPACE "tokenizer.ggml.add_space_prefix"
@@ -598,6 +599,19 @@ static pl_status load_merges(struct loader *L)
     return s;
 }
 
+/* s equals the lower-case ASCII word w, ignoring ASCII case */
+static int eq_nocase(pl_str s, const char *w)
+{
+    size_t n = strlen(w);
+    if ((size_t)s.len != n) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s.ptr[i];
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        if (c != w[i]) return 0;
+    }
+    return 1;
+}
+
 static pl_status load_pretok(struct loader *L)
 {
     struct pl_tokenizer *t = L->t;
@@ -617,6 +631,20 @@ static pl_status load_pretok(struct loader *L)
                        KEY_PRE " = %s is not a pre-tokenizer plumb knows (known: %s)",
                        show(L->sb, sizeof L->sb, name, len), pl_pretok_names());
     snprintf(t->pre_name, sizeof t->pre_name, "%.*s", (int)(len < 63 ? len : 63), name);
+    t->nfc = def->nfc;
+    if (pl_gguf_find_key(L->g, KEY_NORM) >= 0) { /* the declared normalizer wins */
+        pl_str nm;
+        pl_status s = pl_gguf_get_string(L->g, KEY_NORM, &nm, L->err);
+        if (s) return s;
+        if (eq_nocase(nm, "nfc"))
+            t->nfc = 1;
+        else if (eq_nocase(nm, "none"))
+            t->nfc = 0;
+        else
+            return pl_fail(L->err, PL_ERR_UNSUPPORTED,
+                           KEY_NORM " = %s is not a normalizer plumb applies (known: nfc, none)",
+                           show(L->sb, sizeof L->sb, nm.ptr, (size_t)nm.len));
+    }
     return pl_pretok_compile(&t->pre, def, L->err);
 }
 

@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <utf8proc.h>
 
 #include "tokenizer.h"
 #include "utf8.h"
@@ -35,6 +36,13 @@ struct enc {
     size_t cap, n; /* n counts past cap so the caller learns the size needed */
     pl_error *err;
     const char *text; /* for offsets in messages */
+    const char *seg;  /* the memory byte-level pieces point into: text, or nfc */
+    size_t seg_off;   /* where seg's bytes begin in text (nfc: the run's offset) */
+    int32_t *nfc;     /* a run's NFC form: code points, then re-encoded in place */
+    size_t nfc_cap;   /* in code points */
+    int normalize;    /* pl_tok_normalize: no ids, the text the encoder would see into norm */
+    char *norm;
+    size_t norm_cap, norm_n; /* norm_n counts past norm_cap, as n does */
     struct sym *sym;
     size_t sym_cap;
     void *heap;
@@ -48,6 +56,16 @@ static inline void put(struct enc *e, int32_t id)
 {
     if (e->n < e->cap) e->out[e->n] = id;
     e->n++;
+}
+
+/* Normalize only: bytes the encoder would tokenize (or a matched special token's text). */
+static void put_text(struct enc *e, const char *p, size_t n)
+{
+    if (e->norm_n < e->norm_cap) {
+        size_t room = e->norm_cap - e->norm_n;
+        memcpy(e->norm + e->norm_n, p, n < room ? n : room);
+    }
+    e->norm_n += n;
 }
 
 static pl_status grow(struct enc *e, void **p, size_t *cap, size_t need, size_t elem,
@@ -82,7 +100,9 @@ static pl_status fallback(struct enc *e, const char *p, size_t n, int in_text)
         return PL_OK;
     }
     char at[40] = "";
-    if (in_text) snprintf(at, sizeof at, " at offset %zu", (size_t)(p + k - e->text));
+    if (in_text)
+        snprintf(at, sizeof at, " at offset %zu%s", e->seg_off + (size_t)(p + k - e->seg),
+                 e->seg == e->text ? "" : " of the NFC text");
     return pl_fail(e->err, PL_ERR_UNSUPPORTED,
                    "byte 0x%02X%s cannot be encoded: the vocabulary has no token for it, no "
                    "<0x%02X> byte token and no unknown token",
@@ -307,8 +327,56 @@ static pl_status bpe_word(void *user, const char *w, size_t n)
     return PL_OK;
 }
 
-/* Valid UTF-8 runs go through the pre-tokenizer; each run of bytes that are not part of a
- * valid character is one word of its own. */
+/* A valid UTF-8 run in NFC (utf8proc: canonical decomposition, then composition, from the
+ * Unicode tables), then pre-tokenized. Code points below U+0300 (lead bytes below 0xCC) are
+ * all NFC and never compose with a neighbour, so a run without such a byte is left as it is. */
+static pl_status bpe_run(struct enc *e, const char *p, size_t n)
+{
+    const struct pl_tokenizer *t = e->t;
+    size_t i = 0;
+    while (t->nfc && i < n && (unsigned char)p[i] < 0xCC) i++;
+    if (!t->nfc || i == n) {
+        if (e->normalize) {
+            put_text(e, p, n);
+            return PL_OK;
+        }
+        return pl_pretok_split(&t->pre, e->ps, p, n, bpe_word, e, e->err);
+    }
+    const utf8proc_option_t opt = UTF8PROC_STABLE | UTF8PROC_COMPOSE;
+    utf8proc_ssize_t m = 0;
+    for (;;) { /* the decomposition's length, then again with room for it and a NUL byte */
+        utf8proc_ssize_t cap = (utf8proc_ssize_t)e->nfc_cap;
+        m = utf8proc_decompose((const utf8proc_uint8_t *)p, (utf8proc_ssize_t)n, e->nfc,
+                               cap > 0 ? cap - 1 : 0, opt);
+        if (m < 0)
+            return pl_fail(e->err, PL_ERR_INVALID_ARG, "NFC normalization of %zu bytes failed: %s",
+                           n, utf8proc_errmsg(m));
+        if (m < cap) break;
+        pl_status s = grow(e, (void **)&e->nfc, &e->nfc_cap, (size_t)m + 1, sizeof *e->nfc,
+                           "the NFC form of the text");
+        if (s) return s;
+    }
+    const utf8proc_ssize_t len = utf8proc_reencode(e->nfc, m, opt);
+    if (len < 0)
+        return pl_fail(e->err, PL_ERR_INVALID_ARG, "NFC normalization of %zu bytes failed: %s", n,
+                       utf8proc_errmsg(len));
+    const char *q = (const char *)e->nfc;
+    if (e->normalize) {
+        put_text(e, q, (size_t)len);
+        return PL_OK;
+    }
+    const char *seg = e->seg;
+    const size_t seg_off = e->seg_off;
+    e->seg = q;
+    e->seg_off = (size_t)(p - e->text);
+    pl_status s = pl_pretok_split(&t->pre, e->ps, q, (size_t)len, bpe_word, e, e->err);
+    e->seg = seg;
+    e->seg_off = seg_off;
+    return s;
+}
+
+/* Valid UTF-8 runs go through the pre-tokenizer (bpe_run); each run of bytes that are not part
+ * of a valid character is one word of its own. */
 static pl_status bpe_encode(struct enc *e, const char *p, size_t n)
 {
     const unsigned char *u = (const unsigned char *)p;
@@ -325,11 +393,13 @@ static pl_status bpe_encode(struct enc *e, const char *p, size_t n)
             if (k == 0) break;
             j += k;
         }
-        if (j > i && (s = pl_pretok_split(&e->t->pre, e->ps, p + i, j - i, bpe_word, e, e->err)))
-            return s;
+        if (j > i && (s = bpe_run(e, p + i, j - i))) return s;
         size_t k = j;
         while (k < n && pl_utf8_char(u + k, n - k) == 0) k++;
-        if (k > j && (s = bpe_word(e, p + j, k - j))) return s;
+        if (k > j && e->normalize)
+            put_text(e, p + j, k - j);
+        else if (k > j && (s = bpe_word(e, p + j, k - j)))
+            return s;
         i = k;
     }
     return PL_OK;
@@ -339,6 +409,10 @@ static pl_status bpe_encode(struct enc *e, const char *p, size_t n)
 
 static pl_status encode_raw(struct enc *e, const char *p, size_t n, int prefix)
 {
+    if (e->normalize && e->t->kind == PL_TOK_SPM) { /* SentencePiece: no normalizer */
+        put_text(e, p, n);
+        return PL_OK;
+    }
     if (e->t->kind == PL_TOK_SPM) return spm_encode(e, p, n, prefix && e->t->add_space_prefix);
     return bpe_encode(e, p, n);
 }
@@ -379,6 +453,7 @@ static pl_status encode_text(struct enc *e, const char *text, size_t len, uint32
             if ((s = encode_raw(e, text + frag, i - frag, prefix))) return s;
         }
         put(e, id);
+        if (e->normalize) put_text(e, text + i, n);
         prefix = 1;
         i += n - 1;
         frag = i + 1;
@@ -386,6 +461,40 @@ static pl_status encode_text(struct enc *e, const char *text, size_t len, uint32
     if (frag < len && (s = encode_raw(e, text + frag, len - frag, prefix))) return s;
     if (flags & PL_TOKENIZE_ADD_BOS && t->add_eos) put(e, t->eos);
     return PL_OK;
+}
+
+pl_status pl_tok_normalize(const struct pl_tokenizer *t, const char *text, size_t len,
+                           uint32_t flags, char *out, size_t cap, size_t *n_out, pl_error *err)
+{
+    if (n_out) *n_out = 0;
+    if (!t || !n_out) return pl_fail(err, PL_ERR_INVALID_ARG, "tokenizer or n_out is NULL");
+    if (!text && len > 0) return pl_fail(err, PL_ERR_INVALID_ARG, "text is NULL");
+    if (!out && cap > 0) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL but cap is %zu", cap);
+    if (flags & ~PL_TOKENIZE_PARSE_SPECIAL)
+        return pl_fail(err, PL_ERR_INVALID_ARG,
+                       "unknown normalize flags 0x%x (known: PL_TOKENIZE_PARSE_SPECIAL)", flags);
+    if (len > PL_TOK_MAX_TEXT)
+        return pl_fail(err, PL_ERR_LIMIT, "text of %zu bytes exceeds PL_TOK_MAX_TEXT (%zu)", len,
+                       PL_TOK_MAX_TEXT);
+    struct enc e = {.t = t,
+                    .err = err,
+                    .text = text,
+                    .seg = text,
+                    .normalize = 1,
+                    .norm = out,
+                    .norm_cap = cap};
+    pl_status s = encode_text(&e, text ? text : "", len, flags, 1);
+    pl_free(e.sym);
+    pl_free(e.heap);
+    pl_free(e.buf);
+    pl_free(e.nfc);
+    if (s) return s;
+    *n_out = e.norm_n;
+    if (e.norm_n > cap)
+        return pl_fail(err, PL_ERR_BUFFER_TOO_SMALL,
+                       "the normalized text is %zu bytes but the output buffer holds %zu", e.norm_n,
+                       cap);
+    return pl_ok(err);
 }
 
 pl_status pl_tok_encode(const struct pl_tokenizer *t, const char *text, size_t len, uint32_t flags,
@@ -410,7 +519,7 @@ pl_status pl_tok_encode_cont(const struct pl_tokenizer *t, const char *text, siz
     if (len > PL_TOK_MAX_TEXT)
         return pl_fail(err, PL_ERR_LIMIT, "text of %zu bytes exceeds PL_TOK_MAX_TEXT (%zu)", len,
                        PL_TOK_MAX_TEXT);
-    struct enc e = {.t = t, .out = out, .cap = cap, .err = err, .text = text};
+    struct enc e = {.t = t, .out = out, .cap = cap, .err = err, .text = text, .seg = text};
     pl_status s = PL_OK;
     if (t->kind == PL_TOK_BPE) s = pl_pretok_scratch_new(&e.ps, &t->pre, err);
     if (!s) s = encode_text(&e, text ? text : "", len, flags, prefix);
@@ -418,6 +527,7 @@ pl_status pl_tok_encode_cont(const struct pl_tokenizer *t, const char *text, siz
     pl_free(e.sym);
     pl_free(e.heap);
     pl_free(e.buf);
+    pl_free(e.nfc);
     if (s) return s;
     *n_out = e.n;
     if (e.n > cap)
