@@ -742,13 +742,21 @@ pl_status pl_gguf_write_streamed(const pl_gguf_writer *w, const char *path,
  *  40  u64      n_rows       rows, >= 1, first_row + n_rows <= n_tokens
  *  48  u64      tokenizer_hash  pl_logits_tokenizer_hash of the model; 0: unknown
  *  56  u32      name_len     bytes of the model's file name, <= PL_LOGITS_MAX_NAME
- *  60  u32      reserved (0)
+ *  60  u32      window       0; with PL_LOGITS_WINDOWS, the window length (below)
  *  64  name_len bytes (not NUL-terminated), then n_tokens int32 ids (0 <= id < n_vocab),
  *      then n_rows * n_vocab float32 logits, row by row; the file ends there.
  * Logits may be -inf (a masked token) but not NaN or +inf, and each row needs one finite
- * value. */
+ * value.
+ * Windowed files (flags PL_LOGITS_WINDOWS, written by `plumb perplexity --save-logits`): the
+ * text was evaluated as separate windows of `window` tokens, each from an empty cache, and
+ * only positions first_row .. window - 2 of each window kept. window >= 3, n_tokens is a
+ * multiple of it (the ids each window evaluated, a BOS that replaced its first token
+ * included), first_row <= window - 2, and with S = window - 1 - first_row rows per window,
+ * n_rows = S * n_tokens / window: row r holds the logits after tokens[w * window .. p] with
+ * w = r / S, p = w * window + first_row + r % S (that window's tokens only). */
 #define PL_LOGITS_MAGIC      "PLLOGITS"
 #define PL_LOGITS_VERSION    1u
+#define PL_LOGITS_WINDOWS    1u /* flags: rows of separately evaluated windows */
 #define PL_LOGITS_HEADER     64u
 #define PL_LOGITS_MAX_NAME   4096u
 #define PL_LOGITS_MAX_VOCAB  (1u << 24) /* vocabularies are ~256k */
@@ -759,6 +767,7 @@ typedef struct pl_logits {
     int64_t n_tokens;
     int64_t first_row; /* 0 for every position, n_tokens - 1 for the last only */
     int64_t n_rows;
+    int64_t window; /* 0: rows are consecutive positions of one evaluation; > 0: windowed */
     uint64_t tokenizer_hash;
     const char *model_name; /* NUL-terminated (the file holds no NUL) */
     const int32_t *tokens;  /* n_tokens */
@@ -783,6 +792,14 @@ pl_status pl_logits_parse(pl_logits **out, const void *data, size_t size, pl_err
 pl_status pl_logits_read(pl_logits **out, const char *path, pl_error *err);
 void pl_logits_free(pl_logits *l);
 
+/* The text position of row r: first_row + r, or for a windowed file the position in the text
+ * of that window's row (see above). The row predicts the token after that position. */
+int64_t pl_logits_row_position(const pl_logits *l, int64_t r);
+/* -log softmax(row)[target] in double: the log-sum-exp of the n_vocab logits minus
+ * row[target] (+inf when that is -inf). row needs a finite value and no NaN or +inf;
+ * 0 <= target < n_vocab. Perplexity and the comparison both score tokens with it. */
+double pl_logits_nll(const float *row, int64_t n_vocab, int32_t target);
+
 /* B compared with A over the rows both hold. Per row i: p = softmax(A_i), q = softmax(B_i)
  * in double; KLD_i = sum_j p_j (log p_j - log q_j) (terms with p_j = 0 are 0). Percentiles
  * interpolate linearly between order statistics: q(f) = x[k] + (h - k)(x[k+1] - x[k]), with
@@ -803,12 +820,24 @@ typedef struct pl_logits_stats {
     /* Mean |top5(A_i) ∩ top5(B_i)| / 5 (k = n_vocab when smaller). */
     double top5_overlap, top5_overlap_se;
     int tokenizer_match; /* 1 same hash, 0 different, -1 unknown (a hash is 0) */
+    /* Perplexity over the n_ppl compared rows whose next token the files hold (every row of
+     * a windowed file; all but the text's last position otherwise): per row the NLL
+     * x_i = pl_logits_nll(row, next token), PPL = exp(mean x), its SE PPL * SE(mean x).
+     * ln_ratio: mean of xB_i - xA_i = ln(PPL(B) / PPL(A)), with its SE; ppl_diff: PPL(B) -
+     * PPL(A) with the delta method's SE, sqrt(se_A^2 + se_B^2 - 2 PPL(A) PPL(B) cov), cov
+     * the covariance of the two mean NLLs (llama.cpp's KL-divergence report); ppl_corr:
+     * Pearson's correlation of xA and xB. NaN where undefined (n_ppl < 2, or 0 rows). */
+    int64_t n_ppl;
+    double ppl_a, ppl_a_se, ppl_b, ppl_b_se;
+    double ln_ratio, ln_ratio_se, ppl_diff, ppl_diff_se, ppl_corr;
 } pl_logits_stats;
 
 /* PL_ERR_INVALID_ARG naming the difference when the vocab sizes, token counts or token ids
- * differ, or the files share no row, or a row is invalid (NaN, +inf, all -inf). kld
+ * differ, one file is windowed and the other not (or their windows or first rows differ),
+ * or the files share no row, or a row is invalid (NaN, +inf, all -inf). kld_max_row is a
+ * text position (pl_logits_row_position). kld
  * (optional) receives the per-row KLDs of the rows compared (PL_ERR_BUFFER_TOO_SMALL when
- * kld_cap is fewer). One allocation (3 doubles per row); never prints. */
+ * kld_cap is fewer). One allocation (6 doubles per row); never prints. */
 pl_status pl_logits_compare(const pl_logits *a, const pl_logits *b, pl_logits_stats *out,
                             double *kld, size_t kld_cap, pl_error *err);
 /* ---- end of logit files and comparison ------------------------------------------- */
