@@ -842,6 +842,81 @@ pl_status pl_logits_compare(const pl_logits *a, const pl_logits *b, pl_logits_st
                             double *kld, size_t kld_cap, pl_error *err);
 /* ---- end of logit files and comparison ------------------------------------------- */
 
+/* ---- perplexity --------------------------------------------------------------------
+ * llama.cpp's llama-perplexity method. The text's tokens are cut into windows of n_ctx tokens
+ * (a partial last window is dropped); each is evaluated from an empty cache, its first token
+ * replaced by BOS when bos says so (as llama.cpp does; the text's own first token is BOS when
+ * it was tokenized with PL_TOKENIZE_ADD_BOS). Only the second half of a window is scored, so
+ * every scored token sees at least n_ctx / 2 tokens of context: positions
+ * first = n_ctx / 2 .. n_ctx - 2, each position's logits scoring the next token with
+ * x = pl_logits_nll(logits, next) (double, log-sum-exp): S = n_ctx - 1 - first tokens per
+ * window. PPL = exp(mean x); its standard error by the delta method, PPL * SE(mean x), with
+ * SE = sqrt(sum (x_i - mean)^2 / (N (N - 1))) (llama.cpp's formula). The result depends only
+ * on the model, the kernel set, the tokens, n_ctx and bos: bit for bit the same for any thread
+ * count and prefill chunk (the logits are, and the NLLs are summed in one fixed order). */
+
+/* Where the windows fall. */
+typedef struct pl_ppl_plan {
+    int64_t n_ctx;      /* window length */
+    int64_t n_windows;  /* windows evaluated */
+    int64_t first;      /* first scored position of a window: n_ctx / 2 */
+    int64_t per_window; /* tokens scored per window: n_ctx - 1 - first */
+    int64_t n_scored;   /* n_windows * per_window */
+    int64_t n_used;     /* tokens the windows cover: n_windows * n_ctx */
+} pl_ppl_plan;
+
+/* The plan for n_tokens tokens: min(n_tokens / n_ctx, max_windows) windows (max_windows 0:
+ * no cap). PL_ERR_INVALID_ARG when n_ctx < 3 (nothing would be scored) or the text is shorter
+ * than one window (the message says how many tokens it has and needs). */
+pl_status pl_ppl_plan_windows(int64_t n_tokens, int64_t n_ctx, int64_t max_windows,
+                              pl_ppl_plan *out, pl_error *err);
+
+typedef struct pl_ppl_params {
+    int64_t n_ctx;       /* window length, >= 3; 0: min(the model's n_ctx_train, 512) */
+    int64_t max_windows; /* 0: every whole window */
+    int bos;             /* 1: each window starts with BOS; 0: the tokens as given; -1: 1 when the
+                            model's tokenizer adds BOS (PL_TOKENIZE_ADD_BOS would) */
+    /* Threads, prefill chunk (tokens per forward step), KV type, kernel set. Its
+     * context_window is set to n_ctx (sliding_window and attention_sinks to 0). */
+    pl_session_params session;
+} pl_ppl_params;
+/* n_ctx 0, max_windows 0, bos -1, session = pl_session_default_params(m). */
+pl_ppl_params pl_ppl_default_params(const pl_model *m);
+
+/* One window, as pl_perplexity finishes it. The pointers are valid during the call only. */
+typedef struct pl_ppl_window {
+    const pl_ppl_plan *plan;
+    int64_t index;         /* 0 .. plan->n_windows - 1; tokens [index * n_ctx, + n_ctx) */
+    const int32_t *tokens; /* the n_ctx ids evaluated (BOS first when replaced) */
+    const float *logits;   /* per_window rows of n_vocab: positions first .. n_ctx - 2 */
+    const double *nll;     /* per_window NLLs: nll[k] scores tokens[first + k + 1] */
+    int64_t n_vocab;
+    int64_t n_scored;   /* tokens scored so far, this window's included */
+    double ppl, ppl_se; /* the running estimate over them (SE NaN while n_scored < 2) */
+} pl_ppl_window;
+/* Return nonzero to stop: pl_perplexity then returns PL_ERR_CANCELLED. */
+typedef int (*pl_ppl_fn)(void *user, const pl_ppl_window *w);
+
+typedef struct pl_ppl_result {
+    pl_ppl_plan plan;
+    int bos;                      /* 1 when the windows began with BOS */
+    double nll_mean, nll_mean_se; /* over plan.n_scored tokens */
+    double ppl, ppl_se;
+    double eval_ms; /* time in pl_session_eval */
+} pl_ppl_result;
+
+/* Perplexity of the model on tokens[0 .. n_tokens) (see above). params NULL: defaults.
+ * on_window (may be NULL) is called after each window, from the calling thread. nll
+ * (optional) receives the plan.n_scored per-token NLLs in window order
+ * (PL_ERR_BUFFER_TOO_SMALL, naming the count, when nll_cap is fewer). Errors: the plan's,
+ * PL_ERR_INVALID_ARG for a token outside the vocabulary or a vocab-only model, bos = 1 for a
+ * model without a BOS token, the session's (PL_ERR_CONFIG), PL_ERR_NOMEM, PL_ERR_CANCELLED.
+ * Memory: a session of n_ctx tokens and S x n_vocab floats of logits. */
+pl_status pl_perplexity(const pl_model *m, const int32_t *tokens, int64_t n_tokens,
+                        const pl_ppl_params *params, pl_ppl_fn on_window, void *user,
+                        pl_ppl_result *out, double *nll, size_t nll_cap, pl_error *err);
+/* ---- end of perplexity --------------------------------------------------------------- */
+
 #ifdef __cplusplus
 }
 #endif
