@@ -129,7 +129,7 @@ static int on_window(void *user, const pl_ppl_window *w)
         memcpy(r->ids + w->index * p->n_ctx, w->tokens, (size_t)p->n_ctx * sizeof *r->ids);
     }
     char note[96];
-    snprintf(note, sizeof note, "[%lld/%lld] ppl %.4f", (long long)(w->index + 1),
+    snprintf(note, sizeof note, "[%lld/%lld] ppl %.2f", (long long)(w->index + 1),
              (long long)p->n_windows, w->ppl);
     return progress_bar_update(&r->bar, (uint64_t)w->index + 1, (uint64_t)p->n_windows, note);
 }
