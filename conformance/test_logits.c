@@ -9,6 +9,7 @@
 #include <gsl/gsl_sf_log.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
+#include <gsl/gsl_math.h>
 
 #include "core/core.h"
 #include "testutil.h"
@@ -174,6 +175,48 @@ static void logits_compare_matches_gsl_reference(void)
                      "seed %llu V %lld N %lld row %lld: kld %.17g ref %.17g",
                      (unsigned long long)seed, (long long)V, (long long)N, (long long)i, kl[i], d);
         }
+        /* Perplexity: row i predicts token i + 1 (the last row predicts nothing). */
+        int64_t np = N - 1;
+        double *xa = malloc((size_t)(np > 0 ? np : 1) * 8),
+               *xb = malloc((size_t)(np > 0 ? np : 1) * 8),
+               *xd = malloc((size_t)(np > 0 ? np : 1) * 8);
+        for (int64_t i = 0; i < np && c % 2 == 0; i++) { /* unmasked: every NLL finite */
+            ref_softmax(a.lg + i * V, V, p);
+            ref_softmax(b.lg + i * V, V, q);
+            xa[i] = -gsl_sf_log(p[a.tok[i + 1]]);
+            xb[i] = -gsl_sf_log(q[a.tok[i + 1]]);
+            xd[i] = xb[i] - xa[i];
+        }
+        CU_ASSERT_EQUAL(s.n_ppl, np);
+        if (np >= 2 && c % 2 == 0) {
+            double ma = gsl_stats_mean(xa, 1, (size_t)np), mb = gsl_stats_mean(xb, 1, (size_t)np);
+            double sa = gsl_stats_sd(xa, 1, (size_t)np) / sqrt((double)np);
+            double sb = gsl_stats_sd(xb, 1, (size_t)np) / sqrt((double)np);
+            double pa = exp(ma), pb = exp(mb);
+            double cov = gsl_stats_covariance(xa, 1, xb, 1, (size_t)np) / (double)np;
+            struct {
+                const char *name;
+                double got, want;
+            } pc[] = {
+                {"ppl_a", s.ppl_a, pa},
+                {"ppl_a_se", s.ppl_a_se, pa * sa},
+                {"ppl_b", s.ppl_b, pb},
+                {"ppl_b_se", s.ppl_b_se, pb * sb},
+                {"ln_ratio", s.ln_ratio, gsl_stats_mean(xd, 1, (size_t)np)},
+                {"ln_ratio_se", s.ln_ratio_se, gsl_stats_sd(xd, 1, (size_t)np) / sqrt((double)np)},
+                {"ppl_diff", s.ppl_diff, pb - pa},
+                /* llama.cpp's formula, as written there */
+                {"ppl_diff_se", s.ppl_diff_se,
+                 sqrt(pa * sa * pa * sa + pb * sb * pb * sb - 2 * pa * pb * cov)},
+                {"ppl_corr", s.ppl_corr, gsl_stats_correlation(xa, 1, xb, 1, (size_t)np)},
+            };
+            for (size_t k = 0; k < sizeof pc / sizeof pc[0]; k++)
+                TU_CHECK(fabs(pc[k].got - pc[k].want) <= 1e-12 + 1e-8 * fabs(pc[k].want),
+                         "seed %llu V %lld N %lld: %s = %.17g, reference %.17g",
+                         (unsigned long long)seed, (long long)V, (long long)N, pc[k].name,
+                         pc[k].got, pc[k].want);
+        }
+        free(xa), free(xb), free(xd);
         double mean = gsl_stats_mean(ref, 1, (size_t)N);
         double se = N > 1 ? gsl_stats_sd(ref, 1, (size_t)N) / sqrt((double)N) : NAN;
         double t1m = gsl_stats_mean(t1, 1, (size_t)N), t5m = gsl_stats_mean(t5, 1, (size_t)N);
@@ -315,6 +358,107 @@ static void expect_reject(const unsigned char *d, size_t n, pl_status code, cons
     TU_CHECK(strstr(err.msg, needle) != NULL, "%s: message '%s' lacks '%s'", what, err.msg, needle);
 }
 
+/* ---- windowed files (plumb perplexity --save-logits) ------------------------------------ */
+
+/* 3 windows of 6 tokens, rows at positions 2..4 of each: 9 rows. */
+static void make_windowed(owned *o, tu_rng *r)
+{
+    make(o, r, 13, 18, 2, 9, 2.0, 0);
+    o->l.window = 6;
+}
+
+static void logits_windowed_file_round_trips_and_maps_rows(void)
+{
+    tu_rng r;
+    tu_rng_init(&r, tu_seed());
+    owned a;
+    make_windowed(&a, &r);
+    void *buf = NULL;
+    size_t size = 0;
+    pl_error err;
+    TU_CHECK(pl_logits_write_memory(&a.l, &buf, &size, &err) == PL_OK, "%s", err.msg);
+    CU_ASSERT_EQUAL(size, 64 + 6 + 18 * 4 + 9 * 13 * 4);
+    const unsigned char *u = buf;
+    CU_ASSERT(u[12] == 1 && u[60] == 6); /* flags: windows; the window length at offset 60 */
+    pl_logits *p = NULL;
+    TU_CHECK(pl_logits_parse(&p, buf, size, &err) == PL_OK, "%s", err.msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT(p->window == 6 && p->first_row == 2 && p->n_rows == 9);
+    CU_ASSERT(memcmp(p->logits, a.lg, 9 * 13 * 4) == 0);
+    /* Row r: window r / 3, position 2 + r % 3 in it. */
+    const int64_t pos[9] = {2, 3, 4, 8, 9, 10, 14, 15, 16};
+    for (int64_t i = 0; i < 9; i++) CU_ASSERT_EQUAL(pl_logits_row_position(p, i), pos[i]);
+    /* Against itself: nothing lost; the perplexity scores tokens pos + 1 of every row. */
+    pl_logits_stats s;
+    CU_ASSERT_EQUAL_FATAL(pl_logits_compare(p, &a.l, &s, NULL, 0, &err), PL_OK);
+    CU_ASSERT(s.kld_max == 0 && s.top1_agree == 1 && s.n_ppl == 9);
+    CU_ASSERT(s.ppl_diff == 0 && s.ppl_diff_se == 0 && s.ln_ratio == 0);
+    double sum = 0;
+    for (int64_t i = 0; i < 9; i++) sum += pl_logits_nll(a.lg + i * 13, 13, a.tok[pos[i] + 1]);
+    TU_CHECK(fabs(log(s.ppl_a) - sum / 9) <= 1e-12, "ln PPL %.17g, mean NLL %.17g", log(s.ppl_a),
+             sum / 9);
+    /* kld_max_row is a text position. */
+    owned b;
+    perturb(&b, &a, &r, 0.0);
+    b.lg[7 * 13 + 1] += 3; /* row 7: window 2, position 15 */
+    CU_ASSERT_EQUAL(pl_logits_compare(&a.l, &b.l, &s, NULL, 0, NULL), PL_OK);
+    CU_ASSERT_EQUAL(s.kld_max_row, 15);
+    /* Refusals: one evaluation against windows, another window, other scored positions. */
+    owned c = b;
+    c.l.window = 0;
+    expect_refusal(&a.l, &c.l, "windows differ");
+    c.l.window = 9;
+    c.l.first_row = 4;
+    c.l.n_rows = 8; /* 2 windows of 9, rows 4..7 */
+    expect_refusal(&a.l, &c.l, "windows differ");
+    pl_logits_free(p);
+    pl_buffer_free(buf);
+    drop(&a);
+    drop(&b);
+}
+
+static void logits_windowed_rejects_bad_shapes(void)
+{
+    tu_rng r;
+    tu_rng_init(&r, 9);
+    owned a;
+    make_windowed(&a, &r);
+    void *buf = NULL;
+    size_t size = 0;
+    CU_ASSERT_FATAL(pl_logits_write_memory(&a.l, &buf, &size, NULL) == PL_OK);
+    unsigned char *c = malloc(size);
+    struct {
+        size_t off;
+        uint32_t value;
+        const char *needle;
+    } cases[] = {
+        {60, 2, "window (offset 60) is 2"},                      /* too short to score */
+        {60, 4, "not a multiple of the window (offset 60)"},     /* 18 % 4 */
+        {60, 9, "n_rows (offset 40) is 9; 2 windows of 6 rows"}, /* 9: rows 2..7 */
+        {32, 5, "first_row (offset 32) = 5 leaves no row"},
+        {32, 1, "n_rows (offset 40) is 9; 3 windows of 4 rows"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memcpy(c, buf, size);
+        for (int k = 0; k < 4; k++)
+            c[cases[i].off + k] = (unsigned char)(cases[i].value >> (8 * k));
+        char what[48];
+        snprintf(what, sizeof what, "windowed case %zu", i);
+        expect_reject(c, size, PL_ERR_FORMAT, cases[i].needle, what);
+    }
+    /* The writer checks the same rules. */
+    a.l.n_rows = 8;
+    void *out = NULL;
+    size_t n;
+    pl_error err;
+    CU_ASSERT_EQUAL(pl_logits_write_memory(&a.l, &out, &n, &err), PL_ERR_FORMAT);
+    TU_CHECK(strstr(err.msg, "n_rows") != NULL, "%s", err.msg);
+    CU_ASSERT_PTR_NULL(out);
+    free(c);
+    pl_buffer_free(buf);
+    drop(&a);
+}
+
 static void logits_rejects_truncation_at_every_offset(void)
 {
     size_t size;
@@ -344,7 +488,8 @@ static void logits_rejects_hostile_headers(void)
         {0, 0x53544947474f4c4cull, 8, PL_ERR_FORMAT, "magic (offset 0)"}, /* "LLOGGITS" */
         {8, 2, 4, PL_ERR_UNSUPPORTED, "version (offset 8) is 2"},
         {8, 0, 4, PL_ERR_UNSUPPORTED, "version (offset 8) is 0"},
-        {12, 1, 4, PL_ERR_UNSUPPORTED, "flags (offset 12)"},
+        {12, 2, 4, PL_ERR_UNSUPPORTED, "flags (offset 12)"},
+        {12, 1, 4, PL_ERR_FORMAT, "window (offset 60) is 0"}, /* windowed, without a window */
         {16, 0, 8, PL_ERR_FORMAT, "n_vocab (offset 16) is 0"},
         {16, UINT64_MAX, 8, PL_ERR_LIMIT, "n_vocab (offset 16)"},
         {16, 1ull << 62, 8, PL_ERR_LIMIT, "n_vocab (offset 16)"},
@@ -644,6 +789,9 @@ int main(void)
         {"logits_compare_uses_common_rows_and_reports_max_row",
          logits_compare_uses_common_rows_and_reports_max_row},
         {"logits_compare_refuses_other_text_or_vocab", logits_compare_refuses_other_text_or_vocab},
+        {"logits_windowed_file_round_trips_and_maps_rows",
+         logits_windowed_file_round_trips_and_maps_rows},
+        {"logits_windowed_rejects_bad_shapes", logits_windowed_rejects_bad_shapes},
         {"logits_rejects_truncation_at_every_offset", logits_rejects_truncation_at_every_offset},
         {"logits_rejects_hostile_headers", logits_rejects_hostile_headers},
         {"logits_write_refuses_invalid_input", logits_write_refuses_invalid_input},

@@ -36,6 +36,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_mkmodel(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 
 /* ---- argument parsing -------------------------------------------------------------
  * A loop over argv[1..argc) for one command:

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "logits_report.h"
 #include "run_text.h"
 
 static void usage(FILE *out)
@@ -20,8 +21,10 @@ static void usage(FILE *out)
           "\n"
           "The second compares B with A over the positions both hold: KL divergence of B\n"
           "from A (mean with its standard error, median, 99th, 99.9th percentile, max), max\n"
-          "and RMS logit difference, top-1 agreement and top-5 overlap. Files of different\n"
-          "texts (token ids) or vocab sizes are refused.\n"
+          "and RMS logit difference, top-1 agreement and top-5 overlap, and the perplexity\n"
+          "of each (PPL(B) - PPL(A) with its standard error). Files of different texts\n"
+          "(token ids) or vocab sizes are refused. Files that `plumb perplexity\n"
+          "--save-logits` wrote compare too, when both used the same windows.\n"
           "\n"
           "options (evaluate):\n"
           "  -m, --model FILE     GGUF model\n"
@@ -47,21 +50,6 @@ static void usage(FILE *out)
 }
 
 /* ---- compare -------------------------------------------------------------------------- */
-
-static void print_se(const char *label, double v, double se, double scale, const char *unit)
-{
-    if (isnan(se))
-        printf("%-16s %12.6f%s\n", label, v * scale, unit);
-    else
-        printf("%-16s %12.6f ± %.6f%s\n", label, v * scale, se * scale, unit);
-}
-
-static void describe(const char *tag, const char *path, const pl_logits *l)
-{
-    printf("%s: %s (model '%s', tokenizer %016" PRIx64 ", rows [%lld, %lld) of %lld tokens)\n", tag,
-           path, l->model_name, l->tokenizer_hash, (long long)l->first_row,
-           (long long)(l->first_row + l->n_rows), (long long)l->n_tokens);
-}
 
 static int compare(int argc, char **argv)
 {
@@ -102,22 +90,11 @@ static int compare(int argc, char **argv)
         rc = cli_fail(st, &err);
         goto out;
     }
-    describe("A", pos[0], la);
-    describe("B", pos[1], lb);
+    logits_report_file(stdout, "A", pos[0], la);
+    logits_report_file(stdout, "B", pos[1], lb);
     if (s.tokenizer_match == 0)
         fprintf(stderr, "plumb: warning: the tokenizer hashes differ (same token ids, though)\n");
-    printf("compared: %lld positions (rows [%lld, %lld)), vocab %lld\n", (long long)s.n_rows,
-           (long long)s.first_row, (long long)(s.first_row + s.n_rows), (long long)la->n_vocab);
-    print_se("Mean    KLD:", s.kld_mean, s.kld_mean_se, 1, "");
-    printf("%-16s %12.6f (row %lld)\n", "Maximum KLD:", s.kld_max, (long long)s.kld_max_row);
-    printf("%-16s %12.6f\n", "99.9%   KLD:", s.kld_p999);
-    printf("%-16s %12.6f\n", "99.0%   KLD:", s.kld_p99);
-    printf("%-16s %12.6f\n", "Median  KLD:", s.kld_median);
-    printf("%-16s %12.6f\n", "Minimum KLD:", s.kld_min);
-    printf("%-16s %12.6f\n", "Max |dlogit|:", s.max_abs_diff);
-    printf("%-16s %12.6f\n", "RMS |dlogit|:", s.rms_abs_diff);
-    print_se("Same top-1:", s.top1_agree, s.top1_agree_se, 100, " %");
-    print_se("Top-5 overlap:", s.top5_overlap, s.top5_overlap_se, 100, " %");
+    logits_report_stats(stdout, &s, la);
     if (max_kld >= 0 && !(s.kld_mean <= max_kld))
         rc = cli_errorf("mean KLD %.6g is above --max-kld %g", s.kld_mean, max_kld);
     if (min_top1 >= 0 && !(s.top1_agree * 100 >= min_top1))

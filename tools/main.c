@@ -12,6 +12,8 @@ static const cli_command commands[] = {
     {"kernels", cmd_kernels, "list the kernel sets, what this CPU runs, and the fallbacks"},
     {"tokenize", cmd_tokenize, "print the token ids and pieces of a text"},
     {"logits", cmd_logits, "write a text's logits to a file; compare two such files (KLD, top-1)"},
+    {"perplexity", cmd_perplexity,
+     "perplexity of a text in windows (llama-perplexity); KLD vs a base"},
     {"run", cmd_run, "evaluate a prompt and generate tokens, with timings"},
     {"chat", cmd_chat, "chat with a model: one message per line, reusing the prefix cache"},
     {"bench", cmd_bench, "measure prefill and decode speed against the machine's limits"},

@@ -39,11 +39,15 @@ void progress_bar_init(progress_bar *p, const char *label)
 
 int progress_bar_cb(void *user, uint64_t done, uint64_t total)
 {
-    progress_bar *p = user;
+    return progress_bar_update(user, done, total, NULL);
+}
+
+int progress_bar_update(progress_bar *p, uint64_t done, uint64_t total, const char *note)
+{
     if (interrupted) return 1;
     if (!p->tty || total == 0) return 0;
     int permille = (int)(done >= total ? 1000 : (double)done * 1000.0 / (double)total);
-    if (permille == p->last_permille) return 0;
+    if (permille == p->last_permille && !note) return 0;
     p->last_permille = permille;
     enum { WIDTH = 30 };
     char bar[WIDTH + 1];
@@ -51,7 +55,8 @@ int progress_bar_cb(void *user, uint64_t done, uint64_t total)
     for (int i = 0; i < WIDTH; i++) bar[i] = i < fill ? '#' : '.';
     bar[WIDTH] = 0;
     double el = progress_now() - p->t0;
-    fprintf(stderr, "\r%s [%s] %5.1f%%  %.1f s", p->label, bar, permille / 10.0, el);
+    fprintf(stderr, "\r%s [%s] %5.1f%%%s%s  %.1f s", p->label, bar, permille / 10.0,
+            note ? "  " : "", note ? note : "", el);
     if (permille > 0 && permille < 1000)
         fprintf(stderr, ", ~%.0f s left ", el * (1000 - permille) / permille);
     else

@@ -1,5 +1,5 @@
-/* progress.h — a progress bar on stderr for long commands (mkmodel, quantize), drawn only when
- * stderr is a terminal, and Ctrl-C turned into a clean cancellation. Tools only. */
+/* progress.h — a progress bar on stderr for long commands (mkmodel, quantize, perplexity), drawn
+ * only when stderr is a terminal, and Ctrl-C turned into a clean cancellation. Tools only. */
 #ifndef PLUMB_TOOLS_PROGRESS_H
 #define PLUMB_TOOLS_PROGRESS_H
 
@@ -20,6 +20,8 @@ double progress_now(void);
 void progress_bar_init(progress_bar *p, const char *label);
 /* A pl_progress_fn: user is the progress_bar. */
 int progress_bar_cb(void *user, uint64_t done, uint64_t total);
+/* The same with a note after the percentage ("[12/40] ppl 23.41"), redrawn at every call. */
+int progress_bar_update(progress_bar *p, uint64_t done, uint64_t total, const char *note);
 /* Ends the bar's line and restores SIGINT. Returns 1 if Ctrl-C was pressed. */
 int progress_bar_finish(progress_bar *p);
 

@@ -135,6 +135,36 @@ static pl_status check_counts(uint64_t n_vocab, uint64_t n_tokens, uint64_t firs
     return PL_OK;
 }
 
+/* A windowed file's shape (plumb.h): window >= 3 divides n_tokens, first_row <= window - 2,
+ * and the rows are window - 1 - first_row per window. Counts were checked by check_counts. */
+static pl_status check_window(uint64_t window, uint64_t n_tokens, uint64_t first_row,
+                              uint64_t n_rows, pl_error *err)
+{
+    if (window < 3 || window > PL_LOGITS_MAX_TOKENS)
+        return pl_fail(err, PL_ERR_FORMAT,
+                       "window (offset 60) is %llu; a windowed file needs 3 .. %u",
+                       (unsigned long long)window, PL_LOGITS_MAX_TOKENS);
+    if (n_tokens % window)
+        return pl_fail(err, PL_ERR_FORMAT,
+                       "n_tokens (offset 24) = %llu is not a multiple of the window (offset 60) "
+                       "= %llu",
+                       (unsigned long long)n_tokens, (unsigned long long)window);
+    if (first_row > window - 2)
+        return pl_fail(err, PL_ERR_FORMAT,
+                       "first_row (offset 32) = %llu leaves no row in a window (offset 60) of "
+                       "%llu",
+                       (unsigned long long)first_row, (unsigned long long)window);
+    uint64_t want = (window - 1 - first_row) * (n_tokens / window);
+    if (n_rows != want)
+        return pl_fail(err, PL_ERR_FORMAT,
+                       "n_rows (offset 40) is %llu; %llu windows of %llu rows (window %llu, "
+                       "first_row %llu) make %llu",
+                       (unsigned long long)n_rows, (unsigned long long)(n_tokens / window),
+                       (unsigned long long)(window - 1 - first_row), (unsigned long long)window,
+                       (unsigned long long)first_row, (unsigned long long)want);
+    return PL_OK;
+}
+
 /* Bytes of the whole file, or 0 on overflow. */
 static uint64_t file_bytes(uint64_t n_vocab, uint64_t n_tokens, uint64_t n_rows, uint64_t name_len)
 {
@@ -186,19 +216,22 @@ pl_status pl_logits_parse(pl_logits **out, const void *data, size_t size, pl_err
                        "magic (offset 0) is %02x %02x %02x %02x %02x %02x %02x %02x, "
                        "not \"" PL_LOGITS_MAGIC "\": not a plumb logits file",
                        p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
-    uint32_t version = rd_u32(p + 8), flags = rd_u32(p + 12), reserved = rd_u32(p + 60);
+    uint32_t version = rd_u32(p + 8), flags = rd_u32(p + 12), window = rd_u32(p + 60);
     if (version != PL_LOGITS_VERSION)
         return pl_fail(err, PL_ERR_UNSUPPORTED, "version (offset 8) is %u; plumb reads version %u",
                        version, PL_LOGITS_VERSION);
-    if (flags != 0)
-        return pl_fail(err, PL_ERR_UNSUPPORTED, "flags (offset 12) is 0x%x; version 1 defines none",
-                       flags);
+    if (flags & ~PL_LOGITS_WINDOWS)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "flags (offset 12) is 0x%x; version 1 defines only 0x1 (windows)", flags);
     uint64_t n_vocab = rd_u64(p + 16), n_tokens = rd_u64(p + 24), first_row = rd_u64(p + 32);
     uint64_t n_rows = rd_u64(p + 40), hash = rd_u64(p + 48), name_len = rd_u32(p + 56);
-    if (reserved != 0)
-        return pl_fail(err, PL_ERR_FORMAT, "reserved (offset 60) is 0x%x, must be 0", reserved);
+    if (!flags && window != 0)
+        return pl_fail(err, PL_ERR_FORMAT,
+                       "reserved (offset 60) is 0x%x, must be 0 when flags (offset 12) is 0",
+                       window);
     pl_status s = check_counts(n_vocab, n_tokens, first_row, n_rows, name_len, err);
     if (s) return s;
+    if (flags && (s = check_window(window, n_tokens, first_row, n_rows, err))) return s;
     uint64_t need = file_bytes(n_vocab, n_tokens, n_rows, name_len);
     uint64_t tok_off = PL_LOGITS_HEADER + name_len, log_off = tok_off + 4 * n_tokens;
     if (need == 0)
@@ -261,6 +294,7 @@ pl_status pl_logits_parse(pl_logits **out, const void *data, size_t size, pl_err
                      .n_tokens = (int64_t)n_tokens,
                      .first_row = (int64_t)first_row,
                      .n_rows = (int64_t)n_rows,
+                     .window = (int64_t)window,
                      .tokenizer_hash = hash,
                      .model_name = nm,
                      .tokens = tok,
@@ -323,15 +357,19 @@ static void put_words(sink *k, const uint32_t *w, uint64_t n)
 static pl_status check_logits(const pl_logits *l, uint64_t *size, pl_error *err)
 {
     if (!l) return pl_fail(err, PL_ERR_INVALID_ARG, "logits is NULL");
-    if (l->n_vocab < 0 || l->n_tokens < 0 || l->first_row < 0 || l->n_rows < 0)
+    if (l->n_vocab < 0 || l->n_tokens < 0 || l->first_row < 0 || l->n_rows < 0 || l->window < 0)
         return pl_fail(err, PL_ERR_INVALID_ARG,
-                       "negative count: n_vocab %lld, n_tokens %lld, first_row %lld, n_rows %lld",
+                       "negative count: n_vocab %lld, n_tokens %lld, first_row %lld, n_rows %lld, "
+                       "window %lld",
                        (long long)l->n_vocab, (long long)l->n_tokens, (long long)l->first_row,
-                       (long long)l->n_rows);
+                       (long long)l->n_rows, (long long)l->window);
     size_t name_len = l->model_name ? strlen(l->model_name) : 0;
     pl_status s = check_counts((uint64_t)l->n_vocab, (uint64_t)l->n_tokens, (uint64_t)l->first_row,
                                (uint64_t)l->n_rows, name_len, err);
     if (s) return s;
+    if (l->window && (s = check_window((uint64_t)l->window, (uint64_t)l->n_tokens,
+                                       (uint64_t)l->first_row, (uint64_t)l->n_rows, err)))
+        return s;
     if (!l->tokens || !l->logits)
         return pl_fail(err, PL_ERR_INVALID_ARG, "tokens or logits is NULL");
     for (int64_t i = 0; i < l->n_tokens; i++)
@@ -352,12 +390,14 @@ static void emit(sink *k, const pl_logits *l)
     unsigned char h[PL_LOGITS_HEADER] = {0};
     memcpy(h, PL_LOGITS_MAGIC, 8);
     wr_u32(h + 8, PL_LOGITS_VERSION);
+    wr_u32(h + 12, l->window ? PL_LOGITS_WINDOWS : 0);
     wr_u64(h + 16, (uint64_t)l->n_vocab);
     wr_u64(h + 24, (uint64_t)l->n_tokens);
     wr_u64(h + 32, (uint64_t)l->first_row);
     wr_u64(h + 40, (uint64_t)l->n_rows);
     wr_u64(h + 48, l->tokenizer_hash);
     wr_u32(h + 56, (uint32_t)name_len);
+    wr_u32(h + 60, (uint32_t)l->window);
     put(k, h, sizeof h);
     put(k, l->model_name, name_len);
     uint32_t w[1024];
@@ -435,6 +475,18 @@ static double log_sum_exp(const float *x, int64_t n)
     return m + log(s);
 }
 
+double pl_logits_nll(const float *row, int64_t n_vocab, int32_t target)
+{
+    return log_sum_exp(row, n_vocab) - (double)row[target];
+}
+
+int64_t pl_logits_row_position(const pl_logits *l, int64_t r)
+{
+    if (!l->window) return l->first_row + r;
+    int64_t per = l->window - 1 - l->first_row;
+    return r / per * l->window + l->first_row + r % per;
+}
+
 /* The k largest (k <= 5), highest first; ties: the lowest id first. */
 static int top_k(const float *x, int64_t n, int k, int64_t *idx)
 {
@@ -478,6 +530,39 @@ static void mean_se(const double *x, int64_t n, double *mean, double *se)
     *se = n > 1 ? sqrt(v / ((double)n * (double)(n - 1))) : NAN;
 }
 
+/* The perplexity fields of st from the per-row NLLs xa, xb (n of them; xd is scratch). */
+static void ppl_stats(const double *xa, const double *xb, double *xd, int64_t n,
+                      pl_logits_stats *st)
+{
+    st->n_ppl = n;
+    st->ppl_a = st->ppl_a_se = st->ppl_b = st->ppl_b_se = NAN;
+    st->ln_ratio = st->ln_ratio_se = st->ppl_diff = st->ppl_diff_se = st->ppl_corr = NAN;
+    if (n == 0) return;
+    double ma, sa, mb, sb;
+    mean_se(xa, n, &ma, &sa);
+    mean_se(xb, n, &mb, &sb);
+    for (int64_t i = 0; i < n; i++) xd[i] = xb[i] - xa[i];
+    mean_se(xd, n, &st->ln_ratio, &st->ln_ratio_se);
+    st->ppl_a = exp(ma);
+    st->ppl_b = exp(mb);
+    st->ppl_a_se = st->ppl_a * sa;
+    st->ppl_b_se = st->ppl_b * sb;
+    st->ppl_diff = st->ppl_b - st->ppl_a;
+    if (n < 2) return;
+    /* se_A^2 + se_B^2 - 2 PPL(A) PPL(B) cov is the variance of the mean of
+     * PPL(B) (xB_i - mean B) - PPL(A) (xA_i - mean A): summed that way it cannot cancel to a
+     * negative, and a file against itself gives exactly 0. */
+    double c = 0, v = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double da = xa[i] - ma, db = xb[i] - mb, e = st->ppl_b * db - st->ppl_a * da;
+        c += da * db;
+        v += e * e;
+    }
+    double nn = (double)n * (double)(n - 1);
+    st->ppl_diff_se = sqrt(v / nn);
+    st->ppl_corr = c / nn / (sa * sb); /* covariance of the two means over their SEs */
+}
+
 static pl_status compare_check(const pl_logits *a, const pl_logits *b, int64_t *lo, int64_t *hi,
                                pl_error *err)
 {
@@ -506,6 +591,17 @@ static pl_status compare_check(const pl_logits *a, const pl_logits *b, int64_t *
                            "token ids differ at index %lld: A has %d, B has %d: not the same "
                            "text (or not the same tokenizer)",
                            (long long)i, a->tokens[i], b->tokens[i]);
+    if (a->window != b->window)
+        return pl_fail(
+            err, PL_ERR_INVALID_ARG,
+            "windows differ: A %s %lld, B %s %lld (perplexity windows vs one "
+            "evaluation, or another -c)",
+            a->window ? "has windows of" : "is one evaluation, window", (long long)a->window,
+            b->window ? "has windows of" : "is one evaluation, window", (long long)b->window);
+    if (a->window && a->first_row != b->first_row)
+        return pl_fail(err, PL_ERR_INVALID_ARG,
+                       "windowed files score different positions: A from %lld, B from %lld",
+                       (long long)a->first_row, (long long)b->first_row);
     *lo = a->first_row > b->first_row ? a->first_row : b->first_row;
     int64_t ea = a->first_row + a->n_rows, eb = b->first_row + b->n_rows;
     *hi = ea < eb ? ea : eb;
@@ -528,14 +624,16 @@ pl_status pl_logits_compare(const pl_logits *a, const pl_logits *b, pl_logits_st
     if (kld && kld_cap < (size_t)n)
         return pl_fail(err, PL_ERR_BUFFER_TOO_SMALL, "kld holds %zu values, %lld rows are compared",
                        kld_cap, (long long)n);
-    double *buf = pl_malloc(3 * (size_t)n * sizeof *buf);
+    double *buf = pl_malloc(6 * (size_t)n * sizeof *buf);
     if (!buf)
         return pl_fail(err, PL_ERR_NOMEM, "no memory for the per-row statistics of %lld rows",
                        (long long)n);
     double *kl = buf, *top1 = buf + n, *top5 = buf + 2 * n;
+    double *xa = buf + 3 * n, *xb = buf + 4 * n, *xd = buf + 5 * n;
+    int64_t n_ppl = 0;
     int k = V < 5 ? (int)V : 5;
     double max_diff = 0, sum_sq = 0;
-    int64_t max_row = lo;
+    int64_t max_row = 0;
     for (int64_t r = 0; r < n; r++) {
         const float *x = a->logits + (lo + r - a->first_row) * V;
         const float *y = b->logits + (lo + r - b->first_row) * V;
@@ -560,18 +658,23 @@ pl_status pl_logits_compare(const pl_logits *a, const pl_logits *b, pl_logits_st
         for (int i = 0; i < k; i++)
             for (int j = 0; j < k; j++) common += ia[i] == ib[j];
         top5[r] = (double)common / k;
+        int64_t next = pl_logits_row_position(a, lo + r - a->first_row) + 1;
+        if (next < a->n_tokens) {
+            xa[n_ppl] = la - (double)x[a->tokens[next]]; /* = pl_logits_nll, bit for bit */
+            xb[n_ppl++] = lb - (double)y[b->tokens[next]];
+        }
     }
     pl_logits_stats st = {.n_rows = n, .first_row = lo};
     if (kld) memcpy(kld, kl, (size_t)n * sizeof *kld);
     for (int64_t r = 0; r < n; r++)
-        if (kl[r] > kl[max_row - lo]) max_row = lo + r;
+        if (kl[r] > kl[max_row]) max_row = r;
     mean_se(kl, n, &st.kld_mean, &st.kld_mean_se);
     mean_se(top1, n, &st.top1_agree, &st.top1_agree_se);
     mean_se(top5, n, &st.top5_overlap, &st.top5_overlap_se);
     qsort(kl, (size_t)n, sizeof *kl, cmp_double);
     st.kld_min = kl[0];
     st.kld_max = kl[n - 1];
-    st.kld_max_row = max_row;
+    st.kld_max_row = pl_logits_row_position(a, lo + max_row - a->first_row);
     st.kld_median = quantile(kl, n, 0.5);
     st.kld_p90 = quantile(kl, n, 0.90);
     st.kld_p95 = quantile(kl, n, 0.95);
@@ -582,6 +685,7 @@ pl_status pl_logits_compare(const pl_logits *a, const pl_logits *b, pl_logits_st
     st.tokenizer_match = a->tokenizer_hash == 0 || b->tokenizer_hash == 0
                              ? -1
                              : a->tokenizer_hash == b->tokenizer_hash;
+    ppl_stats(xa, xb, xd, n_ppl, &st);
     pl_free(buf);
     *out = st;
     return pl_ok(err);

@@ -753,13 +753,21 @@ pl_status pl_gguf_write_streamed(const pl_gguf_writer *w, const char *path,
  *  40  u64      n_rows       rows, >= 1, first_row + n_rows <= n_tokens
  *  48  u64      tokenizer_hash  pl_logits_tokenizer_hash of the model; 0: unknown
  *  56  u32      name_len     bytes of the model's file name, <= PL_LOGITS_MAX_NAME
- *  60  u32      reserved (0)
+ *  60  u32      window       0; with PL_LOGITS_WINDOWS, the window length (below)
  *  64  name_len bytes (not NUL-terminated), then n_tokens int32 ids (0 <= id < n_vocab),
  *      then n_rows * n_vocab float32 logits, row by row; the file ends there.
  * Logits may be -inf (a masked token) but not NaN or +inf, and each row needs one finite
- * value. */
+ * value.
+ * Windowed files (flags PL_LOGITS_WINDOWS, written by `plumb perplexity --save-logits`): the
+ * text was evaluated as separate windows of `window` tokens, each from an empty cache, and
+ * only positions first_row .. window - 2 of each window kept. window >= 3, n_tokens is a
+ * multiple of it (the ids each window evaluated, a BOS that replaced its first token
+ * included), first_row <= window - 2, and with S = window - 1 - first_row rows per window,
+ * n_rows = S * n_tokens / window: row r holds the logits after tokens[w * window .. p] with
+ * w = r / S, p = w * window + first_row + r % S (that window's tokens only). */
 #define PL_LOGITS_MAGIC      "PLLOGITS"
 #define PL_LOGITS_VERSION    1u
+#define PL_LOGITS_WINDOWS    1u /* flags: rows of separately evaluated windows */
 #define PL_LOGITS_HEADER     64u
 #define PL_LOGITS_MAX_NAME   4096u
 #define PL_LOGITS_MAX_VOCAB  (1u << 24) /* vocabularies are ~256k */
@@ -770,6 +778,7 @@ typedef struct pl_logits {
     int64_t n_tokens;
     int64_t first_row; /* 0 for every position, n_tokens - 1 for the last only */
     int64_t n_rows;
+    int64_t window; /* 0: rows are consecutive positions of one evaluation; > 0: windowed */
     uint64_t tokenizer_hash;
     const char *model_name; /* NUL-terminated (the file holds no NUL) */
     const int32_t *tokens;  /* n_tokens */
@@ -794,6 +803,14 @@ pl_status pl_logits_parse(pl_logits **out, const void *data, size_t size, pl_err
 pl_status pl_logits_read(pl_logits **out, const char *path, pl_error *err);
 void pl_logits_free(pl_logits *l);
 
+/* The text position of row r: first_row + r, or for a windowed file the position in the text
+ * of that window's row (see above). The row predicts the token after that position. */
+int64_t pl_logits_row_position(const pl_logits *l, int64_t r);
+/* -log softmax(row)[target] in double: the log-sum-exp of the n_vocab logits minus
+ * row[target] (+inf when that is -inf). row needs a finite value and no NaN or +inf;
+ * 0 <= target < n_vocab. Perplexity and the comparison both score tokens with it. */
+double pl_logits_nll(const float *row, int64_t n_vocab, int32_t target);
+
 /* B compared with A over the rows both hold. Per row i: p = softmax(A_i), q = softmax(B_i)
  * in double; KLD_i = sum_j p_j (log p_j - log q_j) (terms with p_j = 0 are 0). Percentiles
  * interpolate linearly between order statistics: q(f) = x[k] + (h - k)(x[k+1] - x[k]), with
@@ -814,15 +831,102 @@ typedef struct pl_logits_stats {
     /* Mean |top5(A_i) ∩ top5(B_i)| / 5 (k = n_vocab when smaller). */
     double top5_overlap, top5_overlap_se;
     int tokenizer_match; /* 1 same hash, 0 different, -1 unknown (a hash is 0) */
+    /* Perplexity over the n_ppl compared rows whose next token the files hold (every row of
+     * a windowed file; all but the text's last position otherwise): per row the NLL
+     * x_i = pl_logits_nll(row, next token), PPL = exp(mean x), its SE PPL * SE(mean x).
+     * ln_ratio: mean of xB_i - xA_i = ln(PPL(B) / PPL(A)), with its SE; ppl_diff: PPL(B) -
+     * PPL(A) with the delta method's SE, sqrt(se_A^2 + se_B^2 - 2 PPL(A) PPL(B) cov), cov
+     * the covariance of the two mean NLLs (llama.cpp's KL-divergence report); ppl_corr:
+     * Pearson's correlation of xA and xB. NaN where undefined (n_ppl < 2, or 0 rows). */
+    int64_t n_ppl;
+    double ppl_a, ppl_a_se, ppl_b, ppl_b_se;
+    double ln_ratio, ln_ratio_se, ppl_diff, ppl_diff_se, ppl_corr;
 } pl_logits_stats;
 
 /* PL_ERR_INVALID_ARG naming the difference when the vocab sizes, token counts or token ids
- * differ, or the files share no row, or a row is invalid (NaN, +inf, all -inf). kld
+ * differ, one file is windowed and the other not (or their windows or first rows differ),
+ * or the files share no row, or a row is invalid (NaN, +inf, all -inf). kld_max_row is a
+ * text position (pl_logits_row_position). kld
  * (optional) receives the per-row KLDs of the rows compared (PL_ERR_BUFFER_TOO_SMALL when
- * kld_cap is fewer). One allocation (3 doubles per row); never prints. */
+ * kld_cap is fewer). One allocation (6 doubles per row); never prints. */
 pl_status pl_logits_compare(const pl_logits *a, const pl_logits *b, pl_logits_stats *out,
                             double *kld, size_t kld_cap, pl_error *err);
 /* ---- end of logit files and comparison ------------------------------------------- */
+
+/* ---- perplexity --------------------------------------------------------------------
+ * llama.cpp's llama-perplexity method. The text's tokens are cut into windows of n_ctx tokens
+ * (a partial last window is dropped); each is evaluated from an empty cache, its first token
+ * replaced by BOS when bos says so (as llama.cpp does; the text's own first token is BOS when
+ * it was tokenized with PL_TOKENIZE_ADD_BOS). Only the second half of a window is scored, so
+ * every scored token sees at least n_ctx / 2 tokens of context: positions
+ * first = n_ctx / 2 .. n_ctx - 2, each position's logits scoring the next token with
+ * x = pl_logits_nll(logits, next) (double, log-sum-exp): S = n_ctx - 1 - first tokens per
+ * window. PPL = exp(mean x); its standard error by the delta method, PPL * SE(mean x), with
+ * SE = sqrt(sum (x_i - mean)^2 / (N (N - 1))) (llama.cpp's formula). The result depends only
+ * on the model, the kernel set, the tokens, n_ctx and bos: bit for bit the same for any thread
+ * count and prefill chunk (the logits are, and the NLLs are summed in one fixed order). */
+
+/* Where the windows fall. */
+typedef struct pl_ppl_plan {
+    int64_t n_ctx;      /* window length */
+    int64_t n_windows;  /* windows evaluated */
+    int64_t first;      /* first scored position of a window: n_ctx / 2 */
+    int64_t per_window; /* tokens scored per window: n_ctx - 1 - first */
+    int64_t n_scored;   /* n_windows * per_window */
+    int64_t n_used;     /* tokens the windows cover: n_windows * n_ctx */
+} pl_ppl_plan;
+
+/* The plan for n_tokens tokens: min(n_tokens / n_ctx, max_windows) windows (max_windows 0:
+ * no cap). PL_ERR_INVALID_ARG when n_ctx < 3 (nothing would be scored) or the text is shorter
+ * than one window (the message says how many tokens it has and needs). */
+pl_status pl_ppl_plan_windows(int64_t n_tokens, int64_t n_ctx, int64_t max_windows,
+                              pl_ppl_plan *out, pl_error *err);
+
+typedef struct pl_ppl_params {
+    int64_t n_ctx;       /* window length, >= 3; 0: min(the model's n_ctx_train, 512) */
+    int64_t max_windows; /* 0: every whole window */
+    int bos;             /* 1: each window starts with BOS; 0: the tokens as given; -1: 1 when the
+                            model's tokenizer adds BOS (PL_TOKENIZE_ADD_BOS would) */
+    /* Threads, prefill chunk (tokens per forward step), KV type, kernel set. Its
+     * context_window is set to n_ctx (sliding_window and attention_sinks to 0). */
+    pl_session_params session;
+} pl_ppl_params;
+/* n_ctx 0, max_windows 0, bos -1, session = pl_session_default_params(m). */
+pl_ppl_params pl_ppl_default_params(const pl_model *m);
+
+/* One window, as pl_perplexity finishes it. The pointers are valid during the call only. */
+typedef struct pl_ppl_window {
+    const pl_ppl_plan *plan;
+    int64_t index;         /* 0 .. plan->n_windows - 1; tokens [index * n_ctx, + n_ctx) */
+    const int32_t *tokens; /* the n_ctx ids evaluated (BOS first when replaced) */
+    const float *logits;   /* per_window rows of n_vocab: positions first .. n_ctx - 2 */
+    const double *nll;     /* per_window NLLs: nll[k] scores tokens[first + k + 1] */
+    int64_t n_vocab;
+    int64_t n_scored;   /* tokens scored so far, this window's included */
+    double ppl, ppl_se; /* the running estimate over them (SE NaN while n_scored < 2) */
+} pl_ppl_window;
+/* Return nonzero to stop: pl_perplexity then returns PL_ERR_CANCELLED. */
+typedef int (*pl_ppl_fn)(void *user, const pl_ppl_window *w);
+
+typedef struct pl_ppl_result {
+    pl_ppl_plan plan;
+    int bos;                      /* 1 when the windows began with BOS */
+    double nll_mean, nll_mean_se; /* over plan.n_scored tokens */
+    double ppl, ppl_se;
+    double eval_ms; /* time in pl_session_eval */
+} pl_ppl_result;
+
+/* Perplexity of the model on tokens[0 .. n_tokens) (see above). params NULL: defaults.
+ * on_window (may be NULL) is called after each window, from the calling thread. nll
+ * (optional) receives the plan.n_scored per-token NLLs in window order
+ * (PL_ERR_BUFFER_TOO_SMALL, naming the count, when nll_cap is fewer). Errors: the plan's,
+ * PL_ERR_INVALID_ARG for a token outside the vocabulary or a vocab-only model, bos = 1 for a
+ * model without a BOS token, the session's (PL_ERR_CONFIG), PL_ERR_NOMEM, PL_ERR_CANCELLED.
+ * Memory: a session of n_ctx tokens and S x n_vocab floats of logits. */
+pl_status pl_perplexity(const pl_model *m, const int32_t *tokens, int64_t n_tokens,
+                        const pl_ppl_params *params, pl_ppl_fn on_window, void *user,
+                        pl_ppl_result *out, double *nll, size_t nll_cap, pl_error *err);
+/* ---- end of perplexity --------------------------------------------------------------- */
 
 #ifdef __cplusplus
 }
