@@ -125,10 +125,22 @@ static void bpe_nfc_normalizes_before_pretokenizing(void)
     bpe_open_norm(&f, "gpt2", -1, "NFC");
     EXPECT(f.t, "e\xcc\x81", 0, 0xc3, 0xa9);
     tf_close(&f);
+    bpe_open_norm(&f, "gpt2", -1, "nfd");
+    EXPECT(f.t, "\xc3\xa9", 0, 101, 0xcc, 0x81); /* U+00E9 -> e + U+0301 */
+    EXPECT(f.t, "e\xcc\x81", 0, 101, 0xcc, 0x81);
+    tf_close(&f);
+    bpe_open_norm(&f, "gpt2", -1, "NFKC");
+    EXPECT(f.t, "\xef\xac\x81", 0, 102, 105); /* U+FB01 (fi ligature) -> "fi" */
+    EXPECT(f.t, "e\xcc\x81", 0, 0xc3, 0xa9);
+    tf_close(&f);
+    bpe_open_norm(&f, "gpt2", -1, "NFKD");
+    EXPECT(f.t, "\xc2\xb2", 0, 50); /* U+00B2 -> "2" */
+    EXPECT(f.t, "\xc3\xa9", 0, 101, 0xcc, 0x81);
+    tf_close(&f);
     pl_error err;
-    pl_status s = bpe_load(&f, "gpt2", -1, "NFKC", &err);
+    pl_status s = bpe_load(&f, "gpt2", -1, "Lowercase", &err);
     TU_CHECK(s == PL_ERR_UNSUPPORTED && tf_mentions(err.msg, PL_TOK_KEY_NORMALIZER) &&
-                 tf_mentions(err.msg, "NFKC"),
+                 tf_mentions(err.msg, "Lowercase"),
              "an unknown normalizer is refused naming the key and value: %s", err.msg);
     tf_close(&f);
 }

@@ -144,7 +144,7 @@ pl_status pl_chat(pl_session *ss, const char *text, size_t len, pl_sampler *samp
 
     /* The vocabulary's normal form, so the history text (its ids' text) can be a prefix of it. */
     char *nf = NULL;
-    if (h->tok->nfc) {
+    if (h->tok->norm != PL_TOK_NORM_NONE) {
         size_t nlen = 0;
         s = pl_tok_normalize(h->tok, text, len, PL_TOKENIZE_PARSE_SPECIAL, NULL, 0, &nlen, err);
         if (s && s != PL_ERR_BUFFER_TOO_SMALL) return s;

@@ -53,7 +53,11 @@ static const struct pl_pretok_def pretoks[] = {
      .ignore_merges = 1,
      .add_bos = 1},
     /* Qwen2's tokenizer.json also declares normalizer NFC (applied before the regex). */
-    {.name = "qwen2", .aliases = "deepseek-r1-qwen", .n_re = 1, .re = {RE_QWEN2}, .nfc = 1},
+    {.name = "qwen2",
+     .aliases = "deepseek-r1-qwen",
+     .n_re = 1,
+     .re = {RE_QWEN2},
+     .norm = PL_TOK_NORM_NFC},
     /* HuggingFaceTB/SmolLM: Digits(individual) then ByteLevel's GPT-2 regex. */
     {.name = "smollm",
      .aliases = "starcoder|refact|codeshell",

@@ -15,6 +15,15 @@ struct pcre2_real_general_context_8;
 
 /* A pre-tokenizer: regexes applied in sequence; each splits every piece the previous one made
  * into its matches and the gaps between them (HF "Isolated" behaviour, as llama.cpp does). */
+/* Unicode normal forms applied before pre-tokenization (tokenizer.ggml.normalizer). */
+enum pl_tok_norm {
+    PL_TOK_NORM_NONE = 0,
+    PL_TOK_NORM_NFC,
+    PL_TOK_NORM_NFD,
+    PL_TOK_NORM_NFKC,
+    PL_TOK_NORM_NFKD
+};
+
 struct pl_pretok_def {
     const char *name;    /* canonical tokenizer.ggml.pre value */
     const char *aliases; /* other accepted values, '|'-separated, or "" */
@@ -22,7 +31,7 @@ struct pl_pretok_def {
     const char *re[PL_TOK_MAX_PRE_REGEX];
     int ignore_merges; /* a word that is itself a token is emitted whole (Llama 3) */
     int add_bos;       /* default for tokenizer.ggml.add_bos_token */
-    int nfc;           /* default normalizer: NFC (the vocabulary's tokenizer.json declares it) */
+    int norm;          /* default normalizer (pl_tok_norm): what the tokenizer.json declares */
 };
 
 struct pl_pretok {

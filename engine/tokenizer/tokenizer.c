@@ -631,19 +631,23 @@ static pl_status load_pretok(struct loader *L)
                        KEY_PRE " = %s is not a pre-tokenizer plumb knows (known: %s)",
                        show(L->sb, sizeof L->sb, name, len), pl_pretok_names());
     snprintf(t->pre_name, sizeof t->pre_name, "%.*s", (int)(len < 63 ? len : 63), name);
-    t->nfc = def->nfc;
+    t->norm = def->norm;
     if (pl_gguf_find_key(L->g, KEY_NORM) >= 0) { /* the declared normalizer wins */
         pl_str nm;
         pl_status s = pl_gguf_get_string(L->g, KEY_NORM, &nm, L->err);
         if (s) return s;
-        if (eq_nocase(nm, "nfc"))
-            t->nfc = 1;
-        else if (eq_nocase(nm, "none"))
-            t->nfc = 0;
+        static const char *const forms[] = {"none", "nfc", "nfd", "nfkc", "nfkd"};
+        int found = -1;
+        for (int k = 0; k < 5; k++)
+            if (eq_nocase(nm, forms[k])) found = k;
+        if (found >= 0)
+            t->norm = found; /* the order of enum pl_tok_norm */
         else
-            return pl_fail(L->err, PL_ERR_UNSUPPORTED,
-                           KEY_NORM " = %s is not a normalizer plumb applies (known: nfc, none)",
-                           show(L->sb, sizeof L->sb, nm.ptr, (size_t)nm.len));
+            return pl_fail(
+                L->err, PL_ERR_UNSUPPORTED,
+                KEY_NORM
+                " = %s is not a normalizer plumb applies (known: none, nfc, nfd, nfkc, nfkd)",
+                show(L->sb, sizeof L->sb, nm.ptr, (size_t)nm.len));
     }
     return pl_pretok_compile(&t->pre, def, L->err);
 }

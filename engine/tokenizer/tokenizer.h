@@ -33,9 +33,9 @@
 #define PL_TOK_MAX_MERGES      (1u << 22) /* entries in tokenizer.ggml.merges */
 /* Bytes of text in one encode call: symbol indices are 32-bit. */
 #define PL_TOK_MAX_TEXT ((size_t)1 << 31)
-/* Optional string key: the Unicode normalizer applied to text before pre-tokenization, "nfc"
- * or "none" (ASCII case ignored); absent, the pre-tokenizer's own default (qwen2: nfc). plumb
- * convert writes it from tokenizer.json's "normalizer". */
+/* Optional string key: the Unicode normalizer applied to text before pre-tokenization, "none",
+ * "nfc", "nfd", "nfkc" or "nfkd" (ASCII case ignored); absent, the pre-tokenizer's own default
+ * (qwen2: nfc). plumb convert writes it from tokenizer.json's "normalizer". */
 #define PL_TOK_KEY_NORMALIZER "tokenizer.ggml.normalizer"
 
 enum pl_tok_kind { PL_TOK_SPM = 1, PL_TOK_BPE = 2 };
@@ -88,7 +88,8 @@ struct pl_tokenizer {
 
     struct pl_pretok pre; /* BPE only */
     char pre_name[64];    /* tokenizer.ggml.pre as given ("default" when absent) */
-    int nfc;              /* BPE: each valid UTF-8 run is NFC-normalized before pre-tokenization */
+    int norm; /* enum pl_tok_norm. BPE: each valid UTF-8 run is normalized before pre-tokenization
+               */
 };
 
 /* Loads and validates the tokenizer described by g's tokenizer.ggml.* keys. Every error names
@@ -106,7 +107,7 @@ pl_status pl_tok_encode(const struct pl_tokenizer *t, const char *text, size_t l
  * at its start (pass pl_tok_strip_next's state of the tokens before it). */
 /* The text the encoder tokenizes: text with each valid UTF-8 run outside the matched special
  * tokens (flags: PL_TOKENIZE_PARSE_SPECIAL as for encoding) in the vocabulary's normal form
- * (t->nfc), everything else as it is. Byte-level BPE decodes its ids to exactly this text.
+ * (t->norm), everything else as it is. Byte-level BPE decodes its ids to exactly this text.
  * Writes at most cap bytes; *n_out is always the length (PL_ERR_BUFFER_TOO_SMALL beyond cap). */
 pl_status pl_tok_normalize(const struct pl_tokenizer *t, const char *text, size_t len,
                            uint32_t flags, char *out, size_t cap, size_t *n_out, pl_error *err);

@@ -38,7 +38,7 @@ struct enc {
     const char *text; /* for offsets in messages */
     const char *seg;  /* the memory byte-level pieces point into: text, or nfc */
     size_t seg_off;   /* where seg's bytes begin in text (nfc: the run's offset) */
-    int32_t *nfc;     /* a run's NFC form: code points, then re-encoded in place */
+    int32_t *nfc;     /* a run in normal form: code points, then re-encoded in place */
     size_t nfc_cap;   /* in code points */
     int normalize;    /* pl_tok_normalize: no ids, the text the encoder would see into norm */
     char *norm;
@@ -102,7 +102,7 @@ static pl_status fallback(struct enc *e, const char *p, size_t n, int in_text)
     char at[40] = "";
     if (in_text)
         snprintf(at, sizeof at, " at offset %zu%s", e->seg_off + (size_t)(p + k - e->seg),
-                 e->seg == e->text ? "" : " of the NFC text");
+                 e->seg == e->text ? "" : " of the normalized text");
     return pl_fail(e->err, PL_ERR_UNSUPPORTED,
                    "byte 0x%02X%s cannot be encoded: the vocabulary has no token for it, no "
                    "<0x%02X> byte token and no unknown token",
@@ -327,39 +327,53 @@ static pl_status bpe_word(void *user, const char *w, size_t n)
     return PL_OK;
 }
 
-/* A valid UTF-8 run in NFC (utf8proc: canonical decomposition, then composition, from the
- * Unicode tables), then pre-tokenized. Code points below U+0300 (lead bytes below 0xCC) are
- * all NFC and never compose with a neighbour, so a run without such a byte is left as it is. */
+/* The utf8proc options of each normal form, and the smallest byte that may begin a character
+ * the form changes or composes: below U+0300 (lead bytes below 0xCC) everything is NFC and
+ * composes with nothing; below U+00C0 (0xC3) nothing decomposes; the compatibility forms
+ * change U+00A0 already, so only ASCII passes. */
+static const struct {
+    utf8proc_option_t opt;
+    unsigned char first;
+} norm_forms[] = {
+    [PL_TOK_NORM_NFC] = {UTF8PROC_STABLE | UTF8PROC_COMPOSE, 0xCC},
+    [PL_TOK_NORM_NFD] = {UTF8PROC_STABLE | UTF8PROC_DECOMPOSE, 0xC3},
+    [PL_TOK_NORM_NFKC] = {UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT, 0x80},
+    [PL_TOK_NORM_NFKD] = {UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT, 0x80},
+};
+
+/* A valid UTF-8 run in the vocabulary's normal form (utf8proc, from the Unicode tables), then
+ * pre-tokenized. A run with no byte from norm_forms[].first up is left as it is. */
 static pl_status bpe_run(struct enc *e, const char *p, size_t n)
 {
     const struct pl_tokenizer *t = e->t;
     size_t i = 0;
-    while (t->nfc && i < n && (unsigned char)p[i] < 0xCC) i++;
-    if (!t->nfc || i == n) {
+    const int form = t->norm;
+    while (form && i < n && (unsigned char)p[i] < norm_forms[form].first) i++;
+    if (!form || i == n) {
         if (e->normalize) {
             put_text(e, p, n);
             return PL_OK;
         }
         return pl_pretok_split(&t->pre, e->ps, p, n, bpe_word, e, e->err);
     }
-    const utf8proc_option_t opt = UTF8PROC_STABLE | UTF8PROC_COMPOSE;
+    const utf8proc_option_t opt = norm_forms[form].opt;
     utf8proc_ssize_t m = 0;
     for (;;) { /* the decomposition's length, then again with room for it and a NUL byte */
         utf8proc_ssize_t cap = (utf8proc_ssize_t)e->nfc_cap;
         m = utf8proc_decompose((const utf8proc_uint8_t *)p, (utf8proc_ssize_t)n, e->nfc,
                                cap > 0 ? cap - 1 : 0, opt);
         if (m < 0)
-            return pl_fail(e->err, PL_ERR_INVALID_ARG, "NFC normalization of %zu bytes failed: %s",
-                           n, utf8proc_errmsg(m));
+            return pl_fail(e->err, PL_ERR_INVALID_ARG,
+                           "Unicode normalization of %zu bytes failed: %s", n, utf8proc_errmsg(m));
         if (m < cap) break;
         pl_status s = grow(e, (void **)&e->nfc, &e->nfc_cap, (size_t)m + 1, sizeof *e->nfc,
-                           "the NFC form of the text");
+                           "the normal form of the text");
         if (s) return s;
     }
     const utf8proc_ssize_t len = utf8proc_reencode(e->nfc, m, opt);
     if (len < 0)
-        return pl_fail(e->err, PL_ERR_INVALID_ARG, "NFC normalization of %zu bytes failed: %s", n,
-                       utf8proc_errmsg(len));
+        return pl_fail(e->err, PL_ERR_INVALID_ARG, "Unicode normalization of %zu bytes failed: %s",
+                       n, utf8proc_errmsg(len));
     const char *q = (const char *)e->nfc;
     if (e->normalize) {
         put_text(e, q, (size_t)len);
