@@ -11,7 +11,7 @@ CTEST_ARGS ?=
 # Debian packages the build and the tests need (clang + its sanitizer runtime for the
 # CI sanitizer build; afl++ for `make fuzz`).
 DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
-       libcunit1-dev libgsl-dev afl++ libhwloc-dev libpcre2-dev
+       libcunit1-dev libgsl-dev afl++ libhwloc-dev libpcre2-dev libjansson-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
