@@ -63,7 +63,7 @@ typedef struct cjob {
     ctensor *t;
     uint64_t n;
     float *f32;   /* the largest tensor, as F32 */
-    float *tmp;   /* the same size, for the permutation */
+    float *tmp;   /* the largest permuted tensor, before its permutation */
     void *staged; /* the largest tensor's source bytes, aligned */
     uint64_t done, total;
     const pl_convert_params *p;
@@ -919,7 +919,7 @@ pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_conve
     }
     if ((s = plan_tensors(job.t, &job.n, st, used, &c, err))) goto done;
     /* the file type's tensor types, exactly as pl_model_quantize plans an F32 file */
-    uint64_t max_elems = 1, max_src = 1;
+    uint64_t max_elems = 1, max_src = 1, max_perm = 1;
     for (uint64_t i = 0; i < job.n; i++) {
         ctensor *t = &job.t[i];
         pl_tensor_plan plan;
@@ -930,6 +930,7 @@ pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_conve
         uint64_t elems = (uint64_t)t->ne[0] * (uint64_t)t->ne[1];
         if (elems > max_elems) max_elems = elems;
         if (t->src->n_bytes > max_src) max_src = t->src->n_bytes;
+        if (t->permute_heads && elems > max_perm) max_perm = elems;
         job.total += elems;
         specs[i] = (pl_tensor_spec){.name = t->name,
                                     .type = t->type,
@@ -938,7 +939,7 @@ pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_conve
     }
     if (max_elems > SIZE_MAX / sizeof(float) / 2 ||
         !(job.f32 = pl_malloc((size_t)max_elems * sizeof(float))) ||
-        !(job.tmp = pl_malloc((size_t)max_elems * sizeof(float))) ||
+        !(job.tmp = pl_malloc((size_t)max_perm * sizeof(float))) ||
         !(job.staged = pl_malloc((size_t)max_src))) {
         s = pl_fail(err, PL_ERR_NOMEM, "no memory for a tensor of %llu elements",
                     (unsigned long long)max_elems);
