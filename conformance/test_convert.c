@@ -593,6 +593,174 @@ static void convert_quantized_equals_quantize_of_f32(void)
     }
 }
 
+/* ---- the tokenizer files' other forms ---- */
+
+static void put_text(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A one-layer llama with random F32 weights and vocab_size rows. */
+static void write_tiny_llama(const char *dir, int64_t V)
+{
+    mkdir(dir, 0755);
+    const int64_t E = 32, F = 48, D = 16, H = 2, Hkv = 1;
+    write_json(dir, "config.json",
+               json_pack("{s:[s],s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "architectures",
+                         "LlamaForCausalLM", "hidden_size", (json_int_t)E, "intermediate_size",
+                         (json_int_t)F, "num_hidden_layers", (json_int_t)1, "num_attention_heads",
+                         (json_int_t)H, "num_key_value_heads", (json_int_t)Hkv,
+                         "max_position_embeddings", (json_int_t)64, "vocab_size", (json_int_t)V,
+                         "tie_word_embeddings", 1));
+    const struct {
+        const char *name;
+        int64_t rows, cols;
+    } t[] = {
+        {"model.embed_tokens.weight", V, E},
+        {"model.layers.0.input_layernorm.weight", E, 0},
+        {"model.layers.0.self_attn.q_proj.weight", H * D, E},
+        {"model.layers.0.self_attn.k_proj.weight", Hkv * D, E},
+        {"model.layers.0.self_attn.v_proj.weight", Hkv * D, E},
+        {"model.layers.0.self_attn.o_proj.weight", E, H * D},
+        {"model.layers.0.self_attn.rotary_emb.inv_freq", D / 2, 0},
+        {"model.layers.0.post_attention_layernorm.weight", E, 0},
+        {"model.layers.0.mlp.gate_proj.weight", F, E},
+        {"model.layers.0.mlp.up_proj.weight", F, E},
+        {"model.layers.0.mlp.down_proj.weight", E, F},
+        {"model.norm.weight", E, 0},
+    };
+    st_out o = {json_object(), NULL, 0, 0};
+    json_object_set_new(o.header, "__metadata__", json_pack("{s:s}", "format", "pt"));
+    tu_rng r;
+    tu_rng_init(&r, tu_seed());
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        size_t n = (size_t)(t[i].rows * (t[i].cols ? t[i].cols : 1));
+        float *x = malloc(n * sizeof *x);
+        for (size_t k = 0; k < n; k++) x[k] = (float)(tu_rng_normal(&r) * 0.1);
+        st_add(&o, t[i].name, "F32", t[i].rows, t[i].cols, x, n * sizeof *x);
+        free(x);
+    }
+    st_write(&o, dir, "model.safetensors");
+}
+
+static void convert_reads_gpt2_pre_added_tokens_and_generation_config(void)
+{
+    char dir[256], out[300];
+    snprintf(dir, sizeof dir, "%s/forms-hf", root);
+    snprintf(out, sizeof out, "%s/forms.gguf", root);
+    write_tiny_llama(dir, 300);
+    /* ids 3 and 4 are defined by nothing: [PAD3], [PAD4]; rows 7..299 too */
+    put_text(dir, "tokenizer.json",
+             "{\"version\":\"1.0\",\"added_tokens\":["
+             "{\"id\":5,\"content\":\"<s>\",\"special\":true},"
+             "{\"id\":6,\"content\":\"<x>\",\"special\":false}],"
+             "\"normalizer\":null,"
+             "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,"
+             "\"trim_offsets\":true,\"use_regex\":true},"
+             "\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":["
+             "{\"SpecialToken\":{\"id\":\"<s>\",\"type_id\":0}},"
+             "{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}]},"
+             "\"model\":{\"type\":\"BPE\",\"byte_fallback\":false,"
+             "\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b\"]}}");
+    put_text(dir, "tokenizer_config.json", "{\"bos_token\":{\"content\":\"<s>\"}}");
+    put_text(dir, "generation_config.json", "{\"eos_token_id\":[6,5]}");
+    put_text(dir, "chat_template.jinja", "{{ messages }}");
+    pl_error err = {0};
+    pl_status s = convert(dir, out, PL_FTYPE_Q8_0, &err);
+    TU_CHECK(s == PL_OK, "convert -> %s: %s", pl_status_str(s), err.msg);
+    pl_gguf *g = NULL;
+    if (s || pl_gguf_open(&g, out, &err) != PL_OK) return;
+    pl_str pre = {0}, tmpl = {0}, t3 = {0}, t5 = {0};
+    pl_gguf_array toks = {0}, types = {0}, merges = {0};
+    uint32_t bos = 0, eos = 0;
+    int add_bos = 0;
+    int32_t ty[7] = {0};
+    pl_gguf_get_string(g, "tokenizer.ggml.pre", &pre, NULL);
+    pl_gguf_get_string(g, "tokenizer.chat_template", &tmpl, NULL);
+    pl_gguf_get_array(g, "tokenizer.ggml.tokens", &toks, NULL);
+    pl_gguf_get_array(g, "tokenizer.ggml.token_type", &types, NULL);
+    pl_gguf_get_array(g, "tokenizer.ggml.merges", &merges, NULL);
+    pl_gguf_get_u32(g, "tokenizer.ggml.bos_token_id", &bos, NULL);
+    pl_gguf_get_u32(g, "tokenizer.ggml.eos_token_id", &eos, NULL);
+    pl_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &add_bos, NULL);
+    for (int i = 0; i < 7 && types.count == 300; i++)
+        pl_gguf_array_elem(&types, (uint64_t)i, &ty[i], NULL);
+    if (toks.count == 300) {
+        pl_gguf_array_string(&toks, 3, &t3, NULL);
+        pl_gguf_array_string(&toks, 5, &t5, NULL);
+    }
+    TU_CHECK(pre.len == 5 && memcmp(pre.ptr, "gpt-2", 5) == 0, "pre '%.*s', want gpt-2",
+             (int)pre.len, pre.ptr);
+    TU_CHECK(toks.count == 300 && t3.len == 6 && memcmp(t3.ptr, "[PAD3]", 6) == 0 && t5.len == 3 &&
+                 memcmp(t5.ptr, "<s>", 3) == 0,
+             "tokens: %llu, [3] '%.*s'", (unsigned long long)toks.count, (int)t3.len, t3.ptr);
+    TU_CHECK(ty[0] == 1 && ty[2] == 1 && ty[3] == 5 && ty[5] == 3 && ty[6] == 4,
+             "token types %d %d %d %d %d", ty[0], ty[2], ty[3], ty[5], ty[6]);
+    TU_CHECK(merges.count == 1, "merges %llu", (unsigned long long)merges.count);
+    TU_CHECK(bos == 5 && eos == 6 && add_bos == 1, "bos %u eos %u add_bos %d", bos, eos, add_bos);
+    TU_CHECK(tmpl.len == 14 && memcmp(tmpl.ptr, "{{ messages }}", 14) == 0, "chat template");
+    TU_CHECK(pl_gguf_find_key(g, "tokenizer.ggml.normalizer") < 0, "no normalizer declared");
+    TU_CHECK(pl_gguf_find_tensor(g, "output.weight") < 0 && pl_gguf_n_tensors(g) == 11,
+             "tied: no output.weight, %llu tensors", (unsigned long long)pl_gguf_n_tensors(g));
+    pl_gguf_free(g);
+
+    /* other pre-tokenizers, SentencePiece-style BPE and shared ids are refused by name */
+    put_text(dir, "tokenizer.json",
+             "{\"pre_tokenizer\":{\"type\":\"Metaspace\"},\"model\":{\"type\":\"BPE\","
+             "\"vocab\":{\"a\":0},\"merges\":[]}}");
+    s = convert(dir, out, PL_FTYPE_F32, &err);
+    TU_CHECK(s == PL_ERR_UNSUPPORTED && strstr(err.msg, "pre_tokenizer"), "-> %s %s",
+             pl_status_str(s), err.msg);
+    put_text(dir, "tokenizer.json",
+             "{\"pre_tokenizer\":null,\"model\":{\"type\":\"BPE\",\"byte_fallback\":true,"
+             "\"vocab\":{\"a\":0},\"merges\":[]}}");
+    s = convert(dir, out, PL_FTYPE_F32, &err);
+    TU_CHECK(s == PL_ERR_UNSUPPORTED && strstr(err.msg, "byte_fallback"), "-> %s %s",
+             pl_status_str(s), err.msg);
+    put_text(dir, "tokenizer.json",
+             "{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\","
+             "\"vocab\":{\"a\":0,\"b\":0},\"merges\":[]}}");
+    s = convert(dir, out, PL_FTYPE_F32, &err);
+    TU_CHECK(s == PL_ERR_FORMAT && strstr(err.msg, "share id 0"), "-> %s %s", pl_status_str(s),
+             err.msg);
+}
+
+/* Allocation N fails (transient, then persistent): PL_ERR_NOMEM and nothing written (leaks:
+ * ASan's check in CI). */
+static void convert_survives_allocation_failure(void)
+{
+    char dir[256], out[300];
+    snprintf(dir, sizeof dir, "%s/forms-hf", root);
+    snprintf(out, sizeof out, "%s/alloc.gguf", root);
+    put_text(dir, "tokenizer.json",
+             "{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"added_tokens\":[{\"id\":4,"
+             "\"content\":\"<s>\",\"special\":true}],\"model\":{\"type\":\"BPE\","
+             "\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[[\"a\",\"b\"]]}}");
+    pl_error err = {0};
+    tu_alloc_fail_at(0, 0);
+    pl_status s = convert(dir, out, PL_FTYPE_Q4_0, &err);
+    uint64_t n = tu_alloc_count();
+    tu_alloc_reset();
+    TU_CHECK(s == PL_OK && n > 0, "without failures -> %s (%s), %llu allocations", pl_status_str(s),
+             err.msg, (unsigned long long)n);
+    remove(out);
+    for (int persistent = 0; persistent <= 1; persistent++)
+        for (uint64_t k = 1; k <= n; k++) {
+            tu_alloc_fail_at(k, persistent);
+            s = convert(dir, out, PL_FTYPE_Q4_0, &err);
+            tu_alloc_reset();
+            TU_CHECK(s == PL_ERR_NOMEM && access(out, F_OK) != 0,
+                     "allocation %llu of %llu (%s) -> %s (%s)", (unsigned long long)k,
+                     (unsigned long long)n, persistent ? "persistent" : "transient",
+                     pl_status_str(s), err.msg);
+            if (s != PL_ERR_NOMEM) return;
+        }
+}
+
 /* ---- bad directories --------------------------------------------------------------------------
  */
 
@@ -768,6 +936,10 @@ int main(void)
         {"convert_quantized_equals_quantize_of_f32", convert_quantized_equals_quantize_of_f32},
         {"convert_rejects_bad_directories", convert_rejects_bad_directories},
         {"convert_cli_exit_codes_and_messages", convert_cli_exit_codes_and_messages},
+        {"convert_reads_gpt2_pre_added_tokens_and_generation_config",
+         convert_reads_gpt2_pre_added_tokens_and_generation_config},
+        {"convert_survives_allocation_failure", convert_survives_allocation_failure},
+
         {NULL, NULL},
     };
     int rc = tu_run("convert", tests);

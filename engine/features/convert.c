@@ -820,11 +820,13 @@ static pl_status plan_tensors(ctensor *t, uint64_t *n, const pl_safetensors *st,
         if (head) used[head - pl_safetensors_tensor(st, 0)] = 1; /* a saved copy of the tie */
     } else if ((s = want(t, n, st, used, "output.weight", "lm_head.weight", V, E, 0, err)))
         return s;
-    /* anything left over means the checkpoint is not the model config.json describes */
+    /* anything left over means the checkpoint is not the model config.json describes; old
+     * checkpoints carry RoPE's inverse frequencies, which are computed, not weights */
+    static const char inv_freq[] = "rotary_emb.inv_freq";
     for (uint64_t i = 0; i < pl_safetensors_n_tensors(st); i++) {
         const char *name = pl_safetensors_tensor(st, i)->name;
-        size_t len = strlen(name);
-        if (!used[i] && !(len >= 20 && strcmp(name + len - 20, "rotary_emb.inv_freq") == 0))
+        size_t len = strlen(name), k = sizeof inv_freq - 1;
+        if (!used[i] && !(len >= k && strcmp(name + len - k, inv_freq) == 0))
             return pl_fail(err, PL_ERR_UNSUPPORTED,
                            "tensor '%s' is not part of a %s model as config.json describes it",
                            name, archs[c->arch].gguf);
