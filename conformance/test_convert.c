@@ -595,6 +595,8 @@ static void convert_quantized_equals_quantize_of_f32(void)
 
 /* ---- the tokenizer files' other forms ---- */
 
+static void edit_json(const char *dir, const char *name, const char *key, json_t *value);
+
 static void put_text(const char *dir, const char *name, const char *text)
 {
     char path[512];
@@ -706,6 +708,19 @@ static void convert_reads_gpt2_pre_added_tokens_and_generation_config(void)
     TU_CHECK(pl_gguf_find_key(g, "tokenizer.ggml.normalizer") < 0, "no normalizer declared");
     TU_CHECK(pl_gguf_find_tensor(g, "output.weight") < 0 && pl_gguf_n_tensors(g) == 11,
              "tied: no output.weight, %llu tensors", (unsigned long long)pl_gguf_n_tensors(g));
+    pl_gguf_free(g);
+
+    /* transformers 5 writes rope_theta inside rope_parameters */
+    edit_json(dir, "config.json", "rope_parameters",
+              json_pack("{s:s,s:f}", "rope_type", "default", "rope_theta", 500000.0));
+    s = convert(dir, out, PL_FTYPE_F32, &err);
+    float theta = 0;
+    g = NULL;
+    TU_CHECK(s == PL_OK && pl_gguf_open(&g, out, &err) == PL_OK &&
+                 pl_gguf_get_f32(g, "llama.rope.freq_base", &theta, NULL) == PL_OK &&
+                 theta == 500000.0f,
+             "rope_parameters.rope_theta -> %s, freq_base %g (%s)", pl_status_str(s), (double)theta,
+             err.msg);
     pl_gguf_free(g);
 
     /* other pre-tokenizers, SentencePiece-style BPE and shared ids are refused by name */
@@ -822,6 +837,15 @@ static void convert_rejects_bad_directories(void)
     edit_json(bad, "config.json", "rope_scaling",
               json_pack("{s:s,s:f}", "type", "yarn", "factor", 4.0));
     EXPECT_FAILURE(bad, PL_ERR_UNSUPPORTED, "rope_scaling", NULL);
+
+    copy_dir(good, bad); /* transformers 5: rope_theta inside rope_parameters */
+    edit_json(bad, "config.json", "rope_parameters",
+              json_pack("{s:s,s:f}", "rope_type", "yarn", "rope_theta", 5e5));
+    EXPECT_FAILURE(bad, PL_ERR_UNSUPPORTED, "rope_type", "yarn");
+    edit_json(bad, "config.json", "layer_types",
+              json_pack("[s,s]", "full_attention", "sliding_attention"));
+    edit_json(bad, "config.json", "rope_parameters", NULL);
+    EXPECT_FAILURE(bad, PL_ERR_UNSUPPORTED, "layer_types[1]", NULL);
 
     copy_dir(good, bad); /* shape mismatch: config says a wider FFN than the weights hold */
     edit_json(bad, "config.json", "intermediate_size", json_integer(128));

@@ -104,8 +104,10 @@ static char *join(const char *dir, const char *name)
     return p;
 }
 
-/* Reads dir/name into f. Absent and optional: f->root NULL, PL_OK. */
-static pl_status read_json(jfile *f, const char *dir, const char *name, int required, pl_error *err)
+/* Reads dir/name into f. Absent and optional: f->root NULL, PL_OK. flags: extra jansson
+ * decoding flags. */
+static pl_status read_json(jfile *f, const char *dir, const char *name, int required, size_t flags,
+                           pl_error *err)
 {
     f->name = name;
     f->root = NULL;
@@ -126,7 +128,7 @@ static pl_status read_json(jfile *f, const char *dir, const char *name, int requ
                        MAX_JSON_FILE);
     }
     json_error_t je;
-    f->root = json_loadb(m.data, m.size, JSON_REJECT_DUPLICATES, &je);
+    f->root = json_loadb(m.data, m.size, JSON_REJECT_DUPLICATES | flags, &je);
     pl_unmap_file(&m);
     if (!f->root)
         return pl_fail(err, PL_ERR_FORMAT, "%s: not valid JSON: %s (line %d, column %d)", name,
@@ -261,6 +263,34 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
                        "%s: rope_scaling is set; plumb's forward pass has no RoPE scaling, so it "
                        "does not convert such models",
                        f->name);
+    /* transformers 5 keeps rope_theta and the RoPE type in rope_parameters */
+    const json_t *rp = json_object_get(f->root, "rope_parameters");
+    if (rp && !json_is_null(rp)) {
+        jfile sub = {"config.json: rope_parameters", (json_t *)rp};
+        const json_t *type = json_is_object(rp) ? json_object_get(rp, "rope_type") : NULL;
+        if (!json_is_object(rp))
+            return pl_fail(err, PL_ERR_TYPE, "%s: rope_parameters is %s, not an object", f->name,
+                           kind(rp));
+        if (type && !(json_is_string(type) && strcmp(json_string_value(type), "default") == 0))
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: rope_parameters.rope_type %s%.32s%s is not 'default'; plumb's "
+                           "forward pass has no RoPE scaling",
+                           f->name, json_is_string(type) ? "'" : "",
+                           json_is_string(type) ? json_string_value(type) : kind(type),
+                           json_is_string(type) ? "'" : "");
+        if (json_object_get(rp, "rope_theta") &&
+            (s = get_num(&sub, "rope_theta", c->rope_theta, &c->rope_theta, err)))
+            return s;
+    }
+    const json_t *lt = json_object_get(f->root, "layer_types");
+    for (size_t i = 0; json_is_array(lt) && i < json_array_size(lt); i++) {
+        const json_t *e = json_array_get(lt, i);
+        if (!json_is_string(e) || strcmp(json_string_value(e), "full_attention") != 0)
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: layer_types[%zu] is not \"full_attention\"; plumb converts "
+                           "full-attention models only",
+                           f->name, i);
+    }
     int flag;
     if (c->arch != ARCH_QWEN2) {
         if ((s = get_bool(f, "attention_bias", 0, &flag, err))) return s;
@@ -903,10 +933,13 @@ pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_conve
     char name[256];
     base_name(name, sizeof name, hf_dir);
     pl_status s;
-    if ((s = read_json(&cfg, hf_dir, "config.json", 1, err)) || (s = read_config(&c, &cfg, err)) ||
-        (s = read_json(&tok, hf_dir, "tokenizer.json", 1, err)) ||
-        (s = read_json(&tc, hf_dir, "tokenizer_config.json", 0, err)) ||
-        (s = read_json(&gen, hf_dir, "generation_config.json", 0, err)) ||
+    /* tokenizer_config.json holds no integer convert reads, but transformers writes
+     * model_max_length as 1e30 in full digits, past any JSON integer type: read numbers as reals */
+    if ((s = read_json(&cfg, hf_dir, "config.json", 1, 0, err)) ||
+        (s = read_config(&c, &cfg, err)) ||
+        (s = read_json(&tok, hf_dir, "tokenizer.json", 1, 0, err)) ||
+        (s = read_json(&tc, hf_dir, "tokenizer_config.json", 0, JSON_DECODE_INT_AS_REAL, err)) ||
+        (s = read_json(&gen, hf_dir, "generation_config.json", 0, 0, err)) ||
         (s = read_jinja(&jinja, hf_dir, err)) || (s = read_vocab(&v, &tok, c.V, err)) ||
         (s = chat_template(&tc, &jinja, &tmpl, err)))
         goto done;
