@@ -198,9 +198,8 @@ static void export_tokenizer(const pl_gguf *g, const char *dir, const export_opt
                                                    "single_word", 0, "lstrip", 0, "rstrip", 0,
                                                    "normalized", 0, "special", type == 3));
         else
-            json_object_set_new(vocab, str_dup(t), json_integer((json_int_t)i));
+            json_object_setn_new(vocab, t.ptr, (size_t)t.len, json_integer((json_int_t)i));
     }
-    /* json_object_set_new copies keys; the str_dup above leaks a little in a test: fine */
     for (uint64_t i = 0; i < merges.count; i++) {
         pl_str m;
         pl_gguf_array_string(&merges, i, &m, NULL);
