@@ -12,7 +12,7 @@ CTEST_ARGS ?=
 # CI sanitizer build; afl++ for `make fuzz`).
 DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
        libcunit1-dev libgsl-dev afl++ libhwloc-dev libpcre2-dev \
-       libutf8proc-dev
+       libutf8proc-dev libjansson-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

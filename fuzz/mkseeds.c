@@ -1,6 +1,6 @@
 /* mkseeds.c — writes the seed corpora of the fuzz harnesses with the project's own generators
  * (synth/mkmodel.c models, synth/demo_vocab.c vocabularies, texts in many scripts, sampler
- * cases in fuzz_sampler.c's layout).
+ * cases in fuzz_sampler.c's layout, safetensors files and a sharded checkpoint).
  * Not a fuzzer: run once (campaign.sh seeds), then afl-cmin the result. Usage: mkseeds DIR */
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +145,62 @@ static void sampler_case(const sampler_seed *c)
     put("sampler", c->name, buf, n);
 }
 
+/* A safetensors seed: byte 0 the mode (0: one file), then the 8-byte header length, the
+ * header and data_len bytes of data. */
+static size_t st_bytes(unsigned char *out, const char *json, size_t data_len)
+{
+    size_t j = strlen(json);
+    for (int i = 0; i < 8; i++) out[i] = (unsigned char)((uint64_t)j >> (8 * i));
+    memcpy(out + 8, json, j);
+    for (size_t i = 0; i < data_len; i++) out[8 + j + i] = (unsigned char)(i * 61 + 3);
+    return 8 + j + data_len;
+}
+
+static void safetensors_seeds(void)
+{
+    static const struct {
+        const char *name, *json;
+        size_t data;
+    } files[] = {
+        {"one-f32", "{\"w\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16},
+        {"mixed-metadata",
+         "{\"__metadata__\":{\"format\":\"pt\"},"
+         "\"model.embed_tokens.weight\":{\"dtype\":\"BF16\",\"shape\":[4,2],\"data_offsets\":[0,16]"
+         "},"
+         "\"model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[16,24]},"
+         "\"lm_head.weight\":{\"dtype\":\"F16\",\"shape\":[4,2],\"data_offsets\":[24,40]},"
+         "\"ids\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[40,48]},"
+         "\"empty\":{\"dtype\":\"U8\",\"shape\":[0,3],\"data_offsets\":[48,48]}}",
+         48},
+        {"padded", "{\"b\":{\"dtype\":\"BOOL\",\"shape\":[3],\"data_offsets\":[0,3]}}     ", 3},
+    };
+    unsigned char buf[2048];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        buf[0] = 0;
+        size_t n = 1 + st_bytes(buf + 1, files[i].json, files[i].data);
+        put("safetensors", files[i].name, buf, n);
+    }
+    /* a sharded checkpoint: mode 1, index #ST# shard 1 #ST# shard 2 */
+    const char *index =
+        "{\"metadata\":{\"total_size\":20},\"weight_map\":{"
+        "\"a\":\"model-00001-of-00003.safetensors\",\"b\":\"model-00001-of-00003.safetensors\","
+        "\"c\":\"model-00002-of-00003.safetensors\"}}";
+    size_t n = 0;
+    buf[n++] = 1;
+    memcpy(buf + n, index, strlen(index));
+    n += strlen(index);
+    memcpy(buf + n, "#ST#", 4);
+    n += 4;
+    n += st_bytes(buf + n,
+                  "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                  "\"b\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[8,12]}}",
+                  12);
+    memcpy(buf + n, "#ST#", 4);
+    n += 4;
+    n += st_bytes(buf + n, "{\"c\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,8]}}", 8);
+    put("safetensors", "sharded", buf, n);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -244,5 +300,6 @@ int main(int argc, char **argv)
         };
         for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) sampler_case(&seeds[i]);
     }
+    safetensors_seeds();
     return 0;
 }

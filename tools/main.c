@@ -19,6 +19,7 @@ static const cli_command commands[] = {
     {"bench", cmd_bench, "measure prefill and decode speed against the machine's limits"},
     {"mkmodel", cmd_mkmodel, "write a synthetic model (real shapes, random weights)"},
     {"quantize", cmd_quantize, "convert a model's weights to another type (llama.cpp mixes)"},
+    {"convert", cmd_convert, "convert a Hugging Face model directory (safetensors) to GGUF"},
     {"version", cmd_version, "print the version"},
     {"help", cmd_help, "show the help of a command"},
 };

@@ -741,6 +741,109 @@ pl_status pl_gguf_write_streamed(const pl_gguf_writer *w, const char *path,
                                  const pl_tensor_spec *specs, uint64_t n, pl_tensor_fill_fn fill,
                                  void *user, pl_error *err);
 
+/* ---- safetensors (Hugging Face weights) ---------------------------------------------
+ * A read-only view of one .safetensors file, or of a sharded checkpoint
+ * (model.safetensors.index.json + model-0000N-of-0000M.safetensors). The format: 8 bytes of
+ * little-endian u64 header length N, N bytes of a JSON object, then the data section. Each
+ * entry of the object is a tensor {"dtype": "F32", "shape": [rows, cols], "data_offsets":
+ * [begin, end]} with offsets relative to the data section, or "__metadata__" (string ->
+ * string). The reader treats the bytes as hostile, like the GGUF reader: the header length
+ * is checked against the file and PL_SAFETENSORS_MAX_HEADER, the JSON must be one object
+ * with no duplicate keys, every shape and element count is overflow-checked, end - begin
+ * must equal elements x dtype size, and the tensors must tile the data section exactly (no
+ * overlap, no hole, nothing after the last, as the reference implementation requires). Each
+ * rejection names the file, the tensor and what is wrong. */
+#define PL_SAFETENSORS_MAX_HEADER  (100u << 20) /* bytes of the JSON header */
+#define PL_SAFETENSORS_MAX_DIMS    8u           /* dimensions of one tensor */
+#define PL_SAFETENSORS_MAX_TENSORS (1u << 20)   /* tensors in a file or a checkpoint */
+#define PL_SAFETENSORS_MAX_NAME    1024u        /* bytes of one tensor name */
+#define PL_SAFETENSORS_MAX_SHARDS  4096u        /* files of a sharded checkpoint */
+#define PL_SAFETENSORS_MAX_INDEX   (64u << 20)  /* bytes of model.safetensors.index.json */
+
+typedef struct pl_st_tensor {
+    const char *name;  /* NUL-terminated UTF-8 */
+    const char *dtype; /* the file's dtype: "F32", "F16", "BF16", "I64", "F8_E4M3", … */
+    uint32_t type;     /* PL_TYPE_F32 / F16 / BF16; PL_TYPE_COUNT for the other dtypes, which
+                          the reader checks but plumb does not convert */
+    uint32_t n_dims;   /* 0 (a scalar) .. PL_SAFETENSORS_MAX_DIMS */
+    int64_t shape[PL_SAFETENSORS_MAX_DIMS]; /* outermost first (row-major, as PyTorch) */
+    uint64_t n_elems;
+    uint64_t n_bytes;
+    uint64_t offset;  /* from the start of its file */
+    const void *data; /* in its file's bytes; not aligned in general */
+    uint32_t file;    /* index of its file (pl_safetensors_file_name); 0 for one file */
+} pl_st_tensor;
+
+typedef struct pl_safetensors pl_safetensors;
+
+/* One file held in memory; label names it in errors (NULL: "safetensors"). The bytes must
+ * outlive the view. *out is NULL on failure. */
+pl_status pl_safetensors_parse(pl_safetensors **out, const void *data, size_t size,
+                               const char *label, pl_error *err);
+/* One file, mapped read-only. */
+pl_status pl_safetensors_open(pl_safetensors **out, const char *path, pl_error *err);
+
+/* A sharded checkpoint held in memory: the index JSON ({"weight_map": {tensor: file}},
+ * "metadata" optional) and the files it names, by name. Every file named must be among
+ * shards, every file name is a plain name (no '/', no "..", not hidden), every tensor of the
+ * weight map must be in the file it names and every tensor of those files in the weight map,
+ * each exactly once. */
+typedef struct pl_st_shard {
+    const char *name; /* "model-00001-of-00002.safetensors" */
+    const void *data;
+    size_t size;
+} pl_st_shard;
+pl_status pl_safetensors_parse_sharded(pl_safetensors **out, const void *index, size_t index_size,
+                                       const pl_st_shard *shards, size_t n_shards, pl_error *err);
+/* A Hugging Face model directory: model.safetensors.index.json and its shards when the index
+ * exists, else model.safetensors. Files are mapped read-only. */
+pl_status pl_safetensors_open_dir(pl_safetensors **out, const char *dir, pl_error *err);
+void pl_safetensors_free(pl_safetensors *st);
+
+/* Tensors in name order (byte-wise), and by name (NULL when absent). */
+uint64_t pl_safetensors_n_tensors(const pl_safetensors *st);
+const pl_st_tensor *pl_safetensors_tensor(const pl_safetensors *st, uint64_t i);
+const pl_st_tensor *pl_safetensors_find(const pl_safetensors *st, const char *name);
+/* Files of the view ("model.safetensors" or the shard names); NULL past the end. */
+uint32_t pl_safetensors_n_files(const pl_safetensors *st);
+const char *pl_safetensors_file_name(const pl_safetensors *st, uint32_t file);
+/* A "__metadata__" value (the first file that has the key), or NULL. */
+const char *pl_safetensors_metadata(const pl_safetensors *st, const char *key);
+
+/* ---- convert: a Hugging Face model directory -> GGUF ---------------------------------
+ * Reads config.json (LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM), the safetensors
+ * weights, tokenizer.json (byte-level BPE), tokenizer_config.json and, when present,
+ * generation_config.json and chat_template.jinja, and writes a GGUF in llama.cpp's key and
+ * tensor names. Llama checkpoints get llama.cpp's q/k row permutation (HF keeps each head's
+ * rotary halves apart; GGUF's normal RoPE wants the pairs interleaved); qwen2/qwen3 use NeoX
+ * RoPE and are copied as they are. Weights are converted to F32 (exactly, from F16 and BF16),
+ * then to the file type's tensor types with pl_ftype_tensor_plan and pl_quantize_rows: the
+ * output equals pl_model_quantize of the F32 conversion, byte for byte. */
+typedef struct pl_convert_stats {
+    uint64_t n_tensors; /* written */
+    uint64_t n_params;  /* elements written */
+    uint64_t n_vocab;   /* tokens written (padded to the embedding's rows) */
+    uint64_t out_bytes;
+    const char *arch;   /* "llama", "qwen2", "qwen3" (static) */
+    char pre[32];       /* the pre-tokenizer written to tokenizer.ggml.pre */
+} pl_convert_stats;
+
+typedef struct pl_convert_params {
+    pl_ftype ftype;          /* F32, F16, BF16 or any pl_ftype_name type */
+    int pure;                /* see pl_ftype_tensor_plan */
+    pl_progress_fn progress; /* may be NULL; elements done / total; may cancel */
+    void *progress_user;
+    pl_convert_stats *stats; /* may be NULL; filled on success */
+} pl_convert_params;
+
+/* Writes out_path through out_path.tmp and a rename: on failure nothing is left there. Errors
+ * name the file and the key or tensor: PL_ERR_NOT_FOUND (a file, key or tensor missing),
+ * PL_ERR_TYPE (a value of the wrong JSON type, a tensor of the wrong shape),
+ * PL_ERR_UNSUPPORTED (an architecture, dtype, tokenizer or option plumb does not convert),
+ * PL_ERR_FORMAT (bytes that are not what their format says). */
+pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_convert_params *params,
+                        pl_error *err);
+
 /* ---- logit files and comparison ----------------------------------------------------
  * A .logits file holds the logits a model produced for a text, so two runs (two weight
  * types, two engines) can be compared. Little-endian, no padding:

@@ -1,0 +1,23 @@
+# Hugging Face checkpoints: the safetensors reader on valid and hostile files (one test per
+# case, sharded checkpoints, allocation failure).
+plumb_test(test_safetensors LABELS unit
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_safetensors.c)
+# plumb convert: synthetic models (synth/, plumb_synth) written out as Hugging Face directories
+# and converted back bit for bit; quantized output against pl_model_quantize; bad directories.
+plumb_test(test_convert LABELS unit conformance
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_convert.c)
+target_link_libraries(test_convert PRIVATE plumb_synth)
+set_property(TEST test_convert APPEND PROPERTY ENVIRONMENT "PLUMB_CLI=$<TARGET_FILE:plumb_cli>")
+# The outside oracle: tiny random checkpoints saved by transformers (data/hf/make_tiny_models.py)
+# with the logits PyTorch computed; plumb's logits on the conversion must match them.
+foreach(m llama-bf16:1e-3 qwen3:1e-5)
+  string(REPLACE ":" ";" mb ${m})
+  list(GET mb 0 name)
+  list(GET mb 1 bound)
+  add_test(NAME convert_matches_transformers_${name}
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/data/hf/check_oracle.sh ${name}
+            $<TARGET_FILE:plumb_cli> $<TARGET_FILE:plumb_logits_convert>
+            ${CMAKE_CURRENT_BINARY_DIR}/hf-oracle ${bound})
+  set_tests_properties(convert_matches_transformers_${name} PROPERTIES LABELS "unit;conformance"
+    TIMEOUT 120 ENVIRONMENT_MODIFICATION "PLUMB_KERNELS=unset:;PLUMB_THREADS=unset:")
+endforeach()

@@ -1,0 +1,1019 @@
+/* convert.c — a Hugging Face model directory (config.json, safetensors weights, tokenizer.json,
+ * tokenizer_config.json, generation_config.json) -> GGUF in llama.cpp's key and tensor names.
+ * Not a reader of weights (safetensors.c) nor a quantizer (quantize.c): it maps and permutes.
+ *
+ * Dimension legend: E n_embd, L layers, H query heads, Hkv KV heads, D head dim, F n_ff,
+ * V embedding rows. HF matrices are [out, in] row-major, which is GGUF's ne = {in, out}. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/core.h"
+
+#define MAX_JSON_FILE (256u << 20) /* tokenizer.json of a 256k vocabulary is ~10 MB */
+
+/* GGUF token types (tokenizer.ggml.token_type), llama.cpp's numbers. */
+enum { TT_NORMAL = 1, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5 };
+
+enum arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3 };
+static const struct {
+    const char *hf, *gguf;
+} archs[] = {
+    [ARCH_LLAMA] = {"LlamaForCausalLM", "llama"},
+    [ARCH_QWEN2] = {"Qwen2ForCausalLM", "qwen2"},
+    [ARCH_QWEN3] = {"Qwen3ForCausalLM", "qwen3"},
+};
+
+/* The pre-tokenizer regexes of tokenizer.json files, as Hugging Face writes them. */
+#define RE_QWEN2_HF                                                                                \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "                          \
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"                                                               \
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+#define RE_LLAMA3_HF                                                                               \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "                     \
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"                                                               \
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+
+typedef struct hf_config {
+    enum arch arch;
+    int64_t E, F, L, H, Hkv, D, ctx, V;
+    double rms_eps, rope_theta;
+    int tied;
+    int64_t bos_id, eos_id; /* from config.json, -1 when absent */
+} hf_config;
+
+/* One JSON file of the model directory. */
+typedef struct jfile {
+    const char *name; /* "config.json" */
+    json_t *root;     /* NULL when the file is absent and optional */
+} jfile;
+
+typedef struct ctensor {
+    char name[96];           /* GGUF name */
+    const pl_st_tensor *src; /* HF tensor */
+    int64_t ne[2];           /* GGUF shape; ne[1] = 1 for vectors */
+    uint32_t n_dims;
+    int64_t permute_heads; /* > 0: llama's q/k row permutation over this many heads */
+    pl_type type;          /* output type */
+} ctensor;
+
+typedef struct cjob {
+    ctensor *t;
+    uint64_t n;
+    float *f32;   /* the largest tensor, as F32 */
+    float *tmp;   /* the largest permuted tensor, before its permutation */
+    void *staged; /* the largest tensor's source bytes, aligned */
+    uint64_t done, total;
+    const pl_convert_params *p;
+} cjob;
+
+/* ---- JSON ---------------------------------------------------------------------------------- */
+
+static const char *kind(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a real number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
+    }
+    return "a JSON value";
+}
+
+static char *join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = pl_malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+/* Reads dir/name into f. Absent and optional: f->root NULL, PL_OK. flags: extra jansson
+ * decoding flags. */
+static pl_status read_json(jfile *f, const char *dir, const char *name, int required, size_t flags,
+                           pl_error *err)
+{
+    f->name = name;
+    f->root = NULL;
+    char *path = join(dir, name);
+    if (!path) return pl_fail(err, PL_ERR_NOMEM, "no memory for a path");
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        pl_free(path);
+        return required ? pl_fail(err, PL_ERR_NOT_FOUND, "%s: %s is missing", dir, name) : PL_OK;
+    }
+    pl_mapping m;
+    pl_status s = pl_map_file(&m, path, err);
+    pl_free(path);
+    if (s) return s;
+    if (m.size > MAX_JSON_FILE) {
+        pl_unmap_file(&m);
+        return pl_fail(err, PL_ERR_LIMIT, "%s: %zu bytes, over the limit %u", name, m.size,
+                       MAX_JSON_FILE);
+    }
+    json_error_t je;
+    f->root = json_loadb(m.data, m.size, JSON_REJECT_DUPLICATES | flags, &je);
+    pl_unmap_file(&m);
+    if (!f->root)
+        return pl_fail(err, PL_ERR_FORMAT, "%s: not valid JSON: %s (line %d, column %d)", name,
+                       je.text, je.line, je.column);
+    if (!json_is_object(f->root)) {
+        s = pl_fail(err, PL_ERR_FORMAT, "%s: %s, not a JSON object", name, kind(f->root));
+        json_decref(f->root);
+        f->root = NULL;
+    }
+    return s;
+}
+
+/* An integer field in [lo, hi]; absent: def (or PL_ERR_NOT_FOUND when def < lo). */
+static pl_status get_int(const jfile *f, const char *key, int64_t lo, int64_t hi, int64_t def,
+                         int64_t *out, pl_error *err)
+{
+    const json_t *v = f->root ? json_object_get(f->root, key) : NULL;
+    if (!v || json_is_null(v)) {
+        if (def < lo) return pl_fail(err, PL_ERR_NOT_FOUND, "%s: '%s' is missing", f->name, key);
+        *out = def;
+        return PL_OK;
+    }
+    if (!json_is_integer(v))
+        return pl_fail(err, PL_ERR_TYPE, "%s: '%s' is %s, not an integer", f->name, key, kind(v));
+    json_int_t x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return pl_fail(err, PL_ERR_LIMIT, "%s: '%s' = %lld is not in %lld..%lld", f->name, key,
+                       (long long)x, (long long)lo, (long long)hi);
+    *out = x;
+    return PL_OK;
+}
+
+static pl_status get_num(const jfile *f, const char *key, double def, double *out, pl_error *err)
+{
+    const json_t *v = json_object_get(f->root, key);
+    if (!v || json_is_null(v)) {
+        *out = def;
+        return PL_OK;
+    }
+    if (!json_is_number(v))
+        return pl_fail(err, PL_ERR_TYPE, "%s: '%s' is %s, not a number", f->name, key, kind(v));
+    *out = json_number_value(v);
+    if (!(*out > 0.0) || *out > 1e30)
+        return pl_fail(err, PL_ERR_LIMIT, "%s: '%s' = %g must be positive and finite", f->name, key,
+                       *out);
+    return PL_OK;
+}
+
+static pl_status get_bool(const jfile *f, const char *key, int def, int *out, pl_error *err)
+{
+    const json_t *v = f->root ? json_object_get(f->root, key) : NULL;
+    if (!v || json_is_null(v)) {
+        *out = def;
+        return PL_OK;
+    }
+    if (!json_is_boolean(v))
+        return pl_fail(err, PL_ERR_TYPE, "%s: '%s' is %s, not a boolean", f->name, key, kind(v));
+    *out = json_is_true(v);
+    return PL_OK;
+}
+
+/* A token id, or the first of a list of them (generation_config's eos_token_id may be a
+ * list); -1 when absent. */
+static pl_status get_token_id(const jfile *f, const char *key, int64_t *out, pl_error *err)
+{
+    *out = -1;
+    const json_t *v = f->root ? json_object_get(f->root, key) : NULL;
+    if (v && json_is_array(v)) v = json_array_size(v) ? json_array_get(v, 0) : NULL;
+    if (!v || json_is_null(v)) return PL_OK;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
+        return pl_fail(err, PL_ERR_TYPE, "%s: '%s' is %s, not a token id", f->name, key, kind(v));
+    *out = json_integer_value(v);
+    return PL_OK;
+}
+
+/* ---- config.json --------------------------------------------------------------------------- */
+
+static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
+{
+    const json_t *a = json_object_get(f->root, "architectures");
+    if (!a) return pl_fail(err, PL_ERR_NOT_FOUND, "%s: 'architectures' is missing", f->name);
+    if (!json_is_array(a) || json_array_size(a) != 1 || !json_is_string(json_array_get(a, 0)))
+        return pl_fail(err, PL_ERR_TYPE, "%s: 'architectures' must be a list of one name", f->name);
+    const char *an = json_string_value(json_array_get(a, 0));
+    size_t k = 0;
+    while (k < sizeof archs / sizeof archs[0] && strcmp(an, archs[k].hf) != 0) k++;
+    if (k == sizeof archs / sizeof archs[0])
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: architecture '%.64s' is not one plumb converts (LlamaForCausalLM, "
+                       "Qwen2ForCausalLM, Qwen3ForCausalLM)",
+                       f->name, an);
+    c->arch = (enum arch)k;
+    pl_status s;
+    if ((s = get_int(f, "hidden_size", 1, 1 << 16, -1, &c->E, err)) ||
+        (s = get_int(f, "intermediate_size", 1, 1 << 20, -1, &c->F, err)) ||
+        (s = get_int(f, "num_hidden_layers", 1, 4096, -1, &c->L, err)) ||
+        (s = get_int(f, "num_attention_heads", 1, 4096, -1, &c->H, err)) ||
+        (s = get_int(f, "num_key_value_heads", 1, c->H, c->H, &c->Hkv, err)) ||
+        (s = get_int(f, "max_position_embeddings", 1, INT32_MAX, -1, &c->ctx, err)) ||
+        (s = get_int(f, "vocab_size", 1, PL_GGUF_MAX_ARRAY, -1, &c->V, err)) ||
+        (s = get_num(f, "rms_norm_eps", 1e-6, &c->rms_eps, err)) ||
+        (s = get_num(f, "rope_theta", 10000.0, &c->rope_theta, err)) ||
+        (s = get_bool(f, "tie_word_embeddings", 0, &c->tied, err)) ||
+        (s = get_token_id(f, "bos_token_id", &c->bos_id, err)) ||
+        (s = get_token_id(f, "eos_token_id", &c->eos_id, err)))
+        return s;
+    if (c->H % c->Hkv != 0)
+        return pl_fail(err, PL_ERR_FORMAT,
+                       "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
+                       f->name, (long long)c->H, (long long)c->Hkv);
+    int64_t def_d = c->E % c->H == 0 ? c->E / c->H : -1;
+    if ((s = get_int(f, "head_dim", 2, 4096, def_d, &c->D, err))) {
+        if (s == PL_ERR_NOT_FOUND)
+            pl_fail(err, s,
+                    "%s: hidden_size %lld is not a multiple of num_attention_heads %lld "
+                    "and 'head_dim' is missing",
+                    f->name, (long long)c->E, (long long)c->H);
+        return s;
+    }
+    if (c->D % 2 != 0)
+        return pl_fail(err, PL_ERR_FORMAT, "%s: head_dim %lld must be even (RoPE pairs)", f->name,
+                       (long long)c->D);
+    const json_t *act = json_object_get(f->root, "hidden_act");
+    if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
+        return pl_fail(err, PL_ERR_UNSUPPORTED, "%s: hidden_act %s%.32s%s is not silu", f->name,
+                       json_is_string(act) ? "'" : "",
+                       json_is_string(act) ? json_string_value(act) : kind(act),
+                       json_is_string(act) ? "'" : "");
+    const json_t *rs = json_object_get(f->root, "rope_scaling");
+    if (rs && !json_is_null(rs))
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: rope_scaling is set; plumb's forward pass has no RoPE scaling, so it "
+                       "does not convert such models",
+                       f->name);
+    /* transformers 5 keeps rope_theta and the RoPE type in rope_parameters */
+    const json_t *rp = json_object_get(f->root, "rope_parameters");
+    if (rp && !json_is_null(rp)) {
+        jfile sub = {"config.json: rope_parameters", (json_t *)rp};
+        const json_t *type = json_is_object(rp) ? json_object_get(rp, "rope_type") : NULL;
+        if (!json_is_object(rp))
+            return pl_fail(err, PL_ERR_TYPE, "%s: rope_parameters is %s, not an object", f->name,
+                           kind(rp));
+        if (type && !(json_is_string(type) && strcmp(json_string_value(type), "default") == 0))
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: rope_parameters.rope_type %s%.32s%s is not 'default'; plumb's "
+                           "forward pass has no RoPE scaling",
+                           f->name, json_is_string(type) ? "'" : "",
+                           json_is_string(type) ? json_string_value(type) : kind(type),
+                           json_is_string(type) ? "'" : "");
+        if (json_object_get(rp, "rope_theta") &&
+            (s = get_num(&sub, "rope_theta", c->rope_theta, &c->rope_theta, err)))
+            return s;
+    }
+    const json_t *lt = json_object_get(f->root, "layer_types");
+    for (size_t i = 0; json_is_array(lt) && i < json_array_size(lt); i++) {
+        const json_t *e = json_array_get(lt, i);
+        if (!json_is_string(e) || strcmp(json_string_value(e), "full_attention") != 0)
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: layer_types[%zu] is not \"full_attention\"; plumb converts "
+                           "full-attention models only",
+                           f->name, i);
+    }
+    int flag;
+    if (c->arch != ARCH_QWEN2) {
+        if ((s = get_bool(f, "attention_bias", 0, &flag, err))) return s;
+        if (flag)
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: attention_bias is true; plumb runs %s without attention biases",
+                           f->name, archs[c->arch].gguf);
+    }
+    if ((s = get_bool(f, "mlp_bias", 0, &flag, err))) return s;
+    if (flag) return pl_fail(err, PL_ERR_UNSUPPORTED, "%s: mlp_bias is true", f->name);
+    if ((s = get_bool(f, "use_sliding_window", 0, &flag, err))) return s;
+    if (flag)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: use_sliding_window is true; plumb converts full-attention models only",
+                       f->name);
+    return PL_OK;
+}
+
+/* ---- tokenizer ------------------------------------------------------------------------------- */
+
+typedef struct vocab {
+    const char **tok; /* n; borrowed from the JSON, or pad[] */
+    size_t *len;
+    int32_t *type;
+    char (*pad)[32]; /* "[PAD123]" names for ids nothing defines */
+    uint64_t n;
+    const char **merges;
+    size_t *merge_len;
+    char **merge_own; /* joined "a b" of the array form */
+    uint64_t n_merges;
+    char pre[32];
+    const char *normalizer; /* "NFC", ..., or NULL */
+    int add_bos;            /* -1 unknown */
+} vocab;
+
+static void vocab_free(vocab *v)
+{
+    pl_free(v->tok);
+    pl_free(v->len);
+    pl_free(v->type);
+    pl_free(v->pad);
+    for (uint64_t i = 0; v->merge_own && i < v->n_merges; i++) pl_free(v->merge_own[i]);
+    pl_free(v->merge_own);
+    pl_free(v->merges);
+    pl_free(v->merge_len);
+}
+
+static int is_type(const json_t *o, const char *type)
+{
+    const json_t *t = json_is_object(o) ? json_object_get(o, "type") : NULL;
+    return t && json_is_string(t) && strcmp(json_string_value(t), type) == 0;
+}
+
+static int bool_field(const json_t *o, const char *key, int def)
+{
+    const json_t *v = json_object_get(o, key);
+    return v && json_is_boolean(v) ? json_is_true(v) : def;
+}
+
+/* A ByteLevel step without a prefix space; use_regex as wanted (-1: any). */
+static int byte_level(const json_t *o, int use_regex)
+{
+    return is_type(o, "ByteLevel") && !bool_field(o, "add_prefix_space", 0) &&
+           (use_regex < 0 || bool_field(o, "use_regex", 1) == use_regex);
+}
+
+/* Names the pre-tokenizer the way llama.cpp's tokenizer.ggml.pre does. */
+static pl_status identify_pre(vocab *v, const json_t *tok, const char *file, pl_error *err)
+{
+    const json_t *p = json_object_get(tok, "pre_tokenizer");
+    const char *name = NULL;
+    if (byte_level(p, 1))
+        name = "gpt-2";
+    else if (is_type(p, "Sequence")) {
+        const json_t *seq = json_object_get(p, "pretokenizers");
+        if (json_is_array(seq) && json_array_size(seq) == 2) {
+            const json_t *a = json_array_get(seq, 0), *b = json_array_get(seq, 1);
+            const json_t *pat = is_type(a, "Split") ? json_object_get(a, "pattern") : NULL;
+            const json_t *re = json_is_object(pat) ? json_object_get(pat, "Regex") : NULL;
+            const json_t *beh = is_type(a, "Split") ? json_object_get(a, "behavior") : NULL;
+            int isolated = beh && json_is_string(beh) &&
+                           strcmp(json_string_value(beh), "Isolated") == 0 &&
+                           !bool_field(a, "invert", 0);
+            if (re && json_is_string(re) && isolated && byte_level(b, 0)) {
+                if (strcmp(json_string_value(re), RE_QWEN2_HF) == 0) name = "qwen2";
+                if (strcmp(json_string_value(re), RE_LLAMA3_HF) == 0) name = "llama-bpe";
+            }
+            if (is_type(a, "Digits") && bool_field(a, "individual_digits", 0) && byte_level(b, 1))
+                name = "smollm";
+        }
+    }
+    if (!name)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: the pre_tokenizer is not one plumb identifies (GPT-2's ByteLevel, "
+                       "Qwen2's or Llama 3's Split regex + ByteLevel, SmolLM's Digits + "
+                       "ByteLevel)",
+                       file);
+    snprintf(v->pre, sizeof v->pre, "%s", name);
+    const json_t *model = json_object_get(tok, "model");
+    int ignore = bool_field(model, "ignore_merges", 0);
+    if (ignore != (strcmp(name, "llama-bpe") == 0))
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: model.ignore_merges is %s, but the '%s' pre-tokenizer implies %s", file,
+                       ignore ? "true" : "false", name, ignore ? "false" : "true");
+    const json_t *norm = json_object_get(tok, "normalizer");
+    v->normalizer = NULL;
+    if (norm && !json_is_null(norm)) {
+        static const char *const forms[] = {"NFC", "NFD", "NFKC", "NFKD"};
+        for (int i = 0; i < 4; i++)
+            if (is_type(norm, forms[i])) v->normalizer = forms[i];
+        if (!v->normalizer)
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: normalizer other than NFC, NFD, NFKC or NFKD (plumb's byte-level "
+                           "tokenizer applies nothing else)",
+                           file);
+    }
+    return PL_OK;
+}
+
+static pl_status read_merges(vocab *v, const json_t *merges, const char *file, pl_error *err)
+{
+    if (!merges || json_is_null(merges)) return PL_OK;
+    if (!json_is_array(merges))
+        return pl_fail(err, PL_ERR_TYPE, "%s: model.merges is %s, not an array", file,
+                       kind(merges));
+    size_t n = json_array_size(merges);
+    if (n > PL_GGUF_MAX_ARRAY)
+        return pl_fail(err, PL_ERR_LIMIT, "%s: %zu merges, over the limit %u", file, n,
+                       PL_GGUF_MAX_ARRAY);
+    v->merges = pl_calloc(n, sizeof *v->merges);
+    v->merge_len = pl_calloc(n, sizeof *v->merge_len);
+    v->merge_own = pl_calloc(n, sizeof *v->merge_own);
+    if (!v->merges || !v->merge_len || !v->merge_own)
+        return pl_fail(err, PL_ERR_NOMEM, "no memory for %zu merges", n);
+    v->n_merges = n;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *m = json_array_get(merges, i);
+        if (json_is_string(m)) {
+            const char *s = json_string_value(m);
+            const char *sp = strchr(s, ' ');
+            if (!sp || sp == s || !sp[1] || strchr(sp + 1, ' '))
+                return pl_fail(err, PL_ERR_FORMAT, "%s: merge %zu '%.64s' is not \"a b\"", file, i,
+                               s);
+            v->merges[i] = s;
+            v->merge_len[i] = json_string_length(m);
+            continue;
+        }
+        const json_t *a = json_is_array(m) && json_array_size(m) == 2 ? json_array_get(m, 0) : NULL;
+        const json_t *b = a ? json_array_get(m, 1) : NULL;
+        if (!a || !json_is_string(a) || !json_is_string(b))
+            return pl_fail(err, PL_ERR_TYPE, "%s: merge %zu is %s, not \"a b\" or [\"a\", \"b\"]",
+                           file, i, kind(m));
+        size_t la = json_string_length(a), lb = json_string_length(b);
+        if (!la || !lb || strchr(json_string_value(a), ' ') || strchr(json_string_value(b), ' '))
+            return pl_fail(err, PL_ERR_FORMAT,
+                           "%s: merge %zu has an empty part or a space, which GGUF's \"a b\" "
+                           "merges cannot hold",
+                           file, i);
+        char *j = pl_malloc(la + lb + 2);
+        if (!j) return pl_fail(err, PL_ERR_NOMEM, "no memory for merges");
+        memcpy(j, json_string_value(a), la);
+        j[la] = ' ';
+        memcpy(j + la + 1, json_string_value(b), lb + 1);
+        v->merge_own[i] = j;
+        v->merges[i] = j;
+        v->merge_len[i] = la + 1 + lb;
+    }
+    return PL_OK;
+}
+
+/* Places id -> (text, type); an id defined twice must be the same text. */
+static pl_status put_token(vocab *v, int64_t id, const json_t *text, int32_t type, const char *file,
+                           pl_error *err)
+{
+    const char *s = json_string_value(text);
+    size_t n = json_string_length(text);
+    if (v->tok[id] && (v->len[id] != n || memcmp(v->tok[id], s, n) != 0))
+        return pl_fail(err, PL_ERR_FORMAT, "%s: token id %lld is both '%.40s' and '%.40s'", file,
+                       (long long)id, v->tok[id], s);
+    if (n == 0)
+        return pl_fail(err, PL_ERR_FORMAT, "%s: token id %lld is empty", file, (long long)id);
+    v->tok[id] = s;
+    v->len[id] = n;
+    if (type != TT_NORMAL || !v->type[id]) v->type[id] = type;
+    return PL_OK;
+}
+
+/* Reads tokenizer.json: vocabulary, merges, added tokens, pre-tokenizer, normalizer. The
+ * token table is padded to n_rows (the embedding's rows) with [PADn] tokens. */
+static pl_status read_vocab(vocab *v, const jfile *f, int64_t n_rows, pl_error *err)
+{
+    const json_t *model = json_object_get(f->root, "model");
+    if (!json_is_object(model))
+        return pl_fail(err, PL_ERR_NOT_FOUND, "%s: 'model' is missing or not an object", f->name);
+    const json_t *mt = json_object_get(model, "type");
+    if (mt && !is_type(model, "BPE"))
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: tokenizer model '%.32s' is not BPE (plumb converts byte-level BPE)",
+                       f->name, json_is_string(mt) ? json_string_value(mt) : "?");
+    if (bool_field(model, "byte_fallback", 0))
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: byte_fallback BPE is SentencePiece-style; plumb converts byte-level "
+                       "BPE only",
+                       f->name);
+    pl_status s = identify_pre(v, f->root, f->name, err);
+    if (s) return s;
+    const json_t *vmap = json_object_get(model, "vocab"),
+                 *added = json_object_get(f->root, "added_tokens");
+    if (!json_is_object(vmap))
+        return pl_fail(err, PL_ERR_TYPE, "%s: model.vocab is missing or not an object", f->name);
+    if (added && !json_is_null(added) && !json_is_array(added))
+        return pl_fail(err, PL_ERR_TYPE, "%s: added_tokens is %s, not an array", f->name,
+                       kind(added));
+    int64_t max_id = -1;
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)vmap, key, val)
+    {
+        if (!json_is_integer(val) || json_integer_value(val) < 0 ||
+            json_integer_value(val) >= PL_GGUF_MAX_ARRAY)
+            return pl_fail(err, PL_ERR_FORMAT, "%s: model.vocab['%.40s'] is not an id in 0..%u",
+                           f->name, key, PL_GGUF_MAX_ARRAY - 1);
+        if (json_integer_value(val) > max_id) max_id = json_integer_value(val);
+    }
+    size_t i;
+    for (i = 0; added && i < json_array_size(added); i++) {
+        const json_t *a = json_array_get(added, i);
+        const json_t *id = json_object_get(a, "id"), *content = json_object_get(a, "content");
+        if (!json_is_integer(id) || json_integer_value(id) < 0 ||
+            json_integer_value(id) >= PL_GGUF_MAX_ARRAY || !json_is_string(content))
+            return pl_fail(err, PL_ERR_FORMAT,
+                           "%s: added_tokens[%zu] needs an id in 0..%u and a "
+                           "content string",
+                           f->name, i, PL_GGUF_MAX_ARRAY - 1);
+        if (json_integer_value(id) > max_id) max_id = json_integer_value(id);
+    }
+    if (max_id < 0) return pl_fail(err, PL_ERR_FORMAT, "%s: the vocabulary is empty", f->name);
+    if (max_id >= n_rows)
+        return pl_fail(err, PL_ERR_FORMAT,
+                       "%s: token id %lld has no row in the embedding (%lld rows, config.json "
+                       "vocab_size)",
+                       f->name, (long long)max_id, (long long)n_rows);
+    v->n = (uint64_t)n_rows;
+    v->tok = pl_calloc((size_t)v->n, sizeof *v->tok);
+    v->len = pl_calloc((size_t)v->n, sizeof *v->len);
+    v->type = pl_calloc((size_t)v->n, sizeof *v->type);
+    if (!v->tok || !v->len || !v->type)
+        return pl_fail(err, PL_ERR_NOMEM, "no memory for %llu tokens", (unsigned long long)v->n);
+    json_object_foreach((json_t *)vmap, key, val)
+    {
+        int64_t id = json_integer_value(val);
+        if (v->tok[id])
+            return pl_fail(err, PL_ERR_FORMAT, "%s: tokens '%.40s' and '%.40s' share id %lld",
+                           f->name, v->tok[id], key, (long long)id);
+        v->tok[id] = key; /* keys live as long as the JSON */
+        v->len[id] = strlen(key);
+        v->type[id] = TT_NORMAL;
+        if (v->len[id] == 0)
+            return pl_fail(err, PL_ERR_FORMAT, "%s: token id %lld is empty", f->name,
+                           (long long)id);
+    }
+    for (i = 0; added && i < json_array_size(added); i++) {
+        const json_t *a = json_array_get(added, i);
+        int special = bool_field(a, "special", 0);
+        if ((s = put_token(v, json_integer_value(json_object_get(a, "id")),
+                           json_object_get(a, "content"), special ? TT_CONTROL : TT_USER_DEFINED,
+                           f->name, err)))
+            return s;
+    }
+    uint64_t n_pad = 0;
+    for (uint64_t t = 0; t < v->n; t++) n_pad += v->tok[t] == NULL;
+    if (n_pad && !(v->pad = pl_calloc((size_t)n_pad, sizeof *v->pad)))
+        return pl_fail(err, PL_ERR_NOMEM, "no memory for %llu padding tokens",
+                       (unsigned long long)n_pad);
+    for (uint64_t t = 0, k = 0; t < v->n; t++)
+        if (!v->tok[t]) {
+            snprintf(v->pad[k], sizeof v->pad[k], "[PAD%llu]", (unsigned long long)t);
+            v->tok[t] = v->pad[k];
+            v->len[t] = strlen(v->pad[k++]);
+            v->type[t] = TT_UNUSED;
+        }
+    return read_merges(v, json_object_get(model, "merges"), f->name, err);
+}
+
+/* The id of a special token named in tokenizer_config.json (a string or {"content": ...});
+ * -1 when the field is absent or null. */
+static pl_status special_id(const vocab *v, const jfile *tc, const char *key, int64_t *out,
+                            pl_error *err)
+{
+    *out = -1;
+    const json_t *t = tc->root ? json_object_get(tc->root, key) : NULL;
+    if (t && json_is_object(t)) t = json_object_get(t, "content");
+    if (!t || json_is_null(t)) return PL_OK;
+    if (!json_is_string(t))
+        return pl_fail(err, PL_ERR_TYPE, "%s: '%s' is %s, not a token", tc->name, key, kind(t));
+    const char *s = json_string_value(t);
+    size_t n = json_string_length(t);
+    /* the last definition wins, as added tokens come after the vocabulary */
+    for (uint64_t i = v->n; i-- > 0;)
+        if (v->len[i] == n && memcmp(v->tok[i], s, n) == 0 && v->type[i] != TT_UNUSED) {
+            *out = (int64_t)i;
+            return PL_OK;
+        }
+    return pl_fail(err, PL_ERR_NOT_FOUND, "%s: %s '%.64s' is not in the vocabulary", tc->name, key,
+                   s);
+}
+
+/* add_bos from the post-processor when tokenizer_config.json does not say: Llama 3's
+ * TemplateProcessing starts every sequence with the BOS token. */
+static int post_adds_bos(const json_t *tok, const vocab *v, int64_t bos)
+{
+    const json_t *pp = json_object_get(tok, "post_processor");
+    if (is_type(pp, "Sequence")) {
+        const json_t *seq = json_object_get(pp, "processors");
+        for (size_t i = 0; json_is_array(seq) && i < json_array_size(seq); i++)
+            if (is_type(json_array_get(seq, i), "TemplateProcessing")) pp = json_array_get(seq, i);
+    }
+    if (!is_type(pp, "TemplateProcessing") || bos < 0) return 0;
+    const json_t *single = json_object_get(pp, "single");
+    const json_t *first = json_is_array(single) ? json_array_get(single, 0) : NULL;
+    const json_t *st = first ? json_object_get(first, "SpecialToken") : NULL;
+    const json_t *id = st ? json_object_get(st, "id") : NULL;
+    return id && json_is_string(id) && json_string_length(id) == v->len[bos] &&
+           memcmp(json_string_value(id), v->tok[bos], v->len[bos]) == 0;
+}
+
+/* ---- writing ----------------------------------------------------------------------------------
+ */
+
+static pl_status set_bool(pl_gguf_writer *w, const char *key, int v, pl_error *err)
+{
+    uint8_t b = v ? 1 : 0;
+    return pl_gguf_writer_set(w, key, PL_GGUF_BOOL, &b, err);
+}
+
+static pl_status write_metadata(pl_gguf_writer *w, const hf_config *c, const char *name,
+                                pl_ftype ftype, pl_error *err)
+{
+    const char *a = archs[c->arch].gguf;
+    char key[96];
+    pl_status s;
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, a), key)
+    if ((s = pl_gguf_writer_set_string(w, "general.architecture", a, strlen(a), err)) ||
+        (s = pl_gguf_writer_set_string(w, "general.name", name, strlen(name), err)) ||
+        (s = pl_gguf_writer_set_u32(w, "general.file_type", (uint32_t)ftype, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)c->ctx, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)c->E, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)c->L, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)c->F, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)c->H, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->Hkv, err)) ||
+        (s = pl_gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), (float)c->rms_eps,
+                                    err)) ||
+        (s = pl_gguf_writer_set_f32(w, KEY("rope.freq_base"), (float)c->rope_theta, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)c->D, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)c->D, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)c->D, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("vocab_size"), (uint32_t)c->V, err)))
+        return s;
+#undef KEY
+    return PL_OK;
+}
+
+static pl_status write_tokenizer(pl_gguf_writer *w, const vocab *v, const jfile *tok,
+                                 const jfile *tc, const jfile *gen, const hf_config *c,
+                                 const char *template_text, pl_error *err)
+{
+    int64_t bos, eos, pad, unk;
+    pl_status s;
+    if ((s = special_id(v, tc, "bos_token", &bos, err)) ||
+        (s = special_id(v, tc, "eos_token", &eos, err)) ||
+        (s = special_id(v, tc, "pad_token", &pad, err)) ||
+        (s = special_id(v, tc, "unk_token", &unk, err)))
+        return s;
+    int64_t g;
+    if (bos < 0 && !(s = get_token_id(gen, "bos_token_id", &g, err))) bos = g >= 0 ? g : c->bos_id;
+    if (!s && eos < 0 && !(s = get_token_id(gen, "eos_token_id", &g, err)))
+        eos = g >= 0 ? g : c->eos_id;
+    if (s) return s;
+    int64_t ids[4] = {bos, eos, pad, unk};
+    for (int i = 0; i < 4; i++)
+        if (ids[i] >= (int64_t)v->n)
+            return pl_fail(err, PL_ERR_FORMAT,
+                           "special token id %lld is past the vocabulary (%llu)", (long long)ids[i],
+                           (unsigned long long)v->n);
+    int add_bos, add_eos;
+    if ((s = get_bool(tc, "add_bos_token", -1, &add_bos, err)) ||
+        (s = get_bool(tc, "add_eos_token", -1, &add_eos, err)))
+        return s;
+    if (add_bos < 0) add_bos = post_adds_bos(tok->root, v, bos);
+    if ((s = pl_gguf_writer_set_string(w, "tokenizer.ggml.model", "gpt2", 4, err)) ||
+        (s = pl_gguf_writer_set_string(w, "tokenizer.ggml.pre", v->pre, strlen(v->pre), err)) ||
+        (s = pl_gguf_writer_set_array_str(w, "tokenizer.ggml.tokens", v->tok, v->len, v->n, err)) ||
+        (s = pl_gguf_writer_set_array(w, "tokenizer.ggml.token_type", PL_GGUF_INT32, v->type, v->n,
+                                      err)) ||
+        (s = pl_gguf_writer_set_array_str(w, "tokenizer.ggml.merges", v->merges, v->merge_len,
+                                          v->n_merges, err)))
+        return s;
+    if (bos >= 0 &&
+        (s = pl_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)bos, err)))
+        return s;
+    if (eos >= 0 &&
+        (s = pl_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)eos, err)))
+        return s;
+    if (unk >= 0 &&
+        (s = pl_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", (uint32_t)unk, err)))
+        return s;
+    if (pad >= 0 &&
+        (s = pl_gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)pad, err)))
+        return s;
+    if ((s = set_bool(w, "tokenizer.ggml.add_bos_token", add_bos, err))) return s;
+    if (add_eos >= 0 && (s = set_bool(w, "tokenizer.ggml.add_eos_token", add_eos, err))) return s;
+    if (v->normalizer && (s = pl_gguf_writer_set_string(w, "tokenizer.ggml.normalizer",
+                                                        v->normalizer, strlen(v->normalizer), err)))
+        return s;
+    if (template_text && (s = pl_gguf_writer_set_string(w, "tokenizer.chat_template", template_text,
+                                                        strlen(template_text), err)))
+        return s;
+    return PL_OK;
+}
+
+/* The chat template: chat_template.jinja (newer transformers), else tokenizer_config.json's
+ * chat_template (a string, or a list of {name, template} whose "default" is taken). */
+static pl_status chat_template(const jfile *tc, const jfile *jinja_file, const char **out,
+                               pl_error *err)
+{
+    *out = NULL;
+    if (jinja_file->root) {
+        *out = json_string_value(json_object_get(jinja_file->root, "t"));
+        return PL_OK;
+    }
+    const json_t *t = tc->root ? json_object_get(tc->root, "chat_template") : NULL;
+    if (!t || json_is_null(t)) return PL_OK;
+    if (json_is_string(t)) {
+        *out = json_string_value(t);
+        return PL_OK;
+    }
+    for (size_t i = 0; json_is_array(t) && i < json_array_size(t); i++) {
+        const json_t *e = json_array_get(t, i), *n = json_object_get(e, "name");
+        if (n && json_is_string(n) && strcmp(json_string_value(n), "default") == 0 &&
+            json_is_string(json_object_get(e, "template"))) {
+            *out = json_string_value(json_object_get(e, "template"));
+            return PL_OK;
+        }
+    }
+    return pl_fail(err, PL_ERR_TYPE, "%s: chat_template is %s, not a template string", tc->name,
+                   kind(t));
+}
+
+/* chat_template.jinja, read as text into {"t": text} so it lives like the JSON files. */
+static pl_status read_jinja(jfile *f, const char *dir, pl_error *err)
+{
+    f->name = "chat_template.jinja";
+    f->root = NULL;
+    char *path = join(dir, f->name);
+    if (!path) return pl_fail(err, PL_ERR_NOMEM, "no memory for a path");
+    struct stat sb;
+    pl_status s = PL_OK;
+    if (stat(path, &sb) == 0) {
+        pl_mapping m;
+        if (!(s = pl_map_file(&m, path, err))) {
+            if (m.size > PL_GGUF_MAX_STRING || memchr(m.data, 0, m.size))
+                s = pl_fail(err, PL_ERR_FORMAT, "%s: over %u bytes or holds a NUL byte", f->name,
+                            PL_GGUF_MAX_STRING);
+            else if (!(f->root = json_pack("{s:s%}", "t", (const char *)m.data, m.size)))
+                s = pl_fail(err, PL_ERR_FORMAT, "%s: not UTF-8 text", f->name);
+            pl_unmap_file(&m);
+        }
+    }
+    pl_free(path);
+    return s;
+}
+
+/* ---- tensors -----------------------------------------------------------------------------------
+ */
+
+/* Adds GGUF tensor gname from HF tensor hname of HF shape [rows, cols] (cols 0: a vector). */
+static pl_status want(ctensor *t, uint64_t *n, const pl_safetensors *st, uint8_t *used,
+                      const char *gname, const char *hname, int64_t rows, int64_t cols,
+                      int64_t permute_heads, pl_error *err)
+{
+    const pl_st_tensor *src = pl_safetensors_find(st, hname);
+    if (!src)
+        return pl_fail(err, PL_ERR_NOT_FOUND, "tensor '%s' (for %s) is missing from the weights",
+                       hname, gname);
+    int ok = cols ? src->n_dims == 2 && src->shape[0] == rows && src->shape[1] == cols
+                  : src->n_dims == 1 && src->shape[0] == rows;
+    if (!ok) {
+        char got[96] = "[";
+        for (uint32_t d = 0; d < src->n_dims && d < 4; d++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", d ? ", " : "",
+                     (long long)src->shape[d]);
+        strcat(got, "]");
+        if (cols)
+            return pl_fail(err, PL_ERR_TYPE, "tensor '%s': shape %s, config.json says [%lld, %lld]",
+                           hname, got, (long long)rows, (long long)cols);
+        return pl_fail(err, PL_ERR_TYPE, "tensor '%s': shape %s, config.json says [%lld]", hname,
+                       got, (long long)rows);
+    }
+    if (src->type == PL_TYPE_COUNT)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "tensor '%s': dtype %s; plumb converts F32, F16 and BF16 weights", hname,
+                       src->dtype);
+    ctensor *c = &t[(*n)++];
+    snprintf(c->name, sizeof c->name, "%s", gname);
+    c->src = src;
+    c->n_dims = cols ? 2 : 1;
+    c->ne[0] = cols ? cols : rows;
+    c->ne[1] = cols ? rows : 1;
+    c->permute_heads = permute_heads;
+    used[src - pl_safetensors_tensor(st, 0)] = 1;
+    return PL_OK;
+}
+
+static pl_status plan_tensors(ctensor *t, uint64_t *n, const pl_safetensors *st, uint8_t *used,
+                              const hf_config *c, pl_error *err)
+{
+    const int64_t E = c->E, F = c->F, V = c->V, D = c->D, q = c->H * D, kv = c->Hkv * D;
+    const int llama = c->arch == ARCH_LLAMA;
+    pl_status s;
+    if ((s = want(t, n, st, used, "token_embd.weight", "model.embed_tokens.weight", V, E, 0, err)))
+        return s;
+    for (int64_t l = 0; l < c->L; l++) {
+        char g[96], h[96];
+        const struct {
+            const char *gname, *hname;
+            int64_t rows, cols, heads;
+            int on;
+        } spec[] = {
+            {"attn_norm.weight", "input_layernorm.weight", E, 0, 0, 1},
+            {"attn_q.weight", "self_attn.q_proj.weight", q, E, llama ? c->H : 0, 1},
+            {"attn_q.bias", "self_attn.q_proj.bias", q, 0, 0, c->arch == ARCH_QWEN2},
+            {"attn_k.weight", "self_attn.k_proj.weight", kv, E, llama ? c->Hkv : 0, 1},
+            {"attn_k.bias", "self_attn.k_proj.bias", kv, 0, 0, c->arch == ARCH_QWEN2},
+            {"attn_v.weight", "self_attn.v_proj.weight", kv, E, 0, 1},
+            {"attn_v.bias", "self_attn.v_proj.bias", kv, 0, 0, c->arch == ARCH_QWEN2},
+            {"attn_q_norm.weight", "self_attn.q_norm.weight", D, 0, 0, c->arch == ARCH_QWEN3},
+            {"attn_k_norm.weight", "self_attn.k_norm.weight", D, 0, 0, c->arch == ARCH_QWEN3},
+            {"attn_output.weight", "self_attn.o_proj.weight", E, q, 0, 1},
+            {"ffn_norm.weight", "post_attention_layernorm.weight", E, 0, 0, 1},
+            {"ffn_gate.weight", "mlp.gate_proj.weight", F, E, 0, 1},
+            {"ffn_up.weight", "mlp.up_proj.weight", F, E, 0, 1},
+            {"ffn_down.weight", "mlp.down_proj.weight", E, F, 0, 1},
+        };
+        for (size_t i = 0; i < sizeof spec / sizeof spec[0]; i++) {
+            if (!spec[i].on) continue;
+            snprintf(g, sizeof g, "blk.%lld.%s", (long long)l, spec[i].gname);
+            snprintf(h, sizeof h, "model.layers.%lld.%s", (long long)l, spec[i].hname);
+            if ((s = want(t, n, st, used, g, h, spec[i].rows, spec[i].cols, spec[i].heads, err)))
+                return s;
+        }
+    }
+    if ((s = want(t, n, st, used, "output_norm.weight", "model.norm.weight", E, 0, 0, err)))
+        return s;
+    const pl_st_tensor *head = pl_safetensors_find(st, "lm_head.weight");
+    if (c->tied) {
+        if (head) used[head - pl_safetensors_tensor(st, 0)] = 1; /* a saved copy of the tie */
+    } else if ((s = want(t, n, st, used, "output.weight", "lm_head.weight", V, E, 0, err)))
+        return s;
+    /* anything left over means the checkpoint is not the model config.json describes; old
+     * checkpoints carry RoPE's inverse frequencies, which are computed, not weights */
+    static const char inv_freq[] = "rotary_emb.inv_freq";
+    for (uint64_t i = 0; i < pl_safetensors_n_tensors(st); i++) {
+        const char *name = pl_safetensors_tensor(st, i)->name;
+        size_t len = strlen(name), k = sizeof inv_freq - 1;
+        if (!used[i] && !(len >= k && strcmp(name + len - k, inv_freq) == 0))
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "tensor '%s' is not part of a %s model as config.json describes it",
+                           name, archs[c->arch].gguf);
+    }
+    return PL_OK;
+}
+
+/* HF keeps each head's rotary halves apart (x[i], x[i + D/2]); GGUF's normal RoPE rotates
+ * adjacent pairs, so row h*D + 2i + j comes from HF row h*D + j*D/2 + i (llama.cpp's permute). */
+static void permute_rows(float *dst, const float *src, int64_t rows, int64_t cols, int64_t heads)
+{
+    const int64_t D = rows / heads, half = D / 2;
+    for (int64_t h = 0; h < heads; h++)
+        for (int64_t i = 0; i < half; i++)
+            for (int64_t j = 0; j < 2; j++)
+                memcpy(dst + (h * D + 2 * i + j) * cols, src + (h * D + j * half + i) * cols,
+                       (size_t)cols * sizeof *dst);
+}
+
+static pl_status cfill(void *user, uint64_t i, void *dst, uint64_t n_bytes, pl_error *err)
+{
+    cjob *j = user;
+    const ctensor *t = &j->t[i];
+    const pl_st_tensor *src = t->src;
+    const int64_t rows = t->ne[1], cols = t->ne[0];
+    pl_status s;
+    memcpy(j->staged, src->data, (size_t)src->n_bytes); /* aligned for the element loads */
+    float *x = t->permute_heads ? j->tmp : j->f32;
+    if (src->type == PL_TYPE_F32)
+        memcpy(x, j->staged, (size_t)src->n_bytes);
+    else if ((s = pl_dequantize_rows((pl_type)src->type, x, j->staged, rows, cols, err)))
+        return s;
+    if (t->permute_heads) permute_rows(j->f32, x, rows, cols, t->permute_heads);
+    if (t->type == PL_TYPE_F32)
+        memcpy(dst, j->f32, (size_t)n_bytes);
+    else if ((s = pl_quantize_rows(t->type, dst, j->f32, rows, cols, err)))
+        return s;
+    j->done += (uint64_t)(rows * cols);
+    if (j->p->progress && j->p->progress(j->p->progress_user, j->done, j->total) != 0)
+        return pl_fail(err, PL_ERR_CANCELLED, "conversion cancelled by the progress callback");
+    return PL_OK;
+}
+
+/* The last path component, without trailing slashes, for general.name. */
+static void base_name(char *out, size_t cap, const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    size_t b = n;
+    while (b > 0 && dir[b - 1] != '/') b--;
+    snprintf(out, cap, "%.*s", (int)(n - b), dir + b);
+}
+
+pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_convert_params *params,
+                        pl_error *err)
+{
+    if (!hf_dir || !out_path || !params)
+        return pl_fail(err, PL_ERR_INVALID_ARG, "hf_dir, out_path or params is NULL");
+    if (!pl_ftype_name(params->ftype))
+        return pl_fail(err, PL_ERR_UNSUPPORTED, "file type %u is not one plumb writes",
+                       (unsigned)params->ftype);
+    struct stat sb;
+    if (stat(hf_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return pl_fail(err, PL_ERR_NOT_FOUND, "%s is not a directory", hf_dir);
+    jfile cfg = {0}, tok = {0}, tc = {0}, gen = {0}, jinja = {0};
+    hf_config c = {0};
+    vocab v = {0};
+    pl_safetensors *st = NULL;
+    uint8_t *used = NULL;
+    cjob job = {.p = params};
+    pl_tensor_spec *specs = NULL;
+    pl_gguf_writer *w = NULL;
+    const char *tmpl = NULL;
+    char name[256];
+    base_name(name, sizeof name, hf_dir);
+    pl_status s;
+    /* tokenizer_config.json holds no integer convert reads, but transformers writes
+     * model_max_length as 1e30 in full digits, past any JSON integer type: read numbers as reals */
+    if ((s = read_json(&cfg, hf_dir, "config.json", 1, 0, err)) ||
+        (s = read_config(&c, &cfg, err)) ||
+        (s = read_json(&tok, hf_dir, "tokenizer.json", 1, 0, err)) ||
+        (s = read_json(&tc, hf_dir, "tokenizer_config.json", 0, JSON_DECODE_INT_AS_REAL, err)) ||
+        (s = read_json(&gen, hf_dir, "generation_config.json", 0, 0, err)) ||
+        (s = read_jinja(&jinja, hf_dir, err)) || (s = read_vocab(&v, &tok, c.V, err)) ||
+        (s = chat_template(&tc, &jinja, &tmpl, err)))
+        goto done;
+    if ((s = pl_safetensors_open_dir(&st, hf_dir, err))) goto done;
+    uint64_t n_max = 3 + (uint64_t)c.L * 14;
+    used = pl_calloc((size_t)pl_safetensors_n_tensors(st) + 1, 1);
+    job.t = pl_calloc((size_t)n_max, sizeof *job.t);
+    specs = pl_calloc((size_t)n_max, sizeof *specs);
+    if (!used || !job.t || !specs) {
+        s = pl_fail(err, PL_ERR_NOMEM, "no memory for %llu tensors", (unsigned long long)n_max);
+        goto done;
+    }
+    if ((s = plan_tensors(job.t, &job.n, st, used, &c, err))) goto done;
+    /* the file type's tensor types, exactly as pl_model_quantize plans an F32 file */
+    uint64_t max_elems = 1, max_src = 1, max_perm = 1;
+    for (uint64_t i = 0; i < job.n; i++) {
+        ctensor *t = &job.t[i];
+        pl_tensor_plan plan;
+        if ((s = pl_ftype_tensor_plan(params->ftype, params->pure, t->name, t->n_dims, t->ne, c.L,
+                                      c.tied, &plan, err)))
+            goto done;
+        t->type = plan.quantize ? plan.type : PL_TYPE_F32;
+        uint64_t elems = (uint64_t)t->ne[0] * (uint64_t)t->ne[1];
+        if (elems > max_elems) max_elems = elems;
+        if (t->src->n_bytes > max_src) max_src = t->src->n_bytes;
+        if (t->permute_heads && elems > max_perm) max_perm = elems;
+        job.total += elems;
+        specs[i] = (pl_tensor_spec){.name = t->name,
+                                    .type = t->type,
+                                    .n_dims = t->n_dims,
+                                    .ne = {t->ne[0], t->ne[1], 1, 1}};
+    }
+    if (max_elems > SIZE_MAX / sizeof(float) / 2 ||
+        !(job.f32 = pl_malloc((size_t)max_elems * sizeof(float))) ||
+        !(job.tmp = pl_malloc((size_t)max_perm * sizeof(float))) ||
+        !(job.staged = pl_malloc((size_t)max_src))) {
+        s = pl_fail(err, PL_ERR_NOMEM, "no memory for a tensor of %llu elements",
+                    (unsigned long long)max_elems);
+        goto done;
+    }
+    if ((s = pl_gguf_writer_new(&w, 3, err)) ||
+        (s = write_metadata(w, &c, name, params->ftype, err)) ||
+        (s = write_tokenizer(w, &v, &tok, &tc, &gen, &c, tmpl, err)) ||
+        (s = pl_gguf_writer_set_u32(w, "general.quantization_version", 2, err)))
+        goto done;
+    if (params->progress && params->progress(params->progress_user, 0, job.total) != 0) {
+        s = pl_fail(err, PL_ERR_CANCELLED, "conversion cancelled by the progress callback");
+        goto done;
+    }
+    if ((s = pl_gguf_write_streamed(w, out_path, specs, job.n, cfill, &job, err))) goto done;
+    if (params->stats) {
+        pl_convert_stats *o = params->stats;
+        memset(o, 0, sizeof *o);
+        o->n_tensors = job.n;
+        o->n_params = job.total;
+        o->n_vocab = v.n;
+        o->out_bytes = stat(out_path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+        o->arch = archs[c.arch].gguf;
+        snprintf(o->pre, sizeof o->pre, "%s", v.pre);
+    }
+done:
+    pl_gguf_writer_free(w);
+    pl_free(job.f32);
+    pl_free(job.tmp);
+    pl_free(job.staged);
+    pl_free(job.t);
+    pl_free(specs);
+    pl_free(used);
+    pl_safetensors_free(st);
+    vocab_free(&v);
+    json_decref(cfg.root);
+    json_decref(tok.root);
+    json_decref(tc.root);
+    json_decref(gen.root);
+    json_decref(jinja.root);
+    return s ? s : pl_ok(err);
+}

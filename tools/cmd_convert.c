@@ -1,0 +1,87 @@
+/* cmd_convert.c — `plumb convert HF_DIR OUT.gguf [--type T]`: pl_convert_hf with a progress bar
+ * on a terminal and a one-line summary. The mapping, permutation and tokenizer live in the library.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "progress.h"
+
+static void usage(FILE *out)
+{
+    fputs("usage: plumb convert [options] HF_DIR OUT.gguf\n"
+          "\n"
+          "Converts a Hugging Face model directory to GGUF: config.json (LlamaForCausalLM,\n"
+          "Qwen2ForCausalLM, Qwen3ForCausalLM), model.safetensors or a sharded checkpoint\n"
+          "(model.safetensors.index.json), tokenizer.json (byte-level BPE; the pre-tokenizer\n"
+          "is identified and written as tokenizer.ggml.pre), tokenizer_config.json (special\n"
+          "tokens, add_bos_token, chat template), generation_config.json and\n"
+          "chat_template.jinja when present. Keys and tensor names are llama.cpp's; llama\n"
+          "checkpoints get llama.cpp's q/k row permutation (qwen2/qwen3 use NeoX RoPE and are\n"
+          "copied as they are). Norms and biases stay F32.\n"
+          "\n"
+          "options:\n"
+          "  --type TYPE        F32 (default), F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,\n"
+          "                     Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K: the same tensor types\n"
+          "                     and bytes as 'plumb quantize' of the F32 conversion\n"
+          "  --pure             every weight matrix in TYPE, no llama.cpp mix\n"
+          "  -h, --help         show this help\n"
+          "\n"
+          "OUT is written to OUT.tmp and renamed when complete; on failure or Ctrl-C nothing\n"
+          "is left behind. A progress bar is drawn on stderr when it is a terminal.\n"
+          "Exit status: 0 success, 1 failure (the message names the file, key or tensor),\n"
+          "2 bad command line.\n",
+          out);
+}
+
+int cmd_convert(int argc, char **argv)
+{
+    cli_args a;
+    cli_args_init(&a, argc, argv, "convert", usage);
+    const char *pos[2] = {NULL, NULL}, *type = "F32";
+    int n_pos = 0, pure = 0;
+    for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
+        if (k == CLI_ARG_POSITIONAL) {
+            if (n_pos == 2) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
+            pos[n_pos++] = a.arg;
+            continue;
+        }
+        if (cli_is_help(&a)) return cli_help(&a);
+        if (cli_is(&a, NULL, "--pure")) {
+            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
+            pure = 1;
+            continue;
+        }
+        if (cli_is(&a, NULL, "--type")) {
+            if (!(type = cli_value(&a))) return CLI_EXIT_USAGE;
+            continue;
+        }
+        return cli_unknown_option(&a);
+    }
+    if (n_pos < 2)
+        return cli_usage_error(&a, "expected HF_DIR OUT.gguf, got %d argument%s", n_pos,
+                               n_pos == 1 ? "" : "s");
+    pl_error err = {0};
+    pl_ftype ftype;
+    if (pl_ftype_from_name(type, &ftype, &err) != PL_OK) return cli_usage_error(&a, "%s", err.msg);
+
+    progress_bar bar;
+    progress_bar_init(&bar, "convert");
+    pl_convert_stats st;
+    pl_convert_params p = {.ftype = ftype,
+                           .pure = pure,
+                           .progress = progress_bar_cb,
+                           .progress_user = &bar,
+                           .stats = &st};
+    pl_status s = pl_convert_hf(pos[0], pos[1], &p, &err);
+    progress_bar_finish(&bar);
+    if (s == PL_ERR_CANCELLED) return cli_errorf("convert: interrupted; '%s' not written", pos[1]);
+    if (s) return cli_fail(s, &err);
+    char size[32];
+    cli_format_size(size, sizeof size, st.out_bytes);
+    printf("converted %s -> %s: %s, %s%s, %" PRIu64 " tensors, %" PRIu64 " parameters, %" PRIu64
+           " tokens (pre-tokenizer %s), %s, %.2f s\n",
+           pos[0], pos[1], st.arch, pl_ftype_name(ftype), pure ? " (pure)" : "", st.n_tensors,
+           st.n_params, st.n_vocab, st.pre, size, progress_now() - bar.t0);
+    return CLI_EXIT_OK;
+}
