@@ -37,10 +37,11 @@ deps:
 test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j 2 $(CTEST_ARGS)
 
-# The demo model has real-format tokenizer and random weights: the text is noise, the
-# pipeline (tokenize, prefill, sample, stream, timings) is real.
-DEMO_MODEL = $(BUILD)/demo.gguf
-# Then a scripted 4-turn `plumb chat`, with the prefix cache (turn N+1 prefills only its new
+# The demo model: 8 M parameters trained on English text (tools/train/README.md), converted
+# from its Hugging Face checkpoint (models/plumb-en-8m-hf) with `plumb convert --type Q8_0`.
+DEMO_MODEL = models/plumb-en-8m-Q8_0.gguf
+# Then a scripted 4-turn `plumb chat` (the model was not trained on dialog: the replies are
+# English-like text, the point is the timing), with the prefix cache (turn N+1 prefills only its new
 # tokens) and with --no-cache (every turn prefills the whole conversation), side by side.
 DEMO_CHAT_LINES = "Hello! Who are you?" "Tell me a story about a small cat." \
                   "What did the cat find in the garden?" "Thank you. Goodbye!"
@@ -49,8 +50,7 @@ DEMO_CHAT = $(BUILD)/tools/plumb chat -m $(DEMO_MODEL) --system "You are a helpf
 # One line per turn of a --stats-json file: turn path reused prefilled ttft_ms.
 DEMO_TURNS = sed -n 's/.*"turn": \([0-9]*\), "path": "\([a-z]*\)", "reused": \([0-9]*\), "prefilled": \([0-9]*\),.*"ttft_ms": \([0-9.]*\),.*/\1 \2 \3 \4 \5/p'
 demo: deps build
-	@test -f $(DEMO_MODEL) || $(BUILD)/tools/plumb mkmodel $(DEMO_MODEL) --preset tiny --type Q8_0
-	$(BUILD)/tools/plumb run -m $(DEMO_MODEL) -p "Once upon a time" -n 48 --ignore-eos --seed 42
+	$(BUILD)/tools/plumb run -m $(DEMO_MODEL) -p "Once upon a time" -n 64 --temp 0.7 --top-p 0.9 --seed 42
 	@echo; echo "== plumb chat: 4 user lines piped in; the prefix cache keeps the conversation"
 	printf '%s\n' $(DEMO_CHAT_LINES) | $(DEMO_CHAT) --stats-json $(BUILD)/demo-chat.json
 	@echo; echo "== the same conversation with --no-cache: every turn starts over"

@@ -21,3 +21,10 @@ foreach(m llama-bf16:1e-3 qwen3:1e-5)
   set_tests_properties(convert_matches_transformers_${name} PROPERTIES LABELS "unit;conformance"
     TIMEOUT 120 ENVIRONMENT_MODIFICATION "PLUMB_KERNELS=unset:;PLUMB_THREADS=unset:")
 endforeach()
+# The demo model against PyTorch and the tokenizers library (test_oracle.c says the bounds):
+# converted from models/plumb-en-8m-hf to F32, Q8_0 and Q4_K_M in the test itself.
+plumb_test(test_oracle LABELS unit conformance
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_oracle.c)
+set_property(TEST test_oracle APPEND PROPERTY ENVIRONMENT
+  "PLUMB_ORACLE_DIR=${CMAKE_CURRENT_SOURCE_DIR}/oracle"
+  "PLUMB_ORACLE_HF=${PROJECT_SOURCE_DIR}/models/plumb-en-8m-hf")
