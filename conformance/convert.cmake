@@ -27,4 +27,5 @@ plumb_test(test_oracle LABELS unit conformance
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_oracle.c)
 set_property(TEST test_oracle APPEND PROPERTY ENVIRONMENT
   "PLUMB_ORACLE_DIR=${CMAKE_CURRENT_SOURCE_DIR}/oracle"
-  "PLUMB_ORACLE_HF=${PROJECT_SOURCE_DIR}/models/plumb-en-8m-hf")
+  "PLUMB_ORACLE_HF=${PROJECT_SOURCE_DIR}/models/plumb-en-8m-hf"
+  "PLUMB_TOK_HF=${CMAKE_CURRENT_SOURCE_DIR}/data/hf")

@@ -24,3 +24,15 @@ if(PLUMB_PPL_GATE)
   set_tests_properties(ppl_gate PROPERTIES LABELS "conformance;model" TIMEOUT 900
     ENVIRONMENT_MODIFICATION "PLUMB_KERNELS=unset:")
 endif()
+
+# The same gate on the demo model (models/plumb-en-8m-hf, converted here) and the first 32 KiB
+# of its held-out text (Brown corpus paragraphs, conformance/oracle/heldout-brown.txt).
+set(plumb_demo_dir ${CMAKE_CURRENT_BINARY_DIR}/demo-ppl)
+add_test(NAME ppl_gate_demo_convert
+  COMMAND sh -c "mkdir -p '${plumb_demo_dir}' && for t in F32 Q8_0 Q4_K_M; do '$<TARGET_FILE:plumb_cli>' convert '${PROJECT_SOURCE_DIR}/models/plumb-en-8m-hf' '${plumb_demo_dir}/'$t.gguf --type $t >/dev/null || exit 1; done")
+set_tests_properties(ppl_gate_demo_convert PROPERTIES FIXTURES_SETUP demo_ppl TIMEOUT 120
+  LABELS "conformance;model")
+add_test(NAME ppl_gate_demo COMMAND ppl_gate ${plumb_demo_dir}/F32.gguf ${plumb_demo_dir}/Q8_0.gguf
+  ${plumb_demo_dir}/Q4_K_M.gguf ${CMAKE_CURRENT_SOURCE_DIR}/oracle/heldout-brown.txt 256)
+set_tests_properties(ppl_gate_demo PROPERTIES FIXTURES_REQUIRED demo_ppl LABELS "conformance;model"
+  TIMEOUT 300 ENVIRONMENT_MODIFICATION "PLUMB_KERNELS=unset:")

@@ -2,10 +2,12 @@
  * (models/plumb-en-8m-hf, trained by tools/train/train.py) converted with pl_convert_hf, its
  * logits compared with PyTorch's (conformance/oracle/oracle_logits.bin: transformers'
  * LlamaForCausalLM in float32 on the same bf16 weights) and its tokenizer's ids with the
- * `tokenizers` library's (conformance/oracle/tokenizer_parity.jsonl). Bounds (README,
+ * `tokenizers` library's (conformance/oracle/tokenizer_parity.jsonl; and, for Qwen2's NFC
+ * pipeline and Llama 3's, conformance/data/hf/{qwen2,llama3}-tok). Bounds (README,
  * "The outside oracle"): F32 max |dlogit| <= 2e-4 and the same argmax at every position;
  * mean KLD against PyTorch <= 5e-4 for Q8_0 and <= 2e-2 for Q4_K_M; ids exactly equal.
- * Environment: PLUMB_ORACLE_DIR (the fixtures), PLUMB_ORACLE_HF (the checkpoint). */
+ * Environment: PLUMB_ORACLE_DIR (the fixtures), PLUMB_ORACLE_HF (the checkpoint), PLUMB_TOK_HF
+ * (conformance/data/hf). */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -22,7 +24,7 @@
 #define Q4KM_MAX_KLD   2e-2
 
 static char tmpdir[] = "/tmp/plumb-oracle-XXXXXX";
-static char path_f32[128], path_q8[128], path_q4[128];
+static char path_f32[128], path_q8[128], path_q4[128], path_qwen2[128], path_llama3[128];
 
 /* oracle_logits.bin: "PLOR", u32 version 1, u32 n_prompts, u32 vocab; per prompt u32 n, then
  * n int32 ids and n x vocab float32 logits (conformance/oracle/README.md). */
@@ -82,17 +84,24 @@ static int convert(const char *hf, const char *out, pl_ftype ftype)
 static int setup(void)
 {
     const char *dir = getenv("PLUMB_ORACLE_DIR"), *hf = getenv("PLUMB_ORACLE_HF");
-    if (!dir || !hf) return fprintf(stderr, "PLUMB_ORACLE_DIR / PLUMB_ORACLE_HF not set\n"), 0;
+    if (!dir || !hf || !getenv("PLUMB_TOK_HF"))
+        return fprintf(stderr, "PLUMB_ORACLE_DIR / PLUMB_ORACLE_HF / PLUMB_TOK_HF not set\n"), 0;
     if (!mkdtemp(tmpdir)) return fprintf(stderr, "mkdtemp: %s\n", strerror(errno)), 0;
     snprintf(path_f32, sizeof path_f32, "%s/f32.gguf", tmpdir);
     snprintf(path_q8, sizeof path_q8, "%s/q8_0.gguf", tmpdir);
     snprintf(path_q4, sizeof path_q4, "%s/q4_k_m.gguf", tmpdir);
+    snprintf(path_qwen2, sizeof path_qwen2, "%s/qwen2-tok.gguf", tmpdir);
+    snprintf(path_llama3, sizeof path_llama3, "%s/llama3-tok.gguf", tmpdir);
+    char qwen2[1024], llama3[1024];
+    snprintf(qwen2, sizeof qwen2, "%s/qwen2-tok", getenv("PLUMB_TOK_HF"));
+    snprintf(llama3, sizeof llama3, "%s/llama3-tok", getenv("PLUMB_TOK_HF"));
     pl_ftype q8, q4;
     pl_error err;
     if (pl_ftype_from_name("Q8_0", &q8, &err) || pl_ftype_from_name("Q4_K_M", &q4, &err))
         return fprintf(stderr, "ftype: %s\n", err.msg), 0;
     return load_fixture(dir) && convert(hf, path_f32, PL_FTYPE_F32) && convert(hf, path_q8, q8) &&
-           convert(hf, path_q4, q4);
+           convert(hf, path_q4, q4) && convert(qwen2, path_qwen2, PL_FTYPE_F32) &&
+           convert(llama3, path_llama3, PL_FTYPE_F32);
 }
 
 static void teardown(void)
@@ -100,6 +109,8 @@ static void teardown(void)
     remove(path_f32);
     remove(path_q8);
     remove(path_q4);
+    remove(path_qwen2);
+    remove(path_llama3);
     rmdir(tmpdir);
     for (uint32_t p = 0; p < n_prompts; p++) {
         free(prompts[p].ids);
@@ -175,19 +186,19 @@ static void quantized_kld_against_pytorch(void)
     TU_CHECK(kld <= Q4KM_MAX_KLD, "Q4_K_M mean KLD %.3g > %.3g", kld, Q4KM_MAX_KLD);
 }
 
-/* Every line of tokenizer_parity.jsonl: plumb's ids for "text" (control tokens parsed, as the
+/* Every line of a tokenizer_parity.jsonl: plumb's ids for "text" (control tokens parsed, as the
  * `tokenizers` library matches special tokens; no BOS) equal "ids". */
-static void tokenizer_matches_tokenizers_library(void)
+static void parity(const char *gguf, const char *dir, int min_lines)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/tokenizer_parity.jsonl", getenv("PLUMB_ORACLE_DIR"));
+    snprintf(path, sizeof path, "%s/tokenizer_parity.jsonl", dir);
     FILE *f = fopen(path, "r");
     TU_CHECK(f != NULL, "%s: %s", path, strerror(errno));
     if (!f) return;
     pl_model *m = NULL;
     pl_error err;
     pl_model_params mp = {.flags = PL_MODEL_VOCAB_ONLY};
-    TU_CHECK(pl_model_load(&m, path_f32, &mp, &err) == PL_OK, "%s", err.msg);
+    TU_CHECK(pl_model_load(&m, gguf, &mp, &err) == PL_OK, "%s", err.msg);
     char *line = NULL;
     size_t cap = 0;
     int lines = 0, bad = 0;
@@ -222,10 +233,32 @@ static void tokenizer_matches_tokenizers_library(void)
     free(line);
     fclose(f);
     pl_model_free(m);
-    printf("\n  tokenizer parity: %d lines, %d differ\n", lines, bad);
-    TU_CHECK(lines >= 250, "only %d lines in %s", lines, path);
+    printf("\n  tokenizer parity (%s): %d lines, %d differ\n", path, lines, bad);
+    TU_CHECK(lines >= min_lines, "only %d lines in %s", lines, path);
     TU_CHECK(bad == 0, "%d of %d lines tokenize differently from the tokenizers library", bad,
              lines);
+}
+
+static void tokenizer_matches_tokenizers_library(void)
+{
+    parity(path_f32, getenv("PLUMB_ORACLE_DIR"), 350);
+}
+
+/* Qwen2's pipeline (NFC, then its Split regex, then ByteLevel) and Llama 3's (its regex,
+ * ignore_merges) as `tokenizers` runs them, on small vocabularies trained with exactly those
+ * tokenizer.json settings (conformance/data/hf/make_tok_fixtures.py). */
+static void qwen2_nfc_pipeline_matches_tokenizers_library(void)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/qwen2-tok", getenv("PLUMB_TOK_HF"));
+    parity(path_qwen2, dir, 300);
+}
+
+static void llama3_pipeline_matches_tokenizers_library(void)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/llama3-tok", getenv("PLUMB_TOK_HF"));
+    parity(path_llama3, dir, 300);
 }
 
 int main(void)
@@ -238,6 +271,9 @@ int main(void)
         {"f32_logits_match_pytorch", f32_logits_match_pytorch},
         {"quantized_kld_against_pytorch", quantized_kld_against_pytorch},
         {"tokenizer_matches_tokenizers_library", tokenizer_matches_tokenizers_library},
+        {"qwen2_nfc_pipeline_matches_tokenizers_library",
+         qwen2_nfc_pipeline_matches_tokenizers_library},
+        {"llama3_pipeline_matches_tokenizers_library", llama3_pipeline_matches_tokenizers_library},
         {NULL, NULL},
     };
     int rc = tu_run("oracle", tests);

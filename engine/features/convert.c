@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "core/core.h"
+#include "json_kind.h"
 
 #define MAX_JSON_FILE (256u << 20) /* tokenizer.json of a 256k vocabulary is ~10 MB */
 
@@ -71,28 +72,6 @@ typedef struct cjob {
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
 
-static const char *kind(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-        return "an integer";
-    case JSON_REAL:
-        return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    case JSON_NULL:
-        return "null";
-    }
-    return "a JSON value";
-}
-
 static char *join(const char *dir, const char *name)
 {
     size_t a = strlen(dir), b = strlen(name);
@@ -134,7 +113,7 @@ static pl_status read_json(jfile *f, const char *dir, const char *name, int requ
         return pl_fail(err, PL_ERR_FORMAT, "%s: not valid JSON: %s (line %d, column %d)", name,
                        je.text, je.line, je.column);
     if (!json_is_object(f->root)) {
-        s = pl_fail(err, PL_ERR_FORMAT, "%s: %s, not a JSON object", name, kind(f->root));
+        s = pl_fail(err, PL_ERR_FORMAT, "%s: %s, not a JSON object", name, pl_json_kind(f->root));
         json_decref(f->root);
         f->root = NULL;
     }
@@ -152,7 +131,8 @@ static pl_status get_int(const jfile *f, const char *key, int64_t lo, int64_t hi
         return PL_OK;
     }
     if (!json_is_integer(v))
-        return pl_fail(err, PL_ERR_TYPE, "%s: '%s' is %s, not an integer", f->name, key, kind(v));
+        return pl_fail(err, PL_ERR_TYPE, "%s: '%s' is %s, not an integer", f->name, key,
+                       pl_json_kind(v));
     json_int_t x = json_integer_value(v);
     if (x < lo || x > hi)
         return pl_fail(err, PL_ERR_LIMIT, "%s: '%s' = %lld is not in %lld..%lld", f->name, key,
@@ -169,7 +149,8 @@ static pl_status get_num(const jfile *f, const char *key, double def, double *ou
         return PL_OK;
     }
     if (!json_is_number(v))
-        return pl_fail(err, PL_ERR_TYPE, "%s: '%s' is %s, not a number", f->name, key, kind(v));
+        return pl_fail(err, PL_ERR_TYPE, "%s: '%s' is %s, not a number", f->name, key,
+                       pl_json_kind(v));
     *out = json_number_value(v);
     if (!(*out > 0.0) || *out > 1e30)
         return pl_fail(err, PL_ERR_LIMIT, "%s: '%s' = %g must be positive and finite", f->name, key,
@@ -185,7 +166,8 @@ static pl_status get_bool(const jfile *f, const char *key, int def, int *out, pl
         return PL_OK;
     }
     if (!json_is_boolean(v))
-        return pl_fail(err, PL_ERR_TYPE, "%s: '%s' is %s, not a boolean", f->name, key, kind(v));
+        return pl_fail(err, PL_ERR_TYPE, "%s: '%s' is %s, not a boolean", f->name, key,
+                       pl_json_kind(v));
     *out = json_is_true(v);
     return PL_OK;
 }
@@ -199,7 +181,8 @@ static pl_status get_token_id(const jfile *f, const char *key, int64_t *out, pl_
     if (v && json_is_array(v)) v = json_array_size(v) ? json_array_get(v, 0) : NULL;
     if (!v || json_is_null(v)) return PL_OK;
     if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
-        return pl_fail(err, PL_ERR_TYPE, "%s: '%s' is %s, not a token id", f->name, key, kind(v));
+        return pl_fail(err, PL_ERR_TYPE, "%s: '%s' is %s, not a token id", f->name, key,
+                       pl_json_kind(v));
     *out = json_integer_value(v);
     return PL_OK;
 }
@@ -255,7 +238,7 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
     if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
         return pl_fail(err, PL_ERR_UNSUPPORTED, "%s: hidden_act %s%.32s%s is not silu", f->name,
                        json_is_string(act) ? "'" : "",
-                       json_is_string(act) ? json_string_value(act) : kind(act),
+                       json_is_string(act) ? json_string_value(act) : pl_json_kind(act),
                        json_is_string(act) ? "'" : "");
     const json_t *rs = json_object_get(f->root, "rope_scaling");
     if (rs && !json_is_null(rs))
@@ -270,13 +253,13 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
         const json_t *type = json_is_object(rp) ? json_object_get(rp, "rope_type") : NULL;
         if (!json_is_object(rp))
             return pl_fail(err, PL_ERR_TYPE, "%s: rope_parameters is %s, not an object", f->name,
-                           kind(rp));
+                           pl_json_kind(rp));
         if (type && !(json_is_string(type) && strcmp(json_string_value(type), "default") == 0))
             return pl_fail(err, PL_ERR_UNSUPPORTED,
                            "%s: rope_parameters.rope_type %s%.32s%s is not 'default'; plumb's "
                            "forward pass has no RoPE scaling",
                            f->name, json_is_string(type) ? "'" : "",
-                           json_is_string(type) ? json_string_value(type) : kind(type),
+                           json_is_string(type) ? json_string_value(type) : pl_json_kind(type),
                            json_is_string(type) ? "'" : "");
         if (json_object_get(rp, "rope_theta") &&
             (s = get_num(&sub, "rope_theta", c->rope_theta, &c->rope_theta, err)))
@@ -415,7 +398,7 @@ static pl_status read_merges(vocab *v, const json_t *merges, const char *file, p
     if (!merges || json_is_null(merges)) return PL_OK;
     if (!json_is_array(merges))
         return pl_fail(err, PL_ERR_TYPE, "%s: model.merges is %s, not an array", file,
-                       kind(merges));
+                       pl_json_kind(merges));
     size_t n = json_array_size(merges);
     if (n > PL_GGUF_MAX_ARRAY)
         return pl_fail(err, PL_ERR_LIMIT, "%s: %zu merges, over the limit %u", file, n,
@@ -442,7 +425,7 @@ static pl_status read_merges(vocab *v, const json_t *merges, const char *file, p
         const json_t *b = a ? json_array_get(m, 1) : NULL;
         if (!a || !json_is_string(a) || !json_is_string(b))
             return pl_fail(err, PL_ERR_TYPE, "%s: merge %zu is %s, not \"a b\" or [\"a\", \"b\"]",
-                           file, i, kind(m));
+                           file, i, pl_json_kind(m));
         size_t la = json_string_length(a), lb = json_string_length(b);
         if (!la || !lb || strchr(json_string_value(a), ' ') || strchr(json_string_value(b), ' '))
             return pl_fail(err, PL_ERR_FORMAT,
@@ -503,7 +486,7 @@ static pl_status read_vocab(vocab *v, const jfile *f, int64_t n_rows, pl_error *
         return pl_fail(err, PL_ERR_TYPE, "%s: model.vocab is missing or not an object", f->name);
     if (added && !json_is_null(added) && !json_is_array(added))
         return pl_fail(err, PL_ERR_TYPE, "%s: added_tokens is %s, not an array", f->name,
-                       kind(added));
+                       pl_json_kind(added));
     int64_t max_id = -1;
     const char *key;
     json_t *val;
@@ -585,7 +568,8 @@ static pl_status special_id(const vocab *v, const jfile *tc, const char *key, in
     if (t && json_is_object(t)) t = json_object_get(t, "content");
     if (!t || json_is_null(t)) return PL_OK;
     if (!json_is_string(t))
-        return pl_fail(err, PL_ERR_TYPE, "%s: '%s' is %s, not a token", tc->name, key, kind(t));
+        return pl_fail(err, PL_ERR_TYPE, "%s: '%s' is %s, not a token", tc->name, key,
+                       pl_json_kind(t));
     const char *s = json_string_value(t);
     size_t n = json_string_length(t);
     /* the last definition wins, as added tokens come after the vocabulary */
@@ -676,7 +660,7 @@ static pl_status write_tokenizer(pl_gguf_writer *w, const vocab *v, const jfile 
             return pl_fail(err, PL_ERR_FORMAT,
                            "special token id %lld is past the vocabulary (%llu)", (long long)ids[i],
                            (unsigned long long)v->n);
-    int add_bos, add_eos;
+    int add_bos = -1, add_eos = -1;
     if ((s = get_bool(tc, "add_bos_token", -1, &add_bos, err)) ||
         (s = get_bool(tc, "add_eos_token", -1, &add_eos, err)))
         return s;
@@ -737,7 +721,7 @@ static pl_status chat_template(const jfile *tc, const jfile *jinja_file, const c
         }
     }
     return pl_fail(err, PL_ERR_TYPE, "%s: chat_template is %s, not a template string", tc->name,
-                   kind(t));
+                   pl_json_kind(t));
 }
 
 /* chat_template.jinja, read as text into {"t": text} so it lives like the JSON files. */

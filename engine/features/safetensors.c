@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "json_kind.h"
 
 #define DEFAULT_LABEL "safetensors"
 #define INDEX_NAME    "model.safetensors.index.json"
@@ -63,7 +64,8 @@ static char *dup_cstr(const char *s, size_t n)
     return p;
 }
 
-static const char *json_kind(const json_t *v)
+/* json_kind.h */
+const char *pl_json_kind(const json_t *v)
 {
     switch (json_typeof(v)) {
     case JSON_OBJECT:
@@ -97,7 +99,7 @@ static pl_status load_object(json_t **out, const void *text, size_t len, const c
                        label, what, je.text, je.line, je.column);
     if (!json_is_object(root)) {
         pl_status s = pl_fail(err, PL_ERR_FORMAT, "%s: %s is %s, not a JSON object", label, what,
-                              json_kind(root));
+                              pl_json_kind(root));
         json_decref(root);
         return s;
     }
@@ -166,7 +168,7 @@ static pl_status parse_tensor(pl_safetensors *st, uint32_t file, const char *lab
                        name_len, PL_SAFETENSORS_MAX_NAME);
     if (!json_is_object(entry))
         return pl_fail(err, PL_ERR_FORMAT, "%s: tensor '%s' is %s, not an object", label, name,
-                       json_kind(entry));
+                       pl_json_kind(entry));
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)entry, key, val)
@@ -186,7 +188,7 @@ static pl_status parse_tensor(pl_safetensors *st, uint32_t file, const char *lab
                              : "data_offsets");
     if (!json_is_string(jd))
         return pl_fail(err, PL_ERR_FORMAT, "%s: tensor '%s': dtype is %s, not a string", label,
-                       name, json_kind(jd));
+                       name, pl_json_kind(jd));
     const char *dt = json_string_value(jd);
     const struct dtype_desc *d = NULL;
     for (int i = 0; i < N_DTYPES; i++)
@@ -199,7 +201,7 @@ static pl_status parse_tensor(pl_safetensors *st, uint32_t file, const char *lab
                        label, name, dt);
     if (!json_is_array(js))
         return pl_fail(err, PL_ERR_FORMAT, "%s: tensor '%s': shape is %s, not an array", label,
-                       name, json_kind(js));
+                       name, pl_json_kind(js));
     size_t nd = json_array_size(js);
     if (nd > PL_SAFETENSORS_MAX_DIMS)
         return pl_fail(err, PL_ERR_LIMIT, "%s: tensor '%s': %zu dimensions, over the limit %u",
@@ -212,7 +214,7 @@ static pl_status parse_tensor(pl_safetensors *st, uint32_t file, const char *lab
         if (!get_u64(jv, &dim))
             return pl_fail(err, PL_ERR_FORMAT,
                            "%s: tensor '%s': shape[%zu] is %s, not a non-negative integer", label,
-                           name, i, json_is_integer(jv) ? "negative" : json_kind(jv));
+                           name, i, json_is_integer(jv) ? "negative" : pl_json_kind(jv));
         if (!pl_mul_u64(n_elems, dim, &n_elems) || n_elems > (uint64_t)INT64_MAX)
             return pl_fail(err, PL_ERR_LIMIT,
                            "%s: tensor '%s': the element count of its shape "
@@ -229,7 +231,7 @@ static pl_status parse_tensor(pl_safetensors *st, uint32_t file, const char *lab
     if (!json_is_array(jo) || json_array_size(jo) != 2)
         return pl_fail(
             err, PL_ERR_FORMAT, "%s: tensor '%s': data_offsets is %s, not an array [begin, end]",
-            label, name, json_is_array(jo) ? "an array of other than two items" : json_kind(jo));
+            label, name, json_is_array(jo) ? "an array of other than two items" : pl_json_kind(jo));
     uint64_t begin, end;
     if (!get_u64(json_array_get(jo, 0), &begin) || !get_u64(json_array_get(jo, 1), &end))
         return pl_fail(err, PL_ERR_FORMAT,
@@ -276,14 +278,14 @@ static pl_status parse_metadata(pl_safetensors *st, uint32_t file, const char *l
 {
     if (!json_is_object(m))
         return pl_fail(err, PL_ERR_FORMAT, "%s: __metadata__ is %s, not an object of strings",
-                       label, json_kind(m));
+                       label, pl_json_kind(m));
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)m, key, val)
     {
         if (!json_is_string(val))
             return pl_fail(err, PL_ERR_FORMAT, "%s: __metadata__ '%.64s' is %s, not a string",
-                           label, key, json_kind(val));
+                           label, key, pl_json_kind(val));
         if (st->n_meta == st->cap_meta) {
             uint64_t cap = st->cap_meta ? st->cap_meta * 2 : 8;
             st_meta *p = pl_realloc(st->meta, (size_t)cap * sizeof *p);
@@ -516,10 +518,10 @@ static pl_status index_parse(st_index *ix, const void *text, size_t len, pl_erro
     const json_t *meta = s ? NULL : json_object_get(ix->root, "metadata");
     if (!s && meta && !json_is_object(meta) && !json_is_null(meta))
         s = pl_fail(err, PL_ERR_FORMAT, "%s: metadata is %s, not an object", label,
-                    json_kind(meta));
+                    pl_json_kind(meta));
     if (!s && !json_is_object(ix->map))
         s = pl_fail(err, PL_ERR_FORMAT, "%s: weight_map is %s, not an object", label,
-                    json_kind(ix->map));
+                    pl_json_kind(ix->map));
     if (!s && json_object_size(ix->map) == 0)
         s = pl_fail(err, PL_ERR_FORMAT, "%s: weight_map names no tensor", label);
     if (!s && json_object_size(ix->map) > PL_SAFETENSORS_MAX_TENSORS)
@@ -530,7 +532,7 @@ static pl_status index_parse(st_index *ix, const void *text, size_t len, pl_erro
         {
             if (!json_is_string(val)) {
                 s = pl_fail(err, PL_ERR_FORMAT, "%s: weight_map['%.64s'] is %s, not a file name",
-                            label, key, json_kind(val));
+                            label, key, pl_json_kind(val));
                 break;
             }
             const char *fn = json_string_value(val);

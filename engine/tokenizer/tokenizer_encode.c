@@ -477,19 +477,45 @@ static pl_status encode_text(struct enc *e, const char *text, size_t len, uint32
     return PL_OK;
 }
 
-pl_status pl_tok_normalize(const struct pl_tokenizer *t, const char *text, size_t len,
-                           uint32_t flags, char *out, size_t cap, size_t *n_out, pl_error *err)
+/* The arguments both entry points take; known: the flags they accept, spelled for messages. */
+static pl_status check_args(const struct pl_tokenizer *t, const char *text, size_t len,
+                            uint32_t flags, uint32_t known, const char *known_names,
+                            const void *out, size_t cap, size_t *n_out, pl_error *err)
 {
     if (n_out) *n_out = 0;
     if (!t || !n_out) return pl_fail(err, PL_ERR_INVALID_ARG, "tokenizer or n_out is NULL");
     if (!text && len > 0) return pl_fail(err, PL_ERR_INVALID_ARG, "text is NULL");
     if (!out && cap > 0) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL but cap is %zu", cap);
-    if (flags & ~PL_TOKENIZE_PARSE_SPECIAL)
-        return pl_fail(err, PL_ERR_INVALID_ARG,
-                       "unknown normalize flags 0x%x (known: PL_TOKENIZE_PARSE_SPECIAL)", flags);
+    if (flags & ~known)
+        return pl_fail(err, PL_ERR_INVALID_ARG, "unknown pl_tokenize flags 0x%x (known: %s)", flags,
+                       known_names);
     if (len > PL_TOK_MAX_TEXT)
         return pl_fail(err, PL_ERR_LIMIT, "text of %zu bytes exceeds PL_TOK_MAX_TEXT (%zu)", len,
                        PL_TOK_MAX_TEXT);
+    return PL_OK;
+}
+
+/* Runs the encoder over text and frees its scratch; the count is e->n or e->norm_n. */
+static pl_status run_enc(struct enc *e, const char *text, size_t len, uint32_t flags, int prefix)
+{
+    pl_status s = PL_OK;
+    if (e->t->kind == PL_TOK_BPE && !e->normalize)
+        s = pl_pretok_scratch_new(&e->ps, &e->t->pre, e->err);
+    if (!s) s = encode_text(e, text ? text : "", len, flags, prefix);
+    pl_pretok_scratch_free(e->ps);
+    pl_free(e->sym);
+    pl_free(e->heap);
+    pl_free(e->buf);
+    pl_free(e->nfc);
+    return s;
+}
+
+pl_status pl_tok_normalize(const struct pl_tokenizer *t, const char *text, size_t len,
+                           uint32_t flags, char *out, size_t cap, size_t *n_out, pl_error *err)
+{
+    pl_status s = check_args(t, text, len, flags, PL_TOKENIZE_PARSE_SPECIAL,
+                             "PL_TOKENIZE_PARSE_SPECIAL", out, cap, n_out, err);
+    if (s) return s;
     struct enc e = {.t = t,
                     .err = err,
                     .text = text,
@@ -497,12 +523,7 @@ pl_status pl_tok_normalize(const struct pl_tokenizer *t, const char *text, size_
                     .normalize = 1,
                     .norm = out,
                     .norm_cap = cap};
-    pl_status s = encode_text(&e, text ? text : "", len, flags, 1);
-    pl_free(e.sym);
-    pl_free(e.heap);
-    pl_free(e.buf);
-    pl_free(e.nfc);
-    if (s) return s;
+    if ((s = run_enc(&e, text, len, flags, 1))) return s;
     *n_out = e.norm_n;
     if (e.norm_n > cap)
         return pl_fail(err, PL_ERR_BUFFER_TOO_SMALL,
@@ -521,28 +542,12 @@ pl_status pl_tok_encode_cont(const struct pl_tokenizer *t, const char *text, siz
                              uint32_t flags, int prefix, int32_t *out, size_t cap, size_t *n_out,
                              pl_error *err)
 {
-    if (n_out) *n_out = 0;
-    if (!t || !n_out) return pl_fail(err, PL_ERR_INVALID_ARG, "tokenizer or n_out is NULL");
-    if (!text && len > 0) return pl_fail(err, PL_ERR_INVALID_ARG, "text is NULL");
-    if (!out && cap > 0) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL but cap is %zu", cap);
-    if (flags & ~(PL_TOKENIZE_ADD_BOS | PL_TOKENIZE_PARSE_SPECIAL))
-        return pl_fail(err, PL_ERR_INVALID_ARG,
-                       "unknown pl_tokenize flags 0x%x (known: PL_TOKENIZE_ADD_BOS, "
-                       "PL_TOKENIZE_PARSE_SPECIAL)",
-                       flags);
-    if (len > PL_TOK_MAX_TEXT)
-        return pl_fail(err, PL_ERR_LIMIT, "text of %zu bytes exceeds PL_TOK_MAX_TEXT (%zu)", len,
-                       PL_TOK_MAX_TEXT);
-    struct enc e = {.t = t, .out = out, .cap = cap, .err = err, .text = text, .seg = text};
-    pl_status s = PL_OK;
-    if (t->kind == PL_TOK_BPE) s = pl_pretok_scratch_new(&e.ps, &t->pre, err);
-    if (!s) s = encode_text(&e, text ? text : "", len, flags, prefix);
-    pl_pretok_scratch_free(e.ps);
-    pl_free(e.sym);
-    pl_free(e.heap);
-    pl_free(e.buf);
-    pl_free(e.nfc);
+    pl_status s =
+        check_args(t, text, len, flags, PL_TOKENIZE_ADD_BOS | PL_TOKENIZE_PARSE_SPECIAL,
+                   "PL_TOKENIZE_ADD_BOS, PL_TOKENIZE_PARSE_SPECIAL", out, cap, n_out, err);
     if (s) return s;
+    struct enc e = {.t = t, .out = out, .cap = cap, .err = err, .text = text, .seg = text};
+    if ((s = run_enc(&e, text, len, flags, prefix))) return s;
     *n_out = e.n;
     if (e.n > cap)
         return pl_fail(err, PL_ERR_BUFFER_TOO_SMALL,
