@@ -24,6 +24,7 @@ typedef struct bench_opts {
     int n_kernels;
     int64_t reps, chunk, probe_mib;
     int no_repack, no_probe, format;
+    int latencies; /* --latencies: json rows carry every decode token's latency */
 } bench_opts;
 
 /* One line of the table: one test of one (model, kernel set, thread count). Times in ms. */
@@ -52,6 +53,8 @@ typedef struct bench_row {
     double tok_s_med, tok_s_min, tok_s_max;
     int has_latency; /* tg rows: per-token latency over every rep */
     double lat_p50, lat_p90, lat_p99;
+    double *lat_samples; /* --latencies: n_gen x reps, in time order (malloc'd), else NULL */
+    size_t n_lat_samples;
     uint64_t peak_rss;
     int peak_rss_scope_model; /* 1: since this model was loaded (VmHWM reset); 0: process */
     /* against the machine's limits (0 or negative: unknown) */

@@ -430,6 +430,14 @@ static void print_json_row(FILE *f, const bench_row *r)
         jnum(f, r->lat_p90, 1);
         fputs(", \"p99\": ", f);
         jnum(f, r->lat_p99, 1);
+        if (r->lat_samples) {
+            fputs(", \"samples\": [", f);
+            for (size_t i = 0; i < r->n_lat_samples; i++) {
+                fputs(i ? ", " : "", f);
+                jnum(f, r->lat_samples[i], 1);
+            }
+            fputs("]", f);
+        }
         fputs("}", f);
     } else {
         fputs("null", f);

@@ -56,6 +56,8 @@ static void usage(FILE *out)
         "  -o, --output md|json|csv    output format (default md)\n"
         "  --probe-mib N               read probe buffer in MiB (default 1024; far beyond L3)\n"
         "  --no-probe                  skip both probes (no % of roofline or peak)\n"
+        "  --latencies                 json: every decode token's latency in each tg row\n"
+        "                              (\"latency_ms\".\"samples\", timed reps in order)\n"
         "  -h, --help                  show this help\n"
         "\n"
         "Exit status: 0 success, 1 failure (a model that does not load, a kernel set this CPU\n"
@@ -152,12 +154,15 @@ static int parse(int argc, char **argv, bench_opts *o)
         if (k == CLI_ARG_POSITIONAL)
             return cli_usage_error(&a, "unexpected argument '%s' (models go after -m)", a.arg);
         if (cli_is_help(&a)) return cli_help(&a) + 100;
-        if (cli_is(&a, NULL, "--no-repack") || cli_is(&a, NULL, "--no-probe")) {
+        if (cli_is(&a, NULL, "--no-repack") || cli_is(&a, NULL, "--no-probe") ||
+            cli_is(&a, NULL, "--latencies")) {
             if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
             if (cli_is(&a, NULL, "--no-repack"))
                 o->no_repack = 1;
-            else
+            else if (cli_is(&a, NULL, "--no-probe"))
                 o->no_probe = 1;
+            else
+                o->latencies = 1;
             continue;
         }
         if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
@@ -347,6 +352,10 @@ static pl_status run_test(runner *r, pl_session *s, bench_row *row, const int32_
     row->tok_s_med = k % 2 ? sorted[k / 2] : 0.5 * (sorted[k / 2 - 1] + sorted[k / 2]);
     if (tg) {
         size_t m = (size_t)n * (size_t)row->reps;
+        if (r->o->latencies && (row->lat_samples = malloc(m * sizeof *lat))) {
+            memcpy(row->lat_samples, lat, m * sizeof *lat); /* before the sort: time order */
+            row->n_lat_samples = m;
+        }
         qsort(lat, m, sizeof *lat, cmp_double);
         row->has_latency = 1;
         row->lat_p50 = percentile(lat, m, 50);
@@ -702,7 +711,10 @@ int cmd_bench(int argc, char **argv)
             rc = bench_load(&r, o.models[mi], o.kernels[ki]);
     r.rep.load_avg[1] = bench_load_avg();
     if (rc == 0) bench_print_footer(stdout, &r.rep);
-    for (int i = 0; i < r.rep.n_rows; i++) free(r.rep.rows[i].tok_s);
+    for (int i = 0; i < r.rep.n_rows; i++) {
+        free(r.rep.rows[i].tok_s);
+        free(r.rep.rows[i].lat_samples);
+    }
     for (int i = 0; i < r.rep.n_probes; i++) {
         free(r.rep.probes[i].binding_json);
         free(r.rep.probes[i].binding_text);
