@@ -1,7 +1,7 @@
 # Makefile — the front door. CMake does the building; this file names the jobs.
 #   make deps   install missing Debian packages      make        configure + build (build/)
 #   make test   deps + build + ctest                 make demo   the main job on a built-in model
-#   make fuzz   AFL++ campaigns                      make perf   benchmarks + regression report
+#   make fuzz   AFL++ campaigns                      make perf   paired A/B regression report
 BUILD      ?= build
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
@@ -9,14 +9,14 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
 
 # Debian packages the build and the tests need (clang + its sanitizer runtime for the
-# CI sanitizer build; afl++ for `make fuzz`).
+# CI sanitizer build; afl++ for `make fuzz`; gnuplot-nox draws the `make perf` plots).
 DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
        libcunit1-dev libgsl-dev afl++ libhwloc-dev libpcre2-dev \
-       libutf8proc-dev libjansson-dev
+       libutf8proc-dev libjansson-dev gnuplot-nox
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps test demo fuzz perf clean format tsan
+.PHONY: all build deps test demo fuzz perf perf-micro perf-baseline perf-history clean format tsan
 
 all: build
 
@@ -76,10 +76,25 @@ fuzz-replay:
 fuzz-cmin:
 	$(FUZZ_ENV) fuzz/campaign.sh cmin
 
-# The benchmarks that exist so far (perf/NOTES.md says how to read them); the regression
-# report against a baseline arrives with the perf issue.
+# The regression report (perf/README.md): the work tree (A) against BASE (B, default HEAD~1), both
+# built in Release under build-perf/, `plumb bench` run interleaved A B / B A on the same cores;
+# report in perf/reports/. perf/perf.sh exits 0 no regression, 1 REGRESSION, 2 could not measure
+# (make turns any failure into 2: `git bisect run perf/perf.sh ab BASE=...` keeps the three apart).
+PERF_VARS = $(foreach v,BASE SUITE PAIRS ROUNDS THRESHOLD THREADS CPUS LOAD_MAX REVS,$(if $($(v)),$(v)="$($(v))"))
+perf:
+	@dpkg-query -W -f='$${Status}' gnuplot-nox 2>/dev/null | grep -q "install ok installed" || \
+	  command -v gnuplot >/dev/null || $(MAKE) deps
+	perf/perf.sh ab $(PERF_VARS) JOBS=$(JOBS)
+# Absolute medians of the quick suite for this commit: perf/baselines/<cpu signature>.json.
+perf-baseline:
+	perf/perf.sh baseline $(PERF_VARS) JOBS=$(JOBS)
+# tok/s per commit: make perf-history REVS="a b c" (round-robin, ROUNDS=3).
+perf-history:
+	perf/perf.sh history $(PERF_VARS) JOBS=$(JOBS)
+
+# The micro-benchmarks (perf/NOTES.md says how to read them): tokenizer, pool, one run, chat.
 PERF_MODEL = $(BUILD)/perf-qwen2-0.5b-q8_0.gguf
-perf: build
+perf-micro: build
 	$(BUILD)/perf/bench_tokenize 1 5
 	$(BUILD)/perf/bench_pool 2 10000
 	@test -f $(PERF_MODEL) || $(BUILD)/tools/plumb mkmodel $(PERF_MODEL) --preset qwen2-0.5b --type Q8_0
