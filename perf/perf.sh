@@ -82,7 +82,7 @@ models() {
 
 # bench PLUMB OUT.json preset type pp tg reps
 bench() {
-    local p=$1 out=$2 f=$PB/models/$4-$5.gguf extra=""
+    local p=$1 out=$2 f=$PB/models/$3-$4.gguf extra=""
     "$p" bench --help 2>&1 | grep -q -- --latencies && extra=--latencies
     local pin=""
     [ -n "$CPUS" ] && pin="taskset -c $CPUS"
