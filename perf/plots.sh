@@ -5,9 +5,9 @@
 set -eu
 command -v gnuplot >/dev/null || { echo "plots.sh: gnuplot not installed (make deps)" >&2; exit 1; }
 term() { # the two terminals, one after the other, around the same plot commands
-    printf 'set terminal svg size %s dynamic background "white"\nset output "%s.svg"\n%s\n' "$1" "$2" "$3" | gnuplot
-    printf 'set terminal pngcairo size %s\nset output "%s.png"\n%s\n' "$1" "$2" "$3" | gnuplot 2>/dev/null ||
-        printf 'set terminal png size %s\nset output "%s.png"\n%s\n' "$1" "$2" "$3" | gnuplot
+    printf 'set terminal svg size %s dynamic background "white" noenhanced\nset output "%s.svg"\n%s\n' "$1" "$2" "$3" | gnuplot
+    printf 'set terminal pngcairo size %s noenhanced\nset output "%s.png"\n%s\n' "$1" "$2" "$3" | gnuplot 2>/dev/null ||
+        printf 'set terminal png size %s noenhanced\nset output "%s.png"\n%s\n' "$1" "$2" "$3" | gnuplot
 }
 if [ "$1" = --history ]; then
     p=$2
