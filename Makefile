@@ -2,6 +2,7 @@
 #   make deps   install missing Debian packages      make        configure + build (build/)
 #   make test   deps + build + ctest                 make demo   the main job on a built-in model
 #   make fuzz   AFL++ campaigns                      make perf   benchmarks + regression report
+#   make perf-instr   instruction counts (callgrind), JSON + table
 BUILD      ?= build
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
@@ -9,14 +10,15 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
 
 # Debian packages the build and the tests need (clang + its sanitizer runtime for the
-# CI sanitizer build; afl++ for `make fuzz`).
+# CI sanitizer build; afl++ for `make fuzz`; valgrind for `make perf-instr` and its perf-smoke
+# test: callgrind counts instructions where the VM exposes no hardware counters).
 DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
        libcunit1-dev libgsl-dev afl++ libhwloc-dev libpcre2-dev \
-       libutf8proc-dev libjansson-dev
+       libutf8proc-dev libjansson-dev valgrind
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps test demo fuzz perf clean format tsan
+.PHONY: all build deps test demo fuzz perf perf-instr clean format tsan
 
 all: build
 
@@ -85,6 +87,13 @@ perf: build
 	@test -f $(PERF_MODEL) || $(BUILD)/tools/plumb mkmodel $(PERF_MODEL) --preset qwen2-0.5b --type Q8_0
 	$(BUILD)/tools/plumb run -m $(PERF_MODEL) --tokens $$(seq -s, 1 64) -n 33 --ignore-eos --temp 0 -v
 	$(BUILD)/perf/bench_chat $(PERF_MODEL) -o $(BUILD)/perf-chat.json
+
+# Instruction counts under callgrind (perf/perf_instr.sh; perf/NOTES.md, "Instruction counts"):
+# per prefilled/decoded token on tiny and qwen2-0.5b, per kernel call on fixed shapes, ref and
+# avx2 sets; writes $(BUILD)/perf-instr.json. Compare two: perf/perf_instr.sh compare A.json B.json
+PERF_INSTR_ARGS ?=
+perf-instr: deps build
+	perf/perf_instr.sh -b $(BUILD) $(PERF_INSTR_ARGS)
 
 # ThreadSanitizer over what runs on several threads: sessions sharing one model (chat) and the
 # thread pool. CI runs it after the ASan build.
