@@ -19,7 +19,10 @@ OUT=
 SETS="ref avx2"
 MODELS="tiny qwen2-0.5b"
 QUICK=0
-# Token counts per preset: prefill P1 and P2 (per token = their difference / (P2 - P1)), decode D.
+# Token counts per preset: prefill P1 and P2 (per token = their difference / (P2 - P1): the
+# marginal cost of tokens P1+1..P2, setup and the per-call cost cancel; attention grows with the
+# position, so the counts are part of the row's meaning and go into the JSON), decode D steps
+# after P2 (each computes the last token's logits, as generation does).
 tokens_for() {
     if [ "$QUICK" = 1 ]; then echo "1 2 1"; return; fi
     case "$1" in
@@ -119,7 +122,6 @@ for set in $SETS; do
         {
             echo "$set $model/setup per-run $setup"
             echo "$set $model/prefill per-token $per_pf"
-            echo "$set $model/prefill_call_overhead per-call $((i1 - per_pf * p1))"
             echo "$set $model/decode per-token $((dd / d))"
         } >>"$rows"
         echo "$model $p1 $p2 $d" >>"$work/tokens"
