@@ -27,7 +27,10 @@ tokens_for() {
     if [ "$QUICK" = 1 ]; then echo "1 2 1"; return; fi
     case "$1" in
     tiny) echo "8 24 8" ;;
-    *) echo "2 4 2" ;; # qwen2-0.5b under ref runs ~1 min per token: keep it small
+    # qwen2-0.5b under ref: ~1.5 G instructions a token, ~10 s under callgrind. P1 and P2 are
+    # multiples of 4: the avx2 repacked GEMM takes tokens in tiles of 4, and a marginal token that
+    # opens a tile costs more than one inside it (NOTES.md), so 2 -> 4 would count a tile edge.
+    *) echo "4 8 2" ;;
     esac
 }
 
