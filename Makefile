@@ -2,6 +2,7 @@
 #   make deps   install missing Debian packages      make        configure + build (build/)
 #   make test   deps + build + ctest                 make demo   the main job on a built-in model
 #   make fuzz   AFL++ campaigns                      make perf   paired A/B regression report
+#   make perf-instr   instruction counts (callgrind), JSON + table
 BUILD      ?= build
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
@@ -9,14 +10,16 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
 
 # Debian packages the build and the tests need (clang + its sanitizer runtime for the
-# CI sanitizer build; afl++ for `make fuzz`; gnuplot-nox draws the `make perf` plots).
+# CI sanitizer build; afl++ for `make fuzz`; gnuplot-nox draws the `make perf` plots; valgrind
+# for `make perf-instr` and its perf-smoke test: callgrind counts instructions where the VM
+# exposes no hardware counters).
 DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
        libcunit1-dev libgsl-dev afl++ libhwloc-dev libpcre2-dev \
-       libutf8proc-dev libjansson-dev gnuplot-nox
+       libutf8proc-dev libjansson-dev gnuplot-nox valgrind
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps test demo fuzz perf perf-micro perf-baseline perf-history clean format tsan
+.PHONY: all build deps test demo fuzz perf perf-micro perf-baseline perf-history perf-instr clean format tsan
 
 all: build
 
@@ -100,6 +103,13 @@ perf-micro: build
 	@test -f $(PERF_MODEL) || $(BUILD)/tools/plumb mkmodel $(PERF_MODEL) --preset qwen2-0.5b --type Q8_0
 	$(BUILD)/tools/plumb run -m $(PERF_MODEL) --tokens $$(seq -s, 1 64) -n 33 --ignore-eos --temp 0 -v
 	$(BUILD)/perf/bench_chat $(PERF_MODEL) -o $(BUILD)/perf-chat.json
+
+# Instruction counts under callgrind (perf/perf_instr.sh; perf/NOTES.md, "Instruction counts"):
+# per prefilled/decoded token on tiny and qwen2-0.5b, per kernel call on fixed shapes, ref and
+# avx2 sets; writes $(BUILD)/perf-instr.json. Compare two: perf/perf_instr.sh compare A.json B.json
+PERF_INSTR_ARGS ?=
+perf-instr: deps build
+	perf/perf_instr.sh -b $(BUILD) $(PERF_INSTR_ARGS)
 
 # ThreadSanitizer over what runs on several threads: sessions sharing one model (chat) and the
 # thread pool. CI runs it after the ASan build.
