@@ -382,6 +382,14 @@ int cli_parse_f64(const cli_args *a, const char *v, double lo, double hi, double
     return 0;
 }
 
+int cli_parse_kv(const cli_args *a, const char *v, const char **out)
+{
+    if (strcmp(v, "f16") && strcmp(v, "f32"))
+        return cli_usage_error(a, "--kv-type: '%s' is not f16 or f32", v);
+    *out = v;
+    return 0;
+}
+
 int cli_parse_f32(const cli_args *a, const char *v, double lo, double hi, float *out)
 {
     double x = 0.0;
@@ -448,11 +456,9 @@ int cli_gen_option(cli_args *a, const char *v, cli_gen_opts *o, int *rc)
         *rc = cli_parse_i64(a, v, 0, INT32_MAX / 4, &o->sinks);
     else if (cli_is(a, NULL, "--chunk"))
         *rc = cli_parse_i64(a, v, 1, 4096, &o->chunk);
-    else if (cli_is(a, NULL, "--kv-type")) {
-        if (strcmp(v, "f16") && strcmp(v, "f32"))
-            *rc = cli_usage_error(a, "--kv-type: '%s' is not f16 or f32", v);
-        o->kv = v;
-    } else if (cli_is(a, NULL, "--kernels"))
+    else if (cli_is(a, NULL, "--kv-type"))
+        *rc = cli_parse_kv(a, v, &o->kv);
+    else if (cli_is(a, NULL, "--kernels"))
         o->kernels = v;
     else
         return 0;

@@ -146,11 +146,9 @@ static int parse(int argc, char **argv, logits_opts *o)
             rc = cli_parse_i64(&a, v, 1, 4096, &o->threads);
         else if (cli_is(&a, "-c", "--ctx"))
             rc = cli_parse_i64(&a, v, 1, INT32_MAX / 2, &o->ctx);
-        else if (cli_is(&a, NULL, "--kv-type")) {
-            if (strcmp(v, "f16") && strcmp(v, "f32"))
-                return cli_usage_error(&a, "--kv-type: '%s' is not f16 or f32", v);
-            o->kv = v;
-        } else if (cli_is(&a, NULL, "--kernels"))
+        else if (cli_is(&a, NULL, "--kv-type"))
+            rc = cli_parse_kv(&a, v, &o->kv);
+        else if (cli_is(&a, NULL, "--kernels"))
             o->kernels = v;
         else
             return cli_unknown_option(&a);

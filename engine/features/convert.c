@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "core/core.h"
-#include "json_kind.h"
+#include "hf_util.h"
 
 #define MAX_JSON_FILE (256u << 20) /* tokenizer.json of a 256k vocabulary is ~10 MB */
 
@@ -72,17 +72,6 @@ typedef struct cjob {
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
 
-static char *join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = pl_malloc(a + b + 2);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
-}
-
 /* Reads dir/name into f. Absent and optional: f->root NULL, PL_OK. flags: extra jansson
  * decoding flags. */
 static pl_status read_json(jfile *f, const char *dir, const char *name, int required, size_t flags,
@@ -90,7 +79,7 @@ static pl_status read_json(jfile *f, const char *dir, const char *name, int requ
 {
     f->name = name;
     f->root = NULL;
-    char *path = join(dir, name);
+    char *path = pl_join_path(dir, name);
     if (!path) return pl_fail(err, PL_ERR_NOMEM, "no memory for a path");
     struct stat sb;
     if (stat(path, &sb) != 0) {
@@ -729,7 +718,7 @@ static pl_status read_jinja(jfile *f, const char *dir, pl_error *err)
 {
     f->name = "chat_template.jinja";
     f->root = NULL;
-    char *path = join(dir, f->name);
+    char *path = pl_join_path(dir, f->name);
     if (!path) return pl_fail(err, PL_ERR_NOMEM, "no memory for a path");
     struct stat sb;
     pl_status s = PL_OK;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "json_kind.h"
+#include "hf_util.h"
 
 #define DEFAULT_LABEL "safetensors"
 #define INDEX_NAME    "model.safetensors.index.json"
@@ -64,7 +64,7 @@ static char *dup_cstr(const char *s, size_t n)
     return p;
 }
 
-/* json_kind.h */
+/* hf_util.h */
 const char *pl_json_kind(const json_t *v)
 {
     switch (json_typeof(v)) {
@@ -641,7 +641,8 @@ pl_status pl_safetensors_parse_sharded(pl_safetensors **out, const void *index, 
     return pl_ok(err);
 }
 
-static char *join_path(const char *dir, const char *name)
+/* hf_util.h */
+char *pl_join_path(const char *dir, const char *name)
 {
     size_t a = strlen(dir), b = strlen(name);
     char *p = pl_malloc(a + b + 2);
@@ -656,14 +657,14 @@ pl_status pl_safetensors_open_dir(pl_safetensors **out, const char *dir, pl_erro
 {
     if (!out || !dir) return pl_fail(err, PL_ERR_INVALID_ARG, "out or dir is NULL");
     *out = NULL;
-    char *path = join_path(dir, INDEX_NAME);
+    char *path = pl_join_path(dir, INDEX_NAME);
     if (!path) return pl_fail(err, PL_ERR_NOMEM, "no memory for a path");
     pl_mapping imap;
     pl_error ierr = {0};
     pl_status s = pl_map_file(&imap, path, &ierr);
     pl_free(path);
     if (s) { /* no index: one file */
-        if (!(path = join_path(dir, SINGLE_NAME)))
+        if (!(path = pl_join_path(dir, SINGLE_NAME)))
             return pl_fail(err, PL_ERR_NOMEM, "no memory for a path");
         s = pl_safetensors_open(out, path, err);
         pl_free(path);
@@ -680,7 +681,7 @@ pl_status pl_safetensors_open_dir(pl_safetensors **out, const char *dir, pl_erro
     s = view_new(&st, ix.n_files, err);
     for (uint32_t f = 0; !s && f < ix.n_files; f++) {
         if (!(st->files[f].name = dup_cstr(ix.files[f], strlen(ix.files[f]))) ||
-            !(path = join_path(dir, ix.files[f]))) {
+            !(path = pl_join_path(dir, ix.files[f]))) {
             s = pl_fail(err, PL_ERR_NOMEM, "no memory for a path");
             break;
         }

@@ -269,8 +269,8 @@ static void attend_tile(const pl_attn_args *a, const tile *tl, int64_t g, float 
         break;
                 SC(1)
                 SC(2)
-                SC(3) SC(4) SC(5) SC(6) SC(7) default
-                    : score_chunk(s, tl->q + i0, kt, D, a->scale, QC);
+                SC(3)
+                SC(4) SC(5) SC(6) SC(7) default : score_chunk(s, tl->q + i0, kt, D, a->scale, QC);
 #undef SC
             }
         }
