@@ -4,8 +4,13 @@
 # Not the statistics (perf/perf_stats.c) nor the benchmark (tools/cmd_bench.c).
 #
 #   perf/perf.sh ab        [BASE=HEAD~1] [SUITE=quick|full] [PAIRS=5] [THRESHOLD=0.03]
+#                          [INSTR=1|0|only] [INSTR_THRESHOLD=1] [CHAT=1|0]
 #   perf/perf.sh baseline  [SUITE=quick]
-#   perf/perf.sh history   REVS="a b c" [ROUNDS=3] [SUITE=quick]
+#   perf/perf.sh history   REVS="a b c" [ROUNDS=3] [SUITE=quick] [INSTR=1|0]
+# INSTR: also count instructions under callgrind (perf_instr.sh) for both sides and add the
+# deltas to the report (a row past INSTR_THRESHOLD % is a REGRESSION too); INSTR=only skips the
+# timed rounds (deterministic and quick: what `git bisect run` wants). CHAT: the suite's chat row
+# (bench_chat: per-turn time to first token with and without the prefix cache).
 # Other knobs: THREADS (default 2), CPUS (taskset list, default all), LOAD_MAX (default
 # THREADS + 0.5), JOBS. Exit: 0 no regression, 1 a REGRESSION, 2 could not measure.
 set -u
@@ -19,6 +24,9 @@ SUITE=${SUITE:-quick}
 PAIRS=${PAIRS:-5}
 ROUNDS=${ROUNDS:-3}
 THRESHOLD=${THRESHOLD:-0.03}
+INSTR=${INSTR:-1}
+INSTR_THRESHOLD=${INSTR_THRESHOLD:-1}
+CHAT=${CHAT:-1}
 THREADS=${THREADS:-2}
 LOAD_MAX=${LOAD_MAX:-$(awk -v t="$THREADS" 'BEGIN { print t + 0.5 }')}
 JOBS=${JOBS:-2}
@@ -29,24 +37,35 @@ CAND=$PB/cand
 die() { echo "perf: $*" >&2; exit 2; }
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
 
-# The suite: one line per model: preset type n_prompt n_gen reps.
+# The suite, one line per benchmark: "bench preset type n_prompt n_gen reps" (plumb bench) or
+# "chat preset type turns gen" (bench_chat, per-turn time to first token, cache on and off).
 suite() {
     case $SUITE in
-    quick) printf '%s\n' "tiny Q8_0 64 128 3" "qwen2-0.5b Q8_0 64,512 64 2" ;;
+    quick) printf '%s\n' "bench tiny Q8_0 64 128 3" "bench qwen2-0.5b Q8_0 64,512 64 2" ;;
     full)
         for t in Q8_0 Q4_0 Q4_K_M; do
-            printf '%s\n' "tiny $t 64 128 3" "qwen2-0.5b $t 64,512 128 2" "llama-1b $t 64,512 64 2"
+            printf '%s\n' "bench tiny $t 64 128 3" "bench qwen2-0.5b $t 64,512 128 2" \
+                "bench llama-1b $t 64,512 64 2"
         done ;;
     *) die "SUITE=$SUITE: not quick or full" ;;
     esac
+    [ "$CHAT" = 1 ] && echo "chat qwen2-0.5b Q8_0 4 8"
+    return 0
 }
 
-# build DIR SRC: Release build of plumb (+ perf_report) from SRC into DIR; quiet unless it fails.
+# The models whose instructions are counted: the quick suite's tiny preset (seconds), the full
+# suite's tiny and qwen2-0.5b (about 1.5 minutes a side).
+instr_models() { [ "$SUITE" = full ] && echo "tiny qwen2-0.5b" || echo tiny; }
+
+# build DIR SRC: Release build of plumb, bench_chat and (INSTR) the callgrind drivers from SRC
+# into DIR (the targets that SRC has: an older commit may predate some); quiet unless it fails.
 build() {
-    local dir=$1 src=$2 log=$1.log
+    local dir=$1 src=$2 log=$1.log targets=(plumb_cli)
+    [ -f "$src/perf/bench_chat.c" ] && targets+=(bench_chat)
+    [ "$INSTR" != 0 ] && [ -f "$src/perf/instr_model.c" ] && targets+=(instr_kernels instr_model instr_compare)
     mkdir -p "$dir"
     { cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DPLUMB_BUILD_TESTS=OFF &&
-        cmake --build "$dir" -j "$JOBS" --target plumb_cli; } >"$log" 2>&1 ||
+        cmake --build "$dir" -j "$JOBS" --target "${targets[@]}"; } >"$log" 2>&1 ||
         { tail -20 "$log" >&2; die "build of $src failed (log: $log)"; }
 }
 
@@ -57,11 +76,9 @@ rev_plumb() {
     sha=$(git rev-parse --verify -q "$1^{commit}") || die "no such revision: $1"
     short=${sha:0:12}
     local src=$PB/src-$short dir=$PB/bld-$short
-    if [ ! -x "$dir/tools/plumb" ]; then
-        echo "perf: building $1 ($short) in $dir" >&2
-        [ -d "$src" ] || git worktree add -q --detach "$src" "$sha" >&2 || die "git worktree add $sha"
-        build "$dir" "$src"
-    fi
+    [ -x "$dir/tools/plumb" ] || echo "perf: building $1 ($short) in $dir" >&2
+    [ -d "$src" ] || git worktree add -q --detach "$src" "$sha" >&2 || die "git worktree add $sha"
+    build "$dir" "$src" # incremental: adds what this run needs (bench_chat, instr drivers)
     echo "$dir/tools/plumb"
 }
 
@@ -73,43 +90,54 @@ build_candidate() {
 
 models() {
     mkdir -p "$PB/models"
-    suite | while read -r preset type _; do
+    suite | while read -r _ preset type _; do
         local f=$PB/models/$preset-$type.gguf
         [ -f "$f" ] || "$CAND/tools/plumb" mkmodel "$f" --preset "$preset" --type "$type" >/dev/null ||
             die "mkmodel $preset $type"
     done
 }
 
-# bench PLUMB OUT.json preset type pp tg reps
+# bench PLUMB OUT.json kind preset type args...: one benchmark of the suite with that build.
 bench() {
-    local p=$1 out=$2 f=$PB/models/$3-$4.gguf extra=""
-    "$p" bench --help 2>&1 | grep -q -- --latencies && extra=--latencies
+    local p=$1 out=$2 kind=$3 f=$PB/models/$4-$5.gguf extra=""
     local pin=""
     [ -n "$CPUS" ] && pin="taskset -c $CPUS"
-    $pin "$p" bench -m "$f" -p "$5" -n "$6" -r "$7" -t "$THREADS" -o json $extra \
+    if [ "$kind" = chat ]; then
+        local bc
+        bc=$(dirname "$(dirname "$p")")/perf/bench_chat
+        [ -x "$bc" ] || { echo '{"bench": "chat", "missing": true}' >"$out"; return 0; }
+        $pin "$bc" "$f" -t "$THREADS" --turns "$6" --gen "$7" --reps 3 -o "$out" >"$out.log" 2>&1 ||
+            { tail -5 "$out.log" >&2; die "bench_chat failed: $bc on $f"; }
+        return 0
+    fi
+    "$p" bench --help 2>&1 | grep -q -- --latencies && extra=--latencies
+    $pin "$p" bench -m "$f" -p "$6" -n "$7" -r "$8" -t "$THREADS" -o json $extra \
         2>"$out.err" >"$out" || { tail -5 "$out.err" >&2; die "bench failed: $p on $f"; }
 }
 
-# run_rounds DIR ROUNDS PLUMB...: round-robin over the plumbs, the order rotating each round.
+# run_rounds DIR ROUNDS PLUMB...: round-robin over the plumbs; which goes first rotates from
+# one round to the next for every line of the suite (and from one line to the next in a round).
 run_rounds() {
     local dir=$1 n=$2
     shift 2
-    local plumbs=("$@") k=${#plumbs[@]}
+    local plumbs=("$@") k=${#plumbs[@]} line
     : >"$dir/runs.tsv"
-    local line=0
     for ((r = 0; r < n; r++)); do
-        while read -r preset type pp tg reps; do
+        line=0
+        while read -r kind preset type args; do
             local first=$(((r + line) % k)) order="" files=()
             local lb
             lb=$(loadavg)
             for ((j = 0; j < k; j++)); do
                 local s=$(((first + j) % k))
                 order+=$(printf "\\x$(printf %x $((65 + s)))")
-                bench "${plumbs[s]}" "$dir/r$r-$preset-$type-$s.json" "$preset" "$type" "$pp" "$tg" "$reps"
+                # shellcheck disable=SC2086 # args: the line's numbers, split on purpose
+                bench "${plumbs[s]}" "$dir/r$r-$kind-$preset-$type-$s.json" "$kind" "$preset" \
+                    "$type" $args
             done
-            for ((s = 0; s < k; s++)); do files+=("r$r-$preset-$type-$s.json"); done
+            for ((s = 0; s < k; s++)); do files+=("r$r-$kind-$preset-$type-$s.json"); done
             echo "$r $preset-$type $order $lb $(loadavg) ${files[*]}" >>"$dir/runs.tsv"
-            echo "perf: round $((r + 1))/$n $preset $type ($order) load $lb -> $(loadavg)" >&2
+            echo "perf: round $((r + 1))/$n $kind $preset $type ($order) load $lb -> $(loadavg)" >&2
             line=$((line + 1))
         done < <(suite)
     done
@@ -122,6 +150,33 @@ cpu_signature() {
     echo "${name:-unknown}-$flags"
 }
 
+# instr_side BUILD SRC OUT.json: perf_instr.sh (this tree's: one procedure for both sides) on
+# BUILD, run in SRC so the JSON names SRC's commit, on the candidate's model files. 1 when BUILD
+# has no callgrind drivers (a commit older than them).
+instr_side() {
+    local b=$1 src=$2 out=$3 m
+    [ -x "$b/perf/instr_model" ] || return 1
+    for m in $(instr_models); do
+        [ "$b" = "$CAND" ] || [ ! -f "$CAND/perf-$m-q8_0.gguf" ] ||
+            ln -sf "$CAND/perf-$m-q8_0.gguf" "$b/perf-$m-q8_0.gguf"
+    done
+    echo "perf: instructions under callgrind ($(instr_models)): $src" >&2
+    (cd "$src" && bash "$ROOT/perf/perf_instr.sh" -b "$b" --models "$(instr_models)" -o "$out") \
+        >"$out.md" 2>"$out.log" || { tail -5 "$out.log" >&2; die "perf_instr.sh failed on $b"; }
+}
+
+# instr_ab WORK BASE_PLUMB: both sides' counts and their comparison into WORK/instr.md; the
+# exit status of instr_compare (0 same, 1 a REGRESSION), 3 when the baseline has no drivers.
+instr_ab() {
+    local work=$1 bdir
+    bdir=$(dirname "$(dirname "$2")")
+    command -v valgrind >/dev/null || die "INSTR needs valgrind (make deps), or INSTR=0"
+    instr_side "$CAND" "$ROOT" "$work/instr-A.json"
+    instr_side "$bdir" "$PB/src-$(basename "$bdir" | sed 's/^bld-//')" "$work/instr-B.json" || return 3
+    "$CAND/perf/instr_compare" "$work/instr-B.json" "$work/instr-A.json" \
+        --threshold "$INSTR_THRESHOLD" >"$work/instr.md"
+}
+
 date_tag=$(date +%Y-%m-%d)
 case $MODE in
 ab)
@@ -130,6 +185,13 @@ ab)
     models || exit 2
     work=$PB/run-ab
     rm -rf "$work" && mkdir -p "$work"
+    if [ "$INSTR" = only ]; then # no timing, no report file: the verdict of the counts alone
+        instr_ab "$work" "$base"
+        rc=$?
+        [ $rc = 3 ] && die "BASE=$BASE has no callgrind drivers (perf/instr_model.c)"
+        cat "$work/instr.md"
+        exit $rc
+    fi
     run_rounds "$work" "$PAIRS" "$CAND/tools/plumb" "$base"
     short=$(git rev-parse --short=8 HEAD)
     git diff --quiet HEAD -- . 2>/dev/null || short=$short-dirty
@@ -141,8 +203,31 @@ ab)
     "$CAND/perf/perf_report" pairs "$work" "$prefix" "${args[@]}"
     rc=$?
     [ $rc -ge 2 ] && exit 2
+    if [ "$INSTR" != 0 ]; then
+        instr_ab "$work" "$base"
+        irc=$?
+        {
+            printf '\n## Instructions (callgrind; ref and avx2 sets; %s)\n\n' "$(instr_models)"
+            if [ $irc = 3 ]; then
+                echo "Not counted: the baseline predates the callgrind drivers."
+            else
+                cp "$work/instr-A.json" "$prefix-instr-A.json"
+                cp "$work/instr-B.json" "$prefix-instr-B.json"
+                echo "Counts do not move with load: any change is real; past ${INSTR_THRESHOLD}% is"
+                echo "a REGRESSION. Per token: the marginal cost of a prefilled / decoded token."
+                echo "Files: $(basename "$prefix")-instr-A.json (candidate), -instr-B.json (baseline)."
+                echo
+                sed -n '/^| row/,/^$/p' "$work/instr.md"
+                tail -1 "$work/instr.md" | sed 's/^/**Instructions: /; s/$/.**/'
+            fi
+        } >>"$prefix.md"
+        if [ $irc = 1 ] && [ $rc = 0 ]; then
+            sed -i 's/^\*\*Verdict: no regression (exit status 0)/**Verdict: REGRESSION in the instruction counts (exit status 1)/' "$prefix.md"
+            rc=1
+        fi
+    fi
     sh perf/plots.sh "$prefix" "$THRESHOLD" || echo "perf: plots failed (gnuplot missing? make deps)" >&2
-    sed -n '/^| row/,/^$/p; /^\*\*Verdict/p' "$prefix.md"
+    awk '/^\| row/ { t++ } t == 1 && /^\|/; /^\*\*(Verdict|Instructions)/' "$prefix.md"
     echo "perf: report $prefix.md (+ .json, plots)"
     exit $rc ;;
 baseline)

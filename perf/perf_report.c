@@ -9,8 +9,9 @@
  *
  * DIR/runs.tsv, one line per round and model: "round model order load_before load_after json..."
  * (pairs: json 1 is the candidate A, json 2 the baseline B; order "AB" or "BA" says which ran
- * first; history: one json per rev, rev labels in DIR/revs.txt). Exit: 0, 1 a REGRESSION, 2 bad
- * input. */
+ * first; history: one json per rev, rev labels in DIR/revs.txt). A json is a `plumb bench -o
+ * json` document or a bench_chat one ("bench": "chat": its per-turn time to first token with and
+ * without the prefix cache). Exit: 0, 1 a REGRESSION, 2 bad input. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@ typedef struct metric {
     char name[96]; /* "qwen2-0.5b-Q8_0 tg128 tok/s" */
     char unit[16];
     int higher_is_better;
+    int hidden;                         /* per-turn chat values: the plot's, not a table row */
     int n;                              /* rounds seen */
     double v[MAX_SIDES][MAX_ROUNDS];    /* per side, per round */
     double roof[MAX_SIDES][MAX_ROUNDS]; /* tg tok/s rows: % of roofline, NAN when unknown */
@@ -93,6 +95,45 @@ static void add_latencies(report *r, int side, const char *model, json_t *sample
     r->n_lat[side][k] = old + n;
 }
 
+enum { MAX_CHAT_TURNS = 64 };
+
+/* A bench_chat document: per run (cache, no_cache) a visible row, the median time to first token
+ * over turns 2.. (turn 1 is the same prefill either way; the median, since one turn's single
+ * measurement can catch a stall), and a hidden metric per turn (the per-turn plot). */
+static void read_chat(report *r, json_t *doc, int round, int side, int loaded, double load)
+{
+    const char *path = json_string_value(json_object_get(doc, "model"));
+    char model[64];
+    const char *b = path ? strrchr(path, '/') : NULL;
+    snprintf(model, sizeof model, "%s", b ? b + 1 : path ? path : "?");
+    char *dot = strstr(model, ".gguf");
+    if (dot) *dot = 0;
+    static const char *const runs[] = {"cache", "no_cache"};
+    for (int k = 0; k < 2; k++) {
+        json_t *turns = json_object_get(json_object_get(doc, "runs"), runs[k]);
+        double ttft[MAX_CHAT_TURNS];
+        int n = 0;
+        size_t i;
+        json_t *t;
+        json_array_foreach(turns, i, t)
+        {
+            double ms = num(t, "ttft_ms");
+            if (!isfinite(ms) || i >= MAX_CHAT_TURNS) continue;
+            char name[96];
+            snprintf(name, sizeof name, "chat %s turn %zu ttft (%s)", model, i + 1, runs[k]);
+            put(r, round, side, name, "ms", 0, ms, NAN, loaded, load);
+            metric *m = get_metric(r, name, "ms", 0);
+            if (m) m->hidden = 1;
+            if (i > 0) ttft[n++] = ms;
+        }
+        if (n) {
+            char name[96];
+            snprintf(name, sizeof name, "chat %s ttft turns 2-%d (%s)", model, n + 1, runs[k]);
+            put(r, round, side, name, "ms", 0, perf_median(ttft, (size_t)n), NAN, loaded, load);
+        }
+    }
+}
+
 /* Every row of one bench document into the metrics of (round, side). */
 static int read_bench(report *r, const char *path, int round, int side, int loaded, double load)
 {
@@ -101,6 +142,13 @@ static int read_bench(report *r, const char *path, int round, int side, int load
     if (!doc) {
         fprintf(stderr, "perf_report: %s:%d: %s\n", path, e.line, e.text);
         return -1;
+    }
+    const char *kind = json_string_value(json_object_get(doc, "bench"));
+    if (kind && strcmp(kind, "chat") == 0) { /* "missing": that build has no bench_chat */
+        if (!json_is_true(json_object_get(doc, "missing")))
+            read_chat(r, doc, round, side, loaded, load);
+        json_decref(doc);
+        return 0;
     }
     json_t *rows = json_object_get(doc, "results");
     size_t i;
@@ -300,6 +348,50 @@ static const char *base_name(const char *p)
     return s ? s + 1 : p;
 }
 
+/* The median per turn of each side's hidden chat metrics: PREFIX-chat.dat, one line a turn
+ * "turn A_cache A_no_cache B_cache B_no_cache" (the first chat model only). 1 when written. */
+static int write_chat_dat(const report *r, const char *prefix)
+{
+    char path[4096], want[96] = "";
+    for (int i = 0; i < r->n_m && !want[0]; i++)
+        if (r->m[i].hidden) {
+            snprintf(want, sizeof want, "%s", r->m[i].name);
+            char *t = strstr(want, " turn ");
+            if (t) *t = 0; /* "chat <model>" */
+        }
+    if (!want[0]) return 0;
+    snprintf(path, sizeof path, "%s-chat.dat", prefix);
+    FILE *f = fopen(path, "w");
+    if (!f) return 0;
+    fprintf(f,
+            "# %s: turn, ttft ms (median over rounds): A cache, A no cache, B cache, B no "
+            "cache\n",
+            want);
+    int lines = 0;
+    for (int turn = 1; turn <= MAX_CHAT_TURNS; turn++) {
+        double v[4];
+        int ok = 0;
+        for (int k = 0; k < 4; k++) {
+            char name[128];
+            snprintf(name, sizeof name, "%s turn %d ttft (%s)", want, turn,
+                     k % 2 ? "no_cache" : "cache");
+            v[k] = NAN;
+            for (int i = 0; i < r->n_m; i++)
+                if (strcmp(r->m[i].name, name) == 0) {
+                    double a[MAX_ROUNDS];
+                    size_t n = side_values(&r->m[i], k / 2, 2, a);
+                    v[k] = perf_median(a, n);
+                    ok += n > 0;
+                }
+        }
+        if (ok < 4) break;
+        fprintf(f, "%d %.6g %.6g %.6g %.6g\n", turn, v[0], v[1], v[2], v[3]);
+        lines++;
+    }
+    fclose(f);
+    return lines > 0;
+}
+
 static int do_pairs(report *r, const char *prefix, double threshold, double load_max,
                     const char *baseline)
 {
@@ -351,6 +443,7 @@ static int do_pairs(report *r, const char *prefix, double threshold, double load
     int regress = 0, idx = 0;
     for (int i = 0; i < r->n_m; i++) {
         const metric *m = &r->m[i];
+        if (m->hidden) continue;
         row_stat st;
         stat_row(m, threshold, &st);
         if (st.n == 0) continue;
@@ -396,11 +489,17 @@ static int do_pairs(report *r, const char *prefix, double threshold, double load
                 fprintf(c, "%.6g %.6g\n", r->lat[s][k][i], (double)(i + 1) / (double)n);
             fclose(c);
         }
+    int chat = write_chat_dat(r, prefix);
     fprintf(md, "\n**Verdict: %s.**\n",
             regress ? "REGRESSION (exit status 1)" : "no regression (exit status 0)");
     fprintf(md, "\n![ratio per row with its 95%% interval](%s-ratio.svg)\n", pname);
     if (r->n_lat_models) fprintf(md, "\n![decode latency CDF, A against B](%s-cdf.svg)\n", pname);
     fprintf(md, "\n![%% of the read roofline per tg row](%s-roofline.svg)\n", pname);
+    if (chat)
+        fprintf(md,
+                "\n![chat: time to first token per turn, with and without the prefix cache, A "
+                "and B](%s-chat.svg)\n",
+                pname);
     json_t *mach = json_object_get(A, "machine");
     fprintf(md, "\n## Machine and binding\n\n- CPU: %s\n- topology: %s\n",
             json_string_value(json_object_get(mach, "cpu")),
@@ -432,6 +531,7 @@ static int do_baseline(report *r, const char *out_path, const char *sig)
     json_object_set_new(out, "threads", json_integer(row_threads(r->first[0])));
     for (int i = 0; i < r->n_m; i++) {
         double a[MAX_ROUNDS];
+        if (r->m[i].hidden) continue;
         size_t n = side_values(&r->m[i], 0, 1, a);
         if (n) json_object_set_new(med, r->m[i].name, json_real(perf_median(a, n)));
     }

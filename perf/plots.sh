@@ -1,6 +1,7 @@
 #!/bin/sh
 # plots.sh — the gnuplot figures of a perf report (SVG and PNG), from perf_report's .dat files.
-#   plots.sh PREFIX THRESHOLD     ratio per row with its interval, latency CDF A vs B, % roofline
+#   plots.sh PREFIX THRESHOLD     ratio per row with its interval, latency CDF A vs B, % roofline,
+#                                 chat time to first token per turn (cache on and off, A and B)
 #   plots.sh --history PREFIX     tok/s per rev
 set -eu
 command -v gnuplot >/dev/null || { echo "plots.sh: gnuplot not installed (make deps)" >&2; exit 1; }
@@ -43,4 +44,13 @@ if [ -s "$p-roofline.dat" ]; then
 set style data histograms; set style fill solid 0.7; set ylabel '% of roofline'; set grid ytics
 set xtics rotate by -20; set yrange [0:*]
 plot '$p-roofline.dat' using 2:xtic(1) title 'A', '' using 3 title 'B'"
+fi
+if [ -s "$p-chat.dat" ]; then
+    m=$(head -1 "$p-chat.dat" | sed 's/^# //; s/:.*//')
+    term 900,500 "$p-chat" "set title '$m: time to first token per turn (median over pairs)'
+set xlabel 'turn'; set ylabel 'ms'; set grid; set key top left; set yrange [0:*]
+plot '$p-chat.dat' using 1:2 with linespoints lw 2 pt 7 lc 'blue' title 'A, prefix cache', \\
+     '' using 1:3 with linespoints lw 2 pt 5 lc 'red' title 'A, no cache', \\
+     '' using 1:4 with linespoints dt 2 pt 6 lc 'blue' title 'B, prefix cache', \\
+     '' using 1:5 with linespoints dt 2 pt 4 lc 'red' title 'B, no cache'"
 fi
