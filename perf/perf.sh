@@ -12,7 +12,8 @@
 # timed rounds (deterministic and quick: what `git bisect run` wants). CHAT: the suite's chat row
 # (bench_chat: per-turn time to first token with and without the prefix cache).
 # Other knobs: THREADS (default 2), CPUS (taskset list, default all), LOAD_MAX (default
-# THREADS + 0.5), JOBS. Exit: 0 no regression, 1 a REGRESSION, 2 could not measure.
+# THREADS + 0.5), JOBS. Exit: 0 no regression, 1 a REGRESSION, 2 could not measure (125 with
+# BISECT=1: what `git bisect run` reads as "skip this commit", e.g. one that does not build).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
@@ -34,7 +35,9 @@ CPUS=${CPUS:-}
 PB=$ROOT/build-perf
 CAND=$PB/cand
 
-die() { echo "perf: $*" >&2; exit 2; }
+FAIL_RC=2
+[ "${BISECT:-0}" = 1 ] && FAIL_RC=125
+die() { echo "perf: $*" >&2; exit "$FAIL_RC"; }
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
 
 # The suite, one line per benchmark: "bench preset type n_prompt n_gen reps" (plumb bench) or
@@ -156,12 +159,14 @@ cpu_signature() {
 instr_side() {
     local b=$1 src=$2 out=$3 m
     [ -x "$b/perf/instr_model" ] || return 1
-    for m in $(instr_models); do
-        [ "$b" = "$CAND" ] || [ ! -f "$CAND/perf-$m-q8_0.gguf" ] ||
-            ln -sf "$CAND/perf-$m-q8_0.gguf" "$b/perf-$m-q8_0.gguf"
+    for m in $(instr_models); do # the candidate's model files for every side
+        [ -f "$CAND/perf-$m-q8_0.gguf" ] || "$CAND/tools/plumb" mkmodel "$CAND/perf-$m-q8_0.gguf" \
+            --preset "$m" --type Q8_0 >/dev/null || die "mkmodel $m"
+        [ "$b" = "$CAND" ] || ln -sf "$CAND/perf-$m-q8_0.gguf" "$b/perf-$m-q8_0.gguf"
     done
     echo "perf: instructions under callgrind ($(instr_models)): $src" >&2
-    (cd "$src" && bash "$ROOT/perf/perf_instr.sh" -b "$b" --models "$(instr_models)" -o "$out") \
+    # (GIT_DIR: `git bisect run` exports it, and git in SRC would then describe ROOT's checkout)
+    (cd "$src" && unset GIT_DIR GIT_WORK_TREE && bash "$ROOT/perf/perf_instr.sh" -b "$b" --models "$(instr_models)" -o "$out") \
         >"$out.md" 2>"$out.log" || { tail -5 "$out.log" >&2; die "perf_instr.sh failed on $b"; }
 }
 
@@ -181,8 +186,8 @@ date_tag=$(date +%Y-%m-%d)
 case $MODE in
 ab)
     build_candidate
-    base=$(rev_plumb "$BASE") || exit 2
-    models || exit 2
+    base=$(rev_plumb "$BASE") || exit "$FAIL_RC"
+    models || exit "$FAIL_RC"
     work=$PB/run-ab
     rm -rf "$work" && mkdir -p "$work"
     if [ "$INSTR" = only ]; then # no timing, no report file: the verdict of the counts alone
@@ -202,7 +207,7 @@ ab)
     [ -f "$bl" ] && args+=(--baseline "$bl")
     "$CAND/perf/perf_report" pairs "$work" "$prefix" "${args[@]}"
     rc=$?
-    [ $rc -ge 2 ] && exit 2
+    [ $rc -ge 2 ] && exit "$FAIL_RC"
     if [ "$INSTR" != 0 ]; then
         instr_ab "$work" "$base"
         irc=$?
@@ -232,27 +237,38 @@ ab)
     exit $rc ;;
 baseline)
     build_candidate
-    SUITE=quick models || exit 2
+    SUITE=quick models || exit "$FAIL_RC"
     work=$PB/run-baseline
     rm -rf "$work" && mkdir -p "$work"
     SUITE=quick run_rounds "$work" "$PAIRS" "$CAND/tools/plumb"
     mkdir -p perf/baselines
     out=perf/baselines/$(cpu_signature).json
-    "$CAND/perf/perf_report" baseline "$work" "$out" "$(cpu_signature)" || exit 2
+    "$CAND/perf/perf_report" baseline "$work" "$out" "$(cpu_signature)" || exit "$FAIL_RC"
     echo "perf: baseline $out" ;;
 history)
     [ -n "${REVS:-}" ] || die 'give REVS="a b c"'
     build_candidate
     plumbs=()
-    for r in $REVS; do plumbs+=("$(rev_plumb "$r")") || exit 2; done
-    models || exit 2
+    for r in $REVS; do plumbs+=("$(rev_plumb "$r")") || exit "$FAIL_RC"; done
+    models || exit "$FAIL_RC"
     work=$PB/run-history
     rm -rf "$work" && mkdir -p "$work"
     for r in $REVS; do git rev-parse --short=8 "$r"; done >"$work/revs.txt"
     run_rounds "$work" "$ROUNDS" "${plumbs[@]}"
+    if [ "$INSTR" != 0 ]; then # instructions per token of each rev (those with the drivers)
+        command -v valgrind >/dev/null || die "INSTR needs valgrind (make deps), or INSTR=0"
+        i=0
+        for r in $REVS; do
+            short=$(sed -n "$((i + 1))p" "$work/revs.txt")
+            b=$(dirname "$(dirname "${plumbs[i]}")")
+            instr_side "$b" "$PB/src-${b##*/bld-}" "$work/instr-$short.json" ||
+                echo "perf: $r predates the callgrind drivers: no instruction counts" >&2
+            i=$((i + 1))
+        done
+    fi
     mkdir -p perf/reports
     prefix=perf/reports/history-$date_tag
-    "$CAND/perf/perf_report" history "$work" "$prefix" || exit 2
+    "$CAND/perf/perf_report" history "$work" "$prefix" || exit "$FAIL_RC"
     sh perf/plots.sh --history "$prefix" || echo "perf: plots failed" >&2
     cat "$prefix.md" ;;
 *) die "unknown mode $MODE (ab, baseline, history)" ;;

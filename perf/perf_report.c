@@ -541,6 +541,86 @@ static int do_baseline(report *r, const char *out_path, const char *sig)
     return rc ? 2 : 0;
 }
 
+/* The instructions per token of each rev (DIR/instr-<rev>.json, perf_instr.sh's JSON, where the
+ * rev has the callgrind drivers): a table in md and PREFIX-instr.dat (rev, one column per
+ * "set model/phase" row, NaN where a rev has no count). */
+static void history_instr(const char *dir, const char *prefix, char revs[][64], int nr, FILE *md)
+{
+    json_t *doc[MAX_SIDES] = {0};
+    int any = 0;
+    for (int s = 0; s < nr; s++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/instr-%s.json", dir, revs[s]);
+        doc[s] = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+        any |= doc[s] != NULL;
+    }
+    if (!any) return;
+    /* The rows: every per-token row of any rev, in first-seen order. */
+    char names[64][96];
+    int n_names = 0;
+    for (int s = 0; s < nr; s++) {
+        size_t i;
+        json_t *row;
+        json_array_foreach(json_object_get(doc[s], "rows"), i, row)
+        {
+            const char *unit = json_string_value(json_object_get(row, "unit"));
+            const char *set = json_string_value(json_object_get(row, "set"));
+            const char *name = json_string_value(json_object_get(row, "name"));
+            if (!unit || !set || !name || strcmp(unit, "per token") != 0) continue;
+            char key[96];
+            snprintf(key, sizeof key, "%s %s", set, name);
+            int k = 0;
+            while (k < n_names && strcmp(names[k], key) != 0) k++;
+            if (k == n_names && n_names < 64)
+                snprintf(names[n_names++], sizeof names[0], "%s", key);
+        }
+    }
+    double v[64][MAX_SIDES];
+    for (int k = 0; k < n_names; k++)
+        for (int s = 0; s < nr; s++) {
+            v[k][s] = NAN;
+            size_t i;
+            json_t *row;
+            json_array_foreach(json_object_get(doc[s], "rows"), i, row)
+            {
+                char key[96];
+                snprintf(key, sizeof key, "%s %s", json_string_value(json_object_get(row, "set")),
+                         json_string_value(json_object_get(row, "name")));
+                const char *unit = json_string_value(json_object_get(row, "unit"));
+                if (unit && strcmp(unit, "per token") == 0 && strcmp(key, names[k]) == 0)
+                    v[k][s] = (double)json_integer_value(json_object_get(row, "instructions"));
+            }
+        }
+    fprintf(md, "\n## Instructions per token (callgrind; `-` where a rev predates the drivers)\n\n"
+                "| row |");
+    for (int s = 0; s < nr; s++) fprintf(md, " %s |", revs[s]);
+    fprintf(md, "\n|---|");
+    for (int s = 0; s < nr; s++) fprintf(md, "---:|");
+    fprintf(md, "\n");
+    for (int k = 0; k < n_names; k++) {
+        fprintf(md, "| %s |", names[k]);
+        for (int s = 0; s < nr; s++)
+            isfinite(v[k][s]) ? fprintf(md, " %.0f |", v[k][s]) : fprintf(md, " - |");
+        fprintf(md, "\n");
+    }
+    fprintf(md, "\n![instructions per token per rev](%s-instr.svg)\n", base_name(prefix));
+    char path[4096];
+    snprintf(path, sizeof path, "%s-instr.dat", prefix);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "rev");
+        for (int k = 0; k < n_names; k++) fprintf(f, " \"%s\"", names[k]);
+        fprintf(f, "\n");
+        for (int s = 0; s < nr; s++) {
+            fprintf(f, "%s", revs[s]);
+            for (int k = 0; k < n_names; k++) fprintf(f, " %.6g", v[k][s]);
+            fprintf(f, "\n");
+        }
+        fclose(f);
+    }
+    for (int s = 0; s < nr; s++) json_decref(doc[s]);
+}
+
 static int do_history(report *r, const char *dir, const char *prefix)
 {
     char path[4096], revs[MAX_SIDES][64];
@@ -586,6 +666,7 @@ static int do_history(report *r, const char *dir, const char *prefix)
         fprintf(dat, "\n");
     }
     fprintf(md, "\n![tok/s per rev](%s.svg)\n", base_name(prefix));
+    history_instr(dir, prefix, revs, nr, md);
     fclose(md);
     fclose(dat);
     return 0;

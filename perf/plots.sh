@@ -16,6 +16,13 @@ if [ "$1" = --history ]; then
     term 900,500 "$p" "set key outside right; set ylabel 'tok/s'; set logscale y; set grid ytics
 set xtics rotate by -30; set title 'tok/s per rev (median over rounds)'
 plot for [i=2:$((n + 1))] '$p.dat' using 0:i:xtic(1) with linespoints title columnhead(i)"
+    if [ -s "$p-instr.dat" ]; then
+        n=$(head -1 "$p-instr.dat" | awk -F'"' '{ print (NF - 1) / 2 }')
+        term 900,500 "$p-instr" "set key outside right; set ylabel 'instructions per token'
+set logscale y; set grid ytics; set xtics rotate by -30
+set title 'instructions per token per rev (callgrind)'
+plot for [i=2:$((n + 1))] '$p-instr.dat' using 0:i:xtic(1) with linespoints title columnhead(i)"
+    fi
     exit 0
 fi
 p=$1 thr=$2
