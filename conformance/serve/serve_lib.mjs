@@ -213,7 +213,8 @@ export async function checkSettled(base, what, { timeoutMs = 20000, headers } = 
   for (;;) {
     h = await get(base, '/health');
     s = await slots(base, headers);
-    const idle = Array.isArray(s) && s.every((x) => !x.busy) && h.json?.queue === 0;
+    const idle = Array.isArray(s) && s.every((x) => !x.busy) && h.json?.queue === 0 &&
+      h.json.slots_idle === h.json.slots_total;
     if (idle || Date.now() > deadline) break;
     await sleep(50);
   }
