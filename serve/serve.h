@@ -50,6 +50,7 @@ typedef struct sv_request {
     int stream;
     int include_usage; /* stream_options.include_usage */
     int has_seed;      /* 0: the server picks one */
+    int ignore_eos;    /* llama.cpp's extension: end-of-generation tokens are ordinary */
     pl_sampler_params sp;
     int64_t max_tokens;
     char *stops[SV_MAX_STOP]; /* NUL-terminated copies */
