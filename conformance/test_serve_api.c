@@ -375,23 +375,24 @@ static void random_bodies_never_break_the_request_path(void)
 /* ---- slot choice ------------------------------------------------------------------------------
  */
 
-static void slot_choice_takes_the_longest_prefix_then_lru(void)
+static void slot_choice_takes_the_fast_path_slot_else_lru(void)
 {
-    sv_slot_view v[4] = {
-        {0, "<|im_start|>user\nabc", 20, 5},
-        {0, "<|im_start|>user\nabcdef", 23, 9},
-        {1, "<|im_start|>user\nabcdefgh", 25, 1},
-        {0, "", 0, 2},
+    sv_slot_view v[5] = {
+        {0, "<|im_start|>user\nabc", 20, 5},      {0, "<|im_start|>user\nabcdef", 23, 9},
+        {1, "<|im_start|>user\nabcdefgh", 25, 1}, {0, "", 0, 2},
+        {0, "<|im_start|>user\nabcdef", 23, 7},
     };
     size_t lcp;
     const char *p = "<|im_start|>user\nabcdefgh and more";
-    TU_CHECK(sv_pick_slot(v, 4, p, strlen(p), &lcp) == 1 && lcp == 23,
-             "longest free prefix: slot 1 (busy slot 2 is longer)");
+    TU_CHECK(sv_pick_slot(v, 5, p, strlen(p), &lcp) == 4 && lcp == 23,
+             "the longest cached text that starts the prompt, ties to the older (busy slot 2 is "
+             "skipped)");
     const char *q = "<|im_start|>user\nabX";
-    /* Slots 0 and 1 share 19 bytes: the older (last_used 5) wins. */
-    TU_CHECK(sv_pick_slot(v, 4, q, strlen(q), &lcp) == 0 && lcp == 19, "tie: least recent");
-    const char *none = "zzz";
-    TU_CHECK(sv_pick_slot(v, 4, none, 3, &lcp) == 3 && lcp == 0, "no match: least recent");
+    TU_CHECK(sv_pick_slot(v, 5, q, strlen(q), &lcp) == 3 && lcp == 0,
+             "a shared template opening is no match: the least recently used");
+    TU_CHECK(sv_pick_slot(v, 5, "<|im_start|>user\nab", 19, &lcp) == 3,
+             "a prompt shorter than every cached text: least recently used");
+    TU_CHECK(sv_pick_slot(v, 5, "zzz", 3, &lcp) == 3 && lcp == 0, "no match: least recent");
     sv_slot_view busy[2] = {{1, "a", 1, 1}, {1, "b", 1, 2}};
     TU_CHECK(sv_pick_slot(busy, 2, "a", 1, &lcp) == -1, "all busy: -1");
     TU_CHECK(sv_common_prefix("abc", 3, "abd", 3) == 2 && sv_common_prefix("", 0, "a", 1) == 0 &&
@@ -541,8 +542,8 @@ int main(void)
         {"a_valid_chat_request_renders_the_template", a_valid_chat_request_renders_the_template},
         {"completions_take_a_nonempty_string_prompt", completions_take_a_nonempty_string_prompt},
         {"random_bodies_never_break_the_request_path", random_bodies_never_break_the_request_path},
-        {"slot_choice_takes_the_longest_prefix_then_lru",
-         slot_choice_takes_the_longest_prefix_then_lru},
+        {"slot_choice_takes_the_fast_path_slot_else_lru",
+         slot_choice_takes_the_fast_path_slot_else_lru},
         {"metrics_text_is_prometheus_with_cumulative_buckets",
          metrics_text_is_prometheus_with_cumulative_buckets},
         {"replies_are_valid_json_whatever_the_text", replies_are_valid_json_whatever_the_text},

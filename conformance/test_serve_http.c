@@ -463,6 +463,58 @@ static void overflow_is_413_and_leaves_every_slot_unchanged(void)
     sv_server_stop(s);
 }
 
+/* One turn of conversation c (its messages so far in msgs, JSON): appends the reply. Returns
+ * the cache path and slot of the reply. */
+static void turn(int port, json_t *msgs, const char *user, char *path, size_t cap, int *slot)
+{
+    json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", user));
+    json_t *req = json_pack("{s:O,s:i,s:i}", "messages", msgs, "max_tokens", 6, "seed", 5);
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    reply r;
+    path[0] = 0;
+    *slot = -1;
+    if (request(port, "POST", "/v1/chat/completions", body, &r) == 0 && r.status == 200) {
+        json_t *o = body_json(&r);
+        snprintf(path, cap, "%s", json_str(o, "plumb.cache_path"));
+        *slot = (int)json_int(o, "plumb.slot");
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "assistant", "content",
+                                              json_str(o, "choices.0.message.content")));
+        json_decref(o);
+    }
+    reply_free(&r);
+    free(body);
+}
+
+static void interleaved_conversations_keep_their_slots_fast(void)
+{
+    sv_server *s = start(2, 4, 0, 1 << 20);
+    if (!s) return;
+    int port = sv_server_port(s);
+    json_t *c[2];
+    int home[2] = {-1, -1};
+    for (int k = 0; k < 2; k++)
+        c[k] =
+            json_pack("[{s:s,s:s}]", "role", "system", "content", "You are a helpful assistant.");
+    for (int t = 0; t < 3; t++)
+        for (int k = 0; k < 2; k++) {
+            char user[64], path[16];
+            int slot;
+            snprintf(user, sizeof user, "Conversation %d, turn %d.", k, t);
+            turn(port, c[k], user, path, sizeof path, &slot);
+            if (t == 0)
+                home[k] = slot;
+            else
+                TU_CHECK(strcmp(path, "fast") == 0 && slot == home[k],
+                         "conversation %d turn %d: path %s on slot %d (first on %d)", k, t, path,
+                         slot, home[k]);
+        }
+    TU_CHECK(home[0] != home[1], "the two conversations share slot %d", home[0]);
+    json_decref(c[0]);
+    json_decref(c[1]);
+    sv_server_stop(s);
+}
+
 /* Starts a generation that only a cancel ends (sliding window, huge max_tokens). */
 static int endless(int port, int stream)
 {
@@ -603,6 +655,8 @@ int main(void)
     static const tu_test tests[] = {
         {"health_models_and_errors_over_http", health_models_and_errors_over_http},
         {"chat_replies_whole_and_streamed_agree", chat_replies_whole_and_streamed_agree},
+        {"interleaved_conversations_keep_their_slots_fast",
+         interleaved_conversations_keep_their_slots_fast},
         {"overflow_is_413_and_leaves_every_slot_unchanged",
          overflow_is_413_and_leaves_every_slot_unchanged},
         {"disconnect_cancels_and_the_slot_stays_consistent",
