@@ -269,7 +269,9 @@ static int get_common(const sv_api *api, const json_t *body, sv_request *r, sv_e
     if (flag) return bad_field(e, "logprobs", "log probabilities are not supported");
     if ((v = json_object_get(body, "tools")) && json_is_array(v) && json_array_size(v) > 0)
         return bad_field(e, "tools", "tools (function calling) are not supported");
-    if (get_bool(body, "stream", "stream", &r->stream, e) < 0) return -1;
+    if (get_bool(body, "stream", "stream", &r->stream, e) < 0 ||
+        get_bool(body, "ignore_eos", "ignore_eos", &r->ignore_eos, e) < 0)
+        return -1;
     if ((v = json_object_get(body, "stream_options")) && !json_is_null(v)) {
         if (!json_is_object(v)) return wrong_type(e, "stream_options", v, "an object");
         if (get_bool(v, "include_usage", "stream_options.include_usage", &r->include_usage, e) < 0)

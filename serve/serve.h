@@ -14,7 +14,8 @@
  * (method, url, headers, body) -> routing -> auth -> JSON -> validation -> prompt rendering
  * -> an sv_request, or an OpenAI-shaped error. No network, no globals, no printing. */
 
-#define SV_MAX_STOP 4 /* stop strings per request (OpenAI's limit) */
+#define SV_MAX_STOP  4   /* stop strings per request (OpenAI's limit) */
+#define SV_MAX_SLOTS 256 /* sessions per server */
 
 typedef enum sv_endpoint {
     SV_EP_NONE = 0,
@@ -50,6 +51,7 @@ typedef struct sv_request {
     int stream;
     int include_usage; /* stream_options.include_usage */
     int has_seed;      /* 0: the server picks one */
+    int ignore_eos;    /* llama.cpp's extension: end-of-generation tokens are ordinary */
     pl_sampler_params sp;
     int64_t max_tokens;
     char *stops[SV_MAX_STOP]; /* NUL-terminated copies */
@@ -126,9 +128,10 @@ typedef struct sv_slot_view {
 
 /* Bytes s and t share at the start. */
 size_t sv_common_prefix(const char *s, size_t ns, const char *t, size_t nt);
-/* The free slot whose text shares the longest byte prefix with prompt; ties (and no match)
- * go to the least recently used. -1 when every slot is busy. *lcp (optional) gets the
- * prefix length. */
+/* The free slot for a prompt: among those whose whole cached text (non-empty) is a byte prefix
+ * of the prompt (a request there takes the fast path), the longest, ties to the least recently
+ * used; else the least recently used free slot (never used: 0). -1 when every slot is busy.
+ * *lcp (optional) gets the cached bytes reused (0 when no slot's text is a prefix). */
 int sv_pick_slot(const sv_slot_view *slots, int n, const char *prompt, size_t len, size_t *lcp);
 
 /* ---- metrics --------------------------------------------------------------------------- */

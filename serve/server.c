@@ -221,6 +221,7 @@ static void run_chat(job *j)
     for (size_t i = 0; i < j->req.n_stops; i++) stops[i] = j->req.stops[i];
     pl_gen_params gp = pl_gen_default_params();
     gp.max_tokens = j->req.max_tokens;
+    gp.ignore_eog = j->req.ignore_eos;
     gp.stops = stops;
     gp.n_stops = j->req.n_stops;
     double t_start = now_s();

@@ -18,19 +18,22 @@ size_t sv_common_prefix(const char *s, size_t ns, const char *t, size_t nt)
 
 int sv_pick_slot(const sv_slot_view *slots, int n, const char *prompt, size_t len, size_t *lcp)
 {
-    int best = -1;
-    size_t best_lcp = 0;
+    /* A slot whose whole text starts the prompt (the fast path), the longest; else the least
+     * recently used. A longest common prefix alone would send every conversation to one slot:
+     * they all share the template's opening (and often a system prompt). */
+    int best = -1, lru = -1;
     for (int i = 0; i < n; i++) {
         if (slots[i].busy) continue;
-        size_t l = sv_common_prefix(slots[i].text, slots[i].len, prompt, len);
-        if (best < 0 || l > best_lcp ||
-            (l == best_lcp && slots[i].last_used < slots[best].last_used)) {
+        if (lru < 0 || slots[i].last_used < slots[lru].last_used) lru = i;
+        if (slots[i].len == 0 || slots[i].len > len ||
+            sv_common_prefix(slots[i].text, slots[i].len, prompt, len) != slots[i].len)
+            continue;
+        if (best < 0 || slots[i].len > slots[best].len ||
+            (slots[i].len == slots[best].len && slots[i].last_used < slots[best].last_used))
             best = i;
-            best_lcp = l;
-        }
     }
-    if (lcp) *lcp = best_lcp;
-    return best;
+    if (lcp) *lcp = best >= 0 ? slots[best].len : 0;
+    return best >= 0 ? best : lru;
 }
 
 typedef struct slot {
@@ -63,11 +66,12 @@ pl_status sv_slots_new(sv_slots **out, const pl_model *m, const pl_session_param
                        int queue_max, pl_error *err)
 {
     *out = NULL;
-    if (n < 1 || queue_max < 0) {
+    if (n < 1 || n > SV_MAX_SLOTS || queue_max < 0) {
         if (err) {
             err->code = PL_ERR_INVALID_ARG;
-            snprintf(err->msg, sizeof err->msg, "slots %d, queue %d: need slots >= 1, queue >= 0",
-                     n, queue_max);
+            snprintf(err->msg, sizeof err->msg,
+                     "slots %d, queue %d: need 1 <= slots <= %d, queue >= 0", n, queue_max,
+                     SV_MAX_SLOTS);
         }
         return PL_ERR_INVALID_ARG;
     }
@@ -111,37 +115,23 @@ void sv_slots_free(sv_slots *s)
     free(s);
 }
 
-/* Under the lock: the free slot for the prompt, or -1. */
+/* Under the lock: the free slot for the prompt (sv_pick_slot), or -1. */
 static int pick_locked(sv_slots *s, const char *prompt, size_t len)
 {
-    sv_slot_view v[64];
-    int best = -1;
-    size_t best_lcp = 0;
-    /* Views in groups of 64 (slot counts are small; this keeps the stack bounded). */
-    for (int base = 0; base < s->n; base += 64) {
-        int k = s->n - base < 64 ? s->n - base : 64;
-        for (int i = 0; i < k; i++) {
-            slot *sl = &s->slots[base + i];
-            v[i] = (sv_slot_view){.busy = sl->busy, .last_used = sl->last_used};
-            if (!sl->busy) {
-                const int32_t *ids;
-                int64_t n;
-                if (pl_session_history(sl->s, &ids, &n, &v[i].text, &v[i].len, NULL)) {
-                    v[i].text = NULL;
-                    v[i].len = 0;
-                }
-            }
-        }
-        size_t lcp;
-        int j = sv_pick_slot(v, k, prompt, len, &lcp);
-        if (j < 0) continue;
-        if (best < 0 || lcp > best_lcp ||
-            (lcp == best_lcp && s->slots[base + j].last_used < s->slots[best].last_used)) {
-            best = base + j;
-            best_lcp = lcp;
+    sv_slot_view v[SV_MAX_SLOTS];
+    int n = s->n;
+    for (int i = 0; i < n; i++) {
+        slot *sl = &s->slots[i];
+        v[i] = (sv_slot_view){.busy = sl->busy, .last_used = sl->last_used};
+        const int32_t *ids;
+        int64_t n_ids;
+        if (!sl->busy &&
+            pl_session_history(sl->s, &ids, &n_ids, &v[i].text, &v[i].len, NULL) != PL_OK) {
+            v[i].text = NULL;
+            v[i].len = 0;
         }
     }
-    return best;
+    return sv_pick_slot(v, n, prompt, len, NULL);
 }
 
 static void take(sv_slots *s, int i)
