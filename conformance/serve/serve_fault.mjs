@@ -291,7 +291,35 @@ async function checkStopped(phase) {
       `phase 7: ${what} → 4xx or closed (never 2xx, never hangs)`, { status: st, closed, error: c.error });
     c.sock.destroy();
   }
-  await after('oversized headers');
+  // A body over --max-body (default 1 MiB) is answered 413 without reading the rest: the client
+  // announces 100 MB, sends 1 KiB and waits.
+  {
+    const c = await open();
+    await write(c, Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+      `Content-Length: 104857600\r\n\r\n{"messages":[{"role":"user","content":"${'a'.repeat(1000)}`, 'latin1'));
+    const t0 = Date.now();
+    while (statusOf(c.data) === null && c.closedAt === null && Date.now() - t0 < TIMEOUT_S * 1000 + CLOSE_SLACK_MS) await sleep(20);
+    const r = parseResponses(c.data)[0];
+    let code = null;
+    try { code = JSON.parse(r.body).error.code; } catch { /* checked below */ }
+    check(r?.status === 413 && code === 'request_too_large',
+      'phase 7: Content-Length 100 MB with 1 KiB sent → 413 request_too_large before the rest is sent',
+      { status: statusOf(c.data), code, closed: c.closedAt !== null });
+    c.sock.destroy();
+  }
+  // The same with a chunked upload that passes 1 MiB.
+  {
+    const c = await open();
+    await write(c, Buffer.from('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+      'Transfer-Encoding: chunked\r\n\r\n', 'latin1'));
+    const chunk = Buffer.concat([Buffer.from('10000\r\n'), Buffer.alloc(0x10000, 'a'), Buffer.from('\r\n')]);
+    for (let k = 0; k < 32 && statusOf(c.data) === null && c.closedAt === null && !c.error; k++) await write(c, chunk);
+    if (statusOf(c.data) === null && c.closedAt === null && !c.error) await write(c, Buffer.from('0\r\n\r\n'));
+    await closedWithin(c, TIMEOUT_S * 1000 + CLOSE_SLACK_MS);
+    check(statusOf(c.data) === 413, 'phase 7: a chunked upload past 1 MiB → 413', { status: statusOf(c.data), error: c.error });
+    c.sock.destroy();
+  }
+  await after('oversized headers and bodies');
 }
 
 // ---- phase 8: garbage bytes ----------------------------------------------------------------
