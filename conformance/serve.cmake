@@ -28,6 +28,8 @@ serve_add(serve_npm_setup 300 bash ${SERVE_DIR}/npm_setup.sh ${SERVE_NPM_DIR} ${
 set_tests_properties(serve_npm_setup PROPERTIES FIXTURES_SETUP serve_npm)
 serve_add(serve_sdk 180 sh ${SERVE_DIR}/node_test.sh ${SERVE_DIR}/serve_sdk.mjs)
 set_tests_properties(serve_sdk PROPERTIES FIXTURES_REQUIRED serve_npm)
+# Streamed pieces valid UTF-8 on their own, on prompts that draw non-ASCII output.
+serve_add(serve_utf8 120 sh ${SERVE_DIR}/node_test.sh ${SERVE_DIR}/serve_utf8.mjs)
 # 4 conversations x 6 turns over 2 and 4 slots: fast paths, texts = fresh single-session runs.
 serve_add(serve_multiconv 180 sh ${SERVE_DIR}/node_test.sh ${SERVE_DIR}/serve_multiconv.mjs)
 # 64 concurrent clients, a few hundred requests: none lost or duplicated, RSS flat, p50/p99.
