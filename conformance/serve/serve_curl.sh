@@ -270,6 +270,16 @@ bad messages '{"temperature":0.5}'
 bad messages '{"messages":"hello"}'
 bad 'messages[1].content' '{"messages":[{"role":"user","content":"hi"},{"role":"user","content":5}]}'
 bad 'messages[0].role' '{"messages":[{"role":"robot","content":"hi"}]}'
+# Additions the server side wrote into the contract's Changes.
+bad frequency_penalty "{$U,\"frequency_penalty\":3}"
+bad presence_penalty "{$U,\"presence_penalty\":\"x\"}"
+bad logprobs "{$U,\"logprobs\":true}"
+bad tools "{$U,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}"
+chat "{$U,\"logprobs\":false,\"tools\":[],\"frequency_penalty\":0.5,\"presence_penalty\":-0.5,\"max_tokens\":4}"
+status_is 200 "logprobs false, tools [], penalties in range"
+completion '{"prompt":"Hello","max_tokens":50,"ignore_eos":true,"temperature":0.8,"seed":3}'
+expect "ignore_eos: the reply runs to max_tokens (50, finish length)" \
+  '.usage.completion_tokens == 50 and .choices[0].finish_reason == "length"'
 completion '{"prompt":7}'
 status_is 400 "completions: prompt not a string"
 expect "completions: prompt not a string → param prompt" '.error.param == "prompt"'
@@ -284,6 +294,8 @@ call DELETE /v1/models "${AUTH[@]}"
 status_is 405 "DELETE /v1/models"
 call POST /health -H 'Content-Type: application/json' --data-binary '{}'
 status_is 405 "POST /health"
+STATUS=$(curl -s -o /dev/null -w '%{http_code}' -I "${AUTH[@]}" "$BASE/v1/models")
+status_is 405 "HEAD /v1/models"
 
 # ---- 413: body over --max-body -----------------------------------------------------------
 head -c 100000 /dev/zero | tr '\0' 'a' | jq -Rsc '{messages: [{role: "user", content: .}]}' >"$WORK/big.json"
