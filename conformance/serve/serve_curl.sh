@@ -342,7 +342,7 @@ for attempt in 1 2 3 4 5; do
     --data-binary "{\"prompt\":\"1, 2, 3, 4,\",\"temperature\":0,\"max_tokens\":1500}" \
     "$BASE/v1/completions" >"$WORK/long.status" &
   LONG_PID=$!
-  for _ in $(seq 1 200); do
+  for _ in $(seq 1 1000); do
     [ "$(curl -s "$BASE/health" | jq -r .slots_idle)" = 0 ] && break
     sleep 0.01
   done

@@ -168,20 +168,32 @@ try {
   // "1, 2, 3, 4," runs 1500 tokens without ending). Retried when the long one ended first.
   const busy = await startServer(['-t', '1', '--slots', '1', '--queue', '0', '-c', '2048']);
   const bc = new OpenAI({ apiKey: 'none', baseURL: `${busy.base}/v1`, maxRetries: 0 });
-  let got = null;
-  for (let attempt = 0; attempt < 5 && !got; attempt++) {
-    const longReq = bc.completions.create({ model: 'x', prompt: '1, 2, 3, 4,', temperature: 0, max_tokens: 1500 });
-    for (let i = 0; i < 200; i++) {
+  // Starts the long request (its outcome: a completion or the error, never a rejection) and
+  // waits (bounded) until /health shows the slot busy.
+  const startLong = async () => {
+    const p = bc.completions.create({ model: 'x', prompt: '1, 2, 3, 4,', temperature: 0, max_tokens: 1500 })
+      .catch((e) => e);
+    for (let i = 0; i < 1000; i++) {
       const h = await (await fetch(`${busy.base}/health`)).json();
       if (h.slots_idle === 0) break;
       await new Promise((r) => setTimeout(r, 10));
     }
+    return { p }; // wrapped: an async function would wait for p itself
+  };
+  let got = null;
+  for (let attempt = 0; attempt < 5 && !got; attempt++) {
+    const { p: longReq } = await startLong();
+    let err = null;
     try {
       await bc.chat.completions.create({ messages, model: 'x', max_tokens: 4 });
     } catch (e) {
-      got = e;
+      err = e;
     }
-    await longReq;
+    const longResult = await longReq;
+    if (err && !(longResult instanceof Error)) got = err; // a 503 while the long one held the slot
+    else if (err && longResult instanceof Error) {
+      check(false, 'the long request and the second one: one of them answered', { err: err.message, long: longResult.message });
+    }
   }
   const retryAfter = got?.headers?.get ? got.headers.get('retry-after') : got?.headers?.['retry-after'];
   check(got instanceof OpenAI.InternalServerError && got.status === 503 && got.code === 'overloaded' &&
@@ -189,10 +201,12 @@ try {
     'code overloaded, Retry-After 1', { name: got?.constructor?.name, status: got?.status, code: got?.code, retryAfter });
   // The SDK's own retry (it honours Retry-After) gets through once the slot is free.
   const retrying = new OpenAI({ apiKey: 'none', baseURL: `${busy.base}/v1`, maxRetries: 5 });
-  const longReq = bc.completions.create({ model: 'x', prompt: '1, 2, 3, 4,', temperature: 0, max_tokens: 1500 });
+  const { p: longReq } = await startLong();
   const r = await retrying.chat.completions.create({ messages, model: 'x', max_tokens: 4 });
-  await longReq;
-  check(r.choices[0].message.content !== undefined, 'with maxRetries the SDK gets through after the 503s');
+  const longResult = await longReq;
+  check(typeof r.choices[0].message.content === 'string' && !(longResult instanceof Error),
+    'with maxRetries the SDK gets through after the 503s (and the long request completed)',
+    longResult instanceof Error ? longResult.message : undefined);
   await stopAndCheck(busy, 'the --queue 0 server');
 
   // The server is still fine afterwards.
