@@ -170,8 +170,8 @@ try {
   const bc = new OpenAI({ apiKey: 'none', baseURL: `${busy.base}/v1`, maxRetries: 0 });
   // Starts the long request (its outcome: a completion or the error, never a rejection) and
   // waits (bounded) until /health shows the slot busy.
-  const startLong = async () => {
-    const p = bc.completions.create({ model: 'x', prompt: '1, 2, 3, 4,', temperature: 0, max_tokens: 1500 })
+  const startLong = async (maxTokens = 1500) => {
+    const p = bc.completions.create({ model: 'x', prompt: '1, 2, 3, 4,', temperature: 0, max_tokens: maxTokens })
       .catch((e) => e);
     for (let i = 0; i < 1000; i++) {
       const h = await (await fetch(`${busy.base}/health`)).json();
@@ -199,9 +199,10 @@ try {
   check(got instanceof OpenAI.InternalServerError && got.status === 503 && got.code === 'overloaded' &&
     retryAfter === '1', 'a request while the only slot is busy (--queue 0) → InternalServerError 503, ' +
     'code overloaded, Retry-After 1', { name: got?.constructor?.name, status: got?.status, code: got?.code, retryAfter });
-  // The SDK's own retry (it honours Retry-After) gets through once the slot is free.
-  const retrying = new OpenAI({ apiKey: 'none', baseURL: `${busy.base}/v1`, maxRetries: 5 });
-  const { p: longReq } = await startLong();
+  // The SDK's own retry (it honours Retry-After) gets through once the slot is free (a shorter
+  // long request; retries enough for a slow sanitizer build).
+  const retrying = new OpenAI({ apiKey: 'none', baseURL: `${busy.base}/v1`, maxRetries: 30 });
+  const { p: longReq } = await startLong(400);
   const r = await retrying.chat.completions.create({ messages, model: 'x', max_tokens: 4 });
   const longResult = await longReq;
   check(typeof r.choices[0].message.content === 'string' && !(longResult instanceof Error),
