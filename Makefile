@@ -12,10 +12,10 @@ CTEST_ARGS ?=
 # Debian packages the build and the tests need (clang + its sanitizer runtime for the
 # CI sanitizer build; afl++ for `make fuzz`; gnuplot-nox draws the `make perf` plots; valgrind
 # for `make perf-instr` and its perf-smoke test: callgrind counts instructions where the VM
-# exposes no hardware counters).
+# exposes no hardware counters; libmicrohttpd for `plumb serve`).
 DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
        libcunit1-dev libgsl-dev afl++ libhwloc-dev libpcre2-dev \
-       libutf8proc-dev libjansson-dev gnuplot-nox valgrind
+       libutf8proc-dev libjansson-dev libmicrohttpd-dev gnuplot-nox valgrind
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -111,14 +111,15 @@ PERF_INSTR_ARGS ?=
 perf-instr: deps build
 	perf/perf_instr.sh -b $(BUILD) $(PERF_INSTR_ARGS)
 
-# ThreadSanitizer over what runs on several threads: sessions sharing one model (chat) and the
-# thread pool. CI runs it after the ASan build.
+# ThreadSanitizer over what runs on several threads: sessions sharing one model (chat), the
+# thread pool, and the HTTP server (connections, slots, streams). CI runs it after the ASan build.
 tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
 	  -DPLUMB_SANITIZE=thread $(CMAKE_FLAGS)
-	cmake --build build-tsan -j $(JOBS) --target test_chat_cache test_threads
+	cmake --build build-tsan -j $(JOBS) --target test_chat_cache test_threads test_serve_http
 	TSAN_OPTIONS=halt_on_error=1 PLUMB_TEST=thread build-tsan/conformance/test_chat_cache
 	TSAN_OPTIONS=halt_on_error=1 build-tsan/conformance/test_threads
+	TSAN_OPTIONS=halt_on_error=1 PLUMB_SERVE_TEST_MODEL=$(DEMO_MODEL) build-tsan/conformance/test_serve_http
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

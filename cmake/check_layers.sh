@@ -14,8 +14,8 @@
 #   engine/<layer>/  may use its own and lower layers, kernels/*.h and plumb.h; a kernel set's
 #                    own files (kernels/<set>/) only through struct pl_kernels, never by name
 #   kernels/         kernels/ and plumb.h only
-#   synth/           plumb.h only (it is a client of the public API)
-#   tools/           plumb.h, synth/, kernels/*.h (`plumb kernels`): no engine internals
+#   synth/ serve/    plumb.h only (clients of the public API)
+#   tools/           plumb.h, synth/, serve/, kernels/*.h (`plumb kernels`): no engine internals
 #   conformance/ fuzz/ perf/  anything but tools/ (white-box tests may use internal headers)
 #   examples/        plumb.h only (they build against the install)
 # and no circles: between files (x.c and x.h count as one file, so a pair of files that include
@@ -44,10 +44,11 @@ function zone(p,   a, n) {
     }
     if (a[1] == "kernels") return n == 2 ? "kernels" : "kernel-set"
     if (a[1] == "conformance" || a[1] == "fuzz" || a[1] == "perf") return "tests"
-    if (a[1] == "synth" || a[1] == "tools" || a[1] == "examples") return a[1]
+    if (a[1] == "synth" || a[1] == "serve" || a[1] == "tools" || a[1] == "examples") return a[1]
     return "other"
 }
-# "" when code in zone f may use code in zone t, else the rule it breaks.
+# "" when code in zone f may use code in zone t, else the rule it breaks. Tests may use
+# everything but tools/ (serve/ is a library they link, as synth/ is).
 function why_not(f, t) {
     if (f == "engine?") return "engine sources live in a layer folder: engine/{core,gguf,tokenizer,runtime,features}/"
     if (t == "engine?") return "engine/ has no such layer folder (known: core, gguf, tokenizer, runtime, features)"
@@ -62,8 +63,8 @@ function why_not(f, t) {
     }
     if (f == "kernels" || f == "kernel-set")
         return t == "kernels" || t == "kernel-set" ? "" : "kernels use nothing in engine/ but plumb.h"
-    if (f == "synth") return "synth/ uses only the public API (plumb.h)"
-    if (f == "tools") return t == "synth" || t == "kernels" ? "" : "the CLI uses plumb.h, synth/ and kernels/*.h, not engine internals"
+    if (f == "synth" || f == "serve") return f "/ uses only the public API (plumb.h)"
+    if (f == "tools") return t == "synth" || t == "serve" || t == "kernels" ? "" : "the CLI uses plumb.h, synth/, serve/ and kernels/*.h, not engine internals"
     if (f == "tests") return t == "tools" ? "no test, harness or benchmark uses a file of tools/ (shared helpers go to synth/)" : ""
     if (f == "examples") return "examples use only the installed header, plumb.h"
     return ""
@@ -135,7 +136,7 @@ case $mode in
 includes)
     # One record per line: "F <file>" for every source, "I <file> <line> <target>" per include,
     # "M <file> <line> <text>" per CMake line of a test area that names tools/.
-    for d in engine kernels synth tools conformance fuzz perf examples; do
+    for d in engine kernels synth serve tools conformance fuzz perf examples; do
         [ -d "$d" ] && find "$d" -type f \( -name '*.c' -o -name '*.h' \)
     done | sort >"$list"
     {

@@ -4,15 +4,21 @@ include_guard(GLOBAL)
 set(PLUMB_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
 # Adding a harness: write fuzz_<name>.c and add <name> to this list (the Makefile and
 # campaign.sh find fuzz/fuzz_*.c themselves).
-set(PLUMB_FUZZ_HARNESSES gguf tokenizer quant sampler chat safetensors)
+set(PLUMB_FUZZ_HARNESSES gguf tokenizer quant sampler chat safetensors http)
 # Extra sources per harness: fuzz_chat shares its operation decoder and oracle with the
 # property test in conformance/.
 set(PLUMB_FUZZ_EXTRA_chat ${PROJECT_SOURCE_DIR}/conformance/chat_ops.c)
+# Extra libraries per harness: fuzz_http drives the server's request path (serve/, with
+# jansson and libmicrohttpd).
+set(PLUMB_FUZZ_LIBS_http plumb_serve)
 
 # The vocabularies the tokenizer harness builds (and the seed generator's models) come from
 # synth/ (plumb_synth); a top level that does not add synth/ gets it here.
 if(NOT TARGET plumb_synth)
   add_subdirectory(${PROJECT_SOURCE_DIR}/synth ${CMAKE_BINARY_DIR}/synth)
+endif()
+if(NOT TARGET plumb_serve)
+  add_subdirectory(${PROJECT_SOURCE_DIR}/serve ${CMAKE_BINARY_DIR}/serve)
 endif()
 
 foreach(h ${PLUMB_FUZZ_HARNESSES})
@@ -21,7 +27,7 @@ foreach(h ${PLUMB_FUZZ_HARNESSES})
   target_include_directories(fuzz_${h} PRIVATE ${PLUMB_FUZZ_DIR} ${PROJECT_SOURCE_DIR}/conformance
     ${PROJECT_SOURCE_DIR}/engine ${PROJECT_SOURCE_DIR}/kernels)
   target_compile_options(fuzz_${h} PRIVATE ${PLUMB_WARNINGS})
-  target_link_libraries(fuzz_${h} PRIVATE plumb_synth plumb m)
+  target_link_libraries(fuzz_${h} PRIVATE ${PLUMB_FUZZ_LIBS_${h}} plumb_synth plumb m)
   # One place for the binaries however fuzz/ was added: <build>/fuzz/fuzz_<name>.
   set_target_properties(fuzz_${h} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
 endforeach()

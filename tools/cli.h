@@ -38,6 +38,7 @@ int cmd_quantize(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* ---- argument parsing -------------------------------------------------------------
  * A loop over argv[1..argc) for one command:

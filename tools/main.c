@@ -16,6 +16,7 @@ static const cli_command commands[] = {
      "perplexity of a text in windows (llama-perplexity); KLD vs a base"},
     {"run", cmd_run, "evaluate a prompt and generate tokens, with timings"},
     {"chat", cmd_chat, "chat with a model: one message per line, reusing the prefix cache"},
+    {"serve", cmd_serve, "serve the model over HTTP with OpenAI's API (chat, completions)"},
     {"bench", cmd_bench, "measure prefill and decode speed against the machine's limits"},
     {"mkmodel", cmd_mkmodel, "write a synthetic model (real shapes, random weights)"},
     {"quantize", cmd_quantize, "convert a model's weights to another type (llama.cpp mixes)"},

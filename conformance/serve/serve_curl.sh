@@ -1,0 +1,418 @@
+#!/usr/bin/env bash
+# serve_curl.sh — `plumb serve` driven with curl, checked with jq, against /work/serve-contract.md:
+# every endpoint, streaming framing, stop strings, seeds, each error status, /metrics, SIGTERM.
+# Not a load or fault test (serve_load.mjs, serve_fault.mjs). Usage: serve_curl.sh PLUMB MODEL
+set -uo pipefail
+
+PLUMB=${1:?usage: serve_curl.sh PLUMB MODEL}
+MODEL=${2:?usage: serve_curl.sh PLUMB MODEL}
+SKIP=77
+for tool in curl jq; do
+  if ! command -v "$tool" >/dev/null; then
+    if [ "${PLUMB_NO_SKIP:-}" = 1 ]; then echo "FAIL: $tool not found (PLUMB_NO_SKIP=1)"; exit 1; fi
+    echo "SKIP: $tool not found"; exit $SKIP
+  fi
+done
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/serve_curl.XXXXXX")
+SERVER_PID=""
+LONG_PID=""
+cleanup() {
+  [ -n "$LONG_PID" ] && kill "$LONG_PID" 2>/dev/null
+  [ -n "$SERVER_PID" ] && kill -KILL "$SERVER_PID" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+FAILS=0
+pass() { echo "ok   $1"; }
+fail() { echo "FAIL $1${2:+: $2}"; FAILS=$((FAILS + 1)); }
+# expect DESCRIPTION JQ-FILTER [FILE]: the filter must be true on the JSON body (default $WORK/body).
+expect() {
+  local file=${3:-$WORK/body}
+  if jq -e "$2" "$file" >/dev/null 2>&1; then pass "$1"; else fail "$1" "$(head -c 600 "$file")"; fi
+}
+
+KEY="sk-test-$$"
+AUTH=(-H "Authorization: Bearer $KEY")
+ALIAS=plumb-test
+CTX=2048
+
+# A server: --slots 1 --queue 0 (one long request makes the next one 503), a key, a small body
+# limit, and a context of 2048 tokens so the long request below fits.
+"$PLUMB" serve -m "$MODEL" --port 0 -t 1 --slots 1 --queue 0 -c $CTX --api-key "$KEY" \
+  --max-body 65536 --alias $ALIAS --timeout 10 >"$WORK/stdout" 2>"$WORK/stderr" &
+SERVER_PID=$!
+for _ in $(seq 1 300); do
+  grep -q '^plumb serve: listening on http://' "$WORK/stdout" && break
+  kill -0 $SERVER_PID 2>/dev/null || break
+  sleep 0.1
+done
+BASE=$(sed -n 's|^plumb serve: listening on \(http://[^ ]*\)$|\1|p' "$WORK/stdout" | head -1)
+if [ -z "$BASE" ]; then
+  echo "FAIL: no listening line on stdout"; cat "$WORK/stdout" "$WORK/stderr"; exit 1
+fi
+pass "listening line on stdout: $BASE"
+
+# call METHOD PATH [curl args…]: the status in $STATUS, the body in $WORK/body, headers in $WORK/headers.
+call() {
+  local method=$1 path=$2
+  shift 2
+  STATUS=$(curl -s -o "$WORK/body" -D "$WORK/headers" -w '%{http_code}' -X "$method" "$@" "$BASE$path")
+}
+# chat JSON [curl args…] / completion JSON: POST with the key.
+chat() { local b=$1; shift; call POST /v1/chat/completions "${AUTH[@]}" -H 'Content-Type: application/json' --data-binary "$b" "$@"; }
+completion() { local b=$1; shift; call POST /v1/completions "${AUTH[@]}" -H 'Content-Type: application/json' --data-binary "$b" "$@"; }
+status_is() { if [ "$STATUS" = "$1" ]; then pass "$2 → $1"; else fail "$2 → $1" "got $STATUS: $(head -c 400 "$WORK/body")"; fi; }
+header_has() { if grep -qi "^$1" "$WORK/headers"; then pass "$2"; else fail "$2" "$(tr -d '\r' <"$WORK/headers")"; fi; }
+# An OpenAI error body: error.type, .code (or null), .param (or null; "any": not checked), a
+# message naming param.
+error_is() { # STATUS TYPE CODE PARAM WHAT
+  status_is "$1" "$5"
+  local code_f='.error.code == null' param_f='.error.param == null'
+  [ "$3" != null ] && code_f=".error.code == \"$3\""
+  [ "$4" = any ] && param_f='true'
+  [ "$4" != null ] && [ "$4" != any ] && param_f=".error.param == \"$4\" and (.error.message | contains(\"$4\"))"
+  expect "$5: error type $2, code $3, param $4 (named in the message)" \
+    ".error.type == \"$2\" and $code_f and $param_f and (.error.message | type == \"string\" and length > 0)"
+}
+# SSE in $WORK/body → $WORK/events.json: {ok: framing holds, events: [parsed chunks], done, after}.
+sse_parse() {
+  jq -Rs '
+    split("\n\n") as $b
+    | ($b[:-1]) as $blocks
+    | { ok: (($b[-1] == "") and ($blocks | all(startswith("data: ") and (index("\n") == null)))),
+        raw: [$blocks[] | ltrimstr("data: ")] }
+    | .done = (.raw | index(["[DONE]"]))
+    | .events = [.raw[] | select(. != "[DONE]") | fromjson]
+    | .last_is_done = (.raw[-1] == "[DONE]")' "$WORK/body" >"$WORK/events.json"
+}
+
+# ---- /health, /v1/models, auth ------------------------------------------------------
+call GET /health
+status_is 200 "GET /health without a key"
+expect "/health: status ok, 1 slot, 1 idle, queue 0" \
+  '.status == "ok" and .slots_total == 1 and .slots_idle == 1 and .queue == 0'
+call GET /v1/models "${AUTH[@]}"
+status_is 200 "GET /v1/models"
+expect "/v1/models: a list with the alias, object model, owned_by plumb" \
+  ".object == \"list\" and (.data | length) == 1 and .data[0].id == \"$ALIAS\" and .data[0].object == \"model\"
+   and .data[0].owned_by == \"plumb\" and (.data[0].created | type) == \"number\""
+for p in "GET /v1/models" "GET /metrics" "GET /slots" "POST /v1/chat/completions" "POST /v1/completions"; do
+  set -- $p
+  call "$1" "$2" -H 'Content-Type: application/json' --data-binary '{"messages":[{"role":"user","content":"hi"}],"prompt":"hi"}'
+  error_is 401 authentication_error "$(jq -r '.error.code // "null"' "$WORK/body")" null "$p without a key"
+  call "$1" "$2" -H "Authorization: Bearer wrong-$KEY" -H 'Content-Type: application/json' \
+    --data-binary '{"messages":[{"role":"user","content":"hi"}],"prompt":"hi"}'
+  status_is 401 "$p with a wrong key"
+done
+
+# ---- chat, non-streaming ------------------------------------------------------------
+GREEDY='{"model":"x","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Tell me a story about a small cat."}],"temperature":0,"max_tokens":24}'
+chat "$GREEDY"
+status_is 200 "chat (greedy)"
+header_has 'Content-Type: application/json' "chat: Content-Type application/json"
+expect "chat: the chat.completion shape, usage and plumb fields" "
+  (.id | startswith(\"chatcmpl-\")) and .object == \"chat.completion\" and (.created | type) == \"number\"
+  and .model == \"$ALIAS\" and (.choices | length) == 1 and .choices[0].index == 0
+  and .choices[0].message.role == \"assistant\" and (.choices[0].message.content | type) == \"string\"
+  and (.choices[0].finish_reason == \"stop\" or .choices[0].finish_reason == \"length\")
+  and .usage.total_tokens == .usage.prompt_tokens + .usage.completion_tokens
+  and .usage.prompt_tokens > 0 and .usage.completion_tokens <= 24
+  and (.usage.prompt_tokens_details.cached_tokens | type) == \"number\"
+  and .plumb.slot == 0 and (.plumb.cache_path | IN(\"fast\",\"partial\",\"slow\"))
+  and .plumb.reused_tokens == .usage.prompt_tokens_details.cached_tokens
+  and .plumb.reused_tokens + .plumb.prefilled_tokens == .usage.prompt_tokens
+  and (.plumb.ttft_ms | type) == \"number\" and (.plumb.total_ms | type) == \"number\"
+  and (.choices[0].finish_reason != \"length\" or .usage.completion_tokens == 24)"
+GREEDY_TEXT=$(jq -r '.choices[0].message.content' "$WORK/body")
+GREEDY_FINISH=$(jq -r '.choices[0].finish_reason' "$WORK/body")
+echo "     greedy reply: $GREEDY_TEXT"
+chat "$GREEDY"
+expect "chat: greedy (temperature 0) twice → the same text" \
+  ".choices[0].message.content == $(jq -n --arg t "$GREEDY_TEXT" '$t')"
+# The same messages with content as an array of text parts.
+chat '{"messages":[{"role":"system","content":[{"type":"text","text":"You are a helpful "},{"type":"text","text":"assistant."}]},{"role":"user","content":[{"type":"text","text":"Tell me a story about a small cat."}]}],"temperature":0,"max_tokens":24}'
+expect "chat: content as text parts → the same text as the string form" \
+  ".choices[0].message.content == $(jq -n --arg t "$GREEDY_TEXT" '$t')"
+# finish_reason "length" at max_tokens: a prompt the model continues without end.
+completion '{"prompt":"1, 2, 3, 4,","temperature":0,"max_tokens":5}'
+expect "completions: max_tokens 5 on an endless continuation → finish length, 5 tokens" \
+  '.choices[0].finish_reason == "length" and .usage.completion_tokens == 5'
+
+# ---- seeds ---------------------------------------------------------------------------
+SEEDED='{"messages":[{"role":"user","content":"What is a good breakfast?"}],"temperature":0.9,"top_p":0.95,"top_k":40,"min_p":0.02,"max_tokens":24,"seed":4242}'
+chat "$SEEDED"
+SEED_TEXT=$(jq -r '.choices[0].message.content' "$WORK/body")
+SEED_PATH1=$(jq -r '.plumb.cache_path' "$WORK/body")
+chat "$GREEDY" # another conversation in between: the slot's cache changes
+chat "$SEEDED"
+SEED_PATH2=$(jq -r '.plumb.cache_path' "$WORK/body")
+expect "chat: the same seed (temperature 0.9) → the same text (paths $SEED_PATH1, $SEED_PATH2)" \
+  ".choices[0].message.content == $(jq -n --arg t "$SEED_TEXT" '$t')"
+completion '{"prompt":"Once upon a time","temperature":1.0,"max_tokens":24,"seed":99}'
+CSEED=$(jq -r '.choices[0].text' "$WORK/body")
+completion '{"prompt":"Once upon a time","temperature":1.0,"max_tokens":24,"seed":99}'
+expect "completions: the same seed → the same text" ".choices[0].text == $(jq -n --arg t "$CSEED" '$t')"
+
+# ---- chat, streaming -----------------------------------------------------------------
+STREAM=$(jq -c '. + {stream: true, stream_options: {include_usage: true}}' <<<"$GREEDY")
+chat "$STREAM" -N
+status_is 200 "chat stream"
+header_has 'Content-Type: text/event-stream' "chat stream: Content-Type text/event-stream"
+sse_parse
+expect "chat stream: only 'data: …' events each ended by a blank line, last 'data: [DONE]'" \
+  '.ok and .last_is_done and (.raw | map(select(. == "[DONE]")) | length) == 1' "$WORK/events.json"
+expect "chat stream: every chunk chat.completion.chunk with one id, created, model" "
+  (.events | length) >= 3 and (.events | all(.object == \"chat.completion.chunk\" and .model == \"$ALIAS\"))
+  and ([.events[].id] | unique | length) == 1 and (.events[0].id | startswith(\"chatcmpl-\"))
+  and ([.events[].created] | unique | length) == 1" "$WORK/events.json"
+expect "chat stream: first chunk delta {role: assistant, content: \"\"}" \
+  '.events[0].choices[0].delta == {"role":"assistant","content":""}' "$WORK/events.json"
+expect "chat stream: the pieces reassemble to the non-streaming text; finish_reason the same" "
+  ([.events[] | .choices[0]? | .delta.content? // empty] | join(\"\")) == $(jq -n --arg t "$GREEDY_TEXT" '$t')
+  and ([.events[] | select((.choices | length) > 0 and .choices[0].finish_reason != null)] | length) == 1
+  and ([.events[] | select((.choices | length) > 0 and .choices[0].finish_reason != null)][0]
+       | .choices[0].finish_reason == \"$GREEDY_FINISH\" and .choices[0].delta == {}
+         and .usage.total_tokens == .usage.prompt_tokens + .usage.completion_tokens
+         and (.usage.prompt_tokens_details.cached_tokens | type) == \"number\"
+         and (.plumb.cache_path | IN(\"fast\",\"partial\",\"slow\")))" "$WORK/events.json"
+expect "chat stream: include_usage → then one chunk with choices [] and usage, then [DONE]" "
+  (.events[-1].choices == [] and (.events[-1].usage.total_tokens | type) == \"number\")
+  and ([.events[] | select(.choices == [])] | length) == 1
+  and (.events[-2].choices[0].finish_reason != null)" "$WORK/events.json"
+chat "$(jq -c '. + {stream: true}' <<<"$GREEDY")" -N
+sse_parse
+expect "chat stream without include_usage: no choices-[] chunk, the finish chunk last" \
+  '.ok and .last_is_done and ([.events[] | select(.choices == [])] | length) == 0
+   and .events[-1].choices[0].finish_reason != null' "$WORK/events.json"
+
+# ---- /v1/completions -----------------------------------------------------------------
+COMP='{"prompt":"The history of the city","temperature":0,"max_tokens":20}'
+completion "$COMP"
+status_is 200 "completions"
+expect "completions: the text_completion shape" "
+  (.id | type) == \"string\" and .object == \"text_completion\" and .model == \"$ALIAS\"
+  and .choices[0].index == 0 and (.choices[0].text | type) == \"string\" and .choices[0].logprobs == null
+  and (.choices[0].finish_reason | IN(\"stop\",\"length\"))
+  and .usage.total_tokens == .usage.prompt_tokens + .usage.completion_tokens
+  and (.plumb.cache_path | IN(\"fast\",\"partial\",\"slow\"))"
+COMP_TEXT=$(jq -r '.choices[0].text' "$WORK/body")
+completion "$(jq -c '. + {stream: true}' <<<"$COMP")" -N
+sse_parse
+expect "completions stream: data: framing, text_completion chunks, text equals the non-streaming one" "
+  .ok and .last_is_done and (.events | all(.object == \"text_completion\"))
+  and ([.events[] | .choices[0]? | .text? // empty] | join(\"\")) == $(jq -n --arg t "$COMP_TEXT" '$t')
+  and ([.events[] | select((.choices | length) > 0 and .choices[0].finish_reason != null)] | length) == 1" \
+  "$WORK/events.json"
+
+# ---- stop strings --------------------------------------------------------------------
+# A greedy text T; a stop string S taken from its middle: the reply must be T up to S's first
+# occurrence, finish "stop", and never contain S (streamed or not).
+STOP_BASE='{"messages":[{"role":"user","content":"Describe a small town."}],"temperature":0,"max_tokens":40}'
+chat "$STOP_BASE"
+T=$(jq -r '.choices[0].message.content' "$WORK/body")
+S=$(jq -rn --arg t "$T" '[range(($t | length / 2 | floor); 0; -1) as $k | $t[$k:$k+3]
+      | select(length == 3) | . as $s | select(($t | split($s))[0] | length > 0)] | .[0] // empty')
+if [ -z "$S" ]; then
+  fail "stop: the greedy text is long enough to cut ($T)"
+else
+  WANT=$(jq -rn --arg t "$T" --arg s "$S" '$t | split($s)[0]')
+  echo "     stop string '$S' in '$T' → want '$WANT'"
+  for form in "\"stop\": \$s" "\"stop\": [\"qqqzzz\", \$s]"; do
+    chat "$(jq -c --arg s "$S" ". + {$form}" <<<"$STOP_BASE")"
+    expect "stop ($form): text is T up to the stop string, finish stop, stop string absent" \
+      ".choices[0].finish_reason == \"stop\" and .choices[0].message.content == $(jq -n --arg t "$WANT" '$t')
+       and (.choices[0].message.content | contains($(jq -n --arg s "$S" '$s')) | not)"
+  done
+  chat "$(jq -c --arg s "$S" '. + {stop: $s, stream: true}' <<<"$STOP_BASE")" -N
+  sse_parse
+  expect "stop, streamed: the pieces reassemble to T up to the stop string; finish stop" "
+    .ok and .last_is_done
+    and ([.events[] | .choices[0]? | .delta.content? // empty] | join(\"\")) == $(jq -n --arg t "$WANT" '$t')
+    and ([.events[] | .choices[0]? | select(.finish_reason != null) | .finish_reason] == [\"stop\"])" \
+    "$WORK/events.json"
+  completion "$(jq -nc --arg s "$S" --arg p "$T" '{prompt: "Once upon a time", temperature: 0, max_tokens: 40}')"
+  CT=$(jq -r '.choices[0].text' "$WORK/body")
+  CS=$(jq -rn --arg t "$CT" '[range(($t | length / 2 | floor); 0; -1) as $k | $t[$k:$k+3]
+      | select(length == 3) | . as $s | select(($t | split($s))[0] | length > 0)] | .[0] // empty')
+  if [ -n "$CS" ]; then
+    completion "$(jq -nc --arg s "$CS" '{prompt: "Once upon a time", temperature: 0, max_tokens: 40, stop: [$s]}')"
+    expect "completions stop: text up to the stop string, finish stop" \
+      ".choices[0].finish_reason == \"stop\" and .choices[0].text == $(jq -rn --arg t "$CT" --arg s "$CS" '$t | split($s)[0] | tojson')"
+  fi
+fi
+
+# ---- 400: malformed JSON, wrong types, out of range ------------------------------------
+chat '{"messages": [{"role": "user", "content": "hi"}'
+error_is 400 invalid_request_error invalid_json null "malformed JSON"
+chat 'not json at all'
+error_is 400 invalid_request_error invalid_json null "a body that is not JSON"
+bad() { # PARAM BODY
+  chat "$2"
+  status_is 400 "wrong $1"
+  expect "wrong $1: invalid_request_error, param $1, named in the message" \
+    ".error.type == \"invalid_request_error\" and .error.param == \"$1\" and (.error.message | contains(\"$1\"))"
+}
+U='"messages":[{"role":"user","content":"hi"}]'
+bad temperature "{$U,\"temperature\":\"hot\"}"
+bad temperature "{$U,\"temperature\":3}"
+bad top_p "{$U,\"top_p\":0}"
+bad top_k "{$U,\"top_k\":-1}"
+bad min_p "{$U,\"min_p\":1.5}"
+bad max_tokens "{$U,\"max_tokens\":0}"
+bad max_tokens "{$U,\"max_tokens\":\"ten\"}"
+bad seed "{$U,\"seed\":\"abc\"}"
+bad stream "{$U,\"stream\":\"yes\"}"
+bad stop "{$U,\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}"
+bad n "{$U,\"n\":2}"
+bad messages '{"temperature":0.5}'
+bad messages '{"messages":"hello"}'
+bad 'messages[1].content' '{"messages":[{"role":"user","content":"hi"},{"role":"user","content":5}]}'
+bad 'messages[0].role' '{"messages":[{"role":"robot","content":"hi"}]}'
+# Additions the server side wrote into the contract's Changes.
+bad frequency_penalty "{$U,\"frequency_penalty\":3}"
+bad presence_penalty "{$U,\"presence_penalty\":\"x\"}"
+bad logprobs "{$U,\"logprobs\":true}"
+bad tools "{$U,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}"
+chat "{$U,\"logprobs\":false,\"tools\":[],\"frequency_penalty\":0.5,\"presence_penalty\":-0.5,\"max_tokens\":4}"
+status_is 200 "logprobs false, tools [], penalties in range"
+completion '{"prompt":"Hello","max_tokens":50,"ignore_eos":true,"temperature":0.8,"seed":3}'
+expect "ignore_eos: the reply runs to max_tokens (50, finish length)" \
+  '.usage.completion_tokens == 50 and .choices[0].finish_reason == "length"'
+completion '{"prompt":7}'
+status_is 400 "completions: prompt not a string"
+expect "completions: prompt not a string → param prompt" '.error.param == "prompt"'
+
+# ---- 404, 405 ------------------------------------------------------------------------
+call GET /v1/nowhere "${AUTH[@]}"
+status_is 404 "GET an unknown path"
+expect "404: an OpenAI error body" '(.error.message | type) == "string" and (.error.type | type) == "string"'
+call GET /v1/chat/completions "${AUTH[@]}"
+status_is 405 "GET /v1/chat/completions"
+call DELETE /v1/models "${AUTH[@]}"
+status_is 405 "DELETE /v1/models"
+call POST /health -H 'Content-Type: application/json' --data-binary '{}'
+status_is 405 "POST /health"
+STATUS=$(curl -s -o /dev/null -w '%{http_code}' -I "${AUTH[@]}" "$BASE/v1/models")
+status_is 405 "HEAD /v1/models"
+
+# ---- 413: body over --max-body -----------------------------------------------------------
+head -c 100000 /dev/zero | tr '\0' 'a' | jq -Rsc '{messages: [{role: "user", content: .}]}' >"$WORK/big.json"
+call POST /v1/chat/completions "${AUTH[@]}" -H 'Content-Type: application/json' --data-binary @"$WORK/big.json"
+error_is 413 invalid_request_error request_too_large null "a 100 kB body over --max-body 65536"
+
+# ---- 413: a conversation over the context, the slot untouched ----------------------------
+CONV='{"messages":[{"role":"user","content":"Tell me about the sea."}],"temperature":0.7,"seed":5,"max_tokens":12}'
+chat "$CONV"
+REPLY=$(jq -r '.choices[0].message.content' "$WORK/body")
+call GET /slots "${AUTH[@]}"
+cp "$WORK/body" "$WORK/slots_before.json"
+expect "/slots: one idle consistent slot holding the conversation" \
+  'length == 1 and .[0].id == 0 and .[0].busy == false and .[0].consistent == true and .[0].n_past > 0
+   and .[0].text_bytes > 0' "$WORK/slots_before.json"
+LONGTXT=$(for _ in $(seq 1 420); do printf 'the cat sat on the mat. '; done)
+jq -nc --arg l "$LONGTXT" '{messages: [{role: "user", content: $l}], max_tokens: 8}' >"$WORK/over1.json"
+jq -nc --arg l "$LONGTXT" --arg r "$REPLY" '{messages: [{role: "user", content: "Tell me about the sea."},
+  {role: "assistant", content: $r}, {role: "user", content: $l}], temperature: 0.7, seed: 6, max_tokens: 8}' >"$WORK/over2.json"
+for f in over1 over2; do
+  what="a conversation over the context ($( [ $f = over1 ] && echo unrelated || echo extending the cached one))"
+  call POST /v1/chat/completions "${AUTH[@]}" -H 'Content-Type: application/json' --data-binary @"$WORK/$f.json"
+  error_is 413 invalid_request_error context_length_exceeded any "$what"
+  call GET /slots "${AUTH[@]}"
+  if jq -e --slurpfile b "$WORK/slots_before.json" \
+      '.[0].n_past == $b[0][0].n_past and .[0].text_bytes == $b[0][0].text_bytes and .[0].consistent == true
+       and .[0].busy == false' "$WORK/body" >/dev/null; then
+    pass "$what: /slots n_past and text_bytes unchanged, consistent"
+  else
+    fail "$what: /slots n_past and text_bytes unchanged, consistent" "before $(cat "$WORK/slots_before.json") after $(cat "$WORK/body")"
+  fi
+done
+chat "$(jq -nc --arg r "$REPLY" '{messages: [{role: "user", content: "Tell me about the sea."},
+  {role: "assistant", content: $r}, {role: "user", content: "What lives in it?"}], temperature: 0.7, seed: 7, max_tokens: 8}')"
+expect "after the 413s the conversation's next turn takes the fast path (its cache survived)" \
+  '.plumb.cache_path == "fast" and .usage.prompt_tokens_details.cached_tokens > 0'
+
+# ---- 503 + Retry-After: --slots 1 --queue 0 with a long request in flight -----------------
+# The long request: greedy on "1, 2, 3, 4," does not end by itself for thousands of tokens; 1500
+# run for a second or more. If it ends before the second request arrives, try again (at most 5).
+GOT503=""
+for attempt in 1 2 3 4 5; do
+  curl -s -o "$WORK/long.json" -w '%{http_code}' "${AUTH[@]}" -H 'Content-Type: application/json' \
+    --data-binary "{\"prompt\":\"1, 2, 3, 4,\",\"temperature\":0,\"max_tokens\":1500}" \
+    "$BASE/v1/completions" >"$WORK/long.status" &
+  LONG_PID=$!
+  for _ in $(seq 1 1000); do
+    [ "$(curl -s "$BASE/health" | jq -r .slots_idle)" = 0 ] && break
+    sleep 0.01
+  done
+  chat '{"messages":[{"role":"user","content":"hi"}],"max_tokens":4}'
+  wait $LONG_PID
+  LONG_PID=""
+  if [ "$STATUS" = 503 ]; then GOT503=1; break; fi
+  [ "$STATUS" = 200 ] || { fail "a request while the only slot is busy and the queue is 0 → 503 or (too late) 200" "$STATUS"; break; }
+done
+if [ -n "$GOT503" ]; then
+  error_is 503 overloaded_error overloaded null "a request while the only slot is busy (--queue 0)"
+  header_has 'Retry-After: 1' "503 carries Retry-After: 1"
+  if [ "$(cat "$WORK/long.status")" = 200 ] && jq -e '.usage.completion_tokens == 1500 and .choices[0].finish_reason == "length"' "$WORK/long.json" >/dev/null; then
+    pass "the long request in flight completed (200, 1500 tokens)"
+  else
+    fail "the long request in flight completed (200, 1500 tokens)" "$(cat "$WORK/long.status") $(head -c 300 "$WORK/long.json")"
+  fi
+else
+  fail "503 while the only slot is busy: 5 attempts, each second request got 200"
+fi
+
+# ---- /metrics ------------------------------------------------------------------------
+call GET /metrics "${AUTH[@]}"
+status_is 200 "GET /metrics"
+header_has 'Content-Type: text/plain; version=0.0.4' "metrics: Content-Type text/plain; version=0.0.4"
+for name in 'plumb_requests_total{endpoint="/v1/chat/completions",status="200"}' \
+    'plumb_requests_total{endpoint="/v1/chat/completions",status="400"}' \
+    'plumb_requests_total{endpoint="/v1/completions",status="200"}' \
+    plumb_prompt_tokens_total plumb_completion_tokens_total \
+    'plumb_cache_path_total{path="fast"}' 'plumb_cache_path_total{path="partial"}' \
+    'plumb_cache_path_total{path="slow"}' plumb_cached_tokens_total plumb_queue_length \
+    plumb_slots_busy 'plumb_slots_total 1' 'plumb_rejected_total{reason="overload"}' \
+    'plumb_rejected_total{reason="context"}' 'plumb_rejected_total{reason="body"}' \
+    'plumb_rejected_total{reason="auth"}' plumb_cancelled_total \
+    'plumb_request_duration_seconds_bucket{' 'plumb_request_duration_seconds_bucket{le="+Inf"}' \
+    plumb_request_duration_seconds_sum plumb_request_duration_seconds_count \
+    'plumb_ttft_seconds_bucket{' 'plumb_ttft_seconds_bucket{le="+Inf"}' plumb_ttft_seconds_sum plumb_ttft_seconds_count; do
+  if grep -qF -- "$name" "$WORK/body"; then pass "metrics has $name"; else fail "metrics has $name"; fi
+done
+metric() { awk -v k="$1" 'index($0, k" ") == 1 { print $NF }' "$WORK/body"; }
+for r in overload context body auth; do
+  v=$(metric "plumb_rejected_total{reason=\"$r\"}")
+  if [ -n "$v" ] && awk -v v="$v" 'BEGIN { exit !(v >= 1) }'; then pass "metrics: rejected{reason=$r} counted ($v)"
+  else fail "metrics: rejected{reason=$r} counted" "'$v'"; fi
+done
+for h in plumb_request_duration_seconds plumb_ttft_seconds; do
+  inf=$(metric "${h}_bucket{le=\"+Inf\"}")
+  cnt=$(metric "${h}_count")
+  if [ -n "$inf" ] && [ "$inf" = "$cnt" ]; then pass "metrics: ${h} +Inf bucket = _count ($cnt)"
+  else fail "metrics: ${h} +Inf bucket = _count" "inf '$inf' count '$cnt'"; fi
+done
+
+# ---- SIGTERM: exit 0, one line on stdout ------------------------------------------------
+kill -TERM $SERVER_PID
+wait $SERVER_PID
+RC=$?
+SERVER_PID=""
+if [ $RC = 0 ]; then pass "SIGTERM → exit 0"; else fail "SIGTERM → exit 0" "exit $RC; $(tail -5 "$WORK/stderr")"; fi
+if [ "$(wc -l <"$WORK/stdout")" = 1 ]; then pass "stdout: exactly the listening line"; else fail "stdout: exactly the listening line" "$(cat "$WORK/stdout")"; fi
+
+# ---- the command line: bad option → 2, a model that cannot load → 1 ---------------------
+"$PLUMB" serve -m "$MODEL" --port 0 --no-such-option >/dev/null 2>&1
+RC=$?
+if [ $RC = 2 ]; then pass "a bad option → exit 2"; else fail "a bad option → exit 2" "exit $RC"; fi
+"$PLUMB" serve -m "$WORK/missing.gguf" --port 0 >/dev/null 2>&1
+RC=$?
+if [ $RC = 1 ]; then pass "a model that cannot load → exit 1"; else fail "a model that cannot load → exit 1" "exit $RC"; fi
+
+if [ $FAILS -ne 0 ]; then
+  echo "--- server stderr (tail) ---"; tail -40 "$WORK/stderr"
+  echo "serve_curl: $FAILS check(s) failed"; exit 1
+fi
+echo "serve_curl: all checks passed"

@@ -1,0 +1,671 @@
+/* test_serve_http.c — the real server (serve/server.c) started on port 0 in this process and
+ * driven over loopback by a minimal socket client: replies whole and streamed, the cache path,
+ * seeds, overflow (413, slots unchanged), disconnects (cancelled, slots consistent), the queue
+ * (503), body limits, shutdown. Not the curl/SDK tests (those run the `plumb serve` binary). */
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "serve.h"
+#include "testutil.h"
+
+static pl_model *model;
+
+/* The demo model (PLUMB_SERVE_TEST_MODEL): its replies are English, so a client can send
+ * them back as JSON byte for byte (a random model's bytes are not valid UTF-8). */
+static pl_model *load_model(void)
+{
+    const char *path = getenv("PLUMB_SERVE_TEST_MODEL");
+    if (!path) {
+        fprintf(stderr, "test_serve_http: set PLUMB_SERVE_TEST_MODEL to the demo model\n");
+        return NULL;
+    }
+    pl_error e = {0};
+    pl_model *m = NULL;
+    if (pl_model_load(&m, path, NULL, &e)) fprintf(stderr, "%s: %s\n", path, e.msg);
+    return m;
+}
+
+/* A server with n slots; sliding: a sliding window (generation never fills it: it runs until
+ * max_tokens or a cancel), else a 256-token context window. */
+static sv_server *start(int n_slots, int queue, int sliding, size_t max_body)
+{
+    sv_config cfg = {.host = "127.0.0.1",
+                     .port = 0,
+                     .n_slots = n_slots,
+                     .queue = queue,
+                     .max_body = max_body,
+                     .timeout_s = 5,
+                     .session = pl_session_default_params(model),
+                     .api = {.model = model, .tmpl = "chatml", .alias = "tiny", .max_tokens = 16}};
+    cfg.session.n_threads = 1;
+    if (sliding) {
+        cfg.session.context_window = 0;
+        cfg.session.sliding_window = 64;
+        cfg.session.attention_sinks = 4;
+    } else {
+        cfg.session.context_window = 256;
+    }
+    sv_server *s = NULL;
+    pl_error e = {0};
+    pl_status st = sv_server_start(&s, model, &cfg, &e);
+    TU_CHECK(st == PL_OK, "start: %s", e.msg);
+    return s;
+}
+
+/* ---- a minimal HTTP/1.1 client -------------------------------------------------------------- */
+
+static int connect_to(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int send_request(int fd, const char *method, const char *path, const char *body)
+{
+    char head[512];
+    size_t len = body ? strlen(body) : 0;
+    int n = snprintf(head, sizeof head,
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                     method, path, len);
+    if (send(fd, head, (size_t)n, MSG_NOSIGNAL) != n) return -1;
+    size_t at = 0;
+    while (at < len) {
+        ssize_t k = send(fd, body + at, len - at, MSG_NOSIGNAL);
+        if (k <= 0) return -1;
+        at += (size_t)k;
+    }
+    return 0;
+}
+
+typedef struct reply {
+    int status;
+    char *head; /* the header block */
+    char *body; /* de-chunked */
+    size_t len;
+} reply;
+
+static void reply_free(reply *r)
+{
+    free(r->head);
+    free(r->body);
+    memset(r, 0, sizeof *r);
+}
+
+/* Reads to the end of the connection and splits status, headers, body (chunked decoded). */
+static int read_reply(int fd, reply *r)
+{
+    memset(r, 0, sizeof *r);
+    size_t cap = 4096, n = 0;
+    char *raw = malloc(cap);
+    for (;;) {
+        if (n + 1 >= cap) raw = realloc(raw, cap *= 2);
+        ssize_t k = recv(fd, raw + n, cap - n - 1, 0);
+        if (k <= 0) break;
+        n += (size_t)k;
+    }
+    raw[n] = 0;
+    char *sep = strstr(raw, "\r\n\r\n");
+    if (!sep || sscanf(raw, "HTTP/1.%*d %d", &r->status) != 1) {
+        free(raw);
+        return -1;
+    }
+    r->head = strndup(raw, (size_t)(sep - raw));
+    const char *b = sep + 4;
+    size_t blen = n - (size_t)(b - raw);
+    r->body = malloc(blen + 1);
+    if (strstr(r->head, "Transfer-Encoding: chunked")) {
+        r->len = 0;
+        while (b < raw + n) {
+            char *end;
+            unsigned long sz = strtoul(b, &end, 16);
+            if (end == b || strncmp(end, "\r\n", 2) != 0) break;
+            b = end + 2;
+            if (sz == 0 || b + sz > raw + n) break;
+            memcpy(r->body + r->len, b, sz);
+            r->len += sz;
+            b += sz + 2;
+        }
+    } else {
+        memcpy(r->body, b, blen);
+        r->len = blen;
+    }
+    r->body[r->len] = 0;
+    free(raw);
+    return 0;
+}
+
+static int request(int port, const char *method, const char *path, const char *body, reply *r)
+{
+    int fd = connect_to(port);
+    int rc = fd < 0 || send_request(fd, method, path, body) || read_reply(fd, r) ? -1 : 0;
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
+static json_t *body_json(const reply *r)
+{
+    json_error_t je;
+    return json_loadb(r->body, r->len, 0, &je);
+}
+
+static const char *json_str(json_t *o, const char *path)
+{
+    /* "a.b.c" with numeric parts as array indices. */
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    json_t *v = o;
+    for (char *tok = strtok(buf, "."); tok && v; tok = strtok(NULL, "."))
+        v = json_is_array(v) ? json_array_get(v, (size_t)atoi(tok)) : json_object_get(v, tok);
+    return json_string_value(v);
+}
+
+static json_int_t json_int(json_t *o, const char *path)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    json_t *v = o;
+    for (char *tok = strtok(buf, "."); tok && v; tok = strtok(NULL, "."))
+        v = json_is_array(v) ? json_array_get(v, (size_t)atoi(tok)) : json_object_get(v, tok);
+    return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+/* The slots' histories (ids and text), to compare before and after. */
+typedef struct snapshot {
+    int n;
+    int32_t *ids[8];
+    int64_t n_ids[8];
+    char *text[8];
+    size_t len[8];
+} snapshot;
+
+static void snap(sv_server *s, snapshot *sn)
+{
+    sv_slots *sl = sv_server_slots(s);
+    sn->n = sv_slots_total(sl);
+    for (int i = 0; i < sn->n; i++) {
+        const int32_t *ids;
+        const char *text;
+        pl_session_history(sv_slots_session(sl, i), &ids, &sn->n_ids[i], &text, &sn->len[i], NULL);
+        sn->ids[i] = malloc(((size_t)sn->n_ids[i] + 1) * sizeof(int32_t));
+        memcpy(sn->ids[i], ids, (size_t)sn->n_ids[i] * sizeof(int32_t));
+        sn->text[i] = malloc(sn->len[i] + 1);
+        memcpy(sn->text[i], text, sn->len[i]);
+    }
+}
+
+static int same_snap(const snapshot *a, const snapshot *b)
+{
+    for (int i = 0; i < a->n; i++)
+        if (a->n_ids[i] != b->n_ids[i] || a->len[i] != b->len[i] ||
+            memcmp(a->ids[i], b->ids[i], (size_t)a->n_ids[i] * sizeof(int32_t)) ||
+            memcmp(a->text[i], b->text[i], a->len[i]))
+            return 0;
+    return 1;
+}
+
+static void snap_free(snapshot *sn)
+{
+    for (int i = 0; i < sn->n; i++) {
+        free(sn->ids[i]);
+        free(sn->text[i]);
+    }
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits up to 10 s until every slot is idle and no one waits. */
+static int wait_idle(sv_server *s)
+{
+    for (int i = 0; i < 1000; i++) {
+        int busy, queued;
+        sv_slots_counts(sv_server_slots(s), &busy, &queued);
+        if (!busy && !queued) return 1;
+        sleep_ms(10);
+    }
+    return 0;
+}
+
+static int all_consistent(sv_server *s)
+{
+    sv_slots *sl = sv_server_slots(s);
+    for (int i = 0; i < sv_slots_total(sl); i++)
+        if (sv_slots_consistent(sl, i) != 1) return 0;
+    return 1;
+}
+
+static uint64_t cancelled(sv_server *s)
+{
+    sv_metrics *m = sv_server_metrics(s);
+    pthread_mutex_lock(&m->mu);
+    uint64_t n = m->cancelled;
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
+/* ---- tests ---------------------------------------------------------------------------------- */
+
+static void health_models_and_errors_over_http(void)
+{
+    sv_server *s = start(2, 4, 0, 4096);
+    if (!s) return;
+    int port = sv_server_port(s);
+    TU_CHECK(port > 0, "port %d", port);
+    reply r;
+    TU_CHECK(request(port, "GET", "/health", NULL, &r) == 0 && r.status == 200 &&
+                 strstr(r.body, "\"slots_total\":2") && strstr(r.body, "\"slots_idle\":2"),
+             "health: %d %s", r.status, r.body);
+    reply_free(&r);
+    TU_CHECK(request(port, "GET", "/v1/models", NULL, &r) == 0 && r.status == 200 &&
+                 strstr(r.body, "\"id\":\"tiny\""),
+             "models: %d %s", r.status, r.body);
+    reply_free(&r);
+    TU_CHECK(request(port, "GET", "/nowhere", NULL, &r) == 0 && r.status == 404, "404: %d",
+             r.status);
+    reply_free(&r);
+    TU_CHECK(request(port, "POST", "/v1/chat/completions", "{\"messages\": 1}", &r) == 0 &&
+                 r.status == 400 && strstr(r.body, "\"param\":\"messages\""),
+             "400: %d %s", r.status, r.body);
+    reply_free(&r);
+    /* A declared body over the limit: 413 before the body is read. */
+    int fd = connect_to(port);
+    const char *big = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                      "100000\r\n\r\n{\"messages\":";
+    send(fd, big, strlen(big), MSG_NOSIGNAL);
+    TU_CHECK(read_reply(fd, &r) == 0 && r.status == 413 && strstr(r.body, "request_too_large"),
+             "413 on Content-Length: %d %s", r.status, r.body);
+    close(fd);
+    reply_free(&r);
+    /* A chunked body that grows past the limit. */
+    fd = connect_to(port);
+    const char *chunked = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+                          "chunked\r\nConnection: close\r\n\r\n";
+    send(fd, chunked, strlen(chunked), MSG_NOSIGNAL);
+    char chunk[1100];
+    memset(chunk, 'a', sizeof chunk);
+    for (int i = 0; i < 6; i++) {
+        char h[16];
+        int hn = snprintf(h, sizeof h, "%zx\r\n", sizeof chunk);
+        send(fd, h, (size_t)hn, MSG_NOSIGNAL);
+        send(fd, chunk, sizeof chunk, MSG_NOSIGNAL);
+        send(fd, "\r\n", 2, MSG_NOSIGNAL);
+    }
+    send(fd, "0\r\n\r\n", 5, MSG_NOSIGNAL);
+    TU_CHECK(read_reply(fd, &r) == 0 && r.status == 413, "413 on a chunked body: %d", r.status);
+    close(fd);
+    reply_free(&r);
+    TU_CHECK(request(port, "GET", "/metrics", NULL, &r) == 0 && r.status == 200 &&
+                 strstr(r.head, "text/plain; version=0.0.4") &&
+                 strstr(r.body, "plumb_rejected_total{reason=\"body\"} 2"),
+             "metrics: %s", r.body);
+    reply_free(&r);
+    sv_server_stop(s);
+}
+
+#define CHAT1 "{\"messages\":[{\"role\":\"user\",\"content\":\"Hello there\"}],\"seed\":11"
+#define TURN2                                                                                      \
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"Hello there\"},{\"role\":\"assistant\","      \
+    "\"content\":%s},{\"role\":\"user\",\"content\":\"More\"}],\"seed\":12,\"max_tokens\":8}"
+
+static void chat_replies_whole_and_streamed_agree(void)
+{
+    sv_server *s = start(2, 4, 0, 1 << 20);
+    if (!s) return;
+    int port = sv_server_port(s);
+    reply r;
+    TU_CHECK(request(port, "POST", "/v1/chat/completions", CHAT1 ",\"max_tokens\":12}", &r) == 0 &&
+                 r.status == 200,
+             "chat: %d %s", r.status, r.body);
+    json_t *o = body_json(&r);
+    const char *text1 = json_str(o, "choices.0.message.content");
+    TU_CHECK(o && text1 && strcmp(json_str(o, "object"), "chat.completion") == 0 &&
+                 json_int(o, "usage.completion_tokens") >= 1 &&
+                 json_int(o, "usage.total_tokens") ==
+                     json_int(o, "usage.prompt_tokens") + json_int(o, "usage.completion_tokens"),
+             "chat body: %s", r.body);
+    char *first = strdup(text1 ? text1 : "");
+    const char *finish = json_str(o, "choices.0.finish_reason");
+    TU_CHECK(finish && (strcmp(finish, "stop") == 0 || strcmp(finish, "length") == 0),
+             "finish_reason %s", finish ? finish : "null");
+    json_decref(o);
+    reply_free(&r);
+
+    /* The next turn extends the conversation: the fast path, on the same slot. */
+    json_t *t = json_string(first);
+    char *enc = json_dumps(t, JSON_ENCODE_ANY);
+    json_decref(t);
+    char body[4096];
+    snprintf(body, sizeof body, TURN2, enc);
+    free(enc);
+    TU_CHECK(request(port, "POST", "/v1/chat/completions", body, &r) == 0 && r.status == 200,
+             "turn 2: %d %s", r.status, r.body);
+    o = body_json(&r);
+    TU_CHECK(o && strcmp(json_str(o, "plumb.cache_path"), "fast") == 0 &&
+                 json_int(o, "usage.prompt_tokens_details.cached_tokens") > 0,
+             "turn 2 takes the fast path: %s", r.body);
+    json_decref(o);
+    reply_free(&r);
+
+    /* Same seed, same text; streamed, the deltas concatenate to it. */
+    TU_CHECK(request(port, "POST", "/v1/chat/completions", CHAT1 ",\"max_tokens\":12}", &r) == 0 &&
+                 r.status == 200,
+             "again: %d", r.status);
+    o = body_json(&r);
+    TU_CHECK(o && strcmp(json_str(o, "choices.0.message.content"), first) == 0,
+             "same seed, same text: '%s' vs '%s'", json_str(o, "choices.0.message.content"), first);
+    json_decref(o);
+    reply_free(&r);
+    TU_CHECK(request(port, "POST", "/v1/chat/completions",
+                     CHAT1 ",\"max_tokens\":12,\"stream\":true,\"stream_options\":"
+                           "{\"include_usage\":true}}",
+                     &r) == 0 &&
+                 r.status == 200 && strstr(r.head, "text/event-stream"),
+             "stream: %d", r.status);
+    char text[2048] = "";
+    int events = 0, done = 0, usage_only = 0, finished = 0;
+    for (char *ev = r.body; ev && *ev;) {
+        char *end = strstr(ev, "\n\n");
+        TU_CHECK(end && strncmp(ev, "data: ", 6) == 0, "SSE framing at byte %td", ev - r.body);
+        if (!end) break;
+        *end = 0;
+        events++;
+        TU_CHECK(!done, "an event after [DONE]");
+        if (strcmp(ev + 6, "[DONE]") == 0) {
+            done = 1;
+        } else {
+            json_error_t je;
+            json_t *c = json_loads(ev + 6, 0, &je);
+            TU_CHECK(c && strcmp(json_str(c, "object"), "chat.completion.chunk") == 0, "chunk: %s",
+                     ev);
+            json_t *ch = json_object_get(c, "choices");
+            if (json_array_size(ch) == 0) {
+                usage_only = json_int(c, "usage.total_tokens") > 0;
+            } else {
+                const char *piece = json_str(c, "choices.0.delta.content");
+                if (piece) strncat(text, piece, sizeof text - strlen(text) - 1);
+                if (json_str(c, "choices.0.finish_reason")) finished++;
+            }
+            json_decref(c);
+        }
+        ev = end + 2;
+    }
+    TU_CHECK(done && usage_only && finished == 1 && events >= 4,
+             "events %d, [DONE] %d, usage chunk %d, finish chunks %d", events, done, usage_only,
+             finished);
+    TU_CHECK(strcmp(text, first) == 0, "streamed '%s' vs whole '%s'", text, first);
+    reply_free(&r);
+
+    TU_CHECK(request(port, "POST", "/v1/completions",
+                     "{\"prompt\":\"Once upon\",\"max_tokens\":5,\"stream\":true}", &r) == 0 &&
+                 r.status == 200 && strstr(r.body, "\"object\":\"text_completion\"") &&
+                 strstr(r.body, "data: [DONE]\n\n"),
+             "completions stream: %d %s", r.status, r.body);
+    reply_free(&r);
+    TU_CHECK(wait_idle(s) && all_consistent(s), "slots consistent");
+    free(first);
+    sv_server_stop(s);
+}
+
+static void overflow_is_413_and_leaves_every_slot_unchanged(void)
+{
+    sv_server *s = start(2, 4, 0, 1 << 20);
+    if (!s) return;
+    int port = sv_server_port(s);
+    reply r;
+    request(port, "POST", "/v1/chat/completions", CHAT1 ",\"max_tokens\":6}", &r);
+    reply_free(&r);
+    request(port, "POST", "/v1/completions", "{\"prompt\":\"abc\",\"max_tokens\":6}", &r);
+    reply_free(&r);
+    TU_CHECK(wait_idle(s), "idle");
+    snapshot before, after;
+    snap(s, &before);
+    char *big = malloc(16384);
+    int n = snprintf(big, 16384, "{\"messages\":[{\"role\":\"user\",\"content\":\"Hello there");
+    for (int i = 0; i < 600; i++) n += snprintf(big + n, 16384 - (size_t)n, " w%d", i);
+    snprintf(big + n, 16384 - (size_t)n, "\"}]%s}", "");
+    for (int stream = 0; stream < 2; stream++) {
+        char *b = strdup(big);
+        if (stream) {
+            b = realloc(b, strlen(b) + 32);
+            strcpy(b + strlen(b) - 1, ",\"stream\":true}");
+        }
+        TU_CHECK(request(port, "POST", "/v1/chat/completions", b, &r) == 0 && r.status == 413 &&
+                     strstr(r.body, "context_length_exceeded"),
+                 "stream %d: status %d %s", stream, r.status, r.body);
+        reply_free(&r);
+        free(b);
+    }
+    free(big);
+    TU_CHECK(wait_idle(s), "idle");
+    snap(s, &after);
+    TU_CHECK(same_snap(&before, &after), "a slot changed after the 413");
+    TU_CHECK(all_consistent(s), "slots consistent");
+    snap_free(&before);
+    snap_free(&after);
+    sv_server_stop(s);
+}
+
+/* One turn of conversation c (its messages so far in msgs, JSON): appends the reply. Returns
+ * the cache path and slot of the reply. */
+static void turn(int port, json_t *msgs, const char *user, char *path, size_t cap, int *slot)
+{
+    json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", user));
+    json_t *req = json_pack("{s:O,s:i,s:i}", "messages", msgs, "max_tokens", 6, "seed", 5);
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    reply r;
+    path[0] = 0;
+    *slot = -1;
+    if (request(port, "POST", "/v1/chat/completions", body, &r) == 0 && r.status == 200) {
+        json_t *o = body_json(&r);
+        snprintf(path, cap, "%s", json_str(o, "plumb.cache_path"));
+        *slot = (int)json_int(o, "plumb.slot");
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "assistant", "content",
+                                              json_str(o, "choices.0.message.content")));
+        json_decref(o);
+    }
+    reply_free(&r);
+    free(body);
+}
+
+static void interleaved_conversations_keep_their_slots_fast(void)
+{
+    sv_server *s = start(2, 4, 0, 1 << 20);
+    if (!s) return;
+    int port = sv_server_port(s);
+    json_t *c[2];
+    int home[2] = {-1, -1};
+    for (int k = 0; k < 2; k++)
+        c[k] =
+            json_pack("[{s:s,s:s}]", "role", "system", "content", "You are a helpful assistant.");
+    for (int t = 0; t < 3; t++)
+        for (int k = 0; k < 2; k++) {
+            char user[64], path[16];
+            int slot;
+            snprintf(user, sizeof user, "Conversation %d, turn %d.", k, t);
+            turn(port, c[k], user, path, sizeof path, &slot);
+            if (t == 0)
+                home[k] = slot;
+            else
+                TU_CHECK(strcmp(path, "fast") == 0 && slot == home[k],
+                         "conversation %d turn %d: path %s on slot %d (first on %d)", k, t, path,
+                         slot, home[k]);
+        }
+    TU_CHECK(home[0] != home[1], "the two conversations share slot %d", home[0]);
+    json_decref(c[0]);
+    json_decref(c[1]);
+    sv_server_stop(s);
+}
+
+/* Starts a generation that only a cancel ends (sliding window, huge max_tokens). */
+static int endless(int port, int stream)
+{
+    int fd = connect_to(port);
+    char body[256];
+    snprintf(body, sizeof body,
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"go\"}],\"max_tokens\":100000000,"
+             "\"ignore_eos\":true,\"stream\":%s}",
+             stream ? "true" : "false");
+    send_request(fd, "POST", "/v1/chat/completions", body);
+    return fd;
+}
+
+static void disconnect_cancels_and_the_slot_stays_consistent(void)
+{
+    sv_server *s = start(1, 2, 1, 1 << 20);
+    if (!s) return;
+    int port = sv_server_port(s);
+    for (int stream = 1; stream >= 0; stream--) {
+        uint64_t c0 = cancelled(s);
+        int fd = endless(port, stream);
+        char buf[512];
+        if (stream) {
+            /* Read the start of the stream, then go away mid-stream. */
+            ssize_t k = recv(fd, buf, sizeof buf, 0);
+            TU_CHECK(k > 0 && strncmp(buf, "HTTP/1.1 200", 12) == 0, "stream started");
+        } else {
+            /* Mid-generation: wait until the slot is busy. */
+            int busy = 0;
+            for (int i = 0; i < 500 && !busy; i++, sleep_ms(10))
+                sv_slots_counts(sv_server_slots(s), &busy, NULL);
+            TU_CHECK(busy, "the generation started");
+        }
+        sleep_ms(50);
+        close(fd);
+        TU_CHECK(wait_idle(s), "stream %d: the slot was not freed after the disconnect", stream);
+        TU_CHECK(cancelled(s) == c0 + 1, "stream %d: cancelled %llu -> %llu", stream,
+                 (unsigned long long)c0, (unsigned long long)cancelled(s));
+        TU_CHECK(all_consistent(s), "stream %d: slot consistent", stream);
+    }
+    reply r;
+    TU_CHECK(request(port, "POST", "/v1/chat/completions", CHAT1 ",\"max_tokens\":4}", &r) == 0 &&
+                 r.status == 200,
+             "serves after the disconnects: %d", r.status);
+    reply_free(&r);
+    sv_server_stop(s);
+}
+
+static void full_queue_is_503_with_retry_after(void)
+{
+    sv_server *s = start(1, 1, 1, 1 << 20);
+    if (!s) return;
+    int port = sv_server_port(s);
+    int a = endless(port, 1); /* holds the slot */
+    char buf[256];
+    TU_CHECK(recv(a, buf, sizeof buf, 0) > 0, "A streams");
+    int b = endless(port, 0); /* waits in the queue */
+    int queued = 0;
+    for (int i = 0; i < 500 && !queued; i++, sleep_ms(10))
+        sv_slots_counts(sv_server_slots(s), NULL, &queued);
+    TU_CHECK(queued == 1, "B waits");
+    reply r;
+    TU_CHECK(request(port, "POST", "/v1/chat/completions", CHAT1 "}", &r) == 0 && r.status == 503 &&
+                 strstr(r.head, "Retry-After: 1") && strstr(r.body, "\"code\":\"overloaded\""),
+             "C: %d %s", r.status, r.body);
+    reply_free(&r);
+    TU_CHECK(request(port, "GET", "/health", NULL, &r) == 0 && strstr(r.body, "\"queue\":1"),
+             "health shows the queue: %s", r.body);
+    reply_free(&r);
+    close(b); /* gives up while waiting */
+    for (int i = 0; i < 500 && queued; i++, sleep_ms(10))
+        sv_slots_counts(sv_server_slots(s), NULL, &queued);
+    TU_CHECK(queued == 0, "B left the queue");
+    /* Stopping with A still generating: cancelled, and stop returns. */
+    sv_server_stop(s);
+    close(a);
+}
+
+/* The slot manager alone: first come first served, FULL, GONE, STOPPING. */
+typedef struct waiter_arg {
+    sv_slots *sl;
+    int rc, slot;
+} waiter_arg;
+
+static void *wait_for_slot(void *p)
+{
+    waiter_arg *w = p;
+    w->rc = sv_slots_acquire(w->sl, "x", 1, NULL, NULL, &w->slot);
+    return NULL;
+}
+
+static int always_gone(void *user)
+{
+    (void)user;
+    return 1;
+}
+
+static void slot_queue_waits_refuses_and_stops(void)
+{
+    pl_session_params sp = pl_session_default_params(model);
+    sp.n_threads = 1;
+    sp.context_window = 64;
+    sv_slots *sl = NULL;
+    TU_CHECK(sv_slots_new(&sl, model, &sp, 1, 1, NULL) == PL_OK, "slots");
+    if (!sl) return;
+    int first = -1, other = -1;
+    TU_CHECK(sv_slots_acquire(sl, "x", 1, NULL, NULL, &first) == SV_ACQ_OK && first == 0,
+             "first acquire");
+    waiter_arg w = {.sl = sl, .rc = -1};
+    pthread_t t;
+    pthread_create(&t, NULL, wait_for_slot, &w);
+    int queued = 0;
+    for (int i = 0; i < 500 && !queued; i++, sleep_ms(10)) sv_slots_counts(sl, NULL, &queued);
+    TU_CHECK(queued == 1, "the second waits");
+    TU_CHECK(sv_slots_acquire(sl, "x", 1, NULL, NULL, &other) == SV_ACQ_FULL && other == -1,
+             "the third finds the queue full");
+    sv_slots_release(sl, first);
+    pthread_join(t, NULL);
+    TU_CHECK(w.rc == SV_ACQ_OK && w.slot == 0, "the waiter got the slot: rc %d", w.rc);
+    TU_CHECK(sv_slots_acquire(sl, "x", 1, always_gone, NULL, &other) == SV_ACQ_GONE,
+             "a waiter whose client left gives up");
+    w.rc = -1;
+    pthread_create(&t, NULL, wait_for_slot, &w);
+    for (int i = 0, q = 0; i < 500 && !q; i++, sleep_ms(10)) sv_slots_counts(sl, NULL, &q);
+    sv_slots_stop(sl);
+    pthread_join(t, NULL);
+    TU_CHECK(w.rc == SV_ACQ_STOPPING, "stop wakes the waiter: rc %d", w.rc);
+    TU_CHECK(sv_slots_cancelled(sl, 0) == 1, "stop cancels the busy slot");
+    sv_slots_free(sl);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    if (!(model = load_model())) {
+        return 1;
+    }
+    static const tu_test tests[] = {
+        {"health_models_and_errors_over_http", health_models_and_errors_over_http},
+        {"chat_replies_whole_and_streamed_agree", chat_replies_whole_and_streamed_agree},
+        {"interleaved_conversations_keep_their_slots_fast",
+         interleaved_conversations_keep_their_slots_fast},
+        {"overflow_is_413_and_leaves_every_slot_unchanged",
+         overflow_is_413_and_leaves_every_slot_unchanged},
+        {"disconnect_cancels_and_the_slot_stays_consistent",
+         disconnect_cancels_and_the_slot_stays_consistent},
+        {"full_queue_is_503_with_retry_after", full_queue_is_503_with_retry_after},
+        {"slot_queue_waits_refuses_and_stops", slot_queue_waits_refuses_and_stops},
+        {NULL, NULL},
+    };
+    int rc = tu_run("serve_http", tests);
+    pl_model_free(model);
+    return rc;
+}

@@ -1,0 +1,502 @@
+/* request.c — the pure request path of the server: routing, auth, JSON parsing (jansson),
+ * parameter validation and prompt rendering. No network, no state; the HTTP layer calls it. */
+#include <ctype.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "serve.h"
+
+static const char *const ep_paths[SV_EP_COUNT] = {
+    [SV_EP_NONE] = "other",
+    [SV_EP_HEALTH] = "/health",
+    [SV_EP_MODELS] = "/v1/models",
+    [SV_EP_CHAT] = "/v1/chat/completions",
+    [SV_EP_COMPLETIONS] = "/v1/completions",
+    [SV_EP_METRICS] = "/metrics",
+    [SV_EP_SLOTS] = "/slots",
+};
+
+const char *sv_endpoint_path(sv_endpoint ep)
+{
+    return ep > SV_EP_NONE && ep < SV_EP_COUNT ? ep_paths[ep] : ep_paths[SV_EP_NONE];
+}
+
+int sv_error_set(sv_error *e, int status, const char *type, const char *code, const char *param,
+                 const char *fmt, ...)
+{
+    e->status = status;
+    e->type = type;
+    e->code = code;
+    e->retry_after = 0;
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+char *sv_error_json(const sv_error *e)
+{
+    size_t n;
+    char *msg = sv_utf8_clean(e->message, strlen(e->message), &n);
+    if (!msg) return NULL;
+    json_t *o = json_pack("{s:{s:s%,s:s,s:o,s:o}}", "error", "message", msg, n, "type",
+                          e->type ? e->type : "server_error", "param",
+                          e->param[0] ? json_string(e->param) : json_null(), "code",
+                          e->code ? json_string(e->code) : json_null());
+    free(msg);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return s;
+}
+
+void sv_request_free(sv_request *r)
+{
+    if (!r) return;
+    for (size_t i = 0; i < r->n_stops; i++) free(r->stops[i]);
+    free(r->prompt);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- routing and auth ------------------------------------------------------------------- */
+
+static const char *header(const sv_header *h, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (h[i].name && h[i].value && strcasecmp(h[i].name, name) == 0) return h[i].value;
+    return NULL;
+}
+
+/* Compares without an early exit, so the time says nothing about where a guess went wrong. */
+static int same_secret(const char *a, size_t na, const char *b, size_t nb)
+{
+    unsigned char d = na != nb;
+    for (size_t i = 0; i < na; i++) d |= (unsigned char)(a[i] ^ b[i < nb ? i : 0]);
+    return nb > 0 && d == 0;
+}
+
+static int authorized(const sv_api *api, const sv_header *h, size_t n)
+{
+    if (!api->api_key || !api->api_key[0]) return 1;
+    const char *v = header(h, n, "Authorization");
+    if (!v) return 0;
+    while (*v == ' ') v++;
+    if (strncasecmp(v, "Bearer ", 7) != 0) return 0;
+    v += 7;
+    while (*v == ' ') v++;
+    size_t len = strlen(v);
+    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t')) len--;
+    return same_secret(api->api_key, strlen(api->api_key), v, len);
+}
+
+static int route(const char *url, size_t *path_len, int *is_post)
+{
+    static const struct {
+        const char *path;
+        sv_endpoint ep;
+        int post;
+    } routes[] = {
+        {"/health", SV_EP_HEALTH, 0},
+        {"/v1/models", SV_EP_MODELS, 0},
+        {"/v1/chat/completions", SV_EP_CHAT, 1},
+        {"/v1/completions", SV_EP_COMPLETIONS, 1},
+        {"/metrics", SV_EP_METRICS, 0},
+        {"/slots", SV_EP_SLOTS, 0},
+    };
+    *path_len = strcspn(url, "?#");
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (strlen(routes[i].path) == *path_len && memcmp(routes[i].path, url, *path_len) == 0) {
+            *is_post = routes[i].post;
+            return routes[i].ep;
+        }
+    return SV_EP_NONE;
+}
+
+/* ---- fields ----------------------------------------------------------------------------- */
+
+static int bad_field(sv_error *e, const char *field, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static int bad_field(sv_error *e, const char *field, const char *fmt, ...)
+{
+    char what[240];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return sv_error_set(e, 400, "invalid_request_error", "invalid_value", field, "'%s': %s", field,
+                        what);
+}
+
+static const char *json_kind(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
+    }
+    return "a value";
+}
+
+static int wrong_type(sv_error *e, const char *field, const json_t *v, const char *want)
+{
+    return sv_error_set(e, 400, "invalid_request_error", "invalid_type", field,
+                        "'%s' must be %s, not %s", field, want, json_kind(v));
+}
+
+/* A number field in [lo, hi] (lo excluded when lo_open). 1 absent, 0 read, -1 error. */
+static int get_number(const json_t *body, const char *field, double lo, int lo_open, double hi,
+                      float *out, sv_error *e)
+{
+    json_t *v = json_object_get(body, field);
+    if (!v || json_is_null(v)) return 1;
+    if (!json_is_number(v)) return wrong_type(e, field, v, "a number");
+    double x = json_number_value(v);
+    if (!isfinite(x) || x < lo || x > hi || (lo_open && x == lo))
+        return bad_field(e, field, "%g is outside %s%g, %g]", x, lo_open ? "(" : "[", lo, hi);
+    *out = (float)x;
+    return 0;
+}
+
+/* An integer field >= lo (larger values are clamped to hi). 1 absent, 0 read, -1 error. */
+static int get_int(const json_t *body, const char *field, json_int_t lo, json_int_t hi,
+                   json_int_t *out, sv_error *e)
+{
+    json_t *v = json_object_get(body, field);
+    if (!v || json_is_null(v)) return 1;
+    if (!json_is_integer(v)) return wrong_type(e, field, v, "an integer");
+    json_int_t x = json_integer_value(v);
+    if (x < lo) return bad_field(e, field, "%lld is less than %lld", (long long)x, (long long)lo);
+    *out = x > hi ? hi : x;
+    return 0;
+}
+
+/* A boolean field. 1 absent, 0 read, -1 error. */
+static int get_bool(const json_t *obj, const char *field, const char *name, int *out, sv_error *e)
+{
+    json_t *v = json_object_get(obj, field);
+    if (!v || json_is_null(v)) return 1;
+    if (!json_is_boolean(v)) return wrong_type(e, name, v, "a boolean");
+    *out = json_is_true(v);
+    return 0;
+}
+
+static int get_stops(const json_t *body, sv_request *r, sv_error *e)
+{
+    json_t *v = json_object_get(body, "stop");
+    if (!v || json_is_null(v)) return 0;
+    const json_t *one[1] = {v};
+    size_t n = 1;
+    if (json_is_array(v)) {
+        n = json_array_size(v);
+        if (n > SV_MAX_STOP)
+            return bad_field(e, "stop", "%zu strings; at most %d are allowed", n, SV_MAX_STOP);
+    } else if (!json_is_string(v)) {
+        return wrong_type(e, "stop", v, "a string or an array of strings");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *s = json_is_array(v) ? json_array_get(v, i) : one[0];
+        char field[32];
+        if (json_is_array(v))
+            snprintf(field, sizeof field, "stop[%zu]", i);
+        else
+            snprintf(field, sizeof field, "stop");
+        if (!json_is_string(s)) return wrong_type(e, field, s, "a string");
+        size_t len = json_string_length(s);
+        if (len == 0) return bad_field(e, field, "must not be empty");
+        if (len > PL_GEN_MAX_STOP_LEN)
+            return bad_field(e, field, "%zu bytes; at most %d are allowed", len,
+                             PL_GEN_MAX_STOP_LEN);
+        if (!(r->stops[r->n_stops] = strdup(json_string_value(s))))
+            return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        r->n_stops++;
+    }
+    return 0;
+}
+
+/* The sampling and generation fields both endpoints share. */
+static int get_common(const sv_api *api, const json_t *body, sv_request *r, sv_error *e)
+{
+    json_t *v;
+    if ((v = json_object_get(body, "model")) && !json_is_null(v) && !json_is_string(v))
+        return wrong_type(e, "model", v, "a string");
+    r->sp = pl_sampler_default_params();
+    r->sp.temperature = 0.8f;
+    if (get_number(body, "temperature", 0, 0, 2, &r->sp.temperature, e) < 0 ||
+        get_number(body, "top_p", 0, 1, 1, &r->sp.top_p, e) < 0 ||
+        get_number(body, "min_p", 0, 0, 1, &r->sp.min_p, e) < 0 ||
+        get_number(body, "frequency_penalty", -2, 0, 2, &r->sp.freq_penalty, e) < 0 ||
+        get_number(body, "presence_penalty", -2, 0, 2, &r->sp.presence_penalty, e) < 0)
+        return -1;
+    json_int_t x = 0;
+    int rc;
+    if ((rc = get_int(body, "top_k", 0, INT32_MAX, &x, e)) < 0) return -1;
+    if (rc == 0) r->sp.top_k = (int32_t)x;
+    r->max_tokens = api->max_tokens;
+    if ((rc = get_int(body, "max_completion_tokens", 1, INT32_MAX, &x, e)) < 0) return -1;
+    if (rc == 0) r->max_tokens = x;
+    if ((rc = get_int(body, "max_tokens", 1, INT32_MAX, &x, e)) < 0) return -1;
+    if (rc == 0) r->max_tokens = x;
+    if ((v = json_object_get(body, "seed")) && !json_is_null(v)) {
+        if (!json_is_integer(v)) return wrong_type(e, "seed", v, "an integer");
+        r->sp.seed = (uint64_t)json_integer_value(v);
+        r->has_seed = 1;
+    }
+    if ((rc = get_int(body, "n", 1, INT32_MAX, &x, e)) < 0) return -1;
+    if (rc == 0 && x != 1) return bad_field(e, "n", "only n = 1 is supported");
+    int flag = 0;
+    if (get_bool(body, "logprobs", "logprobs", &flag, e) < 0) return -1;
+    if (flag) return bad_field(e, "logprobs", "log probabilities are not supported");
+    if ((v = json_object_get(body, "tools")) && json_is_array(v) && json_array_size(v) > 0)
+        return bad_field(e, "tools", "tools (function calling) are not supported");
+    if (get_bool(body, "stream", "stream", &r->stream, e) < 0 ||
+        get_bool(body, "ignore_eos", "ignore_eos", &r->ignore_eos, e) < 0)
+        return -1;
+    if ((v = json_object_get(body, "stream_options")) && !json_is_null(v)) {
+        if (!json_is_object(v)) return wrong_type(e, "stream_options", v, "an object");
+        if (get_bool(v, "include_usage", "stream_options.include_usage", &r->include_usage, e) < 0)
+            return -1;
+    }
+    return get_stops(body, r, e);
+}
+
+/* ---- chat messages ---------------------------------------------------------------------- */
+
+/* The message's text: a string, or the concatenated "text" parts of an array. malloc'd. */
+static char *message_text(const json_t *c, size_t i, sv_error *e)
+{
+    char field[64];
+    snprintf(field, sizeof field, "messages[%zu].content", i);
+    if (json_is_string(c)) {
+        char *s = strdup(json_string_value(c));
+        if (!s) sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        return s;
+    }
+    if (!json_is_array(c)) {
+        wrong_type(e, field, c, "a string or an array of text parts");
+        return NULL;
+    }
+    size_t total = 0, n = json_array_size(c);
+    for (size_t k = 0; k < n; k++) {
+        const json_t *p = json_array_get(c, k), *t;
+        char pf[96];
+        snprintf(pf, sizeof pf, "messages[%zu].content[%zu]", i, k);
+        if (!json_is_object(p)) {
+            wrong_type(e, pf, p, "an object {\"type\": \"text\", \"text\": …}");
+            return NULL;
+        }
+        t = json_object_get(p, "type");
+        if (!json_is_string(t) || strcmp(json_string_value(t), "text") != 0) {
+            snprintf(pf + strlen(pf), sizeof pf - strlen(pf), ".type");
+            bad_field(e, pf, "only \"text\" parts are supported");
+            return NULL;
+        }
+        t = json_object_get(p, "text");
+        if (!json_is_string(t)) {
+            snprintf(pf + strlen(pf), sizeof pf - strlen(pf), ".text");
+            wrong_type(e, pf, t ? t : json_null(), "a string");
+            return NULL;
+        }
+        total += json_string_length(t);
+    }
+    char *s = malloc(total + 1);
+    if (!s) {
+        sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        return NULL;
+    }
+    size_t at = 0;
+    for (size_t k = 0; k < n; k++) {
+        const json_t *t = json_object_get(json_array_get(c, k), "text");
+        memcpy(s + at, json_string_value(t), json_string_length(t));
+        at += json_string_length(t);
+    }
+    s[at] = 0;
+    return s;
+}
+
+static int render_chat(const sv_api *api, const json_t *body, sv_request *r, sv_error *e)
+{
+    json_t *msgs = json_object_get(body, "messages");
+    if (!msgs) return bad_field(e, "messages", "is required");
+    if (!json_is_array(msgs)) return wrong_type(e, "messages", msgs, "an array");
+    size_t n = json_array_size(msgs);
+    if (n == 0) return bad_field(e, "messages", "must hold at least one message");
+    pl_chat_message *m = calloc(n, sizeof *m);
+    if (!m) return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    int rc = -1;
+    size_t done = 0;
+    for (; done < n; done++) {
+        const json_t *msg = json_array_get(msgs, done), *role, *content;
+        char field[64];
+        snprintf(field, sizeof field, "messages[%zu]", done);
+        if (!json_is_object(msg)) {
+            wrong_type(e, field, msg, "an object");
+            goto out;
+        }
+        snprintf(field, sizeof field, "messages[%zu].role", done);
+        role = json_object_get(msg, "role");
+        if (!role) {
+            bad_field(e, field, "is required");
+            goto out;
+        }
+        if (!json_is_string(role)) {
+            wrong_type(e, field, role, "a string");
+            goto out;
+        }
+        const char *rs = json_string_value(role);
+        if (strcmp(rs, "system") == 0)
+            m[done].role = "system";
+        else if (strcmp(rs, "user") == 0)
+            m[done].role = "user";
+        else if (strcmp(rs, "assistant") == 0)
+            m[done].role = "assistant";
+        else {
+            bad_field(e, field, "unknown role (known: system, user, assistant)");
+            goto out;
+        }
+        content = json_object_get(msg, "content");
+        if (!content) {
+            snprintf(field, sizeof field, "messages[%zu].content", done);
+            bad_field(e, field, "is required");
+            goto out;
+        }
+        if (!(m[done].content = message_text(content, done, e))) goto out;
+    }
+    pl_error pe = {0};
+    size_t need = 0;
+    pl_status st = pl_chat_render(api->model, api->tmpl, m, n, 1, NULL, 0, &need, &pe);
+    if (st == PL_ERR_BUFFER_TOO_SMALL || st == PL_OK) {
+        if (!(r->prompt = malloc(need + 1))) {
+            sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+            goto out;
+        }
+        st = pl_chat_render(api->model, api->tmpl, m, n, 1, r->prompt, need + 1, &need, &pe);
+    }
+    if (st == PL_ERR_INVALID_ARG) {
+        bad_field(e, "messages", "the chat template rejects them: %s", pe.msg);
+        goto out;
+    }
+    if (st) {
+        sv_error_set(e, 500, "server_error", NULL, NULL, "rendering the conversation: %s: %s",
+                     pl_status_str(st), pe.msg);
+        goto out;
+    }
+    r->prompt[need] = 0;
+    r->prompt_len = need;
+    rc = 0;
+out:
+    for (size_t i = 0; i < done; i++) free((char *)m[i].content);
+    free(m);
+    return rc;
+}
+
+/* The BOS text when the vocabulary adds one (a raw completion prompt gets it as a template
+ * would write it); "" otherwise. */
+static size_t bos_text(const pl_model *m, char *buf, size_t cap)
+{
+    int32_t ids[2];
+    size_t n = 0, len = 0;
+    if (!m || pl_tokenize(m, "", 0, PL_TOKENIZE_ADD_BOS, ids, 2, &n, NULL) || n != 1 ||
+        ids[0] != pl_vocab_bos(m))
+        return 0;
+    if (pl_token_to_piece(m, ids[0], PL_DETOK_SPECIAL, buf, cap, &len, NULL)) return 0;
+    return len;
+}
+
+static int get_prompt(const sv_api *api, const json_t *body, sv_request *r, sv_error *e)
+{
+    json_t *p = json_object_get(body, "prompt");
+    if (!p) return bad_field(e, "prompt", "is required");
+    if (!json_is_string(p)) return wrong_type(e, "prompt", p, "a string");
+    size_t len = json_string_length(p);
+    if (len == 0) return bad_field(e, "prompt", "must not be empty");
+    char bos[64];
+    size_t nb = bos_text(api->model, bos, sizeof bos);
+    if (nb && len >= nb && memcmp(json_string_value(p), bos, nb) == 0) nb = 0;
+    if (!(r->prompt = malloc(nb + len + 1)))
+        return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    memcpy(r->prompt, bos, nb);
+    memcpy(r->prompt + nb, json_string_value(p), len + 1);
+    r->prompt_len = nb + len;
+    return 0;
+}
+
+int sv_parse_request(const sv_api *api, const char *method, const char *url,
+                     const sv_header *headers, size_t n_headers, const char *body, size_t len,
+                     sv_request *req, sv_error *err)
+{
+    memset(req, 0, sizeof *req);
+    if (!method || !url)
+        return sv_error_set(err, 400, "invalid_request_error", NULL, NULL, "no method or no URL");
+    size_t path_len;
+    int is_post = 0;
+    sv_endpoint ep = (sv_endpoint)route(url, &path_len, &is_post);
+    if (ep == SV_EP_NONE)
+        return sv_error_set(err, 404, "invalid_request_error", "not_found", NULL,
+                            "no endpoint %.*s (known: /v1/chat/completions, /v1/completions, "
+                            "/v1/models, /health, /metrics, /slots)",
+                            (int)(path_len > 120 ? 120 : path_len), url);
+    const char *want = is_post ? "POST" : "GET";
+    if (strcmp(method, want) != 0)
+        return sv_error_set(err, 405, "invalid_request_error", "method_not_allowed", NULL,
+                            "%s takes %s, not %.16s", ep_paths[ep], want, method);
+    if (ep != SV_EP_HEALTH && !authorized(api, headers, n_headers))
+        return sv_error_set(err, 401, "authentication_error", "invalid_api_key", NULL,
+                            header(headers, n_headers, "Authorization")
+                                ? "invalid API key in the Authorization header"
+                                : "missing API key: send 'Authorization: Bearer KEY'");
+    req->ep = ep;
+    if (!is_post) return 0;
+
+    json_error_t je;
+    json_t *root = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        sv_error_set(err, 400, "invalid_request_error", "invalid_json", NULL,
+                     "the body is not valid JSON: %s (byte %d)", je.text, je.position);
+        goto fail;
+    }
+    if (!json_is_object(root)) {
+        sv_error_set(err, 400, "invalid_request_error", "invalid_json", NULL,
+                     "the body must be a JSON object, not %s", json_kind(root));
+        goto fail;
+    }
+    if (get_common(api, root, req, err) < 0) goto fail;
+    if ((ep == SV_EP_CHAT ? render_chat(api, root, req, err) : get_prompt(api, root, req, err)) < 0)
+        goto fail;
+    json_decref(root);
+    return 0;
+fail:
+    json_decref(root);
+    sv_request_free(req);
+    return -1;
+}
+
+char *sv_models_json(const sv_api *api, int64_t created)
+{
+    json_t *o = json_pack("{s:s,s:[{s:s,s:s,s:I,s:s}]}", "object", "list", "data", "id",
+                          api->alias ? api->alias : "", "object", "model", "created",
+                          (json_int_t)created, "owned_by", "plumb");
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return s;
+}

@@ -1,0 +1,700 @@
+/* server.c — the HTTP layer of `plumb serve` on libmicrohttpd (a thread per connection):
+ * bodies read within --max-body, the pure request path (request.c), a slot (slots.c),
+ * pl_chat, and the reply, whole or as Server-Sent Events. Not the request validation. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "serve.h"
+
+struct sv_server {
+    struct MHD_Daemon *d;
+    sv_config cfg;
+    const pl_model *m;
+    sv_slots *slots;
+    sv_metrics metrics;
+    int port;
+    int64_t created;              /* the model's "created" time: server start */
+    atomic_uint_fast64_t counter; /* ids and default seeds */
+    uint64_t nonce;
+    pthread_mutex_t log_mu;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* ---- per request -------------------------------------------------------------------------- */
+
+typedef struct conn {
+    sv_server *srv;
+    int fd;
+    double t0;
+    char *body;
+    size_t len, cap;
+    int too_large;
+    /* What the log line and the request counter say (set before the response is queued). */
+    sv_endpoint ep;
+    char method[8];
+    int status;
+    int counted; /* the generation path logged and counted the request itself */
+} conn;
+
+/* 1 when the client closed its end (or the socket failed): nothing more will be read. */
+static int peer_gone(int fd)
+{
+    if (fd < 0) return 0;
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0) return 0;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+    return 1;
+}
+
+static void log_line(sv_server *srv, const char *method, sv_endpoint ep, int status, double ms,
+                     int slot, const char *path)
+{
+    if (!srv->cfg.log) return;
+    pthread_mutex_lock(&srv->log_mu);
+    if (slot >= 0)
+        fprintf(srv->cfg.log, "%s %s %d %.1f ms slot %d %s\n", method, sv_endpoint_path(ep), status,
+                ms, slot, path ? path : "-");
+    else
+        fprintf(srv->cfg.log, "%s %s %d %.1f ms\n", method, sv_endpoint_path(ep), status, ms);
+    fflush(srv->cfg.log);
+    pthread_mutex_unlock(&srv->log_mu);
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *c, conn *q, int status, const char *type,
+                                 char *body, int retry_after)
+{
+    if (!body) return MHD_NO;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (retry_after) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", retry_after);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, v);
+    }
+    q->status = status;
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, conn *q, const sv_error *e)
+{
+    return send_text(c, q, e->status, "application/json", sv_error_json(e), e->retry_after);
+}
+
+/* ---- generation --------------------------------------------------------------------------- */
+
+typedef struct job {
+    sv_server *srv;
+    const char *method;
+    sv_request req;
+    int slot;
+    int fd;
+    double t0;
+    char id[40];
+    pl_sampler *smp;
+    /* Outcome. */
+    pl_status st;
+    pl_error err;
+    pl_chat_stats stats;
+    /* Non-streaming: the text; streaming: the SSE bytes not yet sent. */
+    char *out;
+    size_t out_len, out_cap, out_sent;
+    int oom;
+    /* Streaming. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int thread_started;
+    int started; /* the first piece (or the end) is there: the status is 200 */
+    int done;
+    atomic_int gone; /* the client went away (or the response was dropped) */
+} job;
+
+static int append(job *j, const char *s, size_t n)
+{
+    if (j->out_len + n + 1 > j->out_cap) {
+        size_t cap = j->out_cap ? j->out_cap : 1024;
+        while (cap < j->out_len + n + 1) cap *= 2;
+        char *o = realloc(j->out, cap);
+        if (!o) {
+            j->oom = 1;
+            return -1;
+        }
+        j->out = o;
+        j->out_cap = cap;
+    }
+    memcpy(j->out + j->out_len, s, n);
+    j->out_len += n;
+    j->out[j->out_len] = 0;
+    return 0;
+}
+
+static int should_stop(job *j)
+{
+    if (atomic_load(&j->gone)) return 1;
+    if (sv_slots_cancelled(j->srv->slots, j->slot)) return 1;
+    if (peer_gone(j->fd)) {
+        atomic_store(&j->gone, 1);
+        return 1;
+    }
+    return 0;
+}
+
+static void fill_result(const job *j, sv_result *r)
+{
+    const pl_chat_stats *s = &j->stats;
+    *r = (sv_result){
+        .id = j->id,
+        .created = (int64_t)time(NULL),
+        .finish = s->gen.stop == PL_STOP_MAX_TOKENS || s->gen.stop == PL_STOP_CONTEXT_FULL
+                      ? "length"
+                      : "stop",
+        .prompt_tokens = s->n_reused + s->n_prefilled,
+        .completion_tokens = s->n_generated,
+        .cached_tokens = s->n_reused,
+        .slot = j->slot,
+        .cache_path = pl_chat_path_str(s->path),
+        .reused = s->n_reused,
+        .prefilled = s->n_prefilled,
+        .ttft_ms = s->tokenize_ms + s->gen.ttft_ms,
+        .total_ms = s->total_ms,
+    };
+}
+
+static int on_text_plain(void *user, const char *text, size_t len)
+{
+    job *j = user;
+    if (append(j, text, len)) return 1;
+    return should_stop(j);
+}
+
+static int on_text_stream(void *user, const char *text, size_t len)
+{
+    job *j = user;
+    sv_result r;
+    fill_result(j, &r);
+    char *ev = sv_chunk_event(j->req.ep, j->srv->cfg.api.alias, &r, 1, text, len);
+    pthread_mutex_lock(&j->mu);
+    if (!ev || append(j, ev, strlen(ev))) j->oom = 1;
+    j->started = 1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    free(ev);
+    return j->oom || should_stop(j);
+}
+
+/* pl_chat on the job's slot, then the slot back; records the generation's metrics. */
+static void run_chat(job *j)
+{
+    sv_server *srv = j->srv;
+    const char *stops[SV_MAX_STOP];
+    for (size_t i = 0; i < j->req.n_stops; i++) stops[i] = j->req.stops[i];
+    pl_gen_params gp = pl_gen_default_params();
+    gp.max_tokens = j->req.max_tokens;
+    gp.ignore_eog = j->req.ignore_eos;
+    gp.stops = stops;
+    gp.n_stops = j->req.n_stops;
+    double t_start = now_s();
+    j->st = pl_chat(sv_slots_session(srv->slots, j->slot), j->req.prompt, j->req.prompt_len, j->smp,
+                    &gp, j->req.stream ? on_text_stream : on_text_plain, j, &j->stats, &j->err);
+    sv_slots_release(srv->slots, j->slot);
+    if (j->st == PL_OK) {
+        const pl_chat_stats *s = &j->stats;
+        double ttft = (t_start - j->t0) + (s->tokenize_ms + s->gen.ttft_ms) * 1e-3;
+        sv_metrics_generation(&srv->metrics, s->path, s->n_reused + s->n_prefilled, s->n_generated,
+                              s->n_reused, ttft);
+        if (s->gen.stop == PL_STOP_CANCELLED && atomic_load(&j->gone))
+            sv_metrics_cancel(&srv->metrics);
+    } else if (j->st == PL_ERR_CONTEXT_FULL) {
+        sv_metrics_reject(&srv->metrics, SV_REJ_CONTEXT);
+    }
+}
+
+static void job_free(job *j)
+{
+    if (!j) return;
+    pl_sampler_free(j->smp);
+    sv_request_free(&j->req);
+    free(j->out);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+/* The error a failed pl_chat answers with. */
+static void chat_error(const job *j, sv_error *e)
+{
+    if (j->st == PL_ERR_CONTEXT_FULL)
+        sv_error_set(e, 413, "invalid_request_error", "context_length_exceeded",
+                     j->req.ep == SV_EP_CHAT ? "messages" : "prompt",
+                     "the conversation does not fit the context window: %s", j->err.msg);
+    else
+        sv_error_set(e, 500, "server_error", NULL, NULL, "generation failed: %s: %s",
+                     pl_status_str(j->st), j->err.msg);
+}
+
+static void *stream_thread(void *arg)
+{
+    job *j = arg;
+    run_chat(j);
+    sv_result r;
+    fill_result(j, &r);
+    pthread_mutex_lock(&j->mu);
+    if (j->st == PL_OK) {
+        char *ev = sv_chunk_event(j->req.ep, j->srv->cfg.api.alias, &r, 2, NULL, 0);
+        if (!ev || append(j, ev, strlen(ev))) j->oom = 1;
+        free(ev);
+        if (j->req.include_usage) {
+            ev = sv_chunk_event(j->req.ep, j->srv->cfg.api.alias, &r, 3, NULL, 0);
+            if (!ev || append(j, ev, strlen(ev))) j->oom = 1;
+            free(ev);
+        }
+        append(j, "data: [DONE]\n\n", 14);
+    } else if (j->started) {
+        /* Too late for a status: the error goes in the stream, as OpenAI does. */
+        sv_error e;
+        chat_error(j, &e);
+        char *body = sv_error_json(&e);
+        if (body && !append(j, "data: ", 6) && !append(j, body, strlen(body))) append(j, "\n\n", 2);
+        free(body);
+    }
+    j->done = 1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    double ms = (now_s() - j->t0) * 1e3;
+    if (j->started || j->st == PL_OK) {
+        sv_metrics_request(&j->srv->metrics, j->req.ep, 200, ms * 1e-3);
+        log_line(j->srv, j->method, j->req.ep, 200, ms, j->slot, pl_chat_path_str(j->stats.path));
+    }
+    return NULL;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    job *j = cls;
+    (void)pos;
+    pthread_mutex_lock(&j->mu);
+    while (j->out_sent == j->out_len && !j->done) pthread_cond_wait(&j->cv, &j->mu);
+    size_t n = j->out_len - j->out_sent;
+    if (n > max) n = max;
+    if (n) {
+        memcpy(buf, j->out + j->out_sent, n);
+        j->out_sent += n;
+    }
+    int end = n == 0 && j->done;
+    int failed = end && (j->oom || (j->st != PL_OK && !j->started));
+    pthread_mutex_unlock(&j->mu);
+    if (end) return failed ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+    job *j = cls;
+    atomic_store(&j->gone, 1);
+    pthread_join(j->thread, NULL);
+    job_free(j);
+}
+
+static int gone_cb(void *user)
+{
+    return peer_gone(*(const int *)user);
+}
+
+static enum MHD_Result generate(struct MHD_Connection *c, conn *q, sv_request *req)
+{
+    sv_server *srv = q->srv;
+    sv_error e;
+    job *j = calloc(1, sizeof *j);
+    if (!j) {
+        sv_request_free(req);
+        sv_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+        return send_error(c, q, &e);
+    }
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->srv = srv;
+    j->method = "POST";
+    j->req = *req;
+    memset(req, 0, sizeof *req);
+    j->fd = q->fd;
+    j->t0 = q->t0;
+    j->slot = -1;
+    uint64_t k = atomic_fetch_add(&srv->counter, 1);
+    snprintf(j->id, sizeof j->id, "%s-%016llx", j->req.ep == SV_EP_CHAT ? "chatcmpl" : "cmpl",
+             (unsigned long long)mix64(srv->nonce ^ k));
+    if (!j->req.has_seed) j->req.sp.seed = mix64(srv->nonce + 0x5eed + k);
+
+    pl_error pe = {0};
+    if (pl_sampler_new(&j->smp, srv->m, &j->req.sp, &pe)) {
+        sv_error_set(&e, 400, "invalid_request_error", "invalid_value", NULL,
+                     "sampling parameters: %s", pe.msg);
+        job_free(j);
+        return send_error(c, q, &e);
+    }
+    int rc =
+        sv_slots_acquire(srv->slots, j->req.prompt, j->req.prompt_len, gone_cb, &j->fd, &j->slot);
+    if (rc != SV_ACQ_OK) {
+        job_free(j);
+        if (rc == SV_ACQ_GONE) {
+            sv_metrics_cancel(&srv->metrics);
+            q->status = 499; /* nginx's "client closed request", for the log only */
+            return MHD_NO;
+        }
+        if (rc == SV_ACQ_FULL) sv_metrics_reject(&srv->metrics, SV_REJ_OVERLOAD);
+        sv_error_set(&e, 503, "overloaded_error",
+                     rc == SV_ACQ_FULL ? "overloaded" : "shutting_down", NULL,
+                     rc == SV_ACQ_FULL ? "every slot is busy and the queue is full; retry later"
+                                       : "the server is shutting down");
+        e.retry_after = 1;
+        return send_error(c, q, &e);
+    }
+
+    if (!j->req.stream) {
+        run_chat(j);
+        enum MHD_Result ok;
+        if (j->st) {
+            chat_error(j, &e);
+            ok = send_error(c, q, &e);
+        } else if (j->oom) {
+            sv_error_set(&e, 500, "server_error", NULL, NULL, "out of memory for the reply");
+            ok = send_error(c, q, &e);
+        } else {
+            sv_result r;
+            fill_result(j, &r);
+            ok = send_text(c, q, 200, "application/json",
+                           sv_response_json(j->req.ep, srv->cfg.api.alias, &r, j->out, j->out_len),
+                           0);
+        }
+        double ms = (now_s() - q->t0) * 1e3;
+        sv_metrics_request(&srv->metrics, j->req.ep, q->status, ms * 1e-3);
+        log_line(srv, j->method, j->req.ep, q->status, ms, j->slot,
+                 j->st ? pl_status_str(j->st) : pl_chat_path_str(j->stats.path));
+        q->counted = 1;
+        job_free(j);
+        return ok;
+    }
+
+    /* Streaming: the opening chunk, then the generation on its own thread; the status waits
+     * for the first piece, so a conversation that does not fit is still a 413. */
+    if (j->req.ep == SV_EP_CHAT) {
+        sv_result r;
+        fill_result(j, &r);
+        char *ev = sv_chunk_event(j->req.ep, srv->cfg.api.alias, &r, 0, NULL, 0);
+        if (!ev || append(j, ev, strlen(ev))) j->oom = 1;
+        free(ev);
+    }
+    if (pthread_create(&j->thread, NULL, stream_thread, j)) {
+        sv_slots_release(srv->slots, j->slot);
+        job_free(j);
+        sv_error_set(&e, 500, "server_error", NULL, NULL, "cannot start a thread");
+        return send_error(c, q, &e);
+    }
+    pthread_mutex_lock(&j->mu);
+    while (!j->started && !j->done) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        if (!j->started && !j->done && peer_gone(j->fd)) atomic_store(&j->gone, 1);
+    }
+    int failed = !j->started && j->st != PL_OK;
+    pthread_mutex_unlock(&j->mu);
+    q->counted = 1;
+    if (failed) {
+        pthread_join(j->thread, NULL);
+        chat_error(j, &e);
+        enum MHD_Result ok = send_error(c, q, &e);
+        double ms = (now_s() - q->t0) * 1e3;
+        sv_metrics_request(&srv->metrics, j->req.ep, q->status, ms * 1e-3);
+        log_line(srv, j->method, j->req.ep, q->status, ms, j->slot, pl_status_str(j->st));
+        job_free(j);
+        return ok;
+    }
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, j, stream_free);
+    if (!r) {
+        stream_free(j);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    q->status = 200;
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+/* ---- the access handler --------------------------------------------------------------------- */
+
+static char *health_json(sv_server *srv)
+{
+    int busy, queued;
+    sv_slots_counts(srv->slots, &busy, &queued);
+    int total = sv_slots_total(srv->slots);
+    char *s = malloc(160);
+    if (s)
+        snprintf(s, 160, "{\"status\":\"ok\",\"slots_total\":%d,\"slots_idle\":%d,\"queue\":%d}",
+                 total, total - busy, queued);
+    return s;
+}
+
+static enum MHD_Result body_too_large(struct MHD_Connection *c, conn *q)
+{
+    sv_error e;
+    sv_metrics_reject(&q->srv->metrics, SV_REJ_BODY);
+    sv_error_set(&e, 413, "invalid_request_error", "request_too_large", NULL,
+                 "the body is over the server's limit of %zu bytes (--max-body)",
+                 q->srv->cfg.max_body);
+    return send_error(c, q, &e);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    sv_server *srv = cls;
+    conn *q = *con_cls;
+    (void)version;
+    if (!q) {
+        if (!(q = calloc(1, sizeof *q))) return MHD_NO;
+        q->srv = srv;
+        q->t0 = now_s();
+        q->fd = -1;
+        snprintf(q->method, sizeof q->method, "%s", method);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci) q->fd = ci->connect_fd;
+        *con_cls = q;
+        size_t path_len = strcspn(url, "?");
+        for (int ep = SV_EP_NONE + 1; ep < SV_EP_COUNT; ep++)
+            if (strlen(sv_endpoint_path((sv_endpoint)ep)) == path_len &&
+                memcmp(sv_endpoint_path((sv_endpoint)ep), url, path_len) == 0)
+                q->ep = (sv_endpoint)ep;
+        /* A declared length over the limit is refused before a byte of the body is read. */
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl) {
+            char *end;
+            errno = 0;
+            unsigned long long n = strtoull(cl, &end, 10);
+            if (errno == ERANGE || n > srv->cfg.max_body) return body_too_large(c, q);
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (q->too_large || n > srv->cfg.max_body - q->len) {
+            /* Chunked bodies have no length up front: stop keeping them at the limit. */
+            q->too_large = 1;
+            free(q->body);
+            q->body = NULL;
+            return MHD_YES;
+        }
+        if (q->len + n + 1 > q->cap) {
+            size_t cap = q->cap ? q->cap : 4096;
+            while (cap < q->len + n + 1) cap *= 2;
+            if (cap > srv->cfg.max_body + 1) cap = srv->cfg.max_body + 1;
+            char *b = realloc(q->body, cap);
+            if (!b) return MHD_NO;
+            q->body = b;
+            q->cap = cap;
+        }
+        memcpy(q->body + q->len, upload_data, n);
+        q->len += n;
+        return MHD_YES;
+    }
+    if (q->too_large) return body_too_large(c, q);
+
+    sv_header h[2] = {
+        {"Authorization", MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")},
+        {"Content-Type", MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type")},
+    };
+    sv_request req;
+    sv_error e;
+    if (sv_parse_request(&srv->cfg.api, method, url, h, 2, q->body, q->len, &req, &e)) {
+        if (e.status == 401) sv_metrics_reject(&srv->metrics, SV_REJ_AUTH);
+        return send_error(c, q, &e);
+    }
+    q->ep = req.ep;
+    switch (req.ep) {
+    case SV_EP_HEALTH:
+        return send_text(c, q, 200, "application/json", health_json(srv), 0);
+    case SV_EP_MODELS:
+        return send_text(c, q, 200, "application/json", sv_models_json(&srv->cfg.api, srv->created),
+                         0);
+    case SV_EP_METRICS: {
+        int busy, queued;
+        sv_slots_counts(srv->slots, &busy, &queued);
+        return send_text(c, q, 200, "text/plain; version=0.0.4; charset=utf-8",
+                         sv_metrics_text(&srv->metrics, queued, busy, sv_slots_total(srv->slots)),
+                         0);
+    }
+    case SV_EP_SLOTS:
+        return send_text(c, q, 200, "application/json", sv_slots_json(srv->slots), 0);
+    default:
+        return generate(c, q, &req);
+    }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    sv_server *srv = cls;
+    conn *q = *con_cls;
+    (void)c;
+    (void)toe;
+    if (!q) return;
+    if (!q->counted && q->status) {
+        double ms = (now_s() - q->t0) * 1e3;
+        sv_metrics_request(&srv->metrics, q->ep, q->status, ms * 1e-3);
+        log_line(srv, q->method, q->ep, q->status, ms, -1, NULL);
+    }
+    free(q->body);
+    free(q);
+    *con_cls = NULL;
+}
+
+/* ---- start and stop ----------------------------------------------------------------------- */
+
+static pl_status fail(pl_error *err, pl_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static pl_status fail(pl_error *err, pl_status st, const char *fmt, ...)
+{
+    if (err) {
+        err->code = st;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+pl_status sv_server_start(sv_server **out, const pl_model *m, const sv_config *cfg, pl_error *err)
+{
+    *out = NULL;
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    const char *host = cfg->host ? cfg->host : "127.0.0.1";
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                     MHD_USE_POLL | MHD_USE_ITC;
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)cfg->port);
+    } else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)cfg->port);
+        flags |= MHD_USE_IPv6;
+    } else {
+        return fail(err, PL_ERR_INVALID_ARG,
+                    "host '%.200s': not an IPv4 or IPv6 address (e.g. 127.0.0.1, ::1, 0.0.0.0)",
+                    host);
+    }
+    sv_server *s = calloc(1, sizeof *s);
+    if (!s) return fail(err, PL_ERR_NOMEM, "no memory for the server");
+    s->cfg = *cfg;
+    s->m = m;
+    s->created = (int64_t)time(NULL);
+    s->nonce = mix64((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)s);
+    atomic_init(&s->counter, 0);
+    pthread_mutex_init(&s->log_mu, NULL);
+    if (sv_metrics_init(&s->metrics)) {
+        pthread_mutex_destroy(&s->log_mu);
+        free(s);
+        return fail(err, PL_ERR_NOMEM, "cannot set up the metrics");
+    }
+    pl_status st = sv_slots_new(&s->slots, m, &cfg->session, cfg->n_slots, cfg->queue, err);
+    if (st) {
+        sv_metrics_destroy(&s->metrics);
+        pthread_mutex_destroy(&s->log_mu);
+        free(s);
+        return st;
+    }
+    s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &ss,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_END);
+    if (!s->d) {
+        int e = errno;
+        sv_slots_free(s->slots);
+        sv_metrics_destroy(&s->metrics);
+        pthread_mutex_destroy(&s->log_mu);
+        free(s);
+        return fail(err, PL_ERR_IO, "cannot listen on %.100s port %d: %s", host, cfg->port,
+                    e ? strerror(e) : "libmicrohttpd could not start");
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : cfg->port;
+    *out = s;
+    return PL_OK;
+}
+
+int sv_server_port(const sv_server *s)
+{
+    return s->port;
+}
+
+sv_slots *sv_server_slots(sv_server *s)
+{
+    return s->slots;
+}
+
+sv_metrics *sv_server_metrics(sv_server *s)
+{
+    return &s->metrics;
+}
+
+void sv_server_stop(sv_server *s)
+{
+    if (!s) return;
+    MHD_socket ls = MHD_quiesce_daemon(s->d);
+    sv_slots_stop(s->slots);
+    MHD_stop_daemon(s->d);
+    if (ls != MHD_INVALID_SOCKET) close(ls);
+    sv_slots_free(s->slots);
+    sv_metrics_destroy(&s->metrics);
+    pthread_mutex_destroy(&s->log_mu);
+    free(s);
+}

@@ -1,0 +1,232 @@
+/* cmd_serve.c — `plumb serve`: the command line of the OpenAI-compatible HTTP server; the
+ * server itself is serve/ (plumb_serve). Parses options, loads the model, waits for a signal. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "serve.h"
+
+static void usage(FILE *out)
+{
+    fputs(
+        "usage: plumb serve -m FILE [options]\n"
+        "\n"
+        "Serves the model over HTTP with OpenAI's API: POST /v1/chat/completions and\n"
+        "/v1/completions (streaming or not), GET /v1/models, /health, /metrics (Prometheus)\n"
+        "and /slots. Each of N slots is a session with its own prefix cache; a request goes to\n"
+        "the idle slot whose cached text shares the longest prefix with its prompt (else the\n"
+        "least recently used), so each conversation keeps its fast path. Requests beyond the\n"
+        "slots wait in a bounded queue; beyond it they get 503. Prints one line on stdout\n"
+        "when listening, one log line per request on stderr; SIGINT/SIGTERM stop it.\n"
+        "\n"
+        "options:\n"
+        "  -m, --model FILE         GGUF model (llama, qwen2, qwen3)\n"
+        "  --host ADDR              address to listen on (default 127.0.0.1: this machine only)\n"
+        "  --port N                 port (default 8080; 0: a free one)\n"
+        "  --slots N                sessions, each with its prefix cache (default 2)\n"
+        "  --queue N                requests that may wait for a slot (default 16)\n"
+        "  --api-key KEY            require 'Authorization: Bearer KEY' (not on /health)\n"
+        "  --max-body BYTES         largest request body (default 1048576)\n"
+        "  --timeout S              idle connection timeout in seconds (default 30)\n"
+        "  --alias NAME             model id in responses (default: the file's name without\n"
+        "                           .gguf)\n"
+        "  --max-tokens N           tokens per reply when a request gives no max_tokens\n"
+        "                           (default 256)\n"
+        "  --template NAME          chat template (default: the model's): chatml, qwen2,\n"
+        "                           qwen2.5, llama3, llama2, mistral\n"
+        "  -t, --threads N          threads per slot (default: PLUMB_THREADS, else physical\n"
+        "                           cores)\n"
+        "  -c, --ctx N              context window per slot in tokens (default min(train, 4096))\n"
+        "  --sliding-window N       sliding window instead of a context window\n"
+        "  --sinks N                attention sinks kept by the sliding window (default 4)\n"
+        "  --chunk N                prefill chunk in tokens\n"
+        "  --kv-type f16|f32        KV cache element type (default f16)\n"
+        "  --kernels NAME           kernel set (default: PLUMB_KERNELS, else the best)\n"
+        "  --no-repack              run every weight from the mapping (no repacked copies)\n"
+        "  -h, --help               show this help\n"
+        "\n"
+        "Sampling (temperature, top_p, top_k, min_p, seed, stop, max_tokens) is per request.\n"
+        "No TLS: put a TLS proxy in front to serve beyond this machine.\n",
+        out);
+}
+
+typedef struct serve_opts {
+    const char *model, *host, *api_key, *alias, *tmpl;
+    int64_t port, slots, queue, max_body, timeout, max_tokens;
+    int no_repack;
+    cli_gen_opts g;
+} serve_opts;
+
+static int parse(int argc, char **argv, serve_opts *o)
+{
+    cli_args a;
+    cli_args_init(&a, argc, argv, "serve", usage);
+    for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
+        const char *v;
+        if (k == CLI_ARG_POSITIONAL) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
+        if (cli_is_help(&a)) return cli_help(&a) + 100;
+        if (cli_is(&a, NULL, "--no-repack")) {
+            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
+            o->no_repack = 1;
+            continue;
+        }
+        /* Sampling is the request's, not the server's. */
+        if (cli_is(&a, NULL, "--temp") || cli_is(&a, NULL, "--top-k") ||
+            cli_is(&a, NULL, "--top-p") || cli_is(&a, NULL, "--min-p") ||
+            cli_is(&a, NULL, "--repeat-penalty") || cli_is(&a, "-s", "--seed"))
+            return cli_usage_error(&a,
+                                   "%s: sampling is set per request (temperature, top_p, "
+                                   "top_k, min_p, seed in the JSON body)",
+                                   a.arg);
+        if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+        int rc = 0;
+        if (cli_is(&a, "-m", "--model"))
+            o->model = v;
+        else if (cli_is(&a, NULL, "--host"))
+            o->host = v;
+        else if (cli_is(&a, NULL, "--port"))
+            rc = cli_parse_i64(&a, v, 0, 65535, &o->port);
+        else if (cli_is(&a, NULL, "--slots"))
+            rc = cli_parse_i64(&a, v, 1, 256, &o->slots);
+        else if (cli_is(&a, NULL, "--queue"))
+            rc = cli_parse_i64(&a, v, 0, 4096, &o->queue);
+        else if (cli_is(&a, NULL, "--api-key"))
+            o->api_key = v;
+        else if (cli_is(&a, NULL, "--max-body"))
+            rc = cli_parse_i64(&a, v, 1, INT32_MAX, &o->max_body);
+        else if (cli_is(&a, NULL, "--timeout"))
+            rc = cli_parse_i64(&a, v, 1, 86400, &o->timeout);
+        else if (cli_is(&a, NULL, "--alias"))
+            o->alias = v;
+        else if (cli_is(&a, NULL, "--max-tokens"))
+            rc = cli_parse_i64(&a, v, 1, INT32_MAX, &o->max_tokens);
+        else if (cli_is(&a, NULL, "--template")) {
+            const char *const *names = pl_chat_template_names();
+            size_t i = 0;
+            while (names[i] && strcmp(names[i], v)) i++;
+            if (!names[i]) return cli_usage_error(&a, "--template: unknown template '%s'", v);
+            o->tmpl = names[i];
+        } else if (cli_gen_option(&a, v, &o->g, &rc))
+            ;
+        else
+            return cli_unknown_option(&a);
+        if (rc) return rc;
+    }
+    if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
+    if (o->g.ctx && o->g.window)
+        return cli_usage_error(&a, "give either -c N or --sliding-window N, not both");
+    if (o->g.sinks >= 0 && !o->g.window)
+        return cli_usage_error(&a, "--sinks needs --sliding-window");
+    if (o->g.window && o->g.sinks >= o->g.window)
+        return cli_usage_error(&a, "--sinks %lld must be less than --sliding-window %lld",
+                               (long long)o->g.sinks, (long long)o->g.window);
+    if (o->api_key && !o->api_key[0]) return cli_usage_error(&a, "--api-key: empty key");
+    return 0;
+}
+
+/* The file's name without its folders and ".gguf": the default model id. */
+static char *default_alias(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t n = strlen(b);
+    if (n > 5 && strcmp(b + n - 5, ".gguf") == 0) n -= 5;
+    char *s = malloc(n + 1);
+    if (s) {
+        memcpy(s, b, n);
+        s[n] = 0;
+    }
+    return s;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    serve_opts o = {.host = "127.0.0.1",
+                    .port = 8080,
+                    .slots = 2,
+                    .queue = 16,
+                    .max_body = 1 << 20,
+                    .timeout = 30,
+                    .max_tokens = 256,
+                    .g = cli_gen_defaults()};
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc >= 100 ? rc - 100 : rc;
+
+    pl_error err;
+    pl_status st;
+    pl_model *m = NULL;
+    sv_server *srv = NULL;
+    char *alias = NULL;
+    const char *tmpl = o.tmpl;
+
+    /* The signals are taken by sigwait below: block them before any thread starts, so every
+     * thread inherits the mask and none of them is interrupted. SIGPIPE: a client that went
+     * away is an error on its socket, not the end of the server. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    const pl_model_params mp = {.flags = o.no_repack ? PL_MODEL_NO_REPACK : 0u,
+                                .kernels = o.g.kernels};
+    if ((st = pl_model_load(&m, o.model, &mp, &err))) {
+        rc = cli_fail(st, &err);
+        goto out;
+    }
+    if (!tmpl && pl_model_chat_template(m, &tmpl, &err)) {
+        rc = cli_errorf("%s: no chat template plumb knows (%s); give --template NAME", o.model,
+                        err.msg);
+        goto out;
+    }
+    if (!o.alias && !(alias = default_alias(o.model))) {
+        rc = cli_errorf("out of memory");
+        goto out;
+    }
+    sv_config cfg = {
+        .host = o.host,
+        .port = (int)o.port,
+        .n_slots = (int)o.slots,
+        .queue = (int)o.queue,
+        .max_body = (size_t)o.max_body,
+        .timeout_s = (unsigned)o.timeout,
+        .session = cli_gen_session(&o.g, m),
+        .api = {.model = m,
+                .tmpl = tmpl,
+                .alias = o.alias ? o.alias : alias,
+                .api_key = o.api_key,
+                .max_tokens = o.max_tokens},
+        .log = stderr,
+    };
+    if ((st = sv_server_start(&srv, m, &cfg, &err))) {
+        rc = cli_fail(st, &err);
+        goto out;
+    }
+    pl_session_info si = {0};
+    pl_session_get_info(sv_slots_session(sv_server_slots(srv), 0), &si, NULL);
+    fprintf(stderr,
+            "plumb serve: model %s (id '%s', template %s), %lld slots of %lld tokens%s, "
+            "%d threads each, kernels %s, queue %lld, max body %lld bytes, timeout %lld s%s\n",
+            o.model, cfg.api.alias, tmpl, (long long)o.slots, (long long)si.kv_capacity,
+            o.g.window ? " (sliding window)" : "", si.n_threads, si.kernels, (long long)o.queue,
+            (long long)o.max_body, (long long)o.timeout, o.api_key ? ", API key required" : "");
+    int v6 = strchr(o.host, ':') != NULL;
+    printf("plumb serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", o.host, v6 ? "]" : "",
+           sv_server_port(srv));
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "plumb serve: %s: stopping (cancelling the generations running)\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    sv_server_stop(srv);
+    srv = NULL;
+    fprintf(stderr, "plumb serve: stopped\n");
+out:
+    sv_server_stop(srv);
+    free(alias);
+    pl_model_free(m);
+    return cli_finish(rc);
+}
