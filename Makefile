@@ -12,10 +12,12 @@ CTEST_ARGS ?=
 # Debian packages the build and the tests need (clang + its sanitizer runtime for the
 # CI sanitizer build; afl++ for `make fuzz`; gnuplot-nox draws the `make perf` plots; valgrind
 # for `make perf-instr` and its perf-smoke test: callgrind counts instructions where the VM
-# exposes no hardware counters; libmicrohttpd for `plumb serve`).
+# exposes no hardware counters; libmicrohttpd for `plumb serve`; curl and jq drive its curl
+# test). node and npm (the OpenAI SDK test) are checked as commands, not packages: a node
+# from elsewhere (e.g. NodeSource, which bundles npm) is kept; Debian's nodejs/npm otherwise.
 DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
        libcunit1-dev libgsl-dev afl++ libhwloc-dev libpcre2-dev \
-       libutf8proc-dev libjansson-dev libmicrohttpd-dev gnuplot-nox valgrind
+       libutf8proc-dev libjansson-dev libmicrohttpd-dev gnuplot-nox valgrind curl jq
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -31,6 +33,8 @@ deps:
 	@missing=""; for p in $(DEPS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && \

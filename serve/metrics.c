@@ -46,7 +46,7 @@ void sv_metrics_request(sv_metrics *m, sv_endpoint ep, int status, double second
 
 void sv_metrics_reject(sv_metrics *m, int reason)
 {
-    if (reason < 0 || reason > SV_REJ_AUTH) return;
+    if (reason < 0 || reason >= SV_REJ_COUNT) return;
     pthread_mutex_lock(&m->mu);
     m->rejected[reason]++;
     pthread_mutex_unlock(&m->mu);
@@ -128,7 +128,8 @@ static void put_hist(buf *b, const char *name, const char *help, const sv_hist *
 char *sv_metrics_text(sv_metrics *m, int queue_length, int slots_busy, int slots_total)
 {
     static const char *const paths[4] = {"", "fast", "partial", "slow"};
-    static const char *const reasons[4] = {"overload", "context", "body", "auth"};
+    static const char *const reasons[SV_REJ_COUNT] = {"overload", "context", "body", "auth",
+                                                      "timeout"};
     buf b = {0};
     pthread_mutex_lock(&m->mu);
     put(&b, "# HELP plumb_requests_total HTTP requests answered, by endpoint and status.\n"
@@ -154,7 +155,7 @@ char *sv_metrics_text(sv_metrics *m, int queue_length, int slots_busy, int slots
             (unsigned long long)m->path[p]);
     put(&b, "# HELP plumb_rejected_total Requests refused before generation, by reason.\n"
             "# TYPE plumb_rejected_total counter\n");
-    for (int r = 0; r < 4; r++)
+    for (int r = 0; r < SV_REJ_COUNT; r++)
         put(&b, "plumb_rejected_total{reason=\"%s\"} %llu\n", reasons[r],
             (unsigned long long)m->rejected[r]);
     put(&b,

@@ -144,6 +144,16 @@ typedef struct sv_hist {
 
 #define SV_MAX_STATUS 16 /* distinct status codes counted per endpoint */
 
+/* Refusal reasons; TIMEOUT: a connection whose request was not whole within --timeout. */
+enum {
+    SV_REJ_OVERLOAD = 0,
+    SV_REJ_CONTEXT,
+    SV_REJ_BODY,
+    SV_REJ_AUTH,
+    SV_REJ_TIMEOUT,
+    SV_REJ_COUNT
+};
+
 typedef struct sv_metrics {
     pthread_mutex_t mu;
     struct {
@@ -152,12 +162,10 @@ typedef struct sv_metrics {
     } req[SV_EP_COUNT][SV_MAX_STATUS];
     uint64_t prompt_tokens, completion_tokens, cached_tokens;
     uint64_t path[4]; /* by pl_chat_path */
-    uint64_t rejected[4];
+    uint64_t rejected[SV_REJ_COUNT];
     uint64_t cancelled;
     sv_hist duration, ttft;
 } sv_metrics;
-
-enum { SV_REJ_OVERLOAD = 0, SV_REJ_CONTEXT, SV_REJ_BODY, SV_REJ_AUTH };
 
 /* The upper bounds (seconds) of the histogram buckets, SV_HIST_BUCKETS of them. */
 extern const double sv_hist_bounds[SV_HIST_BUCKETS];

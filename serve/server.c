@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -26,7 +27,23 @@ struct sv_server {
     atomic_uint_fast64_t counter; /* ids and default seeds */
     uint64_t nonce;
     pthread_mutex_t log_mu;
+    /* The request deadline: every connection is watched from its accept; a request must be
+     * whole (headers and body) within --timeout of the connection's start or of its previous
+     * answer, however slowly its bytes trickle in (libmicrohttpd's own timeout restarts at
+     * every byte). A watchdog shuts down the sockets past their deadline. */
+    pthread_mutex_t wd_mu;
+    pthread_cond_t wd_cv;
+    pthread_t wd;
+    int wd_running, wd_stop;
+    struct watch *watched;
 };
+
+typedef struct watch {
+    struct watch *prev, *next;
+    int fd;
+    double deadline; /* 0: the request is whole; its answer is under way */
+    int cut;
+} watch;
 
 static double now_s(void)
 {
@@ -41,6 +58,78 @@ static uint64_t mix64(uint64_t x)
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
+}
+
+/* ---- the request deadline ---------------------------------------------------------------- */
+
+static void *watchdog(void *arg)
+{
+    sv_server *srv = arg;
+    pthread_mutex_lock(&srv->wd_mu);
+    while (!srv->wd_stop) {
+        double now = now_s();
+        for (watch *w = srv->watched; w; w = w->next)
+            if (!w->cut && w->deadline > 0 && now >= w->deadline) {
+                /* Under wd_mu the socket is still open: libmicrohttpd reports the close
+                 * (on_connection) before it closes the descriptor. */
+                shutdown(w->fd, SHUT_RDWR);
+                w->cut = 1;
+                sv_metrics_reject(&srv->metrics, SV_REJ_TIMEOUT);
+            }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 200 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&srv->wd_cv, &srv->wd_mu, &ts);
+    }
+    pthread_mutex_unlock(&srv->wd_mu);
+    return NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    sv_server *srv = cls;
+    watch *w = *socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci || !(w = calloc(1, sizeof *w)))
+            return; /* unwatched: the idle timeout still holds */
+        w->fd = ci->connect_fd;
+        w->deadline = now_s() + srv->cfg.timeout_s;
+        pthread_mutex_lock(&srv->wd_mu);
+        w->next = srv->watched;
+        if (w->next) w->next->prev = w;
+        srv->watched = w;
+        pthread_mutex_unlock(&srv->wd_mu);
+        *socket_context = w;
+    } else if (w) {
+        pthread_mutex_lock(&srv->wd_mu);
+        if (w->prev)
+            w->prev->next = w->next;
+        else
+            srv->watched = w->next;
+        if (w->next) w->next->prev = w->prev;
+        pthread_mutex_unlock(&srv->wd_mu);
+        free(w);
+        *socket_context = NULL;
+    }
+}
+
+/* Arm (the next request's deadline from now) or disarm (0) a connection's deadline. */
+static void set_deadline(sv_server *srv, struct MHD_Connection *c, int arm)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    watch *w = ci ? ci->socket_context : NULL;
+    if (!w) return;
+    pthread_mutex_lock(&srv->wd_mu);
+    w->deadline = arm ? now_s() + srv->cfg.timeout_s : 0;
+    pthread_mutex_unlock(&srv->wd_mu);
 }
 
 /* ---- per request -------------------------------------------------------------------------- */
@@ -538,6 +627,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         q->len += n;
         return MHD_YES;
     }
+    set_deadline(srv, c, 0);
     if (q->too_large) return body_too_large(c, q);
 
     sv_header h[2] = {
@@ -576,8 +666,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     sv_server *srv = cls;
     conn *q = *con_cls;
-    (void)c;
     (void)toe;
+    set_deadline(srv, c, 1); /* a kept-alive connection's next request */
     if (!q) return;
     if (!q->counted && q->status) {
         double ms = (now_s() - q->t0) * 1e3;
@@ -607,6 +697,24 @@ static pl_status fail(pl_error *err, pl_status st, const char *fmt, ...)
         va_end(ap);
     }
     return st;
+}
+
+/* Everything but the daemon (stopped first): the watchdog, the slots, the metrics. */
+static void server_free(sv_server *s)
+{
+    if (s->wd_running) {
+        pthread_mutex_lock(&s->wd_mu);
+        s->wd_stop = 1;
+        pthread_cond_signal(&s->wd_cv);
+        pthread_mutex_unlock(&s->wd_mu);
+        pthread_join(s->wd, NULL);
+    }
+    if (s->slots) sv_slots_free(s->slots);
+    sv_metrics_destroy(&s->metrics);
+    pthread_cond_destroy(&s->wd_cv);
+    pthread_mutex_destroy(&s->wd_mu);
+    pthread_mutex_destroy(&s->log_mu);
+    free(s);
 }
 
 pl_status sv_server_start(sv_server **out, const pl_model *m, const sv_config *cfg, pl_error *err)
@@ -639,29 +747,35 @@ pl_status sv_server_start(sv_server **out, const pl_model *m, const sv_config *c
     s->nonce = mix64((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)s);
     atomic_init(&s->counter, 0);
     pthread_mutex_init(&s->log_mu, NULL);
+    pthread_mutex_init(&s->wd_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->wd_cv, &ca);
+    pthread_condattr_destroy(&ca);
     if (sv_metrics_init(&s->metrics)) {
-        pthread_mutex_destroy(&s->log_mu);
-        free(s);
+        server_free(s);
         return fail(err, PL_ERR_NOMEM, "cannot set up the metrics");
     }
     pl_status st = sv_slots_new(&s->slots, m, &cfg->session, cfg->n_slots, cfg->queue, err);
     if (st) {
-        sv_metrics_destroy(&s->metrics);
-        pthread_mutex_destroy(&s->log_mu);
-        free(s);
+        server_free(s);
         return st;
     }
-    s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &ss,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_END);
+    if (pthread_create(&s->wd, NULL, watchdog, s)) {
+        server_free(s);
+        return fail(err, PL_ERR_NOMEM, "cannot start the request-deadline thread");
+    }
+    s->wd_running = 1;
+    s->d =
+        MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &ss,
+                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+                         on_connection, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
+                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_END);
     if (!s->d) {
         int e = errno;
-        sv_slots_free(s->slots);
-        sv_metrics_destroy(&s->metrics);
-        pthread_mutex_destroy(&s->log_mu);
-        free(s);
+        server_free(s);
         return fail(err, PL_ERR_IO, "cannot listen on %.100s port %d: %s", host, cfg->port,
                     e ? strerror(e) : "libmicrohttpd could not start");
     }
@@ -692,9 +806,7 @@ void sv_server_stop(sv_server *s)
     MHD_socket ls = MHD_quiesce_daemon(s->d);
     sv_slots_stop(s->slots);
     MHD_stop_daemon(s->d);
+    s->d = NULL;
     if (ls != MHD_INVALID_SOCKET) close(ls);
-    sv_slots_free(s->slots);
-    sv_metrics_destroy(&s->metrics);
-    pthread_mutex_destroy(&s->log_mu);
-    free(s);
+    server_free(s);
 }

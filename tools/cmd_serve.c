@@ -28,7 +28,7 @@ static void usage(FILE *out)
         "  --queue N                requests that may wait for a slot (default 16)\n"
         "  --api-key KEY            require 'Authorization: Bearer KEY' (not on /health)\n"
         "  --max-body BYTES         largest request body (default 1048576)\n"
-        "  --timeout S              idle connection timeout in seconds (default 30)\n"
+        "  --timeout S              close a connection idle, or whose request is not whole, this long (default 30)\n"
         "  --alias NAME             model id in responses (default: the file's name without\n"
         "                           .gguf)\n"
         "  --max-tokens N           tokens per reply when a request gives no max_tokens\n"

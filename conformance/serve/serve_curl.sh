@@ -376,7 +376,7 @@ for name in 'plumb_requests_total{endpoint="/v1/chat/completions",status="200"}'
     'plumb_cache_path_total{path="slow"}' plumb_cached_tokens_total plumb_queue_length \
     plumb_slots_busy 'plumb_slots_total 1' 'plumb_rejected_total{reason="overload"}' \
     'plumb_rejected_total{reason="context"}' 'plumb_rejected_total{reason="body"}' \
-    'plumb_rejected_total{reason="auth"}' plumb_cancelled_total \
+    'plumb_rejected_total{reason="auth"}' 'plumb_rejected_total{reason="timeout"}' plumb_cancelled_total \
     'plumb_request_duration_seconds_bucket{' 'plumb_request_duration_seconds_bucket{le="+Inf"}' \
     plumb_request_duration_seconds_sum plumb_request_duration_seconds_count \
     'plumb_ttft_seconds_bucket{' 'plumb_ttft_seconds_bucket{le="+Inf"}' plumb_ttft_seconds_sum plumb_ttft_seconds_count; do

@@ -225,6 +225,8 @@ async function checkStopped(phase) {
 // ---- phase 6: slow loris ----------------------------------------------------------------
 {
   const bound = TIMEOUT_S * 1000 + CLOSE_SLACK_MS;
+  const timedOut = async () => metric(await metrics(base), 'plumb_rejected_total{reason="timeout"}');
+  const timedOut0 = await timedOut();
   const req = httpRequest('POST', '/v1/chat/completions', NORMAL);
   const stalledHead = [];
   const stalledBody = [];
@@ -270,6 +272,8 @@ async function checkStopped(phase) {
   await ok(idle, 'keep-alive connection idle after a request', sentAt, bound);
   await ok(trickle, `a request trickled at 1 byte/s (slow loris; 2 x --timeout ${TIMEOUT_S} + slack)`, sentAt, trickleBound);
   check(idle.every((c) => statusOf(c.data) === 200), 'phase 6: the idle keep-alive connections got their 200 first');
+  const cut = (await timedOut()) - timedOut0;
+  check(cut >= trickle.length, `phase 6: /metrics counts the trickled requests cut at their deadline (rejected{reason="timeout"} +${cut}, at least ${trickle.length})`);
   [...stalledHead, ...stalledBody, ...idle, ...trickle].forEach((c) => c.sock.destroy());
   await after('slow loris');
 }
