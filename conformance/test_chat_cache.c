@@ -14,21 +14,9 @@ static pl_model *bpe, *spm;
 
 static pl_model *make_model(enum demo_vocab_kind vocab, pl_ftype ftype)
 {
-    mk_config c;
-    if (mk_preset("tiny", &c)) return NULL;
-    c.vocab = vocab;
-    c.ftype = ftype;
-    c.n_threads = 1;
-    c.seed = 7;
-    char path[] = "/tmp/plumb-chat-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0) return NULL;
-    close(fd);
     pl_error e = {0};
     pl_model *m = NULL;
-    if (mk_write(&c, path, NULL, NULL, NULL, &e) || pl_model_load(&m, path, NULL, &e))
-        fprintf(stderr, "model: %s\n", e.msg);
-    remove(path);
+    if (mk_load_tiny(vocab, ftype, 0, &m, &e)) fprintf(stderr, "model: %s\n", e.msg);
     return m;
 }
 

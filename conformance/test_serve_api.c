@@ -16,21 +16,10 @@ static sv_api api;
 
 static pl_model *make_model(void)
 {
-    mk_config c;
-    if (mk_preset("tiny", &c)) return NULL;
-    c.vocab = DEMO_VOCAB_BPE;
-    c.ftype = PL_FTYPE_Q8_0;
-    c.n_threads = 1;
-    c.seed = 7;
-    char path[] = "/tmp/plumb-serve-api-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0) return NULL;
-    close(fd);
     pl_error e = {0};
     pl_model *m = NULL;
-    if (mk_write(&c, path, NULL, NULL, NULL, &e) || pl_model_load(&m, path, NULL, &e))
+    if (mk_load_tiny(DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 0, &m, &e))
         fprintf(stderr, "model: %s\n", e.msg);
-    remove(path);
     return m;
 }
 

@@ -1,5 +1,6 @@
 /* mkmodel.c — writes synthetic llama/qwen2/qwen3 GGUF files: llama.cpp's metadata keys and
  * tensor names, seeded weights at sensible scales, a real vocabulary. Not a trained model. */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -504,4 +505,42 @@ done:
     free(specs);
     free(job.scratch);
     return s;
+}
+
+pl_status mk_load(const mk_config *c, pl_model **out, pl_error *err)
+{
+    *out = NULL;
+    char path[] = "/tmp/plumb-mk-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return mk_fail(err, PL_ERR_IO, "cannot create a temporary file: %s", strerror(errno));
+    close(fd);
+    pl_status st = mk_write(c, path, NULL, NULL, NULL, err);
+    if (!st) st = pl_model_load(out, path, NULL, err);
+    remove(path);
+    return st;
+}
+
+void mk_shrink(mk_config *c)
+{
+    c->n_embd = 64;
+    c->n_layer = 1;
+    c->n_head = 2;
+    c->n_head_kv = 1;
+    c->head_dim = 32;
+    c->n_ff = 64;
+}
+
+pl_status mk_load_tiny(enum demo_vocab_kind vocab, pl_ftype ftype, int small, pl_model **out,
+                       pl_error *err)
+{
+    mk_config c;
+    *out = NULL;
+    if (mk_preset("tiny", &c)) return mk_fail(err, PL_ERR_INVALID_ARG, "no tiny preset");
+    if (small) mk_shrink(&c);
+    c.vocab = vocab;
+    c.ftype = ftype;
+    c.n_threads = 1;
+    c.seed = 7;
+    return mk_load(&c, out, err);
 }

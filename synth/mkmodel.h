@@ -66,4 +66,17 @@ typedef struct mk_stats {
 pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress, void *user,
                    mk_stats *stats, pl_error *err);
 
+/* The model c describes, in memory: written to a temporary file, loaded with the default load
+ * parameters, the file removed. For tests and fuzz harnesses. */
+pl_status mk_load(const mk_config *c, pl_model **out, pl_error *err);
+
+/* c shrunk to one layer of width 64 (2 heads, 1 KV head of 32, FF 64), its vocabulary kept: for
+ * the state machines around the model (tokenizer, template, cache), not its arithmetic. */
+void mk_shrink(mk_config *c);
+
+/* The tests' model: the tiny preset with this vocabulary and type, seed 7, shrunk when small
+ * is nonzero, loaded through mk_load. */
+pl_status mk_load_tiny(enum demo_vocab_kind vocab, pl_ftype ftype, int small, pl_model **out,
+                       pl_error *err);
+
 #endif

@@ -429,6 +429,17 @@ cli_gen_opts cli_gen_defaults(void)
     return o;
 }
 
+int cli_gen_check(cli_args *a, const cli_gen_opts *o)
+{
+    if (o->ctx && o->window)
+        return cli_usage_error(a, "give either -c N or --sliding-window N, not both");
+    if (o->sinks >= 0 && !o->window) return cli_usage_error(a, "--sinks needs --sliding-window");
+    if (o->window && o->sinks >= o->window)
+        return cli_usage_error(a, "--sinks %lld must be less than --sliding-window %lld",
+                               (long long)o->sinks, (long long)o->window);
+    return 0;
+}
+
 int cli_gen_option(cli_args *a, const char *v, cli_gen_opts *o, int *rc)
 {
     int64_t x = 0;

@@ -126,6 +126,9 @@ cli_gen_opts cli_gen_defaults(void);
 /* 1 if a's current option is one of them: its value v is parsed into o and *rc set (0, or
  * the exit code of a usage error); 0 if it is not one of them. */
 int cli_gen_option(cli_args *a, const char *v, cli_gen_opts *o, int *rc);
+/* After the options: usage errors for the combinations that cannot go together (-c with
+ * --sliding-window, --sinks without it or not below it). Returns 0 or the exit code. */
+int cli_gen_check(cli_args *a, const cli_gen_opts *o);
 /* m's default session parameters with these options applied. */
 pl_session_params cli_gen_session(const cli_gen_opts *o, const pl_model *m);
 

@@ -150,13 +150,8 @@ static int parse(int argc, char **argv, chat_opts *o)
         if (rc) return rc;
     }
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
-    if (o->g.ctx && o->g.window)
-        return cli_usage_error(&a, "give either -c N or --sliding-window N, not both");
-    if (o->g.sinks >= 0 && !o->g.window)
-        return cli_usage_error(&a, "--sinks needs --sliding-window");
-    if (o->g.window && o->g.sinks >= o->g.window)
-        return cli_usage_error(&a, "--sinks %lld must be less than --sliding-window %lld",
-                               (long long)o->g.sinks, (long long)o->g.window);
+    int rc = cli_gen_check(&a, &o->g);
+    if (rc) return rc;
     return 0;
 }
 

@@ -94,6 +94,8 @@ static int parse(int argc, char **argv, run_opts *o)
         if (rc) return rc;
     }
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
+    int rc = cli_gen_check(&a, &o->g);
+    if (rc) return rc;
     int sources = !!o->prompt + !!o->prompt_file + !!o->tokens;
     if (sources != 1)
         return cli_usage_error(&a, "give exactly one prompt: -p TEXT, -f FILE or --tokens LIST");

@@ -28,7 +28,8 @@ static void usage(FILE *out)
         "  --queue N                requests that may wait for a slot (default 16)\n"
         "  --api-key KEY            require 'Authorization: Bearer KEY' (not on /health)\n"
         "  --max-body BYTES         largest request body (default 1048576)\n"
-        "  --timeout S              close a connection idle, or whose request is not whole, this long (default 30)\n"
+        "  --timeout S              close a connection idle, or whose request is not whole, this "
+        "long (default 30)\n"
         "  --alias NAME             model id in responses (default: the file's name without\n"
         "                           .gguf)\n"
         "  --max-tokens N           tokens per reply when a request gives no max_tokens\n"
@@ -114,13 +115,8 @@ static int parse(int argc, char **argv, serve_opts *o)
         if (rc) return rc;
     }
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
-    if (o->g.ctx && o->g.window)
-        return cli_usage_error(&a, "give either -c N or --sliding-window N, not both");
-    if (o->g.sinks >= 0 && !o->g.window)
-        return cli_usage_error(&a, "--sinks needs --sliding-window");
-    if (o->g.window && o->g.sinks >= o->g.window)
-        return cli_usage_error(&a, "--sinks %lld must be less than --sliding-window %lld",
-                               (long long)o->g.sinks, (long long)o->g.window);
+    int rc = cli_gen_check(&a, &o->g);
+    if (rc) return rc;
     if (o->api_key && !o->api_key[0]) return cli_usage_error(&a, "--api-key: empty key");
     return 0;
 }

@@ -163,8 +163,11 @@ run_generates_text_and_reports_speed)
     expect_rc 1 "run with a token outside the vocabulary"
     expect_in "$tmp/err" "outside the vocabulary"
     run run -m "$tmp/m.gguf" -p "x" --sliding-window 8 --sinks 8
-    expect_rc 1 "attention sinks filling the whole sliding window"
-    expect_in "$tmp/err" "PL_ERR_CONFIG"
+    expect_rc 2 "attention sinks filling the whole sliding window"
+    expect_in "$tmp/err" "--sinks 8 must be less than --sliding-window 8"
+    run run -m "$tmp/m.gguf" -p "x" -c 64 --sliding-window 32
+    expect_rc 2 "a context window and a sliding window"
+    expect_in "$tmp/err" "not both"
     ;;
 
 tokenize_prints_ids_and_pieces)
