@@ -358,6 +358,11 @@ static void *stream_thread(void *arg)
     run_chat(j);
     sv_result r;
     fill_result(j, &r);
+    /* Counted before the last bytes are released: a client that reads /metrics right after its
+     * [DONE] finds its request there. */
+    double ms = (now_s() - j->t0) * 1e3;
+    if (j->started || j->st == PL_OK)
+        sv_metrics_request(&j->srv->metrics, j->req.ep, 200, ms * 1e-3);
     pthread_mutex_lock(&j->mu);
     if (j->st == PL_OK) {
         char *ev = sv_chunk_event(j->req.ep, j->srv->cfg.api.alias, &r, 2, NULL, 0);
@@ -380,11 +385,8 @@ static void *stream_thread(void *arg)
     j->done = 1;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
-    double ms = (now_s() - j->t0) * 1e3;
-    if (j->started || j->st == PL_OK) {
-        sv_metrics_request(&j->srv->metrics, j->req.ep, 200, ms * 1e-3);
+    if (j->started || j->st == PL_OK)
         log_line(j->srv, j->method, j->req.ep, 200, ms, j->slot, pl_chat_path_str(j->stats.path));
-    }
     return NULL;
 }
 
