@@ -1,11 +1,15 @@
 /* main.c — the `plumb` command: a table of subcommands and a dispatcher. Each command
  * lives in its own cmd_<name>.c; adding one is one line in `commands` below. */
+#include <errno.h>
+#include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
 static int cmd_version(int argc, char **argv);
 static int cmd_help(int argc, char **argv);
+static int cmd_serve_exec(int argc, char **argv);
 
 static const cli_command commands[] = {
     {"inspect", cmd_inspect, "show a GGUF file's header, metadata and tensors"},
@@ -16,7 +20,7 @@ static const cli_command commands[] = {
      "perplexity of a text in windows (llama-perplexity); KLD vs a base"},
     {"run", cmd_run, "evaluate a prompt and generate tokens, with timings"},
     {"chat", cmd_chat, "chat with a model: one message per line, reusing the prefix cache"},
-    {"serve", cmd_serve, "serve the model over HTTP with OpenAI's API (chat, completions)"},
+    {"serve", cmd_serve_exec, "serve the model over HTTP with OpenAI's API (chat, completions)"},
     {"bench", cmd_bench, "measure prefill and decode speed against the machine's limits"},
     {"mkmodel", cmd_mkmodel, "write a synthetic model (real shapes, random weights)"},
     {"quantize", cmd_quantize, "convert a model's weights to another type (llama.cpp mixes)"},
@@ -45,6 +49,26 @@ static void usage(FILE *out)
           "Run 'plumb <command> --help' for the options of a command.\n"
           "Exit status: 0 success, 1 failure (the message says why), 2 bad command line.\n",
           out);
+}
+
+/* `plumb serve ARGS` is `plumb-serve ARGS`, the program installed beside this one
+ * (serve_main.c says why it is separate). argv ends with NULL, as main's does. */
+static int cmd_serve_exec(int argc, char **argv)
+{
+    (void)argc;
+    char path[PATH_MAX];
+    const char name[] = "plumb-serve";
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n > 0) path[n] = '\0';
+    char *slash = n > 0 ? strrchr(path, '/') : NULL;
+    if (!slash || (size_t)(slash + 1 - path) + sizeof name > sizeof path)
+        return cli_errorf("serve: cannot find this program's directory (/proc/self/exe)");
+    memcpy(slash + 1, name, sizeof name);
+    fflush(NULL);
+    argv[0] = (char *)name;
+    execv(path, argv);
+    return cli_errorf("serve: cannot run %s: %s (plumb-serve is built and installed beside plumb)",
+                      path, strerror(errno));
 }
 
 static const cli_command *find_command(const char *name)
