@@ -55,7 +55,7 @@ fi
 if [ -s "$p-chat.dat" ]; then
     m=$(head -1 "$p-chat.dat" | sed 's/^# //; s/:.*//')
     term 900,500 "$p-chat" "set title '$m: time to first token per turn (median over pairs)'
-set xlabel 'turn'; set ylabel 'ms'; set grid; set key top left; set yrange [0:*]
+set xlabel 'turn'; set xtics 1; set ylabel 'ms'; set grid; set key top left; set yrange [0:*]
 plot '$p-chat.dat' using 1:2 with linespoints lw 2 pt 7 lc 'blue' title 'A, prefix cache', \\
      '' using 1:3 with linespoints lw 2 pt 5 lc 'red' title 'A, no cache', \\
      '' using 1:4 with linespoints dt 2 pt 6 lc 'blue' title 'B, prefix cache', \\
