@@ -107,7 +107,7 @@ bench() {
     [ -n "$CPUS" ] && pin="taskset -c $CPUS"
     if [ "$kind" = chat ]; then
         local bc
-        bc=$(dirname "$(dirname "$p")")/perf/bench_chat
+        bc=$(build_of "$p")/perf/bench_chat
         [ -x "$bc" ] || { echo '{"bench": "chat", "missing": true}' >"$out"; return 0; }
         $pin "$bc" "$f" -t "$THREADS" --turns "$6" --gen "$7" --reps 3 -o "$out" >"$out.log" 2>&1 ||
             { tail -5 "$out.log" >&2; die "bench_chat failed: $bc on $f"; }
@@ -153,11 +153,16 @@ cpu_signature() {
     echo "${name:-unknown}-$flags"
 }
 
-# instr_side BUILD SRC OUT.json: perf_instr.sh (this tree's: one procedure for both sides) on
-# BUILD, run in SRC so the JSON names SRC's commit, on the candidate's model files. 1 when BUILD
-# has no callgrind drivers (a commit older than them).
+# build_of PLUMB: the build directory of a plumb binary (DIR/tools/plumb).
+build_of() { dirname "$(dirname "$1")"; }
+
+# instr_side BUILD OUT.json: perf_instr.sh (this tree's: one procedure for both sides) on BUILD,
+# run in BUILD's source tree (the work tree for the candidate, else its worktree src-<sha>) so
+# the JSON names that commit, on the candidate's model files. 1 when BUILD has no callgrind
+# drivers (a commit older than them).
 instr_side() {
-    local b=$1 src=$2 out=$3 m
+    local b=$1 out=$2 src=$ROOT m
+    [ "$b" = "$CAND" ] || src=$PB/src-${b##*/bld-}
     [ -x "$b/perf/instr_model" ] || return 1
     for m in $(instr_models); do # the candidate's model files for every side
         [ -f "$CAND/perf-$m-q8_0.gguf" ] || "$CAND/tools/plumb" mkmodel "$CAND/perf-$m-q8_0.gguf" \
@@ -173,11 +178,10 @@ instr_side() {
 # instr_ab WORK BASE_PLUMB: both sides' counts and their comparison into WORK/instr.md; the
 # exit status of instr_compare (0 same, 1 a REGRESSION), 3 when the baseline has no drivers.
 instr_ab() {
-    local work=$1 bdir
-    bdir=$(dirname "$(dirname "$2")")
+    local work=$1
     command -v valgrind >/dev/null || die "INSTR needs valgrind (make deps), or INSTR=0"
-    instr_side "$CAND" "$ROOT" "$work/instr-A.json"
-    instr_side "$bdir" "$PB/src-$(basename "$bdir" | sed 's/^bld-//')" "$work/instr-B.json" || return 3
+    instr_side "$CAND" "$work/instr-A.json"
+    instr_side "$(build_of "$2")" "$work/instr-B.json" || return 3
     "$CAND/perf/instr_compare" "$work/instr-B.json" "$work/instr-A.json" \
         --threshold "$INSTR_THRESHOLD" >"$work/instr.md"
 }
@@ -260,8 +264,7 @@ history)
         i=0
         for r in $REVS; do
             short=$(sed -n "$((i + 1))p" "$work/revs.txt")
-            b=$(dirname "$(dirname "${plumbs[i]}")")
-            instr_side "$b" "$PB/src-${b##*/bld-}" "$work/instr-$short.json" ||
+            instr_side "$(build_of "${plumbs[i]}")" "$work/instr-$short.json" ||
                 echo "perf: $r predates the callgrind drivers: no instruction counts" >&2
             i=$((i + 1))
         done

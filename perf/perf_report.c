@@ -555,8 +555,9 @@ static void history_instr(const char *dir, const char *prefix, char revs[][64], 
         any |= doc[s] != NULL;
     }
     if (!any) return;
-    /* The rows: every per-token row of any rev, in first-seen order. */
+    /* The rows: every per-token row of any rev, in first-seen order, with each rev's count. */
     char names[64][96];
+    double v[64][MAX_SIDES];
     int n_names = 0;
     for (int s = 0; s < nr; s++) {
         size_t i;
@@ -571,26 +572,14 @@ static void history_instr(const char *dir, const char *prefix, char revs[][64], 
             snprintf(key, sizeof key, "%s %s", set, name);
             int k = 0;
             while (k < n_names && strcmp(names[k], key) != 0) k++;
-            if (k == n_names && n_names < 64)
+            if (k == n_names) {
+                if (n_names == 64) continue;
                 snprintf(names[n_names++], sizeof names[0], "%s", key);
+                for (int t = 0; t < nr; t++) v[k][t] = NAN;
+            }
+            v[k][s] = (double)json_integer_value(json_object_get(row, "instructions"));
         }
     }
-    double v[64][MAX_SIDES];
-    for (int k = 0; k < n_names; k++)
-        for (int s = 0; s < nr; s++) {
-            v[k][s] = NAN;
-            size_t i;
-            json_t *row;
-            json_array_foreach(json_object_get(doc[s], "rows"), i, row)
-            {
-                char key[96];
-                snprintf(key, sizeof key, "%s %s", json_string_value(json_object_get(row, "set")),
-                         json_string_value(json_object_get(row, "name")));
-                const char *unit = json_string_value(json_object_get(row, "unit"));
-                if (unit && strcmp(unit, "per token") == 0 && strcmp(key, names[k]) == 0)
-                    v[k][s] = (double)json_integer_value(json_object_get(row, "instructions"));
-            }
-        }
     fprintf(md, "\n## Instructions per token (callgrind; `-` where a rev predates the drivers)\n\n"
                 "| row |");
     for (int s = 0; s < nr; s++) fprintf(md, " %s |", revs[s]);

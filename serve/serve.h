@@ -181,6 +181,12 @@ void sv_metrics_generation(sv_metrics *m, int path, int64_t prompt, int64_t comp
 char *sv_metrics_text(sv_metrics *m, int queue_length, int slots_busy, int slots_total);
 
 /* ---- the slot manager ------------------------------------------------------------------- */
+/* Condition variables on CLOCK_MONOTONIC (a wall-clock jump neither stalls nor hurries a
+ * wait): sv_cond_init, and sv_cond_wait_ms, a timed wait of ms milliseconds at most (returns
+ * pthread_cond_timedwait's result: 0, ETIMEDOUT, ...). */
+void sv_cond_init(pthread_cond_t *cv);
+int sv_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long ms);
+
 typedef struct sv_slots sv_slots;
 
 /* n sessions over m with these params. */

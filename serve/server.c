@@ -41,8 +41,7 @@ struct sv_server {
 typedef struct watch {
     struct watch *prev, *next;
     int fd;
-    double deadline; /* 0: the request is whole; its answer is under way */
-    int cut;
+    double deadline; /* 0: none (the request is whole, or the socket was shut down) */
 } watch;
 
 static double now_s(void)
@@ -69,21 +68,14 @@ static void *watchdog(void *arg)
     while (!srv->wd_stop) {
         double now = now_s();
         for (watch *w = srv->watched; w; w = w->next)
-            if (!w->cut && w->deadline > 0 && now >= w->deadline) {
+            if (w->deadline > 0 && now >= w->deadline) {
                 /* Under wd_mu the socket is still open: libmicrohttpd reports the close
                  * (on_connection) before it closes the descriptor. */
                 shutdown(w->fd, SHUT_RDWR);
-                w->cut = 1;
+                w->deadline = 0;
                 sv_metrics_reject(&srv->metrics, SV_REJ_TIMEOUT);
             }
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 200 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&srv->wd_cv, &srv->wd_mu, &ts);
+        sv_cond_wait_ms(&srv->wd_cv, &srv->wd_mu, 200);
     }
     pthread_mutex_unlock(&srv->wd_mu);
     return NULL;
@@ -433,7 +425,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, conn *q, sv_request *r
         return send_error(c, q, &e);
     }
     pthread_mutex_init(&j->mu, NULL);
-    pthread_cond_init(&j->cv, NULL);
+    sv_cond_init(&j->cv);
     j->srv = srv;
     j->method = "POST";
     j->req = *req;
@@ -513,14 +505,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, conn *q, sv_request *r
     }
     pthread_mutex_lock(&j->mu);
     while (!j->started && !j->done) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        sv_cond_wait_ms(&j->cv, &j->mu, 100);
         if (!j->started && !j->done && peer_gone(j->fd)) atomic_store(&j->gone, 1);
     }
     int failed = !j->started && j->st != PL_OK;
@@ -750,11 +735,7 @@ pl_status sv_server_start(sv_server **out, const pl_model *m, const sv_config *c
     atomic_init(&s->counter, 0);
     pthread_mutex_init(&s->log_mu, NULL);
     pthread_mutex_init(&s->wd_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->wd_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sv_cond_init(&s->wd_cv);
     if (sv_metrics_init(&s->metrics)) {
         server_free(s);
         return fail(err, PL_ERR_NOMEM, "cannot set up the metrics");

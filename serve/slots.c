@@ -62,6 +62,28 @@ struct sv_slots {
     const pl_model *m;
 };
 
+void sv_cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+int sv_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return pthread_cond_timedwait(cv, mu, &ts);
+}
+
 pl_status sv_slots_new(sv_slots **out, const pl_model *m, const pl_session_params *sp, int n,
                        int queue_max, pl_error *err)
 {
@@ -86,11 +108,7 @@ pl_status sv_slots_new(sv_slots **out, const pl_model *m, const pl_session_param
         return PL_ERR_NOMEM;
     }
     pthread_mutex_init(&s->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sv_cond_init(&s->cv);
     s->n = n;
     s->queue_max = queue_max;
     s->m = m;
@@ -189,14 +207,7 @@ int sv_slots_acquire(sv_slots *s, const char *prompt, size_t len, sv_gone_fn gon
             break;
         }
         if (s->head == &w && (i = pick_locked(s, prompt, len)) >= 0) break;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 100 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        int e = pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+        int e = sv_cond_wait_ms(&s->cv, &s->mu, 100);
         if (e == ETIMEDOUT && gone) {
             pthread_mutex_unlock(&s->mu);
             int g = gone(user);
