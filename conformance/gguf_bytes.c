@@ -135,6 +135,12 @@ void gb_kv_u32(gb_buf *b, const char *key, uint32_t v)
     gb_u32(b, v);
 }
 
+void gb_kv_f32(gb_buf *b, const char *key, float v)
+{
+    gb_kv(b, key, PL_GGUF_FLOAT32);
+    gb_f32(b, v);
+}
+
 void gb_kv_str(gb_buf *b, const char *key, const char *s)
 {
     gb_kv(b, key, PL_GGUF_STRING);
@@ -224,6 +230,7 @@ void gb_tiny_llama(gb_buf *b)
     gb_kv_u32(b, "llama.block_count", 1);
     gb_kv_u32(b, "llama.attention.head_count", 2);
     gb_kv_u32(b, "llama.feed_forward_length", FF);
+    gb_kv_f32(b, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
     uint64_t off = 0;
     for (int i = 0; i < GB_LLAMA_N_TENSORS; i++) {
         const int64_t ne[] = {t[i].ne0, t[i].ne1};

@@ -39,6 +39,7 @@ void gb_header(gb_buf *b, uint32_t version, uint64_t n_tensors, uint64_t n_kv);
 /* Key and value type; the caller appends the value. */
 void gb_kv(gb_buf *b, const char *key, uint32_t type);
 void gb_kv_u32(gb_buf *b, const char *key, uint32_t v);
+void gb_kv_f32(gb_buf *b, const char *key, float v);
 void gb_kv_str(gb_buf *b, const char *key, const char *s);
 /* Key, PL_GGUF_ARRAY, element type and count; the caller appends the elements. */
 void gb_kv_arr(gb_buf *b, const char *key, uint32_t elem_type, uint64_t count);
@@ -62,7 +63,7 @@ void gb_small_valid(gb_buf *b);
 /* The smallest model pl_model_load binds: llama, n_embd 32, 1 layer, 2 heads (head_dim 16),
  * n_ff 64, n_vocab 8, every tensor F32 (small finite values), default alignment. */
 void gb_tiny_llama(gb_buf *b);
-#define GB_LLAMA_N_KV      5
+#define GB_LLAMA_N_KV      6
 #define GB_LLAMA_N_TENSORS 11
 
 /* x rounded up to a multiple of a (a > 0). */

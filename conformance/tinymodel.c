@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "runtime/arch.h"
 #include "testutil.h"
 #include "tinymodel.h"
 
@@ -94,45 +95,51 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
     snprintf(key, sizeof key, "%s.rope.freq_base", s->arch);
     pl_gguf_writer_set_f32(b.w, key, strcmp(s->arch, "llama") == 0 ? 10000.0f : 1e6f, &e);
 
-    double se = 1.0 / sqrt((double)s->E);
-    add(&b, "token_embd.weight", s->E, s->V, 1.0, 0.0, s->embd_type);
-    add(&b, "output_norm.weight", s->E, 1, 0.1, 1.0, PL_TYPE_F32);
-    if (!s->tied) add(&b, "output.weight", s->E, s->V, se, 0.0, s->embd_type);
-    int qwen2 = strcmp(s->arch, "qwen2") == 0, qwen3 = strcmp(s->arch, "qwen3") == 0;
-    for (int64_t l = 0; l < s->L; l++) {
-        char n[96];
-#define NAME(suffix) (snprintf(n, sizeof n, "blk.%lld.%s", (long long)l, suffix), n)
-#define MT(suffix)   (s->mix ? mix_type(NAME(suffix)) : s->wtype)
-        uint32_t t;
-        add(&b, NAME("attn_norm.weight"), s->E, 1, 0.1, 1.0, PL_TYPE_F32);
-        t = MT("attn_q.weight");
-        add(&b, NAME("attn_q.weight"), s->E, s->H * s->D, se, 0.0, t);
-        t = MT("attn_k.weight");
-        add(&b, NAME("attn_k.weight"), s->E, s->Hkv * s->D, se, 0.0, t);
-        t = MT("attn_v.weight");
-        add(&b, NAME("attn_v.weight"), s->E, s->Hkv * s->D, se, 0.0, t);
-        if (qwen2) {
-            add(&b, NAME("attn_q.bias"), s->H * s->D, 1, 0.1, 0.0, PL_TYPE_F32);
-            add(&b, NAME("attn_k.bias"), s->Hkv * s->D, 1, 0.1, 0.0, PL_TYPE_F32);
-            add(&b, NAME("attn_v.bias"), s->Hkv * s->D, 1, 0.1, 0.0, PL_TYPE_F32);
+    /* the tensors, their shapes and kinds from the architecture table (required ones) */
+    /* (an architecture plumb does not know gets llama's tensors, for the refusal tests) */
+    const pl_arch *a = pl_arch_find(s->arch, strlen(s->arch));
+    if (!a) a = pl_arch_at(0);
+    const pl_arch_dims d = {
+        .E = s->E, .F = s->F, .V = s->V, .D = s->D, .H = s->H, .Hkv = s->Hkv, .n_rot = s->D};
+    for (int pass = 0; pass < 3; pass++) { /* globals before the layers, layers, the rest */
+        const int layers = pass == 1;
+        for (int64_t l = 0; l < (layers ? s->L : 1); l++) {
+            const pl_arch_tensor *rows = layers ? a->layer : a->globals;
+            const size_t n_rows = layers ? a->n_layer : a->n_globals;
+            for (size_t i = 0; i < n_rows; i++) {
+                const pl_arch_tensor *r = &rows[i];
+                if (!layers && (pass == 0) != pl_arch_global_before_layers(r->role)) continue;
+                if (r->role == PL_G_OUTPUT && !layers && s->tied) continue;
+                if (!r->required && !(!layers && r->role == PL_G_OUTPUT)) continue;
+                char n[96];
+                if (layers)
+                    snprintf(n, sizeof n, "blk.%lld.%s", (long long)l, r->gguf);
+                else
+                    snprintf(n, sizeof n, "%s", r->gguf);
+                const int64_t cols = pl_arch_dim(&d, r->ne0), rows_n = pl_arch_dim(&d, r->ne1);
+                switch (r->kind) {
+                case PL_TK_EMBD: /* unit rows for the table, 1/sqrt(E) for a projection */
+                    add(&b, n, cols, rows_n,
+                        r->role == PL_G_TOK_EMBD ? 1.0 : 1.0 / sqrt((double)cols), 0.0,
+                        s->embd_type);
+                    break;
+                case PL_TK_MATRIX_IN:
+                case PL_TK_MATRIX_OUT:
+                    add(&b, n, cols, rows_n, 1.0 / sqrt((double)cols), 0.0,
+                        s->mix ? mix_type(n) : s->wtype);
+                    break;
+                case PL_TK_NORM:
+                    add(&b, n, cols, 1, 0.1, 1.0, PL_TYPE_F32);
+                    break;
+                case PL_TK_BIAS:
+                case PL_TK_FACTORS:
+                    add(&b, n, cols, 1, 0.1, r->kind == PL_TK_FACTORS ? 2.0 : 0.0, PL_TYPE_F32);
+                    break;
+                }
+            }
         }
-        if (qwen3) {
-            add(&b, NAME("attn_q_norm.weight"), s->D, 1, 0.1, 1.0, PL_TYPE_F32);
-            add(&b, NAME("attn_k_norm.weight"), s->D, 1, 0.1, 1.0, PL_TYPE_F32);
-        }
-        t = MT("attn_output.weight");
-        add(&b, NAME("attn_output.weight"), s->H * s->D, s->E, 1.0 / sqrt((double)(s->H * s->D)),
-            0.0, t);
-        add(&b, NAME("ffn_norm.weight"), s->E, 1, 0.1, 1.0, PL_TYPE_F32);
-        t = MT("ffn_gate.weight");
-        add(&b, NAME("ffn_gate.weight"), s->E, s->F, se, 0.0, t);
-        t = MT("ffn_up.weight");
-        add(&b, NAME("ffn_up.weight"), s->E, s->F, se, 0.0, t);
-        t = MT("ffn_down.weight");
-        add(&b, NAME("ffn_down.weight"), s->F, s->E, 1.0 / sqrt((double)s->F), 0.0, t);
-#undef NAME
-#undef MT
     }
+    if (s->edit) s->edit(b.w, s);
     int rc = b.failed ? -1 : (pl_gguf_writer_write_memory(b.w, out, size, &e) ? -1 : 0);
     for (int i = 0; i < b.n_bufs; i++) free(b.bufs[i]);
     pl_gguf_writer_free(b.w);

@@ -8,7 +8,8 @@
 
 #include "plumb.h"
 
-typedef struct tiny_spec {
+typedef struct tiny_spec tiny_spec;
+struct tiny_spec {
     const char *arch; /* "llama", "qwen2", "qwen3" */
     int64_t E, L, H, Hkv, D, F, V, ctx;
     uint32_t wtype;     /* type of the 2-D weight matrices */
@@ -20,7 +21,11 @@ typedef struct tiny_spec {
     const char *omit;
     const char *misshape;
     const char *f16_norm; /* store this 1-D tensor as F16 (the engine wants F32) */
-} tiny_spec;
+    /* Called last, before the image is written: adds or replaces keys and tensors (data passed
+     * to the writer must outlive tiny_build: static storage). */
+    void (*edit)(pl_gguf_writer *w, const tiny_spec *s);
+    const void *edit_user;
+};
 
 /* A spec with sensible small defaults for arch (E 256, 2 layers, 4 heads, 2 KV heads, D 64,
  * F 512, V 320). */

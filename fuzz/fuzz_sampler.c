@@ -54,6 +54,7 @@ static void *build_model(int64_t V, size_t *size)
         "llama.feed_forward_length", "llama.attention.head_count", "llama.attention.head_count_kv"};
     const uint32_t vals[] = {16, (uint32_t)E, 1, (uint32_t)E, 1, 1};
     for (int i = 0; i < 6 && !st; i++) st = pl_gguf_writer_set_u32(w, keys[i], vals[i], &err);
+    if (!st) st = pl_gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f, &err);
     static const char *const vecs[] = {"output_norm.weight", "blk.0.attn_norm.weight",
                                        "blk.0.ffn_norm.weight"};
     static const char *const mats[] = {"blk.0.attn_q.weight",   "blk.0.attn_k.weight",

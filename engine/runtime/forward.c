@@ -262,9 +262,9 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
     head_norm(ss, s->k, &L->k_norm, T, Hkv);
     for (int64_t t = 0; t < T; t++) {
         k->rope(s->q + t * H * D, H, D, hp->n_rot, (int32_t)(p0 + t), hp->rope_base,
-                hp->rope_style);
+                hp->arch->recipe.rope_style);
         k->rope(s->k + t * Hkv * D, Hkv, D, hp->n_rot, (int32_t)(p0 + t), hp->rope_base,
-                hp->rope_style);
+                hp->arch->recipe.rope_style);
         pl_kvcache_store(&ss->kv, l, p0 + t, s->k + t * Hkv * D, s->v + t * Hkv * D);
     }
 

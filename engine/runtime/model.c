@@ -6,22 +6,9 @@
 #include "model.h"
 #include "tokenizer/tokenizer.h"
 
-/* Hard ceilings that keep scratch sizing and int32 positions sane; real models are far below. */
-#define MAX_EMBD   (1 << 16)
-#define MAX_LAYERS 1024
-#define MAX_HEADS  1024
-#define MAX_FF     (1 << 18)
-#define MAX_VOCAB  (1 << 22)
-
-static const struct {
-    const char *name;
-    enum pl_arch arch;
-    enum pl_rope_style rope;
-} archs[] = {
-    {"llama", PL_ARCH_LLAMA, PL_ROPE_NORMAL},
-    {"qwen2", PL_ARCH_QWEN2, PL_ROPE_NEOX},
-    {"qwen3", PL_ARCH_QWEN3, PL_ROPE_NEOX},
-};
+/* Hard ceilings that keep scratch sizing and int32 positions sane are the key ranges of the
+ * architecture table (arch.c); the vocabulary's is the embedding table's: */
+#define MAX_VOCAB (1 << 22)
 
 /* ---- metadata ---- */
 
@@ -79,39 +66,103 @@ static pl_status kv_int_at(const pl_gguf *g, int64_t i, const char *key, int64_t
     return PL_OK;
 }
 
-/* key: "<arch>.<suffix>"; missing -> def when def >= 0, else PL_ERR_NOT_FOUND. Checks [lo, hi]. */
-static pl_status get_int(const pl_gguf *g, const char *arch, const char *suffix, int64_t def,
-                         int64_t lo, int64_t hi, int64_t *out, pl_error *err)
+/* The keys of the architecture table as read from one file. */
+typedef struct hp_read {
+    char arch[32]; /* the key prefix */
+    double v[PL_HP_COUNT];
+    uint8_t present[PL_HP_COUNT];
+    pl_str str[PL_HP_COUNT]; /* PL_KEY_STRING values */
+} hp_read;
+
+static void key_name(char *buf, size_t cap, const char *arch, const pl_arch_key *k)
+{
+    snprintf(buf, cap, "%s.%s", arch, k->suffix);
+}
+
+/* Reads one key of the table (not a per-layer one) into r, checking its type and range. */
+static pl_status read_key(const pl_gguf *g, const pl_arch_key *k, hp_read *r, pl_error *err)
 {
     char key[128];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    key_name(key, sizeof key, r->arch, k);
     int64_t i = pl_gguf_find_key(g, key);
+    r->v[k->hp] = k->def;
     if (i < 0) {
-        if (def >= 0) {
-            *out = def;
-            return PL_OK;
-        }
-        return pl_fail(err, PL_ERR_NOT_FOUND, "required metadata key '%s' is missing", key);
+        if (k->required)
+            return pl_fail(err, PL_ERR_NOT_FOUND, "required metadata key '%s' is missing", key);
+        return PL_OK;
     }
-    pl_status s = kv_int_at(g, i, key, out, err);
-    if (s) return s;
-    if (*out < lo || *out > hi)
-        return pl_fail(err, PL_ERR_FORMAT, "%s = %lld is outside [%lld, %lld]", key,
-                       (long long)*out, (long long)lo, (long long)hi);
+    r->present[k->hp] = 1;
+    pl_gguf_type t = pl_gguf_kv_type(g, (uint64_t)i);
+    pl_status s;
+    switch (k->kind) {
+    case PL_KEY_PER_LAYER:
+        return PL_OK; /* read with the layer count known (read_per_layer) */
+    case PL_KEY_INT: {
+        int64_t x;
+        if ((s = kv_int_at(g, i, key, &x, err))) return s;
+        if (x < k->lo || x > k->hi)
+            return pl_fail(err, PL_ERR_FORMAT, "%s = %lld is outside [%.0f, %.0f]", key,
+                           (long long)x, k->lo, k->hi);
+        r->v[k->hp] = (double)x;
+        return PL_OK;
+    }
+    case PL_KEY_FLOAT: {
+        double x;
+        if (t == PL_GGUF_FLOAT32) {
+            float f;
+            pl_gguf_kv_scalar(g, (uint64_t)i, t, &f, NULL);
+            x = f;
+        } else if (t == PL_GGUF_FLOAT64) {
+            pl_gguf_kv_scalar(g, (uint64_t)i, t, &x, NULL);
+        } else {
+            return pl_fail(err, PL_ERR_TYPE, "%s has type %s, expected float32", key,
+                           pl_gguf_type_name(t));
+        }
+        if (!(x >= k->lo && x <= k->hi))
+            return pl_fail(err, PL_ERR_FORMAT, "%s = %g is outside [%g, %g]", key, x, k->lo, k->hi);
+        r->v[k->hp] = x;
+        return PL_OK;
+    }
+    case PL_KEY_STRING:
+        if (t != PL_GGUF_STRING)
+            return pl_fail(err, PL_ERR_TYPE, "%s has type %s, expected a string", key,
+                           pl_gguf_type_name(t));
+        return pl_gguf_get_string(g, key, &r->str[k->hp], err);
+    case PL_KEY_BOOL: {
+        uint8_t b;
+        if (t != PL_GGUF_BOOL)
+            return pl_fail(err, PL_ERR_TYPE, "%s has type %s, expected a bool", key,
+                           pl_gguf_type_name(t));
+        pl_gguf_kv_scalar(g, (uint64_t)i, t, &b, NULL);
+        r->v[k->hp] = b ? 1.0 : 0.0;
+        return PL_OK;
+    }
+    }
     return PL_OK;
 }
 
-/* A per-layer count: a scalar for all layers, or an array of n_layer integers. */
-static pl_status get_per_layer(const pl_gguf *g, const char *arch, const char *suffix, int64_t def,
-                               int64_t lo, int64_t hi, int64_t n_layer, int64_t *out, pl_error *err)
+/* A per-layer count: a scalar for all layers, or an array of n_layer integers; when absent,
+ * from (a copy of def, when non-NULL) or else a missing-key error. */
+static pl_status read_per_layer(const pl_gguf *g, const hp_read *r, int hp, int64_t n_layer,
+                                const int64_t *def, int64_t *out, pl_error *err)
 {
+    const pl_arch_key *k = pl_arch_key_of(hp);
     char key[128];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    key_name(key, sizeof key, r->arch, k);
     int64_t i = pl_gguf_find_key(g, key);
-    if (i < 0 || pl_gguf_kv_type(g, (uint64_t)i) != PL_GGUF_ARRAY) {
+    if (i < 0) {
+        if (!def)
+            return pl_fail(err, PL_ERR_NOT_FOUND, "required metadata key '%s' is missing", key);
+        memcpy(out, def, (size_t)n_layer * sizeof *out);
+        return PL_OK;
+    }
+    if (pl_gguf_kv_type(g, (uint64_t)i) != PL_GGUF_ARRAY) {
         int64_t v;
-        pl_status s = get_int(g, arch, suffix, def, lo, hi, &v, err);
+        pl_status s = kv_int_at(g, i, key, &v, err);
         if (s) return s;
+        if (v < k->lo || v > k->hi)
+            return pl_fail(err, PL_ERR_FORMAT, "%s = %lld is outside [%.0f, %.0f]", key,
+                           (long long)v, k->lo, k->hi);
         for (int64_t l = 0; l < n_layer; l++) out[l] = v;
         return PL_OK;
     }
@@ -135,49 +186,134 @@ static pl_status get_per_layer(const pl_gguf *g, const char *arch, const char *s
             return pl_fail(err, PL_ERR_TYPE, "%s is an array of %s, expected 32/64-bit integers",
                            key, pl_gguf_type_name(a.type));
         }
-        if (v < lo || v > hi)
-            return pl_fail(err, PL_ERR_FORMAT, "%s[%lld] = %lld is outside [%lld, %lld]", key,
-                           (long long)l, (long long)v, (long long)lo, (long long)hi);
+        if (v < k->lo || v > k->hi)
+            return pl_fail(err, PL_ERR_FORMAT, "%s[%lld] = %lld is outside [%.0f, %.0f]", key,
+                           (long long)l, (long long)v, k->lo, k->hi);
         out[l] = v;
     }
     return PL_OK;
 }
 
-static pl_status get_float(const pl_gguf *g, const char *arch, const char *suffix, float def,
-                           float *out, pl_error *err)
+/* ---- every key accounted for ---- */
+
+/* "= 'linear'", "= 8", "= [24 items]": a value for an error message. */
+static void kv_value(const pl_gguf *g, uint64_t i, char *buf, size_t cap)
 {
-    char key[128];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    int64_t i = pl_gguf_find_key(g, key);
-    if (i < 0) {
-        *out = def;
-        return PL_OK;
+    pl_gguf_type t = pl_gguf_kv_type(g, i);
+    int64_t n;
+    pl_str str;
+    pl_gguf_array a;
+    buf[0] = '\0';
+    if (t == PL_GGUF_STRING && pl_gguf_kv_string(g, i, &str, NULL) == PL_OK)
+        snprintf(buf, cap, " = '%.*s%s'", (int)(str.len > 40 ? 40 : str.len), str.ptr,
+                 str.len > 40 ? "..." : "");
+    else if (t == PL_GGUF_ARRAY && pl_gguf_kv_array(g, i, &a, NULL) == PL_OK)
+        snprintf(buf, cap, " = [%llu items]", (unsigned long long)a.count);
+    else if (t == PL_GGUF_BOOL) {
+        uint8_t b = 0;
+        pl_gguf_kv_scalar(g, i, t, &b, NULL);
+        snprintf(buf, cap, " = %s", b ? "true" : "false");
+    } else if (t == PL_GGUF_FLOAT32) {
+        float f = 0;
+        pl_gguf_kv_scalar(g, i, t, &f, NULL);
+        snprintf(buf, cap, " = %g", (double)f);
+    } else if (t == PL_GGUF_FLOAT64) {
+        double d = 0;
+        pl_gguf_kv_scalar(g, i, t, &d, NULL);
+        snprintf(buf, cap, " = %g", d);
+    } else if (kv_int_at(g, (int64_t)i, "", &n, NULL) == PL_OK)
+        snprintf(buf, cap, " = %lld", (long long)n);
+}
+
+/* Every key of the file is one the architecture table reads, one read elsewhere, or one listed
+ * as changing nothing (arch.c); anything else might change what is computed: refused by name. */
+static pl_status check_keys(const pl_gguf *g, const char *arch, int vocab_only, pl_error *err)
+{
+    size_t n_keys, alen = strlen(arch);
+    const pl_arch_key *keys = pl_arch_keys(&n_keys);
+    for (uint64_t i = 0; i < pl_gguf_n_kv(g); i++) {
+        pl_str k = pl_gguf_kv_key(g, i);
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)(k.len < 255 ? k.len : 255), k.ptr);
+        if (pl_key_known(key, NULL)) continue;
+        if (vocab_only && strncmp(key, "tokenizer.", 10) != 0) continue;
+        if (!vocab_only && strncmp(key, arch, alen) == 0 && key[alen] == '.') {
+            const char *suffix = key + alen + 1;
+            int found = pl_arch_key_inert(suffix, NULL);
+            for (size_t j = 0; !found && j < n_keys; j++)
+                found = strcmp(keys[j].suffix, suffix) == 0;
+            if (found) continue;
+        }
+        char val[64];
+        kv_value(g, i, val, sizeof val);
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "metadata key '%s'%s is not one plumb reads for architecture '%s': it may "
+                       "change what is computed, so the file is refused",
+                       key, val, vocab_only ? "(vocabulary only)" : arch);
     }
-    pl_gguf_type t = pl_gguf_kv_type(g, (uint64_t)i);
-    if (t == PL_GGUF_FLOAT32) return pl_gguf_kv_scalar(g, (uint64_t)i, t, out, err);
-    if (t == PL_GGUF_FLOAT64) {
-        double d;
-        pl_gguf_kv_scalar(g, (uint64_t)i, t, &d, err);
-        *out = (float)d;
-        return PL_OK;
+    int64_t si = pl_gguf_find_key(g, "split.count");
+    int64_t parts = 1;
+    if (si >= 0 && (kv_int_at(g, si, "split.count", &parts, err) || parts != 1))
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "split.count = %lld: this is one part of a split GGUF; merge the parts "
+                       "(llama-gguf-split --merge) and load the whole file",
+                       (long long)parts);
+    return PL_OK;
+}
+
+/* The values of the table's keys that plumb does not compute yet, refused by name; a key at
+ * its neutral value (expert_count = 0, rope.scaling.type = none, ...) changes nothing. */
+static pl_status check_values(const hp_read *r, pl_error *err)
+{
+    const char *a = r->arch;
+    const pl_str *type = &r->str[PL_HP_ROPE_SCALING_TYPE];
+    if (r->present[PL_HP_ROPE_SCALING_TYPE] &&
+        !(type->len == 4 && memcmp(type->ptr, "none", 4) == 0))
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s.rope.scaling.type = '%.*s': plumb does not implement this RoPE scaling",
+                       a, (int)(type->len > 32 ? 32 : type->len), type->ptr);
+    const double factor = r->v[PL_HP_ROPE_SCALING_FACTOR];
+    if (factor != 0.0 && factor != 1.0)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s.rope.scaling.factor = %g: plumb does not implement RoPE scaling", a,
+                       factor);
+    if (r->v[PL_HP_ROPE_SCALE_LINEAR] != 1.0)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s.rope.scale_linear = %g: plumb does not implement RoPE scaling", a,
+                       r->v[PL_HP_ROPE_SCALE_LINEAR]);
+    static const int yarn[] = {PL_HP_ROPE_ATTN_FACTOR, PL_HP_YARN_EXT_FACTOR,
+                               PL_HP_YARN_ATTN_FACTOR, PL_HP_YARN_BETA_FAST, PL_HP_YARN_BETA_SLOW};
+    for (size_t i = 0; i < sizeof yarn / sizeof yarn[0]; i++) {
+        const pl_arch_key *k = pl_arch_key_of(yarn[i]);
+        if (r->present[k->hp] && r->v[k->hp] != k->def)
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s.%s = %g: plumb does not implement this RoPE scaling", a, k->suffix,
+                           r->v[k->hp]);
     }
-    return pl_fail(err, PL_ERR_TYPE, "%s has type %s, expected float32", key, pl_gguf_type_name(t));
+    if (r->v[PL_HP_EXPERT_COUNT] != 0 || r->v[PL_HP_EXPERT_USED_COUNT] != 0)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s.expert_count = %.0f, expert_used_count = %.0f: plumb does not run "
+                       "mixture-of-experts layers yet",
+                       a, r->v[PL_HP_EXPERT_COUNT], r->v[PL_HP_EXPERT_USED_COUNT]);
+    if (r->v[PL_HP_CAUSAL] != 1.0)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s.attention.causal = false: plumb runs causal decoders only", a);
+    return PL_OK;
 }
 
 /* ---- tensors ---- */
 
-enum tclass { T_VEC_F32, T_MATRIX };
-
 /* Binds `name` with exactly the shape (ne0[, ne1]); a missing optional tensor leaves
- * t->data NULL. Matrices accept any implemented type; vectors must be F32. */
-static pl_status bind(pl_model *m, pl_tensor *t, const char *name, enum tclass cls, int64_t ne0,
-                      int64_t ne1, int required, pl_error *err)
+ * t->data NULL. Matrices accept any implemented type; vectors must be F32. Marks the tensor
+ * in bound[] (one flag per tensor of the file). */
+static pl_status bind(pl_model *m, uint8_t *bound, pl_tensor *t, const char *name, int vector,
+                      int64_t ne0, int64_t ne1, int required, pl_error *err)
 {
     memset(t, 0, sizeof *t);
     int64_t i = pl_gguf_find_tensor(m->gguf, name);
     if (i < 0) {
         if (!required) return PL_OK;
-        if (cls == T_MATRIX)
+        if (!vector)
             return pl_fail(err, PL_ERR_NOT_FOUND, "tensor '%s' [%lld, %lld] is missing", name,
                            (long long)ne0, (long long)ne1);
         return pl_fail(err, PL_ERR_NOT_FOUND, "tensor '%s' [%lld] is missing", name,
@@ -185,15 +321,15 @@ static pl_status bind(pl_model *m, pl_tensor *t, const char *name, enum tclass c
     }
     pl_tensor_info ti;
     pl_gguf_tensor(m->gguf, (uint64_t)i, &ti, NULL);
-    uint32_t want_dims = cls == T_MATRIX ? 2 : 1;
-    if (ti.n_dims != want_dims || ti.ne[0] != ne0 || (cls == T_MATRIX && ti.ne[1] != ne1))
+    uint32_t want_dims = vector ? 1 : 2;
+    if (ti.n_dims != want_dims || ti.ne[0] != ne0 || (!vector && ti.ne[1] != ne1))
         return pl_fail(err, PL_ERR_TYPE,
                        "tensor '%s' has shape [%lld, %lld, %lld, %lld] (%u dims), expected "
                        "[%lld%s%lld]",
                        name, (long long)ti.ne[0], (long long)ti.ne[1], (long long)ti.ne[2],
-                       (long long)ti.ne[3], ti.n_dims, (long long)ne0, cls == T_MATRIX ? ", " : "",
-                       cls == T_MATRIX ? (long long)ne1 : 0LL);
-    if (cls == T_VEC_F32 && ti.type != PL_TYPE_F32)
+                       (long long)ti.ne[3], ti.n_dims, (long long)ne0, vector ? "" : ", ",
+                       vector ? 0LL : (long long)ne1);
+    if (vector && ti.type != PL_TYPE_F32)
         return pl_fail(err, PL_ERR_TYPE, "tensor '%s' has type %s, expected F32", name,
                        pl_type_name(ti.type));
     t->data = ti.data;
@@ -201,46 +337,55 @@ static pl_status bind(pl_model *m, pl_tensor *t, const char *name, enum tclass c
     memcpy(t->ne, ti.ne, sizeof t->ne);
     pl_status s = pl_type_row_bytes(ti.type, ti.ne[0], &t->row_bytes, err);
     if (s) return s;
+    bound[i] = 1;
     m->weight_bytes += ti.n_bytes;
     m->n_params += (uint64_t)(ti.ne[0] * ti.ne[1] * ti.ne[2] * ti.ne[3]);
     return PL_OK;
 }
 
-static pl_status bind_layer(pl_model *m, int64_t l, pl_error *err)
+/* One row of the architecture table: per layer (l >= 0, "blk.l." + suffix) or global. */
+static pl_status bind_row(pl_model *m, uint8_t *bound, const pl_arch_tensor *row, int64_t l,
+                          pl_tensor *t, const pl_arch_dims *d, pl_error *err)
+{
+    char name[96];
+    if (l >= 0)
+        snprintf(name, sizeof name, "blk.%lld.%s", (long long)l, row->gguf);
+    else
+        snprintf(name, sizeof name, "%s", row->gguf);
+    return bind(m, bound, t, name, row->ne1 == PL_DIM_1, pl_arch_dim(d, row->ne0),
+                pl_arch_dim(d, row->ne1), row->required, err);
+}
+
+static pl_status bind_tensors(pl_model *m, uint8_t *bound, pl_error *err)
 {
     const pl_hparams *hp = &m->hp;
-    pl_layer *L = &m->layers[l];
-    int64_t E = hp->n_embd, D = hp->head_dim;
-    int64_t q = L->n_head * D, kv = L->n_head_kv * D;
-    int qwen2 = hp->arch == PL_ARCH_QWEN2, qwen3 = hp->arch == PL_ARCH_QWEN3;
-    struct {
-        pl_tensor *t;
-        const char *suffix;
-        enum tclass cls;
-        int64_t ne0, ne1;
-        int required;
-    } spec[] = {
-        {&L->attn_norm, "attn_norm.weight", T_VEC_F32, E, 1, 1},
-        {&L->wq, "attn_q.weight", T_MATRIX, E, q, 1},
-        {&L->wk, "attn_k.weight", T_MATRIX, E, kv, 1},
-        {&L->wv, "attn_v.weight", T_MATRIX, E, kv, 1},
-        {&L->bq, "attn_q.bias", T_VEC_F32, q, 1, qwen2},
-        {&L->bk, "attn_k.bias", T_VEC_F32, kv, 1, qwen2},
-        {&L->bv, "attn_v.bias", T_VEC_F32, kv, 1, qwen2},
-        {&L->q_norm, "attn_q_norm.weight", T_VEC_F32, D, 1, qwen3},
-        {&L->k_norm, "attn_k_norm.weight", T_VEC_F32, D, 1, qwen3},
-        {&L->wo, "attn_output.weight", T_MATRIX, q, E, 1},
-        {&L->ffn_norm, "ffn_norm.weight", T_VEC_F32, E, 1, 1},
-        {&L->w_gate, "ffn_gate.weight", T_MATRIX, E, L->n_ff, 1},
-        {&L->w_up, "ffn_up.weight", T_MATRIX, E, L->n_ff, 1},
-        {&L->w_down, "ffn_down.weight", T_MATRIX, L->n_ff, E, 1},
-    };
-    for (size_t i = 0; i < sizeof spec / sizeof spec[0]; i++) {
-        char name[96];
-        snprintf(name, sizeof name, "blk.%lld.%s", (long long)l, spec[i].suffix);
-        pl_status s =
-            bind(m, spec[i].t, name, spec[i].cls, spec[i].ne0, spec[i].ne1, spec[i].required, err);
-        if (s) return s;
+    const pl_arch *a = hp->arch;
+    pl_arch_dims d = {.E = hp->n_embd, .V = hp->n_vocab, .D = hp->head_dim, .n_rot = hp->n_rot};
+    pl_status s;
+    for (size_t i = 0; i < a->n_globals; i++)
+        if ((s = bind_row(m, bound, &a->globals[i], -1, &m->g[a->globals[i].role], &d, err)))
+            return s;
+    for (int64_t l = 0; l < hp->n_layer; l++) {
+        pl_layer *L = &m->layers[l];
+        d.F = L->n_ff;
+        d.H = L->n_head;
+        d.Hkv = L->n_head_kv;
+        for (size_t i = 0; i < a->n_layer; i++)
+            if ((s = bind_row(m, bound, &a->layer[i], l, &L->t[a->layer[i].role], &d, err)))
+                return s;
+    }
+    if (!m->output.data) {
+        m->output = m->tok_embd;
+        m->tied = 1;
+    }
+    /* every tensor of the file has a role: an unused one means the file computes something
+     * plumb would leave out */
+    for (uint64_t i = 0; i < pl_gguf_n_tensors(m->gguf); i++) {
+        if (bound[i]) continue;
+        pl_tensor_info ti;
+        pl_gguf_tensor(m->gguf, i, &ti, NULL);
+        return pl_fail(err, PL_ERR_UNSUPPORTED, "tensor '%.*s' has no role in architecture '%s'",
+                       (int)(ti.name.len > 96 ? 96 : ti.name.len), ti.name.ptr, a->name);
     }
     return PL_OK;
 }
@@ -248,27 +393,32 @@ static pl_status bind_layer(pl_model *m, int64_t l, pl_error *err)
 static pl_status bind_arch(pl_model *m, pl_error *err)
 {
     const pl_gguf *g = m->gguf;
-    pl_str a;
-    pl_status s = pl_gguf_get_string(g, "general.architecture", &a, err);
+    pl_str an;
+    pl_status s = pl_gguf_get_string(g, "general.architecture", &an, err);
     if (s) return s;
     pl_hparams *hp = &m->hp;
-    const char *arch = NULL;
-    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
-        if (a.len == strlen(archs[i].name) && memcmp(a.ptr, archs[i].name, a.len) == 0) {
-            arch = archs[i].name;
-            hp->arch = archs[i].arch;
-            hp->rope_style = archs[i].rope;
-        }
-    if (!arch)
+    hp->arch = pl_arch_find(an.ptr, an.len);
+    if (!hp->arch)
         return pl_fail(err, PL_ERR_UNSUPPORTED,
-                       "general.architecture '%.*s' is not supported (plumb runs llama, qwen2, "
-                       "qwen3)",
-                       (int)(a.len > 40 ? 40 : a.len), a.ptr);
+                       "general.architecture '%.*s' is not supported (plumb runs %s)",
+                       (int)(an.len > 40 ? 40 : an.len), an.ptr, pl_arch_names());
+    const char *arch = hp->arch->name;
+    if ((s = check_keys(g, arch, 0, err))) return s;
 
-    if ((s = get_int(g, arch, "embedding_length", -1, 1, MAX_EMBD, &hp->n_embd, err)) ||
-        (s = get_int(g, arch, "block_count", -1, 1, MAX_LAYERS, &hp->n_layer, err)) ||
-        (s = get_int(g, arch, "context_length", 2048, 1, INT32_MAX, &hp->n_ctx_train, err)))
-        return s;
+    hp_read r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.arch, sizeof r.arch, "%s", arch);
+    size_t n_keys;
+    const pl_arch_key *keys = pl_arch_keys(&n_keys);
+    for (size_t i = 0; i < n_keys; i++)
+        if ((s = read_key(g, &keys[i], &r, err))) return s;
+    if ((s = check_values(&r, err))) return s;
+    hp->n_embd = (int64_t)r.v[PL_HP_EMBEDDING_LENGTH];
+    hp->n_layer = (int64_t)r.v[PL_HP_BLOCK_COUNT];
+    hp->n_ctx_train = (int64_t)r.v[PL_HP_CONTEXT_LENGTH];
+    hp->rms_eps = (float)r.v[PL_HP_RMS_EPS];
+    hp->rope_base = (float)r.v[PL_HP_ROPE_FREQ_BASE];
+
     m->layers = pl_calloc((size_t)hp->n_layer, sizeof *m->layers);
     int64_t *tmp = pl_calloc((size_t)hp->n_layer * 3, sizeof *tmp);
     if (!m->layers || !tmp) {
@@ -276,18 +426,9 @@ static pl_status bind_arch(pl_model *m, pl_error *err)
         return pl_fail(err, PL_ERR_NOMEM, "no memory for %lld layers", (long long)hp->n_layer);
     }
     int64_t *heads = tmp, *heads_kv = tmp + hp->n_layer, *ff = tmp + 2 * hp->n_layer;
-    if ((s = get_per_layer(g, arch, "attention.head_count", -1, 1, MAX_HEADS, hp->n_layer, heads,
-                           err)) ||
-        (s = get_per_layer(g, arch, "feed_forward_length", -1, 1, MAX_FF, hp->n_layer, ff, err))) {
-        pl_free(tmp);
-        return s;
-    }
-    char kvkey[64];
-    snprintf(kvkey, sizeof kvkey, "%s.attention.head_count_kv", arch);
-    if (pl_gguf_find_key(g, kvkey) < 0)
-        memcpy(heads_kv, heads, (size_t)hp->n_layer * sizeof *heads);
-    else if ((s = get_per_layer(g, arch, "attention.head_count_kv", -1, 1, MAX_HEADS, hp->n_layer,
-                                heads_kv, err))) {
+    if ((s = read_per_layer(g, &r, PL_HP_HEAD_COUNT, hp->n_layer, NULL, heads, err)) ||
+        (s = read_per_layer(g, &r, PL_HP_FEED_FORWARD_LENGTH, hp->n_layer, NULL, ff, err)) ||
+        (s = read_per_layer(g, &r, PL_HP_HEAD_COUNT_KV, hp->n_layer, heads, heads_kv, err))) {
         pl_free(tmp);
         return s;
     }
@@ -309,29 +450,30 @@ static pl_status bind_arch(pl_model *m, pl_error *err)
     }
     pl_free(tmp);
 
-    int64_t def_hd = hp->n_embd % m->layers[0].n_head == 0 ? hp->n_embd / m->layers[0].n_head : -1;
-    if ((s = get_int(g, arch, "attention.key_length", def_hd, 2, 4096, &hp->head_dim, err)))
-        return s;
-    int64_t vlen;
-    if ((s = get_int(g, arch, "attention.value_length", hp->head_dim, 1, 4096, &vlen, err)))
-        return s;
+    if (r.present[PL_HP_KEY_LENGTH])
+        hp->head_dim = (int64_t)r.v[PL_HP_KEY_LENGTH];
+    else if (hp->n_embd % m->layers[0].n_head == 0)
+        hp->head_dim = hp->n_embd / m->layers[0].n_head;
+    else
+        return pl_fail(err, PL_ERR_NOT_FOUND,
+                       "required metadata key '%s.attention.key_length' is missing (n_embd %lld "
+                       "is not a multiple of head_count %lld)",
+                       arch, (long long)hp->n_embd, (long long)m->layers[0].n_head);
+    if (hp->head_dim < 2)
+        return pl_fail(err, PL_ERR_FORMAT, "%s: head dimension %lld must be >= 2", arch,
+                       (long long)hp->head_dim);
+    int64_t vlen = r.present[PL_HP_VALUE_LENGTH] ? (int64_t)r.v[PL_HP_VALUE_LENGTH] : hp->head_dim;
     if (vlen != hp->head_dim)
         return pl_fail(err, PL_ERR_UNSUPPORTED,
                        "%s.attention.value_length %lld differs from key_length %lld", arch,
                        (long long)vlen, (long long)hp->head_dim);
-    if ((s = get_int(g, arch, "rope.dimension_count", hp->head_dim, 2, hp->head_dim, &hp->n_rot,
-                     err)))
-        return s;
+    hp->n_rot = r.present[PL_HP_ROPE_DIMS] ? (int64_t)r.v[PL_HP_ROPE_DIMS] : hp->head_dim;
+    if (hp->n_rot > hp->head_dim)
+        return pl_fail(err, PL_ERR_FORMAT, "%s.rope.dimension_count = %lld is outside [2, %lld]",
+                       arch, (long long)hp->n_rot, (long long)hp->head_dim);
     if (hp->n_rot % 2 != 0)
         return pl_fail(err, PL_ERR_FORMAT, "%s.rope.dimension_count = %lld must be even", arch,
                        (long long)hp->n_rot);
-    float def_eps = hp->arch == PL_ARCH_LLAMA ? 1e-5f : 1e-6f;
-    if ((s = get_float(g, arch, "attention.layer_norm_rms_epsilon", def_eps, &hp->rms_eps, err)) ||
-        (s = get_float(g, arch, "rope.freq_base", 10000.0f, &hp->rope_base, err)))
-        return s;
-    if (!(hp->rms_eps > 0.0f) || !(hp->rope_base > 1.0f))
-        return pl_fail(err, PL_ERR_FORMAT, "rms epsilon %g must be > 0 and rope freq_base %g > 1",
-                       (double)hp->rms_eps, (double)hp->rope_base);
 
     /* The vocabulary size comes from the embedding table itself. */
     int64_t ti = pl_gguf_find_tensor(g, "token_embd.weight");
@@ -342,24 +484,15 @@ static pl_status bind_arch(pl_model *m, pl_error *err)
     if (hp->n_vocab < 1 || hp->n_vocab > MAX_VOCAB)
         return pl_fail(err, PL_ERR_FORMAT, "token_embd.weight: vocab size %lld outside [1, %d]",
                        (long long)hp->n_vocab, MAX_VOCAB);
-    int64_t vs;
-    if ((s = get_int(g, arch, "vocab_size", hp->n_vocab, 1, MAX_VOCAB, &vs, err))) return s;
-    if (vs != hp->n_vocab)
+    if (r.present[PL_HP_VOCAB_SIZE] && (int64_t)r.v[PL_HP_VOCAB_SIZE] != hp->n_vocab)
         return pl_fail(err, PL_ERR_FORMAT, "%s.vocab_size %lld != token_embd.weight rows %lld",
-                       arch, (long long)vs, (long long)hp->n_vocab);
+                       arch, (long long)r.v[PL_HP_VOCAB_SIZE], (long long)hp->n_vocab);
 
-    int64_t E = hp->n_embd, V = hp->n_vocab;
-    if ((s = bind(m, &m->tok_embd, "token_embd.weight", T_MATRIX, E, V, 1, err)) ||
-        (s = bind(m, &m->out_norm, "output_norm.weight", T_VEC_F32, E, 1, 1, err)) ||
-        (s = bind(m, &m->output, "output.weight", T_MATRIX, E, V, 0, err)))
-        return s;
-    if (!m->output.data) {
-        m->output = m->tok_embd;
-        m->tied = 1;
-    }
-    for (int64_t l = 0; l < hp->n_layer; l++)
-        if ((s = bind_layer(m, l, err))) return s;
-    return PL_OK;
+    uint8_t *bound = pl_calloc((size_t)pl_gguf_n_tensors(g) + 1, 1);
+    if (!bound) return pl_fail(err, PL_ERR_NOMEM, "no memory for the tensor list");
+    s = bind_tensors(m, bound, err);
+    pl_free(bound);
+    return s;
 }
 
 /* ---- load ---- */
@@ -391,6 +524,7 @@ static pl_status finish_load(pl_model **out, pl_gguf *g, const pl_model_params *
         s = pl_fail(err, PL_ERR_NOT_FOUND,
                     "PL_MODEL_VOCAB_ONLY: the file has no tokenizer (metadata key "
                     "tokenizer.ggml.model not found)");
+    if (!s && m->vocab_only) s = check_keys(g, "", 1, err);
     if (!s && !m->vocab_only) s = bind_arch(m, err);
     /* llama.cpp allows padded embedding tables (rows >= tokens); fewer rows than tokens would
      * let a valid token id index past the table. */
@@ -459,7 +593,7 @@ pl_status pl_model_get_info(const pl_model *m, pl_model_info *out, pl_error *err
     memset(out, 0, sizeof *out);
     if (m->vocab_only) return pl_ok(err);
     const pl_hparams *hp = &m->hp;
-    snprintf(out->arch, sizeof out->arch, "%s", archs[hp->arch].name);
+    snprintf(out->arch, sizeof out->arch, "%s", hp->arch->name);
     out->n_vocab = hp->n_vocab;
     out->n_ctx_train = hp->n_ctx_train;
     out->n_embd = hp->n_embd;

@@ -4,11 +4,12 @@
 #define PLUMB_MODEL_H
 
 #include "core/core.h"
+#include <stddef.h>
+
+#include "arch.h"
 #include "kernels.h"
 
 struct pl_tokenizer;
-
-enum pl_arch { PL_ARCH_LLAMA, PL_ARCH_QWEN2, PL_ARCH_QWEN3 };
 
 /* A weight in the mapping. ne[0] is the row length (input features). */
 typedef struct pl_tensor {
@@ -20,25 +21,39 @@ typedef struct pl_tensor {
     const pl_repack *repack; /* the layout and matmul of packed */
 } pl_tensor;
 
-/* E = n_embd, F = n_ff, D = head_dim, H = n_head, Hkv = n_head_kv, V = n_vocab */
+/* E = n_embd, F = n_ff, D = head_dim, H = n_head, Hkv = n_head_kv, V = n_vocab.
+ * The named tensors and t[] are the same storage: t[] is indexed by enum pl_layer_role
+ * (arch.h), the order below, so the loader binds by the architecture table. */
 typedef struct pl_layer {
     int64_t n_head, n_head_kv, n_ff;
-    pl_tensor attn_norm;      /* (E) f32 */
-    pl_tensor wq, wk, wv;     /* (E) -> (H*D), (Hkv*D), (Hkv*D) */
-    pl_tensor bq, bk, bv;     /* qwen2: (H*D), (Hkv*D), (Hkv*D) f32 */
-    pl_tensor q_norm, k_norm; /* qwen3: (D) f32 */
-    pl_tensor wo;             /* (H*D) -> (E) */
-    pl_tensor ffn_norm;       /* (E) f32 */
-    pl_tensor w_gate, w_up;   /* (E) -> (F) */
-    pl_tensor w_down;         /* (F) -> (E) */
+    union {
+        struct {
+            pl_tensor attn_norm;      /* (E) f32 */
+            pl_tensor wq, bq;         /* (E) -> (H*D); bias (H*D) f32 */
+            pl_tensor wk, bk;         /* (E) -> (Hkv*D); bias (Hkv*D) f32 */
+            pl_tensor wv, bv;         /* (E) -> (Hkv*D); bias (Hkv*D) f32 */
+            pl_tensor q_norm, k_norm; /* per-head RMSNorm weights (D) f32 */
+            pl_tensor wo;             /* (H*D) -> (E) */
+            pl_tensor attn_post_norm; /* (E) f32: the attention branch's output norm */
+            pl_tensor ffn_norm;       /* (E) f32 */
+            pl_tensor w_gate, w_up;   /* (E) -> (F) */
+            pl_tensor w_down;         /* (F) -> (E) */
+            pl_tensor ffn_post_norm;  /* (E) f32: the FFN branch's output norm */
+        };
+        pl_tensor t[PL_L_COUNT];
+    };
 } pl_layer;
+static_assert(offsetof(pl_layer, ffn_post_norm) - offsetof(pl_layer, attn_norm) ==
+                  (PL_L_FFN_POST_NORM - PL_L_ATTN_NORM) * sizeof(pl_tensor),
+              "pl_layer's named tensors follow enum pl_layer_role");
+static_assert(offsetof(pl_layer, wo) - offsetof(pl_layer, attn_norm) == PL_L_WO * sizeof(pl_tensor),
+              "pl_layer's named tensors follow enum pl_layer_role");
 
 typedef struct pl_hparams {
-    enum pl_arch arch;
+    const pl_arch *arch; /* the table row: name, tensors, recipe */
     int64_t n_vocab, n_ctx_train, n_embd, n_layer, head_dim, n_rot;
     int64_t max_head, max_head_kv, max_ff; /* maxima over layers, for scratch sizing */
     float rms_eps, rope_base;
-    enum pl_rope_style rope_style;
 } pl_hparams;
 
 struct pl_model {
@@ -46,9 +61,15 @@ struct pl_model {
     struct pl_tokenizer *tok; /* NULL when the file has no tokenizer */
     int vocab_only;
     pl_hparams hp;
-    pl_tensor tok_embd; /* (E) x V rows */
-    pl_tensor out_norm; /* (E) f32 */
-    pl_tensor output;   /* (E) -> (V); == tok_embd when tied */
+    union { /* t[] indexed by enum pl_global_role */
+        struct {
+            pl_tensor tok_embd;   /* (E) x V rows */
+            pl_tensor out_norm;   /* (E) f32 */
+            pl_tensor output;     /* (E) -> (V); == tok_embd when tied */
+            pl_tensor rope_freqs; /* (n_rot/2) f32 RoPE frequency divisors, or absent */
+        };
+        pl_tensor g[PL_G_COUNT];
+    };
     int tied;
     pl_layer *layers; /* n_layer */
     uint64_t weight_bytes, n_params;

@@ -1,0 +1,300 @@
+/* arch.c — the architecture table (arch.h): tensors, keys and recipes of llama, qwen2, qwen3,
+ * and the list of metadata keys that change nothing. Data and lookups only; binding is model.c. */
+#include <math.h>
+#include <string.h>
+
+#include "arch.h"
+
+#define REQ     1
+#define OPT     0
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- tensors ---- */
+
+/* Every architecture here shares the whole-model tensors. An absent output.weight means tied
+ * embeddings (token_embd.weight is the output projection too). */
+static const pl_arch_tensor globals_common[] = {
+    {PL_G_TOK_EMBD, "token_embd.weight", "model.embed_tokens.weight", PL_DIM_E, PL_DIM_V,
+     PL_TK_EMBD, REQ, PL_XF_NONE},
+    {PL_G_OUT_NORM, "output_norm.weight", "model.norm.weight", PL_DIM_E, PL_DIM_1, PL_TK_NORM, REQ,
+     PL_XF_NONE},
+    {PL_G_OUTPUT, "output.weight", "lm_head.weight", PL_DIM_E, PL_DIM_V, PL_TK_EMBD, OPT,
+     PL_XF_NONE},
+};
+
+#define T(role, gguf, hf, ne0, ne1, kind, req, xf)                                                 \
+    {                                                                                              \
+        PL_L_##role, gguf, hf, PL_DIM_##ne0, PL_DIM_##ne1, PL_TK_##kind, req, PL_XF_##xf           \
+    }
+#define ATTN_NORM T(ATTN_NORM, "attn_norm.weight", "input_layernorm.weight", E, 1, NORM, REQ, NONE)
+#define WO        T(WO, "attn_output.weight", "self_attn.o_proj.weight", Q, E, MATRIX_OUT, REQ, NONE)
+#define FFN_NORM                                                                                   \
+    T(FFN_NORM, "ffn_norm.weight", "post_attention_layernorm.weight", E, 1, NORM, REQ, NONE)
+#define GATE                         T(GATE, "ffn_gate.weight", "mlp.gate_proj.weight", E, F, MATRIX_IN, REQ, NONE)
+#define UP                           T(UP, "ffn_up.weight", "mlp.up_proj.weight", E, F, MATRIX_IN, REQ, NONE)
+#define DOWN                         T(DOWN, "ffn_down.weight", "mlp.down_proj.weight", F, E, MATRIX_OUT, REQ, NONE)
+#define BIAS(role, gguf, hf, n, req) T(role, gguf, hf, n, 1, BIAS, req, NONE)
+
+/* llama: normal (adjacent-pair) RoPE, so HF's q/k rows are permuted on conversion; the q/k/v
+ * biases are optional, as llama.cpp loads them. */
+static const pl_arch_tensor layer_llama[] = {
+    ATTN_NORM,
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, PERMUTE_Q),
+    BIAS(BQ, "attn_q.bias", "self_attn.q_proj.bias", Q, OPT),
+    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, PERMUTE_K),
+    BIAS(BK, "attn_k.bias", "self_attn.k_proj.bias", KV, OPT),
+    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    BIAS(BV, "attn_v.bias", "self_attn.v_proj.bias", KV, OPT),
+    WO,
+    FFN_NORM,
+    GATE,
+    UP,
+    DOWN,
+};
+
+/* qwen2: neox RoPE, q/k/v biases required. */
+static const pl_arch_tensor layer_qwen2[] = {
+    ATTN_NORM,
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
+    BIAS(BQ, "attn_q.bias", "self_attn.q_proj.bias", Q, REQ),
+    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    BIAS(BK, "attn_k.bias", "self_attn.k_proj.bias", KV, REQ),
+    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    BIAS(BV, "attn_v.bias", "self_attn.v_proj.bias", KV, REQ),
+    WO,
+    FFN_NORM,
+    GATE,
+    UP,
+    DOWN,
+};
+
+/* qwen3: neox RoPE, per-head RMSNorm of q and k (before RoPE), no biases. */
+static const pl_arch_tensor layer_qwen3[] = {
+    ATTN_NORM,
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
+    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    T(Q_NORM, "attn_q_norm.weight", "self_attn.q_norm.weight", D, 1, NORM, REQ, NONE),
+    T(K_NORM, "attn_k_norm.weight", "self_attn.k_norm.weight", D, 1, NORM, REQ, NONE),
+    WO,
+    FFN_NORM,
+    GATE,
+    UP,
+    DOWN,
+};
+
+#define LAYER(a) a, N_OF(a)
+static const pl_arch archs[] = {
+    {"llama",
+     "LlamaForCausalLM",
+     globals_common,
+     N_OF(globals_common),
+     LAYER(layer_llama),
+     {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU}},
+    {"qwen2",
+     "Qwen2ForCausalLM",
+     globals_common,
+     N_OF(globals_common),
+     LAYER(layer_qwen2),
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU}},
+    {"qwen3",
+     "Qwen3ForCausalLM",
+     globals_common,
+     N_OF(globals_common),
+     LAYER(layer_qwen3),
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU}},
+};
+
+const pl_arch *pl_arch_at(size_t i)
+{
+    return i < N_OF(archs) ? &archs[i] : NULL;
+}
+
+const pl_arch *pl_arch_find(const char *name, size_t len)
+{
+    for (size_t i = 0; i < N_OF(archs); i++)
+        if (strlen(archs[i].name) == len && memcmp(archs[i].name, name, len) == 0) return &archs[i];
+    return NULL;
+}
+
+const pl_arch *pl_arch_find_hf(const char *hf_class)
+{
+    for (size_t i = 0; i < N_OF(archs); i++)
+        if (strcmp(archs[i].hf_class, hf_class) == 0) return &archs[i];
+    return NULL;
+}
+
+const char *pl_arch_names(void)
+{
+    return "llama, qwen2, qwen3";
+}
+
+const char *pl_arch_hf_names(void)
+{
+    return "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM";
+}
+
+int pl_arch_global_before_layers(int role)
+{
+    return role == PL_G_TOK_EMBD;
+}
+
+int64_t pl_arch_dim(const pl_arch_dims *d, int dim)
+{
+    switch (dim) {
+    case PL_DIM_1:
+        return 1;
+    case PL_DIM_E:
+        return d->E;
+    case PL_DIM_F:
+        return d->F;
+    case PL_DIM_V:
+        return d->V;
+    case PL_DIM_D:
+        return d->D;
+    case PL_DIM_Q:
+        return d->H * d->D;
+    case PL_DIM_KV:
+        return d->Hkv * d->D;
+    case PL_DIM_QKV:
+        return (d->H + 2 * d->Hkv) * d->D;
+    case PL_DIM_F2:
+        return 2 * d->F;
+    case PL_DIM_ROT2:
+        return d->n_rot / 2;
+    }
+    return 0;
+}
+
+/* ---- keys under "<arch>." ---- */
+
+/* Ranges keep scratch sizing and int32 positions sane; real models are far below them. */
+static const pl_arch_key keys[] = {
+    {PL_HP_CONTEXT_LENGTH, "context_length", PL_KEY_INT, OPT, 2048, 1, INT32_MAX},
+    {PL_HP_EMBEDDING_LENGTH, "embedding_length", PL_KEY_INT, REQ, 0, 1, 1 << 16},
+    {PL_HP_BLOCK_COUNT, "block_count", PL_KEY_INT, REQ, 0, 1, 1024},
+    {PL_HP_FEED_FORWARD_LENGTH, "feed_forward_length", PL_KEY_PER_LAYER, REQ, 0, 1, 1 << 18},
+    {PL_HP_HEAD_COUNT, "attention.head_count", PL_KEY_PER_LAYER, REQ, 0, 1, 1024},
+    {PL_HP_HEAD_COUNT_KV, "attention.head_count_kv", PL_KEY_PER_LAYER, OPT, NAN, 1, 1024},
+    {PL_HP_KEY_LENGTH, "attention.key_length", PL_KEY_INT, OPT, NAN, 2, 4096},
+    {PL_HP_VALUE_LENGTH, "attention.value_length", PL_KEY_INT, OPT, NAN, 1, 4096},
+    {PL_HP_ROPE_DIMS, "rope.dimension_count", PL_KEY_INT, OPT, NAN, 2, 4096},
+    /* llama.cpp requires the epsilon too: a default would be a guess (1e-5 vs 1e-6) */
+    {PL_HP_RMS_EPS, "attention.layer_norm_rms_epsilon", PL_KEY_FLOAT, REQ, 0, 1e-12, 1.0},
+    {PL_HP_ROPE_FREQ_BASE, "rope.freq_base", PL_KEY_FLOAT, OPT, 10000.0, 1.0001, 1e12},
+    {PL_HP_VOCAB_SIZE, "vocab_size", PL_KEY_INT, OPT, NAN, 1, 1 << 22},
+    {PL_HP_ROPE_SCALING_TYPE, "rope.scaling.type", PL_KEY_STRING, OPT, 0, 0, 0},
+    {PL_HP_ROPE_SCALING_FACTOR, "rope.scaling.factor", PL_KEY_FLOAT, OPT, 0.0, 0.0, 1e6},
+    {PL_HP_ROPE_SCALE_LINEAR, "rope.scale_linear", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6},
+    {PL_HP_ROPE_ORIG_CTX, "rope.scaling.original_context_length", PL_KEY_INT, OPT, NAN, 1,
+     INT32_MAX},
+    {PL_HP_ROPE_ATTN_FACTOR, "rope.scaling.attn_factor", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6},
+    {PL_HP_YARN_EXT_FACTOR, "rope.scaling.yarn_ext_factor", PL_KEY_FLOAT, OPT, -1.0, -1.0, 1e6},
+    {PL_HP_YARN_ATTN_FACTOR, "rope.scaling.yarn_attn_factor", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6},
+    {PL_HP_YARN_BETA_FAST, "rope.scaling.yarn_beta_fast", PL_KEY_FLOAT, OPT, 32.0, 0.0, 1e6},
+    {PL_HP_YARN_BETA_SLOW, "rope.scaling.yarn_beta_slow", PL_KEY_FLOAT, OPT, 1.0, 0.0, 1e6},
+    /* mixture-of-experts: 0 (a dense model) is the only value plumb runs yet */
+    {PL_HP_EXPERT_COUNT, "expert_count", PL_KEY_INT, OPT, 0, 0, 1 << 16},
+    {PL_HP_EXPERT_USED_COUNT, "expert_used_count", PL_KEY_INT, OPT, 0, 0, 1 << 16},
+    {PL_HP_CAUSAL, "attention.causal", PL_KEY_BOOL, OPT, 1, 0, 1},
+};
+
+const pl_arch_key *pl_arch_keys(size_t *n)
+{
+    *n = N_OF(keys);
+    return keys;
+}
+
+const pl_arch_key *pl_arch_key_of(int hp)
+{
+    for (size_t i = 0; i < N_OF(keys); i++)
+        if (keys[i].hp == hp) return &keys[i];
+    return NULL;
+}
+
+/* ---- every other key: read elsewhere, or changing nothing ---- */
+
+/* One list, so the rule is visible: a key in a GGUF file is either read and checked (the
+ * architecture's keys above; these, by the part of plumb named), or listed here as changing
+ * nothing that plumb computes. Anything else is refused at load (model.c), by name. A pattern
+ * ending in '.' matches every key under it. */
+static const struct {
+    const char *key, *why;
+} known[] = {
+    {"general.architecture", "read: selects the architecture"},
+    {"general.alignment", "read by the GGUF parser: the data section's alignment"},
+    {"general.", "descriptive: name, author, license, file type, quantization version, ..."},
+    {"tokenizer.ggml.model", "read by the tokenizer"},
+    {"tokenizer.ggml.pre", "read by the tokenizer"},
+    {"tokenizer.ggml.tokens", "read by the tokenizer"},
+    {"tokenizer.ggml.scores", "read by the tokenizer"},
+    {"tokenizer.ggml.token_type", "read by the tokenizer"},
+    {"tokenizer.ggml.merges", "read by the tokenizer"},
+    {"tokenizer.ggml.normalizer", "read by the tokenizer"},
+    {"tokenizer.ggml.add_bos_token", "read by the tokenizer"},
+    {"tokenizer.ggml.add_eos_token", "read by the tokenizer"},
+    {"tokenizer.ggml.add_space_prefix", "read by the tokenizer"},
+    {"tokenizer.ggml.bos_token_id", "read by the tokenizer"},
+    {"tokenizer.ggml.eos_token_id", "read by the tokenizer"},
+    {"tokenizer.ggml.eot_token_id", "read by the tokenizer"},
+    {"tokenizer.ggml.eom_token_id", "read by the tokenizer"},
+    {"tokenizer.ggml.unknown_token_id", "read by the tokenizer"},
+    {"tokenizer.ggml.padding_token_id", "read by the tokenizer"},
+    {"tokenizer.ggml.seperator_token_id", "read by the tokenizer"},
+    {"tokenizer.chat_template", "read by the chat paths"},
+    {"tokenizer.chat_template.", "named alternative templates (tool_use, rag): not rendered"},
+    {"tokenizer.ggml.cls_token_id", "a special id for classifiers: not used in generation"},
+    {"tokenizer.ggml.mask_token_id", "a special id for masked models: not used in generation"},
+    {"tokenizer.ggml.prefix_token_id", "fill-in-the-middle ids: not used in generation"},
+    {"tokenizer.ggml.suffix_token_id", "fill-in-the-middle ids: not used in generation"},
+    {"tokenizer.ggml.middle_token_id", "fill-in-the-middle ids: not used in generation"},
+    {"tokenizer.ggml.fim_pre_token_id", "fill-in-the-middle ids: not used in generation"},
+    {"tokenizer.ggml.fim_suf_token_id", "fill-in-the-middle ids: not used in generation"},
+    {"tokenizer.ggml.fim_mid_token_id", "fill-in-the-middle ids: not used in generation"},
+    {"tokenizer.ggml.fim_pad_token_id", "fill-in-the-middle ids: not used in generation"},
+    {"tokenizer.ggml.fim_rep_token_id", "fill-in-the-middle ids: not used in generation"},
+    {"tokenizer.ggml.fim_sep_token_id", "fill-in-the-middle ids: not used in generation"},
+    {"tokenizer.ggml.token_type_count", "BERT's segment count: not used by decoders"},
+    {"tokenizer.ggml.add_sep_token", "BERT's separator: not used by decoders"},
+    {"tokenizer.ggml.remove_extra_whitespaces",
+     "llama.cpp applies it to UGM (T5) vocabularies only, which plumb refuses by model"},
+    {"tokenizer.ggml.precompiled_charsmap",
+     "llama.cpp applies it to UGM (T5) vocabularies only, which plumb refuses by model"},
+    {"tokenizer.huggingface.json", "a copy of tokenizer.json: the ggml keys are what is read"},
+    {"quantize.imatrix.", "how the importance matrix was made: its effect is in the weights"},
+    {"split.no", "read: a split file's part number (only whole files load)"},
+    {"split.count", "read: only a file of one part loads"},
+    {"split.tensors.count", "read: only a file of one part loads"},
+};
+
+/* Keys under "<arch>." that change nothing. */
+static const struct {
+    const char *suffix, *why;
+} arch_inert[] = {
+    {"rope.scaling.finetuned", "whether the scaled model was fine-tuned: descriptive"},
+    {"tensor_data_layout", "where the weights came from (e.g. 'Meta AI original pth'): "
+                           "the permutation is already applied"},
+};
+
+int pl_key_known(const char *key, const char **why)
+{
+    for (size_t i = 0; i < N_OF(known); i++) {
+        size_t n = strlen(known[i].key);
+        int prefix = known[i].key[n - 1] == '.';
+        if (prefix ? strncmp(key, known[i].key, n) == 0 : strcmp(key, known[i].key) == 0) {
+            if (why) *why = known[i].why;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int pl_arch_key_inert(const char *suffix, const char **why)
+{
+    for (size_t i = 0; i < N_OF(arch_inert); i++)
+        if (strcmp(suffix, arch_inert[i].suffix) == 0) {
+            if (why) *why = arch_inert[i].why;
+            return 1;
+        }
+    return 0;
+}

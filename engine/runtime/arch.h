@@ -1,0 +1,181 @@
+/* arch.h — the architectures plumb runs, as data: per architecture its key prefix, its tensors
+ * (GGUF and Hugging Face names, shapes, required or not), hyperparameter keys and defaults, and
+ * the block recipe the forward pass follows; and the one list of metadata keys that change
+ * nothing. Read by the loader, `convert`, the public tensor plan, and the tests' builders and
+ * reference transformer. Not the forward pass and no I/O: pure tables and lookups. */
+#ifndef PLUMB_RUNTIME_ARCH_H
+#define PLUMB_RUNTIME_ARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+/* Dimension symbols of a tensor's shape, resolved per layer (Q = H*D, KV = Hkv*D). */
+enum pl_dim {
+    PL_DIM_1,   /* ne1 of a vector */
+    PL_DIM_E,   /* n_embd */
+    PL_DIM_F,   /* n_ff of the layer */
+    PL_DIM_V,   /* n_vocab */
+    PL_DIM_D,   /* head_dim */
+    PL_DIM_Q,   /* n_head * head_dim */
+    PL_DIM_KV,  /* n_head_kv * head_dim */
+    PL_DIM_QKV, /* (n_head + 2 n_head_kv) * head_dim: fused q, k, v */
+    PL_DIM_F2,  /* 2 n_ff: fused gate and up */
+    PL_DIM_ROT2 /* n_rot / 2: RoPE frequency factors */
+};
+
+/* Per-layer tensor roles; the order is pl_layer's (model.h pins it with static_asserts). */
+enum pl_layer_role {
+    PL_L_ATTN_NORM,
+    PL_L_WQ,
+    PL_L_BQ,
+    PL_L_WK,
+    PL_L_BK,
+    PL_L_WV,
+    PL_L_BV,
+    PL_L_Q_NORM,
+    PL_L_K_NORM,
+    PL_L_WO,
+    PL_L_ATTN_POST_NORM,
+    PL_L_FFN_NORM,
+    PL_L_GATE,
+    PL_L_UP,
+    PL_L_DOWN,
+    PL_L_FFN_POST_NORM,
+    PL_L_COUNT
+};
+
+/* Whole-model tensor roles. */
+enum pl_global_role {
+    PL_G_TOK_EMBD,
+    PL_G_OUT_NORM,
+    PL_G_OUTPUT,
+    PL_G_ROPE_FREQS, /* llama3-style RoPE frequency factors (n_rot/2 divisors) */
+    PL_G_COUNT
+};
+
+/* What a tensor is, for binding (vectors are F32) and for generators (scales). */
+enum pl_tensor_kind {
+    PL_TK_EMBD,       /* the token embedding (and an untied output projection) */
+    PL_TK_MATRIX_IN,  /* reads the normalised residual stream (q, k, v, gate, up) */
+    PL_TK_MATRIX_OUT, /* writes into the residual stream (attn_output, ffn_down) */
+    PL_TK_NORM,       /* a norm's weight vector (stored as the multiplier itself) */
+    PL_TK_BIAS,       /* a bias vector */
+    PL_TK_FACTORS     /* RoPE frequency factors */
+};
+
+/* A Hugging Face tensor's transform on its way into GGUF (convert). */
+enum pl_hf_xform {
+    PL_XF_NONE,
+    PL_XF_PERMUTE_Q, /* llama's q row permutation over n_head heads (normal RoPE pairs) */
+    PL_XF_PERMUTE_K  /* the same over n_head_kv heads */
+};
+
+typedef struct pl_arch_tensor {
+    int role;         /* enum pl_layer_role (per layer) or enum pl_global_role */
+    const char *gguf; /* per layer: after "blk.N."; global: the whole name */
+    const char *hf;   /* per layer: after "model.layers.N."; global: the whole name */
+    uint8_t ne0, ne1; /* enum pl_dim; ne1 == PL_DIM_1: a vector */
+    uint8_t kind;     /* enum pl_tensor_kind */
+    uint8_t required; /* 0: optional (bound when present) */
+    uint8_t xform;    /* enum pl_hf_xform */
+} pl_arch_tensor;
+
+/* Hyperparameters the table names; pl_hparams gets them from these. */
+enum pl_hp {
+    PL_HP_CONTEXT_LENGTH,
+    PL_HP_EMBEDDING_LENGTH,
+    PL_HP_BLOCK_COUNT,
+    PL_HP_FEED_FORWARD_LENGTH, /* per layer */
+    PL_HP_HEAD_COUNT,          /* per layer */
+    PL_HP_HEAD_COUNT_KV,       /* per layer; default: head_count */
+    PL_HP_KEY_LENGTH,          /* default: n_embd / head_count */
+    PL_HP_VALUE_LENGTH,        /* default: key_length; must equal it */
+    PL_HP_ROPE_DIMS,           /* default: key_length */
+    PL_HP_RMS_EPS,
+    PL_HP_ROPE_FREQ_BASE,
+    PL_HP_VOCAB_SIZE, /* default: rows of token_embd.weight; must equal them */
+    PL_HP_ROPE_SCALING_TYPE,
+    PL_HP_ROPE_SCALING_FACTOR,
+    PL_HP_ROPE_SCALE_LINEAR, /* the older key for a linear factor */
+    PL_HP_ROPE_ORIG_CTX,
+    PL_HP_ROPE_ATTN_FACTOR,
+    PL_HP_YARN_EXT_FACTOR,
+    PL_HP_YARN_ATTN_FACTOR,
+    PL_HP_YARN_BETA_FAST,
+    PL_HP_YARN_BETA_SLOW,
+    PL_HP_EXPERT_COUNT,
+    PL_HP_EXPERT_USED_COUNT,
+    PL_HP_CAUSAL,
+    PL_HP_COUNT
+};
+
+enum pl_key_kind {
+    PL_KEY_INT,       /* any GGUF integer type */
+    PL_KEY_PER_LAYER, /* an integer, or an array of one integer per layer */
+    PL_KEY_FLOAT,     /* float32 or float64 */
+    PL_KEY_STRING,
+    PL_KEY_BOOL
+};
+
+/* A key under "<arch>.". A key whose value equals `neutral` changes nothing and is accepted
+ * even where plumb implements no other value (e.g. expert_count = 0). */
+typedef struct pl_arch_key {
+    int hp;             /* enum pl_hp */
+    const char *suffix; /* after "<arch>." */
+    uint8_t kind;       /* enum pl_key_kind */
+    uint8_t required;
+    double def; /* when absent and not required (NAN: computed, see enum pl_hp) */
+    double lo, hi;
+} pl_arch_key;
+
+enum pl_act { PL_ACT_SILU, PL_ACT_GELU_TANH };
+
+/* How a block computes, read by the forward pass instead of the architecture's name. */
+typedef struct pl_arch_recipe {
+    enum pl_rope_style rope_style;
+    uint8_t act;        /* enum pl_act: the gated FFN's activation */
+    uint8_t post_norms; /* 1: attn_post_norm / ffn_post_norm on each branch before the residual */
+} pl_arch_recipe;
+
+typedef struct pl_arch {
+    const char *name;     /* general.architecture and the key prefix */
+    const char *hf_class; /* config.json "architectures"[0] */
+    const pl_arch_tensor *globals;
+    size_t n_globals;
+    const pl_arch_tensor *layer;
+    size_t n_layer;
+    pl_arch_recipe recipe;
+} pl_arch;
+
+/* The architectures plumb runs, in table order; NULL past the end. */
+const pl_arch *pl_arch_at(size_t i);
+/* By general.architecture (len bytes, not NUL-terminated) or by HF class name; NULL: unknown. */
+const pl_arch *pl_arch_find(const char *name, size_t len);
+const pl_arch *pl_arch_find_hf(const char *hf_class);
+/* "llama, qwen2, qwen3" */
+const char *pl_arch_names(void);
+/* "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM" */
+const char *pl_arch_hf_names(void);
+
+/* The keys under "<arch>." every architecture reads (and their defaults and ranges). */
+const pl_arch_key *pl_arch_keys(size_t *n);
+const pl_arch_key *pl_arch_key_of(int hp);
+/* 1 and *why set when "<arch>." + suffix is a key that changes nothing (arch.c). */
+int pl_arch_key_inert(const char *suffix, const char **why);
+
+/* The rule for a key outside "<arch>.": 1 and *why set when it is read elsewhere in plumb or
+ * changes nothing (the one list of such keys, arch.c); 0: unknown. */
+int pl_key_known(const char *key, const char **why);
+
+/* The global tensors in file order: those before the layers (pre = 1) or after them. */
+int pl_arch_global_before_layers(int role);
+
+/* Resolves a dimension symbol for a layer: E, F, V, D, H, Hkv, n_rot given. */
+typedef struct pl_arch_dims {
+    int64_t E, F, V, D, H, Hkv, n_rot;
+} pl_arch_dims;
+int64_t pl_arch_dim(const pl_arch_dims *d, int dim);
+
+#endif
