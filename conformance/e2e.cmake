@@ -6,3 +6,7 @@ plumb_test(test_e2e LABELS e2e conformance TIMEOUT 600
           ${CMAKE_CURRENT_SOURCE_DIR}/refs/ref_transformer.c)
 plumb_test(test_sampler_chain LABELS unit conformance
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_sampler_chain.c ${CMAKE_CURRENT_SOURCE_DIR}/tinymodel.c)
+# No file runs silently wrong: tensors without a role, keys plumb does not read, values it does not
+# compute are refused by name; the keys listed as changing nothing change no logit.
+plumb_test(test_arch LABELS unit conformance
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_arch.c ${CMAKE_CURRENT_SOURCE_DIR}/tinymodel.c)

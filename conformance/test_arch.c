@@ -1,0 +1,207 @@
+/* test_arch.c — no file runs silently wrong: a tensor without a role, a key plumb does not read,
+ * a value it does not compute are refused by name; keys that change nothing change nothing.
+ * Not the arithmetic of the architectures (test_e2e, test_oracle). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "tinymodel.h"
+
+/* One edit of a tiny file: a key (string, u32, f32 or bool) or a 1-D F32 tensor. */
+typedef struct edit {
+    const char *key;
+    enum { E_STR, E_U32, E_F32, E_BOOL, E_TENSOR, E_ARRAY } kind;
+    const char *s;
+    double v;
+} edit;
+
+static const float tensor_data[4096];
+
+static void apply(pl_gguf_writer *w, const tiny_spec *s)
+{
+    pl_error e;
+    for (const edit *x = s->edit_user; x && x->key; x++) {
+        pl_status st = PL_OK;
+        switch (x->kind) {
+        case E_STR:
+            st = pl_gguf_writer_set_string(w, x->key, x->s, strlen(x->s), &e);
+            break;
+        case E_U32:
+            st = pl_gguf_writer_set_u32(w, x->key, (uint32_t)x->v, &e);
+            break;
+        case E_F32:
+            st = pl_gguf_writer_set_f32(w, x->key, (float)x->v, &e);
+            break;
+        case E_BOOL: {
+            const uint8_t b = x->v != 0;
+            st = pl_gguf_writer_set(w, x->key, PL_GGUF_BOOL, &b, &e);
+            break;
+        }
+        case E_ARRAY: {
+            static const char *const tags[] = {"text-generation", "plumb"};
+            st = pl_gguf_writer_set_array_str(w, x->key, tags, NULL, 2, &e);
+            break;
+        }
+        case E_TENSOR: {
+            const int64_t ne[1] = {(int64_t)x->v};
+            st = pl_gguf_writer_add_tensor(w, x->key, PL_TYPE_F32, 1, ne, tensor_data, &e);
+            break;
+        }
+        }
+        if (st) fprintf(stderr, "  edit %s: %s\n", x->key, e.msg);
+    }
+}
+
+/* Loads a tiny file of arch with the edits; returns the status, err filled. With out, the
+ * model (NULL unless loaded) and the buffer it reads in place go to the caller to free. */
+static pl_status load_edited(const char *arch, const edit *edits, pl_model **out, void **buf_out,
+                             pl_error *err)
+{
+    tiny_spec s = tiny_default(arch, PL_TYPE_F32);
+    s.L = 1;
+    s.edit = apply;
+    s.edit_user = edits;
+    void *buf = NULL;
+    size_t size = 0;
+    if (tiny_build(&s, &buf, &size)) {
+        snprintf(err->msg, sizeof err->msg, "tiny_build failed");
+        return err->code = PL_ERR_INVALID_ARG;
+    }
+    pl_model *m = NULL;
+    pl_status st = pl_model_load_memory(&m, buf, size, NULL, err);
+    if (out) {
+        *out = m;
+        *buf_out = buf;
+    } else {
+        pl_model_free(m);
+        pl_buffer_free(buf);
+    }
+    return st;
+}
+
+static void expect_refused(const char *arch, const edit *edits, const char *want1,
+                           const char *want2)
+{
+    pl_error err = {0};
+    pl_status st = load_edited(arch, edits, NULL, NULL, &err);
+    TU_CHECK(st == PL_ERR_UNSUPPORTED, "%s + %s: expected PL_ERR_UNSUPPORTED, got %s (%s)", arch,
+             edits[0].key, pl_status_str(st), err.msg);
+    TU_CHECK(strstr(err.msg, want1) != NULL, "%s + %s: message '%s' lacks '%s'", arch, edits[0].key,
+             err.msg, want1);
+    if (want2)
+        TU_CHECK(strstr(err.msg, want2) != NULL, "%s + %s: message '%s' lacks '%s'", arch,
+                 edits[0].key, err.msg, want2);
+}
+
+static void arch_refuses_a_tensor_without_a_role(void)
+{
+    /* a Gemma-style post-norm in a llama file: llama.cpp would ignore nothing here either */
+    const edit post[] = {{"blk.0.attn_post_norm.weight", E_TENSOR, NULL, 256}, {NULL}};
+    expect_refused("llama", post,
+                   "tensor 'blk.0.attn_post_norm.weight' has no role in architecture 'llama'",
+                   NULL);
+    const edit freqs[] = {{"rope_freqs.weight", E_TENSOR, NULL, 32}, {NULL}};
+    expect_refused("qwen3", freqs, "tensor 'rope_freqs.weight' has no role in architecture 'qwen3'",
+                   NULL);
+    const edit stray[] = {{"blk.7.attn_q.weight", E_TENSOR, NULL, 256}, {NULL}};
+    expect_refused("qwen2", stray, "tensor 'blk.7.attn_q.weight' has no role", NULL);
+}
+
+static void arch_refuses_an_unknown_rope_scaling_type(void)
+{
+    const edit e[] = {{"llama.rope.scaling.type", E_STR, "bogus-scaling", 0}, {NULL}};
+    expect_refused("llama", e, "llama.rope.scaling.type = 'bogus-scaling'", NULL);
+}
+
+static void arch_refuses_an_unknown_key_that_changes_the_math(void)
+{
+    const edit cap[] = {{"llama.attn_logit_softcapping", E_F32, NULL, 50.0}, {NULL}};
+    expect_refused("llama", cap, "metadata key 'llama.attn_logit_softcapping' = 50",
+                   "it may change what is computed");
+    /* another architecture's key, and an unknown tokenizer key */
+    const edit other[] = {{"qwen2.rope.freq_base", E_F32, NULL, 1e6}, {NULL}};
+    expect_refused("llama", other, "metadata key 'qwen2.rope.freq_base'", NULL);
+    const edit tok[] = {{"tokenizer.ggml.bogus_normalization", E_BOOL, NULL, 1}, {NULL}};
+    expect_refused("qwen3", tok, "metadata key 'tokenizer.ggml.bogus_normalization' = true", NULL);
+    const edit other_prefix[] = {{"mystery.scale", E_F32, NULL, 2.0}, {NULL}};
+    expect_refused("qwen2", other_prefix, "metadata key 'mystery.scale' = 2", NULL);
+}
+
+static void arch_refuses_values_it_does_not_compute(void)
+{
+    const edit experts[] = {{"llama.expert_count", E_U32, NULL, 8}, {NULL}};
+    expect_refused("llama", experts, "llama.expert_count = 8", "mixture-of-experts");
+    const edit causal[] = {{"qwen2.attention.causal", E_BOOL, NULL, 0}, {NULL}};
+    expect_refused("qwen2", causal, "qwen2.attention.causal = false", NULL);
+    const edit split[] = {{"split.count", E_U32, NULL, 3}, {NULL}};
+    expect_refused("llama", split, "split.count = 3", "merge the parts");
+}
+
+/* Each key listed as changing nothing, at once: the file loads and its logits are bit for bit
+ * those of the same file without them. */
+static void arch_keys_that_change_nothing_change_nothing(void)
+{
+    const edit inert[] = {
+        {"general.author", E_STR, "plumb", 0},
+        {"general.tags", E_ARRAY, NULL, 0},
+        {"general.quantized_by", E_STR, "nobody", 0},
+        {"tokenizer.ggml.fim_pre_token_id", E_U32, NULL, 3},
+        {"tokenizer.chat_template.tool_use", E_STR, "{{ messages }}", 0},
+        {"quantize.imatrix.file", E_STR, "imatrix.dat", 0},
+        {"split.count", E_U32, NULL, 1},
+        {"llama.rope.scaling.finetuned", E_BOOL, NULL, 0},
+        {"llama.tensor_data_layout", E_STR, "Meta AI original pth", 0},
+        {"llama.rope.scaling.type", E_STR, "none", 0},
+        {"llama.expert_count", E_U32, NULL, 0},
+        {"llama.attention.causal", E_BOOL, NULL, 1},
+        {NULL},
+    };
+    const edit none[] = {{NULL}};
+    pl_model *a = NULL, *b = NULL;
+    void *abuf = NULL, *bbuf = NULL;
+    pl_error err = {0};
+    pl_status st = load_edited("llama", inert, &a, &abuf, &err);
+    TU_CHECK(st == PL_OK, "llama + inert keys: %s (%s)", pl_status_str(st), err.msg);
+    st = load_edited("llama", none, &b, &bbuf, &err);
+    TU_CHECK(st == PL_OK, "llama: %s (%s)", pl_status_str(st), err.msg);
+    if (!a || !b) goto done;
+    const int32_t ids[] = {1, 5, 9, 300, 2, 77};
+    const int64_t n = sizeof ids / sizeof ids[0];
+    pl_model_info info;
+    pl_model_get_info(a, &info, NULL);
+    float *la = malloc((size_t)info.n_vocab * sizeof *la), *lb = malloc((size_t)info.n_vocab * 4);
+    pl_session *sa = NULL, *sb = NULL;
+    TU_CHECK(pl_session_new(&sa, a, NULL, &err) == PL_OK, "session: %s", err.msg);
+    TU_CHECK(pl_session_new(&sb, b, NULL, &err) == PL_OK, "session: %s", err.msg);
+    if (sa && sb) {
+        TU_CHECK(pl_session_eval(sa, ids, n, la, 0, &err) == PL_OK, "eval: %s", err.msg);
+        TU_CHECK(pl_session_eval(sb, ids, n, lb, 0, &err) == PL_OK, "eval: %s", err.msg);
+        TU_CHECK(memcmp(la, lb, (size_t)info.n_vocab * sizeof *la) == 0,
+                 "the inert keys changed the logits");
+    }
+    pl_session_free(sa);
+    pl_session_free(sb);
+    free(la);
+    free(lb);
+done:
+    pl_model_free(a);
+    pl_model_free(b);
+    pl_buffer_free(abuf);
+    pl_buffer_free(bbuf);
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"arch_refuses_a_tensor_without_a_role", arch_refuses_a_tensor_without_a_role},
+        {"arch_refuses_an_unknown_rope_scaling_type", arch_refuses_an_unknown_rope_scaling_type},
+        {"arch_refuses_an_unknown_key_that_changes_the_math",
+         arch_refuses_an_unknown_key_that_changes_the_math},
+        {"arch_refuses_values_it_does_not_compute", arch_refuses_values_it_does_not_compute},
+        {"arch_keys_that_change_nothing_change_nothing",
+         arch_keys_that_change_nothing_change_nothing},
+        {NULL, NULL},
+    };
+    return tu_run("arch", tests);
+}
