@@ -1,6 +1,7 @@
-/* ref_transformer.c — the end-to-end oracle: llama/qwen2/qwen3 in double with GSL BLAS.
- * Not fast and not shared with the engine: it binds tensors by name on its own, so a
- * binding bug in engine/runtime/model.c shows up as a mismatch instead of hiding twice. */
+/* ref_transformer.c — the end-to-end oracle: the table's architectures in double with GSL BLAS.
+ * Not fast and not shared with the engine: it reads the architecture table (names, shapes, keys)
+ * but binds and computes on its own, so a binding bug in engine/runtime/model.c shows up as a
+ * mismatch instead of hiding twice. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,16 +12,17 @@
 #include <gsl/gsl_vector.h>
 
 #include "kernels.h"
+#include "runtime/arch.h"
 #include "ref_transformer.h"
 
 typedef struct ref_layer {
     int64_t H, Hkv, F;
-    gsl_vector *attn_norm, *ffn_norm, *bq, *bk, *bv, *q_norm, *k_norm;
-    gsl_matrix *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down; /* (out, in) */
+    gsl_matrix *m[PL_L_COUNT]; /* (out, in) matrices by enum pl_layer_role, NULL when absent */
+    gsl_vector *v[PL_L_COUNT]; /* vectors (norms, biases) by role */
 } ref_layer;
 
 struct ref_model {
-    int neox, qk_norm;
+    int neox;
     int64_t E, L, D, n_rot, V;
     double eps, base;
     gsl_matrix *embd, *output; /* (V, E) */
@@ -64,22 +66,17 @@ static gsl_vector *load_vector(const pl_gguf *g, const char *name, int64_t n)
     return v;
 }
 
-static int64_t meta_int(const pl_gguf *g, const char *arch, const char *suffix, int64_t def)
+/* "<arch>.<the table's key for hp>", or the table's default (NAN: def). */
+static double meta(const pl_gguf *g, const char *arch, int hp, double def)
 {
+    const pl_arch_key *k = pl_arch_key_of(hp);
     char key[128];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    uint32_t v;
-    if (pl_gguf_get_u32(g, key, &v, NULL) == PL_OK) return v;
-    return def;
-}
-
-static double meta_float(const pl_gguf *g, const char *arch, const char *suffix, double def)
-{
-    char key[128];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    float v;
-    if (pl_gguf_get_f32(g, key, &v, NULL) == PL_OK) return v;
-    return def;
+    snprintf(key, sizeof key, "%s.%s", arch, k->suffix);
+    uint32_t u;
+    float f;
+    if (pl_gguf_get_u32(g, key, &u, NULL) == PL_OK) return u;
+    if (pl_gguf_get_f32(g, key, &f, NULL) == PL_OK) return f;
+    return isnan(k->def) ? def : k->def;
 }
 
 int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
@@ -88,20 +85,24 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
     pl_str a;
     if (pl_gguf_get_string(g, "general.architecture", &a, NULL))
         return fail(msg, len, "missing", "general.architecture");
-    char arch[16] = {0};
-    memcpy(arch, a.ptr, a.len < 15 ? a.len : 15);
+    const pl_arch *arch = pl_arch_find(a.ptr, a.len);
+    if (!arch) return fail(msg, len, "no such architecture in the table", "general.architecture");
+    const char *an = arch->name;
     ref_model *m = calloc(1, sizeof *m);
-    m->neox = strcmp(arch, "llama") != 0;
-    m->qk_norm = strcmp(arch, "qwen3") == 0;
-    m->E = meta_int(g, arch, "embedding_length", 0);
-    m->L = meta_int(g, arch, "block_count", 0);
-    int64_t H = meta_int(g, arch, "attention.head_count", 0);
-    int64_t Hkv = meta_int(g, arch, "attention.head_count_kv", H);
-    int64_t F = meta_int(g, arch, "feed_forward_length", 0);
-    m->D = meta_int(g, arch, "attention.key_length", H ? m->E / H : 0);
-    m->n_rot = meta_int(g, arch, "rope.dimension_count", m->D);
-    m->eps = meta_float(g, arch, "attention.layer_norm_rms_epsilon", 1e-5);
-    m->base = meta_float(g, arch, "rope.freq_base", 10000.0);
+    m->neox = arch->recipe.rope_style == PL_ROPE_NEOX;
+    m->E = (int64_t)meta(g, an, PL_HP_EMBEDDING_LENGTH, 0);
+    m->L = (int64_t)meta(g, an, PL_HP_BLOCK_COUNT, 0);
+    int64_t H = (int64_t)meta(g, an, PL_HP_HEAD_COUNT, 0);
+    int64_t Hkv = (int64_t)meta(g, an, PL_HP_HEAD_COUNT_KV, (double)H);
+    int64_t F = (int64_t)meta(g, an, PL_HP_FEED_FORWARD_LENGTH, 0);
+    m->D = (int64_t)meta(g, an, PL_HP_KEY_LENGTH, H ? (double)(m->E / H) : 0);
+    m->n_rot = (int64_t)meta(g, an, PL_HP_ROPE_DIMS, (double)m->D);
+    m->eps = meta(g, an, PL_HP_RMS_EPS, NAN);
+    m->base = meta(g, an, PL_HP_ROPE_FREQ_BASE, NAN);
+    if (!(m->eps > 0)) {
+        ref_model_free(m);
+        return fail(msg, len, "missing key", "attention.layer_norm_rms_epsilon");
+    }
     int64_t ti = pl_gguf_find_tensor(g, "token_embd.weight");
     pl_tensor_info t;
     if (ti < 0 || pl_gguf_tensor(g, (uint64_t)ti, &t, NULL)) {
@@ -121,40 +122,26 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
         return fail(msg, len, "bad tensor", "token_embd/output_norm");
     }
     m->layers = calloc((size_t)m->L, sizeof *m->layers);
+    const pl_arch_dims d = {.E = m->E, .F = F, .D = m->D, .H = H, .Hkv = Hkv, .n_rot = m->n_rot};
     for (int64_t l = 0; l < m->L; l++) {
         ref_layer *R = &m->layers[l];
         R->H = H;
         R->Hkv = Hkv;
         R->F = F;
-        char n[96];
-#define MAT(field, suffix, cols, rows)                                                             \
-    snprintf(n, sizeof n, "blk.%lld.%s", (long long)l, suffix);                                    \
-    if (!(R->field = load_matrix(g, n, cols, rows))) {                                             \
-        ref_model_free(m);                                                                         \
-        return fail(msg, len, "missing or misshapen tensor", n);                                   \
-    }
-#define VEC(field, suffix, size, required)                                                         \
-    snprintf(n, sizeof n, "blk.%lld.%s", (long long)l, suffix);                                    \
-    if (!(R->field = load_vector(g, n, size)) && (required)) {                                     \
-        ref_model_free(m);                                                                         \
-        return fail(msg, len, "missing or misshapen tensor", n);                                   \
-    }
-        MAT(wq, "attn_q.weight", m->E, H * m->D)
-        MAT(wk, "attn_k.weight", m->E, Hkv * m->D)
-        MAT(wv, "attn_v.weight", m->E, Hkv * m->D)
-        MAT(wo, "attn_output.weight", H * m->D, m->E)
-        MAT(w_gate, "ffn_gate.weight", m->E, F)
-        MAT(w_up, "ffn_up.weight", m->E, F)
-        MAT(w_down, "ffn_down.weight", F, m->E)
-        VEC(attn_norm, "attn_norm.weight", m->E, 1)
-        VEC(ffn_norm, "ffn_norm.weight", m->E, 1)
-        VEC(bq, "attn_q.bias", H * m->D, 0)
-        VEC(bk, "attn_k.bias", Hkv * m->D, 0)
-        VEC(bv, "attn_v.bias", Hkv * m->D, 0)
-        VEC(q_norm, "attn_q_norm.weight", m->D, m->qk_norm)
-        VEC(k_norm, "attn_k_norm.weight", m->D, m->qk_norm)
-#undef MAT
-#undef VEC
+        for (size_t i = 0; i < arch->n_layer; i++) {
+            const pl_arch_tensor *row = &arch->layer[i];
+            char n[96];
+            snprintf(n, sizeof n, "blk.%lld.%s", (long long)l, row->gguf);
+            const int64_t ne0 = pl_arch_dim(&d, row->ne0), ne1 = pl_arch_dim(&d, row->ne1);
+            if (row->ne1 == PL_DIM_1)
+                R->v[row->role] = load_vector(g, n, ne0);
+            else
+                R->m[row->role] = load_matrix(g, n, ne0, ne1);
+            if (row->required && !R->v[row->role] && !R->m[row->role]) {
+                ref_model_free(m);
+                return fail(msg, len, "missing or misshapen tensor", n);
+            }
+        }
     }
     *out = m;
     return 0;
@@ -163,15 +150,11 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
 void ref_model_free(ref_model *m)
 {
     if (!m) return;
-    for (int64_t l = 0; m->layers && l < m->L; l++) {
-        ref_layer *R = &m->layers[l];
-        gsl_matrix *ms[] = {R->wq, R->wk, R->wv, R->wo, R->w_gate, R->w_up, R->w_down};
-        gsl_vector *vs[] = {R->attn_norm, R->ffn_norm, R->bq, R->bk, R->bv, R->q_norm, R->k_norm};
-        for (size_t i = 0; i < 7; i++) {
-            if (ms[i]) gsl_matrix_free(ms[i]);
-            if (vs[i]) gsl_vector_free(vs[i]);
+    for (int64_t l = 0; m->layers && l < m->L; l++)
+        for (int r = 0; r < PL_L_COUNT; r++) {
+            if (m->layers[l].m[r]) gsl_matrix_free(m->layers[l].m[r]);
+            if (m->layers[l].v[r]) gsl_vector_free(m->layers[l].v[r]);
         }
-    }
     free(m->layers);
     if (m->embd) gsl_matrix_free(m->embd);
     if (m->output) gsl_matrix_free(m->output);
@@ -239,17 +222,17 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
             const ref_layer *R = &m->layers[l];
             int64_t H = R->H, Hkv = R->Hkv, group = H / Hkv;
             double *kp = K + ((l * n + p) * Hkvmax) * D, *vp = Vc + ((l * n + p) * Hkvmax) * D;
-            rmsnorm(xn, x, R->attn_norm, E, m->eps);
-            gemv(q, R->wq, xn, R->bq);
-            gemv(kp, R->wk, xn, R->bk);
-            gemv(vp, R->wv, xn, R->bv);
-            if (m->qk_norm) {
+            rmsnorm(xn, x, R->v[PL_L_ATTN_NORM], E, m->eps);
+            gemv(q, R->m[PL_L_WQ], xn, R->v[PL_L_BQ]);
+            gemv(kp, R->m[PL_L_WK], xn, R->v[PL_L_BK]);
+            gemv(vp, R->m[PL_L_WV], xn, R->v[PL_L_BV]);
+            if (R->v[PL_L_Q_NORM]) {
                 for (int64_t h = 0; h < H; h++) {
-                    rmsnorm(tmp, q + h * D, R->q_norm, D, m->eps);
+                    rmsnorm(tmp, q + h * D, R->v[PL_L_Q_NORM], D, m->eps);
                     memcpy(q + h * D, tmp, (size_t)D * sizeof *tmp);
                 }
                 for (int64_t h = 0; h < Hkv; h++) {
-                    rmsnorm(tmp, kp + h * D, R->k_norm, D, m->eps);
+                    rmsnorm(tmp, kp + h * D, R->v[PL_L_K_NORM], D, m->eps);
                     memcpy(kp + h * D, tmp, (size_t)D * sizeof *tmp);
                 }
             }
@@ -282,13 +265,13 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                     att[h * D + d] = acc / sum;
                 }
             }
-            gemv(tmp, R->wo, att, NULL);
+            gemv(tmp, R->m[PL_L_WO], att, NULL);
             for (int64_t i = 0; i < E; i++) x[i] += tmp[i];
-            rmsnorm(xn, x, R->ffn_norm, E, m->eps);
-            gemv(g, R->w_gate, xn, NULL);
-            gemv(u, R->w_up, xn, NULL);
+            rmsnorm(xn, x, R->v[PL_L_FFN_NORM], E, m->eps);
+            gemv(g, R->m[PL_L_GATE], xn, NULL);
+            gemv(u, R->m[PL_L_UP], xn, NULL);
             for (int64_t i = 0; i < R->F; i++) g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
-            gemv(tmp, R->w_down, g, NULL);
+            gemv(tmp, R->m[PL_L_DOWN], g, NULL);
             for (int64_t i = 0; i < E; i++) x[i] += tmp[i];
         }
         rmsnorm(xn, x, m->out_norm, E, m->eps);
