@@ -12,20 +12,12 @@
 
 #include "core/core.h"
 #include "hf_util.h"
+#include "runtime/arch.h"
 
 #define MAX_JSON_FILE (256u << 20) /* tokenizer.json of a 256k vocabulary is ~10 MB */
 
 /* GGUF token types (tokenizer.ggml.token_type), llama.cpp's numbers. */
 enum { TT_NORMAL = 1, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5 };
-
-enum arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3 };
-static const struct {
-    const char *hf, *gguf;
-} archs[] = {
-    [ARCH_LLAMA] = {"LlamaForCausalLM", "llama"},
-    [ARCH_QWEN2] = {"Qwen2ForCausalLM", "qwen2"},
-    [ARCH_QWEN3] = {"Qwen3ForCausalLM", "qwen3"},
-};
 
 /* The pre-tokenizer regexes of tokenizer.json files, as Hugging Face writes them. */
 #define RE_QWEN2_HF                                                                                \
@@ -38,7 +30,7 @@ static const struct {
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
 typedef struct hf_config {
-    enum arch arch;
+    const pl_arch *arch; /* the architecture table's row (runtime/arch.c) */
     int64_t E, F, L, H, Hkv, D, ctx, V;
     double rms_eps, rope_theta;
     int tied;
@@ -185,14 +177,11 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
     if (!json_is_array(a) || json_array_size(a) != 1 || !json_is_string(json_array_get(a, 0)))
         return pl_fail(err, PL_ERR_TYPE, "%s: 'architectures' must be a list of one name", f->name);
     const char *an = json_string_value(json_array_get(a, 0));
-    size_t k = 0;
-    while (k < sizeof archs / sizeof archs[0] && strcmp(an, archs[k].hf) != 0) k++;
-    if (k == sizeof archs / sizeof archs[0])
+    c->arch = pl_arch_find_hf(an);
+    if (!c->arch)
         return pl_fail(err, PL_ERR_UNSUPPORTED,
-                       "%s: architecture '%.64s' is not one plumb converts (LlamaForCausalLM, "
-                       "Qwen2ForCausalLM, Qwen3ForCausalLM)",
-                       f->name, an);
-    c->arch = (enum arch)k;
+                       "%s: architecture '%.64s' is not one plumb converts (%s)", f->name, an,
+                       pl_arch_hf_names());
     pl_status s;
     if ((s = get_int(f, "hidden_size", 1, 1 << 16, -1, &c->E, err)) ||
         (s = get_int(f, "intermediate_size", 1, 1 << 20, -1, &c->F, err)) ||
@@ -264,12 +253,12 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
                            f->name, i);
     }
     int flag;
-    if (c->arch != ARCH_QWEN2) {
+    if (strcmp(c->arch->name, "qwen2") != 0) { /* (llama's would bias o_proj too) */
         if ((s = get_bool(f, "attention_bias", 0, &flag, err))) return s;
         if (flag)
             return pl_fail(err, PL_ERR_UNSUPPORTED,
                            "%s: attention_bias is true; plumb runs %s without attention biases",
-                           f->name, archs[c->arch].gguf);
+                           f->name, c->arch->name);
     }
     if ((s = get_bool(f, "mlp_bias", 0, &flag, err))) return s;
     if (flag) return pl_fail(err, PL_ERR_UNSUPPORTED, "%s: mlp_bias is true", f->name);
@@ -602,7 +591,7 @@ static pl_status set_bool(pl_gguf_writer *w, const char *key, int v, pl_error *e
 static pl_status write_metadata(pl_gguf_writer *w, const hf_config *c, const char *name,
                                 pl_ftype ftype, pl_error *err)
 {
-    const char *a = archs[c->arch].gguf;
+    const char *a = c->arch->name;
     char key[96];
     pl_status s;
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, a), key)
@@ -778,51 +767,48 @@ static pl_status want(ctensor *t, uint64_t *n, const pl_safetensors *st, uint8_t
     return PL_OK;
 }
 
+/* The GGUF tensors of the architecture table, from their HF names: the globals before the
+ * layers, the layers, the rest. Optional rows are taken when the checkpoint has them. */
 static pl_status plan_tensors(ctensor *t, uint64_t *n, const pl_safetensors *st, uint8_t *used,
                               const hf_config *c, pl_error *err)
 {
-    const int64_t E = c->E, F = c->F, V = c->V, D = c->D, q = c->H * D, kv = c->Hkv * D;
-    const int llama = c->arch == ARCH_LLAMA;
+    const pl_arch *a = c->arch;
+    const pl_arch_dims d = {
+        .E = c->E, .F = c->F, .V = c->V, .D = c->D, .H = c->H, .Hkv = c->Hkv, .n_rot = c->D};
     pl_status s;
-    if ((s = want(t, n, st, used, "token_embd.weight", "model.embed_tokens.weight", V, E, 0, err)))
-        return s;
-    for (int64_t l = 0; l < c->L; l++) {
-        char g[96], h[96];
-        const struct {
-            const char *gname, *hname;
-            int64_t rows, cols, heads;
-            int on;
-        } spec[] = {
-            {"attn_norm.weight", "input_layernorm.weight", E, 0, 0, 1},
-            {"attn_q.weight", "self_attn.q_proj.weight", q, E, llama ? c->H : 0, 1},
-            {"attn_q.bias", "self_attn.q_proj.bias", q, 0, 0, c->arch == ARCH_QWEN2},
-            {"attn_k.weight", "self_attn.k_proj.weight", kv, E, llama ? c->Hkv : 0, 1},
-            {"attn_k.bias", "self_attn.k_proj.bias", kv, 0, 0, c->arch == ARCH_QWEN2},
-            {"attn_v.weight", "self_attn.v_proj.weight", kv, E, 0, 1},
-            {"attn_v.bias", "self_attn.v_proj.bias", kv, 0, 0, c->arch == ARCH_QWEN2},
-            {"attn_q_norm.weight", "self_attn.q_norm.weight", D, 0, 0, c->arch == ARCH_QWEN3},
-            {"attn_k_norm.weight", "self_attn.k_norm.weight", D, 0, 0, c->arch == ARCH_QWEN3},
-            {"attn_output.weight", "self_attn.o_proj.weight", E, q, 0, 1},
-            {"ffn_norm.weight", "post_attention_layernorm.weight", E, 0, 0, 1},
-            {"ffn_gate.weight", "mlp.gate_proj.weight", F, E, 0, 1},
-            {"ffn_up.weight", "mlp.up_proj.weight", F, E, 0, 1},
-            {"ffn_down.weight", "mlp.down_proj.weight", E, F, 0, 1},
-        };
-        for (size_t i = 0; i < sizeof spec / sizeof spec[0]; i++) {
-            if (!spec[i].on) continue;
-            snprintf(g, sizeof g, "blk.%lld.%s", (long long)l, spec[i].gname);
-            snprintf(h, sizeof h, "model.layers.%lld.%s", (long long)l, spec[i].hname);
-            if ((s = want(t, n, st, used, g, h, spec[i].rows, spec[i].cols, spec[i].heads, err)))
-                return s;
+    for (int pass = 0; pass < 3; pass++) {
+        const int layers = pass == 1;
+        for (int64_t l = 0; l < (layers ? c->L : 1); l++) {
+            const pl_arch_tensor *rows = layers ? a->layer : a->globals;
+            const size_t n_rows = layers ? a->n_layer : a->n_globals;
+            for (size_t i = 0; i < n_rows; i++) {
+                const pl_arch_tensor *r = &rows[i];
+                if (!layers && (pass == 0) != pl_arch_global_before_layers(r->role)) continue;
+                if (!layers && r->role == PL_G_OUTPUT && c->tied) continue;
+                char g[96], h[96];
+                if (layers) {
+                    snprintf(g, sizeof g, "blk.%lld.%s", (long long)l, r->gguf);
+                    snprintf(h, sizeof h, "model.layers.%lld.%s", (long long)l, r->hf);
+                } else {
+                    snprintf(g, sizeof g, "%s", r->gguf);
+                    snprintf(h, sizeof h, "%s", r->hf);
+                }
+                const int need = r->required || (!layers && r->role == PL_G_OUTPUT);
+                if (!need && !pl_safetensors_find(st, h)) continue;
+                const int64_t heads = r->xform == PL_XF_PERMUTE_Q   ? c->H
+                                      : r->xform == PL_XF_PERMUTE_K ? c->Hkv
+                                                                    : 0;
+                /* HF stores [out, in]: rows = ne1, cols = ne0 (0 for a vector) */
+                const int64_t rows_n =
+                    r->ne1 == PL_DIM_1 ? pl_arch_dim(&d, r->ne0) : pl_arch_dim(&d, r->ne1);
+                const int64_t cols = r->ne1 == PL_DIM_1 ? 0 : pl_arch_dim(&d, r->ne0);
+                if ((s = want(t, n, st, used, g, h, rows_n, cols, heads, err))) return s;
+            }
         }
     }
-    if ((s = want(t, n, st, used, "output_norm.weight", "model.norm.weight", E, 0, 0, err)))
-        return s;
     const pl_st_tensor *head = pl_safetensors_find(st, "lm_head.weight");
-    if (c->tied) {
-        if (head) used[head - pl_safetensors_tensor(st, 0)] = 1; /* a saved copy of the tie */
-    } else if ((s = want(t, n, st, used, "output.weight", "lm_head.weight", V, E, 0, err)))
-        return s;
+    if (c->tied && head)
+        used[head - pl_safetensors_tensor(st, 0)] = 1; /* a saved copy of the tie */
     /* anything left over means the checkpoint is not the model config.json describes; old
      * checkpoints carry RoPE's inverse frequencies, which are computed, not weights */
     static const char inv_freq[] = "rotary_emb.inv_freq";
@@ -832,7 +818,7 @@ static pl_status plan_tensors(ctensor *t, uint64_t *n, const pl_safetensors *st,
         if (!used[i] && !(len >= k && strcmp(name + len - k, inv_freq) == 0))
             return pl_fail(err, PL_ERR_UNSUPPORTED,
                            "tensor '%s' is not part of a %s model as config.json describes it",
-                           name, archs[c->arch].gguf);
+                           name, c->arch->name);
     }
     return PL_OK;
 }
@@ -917,7 +903,7 @@ pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_conve
         (s = chat_template(&tc, &jinja, &tmpl, err)))
         goto done;
     if ((s = pl_safetensors_open_dir(&st, hf_dir, err))) goto done;
-    uint64_t n_max = 3 + (uint64_t)c.L * 14;
+    uint64_t n_max = c.arch->n_globals + (uint64_t)c.L * c.arch->n_layer;
     used = pl_calloc((size_t)pl_safetensors_n_tensors(st) + 1, 1);
     job.t = pl_calloc((size_t)n_max, sizeof *job.t);
     specs = pl_calloc((size_t)n_max, sizeof *specs);
@@ -970,7 +956,7 @@ pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_conve
         o->n_params = job.total;
         o->n_vocab = v.n;
         o->out_bytes = stat(out_path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-        o->arch = archs[c.arch].gguf;
+        o->arch = c.arch->name;
         snprintf(o->pre, sizeof o->pre, "%s", v.pre);
     }
 done:
