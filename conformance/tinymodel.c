@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "kernels.h"
-#include "runtime/arch.h"
 #include "testutil.h"
 #include "tinymodel.h"
 
@@ -95,50 +94,53 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
     snprintf(key, sizeof key, "%s.rope.freq_base", s->arch);
     pl_gguf_writer_set_f32(b.w, key, strcmp(s->arch, "llama") == 0 ? 10000.0f : 1e6f, &e);
 
-    /* the tensors, their shapes and kinds from the architecture table (required ones) */
-    /* (an architecture plumb does not know gets llama's tensors, for the refusal tests) */
-    const pl_arch *a = pl_arch_find(s->arch, strlen(s->arch));
-    if (!a) a = pl_arch_at(0);
-    const pl_arch_dims d = {
-        .E = s->E, .F = s->F, .V = s->V, .D = s->D, .H = s->H, .Hkv = s->Hkv, .n_rot = s->D};
-    for (int pass = 0; pass < 3; pass++) { /* globals before the layers, layers, the rest */
-        const int layers = pass == 1;
-        for (int64_t l = 0; l < (layers ? s->L : 1); l++) {
-            const pl_arch_tensor *rows = layers ? a->layer : a->globals;
-            const size_t n_rows = layers ? a->n_layer : a->n_globals;
-            for (size_t i = 0; i < n_rows; i++) {
-                const pl_arch_tensor *r = &rows[i];
-                if (!layers && (pass == 0) != pl_arch_global_before_layers(r->role)) continue;
-                if (r->role == PL_G_OUTPUT && !layers && s->tied) continue;
-                if (!r->required && !(!layers && r->role == PL_G_OUTPUT)) continue;
-                char n[96];
-                if (layers)
-                    snprintf(n, sizeof n, "blk.%lld.%s", (long long)l, r->gguf);
-                else
-                    snprintf(n, sizeof n, "%s", r->gguf);
-                const int64_t cols = pl_arch_dim(&d, r->ne0), rows_n = pl_arch_dim(&d, r->ne1);
-                switch (r->kind) {
-                case PL_TK_EMBD: /* unit rows for the table, 1/sqrt(E) for a projection */
-                    add(&b, n, cols, rows_n,
-                        r->role == PL_G_TOK_EMBD ? 1.0 : 1.0 / sqrt((double)cols), 0.0,
-                        s->embd_type);
-                    break;
-                case PL_TK_MATRIX_IN:
-                case PL_TK_MATRIX_OUT:
-                    add(&b, n, cols, rows_n, 1.0 / sqrt((double)cols), 0.0,
-                        s->mix ? mix_type(n) : s->wtype);
-                    break;
-                case PL_TK_NORM:
-                    add(&b, n, cols, 1, 0.1, 1.0, PL_TYPE_F32);
-                    break;
-                case PL_TK_BIAS:
-                case PL_TK_FACTORS:
-                    add(&b, n, cols, 1, 0.1, r->kind == PL_TK_FACTORS ? 2.0 : 0.0, PL_TYPE_F32);
-                    break;
-                }
-            }
+    /* the tensors, their shapes and kinds from the architecture table (an architecture plumb
+     * does not know gets llama's, for the refusal tests) */
+    const pl_arch_shape shape = {.n_embd = s->E,
+                                 .n_layer = s->L,
+                                 .n_head = s->H,
+                                 .n_head_kv = s->Hkv,
+                                 .n_ff = s->F,
+                                 .n_vocab = s->V,
+                                 .head_dim = s->D,
+                                 .tied = s->tied};
+    pl_arch_tensor_desc *ts = NULL;
+    size_t n = 0;
+    const char *arch = strstr(pl_arch_list(), s->arch) ? s->arch : "llama";
+    if (pl_arch_tensors(arch, &shape, NULL, 0, &n, &e) || !(ts = calloc(n, sizeof *ts)) ||
+        pl_arch_tensors(arch, &shape, ts, n, &n, &e)) {
+        fprintf(stderr, "tiny_build: %s\n", e.msg);
+        b.failed = 1;
+        n = 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const pl_arch_tensor_desc *t = &ts[i];
+        const int64_t cols = t->ne[0], rows = t->ne[1];
+        switch (t->kind) {
+        case PL_ARCH_T_EMBD: /* unit rows for the table, 1/sqrt(E) for a projection */
+            add(&b, t->name, cols, rows,
+                t->layer < 0 && strcmp(t->name, "token_embd.weight") == 0
+                    ? 1.0
+                    : 1.0 / sqrt((double)cols),
+                0.0, s->embd_type);
+            break;
+        case PL_ARCH_T_MATRIX_IN:
+        case PL_ARCH_T_MATRIX_OUT:
+            add(&b, t->name, cols, rows, 1.0 / sqrt((double)cols), 0.0,
+                s->mix ? mix_type(t->name) : s->wtype);
+            break;
+        case PL_ARCH_T_NORM:
+            add(&b, t->name, cols, 1, 0.1, 1.0, PL_TYPE_F32);
+            break;
+        case PL_ARCH_T_BIAS:
+            add(&b, t->name, cols, 1, 0.1, 0.0, PL_TYPE_F32);
+            break;
+        case PL_ARCH_T_FACTORS: /* divisors >= 1, as llama3's */
+            add(&b, t->name, cols, 1, 0.5, 2.0, PL_TYPE_F32);
+            break;
         }
     }
+    free(ts);
     if (s->edit) s->edit(b.w, s);
     int rc = b.failed ? -1 : (pl_gguf_writer_write_memory(b.w, out, size, &e) ? -1 : 0);
     for (int i = 0; i < b.n_bufs; i++) free(b.bufs[i]);

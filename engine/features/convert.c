@@ -767,45 +767,52 @@ static pl_status want(ctensor *t, uint64_t *n, const pl_safetensors *st, uint8_t
     return PL_OK;
 }
 
-/* The GGUF tensors of the architecture table, from their HF names: the globals before the
- * layers, the layers, the rest. Optional rows are taken when the checkpoint has them. */
+typedef struct plan_walk {
+    ctensor *t;
+    uint64_t *n;
+    const pl_safetensors *st;
+    uint8_t *used;
+    const hf_config *c;
+    const pl_arch_dims *d;
+    pl_error *err;
+} plan_walk;
+
+/* One row of the table: its GGUF tensor from its HF name (optional rows when the checkpoint
+ * has them). */
+static int plan_visit(void *user, const pl_arch_tensor *r, int64_t l)
+{
+    plan_walk *w = user;
+    const hf_config *c = w->c;
+    const int output = l < 0 && r->role == PL_G_OUTPUT;
+    if (output && c->tied) return 0;
+    char g[96], h[96];
+    if (l >= 0) {
+        snprintf(g, sizeof g, "blk.%lld.%s", (long long)l, r->gguf);
+        snprintf(h, sizeof h, "model.layers.%lld.%s", (long long)l, r->hf);
+    } else {
+        snprintf(g, sizeof g, "%s", r->gguf);
+        snprintf(h, sizeof h, "%s", r->hf);
+    }
+    if (!r->required && !output && !pl_safetensors_find(w->st, h)) return 0;
+    const int64_t heads = r->xform == PL_XF_PERMUTE_Q   ? c->H
+                          : r->xform == PL_XF_PERMUTE_K ? c->Hkv
+                                                        : 0;
+    /* HF stores [out, in]: rows = ne1, cols = ne0 (0 for a vector) */
+    const int vector = r->ne1 == PL_DIM_1;
+    const int64_t rows = pl_arch_dim(w->d, vector ? r->ne0 : r->ne1);
+    const int64_t cols = vector ? 0 : pl_arch_dim(w->d, r->ne0);
+    return (int)want(w->t, w->n, w->st, w->used, g, h, rows, cols, heads, w->err);
+}
+
+/* The GGUF tensors of the architecture table, in its file order, from their HF names. */
 static pl_status plan_tensors(ctensor *t, uint64_t *n, const pl_safetensors *st, uint8_t *used,
                               const hf_config *c, pl_error *err)
 {
-    const pl_arch *a = c->arch;
     const pl_arch_dims d = {
         .E = c->E, .F = c->F, .V = c->V, .D = c->D, .H = c->H, .Hkv = c->Hkv, .n_rot = c->D};
-    pl_status s;
-    for (int pass = 0; pass < 3; pass++) {
-        const int layers = pass == 1;
-        for (int64_t l = 0; l < (layers ? c->L : 1); l++) {
-            const pl_arch_tensor *rows = layers ? a->layer : a->globals;
-            const size_t n_rows = layers ? a->n_layer : a->n_globals;
-            for (size_t i = 0; i < n_rows; i++) {
-                const pl_arch_tensor *r = &rows[i];
-                if (!layers && (pass == 0) != pl_arch_global_before_layers(r->role)) continue;
-                if (!layers && r->role == PL_G_OUTPUT && c->tied) continue;
-                char g[96], h[96];
-                if (layers) {
-                    snprintf(g, sizeof g, "blk.%lld.%s", (long long)l, r->gguf);
-                    snprintf(h, sizeof h, "model.layers.%lld.%s", (long long)l, r->hf);
-                } else {
-                    snprintf(g, sizeof g, "%s", r->gguf);
-                    snprintf(h, sizeof h, "%s", r->hf);
-                }
-                const int need = r->required || (!layers && r->role == PL_G_OUTPUT);
-                if (!need && !pl_safetensors_find(st, h)) continue;
-                const int64_t heads = r->xform == PL_XF_PERMUTE_Q   ? c->H
-                                      : r->xform == PL_XF_PERMUTE_K ? c->Hkv
-                                                                    : 0;
-                /* HF stores [out, in]: rows = ne1, cols = ne0 (0 for a vector) */
-                const int64_t rows_n =
-                    r->ne1 == PL_DIM_1 ? pl_arch_dim(&d, r->ne0) : pl_arch_dim(&d, r->ne1);
-                const int64_t cols = r->ne1 == PL_DIM_1 ? 0 : pl_arch_dim(&d, r->ne0);
-                if ((s = want(t, n, st, used, g, h, rows_n, cols, heads, err))) return s;
-            }
-        }
-    }
+    plan_walk w = {t, n, st, used, c, &d, err};
+    pl_status s = (pl_status)pl_arch_walk(c->arch, c->L, plan_visit, &w);
+    if (s) return s;
     const pl_st_tensor *head = pl_safetensors_find(st, "lm_head.weight");
     if (c->tied && head)
         used[head - pl_safetensors_tensor(st, 0)] = 1; /* a saved copy of the tie */

@@ -382,6 +382,46 @@ pl_status pl_chat_render(const pl_model *m, const char *name, const pl_chat_mess
                          pl_error *err);
 /* ---- end of tokenizer ------------------------------------------------------------ */
 
+/* ---- architectures: what a model file of each consists of ------------------------------------
+ * The loader binds every tensor of a file to a role of its architecture and refuses the rest; these
+ * calls tell a writer (`plumb mkmodel`, a converter of one's own) what that set is. */
+
+/* "llama, qwen2, qwen3": the values of general.architecture plumb runs. */
+const char *pl_arch_list(void);
+
+typedef struct pl_arch_shape {
+    int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab;
+    int64_t head_dim; /* 0: n_embd / n_head */
+    int64_t n_rot;    /* 0: head_dim */
+    int tied;         /* 1: no output.weight (token_embd.weight is the output projection) */
+} pl_arch_shape;
+
+/* What a tensor is, for a writer choosing its values. */
+typedef enum pl_arch_tensor_kind {
+    PL_ARCH_T_EMBD = 0,       /* token embedding, or an untied output projection */
+    PL_ARCH_T_MATRIX_IN = 1,  /* reads the normalised residual stream (q, k, v, gate, up) */
+    PL_ARCH_T_MATRIX_OUT = 2, /* writes into the residual stream (attn_output, ffn_down) */
+    PL_ARCH_T_NORM = 3,       /* a norm's weight (the multiplier itself) */
+    PL_ARCH_T_BIAS = 4,
+    PL_ARCH_T_FACTORS = 5 /* RoPE frequency divisors */
+} pl_arch_tensor_kind;
+
+typedef struct pl_arch_tensor_desc {
+    char name[96];   /* "blk.3.attn_q.weight" */
+    uint32_t n_dims; /* 1 (F32 vectors) or 2 */
+    int64_t ne[2];   /* ne[0]: the row length; ne[1] = 1 for vectors */
+    int64_t layer;   /* -1: a whole-model tensor */
+    pl_arch_tensor_kind kind;
+} pl_arch_tensor_desc;
+
+/* The tensors a file of architecture `arch` with this shape holds (the required ones, and
+ * output.weight unless tied), in llama.cpp's file order: the embedding, the layers, the rest.
+ * *n gets the count; out may be NULL to count (else cap entries; PL_ERR_BUFFER_TOO_SMALL).
+ * PL_ERR_UNSUPPORTED naming the known ones for an unknown arch, PL_ERR_INVALID_ARG for a bad
+ * shape. */
+pl_status pl_arch_tensors(const char *arch, const pl_arch_shape *shape, pl_arch_tensor_desc *out,
+                          size_t cap, size_t *n, pl_error *err);
+
 /* What the model binds from its file (zeros for a PL_MODEL_VOCAB_ONLY model). */
 typedef struct pl_model_info {
     char arch[16]; /* "llama", "qwen2", "qwen3" */

@@ -1,9 +1,12 @@
 /* arch.c — the architecture table (arch.h): tensors, keys and recipes of llama, qwen2, qwen3,
  * and the list of metadata keys that change nothing. Data and lookups only; binding is model.c. */
+#include <assert.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "arch.h"
+#include "core/core.h"
 
 #define REQ     1
 #define OPT     0
@@ -134,9 +137,17 @@ const char *pl_arch_hf_names(void)
     return "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM";
 }
 
-int pl_arch_global_before_layers(int role)
+int pl_arch_walk(const pl_arch *a, int64_t n_layer, pl_arch_visit_fn fn, void *user)
 {
-    return role == PL_G_TOK_EMBD;
+    int rc;
+    for (size_t i = 0; i < a->n_globals; i++)
+        if (a->globals[i].role == PL_G_TOK_EMBD && (rc = fn(user, &a->globals[i], -1))) return rc;
+    for (int64_t l = 0; l < n_layer; l++)
+        for (size_t i = 0; i < a->n_layer; i++)
+            if ((rc = fn(user, &a->layer[i], l))) return rc;
+    for (size_t i = 0; i < a->n_globals; i++)
+        if (a->globals[i].role != PL_G_TOK_EMBD && (rc = fn(user, &a->globals[i], -1))) return rc;
+    return 0;
 }
 
 int64_t pl_arch_dim(const pl_arch_dims *d, int dim)
@@ -297,4 +308,76 @@ int pl_arch_key_inert(const char *suffix, const char **why)
             return 1;
         }
     return 0;
+}
+
+/* ---- the public view (plumb.h) ---- */
+
+static_assert(PL_ARCH_T_EMBD == (int)PL_TK_EMBD && PL_ARCH_T_MATRIX_IN == (int)PL_TK_MATRIX_IN &&
+                  PL_ARCH_T_MATRIX_OUT == (int)PL_TK_MATRIX_OUT &&
+                  PL_ARCH_T_NORM == (int)PL_TK_NORM && PL_ARCH_T_BIAS == (int)PL_TK_BIAS &&
+                  PL_ARCH_T_FACTORS == (int)PL_TK_FACTORS,
+              "pl_arch_tensor_kind mirrors enum pl_tensor_kind");
+
+typedef struct desc_walk {
+    pl_arch_tensor_desc *out;
+    size_t cap, k;
+    const pl_arch_dims *d;
+    int tied;
+} desc_walk;
+
+static int desc_visit(void *user, const pl_arch_tensor *r, int64_t l)
+{
+    desc_walk *w = user;
+    const int output = l < 0 && r->role == PL_G_OUTPUT;
+    if (output ? w->tied : !r->required) return 0;
+    if (w->out && w->k < w->cap) {
+        pl_arch_tensor_desc *o = &w->out[w->k];
+        memset(o, 0, sizeof *o);
+        if (l >= 0)
+            snprintf(o->name, sizeof o->name, "blk.%lld.%s", (long long)l, r->gguf);
+        else
+            snprintf(o->name, sizeof o->name, "%s", r->gguf);
+        o->n_dims = r->ne1 == PL_DIM_1 ? 1 : 2;
+        o->ne[0] = pl_arch_dim(w->d, r->ne0);
+        o->ne[1] = pl_arch_dim(w->d, r->ne1);
+        o->layer = l;
+        o->kind = (pl_arch_tensor_kind)r->kind;
+    }
+    w->k++;
+    return 0;
+}
+
+const char *pl_arch_list(void)
+{
+    return pl_arch_names();
+}
+
+pl_status pl_arch_tensors(const char *arch, const pl_arch_shape *shape, pl_arch_tensor_desc *out,
+                          size_t cap, size_t *n, pl_error *err)
+{
+    if (!arch || !shape || !n) return pl_fail(err, PL_ERR_INVALID_ARG, "arch, shape or n is NULL");
+    *n = 0;
+    const pl_arch *a = pl_arch_find(arch, strlen(arch));
+    if (!a)
+        return pl_fail(err, PL_ERR_UNSUPPORTED, "architecture '%.40s' is not one plumb runs (%s)",
+                       arch, pl_arch_names());
+    if (shape->n_embd < 1 || shape->n_layer < 1 || shape->n_head < 1 || shape->n_head_kv < 1 ||
+        shape->n_ff < 1 || shape->n_vocab < 1 || shape->head_dim < 0 || shape->n_rot < 0)
+        return pl_fail(err, PL_ERR_INVALID_ARG,
+                       "shape: n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab must be >= 1");
+    pl_arch_dims d = {.E = shape->n_embd,
+                      .F = shape->n_ff,
+                      .V = shape->n_vocab,
+                      .H = shape->n_head,
+                      .Hkv = shape->n_head_kv};
+    d.D = shape->head_dim ? shape->head_dim : shape->n_embd / shape->n_head;
+    d.n_rot = shape->n_rot ? shape->n_rot : d.D;
+    desc_walk w = {.out = out, .cap = cap, .d = &d, .tied = shape->tied};
+    pl_arch_walk(a, shape->n_layer, desc_visit, &w);
+    const size_t k = w.k;
+    *n = k;
+    if (out && k > cap)
+        return pl_fail(err, PL_ERR_BUFFER_TOO_SMALL, "%zu tensors do not fit in %zu entries", k,
+                       cap);
+    return pl_ok(err);
 }

@@ -169,8 +169,11 @@ int pl_arch_key_inert(const char *suffix, const char **why);
  * changes nothing (the one list of such keys, arch.c); 0: unknown. */
 int pl_key_known(const char *key, const char **why);
 
-/* The global tensors in file order: those before the layers (pre = 1) or after them. */
-int pl_arch_global_before_layers(int role);
+/* Visits the architecture's rows in file order (llama.cpp's): the whole-model tensors before the
+ * layers (the embedding), every layer's rows (layer >= 0), the rest (layer -1). A nonzero return
+ * of fn stops the walk and is returned. */
+typedef int (*pl_arch_visit_fn)(void *user, const pl_arch_tensor *row, int64_t layer);
+int pl_arch_walk(const pl_arch *a, int64_t n_layer, pl_arch_visit_fn fn, void *user);
 
 /* Resolves a dimension symbol for a layer: E, F, V, D, H, Hkv, n_rot given. */
 typedef struct pl_arch_dims {
