@@ -42,7 +42,7 @@ static const struct preset {
      * n_embd/n_head exercises attention.key_length. */
     {"tiny",
      {.name = "plumb tiny",
-      .arch = MK_ARCH_LLAMA,
+      .arch = "llama",
       .n_embd = 256,
       .n_layer = 2,
       .n_head = 4,
@@ -58,7 +58,7 @@ static const struct preset {
     /* Qwen/Qwen2.5-0.5B: q/k/v biases, neox RoPE, tied embeddings. */
     {"qwen2-0.5b",
      {.name = "plumb qwen2-0.5b (random weights)",
-      .arch = MK_ARCH_QWEN2,
+      .arch = "qwen2",
       .n_embd = 896,
       .n_layer = 24,
       .n_head = 14,
@@ -73,7 +73,7 @@ static const struct preset {
     /* meta-llama/Llama-3.2-1B (the llama3 rope scaling is not reproduced). */
     {"llama-1b",
      {.name = "plumb llama-1b (random weights)",
-      .arch = MK_ARCH_LLAMA,
+      .arch = "llama",
       .n_embd = 2048,
       .n_layer = 16,
       .n_head = 32,
@@ -88,7 +88,7 @@ static const struct preset {
     /* Qwen/Qwen3-0.6B: head_dim 128 != 1024/16, per-head q/k RMSNorm, tied embeddings. */
     {"qwen3-0.6b",
      {.name = "plumb qwen3-0.6b (random weights)",
-      .arch = MK_ARCH_QWEN3,
+      .arch = "qwen3",
       .n_embd = 1024,
       .n_layer = 28,
       .n_head = 16,
@@ -121,21 +121,15 @@ const char *mk_preset_list(void)
     return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b";
 }
 
-static const char *const arch_names[] = {"llama", "qwen2", "qwen3"};
-
-const char *mk_arch_name(mk_arch a)
+/* The architecture table knows the name when it can list a tensor plan for it. */
+int mk_arch_from_name(const char *name, mk_config *c)
 {
-    return (unsigned)a < 3 ? arch_names[a] : "unknown";
-}
-
-int mk_arch_from_name(const char *name, mk_arch *out)
-{
-    for (int i = 0; i < 3; i++)
-        if (strcmp(arch_names[i], name) == 0) {
-            *out = (mk_arch)i;
-            return 0;
-        }
-    return -1;
+    const pl_arch_shape probe = {1, 1, 1, 1, 1, 1, 2, 0, 0};
+    size_t n;
+    if (strlen(name) >= sizeof c->arch || pl_arch_tensors(name, &probe, NULL, 0, &n, NULL) != PL_OK)
+        return -1;
+    snprintf(c->arch, sizeof c->arch, "%s", name);
+    return 0;
 }
 
 static const char *const vocab_names[] = {"spm", "bpe", "llama3"};
@@ -177,8 +171,10 @@ pl_status mk_validate(const mk_config *c, pl_error *err)
         if (dims[i].v < 1 || dims[i].v > (i == 6 ? INT32_MAX : MK_MAX_DIM))
             return mk_fail(err, PL_ERR_INVALID_ARG, "%s = %lld: must be in 1..%lld", dims[i].name,
                            (long long)dims[i].v, (long long)(i == 6 ? INT32_MAX : MK_MAX_DIM));
-    if ((unsigned)c->arch > MK_ARCH_QWEN3)
-        return mk_fail(err, PL_ERR_INVALID_ARG, "arch %d is not llama, qwen2 or qwen3", c->arch);
+    mk_config probe;
+    if (mk_arch_from_name(c->arch, &probe) != 0)
+        return mk_fail(err, PL_ERR_INVALID_ARG, "arch '%.16s' is not one plumb runs (%s)", c->arch,
+                       pl_arch_list());
     if (c->n_head % c->n_head_kv != 0)
         return mk_fail(err, PL_ERR_INVALID_ARG,
                        "n_head %lld is not a multiple of n_head_kv %lld (grouped-query "
@@ -373,40 +369,11 @@ static void add(mtensor *t, uint64_t *n, const char *name, enum gen_kind kind, f
     m->spec.ne[2] = m->spec.ne[3] = 1;
 }
 
-static void add_layer(mtensor *t, uint64_t *n, const mk_config *c, int64_t il)
-{
-    int64_t hd = mk_head_dim(c), q = c->n_head * hd, kv = c->n_head_kv * hd;
-    /* in-projections keep unit variance; the two that write the residual stream are scaled
-     * by 1/sqrt(2 n_layer) so it stays O(1) through depth */
-    float in_e = 1.0f / sqrtf((float)c->n_embd);
-    float depth = 1.0f / sqrtf(2.0f * (float)c->n_layer);
-    char nm[48];
-#define NAME(suffix) (snprintf(nm, sizeof nm, "blk.%lld." suffix, (long long)il), nm)
-    add(t, n, NAME("attn_norm.weight"), GEN_NORM, 0, c->n_embd, 0);
-    add(t, n, NAME("attn_q.weight"), GEN_MATRIX, in_e, c->n_embd, q);
-    if (c->arch == MK_ARCH_QWEN2) add(t, n, NAME("attn_q.bias"), GEN_BIAS, 0, q, 0);
-    add(t, n, NAME("attn_k.weight"), GEN_MATRIX, in_e, c->n_embd, kv);
-    if (c->arch == MK_ARCH_QWEN2) add(t, n, NAME("attn_k.bias"), GEN_BIAS, 0, kv, 0);
-    add(t, n, NAME("attn_v.weight"), GEN_MATRIX, in_e, c->n_embd, kv);
-    if (c->arch == MK_ARCH_QWEN2) add(t, n, NAME("attn_v.bias"), GEN_BIAS, 0, kv, 0);
-    if (c->arch == MK_ARCH_QWEN3) {
-        add(t, n, NAME("attn_q_norm.weight"), GEN_NORM, 0, hd, 0);
-        add(t, n, NAME("attn_k_norm.weight"), GEN_NORM, 0, hd, 0);
-    }
-    add(t, n, NAME("attn_output.weight"), GEN_MATRIX, depth / sqrtf((float)q), q, c->n_embd);
-    add(t, n, NAME("ffn_norm.weight"), GEN_NORM, 0, c->n_embd, 0);
-    add(t, n, NAME("ffn_gate.weight"), GEN_MATRIX, in_e, c->n_embd, c->n_ff);
-    add(t, n, NAME("ffn_up.weight"), GEN_MATRIX, in_e, c->n_embd, c->n_ff);
-    add(t, n, NAME("ffn_down.weight"), GEN_MATRIX, depth / sqrtf((float)c->n_ff), c->n_ff,
-        c->n_embd);
-#undef NAME
-}
-
 /* ---- metadata ---- */
 
 static pl_status put_metadata(pl_gguf_writer *w, const mk_config *c, pl_error *err)
 {
-    const char *arch = mk_arch_name(c->arch);
+    const char *arch = c->arch;
     char key[96];
     pl_status s;
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
@@ -451,6 +418,7 @@ pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress
     }
     if (job.n_threads > MK_MAX_THREADS) job.n_threads = MK_MAX_THREADS;
     pl_tensor_spec *specs = NULL;
+    pl_arch_tensor_desc *plan_t = NULL;
     pl_gguf_writer *w = NULL;
     mk_stats st = {0};
     job.t = calloc(cap, sizeof *job.t);
@@ -459,13 +427,55 @@ pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress
         s = mk_fail(err, PL_ERR_NOMEM, "no memory for the tensor list");
         goto done;
     }
-    /* embeddings (and the output projection) give logits of standard deviation ~2.5 after
-     * the final norm: peaked enough that argmax comparisons mean something */
-    float e_sigma = 2.5f / sqrtf((float)c->n_embd);
-    add(job.t, &job.n, "token_embd.weight", GEN_MATRIX, e_sigma, c->n_embd, c->n_vocab);
-    for (int64_t il = 0; il < c->n_layer; il++) add_layer(job.t, &job.n, c, il);
-    add(job.t, &job.n, "output_norm.weight", GEN_NORM, 0, c->n_embd, 0);
-    if (!c->tied) add(job.t, &job.n, "output.weight", GEN_MATRIX, e_sigma, c->n_embd, c->n_vocab);
+    /* the tensors of the architecture table (plumb.h: pl_arch_tensors), in its file order;
+     * embeddings (and the output projection) give logits of standard deviation ~2.5 after the
+     * final norm: peaked enough that argmax comparisons mean something; in-projections keep
+     * unit variance; the two that write the residual stream are scaled by 1/sqrt(2 n_layer)
+     * so it stays O(1) through depth */
+    const pl_arch_shape shape = {.n_embd = c->n_embd,
+                                 .n_layer = c->n_layer,
+                                 .n_head = c->n_head,
+                                 .n_head_kv = c->n_head_kv,
+                                 .n_ff = c->n_ff,
+                                 .n_vocab = c->n_vocab,
+                                 .head_dim = mk_head_dim(c),
+                                 .tied = c->tied};
+    size_t n_plan = 0;
+    if ((s = pl_arch_tensors(c->arch, &shape, NULL, 0, &n_plan, err))) goto done;
+    if (n_plan > cap) {
+        s = mk_fail(err, PL_ERR_LIMIT, "%zu tensors: over the %zu planned", n_plan, cap);
+        goto done;
+    }
+    if (!(plan_t = calloc(n_plan, sizeof *plan_t)) ||
+        (s = pl_arch_tensors(c->arch, &shape, plan_t, n_plan, &n_plan, err))) {
+        if (!s) s = mk_fail(err, PL_ERR_NOMEM, "no memory for the tensor plan");
+        goto done;
+    }
+    const float e_sigma = 2.5f / sqrtf((float)c->n_embd);
+    const float in_e = 1.0f / sqrtf((float)c->n_embd);
+    const float depth = 1.0f / sqrtf(2.0f * (float)c->n_layer);
+    for (size_t i = 0; i < n_plan; i++) {
+        const pl_arch_tensor_desc *d = &plan_t[i];
+        const int64_t ne1 = d->n_dims == 2 ? d->ne[1] : 0;
+        switch (d->kind) {
+        case PL_ARCH_T_EMBD:
+            add(job.t, &job.n, d->name, GEN_MATRIX, e_sigma, d->ne[0], ne1);
+            break;
+        case PL_ARCH_T_MATRIX_IN:
+            add(job.t, &job.n, d->name, GEN_MATRIX, in_e, d->ne[0], ne1);
+            break;
+        case PL_ARCH_T_MATRIX_OUT:
+            add(job.t, &job.n, d->name, GEN_MATRIX, depth / sqrtf((float)d->ne[0]), d->ne[0], ne1);
+            break;
+        case PL_ARCH_T_NORM:
+        case PL_ARCH_T_FACTORS: /* near 1: a gentle rescaling */
+            add(job.t, &job.n, d->name, GEN_NORM, 0, d->ne[0], 0);
+            break;
+        case PL_ARCH_T_BIAS:
+            add(job.t, &job.n, d->name, GEN_BIAS, 0, d->ne[0], 0);
+            break;
+        }
+    }
 
     int64_t max_k = 1;
     for (uint64_t i = 0; i < job.n; i++) {
@@ -502,6 +512,7 @@ pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress
 done:
     pl_gguf_writer_free(w);
     free(job.t);
+    free(plan_t);
     free(specs);
     free(job.scratch);
     return s;

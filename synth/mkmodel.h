@@ -8,11 +8,9 @@
 #include "demo_vocab.h"
 #include "plumb.h"
 
-typedef enum mk_arch { MK_ARCH_LLAMA = 0, MK_ARCH_QWEN2 = 1, MK_ARCH_QWEN3 = 2 } mk_arch;
-
 typedef struct mk_config {
     char name[64]; /* general.name */
-    mk_arch arch;
+    char arch[16]; /* general.architecture: one of pl_arch_list() */
     int64_t n_embd;
     int64_t n_layer;
     int64_t n_head;
@@ -37,9 +35,8 @@ typedef struct mk_config {
 int mk_preset(const char *name, mk_config *out);
 /* "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b" */
 const char *mk_preset_list(void);
-/* "llama" | "qwen2" | "qwen3" <-> mk_arch. from_name returns 0, or -1 when unknown. */
-const char *mk_arch_name(mk_arch a);
-int mk_arch_from_name(const char *name, mk_arch *out);
+/* Sets c->arch to name when plumb runs that architecture (pl_arch_list()): 0, else -1. */
+int mk_arch_from_name(const char *name, mk_config *c);
 
 /* "spm" | "bpe" (Qwen2-style byte-level BPE) | "llama3" (byte-level BPE with Llama 3's
  * special tokens) <-> enum demo_vocab_kind. from_name returns 0, or -1 when unknown. */

@@ -153,8 +153,8 @@ int cmd_mkmodel(int argc, char **argv)
     mk_config c;
     if (mk_preset(preset, &c) != 0)
         return cli_usage_error(&a, "unknown preset '%s' (known: %s)", preset, mk_preset_list());
-    if (arch && mk_arch_from_name(arch, &c.arch) != 0)
-        return cli_usage_error(&a, "unknown arch '%s' (known: llama, qwen2, qwen3)", arch);
+    if (arch && mk_arch_from_name(arch, &c) != 0)
+        return cli_usage_error(&a, "unknown arch '%s' (known: %s)", arch, pl_arch_list());
     for (int i = 0; i < N_INT_OPTS; i++)
         if (given[i]) memcpy((char *)&c + int_opts[i].offset, &ints[i], sizeof ints[i]);
     if (rope_base > 0) c.rope_base = rope_base;
@@ -182,7 +182,7 @@ int cmd_mkmodel(int argc, char **argv)
     cli_format_size(size, sizeof size, st.file_bytes);
     printf("wrote %s: %s %s, %s%s, %" PRIu64 " tensors, %.2f M parameters, %" PRIu64
            " fallbacks, %s, %.2f s\n",
-           out, preset, mk_arch_name(c.arch), pl_ftype_name(c.ftype), c.pure ? " (pure)" : "",
-           st.n_tensors, (double)st.n_params / 1e6, st.n_fallback, size, progress_now() - bar.t0);
+           out, preset, c.arch, pl_ftype_name(c.ftype), c.pure ? " (pure)" : "", st.n_tensors,
+           (double)st.n_params / 1e6, st.n_fallback, size, progress_now() - bar.t0);
     return CLI_EXIT_OK;
 }
