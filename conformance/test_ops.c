@@ -1,5 +1,5 @@
-/* test_ops.c — rmsnorm, rope, softmax and swiglu of every supported kernel set against GSL
- * double references, within each kernel's documented bound. Not a speed test. */
+/* test_ops.c — rmsnorm, rope, softmax, swiglu, geglu and softcap of every supported kernel set
+ * against GSL double references, within each kernel's documented bound. Not a speed test. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -404,6 +404,162 @@ static void swiglu_stress(const struct pl_kernels *ks, void *ctx)
     free(g), free(up);
 }
 
+/* ---- geglu ---- */
+
+/* The bound of kernels/ref/ops.c geglu_ref: (16 + 16 |z| w) u |y_ref| + 2^-120 |up| + FLT_MIN,
+ * w = 1 / (1 + exp(2z)) the share of exp's argument error that reaches y. */
+static double geglu_bound(double ref, double z, float up)
+{
+    const double w = 2.0 * z > 700.0 ? 0.0 : 1.0 / (1.0 + exp(2.0 * z));
+    return (16.0 + 16.0 * fabs(z) * w) * U * fabs(ref) + 0x1p-120 * fabs(up) + FMIN;
+}
+
+static void geglu_case(const struct pl_kernels *ks, const float *g, const float *up, int64_t n,
+                       const char *what)
+{
+    float *y = malloc((size_t)n * sizeof *y);
+    double *ref = malloc((size_t)n * sizeof *ref), *z = malloc((size_t)n * sizeof *z);
+    ks->geglu(y, g, up, n);
+    ref_geglu(ref, z, g, up, n);
+    double worst = 0.0;
+    int64_t wi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double q = ref_ratio(y[i], ref[i], geglu_bound(ref[i], z[i], up[i]));
+        if (!(q <= worst)) worst = q, wi = i;
+    }
+    char where[160];
+    snprintf(where, sizeof where, "n=%" PRId64 " %s i=%" PRId64 " gate=%.9g", n, what, wi, g[wi]);
+    verdict(ks->name, "geglu", worst, where, y[wi], ref[wi]);
+    free(y), free(ref), free(z);
+}
+
+static void geglu_random(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->geglu) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x67656775ull);
+    for (int64_t k = 0; k < N_EDGE + N_RANDOM; k++) {
+        int64_t n = shape_n(k, &r);
+        double scale = pow(10.0, tu_rng_uniform(&r) * 2.5 - 1.0); /* up to |gate| ~ 1e2 */
+        float *g = malloc((size_t)n * sizeof *g), *up = malloc((size_t)n * sizeof *up);
+        fill(g, n, F_NORMAL, scale, &r);
+        fill(up, n, F_NORMAL, 1.0, &r);
+        char what[64];
+        snprintf(what, sizeof what, "normal scale=%.3g", scale);
+        geglu_case(ks, g, up, n, what);
+        free(g), free(up);
+    }
+}
+
+/* Every float gate in [-20, 20] on a grid of 2^-12 (163841 values, both branches of every
+ * approximation and the overflow of exp near -9.7), then stress fills and saturation. */
+static void geglu_sweep_and_stress(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->geglu) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6765677532ull);
+    int64_t n = 40 * 4096 + 1;
+    float *g = malloc((size_t)n * sizeof *g), *up = malloc((size_t)n * sizeof *up);
+    for (int64_t i = 0; i < n; i++) {
+        g[i] = (float)(-20.0 + (double)i * 0x1p-12);
+        up[i] = i % 3 ? 1.0f : (float)tu_rng_normal(&r);
+    }
+    geglu_case(ks, g, up, n, "sweep [-20, 20] step 2^-12");
+    n = 257;
+    for (int f = 1; f < F_COUNT; f++) {
+        fill(g, n, (enum fill)f, 4.0, &r);
+        fill(up, n, F_NORMAL, 1.0, &r);
+        geglu_case(ks, g, up, n, fill_name[f]);
+        fill(g, n, F_NORMAL, 4.0, &r);
+        fill(up, n, (enum fill)f, 1.0, &r);
+        geglu_case(ks, g, up, n, fill_name[f]);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        static const float sat[] = {1e30f, -1e30f, 88.0f, -80.0f, 20.0f, -20.0f,
+                                    3e38f, -3e38f, 1e13f, -1e13f, -9.7f, 1e-30f};
+        g[i] = sat[i % 12];
+        up[i] = (float)tu_rng_normal(&r) * 1e-3f;
+    }
+    geglu_case(ks, g, up, n, "saturated gates");
+    free(g), free(up);
+}
+
+/* ---- softcap ---- */
+
+/* The bound of kernels/ref/ops.c softcap_ref: 8 u |y_ref| + FLT_MIN. Also: in place (y == x)
+ * gives the same bits as out of place. */
+static void softcap_case(const struct pl_kernels *ks, const float *x, int64_t n, float cap,
+                         const char *what)
+{
+    float *y = malloc((size_t)n * sizeof *y), *yi = malloc((size_t)n * sizeof *yi);
+    double *ref = malloc((size_t)n * sizeof *ref);
+    ks->softcap(y, x, n, cap);
+    memcpy(yi, x, (size_t)n * sizeof *yi);
+    ks->softcap(yi, yi, n, cap);
+    ref_softcap(ref, x, n, cap);
+    double worst = 0.0;
+    int64_t wi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double q = ref_ratio(y[i], ref[i], 8.0 * U * fabs(ref[i]) + FMIN);
+        if (!(q <= worst)) worst = q, wi = i;
+    }
+    char where[160];
+    snprintf(where, sizeof where, "n=%" PRId64 " cap=%g %s i=%" PRId64 " x=%.9g", n, cap, what, wi,
+             x[wi]);
+    verdict(ks->name, "softcap", worst, where, y[wi], ref[wi]);
+    TU_CHECK(!memcmp(y, yi, (size_t)n * sizeof *y), "set %s softcap seed %llu %s: in place differs",
+             ks->name, SEED, where);
+    free(y), free(yi), free(ref);
+}
+
+static void softcap_random(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->softcap) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x73636170ull);
+    for (int64_t k = 0; k < N_EDGE + N_RANDOM; k++) {
+        int64_t n = shape_n(k, &r);
+        const float cap = k % 3 == 0   ? 50.0f
+                          : k % 3 == 1 ? 30.0f
+                                       : (float)pow(10.0, 3.0 * tu_rng_uniform(&r) - 1.0);
+        double scale = cap * pow(10.0, tu_rng_uniform(&r) * 3.0 - 2.0);
+        float *x = malloc((size_t)n * sizeof *x);
+        fill(x, n, F_NORMAL, scale, &r);
+        char what[64];
+        snprintf(what, sizeof what, "normal scale=%.3g", scale);
+        softcap_case(ks, x, n, cap, what);
+        free(x);
+    }
+}
+
+/* x / cap over [-20, 20] on a grid of 2^-12 for caps 1, 30 and 50 (both branches of the
+ * tanh and its saturation), then stress fills and the non-finite inputs. */
+static void softcap_sweep_and_stress(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->softcap) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x7363617032ull);
+    int64_t n = 40 * 4096 + 1;
+    float *x = malloc((size_t)n * sizeof *x);
+    static const float caps[] = {1.0f, 30.0f, 50.0f};
+    for (int c = 0; c < 3; c++) {
+        for (int64_t i = 0; i < n; i++) x[i] = (float)((-20.0 + (double)i * 0x1p-12) * caps[c]);
+        softcap_case(ks, x, n, caps[c], "sweep x/cap in [-20, 20] step 2^-12");
+    }
+    n = 257;
+    for (int f = 1; f < F_COUNT; f++) {
+        fill(x, n, (enum fill)f, 40.0, &r);
+        softcap_case(ks, x, n, 30.0f, fill_name[f]);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        static const float odd[] = {INFINITY, -INFINITY, 3e38f, -3e38f,
+                                    1e-30f,   -1e-45f,   0.3f,  -0.3f};
+        x[i] = odd[i % 8];
+    }
+    softcap_case(ks, x, n, 50.0f, "infinite, huge and tiny");
+    free(x);
+}
+
 /* ---- runner ---- */
 
 #define OVER_SETS(fn)                                                                              \
@@ -420,6 +576,10 @@ OVER_SETS(softmax_random)
 OVER_SETS(softmax_stress)
 OVER_SETS(swiglu_random)
 OVER_SETS(swiglu_stress)
+OVER_SETS(geglu_random)
+OVER_SETS(geglu_sweep_and_stress)
+OVER_SETS(softcap_random)
+OVER_SETS(softcap_sweep_and_stress)
 
 int main(void)
 {
@@ -434,6 +594,12 @@ int main(void)
         {"softmax_handles_minus_inf_all_equal_outlier_denormal", test_softmax_stress},
         {"swiglu_matches_gsl_on_random_and_edge_lengths", test_swiglu_random},
         {"swiglu_bounded_on_saturating_and_stress_inputs", test_swiglu_stress},
+        {"geglu_matches_gsl_on_random_and_edge_lengths", test_geglu_random},
+        {"geglu_bounded_over_a_dense_sweep_to_20_and_saturating_inputs",
+         test_geglu_sweep_and_stress},
+        {"softcap_matches_gsl_on_random_and_edge_lengths_in_place_too", test_softcap_random},
+        {"softcap_bounded_over_a_dense_sweep_to_20_caps_and_infinities",
+         test_softcap_sweep_and_stress},
         {NULL, NULL},
     };
     int rc = tu_run("ops", tests);

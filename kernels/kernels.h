@@ -74,6 +74,15 @@ typedef void (*pl_softmax_fn)(float *restrict y, const float *restrict x, int64_
 typedef void (*pl_swiglu_fn)(float *restrict y, const float *restrict gate,
                              const float *restrict up, int64_t n);
 
+/* y = gelu_tanh(gate) * up, gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))),
+ * n elements: Gemma's gated unit (transformers' gelu_pytorch_tanh). */
+typedef void (*pl_geglu_fn)(float *restrict y, const float *restrict gate, const float *restrict up,
+                            int64_t n);
+
+/* y[i] = cap * tanh(x[i] / cap), n elements, cap > 0 (Gemma 2: 50 on attention scores, 30 on
+ * the final logits). y == x (in place) or the two do not overlap: hence no restrict. */
+typedef void (*pl_softcap_fn)(float *y, const float *x, int64_t n, float cap);
+
 /* Attention of T query tokens over N cached entries, grouped-query (query head h uses
  * KV head h / (H / Hkv)). Entry j is visible to query t iff
  *     kv_pos[j] <= q_pos[t]  and  (window == 0 || j < n_sinks || q_pos[t] - kv_pos[j] < window).
@@ -155,6 +164,8 @@ struct pl_kernels {
     pl_rope_fn rope;
     pl_softmax_fn softmax;
     pl_swiglu_fn swiglu;
+    pl_geglu_fn geglu;
+    pl_softcap_fn softcap;
     pl_attention_fn attention;
     pl_temperature_fn temperature;
     pl_penalties_fn penalties;

@@ -109,6 +109,30 @@ void ref_swiglu(double *y, const float *gate, const float *up, int64_t n)
     }
 }
 
+void ref_geglu(double *y, double *z, const float *gate, const float *up, int64_t n)
+{
+    const double k = M_SQRT2 / M_SQRTPI; /* sqrt(2/pi) */
+    for (int64_t i = 0; i < n; i++) {
+        const double g = gate[i], zi = k * (g + 0.044715 * g * g * g);
+        /* 1 + tanh z: as it is where z >= 0; 2 e^{2z} / (1 + e^{2z}) below, where it cancels */
+        const double one_plus_tanh =
+            zi >= 0 ? 1.0 + tanh(zi) : 2.0 * dexp(2.0 * zi) / (1.0 + dexp(2.0 * zi));
+        y[i] = 0.5 * g * one_plus_tanh * (double)up[i];
+        if (z) z[i] = zi;
+    }
+}
+
+void ref_softcap(double *y, const float *x, int64_t n, float cap)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double a = (double)x[i] / (double)cap;
+        /* tanh a = sign(a) (1 - e^{-2|a|}) / (1 + e^{-2|a|}), with expm1 where a is small */
+        const double em = gsl_sf_expm1(-2.0 * fabs(a));
+        const double t = isnan(a) ? a : -em / (2.0 + em);
+        y[i] = (double)cap * (a < 0 ? -t : t);
+    }
+}
+
 /* ---- ledger ---- */
 
 #define LEDGER_MAX 64

@@ -29,6 +29,10 @@ void ref_rope(double *y, const float *x, int64_t n_heads, int64_t D, int32_t pos
 /* Entries equal to the max weigh exp(0) = 1, as the kernel contract says (all -inf: uniform). */
 void ref_softmax(double *y, const float *x, int64_t n);
 void ref_swiglu(double *y, const float *gate, const float *up, int64_t n);
+/* y = 0.5 g (1 + tanh z) up, z = sqrt(2/pi) (g + 0.044715 g^3); z[n] (may be NULL) gets z. */
+void ref_geglu(double *y, double *z, const float *gate, const float *up, int64_t n);
+/* y = cap tanh(x / cap). */
+void ref_softcap(double *y, const float *x, int64_t n, float cap);
 
 /* ---- attention (ref_attention.c) ---- */
 /* One query token t and head h: out[D] in double. Also the terms of the documented bound:

@@ -43,6 +43,10 @@ extern const pl_repack pl_repack_q4_k_avx512, pl_repack_q6_k_avx512;
 /* attention.c: tiles of queries sharing each K/V row */
 void attention_avx512(float *restrict out, const pl_attn_args *a, int64_t h0, int64_t h1,
                       float *restrict scratch);
+/* ops.c: the gated GELU unit and soft-capping on 16 lanes (avx2's algorithms) */
+void geglu_avx512(float *restrict y, const float *restrict gate, const float *restrict up,
+                  int64_t n);
+void softcap_avx512(float *y, const float *x, int64_t n, float cap);
 /* quant.c: activation quantizers, bit-exact with ref */
 void quantize_row_q8_0_avx512(void *restrict y, const float *restrict x, int64_t n);
 void quantize_row_q8_k_avx512(void *restrict y, const float *restrict x, int64_t n);

@@ -1,6 +1,6 @@
-/* ops.c — reference rmsnorm, rope (with scaling), softmax and swiglu: scalar C, one fixed order
- * per element. Not fast: long reductions run in double because scalar double costs what scalar
- * float does.
+/* ops.c — reference rmsnorm, rope (with scaling), softmax, swiglu, geglu and softcap: scalar C, one
+ * fixed order per element. Not fast: long reductions run in double because scalar double costs what
+ * scalar float does.
  *
  * Error bounds (u = 2^-24, FLT_MIN = 2^-126) are the contract for EVERY kernel set, checked
  * against GSL double references in conformance/test_ops.c. This set sits far inside them. */
@@ -128,4 +128,34 @@ void swiglu_ref(float *restrict y, const float *restrict gate, const float *rest
         double sig = g >= 0 ? 1.0 / (1.0 + exp(-g)) : exp(g) / (1.0 + exp(g));
         y[i] = (float)(g * sig * (double)up[i]);
     }
+}
+
+/* y = gelu_tanh(gate) * up. gate is finite. gelu_tanh(g) = 0.5 g (1 + tanh(z)) = g sigmoid(2z),
+ * z = sqrt(2/pi) (g + 0.044715 g^3): the sigmoid form has no cancellation where tanh -> -1.
+ * Bound: |y - y_ref| <= (16 + 16 |z| w) u |y_ref| + 2^-120 |up| + FLT_MIN,
+ *     w = 1 / (1 + exp(2z)), the share of an error in 2z that reaches y.
+ * Why: as swiglu's, but exp's argument 2z is computed (a float set rounds g^2, the constants,
+ * 1 + c g^2 and two products: <= 8 u |2z|), and exp turns that into as much relative error
+ * of e, which y feels as e / (1 + e) = w of it. Below g = -9.7 a float exp(-2z) overflows and
+ * |y_ref| < 2^-124 |up|: the 2^-120 |up| term. This set computes in double. */
+void geglu_ref(float *restrict y, const float *restrict gate, const float *restrict up, int64_t n)
+{
+    const double k = 0.79788456080286535588; /* sqrt(2/pi) */
+    for (int64_t i = 0; i < n; i++) {
+        const double g = gate[i];
+        const double z2 = 2.0 * k * g * (1.0 + 0.044715 * g * g);
+        /* sigmoid without overflow: exp of a non-positive argument only */
+        const double sig = z2 >= 0 ? 1.0 / (1.0 + exp(-z2)) : exp(z2) / (1.0 + exp(z2));
+        y[i] = (float)(g * sig * (double)up[i]);
+    }
+}
+
+/* y = cap * tanh(x / cap), cap > 0; y == x allowed. NaN stays NaN, +-inf gives +-cap.
+ * Bound: |y - y_ref| <= 8 u |y_ref| + FLT_MIN.
+ * Why: x / cap rounds once (u relative), which tanh passes on scaled by
+ * |a| (1 - tanh^2 a) / |tanh a| <= 1; a vector tanh within 5 u (avx2/ops.c says how) and the
+ * product by cap u: <= 7 u. This set computes in double: one rounding. */
+void softcap_ref(float *y, const float *x, int64_t n, float cap)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = (float)((double)cap * tanh((double)x[i] / (double)cap));
 }

@@ -54,6 +54,8 @@ void rmsnorm_ref(float *restrict y, const float *restrict x, const float *restri
                  float eps);
 void rope_ref(float *restrict x, int64_t n_heads, int64_t D, int32_t pos, const pl_rope_args *a);
 void softmax_ref(float *restrict y, const float *restrict x, int64_t n);
+void geglu_ref(float *restrict y, const float *restrict gate, const float *restrict up, int64_t n);
+void softcap_ref(float *y, const float *x, int64_t n, float cap);
 void swiglu_ref(float *restrict y, const float *restrict gate, const float *restrict up, int64_t n);
 /* attention.c */
 void attention_ref(float *restrict out, const pl_attn_args *a, int64_t h0, int64_t h1,
