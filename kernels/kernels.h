@@ -98,6 +98,8 @@ typedef struct pl_attn_args {
     int64_t window;        /* 0: no window */
     int64_t n_sinks;       /* first n_sinks entries always visible (when causally allowed) */
     float scale;           /* usually 1/sqrt(D) */
+    /* 0: none; else scores = softcap * tanh(scores / softcap) before the mask and softmax */
+    float softcap;
 } pl_attn_args;
 /* out[t][h][d] for query heads h in [h0, h1), all t. scratch holds PL_ATTN_SCRATCH(N, D)
  * floats. */

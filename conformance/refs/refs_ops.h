@@ -37,7 +37,8 @@ void ref_softcap(double *y, const float *x, int64_t n, float cap);
 /* ---- attention (ref_attention.c) ---- */
 /* One query token t and head h: out[D] in double. Also the terms of the documented bound:
  * pv[d] = sum_j p_j |v_jd|, pvs[d] = sum_j p_j |v_jd| |s_j - m|, *A = max_j scale sum_i
- * |q_i k_ji|. Returns M, the entries visible (0: out, pv, pvs are zeros). */
+ * |q_i k_ji| (before any soft-cap, which only shrinks a score). Returns M, the entries visible (0:
+ * out, pv, pvs are zeros). */
 int64_t ref_attention_row(double *out, double *pv, double *pvs, double *A, const pl_attn_args *a,
                           int64_t t, int64_t h);
 /* The visibility rule of pl_attn_args, written out independently. */
