@@ -13,7 +13,7 @@
 # The rules, bottom to top: kernels <- core <- gguf <- tokenizer <- runtime <- features.
 #   engine/<layer>/  may use its own and lower layers, kernels/*.h and plumb.h; a kernel set's
 #                    own files (kernels/<set>/) only through struct pl_kernels, never by name
-#   kernels/         kernels/ and plumb.h only
+#   kernels/         kernels/ only: not even plumb.h (kernels/pl_base.h holds what they share)
 #   synth/ serve/    plumb.h only (clients of the public API)
 #   tools/           plumb.h, synth/, serve/, kernels/*.h (`plumb kernels`): no engine internals
 #   conformance/ fuzz/ perf/  anything but tools/ (white-box tests may use internal headers)
@@ -53,6 +53,7 @@ function why_not(f, t) {
     if (f == "engine?") return "engine sources live in a layer folder: engine/{core,gguf,tokenizer,runtime,features}/"
     if (t == "engine?") return "engine/ has no such layer folder (known: core, gguf, tokenizer, runtime, features)"
     if (f == "public") return "plumb.h includes nothing of the tree (it is installed alone)"
+    if (t == "public" && (f == "kernels" || f == "kernel-set")) return "kernels do not include plumb.h: the vocabulary they share with it is kernels/pl_base.h"
     if (t == "public" || t == f) return ""
     if (f ~ /^engine\//) {
         if (t ~ /^engine\//)
@@ -62,7 +63,7 @@ function why_not(f, t) {
         return "the engine uses only engine/ and kernels/"
     }
     if (f == "kernels" || f == "kernel-set")
-        return t == "kernels" || t == "kernel-set" ? "" : "kernels use nothing in engine/ but plumb.h"
+        return t == "kernels" || t == "kernel-set" ? "" : "kernels use nothing in engine/"
     if (f == "synth" || f == "serve") return f "/ uses only the public API (plumb.h)"
     if (f == "tools") return t == "synth" || t == "serve" || t == "kernels" ? "" : "the CLI uses plumb.h, synth/, serve/ and kernels/*.h, not engine internals"
     if (f == "tests") return t == "tools" ? "no test, harness or benchmark uses a file of tools/ (shared helpers go to synth/)" : ""

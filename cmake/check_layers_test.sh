@@ -39,7 +39,8 @@ put engine/tokenizer/tok.c '#include "tok.h"' 'int gguf_fn(void);' \
     'int tok_fn(void) { return gguf_fn(); }'
 put engine/runtime/run.c '#include "tokenizer/tok.h"' '#include "kernels.h"' \
     'int run_fn(void) { return tok_fn() + pl_kernels_ref.n; }'
-put kernels/kernels.h '#include "plumb.h"' 'struct pl_kernels { int n; };' \
+put kernels/pl_base.h 'typedef int pl_status;'
+put kernels/kernels.h '#include "pl_base.h"' 'struct pl_kernels { int n; };' \
     'extern const struct pl_kernels pl_kernels_ref;' 'int matmul_ref(void);'
 put kernels/ref/set.c '#include "kernels.h"' 'const struct pl_kernels pl_kernels_ref = {1};' \
     'int matmul_ref(void) { return 2; }'
@@ -101,6 +102,13 @@ layers_check_rejects_kernels_including_the_engine)
     includes
     expect_rc 1 "a kernel set including core.h"
     expect_err 'kernels/ref/set.c:2: #include "core/core.h" (engine/core/core.h): kernels use nothing in engine/'
+    ;;
+layers_check_rejects_kernels_including_plumb_h)
+    put kernels/ref/set.c '#include "kernels.h"' '#include "plumb.h"' \
+        'const struct pl_kernels pl_kernels_ref = {1};' 'int matmul_ref(void) { return 2; }'
+    includes
+    expect_rc 1 "a kernel set including the public header"
+    expect_err 'kernels/ref/set.c:2: #include "plumb.h" (engine/include/plumb.h): kernels do not include plumb.h'
     ;;
 layers_check_rejects_tests_that_use_tools)
     put perf/bench.c '#include "plumb.h"' '#include "cli.h"'

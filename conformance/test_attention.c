@@ -31,6 +31,7 @@ typedef struct attn_case {
     pl_type kv_type;
     enum pos_mode pos;
     enum fill fq, fk, fv;
+    float softcap; /* pl_attn_args.softcap: 0 none */
 } attn_case;
 
 typedef struct attn_data {
@@ -117,6 +118,7 @@ static void make_case(attn_data *d, const attn_case *c, tu_rng *r)
         .window = c->window,
         .n_sinks = c->n_sinks,
         .scale = (float)(1.0 / sqrt((double)c->D)),
+        .softcap = c->softcap,
     };
 }
 
@@ -129,8 +131,8 @@ static void describe(char *buf, size_t size, const attn_case *c)
 {
     snprintf(buf, size,
              "T=%" PRId64 " H=%" PRId64 " Hkv=%" PRId64 " D=%" PRId64 " N=%" PRId64
-             " window=%" PRId64 " sinks=%" PRId64 " kv=%s pos=%s q/k/v=%s/%s/%s",
-             c->T, c->H, c->Hkv, c->D, c->N, c->window, c->n_sinks,
+             " window=%" PRId64 " sinks=%" PRId64 " softcap=%g kv=%s pos=%s q/k/v=%s/%s/%s",
+             c->T, c->H, c->Hkv, c->D, c->N, c->window, c->n_sinks, c->softcap,
              c->kv_type == PL_TYPE_F32 ? "f32" : "f16", pos_name[c->pos], fill_name[c->fq],
              fill_name[c->fk], fill_name[c->fv]);
 }
@@ -163,9 +165,10 @@ static void check_case(const struct pl_kernels *ks, const attn_case *c, tu_rng *
             int64_t M = ref_attention_row(ref, pv, pvs, &A, a, t, h);
             const float *o = out + (t * c->H + h) * D;
             for (int64_t k = 0; k < D; k++) {
+                /* soft-capping adds 7 u A to a score's error (kernels/ref/attention.c) */
+                const double Dc = (double)D + (c->softcap != 0.0f ? 9.0 : 2.0);
                 double bound =
-                    U * (pv[k] * (4.0 * (double)(D + 2) * A + 2.0 * (double)M + 16.0) + pvs[k]) +
-                    FMIN;
+                    U * (pv[k] * (4.0 * Dc * A + 2.0 * (double)M + 16.0) + pvs[k]) + FMIN;
                 /* a query that sees nothing must give exact zeros */
                 double q =
                     M == 0 ? (o[k] == 0.0f ? 0.0 : INFINITY) : ref_ratio(o[k], ref[k], bound);
@@ -177,7 +180,7 @@ static void check_case(const struct pl_kernels *ks, const attn_case *c, tu_rng *
     describe(shape, sizeof shape, c);
     snprintf(where, sizeof where, "%s at t=%" PRId64 " h=%" PRId64 " d=%" PRId64, shape, wt, wh,
              wd);
-    ref_ledger_note(ks->name, "attention", worst, where);
+    ref_ledger_note(ks->name, c->softcap != 0.0f ? "attention_softcap" : "attention", worst, where);
     TU_CHECK(worst <= 1.0, "set %s attention seed %llu %s: y=%.9g ref=%.17g error/bound=%.3g",
              ks->name, SEED, where, wy, wref, worst);
     free(ref), free(pv), free(pvs), free(out);
@@ -259,6 +262,34 @@ static void attention_stress(const struct pl_kernels *ks, void *ctx)
             }
 }
 
+/* Gemma 2's soft-capped scores: caps from far below the scores to far above them, random
+ * shapes and windows, and keys with an outlier that every cap must tame. */
+static void attention_softcap(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->attention) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x61747435ull);
+    static const float caps[] = {50.0f, 30.0f, 5.0f, 1.0f, 0.5f};
+    for (int k = 0; k < 40; k++) {
+        attn_case c = {
+            .Hkv = tu_rng_range(&r, 1, 3),
+            .D = k < 2 ? 257 + 300 * k : tu_rng_range(&r, 1, 160),
+            .T = tu_rng_range(&r, 1, 12),
+            .N = tu_rng_range(&r, 0, 150),
+            .kv_type = tu_rng_range(&r, 0, 1) ? PL_TYPE_F16 : PL_TYPE_F32,
+            .pos = (enum pos_mode)tu_rng_range(&r, 0, POS_COUNT - 1),
+            .fk = k % 4 == 3 ? F_OUTLIER : F_NORMAL,
+            .softcap = k % 6 == 5 ? (float)(0.1 + 100.0 * tu_rng_uniform(&r)) : caps[k % 5],
+        };
+        c.H = c.Hkv * tu_rng_range(&r, 1, 8);
+        if (tu_rng_range(&r, 0, 1)) {
+            c.window = tu_rng_range(&r, 1, 200);
+            c.n_sinks = tu_rng_range(&r, 0, c.window - 1 < 8 ? c.window - 1 : 8);
+        }
+        check_case(ks, &c, &r);
+    }
+}
+
 /* A query whose every entry is in its future, or outside its window, gets exact zeros. */
 static void attention_blind(const struct pl_kernels *ks, void *ctx)
 {
@@ -331,7 +362,7 @@ static void attention_f16_exhaustive(const struct pl_kernels *ks, void *ctx)
  * same row with the cache cut just after its last visible entry (decode after a prefix), and
  * the batch with heads split into arbitrary slices. */
 static void batch_case(const struct pl_kernels *ks, int64_t T, pl_type kv, int64_t window,
-                       int64_t sinks, tu_rng *r)
+                       int64_t sinks, float softcap, tu_rng *r)
 {
     attn_case c = {.T = T,
                    .Hkv = 2,
@@ -341,7 +372,8 @@ static void batch_case(const struct pl_kernels *ks, int64_t T, pl_type kv, int64
                    .kv_type = kv,
                    .pos = POS_PREFILL,
                    .window = window,
-                   .n_sinks = sinks};
+                   .n_sinks = sinks,
+                   .softcap = softcap};
     attn_data d;
     make_case(&d, &c, r);
     const int64_t row = c.H * c.D;
@@ -392,8 +424,9 @@ static void attention_batch_invariance(const struct pl_kernels *ks, void *ctx)
     for (int64_t T = 1; T <= 18; T++) {
         int64_t TT = T == 18 ? 64 : T;
         pl_type kv = T % 2 ? PL_TYPE_F16 : PL_TYPE_F32;
-        batch_case(ks, TT, kv, 0, 0, &r);
-        batch_case(ks, TT, kv, 9, T % 4, &r);
+        batch_case(ks, TT, kv, 0, 0, 0.0f, &r);
+        batch_case(ks, TT, kv, 9, T % 4, 0.0f, &r);
+        batch_case(ks, TT, kv, T % 2 ? 0 : 9, T % 4, T % 3 ? 50.0f : 1.5f, &r);
     }
 }
 
@@ -405,6 +438,7 @@ static void attention_batch_invariance(const struct pl_kernels *ks, void *ctx)
 OVER_SETS(attention_grid)
 OVER_SETS(attention_random)
 OVER_SETS(attention_stress)
+OVER_SETS(attention_softcap)
 OVER_SETS(attention_blind)
 OVER_SETS(attention_f16_exhaustive)
 OVER_SETS(attention_batch_invariance)
@@ -416,6 +450,7 @@ int main(void)
         {"attention_matches_gsl_over_head_dims_gqa_windows_sinks_f32_f16", test_attention_grid},
         {"attention_matches_gsl_on_random_shapes", test_attention_random},
         {"attention_bounded_on_equal_zero_outlier_denormal_inputs", test_attention_stress},
+        {"attention_soft_capped_scores_match_gsl", test_attention_softcap},
         {"attention_query_seeing_nothing_gets_zeros", test_attention_blind},
         {"attention_reads_every_f16_kv_value_exactly", test_attention_f16_exhaustive},
         {"attention_rows_bit_identical_alone_after_prefix_and_over_head_slices",

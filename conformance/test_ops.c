@@ -1,5 +1,5 @@
-/* test_ops.c — rmsnorm, rope, softmax and swiglu of every supported kernel set against GSL
- * double references, within each kernel's documented bound. Not a speed test. */
+/* test_ops.c — rmsnorm, rope, softmax, swiglu, geglu and softcap of every supported kernel set
+ * against GSL double references, within each kernel's documented bound. Not a speed test. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -124,27 +124,50 @@ static void rmsnorm_stress(const struct pl_kernels *ks, void *ctx)
 
 /* ---- rope ---- */
 
-static void rope_case(const struct pl_kernels *ks, int64_t H, int64_t D, int64_t n_rot, int32_t pos,
-                      float base, enum pl_rope_style style, enum fill f, tu_rng *r)
+/* Plain RoPE: no scaling of any kind. */
+static pl_rope_args rope_plain(int64_t n_rot, float base, enum pl_rope_style style)
 {
-    int64_t n = H * D;
+    return (pl_rope_args){
+        .n_rot = n_rot, .freq_base = base, .freq_scale = 1.0f, .attn_factor = 1.0f, .style = style};
+}
+
+static int rope_scaled(const pl_rope_args *a)
+{
+    return a->freq_scale != 1.0f || a->freq_factors || a->ext_factor != 0.0f ||
+           a->attn_factor != 1.0f;
+}
+
+/* The bound of kernels/ref/ops.c rope_ref: unscaled it is the plain rotation's, unchanged;
+ * scaling adds k = 4 to both constants, the ramp term, and scales it all by |mscale|. */
+static double rope_bound(const pl_rope_args *a, int64_t n_rot, const ref_rope_angle *r, double mag)
+{
+    const double k = rope_scaled(a) ? 4.0 : 0.0;
+    const double c_theta = (double)(n_rot / 2) + fabs(log((double)a->freq_base)) + 4.0 + k;
+    const double ramp = 4.0 * fabs((double)a->ext_factor) * fabs(r->extrap - r->interp);
+    return U * (8.0 + k + c_theta * fabs(r->theta) + ramp) * fabs(r->mscale) * mag + FMIN;
+}
+
+static void rope_case(const struct pl_kernels *ks, int64_t H, int64_t D, int32_t pos,
+                      const pl_rope_args *ra, enum fill f, tu_rng *r)
+{
+    const int64_t n = H * D, n_rot = ra->n_rot;
+    const enum pl_rope_style style = ra->style;
     float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
     double *ref = malloc((size_t)n * sizeof *ref);
     fill(x, n, f, 1.0, r);
     memcpy(y, x, (size_t)n * sizeof *y);
-    ks->rope(y, H, D, n_rot, pos, base, style);
-    ref_rope(ref, x, H, D, n_rot, pos, base, style);
+    ks->rope(y, H, D, pos, ra);
+    ref_rope(ref, x, H, D, pos, ra);
     double worst = 0.0;
     int64_t wi = 0;
     int passthrough_ok = 1;
-    const double c_theta = (double)(n_rot / 2) + fabs(log((double)base)) + 4.0;
     for (int64_t h = 0; h < H; h++) {
         for (int64_t i = 0; i < n_rot / 2; i++) {
             int64_t a = style == PL_ROPE_NEOX ? i : 2 * i;
             int64_t b = style == PL_ROPE_NEOX ? i + n_rot / 2 : 2 * i + 1;
-            double th = ref_rope_theta(i, n_rot, pos, base);
+            const ref_rope_angle th = ref_rope_theta(ra, n_rot, i, pos);
             double mag = fabs(x[h * D + a]) + fabs(x[h * D + b]);
-            double bound = U * (8.0 + c_theta * fabs(th)) * mag + FMIN;
+            double bound = rope_bound(ra, n_rot, &th, mag);
             int64_t idx[2] = {h * D + a, h * D + b};
             for (int e = 0; e < 2; e++) {
                 double q = ref_ratio(y[idx[e]], ref[idx[e]], bound);
@@ -156,11 +179,15 @@ static void rope_case(const struct pl_kernels *ks, int64_t H, int64_t D, int64_t
         if (memcmp(y + h * D + first, x + h * D + first, (size_t)(D - first) * sizeof *x))
             passthrough_ok = 0;
     }
-    char where[160];
+    char where[320];
     snprintf(where, sizeof where,
-             "H=%" PRId64 " D=%" PRId64 " n_rot=%" PRId64 " pos=%d base=%g %s %s i=%" PRId64, H, D,
-             n_rot, (int)pos, base, style == PL_ROPE_NEOX ? "neox" : "normal", fill_name[f], wi);
-    verdict(ks->name, "rope", worst, where, y[wi], ref[wi]);
+             "H=%" PRId64 " D=%" PRId64 " n_rot=%" PRId64
+             " pos=%d base=%g %s freq_scale=%g factors=%s ext=%g attn=%g beta=%g/%g"
+             " n_ctx_orig=%" PRId64 " %s i=%" PRId64,
+             H, D, n_rot, (int)pos, ra->freq_base, style == PL_ROPE_NEOX ? "neox" : "normal",
+             ra->freq_scale, ra->freq_factors ? "yes" : "no", ra->ext_factor, ra->attn_factor,
+             ra->beta_fast, ra->beta_slow, ra->n_ctx_orig, fill_name[f], wi);
+    verdict(ks->name, rope_scaled(ra) ? "rope_scaled" : "rope", worst, where, y[wi], ref[wi]);
     TU_CHECK(passthrough_ok, "set %s rope seed %llu %s: dims past n_rot changed", ks->name, SEED,
              where);
     free(x), free(y), free(ref);
@@ -182,16 +209,16 @@ static void rope_shapes(const struct pl_kernels *ks, void *ctx)
             for (int style = 0; style < 2; style++) {
                 int64_t H = tu_rng_range(&r, 1, 8);
                 float base = bases[tu_rng_range(&r, 0, 2)];
-                rope_case(ks, H, dims[d][0], dims[d][1], poss[p], base, (enum pl_rope_style)style,
-                          F_NORMAL, &r);
+                const pl_rope_args ra = rope_plain(dims[d][1], base, (enum pl_rope_style)style);
+                rope_case(ks, H, dims[d][0], poss[p], &ra, F_NORMAL, &r);
             }
     for (int k = 0; k < N_RANDOM * 4; k++) {
         int64_t D = tu_rng_range(&r, 1, 160);
         int64_t n_rot = tu_rng_range(&r, 0, D) / 2 * 2;
         int32_t pos = (int32_t)tu_rng_range(&r, 0, 200000);
         float base = (float)pow(10.0, 3.0 + 4.0 * tu_rng_uniform(&r));
-        rope_case(ks, tu_rng_range(&r, 1, 40), D, n_rot, pos, base, (enum pl_rope_style)(k & 1),
-                  F_NORMAL, &r);
+        const pl_rope_args ra = rope_plain(n_rot, base, (enum pl_rope_style)(k & 1));
+        rope_case(ks, tu_rng_range(&r, 1, 40), D, pos, &ra, F_NORMAL, &r);
     }
 }
 
@@ -201,8 +228,49 @@ static void rope_stress(const struct pl_kernels *ks, void *ctx)
     tu_rng r;
     tu_rng_init(&r, tu_seed() ^ 0x726f706532ull);
     for (int f = 1; f < F_COUNT; f++)
-        for (int style = 0; style < 2; style++)
-            rope_case(ks, 4, 128, 128, 1234, 10000.0f, (enum pl_rope_style)style, (enum fill)f, &r);
+        for (int style = 0; style < 2; style++) {
+            const pl_rope_args ra = rope_plain(128, 10000.0f, (enum pl_rope_style)style);
+            rope_case(ks, 4, 128, 1234, &ra, (enum fill)f, &r);
+        }
+}
+
+/* Linear (freq_scale), llama3 / longrope (freq_factors), YaRN (ext_factor, betas, n_ctx_orig)
+ * and attn_factor, alone and together, over random styles, partial n_rot and positions. */
+static void rope_scaling(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->rope) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x726f706533ull);
+    static const int32_t big[] = {0, 1, 8191, 32767, 131071, 500000};
+    float factors[128];
+    for (int k = 0; k < N_RANDOM * 12; k++) {
+        const int64_t D = k % 3 == 0 ? 128 : tu_rng_range(&r, 2, 256);
+        pl_rope_args ra = rope_plain(k % 3 == 0 ? 128 : tu_rng_range(&r, 1, D) / 2 * 2,
+                                     (float)pow(10.0, 3.0 + 3.5 * tu_rng_uniform(&r)),
+                                     (enum pl_rope_style)tu_rng_range(&r, 0, 1));
+        if (k % 5 == 4 && ra.n_rot < D) ra.n_rot = D - D % 2; /* also full rotation */
+        const int32_t pos =
+            k % 2 ? big[k / 2 % 6]
+                  : (int32_t)tu_rng_range(&r, 0, tu_rng_range(&r, 0, 1) ? 4096 : 600000);
+        const int64_t pick = tu_rng_range(&r, 0, 2);
+        ra.freq_scale = pick == 0 ? 1.0f
+                        : pick == 1
+                            ? 0.25f
+                            : (float)(1.0 / tu_rng_range(&r, 1, 64) * tu_rng_uniform(&r) + 0.01);
+        if (tu_rng_range(&r, 0, 1)) {
+            for (int64_t i = 0; i < ra.n_rot / 2; i++)
+                factors[i] = (float)(1.0 + 31.0 * tu_rng_uniform(&r));
+            ra.freq_factors = factors;
+        }
+        if (tu_rng_range(&r, 0, 1)) {
+            ra.ext_factor = tu_rng_range(&r, 0, 3) ? 1.0f : (float)tu_rng_uniform(&r);
+            ra.beta_fast = (float)(8.0 + 56.0 * tu_rng_uniform(&r));
+            ra.beta_slow = (float)(0.5 + 1.5 * tu_rng_uniform(&r));
+            ra.n_ctx_orig = tu_rng_range(&r, 256, 131072);
+        }
+        if (tu_rng_range(&r, 0, 1)) ra.attn_factor = (float)(0.25 + 1.75 * tu_rng_uniform(&r));
+        rope_case(ks, tu_rng_range(&r, 1, 8), D, pos, &ra, k % 7 ? F_NORMAL : F_MIXED, &r);
+    }
 }
 
 /* ---- softmax ---- */
@@ -336,6 +404,162 @@ static void swiglu_stress(const struct pl_kernels *ks, void *ctx)
     free(g), free(up);
 }
 
+/* ---- geglu ---- */
+
+/* The bound of kernels/ref/ops.c geglu_ref: (16 + 16 |z| w) u |y_ref| + 2^-120 |up| + FLT_MIN,
+ * w = 1 / (1 + exp(2z)) the share of exp's argument error that reaches y. */
+static double geglu_bound(double ref, double z, float up)
+{
+    const double w = 2.0 * z > 700.0 ? 0.0 : 1.0 / (1.0 + exp(2.0 * z));
+    return (16.0 + 16.0 * fabs(z) * w) * U * fabs(ref) + 0x1p-120 * fabs(up) + FMIN;
+}
+
+static void geglu_case(const struct pl_kernels *ks, const float *g, const float *up, int64_t n,
+                       const char *what)
+{
+    float *y = malloc((size_t)n * sizeof *y);
+    double *ref = malloc((size_t)n * sizeof *ref), *z = malloc((size_t)n * sizeof *z);
+    ks->geglu(y, g, up, n);
+    ref_geglu(ref, z, g, up, n);
+    double worst = 0.0;
+    int64_t wi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double q = ref_ratio(y[i], ref[i], geglu_bound(ref[i], z[i], up[i]));
+        if (!(q <= worst)) worst = q, wi = i;
+    }
+    char where[160];
+    snprintf(where, sizeof where, "n=%" PRId64 " %s i=%" PRId64 " gate=%.9g", n, what, wi, g[wi]);
+    verdict(ks->name, "geglu", worst, where, y[wi], ref[wi]);
+    free(y), free(ref), free(z);
+}
+
+static void geglu_random(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->geglu) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x67656775ull);
+    for (int64_t k = 0; k < N_EDGE + N_RANDOM; k++) {
+        int64_t n = shape_n(k, &r);
+        double scale = pow(10.0, tu_rng_uniform(&r) * 2.5 - 1.0); /* up to |gate| ~ 1e2 */
+        float *g = malloc((size_t)n * sizeof *g), *up = malloc((size_t)n * sizeof *up);
+        fill(g, n, F_NORMAL, scale, &r);
+        fill(up, n, F_NORMAL, 1.0, &r);
+        char what[64];
+        snprintf(what, sizeof what, "normal scale=%.3g", scale);
+        geglu_case(ks, g, up, n, what);
+        free(g), free(up);
+    }
+}
+
+/* Every float gate in [-20, 20] on a grid of 2^-12 (163841 values, both branches of every
+ * approximation and the overflow of exp near -9.7), then stress fills and saturation. */
+static void geglu_sweep_and_stress(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->geglu) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6765677532ull);
+    int64_t n = 40 * 4096 + 1;
+    float *g = malloc((size_t)n * sizeof *g), *up = malloc((size_t)n * sizeof *up);
+    for (int64_t i = 0; i < n; i++) {
+        g[i] = (float)(-20.0 + (double)i * 0x1p-12);
+        up[i] = i % 3 ? 1.0f : (float)tu_rng_normal(&r);
+    }
+    geglu_case(ks, g, up, n, "sweep [-20, 20] step 2^-12");
+    n = 257;
+    for (int f = 1; f < F_COUNT; f++) {
+        fill(g, n, (enum fill)f, 4.0, &r);
+        fill(up, n, F_NORMAL, 1.0, &r);
+        geglu_case(ks, g, up, n, fill_name[f]);
+        fill(g, n, F_NORMAL, 4.0, &r);
+        fill(up, n, (enum fill)f, 1.0, &r);
+        geglu_case(ks, g, up, n, fill_name[f]);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        static const float sat[] = {1e30f, -1e30f, 88.0f, -80.0f, 20.0f, -20.0f,
+                                    3e38f, -3e38f, 1e13f, -1e13f, -9.7f, 1e-30f};
+        g[i] = sat[i % 12];
+        up[i] = (float)tu_rng_normal(&r) * 1e-3f;
+    }
+    geglu_case(ks, g, up, n, "saturated gates");
+    free(g), free(up);
+}
+
+/* ---- softcap ---- */
+
+/* The bound of kernels/ref/ops.c softcap_ref: 8 u |y_ref| + FLT_MIN. Also: in place (y == x)
+ * gives the same bits as out of place. */
+static void softcap_case(const struct pl_kernels *ks, const float *x, int64_t n, float cap,
+                         const char *what)
+{
+    float *y = malloc((size_t)n * sizeof *y), *yi = malloc((size_t)n * sizeof *yi);
+    double *ref = malloc((size_t)n * sizeof *ref);
+    ks->softcap(y, x, n, cap);
+    memcpy(yi, x, (size_t)n * sizeof *yi);
+    ks->softcap(yi, yi, n, cap);
+    ref_softcap(ref, x, n, cap);
+    double worst = 0.0;
+    int64_t wi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double q = ref_ratio(y[i], ref[i], 8.0 * U * fabs(ref[i]) + FMIN);
+        if (!(q <= worst)) worst = q, wi = i;
+    }
+    char where[160];
+    snprintf(where, sizeof where, "n=%" PRId64 " cap=%g %s i=%" PRId64 " x=%.9g", n, cap, what, wi,
+             x[wi]);
+    verdict(ks->name, "softcap", worst, where, y[wi], ref[wi]);
+    TU_CHECK(!memcmp(y, yi, (size_t)n * sizeof *y), "set %s softcap seed %llu %s: in place differs",
+             ks->name, SEED, where);
+    free(y), free(yi), free(ref);
+}
+
+static void softcap_random(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->softcap) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x73636170ull);
+    for (int64_t k = 0; k < N_EDGE + N_RANDOM; k++) {
+        int64_t n = shape_n(k, &r);
+        const float cap = k % 3 == 0   ? 50.0f
+                          : k % 3 == 1 ? 30.0f
+                                       : (float)pow(10.0, 3.0 * tu_rng_uniform(&r) - 1.0);
+        double scale = cap * pow(10.0, tu_rng_uniform(&r) * 3.0 - 2.0);
+        float *x = malloc((size_t)n * sizeof *x);
+        fill(x, n, F_NORMAL, scale, &r);
+        char what[64];
+        snprintf(what, sizeof what, "normal scale=%.3g", scale);
+        softcap_case(ks, x, n, cap, what);
+        free(x);
+    }
+}
+
+/* x / cap over [-20, 20] on a grid of 2^-12 for caps 1, 30 and 50 (both branches of the
+ * tanh and its saturation), then stress fills and the non-finite inputs. */
+static void softcap_sweep_and_stress(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->softcap) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x7363617032ull);
+    int64_t n = 40 * 4096 + 1;
+    float *x = malloc((size_t)n * sizeof *x);
+    static const float caps[] = {1.0f, 30.0f, 50.0f};
+    for (int c = 0; c < 3; c++) {
+        for (int64_t i = 0; i < n; i++) x[i] = (float)((-20.0 + (double)i * 0x1p-12) * caps[c]);
+        softcap_case(ks, x, n, caps[c], "sweep x/cap in [-20, 20] step 2^-12");
+    }
+    n = 257;
+    for (int f = 1; f < F_COUNT; f++) {
+        fill(x, n, (enum fill)f, 40.0, &r);
+        softcap_case(ks, x, n, 30.0f, fill_name[f]);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        static const float odd[] = {INFINITY, -INFINITY, 3e38f, -3e38f,
+                                    1e-30f,   -1e-45f,   0.3f,  -0.3f};
+        x[i] = odd[i % 8];
+    }
+    softcap_case(ks, x, n, 50.0f, "infinite, huge and tiny");
+    free(x);
+}
+
 /* ---- runner ---- */
 
 #define OVER_SETS(fn)                                                                              \
@@ -347,10 +571,15 @@ OVER_SETS(rmsnorm_random)
 OVER_SETS(rmsnorm_stress)
 OVER_SETS(rope_shapes)
 OVER_SETS(rope_stress)
+OVER_SETS(rope_scaling)
 OVER_SETS(softmax_random)
 OVER_SETS(softmax_stress)
 OVER_SETS(swiglu_random)
 OVER_SETS(swiglu_stress)
+OVER_SETS(geglu_random)
+OVER_SETS(geglu_sweep_and_stress)
+OVER_SETS(softcap_random)
+OVER_SETS(softcap_sweep_and_stress)
 
 int main(void)
 {
@@ -360,10 +589,17 @@ int main(void)
         {"rmsnorm_bounded_on_equal_zero_outlier_denormal_inputs", test_rmsnorm_stress},
         {"rope_normal_and_neox_match_gsl_for_real_and_partial_heads", test_rope_shapes},
         {"rope_bounded_on_stress_inputs_and_passes_dims_past_n_rot", test_rope_stress},
+        {"rope_linear_factors_yarn_and_attn_factor_match_gsl", test_rope_scaling},
         {"softmax_matches_gsl_up_to_vocab_152064", test_softmax_random},
         {"softmax_handles_minus_inf_all_equal_outlier_denormal", test_softmax_stress},
         {"swiglu_matches_gsl_on_random_and_edge_lengths", test_swiglu_random},
         {"swiglu_bounded_on_saturating_and_stress_inputs", test_swiglu_stress},
+        {"geglu_matches_gsl_on_random_and_edge_lengths", test_geglu_random},
+        {"geglu_bounded_over_a_dense_sweep_to_20_and_saturating_inputs",
+         test_geglu_sweep_and_stress},
+        {"softcap_matches_gsl_on_random_and_edge_lengths_in_place_too", test_softcap_random},
+        {"softcap_bounded_over_a_dense_sweep_to_20_caps_and_infinities",
+         test_softcap_sweep_and_stress},
         {NULL, NULL},
     };
     int rc = tu_run("ops", tests);

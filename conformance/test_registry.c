@@ -1,5 +1,6 @@
 /* test_registry.c — the kernel registry: the compiled sets, choosing one (by CPU, by name,
  * by PLUMB_KERNELS), resolving NULL entries to ref with every fallback recorded, the report. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,8 +127,9 @@ static void registry_resolve_fills_nulls_from_ref_and_records_them(void)
     TU_CHECK(t->k.matmul[PL_TYPE_Q4_0] == p.matmul[PL_TYPE_Q4_0], "an own entry changed");
     TU_CHECK(t->k.matmul[10] == NULL && t->k.quantize_row[10] == NULL,
              "Q2_K (not implemented) must stay NULL, not be reported as a fallback");
-    const pl_kernel_fallback want[3] = {
-        {PL_KF_QUANTIZE_ROW, PL_TYPE_F16}, {PL_KF_MATMUL, PL_TYPE_Q4_K}, {PL_KF_RMSNORM, -1}};
+    const pl_kernel_fallback want[3] = {{pl_kernel_family_find("quantize_row"), PL_TYPE_F16},
+                                        {pl_kernel_family_find("matmul"), PL_TYPE_Q4_K},
+                                        {pl_kernel_family_find("rmsnorm"), -1}};
     TU_CHECK(t->n_fallbacks == 3, "%d fallbacks recorded, want 3", t->n_fallbacks);
     for (int i = 0; i < 3 && i < t->n_fallbacks; i++)
         TU_CHECK(t->fallbacks[i].family == want[i].family && t->fallbacks[i].type == want[i].type,
@@ -197,6 +199,37 @@ static void registry_report_shows_sets_choice_and_fallbacks(void)
     free(t);
 }
 
+/* The rows cover struct pl_kernels: every field but name, supported and repack is one family,
+ * named as its field, with no two rows on one slot. A field added without its row fails. */
+static void registry_family_rows_cover_every_kernel_slot(void)
+{
+    const size_t slot = sizeof(void (*)(void));
+    size_t covered =
+        sizeof(const char *) + sizeof(int (*)(void)) + sizeof(const pl_repack *[PL_TYPE_COUNT]);
+    for (int i = 0; i < pl_kernel_family_count(); i++) {
+        const pl_kernel_family *f = pl_kernel_family_at(i);
+        covered += f->per_type ? PL_TYPE_COUNT * slot : slot;
+        TU_CHECK(pl_kernel_family_find(f->name) == i, "family '%s' listed twice", f->name);
+        TU_CHECK(f->offset % slot == 0 && f->offset < sizeof(struct pl_kernels),
+                 "family '%s' at offset %zu", f->name, f->offset);
+        for (int j = 0; j < i; j++)
+            TU_CHECK(pl_kernel_family_at(j)->offset != f->offset,
+                     "families '%s' and '%s' share a slot", pl_kernel_family_at(j)->name, f->name);
+    }
+    TU_CHECK(covered == sizeof(struct pl_kernels),
+             "the family rows cover %zu of the table's %zu bytes: a field without its row?",
+             covered, sizeof(struct pl_kernels));
+    TU_CHECK(pl_kernel_family_at(-1) == NULL &&
+                 pl_kernel_family_at(pl_kernel_family_count()) == NULL &&
+                 pl_kernel_family_find("no-such-family") == -1 && pl_kernel_family_find(NULL) == -1,
+             "out-of-range family lookups");
+    const int rope = pl_kernel_family_find("rope"), matmul = pl_kernel_family_find("matmul");
+    TU_CHECK(rope >= 0 && pl_kernel_family_at(rope)->offset == offsetof(struct pl_kernels, rope) &&
+                 matmul >= 0 && pl_kernel_family_at(matmul)->per_type &&
+                 pl_kernel_family_at(matmul)->offset == offsetof(struct pl_kernels, matmul),
+             "rows 'rope' and 'matmul' do not name their fields");
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -214,6 +247,8 @@ int main(void)
          registry_resolve_rejects_incomplete_set_description},
         {"registry_report_shows_sets_choice_and_fallbacks",
          registry_report_shows_sets_choice_and_fallbacks},
+        {"registry_family_rows_cover_every_kernel_slot",
+         registry_family_rows_cover_every_kernel_slot},
         {NULL, NULL},
     };
     return tu_run("registry", tests);

@@ -15,6 +15,7 @@
 
 #include "fuzz.h"
 #include "fuzz_data.h"
+#include "plumb.h"
 #include "registry.h"
 
 #define MAX_SETS 8

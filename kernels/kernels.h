@@ -40,10 +40,32 @@ enum pl_rope_style {
     PL_ROPE_NORMAL = 0, /* rotate pairs (2i, 2i+1) — llama */
     PL_ROPE_NEOX = 1    /* rotate pairs (i, i + n_rot/2) — qwen2, qwen3 */
 };
-/* In place over one token's heads: x[h * D + ...] for h in [0, n_heads).
- * The first n_rot dims of each head rotate by pos * freq_base^(-2i/n_rot); the rest pass. */
-typedef void (*pl_rope_fn)(float *restrict x, int64_t n_heads, int64_t D, int64_t n_rot,
-                           int32_t pos, float freq_base, enum pl_rope_style style);
+/* RoPE parameters, ggml_rope_ext's. For pair i in [0, n_rot/2):
+ *     theta_extrap = pos * freq_base^(-2i/n_rot) / freq_factors[i],
+ *     theta_interp = freq_scale * theta_extrap;
+ * ext_factor == 0: theta = theta_interp and mscale = attn_factor. Otherwise YaRN: with the
+ * correction dims lo = max(0, floor(c(beta_fast))), hi = min(n_rot - 1, ceil(c(beta_slow))),
+ * c(b) = n_rot ln(n_ctx_orig / (2 pi b)) / (2 ln freq_base), the ramp
+ * r = 1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1) mixes
+ *     theta = theta_interp (1 - r ext_factor) + theta_extrap r ext_factor,
+ *     mscale = attn_factor (1 + 0.1 ln(1 / freq_scale)).
+ * The pair rotates by theta with cos and sin multiplied by mscale. */
+typedef struct pl_rope_args {
+    int64_t n_rot;    /* dims rotated per head (even, <= D); the rest pass through */
+    float freq_base;  /* theta_i = pos * freq_base^(-2i/n_rot) / freq_factors[i] */
+    float freq_scale; /* linear interpolation: 1/factor (1: none) */
+    const float
+        *freq_factors; /* n_rot/2 divisors (llama3 rope_freqs, phi3 longrope), NULL: all 1 */
+    float ext_factor;  /* YaRN ramp mix (0: none) */
+    float attn_factor; /* cos and sin are multiplied by this (1: none) */
+    float beta_fast, beta_slow; /* YaRN correction range */
+    int64_t n_ctx_orig;         /* YaRN: the original training context */
+    enum pl_rope_style style;
+} pl_rope_args;
+/* In place over one token's heads: x[h * D + ...] for h in [0, n_heads); the first a->n_rot
+ * dims of each head rotate as pl_rope_args says, the rest pass. */
+typedef void (*pl_rope_fn)(float *restrict x, int64_t n_heads, int64_t D, int32_t pos,
+                           const pl_rope_args *a);
 
 /* y = exp(x - max) / sum(exp(x - max)), one row of n. */
 typedef void (*pl_softmax_fn)(float *restrict y, const float *restrict x, int64_t n);
@@ -51,6 +73,15 @@ typedef void (*pl_softmax_fn)(float *restrict y, const float *restrict x, int64_
 /* y = silu(gate) * up = gate / (1 + exp(-gate)) * up, n elements. */
 typedef void (*pl_swiglu_fn)(float *restrict y, const float *restrict gate,
                              const float *restrict up, int64_t n);
+
+/* y = gelu_tanh(gate) * up, gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))),
+ * n elements: Gemma's gated unit (transformers' gelu_pytorch_tanh). */
+typedef void (*pl_geglu_fn)(float *restrict y, const float *restrict gate, const float *restrict up,
+                            int64_t n);
+
+/* y[i] = cap * tanh(x[i] / cap), n elements, cap > 0 (Gemma 2: 50 on attention scores, 30 on
+ * the final logits). y == x (in place) or the two do not overlap: hence no restrict. */
+typedef void (*pl_softcap_fn)(float *y, const float *x, int64_t n, float cap);
 
 /* Attention of T query tokens over N cached entries, grouped-query (query head h uses
  * KV head h / (H / Hkv)). Entry j is visible to query t iff
@@ -67,6 +98,8 @@ typedef struct pl_attn_args {
     int64_t window;        /* 0: no window */
     int64_t n_sinks;       /* first n_sinks entries always visible (when causally allowed) */
     float scale;           /* usually 1/sqrt(D) */
+    /* 0: none; else scores = softcap * tanh(scores / softcap) before the mask and softmax */
+    float softcap;
 } pl_attn_args;
 /* out[t][h][d] for query heads h in [h0, h1), all t. scratch holds PL_ATTN_SCRATCH(N, D)
  * floats. */
@@ -133,6 +166,8 @@ struct pl_kernels {
     pl_rope_fn rope;
     pl_softmax_fn softmax;
     pl_swiglu_fn swiglu;
+    pl_geglu_fn geglu;
+    pl_softcap_fn softcap;
     pl_attention_fn attention;
     pl_temperature_fn temperature;
     pl_penalties_fn penalties;

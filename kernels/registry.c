@@ -1,5 +1,6 @@
 /* registry.c — the list of compiled kernel sets, choosing one, and resolving it against
  * ref with every fallback recorded. Not kernels, and no printing: errors go to pl_error. */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,28 +18,42 @@ static const struct pl_kernels *const sets[] = {
 };
 #define N_SETS ((int)(sizeof sets / sizeof sets[0]))
 
-static const char *const family_names[PL_KF_COUNT] = {
-    [PL_KF_QUANTIZE_ROW] = "quantize_row",
-    [PL_KF_DEQUANTIZE_ROW] = "dequantize_row",
-    [PL_KF_MATMUL] = "matmul",
-    [PL_KF_RMSNORM] = "rmsnorm",
-    [PL_KF_ROPE] = "rope",
-    [PL_KF_SOFTMAX] = "softmax",
-    [PL_KF_SWIGLU] = "swiglu",
-    [PL_KF_ATTENTION] = "attention",
-    [PL_KF_TEMPERATURE] = "temperature",
-    [PL_KF_PENALTIES] = "penalties",
-    [PL_KF_CAND_SOFTMAX] = "cand_softmax",
-    [PL_KF_TOP_K] = "top_k",
-    [PL_KF_TOP_P] = "top_p",
-    [PL_KF_MIN_P] = "min_p",
-    [PL_KF_DRAW] = "draw",
+#define FAMILY(field, per_type)                                                                    \
+    {                                                                                              \
+#field, offsetof(struct pl_kernels, field), per_type                                       \
+    }
+/* Table order is report order: the per-type families first. */
+static const pl_kernel_family families[] = {
+    FAMILY(quantize_row, 1), FAMILY(dequantize_row, 1), FAMILY(matmul, 1),
+    FAMILY(rmsnorm, 0),      FAMILY(rope, 0),           FAMILY(softmax, 0),
+    FAMILY(swiglu, 0),       FAMILY(geglu, 0),          FAMILY(softcap, 0),
+    FAMILY(attention, 0),    FAMILY(temperature, 0),    FAMILY(penalties, 0),
+    FAMILY(cand_softmax, 0), FAMILY(top_k, 0),          FAMILY(top_p, 0),
+    FAMILY(min_p, 0),        FAMILY(draw, 0),
 };
+#undef FAMILY
+#define N_FAMILIES ((int)(sizeof families / sizeof families[0]))
+
+int pl_kernel_family_count(void)
+{
+    return N_FAMILIES;
+}
+
+const pl_kernel_family *pl_kernel_family_at(int i)
+{
+    return i >= 0 && i < N_FAMILIES ? &families[i] : NULL;
+}
+
+int pl_kernel_family_find(const char *name)
+{
+    for (int i = 0; name && i < N_FAMILIES; i++)
+        if (strcmp(families[i].name, name) == 0) return i;
+    return -1;
+}
 
 const char *pl_kernel_family_name(int family)
 {
-    if (family < 0 || family >= PL_KF_COUNT) return NULL;
-    return family_names[family];
+    return family >= 0 && family < N_FAMILIES ? families[family].name : NULL;
 }
 
 #if defined(__GNUC__)
@@ -144,96 +159,31 @@ static int type_implemented(int type)
 }
 
 /* The entry (family, type) of a table, as a generic function pointer: only compared with
- * NULL, never called through (void (*)(void) is C's "any function" pointer type). */
+ * NULL or copied, never called through (void (*)(void) is C's "any function" pointer type).
+ * Slots are read and written with memcpy: a pl_matmul_fn is not an any_fn to the aliasing
+ * rules, but every function pointer has the same size and representation here. */
 typedef void (*any_fn)(void);
+static_assert(sizeof(pl_matmul_fn) == sizeof(any_fn) && sizeof(pl_rope_fn) == sizeof(any_fn),
+              "function pointers of one size");
+
+static size_t slot_offset(int family, int type)
+{
+    const pl_kernel_family *f = &families[family];
+    return f->offset + (f->per_type ? (size_t)type * sizeof(any_fn) : 0);
+}
 
 static any_fn get_slot(const struct pl_kernels *k, int family, int type)
 {
-    switch (family) {
-    case PL_KF_QUANTIZE_ROW:
-        return (any_fn)k->quantize_row[type];
-    case PL_KF_DEQUANTIZE_ROW:
-        return (any_fn)k->dequantize_row[type];
-    case PL_KF_MATMUL:
-        return (any_fn)k->matmul[type];
-    case PL_KF_RMSNORM:
-        return (any_fn)k->rmsnorm;
-    case PL_KF_ROPE:
-        return (any_fn)k->rope;
-    case PL_KF_SOFTMAX:
-        return (any_fn)k->softmax;
-    case PL_KF_SWIGLU:
-        return (any_fn)k->swiglu;
-    case PL_KF_ATTENTION:
-        return (any_fn)k->attention;
-    case PL_KF_TEMPERATURE:
-        return (any_fn)k->temperature;
-    case PL_KF_PENALTIES:
-        return (any_fn)k->penalties;
-    case PL_KF_CAND_SOFTMAX:
-        return (any_fn)k->cand_softmax;
-    case PL_KF_TOP_K:
-        return (any_fn)k->top_k;
-    case PL_KF_TOP_P:
-        return (any_fn)k->top_p;
-    case PL_KF_MIN_P:
-        return (any_fn)k->min_p;
-    case PL_KF_DRAW:
-        return (any_fn)k->draw;
-    }
-    return NULL;
+    any_fn fn;
+    memcpy(&fn, (const char *)k + slot_offset(family, type), sizeof fn);
+    return fn;
 }
 
 /* Copies (family, type) from src into dst. */
 static void copy_slot(struct pl_kernels *dst, const struct pl_kernels *src, int family, int type)
 {
-    switch (family) {
-    case PL_KF_QUANTIZE_ROW:
-        dst->quantize_row[type] = src->quantize_row[type];
-        break;
-    case PL_KF_DEQUANTIZE_ROW:
-        dst->dequantize_row[type] = src->dequantize_row[type];
-        break;
-    case PL_KF_MATMUL:
-        dst->matmul[type] = src->matmul[type];
-        break;
-    case PL_KF_RMSNORM:
-        dst->rmsnorm = src->rmsnorm;
-        break;
-    case PL_KF_ROPE:
-        dst->rope = src->rope;
-        break;
-    case PL_KF_SOFTMAX:
-        dst->softmax = src->softmax;
-        break;
-    case PL_KF_SWIGLU:
-        dst->swiglu = src->swiglu;
-        break;
-    case PL_KF_ATTENTION:
-        dst->attention = src->attention;
-        break;
-    case PL_KF_TEMPERATURE:
-        dst->temperature = src->temperature;
-        break;
-    case PL_KF_PENALTIES:
-        dst->penalties = src->penalties;
-        break;
-    case PL_KF_CAND_SOFTMAX:
-        dst->cand_softmax = src->cand_softmax;
-        break;
-    case PL_KF_TOP_K:
-        dst->top_k = src->top_k;
-        break;
-    case PL_KF_TOP_P:
-        dst->top_p = src->top_p;
-        break;
-    case PL_KF_MIN_P:
-        dst->min_p = src->min_p;
-        break;
-    case PL_KF_DRAW:
-        dst->draw = src->draw;
-        break;
-    }
+    const size_t off = slot_offset(family, type);
+    memcpy((char *)dst + off, (const char *)src + off, sizeof(any_fn));
 }
 
 pl_status pl_kernels_resolve(pl_kernel_table *out, const struct pl_kernels *set, pl_error *err)
@@ -245,15 +195,15 @@ pl_status pl_kernels_resolve(pl_kernel_table *out, const struct pl_kernels *set,
     memset(out, 0, sizeof *out);
     out->k = *set;
     out->set = set;
-    for (int f = 0; f < PL_KF_COUNT; f++) {
-        const int per_type = f < PL_KF_PER_TYPE;
+    for (int f = 0; f < N_FAMILIES; f++) {
+        const int per_type = families[f].per_type;
         for (int t = per_type ? 0 : -1; t < (per_type ? PL_TYPE_COUNT : 0); t++) {
             if (per_type && !type_implemented(t)) continue;
             const int ti = t < 0 ? 0 : t;
             if (get_slot(set, f, ti)) continue;
             if (!get_slot(&pl_kernels_ref, f, ti))
                 return fail(err, PL_ERR_INVALID_ARG, "kernel set 'ref' lacks %s%s%s (build bug)",
-                            family_names[f], per_type ? " for " : "",
+                            families[f].name, per_type ? " for " : "",
                             per_type ? pl_type_traits_of((uint32_t)t)->name : "");
             copy_slot(&out->k, &pl_kernels_ref, f, ti);
             out->fallbacks[out->n_fallbacks++] = (pl_kernel_fallback){.family = f, .type = t};
@@ -340,14 +290,16 @@ void pl_kernels_report(const pl_kernel_table *t, pl_kernels_write_fn write, void
     for (int ty = 0; ty < PL_TYPE_COUNT; ty++)
         if (type_implemented(ty)) addf(&l, " %-5s", pl_type_traits_of((uint32_t)ty)->name);
     put_line(&l, write, user);
-    for (int f = 0; f < PL_KF_PER_TYPE; f++) {
-        addf(&l, "%-15s", family_names[f]);
+    for (int f = 0; f < N_FAMILIES; f++) {
+        if (!families[f].per_type) continue;
+        addf(&l, "%-15s", families[f].name);
         for (int ty = 0; ty < PL_TYPE_COUNT; ty++)
             if (type_implemented(ty)) addf(&l, " %-5s", is_fallback(t, f, ty) ? "ref" : "own");
         put_line(&l, write, user);
     }
-    for (int f = PL_KF_PER_TYPE; f < PL_KF_COUNT; f++) {
-        addf(&l, "%-15s %s", family_names[f], is_fallback(t, f, -1) ? "ref" : "own");
+    for (int f = 0; f < N_FAMILIES; f++) {
+        if (families[f].per_type) continue;
+        addf(&l, "%-15s %s", families[f].name, is_fallback(t, f, -1) ? "ref" : "own");
         put_line(&l, write, user);
     }
 
@@ -355,7 +307,7 @@ void pl_kernels_report(const pl_kernel_table *t, pl_kernels_write_fn write, void
     put_line(&l, write, user);
     for (int i = 0; i < t->n_fallbacks; i++) {
         const pl_kernel_fallback *fb = &t->fallbacks[i];
-        addf(&l, "  %s%s%s -> ref", family_names[fb->family], fb->type >= 0 ? " " : "",
+        addf(&l, "  %s%s%s -> ref", families[fb->family].name, fb->type >= 0 ? " " : "",
              fb->type >= 0 ? pl_type_traits_of((uint32_t)fb->type)->name : "");
         put_line(&l, write, user);
     }

@@ -8,37 +8,31 @@
 
 #include "kernels.h"
 
-/* The kernel families of struct pl_kernels. The first PL_KF_PER_TYPE are indexed by type. */
-enum pl_kernel_family {
-    PL_KF_QUANTIZE_ROW,
-    PL_KF_DEQUANTIZE_ROW,
-    PL_KF_MATMUL,
-    PL_KF_RMSNORM,
-    PL_KF_ROPE,
-    PL_KF_SOFTMAX,
-    PL_KF_SWIGLU,
-    PL_KF_ATTENTION,
-    PL_KF_TEMPERATURE,
-    PL_KF_PENALTIES,
-    PL_KF_CAND_SOFTMAX,
-    PL_KF_TOP_K,
-    PL_KF_TOP_P,
-    PL_KF_MIN_P,
-    PL_KF_DRAW,
-    PL_KF_COUNT
-};
-#define PL_KF_PER_TYPE 3
+/* The kernel families: one row each, naming a field of struct pl_kernels. A new family is a
+ * typedef and a field in kernels.h plus a row in registry.c; resolving, fallbacks and the
+ * report go through the rows (offsetof), never through a switch per family. */
+typedef struct pl_kernel_family {
+    const char *name; /* "quantize_row", "matmul", "rmsnorm", … */
+    size_t offset;    /* offsetof(struct pl_kernels, <field>) */
+    int per_type;     /* 1: the field is an array of PL_TYPE_COUNT entries indexed by pl_type */
+} pl_kernel_family;
 
-/* "quantize_row", "matmul", "rmsnorm", …; NULL out of range. */
+/* The families in table order (the per-type ones first); NULL when i is out of range. */
+int pl_kernel_family_count(void);
+const pl_kernel_family *pl_kernel_family_at(int i);
+/* The index of the family with this name, or -1. */
+int pl_kernel_family_find(const char *name);
+/* The family's name; NULL out of range. */
 const char *pl_kernel_family_name(int family);
 
 /* One entry the chosen set left NULL and the resolved table took from ref. */
 typedef struct pl_kernel_fallback {
-    int family; /* enum pl_kernel_family */
+    int family; /* index of pl_kernel_family_at() */
     int type;   /* pl_type for per-type families, -1 for the others */
 } pl_kernel_fallback;
 
-#define PL_KERNEL_MAX_FALLBACKS (PL_KF_PER_TYPE * PL_TYPE_COUNT + PL_KF_COUNT)
+/* Every slot of the table is one pointer, so there are no more entries than pointers. */
+#define PL_KERNEL_MAX_FALLBACKS (sizeof(struct pl_kernels) / sizeof(void (*)(void)))
 
 /* A set resolved for use: every entry of every implemented type is non-NULL. */
 typedef struct pl_kernel_table {

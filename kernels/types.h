@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plumb.h"
+#include "pl_base.h"
 
 typedef uint16_t pl_f16;  /* IEEE half, stored as its bits */
 typedef uint16_t pl_bf16; /* bfloat16, stored as its bits */

@@ -235,7 +235,12 @@ int main(int argc, char **argv)
     measure_end("swiglu_n1024", "per call");
     memcpy(y, xf, 8 * 64 * sizeof(float));
     measure_begin();
-    k->rope(y, 8, 64, 64, 100, 1e6f, PL_ROPE_NEOX);
+    const pl_rope_args rope = {.n_rot = 64,
+                               .freq_base = 1e6f,
+                               .freq_scale = 1.0f,
+                               .attn_factor = 1.0f,
+                               .style = PL_ROPE_NEOX};
+    k->rope(y, 8, 64, 100, &rope);
     measure_end("rope_neox_8x64", "per call");
 
     static const pl_type QT[] = {PL_TYPE_Q8_0, PL_TYPE_Q8_K};

@@ -60,9 +60,9 @@ static void print_json(FILE *f, const pl_kernel_table *t)
 
     /* Who provides each kernel: the chosen set itself, or ref. */
     fputs("  \"providers\": {", f);
-    for (int fam = 0; fam < PL_KF_COUNT; fam++) {
+    for (int fam = 0; fam < pl_kernel_family_count(); fam++) {
         fprintf(f, "%s\n    \"%s\": ", fam ? "," : "", pl_kernel_family_name(fam));
-        if (fam >= PL_KF_PER_TYPE) {
+        if (!pl_kernel_family_at(fam)->per_type) {
             put_json_name(f, is_fallback(t, fam, -1) ? "ref" : t->k.name);
             continue;
         }

@@ -1,6 +1,6 @@
 /* ref_attention.c — GSL double reference for one (query token, head) row of attention:
- * QK^T, the causal / window / sink mask, softmax, then ·V. Test-only; f16 KV is widened
- * exactly, every product and sum is double. */
+ * QK^T, the soft-cap (if any), the causal / window / sink mask, softmax, then ·V. Test-only; f16 KV
+ * is widened exactly, every product and sum is double. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -63,6 +63,7 @@ int64_t ref_attention_row(double *out, double *pv, double *pvs, double *A, const
         gsl_blas_ddot(qv, kv, &dot);
         gsl_blas_ddot(qa, ka, &mag);
         s[j] = (double)a->scale * dot;
+        if (a->softcap != 0.0f) s[j] = (double)a->softcap * tanh(s[j] / (double)a->softcap);
         mag *= fabs((double)a->scale);
         if (mag > *A) *A = mag;
         if (M == 0 || s[j] > m) m = s[j];

@@ -5,6 +5,7 @@
 
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_errno.h>
+#include <gsl/gsl_math.h>
 #include <gsl/gsl_sf_exp.h>
 #include <gsl/gsl_sf_log.h>
 #include <gsl/gsl_sf_trig.h>
@@ -35,26 +36,52 @@ void ref_rmsnorm(double *y, const float *x, const float *w, int64_t n, float eps
     gsl_vector_free(xv);
 }
 
-double ref_rope_theta(int64_t i, int64_t n_rot, int32_t pos, float freq_base)
+ref_rope_angle ref_rope_theta(const pl_rope_args *a, int64_t n_rot, int64_t i, int32_t pos)
 {
+    ref_rope_angle r;
+    const double ln_base = gsl_sf_log((double)a->freq_base);
     /* freq_base^(-2i/n_rot) = exp(-2i/n_rot * ln freq_base) */
-    double inv_freq = dexp(-2.0 * (double)i / (double)n_rot * gsl_sf_log((double)freq_base));
-    return (double)pos * inv_freq;
+    r.extrap = (double)pos * dexp(-2.0 * (double)i / (double)n_rot * ln_base);
+    if (a->freq_factors) r.extrap /= (double)a->freq_factors[i];
+    r.interp = (double)a->freq_scale * r.extrap;
+    r.theta = r.interp;
+    r.mscale = a->attn_factor;
+    if (a->ext_factor != 0.0f) {
+        /* YaRN: the pair index where a wavelength 2 pi / theta_1 fits b rotations in the
+         * original context, n_rot ln(n_ctx_orig / (2 pi b)) / (2 ln base), for b = beta_fast
+         * (floored) and beta_slow (ceiled), clamped to the dims. */
+        const double c_fast = (double)n_rot *
+                              gsl_sf_log((double)a->n_ctx_orig / (2.0 * M_PI * a->beta_fast)) /
+                              (2.0 * ln_base);
+        const double c_slow = (double)n_rot *
+                              gsl_sf_log((double)a->n_ctx_orig / (2.0 * M_PI * a->beta_slow)) /
+                              (2.0 * ln_base);
+        const double lo = GSL_MAX_DBL(0.0, floor(c_fast));
+        const double hi = GSL_MIN_DBL((double)(n_rot - 1), ceil(c_slow));
+        const double ramp =
+            1.0 -
+            GSL_MIN_DBL(1.0, GSL_MAX_DBL(0.0, ((double)i - lo) / GSL_MAX_DBL(0.001, hi - lo)));
+        const double mix = ramp * (double)a->ext_factor;
+        r.theta = r.interp * (1.0 - mix) + r.extrap * mix;
+        r.mscale *= 1.0 + 0.1 * gsl_sf_log(1.0 / (double)a->freq_scale);
+    }
+    return r;
 }
 
-void ref_rope(double *y, const float *x, int64_t n_heads, int64_t D, int64_t n_rot, int32_t pos,
-              float freq_base, enum pl_rope_style style)
+void ref_rope(double *y, const float *x, int64_t n_heads, int64_t D, int32_t pos,
+              const pl_rope_args *a)
 {
+    const int64_t n_rot = a->n_rot < D ? a->n_rot : D;
     for (int64_t k = 0; k < n_heads * D; k++) y[k] = x[k];
     for (int64_t h = 0; h < n_heads; h++) {
         for (int64_t i = 0; i < n_rot / 2; i++) {
-            double th = ref_rope_theta(i, n_rot, pos, freq_base);
-            double c = gsl_sf_cos(th), s = gsl_sf_sin(th);
-            int64_t a = style == PL_ROPE_NEOX ? i : 2 * i;
-            int64_t b = style == PL_ROPE_NEOX ? i + n_rot / 2 : 2 * i + 1;
-            double xa = x[h * D + a], xb = x[h * D + b];
-            y[h * D + a] = xa * c - xb * s;
-            y[h * D + b] = xa * s + xb * c;
+            const ref_rope_angle r = ref_rope_theta(a, n_rot, i, pos);
+            double c = r.mscale * gsl_sf_cos(r.theta), s = r.mscale * gsl_sf_sin(r.theta);
+            int64_t ia = a->style == PL_ROPE_NEOX ? i : 2 * i;
+            int64_t ib = a->style == PL_ROPE_NEOX ? i + n_rot / 2 : 2 * i + 1;
+            double xa = x[h * D + ia], xb = x[h * D + ib];
+            y[h * D + ia] = xa * c - xb * s;
+            y[h * D + ib] = xa * s + xb * c;
         }
     }
 }
@@ -79,6 +106,30 @@ void ref_swiglu(double *y, const float *gate, const float *up, int64_t n)
         /* logistic in the form whose exp cannot overflow */
         double sig = g >= 0 ? 1.0 / (1.0 + dexp(-g)) : dexp(g) / (1.0 + dexp(g));
         y[i] = g * sig * (double)up[i];
+    }
+}
+
+void ref_geglu(double *y, double *z, const float *gate, const float *up, int64_t n)
+{
+    const double k = M_SQRT2 / M_SQRTPI; /* sqrt(2/pi) */
+    for (int64_t i = 0; i < n; i++) {
+        const double g = gate[i], zi = k * (g + 0.044715 * g * g * g);
+        /* 1 + tanh z: as it is where z >= 0; 2 e^{2z} / (1 + e^{2z}) below, where it cancels */
+        const double one_plus_tanh =
+            zi >= 0 ? 1.0 + tanh(zi) : 2.0 * dexp(2.0 * zi) / (1.0 + dexp(2.0 * zi));
+        y[i] = 0.5 * g * one_plus_tanh * (double)up[i];
+        if (z) z[i] = zi;
+    }
+}
+
+void ref_softcap(double *y, const float *x, int64_t n, float cap)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double a = (double)x[i] / (double)cap;
+        /* tanh a = sign(a) (1 - e^{-2|a|}) / (1 + e^{-2|a|}), with expm1 where a is small */
+        const double em = gsl_sf_expm1(-2.0 * fabs(a));
+        const double t = isnan(a) ? a : -em / (2.0 + em);
+        y[i] = (double)cap * (a < 0 ? -t : t);
     }
 }
 

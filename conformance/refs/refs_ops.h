@@ -17,19 +17,28 @@ void ref_init(void);
 
 /* ---- ops (ref_ops.c) ---- */
 void ref_rmsnorm(double *y, const float *x, const float *w, int64_t n, float eps);
-/* The angle of pair i: pos * freq_base^(-2i/n_rot), in double. */
-double ref_rope_theta(int64_t i, int64_t n_rot, int32_t pos, float freq_base);
-/* y[n_heads * D] from x (not in place); n_rot <= D, even. */
-void ref_rope(double *y, const float *x, int64_t n_heads, int64_t D, int64_t n_rot, int32_t pos,
-              float freq_base, enum pl_rope_style style);
+/* The rotation of pair i (of n_rot = min(a->n_rot, D) dims) at pos, from pl_rope_args's
+ * definition in double: theta_extrap, theta_interp, the final theta, and mscale. */
+typedef struct ref_rope_angle {
+    double extrap, interp, theta, mscale;
+} ref_rope_angle;
+ref_rope_angle ref_rope_theta(const pl_rope_args *a, int64_t n_rot, int64_t i, int32_t pos);
+/* y[n_heads * D] from x (not in place); dims past n_rot copied. */
+void ref_rope(double *y, const float *x, int64_t n_heads, int64_t D, int32_t pos,
+              const pl_rope_args *a);
 /* Entries equal to the max weigh exp(0) = 1, as the kernel contract says (all -inf: uniform). */
 void ref_softmax(double *y, const float *x, int64_t n);
 void ref_swiglu(double *y, const float *gate, const float *up, int64_t n);
+/* y = 0.5 g (1 + tanh z) up, z = sqrt(2/pi) (g + 0.044715 g^3); z[n] (may be NULL) gets z. */
+void ref_geglu(double *y, double *z, const float *gate, const float *up, int64_t n);
+/* y = cap tanh(x / cap). */
+void ref_softcap(double *y, const float *x, int64_t n, float cap);
 
 /* ---- attention (ref_attention.c) ---- */
 /* One query token t and head h: out[D] in double. Also the terms of the documented bound:
  * pv[d] = sum_j p_j |v_jd|, pvs[d] = sum_j p_j |v_jd| |s_j - m|, *A = max_j scale sum_i
- * |q_i k_ji|. Returns M, the entries visible (0: out, pv, pvs are zeros). */
+ * |q_i k_ji| (before any soft-cap, which only shrinks a score). Returns M, the entries visible (0:
+ * out, pv, pvs are zeros). */
 int64_t ref_attention_row(double *out, double *pv, double *pvs, double *A, const pl_attn_args *a,
                           int64_t t, int64_t h);
 /* The visibility rule of pl_attn_args, written out independently. */

@@ -22,6 +22,10 @@ extern "C" {
  * header the library was built with. */
 const char *pl_version(void);
 
+/* ---- the vocabulary shared with the kernels: kept byte for byte equal to the block of
+ * kernels/pl_base.h (layers_public_header_mirrors_kernel_base_types checks it) ---- */
+#ifndef PL_BASE_TYPES_DEFINED
+#define PL_BASE_TYPES_DEFINED
 /* Status codes. The values are stable: new codes get new numbers, old ones never move. */
 typedef enum pl_status {
     PL_OK = 0,
@@ -38,9 +42,6 @@ typedef enum pl_status {
     PL_ERR_CANCELLED = -11,        /* reserved: a callback asked to stop */
     PL_ERR_BUFFER_TOO_SMALL = -12, /* an output buffer is too small; the message says the size */
 } pl_status;
-
-/* "PL_ERR_FORMAT" etc.; "PL_ERR_UNKNOWN" for values that are not a pl_status. */
-const char *pl_status_str(pl_status s);
 
 /* Every fallible call takes an optional pl_error * (may be NULL). On failure it holds
  * the code and a message naming the field, offset or limit that failed. */
@@ -67,7 +68,14 @@ typedef enum pl_type {
     PL_TYPE_BF16 = 30,
     PL_TYPE_COUNT = 40 /* one past the largest ggml id plumb knows a name for */
 } pl_type;
+#endif /* PL_BASE_TYPES_DEFINED */
+/* ---- end of the shared vocabulary ---- */
 
+/* "PL_ERR_FORMAT" etc.; "PL_ERR_UNKNOWN" for values that are not a pl_status. */
+const char *pl_status_str(pl_status s);
+
+/* ---------------------------------------------------------------------------------
+ * Tensor element types (pl_type above): names, traits and row sizes. */
 /* "Q4_K", "F16", …; ggml names for ids plumb knows but does not implement ("Q2_K");
  * NULL for ids nobody knows. */
 const char *pl_type_name(uint32_t type);

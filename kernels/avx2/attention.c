@@ -4,6 +4,8 @@
  *
  * For query t, head h, KV head g = h / (H / Hkv), over the visible entries j (ascending):
  *     s_j = scale * (q . k_j),  e_j = s_j == m ? 1 : exp(s_j - m),  out = sum e_j v_j / sum e_j
+ * with s_j = softcap * tanh(s_j / softcap) first when softcap != 0 (pl_avx2_tanh, one score at
+ * a time: ref's bound with 4 (D + 9) A, kernels/ref/attention.c says why).
  * Bound (ref's, kernels/ref/attention.c, checked in conformance/test_attention.c):
  *     |out_d - ref_d| <= u * sum_j p_j |v_jd| * (4 (D + 2) A + |s_j - m| + 2 M + 16) + FLT_MIN
  * Why this set meets it: q . k runs in 4 x 8 float lanes by FMA then a 5-level tree, off by
@@ -162,6 +164,7 @@ static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int6
     const char *kbase = (const char *)a->k + (size_t)(g * D) * esz;
     const char *vbase = (const char *)a->v + (size_t)(g * D) * esz;
     const vis_rule vr = vis_init(a, a->q_pos[t]);
+    const float cap = a->softcap;
 
     /* Pass 1: scores of the visible entries, and their max (ref's rule: first, then >). */
     int64_t seen = 0;
@@ -170,7 +173,8 @@ static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int6
         unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(vis8(&vr, j0)));
         for (; bits; bits &= bits - 1) {
             const int64_t j = j0 + __builtin_ctz(bits);
-            const float s = a->scale * dot_qk(q, kbase + (size_t)j * stride, f16, D);
+            float s = a->scale * dot_qk(q, kbase + (size_t)j * stride, f16, D);
+            if (cap != 0.0f) s = cap * _mm256_cvtss_f32(pl_avx2_tanh(_mm256_set1_ps(s / cap)));
             scratch[j] = s;
             if (seen == 0 || s > m) m = s;
             seen++;

@@ -1,5 +1,5 @@
-/* ops.c — rmsnorm, softmax and swiglu in 256-bit AVX2 + FMA, shared by the avx2 and avx512
- * tables. Not rope (ref's double angles stay), not AVX-512: one code path for both sets.
+/* ops.c — rmsnorm, softmax, swiglu, geglu and softcap in 256-bit AVX2 + FMA (the first three
+ * shared by the avx2 and avx512 tables). Not rope (ref's double angles stay), not AVX-512.
  *
  * Bounds are ref's (kernels/ref/ops.c, checked in conformance/test_ops.c); u = 2^-24.
  * Lanes never mix elements except in the reductions, whose order is fixed by n alone, and
@@ -164,5 +164,58 @@ void swiglu_avx2(float *restrict y, const float *restrict gate, const float *res
         const __m256i mask = tail_mask(n - i < 8 ? n - i : 8);
         __m256 yv = swiglu8(_mm256_maskload_ps(gate + i, mask), _mm256_maskload_ps(up + i, mask));
         _mm256_maskstore_ps(y + i, mask, yv);
+    }
+}
+
+/* y = gelu_tanh(gate) * up = gate / (1 + exp(-2z)) * up, 2z = 2 sqrt(2/pi) g (1 + 0.044715 g^2),
+ * 8 elements in the same operations. */
+static __m256 geglu8(__m256 g, __m256 up)
+{
+    const __m256 t =
+        _mm256_fmadd_ps(_mm256_mul_ps(g, g), _mm256_set1_ps(0.044715f), _mm256_set1_ps(1.0f));
+    const __m256 m2z = _mm256_mul_ps(_mm256_mul_ps(g, _mm256_set1_ps(-1.5957691216057308f)), t);
+    const __m256 e = pl_avx2_exp(m2z);
+    return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), up);
+}
+
+/* y = gelu_tanh(gate) * up. gate is finite.
+ * Bound (ref's): |y - y_ref| <= (16 + 16 |z| w) u |y_ref| + 2^-120 |up| + FLT_MIN,
+ * w = 1 / (1 + exp(2z)).
+ * Why: -2z rounds at g^2, the FMA with 0.044715 (itself rounded: u of a term below the sum),
+ * the product by the rounded -2 sqrt(2/pi) and by t: <= 6 u |2z|, which exp's result carries
+ * as relative error and y as w of it; exp 2.3 u, 1 + e, the division and the product as in
+ * swiglu: <= 5.3 u. Past g = -9.7 exp overflows and y = -0 * up (the 2^-120 |up| term); g^2
+ * overflowing gives exp(-+inf) and the limits g * up or -0. */
+void geglu_avx2(float *restrict y, const float *restrict gate, const float *restrict up, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 y0 = geglu8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i));
+        __m256 y1 = geglu8(_mm256_loadu_ps(gate + i + 8), _mm256_loadu_ps(up + i + 8));
+        _mm256_storeu_ps(y + i, y0);
+        _mm256_storeu_ps(y + i + 8, y1);
+    }
+    for (; i < n; i += 8) {
+        const __m256i mask = tail_mask(n - i < 8 ? n - i : 8);
+        __m256 yv = geglu8(_mm256_maskload_ps(gate + i, mask), _mm256_maskload_ps(up + i, mask));
+        _mm256_maskstore_ps(y + i, mask, yv);
+    }
+}
+
+/* y = cap * tanh(x / cap); y == x allowed (each vector is loaded before it is stored).
+ * Bound (ref's): |y - y_ref| <= 8 u |y_ref| + FLT_MIN.
+ * Why: x / cap rounds once (u, passed on by tanh scaled by <= 1), pl_avx2_tanh within 5 u,
+ * the product u: <= 7 u. */
+void softcap_avx2(float *y, const float *x, int64_t n, float cap)
+{
+    const __m256 c = _mm256_set1_ps(cap);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i,
+                         _mm256_mul_ps(c, pl_avx2_tanh(_mm256_div_ps(_mm256_loadu_ps(x + i), c))));
+    if (i < n) {
+        const __m256i mask = tail_mask(n - i);
+        const __m256 v = _mm256_maskload_ps(x + i, mask);
+        _mm256_maskstore_ps(y + i, mask, _mm256_mul_ps(c, pl_avx2_tanh(_mm256_div_ps(v, c))));
     }
 }

@@ -11,6 +11,8 @@ void rmsnorm_avx2(float *restrict y, const float *restrict x, const float *restr
 void softmax_avx2(float *restrict y, const float *restrict x, int64_t n);
 void swiglu_avx2(float *restrict y, const float *restrict gate, const float *restrict up,
                  int64_t n);
+void geglu_avx2(float *restrict y, const float *restrict gate, const float *restrict up, int64_t n);
+void softcap_avx2(float *y, const float *x, int64_t n, float cap);
 /* attention.c */
 void attention_avx2(float *restrict out, const pl_attn_args *a, int64_t h0, int64_t h1,
                     float *restrict scratch);
@@ -83,6 +85,32 @@ static inline __m256 pl_avx2_exp_plus(__m256 x, __m256 dx)
     r = _mm256_add_ps(r, dx);
     r = _mm256_fnmadd_ps(nf, _mm256_set1_ps(-0x1.05c610p-29f), r);
     return pl_avx2_exp_tail(nf, r);
+}
+
+/* tanh of 8 floats, odd, within 5 u of tanh (relative), +-1 where exp(-2|a|) < 2^-25, NaN kept.
+ * |a| < 0.3: a + a^3 p(a^2), p the Taylor series of (tanh a - a) / a^3 to a^10 (coefficients
+ * rounded to float): the first dropped term is < 1e-10 a, the a^3 p part is < 0.031 a, so its
+ * roundings cost < 0.2 u and the final FMA u: <= 1.3 u.
+ * |a| >= 0.3: (1 - e) / (1 + e), e = exp(-2|a|) <= 0.549 within 2.3 u (2|a| is exact):
+ * 1 - e carries e's error times e / (1 - e) <= 1.22 (2.8 u) plus u, 1 + e u, the division u:
+ * <= 5 u. Both branches run in every lane; the blend picks one (deterministic per element). */
+static inline __m256 pl_avx2_tanh(__m256 a)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+    const __m256 x = _mm256_andnot_ps(sign, a);
+    const __m256 e = pl_avx2_exp(_mm256_mul_ps(_mm256_set1_ps(-2.0f), x));
+    const __m256 big = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+    const __m256 x2 = _mm256_mul_ps(x, x);
+    __m256 p = _mm256_set1_ps(3.5921280365724810e-3f);                   /* 21844/6081075 */
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-8.8632355299021966e-3f)); /* -1382/155925 */
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(2.1869488536155203e-2f));  /* 62/2835 */
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-5.3968253968253968e-2f)); /* -17/315 */
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(1.3333333333333333e-1f));  /* 2/15 */
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-3.3333333333333333e-1f)); /* -1/3 */
+    const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(x2, x), p, x);
+    const __m256 t =
+        _mm256_blendv_ps(big, small, _mm256_cmp_ps(x, _mm256_set1_ps(0.3f), _CMP_LT_OQ));
+    return _mm256_or_ps(t, _mm256_and_ps(a, sign));
 }
 #endif
 

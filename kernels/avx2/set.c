@@ -16,6 +16,8 @@ const struct pl_kernels pl_kernels_avx2 = {
     .rmsnorm = rmsnorm_avx2,
     .softmax = softmax_avx2,
     .swiglu = swiglu_avx2,
+    .geglu = geglu_avx2,
+    .softcap = softcap_avx2,
     .attention = attention_avx2,
     .quantize_row =
         {

@@ -4,7 +4,9 @@
  *
  *   scores  K rows are read 16 at a time and transposed once per tile, so s_ij for 16 keys
  *           is one vector: acc = fma(K_t[d], q_i[d], acc) for d = 0 .. D-1 in order (one
- *           FMA chain per score), then s = scale * acc.
+ *           FMA chain per score), then s = scale * acc, and with softcap != 0
+ *           s = softcap * tanh(s / softcap) (pl_avx512_tanh; the bound's 4 (D + 2) A becomes
+ *           4 (D + 9) A, kernels/ref/attention.c says why).
  *   weights per query: m = the max over the visible scores (exact), e_j = s_j == m ? 1 :
  *           exp(s_j - m) (the avx2 vector exp on each half), summed in lane j mod 16 in
  *           ascending j, then the fixed tree ((l0 + l8) + (l4 + l12)) + ... (tree16).
@@ -136,7 +138,7 @@ static void load_k_block(float *restrict kt, const char *kbase, size_t stride, i
 static inline __attribute__((always_inline)) void score_chunk(float *const *s,
                                                               const float *const *q,
                                                               const float *restrict kt, int64_t D,
-                                                              float scale, const int n)
+                                                              float scale, float cap, const int n)
 {
     __m512 acc[QC];
     for (int i = 0; i < n; i++) acc[i] = _mm512_setzero_ps();
@@ -144,8 +146,14 @@ static inline __attribute__((always_inline)) void score_chunk(float *const *s,
         const __m512 k = _mm512_loadu_ps(kt + 16 * d);
         for (int i = 0; i < n; i++) acc[i] = _mm512_fmadd_ps(k, _mm512_set1_ps(q[i][d]), acc[i]);
     }
-    for (int i = 0; i < n; i++)
-        _mm512_storeu_ps(s[i], _mm512_mul_ps(_mm512_set1_ps(scale), acc[i]));
+    for (int i = 0; i < n; i++) {
+        __m512 v = _mm512_mul_ps(_mm512_set1_ps(scale), acc[i]);
+        if (cap != 0.0f) { /* soft-capping: cap * tanh(v / cap), 16 scores at a time */
+            const __m512 c = _mm512_set1_ps(cap);
+            v = _mm512_mul_ps(c, pl_avx512_tanh(_mm512_div_ps(v, c)));
+        }
+        _mm512_storeu_ps(s[i], v);
+    }
 }
 
 /* The V sum of n <= QV queries over dims [d0, d0 + 16 NV) (NV vectors, or one masked tail
@@ -265,12 +273,14 @@ static void attend_tile(const pl_attn_args *a, const tile *tl, int64_t g, float 
             switch (n) { /* constant chunk sizes: the accumulators stay in registers */
 #define SC(c)                                                                                      \
     case c:                                                                                        \
-        score_chunk(s, tl->q + i0, kt, D, a->scale, c);                                            \
+        score_chunk(s, tl->q + i0, kt, D, a->scale, a->softcap, c);                                \
         break;
                 SC(1)
                 SC(2)
                 SC(3)
-                SC(4) SC(5) SC(6) SC(7) default : score_chunk(s, tl->q + i0, kt, D, a->scale, QC);
+                SC(4)
+                SC(5) SC(6) SC(7) default
+                    : score_chunk(s, tl->q + i0, kt, D, a->scale, a->softcap, QC);
 #undef SC
             }
         }

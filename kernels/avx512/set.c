@@ -17,6 +17,8 @@ const struct pl_kernels pl_kernels_avx512 = {
     .rmsnorm = rmsnorm_avx2,
     .softmax = softmax_avx2,
     .swiglu = swiglu_avx2,
+    .geglu = geglu_avx512,
+    .softcap = softcap_avx512,
     .attention = attention_avx512,
     .quantize_row =
         {

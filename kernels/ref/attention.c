@@ -3,6 +3,7 @@
  *
  * For each query token t and head h in [h0, h1), with KV head g = h / (H / Hkv):
  *     s_j = scale * q[t][h] . k[j][g]            for every entry j visible to t
+ *     s_j = softcap * tanh(s_j / softcap)        when softcap != 0 (Gemma 2)
  *     out[t][h] = sum_j exp(s_j - m) v[j][g] / sum_j exp(s_j - m),   m = max_j s_j
  * Visibility is pl_attn_args's rule; a query that sees nothing gets zeros.
  *
@@ -14,6 +15,9 @@
  * s_j - m rounds by u |s_j - m|; float sums of M weights and of M weighted values add
  * <= 2 M u; scale, exp and the final division the constant. This set keeps scores in
  * double until they are stored, so it sits far inside.
+ * With softcap != 0 the term 4 (D + 2) A becomes 4 (D + 9) A: the cap's slope is <= 1, so a
+ * score error passes through it undiminished at worst, and a float cap (x / c, a vector tanh
+ * within 5 u, the product) adds <= 7 u |s_j| <= 7 u A. softcap == 0: not one bit changes.
  *
  * Batch invariance: every output element is produced by the same operations in the same
  * order (j ascending) whatever T, h0, h1 or the caller's thread. */
@@ -96,7 +100,9 @@ static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int6
     float m = -INFINITY;
     for (int64_t j = 0; j < N; j++) {
         if (!visible(a, j, qp)) continue;
-        float s = (float)((double)a->scale * dot_qk(a, q, kv_row(a, a->k, j, g)));
+        double sd = (double)a->scale * dot_qk(a, q, kv_row(a, a->k, j, g));
+        if (a->softcap != 0.0f) sd = (double)a->softcap * tanh(sd / (double)a->softcap);
+        float s = (float)sd;
         scratch[j] = s;
         if (seen == 0 || s > m) m = s;
         seen++;

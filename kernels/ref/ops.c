@@ -1,5 +1,6 @@
-/* ops.c — reference rmsnorm, rope, softmax and swiglu: scalar C, one fixed order per element.
- * Not fast: long reductions run in double because scalar double costs what scalar float does.
+/* ops.c — reference rmsnorm, rope (with scaling), softmax, swiglu, geglu and softcap: scalar C, one
+ * fixed order per element. Not fast: long reductions run in double because scalar double costs what
+ * scalar float does.
  *
  * Error bounds (u = 2^-24, FLT_MIN = 2^-126) are the contract for EVERY kernel set, checked
  * against GSL double references in conformance/test_ops.c. This set sits far inside them. */
@@ -21,31 +22,69 @@ void rmsnorm_ref(float *restrict y, const float *restrict x, const float *restri
     for (int64_t i = 0; i < n; i++) y[i] = (float)((double)x[i] * s * (double)w[i]);
 }
 
+/* YaRN's correction dims for n_rot rotated dims: [lo, hi] of the pair indices where the ramp
+ * runs, c(b) = n_rot ln(n_ctx_orig / (2 pi b)) / (2 ln freq_base), lo = max(0,
+ * floor(c(beta_fast))), hi = min(n_rot - 1, ceil(c(beta_slow))). In double (ggml uses float: the
+ * two may differ only where c(b) lands within a float rounding of an integer). */
+static void yarn_corr_dims(const pl_rope_args *a, int64_t n_rot, double *lo, double *hi)
+{
+    const double two_pi = 6.283185307179586476925286766559;
+    const double den = 2.0 * log((double)a->freq_base);
+    const double c_fast =
+        (double)n_rot * log((double)a->n_ctx_orig / (two_pi * a->beta_fast)) / den;
+    const double c_slow =
+        (double)n_rot * log((double)a->n_ctx_orig / (two_pi * a->beta_slow)) / den;
+    *lo = fmax(0.0, floor(c_fast));
+    *hi = fmin((double)(n_rot - 1), ceil(c_slow));
+}
+
 /* Rotates, for each of the n_heads heads of one token, pairs (a, b) of its first n_rot dims
- * by theta_i = pos * freq_base^(-2i/n_rot), i in [0, n_rot/2):
+ * by theta_i (pl_rope_args), i in [0, n_rot/2), with cos and sin scaled by mscale:
  *     normal: (a, b) = (2i, 2i+1)      neox: (a, b) = (i, i + n_rot/2)
  *     x_a' = x_a cos - x_b sin,   x_b' = x_a sin + x_b cos;   dims [n_rot, D) pass untouched.
  * n_rot is even and <= D (a larger n_rot is clamped to D; an odd one leaves its last dim).
- * Bound: |y - y_ref| <= u (8 + (n_rot/2 + |ln freq_base| + 4) |theta|) (|x_a| + |x_b|) + FLT_MIN.
+ * Bound, with mscale the reference's, "scaled" = any of freq_scale != 1, freq_factors,
+ * ext_factor != 0, attn_factor != 1, and k = scaled ? 4 : 0:
+ *     |y - y_ref| <= u (8 + k + (n_rot/2 + |ln freq_base| + 4 + k) |theta|
+ *                        + 4 |ext_factor| |theta_extrap - theta_interp|) |mscale| (|x_a| + |x_b|)
+ *                    + FLT_MIN.
  * Why: a float theta (powf with a rounded exponent, then up to n_rot/2 products, ggml style)
  * is off by that many u times |theta| radians, which moves cos and sin by as much; cos, sin,
- * two products and a sum add <= 8u of |x_a| + |x_b|. This set computes theta in double. */
-void rope_ref(float *restrict x, int64_t n_heads, int64_t D, int64_t n_rot, int32_t pos,
-              float freq_base, enum pl_rope_style style)
+ * two products and a sum add <= 8u of |x_a| + |x_b|. Scaling adds a division by the factor,
+ * the product by freq_scale and the convex mix (<= 4u |theta| more), the ramp's own
+ * rounding (<= 4u of the mixed gap) and mscale's (<= 4u). This set computes in double.
+ * Unscaled (freq_scale 1, no factors, ext_factor 0, attn_factor 1) every step above is exact
+ * but the angle, cos, sin and the rotation: the result is the plain rotation, bit for bit. */
+void rope_ref(float *restrict x, int64_t n_heads, int64_t D, int32_t pos, const pl_rope_args *a)
 {
+    int64_t n_rot = a->n_rot;
     if (n_rot > D) n_rot = D;
     const int64_t half = n_rot / 2;
+    double lo = 0.0, hi = 0.0, mscale = (double)a->attn_factor;
+    if (a->ext_factor != 0.0f) {
+        yarn_corr_dims(a, n_rot, &lo, &hi);
+        mscale *= 1.0 + 0.1 * log(1.0 / (double)a->freq_scale);
+    }
     for (int64_t i = 0; i < half; i++) {
         /* One angle per pair index, shared by every head: computed once, identically. */
-        double theta = (double)pos * pow((double)freq_base, -2.0 * (double)i / (double)n_rot);
-        double c = cos(theta), s = sin(theta);
-        int64_t a = style == PL_ROPE_NEOX ? i : 2 * i;
-        int64_t b = style == PL_ROPE_NEOX ? i + half : 2 * i + 1;
+        double theta = (double)pos * pow((double)a->freq_base, -2.0 * (double)i / (double)n_rot);
+        if (a->freq_factors) theta /= (double)a->freq_factors[i];
+        const double interp = (double)a->freq_scale * theta;
+        if (a->ext_factor != 0.0f) {
+            const double y = ((double)i - lo) / fmax(0.001, hi - lo);
+            const double mix = (1.0 - fmin(1.0, fmax(0.0, y))) * (double)a->ext_factor;
+            theta = interp * (1.0 - mix) + theta * mix;
+        } else {
+            theta = interp;
+        }
+        double c = cos(theta) * mscale, s = sin(theta) * mscale;
+        int64_t ia = a->style == PL_ROPE_NEOX ? i : 2 * i;
+        int64_t ib = a->style == PL_ROPE_NEOX ? i + half : 2 * i + 1;
         for (int64_t h = 0; h < n_heads; h++) {
             float *xh = x + h * D;
-            double xa = xh[a], xb = xh[b];
-            xh[a] = (float)(xa * c - xb * s);
-            xh[b] = (float)(xa * s + xb * c);
+            double xa = xh[ia], xb = xh[ib];
+            xh[ia] = (float)(xa * c - xb * s);
+            xh[ib] = (float)(xa * s + xb * c);
         }
     }
 }
@@ -89,4 +128,34 @@ void swiglu_ref(float *restrict y, const float *restrict gate, const float *rest
         double sig = g >= 0 ? 1.0 / (1.0 + exp(-g)) : exp(g) / (1.0 + exp(g));
         y[i] = (float)(g * sig * (double)up[i]);
     }
+}
+
+/* y = gelu_tanh(gate) * up. gate is finite. gelu_tanh(g) = 0.5 g (1 + tanh(z)) = g sigmoid(2z),
+ * z = sqrt(2/pi) (g + 0.044715 g^3): the sigmoid form has no cancellation where tanh -> -1.
+ * Bound: |y - y_ref| <= (16 + 16 |z| w) u |y_ref| + 2^-120 |up| + FLT_MIN,
+ *     w = 1 / (1 + exp(2z)), the share of an error in 2z that reaches y.
+ * Why: as swiglu's, but exp's argument 2z is computed (a float set rounds g^2, the constants,
+ * 1 + c g^2 and two products: <= 8 u |2z|), and exp turns that into as much relative error
+ * of e, which y feels as e / (1 + e) = w of it. Below g = -9.7 a float exp(-2z) overflows and
+ * |y_ref| < 2^-124 |up|: the 2^-120 |up| term. This set computes in double. */
+void geglu_ref(float *restrict y, const float *restrict gate, const float *restrict up, int64_t n)
+{
+    const double k = 0.79788456080286535588; /* sqrt(2/pi) */
+    for (int64_t i = 0; i < n; i++) {
+        const double g = gate[i];
+        const double z2 = 2.0 * k * g * (1.0 + 0.044715 * g * g);
+        /* sigmoid without overflow: exp of a non-positive argument only */
+        const double sig = z2 >= 0 ? 1.0 / (1.0 + exp(-z2)) : exp(z2) / (1.0 + exp(z2));
+        y[i] = (float)(g * sig * (double)up[i]);
+    }
+}
+
+/* y = cap * tanh(x / cap), cap > 0; y == x allowed. NaN stays NaN, +-inf gives +-cap.
+ * Bound: |y - y_ref| <= 8 u |y_ref| + FLT_MIN.
+ * Why: x / cap rounds once (u relative), which tanh passes on scaled by
+ * |a| (1 - tanh^2 a) / |tanh a| <= 1; a vector tanh within 5 u (avx2/ops.c says how) and the
+ * product by cap u: <= 7 u. This set computes in double: one rounding. */
+void softcap_ref(float *y, const float *x, int64_t n, float cap)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = (float)((double)cap * tanh((double)x[i] / (double)cap));
 }

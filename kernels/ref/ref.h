@@ -33,10 +33,9 @@ void dequantize_row_q6_k_ref(float *restrict y, const void *restrict x, int64_t 
 void dequantize_row_q8_k_ref(float *restrict y, const void *restrict x, int64_t n);
 
 /* matmul.c: weights of each type against activations in the type's dot type. */
-#define PL_REF_MATMUL_ARGS                                                                   \
-    float *restrict y, int64_t ldy, const void *restrict w, size_t w_row_bytes,              \
-        const void *restrict x, size_t x_row_bytes, int64_t K, int64_t r0, int64_t r1,       \
-        int64_t T
+#define PL_REF_MATMUL_ARGS                                                                         \
+    float *restrict y, int64_t ldy, const void *restrict w, size_t w_row_bytes,                    \
+        const void *restrict x, size_t x_row_bytes, int64_t K, int64_t r0, int64_t r1, int64_t T
 void matmul_f32_ref(PL_REF_MATMUL_ARGS);
 void matmul_f16_ref(PL_REF_MATMUL_ARGS);
 void matmul_bf16_ref(PL_REF_MATMUL_ARGS);
@@ -53,11 +52,11 @@ void matmul_q8_k_q8_k_ref(PL_REF_MATMUL_ARGS);
 /* ops.c */
 void rmsnorm_ref(float *restrict y, const float *restrict x, const float *restrict w, int64_t n,
                  float eps);
-void rope_ref(float *restrict x, int64_t n_heads, int64_t D, int64_t n_rot, int32_t pos,
-              float freq_base, enum pl_rope_style style);
+void rope_ref(float *restrict x, int64_t n_heads, int64_t D, int32_t pos, const pl_rope_args *a);
 void softmax_ref(float *restrict y, const float *restrict x, int64_t n);
-void swiglu_ref(float *restrict y, const float *restrict gate, const float *restrict up,
-                int64_t n);
+void geglu_ref(float *restrict y, const float *restrict gate, const float *restrict up, int64_t n);
+void softcap_ref(float *y, const float *x, int64_t n, float cap);
+void swiglu_ref(float *restrict y, const float *restrict gate, const float *restrict up, int64_t n);
 /* attention.c */
 void attention_ref(float *restrict out, const pl_attn_args *a, int64_t h0, int64_t h1,
                    float *restrict scratch);
