@@ -15,6 +15,9 @@
  * suites run once per set the CPU supports (NULL: the default choice). */
 static const char *g_set;
 static uint32_t g_model_flags;
+/* A variant of the tiny files (RoPE scaling keys and tensors): applied by e2e_case. */
+static void (*g_edit)(pl_gguf_writer *w, const tiny_spec *s);
+static const void *g_edit_user;
 
 /* The e2e bound, relative to the RMS of the reference logits at that position:
  *   |engine - ref| <= tol * rms(ref).
@@ -133,6 +136,8 @@ static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64
     spec.mix = types[ti].mix;
     spec.seed = tu_seed() + (uint64_t)ti;
     spec.tied = ti % 2;
+    spec.edit = g_edit;
+    spec.edit_user = g_edit_user;
     void *buf = NULL;
     pl_model *m = load(&spec, &buf);
     TU_CHECK(m != NULL, "%s %s: model did not load", arch, types[ti].name);
@@ -171,6 +176,82 @@ static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64
     pl_buffer_free(buf);
     free(y);
     free(r);
+}
+
+/* ---- RoPE scaling: each as llama.cpp's keys and tensors carry it, against the reference's
+ * transformers definitions (refs/ref_transformer.c) ---- */
+
+typedef struct rope_variant {
+    const char *name, *arch;
+    const char *type; /* rope.scaling.type, NULL: absent */
+    float factor;     /* rope.scaling.factor, 0: absent */
+    float scale_linear;
+    uint32_t orig_ctx; /* rope.scaling.original_context_length, 0: absent */
+    float attn_factor; /* 0: absent */
+    int freqs;         /* 1: a rope_freqs.weight tensor (llama3) */
+} rope_variant;
+
+/* llama3-style divisors: 1 for the high frequencies, the factor for the low, a smooth band
+ * between (as llama.cpp's converter computes them for factor 8, low 1, high 4, context 16) */
+static float rope_freqs_data[64];
+
+static void rope_edit(pl_gguf_writer *w, const tiny_spec *s)
+{
+    const rope_variant *v = s->edit_user;
+    char key[96];
+    pl_error e;
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, s->arch), key)
+    if (v->type)
+        pl_gguf_writer_set_string(w, KEY("rope.scaling.type"), v->type, strlen(v->type), &e);
+    if (v->factor) pl_gguf_writer_set_f32(w, KEY("rope.scaling.factor"), v->factor, &e);
+    if (v->scale_linear) pl_gguf_writer_set_f32(w, KEY("rope.scale_linear"), v->scale_linear, &e);
+    if (v->orig_ctx)
+        pl_gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"), v->orig_ctx, &e);
+    if (v->attn_factor)
+        pl_gguf_writer_set_f32(w, KEY("rope.scaling.attn_factor"), v->attn_factor, &e);
+#undef KEY
+    if (v->freqs) {
+        const int64_t half = s->D / 2;
+        for (int64_t i = 0; i < half; i++) {
+            const double freq = pow(10000.0, -2.0 * (double)i / (double)s->D);
+            const double wavelen = 2 * M_PI / freq, lo = 16.0 / 1.0, hi = 16.0 / 4.0;
+            double f = 1;
+            if (wavelen > lo)
+                f = 8;
+            else if (wavelen >= hi) {
+                const double smooth = (16.0 / wavelen - 1) / (4 - 1);
+                f = 1 / ((1 - smooth) / 8 + smooth);
+            }
+            rope_freqs_data[i] = (float)f;
+        }
+        const int64_t ne[1] = {half};
+        pl_gguf_writer_add_tensor(w, "rope_freqs.weight", PL_TYPE_F32, 1, ne, rope_freqs_data, &e);
+    }
+}
+
+static const rope_variant rope_variants[] = {
+    {"llama3 factors", "llama", NULL, 0, 0, 0, 0, 1},
+    {"linear 4", "llama", "linear", 4, 0, 0, 0, 0},
+    {"absent type, scale_linear 2", "llama", NULL, 0, 2, 0, 0, 0},
+    {"yarn 8 over 32", "llama", "yarn", 8, 0, 32, 0, 0},
+    {"yarn 4 over 16, attn_factor 0.9", "qwen2", "yarn", 4, 0, 16, 0.9f, 0},
+    {"linear 2", "qwen3", "linear", 2, 0, 0, 0, 0},
+};
+
+static void e2e_rope_scaling_one_set(void)
+{
+    static const int type_idx[] = {0, 2}; /* F32, Q8_0 */
+    for (size_t v = 0; v < sizeof rope_variants / sizeof rope_variants[0]; v++) {
+        worst w = {0, 0};
+        g_edit = rope_edit;
+        g_edit_user = &rope_variants[v];
+        for (size_t t = 0; t < sizeof type_idx / sizeof type_idx[0]; t++)
+            e2e_case(rope_variants[v].arch, type_idx[t], PL_TYPE_F32, 0, 0, &w);
+        g_edit = NULL;
+        g_edit_user = NULL;
+        printf("\n  set %s, rope %s (%s): max|err| %.3g, worst ratio to bound %.3f", g_set,
+               rope_variants[v].name, rope_variants[v].arch, w.abs, w.ratio);
+    }
 }
 
 /* Runs fn once per kernel set this CPU supports, with g_set naming it. */
@@ -227,6 +308,11 @@ static void e2e_sliding_window_with_sinks_matches_reference_one_set(void)
         for (size_t c = 0; c < 4; c++)
             e2e_case(archs[a], (int)(c % 2 ? 0 : 2), PL_TYPE_F32, cfg[c][0], cfg[c][1], &w);
     printf("\n  sliding window: max|err| %.3g, worst ratio %.3f\n", w.abs, w.ratio);
+}
+
+static void e2e_rope_scaling_matches_reference(void)
+{
+    for_each_set(e2e_rope_scaling_one_set);
 }
 
 static void e2e_sliding_window_with_sinks_matches_reference(void)
@@ -599,6 +685,7 @@ int main(void)
         {"e2e_logits_match_reference_for_every_arch_and_type",
          e2e_logits_match_reference_for_every_arch_and_type},
         {"e2e_f16_kv_matches_reference", e2e_f16_kv_matches_reference},
+        {"e2e_rope_scaling_matches_reference", e2e_rope_scaling_matches_reference},
         {"e2e_sliding_window_with_sinks_matches_reference",
          e2e_sliding_window_with_sinks_matches_reference},
         {"logits_identical_across_chunks_threads_and_truncation",

@@ -25,6 +25,8 @@ struct ref_model {
     int neox;
     int64_t E, L, D, n_rot, V;
     double eps, base;
+    double *inv_freq;          /* (n_rot/2) each pair's frequency, every scaling applied */
+    double mscale;             /* cos and sin are multiplied by it (YaRN's attention factor) */
     gsl_matrix *embd, *output; /* (V, E) */
     gsl_vector *out_norm;
     ref_layer *layers;
@@ -79,6 +81,8 @@ static double meta(const pl_gguf *g, const char *arch, int hp, double def)
     return isnan(k->def) ? def : k->def;
 }
 
+static int rope_freqs(ref_model *m, const pl_gguf *g, const char *an);
+
 int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
 {
     *out = NULL;
@@ -102,6 +106,10 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
     if (!(m->eps > 0)) {
         ref_model_free(m);
         return fail(msg, len, "missing key", "attention.layer_norm_rms_epsilon");
+    }
+    if (rope_freqs(m, g, an)) {
+        ref_model_free(m);
+        return fail(msg, len, "bad RoPE scaling", "rope_freqs.weight");
     }
     int64_t ti = pl_gguf_find_tensor(g, "token_embd.weight");
     pl_tensor_info t;
@@ -156,6 +164,7 @@ void ref_model_free(ref_model *m)
             if (m->layers[l].v[r]) gsl_vector_free(m->layers[l].v[r]);
         }
     free(m->layers);
+    free(m->inv_freq);
     if (m->embd) gsl_matrix_free(m->embd);
     if (m->output) gsl_matrix_free(m->output);
     if (m->out_norm) gsl_vector_free(m->out_norm);
@@ -191,13 +200,66 @@ static void rope(double *x, int64_t heads, const ref_model *m, int64_t pos)
     for (int64_t h = 0; h < heads; h++) {
         double *xh = x + h * m->D;
         for (int64_t i = 0; i < half; i++) {
-            double theta = (double)pos * pow(m->base, -2.0 * (double)i / (double)m->n_rot);
+            double theta = (double)pos * m->inv_freq[i];
+            double c = cos(theta) * m->mscale, s = sin(theta) * m->mscale;
             int64_t a = m->neox ? i : 2 * i, b = m->neox ? i + half : 2 * i + 1;
             double xa = xh[a], xb = xh[b];
-            xh[a] = xa * cos(theta) - xb * sin(theta);
-            xh[b] = xa * sin(theta) + xb * cos(theta);
+            xh[a] = xa * c - xb * s;
+            xh[b] = xa * s + xb * c;
         }
     }
+}
+
+/* The frequencies as transformers defines each rope_scaling (modeling_rope_utils), from the
+ * file's keys: default theta_i = base^(-2i/d); llama3: divided by rope_freqs.weight[i];
+ * linear: times 1/factor; yarn: between the interpolated (1/factor) and the original frequency
+ * by a linear ramp over the correction range [floor(d ln(L/(2 pi b_fast)) / (2 ln base)),
+ * ceil(same with b_slow)], and cos/sin times 0.1 ln(factor) + 1. Returns 0 or -1. */
+static int rope_freqs(ref_model *m, const pl_gguf *g, const char *an)
+{
+    const int64_t half = m->n_rot / 2, d = m->n_rot;
+    m->inv_freq = calloc((size_t)half, sizeof *m->inv_freq);
+    if (!m->inv_freq) return -1;
+    gsl_vector *ff = NULL;
+    if (pl_gguf_find_tensor(g, "rope_freqs.weight") >= 0 &&
+        !(ff = load_vector(g, "rope_freqs.weight", half)))
+        return -1;
+    char key[128];
+    pl_str type = {"linear", 6}; /* llama.cpp's reading of an absent type */
+    snprintf(key, sizeof key, "%s.rope.scaling.type", an);
+    pl_gguf_get_string(g, key, &type, NULL);
+    const int yarn = type.len == 4 && memcmp(type.ptr, "yarn", 4) == 0;
+    const int none = type.len == 4 && memcmp(type.ptr, "none", 4) == 0;
+    double factor = meta(g, an, PL_HP_ROPE_SCALING_FACTOR, 0);
+    if (factor == 0) factor = meta(g, an, PL_HP_ROPE_SCALE_LINEAR, 1);
+    if (none || factor == 0) factor = 1;
+    const double orig = meta(g, an, PL_HP_ROPE_ORIG_CTX, meta(g, an, PL_HP_CONTEXT_LENGTH, 0));
+    const double b_fast = meta(g, an, PL_HP_YARN_BETA_FAST, NAN);
+    const double b_slow = meta(g, an, PL_HP_YARN_BETA_SLOW, NAN);
+    double lo = 0, hi = 0;
+    if (yarn) {
+        lo = floor(d * log(orig / (b_fast * 2 * M_PI)) / (2 * log(m->base)));
+        hi = ceil(d * log(orig / (b_slow * 2 * M_PI)) / (2 * log(m->base)));
+        if (lo < 0) lo = 0;
+        if (hi > d - 1) hi = (double)(d - 1);
+        if (hi == lo) hi += 0.001;
+    }
+    for (int64_t i = 0; i < half; i++) {
+        double f = pow(m->base, -2.0 * (double)i / (double)d);
+        if (ff) f /= gsl_vector_get(ff, (size_t)i);
+        const double interp = f / factor;
+        if (yarn) {
+            double ramp = ((double)i - lo) / (hi - lo);
+            ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+            const double extrap = 1 - ramp; /* weight of the original frequency */
+            m->inv_freq[i] = interp * (1 - extrap) + f * extrap;
+        } else {
+            m->inv_freq[i] = interp;
+        }
+    }
+    m->mscale = meta(g, an, PL_HP_ROPE_ATTN_FACTOR, NAN) * (yarn ? 0.1 * log(factor) + 1 : 1);
+    if (ff) gsl_vector_free(ff);
+    return 0;
 }
 
 int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, const ref_window *w,

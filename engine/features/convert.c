@@ -785,6 +785,7 @@ static int plan_visit(void *user, const pl_arch_tensor *r, int64_t l)
     const hf_config *c = w->c;
     const int output = l < 0 && r->role == PL_G_OUTPUT;
     if (output && c->tied) return 0;
+    if (!r->hf) return 0; /* computed from config.json, not a checkpoint tensor */
     char g[96], h[96];
     if (l >= 0) {
         snprintf(g, sizeof g, "blk.%lld.%s", (long long)l, r->gguf);

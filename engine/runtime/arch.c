@@ -14,15 +14,22 @@
 
 /* ---- tensors ---- */
 
-/* Every architecture here shares the whole-model tensors. An absent output.weight means tied
- * embeddings (token_embd.weight is the output projection too). */
-static const pl_arch_tensor globals_common[] = {
-    {PL_G_TOK_EMBD, "token_embd.weight", "model.embed_tokens.weight", PL_DIM_E, PL_DIM_V,
-     PL_TK_EMBD, REQ, PL_XF_NONE},
-    {PL_G_OUT_NORM, "output_norm.weight", "model.norm.weight", PL_DIM_E, PL_DIM_1, PL_TK_NORM, REQ,
-     PL_XF_NONE},
-    {PL_G_OUTPUT, "output.weight", "lm_head.weight", PL_DIM_E, PL_DIM_V, PL_TK_EMBD, OPT,
-     PL_XF_NONE},
+/* The whole-model tensors. An absent output.weight means tied embeddings (token_embd.weight is
+ * the output projection too). */
+#define G(role, gguf, hf, ne0, ne1, kind, req)                                                     \
+    {                                                                                              \
+        PL_G_##role, gguf, hf, PL_DIM_##ne0, PL_DIM_##ne1, PL_TK_##kind, req, PL_XF_NONE           \
+    }
+#define GLOBALS                                                                                    \
+    G(TOK_EMBD, "token_embd.weight", "model.embed_tokens.weight", E, V, EMBD, REQ),                \
+        G(OUT_NORM, "output_norm.weight", "model.norm.weight", E, 1, NORM, REQ),                   \
+        G(OUTPUT, "output.weight", "lm_head.weight", E, V, EMBD, OPT)
+static const pl_arch_tensor globals_common[] = {GLOBALS};
+/* llama adds the RoPE frequency divisors llama.cpp's converter writes for Llama 3.1+'s
+ * rope_scaling (rope_type llama3): computed by convert, not an HF tensor. */
+static const pl_arch_tensor globals_llama[] = {
+    GLOBALS,
+    G(ROPE_FREQS, "rope_freqs.weight", NULL, ROT2, 1, FACTORS, OPT),
 };
 
 #define T(role, gguf, hf, ne0, ne1, kind, req, xf)                                                 \
@@ -90,10 +97,10 @@ static const pl_arch_tensor layer_qwen3[] = {
 static const pl_arch archs[] = {
     {"llama",
      "LlamaForCausalLM",
-     globals_common,
-     N_OF(globals_common),
+     globals_llama,
+     N_OF(globals_llama),
      LAYER(layer_llama),
-     {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU}},
+     {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU, .full_rotary = 1}},
     {"qwen2",
      "Qwen2ForCausalLM",
      globals_common,

@@ -135,8 +135,9 @@ enum pl_act { PL_ACT_SILU, PL_ACT_GELU_TANH };
 /* How a block computes, read by the forward pass instead of the architecture's name. */
 typedef struct pl_arch_recipe {
     enum pl_rope_style rope_style;
-    uint8_t act;        /* enum pl_act: the gated FFN's activation */
-    uint8_t post_norms; /* 1: attn_post_norm / ffn_post_norm on each branch before the residual */
+    uint8_t act;         /* enum pl_act: the gated FFN's activation */
+    uint8_t post_norms;  /* 1: attn_post_norm / ffn_post_norm on each branch before the residual */
+    uint8_t full_rotary; /* 1: rope.dimension_count must equal the head dimension (llama) */
 } pl_arch_recipe;
 
 typedef struct pl_arch {

@@ -260,17 +260,9 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
     add_bias(s->v, &L->bv, T, Hkv * D);
     head_norm(ss, s->q, &L->q_norm, T, H);
     head_norm(ss, s->k, &L->k_norm, T, Hkv);
-    /* No RoPE scaling yet: the model's scaling keys are to be read into hp and passed here. */
-    const pl_rope_args rope = {.n_rot = hp->n_rot,
-                               .freq_base = hp->rope_base,
-                               .freq_scale = 1.0f,
-                               .freq_factors = NULL,
-                               .ext_factor = 0.0f,
-                               .attn_factor = 1.0f,
-                               .style = hp->arch->recipe.rope_style};
     for (int64_t t = 0; t < T; t++) {
-        k->rope(s->q + t * H * D, H, D, (int32_t)(p0 + t), &rope);
-        k->rope(s->k + t * Hkv * D, Hkv, D, (int32_t)(p0 + t), &rope);
+        k->rope(s->q + t * H * D, H, D, (int32_t)(p0 + t), &hp->rope);
+        k->rope(s->k + t * Hkv * D, Hkv, D, (int32_t)(p0 + t), &hp->rope);
         pl_kvcache_store(&ss->kv, l, p0 + t, s->k + t * Hkv * D, s->v + t * Hkv * D);
     }
 

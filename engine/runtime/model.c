@@ -1,5 +1,6 @@
 /* model.c — pl_model: a GGUF view plus the architecture's hyperparameters and weights,
  * bound by name with exact types and shapes. Not the forward pass (forward.c). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -261,34 +262,31 @@ static pl_status check_keys(const pl_gguf *g, const char *arch, int vocab_only, 
     return PL_OK;
 }
 
-/* The values of the table's keys that plumb does not compute yet, refused by name; a key at
- * its neutral value (expert_count = 0, rope.scaling.type = none, ...) changes nothing. */
+static int str_is(const pl_str *s, const char *z)
+{
+    return s->len == strlen(z) && memcmp(s->ptr, z, s->len) == 0;
+}
+
+/* The values of the table's keys that plumb does not compute, refused by name; a key at its
+ * neutral value (expert_count = 0, attention.causal = true, ...) changes nothing. */
 static pl_status check_values(const hp_read *r, pl_error *err)
 {
     const char *a = r->arch;
     const pl_str *type = &r->str[PL_HP_ROPE_SCALING_TYPE];
-    if (r->present[PL_HP_ROPE_SCALING_TYPE] &&
-        !(type->len == 4 && memcmp(type->ptr, "none", 4) == 0))
+    if (r->present[PL_HP_ROPE_SCALING_TYPE] && !str_is(type, "none") && !str_is(type, "linear") &&
+        !str_is(type, "yarn"))
         return pl_fail(err, PL_ERR_UNSUPPORTED,
-                       "%s.rope.scaling.type = '%.*s': plumb does not implement this RoPE scaling",
-                       a, (int)(type->len > 32 ? 32 : type->len), type->ptr);
-    const double factor = r->v[PL_HP_ROPE_SCALING_FACTOR];
-    if (factor != 0.0 && factor != 1.0)
-        return pl_fail(err, PL_ERR_UNSUPPORTED,
-                       "%s.rope.scaling.factor = %g: plumb does not implement RoPE scaling", a,
-                       factor);
-    if (r->v[PL_HP_ROPE_SCALE_LINEAR] != 1.0)
-        return pl_fail(err, PL_ERR_UNSUPPORTED,
-                       "%s.rope.scale_linear = %g: plumb does not implement RoPE scaling", a,
-                       r->v[PL_HP_ROPE_SCALE_LINEAR]);
-    static const int yarn[] = {PL_HP_ROPE_ATTN_FACTOR, PL_HP_YARN_EXT_FACTOR,
-                               PL_HP_YARN_ATTN_FACTOR, PL_HP_YARN_BETA_FAST, PL_HP_YARN_BETA_SLOW};
-    for (size_t i = 0; i < sizeof yarn / sizeof yarn[0]; i++) {
-        const pl_arch_key *k = pl_arch_key_of(yarn[i]);
-        if (r->present[k->hp] && r->v[k->hp] != k->def)
+                       "%s.rope.scaling.type = '%.*s': plumb implements none, linear and yarn", a,
+                       (int)(type->len > 32 ? 32 : type->len), type->ptr);
+    const int yarn = r->present[PL_HP_ROPE_SCALING_TYPE] && str_is(type, "yarn");
+    /* llama.cpp's YaRN multiplier keys (DeepSeek's log multiplier, its ext/attn overrides) */
+    static const int yarn_only[] = {PL_HP_YARN_EXT_FACTOR, PL_HP_YARN_ATTN_FACTOR};
+    for (size_t i = 0; i < sizeof yarn_only / sizeof yarn_only[0]; i++) {
+        const pl_arch_key *k = pl_arch_key_of(yarn_only[i]);
+        if (r->present[k->hp] && r->v[k->hp] != k->def && !(yarn && k->hp == PL_HP_YARN_EXT_FACTOR))
             return pl_fail(err, PL_ERR_UNSUPPORTED,
-                           "%s.%s = %g: plumb does not implement this RoPE scaling", a, k->suffix,
-                           r->v[k->hp]);
+                           "%s.%s = %g: plumb does not implement this RoPE scaling override", a,
+                           k->suffix, r->v[k->hp]);
     }
     if (r->v[PL_HP_EXPERT_COUNT] != 0 || r->v[PL_HP_EXPERT_USED_COUNT] != 0)
         return pl_fail(err, PL_ERR_UNSUPPORTED,
@@ -298,6 +296,47 @@ static pl_status check_values(const hp_read *r, pl_error *err)
     if (r->v[PL_HP_CAUSAL] != 1.0)
         return pl_fail(err, PL_ERR_UNSUPPORTED,
                        "%s.attention.causal = false: plumb runs causal decoders only", a);
+    return PL_OK;
+}
+
+/* RoPE as llama.cpp derives it from the keys: a factor (rope.scaling.factor, else the older
+ * rope.scale_linear) scales positions linearly whatever the type (an absent type is linear);
+ * YaRN adds its ramp (ext_factor 1 unless the file says otherwise) between the correction
+ * dims of beta_fast/beta_slow over the original context; rope_freqs.weight divides each
+ * pair's frequency (llama3). */
+static pl_status read_rope(pl_model *m, const hp_read *r, pl_error *err)
+{
+    pl_hparams *hp = &m->hp;
+    const double factor = r->present[PL_HP_ROPE_SCALING_FACTOR] ? r->v[PL_HP_ROPE_SCALING_FACTOR]
+                                                                : r->v[PL_HP_ROPE_SCALE_LINEAR];
+    const int yarn = str_is(&r->str[PL_HP_ROPE_SCALING_TYPE], "yarn");
+    const int none = str_is(&r->str[PL_HP_ROPE_SCALING_TYPE], "none");
+    if (factor != 0.0 && factor < 1.0 && !none)
+        return pl_fail(err, PL_ERR_FORMAT, "%s.rope.scaling.factor = %g must be >= 1",
+                       hp->arch->name, factor);
+    pl_rope_args *a = &hp->rope;
+    memset(a, 0, sizeof *a);
+    a->n_rot = hp->n_rot;
+    a->freq_base = hp->rope_base;
+    a->freq_scale = none || factor == 0.0 ? 1.0f : (float)(1.0 / factor);
+    a->ext_factor = !yarn ? 0.0f
+                    : r->present[PL_HP_YARN_EXT_FACTOR] && r->v[PL_HP_YARN_EXT_FACTOR] >= 0
+                        ? (float)r->v[PL_HP_YARN_EXT_FACTOR]
+                        : 1.0f;
+    a->attn_factor = (float)r->v[PL_HP_ROPE_ATTN_FACTOR];
+    a->beta_fast = (float)r->v[PL_HP_YARN_BETA_FAST];
+    a->beta_slow = (float)r->v[PL_HP_YARN_BETA_SLOW];
+    a->n_ctx_orig =
+        r->present[PL_HP_ROPE_ORIG_CTX] ? (int64_t)r->v[PL_HP_ROPE_ORIG_CTX] : hp->n_ctx_train;
+    a->style = hp->arch->recipe.rope_style;
+    a->freq_factors = m->rope_freqs.data;
+    for (int64_t i = 0; a->freq_factors && i < hp->n_rot / 2; i++) {
+        const float f = a->freq_factors[i];
+        if (!(f > 0.0f) || isinf(f))
+            return pl_fail(err, PL_ERR_FORMAT,
+                           "rope_freqs.weight[%lld] = %g is not a positive finite divisor",
+                           (long long)i, (double)f);
+    }
     return PL_OK;
 }
 
@@ -474,6 +513,10 @@ static pl_status bind_arch(pl_model *m, pl_error *err)
     if (hp->n_rot % 2 != 0)
         return pl_fail(err, PL_ERR_FORMAT, "%s.rope.dimension_count = %lld must be even", arch,
                        (long long)hp->n_rot);
+    if (hp->arch->recipe.full_rotary && hp->n_rot != hp->head_dim)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s.rope.dimension_count = %lld: %s rotates the whole head (%lld)", arch,
+                       (long long)hp->n_rot, arch, (long long)hp->head_dim);
 
     /* The vocabulary size comes from the embedding table itself. */
     int64_t ti = pl_gguf_find_tensor(g, "token_embd.weight");
@@ -492,7 +535,7 @@ static pl_status bind_arch(pl_model *m, pl_error *err)
     if (!bound) return pl_fail(err, PL_ERR_NOMEM, "no memory for the tensor list");
     s = bind_tensors(m, bound, err);
     pl_free(bound);
-    return s;
+    return s ? s : read_rope(m, &r, err);
 }
 
 /* ---- load ---- */

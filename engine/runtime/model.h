@@ -54,6 +54,7 @@ typedef struct pl_hparams {
     int64_t n_vocab, n_ctx_train, n_embd, n_layer, head_dim, n_rot;
     int64_t max_head, max_head_kv, max_ff; /* maxima over layers, for scratch sizing */
     float rms_eps, rope_base;
+    pl_rope_args rope; /* every layer's RoPE: base, scaling (linear, YaRN), llama3 factors */
 } pl_hparams;
 
 struct pl_model {

@@ -1,0 +1,592 @@
+"""make_checkpoints.py — tiny random checkpoints of real model configs (dimensions shrunk, every
+structural feature kept), saved by transformers, with the float32 CPU logits transformers computes
+for two fixed id sequences: the outside oracle of conformance/oracle_arch (README.md there).
+Not a test: it only writes fixtures. Usage, from the repository root (the tokenizer files are
+relative links to models/plumb-en-8m-hf, so OUT_DIR belongs inside this tree):
+  python3 tools/oracle_arch/make_checkpoints.py conformance/oracle_arch [--summary F] [CASE ...]
+
+Each case is tried with the config spelled several ways (legacy `rope_scaling` kwargs as hub
+config.json files carry them, then transformers 5's `rope_parameters`); the first spelling whose
+model has exactly the RoPE inverse frequencies the scaling's definition gives (computed here
+independently) is kept, so a version that silently ignores a key cannot slip through. The saved
+directory is reloaded with from_pretrained and the logits of the RELOADED model are the oracle
+(and must equal the in-memory model's bit for bit). Ablations (the same weights with one
+feature switched off) measure how far each feature moves the logits: an oracle is only as
+sharp as that distance is large against the comparison bound."""
+import copy
+import json
+import math
+import os
+import shutil
+import struct
+import sys
+import traceback
+
+import numpy as np
+import torch
+import transformers
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOK_DIR = os.path.join(HERE, "..", "..", "models", "plumb-en-8m-hf")
+V = 4096          # the tokenizer's vocabulary (byte-level BPE, models/plumb-en-8m-hf)
+SEQ_LENS = (20, 21)
+SPECIAL = dict(bos_token_id=0, eos_token_id=0, pad_token_id=0)  # <|endoftext|> is id 0
+
+torch.set_num_threads(1)
+torch.use_deterministic_algorithms(True)
+
+
+def fixed_ids():
+    rng = np.random.RandomState(27)
+    seqs = []
+    for i, n in enumerate(SEQ_LENS):
+        ids = rng.randint(3, V, size=n).tolist()
+        if i == 0:
+            ids[0] = 0  # the first sequence begins with BOS, as the tokenizer would add it
+        seqs.append(ids)
+    return seqs
+
+
+# ---- RoPE inverse frequencies from their definitions (float64), for verification -------------
+
+def inv_default(base, dim):
+    return 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float64) / dim))
+
+
+def inv_linear(base, dim, factor):
+    return inv_default(base, dim) / factor
+
+
+def inv_llama3(base, dim, factor, low, high, old_ctx):
+    inv = inv_default(base, dim)
+    wavelen = 2 * math.pi / inv
+    out = np.where(wavelen > old_ctx / low, inv / factor, inv)
+    smooth = (old_ctx / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * out / factor + smooth * out
+    medium = ~(wavelen < old_ctx / high) & ~(wavelen > old_ctx / low)
+    return np.where(medium, smoothed, out), {
+        "unchanged": int(np.sum(wavelen < old_ctx / high)),
+        "smoothed": int(np.sum(medium)),
+        "divided_by_factor": int(np.sum(wavelen > old_ctx / low)),
+        "wavelengths": wavelen.tolist()}
+
+
+def inv_yarn(base, dim, factor, orig, truncate, beta_fast=32.0, beta_slow=1.0):
+    def corr_dim(rot):
+        return (dim * math.log(orig / (rot * 2 * math.pi))) / (2 * math.log(base))
+    lo, hi = corr_dim(beta_fast), corr_dim(beta_slow)
+    if truncate:
+        lo, hi = math.floor(lo), math.ceil(hi)
+    lo, hi = max(lo, 0), min(hi, dim - 1)
+    if lo == hi:
+        hi += 0.001
+    ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - lo) / (hi - lo), 0, 1)
+    extra = 1 - ramp
+    pos = base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+    return (1.0 / (factor * pos)) * (1 - extra) + (1.0 / pos) * extra
+
+
+def inv_longrope(base, dim, factors):
+    return 1.0 / (np.asarray(factors, dtype=np.float64) * base ** (np.arange(0, dim, 2) / dim))
+
+
+# ---- the cases ---------------------------------------------------------------------------------
+
+HD = 16  # head_dim of every case
+
+
+def short_long_factors(n):
+    short = [round(1.0 + 0.9 * i + 0.35 * i * i, 4) for i in range(n)]
+    long = [round(1.1 * (2.0 ** i) + 0.07 * i, 4) for i in range(n)]
+    return short, long
+
+
+def spellings(base_kw, theta, scaling, extra_rp=None, style="plain"):
+    """The ways one config can be written: legacy kwargs (rope_theta + rope_scaling with 'type'
+    or 'rope_type'), then transformers 5's rope_parameters."""
+    out = []
+    if scaling is None:
+        out.append(("rope_theta", dict(base_kw, rope_theta=theta)))
+        out.append(("rope_parameters", dict(base_kw, rope_parameters=dict(
+            {"rope_type": "default", "rope_theta": theta}, **(extra_rp or {})))))
+        return out
+    rtype = scaling["rope_type"]
+    body = {k: v for k, v in scaling.items() if k != "rope_type"}
+    if style == "phi3":  # Phi-3.5's config.json: {"type": "longrope", short_factor, long_factor}
+        out.append(("rope_scaling{type}", dict(base_kw, rope_theta=theta,
+                                               rope_scaling=dict({"type": rtype}, **body))))
+    out.append(("rope_scaling{rope_type}", dict(base_kw, rope_theta=theta,
+                                                rope_scaling=dict({"rope_type": rtype}, **body))))
+    out.append(("rope_scaling{type}", dict(base_kw, rope_theta=theta,
+                                           rope_scaling=dict({"type": rtype}, **body))))
+    out.append(("rope_parameters", dict(base_kw, rope_parameters=dict(
+        {"rope_type": rtype, "rope_theta": theta}, **body, **(extra_rp or {})))))
+    return out
+
+
+def gemma3_spellings(base_kw, scaling):
+    out = []
+    leg = dict(base_kw, rope_theta=1e6, rope_local_base_freq=1e4)
+    if scaling is None:
+        out.append(("rope_theta+rope_local_base_freq", leg))
+    else:
+        body = {k: v for k, v in scaling.items() if k != "rope_type"}
+        out.append(("rope_theta+rope_local_base_freq+rope_scaling{rope_type}",
+                    dict(leg, rope_scaling=dict({"rope_type": scaling["rope_type"]}, **body))))
+    full = {"rope_type": "default", "rope_theta": 1e6} if scaling is None else \
+        dict({"rope_theta": 1e6}, **scaling)
+    out.append(("rope_parameters{full_attention,sliding_attention}", dict(base_kw, rope_parameters={
+        "full_attention": full,
+        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}})))
+    return out
+
+
+def no_partial(kw, lr, orig):
+    """Spellings of a longrope case for a Phi3 without partial_rotary_factor: all 16 dims
+    rotate, 8 factors (README says when this was used)."""
+    short, long = short_long_factors(8)
+    lr8 = dict(lr, short_factor=short, long_factor=long)
+    sp = spellings(kw, 10000.0, lr8, style="phi3",
+                   extra_rp={"original_max_position_embeddings": orig})
+    return [(n + " (no partial rotary)", k, {"global": inv_longrope(10000.0, HD, short)},
+             {"global": inv_longrope(10000.0, HD, long)}) for n, k in sp]
+
+
+def llama_kw(**kw):
+    base = dict(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                num_attention_heads=2, num_key_value_heads=1, head_dim=HD, rms_norm_eps=1e-5,
+                hidden_act="silu", attention_bias=False, mlp_bias=False, **SPECIAL)
+    base.update(kw)
+    return base
+
+
+def cases():
+    from transformers import LlamaConfig, LlamaForCausalLM
+    C = {}
+    # Control: what plumb runs today (llama, default RoPE, tied).
+    C["llama-plain"] = dict(
+        cls=("LlamaConfig", "LlamaForCausalLM"),
+        spell=spellings(llama_kw(max_position_embeddings=2048, tie_word_embeddings=True),
+                        10000.0, None),
+        expect={"global": inv_default(10000.0, HD)}, ablate={})
+    # Llama 3.1 / 3.2: llama3 rope_scaling, theta 500000, tied (3.2 1B/3B).
+    l3 = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 8192}
+    inv_l3, l3_bands = inv_llama3(500000.0, HD, 32.0, 1.0, 4.0, 8192)
+    C["llama31-rope-llama3"] = dict(
+        cls=("LlamaConfig", "LlamaForCausalLM"),
+        spell=spellings(llama_kw(max_position_embeddings=131072, tie_word_embeddings=True),
+                        500000.0, l3),
+        expect={"global": inv_l3}, notes={"llama3_bands": l3_bands},
+        ablate={"no_rope_scaling": ("strip_scaling",)})
+    # DeepSeek-Coder: linear factor 4, theta 100000, MHA, untied.
+    lin = {"rope_type": "linear", "factor": 4.0}
+    C["llama-rope-linear"] = dict(
+        cls=("LlamaConfig", "LlamaForCausalLM"),
+        spell=spellings(llama_kw(num_key_value_heads=2, max_position_embeddings=16384,
+                                 tie_word_embeddings=False), 100000.0, lin),
+        expect={"global": inv_linear(100000.0, HD, 4.0)},
+        ablate={"no_rope_scaling": ("strip_scaling",)})
+    # Qwen2.5 long context: yarn factor 4 over 32768 (max_position_embeddings 131072 = 4 x
+    # 32768, so transformers' factor-from-ratio rule gives the same 4), q/k/v biases, tied.
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    C["qwen2-rope-yarn"] = dict(
+        cls=("Qwen2Config", "Qwen2ForCausalLM"),
+        spell=spellings(dict(vocab_size=V, hidden_size=32, intermediate_size=64,
+                             num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                             rms_norm_eps=1e-6, hidden_act="silu", max_position_embeddings=131072,
+                             use_sliding_window=False, tie_word_embeddings=True, **SPECIAL),
+                        1000000.0, yarn),
+        expect={"global": ("yarn", [inv_yarn(1e6, HD, 4.0, 32768, True),
+                                    inv_yarn(1e6, HD, 4.0, 32768, False)],
+                           inv_default(1e6, HD))},
+        expect_scale=0.1 * math.log(4.0) + 1.0,
+        ablate={"no_rope_scaling": ("strip_scaling",)})
+    # Gemma 2 (2B shape): soft-caps 50 / 30, query_pre_attn_scalar = head_dim, alternating
+    # sliding (even layers) / global layers with a window of 8 tokens, GeGLU (tanh), tied.
+    g2 = dict(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=4,
+              num_attention_heads=4, num_key_value_heads=2, head_dim=HD,
+              hidden_activation="gelu_pytorch_tanh", max_position_embeddings=8192,
+              rms_norm_eps=1e-6, attention_bias=False, query_pre_attn_scalar=HD,
+              sliding_window=8, attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
+              tie_word_embeddings=True, **SPECIAL)
+    C["gemma2"] = dict(
+        cls=("Gemma2Config", "Gemma2ForCausalLM"), gemma=True, qk_gain=3.0,
+        spell=spellings(g2, 10000.0, None),
+        expect={"global": inv_default(10000.0, HD)},
+        expect_layers=["sliding_attention", "full_attention"] * 2,
+        ablate={"no_attn_softcap": ("set", {"attn_logit_softcapping": None}),
+                "no_final_softcap": ("set", {"final_logit_softcapping": None}),
+                "no_sliding_window": ("set", {"sliding_window": 4096})})
+    # Gemma 3 1B: q/k norms, 5 local : 1 global (6 layers: layer 5 global), window 8, local
+    # RoPE base 10000, global 1e6, no scaling; pre/post norms, sqrt(hidden) embedding scale.
+    g3 = dict(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=6,
+              num_attention_heads=4, num_key_value_heads=2, head_dim=HD,
+              hidden_activation="gelu_pytorch_tanh", max_position_embeddings=32768,
+              rms_norm_eps=1e-6, attention_bias=False, query_pre_attn_scalar=HD,
+              sliding_window=8, final_logit_softcapping=None, attn_logit_softcapping=None,
+              tie_word_embeddings=True, **SPECIAL)
+    g3_layers = ["sliding_attention"] * 5 + ["full_attention"]
+    C["gemma3"] = dict(
+        cls=("Gemma3TextConfig", "Gemma3ForCausalLM"), gemma=True,
+        spell=gemma3_spellings(g3, None),
+        expect={"global": inv_default(1e6, HD), "local": inv_default(1e4, HD)},
+        expect_layers=g3_layers,
+        ablate={"no_sliding_window": ("set", {"sliding_window": 4096}),
+                "local_base_equals_global": ("local_base", 1e6)})
+    # Gemma 3 4B+: the global layers' linear factor 8 (local layers unscaled).
+    C["gemma3-rope-linear"] = dict(
+        cls=("Gemma3TextConfig", "Gemma3ForCausalLM"), gemma=True,
+        spell=gemma3_spellings(dict(g3, max_position_embeddings=131072),
+                               {"rope_type": "linear", "factor": 8.0}),
+        expect={"global": inv_linear(1e6, HD, 8.0), "local": inv_default(1e4, HD)},
+        expect_layers=g3_layers,
+        ablate={"no_rope_scaling": ("strip_scaling",),
+                "no_sliding_window": ("set", {"sliding_window": 4096})})
+    # Phi-3-mini-4k: fused qkv_proj / gate_up_proj, MHA, untied, sliding_window 2047 as its
+    # config.json has it (no effect on 22 tokens).
+    p3 = dict(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+              num_attention_heads=2, num_key_value_heads=2, hidden_act="silu",
+              max_position_embeddings=4096, original_max_position_embeddings=4096,
+              rms_norm_eps=1e-5, sliding_window=2047, tie_word_embeddings=False, **SPECIAL)
+    C["phi3"] = dict(cls=("Phi3Config", "Phi3ForCausalLM"),
+                     spell=spellings(p3, 10000.0, None),
+                     expect={"global": inv_default(10000.0, HD)}, ablate={})
+    # Phi-3.5-mini's longrope (short/long factors, original 4096, max 131072) with Phi-4-mini's
+    # partial_rotary_factor 0.75 (12 of 16 dims rotate: 6 factors), GQA and tied embeddings.
+    # Sequences of 22 <= 4096 tokens: transformers uses short_factor.
+    short, long = short_long_factors(6)
+    p4 = dict(p3, num_key_value_heads=1, max_position_embeddings=131072,
+              original_max_position_embeddings=4096, sliding_window=262144,
+              tie_word_embeddings=True)
+    lr = {"rope_type": "longrope", "short_factor": short, "long_factor": long}
+    C["phi3-longrope"] = dict(
+        cls=("Phi3Config", "Phi3ForCausalLM"), partial=0.75,
+        spell=[(n + "+partial_rotary_factor", dict(kw, partial_rotary_factor=0.75))
+               for n, kw in spellings(p4, 10000.0, lr, style="phi3",
+                                      extra_rp={"original_max_position_embeddings": 4096,
+                                                "partial_rotary_factor": 0.75})],
+        expect={"global": inv_longrope(10000.0, 12, short)},
+        fallback=no_partial(p4, lr, 4096),
+        expect_scale=math.sqrt(1 + math.log(131072 / 4096) / math.log(4096)),
+        ablate={"no_rope_scaling": ("strip_scaling",)})
+    # The same with the context shrunk (original 16, max 512: factor 32 as above) so that the
+    # 20- and 22-token sequences exceed it and transformers uses long_factor, as llama.cpp does
+    # for any context window above original_max_position_embeddings.
+    p4l = dict(p4, max_position_embeddings=512, original_max_position_embeddings=16)
+    C["phi3-longrope-long"] = dict(
+        cls=("Phi3Config", "Phi3ForCausalLM"), partial=0.75,
+        spell=[(n + "+partial_rotary_factor", dict(kw, partial_rotary_factor=0.75))
+               for n, kw in spellings(p4l, 10000.0, lr, style="phi3",
+                                      extra_rp={"original_max_position_embeddings": 16,
+                                                "partial_rotary_factor": 0.75})],
+        # the buffer at rest holds short_factor; long_factor is swapped in on forward
+        expect={"global": inv_longrope(10000.0, 12, short)},
+        expect_forward={"global": inv_longrope(10000.0, 12, long)},
+        fallback=no_partial(p4l, lr, 16),
+        expect_scale=math.sqrt(1 + math.log(512 / 16) / math.log(16)),
+        ablate={"no_rope_scaling": ("strip_scaling",)})
+    return C
+
+
+# ---- building, checking, saving ------------------------------------------------------------------
+
+def rope_buffers(model):
+    out = {}
+    for name, b in model.named_buffers():
+        if name.endswith("inv_freq") and "original" not in name and "long_inv_freq" not in name:
+            out[name] = b.detach().double().cpu().numpy().copy()
+    return out
+
+
+def scalings(model):
+    out = {}
+    for name, mod in model.named_modules():
+        for attr in ("attention_scaling",):
+            if hasattr(mod, attr) and not callable(getattr(mod, attr)):
+                v = getattr(mod, attr)
+                out[name + "." + attr] = v if isinstance(v, (int, float)) else str(v)
+        for attr in dir(mod):  # transformers 5 keeps one scaling per layer type
+            if attr.endswith("_attention_scaling"):
+                v = getattr(mod, attr)
+                if isinstance(v, (int, float)):
+                    out[name + "." + attr] = v
+    return out
+
+
+LOOSE = []  # yarn buffers accepted only as "scaled" (matching neither truncate variant)
+
+
+def match(vec, want):
+    if isinstance(want, tuple):  # ("yarn", [alternatives], unscaled default)
+        if any(match(vec, w) for w in want[1]):
+            return True
+        if vec.shape == want[2].shape and not np.allclose(vec, want[2], rtol=1e-3, atol=0):
+            LOOSE.append(vec.tolist())
+            return True
+        return False
+    return vec.shape == want.shape and np.allclose(vec, want, rtol=2e-6, atol=0)
+
+
+def check_rope(model, expect):
+    bufs = rope_buffers(model)
+    if not bufs:
+        return False, "no inv_freq buffer"
+    for label, want in expect.items():
+        if not any(match(b, want) for b in bufs.values()):
+            return False, "no buffer matches the %s definition; buffers: %s" % (
+                label, {k: v.tolist() for k, v in bufs.items()})
+    for name, b in bufs.items():
+        if not any(match(b, w) for w in expect.values()):
+            return False, "buffer %s = %s matches no expected vector" % (name, b.tolist())
+    return True, {k: v.tolist() for k, v in bufs.items()}
+
+
+def build(case, kw):
+    cfg_cls = getattr(transformers, case["cls"][0])
+    mdl_cls = getattr(transformers, case["cls"][1])
+    kw = dict(kw, attn_implementation="eager")
+    cfg = cfg_cls(**kw)
+    try:
+        cfg._attn_implementation = "eager"
+    except Exception:
+        pass
+    torch.manual_seed(0)
+    model = mdl_cls(cfg).eval().float()
+    return cfg, model
+
+
+def randomize(model, case, seed):
+    """Peaked logits: linear weights N(0, 1/fan_in), q/k rows times qk_gain (large attention
+    scores, so RoPE and soft-capping move them visibly), embeddings and lm_head N(0, 1), biases
+    N(0, 0.2^2), norm weights 1 + N(0, 0.1^2) — for Gemma, whose RMSNorm multiplies by (1 + w),
+    w = N(0, 0.1^2)."""
+    g = torch.Generator().manual_seed(seed)
+    gain = case.get("qk_gain", 1.5)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            r = torch.randn(p.shape, generator=g, dtype=torch.float32)
+            if "norm" in name and p.ndim == 1:
+                p.copy_(0.1 * r if case.get("gemma") else 1 + 0.1 * r)
+            elif name.endswith("bias"):
+                p.copy_(0.2 * r)
+            elif "embed_tokens" in name or "lm_head" in name:
+                p.copy_(r)
+            elif p.ndim == 2:
+                w = r / math.sqrt(p.shape[1])
+                if name.endswith(("q_proj.weight", "k_proj.weight")):
+                    w *= gain
+                elif name.endswith("qkv_proj.weight"):  # Phi-3: rows q (H*D), k (KV*D), v
+                    cfg = model.config
+                    nq = cfg.num_attention_heads * (cfg.hidden_size // cfg.num_attention_heads)
+                    nk = cfg.num_key_value_heads * (cfg.hidden_size // cfg.num_attention_heads)
+                    w[: nq + nk] *= gain
+                p.copy_(w)
+            else:
+                raise RuntimeError("no init rule for %s %s" % (name, tuple(p.shape)))
+    return model
+
+
+def logits_of(model, seqs):
+    out = []
+    with torch.no_grad():
+        for ids in seqs:
+            l = model(input_ids=torch.tensor([ids]), use_cache=False).logits[0]
+            out.append(l.detach().float().cpu().numpy().astype("<f4"))
+    return out
+
+
+def max_diff(a, b):
+    return float(max(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))
+                     for x, y in zip(a, b)))
+
+
+def ablated_kwargs(kw, how):
+    kw = copy.deepcopy(kw)
+    op = how[0]
+    if op == "set":
+        kw.update(how[1])
+    elif op == "strip_scaling":
+        kw.pop("rope_scaling", None)
+        rp = kw.get("rope_parameters")
+        if rp is not None:
+            def strip(d):
+                if "rope_type" in d:
+                    keep = {"rope_type": "default", "rope_theta": d["rope_theta"]}
+                    if "partial_rotary_factor" in d:
+                        keep["partial_rotary_factor"] = d["partial_rotary_factor"]
+                    return keep
+                return {k: strip(v) for k, v in d.items()}
+            kw["rope_parameters"] = strip(rp)
+    elif op == "local_base":
+        if "rope_parameters" in kw:
+            kw["rope_parameters"]["sliding_attention"]["rope_theta"] = how[1]
+        else:
+            kw["rope_local_base_freq"] = how[1]
+    return kw
+
+
+def layer_types(model, cfg):
+    lt = getattr(cfg, "layer_types", None)
+    per_layer = []
+    for layer in model.model.layers:
+        a = layer.self_attn
+        info = {}
+        for attr in ("is_sliding", "sliding_window", "attention_type"):
+            for obj in (a, layer):
+                if hasattr(obj, attr) and not callable(getattr(obj, attr)):
+                    v = getattr(obj, attr)
+                    info[attr] = v if isinstance(v, (bool, int, float, str, type(None))) else str(v)
+        per_layer.append(info)
+    return (list(lt) if lt is not None else None), per_layer
+
+
+def write_plor(path, seqs, logits):
+    with open(path, "wb") as f:
+        f.write(b"PLOR" + struct.pack("<III", 1, len(seqs), V))
+        for ids, l in zip(seqs, logits):
+            assert l.shape == (len(ids), V)
+            f.write(struct.pack("<I", len(ids)))
+            f.write(np.asarray(ids, dtype="<i4").tobytes())
+            f.write(np.ascontiguousarray(l, dtype="<f4").tobytes())
+
+
+def from_pretrained(cls, d):
+    try:
+        return cls.from_pretrained(d, dtype=torch.float32, attn_implementation="eager").eval()
+    except TypeError:
+        return cls.from_pretrained(d, torch_dtype=torch.float32, attn_implementation="eager").eval()
+
+
+def make_case(out, name, case, seed, seqs):
+    errors = []
+    for entry in case["spell"] + case.get("fallback", []):
+        spelling, kw = entry[0], entry[1]
+        if len(entry) > 2:  # a fallback spelling with its own expectations
+            case = dict(case, expect=entry[2], partial=None)
+            if "expect_forward" in case:
+                case["expect_forward"] = entry[3]
+        del LOOSE[:]
+        try:
+            cfg, model = build(case, kw)
+            ok, info = check_rope(model, case["expect"])
+            if not ok:
+                errors.append("%s: %s" % (spelling, info))
+                continue
+            if "expect_layers" in case:
+                lt, _ = layer_types(model, cfg)
+                if lt is not None and lt != case["expect_layers"]:
+                    errors.append("%s: layer_types %s" % (spelling, lt))
+                    continue
+            break
+        except Exception as e:  # a spelling this version rejects
+            errors.append("%s: %s: %s" % (spelling, type(e).__name__, str(e)[:300]))
+    else:
+        return {"name": name, "skipped": True, "errors": errors}
+    randomize(model, case, seed)
+    d = os.path.join(out, name)
+    shutil.rmtree(d, ignore_errors=True)
+    model.save_pretrained(d, safe_serialization=True)
+    # The tokenizer files are the demo model's, linked (relative) rather than copied: 10 copies
+    # of a 264 kB tokenizer.json would be a fifth of the fixtures' bytes.
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        os.symlink(os.path.relpath(os.path.join(TOK_DIR, f), d), os.path.join(d, f))
+    mem = logits_of(model, seqs)
+    loose = list(LOOSE)
+    mdl_cls = getattr(transformers, case["cls"][1])
+    reloaded = from_pretrained(mdl_cls, d).float()
+    rest_ok, _ = check_rope(reloaded, case["expect"])
+    rest_bufs = {k: v.tolist() for k, v in rope_buffers(reloaded).items()}
+    ref = logits_of(reloaded, seqs)
+    meta = {"name": name, "class": case["cls"][1], "spelling": spelling,
+            "spellings_rejected": errors, "seed": seed,
+            "attn_implementation": getattr(reloaded.config, "_attn_implementation", None),
+            "reload_vs_memory_max_dlogit": max_diff(mem, ref),
+            "rope_inv_freq": rest_bufs,
+            "rope_unverified_scaled_buffers": loose,
+            "partial_rotary_factor": case.get("partial"),
+            "rope_attention_scaling": scalings(reloaded),
+            "max_abs_logit": float(max(np.abs(l).max() for l in ref)),
+            "mean_top1_prob": float(np.mean(np.concatenate([
+                torch.softmax(torch.from_numpy(l).double(), -1).max(-1).values.numpy()
+                for l in ref]))),
+            "ids": seqs}
+    meta.update(case.get("notes", {}))
+    meta["reloaded_rope_matches_definition"] = rest_ok
+    if "expect_scale" in case:
+        sc = list(meta["rope_attention_scaling"].values())
+        meta["expected_attention_scaling"] = case["expect_scale"]
+        meta["attention_scaling_matches"] = any(
+            isinstance(v, float) and abs(v - case["expect_scale"]) < 1e-6 for v in sc)
+    if "expect_forward" in case:  # the buffer after a forward over the sequence (longrope)
+        ok, info = check_rope(reloaded, case["expect_forward"])
+        meta["rope_after_forward_matches_long_factor"] = ok
+        meta["rope_inv_freq_after_forward"] = info if ok else str(info)
+    if "expect_layers" in case or case.get("gemma"):
+        meta["layer_types"], meta["layers"] = layer_types(reloaded, reloaded.config)
+    # transformers' own float32 error: the same model in float64
+    try:
+        m64 = copy.deepcopy(reloaded).double()
+        with torch.no_grad():
+            l64 = [m64(input_ids=torch.tensor([ids]), use_cache=False).logits[0].numpy()
+                   for ids in seqs]
+        meta["f32_vs_f64_max_dlogit"] = max_diff(ref, l64)
+    except Exception as e:
+        meta["f32_vs_f64_max_dlogit"] = "failed: %s" % e
+    # how far each feature moves the logits (same weights, feature off)
+    meta["ablation_max_dlogit"] = {}
+    for label, how in case["ablate"].items():
+        try:
+            _, m2 = build(case, ablated_kwargs(kw, how))
+            m2.load_state_dict(reloaded.state_dict(), strict=True)
+            meta["ablation_max_dlogit"][label] = max_diff(ref, logits_of(m2, seqs))
+        except Exception as e:
+            meta["ablation_max_dlogit"][label] = "failed: %s: %s" % (type(e).__name__, e)
+    write_plor(os.path.join(d, "logits.bin"), seqs, ref)
+    meta["config"] = json.load(open(os.path.join(d, "config.json")))
+    meta["bytes"] = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)
+                        if not os.path.islink(os.path.join(d, f)))
+    with open(os.path.join(d, "oracle.json"), "w") as f:
+        json.dump({k: v for k, v in meta.items() if k != "config"}, f, indent=1)
+    return meta
+
+
+def main():
+    out = sys.argv[1]
+    summary_path = os.path.join(out, "summary.json")
+    only = sys.argv[2:]
+    if only[:1] == ["--summary"]:
+        summary_path, only = only[1], only[2:]
+    os.makedirs(out, exist_ok=True)
+    versions = {"transformers": transformers.__version__, "torch": torch.__version__,
+                "numpy": np.__version__, "python": sys.version.split()[0]}
+    print(json.dumps(versions))
+    seqs = fixed_ids()
+    summary = {"versions": versions, "cases": {}}
+    for i, (name, case) in enumerate(cases().items()):
+        if only and name not in only:
+            continue
+        try:
+            if not hasattr(transformers, case["cls"][1]):
+                meta = {"name": name, "skipped": True,
+                        "errors": ["transformers %s has no %s" % (transformers.__version__,
+                                                                  case["cls"][1])]}
+            else:
+                meta = make_case(out, name, case, 1000 + i, seqs)
+        except Exception:
+            meta = {"name": name, "skipped": True, "errors": [traceback.format_exc()]}
+        summary["cases"][name] = meta
+        brief = {k: meta.get(k) for k in ("spelling", "skipped", "reload_vs_memory_max_dlogit",
+                                          "f32_vs_f64_max_dlogit", "ablation_max_dlogit",
+                                          "max_abs_logit", "mean_top1_prob", "bytes",
+                                          "attention_scaling_matches",
+                                          "rope_after_forward_matches_long_factor", "layer_types")}
+        print(name, json.dumps(brief))
+        if meta.get("skipped"):
+            print("  errors:", json.dumps(meta["errors"], indent=1))
+    with open(summary_path, "w") as f:
+        json.dump(summary, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
