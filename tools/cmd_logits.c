@@ -185,7 +185,7 @@ static int evaluate(int argc, char **argv)
     pl_model_info info;
     if ((st = pl_model_get_info(m, &info, &err))) goto fail;
     if (!o.tokens) {
-        if ((st = run_text_new(&text, m, &err))) goto fail;
+        if ((st = run_text_new(&text, m, 0, NULL, 0, &err))) goto fail;
         st = o.prompt ? run_text_tokenize(text, o.prompt, &o.tokens, &o.n_tokens, &err)
                       : run_text_tokenize_file(text, o.prompt_file, &o.tokens, &o.n_tokens, &err);
         if (st) goto fail;

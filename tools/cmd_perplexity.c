@@ -183,7 +183,7 @@ int cmd_perplexity(int argc, char **argv)
     if ((st = pl_model_load(&m, o.model, &mp, &err))) goto fail;
     pl_model_info info;
     if ((st = pl_model_get_info(m, &info, &err))) goto fail;
-    if ((st = run_text_new(&text, m, &err)) ||
+    if ((st = run_text_new(&text, m, 0, NULL, 0, &err)) ||
         (st = run_text_tokenize_file(text, o.text, &tok, &n_tok, &err)))
         goto fail;
 

@@ -104,7 +104,8 @@ bench_bad_usage_exits_2)
         # shellcheck disable=SC2086 # word splitting is the point
         run bench $args
         expect_rc 2 "bench $args"
-        expect_in "$tmp/err" "usage: plumb bench"
+        expect_in "$tmp/err" "plumb bench: error: "
+        expect_in "$tmp/err" "see \`plumb bench --help\`"
     done
     run bench --help
     expect_rc 0 "bench --help"
