@@ -6,7 +6,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -179,6 +181,41 @@ void cli_warnf(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+}
+
+int cli_check_output(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return cli_errorf("cannot write '%s': it is a directory", path);
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (access(dir, W_OK | X_OK) != 0)
+        return cli_errorf("cannot write '%s': %s (the folder '%s')", path, strerror(errno), dir);
+    return 0;
+}
+
+int cli_check_input(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return cli_errorf("cannot read '%s': %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) return cli_errorf("cannot read '%s': it is a directory", path);
+    if (access(path, R_OK) != 0) return cli_errorf("cannot read '%s': %s", path, strerror(errno));
+    return 0;
+}
+
+int cli_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (strcmp(a, b) == 0) return 1;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
 }
 
 int cli_finish(int rc)

@@ -112,6 +112,13 @@ static inline const char *cli_s(int64_t n)
 {
     return n == 1 ? "" : "s";
 }
+/* Paths the user typed, checked before the long work so that a message names them (not an
+ * internal OUT.tmp): 0, or CLI_EXIT_FAIL after the message. An output's folder must be
+ * writable and the output not a directory; an input must be a readable file. */
+int cli_check_output(const char *path);
+int cli_check_input(const char *path);
+/* 1 if a and b name the same file (the same string, or the same device and inode). */
+int cli_same_file(const char *a, const char *b);
 /* Flushes stdout; a write error (full disk, closed pipe) turns rc into CLI_EXIT_FAIL. */
 int cli_finish(int rc);
 

@@ -110,6 +110,12 @@ gen_context_messages_say_what_to_change)
     expect_rc 1 "run with a prompt over -c"
     n=$("$plumb" tokenize -m "$m" --ids-only "$long" 2>/dev/null | tr "," "\n" | grep -c "[0-9]")
     expect_in "$tmp/err" "plumb run: error: the prompt is $n tokens; the context (-c) is 32"
+    run logits -m "$m" -p "$long" -c 32 -o "$tmp/x.logits"
+    expect_rc 1 "logits with a text over -c"
+    expect_in "$tmp/err" "plumb logits: error: the text is $n tokens; the context (-c) is 32"
+    run logits -m "$m" -p hi --all --last -o "$tmp/x.logits"
+    expect_rc 2 "logits --all --last"
+    expect_in "$tmp/err" "plumb logits: error: give --all or --last, not both"
     # -c beyond the training context: a warning naming both numbers.
     run run -m "$m" -p hi -n 1 -c 100
     expect_rc 0 "run -c 100 (trained on 64)"
