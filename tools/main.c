@@ -127,7 +127,7 @@ static void version_usage(FILE *out)
 
 static int print_version(void)
 {
-    printf("plumb %s\n", pl_version());
+    printf("plumb %s (commit %s)\n", pl_version(), PLUMB_GIT_COMMIT);
 #if defined(__clang__)
     printf("built with clang %d.%d.%d\n", __clang_major__, __clang_minor__, __clang_patchlevel__);
 #elif defined(__GNUC__)

@@ -79,7 +79,14 @@ cli_version_matches_library)
     run --version
     expect_rc 0 "plumb --version"
     first=$(head -n 1 "$tmp/out")
-    [ "$first" = "plumb $version" ] || fail "first line '$first', want 'plumb $version'"
+    commit=$(printf '%s\n' "$first" | sed -n "s/^plumb $version (commit \([0-9a-f]*\|unknown\))\$/\1/p")
+    [ -n "$commit" ] || fail "first line '$first', want 'plumb $version (commit HASH)'"
+    # The commit is one of this repository's (when the sources are a git checkout).
+    src=$(cd "$(dirname "$0")/../.." && pwd)
+    if [ "$commit" != unknown ] && git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
+        git -C "$src" cat-file -e "$commit^{commit}" 2>/dev/null ||
+            fail "commit '$commit' is not a commit of $src"
+    fi
     cp "$tmp/out" "$tmp/v1"
     run version
     expect_rc 0 "plumb version"
@@ -283,6 +290,16 @@ cli_kernels_reports_sets_and_fallbacks)
     rc=$?
     expect_rc 0 "PLUMB_KERNELS=ref plumb kernels"
     expect_in "$tmp/out" "chosen: ref (by name"
+    ;;
+
+cli_kernels_option_names_itself)
+    run kernels --kernels ref
+    expect_rc 0 "plumb kernels --kernels ref"
+    expect_in "$tmp/out" "chosen: ref (by name, --kernels)"
+    run kernels --set ref
+    expect_in "$tmp/out" "chosen: ref (by name, --set)"
+    PLUMB_KERNELS=ref "$plumb" kernels >"$tmp/out" 2>"$tmp/err"
+    expect_in "$tmp/out" "chosen: ref (by name, PLUMB_KERNELS)"
     ;;
 
 cli_kernels_unknown_set_exits_1)
