@@ -237,6 +237,54 @@ cli_inspect_json_is_valid)
     expect_re "$tmp/out" '^  total +0 +0 +0 +0 B +0\.0%$'
     ;;
 
+cli_inspect_json_has_the_runtime)
+    # A model plumb runs: the runtime object agrees with the file's own metadata and totals,
+    # with the text output's runtime section, and its KV cache is the one its shape implies.
+    "$plumb" mkmodel --preset tiny --type Q8_0 "$tmp/m.gguf" >/dev/null 2>"$tmp/mkerr" ||
+        { fail "mkmodel failed"; cat "$tmp/mkerr" >&2; exit 1; }
+    run inspect --json --no-tensors "$tmp/m.gguf"
+    expect_rc 0 "plumb inspect --json (a runnable model)"
+    expect_empty "$tmp/err"
+    json_ok "$tmp/out"
+    o=$tmp/out
+    num() { sed -n "s/.*\"$1\": \([0-9][0-9]*\).*/\1/p" "$o" | head -n 1; }
+    meta() { sed -n "s/.*{\"key\": \"$1\", \"type\": \"uint32\", \"value\": \([0-9]*\)}.*/\1/p" "$o"; }
+    expect_in "$o" '"runtime": {"runnable": true, "arch": "llama", '
+    arch=$(sed -n 's/.*"general.architecture", "type": "string", "value": "\([a-z0-9]*\)".*/\1/p' "$o")
+    n_layer=$(num n_layer) n_embd=$(num n_embd) n_head=$(num n_head) n_head_kv=$(num n_head_kv)
+    head_dim=$(num head_dim) n_ff=$(num n_ff) n_vocab=$(num n_vocab) ctx=$(num context)
+    [ -n "$n_layer" ] && [ "$n_layer" = "$(meta "$arch.block_count")" ] ||
+        fail "runtime n_layer '$n_layer' is not $arch.block_count '$(meta "$arch.block_count")'"
+    [ -n "$n_embd" ] && [ "$n_embd" = "$(meta "$arch.embedding_length")" ] ||
+        fail "runtime n_embd '$n_embd' is not $arch.embedding_length"
+    n_tokens=$(sed -n 's/.*"tokenizer.ggml.tokens", "type": "array", "value": {"type": "string", "count": \([0-9]*\),.*/\1/p' "$o")
+    [ -n "$n_vocab" ] && [ "$n_vocab" = "$n_tokens" ] ||
+        fail "runtime n_vocab '$n_vocab' is not the count of tokenizer.ggml.tokens '$n_tokens'"
+    total=$(sed -n 's/.*"totals": {"tensors": [0-9]*, "elements": \([0-9]*\), "bytes": \([0-9]*\)}.*/\1 \2/p' "$o")
+    [ "$(num n_params) $(num weight_bytes)" = "$total" ] ||
+        fail "runtime n_params/weight_bytes '$(num n_params) $(num weight_bytes)' are not the totals '$total'"
+    # F16 K and V: 2 bytes x 2 x layers x context x KV heads x head_dim.
+    expect_in "$o" '"kv_type": "F16"'
+    want_kv=$((2 * 2 * n_layer * ctx * n_head_kv * head_dim))
+    [ "$(num kv_bytes)" = "$want_kv" ] || fail "kv_bytes $(num kv_bytes), want $want_kv"
+    run inspect --no-tensors "$tmp/m.gguf"
+    expect_rc 0 "plumb inspect (a runnable model)"
+    expect_in "$tmp/out" "runtime:"
+    expect_in "$tmp/out" "  $arch: $n_layer layers, n_embd $n_embd, heads $n_head/$n_head_kv, head_dim $head_dim, n_ff $n_ff, vocab $n_vocab"
+    expect_in "$tmp/out" "default session (context $ctx, F16 KV"
+    # A file plumb does not run: the runtime says why, in the JSON as in the text.
+    make_fixture good "$tmp/good.gguf"
+    run inspect "$tmp/good.gguf"
+    why=$(sed -n 's/^  not runnable: //p' "$tmp/out")
+    [ -n "$why" ] || fail "text: no 'not runnable:' line"
+    expect_no_enum "$tmp/out"
+    run inspect --json "$tmp/good.gguf"
+    expect_rc 0 "plumb inspect --json (a file plumb does not run)"
+    json_ok "$tmp/out"
+    expect_in "$tmp/out" '"runtime": {"runnable": false, "status": "PL_ERR_'
+    expect_in "$tmp/out" "\"error\": \"$why\"}"
+    ;;
+
 cli_inspect_corrupt_file_exits_1)
     for kind in truncated bad-magic empty; do
         make_fixture "$kind" "$tmp/$kind.gguf"
