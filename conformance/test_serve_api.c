@@ -70,8 +70,14 @@ static void unknown_path_is_404_and_wrong_method_405(void)
         {"PUT", "/v1/completions", 405},
         {"POST", "/health", 405},
         {"DELETE", "/metrics", 405},
-        {"HEAD", "/v1/models", 405},
+        {"HEAD", "/v1/chat/completions", 405},
         {"GET", "/health?x=1", 200},
+        {"HEAD", "/v1/models", 200},
+        {"HEAD", "/health", 200},
+        {"HEAD", "/metrics", 200},
+        {"OPTIONS", "/v1/chat/completions", 200},
+        {"OPTIONS", "/slots", 200},
+        {"OPTIONS", "/nowhere", 404},
         {"GET", "/v1/models", 200},
         {"GET", "/slots", 200},
     };
@@ -80,12 +86,23 @@ static void unknown_path_is_404_and_wrong_method_405(void)
         int status = rc ? e.status : 200;
         TU_CHECK(status == cases[i].status, "%s %s: status %d, want %d (%s)", cases[i].method,
                  cases[i].url, status, cases[i].status, rc ? e.message : "");
+        if (!rc)
+            TU_CHECK(r.head == !strcmp(cases[i].method, "HEAD") &&
+                         r.preflight == !strcmp(cases[i].method, "OPTIONS"),
+                     "%s %s: head %d preflight %d", cases[i].method, cases[i].url, r.head,
+                     r.preflight);
+        if (status == 405) {
+            const char *want =
+                strstr(cases[i].url, "completions") ? "takes POST," : "takes GET or HEAD";
+            TU_CHECK(strstr(e.message, want) != NULL, "%s %s: 405 says '%s': %s", cases[i].method,
+                     cases[i].url, want, e.message);
+        }
         if (rc) TU_CHECK(error_json_ok(&e), "%s %s: error JSON", cases[i].method, cases[i].url);
         sv_request_free(&r);
     }
 }
 
-static void api_key_is_required_everywhere_but_health(void)
+static void api_key_is_required_everywhere_but_health_and_metrics(void)
 {
     sv_api keyed = api;
     keyed.api_key = "s3cret";
@@ -96,8 +113,8 @@ static void api_key_is_required_everywhere_but_health(void)
     sv_header longer[1] = {{"Authorization", "Bearer s3cret2"}};
     sv_header basic[1] = {{"Authorization", "Basic s3cret"}};
     sv_header right[1] = {{"authorization", "bearer  s3cret "}};
-    const char *urls[] = {"/v1/models", "/metrics", "/slots"};
-    for (size_t i = 0; i < 3; i++) {
+    const char *urls[] = {"/v1/models", "/slots"};
+    for (size_t i = 0; i < 2; i++) {
         const sv_header *bad[] = {NULL, none, wrong, longer, basic};
         for (size_t k = 0; k < 5; k++) {
             int rc =
@@ -110,6 +127,14 @@ static void api_key_is_required_everywhere_but_health(void)
     }
     TU_CHECK(sv_parse_request(&keyed, "GET", "/health", NULL, 0, NULL, 0, &r, &e) == 0,
              "/health without the key: %s", e.message);
+    TU_CHECK(sv_parse_request(&keyed, "GET", "/metrics", NULL, 0, NULL, 0, &r, &e) == 0,
+             "/metrics without --metrics-key needs no key: %s", e.message);
+    TU_CHECK(sv_parse_request(&keyed, "OPTIONS", "/v1/models", NULL, 0, NULL, 0, &r, &e) == 0 &&
+                 r.preflight,
+             "a preflight needs no key: %s", e.message);
+    TU_CHECK(sv_parse_request(&keyed, "HEAD", "/slots", NULL, 0, NULL, 0, &r, &e) &&
+                 e.status == 401,
+             "HEAD needs the key as GET does: status %d", e.status);
     const char *body = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
     TU_CHECK(sv_parse_request(&keyed, "POST", "/v1/chat/completions", none, 1, body, strlen(body),
                               &r, &e) &&
@@ -122,6 +147,32 @@ static void api_key_is_required_everywhere_but_health(void)
 }
 
 /* ---- malformed bodies ------------------------------------------------------------------------ */
+
+static void metrics_key_guards_metrics_alone(void)
+{
+    sv_api keyed = api;
+    keyed.api_key = "s3cret";
+    keyed.metrics_key = "m3trics";
+    sv_request r;
+    sv_error e;
+    sv_header api_key[1] = {{"Authorization", "Bearer s3cret"}};
+    sv_header metrics_key[1] = {{"Authorization", "Bearer m3trics"}};
+    TU_CHECK(sv_parse_request(&keyed, "GET", "/metrics", NULL, 0, NULL, 0, &r, &e) &&
+                 e.status == 401 && strstr(e.message, "metrics key"),
+             "/metrics without a key: status %d %s", e.status, e.message);
+    TU_CHECK(sv_parse_request(&keyed, "GET", "/metrics", api_key, 1, NULL, 0, &r, &e) &&
+                 e.status == 401,
+             "/metrics with the API key: status %d", e.status);
+    TU_CHECK(sv_parse_request(&keyed, "GET", "/metrics", metrics_key, 1, NULL, 0, &r, &e) == 0,
+             "/metrics with the metrics key: %s", e.message);
+    TU_CHECK(sv_parse_request(&keyed, "GET", "/v1/models", metrics_key, 1, NULL, 0, &r, &e) &&
+                 e.status == 401,
+             "the metrics key opens nothing else: status %d", e.status);
+    keyed.api_key = NULL;
+    TU_CHECK(sv_parse_request(&keyed, "GET", "/metrics", NULL, 0, NULL, 0, &r, &e) &&
+                 e.status == 401,
+             "--metrics-key without --api-key still guards /metrics: status %d", e.status);
+}
 
 static void malformed_json_is_400_invalid_json(void)
 {
@@ -222,6 +273,11 @@ static void each_field_checks_its_type_and_range(void)
         {"{" MSG ",\"n\":0}", "n"},
         {"{" MSG ",\"logprobs\":true}", "logprobs"},
         {"{" MSG ",\"tools\":[{\"type\":\"function\"}]}", "tools"},
+        {"{" MSG ",\"response_format\":{\"type\":\"json_object\"}}", "response_format"},
+        {"{" MSG ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}",
+         "response_format"},
+        {"{" MSG ",\"response_format\":\"text\"}", "response_format"},
+        {"{" MSG ",\"response_format\":{}}", "response_format"},
         {"{" MSG ",\"frequency_penalty\":3}", "frequency_penalty"},
         {"{" MSG ",\"presence_penalty\":-2.5}", "presence_penalty"},
     };
@@ -256,7 +312,8 @@ static void a_valid_chat_request_renders_the_template(void)
                        "\"content\":\"again\"}],\"temperature\":0,\"top_p\":0.5,\"top_k\":"
                        "99999999999,\"min_p\":0,\"max_tokens\":99999999999,\"stop\":[\"x\","
                        "\"yz\"],\"seed\":-5,\"stream\":true,\"stream_options\":{"
-                       "\"include_usage\":true},\"n\":1,\"unknown_field\":{\"deep\":[1,2]}}";
+                       "\"include_usage\":true},\"response_format\":{\"type\":\"text\"},\"n\":1,"
+                       "\"unknown_field\":{\"deep\":[1,2]}}";
     sv_request r;
     sv_error e;
     int st = chat(body, &r, &e);
@@ -510,6 +567,9 @@ static void replies_are_valid_json_whatever_the_text(void)
             o = json_loads(ev + 6, JSON_ALLOW_NUL, &je);
             TU_CHECK(o != NULL, "endpoint %d kind %d: chunk JSON: %s", ep, kind, je.text);
             TU_CHECK(json_is_array(json_object_get(o, "choices")), "choices");
+            /* usage once per stream: in the include_usage chunk (3) alone. */
+            TU_CHECK(!json_object_get(o, "usage") == (kind != 3), "endpoint %d kind %d: usage %s",
+                     ep, kind, json_object_get(o, "usage") ? "present" : "absent");
             json_decref(o);
             free(ev);
         }
@@ -525,7 +585,9 @@ int main(void)
     api = (sv_api){.model = model, .tmpl = "chatml", .alias = "tiny", .max_tokens = 77};
     static const tu_test tests[] = {
         {"unknown_path_is_404_and_wrong_method_405", unknown_path_is_404_and_wrong_method_405},
-        {"api_key_is_required_everywhere_but_health", api_key_is_required_everywhere_but_health},
+        {"api_key_is_required_everywhere_but_health_and_metrics",
+         api_key_is_required_everywhere_but_health_and_metrics},
+        {"metrics_key_guards_metrics_alone", metrics_key_guards_metrics_alone},
         {"malformed_json_is_400_invalid_json", malformed_json_is_400_invalid_json},
         {"each_field_checks_its_type_and_range", each_field_checks_its_type_and_range},
         {"a_valid_chat_request_renders_the_template", a_valid_chat_request_renders_the_template},

@@ -2,6 +2,7 @@
  * driven over loopback by a minimal socket client: replies whole and streamed, the cache path,
  * seeds, overflow (413, slots unchanged), disconnects (cancelled, slots consistent), the queue
  * (503), body limits, shutdown. Not the curl/SDK tests (those run the `plumb serve` binary). */
+#define _GNU_SOURCE /* strcasestr */
 #include <arpa/inet.h>
 #include <jansson.h>
 #include <netinet/in.h>
@@ -9,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,14 +76,16 @@ static int connect_to(int port)
     return fd;
 }
 
-static int send_request(int fd, const char *method, const char *path, const char *body)
+/* extra: more header lines, each ended by \r\n ("" for none). */
+static int send_request_h(int fd, const char *method, const char *path, const char *extra,
+                          const char *body)
 {
-    char head[512];
+    char head[1024];
     size_t len = body ? strlen(body) : 0;
     int n = snprintf(head, sizeof head,
-                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s"
                      "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                     method, path, len);
+                     method, path, extra, len);
     if (send(fd, head, (size_t)n, MSG_NOSIGNAL) != n) return -1;
     size_t at = 0;
     while (at < len) {
@@ -90,6 +94,11 @@ static int send_request(int fd, const char *method, const char *path, const char
         at += (size_t)k;
     }
     return 0;
+}
+
+static int send_request(int fd, const char *method, const char *path, const char *body)
+{
+    return send_request_h(fd, method, path, "", body);
 }
 
 typedef struct reply {
@@ -155,6 +164,33 @@ static int request(int port, const char *method, const char *path, const char *b
     int rc = fd < 0 || send_request(fd, method, path, body) || read_reply(fd, r) ? -1 : 0;
     if (fd >= 0) close(fd);
     return rc;
+}
+
+static int request_h(int port, const char *method, const char *path, const char *extra,
+                     const char *body, reply *r)
+{
+    int fd = connect_to(port);
+    int rc = fd < 0 || send_request_h(fd, method, path, extra, body) || read_reply(fd, r) ? -1 : 0;
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
+/* The value of header name in r (case-insensitive name), copied into buf; NULL when absent. */
+static const char *header_of(const reply *r, const char *name, char *buf, size_t cap)
+{
+    size_t n = strlen(name);
+    for (const char *l = r->head; l && *l;) {
+        const char *e = strstr(l, "\r\n");
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        if (len > n && l[n] == ':' && strncasecmp(l, name, n) == 0) {
+            const char *v = l + n + 1;
+            while (*v == ' ') v++;
+            snprintf(buf, cap, "%.*s", (int)(len - (size_t)(v - l)), v);
+            return buf;
+        }
+        l = e ? e + 2 : NULL;
+    }
+    return NULL;
 }
 
 static json_t *body_json(const reply *r)
@@ -441,6 +477,25 @@ static void overflow_is_413_and_leaves_every_slot_unchanged(void)
     int n = snprintf(big, 16384, "{\"messages\":[{\"role\":\"user\",\"content\":\"Hello there");
     for (int i = 0; i < 600; i++) n += snprintf(big + n, 16384 - (size_t)n, " w%d", i);
     snprintf(big + n, 16384 - (size_t)n, "\"}]%s}", "");
+    /* The prompt's token count as the server should report it. */
+    int64_t n_big = -1;
+    {
+        char *content = strdup(big + strlen("{\"messages\":[{\"role\":\"user\",\"content\":\""));
+        content[strlen(content) - strlen("\"}]}")] = 0;
+        pl_chat_message msg = {.role = "user", .content = content};
+        size_t need = 0, nt = 0;
+        pl_chat_render(model, "chatml", &msg, 1, 1, NULL, 0, &need, NULL);
+        char *text = malloc(need + 1);
+        int32_t *ids = malloc((need + 8) * sizeof *ids);
+        if (pl_chat_render(model, "chatml", &msg, 1, 1, text, need + 1, &need, NULL) == PL_OK &&
+            pl_tokenize(model, text, need, PL_TOKENIZE_PARSE_SPECIAL, ids, need + 8, &nt, NULL) ==
+                PL_OK)
+            n_big = (int64_t)nt;
+        TU_CHECK(n_big > 256, "the big prompt is over the context: %lld tokens", (long long)n_big);
+        free(ids);
+        free(text);
+        free(content);
+    }
     for (int stream = 0; stream < 2; stream++) {
         char *b = strdup(big);
         if (stream) {
@@ -450,6 +505,16 @@ static void overflow_is_413_and_leaves_every_slot_unchanged(void)
         TU_CHECK(request(port, "POST", "/v1/chat/completions", b, &r) == 0 && r.status == 413 &&
                      strstr(r.body, "context_length_exceeded"),
                  "stream %d: status %d %s", stream, r.status, r.body);
+        /* The message gives the numbers a client can change: the prompt's tokens (the
+         * rendered conversation, tokenized here) and the context. */
+        json_t *o = body_json(&r);
+        char want[160];
+        snprintf(want, sizeof want, "the prompt is %lld tokens; the context (-c) is %d",
+                 (long long)n_big, 256);
+        const char *msg = o ? json_str(o, "error.message") : NULL;
+        TU_CHECK(msg && strstr(msg, want), "stream %d: message '%s' lacks '%s'", stream,
+                 msg ? msg : "(none)", want);
+        json_decref(o);
         reply_free(&r);
         free(b);
     }
@@ -460,6 +525,197 @@ static void overflow_is_413_and_leaves_every_slot_unchanged(void)
     TU_CHECK(all_consistent(s), "slots consistent");
     snap_free(&before);
     snap_free(&after);
+    sv_server_stop(s);
+}
+
+/* A server started from cfg-like options: the 256-token context of start(), with a CORS
+ * origin, an API key and a metrics key as given (NULL: none). */
+static sv_server *start_with(const char *host, const char *cors, const char *api_key,
+                             const char *metrics_key)
+{
+    sv_config cfg = {.host = host,
+                     .cors = cors,
+                     .port = 0,
+                     .n_slots = 1,
+                     .queue = 2,
+                     .max_body = 4096,
+                     .timeout_s = 5,
+                     .session = pl_session_default_params(model),
+                     .api = {.model = model,
+                             .tmpl = "chatml",
+                             .alias = "tiny",
+                             .api_key = api_key,
+                             .metrics_key = metrics_key,
+                             .max_tokens = 4}};
+    cfg.session.n_threads = 1;
+    cfg.session.context_window = 256;
+    sv_server *s = NULL;
+    pl_error e = {0};
+    TU_CHECK(sv_server_start(&s, model, &cfg, &e) == PL_OK, "start on %s: %s", host, e.msg);
+    return s;
+}
+
+#define ORIGIN "https://app.example"
+
+static void cors_headers_on_every_answer_and_preflight(void)
+{
+    sv_server *s = start_with("127.0.0.1", ORIGIN, "k3y", NULL);
+    if (!s) return;
+    int port = sv_server_port(s);
+    reply r;
+    char v[256];
+    TU_CHECK(request_h(port, "OPTIONS", "/v1/chat/completions",
+                       "Origin: " ORIGIN "\r\nAccess-Control-Request-Method: POST\r\n"
+                       "Access-Control-Request-Headers: authorization, content-type\r\n",
+                       NULL, &r) == 0 &&
+                 r.status == 204,
+             "preflight without a key: status %d", r.status);
+    TU_CHECK(header_of(&r, "Access-Control-Allow-Origin", v, sizeof v) && !strcmp(v, ORIGIN),
+             "preflight: Allow-Origin %s", r.head);
+    TU_CHECK(header_of(&r, "Access-Control-Allow-Methods", v, sizeof v) && strstr(v, "POST") &&
+                 !strstr(v, "GET"),
+             "preflight: Allow-Methods: %s", r.head);
+    TU_CHECK(header_of(&r, "Access-Control-Allow-Headers", v, sizeof v) &&
+                 strcasestr(v, "authorization") && strcasestr(v, "content-type"),
+             "preflight: Allow-Headers: %s", r.head);
+    reply_free(&r);
+    TU_CHECK(request_h(port, "OPTIONS", "/v1/models", "", NULL, &r) == 0 && r.status == 204 &&
+                 header_of(&r, "Access-Control-Allow-Methods", v, sizeof v) && strstr(v, "GET") &&
+                 strstr(v, "HEAD") && !strstr(v, "POST"),
+             "preflight of a GET endpoint: %d %s", r.status, r.head);
+    reply_free(&r);
+    /* The answers themselves, errors and streams included. */
+    const struct {
+        const char *method, *path, *extra, *body;
+        int status;
+    } cases[] = {
+        {"GET", "/health", "", NULL, 200},
+        {"GET", "/v1/models", "", NULL, 401},
+        {"GET", "/v1/models", "Authorization: Bearer k3y\r\n", NULL, 200},
+        {"GET", "/nowhere", "", NULL, 404},
+        {"POST", "/v1/completions", "Authorization: Bearer k3y\r\n",
+         "{\"prompt\":\"Once\",\"max_tokens\":2}", 200},
+        {"POST", "/v1/completions", "Authorization: Bearer k3y\r\n",
+         "{\"prompt\":\"Once\",\"max_tokens\":2,\"stream\":true}", 200},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TU_CHECK(request_h(port, cases[i].method, cases[i].path, cases[i].extra, cases[i].body,
+                           &r) == 0 &&
+                     r.status == cases[i].status,
+                 "case %zu %s %s: status %d, want %d", i, cases[i].method, cases[i].path, r.status,
+                 cases[i].status);
+        TU_CHECK(header_of(&r, "Access-Control-Allow-Origin", v, sizeof v) && !strcmp(v, ORIGIN),
+                 "case %zu %s %s: no Allow-Origin: %s", i, cases[i].method, cases[i].path, r.head);
+        reply_free(&r);
+    }
+    sv_server_stop(s);
+
+    /* Without an origin: no CORS header anywhere; OPTIONS still says what is allowed. */
+    s = start_with("127.0.0.1", NULL, NULL, NULL);
+    if (!s) return;
+    port = sv_server_port(s);
+    TU_CHECK(request_h(port, "OPTIONS", "/v1/chat/completions", "Origin: " ORIGIN "\r\n", NULL,
+                       &r) == 0 &&
+                 r.status == 204 && header_of(&r, "Allow", v, sizeof v) && strstr(v, "POST") &&
+                 !strcasestr(r.head, "Access-Control-"),
+             "OPTIONS without --cors: %d %s", r.status, r.head);
+    reply_free(&r);
+    TU_CHECK(request_h(port, "GET", "/health", "Origin: " ORIGIN "\r\n", NULL, &r) == 0 &&
+                 r.status == 200 && !strcasestr(r.head, "Access-Control-"),
+             "GET without --cors: %s", r.head);
+    reply_free(&r);
+    sv_server_stop(s);
+}
+
+static void head_answers_the_get_headers_without_a_body(void)
+{
+    sv_server *s = start_with("127.0.0.1", NULL, NULL, NULL);
+    if (!s) return;
+    int port = sv_server_port(s);
+    const char *paths[] = {"/health", "/v1/models", "/slots", "/metrics"};
+    for (size_t i = 0; i < 4; i++) {
+        reply g, h;
+        char lg[32], lh[32], tg[128], th[128];
+        TU_CHECK(request(port, "GET", paths[i], NULL, &g) == 0 && g.status == 200, "GET %s: %d",
+                 paths[i], g.status);
+        TU_CHECK(request(port, "HEAD", paths[i], NULL, &h) == 0 && h.status == 200, "HEAD %s: %d",
+                 paths[i], h.status);
+        TU_CHECK(h.len == 0, "HEAD %s: a body of %zu bytes", paths[i], h.len);
+        TU_CHECK(header_of(&h, "Content-Type", th, sizeof th) &&
+                     header_of(&g, "Content-Type", tg, sizeof tg) && !strcmp(th, tg),
+                 "HEAD %s: Content-Type as GET's", paths[i]);
+        /* /metrics and /slots change between the two requests; /health and /v1/models not. */
+        if (i < 2)
+            TU_CHECK(header_of(&h, "Content-Length", lh, sizeof lh) &&
+                         header_of(&g, "Content-Length", lg, sizeof lg) && !strcmp(lh, lg) &&
+                         (size_t)atol(lg) == g.len,
+                     "HEAD %s: Content-Length %s, GET's %s (%zu bytes)", paths[i], lh, lg, g.len);
+        reply_free(&g);
+        reply_free(&h);
+    }
+    reply r;
+    TU_CHECK(request(port, "HEAD", "/v1/chat/completions", NULL, &r) == 0 && r.status == 405,
+             "HEAD on a POST endpoint: %d", r.status);
+    reply_free(&r);
+    sv_server_stop(s);
+}
+
+static void metrics_open_unless_a_metrics_key(void)
+{
+    sv_server *s = start_with("127.0.0.1", NULL, "k3y", NULL);
+    if (!s) return;
+    reply r;
+    TU_CHECK(request(sv_server_port(s), "GET", "/metrics", NULL, &r) == 0 && r.status == 200,
+             "--api-key alone: /metrics open: %d", r.status);
+    reply_free(&r);
+    sv_server_stop(s);
+    s = start_with("127.0.0.1", NULL, "k3y", "m3t");
+    if (!s) return;
+    int port = sv_server_port(s);
+    const struct {
+        const char *extra;
+        int status;
+    } cases[] = {
+        {"", 401},
+        {"Authorization: Bearer k3y\r\n", 401},
+        {"Authorization: Bearer m3t\r\n", 200},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        TU_CHECK(request_h(port, "GET", "/metrics", cases[i].extra, NULL, &r) == 0 &&
+                     r.status == cases[i].status,
+                 "--metrics-key, case %zu: %d, want %d", i, r.status, cases[i].status);
+        reply_free(&r);
+    }
+    sv_server_stop(s);
+}
+
+static void localhost_listens_on_loopback(void)
+{
+    struct sockaddr_storage ss;
+    char why[320] = "";
+    TU_CHECK(sv_resolve_host("localhost", 8080, &ss, why, sizeof why) == 0, "localhost: %s", why);
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+        TU_CHECK((ntohl(a->sin_addr.s_addr) >> 24) == 127 && ntohs(a->sin_port) == 8080,
+                 "localhost is 127/8, port kept");
+    } else {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+        TU_CHECK(ss.ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&a->sin6_addr),
+                 "localhost is ::1");
+    }
+    TU_CHECK(sv_resolve_host("", 0, &ss, why, sizeof why) == -1 && strstr(why, "host ''"),
+             "an empty host is refused: %s", why);
+    TU_CHECK(sv_resolve_host("300.1.2.3.", 0, &ss, why, sizeof why) == -1 &&
+                 strstr(why, "300.1.2.3."),
+             "a bad address is refused, named: %s", why);
+    sv_server *s = start_with("localhost", NULL, NULL, NULL);
+    if (!s) return;
+    reply r;
+    if (ss.ss_family == AF_INET) { /* the client below speaks IPv4 */
+        TU_CHECK(request(sv_server_port(s), "GET", "/health", NULL, &r) == 0 && r.status == 200,
+                 "GET /health on 127.0.0.1 of a server on localhost: %d", r.status);
+        reply_free(&r);
+    }
     sv_server_stop(s);
 }
 
@@ -663,6 +919,11 @@ int main(void)
          disconnect_cancels_and_the_slot_stays_consistent},
         {"full_queue_is_503_with_retry_after", full_queue_is_503_with_retry_after},
         {"slot_queue_waits_refuses_and_stops", slot_queue_waits_refuses_and_stops},
+        {"cors_headers_on_every_answer_and_preflight", cors_headers_on_every_answer_and_preflight},
+        {"head_answers_the_get_headers_without_a_body",
+         head_answers_the_get_headers_without_a_body},
+        {"metrics_open_unless_a_metrics_key", metrics_open_unless_a_metrics_key},
+        {"localhost_listens_on_loopback", localhost_listens_on_loopback},
         {NULL, NULL},
     };
     int rc = tu_run("serve_http", tests);

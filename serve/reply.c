@@ -131,7 +131,6 @@ char *sv_chunk_event(sv_endpoint ep, const char *alias, const sv_result *r, int 
         else
             c = json_pack("{s:i,s:s,s:s,s:n}", "index", 0, "text", "", "finish_reason", r->finish,
                           "logprobs");
-        json_object_set_new(o, "usage", usage_json(r));
         json_object_set_new(o, "plumb", plumb_json(r));
     } else {
         json_object_set_new(o, "usage", usage_json(r));

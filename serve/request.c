@@ -25,6 +25,11 @@ const char *sv_endpoint_path(sv_endpoint ep)
     return ep > SV_EP_NONE && ep < SV_EP_COUNT ? ep_paths[ep] : ep_paths[SV_EP_NONE];
 }
 
+const char *sv_endpoint_methods(sv_endpoint ep)
+{
+    return ep == SV_EP_CHAT || ep == SV_EP_COMPLETIONS ? "POST, OPTIONS" : "GET, HEAD, OPTIONS";
+}
+
 int sv_error_set(sv_error *e, int status, const char *type, const char *code, const char *param,
                  const char *fmt, ...)
 {
@@ -80,9 +85,10 @@ static int same_secret(const char *a, size_t na, const char *b, size_t nb)
     return nb > 0 && d == 0;
 }
 
-static int authorized(const sv_api *api, const sv_header *h, size_t n)
+/* 1 when key is unset or the Authorization header carries it as a bearer token. */
+static int authorized(const char *key, const sv_header *h, size_t n)
 {
-    if (!api->api_key || !api->api_key[0]) return 1;
+    if (!key || !key[0]) return 1;
     const char *v = header(h, n, "Authorization");
     if (!v) return 0;
     while (*v == ' ') v++;
@@ -91,7 +97,16 @@ static int authorized(const sv_api *api, const sv_header *h, size_t n)
     while (*v == ' ') v++;
     size_t len = strlen(v);
     while (len && (v[len - 1] == ' ' || v[len - 1] == '\t')) len--;
-    return same_secret(api->api_key, strlen(api->api_key), v, len);
+    return same_secret(key, strlen(key), v, len);
+}
+
+/* The key an endpoint needs: none on /health; /metrics its own (--metrics-key), else none, so
+ * a scraper needs no client's key; the rest the API key. */
+static const char *key_for(const sv_api *api, sv_endpoint ep)
+{
+    if (ep == SV_EP_HEALTH) return NULL;
+    if (ep == SV_EP_METRICS) return api->metrics_key;
+    return api->api_key;
 }
 
 static int route(const char *url, size_t *path_len, int *is_post)
@@ -269,6 +284,12 @@ static int get_common(const sv_api *api, const json_t *body, sv_request *r, sv_e
     if (flag) return bad_field(e, "logprobs", "log probabilities are not supported");
     if ((v = json_object_get(body, "tools")) && json_is_array(v) && json_array_size(v) > 0)
         return bad_field(e, "tools", "tools (function calling) are not supported");
+    if ((v = json_object_get(body, "response_format")) && !json_is_null(v)) {
+        json_t *t = json_is_object(v) ? json_object_get(v, "type") : NULL;
+        if (!json_is_string(t) || strcmp(json_string_value(t), "text") != 0)
+            return bad_field(e, "response_format",
+                             "only {\"type\": \"text\"} is supported (no JSON mode or schema)");
+    }
     if (get_bool(body, "stream", "stream", &r->stream, e) < 0 ||
         get_bool(body, "ignore_eos", "ignore_eos", &r->ignore_eos, e) < 0)
         return -1;
@@ -456,16 +477,26 @@ int sv_parse_request(const sv_api *api, const char *method, const char *url,
                             "no endpoint %.*s (known: /v1/chat/completions, /v1/completions, "
                             "/v1/models, /health, /metrics, /slots)",
                             (int)(path_len > 120 ? 120 : path_len), url);
-    const char *want = is_post ? "POST" : "GET";
-    if (strcmp(method, want) != 0)
+    /* A preflight carries no credentials: it is answered before the key is asked. */
+    if (strcmp(method, "OPTIONS") == 0) {
+        req->ep = ep;
+        req->preflight = 1;
+        return 0;
+    }
+    int head = !is_post && strcmp(method, "HEAD") == 0;
+    if (strcmp(method, is_post ? "POST" : "GET") != 0 && !head)
         return sv_error_set(err, 405, "invalid_request_error", "method_not_allowed", NULL,
-                            "%s takes %s, not %.16s", ep_paths[ep], want, method);
-    if (ep != SV_EP_HEALTH && !authorized(api, headers, n_headers))
+                            "%s takes %s, not %.16s", ep_paths[ep],
+                            is_post ? "POST" : "GET or HEAD", method);
+    const char *key = key_for(api, ep);
+    if (!authorized(key, headers, n_headers))
         return sv_error_set(err, 401, "authentication_error", "invalid_api_key", NULL,
                             header(headers, n_headers, "Authorization")
-                                ? "invalid API key in the Authorization header"
-                                : "missing API key: send 'Authorization: Bearer KEY'");
+                                ? "invalid %s key in the Authorization header"
+                                : "missing %s key: send 'Authorization: Bearer KEY'",
+                            ep == SV_EP_METRICS ? "metrics" : "API");
     req->ep = ep;
+    req->head = head;
     if (!is_post) return 0;
 
     json_error_t je;

@@ -38,16 +38,19 @@ typedef struct sv_header {
 
 /* What the request path needs to know about the server. */
 typedef struct sv_api {
-    const pl_model *model; /* tokenizer and chat template; may be NULL only when tmpl is set */
-    const char *tmpl;      /* a pl_chat_render template name */
-    const char *alias;     /* the model id clients see */
-    const char *api_key;   /* NULL or "": no key needed */
-    int64_t max_tokens;    /* the cap for a request without max_tokens */
+    const pl_model *model;   /* tokenizer and chat template; may be NULL only when tmpl is set */
+    const char *tmpl;        /* a pl_chat_render template name */
+    const char *alias;       /* the model id clients see */
+    const char *api_key;     /* NULL or "": no key needed (never asked on /health, /metrics) */
+    const char *metrics_key; /* NULL or "": /metrics is open; else it needs this key */
+    int64_t max_tokens;      /* the cap for a request without max_tokens */
 } sv_api;
 
 /* A validated generation request. Free with sv_request_free. */
 typedef struct sv_request {
     sv_endpoint ep;
+    int head;      /* HEAD on a GET endpoint: the GET's answer without its body */
+    int preflight; /* OPTIONS (a CORS preflight): answered without auth or body */
     int stream;
     int include_usage; /* stream_options.include_usage */
     int has_seed;      /* 0: the server picks one */
@@ -83,9 +86,14 @@ int sv_error_set(sv_error *e, int status, const char *type, const char *code, co
  * NULL when out of memory. */
 char *sv_error_json(const sv_error *e);
 
+/* The methods an endpoint takes, for Allow and Access-Control-Allow-Methods:
+ * "GET, HEAD, OPTIONS" or "POST, OPTIONS". */
+const char *sv_endpoint_methods(sv_endpoint ep);
+
 /* The request path. Returns 0 with *req filled (ep set; for POST endpoints everything else
- * too), or -1 with *err filled (req is then empty). Bodies are any bytes (NUL, invalid
- * UTF-8, truncated JSON): they are an error, never undefined behaviour. */
+ * too), or -1 with *err filled (req is then empty). GET endpoints take HEAD too (req->head);
+ * OPTIONS on any endpoint is a preflight (req->preflight), which needs no key. Bodies are any bytes
+ * (NUL, invalid UTF-8, truncated JSON): they are an error, never undefined behaviour. */
 int sv_parse_request(const sv_api *api, const char *method, const char *url,
                      const sv_header *headers, size_t n_headers, const char *body, size_t len,
                      sv_request *req, sv_error *err);
@@ -114,7 +122,8 @@ typedef struct sv_result {
 char *sv_response_json(sv_endpoint ep, const char *alias, const sv_result *r, const char *text,
                        size_t len);
 /* One SSE event "data: {...}\n\n": kind 0 the opening (role), 1 a text piece, 2 the final
- * chunk (finish_reason, usage, plumb), 3 the usage-only chunk. Completions have no opening. */
+ * chunk (finish_reason, plumb), 3 the usage-only chunk (choices [], usage), sent last and only
+ * with stream_options.include_usage. Completions have no opening. */
 char *sv_chunk_event(sv_endpoint ep, const char *alias, const sv_result *r, int kind,
                      const char *text, size_t len);
 
@@ -218,8 +227,16 @@ char *sv_slots_json(sv_slots *s);
 int sv_slots_consistent(sv_slots *s, int slot);
 
 /* ---- the server ------------------------------------------------------------------------- */
+/* host -> an address to listen on: an IPv4 or IPv6 literal, or a name the resolver knows
+ * ("localhost": loopback), IPv4 first. 0, or -1 with why[] filled. */
+struct sockaddr_storage;
+int sv_resolve_host(const char *host, int port, struct sockaddr_storage *out, char *why,
+                    size_t why_cap);
+
 typedef struct sv_config {
-    const char *host; /* "127.0.0.1"; an IPv4 or IPv6 literal */
+    const char *host; /* "127.0.0.1"; see sv_resolve_host */
+    const char *cors; /* NULL: no CORS headers; else Access-Control-Allow-Origin on every
+                       * answer and preflights answered */
     int port;         /* 0: a free port */
     int n_slots;
     int queue;

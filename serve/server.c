@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -165,6 +166,12 @@ static void log_line(sv_server *srv, const char *method, sv_endpoint ep, int sta
     pthread_mutex_unlock(&srv->log_mu);
 }
 
+/* With --cors, every answer (errors and streams included) names the origin allowed. */
+static void add_cors(const sv_server *srv, struct MHD_Response *r)
+{
+    if (srv->cfg.cors) MHD_add_response_header(r, "Access-Control-Allow-Origin", srv->cfg.cors);
+}
+
 static enum MHD_Result send_text(struct MHD_Connection *c, conn *q, int status, const char *type,
                                  char *body, int retry_after)
 {
@@ -175,6 +182,9 @@ static enum MHD_Result send_text(struct MHD_Connection *c, conn *q, int status, 
         free(body);
         return MHD_NO;
     }
+    add_cors(q->srv, r);
+    if (status == 405)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, sv_endpoint_methods(q->ep));
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     if (retry_after) {
         char v[16];
@@ -206,6 +216,7 @@ typedef struct job {
     /* Outcome. */
     pl_status st;
     pl_error err;
+    int64_t n_prompt, n_ctx; /* on PL_ERR_CONTEXT_FULL: the prompt's tokens and the context */
     pl_chat_stats stats;
     /* Non-streaming: the text; streaming: the SSE bytes not yet sent. */
     char *out;
@@ -317,6 +328,16 @@ static void run_chat(job *j)
         if (s->gen.stop == PL_STOP_CANCELLED && atomic_load(&j->gone))
             sv_metrics_cancel(&srv->metrics);
     } else if (j->st == PL_ERR_CONTEXT_FULL) {
+        /* The numbers the client can act on: its prompt's tokens (as pl_chat tokenizes a
+         * prompt from scratch) and the slot's context. */
+        pl_session_info si = {0};
+        size_t n = 0;
+        int32_t one;
+        pl_session_get_info(sv_slots_session(srv->slots, j->slot), &si, NULL);
+        pl_tokenize(srv->m, j->req.prompt, j->req.prompt_len, PL_TOKENIZE_PARSE_SPECIAL, &one, 1,
+                    &n, NULL);
+        j->n_prompt = (int64_t)n;
+        j->n_ctx = si.kv_capacity;
         sv_metrics_reject(&srv->metrics, SV_REJ_CONTEXT);
     }
 }
@@ -335,10 +356,17 @@ static void job_free(job *j)
 /* The error a failed pl_chat answers with. */
 static void chat_error(const job *j, sv_error *e)
 {
-    if (j->st == PL_ERR_CONTEXT_FULL)
-        sv_error_set(e, 413, "invalid_request_error", "context_length_exceeded",
-                     j->req.ep == SV_EP_CHAT ? "messages" : "prompt",
-                     "the conversation does not fit the context window: %s", j->err.msg);
+    const char *param = j->req.ep == SV_EP_CHAT ? "messages" : "prompt";
+    if (j->st == PL_ERR_CONTEXT_FULL && j->n_prompt > j->n_ctx)
+        sv_error_set(e, 413, "invalid_request_error", "context_length_exceeded", param,
+                     "the prompt is %lld token%s; the context (-c) is %lld: shorten the %s, or "
+                     "start the server with a larger -c",
+                     (long long)j->n_prompt, j->n_prompt == 1 ? "" : "s", (long long)j->n_ctx,
+                     param);
+    else if (j->st == PL_ERR_CONTEXT_FULL)
+        sv_error_set(e, 413, "invalid_request_error", "context_length_exceeded", param,
+                     "the %s do%s not fit the context (-c %lld): %s", param,
+                     j->req.ep == SV_EP_CHAT ? "" : "es", (long long)j->n_ctx, j->err.msg);
     else
         sv_error_set(e, 500, "server_error", NULL, NULL, "generation failed: %s: %s",
                      pl_status_str(j->st), j->err.msg);
@@ -527,6 +555,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, conn *q, sv_request *r
         stream_free(j);
         return MHD_NO;
     }
+    add_cors(srv, r);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     q->status = 200;
@@ -547,6 +576,26 @@ static char *health_json(sv_server *srv)
         snprintf(s, 160, "{\"status\":\"ok\",\"slots_total\":%d,\"slots_idle\":%d,\"queue\":%d}",
                  total, total - busy, queued);
     return s;
+}
+
+/* OPTIONS: 204 with Allow; with --cors also the preflight's answer (the origin, the methods
+ * and the headers a browser may send, cached for a day). */
+static enum MHD_Result preflight(struct MHD_Connection *c, conn *q)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    const char *methods = sv_endpoint_methods(q->ep);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, methods);
+    if (q->srv->cfg.cors) {
+        add_cors(q->srv, r);
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", methods);
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+        MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
+    }
+    q->status = MHD_HTTP_NO_CONTENT;
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_NO_CONTENT, r);
+    MHD_destroy_response(r);
+    return ok;
 }
 
 static enum MHD_Result body_too_large(struct MHD_Connection *c, conn *q)
@@ -628,6 +677,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return send_error(c, q, &e);
     }
     q->ep = req.ep;
+    if (req.preflight) return preflight(c, q);
+    /* HEAD: the GET's answer; libmicrohttpd sends its headers (Content-Length included) and
+     * leaves out the body. */
     switch (req.ep) {
     case SV_EP_HEALTH:
         return send_text(c, q, 200, "application/json", health_json(srv), 0);
@@ -704,28 +756,62 @@ static void server_free(sv_server *s)
     free(s);
 }
 
+int sv_resolve_host(const char *host, int port, struct sockaddr_storage *out, char *why,
+                    size_t why_cap)
+{
+    memset(out, 0, sizeof *out);
+    struct sockaddr_in *a4 = (struct sockaddr_in *)out;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)out;
+    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        return 0;
+    }
+    if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        return 0;
+    }
+    /* A name: the resolver's answer (/etc/hosts first: "localhost" is loopback), IPv4 first
+     * because that is where clients that say "localhost" look first too. */
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res = NULL;
+    int rc = host[0] ? getaddrinfo(host, NULL, &hints, &res) : EAI_NONAME;
+    if (rc) {
+        snprintf(why, why_cap,
+                 "host '%.200s': not an address or a name this machine resolves (%s); e.g. "
+                 "127.0.0.1, ::1, 0.0.0.0, localhost",
+                 host, gai_strerror(rc));
+        return -1;
+    }
+    const struct addrinfo *pick = NULL;
+    for (const struct addrinfo *a = res; a; a = a->ai_next)
+        if ((a->ai_family == AF_INET || a->ai_family == AF_INET6) &&
+            (!pick || (pick->ai_family != AF_INET && a->ai_family == AF_INET)))
+            pick = a;
+    if (pick) {
+        memcpy(out, pick->ai_addr, pick->ai_addrlen);
+        if (pick->ai_family == AF_INET)
+            a4->sin_port = htons((uint16_t)port);
+        else
+            a6->sin6_port = htons((uint16_t)port);
+    } else {
+        snprintf(why, why_cap, "host '%.200s': resolves to no IPv4 or IPv6 address", host);
+    }
+    freeaddrinfo(res);
+    return pick ? 0 : -1;
+}
+
 pl_status sv_server_start(sv_server **out, const pl_model *m, const sv_config *cfg, pl_error *err)
 {
     *out = NULL;
     struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
     const char *host = cfg->host ? cfg->host : "127.0.0.1";
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                      MHD_USE_POLL | MHD_USE_ITC;
-    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
-    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
-        a4->sin_family = AF_INET;
-        a4->sin_port = htons((uint16_t)cfg->port);
-    } else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons((uint16_t)cfg->port);
-        flags |= MHD_USE_IPv6;
-    } else {
-        return fail(err, PL_ERR_INVALID_ARG,
-                    "host '%.200s': not an IPv4 or IPv6 address (e.g. 127.0.0.1, ::1, 0.0.0.0)",
-                    host);
-    }
+    char why[320];
+    if (sv_resolve_host(host, cfg->port, &ss, why, sizeof why))
+        return fail(err, PL_ERR_INVALID_ARG, "%s", why);
+    if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
     sv_server *s = calloc(1, sizeof *s);
     if (!s) return fail(err, PL_ERR_NOMEM, "no memory for the server");
     s->cfg = *cfg;

@@ -76,9 +76,14 @@ static void csv_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* Whole numbers as integers ("1234567890", not "1.23457e+09"), others at 6 digits. */
 static void csv_num(FILE *f, double v, int valid)
 {
-    if (valid && isfinite(v)) fprintf(f, "%.6g", v);
+    if (!valid || !isfinite(v)) return;
+    if (v == floor(v) && fabs(v) < 9007199254740992.0)
+        fprintf(f, "%.0f", v);
+    else
+        fprintf(f, "%.6g", v);
 }
 
 static const char *const csv_header =

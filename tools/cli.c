@@ -6,6 +6,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -52,6 +55,9 @@ int cli_is(cli_args *a, const char *short_name, const char *long_name)
 const char *cli_value(cli_args *a)
 {
     if (a->inline_value) return a->inline_value;
+    /* "--name=VALUE" asked for before cli_is matched it (commands that take the value first). */
+    const char *eq = strncmp(a->arg, "--", 2) == 0 ? strchr(a->arg, '=') : NULL;
+    if (eq) return a->inline_value = eq + 1;
     if (a->i + 1 < a->argc) return a->argv[++a->i];
     cli_usage_error(a, "option '%s' needs a value", a->arg);
     return NULL;
@@ -75,6 +81,24 @@ int cli_help(const cli_args *a)
     return CLI_EXIT_OK;
 }
 
+/* The command the messages name ("plumb run: error: ..."); main sets it before dispatch. The
+ * tools' one piece of process state: a message printed deep in a helper still names it. */
+static const char *cli_cmd_name;
+
+void cli_set_command(const char *name)
+{
+    cli_cmd_name = name;
+}
+
+static void put_prefix(void)
+{
+    fflush(stdout);
+    if (cli_cmd_name)
+        fprintf(stderr, "plumb %s: error: ", cli_cmd_name);
+    else
+        fputs("plumb: error: ", stderr);
+}
+
 int cli_usage_error(const cli_args *a, const char *fmt, ...)
 {
     va_list ap;
@@ -83,8 +107,7 @@ int cli_usage_error(const cli_args *a, const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fputs("\n\n", stderr);
-    a->usage(stderr);
+    fprintf(stderr, "\nsee `plumb %s --help`\n", a->cmd);
     return CLI_EXIT_USAGE;
 }
 
@@ -95,19 +118,50 @@ int cli_unknown_option(const cli_args *a)
 
 /* ---- errors ------------------------------------------------------------------------ */
 
+const char *cli_status_words(pl_status st)
+{
+    switch (st) {
+    case PL_OK:
+        return "no error";
+    case PL_ERR_INVALID_ARG:
+        return "invalid argument";
+    case PL_ERR_NOMEM:
+        return "out of memory";
+    case PL_ERR_IO:
+        return "cannot read or write a file";
+    case PL_ERR_FORMAT:
+        return "not a valid file";
+    case PL_ERR_UNSUPPORTED:
+        return "not supported";
+    case PL_ERR_NOT_FOUND:
+        return "not found";
+    case PL_ERR_TYPE:
+        return "of the wrong type";
+    case PL_ERR_LIMIT:
+        return "over a limit";
+    case PL_ERR_CONFIG:
+        return "inconsistent settings";
+    case PL_ERR_CONTEXT_FULL:
+        return "the context is full";
+    case PL_ERR_CANCELLED:
+        return "cancelled";
+    case PL_ERR_BUFFER_TOO_SMALL:
+        return "a buffer is too small";
+    }
+    return "unknown error";
+}
+
 int cli_fail(pl_status st, const pl_error *err)
 {
-    fflush(stdout);
-    const char *msg = err && err->msg[0] ? err->msg : "(no message)";
-    fprintf(stderr, "plumb: error: %s: %s\n", pl_status_str(st), msg);
+    put_prefix();
+    fprintf(stderr, "%s\n", err && err->msg[0] ? err->msg : cli_status_words(st));
     return CLI_EXIT_FAIL;
 }
 
 int cli_errorf(const char *fmt, ...)
 {
     va_list ap;
-    fflush(stdout);
-    fputs("plumb: error: ", stderr);
+    put_prefix();
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
@@ -115,13 +169,62 @@ int cli_errorf(const char *fmt, ...)
     return CLI_EXIT_FAIL;
 }
 
+void cli_warnf(const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout);
+    if (cli_cmd_name)
+        fprintf(stderr, "plumb %s: warning: ", cli_cmd_name);
+    else
+        fputs("plumb: warning: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int cli_check_output(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return cli_errorf("cannot write '%s': it is a directory", path);
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (access(dir, W_OK | X_OK) != 0)
+        return cli_errorf("cannot write '%s': %s (the folder '%s')", path, strerror(errno), dir);
+    return 0;
+}
+
+int cli_check_input(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return cli_errorf("cannot read '%s': %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) return cli_errorf("cannot read '%s': it is a directory", path);
+    if (access(path, R_OK) != 0) return cli_errorf("cannot read '%s': %s", path, strerror(errno));
+    return 0;
+}
+
+int cli_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (strcmp(a, b) == 0) return 1;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
 int cli_finish(int rc)
 {
     errno = 0;
     if (fflush(stdout) != 0 || ferror(stdout)) {
         int e = errno;
-        fprintf(stderr, "plumb: error: cannot write the output: %s\n",
-                e ? strerror(e) : "write error");
+        put_prefix();
+        fprintf(stderr, "cannot write the output: %s\n", e ? strerror(e) : "write error");
         return rc == CLI_EXIT_OK ? CLI_EXIT_FAIL : rc;
     }
     return rc;
@@ -359,14 +462,33 @@ void cli_format_f64(char *buf, size_t cap, double v)
     }
 }
 
+/* "in [1, 4096]", "at least 0", "at most 1": the range a value must lie in, in words. */
+static void range_words(char *buf, size_t cap, double lo, double hi, int integer)
+{
+    char l[32], h[32];
+    snprintf(l, sizeof l, integer ? "%.0f" : "%g", lo);
+    snprintf(h, sizeof h, integer ? "%.0f" : "%g", hi);
+    if (isinf(lo) && isinf(hi))
+        snprintf(buf, cap, "finite");
+    else if (isinf(hi) || (integer && hi >= 9.2e18))
+        snprintf(buf, cap, "at least %s", l);
+    else if (isinf(lo))
+        snprintf(buf, cap, "at most %s", h);
+    else
+        snprintf(buf, cap, "in [%s, %s]", l, h);
+}
+
 int cli_parse_i64(const cli_args *a, const char *v, int64_t lo, int64_t hi, int64_t *out)
 {
     char *end;
     errno = 0;
     long long x = strtoll(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi)
-        return cli_usage_error(a, "%s: '%s' is not an integer in [%lld, %lld]", a->arg, v,
-                               (long long)lo, (long long)hi);
+    if (end == v || *end) return cli_usage_error(a, "%s: '%s' is not an integer", a->arg, v);
+    if (errno || x < lo || x > hi) {
+        char r[80];
+        range_words(r, sizeof r, (double)lo, (double)hi, 1);
+        return cli_usage_error(a, "%s: %s is out of range: it must be %s", a->arg, v, r);
+    }
     *out = x;
     return 0;
 }
@@ -376,8 +498,14 @@ int cli_parse_f64(const cli_args *a, const char *v, double lo, double hi, double
     char *end;
     errno = 0;
     double x = strtod(v, &end);
-    if (errno || end == v || *end || !(x >= lo && x <= hi))
-        return cli_usage_error(a, "%s: '%s' is not a number in [%g, %g]", a->arg, v, lo, hi);
+    if (end == v || *end || isnan(x))
+        return cli_usage_error(a, "%s: '%s' is not a number", a->arg, v);
+    if (!isfinite(x)) return cli_usage_error(a, "%s: '%s' is not a finite number", a->arg, v);
+    if (!(x >= lo && x <= hi)) {
+        char r[80];
+        range_words(r, sizeof r, lo, hi, 0);
+        return cli_usage_error(a, "%s: %s is out of range: it must be %s", a->arg, v, r);
+    }
     *out = x;
     return 0;
 }
@@ -425,7 +553,8 @@ int64_t cli_parse_tokens(const cli_args *a, const char *v, int32_t **out)
 
 cli_gen_opts cli_gen_defaults(void)
 {
-    cli_gen_opts o = {.sp = pl_sampler_default_params(), .sinks = -1};
+    cli_gen_opts o = {.sp = pl_sampler_default_params(), .sinks = -1, .seed = -1};
+    o.repeat_last_n = o.sp.penalty_last_n;
     return o;
 }
 
@@ -440,24 +569,43 @@ int cli_gen_check(cli_args *a, const cli_gen_opts *o)
     return 0;
 }
 
+/* A float option in [lo, hi] (both finite); strictly above lo when open_lo. */
+static int parse_range_f32(cli_args *a, const char *v, double lo, int open_lo, double hi,
+                           float *out)
+{
+    double x = 0;
+    int rc = cli_parse_f64(a, v, lo, hi, &x);
+    if (rc) return rc;
+    if (open_lo && x <= lo)
+        return cli_usage_error(a, "%s: %s is out of range: it must be greater than %g", a->arg, v,
+                               lo);
+    *out = (float)x;
+    return 0;
+}
+
 int cli_gen_option(cli_args *a, const char *v, cli_gen_opts *o, int *rc)
 {
     int64_t x = 0;
     if (cli_is(a, NULL, "--temp"))
-        *rc = cli_parse_f32(a, v, -INFINITY, INFINITY, &o->sp.temperature);
+        *rc = parse_range_f32(a, v, 0, 0, INFINITY, &o->sp.temperature);
     else if (cli_is(a, NULL, "--top-k")) {
         *rc = cli_parse_i64(a, v, 0, INT32_MAX, &x);
         o->sp.top_k = (int32_t)x;
     } else if (cli_is(a, NULL, "--top-p"))
-        *rc = cli_parse_f32(a, v, -INFINITY, INFINITY, &o->sp.top_p);
+        *rc = parse_range_f32(a, v, 0, 0, 1, &o->sp.top_p);
     else if (cli_is(a, NULL, "--min-p"))
-        *rc = cli_parse_f32(a, v, -INFINITY, INFINITY, &o->sp.min_p);
+        *rc = parse_range_f32(a, v, 0, 0, 1, &o->sp.min_p);
     else if (cli_is(a, NULL, "--repeat-penalty"))
-        *rc = cli_parse_f32(a, v, -INFINITY, INFINITY, &o->sp.repeat_penalty);
-    else if (cli_is(a, "-s", "--seed")) {
-        *rc = cli_parse_i64(a, v, 0, INT64_MAX, &x);
-        o->sp.seed = (uint64_t)x;
-    } else if (cli_is(a, "-t", "--threads"))
+        *rc = parse_range_f32(a, v, 0, 1, INFINITY, &o->sp.repeat_penalty);
+    else if (cli_is(a, NULL, "--presence-penalty"))
+        *rc = parse_range_f32(a, v, -INFINITY, 0, INFINITY, &o->sp.presence_penalty);
+    else if (cli_is(a, NULL, "--frequency-penalty"))
+        *rc = parse_range_f32(a, v, -INFINITY, 0, INFINITY, &o->sp.freq_penalty);
+    else if (cli_is(a, NULL, "--repeat-last-n"))
+        *rc = cli_parse_i64(a, v, -1, INT32_MAX, &o->repeat_last_n);
+    else if (cli_is(a, "-s", "--seed"))
+        *rc = cli_parse_i64(a, v, -1, INT64_MAX, &o->seed);
+    else if (cli_is(a, "-t", "--threads"))
         *rc = cli_parse_i64(a, v, 1, 4096, &o->threads);
     else if (cli_is(a, "-c", "--ctx"))
         *rc = cli_parse_i64(a, v, 1, INT32_MAX / 2, &o->ctx);
@@ -471,9 +619,55 @@ int cli_gen_option(cli_args *a, const char *v, cli_gen_opts *o, int *rc)
         *rc = cli_parse_kv(a, v, &o->kv);
     else if (cli_is(a, NULL, "--kernels"))
         o->kernels = v;
-    else
+    else if (cli_is(a, NULL, "--stop") || cli_is(a, "-r", "--reverse-prompt")) {
+        if (o->n_stops == PL_GEN_MAX_STOP)
+            *rc = cli_usage_error(a, "at most %d stop strings", PL_GEN_MAX_STOP);
+        else if (!v[0] || strlen(v) > PL_GEN_MAX_STOP_LEN)
+            *rc = cli_usage_error(a, "%s: a stop string is 1 to %d bytes", a->arg,
+                                  PL_GEN_MAX_STOP_LEN);
+        else
+            o->stops[o->n_stops++] = v;
+    } else
         return 0;
     return 1;
+}
+
+uint64_t cli_random_seed(void)
+{
+    uint64_t x = 0;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f) {
+        if (fread(&x, sizeof x, 1, f) != 1) x = 0;
+        fclose(f);
+    }
+    if (!x) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        x = (uint64_t)ts.tv_sec * 1000000007u ^ (uint64_t)ts.tv_nsec;
+    }
+    return x & (uint64_t)INT64_MAX; /* -s takes it back */
+}
+
+pl_sampler_params cli_gen_sampler(cli_gen_opts *o, int64_t ctx)
+{
+    pl_sampler_params sp = o->sp;
+    if (o->seed < 0) o->seed = (int64_t)cli_random_seed();
+    sp.seed = (uint64_t)o->seed;
+    int64_t n = o->repeat_last_n < 0 ? ctx : o->repeat_last_n;
+    sp.penalty_last_n = (int32_t)(n > INT32_MAX ? INT32_MAX : n);
+    return sp;
+}
+
+void cli_gen_warn_ctx(const cli_gen_opts *o, const pl_model *m)
+{
+    pl_model_info info;
+    if (pl_model_get_info(m, &info, NULL) != PL_OK || info.n_ctx_train <= 0) return;
+    int64_t want = o->ctx ? o->ctx : o->window;
+    if (want > info.n_ctx_train)
+        cli_warnf("%s %lld is beyond the model's training context of %lld tokens: expect worse "
+                  "output past %lld",
+                  o->ctx ? "-c" : "--sliding-window", (long long)want, (long long)info.n_ctx_train,
+                  (long long)info.n_ctx_train);
 }
 
 pl_session_params cli_gen_session(const cli_gen_opts *o, const pl_model *m)

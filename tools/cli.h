@@ -79,7 +79,7 @@ int cli_reject_value(cli_args *a);
 int cli_is_help(cli_args *a);    /* -h or --help */
 int cli_help(const cli_args *a); /* prints the usage to stdout; returns CLI_EXIT_OK */
 
-/* "plumb: error: CMD: <message>", then the command's usage, all on stderr; returns
+/* "plumb CMD: error: <message>" and "see `plumb CMD --help`" on stderr; returns
  * CLI_EXIT_USAGE. */
 int cli_usage_error(const cli_args *a, const char *fmt, ...) CLI_PRINTF(2, 3);
 int cli_unknown_option(const cli_args *a);
@@ -95,10 +95,30 @@ int cli_parse_kv(const cli_args *a, const char *v, const char **out);
 int64_t cli_parse_tokens(const cli_args *a, const char *v, int32_t **out);
 
 /* ---- errors ---------------------------------------------------------------------- */
-/* "plumb: error: <pl_status_str>: <message>" on stderr; returns CLI_EXIT_FAIL. */
+/* Every message of a command starts "plumb CMD: error: " (main sets CMD before dispatch;
+ * "plumb: error: " before that). */
+void cli_set_command(const char *name);
+/* A status in words ("cannot read or write a file"), for a library error without a message. */
+const char *cli_status_words(pl_status st);
+/* "plumb CMD: error: <message>" (the status in words when there is none) on stderr; returns
+ * CLI_EXIT_FAIL. */
 int cli_fail(pl_status st, const pl_error *err);
-/* "plumb: error: <formatted>" on stderr; returns CLI_EXIT_FAIL. */
+/* "plumb CMD: error: <formatted>" on stderr; returns CLI_EXIT_FAIL. */
 int cli_errorf(const char *fmt, ...) CLI_PRINTF(1, 2);
+/* "plumb CMD: warning: <formatted>" on stderr. */
+void cli_warnf(const char *fmt, ...) CLI_PRINTF(1, 2);
+/* "" for 1, "s" otherwise: "%lld token%s". */
+static inline const char *cli_s(int64_t n)
+{
+    return n == 1 ? "" : "s";
+}
+/* Paths the user typed, checked before the long work so that a message names them (not an
+ * internal OUT.tmp): 0, or CLI_EXIT_FAIL after the message. An output's folder must be
+ * writable and the output not a directory; an input must be a readable file. */
+int cli_check_output(const char *path);
+int cli_check_input(const char *path);
+/* 1 if a and b name the same file (the same string, or the same device and inode). */
+int cli_same_file(const char *a, const char *b);
 /* Flushes stdout; a write error (full disk, closed pipe) turns rc into CLI_EXIT_FAIL. */
 int cli_finish(int rc);
 
@@ -115,12 +135,17 @@ size_t cli_utf8_prefix(const char *s, size_t n, size_t max);
 void cli_put_escaped(FILE *f, const char *s, size_t n);
 size_t cli_escaped_width(const char *s, size_t n);
 /* The options `plumb run` and `plumb chat` share: sampling (--temp --top-k --top-p --min-p
- * --repeat-penalty -s) and the session (-t -c --sliding-window --sinks --chunk --kv-type
- * --kernels). sinks is -1 until given. */
+ * --repeat-penalty --presence-penalty --frequency-penalty --repeat-last-n -s), stop strings
+ * (--stop, -r/--reverse-prompt) and the session (-t -c --sliding-window --sinks --chunk
+ * --kv-type --kernels). sinks is -1 until given; seed -1 is a random seed, drawn by
+ * cli_gen_sampler; repeat_last_n -1 is the context size. */
 typedef struct cli_gen_opts {
     pl_sampler_params sp;
+    int64_t seed, repeat_last_n;
     int64_t threads, ctx, window, sinks, chunk;
     const char *kv, *kernels;
+    const char *stops[PL_GEN_MAX_STOP];
+    size_t n_stops;
 } cli_gen_opts;
 cli_gen_opts cli_gen_defaults(void);
 /* 1 if a's current option is one of them: its value v is parsed into o and *rc set (0, or
@@ -129,6 +154,12 @@ int cli_gen_option(cli_args *a, const char *v, cli_gen_opts *o, int *rc);
 /* After the options: usage errors for the combinations that cannot go together (-c with
  * --sliding-window, --sinks without it or not below it). Returns 0 or the exit code. */
 int cli_gen_check(cli_args *a, const cli_gen_opts *o);
+/* The sampler parameters for a session of ctx tokens: a random seed drawn into o->seed when
+ * it is -1 (so that it can be printed), --repeat-last-n -1 resolved to ctx. */
+pl_sampler_params cli_gen_sampler(cli_gen_opts *o, int64_t ctx);
+uint64_t cli_random_seed(void);
+/* Warns when -c (or --sliding-window) is beyond the model's training context. */
+void cli_gen_warn_ctx(const cli_gen_opts *o, const pl_model *m);
 /* m's default session parameters with these options applied. */
 pl_session_params cli_gen_session(const cli_gen_opts *o, const pl_model *m);
 

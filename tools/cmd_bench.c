@@ -700,6 +700,13 @@ int cmd_bench(int argc, char **argv)
         free_opts(&o);
         return rc >= 100 ? rc - 100 : rc;
     }
+    /* Every model path before the first is measured: a typo in the last of -m a,b,c fails
+     * now, not after the others ran. */
+    for (int mi = 0; mi < o.n_models; mi++)
+        if ((rc = cli_check_input(o.models[mi]))) {
+            free_opts(&o);
+            return rc;
+        }
     runner r = {.o = &o, .rep = {.o = &o}, .tty = isatty(fileno(stderr))};
     /* Background load runs where the bench may run: the process's mask, taken before any
      * thread could be pinned (the children inherit the forking thread's mask otherwise). */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "hold.h"
 
 static void usage(FILE *out)
 {
@@ -30,12 +31,19 @@ static void usage(FILE *out)
           "  -n, --n-predict N        most tokens per reply (default -1: until the model ends\n"
           "                           its turn or the context is full)\n"
           "  --ignore-eos             keep generating past end-of-turn tokens\n"
+          "  --special                print control tokens (<|im_end|>, ...) as their text\n"
+          "  -r, --reverse-prompt S, --stop S\n"
+          "                           end the reply before the text S; repeatable\n"
           "  --temp F                 temperature (default 0.8; 0: greedy)\n"
           "  --top-k N                top-k (default 40; 0: off)\n"
           "  --top-p F                top-p (default 0.95; 1: off)\n"
           "  --min-p F                min-p (default 0.05; 0: off)\n"
           "  --repeat-penalty F       repetition penalty (default 1.0: off)\n"
-          "  -s, --seed N             sampler seed\n"
+          "  --presence-penalty F     presence penalty (default 0: off)\n"
+          "  --frequency-penalty F    frequency penalty (default 0: off)\n"
+          "  --repeat-last-n N        tokens the penalties look back over (default 64; 0: off;\n"
+          "                           -1: the context size)\n"
+          "  -s, --seed N             sampler seed (default -1: a random seed, printed)\n"
           "  -t, --threads N          threads (default: PLUMB_THREADS, else physical cores)\n"
           "  -c, --ctx N              context window in tokens (default min(train, 4096))\n"
           "  --sliding-window N       sliding window instead of a context window\n"
@@ -65,7 +73,7 @@ static void usage(FILE *out)
 typedef struct chat_opts {
     const char *model, *system, *tmpl, *stats_json;
     int64_t n_predict;
-    int ignore_eos, verbose, no_repack, no_cache;
+    int ignore_eos, verbose, no_repack, no_cache, special;
     cli_gen_opts g;
 } chat_opts;
 
@@ -90,6 +98,7 @@ typedef struct chat {
     size_t reply_len, reply_cap;
     int reply_oom;
     int resets; /* conversations reset because the context was full */
+    hold shown; /* what is printed: control tokens' text dropped unless --special */
 } chat;
 
 /* Ctrl-C on a terminal: cancels the reply being generated, or ends the loop at the prompt. */
@@ -113,6 +122,7 @@ static int parse(int argc, char **argv, chat_opts *o)
                     : cli_is(&a, "-v", "--verbose")   ? &o->verbose
                     : cli_is(&a, NULL, "--no-repack") ? &o->no_repack
                     : cli_is(&a, NULL, "--no-cache")  ? &o->no_cache
+                    : cli_is(&a, NULL, "--special")   ? &o->special
                                                       : NULL;
         if (flag) {
             if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
@@ -204,7 +214,10 @@ static int on_text(void *user, const char *text, size_t len)
     memcpy(c->reply + c->reply_len, text, len);
     c->reply_len += len;
     c->reply[c->reply_len] = 0;
-    fwrite(text, 1, len, stdout);
+    if (hold_push(&c->shown, stdout, text, len) < 0) {
+        c->reply_oom = 1;
+        return 1;
+    }
     fflush(stdout);
     return interrupted || ferror(stdout);
 }
@@ -378,10 +391,15 @@ static pl_status generate_reply(chat *c, pl_chat_stats *st, pl_error *err)
     pl_gen_params gp = pl_gen_default_params();
     gp.max_tokens = c->o->n_predict < 0 ? INT32_MAX : c->o->n_predict;
     gp.ignore_eog = c->o->ignore_eos;
+    gp.stops = c->o->g.stops;
+    gp.n_stops = c->o->g.n_stops;
     c->reply_len = 0;
     c->reply_oom = 0;
     interrupted = 0;
-    return pl_chat_messages(c->s, c->o->tmpl, c->msgs, c->n_msgs, c->smp, &gp, on_text, c, st, err);
+    pl_status s =
+        pl_chat_messages(c->s, c->o->tmpl, c->msgs, c->n_msgs, c->smp, &gp, on_text, c, st, err);
+    hold_flush(&c->shown, stdout);
+    return s;
 }
 
 /* The tokens of the conversation [system, user text] with the assistant's opening, or -1
@@ -411,6 +429,24 @@ out:
     return count;
 }
 
+/* The tokens of the whole conversation rendered with the assistant's opening, or -1. */
+static int64_t tokens_conversation(const chat *c)
+{
+    size_t len = 0, n_ids = 0;
+    int64_t count = -1;
+    char *buf = NULL;
+    pl_chat_render(c->m, c->tmpl_name, c->msgs, c->n_msgs, 1, NULL, 0, &len, NULL);
+    if (!(buf = malloc(len + 1)) ||
+        pl_chat_render(c->m, c->tmpl_name, c->msgs, c->n_msgs, 1, buf, len + 1, &len, NULL))
+        goto out;
+    if (pl_tokenize(c->m, buf, len, PL_TOKENIZE_PARSE_SPECIAL, NULL, 0, &n_ids, NULL) == PL_OK ||
+        n_ids > 0)
+        count = (int64_t)n_ids;
+out:
+    free(buf);
+    return count;
+}
+
 /* One user message: generate, and on a full context reset (ask on a terminal) and retry.
  * 0 when the loop goes on (also when the message was dropped), else the exit code. */
 static int user_turn(chat *c, const char *text, size_t len)
@@ -424,15 +460,22 @@ static int user_turn(chat *c, const char *text, size_t len)
         pl_status s = generate_reply(c, &st, &err);
         if (s == PL_ERR_CONTEXT_FULL) {
             fflush(stdout);
-            fprintf(stderr, "plumb chat: the context window is full (%s)\n", err.msg);
             pl_session_info si = {0};
             pl_session_get_info(c->s, &si, NULL);
+            int64_t n_conv = tokens_conversation(c);
+            if (n_conv > 0)
+                fprintf(stderr,
+                        "plumb chat: the conversation is %lld token%s; the context (-c) is %lld\n",
+                        (long long)n_conv, cli_s(n_conv), (long long)si.kv_capacity);
+            else
+                fprintf(stderr, "plumb chat: the context (-c %lld) is full (%s)\n",
+                        (long long)si.kv_capacity, err.msg);
             int alone = c->n_msgs == first + 1;
             int64_t n_alone = alone ? -1 : tokens_alone(c, c->msgs[c->n_msgs - 1].content);
             if (alone || n_alone > si.kv_capacity) {
                 fprintf(stderr,
-                        "plumb chat: this message does not fit the context window (%lld "
-                        "tokens) even in a new conversation; it was dropped%s\n",
+                        "plumb chat: this message does not fit the context (-c %lld) even in a "
+                        "new conversation; it was dropped%s (raise -c or send a shorter one)\n",
                         (long long)si.kv_capacity, alone ? "" : ", the conversation is kept");
                 pop_message(c);
                 return 0;
@@ -470,9 +513,10 @@ static int user_turn(chat *c, const char *text, size_t len)
         print_turn_line(&c->turns[c->n_turns - 1]);
         if (st.gen.stop == PL_STOP_CONTEXT_FULL)
             fprintf(stderr,
-                    "plumb chat: the context window is full: the reply was cut after %lld "
-                    "tokens (the next message will need a reset)\n",
-                    (long long)st.n_generated);
+                    "plumb chat: the context (-c %lld) is full: the reply was cut after %lld "
+                    "token%s (the next message will need a reset; raise -c for more)\n",
+                    (long long)pl_session_n_past(c->s), (long long)st.n_generated,
+                    cli_s(st.n_generated));
         else if (st.gen.stop == PL_STOP_CANCELLED)
             fprintf(stderr, "plumb chat: reply stopped (Ctrl-C)\n");
         interrupted = 0;
@@ -577,19 +621,23 @@ int cmd_chat(int argc, char **argv)
             size_t l = strlen(known);
             snprintf(known + l, sizeof known - l, "%s%s", j ? ", " : "", names[j]);
         }
-        rc = cli_errorf("%s: no chat template plumb knows (%s); give --template NAME (%s)", o.model,
-                        err.msg, known);
+        rc = cli_errorf("%s: %s; give --template NAME (one of %s)", o.model, err.msg, known);
         goto out;
     }
 
     pl_session_params sp = cli_gen_session(&o.g, m);
+    cli_gen_warn_ctx(&o.g, m);
     if ((st = pl_session_new(&c.s, m, &sp, &err))) goto fail;
-    if ((st = pl_sampler_new(&c.smp, m, &o.g.sp, &err))) goto fail;
-
     pl_model_info info;
     pl_model_get_info(m, &info, NULL);
     pl_session_info si;
     pl_session_get_info(c.s, &si, NULL);
+    pl_sampler_params smp_params = cli_gen_sampler(&o.g, si.kv_capacity);
+    if ((st = pl_sampler_new(&c.smp, m, &smp_params, &err))) goto fail;
+    if ((o.special ? hold_init(&c.shown, HOLD_DROP, NULL, 0) : hold_init_control(&c.shown, m))) {
+        rc = cli_errorf("out of memory");
+        goto out;
+    }
     fprintf(stderr, "model: %s, %lld layers, n_embd %lld, vocab %lld; ", info.arch,
             (long long)info.n_layer, (long long)info.n_embd, (long long)info.n_vocab);
     print_size("weights ", info.weight_bytes);
@@ -597,6 +645,8 @@ int cmd_chat(int argc, char **argv)
     fprintf(stderr, " (%lld tokens%s); %d threads, kernels %s; template %s%s\n",
             (long long)si.kv_capacity, o.g.window ? ", sliding window" : "", si.n_threads,
             si.kernels, c.tmpl_name, o.no_cache ? "; --no-cache: every turn starts over" : "");
+    fprintf(stderr, "seed: %lld (-s %lld repeats this conversation)\n", (long long)o.g.seed,
+            (long long)o.g.seed);
     if (o.verbose) {
         char report[4096];
         pl_session_threads_report(c.s, 0, report, sizeof report, NULL, NULL);
@@ -638,6 +688,7 @@ out:
     free(c.msgs);
     free(c.turns);
     free(c.reply);
+    hold_free(&c.shown);
     pl_sampler_free(c.smp);
     pl_session_free(c.s);
     pl_model_free(m);

@@ -34,6 +34,16 @@ static void usage(FILE *out)
           out);
 }
 
+/* 1 if dir/name can be opened for reading (or the path is too long to tell). */
+static int has_file(const char *dir, const char *name)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return 1;
+    FILE *f = fopen(path, "rb");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
 int cmd_convert(int argc, char **argv)
 {
     cli_args a;
@@ -64,6 +74,12 @@ int cmd_convert(int argc, char **argv)
     pl_error err = {0};
     pl_ftype ftype;
     if (pl_ftype_from_name(type, &ftype, &err) != PL_OK) return cli_usage_error(&a, "%s", err.msg);
+    /* Checked here so that the message names the folder once, before any work. */
+    if (has_file(pos[0], "config.json") && !has_file(pos[0], "model.safetensors") &&
+        !has_file(pos[0], "model.safetensors.index.json"))
+        return cli_errorf("%s: no weights: neither model.safetensors nor "
+                          "model.safetensors.index.json can be read there",
+                          pos[0]);
 
     progress_bar bar;
     progress_bar_init(&bar, "convert");

@@ -51,13 +51,17 @@ static void usage(FILE *out)
             "usage: plumb inspect [options] FILE.gguf\n"
             "\n"
             "Prints a GGUF file's header, its metadata (every key, with type and value) and\n"
-            "its tensors (name, type, shape, bytes, offset), with totals per tensor type.\n"
+            "its tensors (name, type, shape, bytes, offset), with totals per tensor type;\n"
+            "then the runtime: what plumb makes of the file when it loads it (architecture,\n"
+            "shape, weight memory, repacked copies, the KV cache and scratch a default session\n"
+            "needs), or why it would not run it.\n"
             "Strings longer than %d bytes and arrays of more than %d elements are cut short\n"
             "unless --full is given. Escapes: \\n \\t \\r \\\\ \\\", \\xNN for other control\n"
             "bytes and invalid UTF-8.\n"
             "\n"
             "options:\n"
-            "  --json         print the same information as one JSON object\n"
+            "  --json         print the same information as one JSON object (the runtime in\n"
+            "                 \"runtime\")\n"
             "  --full         show every array element and whole strings\n"
             "  --no-tensors   leave out the per-tensor table (totals are still printed)\n"
             "  -h, --help     show this help\n"
@@ -432,9 +436,12 @@ static pl_status print_text(FILE *f, const pl_gguf *g, const inspect_opts *o,
 
 /* ---- JSON output ------------------------------------------------------------------- */
 
+typedef struct runtime runtime; /* below: what the runtime makes of the file */
+static void put_runtime_json(FILE *f, const runtime *rt);
+
 static pl_status print_json(FILE *f, const pl_gguf *g, const inspect_opts *o,
                             const type_total *totals, size_t n_types, const type_total *all,
-                            pl_error *err)
+                            const runtime *rt, pl_error *err)
 {
     char type_buf[40];
     uint64_t file_size = pl_gguf_size(g), data_off = pl_gguf_data_offset(g);
@@ -489,52 +496,114 @@ static pl_status print_json(FILE *f, const pl_gguf *g, const inspect_opts *o,
     fputs(n_types ? "\n  ],\n" : "],\n", f);
     fprintf(f,
             "  \"totals\": {\"tensors\": %" PRIu64 ", \"elements\": %" PRIu64
-            ", \"bytes\": %" PRIu64 "}\n}\n",
+            ", \"bytes\": %" PRIu64 "},\n  \"runtime\": ",
             all->tensors, all->elements, all->bytes);
+    put_runtime_json(f, rt);
+    fputs("\n}\n", f);
     return PL_OK;
 }
 
 /* What the runtime makes of the file: the bound model, and the memory a default session
  * needs beyond the mapped weights (KV cache + scratch), or why the file does not run. */
-static void print_runtime(FILE *f, const char *path)
-{
+struct runtime {
+    pl_status st; /* PL_OK: the model loads */
     pl_error err;
+    pl_model_info mi;
+    pl_session_params p;
+    pl_status est; /* the default session's estimate */
+    pl_session_info si;
+};
+
+static void runtime_probe(runtime *rt, const char *path)
+{
+    memset(rt, 0, sizeof *rt);
     pl_model *m = NULL;
-    pl_status st = pl_model_load(&m, path, NULL, &err);
+    if ((rt->st = pl_model_load(&m, path, NULL, &rt->err)) != PL_OK) return;
+    rt->p = pl_session_default_params(m);
+    pl_model_get_info(m, &rt->mi, NULL);
+    pl_error e;
+    rt->est = pl_session_estimate(m, &rt->p, &rt->si, &e);
+    pl_model_free(m);
+}
+
+static const char *kv_type_name(pl_type t)
+{
+    return t == PL_TYPE_F32 ? "F32" : "F16";
+}
+
+static void print_runtime(FILE *f, const runtime *rt)
+{
     fprintf(f, "\nruntime:\n");
-    if (st != PL_OK) {
-        fprintf(f, "  not runnable: %s: %s\n", pl_status_str(st), err.msg);
+    if (rt->st != PL_OK) {
+        fprintf(f, "  not runnable: %s\n", rt->err.msg[0] ? rt->err.msg : cli_status_words(rt->st));
         return;
     }
-    pl_model_info mi;
-    pl_session_info si;
-    pl_session_params p = pl_session_default_params(m);
-    pl_model_get_info(m, &mi, NULL);
+    const pl_model_info *mi = &rt->mi;
     char w[32], kv[32], sc[32];
-    cli_format_size(w, sizeof w, mi.weight_bytes);
+    cli_format_size(w, sizeof w, mi->weight_bytes);
     fprintf(f,
             "  %s: %lld layers, n_embd %lld, heads %lld/%lld, head_dim %lld, n_ff %lld, "
             "vocab %lld, %s embeddings\n",
-            mi.arch, (long long)mi.n_layer, (long long)mi.n_embd, (long long)mi.n_head,
-            (long long)mi.n_head_kv, (long long)mi.head_dim, (long long)mi.n_ff,
-            (long long)mi.n_vocab, mi.tied_embeddings ? "tied" : "untied");
-    fprintf(f, "  weights: %s in the mapping (%.1f M parameters)\n", w, (double)mi.n_params * 1e-6);
-    if (mi.n_repacked > 0) {
+            mi->arch, (long long)mi->n_layer, (long long)mi->n_embd, (long long)mi->n_head,
+            (long long)mi->n_head_kv, (long long)mi->head_dim, (long long)mi->n_ff,
+            (long long)mi->n_vocab, mi->tied_embeddings ? "tied" : "untied");
+    fprintf(f, "  weights: %s in the mapping (%.1f M parameters)\n", w,
+            (double)mi->n_params * 1e-6);
+    if (mi->n_repacked > 0) {
         char rb[32];
-        cli_format_size(rb, sizeof rb, mi.repack_bytes);
+        cli_format_size(rb, sizeof rb, mi->repack_bytes);
         fprintf(f,
                 "  repacked for kernel set %s: %d matmul weights, %s of memory, %.0f ms at load "
                 "(plumb run --no-repack runs them from the mapping)\n",
-                mi.repack_set, mi.n_repacked, rb, mi.repack_ms);
+                mi->repack_set, mi->n_repacked, rb, mi->repack_ms);
     }
-    if (pl_session_estimate(m, &p, &si, &err) == PL_OK) {
-        cli_format_size(kv, sizeof kv, si.kv_bytes);
-        cli_format_size(sc, sizeof sc, si.scratch_bytes);
+    if (rt->est == PL_OK) {
+        cli_format_size(kv, sizeof kv, rt->si.kv_bytes);
+        cli_format_size(sc, sizeof sc, rt->si.scratch_bytes);
+        fprintf(f, "  default session (context %lld, %s KV, chunk %lld): KV cache %s, scratch %s\n",
+                (long long)rt->p.context_window, kv_type_name(rt->p.kv_type),
+                (long long)rt->p.prefill_chunk, kv, sc);
+    }
+}
+
+/* The same as one JSON value: {"runnable": false, "status", "error"} or the model's figures. */
+static void put_runtime_json(FILE *f, const runtime *rt)
+{
+    if (rt->st != PL_OK) {
+        fprintf(f, "{\"runnable\": false, \"status\": \"%s\", \"error\": ", pl_status_str(rt->st));
+        const char *msg = rt->err.msg[0] ? rt->err.msg : cli_status_words(rt->st);
+        cli_put_json_string(f, msg, strlen(msg));
+        fputc('}', f);
+        return;
+    }
+    const pl_model_info *mi = &rt->mi;
+    fputs("{\"runnable\": true, \"arch\": ", f);
+    cli_put_json_string(f, mi->arch, strlen(mi->arch));
+    fprintf(f,
+            ", \"n_layer\": %lld, \"n_embd\": %lld, \"n_head\": %lld, \"n_head_kv\": %lld, "
+            "\"head_dim\": %lld, \"n_ff\": %lld, \"n_vocab\": %lld, \"tied_embeddings\": %s,\n"
+            "    \"weight_bytes\": %" PRIu64 ", \"n_params\": %" PRIu64 ",\n    \"repack\": ",
+            (long long)mi->n_layer, (long long)mi->n_embd, (long long)mi->n_head,
+            (long long)mi->n_head_kv, (long long)mi->head_dim, (long long)mi->n_ff,
+            (long long)mi->n_vocab, mi->tied_embeddings ? "true" : "false", mi->weight_bytes,
+            mi->n_params);
+    if (mi->n_repacked > 0) {
+        fputs("{\"kernel_set\": ", f);
+        cli_put_json_string(f, mi->repack_set, strlen(mi->repack_set));
+        fprintf(f, ", \"tensors\": %d, \"bytes\": %" PRIu64 ", \"ms\": %.3f}", mi->n_repacked,
+                mi->repack_bytes, mi->repack_ms);
+    } else {
+        fputs("null", f);
+    }
+    fputs(",\n    \"default_session\": ", f);
+    if (rt->est == PL_OK)
         fprintf(f,
-                "  default session (context %lld, F16 KV, chunk %lld): KV cache %s, scratch %s\n",
-                (long long)p.context_window, (long long)p.prefill_chunk, kv, sc);
-    }
-    pl_model_free(m);
+                "{\"context\": %lld, \"kv_type\": \"%s\", \"chunk\": %lld, \"kv_bytes\": %" PRIu64
+                ", \"scratch_bytes\": %" PRIu64 "}}",
+                (long long)rt->p.context_window, kv_type_name(rt->p.kv_type),
+                (long long)rt->p.prefill_chunk, rt->si.kv_bytes, rt->si.scratch_bytes);
+    else
+        fputs("null}", f);
 }
 
 /* ---- the command ------------------------------------------------------------------- */
@@ -577,12 +646,14 @@ int cmd_inspect(int argc, char **argv)
     size_t n_types = 0;
     type_total all;
     st = collect_totals(g, totals, &n_types, &all, &err);
+    runtime rt;
     if (st == PL_OK) {
-        st = o.json ? print_json(stdout, g, &o, totals, n_types, &all, &err)
+        runtime_probe(&rt, o.path);
+        st = o.json ? print_json(stdout, g, &o, totals, n_types, &all, &rt, &err)
                     : print_text(stdout, g, &o, totals, n_types, &all, &err);
     }
     free(totals);
     pl_gguf_free(g);
-    if (st == PL_OK && !o.json) print_runtime(stdout, o.path);
+    if (st == PL_OK && !o.json) print_runtime(stdout, &rt);
     return st == PL_OK ? CLI_EXIT_OK : cli_fail(st, &err);
 }

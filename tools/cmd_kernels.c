@@ -15,10 +15,12 @@ static void usage(FILE *out)
           "whether the chosen set provides it or falls back to the reference set 'ref'.\n"
           "\n"
           "The set is the best one this CPU supports, unless the environment variable\n"
-          "PLUMB_KERNELS=<name> or --set <name> names one.\n"
+          "PLUMB_KERNELS=<name> or --kernels <name> (also --set <name>) names one.\n"
           "\n"
           "options:\n"
-          "  --set NAME     report on the set NAME instead (overrides PLUMB_KERNELS)\n"
+          "  --kernels NAME, --set NAME\n"
+          "                 report on the set NAME instead (overrides PLUMB_KERNELS), as\n"
+          "                 --kernels NAME of run, chat, bench, perplexity would use it\n"
           "  --json         print the same information as one JSON object\n"
           "  -h, --help     show this help\n"
           "\n"
@@ -27,9 +29,28 @@ static void usage(FILE *out)
           out);
 }
 
+/* The registry's report says which source chose the set; for a name given on this command
+ * line it says PLUMB_KERNELS (the registry knows no command line): name the option instead. */
+typedef struct report_out {
+    FILE *f;
+    const char *option; /* "--kernels" or "--set"; NULL: as the registry says */
+} report_out;
+
 static void write_stdout(void *user, const char *text, size_t len)
 {
-    fwrite(text, 1, len, (FILE *)user);
+    const report_out *o = user;
+    static const char env[] = "(by name, PLUMB_KERNELS)";
+    const char *at = NULL;
+    for (size_t i = 0; o->option && !at && i + sizeof env - 1 <= len; i++)
+        if (memcmp(text + i, env, sizeof env - 1) == 0) at = text + i;
+    if (!at) {
+        fwrite(text, 1, len, o->f);
+        return;
+    }
+    fwrite(text, 1, (size_t)(at - text), o->f);
+    fprintf(o->f, "(by name, %s)", o->option);
+    size_t done = (size_t)(at - text) + sizeof env - 1;
+    fwrite(at + sizeof env - 1, 1, len - done, o->f);
 }
 
 static int is_fallback(const pl_kernel_table *t, int family, int type)
@@ -92,7 +113,7 @@ static void print_json(FILE *f, const pl_kernel_table *t)
 int cmd_kernels(int argc, char **argv)
 {
     int json = 0;
-    const char *set_name = NULL;
+    const char *set_name = NULL, *set_option = NULL;
     cli_args a;
     cli_args_init(&a, argc, argv, "kernels", usage);
     for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
@@ -101,9 +122,10 @@ int cmd_kernels(int argc, char **argv)
         if (cli_is(&a, NULL, "--json")) {
             if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
             json = 1;
-        } else if (cli_is(&a, NULL, "--set")) {
+        } else if (cli_is(&a, NULL, "--set") || cli_is(&a, NULL, "--kernels")) {
+            set_option = cli_is(&a, NULL, "--set") ? "--set" : "--kernels";
             if (!(set_name = cli_value(&a))) return CLI_EXIT_USAGE;
-            if (!*set_name) return cli_usage_error(&a, "--set needs a set name");
+            if (!*set_name) return cli_usage_error(&a, "%s needs a set name", set_option);
         } else {
             return cli_unknown_option(&a);
         }
@@ -122,7 +144,7 @@ int cmd_kernels(int argc, char **argv)
     if (json)
         print_json(stdout, t);
     else
-        pl_kernels_report(t, write_stdout, stdout);
+        pl_kernels_report(t, write_stdout, &(report_out){stdout, set_option});
     free(t);
     return CLI_EXIT_OK;
 }

@@ -112,7 +112,7 @@ typedef struct logits_opts {
     const char *model, *prompt, *prompt_file, *output, *kv, *kernels;
     int32_t *tokens;
     int64_t n_tokens, threads, ctx;
-    int last;
+    int last, all; /* --last, --all: one of them at most */
 } logits_opts;
 
 static int parse(int argc, char **argv, logits_opts *o)
@@ -125,7 +125,11 @@ static int parse(int argc, char **argv, logits_opts *o)
         if (cli_is_help(&a)) return cli_help(&a) + 100;
         if (cli_is(&a, NULL, "--all") || cli_is(&a, NULL, "--last")) {
             if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
-            o->last = cli_is(&a, NULL, "--last");
+            if (cli_is(&a, NULL, "--last"))
+                o->last = 1;
+            else
+                o->all = 1;
+            if (o->last && o->all) return cli_usage_error(&a, "give --all or --last, not both");
             continue;
         }
         if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
@@ -181,11 +185,12 @@ static int evaluate(int argc, char **argv)
     run_text *text = NULL;
     float *logits = NULL;
     pl_status st;
+    if ((rc = cli_check_output(o.output))) goto out;
     if ((st = pl_model_load(&m, o.model, NULL, &err))) goto fail;
     pl_model_info info;
     if ((st = pl_model_get_info(m, &info, &err))) goto fail;
     if (!o.tokens) {
-        if ((st = run_text_new(&text, m, &err))) goto fail;
+        if ((st = run_text_new(&text, m, 0, NULL, 0, &err))) goto fail;
         st = o.prompt ? run_text_tokenize(text, o.prompt, &o.tokens, &o.n_tokens, &err)
                       : run_text_tokenize_file(text, o.prompt_file, &o.tokens, &o.n_tokens, &err);
         if (st) goto fail;
@@ -208,6 +213,12 @@ static int evaluate(int argc, char **argv)
     sp.context_window = o.ctx ? o.ctx : o.n_tokens;
     if (o.kv) sp.kv_type = strcmp(o.kv, "f32") == 0 ? PL_TYPE_F32 : PL_TYPE_F16;
     sp.kernels = o.kernels;
+    if (o.n_tokens > sp.context_window) {
+        rc = cli_errorf("the text is %lld token%s; the context (-c) is %lld: raise -c or shorten "
+                        "the text",
+                        (long long)o.n_tokens, cli_s(o.n_tokens), (long long)sp.context_window);
+        goto out;
+    }
     if ((st = pl_session_new(&s, m, &sp, &err))) goto fail;
     int64_t rows = o.last ? 1 : o.n_tokens;
     logits = malloc((size_t)rows * (size_t)info.n_vocab * sizeof *logits);

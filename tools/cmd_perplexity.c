@@ -178,12 +178,16 @@ int cmd_perplexity(int argc, char **argv)
     ppl_run run = {0};
     pl_status st;
 
+    /* The paths first: a typo fails now, not after the whole text was evaluated. */
+    if ((o.save && (rc = cli_check_output(o.save))) || (o.base && (rc = cli_check_input(o.base))) ||
+        (rc = cli_check_input(o.text)))
+        goto out;
     const pl_model_params mp = {.flags = o.no_repack ? PL_MODEL_NO_REPACK : 0u,
                                 .kernels = o.kernels};
     if ((st = pl_model_load(&m, o.model, &mp, &err))) goto fail;
     pl_model_info info;
     if ((st = pl_model_get_info(m, &info, &err))) goto fail;
-    if ((st = run_text_new(&text, m, &err)) ||
+    if ((st = run_text_new(&text, m, 0, NULL, 0, &err)) ||
         (st = run_text_tokenize_file(text, o.text, &tok, &n_tok, &err)))
         goto fail;
 

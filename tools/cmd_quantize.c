@@ -26,6 +26,8 @@ static void usage(FILE *out)
           "\n"
           "options:\n"
           "  --pure             every weight matrix in TYPE, no llama.cpp mix\n"
+          "  --allow-requantize quantize weights that are already quantized (each\n"
+          "                     quantization loses; quantize from F32/F16/BF16 instead)\n"
           "  -t, --threads N    threads (default: PLUMB_THREADS, else one per physical\n"
           "                     core); the output does not depend on it\n"
           "  -h, --help         show this help\n"
@@ -36,12 +38,32 @@ static void usage(FILE *out)
           out);
 }
 
+/* CLI_EXIT_FAIL after a message when a weight matrix of path is already quantized. */
+static int refuse_quantized(const char *path)
+{
+    pl_gguf *g = NULL;
+    pl_error err;
+    pl_status st = pl_gguf_open(&g, path, &err);
+    if (st) return cli_fail(st, &err);
+    int rc = 0;
+    for (uint64_t i = 0; i < pl_gguf_n_tensors(g) && !rc; i++) {
+        pl_tensor_info t;
+        if (pl_gguf_tensor(g, i, &t, NULL) || t.n_dims < 2) continue;
+        if (t.type != PL_TYPE_F32 && t.type != PL_TYPE_F16 && t.type != PL_TYPE_BF16)
+            rc = cli_errorf("%s is already quantized (tensor '%.*s' is %s): quantize from an "
+                            "F32/F16/BF16 file, or give --allow-requantize",
+                            path, (int)t.name.len, t.name.ptr, pl_type_name(t.type));
+    }
+    pl_gguf_free(g);
+    return rc;
+}
+
 int cmd_quantize(int argc, char **argv)
 {
     cli_args a;
     cli_args_init(&a, argc, argv, "quantize", usage);
     const char *pos[3] = {NULL, NULL, NULL};
-    int n_pos = 0, pure = 0;
+    int n_pos = 0, pure = 0, requant = 0;
     long threads = 0;
     for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
         const char *v;
@@ -51,9 +73,9 @@ int cmd_quantize(int argc, char **argv)
             continue;
         }
         if (cli_is_help(&a)) return cli_help(&a);
-        if (cli_is(&a, NULL, "--pure")) {
+        if (cli_is(&a, NULL, "--pure") || cli_is(&a, NULL, "--allow-requantize")) {
             if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
-            pure = 1;
+            *(cli_is(&a, NULL, "--pure") ? &pure : &requant) = 1;
             continue;
         }
         if (cli_is(&a, "-t", "--threads")) {
@@ -74,6 +96,12 @@ int cmd_quantize(int argc, char **argv)
     pl_ftype ftype;
     if (pl_ftype_from_name(pos[2], &ftype, &err) != PL_OK)
         return cli_usage_error(&a, "%s", err.msg);
+
+    if (cli_same_file(pos[0], pos[1]))
+        return cli_usage_error(&a, "OUT '%s' is IN: give another output path", pos[1]);
+    int rc = cli_check_input(pos[0]);
+    if (rc || (rc = cli_check_output(pos[1]))) return rc;
+    if (!requant && (rc = refuse_quantized(pos[0]))) return rc;
 
     progress_bar bar;
     progress_bar_init(&bar, "quantize");

@@ -20,13 +20,20 @@ static void usage(FILE *out)
           "  -p, --prompt TEXT        prompt text (tokenized with the model's tokenizer)\n"
           "  -f, --file FILE          read the prompt from FILE\n"
           "  --tokens LIST            prompt as token ids, comma-separated\n"
-          "  -n, --n-predict N        tokens to generate (default 32; 0: prefill only)\n"
+          "  -n, --n-predict N        tokens to generate (default 32; 0: prefill only; -1: until\n"
+          "                           end of generation or a full context)\n"
           "  --temp F                 temperature (default 0.8; 0: greedy)\n"
           "  --top-k N                top-k (default 40; 0: off)\n"
           "  --top-p F                top-p (default 0.95; 1: off)\n"
           "  --min-p F                min-p (default 0.05; 0: off)\n"
           "  --repeat-penalty F       repetition penalty (default 1.0: off)\n"
-          "  -s, --seed N             sampler seed\n"
+          "  --presence-penalty F     presence penalty (default 0: off)\n"
+          "  --frequency-penalty F    frequency penalty (default 0: off)\n"
+          "  --repeat-last-n N        tokens the penalties look back over (default 64; 0: off;\n"
+          "                           -1: the context size)\n"
+          "  -s, --seed N             sampler seed (default -1: a random seed, printed)\n"
+          "  -r, --reverse-prompt S, --stop S\n"
+          "                           stop before the text S (not printed); repeatable\n"
           "  -t, --threads N          threads (default: PLUMB_THREADS, else physical cores)\n"
           "  -c, --ctx N              context window in tokens (default min(train, 4096))\n"
           "  --sliding-window N       sliding window instead of a context window\n"
@@ -36,8 +43,12 @@ static void usage(FILE *out)
           "  --kernels NAME           kernel set (default: PLUMB_KERNELS, else the best)\n"
           "  --no-repack              run every weight from the mapping (no repacked copies)\n"
           "  --ignore-eos             keep generating past end-of-sequence tokens\n"
+          "  --special                print control tokens (<|endoftext|>, ...) as their text\n"
           "  -v, --verbose            also print the CPU topology and thread binding\n"
-          "  -h, --help               show this help\n",
+          "  -h, --help               show this help\n"
+          "\n"
+          "At the end it says why generation stopped: end of generation, -n, a full context\n"
+          "or a stop string.\n",
           out);
 }
 
@@ -52,7 +63,7 @@ typedef struct run_opts {
     const char *model, *prompt, *prompt_file;
     int32_t *tokens;
     int64_t n_tokens, n_predict;
-    int ignore_eos, verbose, no_repack;
+    int ignore_eos, verbose, no_repack, special;
     cli_gen_opts g;
 } run_opts;
 
@@ -67,6 +78,7 @@ static int parse(int argc, char **argv, run_opts *o)
         int *flag = cli_is(&a, NULL, "--ignore-eos")  ? &o->ignore_eos
                     : cli_is(&a, "-v", "--verbose")   ? &o->verbose
                     : cli_is(&a, NULL, "--no-repack") ? &o->no_repack
+                    : cli_is(&a, NULL, "--special")   ? &o->special
                                                       : NULL;
         if (flag) {
             if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
@@ -86,7 +98,7 @@ static int parse(int argc, char **argv, run_opts *o)
             o->tokens = NULL;
             if ((o->n_tokens = cli_parse_tokens(&a, v, &o->tokens)) < 0) return CLI_EXIT_USAGE;
         } else if (cli_is(&a, "-n", "--n-predict"))
-            rc = cli_parse_i64(&a, v, 0, 1 << 30, &o->n_predict);
+            rc = cli_parse_i64(&a, v, -1, 1 << 30, &o->n_predict);
         else if (cli_gen_option(&a, v, &o->g, &rc))
             ;
         else
@@ -135,7 +147,7 @@ int cmd_run(int argc, char **argv)
     pl_model_info info;
     pl_model_get_info(m, &info, NULL);
 
-    if ((st = run_text_new(&text, m, &err))) goto fail;
+    if ((st = run_text_new(&text, m, o.special, o.g.stops, o.g.n_stops, &err))) goto fail;
     if (!o.tokens) {
         st = o.prompt ? run_text_tokenize(text, o.prompt, &o.tokens, &o.n_tokens, &err)
                       : run_text_tokenize_file(text, o.prompt_file, &o.tokens, &o.n_tokens, &err);
@@ -147,10 +159,18 @@ int cmd_run(int argc, char **argv)
     }
 
     pl_session_params sp = cli_gen_session(&o.g, m);
+    cli_gen_warn_ctx(&o.g, m);
     if ((st = pl_session_new(&s, m, &sp, &err))) goto fail;
-    if ((st = pl_sampler_new(&smp, m, &o.g.sp, &err))) goto fail;
     pl_session_info si;
     pl_session_get_info(s, &si, NULL);
+    if (sp.context_window > 0 && o.n_tokens > sp.context_window) {
+        rc = cli_errorf("the prompt is %lld token%s; the context (-c) is %lld: raise -c or "
+                        "shorten the prompt",
+                        (long long)o.n_tokens, cli_s(o.n_tokens), (long long)sp.context_window);
+        goto out;
+    }
+    pl_sampler_params smp_params = cli_gen_sampler(&o.g, si.kv_capacity);
+    if ((st = pl_sampler_new(&smp, m, &smp_params, &err))) goto fail;
 
     double mparams = (double)info.n_params * 1e-6;
     fprintf(stderr, "model: %s, %lld layers, n_embd %lld, vocab %lld, %.2f %s params\n", info.arch,
@@ -167,14 +187,19 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, ", %.0f ms)", info.repack_ms);
     }
     fputc('\n', stderr);
+    fprintf(stderr, "seed: %lld (-s %lld repeats this run)\n", (long long)o.g.seed,
+            (long long)o.g.seed);
     if (o.verbose) {
         char report[4096];
         pl_session_threads_report(s, 0, report, sizeof report, NULL, NULL);
         fprintf(stderr, "%s", report);
     }
 
+    /* -n -1: until the end of generation or, with a context window, a full one. */
+    int64_t n_predict = o.n_predict >= 0 ? o.n_predict : INT64_MAX;
+    int64_t n_hist_cap = o.n_tokens + 1 + (o.n_predict >= 0 ? o.n_predict : si.kv_capacity);
     logits = malloc((size_t)info.n_vocab * sizeof *logits);
-    hist = malloc((size_t)(o.n_tokens + o.n_predict + 1) * sizeof *hist);
+    hist = malloc((size_t)n_hist_cap * sizeof *hist);
     if (!logits || !hist) {
         rc = cli_errorf("out of memory");
         goto out;
@@ -188,31 +213,65 @@ int cmd_run(int argc, char **argv)
     if ((st = run_text_echo_prompt(text, o.tokens, o.n_tokens, &err))) goto fail;
 
     int64_t n_gen = 0;
+    pl_stop_reason why = PL_STOP_NONE;
     double t2 = now_s();
-    while (n_gen < o.n_predict) {
+    while (n_gen < n_predict) {
         int32_t tok;
         if ((st = pl_sampler_sample(smp, logits, hist, n_hist, &tok, &err))) goto fail;
+        if (n_hist == n_hist_cap) { /* -n -1 with a sliding window: keep the recent history */
+            memmove(hist, hist + n_hist_cap / 2,
+                    (size_t)(n_hist_cap - n_hist_cap / 2) * sizeof *hist);
+            n_hist -= n_hist_cap / 2;
+        }
         hist[n_hist++] = tok;
         n_gen++;
+        if (!o.ignore_eos && run_text_is_eog(text, tok)) {
+            why = PL_STOP_EOG;
+            if (o.special && (st = run_text_emit(text, tok, &err))) goto fail;
+            break;
+        }
         if ((st = run_text_emit(text, tok, &err))) goto fail;
-        if (!o.ignore_eos && run_text_is_eog(text, tok)) break;
-        if (n_gen == o.n_predict) break;
+        if (run_text_stopped(text)) {
+            why = PL_STOP_STRING;
+            break;
+        }
+        if (n_gen == n_predict) {
+            why = PL_STOP_MAX_TOKENS;
+            break;
+        }
         st = pl_session_eval(s, &tok, 1, logits, 0, &err);
         if (st == PL_ERR_CONTEXT_FULL) {
-            fprintf(stderr, "\n(context window full after %lld tokens)\n",
-                    (long long)pl_session_n_past(s));
+            why = PL_STOP_CONTEXT_FULL;
             break;
         }
         if (st) goto fail;
     }
+    if (why == PL_STOP_NONE && o.n_predict == 0) why = PL_STOP_MAX_TOKENS;
     double t_decode = now_s() - t2;
     run_text_finish(text);
 
-    fprintf(stderr, "\nprefill: %lld tokens in %.3f s = %.2f tok/s\n", (long long)o.n_tokens,
-            t_prefill, (double)o.n_tokens / t_prefill);
+    fprintf(stderr, "\nprefill: %lld token%s in %.3f s = %.2f tok/s\n", (long long)o.n_tokens,
+            cli_s(o.n_tokens), t_prefill, (double)o.n_tokens / t_prefill);
     if (n_gen > 1)
-        fprintf(stderr, "decode:  %lld tokens in %.3f s = %.2f tok/s\n", (long long)(n_gen - 1),
-                t_decode, (double)(n_gen - 1) / t_decode);
+        fprintf(stderr, "decode:  %lld token%s in %.3f s = %.2f tok/s\n", (long long)(n_gen - 1),
+                cli_s(n_gen - 1), t_decode, (double)(n_gen - 1) / t_decode);
+    switch (why) {
+    case PL_STOP_EOG:
+        fprintf(stderr, "stopped: end of generation (the model's end token) after %lld token%s\n",
+                (long long)n_gen, cli_s(n_gen));
+        break;
+    case PL_STOP_STRING:
+        fprintf(stderr, "stopped: a stop string (--stop) after %lld token%s\n", (long long)n_gen,
+                cli_s(n_gen));
+        break;
+    case PL_STOP_CONTEXT_FULL:
+        fprintf(stderr, "stopped: the context is full (-c %lld) after %lld token%s\n",
+                (long long)si.kv_capacity, (long long)n_gen, cli_s(n_gen));
+        break;
+    default:
+        fprintf(stderr, "stopped: %lld token%s generated (-n %lld)\n", (long long)n_gen,
+                cli_s(n_gen), (long long)o.n_predict);
+    }
     rc = CLI_EXIT_OK;
     goto out;
 fail:

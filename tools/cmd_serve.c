@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "cli.h"
 #include "serve.h"
@@ -13,20 +14,27 @@ static void usage(FILE *out)
         "usage: plumb serve -m FILE [options]\n"
         "\n"
         "Serves the model over HTTP with OpenAI's API: POST /v1/chat/completions and\n"
-        "/v1/completions (streaming or not), GET /v1/models, /health, /metrics (Prometheus)\n"
-        "and /slots. Each of N slots is a session with its own prefix cache; a request goes to\n"
-        "the idle slot whose cached text shares the longest prefix with its prompt (else the\n"
-        "least recently used), so each conversation keeps its fast path. Requests beyond the\n"
-        "slots wait in a bounded queue; beyond it they get 503. Prints one line on stdout\n"
-        "when listening, one log line per request on stderr; SIGINT/SIGTERM stop it.\n"
+        "/v1/completions (streaming or not), GET (and HEAD) /v1/models, /health, /metrics\n"
+        "(Prometheus) and /slots. Each of N slots is a session with its own prefix cache; a\n"
+        "request goes to the idle slot whose whole cached text its prompt extends (the longest\n"
+        "such), else to the least recently used idle slot, so each conversation keeps its fast\n"
+        "path. Requests beyond the slots wait in a bounded queue; beyond it they get 503.\n"
+        "Prints one line on stdout when listening, one log line per request on stderr;\n"
+        "SIGINT/SIGTERM stop it.\n"
         "\n"
         "options:\n"
         "  -m, --model FILE         GGUF model (llama, qwen2, qwen3)\n"
-        "  --host ADDR              address to listen on (default 127.0.0.1: this machine only)\n"
+        "  --host ADDR              address or name to listen on (default 127.0.0.1: this\n"
+        "                           machine only; localhost is loopback; 0.0.0.0: everywhere)\n"
         "  --port N                 port (default 8080; 0: a free one)\n"
         "  --slots N                sessions, each with its prefix cache (default 2)\n"
         "  --queue N                requests that may wait for a slot (default 16)\n"
-        "  --api-key KEY            require 'Authorization: Bearer KEY' (not on /health)\n"
+        "  --api-key KEY            require 'Authorization: Bearer KEY' (not on /health and\n"
+        "                           /metrics)\n"
+        "  --metrics-key KEY        require 'Authorization: Bearer KEY' on /metrics\n"
+        "  --cors ORIGIN            answer browsers of ORIGIN ('*': any): Access-Control-Allow-\n"
+        "                           Origin on every answer, OPTIONS preflights answered\n"
+        "                           (default: no CORS headers)\n"
         "  --max-body BYTES         largest request body (default 1048576)\n"
         "  --timeout S              close a connection idle, or whose request is not whole, this "
         "long (default 30)\n"
@@ -36,8 +44,8 @@ static void usage(FILE *out)
         "                           (default 256)\n"
         "  --template NAME          chat template (default: the model's): chatml, qwen2,\n"
         "                           qwen2.5, llama3, llama2, mistral\n"
-        "  -t, --threads N          threads per slot (default: PLUMB_THREADS, else physical\n"
-        "                           cores)\n"
+        "  -t, --threads N          threads per slot (default: the physical cores, or\n"
+        "                           PLUMB_THREADS, shared among the slots, at least 1 each)\n"
         "  -c, --ctx N              context window per slot in tokens (default min(train, 4096))\n"
         "  --sliding-window N       sliding window instead of a context window\n"
         "  --sinks N                attention sinks kept by the sliding window (default 4)\n"
@@ -53,7 +61,7 @@ static void usage(FILE *out)
 }
 
 typedef struct serve_opts {
-    const char *model, *host, *api_key, *alias, *tmpl;
+    const char *model, *host, *api_key, *metrics_key, *cors, *alias, *tmpl;
     int64_t port, slots, queue, max_body, timeout, max_tokens;
     int no_repack;
     cli_gen_opts g;
@@ -94,6 +102,10 @@ static int parse(int argc, char **argv, serve_opts *o)
             rc = cli_parse_i64(&a, v, 0, 4096, &o->queue);
         else if (cli_is(&a, NULL, "--api-key"))
             o->api_key = v;
+        else if (cli_is(&a, NULL, "--metrics-key"))
+            o->metrics_key = v;
+        else if (cli_is(&a, NULL, "--cors"))
+            o->cors = v;
         else if (cli_is(&a, NULL, "--max-body"))
             rc = cli_parse_i64(&a, v, 1, INT32_MAX, &o->max_body);
         else if (cli_is(&a, NULL, "--timeout"))
@@ -118,7 +130,41 @@ static int parse(int argc, char **argv, serve_opts *o)
     int rc = cli_gen_check(&a, &o->g);
     if (rc) return rc;
     if (o->api_key && !o->api_key[0]) return cli_usage_error(&a, "--api-key: empty key");
+    if (o->metrics_key && !o->metrics_key[0])
+        return cli_usage_error(&a, "--metrics-key: empty key");
+    /* The origin goes into a header as it is: one line of visible ASCII. */
+    if (o->cors) {
+        const unsigned char *c = (const unsigned char *)o->cors;
+        while (*c > 0x20 && *c < 0x7f) c++;
+        if (!o->cors[0] || *c)
+            return cli_usage_error(&a,
+                                   "--cors: '%s' is not an origin (e.g. https://example.com, or "
+                                   "'*' for any)",
+                                   o->cors);
+    }
+    struct sockaddr_storage ss;
+    char why[320];
+    if (sv_resolve_host(o->host, (int)o->port, &ss, why, sizeof why))
+        return cli_usage_error(&a, "--host: %s", why);
     return 0;
+}
+
+/* Threads per slot when -t is not given: the pool's default (PLUMB_THREADS, else the usable
+ * physical cores, as hwloc counts them) shared among the slots, so that slots x threads stays
+ * within the cores; at least 1. The count is what a session with n_threads 0 gets. */
+static int default_threads(const pl_model *m, int64_t slots)
+{
+    pl_session_params sp = pl_session_default_params(m);
+    sp.n_threads = 0;
+    sp.context_window = 8; /* the probe needs no cache */
+    sp.sliding_window = 0;
+    sp.attention_sinks = 0;
+    pl_session *s = NULL;
+    pl_session_info si = {0};
+    if (pl_session_new(&s, m, &sp, NULL) || pl_session_get_info(s, &si, NULL)) si.n_threads = 1;
+    pl_session_free(s);
+    int64_t n = si.n_threads / slots;
+    return n < 1 ? 1 : (int)n;
 }
 
 /* The file's name without its folders and ".gguf": the default model id. */
@@ -177,12 +223,14 @@ int cmd_serve(int argc, char **argv)
                         err.msg);
         goto out;
     }
+    if (!o.g.threads) o.g.threads = default_threads(m, o.slots);
     if (!o.alias && !(alias = default_alias(o.model))) {
         rc = cli_errorf("out of memory");
         goto out;
     }
     sv_config cfg = {
         .host = o.host,
+        .cors = o.cors,
         .port = (int)o.port,
         .n_slots = (int)o.slots,
         .queue = (int)o.queue,
@@ -193,6 +241,7 @@ int cmd_serve(int argc, char **argv)
                 .tmpl = tmpl,
                 .alias = o.alias ? o.alias : alias,
                 .api_key = o.api_key,
+                .metrics_key = o.metrics_key,
                 .max_tokens = o.max_tokens},
         .log = stderr,
     };
@@ -202,12 +251,15 @@ int cmd_serve(int argc, char **argv)
     }
     pl_session_info si = {0};
     pl_session_get_info(sv_slots_session(sv_server_slots(srv), 0), &si, NULL);
-    fprintf(stderr,
-            "plumb serve: model %s (id '%s', template %s), %lld slots of %lld tokens%s, "
-            "%d threads each, kernels %s, queue %lld, max body %lld bytes, timeout %lld s%s\n",
-            o.model, cfg.api.alias, tmpl, (long long)o.slots, (long long)si.kv_capacity,
-            o.g.window ? " (sliding window)" : "", si.n_threads, si.kernels, (long long)o.queue,
-            (long long)o.max_body, (long long)o.timeout, o.api_key ? ", API key required" : "");
+    fprintf(
+        stderr,
+        "plumb serve: model %s (id '%s', template %s), %lld slots of %lld tokens%s, "
+        "%d threads each, kernels %s, queue %lld, max body %lld bytes, timeout %lld s%s%s%s%s\n",
+        o.model, cfg.api.alias, tmpl, (long long)o.slots, (long long)si.kv_capacity,
+        o.g.window ? " (sliding window)" : "", si.n_threads, si.kernels, (long long)o.queue,
+        (long long)o.max_body, (long long)o.timeout, o.api_key ? ", API key required" : "",
+        o.metrics_key ? ", metrics key required" : "", o.cors ? ", CORS origin " : "",
+        o.cors ? o.cors : "");
     int v6 = strchr(o.host, ':') != NULL;
     printf("plumb serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", o.host, v6 ? "]" : "",
            sv_server_port(srv));

@@ -62,13 +62,13 @@ static int cmd_serve_exec(int argc, char **argv)
     if (n > 0) path[n] = '\0';
     char *slash = n > 0 ? strrchr(path, '/') : NULL;
     if (!slash || (size_t)(slash + 1 - path) + sizeof name > sizeof path)
-        return cli_errorf("serve: cannot find this program's directory (/proc/self/exe)");
+        return cli_errorf("cannot find this program's directory (/proc/self/exe)");
     memcpy(slash + 1, name, sizeof name);
     fflush(NULL);
     argv[0] = (char *)name;
     execv(path, argv);
-    return cli_errorf("serve: cannot run %s: %s (plumb-serve is built and installed beside plumb)",
-                      path, strerror(errno));
+    return cli_errorf("cannot run %s: %s (plumb-serve is built and installed beside plumb)", path,
+                      strerror(errno));
 }
 
 static const cli_command *find_command(const char *name)
@@ -113,8 +113,7 @@ static int unknown_command(const char *name)
         }
     }
     if (best) fprintf(stderr, " (did you mean '%s'?)", best);
-    fputs("\n\n", stderr);
-    usage(stderr);
+    fputs("\nsee `plumb --help`\n", stderr);
     return CLI_EXIT_USAGE;
 }
 
@@ -128,7 +127,7 @@ static void version_usage(FILE *out)
 
 static int print_version(void)
 {
-    printf("plumb %s\n", pl_version());
+    printf("plumb %s (commit %s)\n", pl_version(), PLUMB_GIT_COMMIT);
 #if defined(__clang__)
     printf("built with clang %d.%d.%d\n", __clang_major__, __clang_minor__, __clang_patchlevel__);
 #elif defined(__GNUC__)
@@ -187,8 +186,7 @@ static int cmd_help(int argc, char **argv)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fputs("plumb: error: no command given\n\n", stderr);
-        usage(stderr);
+        fputs("plumb: error: no command given\nsee `plumb --help`\n", stderr);
         return CLI_EXIT_USAGE;
     }
     const char *first = argv[1];
@@ -196,11 +194,11 @@ int main(int argc, char **argv)
         return cli_finish(cmd_help(1, argv + 1));
     if (strcmp(first, "--version") == 0) return cli_finish(print_version());
     if (first[0] == '-') {
-        fprintf(stderr, "plumb: error: unknown option '%s'\n\n", first);
-        usage(stderr);
+        fprintf(stderr, "plumb: error: unknown option '%s'\nsee `plumb --help`\n", first);
         return CLI_EXIT_USAGE;
     }
     const cli_command *c = find_command(first);
     if (!c) return unknown_command(first);
+    cli_set_command(c->name);
     return cli_finish(c->run(argc - 1, argv + 1));
 }

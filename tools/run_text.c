@@ -4,11 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hold.h"
 #include "run_text.h"
 
 struct run_text {
     const pl_model *m;
     pl_detok *detok; /* NULL when the model has no tokenizer: ids are printed */
+    hold stops;      /* the generated text passes through it (--stop) */
+    int generating;  /* 1 after the prompt was echoed */
 };
 
 static pl_status fail(pl_error *err, pl_status code, const char *msg)
@@ -20,18 +23,27 @@ static pl_status fail(pl_error *err, pl_status code, const char *msg)
     return code;
 }
 
-pl_status run_text_new(run_text **out, const pl_model *m, pl_error *err)
+pl_status run_text_new(run_text **out, const pl_model *m, int special, const char *const *stops,
+                       size_t n_stops, pl_error *err)
 {
     *out = NULL;
     run_text *t = calloc(1, sizeof *t);
     if (!t) return fail(err, PL_ERR_NOMEM, "out of memory");
     t->m = m;
+    if (hold_init(&t->stops, HOLD_STOP, stops, n_stops)) {
+        run_text_free(t);
+        return fail(err, PL_ERR_NOMEM, "out of memory");
+    }
     if (pl_vocab_n_tokens(m) > 0) {
-        pl_status st = pl_detok_new(&t->detok, m, 0, err);
+        pl_status st = pl_detok_new(&t->detok, m, special ? PL_DETOK_SPECIAL : 0u, err);
         if (st) {
-            free(t);
+            run_text_free(t);
             return st;
         }
+    } else if (n_stops) {
+        run_text_free(t);
+        return fail(err, PL_ERR_UNSUPPORTED,
+                    "--stop needs text: this model has no tokenizer (no tokenizer.ggml.model)");
     }
     *out = t;
     return PL_OK;
@@ -41,6 +53,7 @@ void run_text_free(run_text *t)
 {
     if (!t) return;
     pl_detok_free(t->detok);
+    hold_free(&t->stops);
     free(t);
 }
 
@@ -108,7 +121,11 @@ static pl_status put_token(run_text *t, int32_t tok, pl_error *err)
     size_t n = 0;
     pl_status st = pl_detok_push(t->detok, tok, buf, sizeof buf, &n, err);
     if (st) return st;
-    fwrite(buf, 1, n, stdout);
+    if (!t->generating) {
+        fwrite(buf, 1, n, stdout);
+    } else if (hold_push(&t->stops, stdout, buf, n) < 0) {
+        return fail(err, PL_ERR_NOMEM, "out of memory holding back the text for --stop");
+    }
     return PL_OK;
 }
 
@@ -123,6 +140,7 @@ pl_status run_text_echo_prompt(run_text *t, const int32_t *tok, int64_t n, pl_er
         if (st) return st;
     }
     if (!t->detok) printf(" |");
+    t->generating = 1;
     fflush(stdout);
     return PL_OK;
 }
@@ -139,6 +157,11 @@ pl_status run_text_emit(run_text *t, int32_t tok, pl_error *err)
     return PL_OK;
 }
 
+int run_text_stopped(const run_text *t)
+{
+    return t->stops.stopped;
+}
+
 int run_text_is_eog(const run_text *t, int32_t tok)
 {
     return t->detok && pl_vocab_is_eog(t->m, tok);
@@ -149,7 +172,9 @@ void run_text_finish(run_text *t)
     if (t->detok) {
         char buf[64];
         size_t n = 0;
-        if (pl_detok_flush(t->detok, buf, sizeof buf, &n, NULL) == PL_OK) fwrite(buf, 1, n, stdout);
+        if (pl_detok_flush(t->detok, buf, sizeof buf, &n, NULL) == PL_OK)
+            hold_push(&t->stops, stdout, buf, n);
+        hold_flush(&t->stops, stdout);
     }
     printf("\n");
     fflush(stdout);

@@ -6,5 +6,6 @@
 
 int main(int argc, char **argv)
 {
+    cli_set_command("serve");
     return cli_finish(cmd_serve(argc, argv));
 }

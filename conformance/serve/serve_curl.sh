@@ -98,7 +98,7 @@ status_is 200 "GET /v1/models"
 expect "/v1/models: a list with the alias, object model, owned_by plumb" \
   ".object == \"list\" and (.data | length) == 1 and .data[0].id == \"$ALIAS\" and .data[0].object == \"model\"
    and .data[0].owned_by == \"plumb\" and (.data[0].created | type) == \"number\""
-for p in "GET /v1/models" "GET /metrics" "GET /slots" "POST /v1/chat/completions" "POST /v1/completions"; do
+for p in "GET /v1/models" "GET /slots" "POST /v1/chat/completions" "POST /v1/completions"; do
   set -- $p
   call "$1" "$2" -H 'Content-Type: application/json' --data-binary '{"messages":[{"role":"user","content":"hi"}],"prompt":"hi"}'
   error_is 401 authentication_error "$(jq -r '.error.code // "null"' "$WORK/body")" null "$p without a key"
@@ -106,6 +106,12 @@ for p in "GET /v1/models" "GET /metrics" "GET /slots" "POST /v1/chat/completions
     --data-binary '{"messages":[{"role":"user","content":"hi"}],"prompt":"hi"}'
   status_is 401 "$p with a wrong key"
 done
+
+call GET /metrics
+status_is 200 "GET /metrics without a key (--api-key does not cover /metrics)"
+call GET /v1/models -H 'Origin: https://app.example'
+if grep -qi '^Access-Control-' "$WORK/headers"; then fail "no CORS headers without --cors" "$(tr -d '\r' <"$WORK/headers")"
+else pass "no CORS headers without --cors"; fi
 
 # ---- chat, non-streaming ------------------------------------------------------------
 GREEDY='{"model":"x","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Tell me a story about a small cat."}],"temperature":0,"max_tokens":24}'
@@ -174,18 +180,22 @@ expect "chat stream: the pieces reassemble to the non-streaming text; finish_rea
   and ([.events[] | select((.choices | length) > 0 and .choices[0].finish_reason != null)] | length) == 1
   and ([.events[] | select((.choices | length) > 0 and .choices[0].finish_reason != null)][0]
        | .choices[0].finish_reason == \"$GREEDY_FINISH\" and .choices[0].delta == {}
-         and .usage.total_tokens == .usage.prompt_tokens + .usage.completion_tokens
-         and (.usage.prompt_tokens_details.cached_tokens | type) == \"number\"
          and (.plumb.cache_path | IN(\"fast\",\"partial\",\"slow\")))" "$WORK/events.json"
-expect "chat stream: include_usage → then one chunk with choices [] and usage, then [DONE]" "
+expect "chat stream: include_usage → usage exactly once, in the last chunk (choices []), then [DONE]" "
   (.events[-1].choices == [] and (.events[-1].usage.total_tokens | type) == \"number\")
+  and .events[-1].usage.total_tokens == .events[-1].usage.prompt_tokens + .events[-1].usage.completion_tokens
+  and (.events[-1].usage.prompt_tokens_details.cached_tokens | type) == \"number\"
+  and ([.events[] | select(.usage != null)] | length) == 1
   and ([.events[] | select(.choices == [])] | length) == 1
   and (.events[-2].choices[0].finish_reason != null)" "$WORK/events.json"
-chat "$(jq -c '. + {stream: true}' <<<"$GREEDY")" -N
-sse_parse
-expect "chat stream without include_usage: no choices-[] chunk, the finish chunk last" \
-  '.ok and .last_is_done and ([.events[] | select(.choices == [])] | length) == 0
-   and .events[-1].choices[0].finish_reason != null' "$WORK/events.json"
+for opts in '{stream: true}' '{stream: true, stream_options: {include_usage: false}}'; do
+  chat "$(jq -c ". + $opts" <<<"$GREEDY")" -N
+  sse_parse
+  expect "chat stream $opts: no usage anywhere, no choices-[] chunk, the finish chunk last" \
+    '.ok and .last_is_done and ([.events[] | select(.choices == [])] | length) == 0
+     and ([.events[] | select(.usage != null)] | length) == 0
+     and .events[-1].choices[0].finish_reason != null' "$WORK/events.json"
+done
 
 # ---- /v1/completions -----------------------------------------------------------------
 COMP='{"prompt":"The history of the city","temperature":0,"max_tokens":20}'
@@ -275,8 +285,10 @@ bad frequency_penalty "{$U,\"frequency_penalty\":3}"
 bad presence_penalty "{$U,\"presence_penalty\":\"x\"}"
 bad logprobs "{$U,\"logprobs\":true}"
 bad tools "{$U,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}"
-chat "{$U,\"logprobs\":false,\"tools\":[],\"frequency_penalty\":0.5,\"presence_penalty\":-0.5,\"max_tokens\":4}"
-status_is 200 "logprobs false, tools [], penalties in range"
+bad response_format "{$U,\"response_format\":{\"type\":\"json_object\"}}"
+bad response_format "{$U,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{}}}}"
+chat "{$U,\"logprobs\":false,\"tools\":[],\"response_format\":{\"type\":\"text\"},\"frequency_penalty\":0.5,\"presence_penalty\":-0.5,\"max_tokens\":4}"
+status_is 200 "logprobs false, tools [], response_format text, penalties in range"
 completion '{"prompt":"Hello","max_tokens":50,"ignore_eos":true,"temperature":0.8,"seed":3}'
 expect "ignore_eos: the reply runs to max_tokens (50, finish length)" \
   '.usage.completion_tokens == 50 and .choices[0].finish_reason == "length"'
@@ -294,8 +306,20 @@ call DELETE /v1/models "${AUTH[@]}"
 status_is 405 "DELETE /v1/models"
 call POST /health -H 'Content-Type: application/json' --data-binary '{}'
 status_is 405 "POST /health"
-STATUS=$(curl -s -o /dev/null -w '%{http_code}' -I "${AUTH[@]}" "$BASE/v1/models")
-status_is 405 "HEAD /v1/models"
+# curl -I writes the headers where -o points; size_download counts the body bytes.
+OUT=$(curl -s -o /dev/null -D "$WORK/headers" -w '%{http_code} %{size_download}' -I "${AUTH[@]}" "$BASE/v1/models")
+STATUS=${OUT% *}
+status_is 200 "HEAD /v1/models"
+curl -s -o "$WORK/body" "${AUTH[@]}" "$BASE/v1/models"
+if [ "${OUT#* }" = 0 ] && grep -qi '^Content-Type: application/json' "$WORK/headers" &&
+   grep -qi "^Content-Length: $(wc -c <"$WORK/body")"$'\r' "$WORK/headers"; then
+  pass "HEAD /v1/models: GET's headers, no body"
+else fail "HEAD /v1/models: GET's headers, no body" "$(tr -d '\r' <"$WORK/headers") $(head -c 200 "$WORK/body")"; fi
+STATUS=$(curl -s -o /dev/null -w '%{http_code}' -I "$BASE/v1/models")
+status_is 401 "HEAD /v1/models without a key"
+call HEAD /v1/completions "${AUTH[@]}"
+status_is 405 "HEAD /v1/completions"
+header_has 'Allow: POST' "405 on /v1/completions names Allow: POST"
 
 # ---- 413: body over --max-body -----------------------------------------------------------
 head -c 100000 /dev/zero | tr '\0' 'a' | jq -Rsc '{messages: [{role: "user", content: .}]}' >"$WORK/big.json"
@@ -319,6 +343,9 @@ for f in over1 over2; do
   what="a conversation over the context ($( [ $f = over1 ] && echo unrelated || echo extending the cached one))"
   call POST /v1/chat/completions "${AUTH[@]}" -H 'Content-Type: application/json' --data-binary @"$WORK/$f.json"
   error_is 413 invalid_request_error context_length_exceeded any "$what"
+  expect "$what: the message says the prompt's tokens (over $CTX) and the context (-c) $CTX" "
+    .error.message | test(\"the prompt is [0-9]+ tokens; the context \\\\(-c\\\\) is $CTX\")
+    and (capture(\"the prompt is (?<n>[0-9]+) tokens\").n | tonumber) > $CTX"
   call GET /slots "${AUTH[@]}"
   if jq -e --slurpfile b "$WORK/slots_before.json" \
       '.[0].n_past == $b[0][0].n_past and .[0].text_bytes == $b[0][0].text_bytes and .[0].consistent == true
@@ -403,10 +430,82 @@ SERVER_PID=""
 if [ $RC = 0 ]; then pass "SIGTERM → exit 0"; else fail "SIGTERM → exit 0" "exit $RC; $(tail -5 "$WORK/stderr")"; fi
 if [ "$(wc -l <"$WORK/stdout")" = 1 ]; then pass "stdout: exactly the listening line"; else fail "stdout: exactly the listening line" "$(cat "$WORK/stdout")"; fi
 
-# ---- the command line: bad option → 2, a model that cannot load → 1 ---------------------
+# start_server ARGS…: a second server (stdout/stderr in $WORK/stdout2, stderr2), its URL in BASE.
+start_server() {
+  "$@" >"$WORK/stdout2" 2>"$WORK/stderr2" &
+  SERVER_PID=$!
+  for _ in $(seq 1 300); do
+    grep -q '^plumb serve: listening on http://' "$WORK/stdout2" && break
+    kill -0 $SERVER_PID 2>/dev/null || break
+    sleep 0.1
+  done
+  BASE=$(sed -n 's|^plumb serve: listening on \(http://[^ ]*\)$|\1|p' "$WORK/stdout2" | head -1)
+}
+stop_server() { kill -TERM $SERVER_PID; wait $SERVER_PID; SERVER_PID=""; }
+# threads_each: the "N threads each" of the start line.
+threads_each() { sed -n 's/.* \([0-9][0-9]*\) threads each,.*/\1/p' "$WORK/stderr2" | head -1; }
+
+# ---- --host localhost, --cors, --metrics-key, threads per slot --------------------------
+ORIGIN=https://app.example
+MKEY="mk-$$"
+start_server env PLUMB_THREADS=4 "$PLUMB" serve -m "$MODEL" --host localhost --port 0 --slots 2 \
+  --api-key "$KEY" --metrics-key "$MKEY" --cors "$ORIGIN"
+case "$BASE" in
+  http://localhost:*) pass "--host localhost: listening on $BASE" ;;
+  *) fail "--host localhost: listening" "'$BASE' $(cat "$WORK/stderr2")" ;;
+esac
+PORT2=${BASE##*:}
+STATUS=$(curl -s -o "$WORK/body" -w '%{http_code}' "http://127.0.0.1:$PORT2/health")
+status_is 200 "--host localhost answers on 127.0.0.1 (loopback)"
+# PLUMB_THREADS=4 shared by 2 slots.
+T=$(threads_each)
+if [ -n "$T" ] && [ "$T" = $((4 / 2)) ]; then pass "PLUMB_THREADS=4, --slots 2 → $T threads each"
+else fail "PLUMB_THREADS=4, --slots 2 → 2 threads each" "'$T': $(head -2 "$WORK/stderr2")"; fi
+call OPTIONS /v1/chat/completions -H "Origin: $ORIGIN" -H 'Access-Control-Request-Method: POST' \
+  -H 'Access-Control-Request-Headers: authorization, content-type'
+status_is 204 "--cors: preflight OPTIONS without a key"
+header_has "Access-Control-Allow-Origin: $ORIGIN" "preflight: Access-Control-Allow-Origin $ORIGIN"
+header_has 'Access-Control-Allow-Methods: POST' "preflight: Access-Control-Allow-Methods POST"
+header_has 'Access-Control-Allow-Headers: .*Authorization' "preflight: Access-Control-Allow-Headers Authorization"
+chat '{"messages":[{"role":"user","content":"hi"}],"max_tokens":3}' -H "Origin: $ORIGIN"
+status_is 200 "--cors: chat"
+header_has "Access-Control-Allow-Origin: $ORIGIN" "--cors: the chat answer carries Allow-Origin"
+chat '{"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true}' -N -H "Origin: $ORIGIN"
+header_has "Access-Control-Allow-Origin: $ORIGIN" "--cors: a stream carries Allow-Origin"
+call GET /v1/models -H "Origin: $ORIGIN"
+status_is 401 "--cors: a 401"
+header_has "Access-Control-Allow-Origin: $ORIGIN" "--cors: an error carries Allow-Origin"
+call GET /metrics
+status_is 401 "--metrics-key: /metrics without a key"
+call GET /metrics "${AUTH[@]}"
+status_is 401 "--metrics-key: /metrics with the API key"
+call GET /metrics -H "Authorization: Bearer $MKEY"
+status_is 200 "--metrics-key: /metrics with the metrics key"
+call GET /v1/models -H "Authorization: Bearer $MKEY"
+status_is 401 "--metrics-key opens nothing else"
+stop_server
+
+# Default threads per slot: slots × threads within the cores (the CPUs this process may use
+# bound the physical cores from above), at least 1 each.
+start_server env -u PLUMB_THREADS "$PLUMB" serve -m "$MODEL" --port 0 --slots 2
+T=$(threads_each)
+CPUS=$(nproc)
+if [ -n "$T" ] && [ "$T" -ge 1 ] && { [ $((2 * T)) -le "$CPUS" ] || [ "$T" = 1 ]; }; then
+  pass "default threads per slot: 2 slots × $T ≤ $CPUS CPUs"
+else fail "default threads per slot: 2 slots × T ≤ CPUs" "T '$T', CPUs $CPUS: $(head -2 "$WORK/stderr2")"; fi
+stop_server
+
+# ---- the command line: bad values → 2, a model that cannot load → 1 ----------------------
 "$PLUMB" serve -m "$MODEL" --port 0 --no-such-option >/dev/null 2>&1
 RC=$?
 if [ $RC = 2 ]; then pass "a bad option → exit 2"; else fail "a bad option → exit 2" "exit $RC"; fi
+for bad in "--cors=" "--cors=a b" "--metrics-key=" "--api-key=" "--host=" "--host=300.1.2.3." \
+    "--port=70000" "--port=x" "--slots=0" "--queue=-1" "--threads=0" "--timeout=0" "--temp=0.5"; do
+  "$PLUMB" serve -m "$MODEL" --port 0 "$bad" >/dev/null 2>"$WORK/err"
+  RC=$?
+  if [ $RC = 2 ] && grep -q '^plumb serve: error: ' "$WORK/err"; then pass "serve $bad → exit 2, 'plumb serve: error:'"
+  else fail "serve $bad → exit 2" "exit $RC: $(head -3 "$WORK/err")"; fi
+done
 "$PLUMB" serve -m "$WORK/missing.gguf" --port 0 >/dev/null 2>&1
 RC=$?
 if [ $RC = 1 ]; then pass "a model that cannot load → exit 1"; else fail "a model that cannot load → exit 1" "exit $RC"; fi

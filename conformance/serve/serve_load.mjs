@@ -51,9 +51,11 @@ function parseOk(s, status, headers, raw) {
   if (bad.length) throw new Error(`SSE framing: ${JSON.stringify(bad.slice(0, 2))}`);
   const a = assembleStream(s.chat ? 'chat' : 'completion', events);
   const ids = new Set(a.chunks.map((c) => c.id));
-  if (!a.done || a.afterDone || ids.size !== 1 || !a.final || !a.final.usage ||
+  // stream_options.include_usage: usage once, in the last chunk (choices []).
+  if (!a.done || a.afterDone || ids.size !== 1 || !a.final || !a.usageChunk?.usage ||
+      a.chunks.filter((c) => c.usage).length !== 1 || a.chunks[a.chunks.length - 1] !== a.usageChunk ||
       events.filter((e) => e === '[DONE]').length !== 1) throw new Error(`bad stream ${raw.slice(-300)}`);
-  return { id: [...ids][0], text: a.text, usage: a.final.usage };
+  return { id: [...ids][0], text: a.text, usage: a.usageChunk.usage };
 }
 
 const stopAt = Date.now() + DEADLINE_MS;
@@ -70,7 +72,7 @@ async function runOne(s) {
     try {
       res = await fetch(base + s.path, {
         method: 'POST', headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ ...s.body, stream: s.stream }),
+        body: JSON.stringify(s.stream ? { ...s.body, stream: true, stream_options: { include_usage: true } } : s.body),
       });
       raw = await res.text();
     } catch (e) {

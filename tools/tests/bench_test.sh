@@ -88,6 +88,10 @@ bench_md_and_csv_have_rows)
     expect_in "$tmp/out" "model,path,arch,ftype,"
     expect_in "$tmp/out" ",int8_pct,depth,background_load"
     [ "$(wc -l <"$tmp/out" | tr -d ' ')" -eq 2 ] || fail "csv: want a header and 1 row"
+    # Counts are integers, never "1.23457e+09" (the model and path hold no comma here).
+    macs=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "macs_per_token") c = i }
+                    NR == 2 { print $c }' "$tmp/out")
+    printf '%s\n' "$macs" | grep -Eq '^[0-9]+$' || fail "csv: macs_per_token '$macs' is not an integer"
     run bench -m "$tmp/m.gguf" -p 8 -n 0 -t 1 -r 1 -d 4 --background-load 1 --no-probe -o csv
     expect_rc 0 "bench -o csv -d 4 --background-load 1"
     expect_in "$tmp/out" ",pp8 @ d4,8,0,"
@@ -104,7 +108,8 @@ bench_bad_usage_exits_2)
         # shellcheck disable=SC2086 # word splitting is the point
         run bench $args
         expect_rc 2 "bench $args"
-        expect_in "$tmp/err" "usage: plumb bench"
+        expect_in "$tmp/err" "plumb bench: error: "
+        expect_in "$tmp/err" "see \`plumb bench --help\`"
     done
     run bench --help
     expect_rc 0 "bench --help"

@@ -147,9 +147,10 @@ chat_context_full_resets_and_goes_on)
     chat "Tell me a story.\nAnd what happened to everyone after that?\n$long\nok\n" \
         -m "$tmp/m.gguf" -c 64 -n 6 --seed 7 -t 1 --system "Hi."
     expect_rc 0 "chat -c 64 with more than fits"
-    expect_in "$tmp/err" "plumb chat: the context window is full ("
+    grep -qE '^plumb chat: the conversation is [0-9]+ tokens; the context \(-c\) is 64$' "$tmp/err" ||
+        fail "no 'the conversation is N tokens; the context (-c) is 64' line"
     expect_in "$tmp/err" "plumb chat: resetting the conversation (the system message is kept) and sending the message again"
-    expect_in "$tmp/err" "does not fit the context window (64 tokens) even in a new conversation; it was dropped, the conversation is kept"
+    expect_in "$tmp/err" "does not fit the context (-c 64) even in a new conversation; it was dropped, the conversation is kept"
     expect_path 1 slow
     expect_path 2 slow
     # The message after the dropped one is answered.
@@ -207,7 +208,7 @@ chat_stats_json_has_every_turn)
     json_ok "$tmp/e.json"
     run chat -m "$tmp/m.gguf" --stats-json "$tmp/no/such/dir.json" </dev/null
     expect_rc 1 "--stats-json into a missing directory"
-    expect_in "$tmp/err" "plumb: error: cannot write '$tmp/no/such/dir.json'"
+    expect_in "$tmp/err" "plumb chat: error: cannot write '$tmp/no/such/dir.json'"
     ;;
 
 chat_commands_and_slash_messages)
@@ -231,13 +232,13 @@ chat_bad_usage_exits_2)
         run chat $args </dev/null
         expect_rc 2 "plumb chat $args"
         expect_in "$tmp/err" "plumb chat: error: "
-        expect_in "$tmp/err" "usage: plumb chat"
+        expect_in "$tmp/err" "see \`plumb chat --help\`"
     done
     run chat -m "$tmp/m.gguf" --template bogus </dev/null
     expect_in "$tmp/err" "known: chatml"
     run chat -m "$tmp/missing.gguf" </dev/null
     expect_rc 1 "plumb chat -m missing.gguf"
-    expect_in "$tmp/err" "plumb: error: "
+    expect_in "$tmp/err" "plumb chat: error: "
     ;;
 
 *)

@@ -26,6 +26,13 @@ expect_empty() { # expect_empty FILE
     fi
 }
 
+expect_no_enum() { # expect_no_enum FILE: messages speak words, not the library's enum names
+    if grep -qE 'PL_(ERR|OK)' "$1"; then
+        fail "$(basename "$1") names a status enum"
+        sed 's/^/  | /' "$1" >&2
+    fi
+}
+
 make_fixture() { # make_fixture KIND PATH
     "$fixture" "$1" "$2" || { echo "FAIL [$case_name]: gguf_fixture $1 failed" >&2; exit 1; }
 }
@@ -72,7 +79,14 @@ cli_version_matches_library)
     run --version
     expect_rc 0 "plumb --version"
     first=$(head -n 1 "$tmp/out")
-    [ "$first" = "plumb $version" ] || fail "first line '$first', want 'plumb $version'"
+    commit=$(printf '%s\n' "$first" | sed -n "s/^plumb $version (commit \([0-9a-f]*\|unknown\))\$/\1/p")
+    [ -n "$commit" ] || fail "first line '$first', want 'plumb $version (commit HASH)'"
+    # The commit is one of this repository's (when the sources are a git checkout).
+    src=$(cd "$(dirname "$0")/../.." && pwd)
+    if [ "$commit" != unknown ] && git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
+        git -C "$src" cat-file -e "$commit^{commit}" 2>/dev/null ||
+            fail "commit '$commit' is not a commit of $src"
+    fi
     cp "$tmp/out" "$tmp/v1"
     run version
     expect_rc 0 "plumb version"
@@ -85,14 +99,15 @@ cli_unknown_command_exits_2)
     run frobnicate
     expect_rc 2 "plumb frobnicate"
     expect_in "$tmp/err" "plumb: error: unknown command 'frobnicate'"
-    expect_in "$tmp/err" "usage: plumb"
+    expect_in "$tmp/err" "see \`plumb --help\`"
+    [ "$(wc -l <"$tmp/err")" -eq 2 ] || fail "a usage error is 2 lines, not the whole help"
     expect_empty "$tmp/out"
     run inspec
     expect_rc 2 "plumb inspec"
     expect_in "$tmp/err" "did you mean 'inspect'?"
     run
     expect_rc 2 "plumb (no command)"
-    expect_in "$tmp/err" "usage: plumb"
+    expect_in "$tmp/err" "see \`plumb --help\`"
     run --bogus
     expect_rc 2 "plumb --bogus"
     expect_in "$tmp/err" "unknown option '--bogus'"
@@ -105,7 +120,8 @@ cli_unknown_option_exits_2)
     run inspect --bogus "$tmp/good.gguf"
     expect_rc 2 "plumb inspect --bogus"
     expect_in "$tmp/err" "plumb inspect: error: unknown option '--bogus'"
-    expect_in "$tmp/err" "usage: plumb inspect"
+    expect_in "$tmp/err" "see \`plumb inspect --help\`"
+    [ "$(wc -l <"$tmp/err")" -eq 2 ] || fail "a usage error is 2 lines, not the whole help"
     expect_empty "$tmp/out"
     run inspect
     expect_rc 2 "plumb inspect (no file)"
@@ -221,23 +237,74 @@ cli_inspect_json_is_valid)
     expect_re "$tmp/out" '^  total +0 +0 +0 +0 B +0\.0%$'
     ;;
 
+cli_inspect_json_has_the_runtime)
+    # A model plumb runs: the runtime object agrees with the file's own metadata and totals,
+    # with the text output's runtime section, and its KV cache is the one its shape implies.
+    "$plumb" mkmodel --preset tiny --type Q8_0 "$tmp/m.gguf" >/dev/null 2>"$tmp/mkerr" ||
+        { fail "mkmodel failed"; cat "$tmp/mkerr" >&2; exit 1; }
+    run inspect --json --no-tensors "$tmp/m.gguf"
+    expect_rc 0 "plumb inspect --json (a runnable model)"
+    expect_empty "$tmp/err"
+    json_ok "$tmp/out"
+    o=$tmp/out
+    num() { sed -n "s/.*\"$1\": \([0-9][0-9]*\).*/\1/p" "$o" | head -n 1; }
+    meta() { sed -n "s/.*{\"key\": \"$1\", \"type\": \"uint32\", \"value\": \([0-9]*\)}.*/\1/p" "$o"; }
+    expect_in "$o" '"runtime": {"runnable": true, "arch": "llama", '
+    arch=$(sed -n 's/.*"general.architecture", "type": "string", "value": "\([a-z0-9]*\)".*/\1/p' "$o")
+    n_layer=$(num n_layer) n_embd=$(num n_embd) n_head=$(num n_head) n_head_kv=$(num n_head_kv)
+    head_dim=$(num head_dim) n_ff=$(num n_ff) n_vocab=$(num n_vocab) ctx=$(num context)
+    [ -n "$n_layer" ] && [ "$n_layer" = "$(meta "$arch.block_count")" ] ||
+        fail "runtime n_layer '$n_layer' is not $arch.block_count '$(meta "$arch.block_count")'"
+    [ -n "$n_embd" ] && [ "$n_embd" = "$(meta "$arch.embedding_length")" ] ||
+        fail "runtime n_embd '$n_embd' is not $arch.embedding_length"
+    n_tokens=$(sed -n 's/.*"tokenizer.ggml.tokens", "type": "array", "value": {"type": "string", "count": \([0-9]*\),.*/\1/p' "$o")
+    [ -n "$n_vocab" ] && [ "$n_vocab" = "$n_tokens" ] ||
+        fail "runtime n_vocab '$n_vocab' is not the count of tokenizer.ggml.tokens '$n_tokens'"
+    total=$(sed -n 's/.*"totals": {"tensors": [0-9]*, "elements": \([0-9]*\), "bytes": \([0-9]*\)}.*/\1 \2/p' "$o")
+    [ "$(num n_params) $(num weight_bytes)" = "$total" ] ||
+        fail "runtime n_params/weight_bytes '$(num n_params) $(num weight_bytes)' are not the totals '$total'"
+    # F16 K and V: 2 bytes x 2 x layers x context x KV heads x head_dim.
+    expect_in "$o" '"kv_type": "F16"'
+    want_kv=$((2 * 2 * n_layer * ctx * n_head_kv * head_dim))
+    [ "$(num kv_bytes)" = "$want_kv" ] || fail "kv_bytes $(num kv_bytes), want $want_kv"
+    run inspect --no-tensors "$tmp/m.gguf"
+    expect_rc 0 "plumb inspect (a runnable model)"
+    expect_in "$tmp/out" "runtime:"
+    expect_in "$tmp/out" "  $arch: $n_layer layers, n_embd $n_embd, heads $n_head/$n_head_kv, head_dim $head_dim, n_ff $n_ff, vocab $n_vocab"
+    expect_in "$tmp/out" "default session (context $ctx, F16 KV"
+    # A file plumb does not run: the runtime says why, in the JSON as in the text.
+    make_fixture good "$tmp/good.gguf"
+    run inspect "$tmp/good.gguf"
+    why=$(sed -n 's/^  not runnable: //p' "$tmp/out")
+    [ -n "$why" ] || fail "text: no 'not runnable:' line"
+    expect_no_enum "$tmp/out"
+    run inspect --json "$tmp/good.gguf"
+    expect_rc 0 "plumb inspect --json (a file plumb does not run)"
+    json_ok "$tmp/out"
+    expect_in "$tmp/out" '"runtime": {"runnable": false, "status": "PL_ERR_'
+    expect_in "$tmp/out" "\"error\": \"$why\"}"
+    ;;
+
 cli_inspect_corrupt_file_exits_1)
     for kind in truncated bad-magic empty; do
         make_fixture "$kind" "$tmp/$kind.gguf"
         for json in "" --json; do
             run inspect $json "$tmp/$kind.gguf"
             expect_rc 1 "plumb inspect $json ($kind file)"
-            expect_re "$tmp/err" '^plumb: error: PL_ERR_[A-Z_]+: .+'
+            expect_re "$tmp/err" '^plumb inspect: error: .+'
+            expect_no_enum "$tmp/err"
             expect_empty "$tmp/out"
         done
     done
     run inspect "$tmp/does-not-exist.gguf"
     expect_rc 1 "plumb inspect (missing file)"
-    expect_in "$tmp/err" "plumb: error: PL_ERR_IO: "
+    expect_in "$tmp/err" "plumb inspect: error: "
     expect_in "$tmp/err" "does-not-exist.gguf"
+    expect_no_enum "$tmp/err"
     run inspect "$tmp"
     expect_rc 1 "plumb inspect (a directory)"
-    expect_in "$tmp/err" "plumb: error: PL_ERR_IO: "
+    expect_in "$tmp/err" "plumb inspect: error: "
+    expect_no_enum "$tmp/err"
     ;;
 
 cli_inspect_write_error_exits_1)
@@ -246,7 +313,7 @@ cli_inspect_write_error_exits_1)
     "$plumb" inspect "$tmp/good.gguf" >/dev/full 2>"$tmp/err"
     rc=$?
     expect_rc 1 "plumb inspect >/dev/full"
-    expect_in "$tmp/err" "plumb: error: cannot write the output"
+    expect_in "$tmp/err" "plumb inspect: error: cannot write the output"
     ;;
 
 cli_kernels_reports_sets_and_fallbacks)
@@ -273,15 +340,27 @@ cli_kernels_reports_sets_and_fallbacks)
     expect_in "$tmp/out" "chosen: ref (by name"
     ;;
 
+cli_kernels_option_names_itself)
+    run kernels --kernels ref
+    expect_rc 0 "plumb kernels --kernels ref"
+    expect_in "$tmp/out" "chosen: ref (by name, --kernels)"
+    run kernels --set ref
+    expect_in "$tmp/out" "chosen: ref (by name, --set)"
+    PLUMB_KERNELS=ref "$plumb" kernels >"$tmp/out" 2>"$tmp/err"
+    expect_in "$tmp/out" "chosen: ref (by name, PLUMB_KERNELS)"
+    ;;
+
 cli_kernels_unknown_set_exits_1)
     PLUMB_KERNELS=nosuchset "$plumb" kernels >"$tmp/out" 2>"$tmp/err"
     rc=$?
     expect_rc 1 "PLUMB_KERNELS=nosuchset plumb kernels"
-    expect_in "$tmp/err" "plumb: error: PL_ERR_NOT_FOUND: "
+    expect_in "$tmp/err" "plumb kernels: error: "
     expect_in "$tmp/err" "nosuchset"
+    expect_no_enum "$tmp/err"
     run kernels --set nosuchset
     expect_rc 1 "plumb kernels --set nosuchset"
-    expect_in "$tmp/err" "plumb: error: PL_ERR_NOT_FOUND: "
+    expect_in "$tmp/err" "plumb kernels: error: "
+    expect_no_enum "$tmp/err"
     ;;
 
 json_check_rejects_invalid_json)

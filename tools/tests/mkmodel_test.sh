@@ -140,7 +140,8 @@ quantize_failures_exit_1_and_leave_nothing)
     run mkmodel "$tmp/f32.gguf"
     run quantize "$tmp/f32.gguf" "$tmp/no/such/dir/q.gguf" Q8_0
     expect_rc 1 "quantize into a missing directory"
-    expect_in "$tmp/err" "PL_ERR_IO"
+    expect_in "$tmp/err" "plumb quantize: error: "
+    expect_in "$tmp/err" "$tmp/no/such/dir/q.gguf"
     run mkmodel "$tmp/no/such/dir/m.gguf"
     expect_rc 1 "mkmodel into a missing directory"
     ;;

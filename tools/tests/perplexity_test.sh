@@ -88,7 +88,7 @@ perplexity_bad_input_exits_1_or_2)
     expect_in "$tmp/err" "a window of 64 needs 64"
     run perplexity -m "$tmp/f32.gguf" -f "$tmp/text.txt" -c 2
     expect_rc 2 "-c 2"
-    expect_in "$tmp/err" "-c: '2' is not an integer in [3,"
+    expect_in "$tmp/err" "-c: 2 is out of range: it must be "
     run perplexity -m "$tmp/f32.gguf" -f "$tmp/text.txt" -c x
     expect_rc 2 "-c x"
     run perplexity -m "$tmp/f32.gguf"
