@@ -830,15 +830,24 @@ static void convert_rejects_bad_directories(void)
     edit_json(bad, "config.json", "hidden_size", json_string("64"));
     EXPECT_FAILURE(bad, PL_ERR_TYPE, "config.json", "hidden_size");
 
-    copy_dir(good, bad);
+    copy_dir(good, bad); /* NTK "dynamic" scaling: no llama.cpp key says it */
     edit_json(bad, "config.json", "rope_scaling",
-              json_pack("{s:s,s:f}", "type", "yarn", "factor", 4.0));
-    EXPECT_FAILURE(bad, PL_ERR_UNSUPPORTED, "rope_scaling", NULL);
+              json_pack("{s:s,s:f}", "type", "dynamic", "factor", 4.0));
+    EXPECT_FAILURE(bad, PL_ERR_UNSUPPORTED, "rope_scaling", "'dynamic'");
+    edit_json(bad, "config.json", "rope_scaling", /* llama3 divisors exist for llama only */
+              json_pack("{s:s,s:f,s:f,s:f,s:i}", "rope_type", "llama3", "factor", 8.0,
+                        "low_freq_factor", 1.0, "high_freq_factor", 4.0,
+                        "original_max_position_embeddings", 8192));
+    EXPECT_FAILURE(bad, PL_ERR_UNSUPPORTED, "'llama3'", "qwen2");
+    edit_json(bad, "config.json", "rope_scaling", /* DeepSeek's yarn multipliers */
+              json_pack("{s:s,s:f,s:f}", "type", "yarn", "factor", 4.0, "mscale", 0.707));
+    EXPECT_FAILURE(bad, PL_ERR_UNSUPPORTED, "rope_scaling", "mscale");
+    edit_json(bad, "config.json", "rope_scaling", NULL);
 
     copy_dir(good, bad); /* transformers 5: rope_theta inside rope_parameters */
     edit_json(bad, "config.json", "rope_parameters",
               json_pack("{s:s,s:f}", "rope_type", "yarn", "rope_theta", 5e5));
-    EXPECT_FAILURE(bad, PL_ERR_UNSUPPORTED, "rope_type", "yarn");
+    EXPECT_FAILURE(bad, PL_ERR_NOT_FOUND, "rope_parameters", "'factor' is missing");
     edit_json(bad, "config.json", "layer_types",
               json_pack("[s,s]", "full_attention", "sliding_attention"));
     edit_json(bad, "config.json", "rope_parameters", NULL);

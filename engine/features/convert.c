@@ -5,6 +5,7 @@
  * Dimension legend: E n_embd, L layers, H query heads, Hkv KV heads, D head dim, F n_ff,
  * V embedding rows. HF matrices are [out, in] row-major, which is GGUF's ne = {in, out}. */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,11 @@ typedef struct hf_config {
     double rms_eps, rope_theta;
     int tied;
     int64_t bos_id, eos_id; /* from config.json, -1 when absent */
+    /* RoPE scaling (rope_scaling, or transformers 5's rope_parameters) */
+    enum { ROPE_NONE, ROPE_LINEAR, ROPE_YARN, ROPE_LLAMA3 } rope;
+    double rope_factor, rope_low, rope_high; /* llama3: low/high_freq_factor */
+    double rope_beta_fast, rope_beta_slow;   /* yarn; 0: llama.cpp's defaults (32, 1) */
+    int64_t rope_orig_ctx;                   /* original_max_position_embeddings */
 } hf_config;
 
 /* One JSON file of the model directory. */
@@ -50,6 +56,7 @@ typedef struct ctensor {
     uint32_t n_dims;
     int64_t permute_heads; /* > 0: llama's q/k row permutation over this many heads */
     pl_type type;          /* output type */
+    float *computed;       /* non-NULL: F32 values computed from config.json (src NULL) */
 } ctensor;
 
 typedef struct cjob {
@@ -170,6 +177,103 @@ static pl_status get_token_id(const jfile *f, const char *key, int64_t *out, pl_
 
 /* ---- config.json --------------------------------------------------------------------------- */
 
+/* A number of the RoPE object o (config.json's `field`); def when absent (NAN: required). */
+static pl_status rope_num(const jfile *f, const char *field, const json_t *o, const char *key,
+                          double def, double *out, pl_error *err)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) {
+        if (isnan(def))
+            return pl_fail(err, PL_ERR_NOT_FOUND, "%s: %s: '%s' is missing", f->name, field, key);
+        *out = def;
+        return PL_OK;
+    }
+    if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > 1e12)
+        return pl_fail(err, PL_ERR_TYPE, "%s: %s: '%s' must be a positive number", f->name, field,
+                       key);
+    *out = json_number_value(v);
+    return PL_OK;
+}
+
+/* rope_scaling (the Hub's spelling, rope_theta beside it) or rope_parameters (transformers 5,
+ * rope_theta inside): none/default, linear, yarn and llama3 (llama only: its frequency
+ * divisors become rope_freqs.weight, as llama.cpp's converter writes them). Anything else, or
+ * a field that changes the math in a way llama.cpp's keys cannot say, is refused by name. */
+static pl_status read_rope(hf_config *c, const jfile *f, pl_error *err)
+{
+    const json_t *o = json_object_get(f->root, "rope_scaling");
+    const char *field = "rope_scaling";
+    if (!o || json_is_null(o)) {
+        o = json_object_get(f->root, "rope_parameters");
+        field = "rope_parameters";
+    }
+    c->rope = ROPE_NONE;
+    if (!o || json_is_null(o)) return PL_OK;
+    if (!json_is_object(o))
+        return pl_fail(err, PL_ERR_TYPE, "%s: %s is %s, not an object", f->name, field,
+                       pl_json_kind(o));
+    pl_status s;
+    if (json_object_get(o, "rope_theta") &&
+        (s = rope_num(f, field, o, "rope_theta", c->rope_theta, &c->rope_theta, err)))
+        return s;
+    const json_t *t = json_object_get(o, "rope_type");
+    if (!t || json_is_null(t)) t = json_object_get(o, "type");
+    const char *type = json_is_string(t) ? json_string_value(t) : "default";
+    if (t && !json_is_null(t) && !json_is_string(t))
+        return pl_fail(err, PL_ERR_TYPE, "%s: %s.rope_type is %s, not a string", f->name, field,
+                       pl_json_kind(t));
+    if (strcmp(type, "default") == 0) return PL_OK;
+    c->rope_orig_ctx = 0;
+    if (strcmp(type, "linear") == 0) {
+        c->rope = ROPE_LINEAR;
+        return rope_num(f, field, o, "factor", NAN, &c->rope_factor, err);
+    }
+    double orig;
+    if (strcmp(type, "llama3") == 0 && strcmp(c->arch->name, "llama") == 0) {
+        c->rope = ROPE_LLAMA3;
+        if ((s = rope_num(f, field, o, "factor", NAN, &c->rope_factor, err)) ||
+            (s = rope_num(f, field, o, "low_freq_factor", NAN, &c->rope_low, err)) ||
+            (s = rope_num(f, field, o, "high_freq_factor", NAN, &c->rope_high, err)) ||
+            (s = rope_num(f, field, o, "original_max_position_embeddings", NAN, &orig, err)))
+            return s;
+        if (!(c->rope_high > c->rope_low))
+            return pl_fail(err, PL_ERR_FORMAT,
+                           "%s: %s: high_freq_factor %g must exceed low_freq_factor %g", f->name,
+                           field, c->rope_high, c->rope_low);
+        c->rope_orig_ctx = (int64_t)orig;
+        return PL_OK;
+    }
+    if (strcmp(type, "yarn") == 0) {
+        c->rope = ROPE_YARN;
+        if ((s = rope_num(f, field, o, "factor", NAN, &c->rope_factor, err)) ||
+            (s = rope_num(f, field, o, "original_max_position_embeddings", (double)c->ctx, &orig,
+                          err)) ||
+            (s = rope_num(f, field, o, "beta_fast", 32, &c->rope_beta_fast, err)) ||
+            (s = rope_num(f, field, o, "beta_slow", 1, &c->rope_beta_slow, err)))
+            return s;
+        c->rope_orig_ctx = (int64_t)orig;
+        /* what llama.cpp's rope computes: cos and sin times 0.1 ln(factor) + 1, the ramp
+         * between floor/ceil of the correction dims */
+        double af;
+        if ((s = rope_num(f, field, o, "attention_factor", 0.1 * log(c->rope_factor) + 1, &af,
+                          err)))
+            return s;
+        const json_t *tr = json_object_get(o, "truncate");
+        if (fabs(af - (0.1 * log(c->rope_factor) + 1)) > 1e-6 || json_object_get(o, "mscale") ||
+            json_object_get(o, "mscale_all_dim") || (tr && !json_is_true(tr)))
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: %s: yarn with attention_factor, mscale or truncate = false is not "
+                           "what plumb's (and llama.cpp's) yarn computes",
+                           f->name, field);
+        return PL_OK;
+    }
+    return pl_fail(err, PL_ERR_UNSUPPORTED,
+                   "%s: %s.rope_type '%.32s' is not one plumb converts for %s (default, linear, "
+                   "yarn%s)",
+                   f->name, field, type, c->arch->name,
+                   strcmp(c->arch->name, "llama") == 0 ? ", llama3" : "");
+}
+
 static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
 {
     const json_t *a = json_object_get(f->root, "architectures");
@@ -218,31 +322,7 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
                        json_is_string(act) ? "'" : "",
                        json_is_string(act) ? json_string_value(act) : pl_json_kind(act),
                        json_is_string(act) ? "'" : "");
-    const json_t *rs = json_object_get(f->root, "rope_scaling");
-    if (rs && !json_is_null(rs))
-        return pl_fail(err, PL_ERR_UNSUPPORTED,
-                       "%s: rope_scaling is set; plumb's forward pass has no RoPE scaling, so it "
-                       "does not convert such models",
-                       f->name);
-    /* transformers 5 keeps rope_theta and the RoPE type in rope_parameters */
-    const json_t *rp = json_object_get(f->root, "rope_parameters");
-    if (rp && !json_is_null(rp)) {
-        jfile sub = {"config.json: rope_parameters", (json_t *)rp};
-        const json_t *type = json_is_object(rp) ? json_object_get(rp, "rope_type") : NULL;
-        if (!json_is_object(rp))
-            return pl_fail(err, PL_ERR_TYPE, "%s: rope_parameters is %s, not an object", f->name,
-                           pl_json_kind(rp));
-        if (type && !(json_is_string(type) && strcmp(json_string_value(type), "default") == 0))
-            return pl_fail(err, PL_ERR_UNSUPPORTED,
-                           "%s: rope_parameters.rope_type %s%.32s%s is not 'default'; plumb's "
-                           "forward pass has no RoPE scaling",
-                           f->name, json_is_string(type) ? "'" : "",
-                           json_is_string(type) ? json_string_value(type) : pl_json_kind(type),
-                           json_is_string(type) ? "'" : "");
-        if (json_object_get(rp, "rope_theta") &&
-            (s = get_num(&sub, "rope_theta", c->rope_theta, &c->rope_theta, err)))
-            return s;
-    }
+    if ((s = read_rope(c, f, err))) return s;
     const json_t *lt = json_object_get(f->root, "layer_types");
     for (size_t i = 0; json_is_array(lt) && i < json_array_size(lt); i++) {
         const json_t *e = json_array_get(lt, i);
@@ -612,8 +692,47 @@ static pl_status write_metadata(pl_gguf_writer *w, const hf_config *c, const cha
         (s = pl_gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)c->D, err)) ||
         (s = pl_gguf_writer_set_u32(w, KEY("vocab_size"), (uint32_t)c->V, err)))
         return s;
+    /* RoPE scaling as llama.cpp's converter writes it (llama3: the rope_freqs.weight tensor) */
+    if (c->rope == ROPE_LINEAR || c->rope == ROPE_YARN) {
+        const char *type = c->rope == ROPE_LINEAR ? "linear" : "yarn";
+        if ((s = pl_gguf_writer_set_string(w, KEY("rope.scaling.type"), type, strlen(type), err)) ||
+            (s = pl_gguf_writer_set_f32(w, KEY("rope.scaling.factor"), (float)c->rope_factor, err)))
+            return s;
+    }
+    if (c->rope == ROPE_YARN &&
+        ((s = pl_gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"),
+                                     (uint32_t)c->rope_orig_ctx, err)) ||
+         (c->rope_beta_fast != 32 &&
+          (s = pl_gguf_writer_set_f32(w, KEY("rope.scaling.yarn_beta_fast"),
+                                      (float)c->rope_beta_fast, err))) ||
+         (c->rope_beta_slow != 1 &&
+          (s = pl_gguf_writer_set_f32(w, KEY("rope.scaling.yarn_beta_slow"),
+                                      (float)c->rope_beta_slow, err)))))
+        return s;
 #undef KEY
     return PL_OK;
+}
+
+/* Llama 3.1's frequency divisors (rope_type llama3), as llama.cpp's converter computes them:
+ * 1 for wavelengths under orig/high_freq_factor, the factor above orig/low_freq_factor, and
+ * between them 1 / ((1 - s) / factor + s), s = (orig / wavelength - low) / (high - low); the
+ * frequencies in float32 as torch makes them. */
+static void llama3_factors(float *out, const hf_config *c)
+{
+    const double orig = (double)c->rope_orig_ctx;
+    const double lo_wave = orig / c->rope_low, hi_wave = orig / c->rope_high;
+    for (int64_t i = 0; i < c->D / 2; i++) {
+        const float freq = 1.0f / powf((float)c->rope_theta, (float)(2 * i) / (float)c->D);
+        const double wave = 2 * M_PI / (double)freq;
+        double f = 1;
+        if (wave > lo_wave)
+            f = c->rope_factor;
+        else if (wave >= hi_wave) {
+            const double smooth = (orig / wave - c->rope_low) / (c->rope_high - c->rope_low);
+            f = 1 / ((1 - smooth) / c->rope_factor + smooth);
+        }
+        out[i] = (float)f;
+    }
 }
 
 static pl_status write_tokenizer(pl_gguf_writer *w, const vocab *v, const jfile *tok,
@@ -785,7 +904,19 @@ static int plan_visit(void *user, const pl_arch_tensor *r, int64_t l)
     const hf_config *c = w->c;
     const int output = l < 0 && r->role == PL_G_OUTPUT;
     if (output && c->tied) return 0;
-    if (!r->hf) return 0; /* computed from config.json, not a checkpoint tensor */
+    if (!r->hf) { /* computed from config.json, not a checkpoint tensor */
+        if (r->role != PL_G_ROPE_FREQS || c->rope != ROPE_LLAMA3) return 0;
+        ctensor *t = &w->t[(*w->n)++];
+        memset(t, 0, sizeof *t);
+        snprintf(t->name, sizeof t->name, "%s", r->gguf);
+        t->n_dims = 1;
+        t->ne[0] = c->D / 2;
+        t->ne[1] = 1;
+        if (!(t->computed = pl_malloc((size_t)t->ne[0] * sizeof(float))))
+            return (int)pl_fail(w->err, PL_ERR_NOMEM, "no memory for %s", t->name);
+        llama3_factors(t->computed, c);
+        return 0;
+    }
     char g[96], h[96];
     if (l >= 0) {
         snprintf(g, sizeof g, "blk.%lld.%s", (long long)l, r->gguf);
@@ -850,6 +981,11 @@ static pl_status cfill(void *user, uint64_t i, void *dst, uint64_t n_bytes, pl_e
     const pl_st_tensor *src = t->src;
     const int64_t rows = t->ne[1], cols = t->ne[0];
     pl_status s;
+    if (t->computed) { /* planned as F32: 1-D tensors are never quantized */
+        memcpy(dst, t->computed, (size_t)n_bytes);
+        j->done += (uint64_t)(rows * cols);
+        return PL_OK;
+    }
     memcpy(j->staged, src->data, (size_t)src->n_bytes); /* aligned for the element loads */
     float *x = t->permute_heads ? j->tmp : j->f32;
     if (src->type == PL_TYPE_F32)
@@ -931,7 +1067,7 @@ pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_conve
         t->type = plan.quantize ? plan.type : PL_TYPE_F32;
         uint64_t elems = (uint64_t)t->ne[0] * (uint64_t)t->ne[1];
         if (elems > max_elems) max_elems = elems;
-        if (t->src->n_bytes > max_src) max_src = t->src->n_bytes;
+        if (t->src && t->src->n_bytes > max_src) max_src = t->src->n_bytes;
         if (t->permute_heads && elems > max_perm) max_perm = elems;
         job.total += elems;
         specs[i] = (pl_tensor_spec){.name = t->name,
@@ -972,6 +1108,7 @@ done:
     pl_free(job.f32);
     pl_free(job.tmp);
     pl_free(job.staged);
+    for (uint64_t i = 0; job.t && i < job.n; i++) pl_free(job.t[i].computed);
     pl_free(job.t);
     pl_free(specs);
     pl_free(used);
