@@ -1,9 +1,15 @@
 /* test_attention.c — attention of every supported kernel set against a GSL double reference
- * (causal, GQA, F32/F16 KV, windows with sinks), and its batch and head-slice invariance. */
+ * (causal, GQA, F32/F16 KV, windows with sinks, layer windows), and its batch and head-slice
+ * invariance. */
+#define _POSIX_C_SOURCE 200809L /* mprotect, sigaction, sigsetjmp: the no-read test */
 #include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "kernel_sets.h"
 #include "refs/refs_ops.h"
@@ -31,7 +37,9 @@ typedef struct attn_case {
     pl_type kv_type;
     enum pos_mode pos;
     enum fill fq, fk, fv;
-    float softcap; /* pl_attn_args.softcap: 0 none */
+    float softcap;        /* pl_attn_args.softcap: 0 none */
+    int64_t layer_window; /* pl_attn_args.layer_window: 0 none */
+    int kv_sorted;        /* ask for pl_attn_args.kv_sorted (granted where positions ascend) */
 } attn_case;
 
 typedef struct attn_data {
@@ -119,6 +127,8 @@ static void make_case(attn_data *d, const attn_case *c, tu_rng *r)
         .n_sinks = c->n_sinks,
         .scale = (float)(1.0 / sqrt((double)c->D)),
         .softcap = c->softcap,
+        .layer_window = c->layer_window,
+        .kv_sorted = c->kv_sorted && c->pos != POS_RANDOM,
     };
 }
 
@@ -131,8 +141,10 @@ static void describe(char *buf, size_t size, const attn_case *c)
 {
     snprintf(buf, size,
              "T=%" PRId64 " H=%" PRId64 " Hkv=%" PRId64 " D=%" PRId64 " N=%" PRId64
-             " window=%" PRId64 " sinks=%" PRId64 " softcap=%g kv=%s pos=%s q/k/v=%s/%s/%s",
-             c->T, c->H, c->Hkv, c->D, c->N, c->window, c->n_sinks, c->softcap,
+             " window=%" PRId64 " sinks=%" PRId64 " layer_window=%" PRId64
+             " sorted=%d softcap=%g kv=%s pos=%s q/k/v=%s/%s/%s",
+             c->T, c->H, c->Hkv, c->D, c->N, c->window, c->n_sinks, c->layer_window,
+             c->kv_sorted && c->pos != POS_RANDOM, c->softcap,
              c->kv_type == PL_TYPE_F32 ? "f32" : "f16", pos_name[c->pos], fill_name[c->fq],
              fill_name[c->fk], fill_name[c->fv]);
 }
@@ -180,11 +192,62 @@ static void check_case(const struct pl_kernels *ks, const attn_case *c, tu_rng *
     describe(shape, sizeof shape, c);
     snprintf(where, sizeof where, "%s at t=%" PRId64 " h=%" PRId64 " d=%" PRId64, shape, wt, wh,
              wd);
-    ref_ledger_note(ks->name, c->softcap != 0.0f ? "attention_softcap" : "attention", worst, where);
+    ref_ledger_note(ks->name,
+                    c->softcap != 0.0f     ? "attention_softcap"
+                    : c->layer_window != 0 ? "attention_layer_window"
+                                           : "attention",
+                    worst, where);
     TU_CHECK(worst <= 1.0, "set %s attention seed %llu %s: y=%.9g ref=%.17g error/bound=%.3g",
              ks->name, SEED, where, wy, wref, worst);
+
+    /* Skipping by binary search (kv_sorted) changes no bit; neither does a layer window that
+     * excludes nothing (one past the largest distance, and one far beyond int32). */
+    const size_t bytes = (size_t)(c->T * c->H * D) * sizeof *out;
+    pl_attn_args b = *a;
+    int sorted_same = 1, wide_same = 1;
+    if (c->pos != POS_RANDOM) {
+        b.kv_sorted = !a->kv_sorted;
+        float *o2 = run_all(ks, &b);
+        sorted_same = !memcmp(o2, out, bytes);
+        free(o2);
+        b.kv_sorted = a->kv_sorted;
+    }
+    if (c->layer_window == 0) {
+        int64_t far = 1;
+        for (int64_t t = 0; t < c->T; t++)
+            for (int64_t j = 0; j < c->N; j++)
+                if ((int64_t)d.q_pos[t] - d.kv_pos[j] + 1 > far)
+                    far = (int64_t)d.q_pos[t] - d.kv_pos[j] + 1;
+        for (int k = 0; k < 2; k++) {
+            b.layer_window = k ? (int64_t)1 << 40 : far;
+            float *o2 = run_all(ks, &b);
+            wide_same &= !memcmp(o2, out, bytes);
+            free(o2);
+        }
+    }
+    TU_CHECK(sorted_same, "set %s seed %llu %s: kv_sorted changes the output", ks->name, SEED,
+             shape);
+    TU_CHECK(wide_same, "set %s seed %llu %s: a layer window excluding nothing changes the output",
+             ks->name, SEED, shape);
     free(ref), free(pv), free(pvs), free(out);
     free_case(&d);
+}
+
+/* A layer window of kind k: 0 none, 1, 2, small (3 .. 16), past every distance (> N). */
+static int64_t layer_window_of(int k, int64_t N, tu_rng *r)
+{
+    switch (k) {
+    case 0:
+        return 0;
+    case 1:
+        return 1;
+    case 2:
+        return 2;
+    case 3:
+        return tu_rng_range(r, 3, 16);
+    default:
+        return N + tu_rng_range(r, 1, 40);
+    }
 }
 
 static const int64_t head_dims[] = {64, 80, 128};
@@ -211,6 +274,8 @@ static void attention_grid(const struct pl_kernels *ks, void *ctx)
                         .pos = (enum pos_mode)tu_rng_range(&r, 0, POS_COUNT - 1),
                     };
                     c.H = c.Hkv * gqa_ratios[gi];
+                    c.layer_window = layer_window_of((int)tu_rng_range(&r, 0, 4), c.N, &r);
+                    c.kv_sorted = (int)tu_rng_range(&r, 0, 1);
                     check_case(ks, &c, &r);
                 }
 }
@@ -234,6 +299,8 @@ static void attention_random(const struct pl_kernels *ks, void *ctx)
             c.window = tu_rng_range(&r, 1, 200);
             c.n_sinks = tu_rng_range(&r, 0, c.window - 1 < 8 ? c.window - 1 : 8);
         }
+        c.layer_window = layer_window_of((int)tu_rng_range(&r, 0, 4), c.N, &r);
+        c.kv_sorted = (int)tu_rng_range(&r, 0, 1);
         check_case(ks, &c, &r);
     }
 }
@@ -286,8 +353,138 @@ static void attention_softcap(const struct pl_kernels *ks, void *ctx)
             c.window = tu_rng_range(&r, 1, 200);
             c.n_sinks = tu_rng_range(&r, 0, c.window - 1 < 8 ? c.window - 1 : 8);
         }
+        c.layer_window = layer_window_of((int)tu_rng_range(&r, 0, 4), c.N, &r);
+        c.kv_sorted = (int)tu_rng_range(&r, 0, 1);
         check_case(ks, &c, &r);
     }
+}
+
+/* Gemma 2/3's local layers: every kind of layer window (1, 2, small, past N) against every
+ * session rule (none, windows with and without sinks), sorted or not, with and without a cap;
+ * then decodes over a long sorted cache, where the kernels must binary-search the window. */
+static void attention_layer_window(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->attention) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6c77696eull);
+    for (int k = 0; k < 64; k++) {
+        attn_case c = {
+            .Hkv = tu_rng_range(&r, 1, 2),
+            .D = tu_rng_range(&r, 1, 140),
+            .T = tu_rng_range(&r, 1, 12),
+            .N = tu_rng_range(&r, 1, 150),
+            .kv_type = tu_rng_range(&r, 0, 1) ? PL_TYPE_F16 : PL_TYPE_F32,
+            .pos = (enum pos_mode)tu_rng_range(&r, 0, POS_COUNT - 1),
+            .softcap = k % 8 == 7 ? 20.0f : 0.0f,
+            .kv_sorted = k % 2,
+        };
+        c.H = c.Hkv * tu_rng_range(&r, 1, 4);
+        c.layer_window = layer_window_of(1 + k % 4, c.N, &r);
+        switch (k / 4 % 3) {
+        case 0:
+            break;
+        case 1:
+            c.window = tu_rng_range(&r, 1, 40);
+            break;
+        default:
+            c.window = tu_rng_range(&r, 2, 40);
+            c.n_sinks = tu_rng_range(&r, 1, c.window - 1 < 6 ? c.window - 1 : 6);
+        }
+        check_case(ks, &c, &r);
+    }
+    for (int k = 0; k < 6; k++) {
+        attn_case c = {.Hkv = 1,
+                       .H = 4,
+                       .D = 64,
+                       .T = tu_rng_range(&r, 1, 3),
+                       .N = tu_rng_range(&r, 2000, 3000),
+                       .kv_type = k % 2 ? PL_TYPE_F16 : PL_TYPE_F32,
+                       .pos = k < 4 ? POS_PREFILL : POS_STREAMING,
+                       .kv_sorted = 1,
+                       .window = k >= 4 ? 500 : 0,
+                       .n_sinks = k >= 4 ? 4 : 0};
+        static const int64_t lws[] = {1, 7, 64, 33, 16, 100};
+        c.layer_window = lws[k];
+        check_case(ks, &c, &r);
+    }
+}
+
+/* The window's skip is real: a decode over a sorted cache whose K and V rows before the
+ * window, and kv_pos entries between the first page (the sinks) and the window, are
+ * unreadable (PROT_NONE) gives the bits of the same decode over readable memory with
+ * kv_sorted off. A fault is caught and reported, not a crash. */
+static sigjmp_buf fault_jmp;
+static void on_fault(int sig)
+{
+    siglongjmp(fault_jmp, sig);
+}
+
+/* ks->attention over every head into out; the signal it faulted with, else 0. */
+static int run_guarded(const struct pl_kernels *ks, const pl_attn_args *a, float *out,
+                       float *scratch)
+{
+    struct sigaction sa = {0}, old_segv, old_bus;
+    sa.sa_handler = on_fault;
+    sigaction(SIGSEGV, &sa, &old_segv);
+    sigaction(SIGBUS, &sa, &old_bus);
+    const int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) ks->attention(out, a, 0, a->H, scratch);
+    sigaction(SIGSEGV, &old_segv, NULL);
+    sigaction(SIGBUS, &old_bus, NULL);
+    return sig;
+}
+
+static void attention_layer_window_reads_no_row_outside(const struct pl_kernels *ks, void *ctx)
+{
+    if (!ks->attention) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6e6f7264ull);
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    for (int kv = 0; kv < 2; kv++)
+        for (int sinks = 0; sinks < 2; sinks++) {
+            const int64_t D = 64, H = 2, Hkv = 1, P = 8192, N = P + 200, T = 2, lw = 40;
+            const size_t esz = kv ? sizeof(pl_f16) : sizeof(float);
+            const size_t row = (size_t)(Hkv * D) * esz, kv_bytes = (size_t)N * row;
+            const size_t pos0 = page, pos1 = (size_t)P * sizeof(int32_t); /* kv_pos: unreadable */
+            void *k = NULL, *v = NULL, *pos = NULL;
+            int ok = (size_t)P * row % page == 0 && pos1 % page == 0 && pos1 > pos0 &&
+                     !posix_memalign(&k, page, kv_bytes) && !posix_memalign(&v, page, kv_bytes) &&
+                     !posix_memalign(&pos, page, (size_t)N * sizeof(int32_t));
+            TU_CHECK(ok, "no page-aligned memory");
+            if (!ok) {
+                free(k), free(v), free(pos);
+                return;
+            }
+            attn_case c = {.T = T, .H = H, .Hkv = Hkv, .D = D, .N = N, .pos = POS_PREFILL};
+            c.kv_type = kv ? PL_TYPE_F16 : PL_TYPE_F32;
+            attn_data d;
+            make_case(&d, &c, &r);
+            memcpy(k, d.k, kv_bytes);
+            memcpy(v, d.v, kv_bytes);
+            memcpy(pos, d.kv_pos, (size_t)N * sizeof(int32_t));
+            d.a.layer_window = lw; /* queries at N-2, N-1 see [N - 41, N) at most */
+            if (sinks) d.a.window = 100, d.a.n_sinks = 4;
+            float *want = run_all(ks, &d.a);
+            d.a.k = k, d.a.v = v, d.a.kv_pos = pos, d.a.kv_sorted = 1;
+            mprotect(k, (size_t)P * row, PROT_NONE);
+            mprotect(v, (size_t)P * row, PROT_NONE);
+            mprotect((char *)pos + pos0, pos1 - pos0, PROT_NONE);
+            float *got = malloc((size_t)(T * H * D) * sizeof *got);
+            float *scratch = malloc(PL_ATTN_SCRATCH(N, D) * sizeof *scratch);
+            const int sig = run_guarded(ks, &d.a, got, scratch);
+            mprotect(k, (size_t)P * row, PROT_READ | PROT_WRITE);
+            mprotect(v, (size_t)P * row, PROT_READ | PROT_WRITE);
+            mprotect((char *)pos + pos0, pos1 - pos0, PROT_READ | PROT_WRITE);
+            TU_CHECK(sig == 0,
+                     "set %s seed %llu kv=%s sinks=%d: a decode with layer_window=%" PRId64
+                     " over a sorted cache of %" PRId64 " read an entry far outside its window",
+                     ks->name, SEED, kv ? "f16" : "f32", sinks, lw, N);
+            TU_CHECK(sig != 0 || !memcmp(got, want, (size_t)(T * H * D) * sizeof *got),
+                     "set %s seed %llu kv=%s sinks=%d: the skipping decode changed bits", ks->name,
+                     SEED, kv ? "f16" : "f32", sinks);
+            free(got), free(want), free(scratch), free(k), free(v), free(pos);
+            free_case(&d);
+        }
 }
 
 /* A query whose every entry is in its future, or outside its window, gets exact zeros. */
@@ -320,6 +517,19 @@ static void attention_blind(const struct pl_kernels *ks, void *ctx)
     for (int64_t k = 0; k < c.T * c.H * c.D; k++) zeros_ok &= out[k] == 0.0f;
     TU_CHECK(zeros_ok, "set %s seed %llu: N = 0 must give zeros", ks->name, SEED);
     free(out);
+    /* a layer window hides even the sinks: the query at 500 sees nothing, sorted or not */
+    d.a.N = c.N;
+    d.a.n_sinks = 3;
+    d.a.layer_window = 300;
+    for (int sorted = 0; sorted < 2; sorted++) {
+        d.a.kv_sorted = sorted;
+        out = run_all(ks, &d.a);
+        zeros_ok = 1;
+        for (int64_t k = 0; k < c.H * c.D; k++) zeros_ok &= out[2 * c.H * c.D + k] == 0.0f;
+        TU_CHECK(zeros_ok, "set %s seed %llu sorted=%d: sinks outside the layer window were seen",
+                 ks->name, SEED, sorted);
+        free(out);
+    }
     free_case(&d);
 }
 
@@ -362,7 +572,7 @@ static void attention_f16_exhaustive(const struct pl_kernels *ks, void *ctx)
  * same row with the cache cut just after its last visible entry (decode after a prefix), and
  * the batch with heads split into arbitrary slices. */
 static void batch_case(const struct pl_kernels *ks, int64_t T, pl_type kv, int64_t window,
-                       int64_t sinks, float softcap, tu_rng *r)
+                       int64_t sinks, float softcap, int64_t layer_window, int sorted, tu_rng *r)
 {
     attn_case c = {.T = T,
                    .Hkv = 2,
@@ -373,7 +583,9 @@ static void batch_case(const struct pl_kernels *ks, int64_t T, pl_type kv, int64
                    .pos = POS_PREFILL,
                    .window = window,
                    .n_sinks = sinks,
-                   .softcap = softcap};
+                   .softcap = softcap,
+                   .layer_window = layer_window,
+                   .kv_sorted = sorted};
     attn_data d;
     make_case(&d, &c, r);
     const int64_t row = c.H * c.D;
@@ -424,9 +636,12 @@ static void attention_batch_invariance(const struct pl_kernels *ks, void *ctx)
     for (int64_t T = 1; T <= 18; T++) {
         int64_t TT = T == 18 ? 64 : T;
         pl_type kv = T % 2 ? PL_TYPE_F16 : PL_TYPE_F32;
-        batch_case(ks, TT, kv, 0, 0, 0.0f, &r);
-        batch_case(ks, TT, kv, 9, T % 4, 0.0f, &r);
-        batch_case(ks, TT, kv, T % 2 ? 0 : 9, T % 4, T % 3 ? 50.0f : 1.5f, &r);
+        batch_case(ks, TT, kv, 0, 0, 0.0f, 0, 0, &r);
+        batch_case(ks, TT, kv, 9, T % 4, 0.0f, 0, (int)(T % 2), &r);
+        batch_case(ks, TT, kv, T % 2 ? 0 : 9, T % 4, T % 3 ? 50.0f : 1.5f, 0, 0, &r);
+        /* layer windows of 1, 2, small and past N, over both session rules, sorted or not */
+        batch_case(ks, TT, kv, T % 3 ? 0 : 12, T % 3 ? 0 : 3, T % 5 ? 0.0f : 30.0f,
+                   layer_window_of(1 + (int)(T % 4), TT + 37, &r), (int)(T / 2 % 2), &r);
     }
 }
 
@@ -439,6 +654,8 @@ OVER_SETS(attention_grid)
 OVER_SETS(attention_random)
 OVER_SETS(attention_stress)
 OVER_SETS(attention_softcap)
+OVER_SETS(attention_layer_window)
+OVER_SETS(attention_layer_window_reads_no_row_outside)
 OVER_SETS(attention_blind)
 OVER_SETS(attention_f16_exhaustive)
 OVER_SETS(attention_batch_invariance)
@@ -451,6 +668,10 @@ int main(void)
         {"attention_matches_gsl_on_random_shapes", test_attention_random},
         {"attention_bounded_on_equal_zero_outlier_denormal_inputs", test_attention_stress},
         {"attention_soft_capped_scores_match_gsl", test_attention_softcap},
+        {"attention_layer_window_matches_gsl_with_session_windows_and_sinks",
+         test_attention_layer_window},
+        {"attention_sorted_decode_reads_no_kv_row_outside_the_layer_window",
+         test_attention_layer_window_reads_no_row_outside},
         {"attention_query_seeing_nothing_gets_zeros", test_attention_blind},
         {"attention_reads_every_f16_kv_value_exactly", test_attention_f16_exhaustive},
         {"attention_rows_bit_identical_alone_after_prefix_and_over_head_slices",

@@ -85,8 +85,10 @@ typedef void (*pl_softcap_fn)(float *y, const float *x, int64_t n, float cap);
 
 /* Attention of T query tokens over N cached entries, grouped-query (query head h uses
  * KV head h / (H / Hkv)). Entry j is visible to query t iff
- *     kv_pos[j] <= q_pos[t]  and  (window == 0 || j < n_sinks || q_pos[t] - kv_pos[j] < window).
- * A query that sees no entry gets a zero output. */
+ *     kv_pos[j] <= q_pos[t]  and  (window == 0 || j < n_sinks || q_pos[t] - kv_pos[j] < window)
+ *     and  (layer_window == 0 || q_pos[t] - kv_pos[j] < layer_window).
+ * A query that sees no entry gets a zero output. With kv_sorted the kernels find the entries
+ * a window excludes by binary search and never read them (nor their K/V rows). */
 typedef struct pl_attn_args {
     int64_t T, H, Hkv, D, N;
     const float *q;        /* [T][H][D] */
@@ -100,6 +102,13 @@ typedef struct pl_attn_args {
     float scale;           /* usually 1/sqrt(D) */
     /* 0: none; else scores = softcap * tanh(scores / softcap) before the mask and softmax */
     float softcap;
+    /* 0: none; else entry j is also visible only if q_pos[t] - kv_pos[j] < layer_window (the
+     * layer's own sliding window, applied on top of the session's window/sinks rule: a sink
+     * outside it is not seen either) — Gemma 2/3's local layers */
+    int64_t layer_window;
+    /* 1: the caller promises kv_pos[0..N) non-decreasing (a cache that is not a ring), so a
+     * kernel may skip the entries a window excludes without reading them; 0: any order */
+    int kv_sorted;
 } pl_attn_args;
 /* out[t][h][d] for query heads h in [h0, h1), all t. scratch holds PL_ATTN_SCRATCH(N, D)
  * floats. */

@@ -9,9 +9,12 @@
  * Shapes (fixed: a change of shape is a change of baseline):
  *   matmul:    K = 1024, R = 64 rows, T = 1 (decode GEMV) and T = 8 (prefill GEMM), per type;
  *              repacked layouts (where the set has one) as the engine runs them: x_prep + matmul
- *   attention: T = 1, H = 8, Hkv = 2, D = 64, N = 128 cached entries, F16 and F32 KV
- *   rmsnorm, softmax, swiglu: n = 1024; rope: 8 heads x 64, neox; quantize: n = 1024 rows
- *   of activations to Q8_0 and Q8_K (the matmul's dot types) */
+ *   attention: T = 1, H = 8, Hkv = 2, D = 64, N = 128 cached entries, F16 and F32 KV; F16 with
+ *              scores soft-capped at 50 (Gemma 2); F16 over N = 4096 sorted entries with a
+ *              layer window of 64 (Gemma's local layers), kv_sorted off (scan) and on (skip)
+ *   rmsnorm, softmax, swiglu, geglu, softcap (cap 30): n = 1024; rope: 8 heads x 64, neox,
+ *   unscaled, and 8 heads x 128 with n_rot = 64, normal, freq_factors + YaRN (every knob);
+ *   quantize: n = 1024 rows of activations to Q8_0 and Q8_K (the matmul's dot types) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,9 +157,11 @@ static void bench_matmul(const struct pl_kernels *k, pl_type t, float *xf)
     free(w);
 }
 
-static void bench_attention(const struct pl_kernels *k, pl_type kv)
+/* One decode call; softcap, layer_window and kv_sorted as pl_attn_args; N entries at 0..N-1. */
+static void bench_attention(const struct pl_kernels *k, pl_type kv, const char *name, int64_t N,
+                            float softcap, int64_t layer_window, int sorted)
 {
-    enum { T = 1, H = 8, HKV = 2, D = 64, N = 128 };
+    enum { T = 1, H = 8, HKV = 2, D = 64 };
     size_t es = kv == PL_TYPE_F32 ? sizeof(float) : sizeof(pl_f16);
     float *q = xmalloc((size_t)T * H * D * sizeof(float));
     float *tmp = xmalloc((size_t)N * HKV * D * sizeof(float));
@@ -174,7 +179,7 @@ static void bench_attention(const struct pl_kernels *k, pl_type kv)
             }
         }
     }
-    int32_t q_pos[T] = {N - 1}, kv_pos[N];
+    int32_t q_pos[T] = {(int32_t)N - 1}, *kv_pos = xmalloc((size_t)N * sizeof *kv_pos);
     for (int i = 0; i < N; i++) kv_pos[i] = i;
     pl_attn_args a = {.T = T,
                       .H = H,
@@ -187,12 +192,16 @@ static void bench_attention(const struct pl_kernels *k, pl_type kv)
                       .v = vc,
                       .kv_type = kv,
                       .kv_pos = kv_pos,
-                      .scale = 0.125f};
+                      .scale = 0.125f,
+                      .softcap = softcap,
+                      .layer_window = layer_window,
+                      .kv_sorted = sorted};
     float *out = xmalloc((size_t)T * H * D * sizeof(float));
     float *scratch = xmalloc(PL_ATTN_SCRATCH(N, D) * sizeof(float));
     measure_begin();
     k->attention(out, &a, 0, H, scratch);
-    measure_end(kv == PL_TYPE_F32 ? "attention_f32kv_n128" : "attention_f16kv_n128", "per call");
+    measure_end(name, "per call");
+    free(kv_pos);
     free(scratch);
     free(out);
     free(vc);
@@ -219,8 +228,11 @@ int main(int argc, char **argv)
 
     for (size_t i = 0; i < sizeof MM_TYPES / sizeof MM_TYPES[0]; i++)
         bench_matmul(k, MM_TYPES[i], xf);
-    bench_attention(k, PL_TYPE_F16);
-    bench_attention(k, PL_TYPE_F32);
+    bench_attention(k, PL_TYPE_F16, "attention_f16kv_n128", 128, 0.0f, 0, 0);
+    bench_attention(k, PL_TYPE_F32, "attention_f32kv_n128", 128, 0.0f, 0, 0);
+    bench_attention(k, PL_TYPE_F16, "attention_f16kv_n128_cap50", 128, 50.0f, 0, 0);
+    bench_attention(k, PL_TYPE_F16, "attention_f16kv_n4096_lw64_scan", 4096, 0.0f, 64, 0);
+    bench_attention(k, PL_TYPE_F16, "attention_f16kv_n4096_lw64_sorted", 4096, 0.0f, 64, 1);
 
     float *w = xmalloc(N_OPS * sizeof(float)), *y = xmalloc(N_OPS * sizeof(float));
     fill(w, N_OPS, 3);
@@ -233,6 +245,12 @@ int main(int argc, char **argv)
     measure_begin();
     k->swiglu(y, xf, xf + N_OPS, N_OPS);
     measure_end("swiglu_n1024", "per call");
+    measure_begin();
+    k->geglu(y, xf, xf + N_OPS, N_OPS);
+    measure_end("geglu_n1024", "per call");
+    measure_begin();
+    k->softcap(y, xf, N_OPS, 30.0f);
+    measure_end("softcap_n1024", "per call");
     memcpy(y, xf, 8 * 64 * sizeof(float));
     measure_begin();
     const pl_rope_args rope = {.n_rot = 64,
@@ -242,6 +260,22 @@ int main(int argc, char **argv)
                                .style = PL_ROPE_NEOX};
     k->rope(y, 8, 64, 100, &rope);
     measure_end("rope_neox_8x64", "per call");
+    float factors[32];
+    for (int i = 0; i < 32; i++) factors[i] = 1.0f + 0.25f * (float)(i % 5);
+    memcpy(y, xf, 8 * 128 * sizeof(float));
+    const pl_rope_args yarn = {.n_rot = 64,
+                               .freq_base = 1e4f,
+                               .freq_scale = 0.25f,
+                               .freq_factors = factors,
+                               .ext_factor = 1.0f,
+                               .attn_factor = 1.0f,
+                               .beta_fast = 32.0f,
+                               .beta_slow = 1.0f,
+                               .n_ctx_orig = 4096,
+                               .style = PL_ROPE_NORMAL};
+    measure_begin();
+    k->rope(y, 8, 128, 5000, &yarn);
+    measure_end("rope_normal_yarn_8x128_rot64", "per call");
 
     static const pl_type QT[] = {PL_TYPE_Q8_0, PL_TYPE_Q8_K};
     for (int i = 0; i < 2; i++) {

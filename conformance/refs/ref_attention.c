@@ -1,6 +1,6 @@
 /* ref_attention.c — GSL double reference for one (query token, head) row of attention:
- * QK^T, the soft-cap (if any), the causal / window / sink mask, softmax, then ·V. Test-only; f16 KV
- * is widened exactly, every product and sum is double. */
+ * QK^T, the soft-cap (if any), the causal / window / sink / layer-window mask, softmax, then ·V.
+ * Test-only; f16 KV is widened exactly, every product and sum is double. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -21,7 +21,8 @@ int ref_attn_visible(const pl_attn_args *a, int64_t t, int64_t j)
     int64_t qp = a->q_pos[t], kp = a->kv_pos[j];
     int causal = kp <= qp;
     int in_window = a->window <= 0 || j < a->n_sinks || qp - kp < a->window;
-    return causal && in_window;
+    int in_layer_window = a->layer_window <= 0 || qp - kp < a->layer_window; /* sinks too */
+    return causal && in_window && in_layer_window;
 }
 
 /* Element d of KV row (j, g) as a double. */

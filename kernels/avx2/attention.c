@@ -16,10 +16,14 @@
  *
  * Batch invariance: every float of a (t, h) row comes from the same operations in the same
  * order whatever T, h0, h1 or N past the last visible entry: lanes of the weight sum are
- * fixed by j mod 8, invisible entries add exact zeros, the V sum runs j ascending per d. */
+ * fixed by j mod 8, invisible entries add exact zeros, the V sum runs j ascending per d.
+ * Blocks of 8 entries (from j = 0) with no visible entry are skipped: by pass 1 only where
+ * kv_sorted lets a binary search rule them out (attn_span.h), by passes 2 and 3 outside the
+ * first and last visible blocks pass 1 found. Skipping them changes no bit. */
 #include <math.h>
 #include <string.h>
 
+#include "attn_span.h"
 #include "ops.h"
 
 /* Lanes [0, rem) on; rem <= 0 none, rem >= 8 all. */
@@ -38,22 +42,29 @@ static float hsum8(__m256 v)
 }
 
 /* The visibility rule of pl_attn_args for one query position, in a form that compares int32
- * lanes: kv_pos[j] <= qp and (no window or j < sinks or kv_pos[j] > qp - window). */
+ * lanes: kv_pos[j] <= qp and (no window or j < sinks or kv_pos[j] > qp - window) and (no
+ * layer window or kv_pos[j] > qp - layer_window); and the blocks of 8 entries worth testing. */
 typedef struct vis_rule {
     __m256i qp;       /* q_pos, broadcast */
     __m256i lo;       /* qp - window, broadcast (when windowed) */
+    __m256i llo;      /* qp - layer_window, broadcast (when layer-windowed) */
     int windowed;     /* a window that can exclude anything */
+    int lwindowed;    /* a layer window that can exclude anything */
     int64_t sinks, N; /* entries [0, sinks) ignore the window; [0, N) exist */
     const int32_t *kv_pos;
+    pl_attn_span span; /* blocks of 8 that may hold a visible entry, ascending */
 } vis_rule;
 
 static vis_rule vis_init(const pl_attn_args *a, int32_t qp)
 {
     vis_rule v = {.qp = _mm256_set1_epi32(qp), .sinks = a->n_sinks, .N = a->N, .kv_pos = a->kv_pos};
     /* qp - kp < window <=> kp > qp - window, in int64; below INT32_MIN every kp qualifies */
-    const int64_t lo = (int64_t)qp - a->window;
+    const int64_t lo = (int64_t)qp - a->window, llo = (int64_t)qp - a->layer_window;
     v.windowed = a->window > 0 && lo >= INT32_MIN;
     v.lo = _mm256_set1_epi32(v.windowed ? (int32_t)lo : 0);
+    v.lwindowed = a->layer_window > 0 && llo >= INT32_MIN;
+    v.llo = _mm256_set1_epi32(v.lwindowed ? (int32_t)llo : 0);
+    v.span = pl_attn_span_of(a, qp, qp, 8);
     return v;
 }
 
@@ -66,8 +77,14 @@ static __m256i vis8(const vis_rule *v, int64_t j0)
     if (v->windowed)
         ok = _mm256_and_si256(
             ok, _mm256_or_si256(_mm256_cmpgt_epi32(kp, v->lo), lanes_below(v->sinks - j0)));
+    if (v->lwindowed) ok = _mm256_and_si256(ok, _mm256_cmpgt_epi32(kp, v->llo));
     return ok;
 }
+
+/* j0 over the blocks of vr's span, ascending. */
+#define FOR_SPAN(vr, j0)                                                                           \
+    for (int r_ = 0; r_ < (vr)->span.n; r_++)                                                      \
+        for (int64_t j0 = 8 * (vr)->span.lo[r_]; j0 < 8 * (vr)->span.hi[r_]; j0 += 8)
 
 /* 8 consecutive K or V elements as floats (F16 widening is exact). */
 static __m256 load8(const void *row, int f16, int64_t d)
@@ -117,7 +134,8 @@ static float dot_qk(const float *restrict q, const void *krow, int f16, int64_t 
     {                                                                                              \
         __m256 acc[NV];                                                                            \
         for (int k = 0; k < NV; k++) acc[k] = _mm256_setzero_ps();                                 \
-        for (int64_t j0 = 0; j0 < vr->N; j0 += 8) {                                                \
+        FOR_SPAN(vr, j0)                                                                           \
+        {                                                                                          \
             unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(vis8(vr, j0)));       \
             for (; bits; bits &= bits - 1) {                                                       \
                 const int64_t j = j0 + __builtin_ctz(bits);                                        \
@@ -141,7 +159,8 @@ static void v_tail(float *restrict o, const vis_rule *vr, const float *e, const 
                    size_t vstride, int f16, int64_t d0, int64_t rem, __m256 sum)
 {
     __m256 acc = _mm256_setzero_ps();
-    for (int64_t j0 = 0; j0 < vr->N; j0 += 8) {
+    FOR_SPAN(vr, j0)
+    {
         unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(vis8(vr, j0)));
         for (; bits; bits &= bits - 1) {
             const int64_t j = j0 + __builtin_ctz(bits);
@@ -155,7 +174,7 @@ static void v_tail(float *restrict o, const vis_rule *vr, const float *e, const 
 static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int64_t h,
                        float *restrict scratch)
 {
-    const int64_t D = a->D, N = a->N;
+    const int64_t D = a->D;
     const int64_t g = h / (a->H / a->Hkv);
     const float *q = a->q + (t * a->H + h) * D;
     const int f16 = a->kv_type != PL_TYPE_F32; /* as ref: anything else reads as F16 */
@@ -163,14 +182,19 @@ static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int6
     const size_t stride = (size_t)(a->Hkv * D) * esz; /* bytes from entry j to j + 1 */
     const char *kbase = (const char *)a->k + (size_t)(g * D) * esz;
     const char *vbase = (const char *)a->v + (size_t)(g * D) * esz;
-    const vis_rule vr = vis_init(a, a->q_pos[t]);
+    vis_rule vr = vis_init(a, a->q_pos[t]);
     const float cap = a->softcap;
 
     /* Pass 1: scores of the visible entries, and their max (ref's rule: first, then >). */
-    int64_t seen = 0;
+    int64_t seen = 0, b_first = INT64_MAX, b_last = -1;
     float m = -INFINITY;
-    for (int64_t j0 = 0; j0 < N; j0 += 8) {
+    FOR_SPAN(&vr, j0)
+    {
         unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(vis8(&vr, j0)));
+        if (bits) {
+            if (b_first == INT64_MAX) b_first = j0 / 8;
+            b_last = j0 / 8;
+        }
         for (; bits; bits &= bits - 1) {
             const int64_t j = j0 + __builtin_ctz(bits);
             float s = a->scale * dot_qk(q, kbase + (size_t)j * stride, f16, D);
@@ -184,12 +208,14 @@ static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int6
         memset(o, 0, (size_t)D * sizeof *o);
         return;
     }
+    pl_attn_span_clip(&vr.span, b_first, b_last + 1); /* passes 2 and 3: visible blocks only */
 
     /* Pass 2: weights in place of the scores (the max and its ties weigh exactly 1), summed
      * in lane j mod 8; invisible lanes are neither read nor written and add +0. */
     const __m256 mv = _mm256_set1_ps(m), one = _mm256_set1_ps(1.0f);
     __m256 acc = _mm256_setzero_ps();
-    for (int64_t j0 = 0; j0 < N; j0 += 8) {
+    FOR_SPAN(&vr, j0)
+    {
         const __m256i vis = vis8(&vr, j0);
         if (_mm256_testz_si256(vis, vis)) continue;
         const __m256 s = _mm256_maskload_ps(scratch + j0, vis);

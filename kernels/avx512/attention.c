@@ -23,10 +23,14 @@
  * Batch invariance: every float of a (t, h) row comes from the same operations in the same
  * order whatever T, h0, h1, the tile it shares or N past its last visible entry: a score
  * depends only on q and k, the lanes of the weight sum are fixed by j mod 16, invisible
- * entries add exact zeros to it, the V sum runs over the visible j ascending per d. */
+ * entries add exact zeros to it, the V sum runs over the visible j ascending per d. Blocks
+ * of 16 (from j = 0) that no query of the tile sees are skipped: by pass 1 only where
+ * kv_sorted lets a binary search rule them out (attn_span.h), by passes 2 and 3 outside the
+ * first and last block pass 1 found visible. Skipping them changes no bit. */
 #include <math.h>
 #include <string.h>
 
+#include "attn_span.h"
 #include "avx2/ops.h"
 #include "avx512.h"
 
@@ -53,7 +57,8 @@ static float tree16(__m512 v)
 }
 
 /* The visible entries among j0 .. j0 + 15 for a query at position qp (pl_attn_args's rule:
- * kv_pos[j] <= qp, and within the window unless j < n_sinks; none at or past N). */
+ * kv_pos[j] <= qp, within the window unless j < n_sinks, within the layer window; none at or
+ * past N). */
 static __mmask16 vis16(const pl_attn_args *a, int32_t qp, int64_t j0)
 {
     const int64_t left = a->N - j0;
@@ -66,8 +71,16 @@ static __mmask16 vis16(const pl_attn_args *a, int32_t qp, int64_t j0)
         const __mmask16 sink = s <= 0 ? 0 : s >= 16 ? 0xffff : (__mmask16)((1u << s) - 1);
         ok &= _mm512_cmpgt_epi32_mask(kp, _mm512_set1_epi32((int32_t)lo)) | sink;
     }
+    const int64_t llo = (int64_t)qp - a->layer_window; /* the layer's window binds sinks too */
+    if (a->layer_window > 0 && llo >= INT32_MIN)
+        ok &= _mm512_cmpgt_epi32_mask(kp, _mm512_set1_epi32((int32_t)llo));
     return ok;
 }
+
+/* b over the blocks of 16 entries of span sp, ascending. */
+#define FOR_SPAN(sp, b)                                                                            \
+    for (int r_ = 0; r_ < (sp)->n; r_++)                                                           \
+        for (int64_t b = (sp)->lo[r_]; b < (sp)->hi[r_]; b++)
 
 static float elem(const void *row, int f16, int64_t d)
 {
@@ -160,13 +173,14 @@ static inline __attribute__((always_inline)) void score_chunk(float *const *s,
  * vector of rem dims when rem > 0), visible entries ascending, then / sum. */
 static inline __attribute__((always_inline)) void
 v_chunk(float *const *o, const float *const *e, const uint16_t *const *vis, const float *sum,
-        const char *vbase, size_t stride, int f16, int64_t NS, int64_t d0, const int NV,
+        const char *vbase, size_t stride, int f16, const pl_attn_span *sp, int64_t d0, const int NV,
         int64_t rem, const int n)
 {
     __m512 acc[QV][4];
     for (int i = 0; i < n; i++)
         for (int k = 0; k < NV; k++) acc[i][k] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < NS / 16; b++) {
+    FOR_SPAN(sp, b)
+    {
         unsigned any = 0;
         for (int i = 0; i < n; i++) any |= vis[i][b];
         for (; any; any &= any - 1) {
@@ -203,7 +217,7 @@ typedef struct tile {
 } tile;
 
 static void v_pass(const tile *tl, float *const *e, const uint16_t *const *vis, const float *sum,
-                   const char *vbase, size_t stride, int f16, int64_t NS, int64_t D)
+                   const char *vbase, size_t stride, int f16, const pl_attn_span *sp, int64_t D)
 {
     for (int i0 = 0; i0 < tl->n; i0 += QV) {
         const int n = tl->n - i0 < QV ? tl->n - i0 : QV;
@@ -215,22 +229,22 @@ static void v_pass(const tile *tl, float *const *e, const uint16_t *const *vis, 
 #define V(NV, REM)                                                                                 \
     switch (n) {                                                                                   \
     case 1:                                                                                        \
-        v_chunk(oi, ei, vi, si, vbase, stride, f16, NS, d0, NV, REM, 1);                           \
+        v_chunk(oi, ei, vi, si, vbase, stride, f16, sp, d0, NV, REM, 1);                           \
         break;                                                                                     \
     case 2:                                                                                        \
-        v_chunk(oi, ei, vi, si, vbase, stride, f16, NS, d0, NV, REM, 2);                           \
+        v_chunk(oi, ei, vi, si, vbase, stride, f16, sp, d0, NV, REM, 2);                           \
         break;                                                                                     \
     case 3:                                                                                        \
-        v_chunk(oi, ei, vi, si, vbase, stride, f16, NS, d0, NV, REM, 3);                           \
+        v_chunk(oi, ei, vi, si, vbase, stride, f16, sp, d0, NV, REM, 3);                           \
         break;                                                                                     \
     case 4:                                                                                        \
-        v_chunk(oi, ei, vi, si, vbase, stride, f16, NS, d0, NV, REM, 4);                           \
+        v_chunk(oi, ei, vi, si, vbase, stride, f16, sp, d0, NV, REM, 4);                           \
         break;                                                                                     \
     case 5:                                                                                        \
-        v_chunk(oi, ei, vi, si, vbase, stride, f16, NS, d0, NV, REM, 5);                           \
+        v_chunk(oi, ei, vi, si, vbase, stride, f16, sp, d0, NV, REM, 5);                           \
         break;                                                                                     \
     default:                                                                                       \
-        v_chunk(oi, ei, vi, si, vbase, stride, f16, NS, d0, NV, REM, QV);                          \
+        v_chunk(oi, ei, vi, si, vbase, stride, f16, sp, d0, NV, REM, QV);                          \
         break;                                                                                     \
     }
         for (; d0 + 64 <= D; d0 += 64) V(4, 0);
@@ -260,11 +274,23 @@ static void attend_tile(const pl_attn_args *a, const tile *tl, int64_t g, float 
         vq[i] = vis + (size_t)i * (size_t)nbk;
     }
 
-    /* Pass 1: visibility, then the scores of every key block some query sees. */
-    for (int64_t b = 0; b < nbk; b++) {
+    /* Pass 1: visibility, then the scores of every key block some query sees; only the blocks
+     * of the span are tested, and passes 2 and 3 see only those between the first and the last
+     * block some query sees. */
+    int32_t qmin = tl->qp[0], qmax = tl->qp[0];
+    for (int i = 1; i < tl->n; i++) {
+        if (tl->qp[i] < qmin) qmin = tl->qp[i];
+        if (tl->qp[i] > qmax) qmax = tl->qp[i];
+    }
+    pl_attn_span sp = pl_attn_span_of(a, qmin, qmax, 16);
+    int64_t b_first = INT64_MAX, b_last = -1;
+    FOR_SPAN(&sp, b)
+    {
         unsigned any = 0;
         for (int i = 0; i < tl->n; i++) any |= vq[i][b] = vis16(a, tl->qp[i], 16 * b);
         if (!any) continue;
+        if (b_first == INT64_MAX) b_first = b;
+        b_last = b;
         load_k_block(kt, kbase, stride, f16, D, 16 * b, N);
         for (int i0 = 0; i0 < tl->n; i0 += QC) {
             const int n = tl->n - i0 < QC ? tl->n - i0 : QC;
@@ -279,22 +305,24 @@ static void attend_tile(const pl_attn_args *a, const tile *tl, int64_t g, float 
                 SC(2)
                 SC(3)
                 SC(4)
-                SC(5) SC(6) SC(7) default
-                    : score_chunk(s, tl->q + i0, kt, D, a->scale, a->softcap, QC);
+                SC(5)
+                SC(6) SC(7) default : score_chunk(s, tl->q + i0, kt, D, a->scale, a->softcap, QC);
 #undef SC
             }
         }
     }
 
+    pl_attn_span_clip(&sp, b_first, b_last + 1);
+
     /* Pass 2: per query, the max, the weights in place of the scores, their sum. */
     for (int i = 0; i < tl->n; i++) {
         __m512 mx = _mm512_set1_ps(-INFINITY);
         int seen = 0;
-        for (int64_t b = 0; b < nbk; b++)
-            if (vq[i][b]) {
-                mx = _mm512_mask_max_ps(mx, vq[i][b], mx, _mm512_loadu_ps(e[i] + 16 * b));
-                seen = 1;
-            }
+        FOR_SPAN(&sp, b)
+        if (vq[i][b]) {
+            mx = _mm512_mask_max_ps(mx, vq[i][b], mx, _mm512_loadu_ps(e[i] + 16 * b));
+            seen = 1;
+        }
         if (!seen) {
             memset(tl->o[i], 0, (size_t)D * sizeof(float));
             sum[i] = 1.0f;
@@ -305,7 +333,8 @@ static void attend_tile(const pl_attn_args *a, const tile *tl, int64_t g, float 
         const float m = _mm512_reduce_max_ps(mx);
         const __m512 mv = _mm512_set1_ps(m);
         __m512 acc = _mm512_setzero_ps();
-        for (int64_t b = 0; b < nbk; b++) {
+        FOR_SPAN(&sp, b)
+        {
             const __mmask16 v = vq[i][b];
             if (!v) continue;
             const __m512 s = _mm512_loadu_ps(e[i] + 16 * b);
@@ -319,7 +348,7 @@ static void attend_tile(const pl_attn_args *a, const tile *tl, int64_t g, float 
     }
 
     /* Pass 3: the weighted sums of V rows. Queries that saw nothing have no visible bits. */
-    v_pass(tl, e, (const uint16_t *const *)vq, sum, vbase, stride, f16, NS, D);
+    v_pass(tl, e, (const uint16_t *const *)vq, sum, vbase, stride, f16, &sp, D);
 }
 
 /* out[t][h][d] for h in [h0, h1), every t. */

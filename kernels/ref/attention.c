@@ -20,10 +20,13 @@
  * within 5 u, the product) adds <= 7 u |s_j| <= 7 u A. softcap == 0: not one bit changes.
  *
  * Batch invariance: every output element is produced by the same operations in the same
- * order (j ascending) whatever T, h0, h1 or the caller's thread. */
+ * order (j ascending) whatever T, h0, h1 or the caller's thread. With kv_sorted only the
+ * entries a binary search leaves inside the windows are tested (attn_span.h): the same set of
+ * visible entries, the same order, not one bit different. */
 #include <math.h>
 #include <string.h>
 
+#include "attn_span.h"
 #include "ref.h"
 
 /* Output dims accumulated at once, in double on the stack (2 KiB): every real head dim
@@ -34,6 +37,7 @@ static int visible(const pl_attn_args *a, int64_t j, int32_t qp)
 {
     int32_t kp = a->kv_pos[j];
     if (kp > qp) return 0;
+    if (a->layer_window > 0 && (int64_t)qp - (int64_t)kp >= a->layer_window) return 0;
     if (a->window <= 0 || j < a->n_sinks) return 1; /* <= 0: no window */
     return (int64_t)qp - (int64_t)kp < a->window;
 }
@@ -90,23 +94,26 @@ static void axpy_v(double *restrict acc, double w, const pl_attn_args *a, const 
 static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int64_t h,
                        float *restrict scratch)
 {
-    const int64_t D = a->D, N = a->N;
+    const int64_t D = a->D;
     const int64_t g = h / (a->H / a->Hkv);
     const float *q = a->q + (t * a->H + h) * D;
     const int32_t qp = a->q_pos[t];
+    /* the entries worth testing (all of them unless kv_sorted), in ranges, ascending */
+    const pl_attn_span sp = pl_attn_span_of(a, qp, qp, 1);
 
     /* Pass 1: scores of the visible entries, and their max. */
     int64_t seen = 0;
     float m = -INFINITY;
-    for (int64_t j = 0; j < N; j++) {
-        if (!visible(a, j, qp)) continue;
-        double sd = (double)a->scale * dot_qk(a, q, kv_row(a, a->k, j, g));
-        if (a->softcap != 0.0f) sd = (double)a->softcap * tanh(sd / (double)a->softcap);
-        float s = (float)sd;
-        scratch[j] = s;
-        if (seen == 0 || s > m) m = s;
-        seen++;
-    }
+    for (int r = 0; r < sp.n; r++)
+        for (int64_t j = sp.lo[r]; j < sp.hi[r]; j++) {
+            if (!visible(a, j, qp)) continue;
+            double sd = (double)a->scale * dot_qk(a, q, kv_row(a, a->k, j, g));
+            if (a->softcap != 0.0f) sd = (double)a->softcap * tanh(sd / (double)a->softcap);
+            float s = (float)sd;
+            scratch[j] = s;
+            if (seen == 0 || s > m) m = s;
+            seen++;
+        }
     if (seen == 0) {
         memset(o, 0, (size_t)D * sizeof *o);
         return;
@@ -114,22 +121,24 @@ static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int6
 
     /* Pass 2: unnormalised weights in place of the scores; entries at the max get 1. */
     double sum = 0.0;
-    for (int64_t j = 0; j < N; j++) {
-        if (!visible(a, j, qp)) continue;
-        float e = scratch[j] == m ? 1.0f : (float)exp((double)scratch[j] - (double)m);
-        scratch[j] = e;
-        sum += e;
-    }
+    for (int r = 0; r < sp.n; r++)
+        for (int64_t j = sp.lo[r]; j < sp.hi[r]; j++) {
+            if (!visible(a, j, qp)) continue;
+            float e = scratch[j] == m ? 1.0f : (float)exp((double)scratch[j] - (double)m);
+            scratch[j] = e;
+            sum += e;
+        }
     const double inv = 1.0 / sum;
 
     /* Pass 3: weighted sum of V rows, ATTN_DCHUNK output dims at a time. */
     for (int64_t d0 = 0; d0 < D; d0 += ATTN_DCHUNK) {
         int64_t nd = D - d0 < ATTN_DCHUNK ? D - d0 : ATTN_DCHUNK;
         double acc[ATTN_DCHUNK] = {0};
-        for (int64_t j = 0; j < N; j++) {
-            if (!visible(a, j, qp)) continue;
-            axpy_v(acc, scratch[j], a, kv_row(a, a->v, j, g), d0, nd);
-        }
+        for (int r = 0; r < sp.n; r++)
+            for (int64_t j = sp.lo[r]; j < sp.hi[r]; j++) {
+                if (!visible(a, j, qp)) continue;
+                axpy_v(acc, scratch[j], a, kv_row(a, a->v, j, g), d0, nd);
+            }
         for (int64_t dd = 0; dd < nd; dd++) o[d0 + dd] = (float)(acc[dd] * inv);
     }
 }
