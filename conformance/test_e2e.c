@@ -127,7 +127,8 @@ static const struct {
     {PL_TYPE_Q4_0, 0, "Q4_0"}, {PL_TYPE_Q4_K, 0, "Q4_K"}, {PL_TYPE_Q6_K, 0, "Q6_K"},
     {PL_TYPE_Q4_K, 1, "mix"},
 };
-static const char *archs[] = {"llama", "qwen2", "qwen3"};
+static const char *archs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3"};
+#define N_ARCHS (sizeof archs / sizeof archs[0])
 
 static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64_t sinks,
                      worst *out)
@@ -270,10 +271,11 @@ static void for_each_set(void (*fn)(void))
 static void e2e_logits_match_reference_for_every_arch_and_type_one_set(void)
 {
     worst per_type[sizeof types / sizeof types[0]] = {{0, 0}};
-    for (size_t a = 0; a < 3; a++)
+    for (size_t a = 0; a < N_ARCHS; a++)
         for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
             e2e_case(archs[a], (int)t, PL_TYPE_F32, 0, 0, &per_type[t]);
-    printf("\n  e2e max error per weight type (F32 KV, 3 archs, %d positions):\n", N_TOK);
+    printf("\n  e2e max error per weight type (F32 KV, %zu archs, %d positions):\n", N_ARCHS,
+           N_TOK);
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         printf("    %-5s max|err| %.3g  worst ratio to bound %.3f\n", types[t].name,
                per_type[t].abs, per_type[t].ratio);
@@ -287,7 +289,7 @@ static void e2e_logits_match_reference_for_every_arch_and_type(void)
 static void e2e_f16_kv_matches_reference_one_set(void)
 {
     worst w = {0, 0}, wq = {0, 0};
-    for (size_t a = 0; a < 3; a++) {
+    for (size_t a = 0; a < N_ARCHS; a++) {
         e2e_case(archs[a], 0, PL_TYPE_F16, 0, 0, &w);
         e2e_case(archs[a], 4, PL_TYPE_F16, 0, 0, &wq);
     }
@@ -304,7 +306,7 @@ static void e2e_sliding_window_with_sinks_matches_reference_one_set(void)
 {
     worst w = {0, 0};
     static const int64_t cfg[][2] = {{16, 4}, {16, 0}, {9, 1}, {100, 3}};
-    for (size_t a = 0; a < 3; a++)
+    for (size_t a = 0; a < N_ARCHS; a++)
         for (size_t c = 0; c < 4; c++)
             e2e_case(archs[a], (int)(c % 2 ? 0 : 2), PL_TYPE_F32, cfg[c][0], cfg[c][1], &w);
     printf("\n  sliding window: max|err| %.3g, worst ratio %.3f\n", w.abs, w.ratio);
@@ -393,6 +395,8 @@ static void invariance_one_set(void)
     check_invariance("qwen2", PL_TYPE_Q4_K, 0, 0);
     check_invariance("llama", PL_TYPE_Q8_0, 0, 0);
     check_invariance("qwen3", PL_TYPE_F16, 0, 0);
+    check_invariance("gemma2", PL_TYPE_Q8_0, 0, 0); /* local layers, soft-caps */
+    check_invariance("gemma3", PL_TYPE_Q4_K, 0, 0);
 }
 
 static void logits_identical_across_chunks_threads_and_truncation(void)
@@ -404,6 +408,7 @@ static void window_invariance_one_set(void)
 {
     check_invariance("llama", PL_TYPE_Q4_0, 16, 4);
     check_invariance("qwen3", PL_TYPE_F32, 10, 0);
+    check_invariance("gemma2", PL_TYPE_F32, 12, 2); /* a layer window inside a session window */
 }
 
 static void sliding_window_logits_identical_across_chunks_and_threads(void)

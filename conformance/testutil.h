@@ -28,9 +28,9 @@ typedef struct tu_rng {
 } tu_rng;
 void tu_rng_init(tu_rng *r, uint64_t seed);
 uint64_t tu_rng_u64(tu_rng *r);
-double tu_rng_uniform(tu_rng *r);            /* [0, 1) */
+double tu_rng_uniform(tu_rng *r);                        /* [0, 1) */
 int64_t tu_rng_range(tu_rng *r, int64_t lo, int64_t hi); /* [lo, hi] inclusive */
-double tu_rng_normal(tu_rng *r);             /* standard normal */
+double tu_rng_normal(tu_rng *r);                         /* standard normal */
 
 /* Allocation-failure injection (SQLite style) through pl_alloc_set_hook:
  * allocation number `n` (1-based, counted from tu_alloc_fail_at) fails; with
@@ -42,15 +42,15 @@ uint64_t tu_alloc_failed(void); /* how many were made to fail */
 void tu_alloc_reset(void);      /* removes the hook */
 
 /* CU_ASSERT with a formatted message printed on failure (seed, shape, worst element). */
-#define TU_CHECK(cond, ...)                                                                     \
-    do {                                                                                        \
-        int tu_ok_ = !!(cond);                                                                  \
-        if (!tu_ok_) {                                                                          \
-            fprintf(stderr, "  FAIL %s:%d: ", __FILE__, __LINE__);                              \
-            fprintf(stderr, __VA_ARGS__);                                                       \
-            fprintf(stderr, "\n");                                                              \
-        }                                                                                       \
-        CU_ASSERT(tu_ok_);                                                                      \
+#define TU_CHECK(cond, ...)                                                                        \
+    do {                                                                                           \
+        int tu_ok_ = !!(cond);                                                                     \
+        if (!tu_ok_) {                                                                             \
+            fprintf(stderr, "  FAIL %s:%d: ", __FILE__, __LINE__);                                 \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+        }                                                                                          \
+        CU_ASSERT(tu_ok_);                                                                         \
     } while (0)
 
 #endif

@@ -16,6 +16,8 @@ struct tiny_spec {
     uint32_t embd_type; /* token_embd / output */
     int mix;            /* 1: vary matrix types per tensor (Q4_K, Q6_K, Q5_0, Q8_0) */
     int tied;           /* 1: no output.weight */
+    int64_t window;     /* > 0: <arch>.attention.sliding_window (Gemma's local layers) */
+    float attn_softcap, final_softcap; /* > 0: Gemma 2's soft-cap keys */
     uint64_t seed;
     /* Hostile variants for binding tests: skip or reshape one tensor by name. */
     const char *omit;

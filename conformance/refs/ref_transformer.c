@@ -25,9 +25,14 @@ struct ref_model {
     int neox;
     int64_t E, L, D, n_rot, V;
     double eps, base;
-    double *inv_freq;          /* (n_rot/2) each pair's frequency, every scaling applied */
-    double mscale;             /* cos and sin are multiplied by it (YaRN's attention factor) */
-    gsl_matrix *embd, *output; /* (V, E) */
+    double *inv_freq; /* (n_rot/2) each pair's frequency, every scaling applied */
+    double mscale;    /* cos and sin are multiplied by it (YaRN's attention factor) */
+    double *inv_freq_local, mscale_local; /* the local layers' (Gemma 3: their own base) */
+    const pl_arch *arch;
+    double scale, attn_cap, final_cap; /* attention scale; soft-caps (0: none) */
+    double emb_scale;                  /* 0, or the embedding rows times it */
+    int64_t window;                    /* the local layers' window */
+    gsl_matrix *embd, *output;         /* (V, E) */
     gsl_vector *out_norm;
     ref_layer *layers;
 };
@@ -71,7 +76,8 @@ static gsl_vector *load_vector(const pl_gguf *g, const char *name, int64_t n)
 /* "<arch>.<the table's key for hp>", or the table's default (NAN: def). */
 static double meta(const pl_gguf *g, const char *arch, int hp, double def)
 {
-    const pl_arch_key *k = pl_arch_key_of(hp);
+    const pl_arch_key *k = pl_arch_key_of_arch(pl_arch_find(arch, strlen(arch)), hp);
+    if (!k) return def; /* a key this architecture does not have */
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, k->suffix);
     uint32_t u;
@@ -93,6 +99,7 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
     if (!arch) return fail(msg, len, "no such architecture in the table", "general.architecture");
     const char *an = arch->name;
     ref_model *m = calloc(1, sizeof *m);
+    m->arch = arch;
     m->neox = arch->recipe.rope_style == PL_ROPE_NEOX;
     m->E = (int64_t)meta(g, an, PL_HP_EMBEDDING_LENGTH, 0);
     m->L = (int64_t)meta(g, an, PL_HP_BLOCK_COUNT, 0);
@@ -107,6 +114,13 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
         ref_model_free(m);
         return fail(msg, len, "missing key", "attention.layer_norm_rms_epsilon");
     }
+    /* the recipe's numbers, from their definitions (Gemma: the 27B's 1/sqrt(n_embd/n_head)) */
+    const int big = arch->recipe.scale_embd_layers && m->L == arch->recipe.scale_embd_layers;
+    m->scale = 1.0 / sqrt(big ? (double)(m->E / H) : (double)m->D);
+    m->attn_cap = meta(g, an, PL_HP_ATTN_SOFTCAP, 0);
+    m->final_cap = meta(g, an, PL_HP_FINAL_SOFTCAP, 0);
+    m->emb_scale = arch->recipe.emb_sqrt ? sqrt((double)m->E) : 0;
+    m->window = arch->recipe.swa_period ? (int64_t)meta(g, an, PL_HP_SLIDING_WINDOW, 0) : 0;
     if (rope_freqs(m, g, an)) {
         ref_model_free(m);
         return fail(msg, len, "bad RoPE scaling", "rope_freqs.weight");
@@ -165,6 +179,7 @@ void ref_model_free(ref_model *m)
         }
     free(m->layers);
     free(m->inv_freq);
+    free(m->inv_freq_local);
     if (m->embd) gsl_matrix_free(m->embd);
     if (m->output) gsl_matrix_free(m->output);
     if (m->out_norm) gsl_vector_free(m->out_norm);
@@ -194,14 +209,16 @@ static void gemv(double *y, const gsl_matrix *W, const double *x, const gsl_vect
     if (b) gsl_vector_add(&yv.vector, b);
 }
 
-static void rope(double *x, int64_t heads, const ref_model *m, int64_t pos)
+static void rope(double *x, int64_t heads, const ref_model *m, int64_t pos, int local)
 {
     int64_t half = m->n_rot / 2;
+    const double *inv_freq = local ? m->inv_freq_local : m->inv_freq;
+    const double mscale = local ? m->mscale_local : m->mscale;
     for (int64_t h = 0; h < heads; h++) {
         double *xh = x + h * m->D;
         for (int64_t i = 0; i < half; i++) {
-            double theta = (double)pos * m->inv_freq[i];
-            double c = cos(theta) * m->mscale, s = sin(theta) * m->mscale;
+            double theta = (double)pos * inv_freq[i];
+            double c = cos(theta) * mscale, s = sin(theta) * mscale;
             int64_t a = m->neox ? i : 2 * i, b = m->neox ? i + half : 2 * i + 1;
             double xa = xh[a], xb = xh[b];
             xh[a] = xa * c - xb * s;
@@ -258,8 +275,24 @@ static int rope_freqs(ref_model *m, const pl_gguf *g, const char *an)
         }
     }
     m->mscale = meta(g, an, PL_HP_ROPE_ATTN_FACTOR, NAN) * (yarn ? 0.1 * log(factor) + 1 : 1);
+    /* local layers: the recipe's own base, unscaled (Gemma 3), else the same RoPE */
+    m->inv_freq_local = calloc((size_t)half, sizeof *m->inv_freq_local);
+    if (!m->inv_freq_local) return -1;
+    const double lb = m->arch->recipe.swa_rope_base;
+    for (int64_t i = 0; i < half; i++)
+        m->inv_freq_local[i] = lb > 0 ? pow(lb, -2.0 * (double)i / (double)d) : m->inv_freq[i];
+    m->mscale_local = lb > 0 ? 1.0 : m->mscale;
     if (ff) gsl_vector_free(ff);
     return 0;
+}
+
+/* x += branch, the branch normalised by its post norm first when the layer has one (Gemma);
+ * scratch: E doubles. */
+static void post_add(double *x, const double *branch, double *scratch, const gsl_vector *post,
+                     int64_t E, double eps)
+{
+    if (post) rmsnorm(scratch, branch, post, E, eps);
+    for (int64_t i = 0; i < E; i++) x[i] += post ? scratch[i] : branch[i];
 }
 
 int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, const ref_window *w,
@@ -279,10 +312,12 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
     int64_t recent = w && w->window > 0 ? w->window - w->sinks : 0;
     for (int64_t p = 0; p < n; p++) {
         for (int64_t i = 0; i < E; i++)
-            x[i] = gsl_matrix_get(m->embd, (size_t)tokens[p], (size_t)i);
+            x[i] = gsl_matrix_get(m->embd, (size_t)tokens[p], (size_t)i) *
+                   (m->emb_scale ? m->emb_scale : 1.0);
         for (int64_t l = 0; l < L; l++) {
             const ref_layer *R = &m->layers[l];
             int64_t H = R->H, Hkv = R->Hkv, group = H / Hkv;
+            const int local = pl_arch_layer_is_local(m->arch, l);
             double *kp = K + ((l * n + p) * Hkvmax) * D, *vp = Vc + ((l * n + p) * Hkvmax) * D;
             rmsnorm(xn, x, R->v[PL_L_ATTN_NORM], E, m->eps);
             gemv(q, R->m[PL_L_WQ], xn, R->v[PL_L_BQ]);
@@ -298,13 +333,14 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                     memcpy(kp + h * D, tmp, (size_t)D * sizeof *tmp);
                 }
             }
-            rope(q, H, m, p);
-            rope(kp, Hkv, m, p);
+            rope(q, H, m, p, local);
+            rope(kp, Hkv, m, p, local);
             for (int64_t h = 0; h < H; h++) {
                 int64_t hk = h / group;
                 double mx = -INFINITY;
                 for (int64_t j = 0; j <= p; j++) {
-                    int visible = recent == 0 || j < w->sinks || p - j < recent;
+                    int visible = (recent == 0 || j < w->sinks || p - j < recent) &&
+                                  (!local || p - j < m->window);
                     scores[j] = -INFINITY;
                     if (!visible) continue;
                     const double *kj = K + ((l * n + j) * Hkvmax + hk) * D;
@@ -312,7 +348,8 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                     gsl_vector_const_view b = gsl_vector_const_view_array(kj, (size_t)D);
                     double s;
                     gsl_blas_ddot(&a.vector, &b.vector, &s);
-                    scores[j] = s / sqrt((double)D);
+                    scores[j] = s * m->scale;
+                    if (m->attn_cap) scores[j] = m->attn_cap * tanh(scores[j] / m->attn_cap);
                     if (scores[j] > mx) mx = scores[j];
                 }
                 double sum = 0.0;
@@ -328,16 +365,24 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                 }
             }
             gemv(tmp, R->m[PL_L_WO], att, NULL);
-            for (int64_t i = 0; i < E; i++) x[i] += tmp[i];
+            post_add(x, tmp, xn, R->v[PL_L_ATTN_POST_NORM], E, m->eps);
             rmsnorm(xn, x, R->v[PL_L_FFN_NORM], E, m->eps);
             gemv(g, R->m[PL_L_GATE], xn, NULL);
             gemv(u, R->m[PL_L_UP], xn, NULL);
-            for (int64_t i = 0; i < R->F; i++) g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
+            for (int64_t i = 0; i < R->F; i++)
+                g[i] =
+                    (m->arch->recipe.act == PL_ACT_GELU_TANH
+                         ? 0.5 * g[i] *
+                               (1 + tanh(sqrt(2 / M_PI) * (g[i] + 0.044715 * g[i] * g[i] * g[i])))
+                         : g[i] / (1.0 + exp(-g[i]))) *
+                    u[i];
             gemv(tmp, R->m[PL_L_DOWN], g, NULL);
-            for (int64_t i = 0; i < E; i++) x[i] += tmp[i];
+            post_add(x, tmp, xn, R->v[PL_L_FFN_POST_NORM], E, m->eps);
         }
         rmsnorm(xn, x, m->out_norm, E, m->eps);
         gemv(logits + p * V, m->output, xn, NULL);
+        for (int64_t i = 0; m->final_cap && i < V; i++)
+            logits[p * V + i] = m->final_cap * tanh(logits[p * V + i] / m->final_cap);
     }
     free(x);
     free(xn);

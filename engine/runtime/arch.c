@@ -16,10 +16,11 @@
 
 /* The whole-model tensors. An absent output.weight means tied embeddings (token_embd.weight is
  * the output projection too). */
-#define G(role, gguf, hf, ne0, ne1, kind, req)                                                     \
+#define GX(role, gguf, hf, ne0, ne1, kind, req, xf)                                                \
     {                                                                                              \
-        PL_G_##role, gguf, hf, PL_DIM_##ne0, PL_DIM_##ne1, PL_TK_##kind, req, PL_XF_NONE           \
+        PL_G_##role, gguf, hf, PL_DIM_##ne0, PL_DIM_##ne1, PL_TK_##kind, req, PL_XF_##xf           \
     }
+#define G(role, gguf, hf, ne0, ne1, kind, req) GX(role, gguf, hf, ne0, ne1, kind, req, NONE)
 #define GLOBALS                                                                                    \
     G(TOK_EMBD, "token_embd.weight", "model.embed_tokens.weight", E, V, EMBD, REQ),                \
         G(OUT_NORM, "output_norm.weight", "model.norm.weight", E, 1, NORM, REQ),                   \
@@ -36,83 +37,157 @@ static const pl_arch_tensor globals_llama[] = {
     {                                                                                              \
         PL_L_##role, gguf, hf, PL_DIM_##ne0, PL_DIM_##ne1, PL_TK_##kind, req, PL_XF_##xf           \
     }
-#define ATTN_NORM T(ATTN_NORM, "attn_norm.weight", "input_layernorm.weight", E, 1, NORM, REQ, NONE)
-#define WO        T(WO, "attn_output.weight", "self_attn.o_proj.weight", Q, E, MATRIX_OUT, REQ, NONE)
-#define FFN_NORM                                                                                   \
+#define ROW_ATTN_NORM                                                                              \
+    T(ATTN_NORM, "attn_norm.weight", "input_layernorm.weight", E, 1, NORM, REQ, NONE)
+#define ROW_WO T(WO, "attn_output.weight", "self_attn.o_proj.weight", Q, E, MATRIX_OUT, REQ, NONE)
+#define ROW_FFN_NORM                                                                               \
     T(FFN_NORM, "ffn_norm.weight", "post_attention_layernorm.weight", E, 1, NORM, REQ, NONE)
-#define GATE                         T(GATE, "ffn_gate.weight", "mlp.gate_proj.weight", E, F, MATRIX_IN, REQ, NONE)
-#define UP                           T(UP, "ffn_up.weight", "mlp.up_proj.weight", E, F, MATRIX_IN, REQ, NONE)
-#define DOWN                         T(DOWN, "ffn_down.weight", "mlp.down_proj.weight", F, E, MATRIX_OUT, REQ, NONE)
+#define ROW_GATE                     T(GATE, "ffn_gate.weight", "mlp.gate_proj.weight", E, F, MATRIX_IN, REQ, NONE)
+#define ROW_UP                       T(UP, "ffn_up.weight", "mlp.up_proj.weight", E, F, MATRIX_IN, REQ, NONE)
+#define ROW_DOWN                     T(DOWN, "ffn_down.weight", "mlp.down_proj.weight", F, E, MATRIX_OUT, REQ, NONE)
 #define BIAS(role, gguf, hf, n, req) T(role, gguf, hf, n, 1, BIAS, req, NONE)
 
 /* llama: normal (adjacent-pair) RoPE, so HF's q/k rows are permuted on conversion; the q/k/v
  * biases are optional, as llama.cpp loads them. */
 static const pl_arch_tensor layer_llama[] = {
-    ATTN_NORM,
+    ROW_ATTN_NORM,
     T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, PERMUTE_Q),
     BIAS(BQ, "attn_q.bias", "self_attn.q_proj.bias", Q, OPT),
     T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, PERMUTE_K),
     BIAS(BK, "attn_k.bias", "self_attn.k_proj.bias", KV, OPT),
     T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
     BIAS(BV, "attn_v.bias", "self_attn.v_proj.bias", KV, OPT),
-    WO,
-    FFN_NORM,
-    GATE,
-    UP,
-    DOWN,
+    ROW_WO,
+    ROW_FFN_NORM,
+    ROW_GATE,
+    ROW_UP,
+    ROW_DOWN,
 };
 
 /* qwen2: neox RoPE, q/k/v biases required. */
 static const pl_arch_tensor layer_qwen2[] = {
-    ATTN_NORM,
+    ROW_ATTN_NORM,
     T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
     BIAS(BQ, "attn_q.bias", "self_attn.q_proj.bias", Q, REQ),
     T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
     BIAS(BK, "attn_k.bias", "self_attn.k_proj.bias", KV, REQ),
     T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
     BIAS(BV, "attn_v.bias", "self_attn.v_proj.bias", KV, REQ),
-    WO,
-    FFN_NORM,
-    GATE,
-    UP,
-    DOWN,
+    ROW_WO,
+    ROW_FFN_NORM,
+    ROW_GATE,
+    ROW_UP,
+    ROW_DOWN,
 };
 
 /* qwen3: neox RoPE, per-head RMSNorm of q and k (before RoPE), no biases. */
 static const pl_arch_tensor layer_qwen3[] = {
-    ATTN_NORM,
+    ROW_ATTN_NORM,
     T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
     T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
     T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
     T(Q_NORM, "attn_q_norm.weight", "self_attn.q_norm.weight", D, 1, NORM, REQ, NONE),
     T(K_NORM, "attn_k_norm.weight", "self_attn.k_norm.weight", D, 1, NORM, REQ, NONE),
-    WO,
-    FFN_NORM,
-    GATE,
-    UP,
-    DOWN,
+    ROW_WO,
+    ROW_FFN_NORM,
+    ROW_GATE,
+    ROW_UP,
+    ROW_DOWN,
+};
+
+/* Gemma: tied embeddings only (no output.weight row), every norm stored as its multiplier
+ * 1 + w (convert adds the one), a norm on each branch's output too, GeGLU. */
+static const pl_arch_tensor globals_gemma[] = {
+    G(TOK_EMBD, "token_embd.weight", "model.embed_tokens.weight", E, V, EMBD, REQ),
+    GX(OUT_NORM, "output_norm.weight", "model.norm.weight", E, 1, NORM, REQ, ADD_ONE),
+};
+#define GEMMA_NORM(role, gguf, hf) T(role, gguf, hf, E, 1, NORM, REQ, ADD_ONE)
+#define GEMMA_QKV                                                                                  \
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),                 \
+        T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),            \
+        T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE)
+#define GEMMA_BRANCHES                                                                             \
+    ROW_WO,                                                                                        \
+        GEMMA_NORM(ATTN_POST_NORM, "post_attention_norm.weight",                                   \
+                   "post_attention_layernorm.weight"),                                             \
+        GEMMA_NORM(FFN_NORM, "ffn_norm.weight", "pre_feedforward_layernorm.weight"), ROW_GATE,     \
+        ROW_UP, ROW_DOWN,                                                                          \
+        GEMMA_NORM(FFN_POST_NORM, "post_ffw_norm.weight", "post_feedforward_layernorm.weight")
+static const pl_arch_tensor layer_gemma2[] = {
+    GEMMA_NORM(ATTN_NORM, "attn_norm.weight", "input_layernorm.weight"),
+    GEMMA_QKV,
+    GEMMA_BRANCHES,
+};
+/* Gemma 3 adds per-head q/k RMSNorm (stored 1 + w as well). */
+static const pl_arch_tensor layer_gemma3[] = {
+    GEMMA_NORM(ATTN_NORM, "attn_norm.weight", "input_layernorm.weight"),
+    GEMMA_QKV,
+    T(Q_NORM, "attn_q_norm.weight", "self_attn.q_norm.weight", D, 1, NORM, REQ, ADD_ONE),
+    T(K_NORM, "attn_k_norm.weight", "self_attn.k_norm.weight", D, 1, NORM, REQ, ADD_ONE),
+    GEMMA_BRANCHES,
+};
+
+/* Their own keys, with llama.cpp's defaults (Gemma 2: caps 50 and 30, window 4096). */
+static const pl_arch_key keys_gemma2[] = {
+    {PL_HP_ATTN_SOFTCAP, "attn_logit_softcapping", PL_KEY_FLOAT, OPT, 50.0, 0.0, 1e6},
+    {PL_HP_FINAL_SOFTCAP, "final_logit_softcapping", PL_KEY_FLOAT, OPT, 30.0, 0.0, 1e6},
+    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, OPT, 4096, 1, INT32_MAX},
+};
+static const pl_arch_key keys_gemma3[] = {
+    {PL_HP_FINAL_SOFTCAP, "final_logit_softcapping", PL_KEY_FLOAT, OPT, 0.0, 0.0, 1e6},
+    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, REQ, 0, 1, INT32_MAX},
 };
 
 #define LAYER(a) a, N_OF(a)
+#define NO_KEYS  NULL, 0
+#define KEYS(k)  k, N_OF(k)
 static const pl_arch archs[] = {
     {"llama",
      "LlamaForCausalLM",
      globals_llama,
      N_OF(globals_llama),
      LAYER(layer_llama),
+     NO_KEYS,
      {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU, .full_rotary = 1}},
     {"qwen2",
      "Qwen2ForCausalLM",
      globals_common,
      N_OF(globals_common),
      LAYER(layer_qwen2),
+     NO_KEYS,
      {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU}},
     {"qwen3",
      "Qwen3ForCausalLM",
      globals_common,
      N_OF(globals_common),
      LAYER(layer_qwen3),
+     NO_KEYS,
      {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU}},
+    {"gemma2",
+     "Gemma2ForCausalLM",
+     globals_gemma,
+     N_OF(globals_gemma),
+     LAYER(layer_gemma2),
+     KEYS(keys_gemma2),
+     {.rope_style = PL_ROPE_NEOX,
+      .act = PL_ACT_GELU_TANH,
+      .post_norms = 1,
+      .emb_sqrt = 1,
+      .scale_embd_layers = 46,
+      .swa_period = 2}},
+    {"gemma3",
+     "Gemma3ForCausalLM",
+     globals_gemma,
+     N_OF(globals_gemma),
+     LAYER(layer_gemma3),
+     KEYS(keys_gemma3),
+     {.rope_style = PL_ROPE_NEOX,
+      .act = PL_ACT_GELU_TANH,
+      .post_norms = 1,
+      .emb_sqrt = 1,
+      .scale_embd_layers = 62,
+      .swa_period = 6,
+      .swa_rope_base = 10000.0f}},
 };
 
 const pl_arch *pl_arch_at(size_t i)
@@ -136,12 +211,19 @@ const pl_arch *pl_arch_find_hf(const char *hf_class)
 
 const char *pl_arch_names(void)
 {
-    return "llama, qwen2, qwen3";
+    return "llama, qwen2, qwen3, gemma2, gemma3";
 }
 
 const char *pl_arch_hf_names(void)
 {
-    return "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM";
+    return "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
+           "Gemma3ForCausalLM";
+}
+
+int pl_arch_layer_is_local(const pl_arch *a, int64_t l)
+{
+    const int64_t p = a->recipe.swa_period;
+    return p > 0 && l % p < p - 1;
 }
 
 int pl_arch_walk(const pl_arch *a, int64_t n_layer, pl_arch_visit_fn fn, void *user)
@@ -221,6 +303,13 @@ const pl_arch_key *pl_arch_keys(size_t *n)
 {
     *n = N_OF(keys);
     return keys;
+}
+
+const pl_arch_key *pl_arch_key_of_arch(const pl_arch *a, int hp)
+{
+    for (size_t i = 0; a && i < a->n_keys; i++)
+        if (a->keys[i].hp == hp) return &a->keys[i];
+    return pl_arch_key_of(hp);
 }
 
 const pl_arch_key *pl_arch_key_of(int hp)

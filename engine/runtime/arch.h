@@ -69,7 +69,8 @@ enum pl_tensor_kind {
 enum pl_hf_xform {
     PL_XF_NONE,
     PL_XF_PERMUTE_Q, /* llama's q row permutation over n_head heads (normal RoPE pairs) */
-    PL_XF_PERMUTE_K  /* the same over n_head_kv heads */
+    PL_XF_PERMUTE_K, /* the same over n_head_kv heads */
+    PL_XF_ADD_ONE    /* a Gemma norm: HF stores w of x * (1 + w), GGUF the multiplier 1 + w */
 };
 
 typedef struct pl_arch_tensor {
@@ -108,6 +109,10 @@ enum pl_hp {
     PL_HP_EXPERT_COUNT,
     PL_HP_EXPERT_USED_COUNT,
     PL_HP_CAUSAL,
+    /* architecture-specific keys (pl_arch.keys): */
+    PL_HP_ATTN_SOFTCAP,   /* attention scores: cap * tanh(s / cap); 0: none */
+    PL_HP_FINAL_SOFTCAP,  /* logits: cap * tanh(l / cap); 0: none */
+    PL_HP_SLIDING_WINDOW, /* the local layers' window */
     PL_HP_COUNT
 };
 
@@ -138,6 +143,16 @@ typedef struct pl_arch_recipe {
     uint8_t act;         /* enum pl_act: the gated FFN's activation */
     uint8_t post_norms;  /* 1: attn_post_norm / ffn_post_norm on each branch before the residual */
     uint8_t full_rotary; /* 1: rope.dimension_count must equal the head dimension (llama) */
+    uint8_t emb_sqrt;    /* 1: the embedding rows are multiplied by sqrt(n_embd) (Gemma) */
+    /* The attention scale is 1/sqrt(head_dim), except with exactly this many layers (> 0):
+     * 1/sqrt(n_embd / n_head), Gemma's 27B as llama.cpp identifies it (GGUF carries no
+     * query_pre_attn_scalar). */
+    uint16_t scale_embd_layers;
+    /* Local (sliding-window) layers: layer l is local iff swa_period > 0 and l % swa_period <
+     * swa_period - 1 (Gemma 2: 2, even layers; Gemma 3: 6, five of six). Their RoPE has base
+     * swa_rope_base and no scaling when swa_rope_base > 0, else the global layers' RoPE. */
+    uint8_t swa_period;
+    float swa_rope_base;
 } pl_arch_recipe;
 
 typedef struct pl_arch {
@@ -147,6 +162,8 @@ typedef struct pl_arch {
     size_t n_globals;
     const pl_arch_tensor *layer;
     size_t n_layer;
+    const pl_arch_key *keys; /* its own keys under "<arch>.", beyond pl_arch_keys()' */
+    size_t n_keys;
     pl_arch_recipe recipe;
 } pl_arch;
 
@@ -162,7 +179,11 @@ const char *pl_arch_hf_names(void);
 
 /* The keys under "<arch>." every architecture reads (and their defaults and ranges). */
 const pl_arch_key *pl_arch_keys(size_t *n);
+/* The row of hp: the architecture's own (a may be NULL), else the common one; NULL if none. */
+const pl_arch_key *pl_arch_key_of_arch(const pl_arch *a, int hp);
 const pl_arch_key *pl_arch_key_of(int hp);
+/* 1 when the architecture layer l is a local (sliding-window) layer. */
+int pl_arch_layer_is_local(const pl_arch *a, int64_t l);
 /* 1 and *why set when "<arch>." + suffix is a key that changes nothing (arch.c). */
 int pl_arch_key_inert(const char *suffix, const char **why);
 

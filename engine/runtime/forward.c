@@ -99,6 +99,7 @@ static void mm_worker(void *ctx, int64_t r0, int64_t r1, int thread)
 typedef struct pre_op {
     const float *a, *b, *w;
     float eps;
+    int act; /* enum pl_act of the gated unit (with b) */
 } pre_op;
 
 typedef struct quant_job {
@@ -123,7 +124,10 @@ static void quant_worker(void *ctx, int64_t t0, int64_t t1, int thread)
         float *x = j->x + t * K;
         const pre_op *p = j->pre;
         if (p && p->w) j->k->rmsnorm(x, p->a + t * K, p->w, K, p->eps);
-        if (p && p->b) j->k->swiglu(x, p->a + t * K, p->b + t * K, K);
+        if (p && p->b && p->act == PL_ACT_GELU_TANH)
+            j->k->geglu(x, p->a + t * K, p->b + t * K, K);
+        else if (p && p->b)
+            j->k->swiglu(x, p->a + t * K, p->b + t * K, K);
         if (!j->fn) continue;
         uint8_t *q = j->out + (size_t)t * j->row;
         j->fn(q, x, K);
@@ -234,6 +238,22 @@ static void head_norm(pl_session *ss, float *x, const pl_tensor *w, int64_t T, i
         }
 }
 
+/* A branch's output (tmp, T rows of E) into the residual stream x: normalised by its post
+ * norm first where the recipe has one (Gemma), through xn (free once q/k/v or gate/up are). */
+static void branch_out(pl_session *ss, const float *post_norm, int64_t T)
+{
+    scratch *s = &ss->s;
+    const int64_t E = ss->m->hp.n_embd;
+    if (!post_norm) {
+        add_into(s->x, s->tmp, T * E);
+        return;
+    }
+    for (int64_t t = 0; t < T; t++) {
+        ss->kt.k.rmsnorm(s->xn + t * E, s->tmp + t * E, post_norm, E, ss->m->hp.rms_eps);
+        add_into(s->x + t * E, s->xn + t * E, E);
+    }
+}
+
 /* ---- one step: T tokens at positions [p0, p0 + T) ---- */
 
 static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
@@ -243,9 +263,9 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
     const pl_layer *L = &m->layers[l];
     const struct pl_kernels *k = &ss->kt.k;
     scratch *s = &ss->s;
-    int64_t E = hp->n_embd, D = hp->head_dim, H = L->n_head, Hkv = L->n_head_kv;
+    int64_t D = hp->head_dim, H = L->n_head, Hkv = L->n_head_kv;
 
-    const pre_op attn_norm = {s->x, NULL, L->attn_norm.data, hp->rms_eps};
+    const pre_op attn_norm = {s->x, NULL, L->attn_norm.data, hp->rms_eps, 0};
     if (L->wq.type == L->wk.type && L->wq.type == L->wv.type) {
         const pl_tensor *w[3] = {&L->wq, &L->wk, &L->wv};
         float *const y[3] = {s->q, s->k, s->v};
@@ -261,8 +281,8 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
     head_norm(ss, s->q, &L->q_norm, T, H);
     head_norm(ss, s->k, &L->k_norm, T, Hkv);
     for (int64_t t = 0; t < T; t++) {
-        k->rope(s->q + t * H * D, H, D, (int32_t)(p0 + t), &hp->rope);
-        k->rope(s->k + t * Hkv * D, Hkv, D, (int32_t)(p0 + t), &hp->rope);
+        k->rope(s->q + t * H * D, H, D, (int32_t)(p0 + t), L->rope);
+        k->rope(s->k + t * Hkv * D, Hkv, D, (int32_t)(p0 + t), L->rope);
         pl_kvcache_store(&ss->kv, l, p0 + t, s->k + t * Hkv * D, s->v + t * Hkv * D);
     }
 
@@ -281,7 +301,10 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
         .kv_pos = ss->kv.pos,
         .window = ss->kv.recent,
         .n_sinks = ss->kv.n_sinks,
-        .scale = (float)(1.0 / sqrt((double)D)),
+        .scale = hp->attn_scale,
+        .softcap = hp->attn_softcap,
+        .layer_window = L->window,
+        .kv_sorted = ss->kv.ring == 0, /* a context window keeps position p in slot p */
     };
     /* whole KV groups per thread where there are enough: their heads share each K/V read */
     j.n_tb = (T + ATT_TBLOCK - 1) / ATT_TBLOCK;
@@ -292,9 +315,9 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
     ss->attention_ns += now_ns() - t_att;
 
     matmul(ss, &L->wo, s->tmp, s->att, T, NULL);
-    add_into(s->x, s->tmp, T * E);
+    branch_out(ss, L->attn_post_norm.data, T);
 
-    const pre_op ffn_norm = {s->x, NULL, L->ffn_norm.data, hp->rms_eps};
+    const pre_op ffn_norm = {s->x, NULL, L->ffn_norm.data, hp->rms_eps, 0};
     if (L->w_gate.type == L->w_up.type) {
         const pl_tensor *w[2] = {&L->w_gate, &L->w_up};
         float *const y[2] = {s->gate, s->up};
@@ -303,9 +326,9 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
         matmul(ss, &L->w_gate, s->gate, s->xn, T, &ffn_norm);
         matmul(ss, &L->w_up, s->up, s->xn, T, NULL);
     }
-    const pre_op swiglu = {s->gate, s->up, NULL, 0.0f};
-    matmul(ss, &L->w_down, s->tmp, s->ffh, T, &swiglu);
-    add_into(s->x, s->tmp, T * E);
+    const pre_op gated = {s->gate, s->up, NULL, 0.0f, hp->arch->recipe.act};
+    matmul(ss, &L->w_down, s->tmp, s->ffh, T, &gated);
+    branch_out(ss, L->ffn_post_norm.data, T);
 }
 
 /* Evaluates tokens[0..T) at positions [p0, ...); writes logits of tokens [out0, T) to
@@ -331,6 +354,8 @@ static void step_body(pl_session *ss, const int32_t *tokens, int64_t T, int64_t 
         const uint8_t *row =
             (const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes;
         k->dequantize_row[m->tok_embd.type](s->x + t * E, row, E);
+        if (m->hp.emb_scale != 0.0f) /* Gemma: rows times sqrt(n_embd), in float as the peers */
+            for (int64_t i = 0; i < E; i++) s->x[t * E + i] *= m->hp.emb_scale;
         s->q_pos[t] = (int32_t)(p0 + t);
     }
     pl_kvcache_place(&ss->kv, p0, T);
@@ -339,8 +364,10 @@ static void step_body(pl_session *ss, const int32_t *tokens, int64_t T, int64_t 
 
     if (!logits || out0 >= T) return;
     int64_t n_out = T - out0;
-    const pre_op out_norm = {s->x + out0 * E, NULL, m->out_norm.data, m->hp.rms_eps};
+    const pre_op out_norm = {s->x + out0 * E, NULL, m->out_norm.data, m->hp.rms_eps, 0};
     matmul(ss, &m->output, logits, s->xn, n_out, &out_norm);
+    if (m->hp.final_softcap != 0.0f)
+        k->softcap(logits, logits, n_out * m->hp.n_vocab, m->hp.final_softcap);
 }
 
 pl_status pl_session_eval(pl_session *ss, const int32_t *tokens, int64_t n, float *logits,

@@ -230,6 +230,7 @@ static void kv_value(const pl_gguf *g, uint64_t i, char *buf, size_t cap)
  * as changing nothing (arch.c); anything else might change what is computed: refused by name. */
 static pl_status check_keys(const pl_gguf *g, const char *arch, int vocab_only, pl_error *err)
 {
+    const pl_arch *own = vocab_only ? NULL : pl_arch_find(arch, strlen(arch));
     size_t n_keys, alen = strlen(arch);
     const pl_arch_key *keys = pl_arch_keys(&n_keys);
     for (uint64_t i = 0; i < pl_gguf_n_kv(g); i++) {
@@ -243,6 +244,8 @@ static pl_status check_keys(const pl_gguf *g, const char *arch, int vocab_only, 
             int found = pl_arch_key_inert(suffix, NULL);
             for (size_t j = 0; !found && j < n_keys; j++)
                 found = strcmp(keys[j].suffix, suffix) == 0;
+            for (size_t j = 0; !found && own && j < own->n_keys; j++)
+                found = strcmp(own->keys[j].suffix, suffix) == 0;
             if (found) continue;
         }
         char val[64];
@@ -330,12 +333,47 @@ static pl_status read_rope(pl_model *m, const hp_read *r, pl_error *err)
         r->present[PL_HP_ROPE_ORIG_CTX] ? (int64_t)r->v[PL_HP_ROPE_ORIG_CTX] : hp->n_ctx_train;
     a->style = hp->arch->recipe.rope_style;
     a->freq_factors = m->rope_freqs.data;
+    /* local layers: their own base and no scaling where the recipe says so (Gemma 3) */
+    hp->rope_local = *a;
+    const float local_base = hp->arch->recipe.swa_rope_base;
+    if (local_base > 0) {
+        hp->rope_local.freq_base = local_base;
+        hp->rope_local.freq_scale = 1.0f;
+        hp->rope_local.freq_factors = NULL;
+        hp->rope_local.ext_factor = 0.0f;
+        hp->rope_local.attn_factor = 1.0f;
+    }
     for (int64_t i = 0; a->freq_factors && i < hp->n_rot / 2; i++) {
         const float f = a->freq_factors[i];
         if (!(f > 0.0f) || isinf(f))
             return pl_fail(err, PL_ERR_FORMAT,
                            "rope_freqs.weight[%lld] = %g is not a positive finite divisor",
                            (long long)i, (double)f);
+    }
+    return PL_OK;
+}
+
+/* The recipe's numbers: the attention scale (Gemma's 27B rule), the soft-caps, the embedding
+ * scale, and which layers are local with which window and RoPE. */
+static pl_status read_block(pl_model *m, const hp_read *r, pl_error *err)
+{
+    pl_hparams *hp = &m->hp;
+    const pl_arch_recipe *rc = &hp->arch->recipe;
+    const double d = rc->scale_embd_layers && hp->n_layer == rc->scale_embd_layers
+                         ? (double)(hp->n_embd / m->layers[0].n_head)
+                         : (double)hp->head_dim;
+    hp->attn_scale = (float)(1.0 / sqrt(d));
+    hp->attn_softcap = (float)r->v[PL_HP_ATTN_SOFTCAP];
+    hp->final_softcap = (float)r->v[PL_HP_FINAL_SOFTCAP];
+    hp->emb_scale = rc->emb_sqrt ? sqrtf((float)hp->n_embd) : 0.0f;
+    const int64_t window = rc->swa_period ? (int64_t)r->v[PL_HP_SLIDING_WINDOW] : 0;
+    if (rc->swa_period && window < 1)
+        return pl_fail(err, PL_ERR_FORMAT, "%s.attention.sliding_window = %lld must be >= 1",
+                       hp->arch->name, (long long)window);
+    for (int64_t l = 0; l < hp->n_layer; l++) {
+        const int local = pl_arch_layer_is_local(hp->arch, l);
+        m->layers[l].window = local ? window : 0;
+        m->layers[l].rope = local ? &hp->rope_local : &hp->rope;
     }
     return PL_OK;
 }
@@ -451,6 +489,8 @@ static pl_status bind_arch(pl_model *m, pl_error *err)
     const pl_arch_key *keys = pl_arch_keys(&n_keys);
     for (size_t i = 0; i < n_keys; i++)
         if ((s = read_key(g, &keys[i], &r, err))) return s;
+    for (size_t i = 0; i < hp->arch->n_keys; i++)
+        if ((s = read_key(g, &hp->arch->keys[i], &r, err))) return s;
     if ((s = check_values(&r, err))) return s;
     hp->n_embd = (int64_t)r.v[PL_HP_EMBEDDING_LENGTH];
     hp->n_layer = (int64_t)r.v[PL_HP_BLOCK_COUNT];
@@ -535,7 +575,8 @@ static pl_status bind_arch(pl_model *m, pl_error *err)
     if (!bound) return pl_fail(err, PL_ERR_NOMEM, "no memory for the tensor list");
     s = bind_tensors(m, bound, err);
     pl_free(bound);
-    return s ? s : read_rope(m, &r, err);
+    if (s || (s = read_rope(m, &r, err))) return s;
+    return read_block(m, &r, err);
 }
 
 /* ---- load ---- */

@@ -26,6 +26,8 @@ typedef struct pl_tensor {
  * (arch.h), the order below, so the loader binds by the architecture table. */
 typedef struct pl_layer {
     int64_t n_head, n_head_kv, n_ff;
+    int64_t window; /* 0: attends to the whole cache; else a local layer's own sliding window */
+    const pl_rope_args *rope; /* hp.rope, or hp.rope_local for a local layer */
     union {
         struct {
             pl_tensor attn_norm;      /* (E) f32 */
@@ -54,7 +56,12 @@ typedef struct pl_hparams {
     int64_t n_vocab, n_ctx_train, n_embd, n_layer, head_dim, n_rot;
     int64_t max_head, max_head_kv, max_ff; /* maxima over layers, for scratch sizing */
     float rms_eps, rope_base;
-    pl_rope_args rope; /* every layer's RoPE: base, scaling (linear, YaRN), llama3 factors */
+    pl_rope_args rope;       /* the global layers' RoPE: base, scaling (linear, YaRN), llama3 */
+    pl_rope_args rope_local; /* the local layers' (the recipe's own base, unscaled; or rope) */
+    float attn_scale;        /* scores = attn_scale * q . k */
+    float attn_softcap;      /* 0, or scores capped: c tanh(s / c) */
+    float final_softcap;     /* 0, or logits capped */
+    float emb_scale;         /* 0, or the embedding rows multiplied by it (sqrt(n_embd)) */
 } pl_hparams;
 
 struct pl_model {
