@@ -41,6 +41,9 @@ typedef struct hf_config {
     double rope_factor, rope_low, rope_high; /* llama3: low/high_freq_factor */
     double rope_beta_fast, rope_beta_slow;   /* yarn; 0: llama.cpp's defaults (32, 1) */
     int64_t rope_orig_ctx;                   /* original_max_position_embeddings */
+    /* the recipe's own keys (Gemma): soft-caps (0: none) and the local layers' window */
+    double attn_cap, final_cap;
+    int64_t window;
 } hf_config;
 
 /* One JSON file of the model directory. */
@@ -57,6 +60,7 @@ typedef struct ctensor {
     int64_t permute_heads; /* > 0: llama's q/k row permutation over this many heads */
     pl_type type;          /* output type */
     float *computed;       /* non-NULL: F32 values computed from config.json (src NULL) */
+    int add_one;           /* a Gemma norm: GGUF stores the multiplier 1 + w */
 } ctensor;
 
 typedef struct cjob {
@@ -206,6 +210,12 @@ static pl_status read_rope(hf_config *c, const jfile *f, pl_error *err)
     if (!o || json_is_null(o)) {
         o = json_object_get(f->root, "rope_parameters");
         field = "rope_parameters";
+        /* Gemma 3 in transformers 5: one object per layer type; the global layers' here */
+        const json_t *full = json_is_object(o) ? json_object_get(o, "full_attention") : NULL;
+        if (full) {
+            o = full;
+            field = "rope_parameters.full_attention";
+        }
     }
     c->rope = ROPE_NONE;
     if (!o || json_is_null(o)) return PL_OK;
@@ -274,6 +284,75 @@ static pl_status read_rope(hf_config *c, const jfile *f, pl_error *err)
                    strcmp(c->arch->name, "llama") == 0 ? ", llama3" : "");
 }
 
+/* Gemma's own settings: tied embeddings, the soft-caps and the local window as keys, the
+ * attention scale llama.cpp will apply (query_pre_attn_scalar must be it), the layer period,
+ * and Gemma 3's per-layer-type RoPE (local layers: base 10000, unscaled). */
+static pl_status read_gemma(hf_config *c, const jfile *f, pl_error *err)
+{
+    const pl_arch_recipe *rc = &c->arch->recipe;
+    pl_status s;
+    c->window = 0;
+    c->attn_cap = c->final_cap = 0;
+    if (!rc->swa_period) return PL_OK;
+    int tied;
+    if ((s = get_bool(f, "tie_word_embeddings", 1, &tied, err))) return s;
+    if (!tied)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: tie_word_embeddings is false; %s has no "
+                       "output.weight",
+                       f->name, c->arch->name);
+    c->tied = 1;
+    if ((s = get_int(f, "sliding_window", 1, INT32_MAX, -1, &c->window, err))) return s;
+    double qpas;
+    const double scale_dim = rc->scale_embd_layers && c->L == rc->scale_embd_layers
+                                 ? (double)(c->E / c->H)
+                                 : (double)c->D;
+    if ((s = get_num(f, "query_pre_attn_scalar", scale_dim, &qpas, err))) return s;
+    if (qpas != scale_dim)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: query_pre_attn_scalar %g: llama.cpp's %s scales by 1/sqrt(%g) for %lld "
+                       "layers, and GGUF has no key to say otherwise",
+                       f->name, qpas, c->arch->name, scale_dim, (long long)c->L);
+    int64_t period;
+    if ((s = get_int(f, "sliding_window_pattern", 1, 4096, rc->swa_period, &period, err))) return s;
+    if (period != rc->swa_period)
+        return pl_fail(err, PL_ERR_UNSUPPORTED, "%s: sliding_window_pattern %lld: %s's is %d",
+                       f->name, (long long)period, c->arch->name, rc->swa_period);
+    const int has_attn_cap = pl_arch_key_of_arch(c->arch, PL_HP_ATTN_SOFTCAP) != NULL;
+    const json_t *ac = json_object_get(f->root, "attn_logit_softcapping");
+    if (ac && !json_is_null(ac) && !has_attn_cap)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: attn_logit_softcapping is set; %s caps no "
+                       "attention scores",
+                       f->name, c->arch->name);
+    if ((has_attn_cap && (s = get_num(f, "attn_logit_softcapping", 0, &c->attn_cap, err))) ||
+        (s = get_num(f, "final_logit_softcapping", 0, &c->final_cap, err)))
+        return s;
+    /* transformers 5 keeps Gemma 3's RoPE per layer type: the local layers' must be the recipe's */
+    const json_t *rp = json_object_get(f->root, "rope_parameters");
+    const json_t *loc = json_is_object(rp) ? json_object_get(rp, "sliding_attention") : NULL;
+    double lbase = rc->swa_rope_base;
+    if (loc) {
+        const json_t *t = json_object_get(loc, "rope_type");
+        jfile sub = {"config.json: rope_parameters.sliding_attention", (json_t *)loc};
+        if ((t && !(json_is_string(t) && strcmp(json_string_value(t), "default") == 0)) ||
+            (s = get_num(&sub, "rope_theta", 10000.0, &lbase, err)))
+            return s ? s
+                     : pl_fail(err, PL_ERR_UNSUPPORTED,
+                               "%s: the local layers' RoPE is scaled; "
+                               "llama.cpp's %s scales only the global layers'",
+                               f->name, c->arch->name);
+    } else if ((s = get_num(f, "rope_local_base_freq", lbase ? lbase : c->rope_theta, &lbase,
+                            err))) {
+        return s;
+    }
+    if (lbase != (rc->swa_rope_base ? rc->swa_rope_base : c->rope_theta))
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: the local layers' RoPE base %g: llama.cpp's %s uses %g", f->name, lbase,
+                       c->arch->name, rc->swa_rope_base ? rc->swa_rope_base : c->rope_theta);
+    return PL_OK;
+}
+
 static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
 {
     const json_t *a = json_object_get(f->root, "architectures");
@@ -316,22 +395,33 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
     if (c->D % 2 != 0)
         return pl_fail(err, PL_ERR_FORMAT, "%s: head_dim %lld must be even (RoPE pairs)", f->name,
                        (long long)c->D);
-    const json_t *act = json_object_get(f->root, "hidden_act");
-    if (act && !(json_is_string(act) && strcmp(json_string_value(act), "silu") == 0))
-        return pl_fail(err, PL_ERR_UNSUPPORTED, "%s: hidden_act %s%.32s%s is not silu", f->name,
-                       json_is_string(act) ? "'" : "",
-                       json_is_string(act) ? json_string_value(act) : pl_json_kind(act),
-                       json_is_string(act) ? "'" : "");
-    if ((s = read_rope(c, f, err))) return s;
+    /* the gated unit's activation, under either name transformers uses */
+    const char *want_act = c->arch->recipe.act == PL_ACT_GELU_TANH ? "gelu_pytorch_tanh" : "silu";
+    static const char *const act_keys[] = {"hidden_act", "hidden_activation"};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *act = json_object_get(f->root, act_keys[i]);
+        if (act && !json_is_null(act) &&
+            !(json_is_string(act) && strcmp(json_string_value(act), want_act) == 0))
+            return pl_fail(err, PL_ERR_UNSUPPORTED, "%s: %s %s%.32s%s is not %s (as %s computes)",
+                           f->name, act_keys[i], json_is_string(act) ? "'" : "",
+                           json_is_string(act) ? json_string_value(act) : pl_json_kind(act),
+                           json_is_string(act) ? "'" : "", want_act, c->arch->name);
+    }
+    if ((s = read_rope(c, f, err)) || (s = read_gemma(c, f, err))) return s;
+    /* every layer's attention as the recipe places it: local layers only where it has them */
     const json_t *lt = json_object_get(f->root, "layer_types");
     for (size_t i = 0; json_is_array(lt) && i < json_array_size(lt); i++) {
         const json_t *e = json_array_get(lt, i);
-        if (!json_is_string(e) || strcmp(json_string_value(e), "full_attention") != 0)
+        const char *want =
+            pl_arch_layer_is_local(c->arch, (int64_t)i) ? "sliding_attention" : "full_attention";
+        if (!json_is_string(e) || strcmp(json_string_value(e), want) != 0)
             return pl_fail(err, PL_ERR_UNSUPPORTED,
-                           "%s: layer_types[%zu] is not \"full_attention\"; plumb converts "
-                           "full-attention models only",
-                           f->name, i);
+                           "%s: layer_types[%zu] is not \"%s\", the layer pattern %s has", f->name,
+                           i, want, c->arch->name);
     }
+    if (json_is_array(lt) && json_array_size(lt) != (size_t)c->L)
+        return pl_fail(err, PL_ERR_FORMAT, "%s: layer_types has %zu entries for %lld layers",
+                       f->name, json_array_size(lt), (long long)c->L);
     int flag;
     if (strcmp(c->arch->name, "qwen2") != 0) { /* (llama's would bias o_proj too) */
         if ((s = get_bool(f, "attention_bias", 0, &flag, err))) return s;
@@ -343,7 +433,7 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
     if ((s = get_bool(f, "mlp_bias", 0, &flag, err))) return s;
     if (flag) return pl_fail(err, PL_ERR_UNSUPPORTED, "%s: mlp_bias is true", f->name);
     if ((s = get_bool(f, "use_sliding_window", 0, &flag, err))) return s;
-    if (flag)
+    if (flag && !c->arch->recipe.swa_period)
         return pl_fail(err, PL_ERR_UNSUPPORTED,
                        "%s: use_sliding_window is true; plumb converts full-attention models only",
                        f->name);
@@ -692,6 +782,16 @@ static pl_status write_metadata(pl_gguf_writer *w, const hf_config *c, const cha
         (s = pl_gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)c->D, err)) ||
         (s = pl_gguf_writer_set_u32(w, KEY("vocab_size"), (uint32_t)c->V, err)))
         return s;
+    /* the recipe's own keys (Gemma): caps and the local window */
+    if (c->window && ((s = pl_gguf_writer_set_u32(w, KEY("attention.sliding_window"),
+                                                  (uint32_t)c->window, err)) ||
+                      (pl_arch_key_of_arch(c->arch, PL_HP_ATTN_SOFTCAP) &&
+                       (s = pl_gguf_writer_set_f32(w, KEY("attn_logit_softcapping"),
+                                                   (float)c->attn_cap, err))) ||
+                      ((c->final_cap || pl_arch_key_of_arch(c->arch, PL_HP_ATTN_SOFTCAP)) &&
+                       (s = pl_gguf_writer_set_f32(w, KEY("final_logit_softcapping"),
+                                                   (float)c->final_cap, err)))))
+        return s;
     /* RoPE scaling as llama.cpp's converter writes it (llama3: the rope_freqs.weight tensor) */
     if (c->rope == ROPE_LINEAR || c->rope == ROPE_YARN) {
         const char *type = c->rope == ROPE_LINEAR ? "linear" : "yarn";
@@ -933,7 +1033,9 @@ static int plan_visit(void *user, const pl_arch_tensor *r, int64_t l)
     const int vector = r->ne1 == PL_DIM_1;
     const int64_t rows = pl_arch_dim(w->d, vector ? r->ne0 : r->ne1);
     const int64_t cols = vector ? 0 : pl_arch_dim(w->d, r->ne0);
-    return (int)want(w->t, w->n, w->st, w->used, g, h, rows, cols, heads, w->err);
+    pl_status s = want(w->t, w->n, w->st, w->used, g, h, rows, cols, heads, w->err);
+    if (!s) w->t[*w->n - 1].add_one = r->xform == PL_XF_ADD_ONE;
+    return (int)s;
 }
 
 /* The GGUF tensors of the architecture table, in its file order, from their HF names. */
@@ -992,6 +1094,8 @@ static pl_status cfill(void *user, uint64_t i, void *dst, uint64_t n_bytes, pl_e
         memcpy(x, j->staged, (size_t)src->n_bytes);
     else if ((s = pl_dequantize_rows((pl_type)src->type, x, j->staged, rows, cols, err)))
         return s;
+    if (t->add_one) /* in float32, as transformers computes x * (1 + w) */
+        for (int64_t k = 0; k < rows * cols; k++) x[k] += 1.0f;
     if (t->permute_heads) permute_rows(j->f32, x, rows, cols, t->permute_heads);
     if (t->type == PL_TYPE_F32)
         memcpy(dst, j->f32, (size_t)n_bytes);
