@@ -101,6 +101,42 @@ static const struct preset {
       .rms_eps = 1e-6f,
       .tied = 1,
       .vocab = DEMO_VOCAB_BPE}},
+    /* google/gemma-2-2b: head_dim 256, soft-caps 50/30, local layers of 4096 every other. */
+    {"gemma2-2b",
+     {.name = "plumb gemma2-2b (random weights)",
+      .arch = "gemma2",
+      .n_embd = 2304,
+      .n_layer = 26,
+      .n_head = 8,
+      .n_head_kv = 4,
+      .head_dim = 256,
+      .n_ff = 9216,
+      .n_vocab = 256000,
+      .n_ctx = 8192,
+      .rope_base = 10000.0f,
+      .rms_eps = 1e-6f,
+      .tied = 1,
+      .local_window = 4096,
+      .attn_softcap = 50.0f,
+      .final_softcap = 30.0f,
+      .vocab = DEMO_VOCAB_BPE}},
+    /* google/gemma-3-1b-pt: one KV head, q/k norms, local layers of 512 (five of six). */
+    {"gemma3-1b",
+     {.name = "plumb gemma3-1b (random weights)",
+      .arch = "gemma3",
+      .n_embd = 1152,
+      .n_layer = 26,
+      .n_head = 4,
+      .n_head_kv = 1,
+      .head_dim = 256,
+      .n_ff = 6912,
+      .n_vocab = 262144,
+      .n_ctx = 32768,
+      .rope_base = 1000000.0f,
+      .rms_eps = 1e-6f,
+      .tied = 1,
+      .local_window = 512,
+      .vocab = DEMO_VOCAB_BPE}},
 };
 enum { N_PRESETS = sizeof presets / sizeof presets[0] };
 
@@ -118,7 +154,7 @@ int mk_preset(const char *name, mk_config *out)
 
 const char *mk_preset_list(void)
 {
-    return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b";
+    return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b";
 }
 
 /* The architecture table knows the name when it can list a tensor plan for it. */
@@ -396,6 +432,13 @@ static pl_status put_metadata(pl_gguf_writer *w, const mk_config *c, pl_error *e
         (s = pl_gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)mk_head_dim(c),
                                     err)) ||
         (s = pl_gguf_writer_set_u32(w, KEY("vocab_size"), (uint32_t)c->n_vocab, err)))
+        return s;
+    if ((c->local_window > 0 && (s = pl_gguf_writer_set_u32(w, KEY("attention.sliding_window"),
+                                                            (uint32_t)c->local_window, err))) ||
+        (c->attn_softcap > 0 &&
+         (s = pl_gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), c->attn_softcap, err))) ||
+        (c->final_softcap > 0 &&
+         (s = pl_gguf_writer_set_f32(w, KEY("final_logit_softcapping"), c->final_softcap, err))))
         return s;
 #undef KEY
     s = demo_vocab_write(w, c->vocab, (uint32_t)c->n_vocab, err);

@@ -21,8 +21,10 @@ typedef struct mk_config {
     int64_t n_ctx;
     float rope_base;
     float rms_eps;
-    int tied;                   /* no output.weight: token_embd doubles as the output projection */
-    enum demo_vocab_kind vocab; /* the tokenizer section (demo_vocab.h) */
+    int tied;             /* no output.weight: token_embd doubles as the output projection */
+    int64_t local_window; /* > 0: <arch>.attention.sliding_window (Gemma's local layers) */
+    float attn_softcap, final_softcap; /* > 0: Gemma 2's soft-cap keys */
+    enum demo_vocab_kind vocab;        /* the tokenizer section (demo_vocab.h) */
     pl_ftype ftype;
     int pure; /* every weight matrix in the ftype's base type (no llama.cpp mix) */
     uint64_t seed;
@@ -30,7 +32,7 @@ typedef struct mk_config {
                       writes the same bytes */
 } mk_config;
 
-/* Fills *out with a preset ("tiny", "qwen2-0.5b", "llama-1b", "qwen3-0.6b"): F32 weights,
+/* Fills *out with a preset (mk_preset_list()): F32 weights,
  * seed 1, all CPUs. Returns 0, or -1 for an unknown name. */
 int mk_preset(const char *name, mk_config *out);
 /* "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b" */

@@ -21,8 +21,12 @@ static void usage(FILE *out)
           "\n"
           "options:\n"
           "  --preset NAME      tiny (default; < 2 MB at F32), qwen2-0.5b, llama-1b,\n"
-          "                     qwen3-0.6b (real dimensions, random weights)\n"
-          "  --arch NAME        llama, qwen2 (q/k/v biases), qwen3 (per-head q/k norms)\n"
+          "                     qwen3-0.6b, gemma2-2b, gemma3-1b (real dimensions,\n"
+          "                     random weights)\n"
+          "  --arch NAME        llama, qwen2 (q/k/v biases), qwen3 (per-head q/k norms),\n"
+          "                     gemma2, gemma3 (need --local-window unless the preset\n"
+          "                     is theirs)\n"
+          "  --local-window N   Gemma's local layers' sliding window\n"
           "  --n-embd N         embedding length\n"
           "  --n-layer N        blocks\n"
           "  --n-head N         query heads\n"
@@ -67,6 +71,7 @@ static const struct int_opt {
     {"--n-ff", offsetof(mk_config, n_ff), 1},
     {"--n-vocab", offsetof(mk_config, n_vocab), 1},
     {"--ctx", offsetof(mk_config, n_ctx), 1},
+    {"--local-window", offsetof(mk_config, local_window), 1},
 };
 enum { N_INT_OPTS = sizeof int_opts / sizeof int_opts[0] };
 
