@@ -60,7 +60,7 @@ static vis_rule vis_init(const pl_attn_args *a, int32_t qp)
 {
     vis_rule v = {.qp = _mm256_set1_epi32(qp), .sinks = a->n_sinks, .N = a->N, .kv_pos = a->kv_pos};
     /* qp - kp < window <=> kp > qp - window, in int64; below INT32_MIN every kp qualifies */
-    const int64_t lo = (int64_t)qp - a->window, llo = (int64_t)qp - a->layer_window;
+    const int64_t lo = pl_attn_floor(qp, a->window), llo = pl_attn_floor(qp, a->layer_window);
     v.windowed = a->window > 0 && lo >= INT32_MIN;
     v.lo = _mm256_set1_epi32(v.windowed ? (int32_t)lo : 0);
     v.lwindowed = a->layer_window > 0 && llo >= INT32_MIN;

@@ -65,13 +65,13 @@ static __mmask16 vis16(const pl_attn_args *a, int32_t qp, int64_t j0)
     const __mmask16 exist = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
     const __m512i kp = _mm512_maskz_loadu_epi32(exist, a->kv_pos + j0);
     __mmask16 ok = _mm512_mask_cmple_epi32_mask(exist, kp, _mm512_set1_epi32(qp));
-    const int64_t lo = (int64_t)qp - a->window;
+    const int64_t lo = pl_attn_floor(qp, a->window);
     if (a->window > 0 && lo >= INT32_MIN) {
         const int64_t s = a->n_sinks - j0;
         const __mmask16 sink = s <= 0 ? 0 : s >= 16 ? 0xffff : (__mmask16)((1u << s) - 1);
         ok &= _mm512_cmpgt_epi32_mask(kp, _mm512_set1_epi32((int32_t)lo)) | sink;
     }
-    const int64_t llo = (int64_t)qp - a->layer_window; /* the layer's window binds sinks too */
+    const int64_t llo = pl_attn_floor(qp, a->layer_window); /* the layer's window binds sinks too */
     if (a->layer_window > 0 && llo >= INT32_MIN)
         ok &= _mm512_cmpgt_epi32_mask(kp, _mm512_set1_epi32((int32_t)llo));
     return ok;
