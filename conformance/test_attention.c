@@ -201,7 +201,7 @@ static void check_case(const struct pl_kernels *ks, const attn_case *c, tu_rng *
              ks->name, SEED, where, wy, wref, worst);
 
     /* Skipping by binary search (kv_sorted) changes no bit; neither does a layer window that
-     * excludes nothing (one past the largest distance, and one far beyond int32). */
+     * excludes nothing (one past the largest distance, one far beyond int32, INT64_MAX). */
     const size_t bytes = (size_t)(c->T * c->H * D) * sizeof *out;
     pl_attn_args b = *a;
     int sorted_same = 1, wide_same = 1;
@@ -218,8 +218,8 @@ static void check_case(const struct pl_kernels *ks, const attn_case *c, tu_rng *
             for (int64_t j = 0; j < c->N; j++)
                 if ((int64_t)d.q_pos[t] - d.kv_pos[j] + 1 > far)
                     far = (int64_t)d.q_pos[t] - d.kv_pos[j] + 1;
-        for (int k = 0; k < 2; k++) {
-            b.layer_window = k ? (int64_t)1 << 40 : far;
+        for (int k = 0; k < 3; k++) {
+            b.layer_window = k == 2 ? INT64_MAX : k ? (int64_t)1 << 40 : far;
             float *o2 = run_all(ks, &b);
             wide_same &= !memcmp(o2, out, bytes);
             free(o2);

@@ -190,7 +190,17 @@ static void rope_case(const struct pl_kernels *ks, int64_t H, int64_t D, int32_t
     verdict(ks->name, rope_scaled(ra) ? "rope_scaled" : "rope", worst, where, y[wi], ref[wi]);
     TU_CHECK(passthrough_ok, "set %s rope seed %llu %s: dims past n_rot changed", ks->name, SEED,
              where);
-    free(x), free(y), free(ref);
+    /* every set takes ref's angles, cos and sin (kernels/rope_angle.h) and rotates in double
+     * as ref does: the same bits, not only the same bound */
+    float *yr = malloc((size_t)n * sizeof *yr);
+    memcpy(yr, x, (size_t)n * sizeof *yr);
+    pl_kernels_ref.rope(yr, H, D, pos, ra);
+    int64_t diff = -1;
+    for (int64_t k = 0; k < n && diff < 0; k++)
+        if (memcmp(&yr[k], &y[k], sizeof *y)) diff = k;
+    TU_CHECK(diff < 0, "set %s rope seed %llu %s: element %" PRId64 " is %.9g, ref's %.9g",
+             ks->name, SEED, where, diff, diff < 0 ? 0.0 : y[diff], diff < 0 ? 0.0 : yr[diff]);
+    free(x), free(y), free(yr), free(ref);
 }
 
 static void rope_shapes(const struct pl_kernels *ks, void *ctx)

@@ -36,6 +36,13 @@ static inline int64_t pl_attn_upper(const int32_t *kv_pos, int64_t j0, int64_t j
     return j0;
 }
 
+/* qp - w, or INT64_MIN where that lies below every int32 (w > qp - INT32_MIN): kv_pos[j] >
+ * pl_attn_floor(qp, w) is qp - kv_pos[j] < w, with no overflow for any w >= 0. */
+static inline int64_t pl_attn_floor(int32_t qp, int64_t w)
+{
+    return w > (int64_t)qp - INT32_MIN ? INT64_MIN : (int64_t)qp - w;
+}
+
 static inline void pl_attn_span_add(pl_attn_span *s, int64_t lo, int64_t hi)
 {
     if (lo >= hi) return;
@@ -62,12 +69,12 @@ static inline pl_attn_span pl_attn_span_of(const pl_attn_args *a, int32_t qmin, 
     const int64_t hi = pl_attn_upper(a->kv_pos, 0, a->N, qmax);
     int64_t w = a->layer_window > 0 ? a->layer_window : 0;
     if (a->window > 0 && (w == 0 || a->window < w)) w = a->window;
-    const int64_t lo = w > 0 ? pl_attn_upper(a->kv_pos, 0, hi, (int64_t)qmin - w) : 0;
+    const int64_t lo = w > 0 ? pl_attn_upper(a->kv_pos, 0, hi, pl_attn_floor(qmin, w)) : 0;
     if (a->window > 0 && a->n_sinks > 0 && lo > 0) {
         const int64_t sh = a->n_sinks < lo ? a->n_sinks : lo;
-        const int64_t sl = a->layer_window > 0
-                               ? pl_attn_upper(a->kv_pos, 0, sh, (int64_t)qmin - a->layer_window)
-                               : 0;
+        const int64_t sl = a->layer_window > 0 ? pl_attn_upper(a->kv_pos, 0, sh,
+                                                               pl_attn_floor(qmin, a->layer_window))
+                                               : 0;
         pl_attn_span_add(&s, sl / B, (sh + B - 1) / B);
     }
     pl_attn_span_add(&s, lo / B, (hi + B - 1) / B);

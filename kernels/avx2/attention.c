@@ -4,8 +4,9 @@
  *
  * For query t, head h, KV head g = h / (H / Hkv), over the visible entries j (ascending):
  *     s_j = scale * (q . k_j),  e_j = s_j == m ? 1 : exp(s_j - m),  out = sum e_j v_j / sum e_j
- * with s_j = softcap * tanh(s_j / softcap) first when softcap != 0 (pl_avx2_tanh, one score at
- * a time: ref's bound with 4 (D + 9) A, kernels/ref/attention.c says why).
+ * with s_j = softcap * tanh(s_j / softcap) first when softcap != 0 (pl_avx2_tanh on the visible
+ * scores of a block of 8 at once, the same operations per lane: ref's bound with 4 (D + 9) A,
+ * kernels/ref/attention.c says why).
  * Bound (ref's, kernels/ref/attention.c, checked in conformance/test_attention.c):
  *     |out_d - ref_d| <= u * sum_j p_j |v_jd| * (4 (D + 2) A + |s_j - m| + 2 M + 16) + FLT_MIN
  * Why this set meets it: q . k runs in 4 x 8 float lanes by FMA then a 5-level tree, off by
@@ -59,7 +60,7 @@ static vis_rule vis_init(const pl_attn_args *a, int32_t qp)
 {
     vis_rule v = {.qp = _mm256_set1_epi32(qp), .sinks = a->n_sinks, .N = a->N, .kv_pos = a->kv_pos};
     /* qp - kp < window <=> kp > qp - window, in int64; below INT32_MIN every kp qualifies */
-    const int64_t lo = (int64_t)qp - a->window, llo = (int64_t)qp - a->layer_window;
+    const int64_t lo = pl_attn_floor(qp, a->window), llo = pl_attn_floor(qp, a->layer_window);
     v.windowed = a->window > 0 && lo >= INT32_MIN;
     v.lo = _mm256_set1_epi32(v.windowed ? (int32_t)lo : 0);
     v.lwindowed = a->layer_window > 0 && llo >= INT32_MIN;
@@ -106,7 +107,8 @@ static __m256 load_tail(const void *row, int f16, int64_t d, int64_t rem)
 
 /* q . k in float: vector i of D/8 goes to accumulator i mod 4, the tail (masked, zeros
  * beyond D) to accumulator 0; then (a0 + a1) + (a2 + a3) and hsum8. Fixed by D alone. */
-static float dot_qk(const float *restrict q, const void *krow, int f16, int64_t D)
+static inline __attribute__((always_inline)) float dot_qk(const float *restrict q, const void *krow,
+                                                          int f16, int64_t D)
 {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     int64_t d = 0;
@@ -134,8 +136,7 @@ static float dot_qk(const float *restrict q, const void *krow, int f16, int64_t 
     {                                                                                              \
         __m256 acc[NV];                                                                            \
         for (int k = 0; k < NV; k++) acc[k] = _mm256_setzero_ps();                                 \
-        FOR_SPAN(vr, j0)                                                                           \
-        {                                                                                          \
+        FOR_SPAN (vr, j0) {                                                                        \
             unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(vis8(vr, j0)));       \
             for (; bits; bits &= bits - 1) {                                                       \
                 const int64_t j = j0 + __builtin_ctz(bits);                                        \
@@ -159,8 +160,7 @@ static void v_tail(float *restrict o, const vis_rule *vr, const float *e, const 
                    size_t vstride, int f16, int64_t d0, int64_t rem, __m256 sum)
 {
     __m256 acc = _mm256_setzero_ps();
-    FOR_SPAN(vr, j0)
-    {
+    FOR_SPAN (vr, j0) {
         unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(vis8(vr, j0)));
         for (; bits; bits &= bits - 1) {
             const int64_t j = j0 + __builtin_ctz(bits);
@@ -188,18 +188,32 @@ static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int6
     /* Pass 1: scores of the visible entries, and their max (ref's rule: first, then >). */
     int64_t seen = 0, b_first = INT64_MAX, b_last = -1;
     float m = -INFINITY;
-    FOR_SPAN(&vr, j0)
-    {
-        unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(vis8(&vr, j0)));
-        if (bits) {
-            if (b_first == INT64_MAX) b_first = j0 / 8;
-            b_last = j0 / 8;
+    FOR_SPAN (&vr, j0) {
+        const __m256i vis = vis8(&vr, j0);
+        const unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(vis));
+        if (!bits) continue;
+        if (b_first == INT64_MAX) b_first = j0 / 8;
+        b_last = j0 / 8;
+        if (cap == 0.0f) {
+            for (unsigned b = bits; b; b &= b - 1) {
+                const int64_t j = j0 + __builtin_ctz(b);
+                const float s = a->scale * dot_qk(q, kbase + (size_t)j * stride, f16, D);
+                scratch[j] = s;
+                if (seen == 0 || s > m) m = s;
+                seen++;
+            }
+            continue;
         }
-        for (; bits; bits &= bits - 1) {
-            const int64_t j = j0 + __builtin_ctz(bits);
-            float s = a->scale * dot_qk(q, kbase + (size_t)j * stride, f16, D);
-            if (cap != 0.0f) s = cap * _mm256_cvtss_f32(pl_avx2_tanh(_mm256_set1_ps(s / cap)));
-            scratch[j] = s;
+        for (unsigned b = bits; b; b &= b - 1) {
+            const int64_t j = j0 + __builtin_ctz(b);
+            scratch[j] = a->scale * dot_qk(q, kbase + (size_t)j * stride, f16, D);
+        }
+        /* the block's visible scores at once: cap * tanh(s / cap) per lane, then the max */
+        const __m256 sv = _mm256_maskload_ps(scratch + j0, vis), c = _mm256_set1_ps(cap);
+        _mm256_maskstore_ps(scratch + j0, vis,
+                            _mm256_mul_ps(c, pl_avx2_tanh(_mm256_div_ps(sv, c))));
+        for (unsigned b = bits; b; b &= b - 1) {
+            const float s = scratch[j0 + __builtin_ctz(b)];
             if (seen == 0 || s > m) m = s;
             seen++;
         }
@@ -214,8 +228,7 @@ static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int6
      * in lane j mod 8; invisible lanes are neither read nor written and add +0. */
     const __m256 mv = _mm256_set1_ps(m), one = _mm256_set1_ps(1.0f);
     __m256 acc = _mm256_setzero_ps();
-    FOR_SPAN(&vr, j0)
-    {
+    FOR_SPAN (&vr, j0) {
         const __m256i vis = vis8(&vr, j0);
         if (_mm256_testz_si256(vis, vis)) continue;
         const __m256 s = _mm256_maskload_ps(scratch + j0, vis);

@@ -1,5 +1,5 @@
-/* ops.c — rmsnorm, softmax, swiglu, geglu and softcap in 256-bit AVX2 + FMA (the first three
- * shared by the avx2 and avx512 tables). Not rope (ref's double angles stay), not AVX-512.
+/* ops.c — rmsnorm, rope, softmax, swiglu, geglu and softcap in 256-bit AVX2 + FMA (rmsnorm,
+ * softmax and swiglu shared by the avx2 and avx512 tables). Not AVX-512.
  *
  * Bounds are ref's (kernels/ref/ops.c, checked in conformance/test_ops.c); u = 2^-24.
  * Lanes never mix elements except in the reductions, whose order is fixed by n alone, and
@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "ops.h"
+#include "rope_angle.h"
 
 /* Lanes [0, rem) on, the rest off (all on for 8 <= rem < 2^31): a tail's mask. */
 static __m256i tail_mask(int64_t rem)
@@ -217,5 +218,59 @@ void softcap_avx2(float *y, const float *x, int64_t n, float cap)
         const __m256i mask = tail_mask(n - i);
         const __m256 v = _mm256_maskload_ps(x + i, mask);
         _mm256_maskstore_ps(y + i, mask, _mm256_mul_ps(c, pl_avx2_tanh(_mm256_div_ps(v, c))));
+    }
+}
+
+/* RoPE (kernels.h, pl_rope_args) bit for bit as ref: the angle, cos and sin of each pair come
+ * from rope_angle.h in scalar double exactly as ref computes them, once per call for every head;
+ * only the rotation is vectorised, in double as ref does it (products and the sum in double,
+ * one rounding to float), four pairs at a time. Same operations per element: the same bits, so
+ * ref's bound. Normal style pairs (2i, 2i+1): y = x c + swap(x) (-s, s), the pair-swapped
+ * lanes times a signed sine (x + (-y) is x - y, b c + a s is a s + b c: IEEE, exactly). */
+#define ROPE_CHUNK 64 /* pairs whose cos and sin sit on the stack at once */
+void rope_avx2(float *restrict x, int64_t n_heads, int64_t D, int32_t pos, const pl_rope_args *a)
+{
+    const pl_rope_plan p = pl_rope_plan_of(a, D);
+    const int neox = a->style == PL_ROPE_NEOX;
+    double c[ROPE_CHUNK], s[ROPE_CHUNK], cd[2 * ROPE_CHUNK], sd[2 * ROPE_CHUNK];
+    for (int64_t i0 = 0; i0 < p.half; i0 += ROPE_CHUNK) {
+        const int64_t n = p.half - i0 < ROPE_CHUNK ? p.half - i0 : ROPE_CHUNK;
+        for (int64_t k = 0; k < n; k++) {
+            pl_rope_cos_sin(&p, a, pos, i0 + k, &c[k], &s[k]);
+            cd[2 * k] = cd[2 * k + 1] = c[k];
+            sd[2 * k] = -s[k], sd[2 * k + 1] = s[k];
+        }
+        for (int64_t h = 0; h < n_heads; h++) {
+            float *xh = x + h * D;
+            int64_t k = 0;
+            if (neox) {
+                float *xa = xh + i0, *xb = xh + i0 + p.half;
+                for (; k + 4 <= n; k += 4) {
+                    const __m256d va = _mm256_cvtps_pd(_mm_loadu_ps(xa + k));
+                    const __m256d vb = _mm256_cvtps_pd(_mm_loadu_ps(xb + k));
+                    const __m256d vc = _mm256_loadu_pd(c + k), vs = _mm256_loadu_pd(s + k);
+                    const __m256d ya = _mm256_sub_pd(_mm256_mul_pd(va, vc), _mm256_mul_pd(vb, vs));
+                    const __m256d yb = _mm256_add_pd(_mm256_mul_pd(va, vs), _mm256_mul_pd(vb, vc));
+                    _mm_storeu_ps(xa + k, _mm256_cvtpd_ps(ya));
+                    _mm_storeu_ps(xb + k, _mm256_cvtpd_ps(yb));
+                }
+            } else {
+                float *xp = xh + 2 * i0;
+                for (; k + 2 <= n; k += 2) {
+                    const __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(xp + 2 * k));
+                    const __m256d sw = _mm256_permute_pd(v, 0x5); /* (b0, a0, b1, a1) */
+                    const __m256d y = _mm256_add_pd(_mm256_mul_pd(v, _mm256_loadu_pd(cd + 2 * k)),
+                                                    _mm256_mul_pd(sw, _mm256_loadu_pd(sd + 2 * k)));
+                    _mm_storeu_ps(xp + 2 * k, _mm256_cvtpd_ps(y));
+                }
+            }
+            for (; k < n; k++) { /* the last pairs: ref's scalar code */
+                const int64_t i = i0 + k;
+                const int64_t ia = neox ? i : 2 * i, ib = neox ? i + p.half : 2 * i + 1;
+                const double xa = xh[ia], xb = xh[ib];
+                xh[ia] = (float)(xa * c[k] - xb * s[k]);
+                xh[ib] = (float)(xa * s[k] + xb * c[k]);
+            }
+        }
     }
 }

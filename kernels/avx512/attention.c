@@ -65,13 +65,13 @@ static __mmask16 vis16(const pl_attn_args *a, int32_t qp, int64_t j0)
     const __mmask16 exist = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
     const __m512i kp = _mm512_maskz_loadu_epi32(exist, a->kv_pos + j0);
     __mmask16 ok = _mm512_mask_cmple_epi32_mask(exist, kp, _mm512_set1_epi32(qp));
-    const int64_t lo = (int64_t)qp - a->window;
+    const int64_t lo = pl_attn_floor(qp, a->window);
     if (a->window > 0 && lo >= INT32_MIN) {
         const int64_t s = a->n_sinks - j0;
         const __mmask16 sink = s <= 0 ? 0 : s >= 16 ? 0xffff : (__mmask16)((1u << s) - 1);
         ok &= _mm512_cmpgt_epi32_mask(kp, _mm512_set1_epi32((int32_t)lo)) | sink;
     }
-    const int64_t llo = (int64_t)qp - a->layer_window; /* the layer's window binds sinks too */
+    const int64_t llo = pl_attn_floor(qp, a->layer_window); /* the layer's window binds sinks too */
     if (a->layer_window > 0 && llo >= INT32_MIN)
         ok &= _mm512_cmpgt_epi32_mask(kp, _mm512_set1_epi32((int32_t)llo));
     return ok;
@@ -179,8 +179,7 @@ v_chunk(float *const *o, const float *const *e, const uint16_t *const *vis, cons
     __m512 acc[QV][4];
     for (int i = 0; i < n; i++)
         for (int k = 0; k < NV; k++) acc[i][k] = _mm512_setzero_ps();
-    FOR_SPAN(sp, b)
-    {
+    FOR_SPAN (sp, b) {
         unsigned any = 0;
         for (int i = 0; i < n; i++) any |= vis[i][b];
         for (; any; any &= any - 1) {
@@ -284,8 +283,7 @@ static void attend_tile(const pl_attn_args *a, const tile *tl, int64_t g, float 
     }
     pl_attn_span sp = pl_attn_span_of(a, qmin, qmax, 16);
     int64_t b_first = INT64_MAX, b_last = -1;
-    FOR_SPAN(&sp, b)
-    {
+    FOR_SPAN (&sp, b) {
         unsigned any = 0;
         for (int i = 0; i < tl->n; i++) any |= vq[i][b] = vis16(a, tl->qp[i], 16 * b);
         if (!any) continue;
@@ -318,11 +316,11 @@ static void attend_tile(const pl_attn_args *a, const tile *tl, int64_t g, float 
     for (int i = 0; i < tl->n; i++) {
         __m512 mx = _mm512_set1_ps(-INFINITY);
         int seen = 0;
-        FOR_SPAN(&sp, b)
-        if (vq[i][b]) {
-            mx = _mm512_mask_max_ps(mx, vq[i][b], mx, _mm512_loadu_ps(e[i] + 16 * b));
-            seen = 1;
-        }
+        FOR_SPAN (&sp, b)
+            if (vq[i][b]) {
+                mx = _mm512_mask_max_ps(mx, vq[i][b], mx, _mm512_loadu_ps(e[i] + 16 * b));
+                seen = 1;
+            }
         if (!seen) {
             memset(tl->o[i], 0, (size_t)D * sizeof(float));
             sum[i] = 1.0f;
@@ -333,8 +331,7 @@ static void attend_tile(const pl_attn_args *a, const tile *tl, int64_t g, float 
         const float m = _mm512_reduce_max_ps(mx);
         const __m512 mv = _mm512_set1_ps(m);
         __m512 acc = _mm512_setzero_ps();
-        FOR_SPAN(&sp, b)
-        {
+        FOR_SPAN (&sp, b) {
             const __mmask16 v = vq[i][b];
             if (!v) continue;
             const __m512 s = _mm512_loadu_ps(e[i] + 16 * b);

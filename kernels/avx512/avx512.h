@@ -94,6 +94,8 @@ void attention_avx512(float *restrict out, const pl_attn_args *a, int64_t h0, in
 void geglu_avx512(float *restrict y, const float *restrict gate, const float *restrict up,
                   int64_t n);
 void softcap_avx512(float *y, const float *x, int64_t n, float cap);
+/* ops.c: RoPE bit for bit as ref, the rotation in 8 double lanes */
+void rope_avx512(float *restrict x, int64_t n_heads, int64_t D, int32_t pos, const pl_rope_args *a);
 /* quant.c: activation quantizers, bit-exact with ref */
 void quantize_row_q8_0_avx512(void *restrict y, const float *restrict x, int64_t n);
 void quantize_row_q8_k_avx512(void *restrict y, const float *restrict x, int64_t n);

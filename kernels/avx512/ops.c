@@ -1,6 +1,7 @@
-/* ops.c — geglu and softcap on 512-bit vectors (AVX-512 F): the avx2 algorithms (exp, tanh,
- * the same operations in the same order per element), 16 lanes at a time, tails under a mask.
- * Not rmsnorm, softmax or swiglu: the avx512 table keeps avx2's for those.
+/* ops.c — geglu, softcap and rope on 512-bit vectors (AVX-512 F): the avx2 algorithms (exp,
+ * tanh, the same operations in the same order per element), 16 lanes at a time, tails under a
+ * mask; rope's rotation in 8 double lanes. Not rmsnorm, softmax or swiglu: the avx512 table
+ * keeps avx2's for those.
  *
  * Each lane runs exactly the operations of kernels/avx2/ops.h pl_avx2_exp / pl_avx2_tanh and
  * of avx2/ops.c geglu8 / softcap, so the two sets agree bit for bit and share ref's bounds
@@ -8,6 +9,7 @@
 #include <immintrin.h>
 
 #include "avx512.h"
+#include "rope_angle.h"
 
 /* Lanes [0, rem) of 16. */
 static __mmask16 lanes(int64_t rem)
@@ -52,5 +54,54 @@ void softcap_avx512(float *y, const float *x, int64_t n, float cap)
         const __mmask16 m = lanes(n - i);
         const __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + i), c);
         _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(c, pl_avx512_tanh(v)));
+    }
+}
+
+/* RoPE bit for bit as ref (avx2/ops.c rope_avx2 says how): rope_angle.h's cos and sin in scalar
+ * double once per call, the rotation in double, eight pairs (neox) or four (normal) at a time,
+ * the last ones under a mask with the same operations. */
+#define ROPE_CHUNK 64
+void rope_avx512(float *restrict x, int64_t n_heads, int64_t D, int32_t pos, const pl_rope_args *a)
+{
+    const pl_rope_plan p = pl_rope_plan_of(a, D);
+    const int neox = a->style == PL_ROPE_NEOX;
+    double c[ROPE_CHUNK], s[ROPE_CHUNK], cd[2 * ROPE_CHUNK], sd[2 * ROPE_CHUNK];
+    for (int64_t i0 = 0; i0 < p.half; i0 += ROPE_CHUNK) {
+        const int64_t n = p.half - i0 < ROPE_CHUNK ? p.half - i0 : ROPE_CHUNK;
+        for (int64_t k = 0; k < n; k++) {
+            pl_rope_cos_sin(&p, a, pos, i0 + k, &c[k], &s[k]);
+            cd[2 * k] = cd[2 * k + 1] = c[k];
+            sd[2 * k] = -s[k], sd[2 * k + 1] = s[k];
+        }
+        for (int64_t h = 0; h < n_heads; h++) {
+            float *xh = x + h * D;
+            if (neox) {
+                float *xa = xh + i0, *xb = xh + i0 + p.half;
+                for (int64_t k = 0; k < n; k += 8) {
+                    const __mmask8 m =
+                        n - k >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - k)) - 1);
+                    const __m512d va = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, xa + k));
+                    const __m512d vb = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, xb + k));
+                    const __m512d vc = _mm512_maskz_loadu_pd(m, c + k);
+                    const __m512d vs = _mm512_maskz_loadu_pd(m, s + k);
+                    const __m512d ya = _mm512_sub_pd(_mm512_mul_pd(va, vc), _mm512_mul_pd(vb, vs));
+                    const __m512d yb = _mm512_add_pd(_mm512_mul_pd(va, vs), _mm512_mul_pd(vb, vc));
+                    _mm256_mask_storeu_ps(xa + k, m, _mm512_cvtpd_ps(ya));
+                    _mm256_mask_storeu_ps(xb + k, m, _mm512_cvtpd_ps(yb));
+                }
+            } else {
+                float *xp = xh + 2 * i0;
+                for (int64_t e = 0; e < 2 * n; e += 8) { /* e: float index, 4 pairs a vector */
+                    const int64_t r = 2 * n - e;
+                    const __mmask8 m = r >= 8 ? (__mmask8)0xff : (__mmask8)((1u << r) - 1);
+                    const __m512d v = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, xp + e));
+                    const __m512d sw = _mm512_permute_pd(v, 0x55); /* (b0, a0, b1, a1, ...) */
+                    const __m512d y =
+                        _mm512_add_pd(_mm512_mul_pd(v, _mm512_maskz_loadu_pd(m, cd + e)),
+                                      _mm512_mul_pd(sw, _mm512_maskz_loadu_pd(m, sd + e)));
+                    _mm256_mask_storeu_ps(xp + e, m, _mm512_cvtpd_ps(y));
+                }
+            }
+        }
     }
 }

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "ref.h"
+#include "rope_angle.h"
 
 /* y = x / sqrt(mean(x^2) + eps) * w.
  * Bound: |y - y_ref| <= (n + 8) u |y_ref| + FLT_MIN.
@@ -20,22 +21,6 @@ void rmsnorm_ref(float *restrict y, const float *restrict x, const float *restri
     for (int64_t i = 0; i < n; i++) ss += (double)x[i] * (double)x[i];
     double s = n > 0 ? 1.0 / sqrt(ss / (double)n + (double)eps) : 0.0;
     for (int64_t i = 0; i < n; i++) y[i] = (float)((double)x[i] * s * (double)w[i]);
-}
-
-/* YaRN's correction dims for n_rot rotated dims: [lo, hi] of the pair indices where the ramp
- * runs, c(b) = n_rot ln(n_ctx_orig / (2 pi b)) / (2 ln freq_base), lo = max(0,
- * floor(c(beta_fast))), hi = min(n_rot - 1, ceil(c(beta_slow))). In double (ggml uses float: the
- * two may differ only where c(b) lands within a float rounding of an integer). */
-static void yarn_corr_dims(const pl_rope_args *a, int64_t n_rot, double *lo, double *hi)
-{
-    const double two_pi = 6.283185307179586476925286766559;
-    const double den = 2.0 * log((double)a->freq_base);
-    const double c_fast =
-        (double)n_rot * log((double)a->n_ctx_orig / (two_pi * a->beta_fast)) / den;
-    const double c_slow =
-        (double)n_rot * log((double)a->n_ctx_orig / (two_pi * a->beta_slow)) / den;
-    *lo = fmax(0.0, floor(c_fast));
-    *hi = fmin((double)(n_rot - 1), ceil(c_slow));
 }
 
 /* Rotates, for each of the n_heads heads of one token, pairs (a, b) of its first n_rot dims
@@ -52,34 +37,18 @@ static void yarn_corr_dims(const pl_rope_args *a, int64_t n_rot, double *lo, dou
  * is off by that many u times |theta| radians, which moves cos and sin by as much; cos, sin,
  * two products and a sum add <= 8u of |x_a| + |x_b|. Scaling adds a division by the factor,
  * the product by freq_scale and the convex mix (<= 4u |theta| more), the ramp's own
- * rounding (<= 4u of the mixed gap) and mscale's (<= 4u). This set computes in double.
+ * rounding (<= 4u of the mixed gap) and mscale's (<= 4u). This set computes in double; the angle,
+ * cos and sin come from rope_angle.h, which every set shares.
  * Unscaled (freq_scale 1, no factors, ext_factor 0, attn_factor 1) every step above is exact
  * but the angle, cos, sin and the rotation: the result is the plain rotation, bit for bit. */
 void rope_ref(float *restrict x, int64_t n_heads, int64_t D, int32_t pos, const pl_rope_args *a)
 {
-    int64_t n_rot = a->n_rot;
-    if (n_rot > D) n_rot = D;
-    const int64_t half = n_rot / 2;
-    double lo = 0.0, hi = 0.0, mscale = (double)a->attn_factor;
-    if (a->ext_factor != 0.0f) {
-        yarn_corr_dims(a, n_rot, &lo, &hi);
-        mscale *= 1.0 + 0.1 * log(1.0 / (double)a->freq_scale);
-    }
-    for (int64_t i = 0; i < half; i++) {
-        /* One angle per pair index, shared by every head: computed once, identically. */
-        double theta = (double)pos * pow((double)a->freq_base, -2.0 * (double)i / (double)n_rot);
-        if (a->freq_factors) theta /= (double)a->freq_factors[i];
-        const double interp = (double)a->freq_scale * theta;
-        if (a->ext_factor != 0.0f) {
-            const double y = ((double)i - lo) / fmax(0.001, hi - lo);
-            const double mix = (1.0 - fmin(1.0, fmax(0.0, y))) * (double)a->ext_factor;
-            theta = interp * (1.0 - mix) + theta * mix;
-        } else {
-            theta = interp;
-        }
-        double c = cos(theta) * mscale, s = sin(theta) * mscale;
+    const pl_rope_plan p = pl_rope_plan_of(a, D);
+    for (int64_t i = 0; i < p.half; i++) {
+        double c, s;
+        pl_rope_cos_sin(&p, a, pos, i, &c, &s);
         int64_t ia = a->style == PL_ROPE_NEOX ? i : 2 * i;
-        int64_t ib = a->style == PL_ROPE_NEOX ? i + half : 2 * i + 1;
+        int64_t ib = a->style == PL_ROPE_NEOX ? i + p.half : 2 * i + 1;
         for (int64_t h = 0; h < n_heads; h++) {
             float *xh = x + h * D;
             double xa = xh[ia], xb = xh[ib];

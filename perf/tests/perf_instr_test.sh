@@ -32,8 +32,8 @@ perf_instr_quick_writes_well_formed_json)
     bash perf/perf_instr.sh --quick -b "$build" -o "$out" >"$tmp/md" 2>"$tmp/log" ||
         { cat "$tmp/log" >&2; fail "perf_instr.sh --quick exited $?"; }
     "$cmp_tool" --check "$out" || fail "JSON does not check: $out"
-    for row in matmul_q4_k_t1 matmul_f16_t8 attention_f16kv_n128 rmsnorm_n1024 \
-        quantize_q8_0_n1024 tiny/prefill tiny/decode; do
+    for row in matmul_q4_k_t1 matmul_f16_t8 attention_f16kv_n128 rmsnorm_n1024 geglu_n1024 \
+        softcap_n1024 rope_normal_yarn_8x128_rot64 quantize_q8_0_n1024 tiny/prefill tiny/decode; do
         for set in ref avx2; do
             grep -q "\"name\": \"$row\", \"set\": \"$set\"" "$out" || fail "no row $row ($set) in $out"
         done

@@ -1,0 +1,58 @@
+/* rope_angle.h — RoPE's per-pair cos and sin (pl_rope_args), in double, shared by every set so
+ * that each computes the same angle and the same cos and sin bit for bit. Not the rotation. */
+#ifndef PLUMB_KERNELS_ROPE_ANGLE_H
+#define PLUMB_KERNELS_ROPE_ANGLE_H
+
+#include <math.h>
+
+#include "kernels.h"
+
+/* What one call needs beyond the pair index: the rotated dims and YaRN's ramp and mscale. */
+typedef struct pl_rope_plan {
+    int64_t n_rot, half; /* n_rot clamped to D; pairs [0, half) rotate */
+    double lo, hi;       /* YaRN's correction dims (ext_factor != 0) */
+    double mscale;
+} pl_rope_plan;
+
+/* YaRN's correction dims for n_rot rotated dims: [lo, hi] of the pair indices where the ramp
+ * runs, c(b) = n_rot ln(n_ctx_orig / (2 pi b)) / (2 ln freq_base), lo = max(0,
+ * floor(c(beta_fast))), hi = min(n_rot - 1, ceil(c(beta_slow))). In double (ggml uses float: the
+ * two may differ only where c(b) lands within a float rounding of an integer). */
+static inline pl_rope_plan pl_rope_plan_of(const pl_rope_args *a, int64_t D)
+{
+    pl_rope_plan p = {.n_rot = a->n_rot > D ? D : a->n_rot, .mscale = (double)a->attn_factor};
+    p.half = p.n_rot / 2;
+    if (a->ext_factor != 0.0f) {
+        const double two_pi = 6.283185307179586476925286766559;
+        const double den = 2.0 * log((double)a->freq_base);
+        const double c_fast =
+            (double)p.n_rot * log((double)a->n_ctx_orig / (two_pi * a->beta_fast)) / den;
+        const double c_slow =
+            (double)p.n_rot * log((double)a->n_ctx_orig / (two_pi * a->beta_slow)) / den;
+        p.lo = fmax(0.0, floor(c_fast));
+        p.hi = fmin((double)(p.n_rot - 1), ceil(c_slow));
+        p.mscale *= 1.0 + 0.1 * log(1.0 / (double)a->freq_scale);
+    }
+    return p;
+}
+
+/* cos(theta_i) mscale and sin(theta_i) mscale for pair i at position pos (kernels.h says how
+ * theta_i is made): one angle per pair index, shared by every head. */
+static inline void pl_rope_cos_sin(const pl_rope_plan *p, const pl_rope_args *a, int32_t pos,
+                                   int64_t i, double *c, double *s)
+{
+    double theta = (double)pos * pow((double)a->freq_base, -2.0 * (double)i / (double)p->n_rot);
+    if (a->freq_factors) theta /= (double)a->freq_factors[i];
+    const double interp = (double)a->freq_scale * theta;
+    if (a->ext_factor != 0.0f) {
+        const double y = ((double)i - p->lo) / fmax(0.001, p->hi - p->lo);
+        const double mix = (1.0 - fmin(1.0, fmax(0.0, y))) * (double)a->ext_factor;
+        theta = interp * (1.0 - mix) + theta * mix;
+    } else {
+        theta = interp;
+    }
+    *c = cos(theta) * p->mscale;
+    *s = sin(theta) * p->mscale;
+}
+
+#endif
