@@ -76,9 +76,4 @@ ctest_from_root_without_build_says_make)
     ;;
 esac
 
-if [ "$failures" -ne 0 ]; then
-    echo "$case_name: $failures check(s) failed" >&2
-    exit 1
-fi
-echo "$case_name: ok"
-exit 0
+finish

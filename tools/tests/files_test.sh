@@ -69,9 +69,4 @@ paths_are_checked_first_and_named_as_typed)
     ;;
 esac
 
-if [ "$failures" -ne 0 ]; then
-    echo "$case_name: $failures check(s) failed" >&2
-    exit 1
-fi
-echo "$case_name: ok"
-exit 0
+finish

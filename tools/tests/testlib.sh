@@ -31,3 +31,12 @@ expect_in() { # expect_in FILE FIXED-STRING
         sed 's/^/  | /' "$1" | head -n 60 >&2
     fi
 }
+
+finish() { # the case's verdict: exit 1 naming how many checks failed, else 0
+    if [ "$failures" -ne 0 ]; then
+        echo "$case_name: $failures check(s) failed" >&2
+        exit 1
+    fi
+    echo "$case_name: ok"
+    exit 0
+}
