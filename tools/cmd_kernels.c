@@ -126,6 +126,10 @@ int cmd_kernels(int argc, char **argv)
             set_option = cli_is(&a, NULL, "--set") ? "--set" : "--kernels";
             if (!(set_name = cli_value(&a))) return CLI_EXIT_USAGE;
             if (!*set_name) return cli_usage_error(&a, "%s needs a set name", set_option);
+            if (!pl_kernel_set_find(set_name)) /* a name no set has: a bad value (2); a set
+                                                  this CPU cannot run fails at run time (1) */
+                return cli_usage_error(&a, "%s '%.64s': no kernel set has that name", set_option,
+                                       set_name);
         } else {
             return cli_unknown_option(&a);
         }

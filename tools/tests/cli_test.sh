@@ -350,15 +350,17 @@ cli_kernels_option_names_itself)
     expect_in "$tmp/out" "chosen: ref (by name, PLUMB_KERNELS)"
     ;;
 
-cli_kernels_unknown_set_exits_1)
+cli_kernels_unknown_set_env_exits_1_option_exits_2)
     PLUMB_KERNELS=nosuchset "$plumb" kernels >"$tmp/out" 2>"$tmp/err"
     rc=$?
     expect_rc 1 "PLUMB_KERNELS=nosuchset plumb kernels"
     expect_in "$tmp/err" "plumb kernels: error: "
     expect_in "$tmp/err" "nosuchset"
     expect_no_enum "$tmp/err"
+    # on the command line the same name is a bad value: exit 2
     run kernels --set nosuchset
-    expect_rc 1 "plumb kernels --set nosuchset"
+    expect_rc 2 "plumb kernels --set nosuchset"
+    expect_in "$tmp/err" "no kernel set has that name"
     expect_in "$tmp/err" "plumb kernels: error: "
     expect_no_enum "$tmp/err"
     ;;
