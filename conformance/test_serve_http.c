@@ -330,6 +330,20 @@ static void health_models_and_errors_over_http(void)
              "413 on Content-Length: %d %s", r.status, r.body);
     close(fd);
     reply_free(&r);
+    /* Just over the limit (4096 < 6000 <= 2 x 4096): read whole and dropped, then the 413, so a
+     * client still writing its body reads the answer instead of a reset connection. */
+    fd = connect_to(port);
+    char head[160], *body = malloc(6000);
+    memset(body, 'a', 6000);
+    snprintf(head, sizeof head,
+             "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 6000\r\n\r\n");
+    send(fd, head, strlen(head), MSG_NOSIGNAL);
+    TU_CHECK(send(fd, body, 6000, MSG_NOSIGNAL) == 6000, "the 6000-byte body was not accepted");
+    TU_CHECK(read_reply(fd, &r) == 0 && r.status == 413 && strstr(r.body, "request_too_large"),
+             "413 after a body just over the limit: %d %s", r.status, r.body);
+    close(fd);
+    free(body);
+    reply_free(&r);
     /* A chunked body that grows past the limit. */
     fd = connect_to(port);
     const char *chunked = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
@@ -350,7 +364,7 @@ static void health_models_and_errors_over_http(void)
     reply_free(&r);
     TU_CHECK(request(port, "GET", "/metrics", NULL, &r) == 0 && r.status == 200 &&
                  strstr(r.head, "text/plain; version=0.0.4") &&
-                 strstr(r.body, "plumb_rejected_total{reason=\"body\"} 2"),
+                 strstr(r.body, "plumb_rejected_total{reason=\"body\"} 3"),
              "metrics: %s", r.body);
     reply_free(&r);
     sv_server_stop(s);

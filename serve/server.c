@@ -598,6 +598,14 @@ static enum MHD_Result preflight(struct MHD_Connection *c, conn *q)
     return ok;
 }
 
+/* How far past --max-body a declared body is still read (and dropped) before its 413: up to
+ * the limit again, at most 8 MiB. */
+#define SV_DRAIN_MAX (8u << 20)
+static unsigned long long drain_limit(size_t max_body)
+{
+    return (unsigned long long)max_body + (max_body < SV_DRAIN_MAX ? max_body : SV_DRAIN_MAX);
+}
+
 static enum MHD_Result body_too_large(struct MHD_Connection *c, conn *q)
 {
     sv_error e;
@@ -630,13 +638,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             if (strlen(sv_endpoint_path((sv_endpoint)ep)) == path_len &&
                 memcmp(sv_endpoint_path((sv_endpoint)ep), url, path_len) == 0)
                 q->ep = (sv_endpoint)ep;
-        /* A declared length over the limit is refused before a byte of the body is read. */
+        /* A declared length over the limit: far over it, refused before a byte of the body is
+         * read; within drain_limit, the body is read and dropped first, so that the
+         * client, still sending, reads the 413 instead of a reset connection (closing a socket
+         * with unread input resets it, and a reset can discard the answer in flight). */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl) {
             char *end;
             errno = 0;
             unsigned long long n = strtoull(cl, &end, 10);
-            if (errno == ERANGE || n > srv->cfg.max_body) return body_too_large(c, q);
+            if (errno == ERANGE || n > drain_limit(srv->cfg.max_body)) return body_too_large(c, q);
+            if (n > srv->cfg.max_body) q->too_large = 1;
         }
         return MHD_YES;
     }
