@@ -97,44 +97,44 @@ static void expect_refused(const char *arch, const edit *edits, const char *want
 static void arch_refuses_a_tensor_without_a_role(void)
 {
     /* a Gemma-style post-norm in a llama file: llama.cpp would ignore nothing here either */
-    const edit post[] = {{"blk.0.attn_post_norm.weight", E_TENSOR, NULL, 256}, {NULL}};
+    const edit post[] = {{"blk.0.attn_post_norm.weight", E_TENSOR, NULL, 256}, {0}};
     expect_refused("llama", post,
                    "tensor 'blk.0.attn_post_norm.weight' has no role in architecture 'llama'",
                    NULL);
-    const edit freqs[] = {{"rope_freqs.weight", E_TENSOR, NULL, 32}, {NULL}};
+    const edit freqs[] = {{"rope_freqs.weight", E_TENSOR, NULL, 32}, {0}};
     expect_refused("qwen3", freqs, "tensor 'rope_freqs.weight' has no role in architecture 'qwen3'",
                    NULL);
-    const edit stray[] = {{"blk.7.attn_q.weight", E_TENSOR, NULL, 256}, {NULL}};
+    const edit stray[] = {{"blk.7.attn_q.weight", E_TENSOR, NULL, 256}, {0}};
     expect_refused("qwen2", stray, "tensor 'blk.7.attn_q.weight' has no role", NULL);
 }
 
 static void arch_refuses_an_unknown_rope_scaling_type(void)
 {
-    const edit e[] = {{"llama.rope.scaling.type", E_STR, "bogus-scaling", 0}, {NULL}};
+    const edit e[] = {{"llama.rope.scaling.type", E_STR, "bogus-scaling", 0}, {0}};
     expect_refused("llama", e, "llama.rope.scaling.type = 'bogus-scaling'", NULL);
 }
 
 static void arch_refuses_an_unknown_key_that_changes_the_math(void)
 {
-    const edit cap[] = {{"llama.attn_logit_softcapping", E_F32, NULL, 50.0}, {NULL}};
+    const edit cap[] = {{"llama.attn_logit_softcapping", E_F32, NULL, 50.0}, {0}};
     expect_refused("llama", cap, "metadata key 'llama.attn_logit_softcapping' = 50",
                    "it may change what is computed");
     /* another architecture's key, and an unknown tokenizer key */
-    const edit other[] = {{"qwen2.rope.freq_base", E_F32, NULL, 1e6}, {NULL}};
+    const edit other[] = {{"qwen2.rope.freq_base", E_F32, NULL, 1e6}, {0}};
     expect_refused("llama", other, "metadata key 'qwen2.rope.freq_base'", NULL);
-    const edit tok[] = {{"tokenizer.ggml.bogus_normalization", E_BOOL, NULL, 1}, {NULL}};
+    const edit tok[] = {{"tokenizer.ggml.bogus_normalization", E_BOOL, NULL, 1}, {0}};
     expect_refused("qwen3", tok, "metadata key 'tokenizer.ggml.bogus_normalization' = true", NULL);
-    const edit other_prefix[] = {{"mystery.scale", E_F32, NULL, 2.0}, {NULL}};
+    const edit other_prefix[] = {{"mystery.scale", E_F32, NULL, 2.0}, {0}};
     expect_refused("qwen2", other_prefix, "metadata key 'mystery.scale' = 2", NULL);
 }
 
 static void arch_refuses_values_it_does_not_compute(void)
 {
-    const edit experts[] = {{"llama.expert_count", E_U32, NULL, 8}, {NULL}};
+    const edit experts[] = {{"llama.expert_count", E_U32, NULL, 8}, {0}};
     expect_refused("llama", experts, "llama.expert_count = 8", "mixture-of-experts");
-    const edit causal[] = {{"qwen2.attention.causal", E_BOOL, NULL, 0}, {NULL}};
+    const edit causal[] = {{"qwen2.attention.causal", E_BOOL, NULL, 0}, {0}};
     expect_refused("qwen2", causal, "qwen2.attention.causal = false", NULL);
-    const edit split[] = {{"split.count", E_U32, NULL, 3}, {NULL}};
+    const edit split[] = {{"split.count", E_U32, NULL, 3}, {0}};
     expect_refused("llama", split, "split.count = 3", "merge the parts");
 }
 
@@ -155,9 +155,9 @@ static void arch_keys_that_change_nothing_change_nothing(void)
         {"llama.rope.scaling.type", E_STR, "none", 0},
         {"llama.expert_count", E_U32, NULL, 0},
         {"llama.attention.causal", E_BOOL, NULL, 1},
-        {NULL},
+        {0},
     };
-    const edit none[] = {{NULL}};
+    const edit none[] = {{0}};
     pl_model *a = NULL, *b = NULL;
     void *abuf = NULL, *bbuf = NULL;
     pl_error err = {0};
