@@ -55,4 +55,17 @@ static inline void pl_rope_cos_sin(const pl_rope_plan *p, const pl_rope_args *a,
     *s = sin(theta) * p->mscale;
 }
 
+/* The SIMD sets' table for pairs [i0, i0 + n): c, s per pair, and cd, sd per element of a
+ * normal-style pair (cos twice; -sin, sin), so the rotation is x cd + swap(x) sd. */
+static inline void pl_rope_chunk(const pl_rope_plan *p, const pl_rope_args *a, int32_t pos,
+                                 int64_t i0, int64_t n, double *c, double *s, double *cd,
+                                 double *sd)
+{
+    for (int64_t k = 0; k < n; k++) {
+        pl_rope_cos_sin(p, a, pos, i0 + k, &c[k], &s[k]);
+        cd[2 * k] = cd[2 * k + 1] = c[k];
+        sd[2 * k] = -s[k], sd[2 * k + 1] = s[k];
+    }
+}
+
 #endif

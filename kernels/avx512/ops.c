@@ -68,11 +68,7 @@ void rope_avx512(float *restrict x, int64_t n_heads, int64_t D, int32_t pos, con
     double c[ROPE_CHUNK], s[ROPE_CHUNK], cd[2 * ROPE_CHUNK], sd[2 * ROPE_CHUNK];
     for (int64_t i0 = 0; i0 < p.half; i0 += ROPE_CHUNK) {
         const int64_t n = p.half - i0 < ROPE_CHUNK ? p.half - i0 : ROPE_CHUNK;
-        for (int64_t k = 0; k < n; k++) {
-            pl_rope_cos_sin(&p, a, pos, i0 + k, &c[k], &s[k]);
-            cd[2 * k] = cd[2 * k + 1] = c[k];
-            sd[2 * k] = -s[k], sd[2 * k + 1] = s[k];
-        }
+        pl_rope_chunk(&p, a, pos, i0, n, c, s, cd, sd);
         for (int64_t h = 0; h < n_heads; h++) {
             float *xh = x + h * D;
             if (neox) {
