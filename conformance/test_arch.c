@@ -106,6 +106,115 @@ static void arch_refuses_a_tensor_without_a_role(void)
                    NULL);
     const edit stray[] = {{"blk.7.attn_q.weight", E_TENSOR, NULL, 256}, {0}};
     expect_refused("qwen2", stray, "tensor 'blk.7.attn_q.weight' has no role", NULL);
+    /* Phi-3 fuses q, k and v: a separate q beside attn_qkv would be computed by nothing */
+    const edit sep[] = {{"blk.0.attn_q.weight", E_TENSOR, NULL, 256}, {0}};
+    expect_refused("phi3", sep, "tensor 'blk.0.attn_q.weight' has no role in architecture 'phi3'",
+                   NULL);
+}
+
+/* A small phi3 file: L layers, context ctx, the window key only when window > 0, edits. */
+static pl_status load_phi3(int64_t L, int64_t ctx, int64_t window, const edit *edits, pl_model **m,
+                           void **buf, pl_error *err)
+{
+    tiny_spec s = tiny_default("phi3", PL_TYPE_F32);
+    s.E = 64;
+    s.H = s.Hkv = 2;
+    s.D = 32;
+    s.n_rot = 16;
+    s.F = 64;
+    s.L = L;
+    s.ctx = ctx;
+    s.window = window;
+    s.edit = apply;
+    s.edit_user = edits;
+    size_t size = 0;
+    *m = NULL;
+    if (tiny_build(&s, buf, &size)) {
+        snprintf(err->msg, sizeof err->msg, "tiny_build failed");
+        return err->code = PL_ERR_INVALID_ARG;
+    }
+    return pl_model_load_memory(m, *buf, size, NULL, err);
+}
+
+/* Logits of the same n random ids at every position of a fresh session (context ctx). */
+static float *phi3_logits(const pl_model *m, int64_t n, int64_t ctx)
+{
+    pl_session_params p = pl_session_default_params(m);
+    p.context_window = ctx;
+    p.prefill_chunk = 256;
+    pl_session *s = NULL;
+    pl_error err = {0};
+    float *y = malloc((size_t)n * 320 * sizeof *y);
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    tu_rng r;
+    tu_rng_init(&r, 7);
+    for (int64_t i = 0; i < n; i++) ids[i] = (int32_t)(tu_rng_u64(&r) % 320);
+    if (pl_session_new(&s, m, &p, &err) ||
+        pl_session_eval(s, ids, n, y, PL_EVAL_ALL_LOGITS, &err)) {
+        TU_CHECK(0, "phi3 eval: %s", err.msg);
+        free(y);
+        y = NULL;
+    }
+    pl_session_free(s);
+    free(ids);
+    return y;
+}
+
+/* Phi-3's window: 0 is none; absent, llama.cpp's default for the releases that lacked the key
+ * (2047 for 32 layers and a 4096 context), else refused by name. Longrope needs both sets. */
+static void arch_phi3_window_and_factor_rules(void)
+{
+    pl_model *m = NULL, *m0 = NULL, *m2047 = NULL;
+    void *buf = NULL, *buf0 = NULL, *buf2047 = NULL;
+    pl_error err = {0};
+    const edit none[] = {{0}};
+    pl_status st = load_phi3(1, 512, 0, none, &m, &buf, &err);
+    TU_CHECK(st == PL_ERR_NOT_FOUND && strstr(err.msg, "'phi3.attention.sliding_window'") &&
+                 strstr(err.msg, "is missing"),
+             "phi3 of 1 layer without a window: %s (%s)", pl_status_str(st), err.msg);
+    pl_model_free(m);
+    pl_buffer_free(buf);
+
+    const edit half[] = {{"rope_factors_long.weight", E_TENSOR, NULL, 8}, {0}};
+    st = load_phi3(1, 512, 8, half, &m, &buf, &err);
+    TU_CHECK(st == PL_ERR_FORMAT && strstr(err.msg, "'rope_factors_short.weight' is missing"),
+             "longrope with one set: %s (%s)", pl_status_str(st), err.msg);
+    pl_model_free(m);
+    pl_buffer_free(buf);
+
+    /* Phi-3-mini-4k's shape without the key: its 2047, bit for bit as the key written, and
+     * unlike no window once the sequence is longer than it */
+    const edit zero[] = {{"phi3.attention.sliding_window", E_U32, NULL, 0}, {0}};
+    st = load_phi3(32, 4096, 0, none, &m, &buf, &err);
+    TU_CHECK(st == PL_OK, "phi3-mini-4k's shape without a window: %s (%s)", pl_status_str(st),
+             err.msg);
+    st = load_phi3(32, 4096, 2047, none, &m2047, &buf2047, &err);
+    TU_CHECK(st == PL_OK, "window 2047: %s (%s)", pl_status_str(st), err.msg);
+    st = load_phi3(32, 4096, 0, zero, &m0, &buf0, &err);
+    TU_CHECK(st == PL_OK, "window 0: %s (%s)", pl_status_str(st), err.msg);
+    if (m && m0 && m2047) {
+        const int64_t n = 2056;
+        float *y = phi3_logits(m, n, 4096), *y0 = phi3_logits(m0, n, 4096),
+              *y2047 = phi3_logits(m2047, n, 4096);
+        const size_t row = 320 * sizeof(float);
+        if (y && y0 && y2047) {
+            TU_CHECK(memcmp(y, y2047, (size_t)n * row) == 0,
+                     "the default window differs from an explicit 2047");
+            TU_CHECK(memcmp(y, y0, 2047 * row) == 0,
+                     "within the window, windowed logits differ from unwindowed ones");
+            TU_CHECK(memcmp(y + 2047 * 320, y0 + 2047 * 320, (size_t)(n - 2047) * row) != 0,
+                     "beyond 2047 tokens the window changed nothing");
+        }
+        free(y);
+        free(y0);
+        free(y2047);
+    }
+    pl_model_free(m);
+    pl_model_free(m0);
+    pl_model_free(m2047);
+    pl_buffer_free(buf);
+    pl_buffer_free(buf0);
+    pl_buffer_free(buf2047);
 }
 
 static void arch_refuses_an_unknown_rope_scaling_type(void)
@@ -196,6 +305,7 @@ int main(void)
     static const tu_test tests[] = {
         {"arch_refuses_a_tensor_without_a_role", arch_refuses_a_tensor_without_a_role},
         {"arch_refuses_an_unknown_rope_scaling_type", arch_refuses_an_unknown_rope_scaling_type},
+        {"arch_phi3_window_and_factor_rules", arch_phi3_window_and_factor_rules},
         {"arch_refuses_an_unknown_key_that_changes_the_math",
          arch_refuses_an_unknown_key_that_changes_the_math},
         {"arch_refuses_values_it_does_not_compute", arch_refuses_values_it_does_not_compute},

@@ -127,7 +127,7 @@ static const struct {
     {PL_TYPE_Q4_0, 0, "Q4_0"}, {PL_TYPE_Q4_K, 0, "Q4_K"}, {PL_TYPE_Q6_K, 0, "Q6_K"},
     {PL_TYPE_Q4_K, 1, "mix"},
 };
-static const char *archs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3"};
+static const char *archs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"};
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
 static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64_t sinks,
@@ -158,7 +158,7 @@ static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64
     ref_model *rm = NULL;
     char msg[256];
     TU_CHECK(ref_model_load(&rm, pl_model_gguf(m), msg, sizeof msg) == 0, "ref load: %s", msg);
-    ref_window w = {window, sinks};
+    ref_window w = {window, sinks, window ? window : 128};
     if (rm && s) {
         ref_model_forward(rm, tok, N_TOK, &w, r);
         char what[128];
@@ -189,12 +189,12 @@ typedef struct rope_variant {
     float scale_linear;
     uint32_t orig_ctx; /* rope.scaling.original_context_length, 0: absent */
     float attn_factor; /* 0: absent */
-    int freqs;         /* 1: a rope_freqs.weight tensor (llama3) */
+    int freqs;         /* 1: a rope_freqs.weight tensor (llama3); 2: longrope's two sets */
 } rope_variant;
 
 /* llama3-style divisors: 1 for the high frequencies, the factor for the low, a smooth band
  * between (as llama.cpp's converter computes them for factor 8, low 1, high 4, context 16) */
-static float rope_freqs_data[64];
+static float rope_freqs_data[64], rope_long_data[64], rope_short_data[64];
 
 static void rope_edit(pl_gguf_writer *w, const tiny_spec *s)
 {
@@ -211,7 +211,7 @@ static void rope_edit(pl_gguf_writer *w, const tiny_spec *s)
     if (v->attn_factor)
         pl_gguf_writer_set_f32(w, KEY("rope.scaling.attn_factor"), v->attn_factor, &e);
 #undef KEY
-    if (v->freqs) {
+    if (v->freqs == 1) {
         const int64_t half = s->D / 2;
         for (int64_t i = 0; i < half; i++) {
             const double freq = pow(10000.0, -2.0 * (double)i / (double)s->D);
@@ -228,6 +228,19 @@ static void rope_edit(pl_gguf_writer *w, const tiny_spec *s)
         const int64_t ne[1] = {half};
         pl_gguf_writer_add_tensor(w, "rope_freqs.weight", PL_TYPE_F32, 1, ne, rope_freqs_data, &e);
     }
+    if (v->freqs == 2) { /* Phi-3.5's shape: short divisors near 1, long ones growing to ~30 */
+        const int64_t half = (s->n_rot ? s->n_rot : s->D) / 2;
+        for (int64_t i = 0; i < half; i++) {
+            const double x = (double)i / (double)(half - 1);
+            rope_short_data[i] = (float)(1.0 + 0.5 * x * x);
+            rope_long_data[i] = (float)(1.0 + 29.0 * pow(x, 1.5));
+        }
+        const int64_t ne[1] = {half};
+        pl_gguf_writer_add_tensor(w, "rope_factors_long.weight", PL_TYPE_F32, 1, ne, rope_long_data,
+                                  &e);
+        pl_gguf_writer_add_tensor(w, "rope_factors_short.weight", PL_TYPE_F32, 1, ne,
+                                  rope_short_data, &e);
+    }
 }
 
 static const rope_variant rope_variants[] = {
@@ -237,6 +250,9 @@ static const rope_variant rope_variants[] = {
     {"yarn 8 over 32", "llama", "yarn", 8, 0, 32, 0, 0},
     {"yarn 4 over 16, attn_factor 0.9", "qwen2", "yarn", 4, 0, 16, 0.9f, 0},
     {"linear 2", "qwen3", "linear", 2, 0, 0, 0, 0},
+    /* the session's context (128) beyond the original: the long factors; within: the short */
+    {"longrope, 128 over original 64", "phi3", NULL, 0, 0, 64, 1.19f, 2},
+    {"longrope, 128 within original 4096", "phi3", NULL, 0, 0, 4096, 1.19f, 2},
 };
 
 static void e2e_rope_scaling_one_set(void)
@@ -397,6 +413,7 @@ static void invariance_one_set(void)
     check_invariance("qwen3", PL_TYPE_F16, 0, 0);
     check_invariance("gemma2", PL_TYPE_Q8_0, 0, 0); /* local layers, soft-caps */
     check_invariance("gemma3", PL_TYPE_Q4_K, 0, 0);
+    check_invariance("phi3", PL_TYPE_Q6_K, 0, 0); /* fused tensors, every layer local */
 }
 
 static void logits_identical_across_chunks_threads_and_truncation(void)
@@ -409,6 +426,7 @@ static void window_invariance_one_set(void)
     check_invariance("llama", PL_TYPE_Q4_0, 16, 4);
     check_invariance("qwen3", PL_TYPE_F32, 10, 0);
     check_invariance("gemma2", PL_TYPE_F32, 12, 2); /* a layer window inside a session window */
+    check_invariance("phi3", PL_TYPE_Q8_0, 6, 1);   /* a session window inside the layers' */
 }
 
 static void sliding_window_logits_identical_across_chunks_and_threads(void)

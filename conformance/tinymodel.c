@@ -24,7 +24,7 @@ tiny_spec tiny_default(const char *arch, uint32_t wtype)
                    .embd_type = wtype,
                    .seed = 1};
     /* Gemma: a window the 64-token tests cross, caps the tiny logits reach, and for Gemma 3 six
-     * layers so that one is global */
+     * layers so that one is global; Phi-3 likewise */
     if (strcmp(arch, "gemma2") == 0) {
         s.window = 8;
         s.attn_softcap = 5.0f;
@@ -32,6 +32,9 @@ tiny_spec tiny_default(const char *arch, uint32_t wtype)
     } else if (strcmp(arch, "gemma3") == 0) {
         s.window = 8;
         s.L = 6;
+    } else if (strcmp(arch, "phi3") == 0) { /* every layer local; Phi-4-mini's 3/4 rotary */
+        s.window = 8;
+        s.n_rot = 48;
     }
     return s;
 }
@@ -97,7 +100,7 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
     U32("attention.head_count_kv", s->Hkv)
     U32("attention.key_length", s->D)
     U32("attention.value_length", s->D)
-    U32("rope.dimension_count", s->D)
+    U32("rope.dimension_count", s->n_rot ? s->n_rot : s->D)
 #undef U32
     snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", s->arch);
     pl_gguf_writer_set_f32(b.w, key, 1e-6f, &e);
@@ -125,6 +128,7 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
                                  .n_ff = s->F,
                                  .n_vocab = s->V,
                                  .head_dim = s->D,
+                                 .n_rot = s->n_rot,
                                  .tied = s->tied};
     pl_arch_tensor_desc *ts = NULL;
     size_t n = 0;

@@ -1,4 +1,4 @@
-/* tinymodel.h — small synthetic llama/qwen2/qwen3 GGUF images for the end-to-end tests.
+/* tinymodel.h — small synthetic GGUF images of the table's architectures for the end-to-end tests.
  * Test-only: deterministic from a seed; `plumb mkmodel` is the user-facing generator. */
 #ifndef PLUMB_TINYMODEL_H
 #define PLUMB_TINYMODEL_H
@@ -10,13 +10,14 @@
 
 typedef struct tiny_spec tiny_spec;
 struct tiny_spec {
-    const char *arch; /* "llama", "qwen2", "qwen3" */
+    const char *arch; /* one of pl_arch_list() */
     int64_t E, L, H, Hkv, D, F, V, ctx;
     uint32_t wtype;     /* type of the 2-D weight matrices */
     uint32_t embd_type; /* token_embd / output */
     int mix;            /* 1: vary matrix types per tensor (Q4_K, Q6_K, Q5_0, Q8_0) */
     int tied;           /* 1: no output.weight */
-    int64_t window;     /* > 0: <arch>.attention.sliding_window (Gemma's local layers) */
+    int64_t window;     /* > 0: <arch>.attention.sliding_window (the local layers') */
+    int64_t n_rot;      /* rope.dimension_count; 0: D */
     float attn_softcap, final_softcap; /* > 0: Gemma 2's soft-cap keys */
     uint64_t seed;
     /* Hostile variants for binding tests: skip or reshape one tensor by name. */

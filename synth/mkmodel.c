@@ -137,6 +137,23 @@ static const struct preset {
       .tied = 1,
       .local_window = 512,
       .vocab = DEMO_VOCAB_BPE}},
+    /* microsoft/Phi-3-mini-4k-instruct: fused qkv and gate/up, 32 KV heads, every layer local
+     * with a window of 2047, untied, a SentencePiece vocabulary as Llama 2's. */
+    {"phi3-mini",
+     {.name = "plumb phi3-mini (random weights)",
+      .arch = "phi3",
+      .n_embd = 3072,
+      .n_layer = 32,
+      .n_head = 32,
+      .n_head_kv = 32,
+      .n_ff = 8192,
+      .n_vocab = 32064,
+      .n_ctx = 4096,
+      .rope_base = 10000.0f,
+      .rms_eps = 1e-5f,
+      .tied = 0,
+      .local_window = 2047,
+      .vocab = DEMO_VOCAB_SPM}},
 };
 enum { N_PRESETS = sizeof presets / sizeof presets[0] };
 
@@ -154,7 +171,7 @@ int mk_preset(const char *name, mk_config *out)
 
 const char *mk_preset_list(void)
 {
-    return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b";
+    return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b, phi3-mini";
 }
 
 /* The architecture table knows the name when it can list a tensor plan for it. */

@@ -28,6 +28,8 @@ struct ref_model {
     double *inv_freq; /* (n_rot/2) each pair's frequency, every scaling applied */
     double mscale;    /* cos and sin are multiplied by it (YaRN's attention factor) */
     double *inv_freq_local, mscale_local; /* the local layers' (Gemma 3: their own base) */
+    double *inv_freq_long; /* longrope (Phi-3): inv_freq with the long factors, or NULL */
+    int64_t orig_ctx;      /* beyond this context window, inv_freq_long replaces inv_freq */
     const pl_arch *arch;
     double scale, attn_cap, final_cap; /* attention scale; soft-caps (0: none) */
     double emb_scale;                  /* 0, or the embedding rows times it */
@@ -88,6 +90,25 @@ static double meta(const pl_gguf *g, const char *arch, int hp, double def)
 }
 
 static int rope_freqs(ref_model *m, const pl_gguf *g, const char *an);
+
+/* A fused matrix's row blocks as the roles they are (q | k | v, or gate | up), copied. */
+static void split(ref_layer *R, int how, int64_t D)
+{
+    gsl_matrix *f = R->m[how == PL_SPLIT_QKV ? PL_L_WQ : PL_L_GATE];
+    const int roles_qkv[3] = {PL_L_WQ, PL_L_WK, PL_L_WV}, roles_ffn[2] = {PL_L_GATE, PL_L_UP};
+    const int64_t rows_qkv[3] = {R->H * D, R->Hkv * D, R->Hkv * D}, rows_ffn[2] = {R->F, R->F};
+    const int n = how == PL_SPLIT_QKV ? 3 : 2;
+    size_t r0 = 0;
+    for (int i = 0; i < n; i++) {
+        const size_t rows = (size_t)(how == PL_SPLIT_QKV ? rows_qkv[i] : rows_ffn[i]);
+        gsl_matrix_const_view v = gsl_matrix_const_submatrix(f, r0, 0, rows, f->size2);
+        gsl_matrix *part = gsl_matrix_alloc(rows, f->size2);
+        gsl_matrix_memcpy(part, &v.matrix);
+        R->m[how == PL_SPLIT_QKV ? roles_qkv[i] : roles_ffn[i]] = part;
+        r0 += rows;
+    }
+    gsl_matrix_free(f);
+}
 
 int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
 {
@@ -163,6 +184,7 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
                 ref_model_free(m);
                 return fail(msg, len, "missing or misshapen tensor", n);
             }
+            if (row->split != PL_SPLIT_NONE && R->m[row->role]) split(R, row->split, m->D);
         }
     }
     *out = m;
@@ -180,6 +202,7 @@ void ref_model_free(ref_model *m)
     free(m->layers);
     free(m->inv_freq);
     free(m->inv_freq_local);
+    free(m->inv_freq_long);
     if (m->embd) gsl_matrix_free(m->embd);
     if (m->output) gsl_matrix_free(m->output);
     if (m->out_norm) gsl_vector_free(m->out_norm);
@@ -209,11 +232,10 @@ static void gemv(double *y, const gsl_matrix *W, const double *x, const gsl_vect
     if (b) gsl_vector_add(&yv.vector, b);
 }
 
-static void rope(double *x, int64_t heads, const ref_model *m, int64_t pos, int local)
+static void rope(double *x, int64_t heads, const ref_model *m, int64_t pos, const double *inv_freq,
+                 double mscale)
 {
     int64_t half = m->n_rot / 2;
-    const double *inv_freq = local ? m->inv_freq_local : m->inv_freq;
-    const double mscale = local ? m->mscale_local : m->mscale;
     for (int64_t h = 0; h < heads; h++) {
         double *xh = x + h * m->D;
         for (int64_t i = 0; i < half; i++) {
@@ -237,9 +259,15 @@ static int rope_freqs(ref_model *m, const pl_gguf *g, const char *an)
     const int64_t half = m->n_rot / 2, d = m->n_rot;
     m->inv_freq = calloc((size_t)half, sizeof *m->inv_freq);
     if (!m->inv_freq) return -1;
-    gsl_vector *ff = NULL;
+    gsl_vector *ff = NULL, *fl = NULL;
     if (pl_gguf_find_tensor(g, "rope_freqs.weight") >= 0 &&
         !(ff = load_vector(g, "rope_freqs.weight", half)))
+        return -1;
+    /* longrope: the short factors divide as rope_freqs does; the long ones in their own table */
+    if (pl_gguf_find_tensor(g, "rope_factors_short.weight") >= 0 &&
+        (ff || !(ff = load_vector(g, "rope_factors_short.weight", half)) ||
+         !(fl = load_vector(g, "rope_factors_long.weight", half)) ||
+         !(m->inv_freq_long = calloc((size_t)half, sizeof *m->inv_freq_long))))
         return -1;
     char key[128];
     pl_str type = {"linear", 6}; /* llama.cpp's reading of an absent type */
@@ -251,6 +279,7 @@ static int rope_freqs(ref_model *m, const pl_gguf *g, const char *an)
     if (factor == 0) factor = meta(g, an, PL_HP_ROPE_SCALE_LINEAR, 1);
     if (none || factor == 0) factor = 1;
     const double orig = meta(g, an, PL_HP_ROPE_ORIG_CTX, meta(g, an, PL_HP_CONTEXT_LENGTH, 0));
+    m->orig_ctx = (int64_t)orig;
     const double b_fast = meta(g, an, PL_HP_YARN_BETA_FAST, NAN);
     const double b_slow = meta(g, an, PL_HP_YARN_BETA_SLOW, NAN);
     double lo = 0, hi = 0;
@@ -263,6 +292,7 @@ static int rope_freqs(ref_model *m, const pl_gguf *g, const char *an)
     }
     for (int64_t i = 0; i < half; i++) {
         double f = pow(m->base, -2.0 * (double)i / (double)d);
+        if (fl) m->inv_freq_long[i] = f / gsl_vector_get(fl, (size_t)i) / factor;
         if (ff) f /= gsl_vector_get(ff, (size_t)i);
         const double interp = f / factor;
         if (yarn) {
@@ -283,6 +313,7 @@ static int rope_freqs(ref_model *m, const pl_gguf *g, const char *an)
         m->inv_freq_local[i] = lb > 0 ? pow(lb, -2.0 * (double)i / (double)d) : m->inv_freq[i];
     m->mscale_local = lb > 0 ? 1.0 : m->mscale;
     if (ff) gsl_vector_free(ff);
+    if (fl) gsl_vector_free(fl);
     return 0;
 }
 
@@ -333,14 +364,19 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                     memcpy(kp + h * D, tmp, (size_t)D * sizeof *tmp);
                 }
             }
-            rope(q, H, m, p, local);
-            rope(kp, Hkv, m, p, local);
+            /* local layers with their own base (Gemma 3), else the global table: longrope's
+             * long factors where the session's context exceeds the original */
+            const int own = local && m->arch->recipe.swa_rope_base > 0;
+            const int lng = m->inv_freq_long && w && w->n_ctx > m->orig_ctx;
+            const double *inv = own ? m->inv_freq_local : lng ? m->inv_freq_long : m->inv_freq;
+            rope(q, H, m, p, inv, own ? m->mscale_local : m->mscale);
+            rope(kp, Hkv, m, p, inv, own ? m->mscale_local : m->mscale);
             for (int64_t h = 0; h < H; h++) {
                 int64_t hk = h / group;
                 double mx = -INFINITY;
                 for (int64_t j = 0; j <= p; j++) {
                     int visible = (recent == 0 || j < w->sinks || p - j < recent) &&
-                                  (!local || p - j < m->window);
+                                  (!local || !m->window || p - j < m->window);
                     scores[j] = -INFINITY;
                     if (!visible) continue;
                     const double *kj = K + ((l * n + j) * Hkvmax + hk) * D;

@@ -20,6 +20,7 @@ int64_t ref_model_n_vocab(const ref_model *m);
 typedef struct ref_window {
     int64_t window;
     int64_t sinks;
+    int64_t n_ctx; /* the session's context window: longrope's long factors beyond the original */
 } ref_window;
 
 /* Evaluates tokens one at a time at positions 0..n-1 and writes every position's logits

@@ -37,8 +37,11 @@ typedef struct hf_config {
     int tied;
     int64_t bos_id, eos_id; /* from config.json, -1 when absent */
     /* RoPE scaling (rope_scaling, or transformers 5's rope_parameters) */
-    enum { ROPE_NONE, ROPE_LINEAR, ROPE_YARN, ROPE_LLAMA3 } rope;
+    enum { ROPE_NONE, ROPE_LINEAR, ROPE_YARN, ROPE_LLAMA3, ROPE_LONGROPE } rope;
+    int64_t n_rot;                           /* rotated dims per head (partial_rotary_factor) */
     double rope_factor, rope_low, rope_high; /* llama3: low/high_freq_factor */
+    double rope_attn;                        /* longrope: cos and sin times it */
+    float *rope_long, *rope_short;           /* longrope: n_rot / 2 divisors each (owned) */
     double rope_beta_fast, rope_beta_slow;   /* yarn; 0: llama.cpp's defaults (32, 1) */
     int64_t rope_orig_ctx;                   /* original_max_position_embeddings */
     /* the recipe's own keys (Gemma): soft-caps (0: none) and the local layers' window */
@@ -199,12 +202,87 @@ static pl_status rope_num(const jfile *f, const char *field, const json_t *o, co
     return PL_OK;
 }
 
+static int has_global(const pl_arch *a, int role)
+{
+    for (size_t i = 0; i < a->n_globals; i++)
+        if (a->globals[i].role == role) return 1;
+    return 0;
+}
+
+/* One of longrope's factor lists: n positive finite numbers, into a new float array. */
+static pl_status rope_list(const jfile *f, const char *field, const json_t *o, const char *key,
+                           int64_t n, float **out, pl_error *err)
+{
+    const json_t *a = json_object_get(o, key);
+    if (!json_is_array(a) || json_array_size(a) != (size_t)n)
+        return pl_fail(err, PL_ERR_FORMAT,
+                       "%s: %s.%s must be a list of %lld numbers (one per rotated pair)", f->name,
+                       field, key, (long long)n);
+    float *v = pl_malloc((size_t)n * sizeof *v);
+    if (!v) return pl_fail(err, PL_ERR_NOMEM, "no memory for %s", key);
+    for (int64_t i = 0; i < n; i++) {
+        const json_t *x = json_array_get(a, (size_t)i);
+        const double d = json_is_number(x) ? json_number_value(x) : -1;
+        if (!(d > 0 && d < 1e12)) {
+            pl_free(v);
+            return pl_fail(err, PL_ERR_FORMAT, "%s: %s.%s[%lld] must be a positive number", f->name,
+                           field, key, (long long)i);
+        }
+        v[i] = (float)d;
+    }
+    *out = v;
+    return PL_OK;
+}
+
+/* Phi-3's longrope (also spelled "su"): the short and long divisors become
+ * rope_factors_short/long.weight, and cos/sin are scaled by transformers' attention factor
+ * (given, or sqrt(1 + ln(s) / ln(original)) for s = max_position_embeddings / original > 1). */
+static pl_status read_longrope(hf_config *c, const jfile *f, const char *field, const json_t *o,
+                               pl_error *err)
+{
+    double orig, af;
+    pl_status s;
+    const json_t *top = json_object_get(f->root, "original_max_position_embeddings");
+    const double orig_def = json_is_number(top) ? json_number_value(top) : NAN;
+    if ((s = rope_num(f, field, o, "original_max_position_embeddings", orig_def, &orig, err)))
+        return s;
+    const double scale = (double)c->ctx / orig;
+    const double af_def = scale > 1 ? sqrt(1 + log(scale) / log(orig)) : 1.0;
+    if ((s = rope_num(f, field, o, "attention_factor", af_def, &af, err))) return s;
+    if ((s = rope_list(f, field, o, "long_factor", c->n_rot / 2, &c->rope_long, err)) ||
+        (s = rope_list(f, field, o, "short_factor", c->n_rot / 2, &c->rope_short, err)))
+        return s;
+    c->rope = ROPE_LONGROPE;
+    c->rope_orig_ctx = (int64_t)orig;
+    c->rope_attn = af;
+    return PL_OK;
+}
+
+/* The rotated dimensions: partial_rotary_factor of the head, an even count (transformers:
+ * int(head_dim * factor)); the whole head where the recipe says so. */
+static pl_status set_rotary(hf_config *c, const jfile *f, double partial, pl_error *err)
+{
+    const int64_t n = (int64_t)((double)c->D * partial);
+    if (!(partial > 0 && partial <= 1) || n < 2 || n % 2 != 0)
+        return pl_fail(err, PL_ERR_FORMAT,
+                       "%s: partial_rotary_factor %g of head_dim %lld is not an even number of "
+                       "rotated dims",
+                       f->name, partial, (long long)c->D);
+    if (c->arch->recipe.full_rotary && n != c->D)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: partial_rotary_factor %g: %s rotates the whole head", f->name, partial,
+                       c->arch->name);
+    c->n_rot = n;
+    return PL_OK;
+}
+
 /* rope_scaling (the Hub's spelling, rope_theta beside it) or rope_parameters (transformers 5,
  * rope_theta inside): none/default, linear, yarn and llama3 (llama only: its frequency
  * divisors become rope_freqs.weight, as llama.cpp's converter writes them). Anything else, or
  * a field that changes the math in a way llama.cpp's keys cannot say, is refused by name. */
 static pl_status read_rope(hf_config *c, const jfile *f, pl_error *err)
 {
+    pl_status s;
     const json_t *o = json_object_get(f->root, "rope_scaling");
     const char *field = "rope_scaling";
     if (!o || json_is_null(o)) {
@@ -218,11 +296,17 @@ static pl_status read_rope(hf_config *c, const jfile *f, pl_error *err)
         }
     }
     c->rope = ROPE_NONE;
+    /* partial rotary (Phi-4-mini's 0.75): top level, or inside rope_parameters */
+    double partial;
+    if ((s = get_num(f, "partial_rotary_factor", 1.0, &partial, err))) return s;
+    if (json_is_object(o) && json_object_get(o, "partial_rotary_factor") &&
+        (s = rope_num(f, field, o, "partial_rotary_factor", partial, &partial, err)))
+        return s;
+    if ((s = set_rotary(c, f, partial, err))) return s;
     if (!o || json_is_null(o)) return PL_OK;
     if (!json_is_object(o))
         return pl_fail(err, PL_ERR_TYPE, "%s: %s is %s, not an object", f->name, field,
                        pl_json_kind(o));
-    pl_status s;
     if (json_object_get(o, "rope_theta") &&
         (s = rope_num(f, field, o, "rope_theta", c->rope_theta, &c->rope_theta, err)))
         return s;
@@ -277,32 +361,41 @@ static pl_status read_rope(hf_config *c, const jfile *f, pl_error *err)
                            f->name, field);
         return PL_OK;
     }
+    if ((strcmp(type, "longrope") == 0 || strcmp(type, "su") == 0) && c->arch->n_globals &&
+        has_global(c->arch, PL_G_ROPE_LONG))
+        return read_longrope(c, f, field, o, err);
     return pl_fail(err, PL_ERR_UNSUPPORTED,
                    "%s: %s.rope_type '%.32s' is not one plumb converts for %s (default, linear, "
                    "yarn%s)",
                    f->name, field, type, c->arch->name,
-                   strcmp(c->arch->name, "llama") == 0 ? ", llama3" : "");
+                   strcmp(c->arch->name, "llama") == 0   ? ", llama3"
+                   : has_global(c->arch, PL_G_ROPE_LONG) ? ", longrope"
+                                                         : "");
 }
 
-/* Gemma's own settings: tied embeddings, the soft-caps and the local window as keys, the
+/* The settings of architectures with local layers: tied embeddings where the table has no
+ * output.weight (Gemma), the soft-caps and the local window as keys (Phi-3: null is none), the
  * attention scale llama.cpp will apply (query_pre_attn_scalar must be it), the layer period,
  * and Gemma 3's per-layer-type RoPE (local layers: base 10000, unscaled). */
-static pl_status read_gemma(hf_config *c, const jfile *f, pl_error *err)
+static pl_status read_local(hf_config *c, const jfile *f, pl_error *err)
 {
     const pl_arch_recipe *rc = &c->arch->recipe;
     pl_status s;
     c->window = 0;
     c->attn_cap = c->final_cap = 0;
     if (!rc->swa_period) return PL_OK;
-    int tied;
-    if ((s = get_bool(f, "tie_word_embeddings", 1, &tied, err))) return s;
-    if (!tied)
-        return pl_fail(err, PL_ERR_UNSUPPORTED,
-                       "%s: tie_word_embeddings is false; %s has no "
-                       "output.weight",
-                       f->name, c->arch->name);
-    c->tied = 1;
-    if ((s = get_int(f, "sliding_window", 1, INT32_MAX, -1, &c->window, err))) return s;
+    if (!has_global(c->arch, PL_G_OUTPUT)) {
+        int tied;
+        if ((s = get_bool(f, "tie_word_embeddings", 1, &tied, err))) return s;
+        if (!tied)
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: tie_word_embeddings is false; %s has no output.weight", f->name,
+                           c->arch->name);
+        c->tied = 1;
+    }
+    if ((s = get_int(f, "sliding_window", rc->window_by_shape ? 0 : 1, INT32_MAX,
+                     rc->window_by_shape ? 0 : -1, &c->window, err)))
+        return s;
     double qpas;
     const double scale_dim = rc->scale_embd_layers && c->L == rc->scale_embd_layers
                                  ? (double)(c->E / c->H)
@@ -315,7 +408,7 @@ static pl_status read_gemma(hf_config *c, const jfile *f, pl_error *err)
                        f->name, qpas, c->arch->name, scale_dim, (long long)c->L);
     int64_t period;
     if ((s = get_int(f, "sliding_window_pattern", 1, 4096, rc->swa_period, &period, err))) return s;
-    if (period != rc->swa_period)
+    if (period != rc->swa_period && rc->swa_period > 1)
         return pl_fail(err, PL_ERR_UNSUPPORTED, "%s: sliding_window_pattern %lld: %s's is %d",
                        f->name, (long long)period, c->arch->name, rc->swa_period);
     const int has_attn_cap = pl_arch_key_of_arch(c->arch, PL_HP_ATTN_SOFTCAP) != NULL;
@@ -407,7 +500,7 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
                            json_is_string(act) ? json_string_value(act) : pl_json_kind(act),
                            json_is_string(act) ? "'" : "", want_act, c->arch->name);
     }
-    if ((s = read_rope(c, f, err)) || (s = read_gemma(c, f, err))) return s;
+    if ((s = read_rope(c, f, err)) || (s = read_local(c, f, err))) return s;
     /* every layer's attention as the recipe places it: local layers only where it has them */
     const json_t *lt = json_object_get(f->root, "layer_types");
     for (size_t i = 0; json_is_array(lt) && i < json_array_size(lt); i++) {
@@ -777,20 +870,21 @@ static pl_status write_metadata(pl_gguf_writer *w, const hf_config *c, const cha
         (s = pl_gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), (float)c->rms_eps,
                                     err)) ||
         (s = pl_gguf_writer_set_f32(w, KEY("rope.freq_base"), (float)c->rope_theta, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)c->D, err)) ||
+        (s = pl_gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)c->n_rot, err)) ||
         (s = pl_gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)c->D, err)) ||
         (s = pl_gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)c->D, err)) ||
         (s = pl_gguf_writer_set_u32(w, KEY("vocab_size"), (uint32_t)c->V, err)))
         return s;
-    /* the recipe's own keys (Gemma): caps and the local window */
-    if (c->window && ((s = pl_gguf_writer_set_u32(w, KEY("attention.sliding_window"),
-                                                  (uint32_t)c->window, err)) ||
-                      (pl_arch_key_of_arch(c->arch, PL_HP_ATTN_SOFTCAP) &&
-                       (s = pl_gguf_writer_set_f32(w, KEY("attn_logit_softcapping"),
-                                                   (float)c->attn_cap, err))) ||
-                      ((c->final_cap || pl_arch_key_of_arch(c->arch, PL_HP_ATTN_SOFTCAP)) &&
-                       (s = pl_gguf_writer_set_f32(w, KEY("final_logit_softcapping"),
-                                                   (float)c->final_cap, err)))))
+    /* the recipe's own keys (Gemma): caps and the local window (Phi-3: always, 0 for none) */
+    if ((c->window || c->arch->recipe.window_by_shape) &&
+        ((s = pl_gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)c->window,
+                                     err)) ||
+         (pl_arch_key_of_arch(c->arch, PL_HP_ATTN_SOFTCAP) &&
+          (s = pl_gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), (float)c->attn_cap,
+                                      err))) ||
+         ((c->final_cap || pl_arch_key_of_arch(c->arch, PL_HP_ATTN_SOFTCAP)) &&
+          (s = pl_gguf_writer_set_f32(w, KEY("final_logit_softcapping"), (float)c->final_cap,
+                                      err)))))
         return s;
     /* RoPE scaling as llama.cpp's converter writes it (llama3: the rope_freqs.weight tensor) */
     if (c->rope == ROPE_LINEAR || c->rope == ROPE_YARN) {
@@ -799,6 +893,12 @@ static pl_status write_metadata(pl_gguf_writer *w, const hf_config *c, const cha
             (s = pl_gguf_writer_set_f32(w, KEY("rope.scaling.factor"), (float)c->rope_factor, err)))
             return s;
     }
+    if (c->rope == ROPE_LONGROPE &&
+        ((s = pl_gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"),
+                                     (uint32_t)c->rope_orig_ctx, err)) ||
+         (s = pl_gguf_writer_set_f32(w, KEY("rope.scaling.attn_factor"), (float)c->rope_attn,
+                                     err))))
+        return s;
     if (c->rope == ROPE_YARN &&
         ((s = pl_gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"),
                                      (uint32_t)c->rope_orig_ctx, err)) ||
@@ -1005,16 +1105,23 @@ static int plan_visit(void *user, const pl_arch_tensor *r, int64_t l)
     const int output = l < 0 && r->role == PL_G_OUTPUT;
     if (output && c->tied) return 0;
     if (!r->hf) { /* computed from config.json, not a checkpoint tensor */
-        if (r->role != PL_G_ROPE_FREQS || c->rope != ROPE_LLAMA3) return 0;
+        const int llama3 = r->role == PL_G_ROPE_FREQS && c->rope == ROPE_LLAMA3;
+        const int longrope =
+            (r->role == PL_G_ROPE_LONG || r->role == PL_G_ROPE_SHORT) && c->rope == ROPE_LONGROPE;
+        if (!llama3 && !longrope) return 0;
         ctensor *t = &w->t[(*w->n)++];
         memset(t, 0, sizeof *t);
         snprintf(t->name, sizeof t->name, "%s", r->gguf);
         t->n_dims = 1;
-        t->ne[0] = c->D / 2;
+        t->ne[0] = c->n_rot / 2;
         t->ne[1] = 1;
         if (!(t->computed = pl_malloc((size_t)t->ne[0] * sizeof(float))))
             return (int)pl_fail(w->err, PL_ERR_NOMEM, "no memory for %s", t->name);
-        llama3_factors(t->computed, c);
+        if (llama3)
+            llama3_factors(t->computed, c);
+        else
+            memcpy(t->computed, r->role == PL_G_ROPE_LONG ? c->rope_long : c->rope_short,
+                   (size_t)t->ne[0] * sizeof(float));
         return 0;
     }
     char g[96], h[96];
@@ -1043,7 +1150,7 @@ static pl_status plan_tensors(ctensor *t, uint64_t *n, const pl_safetensors *st,
                               const hf_config *c, pl_error *err)
 {
     const pl_arch_dims d = {
-        .E = c->E, .F = c->F, .V = c->V, .D = c->D, .H = c->H, .Hkv = c->Hkv, .n_rot = c->D};
+        .E = c->E, .F = c->F, .V = c->V, .D = c->D, .H = c->H, .Hkv = c->Hkv, .n_rot = c->n_rot};
     plan_walk w = {t, n, st, used, c, &d, err};
     pl_status s = (pl_status)pl_arch_walk(c->arch, c->L, plan_visit, &w);
     if (s) return s;
@@ -1209,6 +1316,8 @@ pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_conve
     }
 done:
     pl_gguf_writer_free(w);
+    pl_free(c.rope_long);
+    pl_free(c.rope_short);
     pl_free(job.f32);
     pl_free(job.tmp);
     pl_free(job.staged);

@@ -1,5 +1,6 @@
 /* arch.c — the architecture table (arch.h): tensors, keys and recipes of llama, qwen2, qwen3,
- * and the list of metadata keys that change nothing. Data and lookups only; binding is model.c. */
+ * gemma2, gemma3 and phi3, and the list of metadata keys that change nothing. Data and lookups
+ * only; binding is model.c. */
 #include <assert.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,7 +19,8 @@
  * the output projection too). */
 #define GX(role, gguf, hf, ne0, ne1, kind, req, xf)                                                \
     {                                                                                              \
-        PL_G_##role, gguf, hf, PL_DIM_##ne0, PL_DIM_##ne1, PL_TK_##kind, req, PL_XF_##xf           \
+        PL_G_##role, gguf, hf, PL_DIM_##ne0, PL_DIM_##ne1, PL_TK_##kind, req, PL_XF_##xf,          \
+            PL_SPLIT_NONE                                                                          \
     }
 #define G(role, gguf, hf, ne0, ne1, kind, req) GX(role, gguf, hf, ne0, ne1, kind, req, NONE)
 #define GLOBALS                                                                                    \
@@ -33,10 +35,12 @@ static const pl_arch_tensor globals_llama[] = {
     G(ROPE_FREQS, "rope_freqs.weight", NULL, ROT2, 1, FACTORS, OPT),
 };
 
-#define T(role, gguf, hf, ne0, ne1, kind, req, xf)                                                 \
+#define TS(role, gguf, hf, ne0, ne1, kind, req, xf, split)                                         \
     {                                                                                              \
-        PL_L_##role, gguf, hf, PL_DIM_##ne0, PL_DIM_##ne1, PL_TK_##kind, req, PL_XF_##xf           \
+        PL_L_##role, gguf, hf, PL_DIM_##ne0, PL_DIM_##ne1, PL_TK_##kind, req, PL_XF_##xf,          \
+            PL_SPLIT_##split                                                                       \
     }
+#define T(role, gguf, hf, ne0, ne1, kind, req, xf) TS(role, gguf, hf, ne0, ne1, kind, req, xf, NONE)
 #define ROW_ATTN_NORM                                                                              \
     T(ATTN_NORM, "attn_norm.weight", "input_layernorm.weight", E, 1, NORM, REQ, NONE)
 #define ROW_WO T(WO, "attn_output.weight", "self_attn.o_proj.weight", Q, E, MATRIX_OUT, REQ, NONE)
@@ -127,6 +131,23 @@ static const pl_arch_tensor layer_gemma3[] = {
     GEMMA_BRANCHES,
 };
 
+/* Phi-3: q, k and v fused in one tensor, the gate and up projections in another (the gate's
+ * rows first), neox RoPE over rope.dimension_count dims (Phi-4-mini: 3/4 of the head), every
+ * layer local; longrope's two divisor sets, computed by convert, not HF tensors. */
+static const pl_arch_tensor globals_phi3[] = {
+    GLOBALS,
+    G(ROPE_LONG, "rope_factors_long.weight", NULL, ROT2, 1, FACTORS, OPT),
+    G(ROPE_SHORT, "rope_factors_short.weight", NULL, ROT2, 1, FACTORS, OPT),
+};
+static const pl_arch_tensor layer_phi3[] = {
+    ROW_ATTN_NORM,
+    TS(WQ, "attn_qkv.weight", "self_attn.qkv_proj.weight", E, QKV, MATRIX_IN, REQ, NONE, QKV),
+    ROW_WO,
+    ROW_FFN_NORM,
+    TS(GATE, "ffn_up.weight", "mlp.gate_up_proj.weight", E, F2, MATRIX_IN, REQ, NONE, GATE_UP),
+    ROW_DOWN,
+};
+
 /* Their own keys, with llama.cpp's defaults (Gemma 2: caps 50 and 30, window 4096). */
 static const pl_arch_key keys_gemma2[] = {
     {PL_HP_ATTN_SOFTCAP, "attn_logit_softcapping", PL_KEY_FLOAT, OPT, 50.0, 0.0, 1e6},
@@ -136,6 +157,11 @@ static const pl_arch_key keys_gemma2[] = {
 static const pl_arch_key keys_gemma3[] = {
     {PL_HP_FINAL_SOFTCAP, "final_logit_softcapping", PL_KEY_FLOAT, OPT, 0.0, 0.0, 1e6},
     {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, REQ, 0, 1, INT32_MAX},
+};
+
+/* Phi-3: 0 is no window (Phi-4); absent: by shape (window_by_shape) */
+static const pl_arch_key keys_phi3[] = {
+    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, OPT, NAN, 0, INT32_MAX},
 };
 
 #define LAYER(a) a, N_OF(a)
@@ -188,6 +214,13 @@ static const pl_arch archs[] = {
       .scale_embd_layers = 62,
       .swa_period = 6,
       .swa_rope_base = 10000.0f}},
+    {"phi3",
+     "Phi3ForCausalLM",
+     globals_phi3,
+     N_OF(globals_phi3),
+     LAYER(layer_phi3),
+     KEYS(keys_phi3),
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .swa_period = 1, .window_by_shape = 1}},
 };
 
 const pl_arch *pl_arch_at(size_t i)
@@ -211,19 +244,19 @@ const pl_arch *pl_arch_find_hf(const char *hf_class)
 
 const char *pl_arch_names(void)
 {
-    return "llama, qwen2, qwen3, gemma2, gemma3";
+    return "llama, qwen2, qwen3, gemma2, gemma3, phi3";
 }
 
 const char *pl_arch_hf_names(void)
 {
     return "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
-           "Gemma3ForCausalLM";
+           "Gemma3ForCausalLM, Phi3ForCausalLM";
 }
 
 int pl_arch_layer_is_local(const pl_arch *a, int64_t l)
 {
     const int64_t p = a->recipe.swa_period;
-    return p > 0 && l % p < p - 1;
+    return p == 1 || (p > 1 && l % p < p - 1);
 }
 
 int pl_arch_walk(const pl_arch *a, int64_t n_layer, pl_arch_visit_fn fn, void *user)

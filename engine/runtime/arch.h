@@ -52,6 +52,8 @@ enum pl_global_role {
     PL_G_OUT_NORM,
     PL_G_OUTPUT,
     PL_G_ROPE_FREQS, /* llama3-style RoPE frequency factors (n_rot/2 divisors) */
+    PL_G_ROPE_LONG,  /* Phi-3's longrope divisors for a context beyond the original */
+    PL_G_ROPE_SHORT, /* ... and within it */
     PL_G_COUNT
 };
 
@@ -73,14 +75,24 @@ enum pl_hf_xform {
     PL_XF_ADD_ONE    /* a Gemma norm: HF stores w of x * (1 + w), GGUF the multiplier 1 + w */
 };
 
+/* A fused tensor: one file tensor whose consecutive row ranges are several roles' matrices
+ * (rows are independent in every weight type, so each range is bound as its own tensor). */
+enum pl_split {
+    PL_SPLIT_NONE,
+    PL_SPLIT_QKV,    /* rows [0, Q) wq, [Q, Q + KV) wk, [Q + KV, Q + 2 KV) wv (Phi-3 attn_qkv) */
+    PL_SPLIT_GATE_UP /* rows [0, F) the gate, [F, 2 F) up (Phi-3 ffn_up) */
+};
+
 typedef struct pl_arch_tensor {
-    int role;         /* enum pl_layer_role (per layer) or enum pl_global_role */
+    int role;         /* enum pl_layer_role (per layer) or enum pl_global_role; for a fused
+                         tensor the first role it splits into (wq, gate) */
     const char *gguf; /* per layer: after "blk.N."; global: the whole name */
     const char *hf;   /* per layer: after "model.layers.N."; global: the whole name */
     uint8_t ne0, ne1; /* enum pl_dim; ne1 == PL_DIM_1: a vector */
     uint8_t kind;     /* enum pl_tensor_kind */
     uint8_t required; /* 0: optional (bound when present) */
     uint8_t xform;    /* enum pl_hf_xform */
+    uint8_t split;    /* enum pl_split */
 } pl_arch_tensor;
 
 /* Hyperparameters the table names; pl_hparams gets them from these. */
@@ -112,7 +124,7 @@ enum pl_hp {
     /* architecture-specific keys (pl_arch.keys): */
     PL_HP_ATTN_SOFTCAP,   /* attention scores: cap * tanh(s / cap); 0: none */
     PL_HP_FINAL_SOFTCAP,  /* logits: cap * tanh(l / cap); 0: none */
-    PL_HP_SLIDING_WINDOW, /* the local layers' window */
+    PL_HP_SLIDING_WINDOW, /* the local layers' window (Phi-3: 0, none) */
     PL_HP_COUNT
 };
 
@@ -149,9 +161,13 @@ typedef struct pl_arch_recipe {
      * query_pre_attn_scalar). */
     uint16_t scale_embd_layers;
     /* Local (sliding-window) layers: layer l is local iff swa_period > 0 and l % swa_period <
-     * swa_period - 1 (Gemma 2: 2, even layers; Gemma 3: 6, five of six). Their RoPE has base
-     * swa_rope_base and no scaling when swa_rope_base > 0, else the global layers' RoPE. */
+     * swa_period - 1, or swa_period == 1: every layer (Gemma 2: 2, even layers; Gemma 3: 6, five
+     * of six; Phi-3: 1). Their RoPE has base swa_rope_base and no scaling when swa_rope_base >
+     * 0, else the global layers' RoPE. */
     uint8_t swa_period;
+    /* 1: a sliding_window of 0 means none, and an absent key takes llama.cpp's default for the
+     * Phi-3 releases converted before the key existed (by layer count and training context) */
+    uint8_t window_by_shape;
     float swa_rope_base;
 } pl_arch_recipe;
 

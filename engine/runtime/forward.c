@@ -44,9 +44,11 @@ struct pl_session {
     pl_kernel_table kt;
     pl_pool *pool;
     pl_kvcache kv;
-    pl_history hist; /* the ids the cache holds and their text; hist.n == kv.n_past */
-    int64_t chunk;   /* tokens per step */
-    int packed;      /* 1: the model's repacked weights are in this session's kernel set */
+    pl_history hist;      /* the ids the cache holds and their text; hist.n == kv.n_past */
+    int64_t chunk;        /* tokens per step */
+    int packed;           /* 1: the model's repacked weights are in this session's kernel set */
+    pl_rope_args rope[2]; /* the global and local layers' RoPE as this session's context has them
+                             (longrope: the long divisors beyond the original context) */
     uint64_t eval_ns, attention_ns; /* profile: time in forward steps, in attention */
     scratch s;
     void *arena;
@@ -281,8 +283,8 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
     head_norm(ss, s->q, &L->q_norm, T, H);
     head_norm(ss, s->k, &L->k_norm, T, Hkv);
     for (int64_t t = 0; t < T; t++) {
-        k->rope(s->q + t * H * D, H, D, (int32_t)(p0 + t), L->rope);
-        k->rope(s->k + t * Hkv * D, Hkv, D, (int32_t)(p0 + t), L->rope);
+        k->rope(s->q + t * H * D, H, D, (int32_t)(p0 + t), &ss->rope[L->rope_local]);
+        k->rope(s->k + t * Hkv * D, Hkv, D, (int32_t)(p0 + t), &ss->rope[L->rope_local]);
         pl_kvcache_store(&ss->kv, l, p0 + t, s->k + t * Hkv * D, s->v + t * Hkv * D);
     }
 
@@ -522,6 +524,22 @@ pl_status pl_session_estimate(const pl_model *m, const pl_session_params *params
     return pl_ok(err);
 }
 
+/* The model's RoPE for this session: with longrope factors, a context (the context window, or a
+ * sliding session's window: the tokens the cache holds, llama.cpp's n_ctx) beyond the original
+ * context takes the long divisors wherever the short ones are used, as llama.cpp
+ * chooses them (by the context window, once; transformers by each sequence's length, so the two
+ * agree while both are on the same side of the original context). */
+static void session_rope(pl_session *ss, int64_t context_window)
+{
+    const pl_hparams *hp = &ss->m->hp;
+    ss->rope[0] = hp->rope;
+    ss->rope[1] = hp->rope_local;
+    for (int i = 0; i < 2; i++)
+        if (hp->rope_long && context_window > hp->rope.n_ctx_orig &&
+            ss->rope[i].freq_factors == hp->rope.freq_factors)
+            ss->rope[i].freq_factors = hp->rope_long;
+}
+
 pl_status pl_session_new(pl_session **out, const pl_model *m, const pl_session_params *params,
                          pl_error *err)
 {
@@ -541,6 +559,7 @@ pl_status pl_session_new(pl_session **out, const pl_model *m, const pl_session_p
         s = pl_kvcache_init(&ss->kv, m, p.context_window, p.sliding_window, p.attention_sinks,
                             p.kv_type, err);
     if (!s) ss->packed = m->packed && strcmp(m->repack_set, ss->kt.k.name) == 0;
+    if (!s) session_rope(ss, p.context_window ? p.context_window : p.sliding_window);
     if (!s) s = pl_pool_new(&ss->pool, p.n_threads, err);
     if (!s) s = alloc_scratch(ss, err);
     if (s) {

@@ -332,7 +332,12 @@ static pl_status read_rope(pl_model *m, const hp_read *r, pl_error *err)
     a->n_ctx_orig =
         r->present[PL_HP_ROPE_ORIG_CTX] ? (int64_t)r->v[PL_HP_ROPE_ORIG_CTX] : hp->n_ctx_train;
     a->style = hp->arch->recipe.rope_style;
-    a->freq_factors = m->rope_freqs.data;
+    if (!m->rope_long.data != !m->rope_short.data)
+        return pl_fail(
+            err, PL_ERR_FORMAT, "tensor '%s' is missing: longrope needs both factor sets",
+            m->rope_long.data ? "rope_factors_short.weight" : "rope_factors_long.weight");
+    a->freq_factors = m->rope_freqs.data ? m->rope_freqs.data : m->rope_short.data;
+    hp->rope_long = m->rope_long.data;
     /* local layers: their own base and no scaling where the recipe says so (Gemma 3) */
     hp->rope_local = *a;
     const float local_base = hp->arch->recipe.swa_rope_base;
@@ -343,13 +348,45 @@ static pl_status read_rope(pl_model *m, const hp_read *r, pl_error *err)
         hp->rope_local.ext_factor = 0.0f;
         hp->rope_local.attn_factor = 1.0f;
     }
-    for (int64_t i = 0; a->freq_factors && i < hp->n_rot / 2; i++) {
-        const float f = a->freq_factors[i];
-        if (!(f > 0.0f) || isinf(f))
-            return pl_fail(err, PL_ERR_FORMAT,
-                           "rope_freqs.weight[%lld] = %g is not a positive finite divisor",
-                           (long long)i, (double)f);
-    }
+    const pl_tensor *divisors[] = {&m->rope_freqs, &m->rope_long, &m->rope_short};
+    static const char *const names[] = {"rope_freqs", "rope_factors_long", "rope_factors_short"};
+    for (size_t t = 0; t < 3; t++)
+        for (int64_t i = 0; divisors[t]->data && i < hp->n_rot / 2; i++) {
+            const float f = ((const float *)divisors[t]->data)[i];
+            if (!(f > 0.0f) || isinf(f))
+                return pl_fail(err, PL_ERR_FORMAT,
+                               "%s.weight[%lld] = %g is not a positive finite divisor", names[t],
+                               (long long)i, (double)f);
+        }
+    return PL_OK;
+}
+
+/* The local layers' window: the key; for Phi-3 (window_by_shape) 0 is none, and an absent key
+ * is what llama.cpp assumes for the releases converted before it existed: 2047 for the 4k-context
+ * mini and medium (32 or 40 layers), 262144 for mini-128k, 131072 for medium-128k. */
+static pl_status read_window(const pl_model *m, const hp_read *r, int64_t *out, pl_error *err)
+{
+    const pl_hparams *hp = &m->hp;
+    const double w = r->v[PL_HP_SLIDING_WINDOW];
+    const int64_t L = hp->n_layer, ctx = hp->n_ctx_train;
+    if (!isnan(w))
+        *out = (int64_t)w;
+    else if (!hp->arch->recipe.window_by_shape)
+        *out = -1;
+    else if ((L == 32 || L == 40) && ctx == 4096)
+        *out = 2047;
+    else if (L == 32 && m->layers[0].n_head_kv == 32 && ctx == 131072)
+        *out = 262144;
+    else if (L == 40 && ctx == 131072)
+        *out = 131072;
+    else
+        return pl_fail(err, PL_ERR_NOT_FOUND,
+                       "required metadata key '%s.attention.sliding_window' is missing (%lld "
+                       "layers, context %lld: no Phi-3 release whose window llama.cpp assumes)",
+                       hp->arch->name, (long long)L, (long long)ctx);
+    if (*out < (hp->arch->recipe.window_by_shape ? 0 : 1))
+        return pl_fail(err, PL_ERR_FORMAT, "%s.attention.sliding_window = %lld must be >= 1",
+                       hp->arch->name, (long long)*out);
     return PL_OK;
 }
 
@@ -366,14 +403,13 @@ static pl_status read_block(pl_model *m, const hp_read *r, pl_error *err)
     hp->attn_softcap = (float)r->v[PL_HP_ATTN_SOFTCAP];
     hp->final_softcap = (float)r->v[PL_HP_FINAL_SOFTCAP];
     hp->emb_scale = rc->emb_sqrt ? sqrtf((float)hp->n_embd) : 0.0f;
-    const int64_t window = rc->swa_period ? (int64_t)r->v[PL_HP_SLIDING_WINDOW] : 0;
-    if (rc->swa_period && window < 1)
-        return pl_fail(err, PL_ERR_FORMAT, "%s.attention.sliding_window = %lld must be >= 1",
-                       hp->arch->name, (long long)window);
+    int64_t window = 0;
+    pl_status s;
+    if (rc->swa_period && (s = read_window(m, r, &window, err))) return s;
     for (int64_t l = 0; l < hp->n_layer; l++) {
         const int local = pl_arch_layer_is_local(hp->arch, l);
         m->layers[l].window = local ? window : 0;
-        m->layers[l].rope = local ? &hp->rope_local : &hp->rope;
+        m->layers[l].rope_local = local;
     }
     return PL_OK;
 }
@@ -420,6 +456,23 @@ static pl_status bind(pl_model *m, uint8_t *bound, pl_tensor *t, const char *nam
     return PL_OK;
 }
 
+/* A fused tensor's row ranges as tensors of their own: a gets rows [0, na), b the next nb, c
+ * (when non-NULL) the rest. Views into the one mapping: counted once, bound once. */
+static void split_rows(const pl_tensor *fused, pl_tensor *a, pl_tensor *b, pl_tensor *c, int64_t na,
+                       int64_t nb)
+{
+    const pl_tensor f = *fused;
+    pl_tensor *part[3] = {a, b, c};
+    int64_t r0 = 0;
+    for (int i = 0; i < 3 && part[i]; i++) {
+        const int64_t n = i == 0 ? na : i == 1 && c ? nb : f.ne[1] - r0;
+        *part[i] = f;
+        part[i]->data = (const uint8_t *)f.data + (size_t)r0 * f.row_bytes;
+        part[i]->ne[1] = n;
+        r0 += n;
+    }
+}
+
 /* One row of the architecture table: per layer (l >= 0, "blk.l." + suffix) or global. */
 static pl_status bind_row(pl_model *m, uint8_t *bound, const pl_arch_tensor *row, int64_t l,
                           pl_tensor *t, const pl_arch_dims *d, pl_error *err)
@@ -447,9 +500,15 @@ static pl_status bind_tensors(pl_model *m, uint8_t *bound, pl_error *err)
         d.F = L->n_ff;
         d.H = L->n_head;
         d.Hkv = L->n_head_kv;
-        for (size_t i = 0; i < a->n_layer; i++)
-            if ((s = bind_row(m, bound, &a->layer[i], l, &L->t[a->layer[i].role], &d, err)))
-                return s;
+        for (size_t i = 0; i < a->n_layer; i++) {
+            const pl_arch_tensor *row = &a->layer[i];
+            if ((s = bind_row(m, bound, row, l, &L->t[row->role], &d, err))) return s;
+            if (row->split == PL_SPLIT_QKV)
+                split_rows(&L->t[row->role], L->t + PL_L_WQ, L->t + PL_L_WK, L->t + PL_L_WV,
+                           L->n_head * d.D, L->n_head_kv * d.D);
+            else if (row->split == PL_SPLIT_GATE_UP)
+                split_rows(&L->t[row->role], L->t + PL_L_GATE, L->t + PL_L_UP, NULL, L->n_ff, 0);
+        }
     }
     if (!m->output.data) {
         m->output = m->tok_embd;

@@ -27,7 +27,7 @@ typedef struct pl_tensor {
 typedef struct pl_layer {
     int64_t n_head, n_head_kv, n_ff;
     int64_t window; /* 0: attends to the whole cache; else a local layer's own sliding window */
-    const pl_rope_args *rope; /* hp.rope, or hp.rope_local for a local layer */
+    int rope_local; /* 1: the local layers' RoPE (hp.rope_local), 0: hp.rope */
     union {
         struct {
             pl_tensor attn_norm;      /* (E) f32 */
@@ -56,12 +56,16 @@ typedef struct pl_hparams {
     int64_t n_vocab, n_ctx_train, n_embd, n_layer, head_dim, n_rot;
     int64_t max_head, max_head_kv, max_ff; /* maxima over layers, for scratch sizing */
     float rms_eps, rope_base;
-    pl_rope_args rope;       /* the global layers' RoPE: base, scaling (linear, YaRN), llama3 */
+    pl_rope_args rope;       /* the global layers' RoPE: base, scaling (linear, YaRN), llama3,
+                                longrope's short factors */
     pl_rope_args rope_local; /* the local layers' (the recipe's own base, unscaled; or rope) */
-    float attn_scale;        /* scores = attn_scale * q . k */
-    float attn_softcap;      /* 0, or scores capped: c tanh(s / c) */
-    float final_softcap;     /* 0, or logits capped */
-    float emb_scale;         /* 0, or the embedding rows multiplied by it (sqrt(n_embd)) */
+    /* longrope (Phi-3): the divisors that replace rope.freq_factors in a session whose context
+     * window exceeds rope.n_ctx_orig, as llama.cpp chooses them; NULL: none */
+    const float *rope_long;
+    float attn_scale;    /* scores = attn_scale * q . k */
+    float attn_softcap;  /* 0, or scores capped: c tanh(s / c) */
+    float final_softcap; /* 0, or logits capped */
+    float emb_scale;     /* 0, or the embedding rows multiplied by it (sqrt(n_embd)) */
 } pl_hparams;
 
 struct pl_model {
@@ -71,10 +75,11 @@ struct pl_model {
     pl_hparams hp;
     union { /* t[] indexed by enum pl_global_role */
         struct {
-            pl_tensor tok_embd;   /* (E) x V rows */
-            pl_tensor out_norm;   /* (E) f32 */
-            pl_tensor output;     /* (E) -> (V); == tok_embd when tied */
-            pl_tensor rope_freqs; /* (n_rot/2) f32 RoPE frequency divisors, or absent */
+            pl_tensor tok_embd;              /* (E) x V rows */
+            pl_tensor out_norm;              /* (E) f32 */
+            pl_tensor output;                /* (E) -> (V); == tok_embd when tied */
+            pl_tensor rope_freqs;            /* (n_rot/2) f32 RoPE frequency divisors, or absent */
+            pl_tensor rope_long, rope_short; /* (n_rot/2) f32 longrope divisors, or absent */
         };
         pl_tensor g[PL_G_COUNT];
     };
