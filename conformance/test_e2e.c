@@ -608,6 +608,77 @@ static void model_rejects_missing_misshapen_and_mistyped_tensors(void)
     expect_load_error(s, PL_ERR_UNSUPPORTED, "gpt-j");
 }
 
+/* The kernel set is chosen once, when the model loads: PLUMB_KERNELS read then, or the model's
+ * params; sessions and samplers follow it unless their own params name a set. */
+static void first_supported(const struct pl_kernels *ks, void *ctx)
+{
+    const char **name = ctx;
+    if (!*name && strcmp(ks->name, "ref") != 0) *name = ks->name;
+}
+
+static void kernel_set_is_chosen_once_at_load(void)
+{
+    const char *other = NULL; /* a supported set that is not ref, when the CPU has one */
+    for_each_supported_set(first_supported, &other);
+    tiny_spec spec = tiny_default("llama", PL_TYPE_Q8_0);
+    void *buf = NULL;
+    size_t size = 0;
+    CU_ASSERT_EQUAL_FATAL(tiny_build(&spec, &buf, &size), 0);
+    const char *saved = getenv("PLUMB_KERNELS");
+    char *keep = saved ? strdup(saved) : NULL;
+    setenv("PLUMB_KERNELS", "ref", 1);
+    pl_model *m = NULL;
+    pl_error e;
+    CU_ASSERT_EQUAL(pl_model_load_memory(&m, buf, size, NULL, &e), PL_OK);
+    if (other) setenv("PLUMB_KERNELS", other, 1); /* after load: changes nothing */
+    pl_model_info info;
+    pl_session *s = NULL, *s2 = NULL;
+    pl_sampler *smp = NULL, *smp2 = NULL;
+    pl_session_info si;
+    if (m && pl_model_get_info(m, &info, NULL) == PL_OK) {
+        CU_ASSERT_STRING_EQUAL(info.kernels, "ref");
+        CU_ASSERT_EQUAL(pl_session_new(&s, m, NULL, &e), PL_OK);
+        CU_ASSERT_EQUAL(pl_sampler_new(&smp, m, NULL, &e), PL_OK);
+        if (s && pl_session_get_info(s, &si, NULL) == PL_OK)
+            CU_ASSERT_STRING_EQUAL(si.kernels, "ref");
+        CU_ASSERT_STRING_EQUAL(pl_sampler_kernels(smp), "ref");
+        if (other) { /* told otherwise: their own set */
+            pl_session_params sp = pl_session_default_params(m);
+            pl_sampler_params pp = pl_sampler_default_params();
+            sp.kernels = pp.kernels = other;
+            CU_ASSERT_EQUAL(pl_session_new(&s2, m, &sp, &e), PL_OK);
+            CU_ASSERT_EQUAL(pl_sampler_new(&smp2, m, &pp, &e), PL_OK);
+            if (s2 && pl_session_get_info(s2, &si, NULL) == PL_OK)
+                CU_ASSERT_STRING_EQUAL(si.kernels, other);
+            CU_ASSERT_STRING_EQUAL(pl_sampler_kernels(smp2), other);
+        }
+        pl_sampler_params bad = pl_sampler_default_params();
+        bad.kernels = "no-such-set";
+        pl_sampler *none = NULL;
+        CU_ASSERT_NOT_EQUAL(pl_sampler_new(&none, m, &bad, &e), PL_OK);
+        CU_ASSERT_PTR_NULL(none);
+    }
+    pl_session_free(s);
+    pl_session_free(s2);
+    pl_sampler_free(smp);
+    pl_sampler_free(smp2);
+    pl_model_free(m);
+    /* the model's params name the set: PLUMB_KERNELS is not read */
+    setenv("PLUMB_KERNELS", "no-such-set", 1);
+    const pl_model_params mp = {.kernels = "ref"};
+    m = NULL;
+    CU_ASSERT_EQUAL(pl_model_load_memory(&m, buf, size, &mp, &e), PL_OK);
+    if (m && pl_model_get_info(m, &info, NULL) == PL_OK)
+        CU_ASSERT_STRING_EQUAL(info.kernels, "ref");
+    pl_model_free(m);
+    if (keep)
+        setenv("PLUMB_KERNELS", keep, 1);
+    else
+        unsetenv("PLUMB_KERNELS");
+    free(keep);
+    pl_buffer_free(buf);
+}
+
 static void model_info_and_session_estimate_report_what_is_used(void)
 {
     tiny_spec spec = tiny_default("qwen3", PL_TYPE_Q4_K);
@@ -725,6 +796,7 @@ int main(void)
          model_rejects_missing_misshapen_and_mistyped_tensors},
         {"model_info_and_session_estimate_report_what_is_used",
          model_info_and_session_estimate_report_what_is_used},
+        {"kernel_set_is_chosen_once_at_load", kernel_set_is_chosen_once_at_load},
         {"session_survives_allocation_failure_at_every_n",
          session_survives_allocation_failure_at_every_n},
         {NULL, NULL},

@@ -251,8 +251,9 @@ typedef struct pl_sampler pl_sampler; /* sampler chain and its random stream */
 
 typedef struct pl_model_params {
     uint32_t flags;      /* PL_MODEL_* bits; others must be 0 */
-    const char *kernels; /* the set whose repacked layouts to build; NULL: PLUMB_KERNELS, else
-                          * the best this CPU runs */
+    const char *kernels; /* the model's kernel set, chosen once: the layouts repacked for it,
+                          * and the set its sessions and samplers run unless their params name
+                          * another; NULL: PLUMB_KERNELS, else the best this CPU runs */
 } pl_model_params;
 
 /* params may be NULL for defaults. The file is mapped read-only. Weights run from the mapping,
@@ -449,6 +450,7 @@ typedef struct pl_model_info {
     uint64_t n_params;
     uint64_t step_weight_bytes; /* weight bytes one decode step reads: every matmul weight
                                  * and vector, but one row of an untied embedding table */
+    char kernels[32];           /* the model's kernel set: its sessions' and samplers' default */
     char repack_set[16];        /* the kernel set whose layouts were built; "" when none */
     int n_repacked;             /* weight tensors copied into it */
     uint64_t repack_bytes;      /* the copies' memory */
@@ -470,7 +472,7 @@ typedef struct pl_session_params {
     int64_t attention_sinks;
     int64_t prefill_chunk; /* tokens per forward step when prefilling (>= 1) */
     pl_type kv_type;       /* PL_TYPE_F32 or PL_TYPE_F16 */
-    const char *kernels;   /* kernel set name; NULL: PLUMB_KERNELS, else the best */
+    const char *kernels;   /* kernel set name; NULL: the model's (pl_model_params.kernels) */
 } pl_session_params;
 
 /* Defaults: context_window = min(n_ctx_train, 4096), prefill_chunk 64, F16 KV. */
@@ -531,6 +533,7 @@ typedef struct pl_sampler_params {
     float presence_penalty; /* 0.0; finite */
     int32_t penalty_last_n; /* 64: how much history the penalties see; >= 0 */
     uint64_t seed;          /* 0xdecafbad */
+    const char *kernels;    /* kernel set name; NULL: the model's (pl_model_params.kernels) */
 } pl_sampler_params;
 
 pl_sampler_params pl_sampler_default_params(void);
@@ -539,6 +542,8 @@ pl_sampler_params pl_sampler_default_params(void);
 pl_status pl_sampler_new(pl_sampler **out, const pl_model *m, const pl_sampler_params *params,
                          pl_error *err);
 void pl_sampler_free(pl_sampler *s);
+/* The kernel set the sampler runs ("" for NULL). */
+const char *pl_sampler_kernels(const pl_sampler *s);
 /* Picks the next token from logits (n_vocab floats); history holds the tokens so far (the
  * last penalty_last_n are penalised; ids outside [0, n_vocab) penalise nothing). Does not
  * modify logits or history. PL_ERR_INVALID_ARG for a NaN logit, NULL logits or token, NULL

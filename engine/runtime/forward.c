@@ -520,7 +520,7 @@ pl_status pl_session_estimate(const pl_model *m, const pl_session_params *params
     out->kv_bytes = kv_bytes;
     out->scratch_bytes =
         scratch_layout(&m->hp, p.prefill_chunk, out->n_threads, cap, sizes, &xq_row);
-    snprintf(out->kernels, sizeof out->kernels, "%s", p.kernels ? p.kernels : "");
+    snprintf(out->kernels, sizeof out->kernels, "%s", p.kernels ? p.kernels : m->kt.k.name);
     return pl_ok(err);
 }
 
@@ -553,8 +553,11 @@ pl_status pl_session_new(pl_session **out, const pl_model *m, const pl_session_p
     ss->m = m;
     ss->chunk = p.prefill_chunk;
     pl_history_init(&ss->hist, pl_model_tokenizer(m));
-    pl_status s =
-        p.kernels ? pl_kernels_init(&ss->kt, p.kernels, err) : pl_kernels_init_env(&ss->kt, err);
+    pl_status s = PL_OK;
+    if (p.kernels)
+        s = pl_kernels_init(&ss->kt, p.kernels, err);
+    else
+        ss->kt = m->kt; /* the model's set, chosen once at load */
     if (!s)
         s = pl_kvcache_init(&ss->kv, m, p.context_window, p.sliding_window, p.attention_sinks,
                             p.kv_type, err);

@@ -675,8 +675,11 @@ static pl_status finish_load(pl_model **out, pl_gguf *g, const pl_model_params *
         s = pl_fail(err, PL_ERR_FORMAT,
                     "tokenizer has %lld tokens but token_embd.weight only %lld rows",
                     (long long)m->tok->n_vocab, (long long)m->hp.n_vocab);
+    if (!s && !m->vocab_only)
+        s = params && params->kernels ? pl_kernels_init(&m->kt, params->kernels, err)
+                                      : pl_kernels_init_env(&m->kt, err);
     if (!s && !m->vocab_only && !(params && (params->flags & PL_MODEL_NO_REPACK)))
-        s = pl_model_repack(m, params ? params->kernels : NULL, err);
+        s = pl_model_repack(m, err);
     if (s) {
         pl_model_free(m);
         return s;
@@ -755,6 +758,7 @@ pl_status pl_model_get_info(const pl_model *m, pl_model_info *out, pl_error *err
                                      : m->weight_bytes -
                                            m->tok_embd.row_bytes * (uint64_t)m->tok_embd.ne[1] +
                                            m->tok_embd.row_bytes;
+    snprintf(out->kernels, sizeof out->kernels, "%s", m->kt.k.name);
     snprintf(out->repack_set, sizeof out->repack_set, "%s", m->repack_set);
     out->n_repacked = m->n_repacked;
     out->repack_bytes = m->packed_bytes;

@@ -8,6 +8,7 @@
 
 #include "arch.h"
 #include "kernels.h"
+#include "registry.h"
 
 struct pl_tokenizer;
 
@@ -86,6 +87,9 @@ struct pl_model {
     int tied;
     pl_layer *layers; /* n_layer */
     uint64_t weight_bytes, n_params;
+    /* the kernel set chosen once, at load (pl_model_params.kernels, else PLUMB_KERNELS, else the
+     * best this CPU runs): sessions and samplers use it unless their params name another */
+    pl_kernel_table kt;
     /* repack.c: the weights copied into one kernel set's layouts */
     char repack_set[16]; /* "" when none */
     void *packed;        /* one arena holding every copy */
@@ -94,9 +98,9 @@ struct pl_model {
     double repack_ms;
 };
 
-/* Builds the repacked copies for the kernel set named (NULL: PLUMB_KERNELS, else the best).
- * On failure the model is unchanged (still runs from the mapping). */
-pl_status pl_model_repack(pl_model *m, const char *kernels, pl_error *err);
+/* Builds the repacked copies for the model's kernel set (m->kt). On failure the model is
+ * unchanged (still runs from the mapping). */
+pl_status pl_model_repack(pl_model *m, pl_error *err);
 
 /* The tokenizer bound at load, or NULL. */
 const struct pl_tokenizer *pl_model_tokenizer(const pl_model *m);

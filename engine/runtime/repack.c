@@ -66,13 +66,11 @@ static void visit(pl_tensor *t, void *ctx)
     p->n++;
 }
 
-pl_status pl_model_repack(pl_model *m, const char *kernels, pl_error *err)
+pl_status pl_model_repack(pl_model *m, pl_error *err)
 {
     if (!m || m->vocab_only) return pl_fail(err, PL_ERR_INVALID_ARG, "no model weights to repack");
     if (m->packed) return pl_fail(err, PL_ERR_INVALID_ARG, "model is repacked already");
-    pl_kernel_table kt;
-    pl_status s = kernels ? pl_kernels_init(&kt, kernels, err) : pl_kernels_init_env(&kt, err);
-    if (s) return s;
+    const pl_kernel_table kt = m->kt;
     const double t0 = now_ms();
     plan p = {.gguf = m->gguf, .set = kt.set};
     each_matmul_weight(m, visit, &p);

@@ -91,10 +91,11 @@ pl_status pl_sampler_new(pl_sampler **out, const pl_model *m, const pl_sampler_p
     if (!s) return pl_fail(err, PL_ERR_NOMEM, "no memory for the sampler");
     s->p = p;
     s->V = m->hp.n_vocab;
-    if ((st = pl_kernels_init_env(&s->kt, err))) {
+    if (p.kernels && (st = pl_kernels_init(&s->kt, p.kernels, err))) {
         pl_free(s);
         return st;
     }
+    if (!p.kernels) s->kt = m->kt; /* the model's set, chosen once at load */
     s->logits = pl_malloc((size_t)s->V * sizeof *s->logits);
     s->c = pl_malloc((size_t)s->V * sizeof *s->c);
     if (!s->logits || !s->c) {
@@ -106,6 +107,11 @@ pl_status pl_sampler_new(pl_sampler **out, const pl_model *m, const pl_sampler_p
     for (int i = 0; i < 4; i++) s->rng[i] = splitmix(&seed);
     *out = s;
     return pl_ok(err);
+}
+
+const char *pl_sampler_kernels(const pl_sampler *s)
+{
+    return s ? s->kt.k.name : "";
 }
 
 void pl_sampler_free(pl_sampler *s)
