@@ -1,6 +1,6 @@
 # End-to-end: engine logits vs the double-precision reference transformer, and the
 # bit-for-bit invariance of logits across chunking, threads and truncation.
-plumb_test(test_e2e LABELS e2e conformance TIMEOUT 600
+plumb_test(test_e2e LABELS e2e conformance TIMEOUT 1200
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_e2e.c ${CMAKE_CURRENT_SOURCE_DIR}/tinymodel.c
           ${CMAKE_CURRENT_SOURCE_DIR}/kernel_sets.c
           ${CMAKE_CURRENT_SOURCE_DIR}/refs/ref_transformer.c)
