@@ -9,6 +9,8 @@
 #include "jinja/jinja_int.h"
 
 #define MAX_PARSE_DEPTH 200 /* nesting of expressions and blocks: the C stack stays small */
+#define PL_STR_(x)      #x
+#define PL_STR(x)       PL_STR_(x)
 
 typedef enum {
     T_DATA,
@@ -34,6 +36,8 @@ typedef struct tok {
 } tok;
 
 typedef struct parser {
+    size_t pos_off; /* pos_of's cursor: tokens come in order, so positions are found in O(n) */
+    uint32_t pos_line, pos_col;
     jarena *a;
     jfail *f;
     const char *src; /* normalized source */
@@ -71,14 +75,18 @@ static int is_name_start(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 
-static void pos_of(const parser *p, size_t off, uint32_t *line, uint32_t *col)
+static void pos_of(parser *p, size_t off, uint32_t *line, uint32_t *col)
 {
-    uint32_t l = 1;
-    size_t start = 0;
-    for (size_t i = 0; i < off && i < p->len; i++)
-        if (p->src[i] == '\n') l++, start = i + 1;
-    *line = l;
-    *col = (uint32_t)(jutf8_count(p->src + start, off - start) + 1);
+    if (off < p->pos_off || p->pos_line == 0) p->pos_off = 0, p->pos_line = 1, p->pos_col = 1;
+    for (size_t i = p->pos_off; i < off && i < p->len; i++) {
+        if (p->src[i] == '\n')
+            p->pos_line++, p->pos_col = 1;
+        else if (((unsigned char)p->src[i] & 0xC0) != 0x80)
+            p->pos_col++;
+    }
+    p->pos_off = off;
+    *line = p->pos_line;
+    *col = p->pos_col;
 }
 
 _Noreturn static void lex_fail(parser *p, size_t off, pl_status code, const char *what)
@@ -301,7 +309,7 @@ static const jstr *unescape(parser *p, size_t off, const char *s, size_t n)
 static size_t lex_tag(parser *p, size_t i, int is_block, int *line_starting)
 {
     int depth = 0;
-    char stack[64];
+    char stack[MAX_PARSE_DEPTH];
     for (;;) {
         if (i >= p->len)
             lex_fail(p, i, PL_ERR_FORMAT,
@@ -395,9 +403,11 @@ static size_t lex_tag(parser *p, size_t i, int is_block, int *line_starting)
             } else {
                 uint64_t v = 0;
                 for (size_t q = 0; q < k; q++) {
-                    if (v > (uint64_t)(INT64_MAX - 9) / 10)
-                        lex_fail(p, start, PL_ERR_UNSUPPORTED, "integer literal past 64 bits");
-                    v = v * 10 + (uint64_t)(num[q] - '0');
+                    uint64_t d = (uint64_t)(num[q] - '0');
+                    if (v > ((uint64_t)INT64_MAX - d) / 10)
+                        lex_fail(p, start, PL_ERR_UNSUPPORTED,
+                                 "integer literal past 64 bits (plumb's integers are 64-bit)");
+                    v = v * 10 + d;
                 }
                 t->i = (int64_t)v;
             }
@@ -439,7 +449,8 @@ static size_t lex_tag(parser *p, size_t i, int is_block, int *line_starting)
         }
         if (c == '(' || c == '[' || c == '{') {
             if (depth == (int)sizeof stack)
-                lex_fail(p, i, PL_ERR_LIMIT, "brackets nested too deep");
+                lex_fail(p, i, PL_ERR_LIMIT,
+                         "brackets: nesting deeper than " PL_STR(MAX_PARSE_DEPTH) " levels");
             stack[depth++] = c == '(' ? ')' : c == '[' ? ']' : '}';
         } else if (c == ')' || c == ']' || c == '}') {
             if (depth == 0 || stack[depth - 1] != c) {
@@ -707,6 +718,7 @@ static jnode *parse_filter_expr(parser *p, jnode *n)
         } else if (is_op(t, "(")) {
             jnode *c = node(p, JN_CALL, t);
             c->a = n;
+            c->line = n->line, c->col = n->col;
             parse_call_args(p, c);
             n = c;
         } else {
@@ -774,6 +786,7 @@ static jnode *parse_postfix(parser *p, jnode *n)
         } else if (is_op(t, "(")) {
             jnode *c = node(p, JN_CALL, t);
             c->a = n;
+            c->line = n->line, c->col = n->col;
             parse_call_args(p, c);
             n = c;
         } else {
@@ -786,7 +799,6 @@ static jnode *parse_primary(parser *p)
 {
     tok *t = cur(p);
     char b[64];
-    enter(p);
     jnode *n;
     switch (t->type) {
     case T_NAME: {
@@ -875,18 +887,18 @@ static jnode *parse_primary(parser *p)
 static jnode *parse_unary(parser *p, int with_filter)
 {
     tok *t = cur(p);
-    enter(p);
     jnode *n;
     if (is_op(t, "-") || is_op(t, "+")) {
+        enter(p);
         adv(p);
         n = node(p, t->op[0] == '-' ? JN_NEG : JN_POS, t);
         n->a = parse_unary(p, 0);
+        p->depth--;
     } else {
         n = parse_primary(p);
     }
     n = parse_postfix(p, n);
     if (with_filter) n = parse_filter_expr(p, n);
-    p->depth--;
     return n;
 }
 
