@@ -110,7 +110,7 @@ def bench(corpus, tmpl, n_msgs):
     with open(os.path.join(corpus, "templates", tmpl + ".jinja"), encoding="utf-8",
               newline="") as f:
         compiled = env.from_string(f.read())
-    ctx = context(corpus, tmpl, "bench_100")
+    ctx = context(corpus, tmpl, "13_long_100")
     reps = 200
     compiled.render(**ctx)
     t0 = time.perf_counter()
