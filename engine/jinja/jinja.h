@@ -43,11 +43,13 @@ pl_status pl_jinja_compile(const char *src, size_t len, pl_jinja_template **out,
 
 /* Renders t with the variables of context (a JSON object: messages, tools,
  * add_generation_prompt, bos_token, eos_token, and whatever else the template reads; NULL is
- * an empty one). lim NULL: the defaults. On success *out is a NUL-terminated pl_malloc'd
- * string of *out_len bytes (free with pl_free). Errors: PL_ERR_TEMPLATE... see below, each
- * naming line and column of the template: PL_ERR_INVALID_ARG for a runtime error of the
- * template (undefined attribute, wrong type, raise_exception: "raised: <its message>"),
- * PL_ERR_LIMIT for a limit, PL_ERR_NOMEM. *out is NULL on error. Never modifies t. */
+ * an empty one), as transformers' apply_chat_template passes them. lim NULL: the defaults. On
+ * success *out is a NUL-terminated pl_malloc'd string of *out_len bytes (free with pl_free).
+ * Errors name the template's line and column: PL_ERR_INVALID_ARG for what jinja2 raises at run
+ * time (an attribute of an undefined value, a type error, raise_exception: "raised: <its
+ * message>"), PL_ERR_UNSUPPORTED for what plumb does not implement (a filter it does not know,
+ * integers past 64 bits), PL_ERR_LIMIT for a limit, PL_ERR_NOMEM; *out is NULL then. Never
+ * modifies t or context: renders of one template may run on several threads at once. */
 pl_status pl_jinja_render(const pl_jinja_template *t, const json_t *context,
                           const pl_jinja_limits *lim, char **out, size_t *out_len, pl_error *err);
 

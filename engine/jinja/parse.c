@@ -305,6 +305,33 @@ static const jstr *unescape(parser *p, size_t off, const char *s, size_t n)
     return jstr_new(p->a, p->f, o, k);
 }
 
+/* The end of a tag at i ('%}' or '}}', with '-' stripping the whitespace after it, and for
+ * blocks '+' keeping the newline trim_blocks would eat): pushes its token and returns the
+ * offset after it, or 0 when i is not at one. */
+static size_t tag_end(parser *p, size_t i, int is_block, int *line_starting)
+{
+    const char *close = is_block ? "%}" : "}}";
+    tok_type type = is_block ? T_BLOCK_END : T_VAR_END;
+    if (p->src[i] == '-' && starts(p, i + 1, close)) {
+        push_tok(p, type, i);
+        i += 3;
+        while (i < p->len && is_space(p->src[i])) i++;
+        *line_starting = p->src[i - 1] == '\n';
+        return i;
+    }
+    if (is_block && p->src[i] == '+' && starts(p, i + 1, close)) {
+        push_tok(p, type, i);
+        *line_starting = 0;
+        return i + 3;
+    }
+    if (!starts(p, i, close)) return 0;
+    push_tok(p, type, i);
+    i += 2;
+    *line_starting = 0;
+    if (is_block && i < p->len && p->src[i] == '\n') i++, *line_starting = 1;
+    return i;
+}
+
 /* Tokens of one {{ }} or {% %} tag from i; returns the offset after its end. */
 static size_t lex_tag(parser *p, size_t i, int is_block, int *line_starting)
 {
@@ -317,42 +344,8 @@ static size_t lex_tag(parser *p, size_t i, int is_block, int *line_starting)
                                 "a '{%' tag is not closed"
                               : "unexpected end of template: "
                                 "a '{{' tag is not closed");
-        if (depth == 0) {
-            if (is_block) {
-                if (starts(p, i, "-%}")) {
-                    push_tok(p, T_BLOCK_END, i);
-                    i += 3;
-                    while (i < p->len && is_space(p->src[i])) i++;
-                    *line_starting = i > 0 && p->src[i - 1] == '\n';
-                    return i;
-                }
-                if (starts(p, i, "+%}")) {
-                    push_tok(p, T_BLOCK_END, i);
-                    *line_starting = 0;
-                    return i + 3;
-                }
-                if (starts(p, i, "%}")) {
-                    push_tok(p, T_BLOCK_END, i);
-                    i += 2;
-                    *line_starting = 0;
-                    if (i < p->len && p->src[i] == '\n') i++, *line_starting = 1;
-                    return i;
-                }
-            } else {
-                if (starts(p, i, "-}}")) {
-                    push_tok(p, T_VAR_END, i);
-                    i += 3;
-                    while (i < p->len && is_space(p->src[i])) i++;
-                    *line_starting = i > 0 && p->src[i - 1] == '\n';
-                    return i;
-                }
-                if (starts(p, i, "}}")) {
-                    push_tok(p, T_VAR_END, i);
-                    *line_starting = 0;
-                    return i + 2;
-                }
-            }
-        }
+        size_t end;
+        if (depth == 0 && (end = tag_end(p, i, is_block, line_starting))) return end;
         char c = p->src[i];
         if (is_space(c)) {
             i++;
