@@ -37,8 +37,9 @@ typedef struct pl_jinja_limits {
 
 /* Parses src (len bytes, UTF-8; NUL bytes allowed) as transformers' jinja2 environment does
  * (trim_blocks, lstrip_blocks, loop controls). Errors (PL_ERR_FORMAT for bad syntax or bad
- * UTF-8, PL_ERR_LIMIT for nesting past the parser's bound, PL_ERR_NOMEM) name line and
- * column ("line 3, column 14: ..."); *out is NULL then. */
+ * UTF-8, PL_ERR_LIMIT for nesting past the parser's bound, PL_ERR_UNSUPPORTED for a literal
+ * plumb cannot hold, PL_ERR_NOMEM) name line and column ("line 3, column 14: ...", columns in
+ * code points); *out is NULL then. */
 pl_status pl_jinja_compile(const char *src, size_t len, pl_jinja_template **out, pl_error *err);
 
 /* Renders t with the variables of context (a JSON object: messages, tools,
