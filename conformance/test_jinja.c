@@ -355,6 +355,23 @@ static void jinja_deep_nesting_is_a_limit(void)
     free(ok);
 }
 
+/* values built in a loop nest without bound: printing, tojson and ordering them are limits,
+ * equality past 200 levels compares identity (jinja2 raises RecursionError there) */
+static void jinja_deeply_nested_values_never_overflow_the_stack(void)
+{
+    const char *build = "{% set ns = namespace(x=[]) %}{% for i in range(20000) %}"
+                        "{% set ns.x = [ns.x] %}{% endfor %}";
+    char src[512];
+    snprintf(src, sizeof src, "%s{{ ns.x }}", build);
+    expect_error(src, NULL, NULL, PL_ERR_LIMIT, "line 1", "deeper than 200");
+    snprintf(src, sizeof src, "%s{{ ns.x | tojson }}", build);
+    expect_error(src, NULL, NULL, PL_ERR_LIMIT, "line 1", "deeper than 200");
+    snprintf(src, sizeof src, "%s{{ [ns.x] < [[ns.x]] }}", build);
+    expect_error(src, NULL, NULL, PL_ERR_LIMIT, "line 1", "deeper than 200");
+    snprintf(src, sizeof src, "%s{{ ns.x == ns.x }}", build);
+    EXPECT(src, NULL, "True");
+}
+
 static void jinja_huge_range_is_refused_as_the_sandbox_does(void)
 {
     expect_error("{% for i in range(10**9) %}{% endfor %}", NULL, NULL, PL_ERR_LIMIT,
@@ -513,6 +530,8 @@ int main(void)
         {"jinja_rejects_invalid_utf8_with_position", jinja_rejects_invalid_utf8_with_position},
         {"jinja_rejects_unterminated_tags", jinja_rejects_unterminated_tags},
         {"jinja_deep_nesting_is_a_limit", jinja_deep_nesting_is_a_limit},
+        {"jinja_deeply_nested_values_never_overflow_the_stack",
+         jinja_deeply_nested_values_never_overflow_the_stack},
         {"jinja_huge_range_is_refused_as_the_sandbox_does",
          jinja_huge_range_is_refused_as_the_sandbox_does},
         {"jinja_loop_iterations_are_bounded", jinja_loop_iterations_are_bounded},

@@ -431,7 +431,7 @@ jv jbuiltin_call_global(jctx *c, const jnode *at, int fn, const jv *args, size_t
         time_t t = (time_t)c->lim->now;
         struct tm tm;
         if (!gmtime_r(&t, &tm)) jerr(c, at, PL_ERR_INVALID_ARG, "strftime_now: bad clock");
-        char buf[4096];
+        char buf[16384]; /* 256 bytes of conversions, each at most a few dozen bytes */
         size_t n = f->len ? strftime(buf, sizeof buf, f->s, &tm) : 0;
         return str_v(c, buf, n);
     }

@@ -311,7 +311,11 @@ static int is_num(jv v)
     return v.t == JV_BOOL || v.t == JV_INT || v.t == JV_FLOAT;
 }
 
-int jv_equal(jv a, jv b)
+/* Values a render builds may nest without bound ({% set ns.x = [ns.x] %} in a loop): past this
+ * depth, lists and dicts compare by identity (equality) or fail (order), never the C stack. */
+#define MAX_VALUE_DEPTH 200
+
+static int equal_at(jv a, jv b, int depth)
 {
     if (is_num(a) && is_num(b)) {
         if (a.t == JV_FLOAT || b.t == JV_FLOAT) {
@@ -356,7 +360,12 @@ int jv_equal(jv a, jv b)
     }
 }
 
-int jv_compare(jctx *c, const jnode *at, jv a, jv b)
+int jv_equal(jv a, jv b)
+{
+    return equal_at(a, b, 0);
+}
+
+static int compare_at(jctx *c, const jnode *at, jv a, jv b, int depth)
 {
     if (is_num(a) && is_num(b)) {
         if (a.t == JV_FLOAT || b.t == JV_FLOAT) {
@@ -374,15 +383,23 @@ int jv_compare(jctx *c, const jnode *at, jv a, jv b)
         return a.u.s->len < b.u.s->len ? -1 : a.u.s->len > b.u.s->len;
     }
     if (a.t == JV_LIST && b.t == JV_LIST && a.tuple == b.tuple) {
+        if (depth > MAX_VALUE_DEPTH)
+            jerr(c, at, PL_ERR_LIMIT, "comparing lists nested deeper than %d levels",
+                 MAX_VALUE_DEPTH);
         size_t n = a.u.l->n < b.u.l->n ? a.u.l->n : b.u.l->n;
         for (size_t i = 0; i < n; i++) {
             if (jv_equal(a.u.l->v[i], b.u.l->v[i])) continue;
-            return jv_compare(c, at, a.u.l->v[i], b.u.l->v[i]);
+            return compare_at(c, at, a.u.l->v[i], b.u.l->v[i], depth + 1);
         }
         return a.u.l->n < b.u.l->n ? -1 : a.u.l->n > b.u.l->n;
     }
     jerr(c, at, PL_ERR_INVALID_ARG, "'<' not supported between instances of '%s' and '%s'",
          jv_type_name(a), jv_type_name(b));
+}
+
+int jv_compare(jctx *c, const jnode *at, jv a, jv b)
+{
+    return compare_at(c, at, a, b, 0);
 }
 
 const char *jv_type_name(jv v)
