@@ -16,7 +16,8 @@
 
 static int name_is(const char *s, size_t n, const char *lit)
 {
-    return strlen(lit) == n && !memcmp(s, lit, n);
+    /* the first byte settles most comparisons before strlen */
+    return n && s[0] == lit[0] && strlen(lit) == n && !memcmp(s, lit, n);
 }
 static int jname_is(const jstr *s, const char *lit)
 {
@@ -159,6 +160,14 @@ static jv case_map(jctx *c, const jstr *s, int mode) /* 0 lower, 1 upper, 2 titl
     size_t i = 0;
     int prev_cased = 0, first = 1;
     while (i < s->len) {
+        unsigned char ch = (unsigned char)s->s[i];
+        if (ch < 0x80 && mode < 2) { /* ASCII: no table needed */
+            jbuf_putc(c, &b,
+                      (char)(mode ? (ch >= 'a' && ch <= 'z' ? ch - 32 : ch)
+                                  : (ch >= 'A' && ch <= 'Z' ? ch + 32 : ch)));
+            i++;
+            continue;
+        }
         int32_t cp = next_cp(s->s, s->len, &i), r;
         switch (mode) {
         case 0:
@@ -529,6 +538,18 @@ static int unsafe_attr(jv obj, const char *name, size_t n)
     return 0;
 }
 
+/* a Python dict attribute of that name exists (a method, or a dunder) */
+static int dict_attr(const char *name, size_t n)
+{
+    static const char *const attrs[] = {"items",  "keys",  "values",  "get",
+                                        "copy",   "pop",   "popitem", "setdefault",
+                                        "update", "clear", "fromkeys"};
+    if (n && name[0] == '_') return 1;
+    for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++)
+        if (name_is(name, n, attrs[i])) return 1;
+    return 0;
+}
+
 static jv undef_attr(jctx *c, jv obj, const char *name, size_t n, int unsafe)
 {
     char msg[160];
@@ -564,6 +585,11 @@ jv jbuiltin_attr(jctx *c, const jnode *at, jv obj, const char *name, size_t n)
             return i + 1 < len
                        ? l->items->v[i + 1]
                        : jv_undef(jstr_new(&c->arena, &c->fail, "there is no next item", 21));
+    }
+    if ((obj.t == JV_DICT && !dict_attr(name, n)) || obj.t == JV_NS) {
+        /* the common case (message.role): no attribute of dict has the name, so the item */
+        const jv *v = jdict_get_str(obj.u.d, name, n);
+        return v ? *v : undef_attr(c, obj, name, n, 0);
     }
     if (unsafe_attr(obj, name, n)) return undef_attr(c, obj, name, n, 1);
     for (size_t k = 0; k < sizeof methods / sizeof *methods; k++) {
