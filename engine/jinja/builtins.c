@@ -193,6 +193,22 @@ static jv case_map(jctx *c, const jstr *s, int mode) /* 0 lower, 1 upper, 2 titl
     return jv_str(jbuf_str(c, &b));
 }
 
+/* jinja2's title filter (not str.title): the pieces between runs of [-\s({\[<] get their first
+ * character upper-cased and the rest lower-cased, so "don't" stays "Don't" */
+static jv title_filter(jctx *c, const jstr *s)
+{
+    jbuf b = {0};
+    size_t i = 0;
+    int at_start = 1;
+    while (i < s->len) {
+        int32_t cp = next_cp(s->s, s->len, &i);
+        int sep = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || py_space(cp);
+        put_cp(c, &b, sep ? cp : at_start ? utf8proc_toupper(cp) : utf8proc_tolower(cp));
+        at_start = sep;
+    }
+    return jv_str(jbuf_str(c, &b));
+}
+
 static const char *find_bytes(const char *h, size_t hn, const char *n, size_t nn)
 {
     if (nn == 0) return h;
@@ -839,7 +855,7 @@ int jbuiltin_test(jctx *c, const jnode *at, const jstr *name, jv v, const jv *ar
     if (T("mapping")) return v.t == JV_DICT;
     if (T("iterable")) return v.t == JV_STR || v.t == JV_LIST || v.t == JV_DICT || v.t == JV_UNDEF;
     if (T("sequence")) return v.t == JV_STR || v.t == JV_LIST || v.t == JV_DICT || v.t == JV_UNDEF;
-    if (T("callable")) return is_callable(v);
+    if (T("callable")) return is_callable(v) || v.t == JV_UNDEF; /* Undefined has __call__ */
     if (T("escaped")) return 0;
     if (T("sameas")) {
         NEED_ARG;
@@ -885,16 +901,27 @@ int jbuiltin_test(jctx *c, const jnode *at, const jstr *name, jv v, const jv *ar
         return 0;
     }
     if (T("odd") || T("even") || T("divisibleby")) {
-        if (v.t != JV_INT && v.t != JV_BOOL)
-            jerr(c, at, PL_ERR_INVALID_ARG, "test '%.20s' needs an integer, got %s", name->s,
-                 jv_type_name(v));
-        if (T("odd")) return (v.u.i % 2) != 0;
-        if (T("even")) return (v.u.i % 2) == 0;
-        NEED_ARG;
-        int64_t d = want_int(c, at, a0, "divisibleby");
-        if (d == 0) jerr(c, at, PL_ERR_INVALID_ARG, "integer division or modulo by zero");
-        if (d == -1) return 1;
-        return v.u.i % d == 0;
+        /* value % 2 == 1 as Python computes it, floats included */
+        jv two = jv_int(2);
+        const jv *d = T("divisibleby") ? a0 : &two;
+        if (!d) jerr(c, at, PL_ERR_INVALID_ARG, "test 'divisibleby' needs an argument");
+        int num_v = v.t == JV_INT || v.t == JV_BOOL || v.t == JV_FLOAT;
+        int num_d = d->t == JV_INT || d->t == JV_BOOL || d->t == JV_FLOAT;
+        if (!num_v || !num_d)
+            jerr(c, at, PL_ERR_INVALID_ARG, "unsupported operand type(s) for %%: '%s' and '%s'",
+                 jv_type_name(v), jv_type_name(*d));
+        if (v.t != JV_FLOAT && d->t != JV_FLOAT) {
+            if (d->u.i == 0) jerr(c, at, PL_ERR_INVALID_ARG, "integer division or modulo by zero");
+            int64_t m = d->u.i == -1 ? 0 : v.u.i % d->u.i;
+            if (m != 0 && ((m < 0) != (d->u.i < 0))) m += d->u.i;
+            return T("even") ? m == 0 : T("odd") ? m == 1 : m == 0;
+        }
+        double x = v.t == JV_FLOAT ? v.u.f : (double)v.u.i;
+        double y = d->t == JV_FLOAT ? d->u.f : (double)d->u.i;
+        if (y == 0.0) jerr(c, at, PL_ERR_INVALID_ARG, "float modulo");
+        double m = fmod(x, y);
+        if (m != 0.0 && ((m < 0) != (y < 0))) m += y;
+        return T("odd") ? m == 1.0 : m == 0.0;
     }
     if (T("lower") || T("upper")) {
         const jstr *s = jv_to_str(c, v);
@@ -1161,9 +1188,13 @@ jv jbuiltin_filter(jctx *c, const jnode *at, const jstr *name, jv v, const jv *a
         return strip(c, soft_str(c, v),
                      chars && chars->t != JV_NONE ? want_str(c, at, chars, "trim") : NULL, 3);
     }
-    if (F("lower") || F("upper") || F("title") || F("capitalize")) {
+    if (F("title")) {
+        args_done(c, at, &a, 0, "title");
+        return title_filter(c, soft_str(c, v));
+    }
+    if (F("lower") || F("upper") || F("capitalize")) {
         args_done(c, at, &a, 0, name->s);
-        return case_map(c, soft_str(c, v), F("lower") ? 0 : F("upper") ? 1 : F("title") ? 2 : 3);
+        return case_map(c, soft_str(c, v), F("lower") ? 0 : F("upper") ? 1 : 3);
     }
     if (F("replace")) {
         const jv *old = arg(&a, 0, "old"), *new_ = arg(&a, 1, "new"), *count = arg(&a, 2, "count");
@@ -1216,8 +1247,6 @@ jv jbuiltin_filter(jctx *c, const jnode *at, const jstr *name, jv v, const jv *a
     }
     if (F("first") || F("last")) {
         args_done(c, at, &a, 0, name->s);
-        if (F("last") && v.t == JV_DICT)
-            jerr(c, at, PL_ERR_INVALID_ARG, "'dict' object is not reversible");
         jlist *l = jiter(c, at, v);
         if (!l->n)
             return jv_undef(jstr_new(&c->arena, &c->fail,
@@ -1241,7 +1270,8 @@ jv jbuiltin_filter(jctx *c, const jnode *at, const jstr *name, jv v, const jv *a
                         list_v(l));
     }
     if (F("map")) {
-        jlist *l = jiter(c, at, v), *r = jlist_new(c, l->n);
+        /* jinja2's map and select family skip a falsy value (`if value:`) before iterating */
+        jlist *l = jv_truthy(v) ? jiter(c, at, v) : jlist_new(c, 0), *r = jlist_new(c, l->n);
         const jv *attribute = NULL;
         for (size_t k = 0; k < n_kw; k++)
             if (jname_is(kw[k], "attribute")) attribute = &args[n_args + k];
@@ -1267,7 +1297,7 @@ jv jbuiltin_filter(jctx *c, const jnode *at, const jstr *name, jv v, const jv *a
         int by_attr = F("selectattr") || F("rejectattr"), want = F("select") || F("selectattr");
         if (by_attr && !n_args)
             jerr(c, at, PL_ERR_INVALID_ARG, "missing parameter for attribute name");
-        jlist *l = jiter(c, at, v), *r = jlist_new(c, l->n);
+        jlist *l = jv_truthy(v) ? jiter(c, at, v) : jlist_new(c, 0), *r = jlist_new(c, l->n);
         for (size_t i = 0; i < l->n; i++) {
             jv x = by_attr ? get_path(c, at, l->v[i], want_str(c, at, &args[0], name->s)) : l->v[i];
             int t = by_attr ? test_by_name(c, at, x, args + 1, n_args - 1)
@@ -1360,6 +1390,8 @@ jv jbuiltin_filter(jctx *c, const jnode *at, const jstr *name, jv v, const jv *a
         const jv *def = arg(&a, 0, "default"), *base = arg(&a, 1, "base");
         args_done(c, at, &a, 2, "int");
         int64_t b = base ? want_int(c, at, base, "int") : 10;
+        if (v.t == JV_UNDEF) /* Undefined.__int__ raises */
+            jerr(c, at, PL_ERR_INVALID_ARG, "%s", v.u.s ? v.u.s->s : "value is undefined");
         if (b != 0 && (b < 2 || b > 36))
             jerr(c, at, PL_ERR_INVALID_ARG,
                  "int() base must be >= 2 "
@@ -1369,6 +1401,8 @@ jv jbuiltin_filter(jctx *c, const jnode *at, const jstr *name, jv v, const jv *a
     if (F("float")) {
         const jv *def = arg(&a, 0, "default");
         args_done(c, at, &a, 1, "float");
+        if (v.t == JV_UNDEF) /* Undefined.__float__ raises */
+            jerr(c, at, PL_ERR_INVALID_ARG, "%s", v.u.s ? v.u.s->s : "value is undefined");
         return to_float(c, v, def ? *def : fval(0.0));
     }
     if (F("abs")) {
@@ -1388,8 +1422,10 @@ jv jbuiltin_filter(jctx *c, const jnode *at, const jstr *name, jv v, const jv *a
         if (p < -300 || p > 300) jerr(c, at, PL_ERR_INVALID_ARG, "round: precision out of range");
         if (v.t != JV_INT && v.t != JV_FLOAT && v.t != JV_BOOL)
             jerr(c, at, PL_ERR_INVALID_ARG, "round needs a number, got %s", jv_type_name(v));
-        double x = v.t == JV_FLOAT ? v.u.f : (double)v.u.i, m = pow(10.0, (double)p);
         const char *how = method ? want_str(c, at, method, "round")->s : "common";
+        if (v.t != JV_FLOAT && !strcmp(how, "common") && p >= 0)
+            return jv_int(v.u.i); /* round(int) */
+        double x = v.t == JV_FLOAT ? v.u.f : (double)v.u.i, m = pow(10.0, (double)p);
         if (!strcmp(how, "common"))
             x = round(x * m) / m;
         else if (!strcmp(how, "floor"))
@@ -1404,12 +1440,28 @@ jv jbuiltin_filter(jctx *c, const jnode *at, const jstr *name, jv v, const jv *a
         const jv *width = arg(&a, 0, "width"), *first = arg(&a, 1, "first");
         const jv *blank = arg(&a, 2, "blank");
         args_done(c, at, &a, 3, "indent");
-        return indent(c, at, soft_str(c, v), width ? *width : jv_int(4), first && jv_truthy(*first),
+        if (v.t != JV_STR)
+            jerr(c, at, PL_ERR_INVALID_ARG, "'%s' object has no attribute 'splitlines'",
+                 jv_type_name(v));
+        return indent(c, at, v.u.s, width ? *width : jv_int(4), first && jv_truthy(*first),
                       blank && jv_truthy(*blank));
     }
     if (F("wordcount")) {
         args_done(c, at, &a, 0, "wordcount");
-        return jv_int((int64_t)split(c, at, soft_str(c, v), NULL, -1, 0).u.l->n);
+        /* jinja2 counts matches of \w+: runs of letters, digits and '_' */
+        const jstr *t = soft_str(c, v);
+        int64_t words = 0;
+        int in_word = 0;
+        size_t i = 0;
+        while (i < t->len) {
+            int32_t cp = next_cp(t->s, t->len, &i);
+            int cat = utf8proc_category(cp);
+            int w = cp == '_' || (cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO) ||
+                    (cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO);
+            words += w && !in_word;
+            in_word = w;
+        }
+        return jv_int(words);
     }
     if (F("attr")) {
         const jv *nm = arg(&a, 0, "name");

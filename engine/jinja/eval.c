@@ -405,6 +405,7 @@ static jv do_slice(jctx *c, const jnode *at, jv obj, jv s0, jv s1, jv s2)
         return jv_str(jbuf_str(c, &b));
     }
     undef_check(c, at, obj);
+    /* jinja2 compiles a slice to Python's own subscript (no environment.getitem) */
     jerr(c, at, PL_ERR_INVALID_ARG, "'%s' object is not subscriptable", jv_type_name(obj));
 }
 
