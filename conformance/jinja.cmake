@@ -5,3 +5,9 @@ plumb_test(test_jinja LABELS unit conformance SOURCES test_jinja.c)
 plumb_test(test_jinja_corpus LABELS unit conformance SOURCES test_jinja_corpus.c)
 target_compile_definitions(test_jinja_corpus PRIVATE
   PLUMB_JINJA_CORPUS="${CMAKE_CURRENT_SOURCE_DIR}/jinja")
+# jinja_render: one template + one JSON context through plumb, for
+# tools/jinja_oracle/differential.py (random templates against jinja2). Not a test.
+add_executable(jinja_render jinja_render.c)
+target_include_directories(jinja_render PRIVATE ${PROJECT_SOURCE_DIR}/engine)
+target_compile_options(jinja_render PRIVATE ${PLUMB_WARNINGS})
+target_link_libraries(jinja_render PRIVATE plumb)
