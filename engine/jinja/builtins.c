@@ -156,6 +156,19 @@ static jv strip(jctx *c, const jstr *s, const jstr *chars, int which)
 
 static jv case_map(jctx *c, const jstr *s, int mode) /* 0 lower, 1 upper, 2 title, 3 capitalize */
 {
+    if (mode < 2) { /* an ASCII string maps byte for byte ("user"|lower on every message) */
+        size_t k = 0;
+        while (k < s->len && (unsigned char)s->s[k] < 0x80) k++;
+        if (k == s->len) {
+            jstr *r = (jstr *)jstr_new(&c->arena, &c->fail, s->s, s->len);
+            for (size_t i = 0; i < r->len; i++) {
+                char ch = r->s[i];
+                if (mode ? (ch >= 'a' && ch <= 'z') : (ch >= 'A' && ch <= 'Z'))
+                    r->s[i] = (char)(mode ? ch - 32 : ch + 32);
+            }
+            return jv_str(r);
+        }
+    }
     jbuf b = {0};
     size_t i = 0;
     int prev_cased = 0, first = 1;
