@@ -326,6 +326,8 @@ static int equal_at(jv a, jv b, int depth)
         return a.u.i == b.u.i;
     }
     if (a.t != b.t) return 0;
+    if ((a.t == JV_LIST || a.t == JV_DICT) && depth > MAX_VALUE_DEPTH)
+        return a.t == JV_LIST ? a.u.l == b.u.l && a.tuple == b.tuple : a.u.d == b.u.d;
     switch (a.t) {
     case JV_UNDEF:
     case JV_NONE:
@@ -335,13 +337,13 @@ static int equal_at(jv a, jv b, int depth)
     case JV_LIST:
         if (a.tuple != b.tuple || a.u.l->n != b.u.l->n) return 0;
         for (size_t i = 0; i < a.u.l->n; i++)
-            if (!jv_equal(a.u.l->v[i], b.u.l->v[i])) return 0;
+            if (!equal_at(a.u.l->v[i], b.u.l->v[i], depth + 1)) return 0;
         return 1;
     case JV_DICT:
         if (a.u.d->n != b.u.d->n) return 0;
         for (size_t i = 0; i < a.u.d->n; i++) {
             const jv *o = jdict_get(b.u.d, a.u.d->k[i]);
-            if (!o || !jv_equal(a.u.d->v[i], *o)) return 0;
+            if (!o || !equal_at(a.u.d->v[i], *o, depth + 1)) return 0;
         }
         return 1;
     case JV_NS:
