@@ -9,24 +9,6 @@
 
 #include "jinja/jinja_int.h"
 
-_Noreturn void jerr(jctx *c, const jnode *at, pl_status code, const char *fmt, ...)
-{
-    char msg[200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    jfail_at(&c->fail, code, at ? at->line : 0, at ? at->col : 0, "%s", msg);
-}
-
-void jstep(jctx *c, const jnode *at)
-{
-    if (at) c->fail.line = at->line, c->fail.col = at->col;
-    if (++c->steps > c->lim->max_steps)
-        jerr(c, at, PL_ERR_LIMIT, "more than %llu steps (limit max_steps)",
-             (unsigned long long)c->lim->max_steps);
-}
-
 static void enter(jctx *c, const jnode *at)
 {
     if (++c->depth > c->lim->max_depth)
@@ -370,18 +352,6 @@ static size_t slice_indices(jctx *c, const jnode *at, jv s0, jv s1, jv s2, size_
     return lo > hi ? (size_t)((lo - hi - st - 1) / -st) : 0;
 }
 
-/* byte offsets of each code point of s (n + 1 entries) */
-static size_t *cp_offsets(jctx *c, const jstr *s, size_t *n_cp)
-{
-    size_t n = jutf8_count(s->s, s->len), k = 0;
-    size_t *off = ja_alloc(&c->arena, &c->fail, (n + 1) * sizeof *off);
-    for (size_t i = 0; i < s->len; i++)
-        if (((unsigned char)s->s[i] & 0xC0) != 0x80) off[k++] = i;
-    off[k] = s->len;
-    *n_cp = n;
-    return off;
-}
-
 static jv do_slice(jctx *c, const jnode *at, jv obj, jv s0, jv s1, jv s2)
 {
     int64_t start, step;
@@ -395,7 +365,7 @@ static jv do_slice(jctx *c, const jnode *at, jv obj, jv s0, jv s1, jv s2)
     }
     if (obj.t == JV_STR) {
         size_t n;
-        size_t *off = cp_offsets(c, obj.u.s, &n);
+        size_t *off = jstr_offsets(c, obj.u.s, &n);
         size_t m = slice_indices(c, at, s0, s1, s2, n, &start, &step);
         jbuf b = {0};
         for (size_t i = 0; i < m; i++) {
@@ -432,7 +402,7 @@ static jv get_item(jctx *c, const jnode *at, jv obj, jv key)
             return obj.u.l->v[i];
         }
         size_t n;
-        size_t *off = cp_offsets(c, obj.u.s, &n);
+        size_t *off = jstr_offsets(c, obj.u.s, &n);
         if (i < 0) i += (int64_t)n;
         if (i < 0 || i >= (int64_t)n)
             return undef_msg(c, "str object has no element %lld", (long long)key.u.i);
@@ -440,33 +410,6 @@ static jv get_item(jctx *c, const jnode *at, jv obj, jv key)
     }
     if (key.t == JV_STR) return jbuiltin_attr(c, at, obj, key.u.s->s, key.u.s->len);
     return undef_msg(c, "'%s object' has no attribute", jv_type_name(obj));
-}
-
-jlist *jiter(jctx *c, const jnode *at, jv v)
-{
-    switch (v.t) {
-    case JV_UNDEF:
-        return jlist_new(c, 0);
-    case JV_LIST:
-        return v.u.l;
-    case JV_DICT:
-    case JV_NS: {
-        jlist *l = jlist_new(c, v.u.d->n);
-        for (size_t i = 0; i < v.u.d->n; i++) l->v[l->n++] = v.u.d->k[i];
-        return l;
-    }
-    case JV_STR: {
-        size_t n;
-        size_t *off = cp_offsets(c, v.u.s, &n);
-        jlist *l = jlist_new(c, n);
-        for (size_t i = 0; i < n; i++)
-            l->v[l->n++] =
-                jv_str(jstr_new(&c->arena, &c->fail, v.u.s->s + off[i], off[i + 1] - off[i]));
-        return l;
-    }
-    default:
-        jerr(c, at, PL_ERR_INVALID_ARG, "'%s' object is not iterable", jv_type_name(v));
-    }
 }
 
 static void eval_args(jctx *c, const jnode *n, jv **args, size_t *n_args, const jstr ***kw,
@@ -554,8 +497,8 @@ static jv call_macro(jctx *c, const jnode *at, jv fn, const jv *args, size_t n_a
     return r;
 }
 
-jv jcall_value(jctx *c, const jnode *at, jv fn, const jv *args, size_t n_args,
-               const jstr *const *kw, size_t n_kw)
+static jv jcall_value(jctx *c, const jnode *at, jv fn, const jv *args, size_t n_args,
+                      const jstr *const *kw, size_t n_kw)
 {
     jv none = jv_none();
     switch (fn.t) {
@@ -735,11 +678,6 @@ static jv eval_in(jctx *c, const jnode *n)
     }
     c->depth--;
     return r;
-}
-
-jv jeval(jctx *c, const jnode *n)
-{
-    return eval_in(c, n);
 }
 
 /* ---- statements ---------------------------------------------------------------------------- */

@@ -237,9 +237,6 @@ struct jctx {
 };
 
 _Noreturn void jerr(jctx *c, const jnode *at, pl_status code, const char *fmt, ...) PL_PRINTF(4, 5);
-jv jeval(jctx *c, const jnode *n);
-jv jcall_value(jctx *c, const jnode *at, jv fn, const jv *args, size_t n_args,
-               const jstr *const *kw, size_t n_kw);
 
 enum { /* global functions */
        JF_RANGE,
@@ -260,6 +257,8 @@ jv jbuiltin_call_method(jctx *c, const jnode *at, jv m, const jv *args, size_t n
 jv jbuiltin_filter(jctx *c, const jnode *at, const jstr *name, jv v, const jv *args, size_t n_args,
                    const jstr *const *kw, size_t n_kw);
 int jbuiltin_test(jctx *c, const jnode *at, const jstr *name, jv v, const jv *args, size_t n_args);
+/* byte offsets of each code point of s (*n_cp + 1 entries, the last s->len) */
+size_t *jstr_offsets(jctx *c, const jstr *s, size_t *n_cp);
 /* the items of an iterable (list, tuple, dict keys, string characters); fails otherwise */
 jlist *jiter(jctx *c, const jnode *at, jv v);
 void jstep(jctx *c, const jnode *at);

@@ -47,19 +47,6 @@ typedef struct parser {
     int depth;
 } parser;
 
-_Noreturn void jfail_at(jfail *f, pl_status code, uint32_t line, uint32_t col, const char *fmt, ...)
-{
-    char msg[200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (line == 0) line = f->line, col = f->col;
-    f->code = pl_fail(f->err, code, "template line %u, column %u: %s", (unsigned)line,
-                      (unsigned)col, msg);
-    longjmp(f->jb, 1);
-}
-
 /* ---- lexer ------------------------------------------------------------------------------ */
 
 static int is_space(char c)

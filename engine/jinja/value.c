@@ -1,7 +1,9 @@
-/* value.c — the values a render computes with, and how Python shows them: str() and repr()
- * of lists and dicts, float repr, json.dumps as transformers' tojson calls it, equality and
- * ordering. All memory comes from the render's arena. Not the evaluator (eval.c). */
+/* value.c — the bottom of the Jinja engine: the arena, errors and the step count, the values a
+ * render computes with and how Python shows them (str() and repr() of lists and dicts, float
+ * repr, json.dumps as transformers' tojson calls it), equality, ordering, iteration. All memory
+ * comes from the arena. Not the evaluator (eval.c). */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,38 @@ void ja_free_all(jarena *a)
         c = next;
     }
     a->head = NULL, a->used = 0;
+}
+
+/* ---- errors and the step count: every file of the engine raises through these -------------- */
+_Noreturn void jfail_at(jfail *f, pl_status code, uint32_t line, uint32_t col, const char *fmt, ...)
+{
+    char msg[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (line == 0) line = f->line, col = f->col;
+    f->code = pl_fail(f->err, code, "template line %u, column %u: %s", (unsigned)line,
+                      (unsigned)col, msg);
+    longjmp(f->jb, 1);
+}
+
+_Noreturn void jerr(jctx *c, const jnode *at, pl_status code, const char *fmt, ...)
+{
+    char msg[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    jfail_at(&c->fail, code, at ? at->line : 0, at ? at->col : 0, "%s", msg);
+}
+
+void jstep(jctx *c, const jnode *at)
+{
+    if (at) c->fail.line = at->line, c->fail.col = at->col;
+    if (++c->steps > c->lim->max_steps)
+        jerr(c, at, PL_ERR_LIMIT, "more than %llu steps (limit max_steps)",
+             (unsigned long long)c->lim->max_steps);
 }
 
 /* ---- UTF-8 ------------------------------------------------------------------------------ */
@@ -813,5 +847,45 @@ void jv_json_to(jctx *c, const jnode *at, jbuf *b, jv v, const char *indent, siz
     default:
         jerr(c, at, PL_ERR_INVALID_ARG, "Object of type %s is not JSON serializable",
              jv_type_name(v));
+    }
+}
+
+/* ---- iteration -------------------------------------------------------------------------- */
+/* byte offsets of each code point of s (n + 1 entries) */
+size_t *jstr_offsets(jctx *c, const jstr *s, size_t *n_cp)
+{
+    size_t n = jutf8_count(s->s, s->len), k = 0;
+    size_t *off = ja_alloc(&c->arena, &c->fail, (n + 1) * sizeof *off);
+    for (size_t i = 0; i < s->len; i++)
+        if (((unsigned char)s->s[i] & 0xC0) != 0x80) off[k++] = i;
+    off[k] = s->len;
+    *n_cp = n;
+    return off;
+}
+
+jlist *jiter(jctx *c, const jnode *at, jv v)
+{
+    switch (v.t) {
+    case JV_UNDEF:
+        return jlist_new(c, 0);
+    case JV_LIST:
+        return v.u.l;
+    case JV_DICT:
+    case JV_NS: {
+        jlist *l = jlist_new(c, v.u.d->n);
+        for (size_t i = 0; i < v.u.d->n; i++) l->v[l->n++] = v.u.d->k[i];
+        return l;
+    }
+    case JV_STR: {
+        size_t n;
+        size_t *off = jstr_offsets(c, v.u.s, &n);
+        jlist *l = jlist_new(c, n);
+        for (size_t i = 0; i < n; i++)
+            l->v[l->n++] =
+                jv_str(jstr_new(&c->arena, &c->fail, v.u.s->s + off[i], off[i + 1] - off[i]));
+        return l;
+    }
+    default:
+        jerr(c, at, PL_ERR_INVALID_ARG, "'%s' object is not iterable", jv_type_name(v));
     }
 }
