@@ -2,6 +2,7 @@
  * jinja2 (as transformers configures it) renders, exact error positions, and hostile templates
  * (deep nesting, huge ranges, recursion, blow-ups, bad UTF-8, unterminated tags, allocation
  * failures) that must end in a clear error. Not the corpus (test_jinja_corpus.c). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -436,6 +437,59 @@ static void jinja_render_is_repeatable_and_does_not_touch_the_template(void)
     pl_jinja_free(t);
 }
 
+typedef struct render_job {
+    const pl_jinja_template *t;
+    const json_t *ctx;
+    char *out[50];
+    int bad;
+} render_job;
+
+static void *render_many(void *arg)
+{
+    render_job *j = arg;
+    for (int i = 0; i < 50; i++) {
+        pl_error err = {0};
+        if (pl_jinja_render(j->t, j->ctx, NULL, &j->out[i], NULL, &err) != PL_OK) j->bad++;
+    }
+    return NULL;
+}
+
+/* the AST is immutable: four threads rendering one template get the bytes one thread gets */
+static void jinja_renders_one_template_from_several_threads(void)
+{
+    const char *src = "{% set ns = namespace(n=0) %}{% macro m(x) %}<{{ x | upper }}>{% endmacro %}"
+                      "{% for msg in messages %}{% set ns.n = ns.n + 1 %}{{ m(msg.content) }}"
+                      "{{ msg | tojson }}{% endfor %}{{ ns.n }}";
+    pl_jinja_template *t = NULL;
+    pl_error err = {0};
+    TU_CHECK(pl_jinja_compile(src, strlen(src), &t, &err) == PL_OK, "%s", err.msg);
+    json_t *ctx = json_loads("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, "
+                             "{\"role\": \"assistant\", \"content\": \"b\u00e9\"}]}",
+                             0, NULL);
+    char *want = NULL;
+    TU_CHECK(pl_jinja_render(t, ctx, NULL, &want, NULL, &err) == PL_OK, "%s", err.msg);
+    render_job jobs[4];
+    pthread_t th[4];
+    for (int k = 0; k < 4; k++) {
+        memset(&jobs[k], 0, sizeof jobs[k]);
+        jobs[k].t = t, jobs[k].ctx = ctx;
+        TU_CHECK(pthread_create(&th[k], NULL, render_many, &jobs[k]) == 0, "thread %d", k);
+    }
+    for (int k = 0; k < 4; k++) {
+        pthread_join(th[k], NULL);
+        TU_CHECK(jobs[k].bad == 0, "thread %d: %d renders failed", k, jobs[k].bad);
+        for (int i = 0; i < 50; i++) {
+            TU_CHECK(jobs[k].out[i] && want && !strcmp(jobs[k].out[i], want),
+                     "thread %d render %d: [%s] want [%s]", k, i,
+                     jobs[k].out[i] ? jobs[k].out[i] : "", want ? want : "");
+            free(jobs[k].out[i]);
+        }
+    }
+    free(want);
+    json_decref(ctx);
+    pl_jinja_free(t);
+}
+
 static void jinja_free_null_is_a_noop_and_null_args_are_refused(void)
 {
     pl_jinja_free(NULL);
@@ -541,6 +595,8 @@ int main(void)
         {"jinja_output_is_bounded", jinja_output_is_bounded},
         {"jinja_render_is_repeatable_and_does_not_touch_the_template",
          jinja_render_is_repeatable_and_does_not_touch_the_template},
+        {"jinja_renders_one_template_from_several_threads",
+         jinja_renders_one_template_from_several_threads},
         {"jinja_free_null_is_a_noop_and_null_args_are_refused",
          jinja_free_null_is_a_noop_and_null_args_are_refused},
         {"jinja_allocation_failures_are_clean", jinja_allocation_failures_are_clean},
