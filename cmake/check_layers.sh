@@ -10,7 +10,7 @@
 #                                                 engine's and the kernels' objects
 # Exit status: 0 clean, 1 a problem (each printed on stderr), 2 bad usage.
 #
-# The rules, bottom to top: kernels <- core <- gguf <- tokenizer <- runtime <- features.
+# The rules, bottom to top: kernels <- core <- jinja <- gguf <- tokenizer <- runtime <- features.
 #   engine/<layer>/  may use its own and lower layers, kernels/*.h and plumb.h; a kernel set's
 #                    own files (kernels/<set>/) only through struct pl_kernels, never by name
 #   kernels/         kernels/ only: not even plumb.h (kernels/pl_base.h holds what they share)
@@ -50,8 +50,8 @@ function zone(p,   a, n) {
 # "" when code in zone f may use code in zone t, else the rule it breaks. Tests may use
 # everything but tools/ (serve/ is a library they link, as synth/ is).
 function why_not(f, t) {
-    if (f == "engine?") return "engine sources live in a layer folder: engine/{core,gguf,tokenizer,runtime,features}/"
-    if (t == "engine?") return "engine/ has no such layer folder (known: core, gguf, tokenizer, runtime, features)"
+    if (f == "engine?") return "engine sources live in a layer folder: engine/{core,jinja,gguf,tokenizer,runtime,features}/"
+    if (t == "engine?") return "engine/ has no such layer folder (known: core, jinja, gguf, tokenizer, runtime, features)"
     if (f == "public") return "plumb.h includes nothing of the tree (it is installed alone)"
     if (t == "public" && (f == "kernels" || f == "kernel-set")) return "kernels do not include plumb.h: the vocabulary they share with it is kernels/pl_base.h"
     if (t == "public" || t == f) return ""
@@ -123,8 +123,8 @@ function normalize(p,   a, n, i, out, k, o) {
     return out
 }
 BEGIN {
-    rank["core"] = 1; rank["gguf"] = 2; rank["tokenizer"] = 3; rank["runtime"] = 4; rank["features"] = 5
-    ORDER = "kernels <- core <- gguf <- tokenizer <- runtime <- features"
+    rank["core"] = 1; rank["jinja"] = 2; rank["gguf"] = 3; rank["tokenizer"] = 4; rank["runtime"] = 5; rank["features"] = 6
+    ORDER = "kernels <- core <- jinja <- gguf <- tokenizer <- runtime <- features"
 }
 '
 

@@ -4,7 +4,7 @@ include_guard(GLOBAL)
 set(PLUMB_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
 # Adding a harness: write fuzz_<name>.c and add <name> to this list (the Makefile and
 # campaign.sh find fuzz/fuzz_*.c themselves).
-set(PLUMB_FUZZ_HARNESSES gguf tokenizer quant sampler chat safetensors http)
+set(PLUMB_FUZZ_HARNESSES gguf tokenizer quant sampler chat safetensors http jinja)
 # Extra sources per harness: fuzz_chat shares its operation decoder and oracle with the
 # property test in conformance/.
 set(PLUMB_FUZZ_EXTRA_chat ${PROJECT_SOURCE_DIR}/conformance/chat_ops.c)
