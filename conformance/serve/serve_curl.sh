@@ -279,12 +279,21 @@ bad n "{$U,\"n\":2}"
 bad messages '{"temperature":0.5}'
 bad messages '{"messages":"hello"}'
 bad 'messages[1].content' '{"messages":[{"role":"user","content":"hi"},{"role":"user","content":5}]}'
-bad 'messages[0].role' '{"messages":[{"role":"robot","content":"hi"}]}'
+bad 'messages[0].role' '{"messages":[{"role":5,"content":"hi"}]}'
 # Additions the server side wrote into the contract's Changes.
 bad frequency_penalty "{$U,\"frequency_penalty\":3}"
 bad presence_penalty "{$U,\"presence_penalty\":\"x\"}"
 bad logprobs "{$U,\"logprobs\":true}"
-bad tools "{$U,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}"
+bad tools "{$U,\"tools\":{\"type\":\"function\"}}"
+# Tools, tool calls and any role go to the model's own template (issue 29), which decides.
+chat "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"1\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"max_tokens\":2}"
+status_is 200 "tools, a tool call and a tool result reach the template"
+# This model's ChatML template adds content to strings: a null content is its TypeError, a 400
+# naming the template's line and column (jinja2 raises the same).
+chat '{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}'
+status_is 400 "the template refuses a null content"
+expect "the template's refusal names messages and the template's position" \
+  '.error.param == "messages" and (.error.message | contains("template line 1, column"))'
 bad response_format "{$U,\"response_format\":{\"type\":\"json_object\"}}"
 bad response_format "{$U,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{}}}}"
 chat "{$U,\"logprobs\":false,\"tools\":[],\"response_format\":{\"type\":\"text\"},\"frequency_penalty\":0.5,\"presence_penalty\":-0.5,\"max_tokens\":4}"
