@@ -1,5 +1,5 @@
 /* bench_jinja.c — µs per render of a chat template: a compiled corpus template (default the
- * largest, command-r7b-tool-use) rendered with the corpus's 100-message conversation
+ * largest, functionary-v3.2) rendered with the corpus's 100-message conversation
  * (conformance/jinja/conversations/13_long_100.json, with tools). Python's jinja2 on the same
  * case: tools/jinja_oracle/render.py --bench TEMPLATE. A benchmark, not a test.
  *
@@ -31,7 +31,7 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    const char *corpus = PLUMB_JINJA_CORPUS, *name = "command-r7b-tool-use";
+    const char *corpus = PLUMB_JINJA_CORPUS, *name = "functionary-v3.2";
     int n = 200, pos = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-n") && i + 1 < argc) n = atoi(argv[++i]);

@@ -172,12 +172,7 @@ static jv binop(jctx *c, const jnode *at, int op, jv a, jv b)
             return jv_int(r);
         }
         if (num(a) && num(b)) return fval(as_f(a) + as_f(b));
-        if (a.t == JV_STR && b.t == JV_STR) {
-            jbuf s = {0};
-            jbuf_put(c, &s, a.u.s->s, a.u.s->len);
-            jbuf_put(c, &s, b.u.s->s, b.u.s->len);
-            return jv_str(jbuf_str(c, &s));
-        }
+        if (a.t == JV_STR && b.t == JV_STR) return jv_str(jstr_concat(c, a.u.s, b.u.s));
         if (a.t == JV_LIST && b.t == JV_LIST && a.tuple == b.tuple) {
             jlist *l = jlist_new(c, a.u.l->n + b.u.l->n);
             for (size_t i = 0; i < a.u.l->n; i++) l->v[l->n++] = a.u.l->v[i];

@@ -173,6 +173,7 @@ typedef struct jbuf { /* a growing byte buffer in the arena */
 
 typedef struct jctx jctx;
 const jstr *jstr_new(jarena *a, jfail *f, const char *s, size_t n);
+const jstr *jstr_concat(jctx *c, const jstr *a, const jstr *b);
 void jbuf_put(jctx *c, jbuf *b, const char *s, size_t n);
 void jbuf_putc(jctx *c, jbuf *b, char ch);
 const jstr *jbuf_str(jctx *c, jbuf *b);
@@ -261,6 +262,13 @@ int jbuiltin_test(jctx *c, const jnode *at, const jstr *name, jv v, const jv *ar
 size_t *jstr_offsets(jctx *c, const jstr *s, size_t *n_cp);
 /* the items of an iterable (list, tuple, dict keys, string characters); fails otherwise */
 jlist *jiter(jctx *c, const jnode *at, jv v);
-void jstep(jctx *c, const jnode *at);
+_Noreturn void jstep_limit(jctx *c, const jnode *at);
+/* one step of the budget, at node `at` (named by errors raised without a node); inline: every
+ * node evaluated takes one */
+static inline void jstep(jctx *c, const jnode *at)
+{
+    if (at) c->fail.line = at->line, c->fail.col = at->col;
+    if (++c->steps > c->lim->max_steps) jstep_limit(c, at);
+}
 
 #endif

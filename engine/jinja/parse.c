@@ -900,22 +900,31 @@ static jnode *parse_pow(parser *p)
     return n;
 }
 
+typedef struct op_text {
+    const char *text;
+    jop op;
+} op_text;
+
+/* the operator of table (n entries) that t is; 0 when none */
+static int match_op(const tok *t, const op_text *table, size_t n, jop *op)
+{
+    for (size_t i = 0; i < n; i++)
+        if (is_op(t, table[i].text)) {
+            *op = table[i].op;
+            return 1;
+        }
+    return 0;
+}
+
 static jnode *parse_math2(parser *p)
 {
+    static const op_text ops[] = {
+        {"*", JOP_MUL}, {"/", JOP_DIV}, {"//", JOP_FLOORDIV}, {"%", JOP_MOD}};
     jnode *n = parse_pow(p);
     for (;;) {
         tok *t = cur(p);
         jop op;
-        if (is_op(t, "*"))
-            op = JOP_MUL;
-        else if (is_op(t, "/"))
-            op = JOP_DIV;
-        else if (is_op(t, "//"))
-            op = JOP_FLOORDIV;
-        else if (is_op(t, "%"))
-            op = JOP_MOD;
-        else
-            return n;
+        if (!match_op(t, ops, sizeof ops / sizeof *ops, &op)) return n;
         adv(p);
         n = binop(p, t, op, n, parse_pow(p));
     }
@@ -950,22 +959,14 @@ static jnode *parse_math1(parser *p)
 
 static jnode *parse_compare(parser *p)
 {
+    static const op_text ops[] = {{"==", JOP_EQ}, {"!=", JOP_NE}, {"<", JOP_LT},
+                                  {"<=", JOP_LE}, {">", JOP_GT},  {">=", JOP_GE}};
     jnode *left = parse_math1(p), *result = NULL;
     for (;;) {
         tok *t = cur(p);
         jop op;
-        if (is_op(t, "=="))
-            op = JOP_EQ;
-        else if (is_op(t, "!="))
-            op = JOP_NE;
-        else if (is_op(t, "<"))
-            op = JOP_LT;
-        else if (is_op(t, "<="))
-            op = JOP_LE;
-        else if (is_op(t, ">"))
-            op = JOP_GT;
-        else if (is_op(t, ">="))
-            op = JOP_GE;
+        if (match_op(t, ops, sizeof ops / sizeof *ops, &op))
+            ;
         else if (is_name(t, "in"))
             op = JOP_IN;
         else if (is_name(t, "not") && is_name(peek(p, 1), "in"))
@@ -1002,27 +1003,15 @@ static jnode *parse_not(parser *p)
     return parse_compare(p);
 }
 
-static jnode *parse_and(parser *p)
+/* `a and b` (is_or 0) over not-expressions, `a or b` (is_or 1) over and-expressions */
+static jnode *parse_logic(parser *p, int is_or)
 {
-    jnode *n = parse_not(p);
-    while (is_name(cur(p), "and")) {
+    jnode *n = is_or ? parse_logic(p, 0) : parse_not(p);
+    while (is_name(cur(p), is_or ? "or" : "and")) {
         tok *t = cur(p);
         adv(p);
-        jnode *x = node(p, JN_AND, t);
-        x->a = n, x->b = parse_not(p);
-        n = x;
-    }
-    return n;
-}
-
-static jnode *parse_or(parser *p)
-{
-    jnode *n = parse_and(p);
-    while (is_name(cur(p), "or")) {
-        tok *t = cur(p);
-        adv(p);
-        jnode *x = node(p, JN_OR, t);
-        x->a = n, x->b = parse_and(p);
+        jnode *x = node(p, is_or ? JN_OR : JN_AND, t);
+        x->a = n, x->b = is_or ? parse_logic(p, 0) : parse_not(p);
         n = x;
     }
     return n;
@@ -1031,13 +1020,13 @@ static jnode *parse_or(parser *p)
 static jnode *parse_expression(parser *p, int with_condexpr)
 {
     enter(p);
-    jnode *n = parse_or(p);
+    jnode *n = parse_logic(p, 1);
     while (with_condexpr && is_name(cur(p), "if")) {
         tok *t = cur(p);
         adv(p);
         jnode *c = node(p, JN_COND, t);
         c->a = n;
-        c->b = parse_or(p);
+        c->b = parse_logic(p, 1);
         if (is_name(cur(p), "else")) {
             adv(p);
             c->c = parse_expression(p, 1);
@@ -1124,6 +1113,17 @@ static jnode *body_until(parser *p, const char *const *ends, const jstr **which,
     if (!*which)
         syntax(p, start, "'%s' is never closed (expected '%s' before the end of the template)",
                stmt, ends[0]);
+    return b;
+}
+
+/* '%}', the body up to {% end %}, and that tag's '%}': the blocks with one end and no else */
+static jnode *block_body(parser *p, const char *end, const tok *start, const char *stmt)
+{
+    const char *const ends[] = {end, NULL};
+    const jstr *which;
+    end_block(p);
+    jnode *b = body_until(p, ends, &which, start, stmt);
+    end_block(p);
     return b;
 }
 
@@ -1224,10 +1224,7 @@ static jnode *parse_statement(parser *p)
                 adv(p);
                 n->c = parse_filter(p, n->c);
             }
-            end_block(p);
-            static const char *const ends[] = {"endset", NULL};
-            n->b = body_until(p, ends, &which, t, "set");
-            end_block(p);
+            n->b = block_body(p, "endset", t, "set");
         }
     } else if (!strcmp(kw, "macro")) {
         n = node(p, JS_MACRO, t);
@@ -1243,10 +1240,7 @@ static jnode *parse_statement(parser *p)
         if (is_op(cur(p), "(")) parse_params(p, n);
         n->a = parse_expression(p, 1);
         if (n->a->kind != JN_CALL) syntax(p, t, "expected a call after 'call'");
-        end_block(p);
-        static const char *const ends[] = {"endcall", NULL};
-        n->b = body_until(p, ends, &which, t, "call");
-        end_block(p);
+        n->b = block_body(p, "endcall", t, "call");
     } else if (!strcmp(kw, "filter")) {
         n = node(p, JS_FILTERBLOCK, t);
         n->a = parse_filter(p, NULL);
@@ -1254,16 +1248,10 @@ static jnode *parse_statement(parser *p)
             adv(p);
             n->a = parse_filter(p, n->a);
         }
-        end_block(p);
-        static const char *const ends[] = {"endfilter", NULL};
-        n->b = body_until(p, ends, &which, t, "filter");
-        end_block(p);
+        n->b = block_body(p, "endfilter", t, "filter");
     } else if (!strcmp(kw, "generation")) {
         /* transformers' AssistantTracker: the body renders as is */
-        end_block(p);
-        static const char *const ends[] = {"endgeneration", NULL};
-        n = body_until(p, ends, &which, t, "generation");
-        end_block(p);
+        n = block_body(p, "endgeneration", t, "generation");
     } else if (!strcmp(kw, "break") || !strcmp(kw, "continue")) {
         n = node(p, kw[0] == 'b' ? JS_BREAK : JS_CONTINUE, t);
         end_block(p);

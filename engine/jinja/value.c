@@ -77,12 +77,10 @@ _Noreturn void jerr(jctx *c, const jnode *at, pl_status code, const char *fmt, .
     jfail_at(&c->fail, code, at ? at->line : 0, at ? at->col : 0, "%s", msg);
 }
 
-void jstep(jctx *c, const jnode *at)
+_Noreturn void jstep_limit(jctx *c, const jnode *at)
 {
-    if (at) c->fail.line = at->line, c->fail.col = at->col;
-    if (++c->steps > c->lim->max_steps)
-        jerr(c, at, PL_ERR_LIMIT, "more than %llu steps (limit max_steps)",
-             (unsigned long long)c->lim->max_steps);
+    jerr(c, at, PL_ERR_LIMIT, "more than %llu steps (limit max_steps)",
+         (unsigned long long)c->lim->max_steps);
 }
 
 /* ---- UTF-8 ------------------------------------------------------------------------------ */
@@ -134,6 +132,19 @@ const jstr *jstr_new(jarena *a, jfail *f, const char *s, size_t n)
     jstr *r = ja_alloc(a, f, sizeof *r + n + 1);
     r->len = n;
     if (n) memcpy(r->s, s, n);
+    r->s[n] = 0;
+    return r;
+}
+
+const jstr *jstr_concat(jctx *c, const jstr *a, const jstr *b)
+{
+    size_t n;
+    if (!pl_add_size(a->len, b->len, &n) || n > SIZE_MAX / 2)
+        jerr(c, NULL, PL_ERR_LIMIT, "string too long");
+    jstr *r = ja_alloc(&c->arena, &c->fail, sizeof *r + n + 1);
+    r->len = n;
+    memcpy(r->s, a->s, a->len);
+    memcpy(r->s + a->len, b->s, b->len);
     r->s[n] = 0;
     return r;
 }
