@@ -4,6 +4,7 @@
  * compile), and the prefix cache under templates that re-render earlier turns differently
  * (Qwen3 dropping earlier <think> blocks, a dated system message). Not the Jinja language
  * (test_jinja, test_jinja_corpus) nor the built-ins (test_chat). */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -468,6 +469,59 @@ static void a_template_that_appends_keeps_the_fast_path(void)
     free(tmpl);
 }
 
+/* ---- one compiled template, many threads ---- */
+
+typedef struct render_job {
+    const pl_model *m;
+    const char *json, *want;
+    int bad;
+} render_job;
+
+static void *render_many(void *arg)
+{
+    render_job *j = arg;
+    for (int i = 0; i < 40 && !j->bad; i++) {
+        size_t len = 0;
+        char *got = render_json(j->m, NULL, j->json, 1, &len, NULL);
+        j->bad = !got || strcmp(got, j->want) != 0;
+        free(got);
+    }
+    return NULL;
+}
+
+static void threads_render_the_models_template_as_one_thread_does(void)
+{
+    char *tmpl = corpus("qwen3.jinja");
+    pl_model *m = tmpl ? model_with(DEMO_VOCAB_BPE, tmpl) : NULL;
+    TU_CHECK(m != NULL, "qwen3 model");
+    if (!m) {
+        free(tmpl);
+        return;
+    }
+    const char *json =
+        "{\"messages\":[{\"role\":\"system\",\"content\":\"S\"},{\"role\":\"user\",\"content\":"
+        "\"Q\"},{\"role\":\"assistant\",\"content\":\"<think>\\nr\\n</think>\\n\\nA\"},"
+        "{\"role\":\"user\",\"content\":\"Q2\"}],\"tools\":[{\"type\":\"function\",\"function\":"
+        "{\"name\":\"f\"}}],\"enable_thinking\":false}";
+    size_t len = 0;
+    pl_error e = {0};
+    char *want = render_json(m, NULL, json, 1, &len, &e);
+    TU_CHECK(want != NULL, "%s", e.msg);
+    render_job jobs[4];
+    pthread_t th[4];
+    for (int i = 0; want && i < 4; i++) {
+        jobs[i] = (render_job){m, json, want, 0};
+        pthread_create(&th[i], NULL, render_many, &jobs[i]);
+    }
+    for (int i = 0; want && i < 4; i++) {
+        pthread_join(th[i], NULL);
+        TU_CHECK(!jobs[i].bad, "thread %d rendered other bytes", i);
+    }
+    free(want);
+    pl_model_free(m);
+    free(tmpl);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -488,6 +542,8 @@ int main(void)
          a_dated_system_message_takes_the_partial_path_and_stays_exact},
         {"a_template_that_appends_keeps_the_fast_path",
          a_template_that_appends_keeps_the_fast_path},
+        {"threads_render_the_models_template_as_one_thread_does",
+         threads_render_the_models_template_as_one_thread_does},
         {NULL, NULL},
     };
     return tu_run("chat_template", tests);
