@@ -368,105 +368,71 @@ static pl_chat_stats turn_after(const pl_model *m, pl_session *s, const char *he
     return st;
 }
 
+/* The corpus template `file` on a model of vocabulary v: the session holds `held` and `reply`
+ * (as if generated), then a turn on `next` must take path `want`, its prompt holding `has` and
+ * not `lacks` (NULL: no check), the history must be that prompt, and the next-token logits
+ * those of a fresh session. */
+static void rerender_case(const char *file, enum demo_vocab_kind v, const char *held,
+                          const char *reply, const char *next, pl_chat_path want, const char *has,
+                          const char *lacks)
+{
+    char *tmpl = corpus(file);
+    pl_model *m = tmpl ? model_with(v, tmpl) : NULL;
+    pl_session *s = m ? session(m) : NULL;
+    TU_CHECK(s != NULL, "%s: model and session", file);
+    if (s) {
+        char *text = NULL;
+        pl_chat_stats st = turn_after(m, s, held, reply, next, &text);
+        TU_CHECK(text && strstr(text, has) && (!lacks || !strstr(text, lacks)),
+                 "%s: the prompt holds '%s'%s%s: '%s'", file, has, lacks ? " and not " : "",
+                 lacks ? lacks : "", text ? text : "NULL");
+        TU_CHECK(st.path == want && st.n_reused > 0, "%s: path %s (want %s), reused %lld", file,
+                 pl_chat_path_str(st.path), pl_chat_path_str(want), (long long)st.n_reused);
+        const char *h;
+        size_t hl;
+        pl_session_history(s, NULL, NULL, &h, &hl, NULL);
+        TU_CHECK(text && hl == strlen(text) && memcmp(h, text, hl) == 0,
+                 "%s: the history is the new conversation", file);
+        TU_CHECK(logits_match_a_fresh_session(m, s), "%s: logits differ from a fresh session's",
+                 file);
+        free(text);
+    }
+    pl_session_free(s);
+    pl_model_free(m);
+    free(tmpl);
+}
+
+#define SEA "{\"role\":\"user\",\"content\":\"Tell me about the sea.\"}"
+
+/* Qwen3 writes an earlier reply without its <think> block: the cache keeps the tokens up to
+ * the reply and re-evaluates from there. */
 static void qwen3_dropping_earlier_thinking_takes_the_partial_path_and_stays_exact(void)
 {
-    char *tmpl = corpus("qwen3.jinja");
-    pl_model *m = tmpl ? model_with(DEMO_VOCAB_BPE, tmpl) : NULL;
-    pl_session *s = m ? session(m) : NULL;
-    TU_CHECK(s != NULL, "qwen3 model");
-    if (!s) {
-        pl_model_free(m);
-        free(tmpl);
-        return;
-    }
-    const char *held =
-        "{\"messages\":[{\"role\":\"user\",\"content\":\"Tell me about the sea.\"}]}";
-    const char *reply = "<think>\nThe sea is large.\n</think>\n\nIt is wide and deep.";
-    const char *next =
-        "{\"messages\":[{\"role\":\"user\",\"content\":\"Tell me about the sea.\"},"
-        "{\"role\":\"assistant\",\"content\":\"<think>\\nThe sea is large.\\n</think>\\n\\nIt is "
-        "wide and deep.\"},{\"role\":\"user\",\"content\":\"And the sky?\"}]}";
-    char *text = NULL;
-    pl_chat_stats st = turn_after(m, s, held, reply, next, &text);
-    /* the template writes the earlier reply without its <think> block: the cache keeps the
-     * tokens up to the reply and re-evaluates from there */
-    TU_CHECK(text && !strstr(text, "The sea is large") && strstr(text, "It is wide and deep."),
-             "the template drops the earlier reasoning: '%s'", text ? text : "NULL");
-    TU_CHECK(st.path == PL_CHAT_PARTIAL && st.n_reused > 0, "path %s, reused %lld",
-             pl_chat_path_str(st.path), (long long)st.n_reused);
-    const char *h;
-    size_t hl;
-    pl_session_history(s, NULL, NULL, &h, &hl, NULL);
-    TU_CHECK(text && hl == strlen(text) && memcmp(h, text, hl) == 0,
-             "the history is the new conversation");
-    TU_CHECK(logits_match_a_fresh_session(m, s), "logits differ from a fresh session's");
-    free(text);
-    pl_session_free(s);
-    pl_model_free(m);
-    free(tmpl);
+    rerender_case("qwen3.jinja", DEMO_VOCAB_BPE, "{\"messages\":[" SEA "]}",
+                  "<think>\nThe sea is large.\n</think>\n\nIt is wide and deep.",
+                  "{\"messages\":[" SEA ",{\"role\":\"assistant\",\"content\":\"<think>\\nThe sea "
+                  "is large.\\n</think>\\n\\nIt is wide and deep.\"},{\"role\":\"user\","
+                  "\"content\":\"And the sky?\"}]}",
+                  PL_CHAT_PARTIAL, "It is wide and deep.", "The sea is large");
 }
 
+/* The next turn is rendered on a later day: Llama 3.2's system message changes its date. */
 static void a_dated_system_message_takes_the_partial_path_and_stays_exact(void)
 {
-    char *tmpl = corpus("llama-3.2-3b-official.jinja");
-    pl_model *m = tmpl ? model_with(DEMO_VOCAB_BPE_LLAMA3, tmpl) : NULL;
-    pl_session *s = m ? session(m) : NULL;
-    TU_CHECK(s != NULL, "llama 3.2 model");
-    if (!s) {
-        pl_model_free(m);
-        free(tmpl);
-        return;
-    }
-    /* the next turn is rendered on a later day: the system message's date changes */
-    const char *held = "{\"date_string\":\"26 Jul 2024\",\"messages\":[{\"role\":\"user\","
-                       "\"content\":\"Hello there.\"}]}";
-    const char *next =
-        "{\"date_string\":\"27 Jul 2024\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello "
-        "there.\"},{\"role\":\"assistant\",\"content\":\"Hi.\"},{\"role\":\"user\",\"content\":"
-        "\"How are you?\"}]}";
-    char *text = NULL;
-    pl_chat_stats st = turn_after(m, s, held, "Hi.", next, &text);
-    TU_CHECK(text && strstr(text, "27 Jul 2024"), "dated: '%s'", text ? text : "NULL");
-    TU_CHECK(st.path == PL_CHAT_PARTIAL && st.n_reused > 0, "path %s, reused %lld",
-             pl_chat_path_str(st.path), (long long)st.n_reused);
-    const char *h;
-    size_t hl;
-    pl_session_history(s, NULL, NULL, &h, &hl, NULL);
-    TU_CHECK(text && hl == strlen(text) && memcmp(h, text, hl) == 0,
-             "the history is the new conversation");
-    TU_CHECK(logits_match_a_fresh_session(m, s), "logits differ from a fresh session's");
-    free(text);
-    pl_session_free(s);
-    pl_model_free(m);
-    free(tmpl);
+    rerender_case("llama-3.2-3b-official.jinja", DEMO_VOCAB_BPE_LLAMA3,
+                  "{\"date_string\":\"26 Jul 2024\",\"messages\":[" SEA "]}", "Hi.",
+                  "{\"date_string\":\"27 Jul 2024\",\"messages\":[" SEA ",{\"role\":\"assistant\","
+                  "\"content\":\"Hi.\"},{\"role\":\"user\",\"content\":\"How are you?\"}]}",
+                  PL_CHAT_PARTIAL, "27 Jul 2024", "26 Jul 2024");
 }
 
-/* The same template with the same day: later turns append, the fast path. */
+/* The same template, a reply without reasoning: the next turn appends, the fast path. */
 static void a_template_that_appends_keeps_the_fast_path(void)
 {
-    char *tmpl = corpus("qwen3.jinja");
-    pl_model *m = tmpl ? model_with(DEMO_VOCAB_BPE, tmpl) : NULL;
-    pl_session *s = m ? session(m) : NULL;
-    TU_CHECK(s != NULL, "qwen3 model");
-    if (!s) {
-        pl_model_free(m);
-        free(tmpl);
-        return;
-    }
-    const char *held =
-        "{\"messages\":[{\"role\":\"user\",\"content\":\"Tell me about the sea.\"}]}";
-    const char *next =
-        "{\"messages\":[{\"role\":\"user\",\"content\":\"Tell me about the sea.\"},"
-        "{\"role\":\"assistant\",\"content\":\"It is wide.\"},{\"role\":\"user\",\"content\":"
-        "\"And the sky?\"}]}";
-    char *text = NULL;
-    pl_chat_stats st = turn_after(m, s, held, "It is wide.", next, &text);
-    TU_CHECK(st.path == PL_CHAT_FAST, "path %s", pl_chat_path_str(st.path));
-    TU_CHECK(logits_match_a_fresh_session(m, s), "logits differ from a fresh session's");
-    free(text);
-    pl_session_free(s);
-    pl_model_free(m);
-    free(tmpl);
+    rerender_case("qwen3.jinja", DEMO_VOCAB_BPE, "{\"messages\":[" SEA "]}", "It is wide.",
+                  "{\"messages\":[" SEA ",{\"role\":\"assistant\",\"content\":\"It is wide.\"},"
+                  "{\"role\":\"user\",\"content\":\"And the sky?\"}]}",
+                  PL_CHAT_FAST, "And the sky?", NULL);
 }
 
 /* ---- one compiled template, many threads ---- */
