@@ -396,8 +396,8 @@ pl_status pl_chat_template_detect(const char *tmpl, size_t len, const char **nam
 /* The model's template as compiled at load. PL_OK: it compiled; *src / *len (either may be NULL)
  * give its source. PL_ERR_NOT_FOUND: the model has none (no tokenizer.chat_template, or empty).
  * Otherwise the compile error (PL_ERR_FORMAT, PL_ERR_UNSUPPORTED, PL_ERR_LIMIT, PL_ERR_TYPE for
- * a key that is not a string) with "the model's chat template does not compile: line 3, column
- * 14: …"; every chat path that uses the model's template returns this error. */
+ * a key that is not a string) with "the model's chat template does not compile: template line
+ * 3, column 14: …"; every chat path that uses the model's template returns this error. */
 pl_status pl_model_chat_template(const pl_model *m, const char **src, size_t *len, pl_error *err);
 
 /* A template chosen by the caller instead of the model's: Jinja source compiled as the model's
