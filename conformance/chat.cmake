@@ -3,3 +3,9 @@
 plumb_test(test_chat_cache LABELS unit conformance TIMEOUT 900
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_chat_cache.c ${CMAKE_CURRENT_SOURCE_DIR}/chat_ops.c)
 target_link_libraries(test_chat_cache PRIVATE plumb_synth Threads::Threads)
+# The chat paths on the model's own Jinja template (issue 29): load-time compile errors, JSON
+# conversations, hostile templates, and the prefix cache under templates that re-render.
+plumb_test(test_chat_template LABELS unit conformance SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_chat_template.c)
+target_link_libraries(test_chat_template PRIVATE plumb_synth Threads::Threads)
+target_compile_definitions(test_chat_template PRIVATE
+  PLUMB_JINJA_CORPUS="${CMAKE_CURRENT_SOURCE_DIR}/jinja")

@@ -12,6 +12,7 @@
 #include "testutil.h"
 
 static pl_model *model;
+static pl_chat_template *chatml; /* the built-in the tests' prompts are written for */
 static sv_api api;
 
 static pl_model *make_model(void)
@@ -229,8 +230,6 @@ static void each_field_checks_its_type_and_range(void)
         {"{\"messages\":[1]}", "messages[0]"},
         {"{\"messages\":[{}]}", "messages[0].role"},
         {"{\"messages\":[{\"role\":1,\"content\":\"a\"}]}", "messages[0].role"},
-        {"{\"messages\":[{\"role\":\"tool\",\"content\":\"a\"}]}", "messages[0].role"},
-        {"{\"messages\":[{\"role\":\"User\",\"content\":\"a\"}]}", "messages[0].role"},
         {"{\"messages\":[{\"role\":\"user\"}]}", "messages[0].content"},
         {"{\"messages\":[{\"role\":\"user\",\"content\":null}]}", "messages[0].content"},
         {"{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages[0].content"},
@@ -272,7 +271,11 @@ static void each_field_checks_its_type_and_range(void)
         {"{" MSG ",\"n\":2}", "n"},
         {"{" MSG ",\"n\":0}", "n"},
         {"{" MSG ",\"logprobs\":true}", "logprobs"},
-        {"{" MSG ",\"tools\":[{\"type\":\"function\"}]}", "tools"},
+        {"{" MSG ",\"tools\":{}}", "tools"},
+        {"{" MSG ",\"chat_template_kwargs\":[]}", "chat_template_kwargs"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":{}}]}", "messages[0].tool_calls"},
+        /* the built-in chatml renders role and content only: what it cannot render is 400 */
+        {"{" MSG ",\"tools\":[{\"type\":\"function\"}]}", "messages"},
         {"{" MSG ",\"response_format\":{\"type\":\"json_object\"}}", "response_format"},
         {"{" MSG ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}",
          "response_format"},
@@ -576,13 +579,100 @@ static void replies_are_valid_json_whatever_the_text(void)
     }
 }
 
+/* ---- the model's own template: tools, tool calls, a model without a template ---- */
+
+/* A tool-calling template (tojson of tools and of each call's arguments, tool results by id). */
+static const char tool_tmpl[] =
+    "{%- if tools %}TOOLS {{ tools | tojson }}\n{% endif %}"
+    "{%- for m in messages %}<{{ m.role }}>"
+    "{%- if m.tool_calls %}{% for c in m.tool_calls %}CALL {{ c.function.name }} "
+    "{{ c.function.arguments | tojson }}{% endfor %}"
+    "{%- elif m.role == 'tool' %}RESULT {{ m.tool_call_id }}: {{ m.content }}"
+    "{%- else %}{{ m.content }}{% endif %}</>\n{% endfor %}"
+    "{%- if enable_thinking is defined %}THINK {{ enable_thinking }}\n{% endif %}"
+    "{%- if add_generation_prompt %}<assistant>{% endif %}";
+
+static void tools_and_tool_calls_reach_the_template(void)
+{
+    pl_chat_template *t = NULL;
+    pl_error pe;
+    TU_CHECK(pl_chat_template_compile(&t, tool_tmpl, strlen(tool_tmpl), &pe) == PL_OK, "%s",
+             pe.msg);
+    sv_api saved = api;
+    api.tmpl = t;
+    const char *body =
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"},"
+        "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":"
+        "\"function\",\"function\":{\"name\":\"get\",\"arguments\":{\"city\":\"Oslo\"}}}]},"
+        "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"-3 C\"}],"
+        "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get\"}}],"
+        "\"chat_template_kwargs\":{\"enable_thinking\":false}}";
+    const char *want = "TOOLS [{\"type\": \"function\", \"function\": {\"name\": \"get\"}}]\n"
+                       "<user>weather?</>\n<assistant>CALL get {\"city\": \"Oslo\"}</>\n"
+                       "<tool>RESULT c1: -3 C</>\nTHINK False\n<assistant>";
+    sv_request r;
+    sv_error e;
+    int st = chat(body, &r, &e);
+    TU_CHECK(st == 200, "status %d: %s", st, e.message);
+    if (st == 200) {
+        TU_CHECK(r.prompt_len == strlen(want) && memcmp(r.prompt, want, r.prompt_len) == 0,
+                 "prompt '%s'", r.prompt);
+        sv_request_free(&r);
+    }
+    /* what the template raises is the client's 400, naming the template's line and column */
+    static const char raising[] = "{{ raise_exception('no tools here') }}";
+    pl_chat_template *bad = NULL;
+    TU_CHECK(pl_chat_template_compile(&bad, raising, strlen(raising), &pe) == PL_OK, "%s", pe.msg);
+    api.tmpl = bad;
+    st = chat("{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]}", &r, &e);
+    TU_CHECK(st == 400 && strstr(e.message, "no tools here") && strstr(e.message, "line 1"),
+             "status %d: %s", st, e.message);
+    if (st == 200) sv_request_free(&r);
+    api = saved;
+    pl_chat_template_free(bad);
+    pl_chat_template_free(t);
+}
+
+static void a_model_without_a_usable_template_still_completes(void)
+{
+    static const char *const tmpls[] = {"", "{% for %}"};
+    for (int k = 0; k < 2; k++) {
+        mk_config c;
+        pl_error pe = {0};
+        pl_model *m = NULL;
+        TU_CHECK(mk_preset("tiny", &c) == 0, "preset");
+        mk_shrink(&c);
+        c.vocab = DEMO_VOCAB_BPE;
+        c.n_threads = 1;
+        c.chat_template = tmpls[k];
+        TU_CHECK(mk_load(&c, &m, &pe) == PL_OK, "template '%s': the model loads: %s", tmpls[k],
+                 pe.msg);
+        if (!m) continue;
+        sv_api saved = api;
+        api = (sv_api){.model = m, .alias = "tiny", .max_tokens = 8};
+        sv_request r;
+        sv_error e;
+        int st = chat("{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]}", &r, &e);
+        const char *want =
+            k == 0 ? "no chat template" : "does not compile: template line 1, column 8";
+        TU_CHECK(st == 500 && strstr(e.message, want), "template '%s': status %d: %s", tmpls[k], st,
+                 e.message);
+        if (st == 200) sv_request_free(&r);
+        st = post("/v1/completions", "{\"prompt\":\"Hello\"}", 18, &r, &e);
+        TU_CHECK(st == 200, "template '%s': completions: status %d: %s", tmpls[k], st, e.message);
+        if (st == 200) sv_request_free(&r);
+        api = saved;
+        pl_model_free(m);
+    }
+}
+
 int main(void)
 {
-    if (!(model = make_model())) {
+    if (!(model = make_model()) || pl_chat_template_builtin(&chatml, "chatml", NULL)) {
         fprintf(stderr, "test_serve_api: could not build the model\n");
         return 1;
     }
-    api = (sv_api){.model = model, .tmpl = "chatml", .alias = "tiny", .max_tokens = 77};
+    api = (sv_api){.model = model, .tmpl = chatml, .alias = "tiny", .max_tokens = 77};
     static const tu_test tests[] = {
         {"unknown_path_is_404_and_wrong_method_405", unknown_path_is_404_and_wrong_method_405},
         {"api_key_is_required_everywhere_but_health_and_metrics",
@@ -598,9 +688,13 @@ int main(void)
         {"metrics_text_is_prometheus_with_cumulative_buckets",
          metrics_text_is_prometheus_with_cumulative_buckets},
         {"replies_are_valid_json_whatever_the_text", replies_are_valid_json_whatever_the_text},
+        {"tools_and_tool_calls_reach_the_template", tools_and_tool_calls_reach_the_template},
+        {"a_model_without_a_usable_template_still_completes",
+         a_model_without_a_usable_template_still_completes},
         {NULL, NULL},
     };
     int rc = tu_run("serve_api", tests);
+    pl_chat_template_free(chatml);
     pl_model_free(model);
     return rc;
 }

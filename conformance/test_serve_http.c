@@ -19,6 +19,7 @@
 #include "testutil.h"
 
 static pl_model *model;
+static pl_chat_template *chatml; /* the built-in the tests' prompts are written for */
 
 /* The demo model (PLUMB_SERVE_TEST_MODEL): its replies are English, so a client can send
  * them back as JSON byte for byte (a random model's bytes are not valid UTF-8). */
@@ -46,7 +47,7 @@ static sv_server *start(int n_slots, int queue, int sliding, size_t max_body)
                      .max_body = max_body,
                      .timeout_s = 5,
                      .session = pl_session_default_params(model),
-                     .api = {.model = model, .tmpl = "chatml", .alias = "tiny", .max_tokens = 16}};
+                     .api = {.model = model, .tmpl = chatml, .alias = "tiny", .max_tokens = 16}};
     cfg.session.n_threads = 1;
     if (sliding) {
         cfg.session.context_window = 0;
@@ -556,7 +557,7 @@ static sv_server *start_with(const char *host, const char *cors, const char *api
                      .timeout_s = 5,
                      .session = pl_session_default_params(model),
                      .api = {.model = model,
-                             .tmpl = "chatml",
+                             .tmpl = chatml,
                              .alias = "tiny",
                              .api_key = api_key,
                              .metrics_key = metrics_key,
@@ -919,7 +920,7 @@ static void slot_queue_waits_refuses_and_stops(void)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    if (!(model = load_model())) {
+    if (!(model = load_model()) || pl_chat_template_builtin(&chatml, "chatml", NULL)) {
         return 1;
     }
     static const tu_test tests[] = {
@@ -941,6 +942,7 @@ int main(void)
         {NULL, NULL},
     };
     int rc = tu_run("serve_http", tests);
+    pl_chat_template_free(chatml);
     pl_model_free(model);
     return rc;
 }

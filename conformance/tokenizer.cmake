@@ -6,3 +6,4 @@ foreach(t test_tokenizer test_tokenizer_hostile test_tokenizer_props test_tokeni
   plumb_test(${t} LABELS unit conformance SOURCES ${t}.c tokfix.c)
   target_link_libraries(${t} PRIVATE plumb_synth)
 endforeach()
+target_compile_definitions(test_chat PRIVATE PLUMB_JINJA_CORPUS="${CMAKE_CURRENT_SOURCE_DIR}/jinja")

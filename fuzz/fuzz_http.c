@@ -148,7 +148,7 @@ void fuzz_one(const uint8_t *data, size_t size)
     const char *body = (const char *)data + at;
     size_t len = size - at;
     sv_api api = {.model = model,
-                  .tmpl = "chatml",
+                  .tmpl = NULL, /* the model's own, on the Jinja engine */
                   .alias = "tiny",
                   .api_key = keyed ? "fuzzkey" : NULL,
                   .max_tokens = 16};

@@ -282,8 +282,6 @@ static int get_common(const sv_api *api, const json_t *body, sv_request *r, sv_e
     int flag = 0;
     if (get_bool(body, "logprobs", "logprobs", &flag, e) < 0) return -1;
     if (flag) return bad_field(e, "logprobs", "log probabilities are not supported");
-    if ((v = json_object_get(body, "tools")) && json_is_array(v) && json_array_size(v) > 0)
-        return bad_field(e, "tools", "tools (function calling) are not supported");
     if ((v = json_object_get(body, "response_format")) && !json_is_null(v)) {
         json_t *t = json_is_object(v) ? json_object_get(v, "type") : NULL;
         if (!json_is_string(t) || strcmp(json_string_value(t), "text") != 0)
@@ -303,132 +301,122 @@ static int get_common(const sv_api *api, const json_t *body, sv_request *r, sv_e
 
 /* ---- chat messages ---------------------------------------------------------------------- */
 
-/* The message's text: a string, or the concatenated "text" parts of an array. malloc'd. */
-static char *message_text(const json_t *c, size_t i, sv_error *e)
+/* Checks message i (an object with a string role, and content that is a string, an array of
+ * text parts, or null / absent beside tool_calls) and joins text parts into one string, as
+ * llama-server does for templates written for string content. Other keys (tool_calls,
+ * tool_call_id, name, reasoning_content, ...) go to the template as they are. */
+static int check_message(json_t *msg, size_t i, sv_error *e)
 {
-    char field[64];
+    char field[96];
+    snprintf(field, sizeof field, "messages[%zu]", i);
+    if (!json_is_object(msg)) return wrong_type(e, field, msg, "an object");
+    const json_t *role = json_object_get(msg, "role"), *c = json_object_get(msg, "content");
+    snprintf(field, sizeof field, "messages[%zu].role", i);
+    if (!role) return bad_field(e, field, "is required");
+    if (!json_is_string(role)) return wrong_type(e, field, role, "a string");
     snprintf(field, sizeof field, "messages[%zu].content", i);
-    if (json_is_string(c)) {
-        char *s = strdup(json_string_value(c));
-        if (!s) sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
-        return s;
+    const json_t *calls = json_object_get(msg, "tool_calls");
+    if (calls && !json_is_null(calls) && !json_is_array(calls)) {
+        snprintf(field, sizeof field, "messages[%zu].tool_calls", i);
+        return wrong_type(e, field, calls, "an array");
     }
-    if (!json_is_array(c)) {
-        wrong_type(e, field, c, "a string or an array of text parts");
-        return NULL;
+    if (!c || json_is_null(c)) {
+        if (json_array_size(calls) > 0) return 0; /* an assistant turn that only calls tools */
+        return c ? wrong_type(e, field, c, "a string or an array of text parts")
+                 : bad_field(e, field, "is required");
     }
-    size_t total = 0, n = json_array_size(c);
-    for (size_t k = 0; k < n; k++) {
+    if (json_is_string(c)) return 0;
+    if (!json_is_array(c)) return wrong_type(e, field, c, "a string or an array of text parts");
+    size_t total = 0;
+    for (size_t k = 0; k < json_array_size(c); k++) {
         const json_t *p = json_array_get(c, k), *t;
-        char pf[96];
-        snprintf(pf, sizeof pf, "messages[%zu].content[%zu]", i, k);
-        if (!json_is_object(p)) {
-            wrong_type(e, pf, p, "an object {\"type\": \"text\", \"text\": …}");
-            return NULL;
-        }
+        snprintf(field, sizeof field, "messages[%zu].content[%zu]", i, k);
+        if (!json_is_object(p))
+            return wrong_type(e, field, p, "an object {\"type\": \"text\", \"text\": …}");
         t = json_object_get(p, "type");
         if (!json_is_string(t) || strcmp(json_string_value(t), "text") != 0) {
-            snprintf(pf + strlen(pf), sizeof pf - strlen(pf), ".type");
-            bad_field(e, pf, "only \"text\" parts are supported");
-            return NULL;
+            snprintf(field + strlen(field), sizeof field - strlen(field), ".type");
+            return bad_field(e, field, "only \"text\" parts are supported");
         }
         t = json_object_get(p, "text");
         if (!json_is_string(t)) {
-            snprintf(pf + strlen(pf), sizeof pf - strlen(pf), ".text");
-            wrong_type(e, pf, t ? t : json_null(), "a string");
-            return NULL;
+            snprintf(field + strlen(field), sizeof field - strlen(field), ".text");
+            return wrong_type(e, field, t ? t : json_null(), "a string");
         }
         total += json_string_length(t);
     }
-    char *s = malloc(total + 1);
-    if (!s) {
-        sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
-        return NULL;
-    }
+    char *joined = malloc(total + 1);
+    if (!joined) return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
     size_t at = 0;
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = 0; k < json_array_size(c); k++) {
         const json_t *t = json_object_get(json_array_get(c, k), "text");
-        memcpy(s + at, json_string_value(t), json_string_length(t));
+        memcpy(joined + at, json_string_value(t), json_string_length(t));
         at += json_string_length(t);
     }
-    s[at] = 0;
-    return s;
+    int bad = json_object_set_new(msg, "content", json_stringn(joined, at));
+    free(joined);
+    return bad ? sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory") : 0;
+}
+
+/* The variables the template sees: messages (text parts joined) and tools as the request gives
+ * them, and chat_template_kwargs (llama-server's extension: enable_thinking, ...) merged in. */
+static json_t *template_vars(const json_t *body, sv_error *e)
+{
+    const json_t *msgs = json_object_get(body, "messages"), *v;
+    if (!msgs) return bad_field(e, "messages", "is required"), NULL;
+    if (!json_is_array(msgs)) return wrong_type(e, "messages", msgs, "an array"), NULL;
+    size_t n = json_array_size(msgs);
+    if (n == 0) return bad_field(e, "messages", "must hold at least one message"), NULL;
+    if ((v = json_object_get(body, "tools")) && !json_is_null(v) && !json_is_array(v))
+        return wrong_type(e, "tools", v, "an array of tool definitions"), NULL;
+    const json_t *kw = json_object_get(body, "chat_template_kwargs");
+    if (kw && !json_is_null(kw) && !json_is_object(kw))
+        return wrong_type(e, "chat_template_kwargs", kw, "an object"), NULL;
+    json_t *ctx = json_object(), *copy = json_deep_copy(msgs);
+    if (!ctx || !copy || (kw && json_is_object(kw) && json_object_update(ctx, (json_t *)kw)) ||
+        json_object_set(ctx, "messages", copy) ||
+        (v && json_object_set(ctx, "tools", (json_t *)v))) {
+        json_decref(copy);
+        json_decref(ctx);
+        return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory"), NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (check_message(json_array_get(copy, i), i, e)) {
+            json_decref(copy);
+            json_decref(ctx);
+            return NULL;
+        }
+    json_decref(copy);
+    return ctx;
 }
 
 static int render_chat(const sv_api *api, const json_t *body, sv_request *r, sv_error *e)
 {
-    json_t *msgs = json_object_get(body, "messages");
-    if (!msgs) return bad_field(e, "messages", "is required");
-    if (!json_is_array(msgs)) return wrong_type(e, "messages", msgs, "an array");
-    size_t n = json_array_size(msgs);
-    if (n == 0) return bad_field(e, "messages", "must hold at least one message");
-    pl_chat_message *m = calloc(n, sizeof *m);
-    if (!m) return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
-    int rc = -1;
-    size_t done = 0;
-    for (; done < n; done++) {
-        const json_t *msg = json_array_get(msgs, done), *role, *content;
-        char field[64];
-        snprintf(field, sizeof field, "messages[%zu]", done);
-        if (!json_is_object(msg)) {
-            wrong_type(e, field, msg, "an object");
-            goto out;
-        }
-        snprintf(field, sizeof field, "messages[%zu].role", done);
-        role = json_object_get(msg, "role");
-        if (!role) {
-            bad_field(e, field, "is required");
-            goto out;
-        }
-        if (!json_is_string(role)) {
-            wrong_type(e, field, role, "a string");
-            goto out;
-        }
-        const char *rs = json_string_value(role);
-        if (strcmp(rs, "system") == 0)
-            m[done].role = "system";
-        else if (strcmp(rs, "user") == 0)
-            m[done].role = "user";
-        else if (strcmp(rs, "assistant") == 0)
-            m[done].role = "assistant";
-        else {
-            bad_field(e, field, "unknown role (known: system, user, assistant)");
-            goto out;
-        }
-        content = json_object_get(msg, "content");
-        if (!content) {
-            snprintf(field, sizeof field, "messages[%zu].content", done);
-            bad_field(e, field, "is required");
-            goto out;
-        }
-        if (!(m[done].content = message_text(content, done, e))) goto out;
-    }
+    json_t *ctx = template_vars(body, e);
+    if (!ctx) return -1;
+    char *text = json_dumps(ctx, JSON_COMPACT);
+    json_decref(ctx);
+    if (!text) return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
     pl_error pe = {0};
-    size_t need = 0;
-    pl_status st = pl_chat_render(api->model, api->tmpl, m, n, 1, NULL, 0, &need, &pe);
+    size_t need = 0, len = strlen(text);
+    pl_status st = pl_chat_render_json(api->model, api->tmpl, text, len, 1, NULL, 0, &need, &pe);
     if (st == PL_ERR_BUFFER_TOO_SMALL || st == PL_OK) {
         if (!(r->prompt = malloc(need + 1))) {
-            sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
-            goto out;
+            free(text);
+            return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
         }
-        st = pl_chat_render(api->model, api->tmpl, m, n, 1, r->prompt, need + 1, &need, &pe);
+        st = pl_chat_render_json(api->model, api->tmpl, text, len, 1, r->prompt, need + 1, &need,
+                                 &pe);
     }
-    if (st == PL_ERR_INVALID_ARG) {
-        bad_field(e, "messages", "the chat template rejects them: %s", pe.msg);
-        goto out;
-    }
-    if (st) {
-        sv_error_set(e, 500, "server_error", NULL, NULL, "rendering the conversation: %s: %s",
-                     pl_status_str(st), pe.msg);
-        goto out;
-    }
+    free(text);
+    if (st == PL_ERR_INVALID_ARG || st == PL_ERR_LIMIT || st == PL_ERR_UNSUPPORTED)
+        return bad_field(e, "messages", "the chat template rejects them: %s", pe.msg);
+    if (st)
+        return sv_error_set(e, 500, "server_error", NULL, NULL,
+                            "the chat endpoint cannot render: %s: %s", pl_status_str(st), pe.msg);
     r->prompt[need] = 0;
     r->prompt_len = need;
-    rc = 0;
-out:
-    for (size_t i = 0; i < done; i++) free((char *)m[i].content);
-    free(m);
-    return rc;
+    return 0;
 }
 
 /* The BOS text when the vocabulary adds one (a raw completion prompt gets it as a template

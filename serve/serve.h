@@ -38,12 +38,12 @@ typedef struct sv_header {
 
 /* What the request path needs to know about the server. */
 typedef struct sv_api {
-    const pl_model *model;   /* tokenizer and chat template; may be NULL only when tmpl is set */
-    const char *tmpl;        /* a pl_chat_render template name */
-    const char *alias;       /* the model id clients see */
-    const char *api_key;     /* NULL or "": no key needed (never asked on /health, /metrics) */
-    const char *metrics_key; /* NULL or "": /metrics is open; else it needs this key */
-    int64_t max_tokens;      /* the cap for a request without max_tokens */
+    const pl_model *model;        /* tokenizer and chat template */
+    const pl_chat_template *tmpl; /* the chat template; NULL: the model's own */
+    const char *alias;            /* the model id clients see */
+    const char *api_key;          /* NULL or "": no key needed (never asked on /health, /metrics) */
+    const char *metrics_key;      /* NULL or "": /metrics is open; else it needs this key */
+    int64_t max_tokens;           /* the cap for a request without max_tokens */
 } sv_api;
 
 /* A validated generation request. Free with sv_request_free. */

@@ -459,6 +459,9 @@ static pl_status put_metadata(pl_gguf_writer *w, const mk_config *c, pl_error *e
         return s;
 #undef KEY
     s = demo_vocab_write(w, c->vocab, (uint32_t)c->n_vocab, err);
+    if (!s && c->chat_template)
+        s = pl_gguf_writer_set_string(w, "tokenizer.chat_template", c->chat_template,
+                                      strlen(c->chat_template), err);
     if (s) return s;
     /* last, where pl_model_quantize appends it: an F32 file quantized equals a direct one */
     return pl_gguf_writer_set_u32(w, "general.quantization_version", 2, err);

@@ -30,6 +30,9 @@ typedef struct mk_config {
     uint64_t seed;
     int n_threads; /* generation and quantization threads; 0: every online CPU. Any count
                       writes the same bytes */
+    /* tokenizer.chat_template: NULL keeps the vocabulary's; else this text replaces it ("" is
+     * a model without a usable template). Not owned; read by mk_write only. */
+    const char *chat_template;
 } mk_config;
 
 /* Fills *out with a preset (mk_preset_list()): F32 weights,

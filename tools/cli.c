@@ -687,3 +687,97 @@ pl_session_params cli_gen_session(const cli_gen_opts *o, const pl_model *m)
     sp.kernels = o->kernels;
     return sp;
 }
+
+/* ---- chat templates ---- */
+
+int cli_tmpl_option(cli_args *a, const char *v, cli_tmpl_opts *t, int *rc)
+{
+    *rc = 0;
+    if (cli_is(a, NULL, "--chat-template-file")) {
+        t->file = v;
+        return 1;
+    }
+    if (!cli_is(a, NULL, "--chat-template") && !cli_is(a, NULL, "--template")) return 0;
+    const char *const *names = pl_chat_template_names();
+    size_t i = 0;
+    while (names[i] && strcmp(names[i], v)) i++;
+    if (!names[i]) {
+        char known[256] = "";
+        for (size_t j = 0; names[j]; j++) {
+            size_t l = strlen(known);
+            snprintf(known + l, sizeof known - l, "%s%s", j ? ", " : "", names[j]);
+        }
+        *rc = cli_usage_error(a,
+                              "%s: unknown built-in template '%s' (known: %s; the model's own "
+                              "template is the default, --chat-template-file FILE takes any)",
+                              a->arg, v, known);
+        return 1;
+    }
+    t->name = names[i];
+    return 1;
+}
+
+/* The whole file in a malloc'd buffer; NULL after printing why. */
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        cli_errorf("cannot read '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    for (size_t k; buf && (k = fread(buf + n, 1, cap - n, f)) > 0;) {
+        n += k;
+        if (n == cap) {
+            char *p = cap < ((size_t)64 << 20) ? realloc(buf, cap *= 2) : NULL;
+            if (!p) free(buf);
+            buf = p;
+        }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) {
+        free(buf);
+        cli_errorf("cannot read '%s': %s", path, bad ? "read error" : "too large (64 MiB)");
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+int cli_tmpl_load(const pl_model *m, const char *path, const cli_tmpl_opts *t, int required,
+                  pl_chat_template **out, char *desc, size_t desc_cap)
+{
+    pl_error err;
+    *out = NULL;
+    if (t->file) {
+        size_t len = 0;
+        char *src = read_all(t->file, &len);
+        if (!src) return CLI_EXIT_FAIL;
+        pl_status st = pl_chat_template_compile(out, src, len, &err);
+        free(src);
+        if (st) return cli_errorf("%s: %s", t->file, err.msg);
+        snprintf(desc, desc_cap, "file %s", t->file);
+    } else if (t->name) {
+        pl_status st = pl_chat_template_builtin(out, t->name, &err);
+        if (st) return cli_fail(st, &err);
+        snprintf(desc, desc_cap, "built-in %s", t->name);
+    } else {
+        size_t len = 0;
+        pl_status st = pl_model_chat_template(m, NULL, &len, &err);
+        if (st) {
+            snprintf(desc, desc_cap, "none");
+            if (required)
+                return cli_errorf("%s: %s; give --chat-template-file FILE or --chat-template "
+                                  "NAME",
+                                  path, err.msg);
+            cli_warnf("%s: %s; chat requests fail until a template is given "
+                      "(--chat-template-file FILE); completions work",
+                      path, err.msg);
+            return 0;
+        }
+        snprintf(desc, desc_cap, "model's own (%zu bytes of Jinja)", len);
+    }
+    return 0;
+}

@@ -163,6 +163,21 @@ void cli_gen_warn_ctx(const cli_gen_opts *o, const pl_model *m);
 /* m's default session parameters with these options applied. */
 pl_session_params cli_gen_session(const cli_gen_opts *o, const pl_model *m);
 
+/* The chat template options of chat and serve: --chat-template NAME (a built-in; --template is
+ * the older spelling) and --chat-template-file FILE (Jinja source, as llama-server takes it). */
+typedef struct cli_tmpl_opts {
+    const char *name, *file;
+} cli_tmpl_opts;
+/* 1 if a's current option is one of them (*rc as cli_gen_option), else 0. */
+int cli_tmpl_option(cli_args *a, const char *v, cli_tmpl_opts *t, int *rc);
+/* The template the options choose, for model m (loaded from path): *out NULL means the model's
+ * own. Prints one line on stderr saying which template renders the chats, or why the model's
+ * does not compile (then *out is NULL and, when required, the exit code is returned). desc gets
+ * a short description ("model's own (N bytes of Jinja)", "built-in chatml", "file FILE"). Returns 0
+ * or an exit code. */
+int cli_tmpl_load(const pl_model *m, const char *path, const cli_tmpl_opts *t, int required,
+                  pl_chat_template **out, char *desc, size_t desc_cap);
+
 /* A JSON string literal, quotes included: control characters escaped, invalid UTF-8
  * replaced by \ufffd (one per bad byte), so the output is always valid JSON. */
 void cli_put_json_string(FILE *f, const char *s, size_t n);

@@ -26,8 +26,11 @@ static void usage(FILE *out)
           "options:\n"
           "  -m, --model FILE         GGUF model (llama, qwen2, qwen3)\n"
           "  --system TEXT            system message (first in the conversation)\n"
-          "  --template NAME          chat template (default: the model's): chatml, qwen2,\n"
-          "                           qwen2.5, llama3, llama2, mistral\n"
+          "  --chat-template-file FILE\n"
+          "                           chat template as Jinja source (default: the model's own\n"
+          "                           tokenizer.chat_template, run by the Jinja engine)\n"
+          "  --chat-template NAME     a built-in template instead: chatml, qwen2, qwen2.5,\n"
+          "                           llama3, llama2, mistral (--template NAME: the same)\n"
           "  -n, --n-predict N        most tokens per reply (default -1: until the model ends\n"
           "                           its turn or the context is full)\n"
           "  --ignore-eos             keep generating past end-of-turn tokens\n"
@@ -71,7 +74,8 @@ static void usage(FILE *out)
 }
 
 typedef struct chat_opts {
-    const char *model, *system, *tmpl, *stats_json;
+    const char *model, *system, *stats_json;
+    cli_tmpl_opts tmpl;
     int64_t n_predict;
     int ignore_eos, verbose, no_repack, no_cache, special;
     cli_gen_opts g;
@@ -85,7 +89,8 @@ typedef struct chat_turn {
 
 typedef struct chat {
     const chat_opts *o;
-    const char *tmpl_name; /* the template in use (for /save) */
+    char tmpl_name[128];    /* the template in use (for /save and the banner) */
+    pl_chat_template *tmpl; /* NULL: the model's own */
     const pl_model *m;
     pl_session *s;
     pl_sampler *smp;
@@ -135,21 +140,9 @@ static int parse(int argc, char **argv, chat_opts *o)
             o->model = v;
         else if (cli_is(&a, NULL, "--system"))
             o->system = v;
-        else if (cli_is(&a, NULL, "--template")) {
-            const char *const *names = pl_chat_template_names();
-            size_t i = 0;
-            while (names[i] && strcmp(names[i], v)) i++;
-            if (!names[i]) {
-                char known[256] = "";
-                for (size_t j = 0; names[j]; j++) {
-                    size_t l = strlen(known);
-                    snprintf(known + l, sizeof known - l, "%s%s", j ? ", " : "", names[j]);
-                }
-                return cli_usage_error(&a, "--template: unknown template '%s' (known: %s)", v,
-                                       known);
-            }
-            o->tmpl = names[i];
-        } else if (cli_is(&a, "-n", "--n-predict"))
+        else if (cli_tmpl_option(&a, v, &o->tmpl, &rc))
+            ;
+        else if (cli_is(&a, "-n", "--n-predict"))
             rc = cli_parse_i64(&a, v, -1, INT32_MAX, &o->n_predict);
         else if (cli_gen_option(&a, v, &o->g, &rc))
             ;
@@ -397,9 +390,24 @@ static pl_status generate_reply(chat *c, pl_chat_stats *st, pl_error *err)
     c->reply_oom = 0;
     interrupted = 0;
     pl_status s =
-        pl_chat_messages(c->s, c->o->tmpl, c->msgs, c->n_msgs, c->smp, &gp, on_text, c, st, err);
+        pl_chat_messages_with(c->s, c->tmpl, c->msgs, c->n_msgs, c->smp, &gp, on_text, c, st, err);
     hold_flush(&c->shown, stdout);
     return s;
+}
+
+/* msgs rendered with the chat's template and the assistant's opening (malloc'd), or NULL. */
+static char *render(const chat *c, const pl_chat_message *msgs, size_t n, size_t *len)
+{
+    char *buf = NULL;
+    *len = 0;
+    if (pl_chat_render_with(c->m, c->tmpl, msgs, n, 1, NULL, 0, len, NULL) ==
+            PL_ERR_BUFFER_TOO_SMALL &&
+        (buf = malloc(*len + 1)) &&
+        pl_chat_render_with(c->m, c->tmpl, msgs, n, 1, buf, *len + 1, len, NULL)) {
+        free(buf);
+        buf = NULL;
+    }
+    return buf;
 }
 
 /* The tokens of the conversation [system, user text] with the assistant's opening, or -1
@@ -414,10 +422,7 @@ static int64_t tokens_alone(const chat *c, const char *text)
     int64_t count = -1;
     char *buf = NULL;
     int32_t *ids = NULL;
-    pl_chat_render(c->m, c->tmpl_name, msgs, n, 1, NULL, 0, &len, NULL);
-    if (!(buf = malloc(len + 1)) ||
-        pl_chat_render(c->m, c->tmpl_name, msgs, n, 1, buf, len + 1, &len, NULL))
-        goto out;
+    if (!(buf = render(c, msgs, n, &len))) goto out;
     pl_tokenize(c->m, buf, len, PL_TOKENIZE_PARSE_SPECIAL, NULL, 0, &n_ids, NULL);
     if (!(ids = malloc((n_ids + 1) * sizeof *ids)) ||
         pl_tokenize(c->m, buf, len, PL_TOKENIZE_PARSE_SPECIAL, ids, n_ids + 1, &n_ids, NULL))
@@ -435,10 +440,7 @@ static int64_t tokens_conversation(const chat *c)
     size_t len = 0, n_ids = 0;
     int64_t count = -1;
     char *buf = NULL;
-    pl_chat_render(c->m, c->tmpl_name, c->msgs, c->n_msgs, 1, NULL, 0, &len, NULL);
-    if (!(buf = malloc(len + 1)) ||
-        pl_chat_render(c->m, c->tmpl_name, c->msgs, c->n_msgs, 1, buf, len + 1, &len, NULL))
-        goto out;
+    if (!(buf = render(c, c->msgs, c->n_msgs, &len))) goto out;
     if (pl_tokenize(c->m, buf, len, PL_TOKENIZE_PARSE_SPECIAL, NULL, 0, &n_ids, NULL) == PL_OK ||
         n_ids > 0)
         count = (int64_t)n_ids;
@@ -613,17 +615,8 @@ int cmd_chat(int argc, char **argv)
                                 .kernels = o.g.kernels};
     if ((st = pl_model_load(&m, o.model, &mp, &err))) goto fail;
     c.m = m;
-    c.tmpl_name = o.tmpl;
-    if (!c.tmpl_name && pl_model_chat_template(m, &c.tmpl_name, &err)) {
-        const char *const *names = pl_chat_template_names();
-        char known[256] = "";
-        for (size_t j = 0; names[j]; j++) {
-            size_t l = strlen(known);
-            snprintf(known + l, sizeof known - l, "%s%s", j ? ", " : "", names[j]);
-        }
-        rc = cli_errorf("%s: %s; give --template NAME (one of %s)", o.model, err.msg, known);
+    if ((rc = cli_tmpl_load(m, o.model, &o.tmpl, 1, &c.tmpl, c.tmpl_name, sizeof c.tmpl_name)))
         goto out;
-    }
 
     pl_session_params sp = cli_gen_session(&o.g, m);
     cli_gen_warn_ctx(&o.g, m);
@@ -691,6 +684,7 @@ out:
     hold_free(&c.shown);
     pl_sampler_free(c.smp);
     pl_session_free(c.s);
+    pl_chat_template_free(c.tmpl);
     pl_model_free(m);
     return cli_finish(rc);
 }

@@ -512,6 +512,9 @@ struct runtime {
     pl_session_params p;
     pl_status est; /* the default session's estimate */
     pl_session_info si;
+    pl_status tst; /* the chat template as compiled at load: PL_OK, NOT_FOUND, or why not */
+    pl_error terr;
+    size_t tlen;
 };
 
 static void runtime_probe(runtime *rt, const char *path)
@@ -523,6 +526,7 @@ static void runtime_probe(runtime *rt, const char *path)
     pl_model_get_info(m, &rt->mi, NULL);
     pl_error e;
     rt->est = pl_session_estimate(m, &rt->p, &rt->si, &e);
+    rt->tst = pl_model_chat_template(m, NULL, &rt->tlen, &rt->terr);
     pl_model_free(m);
 }
 
@@ -564,6 +568,11 @@ static void print_runtime(FILE *f, const runtime *rt)
                 (long long)rt->p.context_window, kv_type_name(rt->p.kv_type),
                 (long long)rt->p.prefill_chunk, kv, sc);
     }
+    if (rt->tst == PL_OK)
+        fprintf(f, "  chat template: %zu bytes of Jinja, compiled (the chat paths run it)\n",
+                rt->tlen);
+    else
+        fprintf(f, "  chat template: %s\n", rt->terr.msg);
 }
 
 /* The same as one JSON value: {"runnable": false, "status", "error"} or the model's figures. */
@@ -594,6 +603,14 @@ static void put_runtime_json(FILE *f, const runtime *rt)
                 mi->repack_bytes, mi->repack_ms);
     } else {
         fputs("null", f);
+    }
+    fputs(",\n    \"chat_template\": ", f);
+    if (rt->tst == PL_OK) {
+        fprintf(f, "{\"compiles\": true, \"bytes\": %zu}", rt->tlen);
+    } else {
+        fprintf(f, "{\"compiles\": false, \"status\": \"%s\", \"error\": ", pl_status_str(rt->tst));
+        cli_put_json_string(f, rt->terr.msg, strlen(rt->terr.msg));
+        fputc('}', f);
     }
     fputs(",\n    \"default_session\": ", f);
     if (rt->est == PL_OK)

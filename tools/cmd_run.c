@@ -20,6 +20,14 @@ static void usage(FILE *out)
           "  -p, --prompt TEXT        prompt text (tokenized with the model's tokenizer)\n"
           "  -f, --file FILE          read the prompt from FILE\n"
           "  --tokens LIST            prompt as token ids, comma-separated\n"
+          "  --chat                   the prompt is a user message: rendered with the chat\n"
+          "                           template and the assistant's opening, then generated\n"
+          "  --system TEXT            with --chat: a system message before it\n"
+          "  --chat-template-file FILE\n"
+          "                           with --chat: the template as Jinja source (default: the\n"
+          "                           model's own tokenizer.chat_template)\n"
+          "  --chat-template NAME     with --chat: a built-in template instead (chatml, qwen2,\n"
+          "                           qwen2.5, llama3, llama2, mistral)\n"
           "  -n, --n-predict N        tokens to generate (default 32; 0: prefill only; -1: until\n"
           "                           end of generation or a full context)\n"
           "  --temp F                 temperature (default 0.8; 0: greedy)\n"
@@ -60,10 +68,11 @@ static double now_s(void)
 }
 
 typedef struct run_opts {
-    const char *model, *prompt, *prompt_file;
+    const char *model, *prompt, *prompt_file, *system;
     int32_t *tokens;
     int64_t n_tokens, n_predict;
-    int ignore_eos, verbose, no_repack, special;
+    int ignore_eos, verbose, no_repack, special, chat;
+    cli_tmpl_opts tmpl;
     cli_gen_opts g;
 } run_opts;
 
@@ -79,6 +88,7 @@ static int parse(int argc, char **argv, run_opts *o)
                     : cli_is(&a, "-v", "--verbose")   ? &o->verbose
                     : cli_is(&a, NULL, "--no-repack") ? &o->no_repack
                     : cli_is(&a, NULL, "--special")   ? &o->special
+                    : cli_is(&a, NULL, "--chat")      ? &o->chat
                                                       : NULL;
         if (flag) {
             if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
@@ -93,6 +103,10 @@ static int parse(int argc, char **argv, run_opts *o)
             o->prompt = v;
         else if (cli_is(&a, "-f", "--file"))
             o->prompt_file = v;
+        else if (cli_is(&a, NULL, "--system"))
+            o->system = v;
+        else if (cli_tmpl_option(&a, v, &o->tmpl, &rc))
+            ;
         else if (cli_is(&a, NULL, "--tokens")) {
             free(o->tokens);
             o->tokens = NULL;
@@ -111,6 +125,10 @@ static int parse(int argc, char **argv, run_opts *o)
     int sources = !!o->prompt + !!o->prompt_file + !!o->tokens;
     if (sources != 1)
         return cli_usage_error(&a, "give exactly one prompt: -p TEXT, -f FILE or --tokens LIST");
+    if (!o->chat && (o->system || o->tmpl.name || o->tmpl.file))
+        return cli_usage_error(&a, "--system and the chat template options need --chat");
+    if (o->chat && o->tokens)
+        return cli_usage_error(&a, "--chat renders text: give -p TEXT or -f FILE, not --tokens");
     return 0;
 }
 
@@ -134,6 +152,7 @@ int cmd_run(int argc, char **argv)
     pl_session *s = NULL;
     pl_sampler *smp = NULL;
     run_text *text = NULL;
+    pl_chat_template *tmpl = NULL;
     float *logits = NULL;
     int32_t *hist = NULL;
 
@@ -148,7 +167,14 @@ int cmd_run(int argc, char **argv)
     pl_model_get_info(m, &info, NULL);
 
     if ((st = run_text_new(&text, m, o.special, o.g.stops, o.g.n_stops, &err))) goto fail;
-    if (!o.tokens) {
+    if (o.chat) {
+        char desc[128];
+        if ((rc = cli_tmpl_load(m, o.model, &o.tmpl, 1, &tmpl, desc, sizeof desc))) goto out;
+        fprintf(stderr, "chat template: %s\n", desc);
+        st = run_text_tokenize_chat(text, tmpl, o.system, o.prompt, o.prompt_file, &o.tokens,
+                                    &o.n_tokens, &err);
+        if (st) goto fail;
+    } else if (!o.tokens) {
         st = o.prompt ? run_text_tokenize(text, o.prompt, &o.tokens, &o.n_tokens, &err)
                       : run_text_tokenize_file(text, o.prompt_file, &o.tokens, &o.n_tokens, &err);
         if (st) goto fail;
@@ -281,6 +307,7 @@ out:
     free(hist);
     free(o.tokens);
     run_text_free(text);
+    pl_chat_template_free(tmpl);
     pl_sampler_free(smp);
     pl_session_free(s);
     pl_model_free(m);

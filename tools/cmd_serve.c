@@ -42,8 +42,11 @@ static void usage(FILE *out)
         "                           .gguf)\n"
         "  --max-tokens N           tokens per reply when a request gives no max_tokens\n"
         "                           (default 256)\n"
-        "  --template NAME          chat template (default: the model's): chatml, qwen2,\n"
-        "                           qwen2.5, llama3, llama2, mistral\n"
+        "  --chat-template-file FILE\n"
+        "                           chat template as Jinja source (default: the model's own\n"
+        "                           tokenizer.chat_template, run by the Jinja engine)\n"
+        "  --chat-template NAME     a built-in template instead: chatml, qwen2, qwen2.5,\n"
+        "                           llama3, llama2, mistral (--template NAME: the same)\n"
         "  -t, --threads N          threads per slot (default: the physical cores, or\n"
         "                           PLUMB_THREADS, shared among the slots, at least 1 each)\n"
         "  -c, --ctx N              context window per slot in tokens (default min(train, 4096))\n"
@@ -61,7 +64,8 @@ static void usage(FILE *out)
 }
 
 typedef struct serve_opts {
-    const char *model, *host, *api_key, *metrics_key, *cors, *alias, *tmpl;
+    const char *model, *host, *api_key, *metrics_key, *cors, *alias;
+    cli_tmpl_opts tmpl;
     int64_t port, slots, queue, max_body, timeout, max_tokens;
     int no_repack;
     cli_gen_opts g;
@@ -114,13 +118,9 @@ static int parse(int argc, char **argv, serve_opts *o)
             o->alias = v;
         else if (cli_is(&a, NULL, "--max-tokens"))
             rc = cli_parse_i64(&a, v, 1, INT32_MAX, &o->max_tokens);
-        else if (cli_is(&a, NULL, "--template")) {
-            const char *const *names = pl_chat_template_names();
-            size_t i = 0;
-            while (names[i] && strcmp(names[i], v)) i++;
-            if (!names[i]) return cli_usage_error(&a, "--template: unknown template '%s'", v);
-            o->tmpl = names[i];
-        } else if (cli_gen_option(&a, v, &o->g, &rc))
+        else if (cli_tmpl_option(&a, v, &o->tmpl, &rc))
+            ;
+        else if (cli_gen_option(&a, v, &o->g, &rc))
             ;
         else
             return cli_unknown_option(&a);
@@ -200,7 +200,8 @@ int cmd_serve(int argc, char **argv)
     pl_model *m = NULL;
     sv_server *srv = NULL;
     char *alias = NULL;
-    const char *tmpl = o.tmpl;
+    pl_chat_template *tmpl = NULL;
+    char tmpl_desc[128] = "";
 
     /* The signals are taken by sigwait below: block them before any thread starts, so every
      * thread inherits the mask and none of them is interrupted. SIGPIPE: a client that went
@@ -218,11 +219,8 @@ int cmd_serve(int argc, char **argv)
         rc = cli_fail(st, &err);
         goto out;
     }
-    if (!tmpl && pl_model_chat_template(m, &tmpl, &err)) {
-        rc = cli_errorf("%s: no chat template plumb knows (%s); give --template NAME", o.model,
-                        err.msg);
-        goto out;
-    }
+    /* A model whose template does not compile still serves completions. */
+    if ((rc = cli_tmpl_load(m, o.model, &o.tmpl, 0, &tmpl, tmpl_desc, sizeof tmpl_desc))) goto out;
     if (!o.g.threads) o.g.threads = default_threads(m, o.slots);
     if (!o.alias && !(alias = default_alias(o.model))) {
         rc = cli_errorf("out of memory");
@@ -253,9 +251,9 @@ int cmd_serve(int argc, char **argv)
     pl_session_get_info(sv_slots_session(sv_server_slots(srv), 0), &si, NULL);
     fprintf(
         stderr,
-        "plumb serve: model %s (id '%s', template %s), %lld slots of %lld tokens%s, "
+        "plumb serve: model %s (id '%s', chat template %s), %lld slots of %lld tokens%s, "
         "%d threads each, kernels %s, queue %lld, max body %lld bytes, timeout %lld s%s%s%s%s\n",
-        o.model, cfg.api.alias, tmpl, (long long)o.slots, (long long)si.kv_capacity,
+        o.model, cfg.api.alias, tmpl_desc, (long long)o.slots, (long long)si.kv_capacity,
         o.g.window ? " (sliding window)" : "", si.n_threads, si.kernels, (long long)o.queue,
         (long long)o.max_body, (long long)o.timeout, o.api_key ? ", API key required" : "",
         o.metrics_key ? ", metrics key required" : "", o.cors ? ", CORS origin " : "",
@@ -275,6 +273,7 @@ int cmd_serve(int argc, char **argv)
 out:
     sv_server_stop(srv);
     free(alias);
+    pl_chat_template_free(tmpl);
     pl_model_free(m);
     return cli_finish(rc);
 }

@@ -57,19 +57,19 @@ void run_text_free(run_text *t)
     free(t);
 }
 
-static pl_status tokenize_bytes(run_text *t, const char *text, size_t len, int32_t **out,
-                                int64_t *n, pl_error *err)
+static pl_status tokenize_flags(run_text *t, const char *text, size_t len, uint32_t flags,
+                                int32_t **out, int64_t *n, pl_error *err)
 {
     if (!t->detok)
         return fail(err, PL_ERR_UNSUPPORTED,
                     "this model has no tokenizer (no tokenizer.ggml.model): use --tokens ID,...");
     size_t need = 0;
     /* Ask for the size first: the library says how many ids the text needs. */
-    pl_status st = pl_tokenize(t->m, text, len, PL_TOKENIZE_ADD_BOS, NULL, 0, &need, err);
+    pl_status st = pl_tokenize(t->m, text, len, flags, NULL, 0, &need, err);
     if (st && st != PL_ERR_BUFFER_TOO_SMALL) return st;
     int32_t *ids = malloc((need ? need : 1) * sizeof *ids);
     if (!ids) return fail(err, PL_ERR_NOMEM, "out of memory for the prompt's tokens");
-    if ((st = pl_tokenize(t->m, text, len, PL_TOKENIZE_ADD_BOS, ids, need, &need, err))) {
+    if ((st = pl_tokenize(t->m, text, len, flags, ids, need, &need, err))) {
         free(ids);
         return st;
     }
@@ -78,13 +78,19 @@ static pl_status tokenize_bytes(run_text *t, const char *text, size_t len, int32
     return PL_OK;
 }
 
+static pl_status tokenize_bytes(run_text *t, const char *text, size_t len, int32_t **out,
+                                int64_t *n, pl_error *err)
+{
+    return tokenize_flags(t, text, len, PL_TOKENIZE_ADD_BOS, out, n, err);
+}
+
 pl_status run_text_tokenize(run_text *t, const char *text, int32_t **out, int64_t *n, pl_error *err)
 {
     return tokenize_bytes(t, text, strlen(text), out, n, err);
 }
 
-pl_status run_text_tokenize_file(run_text *t, const char *path, int32_t **out, int64_t *n,
-                                 pl_error *err)
+/* The file's bytes, NUL-terminated, in a malloc'd buffer. */
+static pl_status read_file(const char *path, char **out, size_t *out_len, pl_error *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -94,9 +100,9 @@ pl_status run_text_tokenize_file(run_text *t, const char *path, int32_t **out, i
     }
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
-    for (size_t got; buf && (got = fread(buf + len, 1, cap - len, f)) > 0;) {
+    for (size_t got; buf && (got = fread(buf + len, 1, cap - 1 - len, f)) > 0;) {
         len += got;
-        if (len == cap) {
+        if (len == cap - 1) {
             char *nb = realloc(buf, cap *= 2);
             if (!nb) free(buf);
             buf = nb;
@@ -109,8 +115,44 @@ pl_status run_text_tokenize_file(run_text *t, const char *path, int32_t **out, i
         free(buf);
         return fail(err, PL_ERR_IO, "error reading the prompt file");
     }
-    pl_status st = tokenize_bytes(t, buf, len, out, n, err);
+    buf[len] = 0;
+    *out = buf;
+    *out_len = len;
+    return PL_OK;
+}
+
+pl_status run_text_tokenize_file(run_text *t, const char *path, int32_t **out, int64_t *n,
+                                 pl_error *err)
+{
+    char *buf;
+    size_t len;
+    pl_status st = read_file(path, &buf, &len, err);
+    if (st) return st;
+    st = tokenize_bytes(t, buf, len, out, n, err);
     free(buf);
+    return st;
+}
+
+pl_status run_text_tokenize_chat(run_text *t, const pl_chat_template *tmpl, const char *system,
+                                 const char *text, const char *path, int32_t **out, int64_t *n,
+                                 pl_error *err)
+{
+    char *file = NULL, *prompt = NULL;
+    size_t len = 0;
+    pl_status st = path ? read_file(path, &file, &len, err) : PL_OK;
+    if (st) return st;
+    pl_chat_message msgs[2];
+    size_t k = 0;
+    if (system) msgs[k++] = (pl_chat_message){"system", system};
+    msgs[k++] = (pl_chat_message){"user", file ? file : text};
+    st = pl_chat_render_with(t->m, tmpl, msgs, k, 1, NULL, 0, &len, err);
+    if (st == PL_ERR_BUFFER_TOO_SMALL || st == PL_OK) {
+        if (!(prompt = malloc(len + 1))) st = fail(err, PL_ERR_NOMEM, "out of memory");
+        if (prompt) st = pl_chat_render_with(t->m, tmpl, msgs, k, 1, prompt, len + 1, &len, err);
+    }
+    if (!st) st = tokenize_flags(t, prompt, len, PL_TOKENIZE_PARSE_SPECIAL, out, n, err);
+    free(prompt);
+    free(file);
     return st;
 }
 

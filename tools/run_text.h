@@ -17,6 +17,13 @@ pl_status run_text_tokenize(run_text *t, const char *text, int32_t **out, int64_
                             pl_error *err);
 pl_status run_text_tokenize_file(run_text *t, const char *path, int32_t **out, int64_t *n,
                                  pl_error *err);
+/* --chat: the prompt (text, or the file's bytes when path is set) as the user message after an
+ * optional system message, rendered with tmpl (NULL: the model's template) and the assistant's
+ * opening, then tokenized with its control tokens parsed and no BOS added (the template writes
+ * it). */
+pl_status run_text_tokenize_chat(run_text *t, const pl_chat_template *tmpl, const char *system,
+                                 const char *text, const char *path, int32_t **out, int64_t *n,
+                                 pl_error *err);
 /* Prints the prompt (as text when there is a tokenizer, as ids otherwise). */
 pl_status run_text_echo_prompt(run_text *t, const int32_t *tok, int64_t n, pl_error *err);
 /* Prints one generated token as it comes (never half a UTF-8 character). */

@@ -279,12 +279,21 @@ bad n "{$U,\"n\":2}"
 bad messages '{"temperature":0.5}'
 bad messages '{"messages":"hello"}'
 bad 'messages[1].content' '{"messages":[{"role":"user","content":"hi"},{"role":"user","content":5}]}'
-bad 'messages[0].role' '{"messages":[{"role":"robot","content":"hi"}]}'
+bad 'messages[0].role' '{"messages":[{"role":5,"content":"hi"}]}'
 # Additions the server side wrote into the contract's Changes.
 bad frequency_penalty "{$U,\"frequency_penalty\":3}"
 bad presence_penalty "{$U,\"presence_penalty\":\"x\"}"
 bad logprobs "{$U,\"logprobs\":true}"
-bad tools "{$U,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}"
+bad tools "{$U,\"tools\":{\"type\":\"function\"}}"
+# Tools, tool calls and any role go to the model's own template (issue 29), which decides.
+chat "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"1\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"max_tokens\":2}"
+status_is 200 "tools, a tool call and a tool result reach the template"
+# This model's ChatML template adds content to strings: a null content is its TypeError, a 400
+# naming the template's line and column (jinja2 raises the same).
+chat '{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}'
+status_is 400 "the template refuses a null content"
+expect "the template's refusal names messages and the template's position" \
+  '.error.param == "messages" and (.error.message | contains("template line 1, column"))'
 bad response_format "{$U,\"response_format\":{\"type\":\"json_object\"}}"
 bad response_format "{$U,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{}}}}"
 chat "{$U,\"logprobs\":false,\"tools\":[],\"response_format\":{\"type\":\"text\"},\"frequency_penalty\":0.5,\"presence_penalty\":-0.5,\"max_tokens\":4}"
@@ -495,12 +504,38 @@ if [ -n "$T" ] && [ "$T" -ge 1 ] && { [ $((2 * T)) -le "$CPUS" ] || [ "$T" = 1 ]
 else fail "default threads per slot: 2 slots × T ≤ CPUs" "T '$T', CPUs $CPUS: $(head -2 "$WORK/stderr2")"; fi
 stop_server
 
+# ---- --chat-template-file: the template from a file sees the request's tools -------------
+printf '%s' "{% if tools %}{{ raise_exception('tools: ' ~ tools[0].function.name) }}{% endif %}{% for m in messages %}<|im_start|>{{ m.role }}
+{{ m.content }}<|im_end|>
+{% endfor %}<|im_start|>assistant
+" >"$WORK/t.jinja"
+start_server "$PLUMB" serve -m "$MODEL" --port 0 --slots 1 -t 1 --api-key "$KEY" \
+  --chat-template-file "$WORK/t.jinja"
+if grep -q "chat template file $WORK/t.jinja" "$WORK/stderr2"; then pass "the start line names the template file"
+else fail "the start line names the template file" "$(head -3 "$WORK/stderr2")"; fi
+chat "{$U,\"max_tokens\":2}"
+status_is 200 "--chat-template-file: a chat request"
+chat "{$U,\"max_tokens\":2,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"lookup\"}}]}"
+status_is 400 "--chat-template-file: what the template raises"
+expect "the request's tools reached the file's template, which raised" \
+  '.error.param == "messages" and (.error.message | contains("raised: tools: lookup"))'
+completion '{"prompt":"Hello","max_tokens":2}'
+status_is 200 "--chat-template-file: completions"
+stop_server
+printf 'ok {%% for %%}' >"$WORK/bad.jinja"
+"$PLUMB" serve -m "$MODEL" --port 0 --chat-template-file "$WORK/bad.jinja" >/dev/null 2>"$WORK/err"
+RC=$?
+if [ $RC = 1 ] && grep -q "does not compile: template line 1, column" "$WORK/err"; then
+  pass "a template file that does not compile → exit 1 naming its position"
+else fail "a template file that does not compile → exit 1" "exit $RC: $(head -3 "$WORK/err")"; fi
+
 # ---- the command line: bad values → 2, a model that cannot load → 1 ----------------------
 "$PLUMB" serve -m "$MODEL" --port 0 --no-such-option >/dev/null 2>&1
 RC=$?
 if [ $RC = 2 ]; then pass "a bad option → exit 2"; else fail "a bad option → exit 2" "exit $RC"; fi
 for bad in "--cors=" "--cors=a b" "--metrics-key=" "--api-key=" "--host=" "--host=300.1.2.3." \
-    "--port=70000" "--port=x" "--slots=0" "--queue=-1" "--threads=0" "--timeout=0" "--temp=0.5"; do
+    "--port=70000" "--port=x" "--slots=0" "--queue=-1" "--threads=0" "--timeout=0" "--temp=0.5" \
+    "--chat-template=bogus"; do
   "$PLUMB" serve -m "$MODEL" --port 0 "$bad" >/dev/null 2>"$WORK/err"
   RC=$?
   if [ $RC = 2 ] && grep -q '^plumb serve: error: ' "$WORK/err"; then pass "serve $bad → exit 2, 'plumb serve: error:'"

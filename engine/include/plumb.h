@@ -358,34 +358,94 @@ pl_token_type pl_vocab_token_type(const pl_model *m, int32_t token);
 /* The token's text as stored in the file (e.g. "Ġthe", "▁the", "<0x0A>"); {"", 0} out of range. */
 pl_str pl_vocab_token_text(const pl_model *m, int32_t token);
 
-/* Chat templates: messages -> the exact prompt text the model's own chat template renders. Built-in
- * renderers, chosen by name or by recognising the model's tokenizer.chat_template:
- *   "chatml"   <|im_start|>role\ncontent<|im_end|>\n …
+/* Chat templates: a conversation -> the prompt text the model's own chat template renders.
+ * The model's tokenizer.chat_template (Jinja source) is compiled once at load (immutable, shared
+ * by every session and thread) and run by plumb's sandboxed Jinja engine, which renders byte for
+ * byte what transformers' apply_chat_template renders (jinja2 with trim_blocks, lstrip_blocks,
+ * its tojson, raise_exception, strftime_now in UTC), with transformers' variables: messages,
+ * add_generation_prompt, tools and documents (null unless given), bos_token and eos_token (the
+ * texts of the model's BOS and EOS tokens; "" where it has none), and every other key the caller
+ * passes (enable_thinking, date_string, ...). A render is bounded (steps, depth, loop iterations,
+ * output, memory: PL_ERR_LIMIT) and does no I/O. A template that does not compile does not fail
+ * the load: completions work, pl_model_chat_template says why, and every chat path returns that
+ * error. The text includes the BOS text where the template writes it ("<|begin_of_text|>",
+ * "<s>"): tokenize it with PL_TOKENIZE_PARSE_SPECIAL and without PL_TOKENIZE_ADD_BOS.
+ *
+ * Built-in renderers, chosen only by name, each proven byte-identical to the real templates it
+ * is named after (conformance/test_chat.c) for conversations of role and content:
+ *   "chatml"   <|im_start|>role\ncontent<|im_end|>\n … (any role)
  *   "qwen2"    ChatML with Qwen2's default system message when none is given
- *   "qwen2.5"  ChatML with Qwen2.5's default system message (no tools)
+ *   "qwen2.5"  Qwen2.5 Instruct without tools (its default system message)
  *   "llama3"   Llama 3 Instruct (<|start_header_id|>…, content trimmed)
  *   "llama2"   Llama 2 chat ([INST] <<SYS>> … [/INST], roles must alternate)
  *   "mistral"  Mistral Instruct v0.1/v0.2 (" [INST] … [/INST]", system merged into the
  *              first user message, roles must alternate)
- * The text includes the BOS text where the template writes it ("<|begin_of_text|>", "<s>"):
- * tokenize it with PL_TOKENIZE_PARSE_SPECIAL and without PL_TOKENIZE_ADD_BOS. */
+ * A built-in renders role and string content only: tools, tool_calls, content parts and other
+ * message keys are PL_ERR_UNSUPPORTED there (the model's template takes them). */
 typedef struct pl_chat_message {
-    const char *role; /* "system", "user", "assistant" (chatml accepts any role) */
+    const char *role; /* "system", "user", "assistant", "tool", … (the template decides) */
     const char *content;
 } pl_chat_message;
 
-/* The known template names, NULL-terminated. */
+/* The built-in template names, NULL-terminated. */
 const char *const *pl_chat_template_names(void);
-/* Recognises a Jinja chat template (len bytes): *name is one of the known names.
- * PL_ERR_UNSUPPORTED with the known names listed when it is none of them. */
+/* Names the built-in that renders exactly this template source (len bytes): the sources each
+ * built-in is proven against, matched whole, byte for byte (template.c lists them). Anything else,
+ * a near variant included, is PL_ERR_NOT_FOUND: such a template is run by the Jinja engine, never
+ * by a look-alike built-in. */
 pl_status pl_chat_template_detect(const char *tmpl, size_t len, const char **name, pl_error *err);
-/* The template of the model's tokenizer.chat_template (PL_ERR_NOT_FOUND when absent). */
-pl_status pl_model_chat_template(const pl_model *m, const char **name, pl_error *err);
-/* Renders n messages. name: a known name, or NULL for the model's template. m supplies the
- * BOS/EOS texts and may be NULL when name is given (the family's usual "<s>", … are used).
- * add_generation_prompt appends the assistant header where the template has one. Not
- * NUL-terminated. A conversation the template itself rejects (roles that do not alternate
- * for llama2/mistral) is PL_ERR_INVALID_ARG with the template's reason. */
+/* The model's template as compiled at load. PL_OK: it compiled; *src / *len (either may be NULL)
+ * give its source. PL_ERR_NOT_FOUND: the model has none (no tokenizer.chat_template, or empty).
+ * Otherwise the compile error (PL_ERR_FORMAT, PL_ERR_UNSUPPORTED, PL_ERR_LIMIT, PL_ERR_TYPE for
+ * a key that is not a string) with "the model's chat template does not compile: template line
+ * 3, column 14: …"; every chat path that uses the model's template returns this error. */
+pl_status pl_model_chat_template(const pl_model *m, const char **src, size_t *len, pl_error *err);
+
+/* A template chosen by the caller instead of the model's: Jinja source compiled as the model's
+ * is (llama-server's --chat-template-file), or a built-in by name. Immutable; may be shared by
+ * threads; free with pl_chat_template_free. NULL wherever one is taken: the model's own. */
+typedef struct pl_chat_template pl_chat_template;
+/* Errors as pl_model_chat_template's, naming line and column. */
+pl_status pl_chat_template_compile(pl_chat_template **out, const char *src, size_t len,
+                                   pl_error *err);
+/* PL_ERR_NOT_FOUND listing the known names for another name. */
+pl_status pl_chat_template_builtin(pl_chat_template **out, const char *name, pl_error *err);
+void pl_chat_template_free(pl_chat_template *t);
+
+/* Renders a conversation given as one JSON object (len bytes, UTF-8): the variables the
+ * template sees, as transformers passes them:
+ *   {"messages": [{"role": "user", "content": "Hi"},
+ *                 {"role": "assistant", "content": null, "reasoning_content": "…",
+ *                  "tool_calls": [{"id": "…", "type": "function",
+ *                                  "function": {"name": "f", "arguments": {"x": 1}}}]},
+ *                 {"role": "tool", "tool_call_id": "…", "name": "f", "content": "…"}],
+ *    "tools": [{"type": "function", "function": {"name": "f", "parameters": {…}}}],
+ *    "enable_thinking": false, …}
+ * Content is a string or a list of parts ({"type": "text", "text": …}), as the template expects
+ * it. add_generation_prompt sets that variable (replacing a key of the same name); bos_token and
+ * eos_token are the model's unless the object gives them; tools and documents are null unless
+ * given. t NULL: the model's template (m required). Buffer contract as pl_chat_render. Errors:
+ * PL_ERR_INVALID_ARG for JSON that is not an object with a "messages" array (the message names
+ * the line and column) and for what the template raises (raise_exception: "raised: <its
+ * message>", a type error), with the template's line and column; PL_ERR_LIMIT past a render
+ * bound; the model template's compile error (above). */
+pl_status pl_chat_render_json(const pl_model *m, const pl_chat_template *t, const char *json,
+                              size_t len, int add_generation_prompt, char *buf, size_t cap,
+                              size_t *n_out, pl_error *err);
+/* Renders n messages of role and content: pl_chat_render_json of {"messages": [...]}, with t
+ * (NULL: the model's template). Bytes of a role or content that are not UTF-8 (a model's raw
+ * reply cut inside a character) reach the prompt unchanged, as surrogateescape would carry them
+ * in Python (such a conversation must not also hold U+F0080..U+F00FF, which carry them here).
+ * m supplies the BOS/EOS texts and may be NULL when t is a built-in (the family's usual "<s>",
+ * … are used). add_generation_prompt appends the assistant's opening where the template has
+ * one. Not NUL-terminated. A conversation the template itself rejects (roles that do not
+ * alternate for llama2/mistral, raise_exception) is PL_ERR_INVALID_ARG with the template's
+ * reason. */
+pl_status pl_chat_render_with(const pl_model *m, const pl_chat_template *t,
+                              const pl_chat_message *msgs, size_t n, int add_generation_prompt,
+                              char *buf, size_t cap, size_t *n_out, pl_error *err);
+/* pl_chat_render_with the built-in called name (PL_ERR_NOT_FOUND for another name), or with the
+ * model's template when name is NULL. */
 pl_status pl_chat_render(const pl_model *m, const char *name, const pl_chat_message *msgs, size_t n,
                          int add_generation_prompt, char *buf, size_t cap, size_t *n_out,
                          pl_error *err);
@@ -668,11 +728,23 @@ typedef struct pl_chat_stats {
 pl_status pl_chat(pl_session *s, const char *text, size_t len, pl_sampler *sampler,
                   const pl_gen_params *params, pl_text_fn on_text, void *user, pl_chat_stats *stats,
                   pl_error *err);
-/* Renders msgs with the template (a pl_chat_render name; NULL: the model's) and the
- * assistant's opening, then pl_chat. */
+/* Renders msgs with t (NULL: the model's template) and the assistant's opening
+ * (pl_chat_render_with), then pl_chat. A render that fails (the template raises, a bound is
+ * passed, the model's template does not compile) returns its error with the session unchanged. */
+pl_status pl_chat_messages_with(pl_session *s, const pl_chat_template *t,
+                                const pl_chat_message *msgs, size_t n, pl_sampler *sampler,
+                                const pl_gen_params *params, pl_text_fn on_text, void *user,
+                                pl_chat_stats *stats, pl_error *err);
+/* pl_chat_messages_with the built-in called tmpl, or the model's template when tmpl is NULL. */
 pl_status pl_chat_messages(pl_session *s, const char *tmpl, const pl_chat_message *msgs, size_t n,
                            pl_sampler *sampler, const pl_gen_params *params, pl_text_fn on_text,
                            void *user, pl_chat_stats *stats, pl_error *err);
+/* The same for a conversation as JSON (pl_chat_render_json, add_generation_prompt true); t NULL:
+ * the model's template. */
+pl_status pl_chat_messages_json(pl_session *s, const pl_chat_template *t, const char *json,
+                                size_t len, pl_sampler *sampler, const pl_gen_params *params,
+                                pl_text_fn on_text, void *user, pl_chat_stats *stats,
+                                pl_error *err);
 /* Forgets everything the session holds (= pl_session_reset). */
 void pl_chat_reset(pl_session *s);
 

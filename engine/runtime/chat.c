@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "chat_template.h"
 #include "session.h"
 #include "tokenizer/tokenizer.h"
 
@@ -208,20 +209,55 @@ static pl_status chat_turn(pl_session *ss, const pl_history *h, const char *text
     return s;
 }
 
+/* Runs the turn on a rendered prompt (owned). */
+static pl_status chat_text(pl_session *ss, char *text, size_t len, pl_sampler *sampler,
+                           const pl_gen_params *params, pl_text_fn on_text, void *user,
+                           pl_chat_stats *stats, pl_error *err)
+{
+    pl_status s = pl_chat(ss, text, len, sampler, params, on_text, user, stats, err);
+    pl_free(text);
+    return s;
+}
+
+pl_status pl_chat_messages_with(pl_session *ss, const pl_chat_template *t,
+                                const pl_chat_message *msgs, size_t n, pl_sampler *sampler,
+                                const pl_gen_params *params, pl_text_fn on_text, void *user,
+                                pl_chat_stats *stats, pl_error *err)
+{
+    if (stats) memset(stats, 0, sizeof *stats);
+    if (!ss) return pl_fail(err, PL_ERR_INVALID_ARG, "session is NULL");
+    char *text;
+    size_t len;
+    pl_status s = pl_chat_render_messages(pl_session_model(ss), t, msgs, n, 1, &text, &len, err);
+    if (s) return s; /* the session is untouched */
+    return chat_text(ss, text, len, sampler, params, on_text, user, stats, err);
+}
+
 pl_status pl_chat_messages(pl_session *ss, const char *tmpl, const pl_chat_message *msgs, size_t n,
                            pl_sampler *sampler, const pl_gen_params *params, pl_text_fn on_text,
                            void *user, pl_chat_stats *stats, pl_error *err)
 {
     if (stats) memset(stats, 0, sizeof *stats);
-    if (!ss) return pl_fail(err, PL_ERR_INVALID_ARG, "session is NULL");
-    const pl_model *m = pl_session_model(ss);
-    size_t need = 0;
-    pl_status s = pl_chat_render(m, tmpl, msgs, n, 1, NULL, 0, &need, err);
-    if (s && s != PL_ERR_BUFFER_TOO_SMALL) return s;
-    char *buf = pl_malloc(need ? need : 1);
-    if (!buf) return pl_fail(err, PL_ERR_NOMEM, "no memory for a %zu-byte conversation", need);
-    s = pl_chat_render(m, tmpl, msgs, n, 1, buf, need, &need, err);
-    if (!s) s = pl_chat(ss, buf, need, sampler, params, on_text, user, stats, err);
-    pl_free(buf);
+    pl_chat_template *t = NULL;
+    pl_status s = tmpl ? pl_chat_template_builtin(&t, tmpl, err) : PL_OK;
+    if (!s) s = pl_chat_messages_with(ss, t, msgs, n, sampler, params, on_text, user, stats, err);
+    pl_chat_template_free(t);
     return s;
+}
+
+pl_status pl_chat_messages_json(pl_session *ss, const pl_chat_template *t, const char *json,
+                                size_t len, pl_sampler *sampler, const pl_gen_params *params,
+                                pl_text_fn on_text, void *user, pl_chat_stats *stats, pl_error *err)
+{
+    if (stats) memset(stats, 0, sizeof *stats);
+    if (!ss) return pl_fail(err, PL_ERR_INVALID_ARG, "session is NULL");
+    json_t *ctx;
+    pl_status s = pl_chat_parse_conversation(json, len, &ctx, err);
+    if (s) return s;
+    char *text;
+    size_t n;
+    s = pl_chat_render_ctx(pl_session_model(ss), t, ctx, 1, &text, &n, err);
+    json_decref(ctx);
+    if (s) return s; /* the session is untouched */
+    return chat_text(ss, text, n, sampler, params, on_text, user, stats, err);
 }

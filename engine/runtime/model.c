@@ -667,6 +667,7 @@ static pl_status finish_load(pl_model **out, pl_gguf *g, const pl_model_params *
         s = pl_fail(err, PL_ERR_NOT_FOUND,
                     "PL_MODEL_VOCAB_ONLY: the file has no tokenizer (metadata key "
                     "tokenizer.ggml.model not found)");
+    if (!s) s = pl_model_compile_chat_template(m, err);
     if (!s && m->vocab_only) s = check_keys(g, "", 1, err);
     if (!s && !m->vocab_only) s = bind_arch(m, err);
     /* llama.cpp allows padded embedding tables (rows >= tokens); fewer rows than tokens would
@@ -719,6 +720,7 @@ void pl_model_free(pl_model *m)
     pl_free(m->layers);
     pl_free(m->packed);
     pl_tokenizer_free(m->tok);
+    pl_model_free_chat_template(m);
     pl_gguf_free(m->gguf);
     pl_free(m);
 }

@@ -11,6 +11,7 @@
 #include "registry.h"
 
 struct pl_tokenizer;
+struct pl_jinja_template;
 
 /* A weight in the mapping. ne[0] is the row length (input features). */
 typedef struct pl_tensor {
@@ -73,6 +74,12 @@ struct pl_model {
     pl_gguf *gguf;
     struct pl_tokenizer *tok; /* NULL when the file has no tokenizer */
     int vocab_only;
+    /* tokenizer.chat_template compiled at load (chat_template.c): chat_status is PL_OK with
+     * chat_tmpl set, PL_ERR_NOT_FOUND when the file has none, else the compile error, whose
+     * message (line and column) is chat_msg. */
+    struct pl_jinja_template *chat_tmpl;
+    pl_status chat_status;
+    char chat_msg[256];
     pl_hparams hp;
     union { /* t[] indexed by enum pl_global_role */
         struct {
@@ -101,6 +108,12 @@ struct pl_model {
 /* Builds the repacked copies for the model's kernel set (m->kt). On failure the model is
  * unchanged (still runs from the mapping). */
 pl_status pl_model_repack(pl_model *m, pl_error *err);
+
+/* Compiles the file's tokenizer.chat_template into m (chat_template.c). Only PL_ERR_NOMEM fails
+ * the load; a template that does not compile is recorded in m->chat_status / chat_msg. */
+pl_status pl_model_compile_chat_template(pl_model *m, pl_error *err);
+/* Frees what pl_model_compile_chat_template built. */
+void pl_model_free_chat_template(pl_model *m);
 
 /* The tokenizer bound at load, or NULL. */
 const struct pl_tokenizer *pl_model_tokenizer(const pl_model *m);

@@ -1,10 +1,9 @@
 /* tokenizer_api.c — the public tokenizer and chat-template functions that take a pl_model:
  * each finds the model's tokenizer and calls the internal one. Not the algorithms (tokenizer*.c,
- * detok.c, template.c), which tests reach without a model.
+ * detok.c), which tests reach without a model. The chat-template calls are in chat_template.c.
  */
 #include <string.h>
 
-#include "tokenizer/template.h"
 #include "model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -145,44 +144,4 @@ pl_str pl_vocab_token_text(const pl_model *m, int32_t token)
     if (!t || token < 0 || (uint32_t)token >= t->n_vocab) return none;
     pl_str s = {t->arena + t->tok[token].text_off, t->tok[token].text_len};
     return s;
-}
-
-/* ---- chat ---- */
-
-pl_status pl_model_chat_template(const pl_model *m, const char **name, pl_error *err)
-{
-    if (!name) return pl_fail(err, PL_ERR_INVALID_ARG, "name is NULL");
-    *name = NULL;
-    if (!m) return pl_fail(err, PL_ERR_INVALID_ARG, "model is NULL");
-    pl_str tmpl;
-    pl_status s = pl_gguf_get_string(pl_model_gguf(m), "tokenizer.chat_template", &tmpl, err);
-    if (s) return s;
-    return pl_chat_template_detect(tmpl.ptr, (size_t)tmpl.len, name, err);
-}
-
-pl_status pl_chat_render(const pl_model *m, const char *name, const pl_chat_message *msgs, size_t n,
-                         int add_generation_prompt, char *buf, size_t cap, size_t *n_out,
-                         pl_error *err)
-{
-    if (n_out) *n_out = 0;
-    pl_status s;
-    if (!name) {
-        if (!m)
-            return pl_fail(err, PL_ERR_INVALID_ARG,
-                           "pl_chat_render needs a template name or a model");
-        if ((s = pl_model_chat_template(m, &name, err))) return s;
-    }
-    const struct pl_tokenizer *t = tok_of(m);
-    const char *bos = NULL, *eos = NULL;
-    size_t bos_len = 0, eos_len = 0;
-    if (t && t->bos >= 0) {
-        bos = t->arena + t->tok[t->bos].text_off;
-        bos_len = t->tok[t->bos].text_len;
-    }
-    if (t && t->eos >= 0) {
-        eos = t->arena + t->tok[t->eos].text_off;
-        eos_len = t->tok[t->eos].text_len;
-    }
-    return pl_chat_render_named(name, bos, bos_len, eos, eos_len, msgs, n, add_generation_prompt,
-                                buf, cap, n_out, err);
 }

@@ -1,6 +1,6 @@
-/* template.c — chat templates: recognising a model's Jinja tokenizer.chat_template and rendering
- * messages exactly as that template would (ChatML/Qwen2/Qwen2.5, Llama 3, Llama 2, Mistral v1).
- * Not a Jinja interpreter, and not the session prefix cache (a later issue).
+/* template.c — the built-in chat template renderers (ChatML/Qwen2/Qwen2.5, Llama 3, Llama 2,
+ * Mistral v1), explicit overrides of the model's own template, and the exact sources they are
+ * proven on. Not the Jinja engine (engine/jinja), which renders the model's template by default.
  *
  * Each renderer transcribes its model's template; where a template trims (Jinja |trim,
  * Python str.strip) the trim uses Python's whitespace, and where it raises an exception the
@@ -18,7 +18,7 @@ static const char *const names[T_COUNT + 1] = {
     [T_LLAMA2] = "llama2", [T_MISTRAL] = "mistral", [T_COUNT] = NULL,
 };
 
-#define KNOWN "chatml, qwen2, qwen2.5, llama3, llama2, mistral"
+#define KNOWN PL_CHAT_BUILTIN_NAMES
 
 #define QWEN2_SYSTEM  "You are a helpful assistant."
 #define QWEN25_SYSTEM "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
@@ -35,20 +35,29 @@ static int find_name(const char *name, size_t len)
     return -1;
 }
 
-static int contains(const char *h, size_t n, const char *needle)
-{
-    size_t k = strlen(needle);
-    if (k == 0) return 1;
-    for (size_t i = 0; i + k <= n; i++)
-        if (h[i] == needle[0] && memcmp(h + i, needle, k) == 0) return 1;
-    return 0;
-}
+/* The template sources each built-in is proven to render byte for byte (conformance/test_chat.c,
+ * built_ins_render_their_templates_byte_for_byte), as length and FNV-1a 64 of the exact bytes:
+ * detection never guesses from markers, so a look-alike template runs on the Jinja engine. */
+static const struct {
+    int tmpl;
+    size_t len;
+    uint64_t fnv;
+    const char *what;
+} proven[] = {
+    {T_CHATML, 199, 0xa41d6bae9b9141bcull, "ChatML (OpenHermes 2.5's tokenizer_config.json)"},
+    {T_QWEN2, 333, 0x75e88977b2787cd7ull, "Qwen2 Instruct"},
+    {T_QWEN25, 2558, 0xefc577352ade125dull, "Qwen2.5 Instruct (corpus qwen2.5.jinja)"},
+    {T_LLAMA3, 393, 0x32844fd43eab01d2ull, "Llama 3 Instruct"},
+    {T_LLAMA3, 389, 0x0e60067a5537498eull, "Llama 3.1 as @lenml ships it (llama-3.1-lenml.jinja)"},
+    {T_LLAMA2, 815, 0xf344eecf1bd3a427ull, "Llama 2 chat"},
+    {T_MISTRAL, 926, 0x51a7257be7ddae05ull, "Mistral 7B Instruct v0.1"},
+};
 
-static pl_status unknown(pl_error *err, const char *why)
+uint64_t pl_chat_template_fnv(const char *p, size_t n)
 {
-    return pl_fail(err, PL_ERR_UNSUPPORTED,
-                   "chat template not recognised%s; known templates: " KNOWN " (pass one by name)",
-                   why);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+    return h;
 }
 
 pl_status pl_chat_template_detect(const char *tmpl, size_t len, const char **name, pl_error *err)
@@ -56,42 +65,17 @@ pl_status pl_chat_template_detect(const char *tmpl, size_t len, const char **nam
     if (!name) return pl_fail(err, PL_ERR_INVALID_ARG, "name is NULL");
     *name = NULL;
     if (!tmpl && len > 0) return pl_fail(err, PL_ERR_INVALID_ARG, "tmpl is NULL");
-    int k = tmpl ? find_name(tmpl, len) : -1;
-    if (k < 0 && tmpl) {
-        /* Markers each family's official template contains, most specific first. */
-        if (contains(tmpl, len, "<|im_start|>")) {
-            if (contains(tmpl, len, "<|im_sep|>") || contains(tmpl, len, "<end_of_utterance>"))
-                return unknown(err, " (ChatML-like, but not ChatML: <|im_sep|> or "
-                                    "<end_of_utterance>)");
-            if (contains(tmpl, len, "<think>"))
-                return unknown(err, " (a reasoning template with <think> blocks)");
-            if (contains(tmpl, len, QWEN25_SYSTEM))
-                k = T_QWEN25;
-            else if (contains(tmpl, len, QWEN2_SYSTEM))
-                k = T_QWEN2;
-            else
-                k = T_CHATML;
-        } else if (contains(tmpl, len, "<|start_header_id|>") &&
-                   contains(tmpl, len, "<|end_header_id|>")) {
-            if (contains(tmpl, len, "Cutting Knowledge Date") ||
-                contains(tmpl, len, "<|python_tag|>"))
-                return unknown(err, " (Llama 3.1 or later: it adds a dated system message and "
-                                    "tools; 'llama3' renders the Llama 3 template)");
-            k = T_LLAMA3;
-        } else if (contains(tmpl, len, "[INST]")) {
-            if (contains(tmpl, len, "' [INST] '"))
-                k = T_MISTRAL;
-            else if (contains(tmpl, len, "<<SYS>>") &&
-                     contains(tmpl, len, "bos_token + '[INST] ' + content.strip()"))
-                k = T_LLAMA2;
-            else
-                return unknown(err, " (an [INST] template other than Llama 2 chat and Mistral "
-                                    "v1, e.g. Mistral v3/v7)");
-        }
+    if (tmpl) {
+        uint64_t h = pl_chat_template_fnv(tmpl, len);
+        for (size_t i = 0; i < sizeof proven / sizeof proven[0]; i++)
+            if (proven[i].len == len && proven[i].fnv == h) {
+                *name = names[proven[i].tmpl];
+                return pl_ok(err);
+            }
     }
-    if (k < 0) return unknown(err, "");
-    *name = names[k];
-    return pl_ok(err);
+    return pl_fail(err, PL_ERR_NOT_FOUND,
+                   "no built-in renders this template byte for byte (the built-ins " KNOWN
+                   " match only the exact sources they are proven on); the Jinja engine runs it");
 }
 
 /* ---- rendering ---- */
@@ -218,6 +202,9 @@ static void render_llama3(struct out *o, const struct conv *c)
  * turn starts with bos; roles must alternate user/assistant. */
 static pl_status render_llama2(struct out *o, const struct conv *c)
 {
+    if (c->n == 0)
+        return pl_fail(c->err, PL_ERR_INVALID_ARG,
+                       "llama2: the template reads messages[0] and needs at least one message");
     size_t first = c->n > 0 && role_is(&c->msgs[0], "system") ? 1 : 0;
     for (size_t k = first; k < c->n; k++) {
         size_t idx = k - first;
@@ -265,6 +252,9 @@ static pl_status render_llama2(struct out *o, const struct conv *c)
 /* Mistral-7B-Instruct v0.1/v0.2 and Mixtral-8x7B-Instruct v0.1 ("v1" tokenizer). */
 static pl_status render_mistral(struct out *o, const struct conv *c)
 {
+    if (c->n == 0)
+        return pl_fail(c->err, PL_ERR_INVALID_ARG,
+                       "mistral: the template reads messages[0] and needs at least one message");
     size_t first = c->n > 0 && role_is(&c->msgs[0], "system") ? 1 : 0;
     add(o, c->bos, c->bos_len);
     for (size_t k = first; k < c->n; k++) {

@@ -89,7 +89,7 @@ chat_spm_vocab_reuses_the_cache)
     # that does not re-render byte for byte takes the partial path; never the slow one.
     chat "$three" -m "$tmp/spm.gguf" $opts --system "You are terse."
     expect_rc 0 "chat, spm vocab, llama2 template"
-    expect_in "$tmp/err" "template llama2"
+    expect_in "$tmp/err" "template model's own"
     expect_path 1 slow
     for t in 2 3; do
         set -- $(turn $t)
@@ -117,7 +117,7 @@ chat_save_writes_valid_json)
     expect_in "$tmp/err" "saved 5 messages to $tmp/c2.json"
     json_ok "$tmp/c.json"
     json_ok "$tmp/c2.json"
-    expect_in "$tmp/c.json" '{"template": "qwen2", "messages": ['
+    expect_in "$tmp/c.json" '{"template": "model'"'"'s own (333 bytes of Jinja)", "messages": ['
     expect_in "$tmp/c.json" '{"role": "system", "content": "sys \"quoted\""}'
     expect_in "$tmp/c.json" '"content": "say \"hi\" \\ back\tslash \u0001\u0002\u001b bad \ufffd\ufffd ok '
     expect_in "$tmp/c2.json" '{"role": "user", "content": "second line"}'
@@ -239,6 +239,36 @@ chat_bad_usage_exits_2)
     run chat -m "$tmp/missing.gguf" </dev/null
     expect_rc 1 "plumb chat -m missing.gguf"
     expect_in "$tmp/err" "plumb chat: error: "
+    ;;
+
+chat_template_file_renders_the_conversation)
+    mkmodel "$tmp/m.gguf"
+    # ChatML with a marker in user turns, from a file: the turns render through it, and later
+    # turns append to what the cache holds.
+    printf '%s' "{% for m in messages %}<|im_start|>{{ m.role }}{{ '\\n' }}{% if m.role == 'user' %}FILE {% endif %}{{ m.content }}<|im_end|>{{ '\\n' }}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant{{ '\\n' }}{% endif %}" >"$tmp/t.jinja"
+    chat "$three" -m "$tmp/m.gguf" $opts --chat-template-file "$tmp/t.jinja" \
+        --stats-json "$tmp/s.json"
+    expect_rc 0 "chat --chat-template-file"
+    expect_in "$tmp/err" "template file $tmp/t.jinja"
+    expect_path 1 slow
+    expect_path 2 fast
+    expect_path 3 fast
+    # --chat-template names a built-in; the older --template is the same option
+    chat "$three" -m "$tmp/m.gguf" $opts --chat-template chatml
+    expect_rc 0 "chat --chat-template chatml"
+    expect_in "$tmp/err" "template built-in chatml"
+    # A template that does not compile: its line and column, before any turn
+    printf 'ok\n{%% for %%}\n' >"$tmp/bad.jinja"
+    chat "$three" -m "$tmp/m.gguf" $opts --chat-template-file "$tmp/bad.jinja"
+    expect_rc 1 "chat with a template that does not compile"
+    expect_in "$tmp/err" "$tmp/bad.jinja: the chat template does not compile: template line 2, column 8"
+    # A template that raises: the turn fails with the template's message, the chat goes on
+    printf "{{ raise_exception('no way') }}" >"$tmp/raise.jinja"
+    chat "hi\n" -m "$tmp/m.gguf" $opts --chat-template-file "$tmp/raise.jinja"
+    expect_in "$tmp/err" "raised: no way"
+    chat "$three" -m "$tmp/m.gguf" $opts --chat-template-file "$tmp/missing.jinja"
+    expect_rc 1 "chat with a missing template file"
+    expect_in "$tmp/err" "cannot read '$tmp/missing.jinja'"
     ;;
 
 *)

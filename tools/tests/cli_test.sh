@@ -265,6 +265,7 @@ cli_inspect_json_has_the_runtime)
         fail "runtime n_params/weight_bytes '$(num n_params) $(num weight_bytes)' are not the totals '$total'"
     # F16 K and V: 2 bytes x 2 x layers x context x KV heads x head_dim.
     expect_in "$o" '"kv_type": "F16"'
+    expect_in "$o" '"chat_template": {"compiles": true, "bytes": 333}'
     want_kv=$((2 * 2 * n_layer * ctx * n_head_kv * head_dim))
     [ "$(num kv_bytes)" = "$want_kv" ] || fail "kv_bytes $(num kv_bytes), want $want_kv"
     run inspect --no-tensors "$tmp/m.gguf"
@@ -272,6 +273,8 @@ cli_inspect_json_has_the_runtime)
     expect_in "$tmp/out" "runtime:"
     expect_in "$tmp/out" "  $arch: $n_layer layers, n_embd $n_embd, heads $n_head/$n_head_kv, head_dim $head_dim, n_ff $n_ff, vocab $n_vocab"
     expect_in "$tmp/out" "default session (context $ctx, F16 KV"
+    # the model's chat template, as compiled at load
+    expect_in "$tmp/out" "  chat template: 333 bytes of Jinja, compiled"
     # A file plumb does not run: the runtime says why, in the JSON as in the text.
     make_fixture good "$tmp/good.gguf"
     run inspect "$tmp/good.gguf"

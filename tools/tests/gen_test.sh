@@ -167,6 +167,36 @@ gen_control_tokens_only_with_special)
     cmp -s "$tmp/out" "$tmp/want" || fail "run without --special is not the --special text without its control tokens"
     ;;
 
+gen_run_chat_renders_the_prompt_with_the_template)
+    mkmodel "$m"
+    # The model's own template (Qwen2's, on the Jinja engine): system, user, assistant opening.
+    run run -m "$m" --chat --system "Be brief." -p "Hello" -n 2 -s 1 --special
+    expect_rc 0 "plumb run --chat"
+    expect_in "$tmp/err" "chat template: model's own"
+    printf '<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n' >"$tmp/want"
+    head -c "$(wc -c <"$tmp/want")" "$tmp/out" >"$tmp/head"
+    cmp -s "$tmp/head" "$tmp/want" || fail "run --chat does not echo the rendered prompt: $(head -c 200 "$tmp/out")"
+    # the prompt from a file, a template from a file
+    printf 'Hi from a file' >"$tmp/p.txt"
+    printf '%s' "[{{ messages[0].content }}]{% if add_generation_prompt %}<|im_start|>{% endif %}" >"$tmp/t.jinja"
+    run run -m "$m" --chat -f "$tmp/p.txt" --chat-template-file "$tmp/t.jinja" -n 1 -s 1 --special
+    expect_rc 0 "plumb run --chat --chat-template-file"
+    expect_in "$tmp/out" "[Hi from a file]<|im_start|>"
+    run run -m "$m" --chat -p hi --chat-template llama3 -n 1 -s 1 --special
+    expect_rc 0 "plumb run --chat --chat-template llama3"
+    expect_in "$tmp/out" "<|start_header_id|>user<|end_header_id|>"
+    # what the template raises is a clear error
+    printf "{{ raise_exception('no') }}" >"$tmp/r.jinja"
+    run run -m "$m" --chat -p hi --chat-template-file "$tmp/r.jinja" -n 1
+    expect_rc 1 "plumb run --chat with a raising template"
+    expect_in "$tmp/err" "raised: no"
+    # the chat options need --chat, and --chat needs text
+    run run -m "$m" -p hi --system x
+    expect_rc 2 "--system without --chat"
+    run run -m "$m" --chat --tokens 1,2
+    expect_rc 2 "--chat with --tokens"
+    ;;
+
 *)
     echo "gen_test.sh: unknown case '$case_name'" >&2
     exit 2
