@@ -460,7 +460,8 @@ static float *logits_with_flags(const tiny_spec *spec, uint32_t flags, int *n_re
 /* DESIGN.md: repacking changes where the weights sit, never a bit of the logits. */
 static void repack_one_set(void)
 {
-    static const uint32_t wtypes[] = {PL_TYPE_Q4_0, PL_TYPE_Q8_0, PL_TYPE_Q4_K, PL_TYPE_Q6_K};
+    static const uint32_t wtypes[] = {PL_TYPE_Q4_0, PL_TYPE_Q8_0, PL_TYPE_Q4_K, PL_TYPE_Q6_K,
+                                      PL_TYPE_Q5_K};
     for (size_t i = 0; i < sizeof wtypes / sizeof wtypes[0]; i++) {
         tiny_spec spec = tiny_default(i % 2 ? "llama" : "qwen2", wtypes[i]);
         spec.seed = tu_seed() ^ (0x5e7 + i);

@@ -535,40 +535,65 @@ static void matmul_propagates_nan(void)
     }
 }
 
+/* Runs view (a "+repack" view of own) on random shapes of type t, R not a multiple of the
+ * group, random slices, and checks its outputs are the bits of against's matmul. */
+static void check_repacked_bits(const struct pl_kernels *view, const struct pl_kernels *own,
+                                const struct pl_kernels *against, pl_type t, uint64_t seed0,
+                                int64_t max_kb, int64_t max_t)
+{
+    for (int i = 0; i < 12; i++) {
+        const uint64_t seed = test_seed(seed0 + 64 * (uint64_t)t + (uint64_t)i);
+        tu_rng rng;
+        tu_rng_init(&rng, seed);
+        const int64_t K = block_of(t) * tu_rng_range(&rng, 1, max_kb);
+        const int64_t R = tu_rng_range(&rng, 1, 40), T = tu_rng_range(&rng, 1, max_t);
+        const int64_t r0 = tu_rng_range(&rng, 0, R - 1), r1 = tu_rng_range(&rng, r0 + 1, R);
+        operands o;
+        make_operands(&o, own, t, K, R, T, -1, -1, &rng);
+        float *a = sentinel_buffer(T * R), *b = sentinel_buffer(T * R);
+        against->matmul[t](a, R, o.w, o.wrb, o.x, o.xrb, K, r0, r1, T);
+        run(view, &o, b, R, r0, r1, 0, T);
+        const int64_t d = first_bit_difference(b, R, a, R, T, 0, R);
+        TU_CHECK(d < 0,
+                 "set %s type %s seed %" PRIu64 " K %" PRId64 " R %" PRId64 " T %" PRId64
+                 " rows [%" PRId64 ", %" PRId64 "): y[t=%" PRId64 "][r=%" PRId64
+                 "] repacked differs from %s's matmul",
+                 view->name, tr(t)->name, seed, K, R, T, r0, r1, d / 1000000, d % 1000000,
+                 against->name);
+        free(a);
+        free(b);
+        free_operands(&o);
+    }
+}
+
 /* DESIGN.md: a repacked layout is a permutation of the same blocks and its per-element
  * sum order is the set's own matmul's, so a session gives the same logits with repacking on
- * or off. Random shapes, R not a multiple of the group, random slices. */
+ * or off. */
 static void matmul_repacked_is_bit_identical_to_own_matmul(void)
 {
     for (int s = 0; s < n_tables; s++) {
         if (!repacked[s]) continue;
-        const struct pl_kernels *own = repacked[s], *view = &tables[s].k;
-        for (int ti = 0; ti < QI_N_TYPES; ti++) {
-            const pl_type t = qi_types[ti];
-            if (!own->repack[t]) continue;
-            for (int i = 0; i < 12; i++) {
-                const uint64_t seed = test_seed(7000 + 64 * (uint64_t)t + (uint64_t)i);
-                tu_rng rng;
-                tu_rng_init(&rng, seed);
-                const int64_t K = block_of(t) * tu_rng_range(&rng, 1, 64);
-                const int64_t R = tu_rng_range(&rng, 1, 40), T = tu_rng_range(&rng, 1, 6);
-                const int64_t r0 = tu_rng_range(&rng, 0, R - 1), r1 = tu_rng_range(&rng, r0 + 1, R);
-                operands o;
-                make_operands(&o, own, t, K, R, T, -1, -1, &rng);
-                float *a = sentinel_buffer(T * R), *b = sentinel_buffer(T * R);
-                own->matmul[t](a, R, o.w, o.wrb, o.x, o.xrb, K, r0, r1, T);
-                run(view, &o, b, R, r0, r1, 0, T);
-                const int64_t d = first_bit_difference(b, R, a, R, T, 0, R);
-                TU_CHECK(d < 0,
-                         "set %s type %s seed %" PRIu64 " K %" PRId64 " R %" PRId64
-                         " rows [%" PRId64 ", %" PRId64 "): y[t=%" PRId64 "][r=%" PRId64
-                         "] repacked differs from the set's own matmul",
-                         view->name, tr(t)->name, seed, K, R, r0, r1, d / 1000000, d % 1000000);
-                free(a);
-                free(b);
-                free_operands(&o);
-            }
-        }
+        for (int ti = 0; ti < QI_N_TYPES; ti++)
+            if (repacked[s]->repack[qi_types[ti]])
+                check_repacked_bits(&tables[s].k, repacked[s], repacked[s], qi_types[ti], 7000, 64,
+                                    6);
+    }
+}
+
+/* avx512's repack_k.c forms each row's super-block sums exactly and its float terms with
+ * ref's operations, so its K-quant layouts give ref's bits, not only the set's own. */
+static void matmul_repacked_k_quants_are_bit_identical_to_ref(void)
+{
+    const struct pl_kernels *ref = NULL;
+    for (int s = 0; s < n_tables; s++)
+        if (strcmp(tables[s].k.name, "ref") == 0) ref = &tables[s].k;
+    TU_CHECK(ref != NULL, "the ref set is under test");
+    static const pl_type ktypes[] = {PL_TYPE_Q4_K, PL_TYPE_Q5_K, PL_TYPE_Q6_K};
+    for (int s = 0; ref && s < n_tables; s++) {
+        if (!repacked[s] || strcmp(repacked[s]->name, "avx512") != 0) continue;
+        for (size_t ti = 0; ti < sizeof ktypes / sizeof ktypes[0]; ti++)
+            if (repacked[s]->repack[ktypes[ti]])
+                check_repacked_bits(&tables[s].k, repacked[s], ref, ktypes[ti], 9000, 24, 9);
     }
 }
 
@@ -602,6 +627,8 @@ int main(void)
         {"matmul_propagates_nan", matmul_propagates_nan},
         {"matmul_repacked_is_bit_identical_to_own_matmul",
          matmul_repacked_is_bit_identical_to_own_matmul},
+        {"matmul_repacked_k_quants_are_bit_identical_to_ref",
+         matmul_repacked_k_quants_are_bit_identical_to_ref},
         {NULL, NULL},
     };
     printf("kernel sets under test:");

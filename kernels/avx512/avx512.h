@@ -85,8 +85,8 @@ extern const pl_repack pl_repack_q4_0_avx512, pl_repack_q4_1_avx512, pl_repack_q
     pl_repack_q5_1_avx512, pl_repack_q8_0_avx512;
 /* matmul_f.c: the float types copied into the repack arena (same rows, huge pages) */
 extern const pl_repack pl_repack_f32_avx512, pl_repack_f16_avx512, pl_repack_bf16_avx512;
-/* repack_k.c: the same for Q4_K and Q6_K, bit-identical to ref */
-extern const pl_repack pl_repack_q4_k_avx512, pl_repack_q6_k_avx512;
+/* repack_k.c: the same for Q4_K, Q5_K and Q6_K, bit-identical to ref */
+extern const pl_repack pl_repack_q4_k_avx512, pl_repack_q5_k_avx512, pl_repack_q6_k_avx512;
 /* attention.c: tiles of queries sharing each K/V row */
 void attention_avx512(float *restrict out, const pl_attn_args *a, int64_t h0, int64_t h1,
                       float *restrict scratch);

@@ -1,4 +1,4 @@
-/* repack_k.c — the avx512 set's repacked layout for Q4_K and Q6_K and its matmul: 8 rows
+/* repack_k.c — the avx512 set's repacked layout for Q4_K, Q5_K and Q6_K and its matmul: 8 rows
  * interleaved, 8 bytes of each, so that a 512-bit vector holds 8 rows x 2 four-byte chunks.
  * Not a new format: a permutation of the bytes.
  *
@@ -7,6 +7,9 @@
  *         16 vectors of 64 bytes: bytes 8r..8r+7 of vector 4p + m are row r's
  *         qs[32p + 8m .. 32p + 8m + 7] (low nibbles: elements 64p + 8m + i; high nibbles:
  *         64p + 32 + 8m + i).
+ *   Q5_K: Q4_K's d, dmin and scales (128 bytes), then qh as 4 vectors (bytes 8r..8r+7 of
+ *         vector m are row r's qh[8m .. 8m + 7]: bits 2p, 2p + 1 are the fifth bits of the
+ *         elements of qs vector 4p + m), then Q4_K's 16 qs vectors.
  *   Q6_K: d[8] f16, scales[16][8] int8 (sub-block major), then ql as 2 x 8 vectors (bytes
  *         8r.. of vector (h, k) are row r's ql[64h + 8k ..], k < 8) and qh as 2 x 4 vectors
  *         (row r's qh[32h + 8k ..]).
@@ -136,48 +139,86 @@ static size_t packed_size(int64_t K, int64_t R, size_t group_bytes)
         }                                                                                          \
     } while (0)
 
-/* ---- Q4_K ----------------------------------------------------------------------------- */
+/* ---- Q4_K and Q5_K -------------------------------------------------------------------- */
+/* The two share d, dmin, scales and the nibbles; q5 (a constant in every caller) adds Q5_K's
+ * fifth bits, or-ed into each nibble as bit 4. */
 
 #define Q4K_GROUP (G * sizeof(pl_block_q4_k))
+#define Q5K_GROUP (G * sizeof(pl_block_q5_k))
+#define K4_QH     128 /* Q5_K: offset of the qh vectors in a group's super-block */
 
 static size_t size_q4_k(int64_t K, int64_t R)
 {
     return packed_size(K, R, Q4K_GROUP);
 }
 
-static void pack_q4_k(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
-                      int64_t R)
+static size_t size_q5_k(int64_t K, int64_t R)
 {
-    static const uint8_t zero[sizeof(pl_block_q4_k)];
+    return packed_size(K, R, Q5K_GROUP);
+}
+
+static void pack_k4(void *restrict dst, const void *restrict src, size_t srb, int64_t K, int64_t R,
+                    const int q5)
+{
+    static const uint8_t zero[sizeof(pl_block_q5_k)];
+    const size_t bbytes = q5 ? sizeof(pl_block_q5_k) : sizeof(pl_block_q4_k);
     const int64_t nb = K / PL_QK_K;
     for (int64_t g = 0; g < (R + G - 1) / G; g++)
         for (int64_t b = 0; b < nb; b++) {
-            uint8_t *o = (uint8_t *)dst + ((size_t)g * (size_t)nb + (size_t)b) * Q4K_GROUP;
+            uint8_t *o = (uint8_t *)dst + ((size_t)g * (size_t)nb + (size_t)b) * G * bbytes;
             const uint8_t *rows[G];
-            group_rows(rows, src, srb, g, b, sizeof(pl_block_q4_k), R, zero);
-            for (int r = 0; r < G; r++) {
+            group_rows(rows, src, srb, g, b, bbytes, R, zero);
+            for (int r = 0; r < G; r++) { /* d, dmin, scales: the same offsets in both blocks */
                 const pl_block_q4_k *blk = (const pl_block_q4_k *)rows[r];
                 memcpy(o + 2 * r, &blk->d, 2);
                 memcpy(o + 16 + 2 * r, &blk->dmin, 2);
                 for (int w = 0; w < 3; w++) memcpy(o + 32 + 32 * w + 4 * r, blk->scales + 4 * w, 4);
             }
-            interleave8(o + 128, rows, offsetof(pl_block_q4_k, qs), 16);
+            if (q5) {
+                interleave8(o + K4_QH, rows, offsetof(pl_block_q5_k, qh), 4);
+                interleave8(o + K4_QH + 256, rows, offsetof(pl_block_q5_k, qs), 16);
+            } else {
+                interleave8(o + 128, rows, offsetof(pl_block_q4_k, qs), 16);
+            }
         }
 }
 
-/* s[k] = the n tokens' dots with the group's 8 rows, super-block by super-block as ref. */
-INLINE void tile_q4_k(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
-                      const int n, __m256 s[NT])
+static void pack_q4_k(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
+                      int64_t R)
 {
+    pack_k4(dst, src, srb, K, R, 0);
+}
+
+static void pack_q5_k(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
+                      int64_t R)
+{
+    pack_k4(dst, src, srb, K, R, 1);
+}
+
+/* Bit 4 of each byte of the result is bit j of that byte of hb (16-bit shifts by at most 4
+ * bring bit 4 of each byte from inside the same byte). */
+INLINE __m512i bit_to_4(__m512i hb, int j)
+{
+    const __m512i v = j <= 4 ? _mm512_slli_epi16(hb, (unsigned)(4 - j))
+                             : _mm512_srli_epi16(hb, (unsigned)(j - 4));
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x10));
+}
+
+/* s[k] = the n tokens' dots with the group's 8 rows, super-block by super-block as ref. */
+INLINE void tile_k4(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
+                    const int n, __m256 s[NT], const int q5)
+{
+    const size_t gbytes = q5 ? Q5K_GROUP : Q4K_GROUP;
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m256i m6 = _mm256_set1_epi32(63), m4d = _mm256_set1_epi32(0x0f),
                   m2d = _mm256_set1_epi32(3);
     for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *o = base + (size_t)b * Q4K_GROUP;
+        const uint8_t *o = base + (size_t)b * gbytes;
+        const uint8_t *qs = o + 128 + (q5 ? 256 : 0);
         /* the hardware prefetcher alone leaves interleaved rows latency-bound */
-        for (size_t c = 0; c < Q4K_GROUP; c += 64)
-            _mm_prefetch((const char *)o + 2 * Q4K_GROUP + c, _MM_HINT_T0);
+        for (size_t c = 0; c < gbytes; c += 64)
+            _mm_prefetch((const char *)o + 2 * gbytes + c, _MM_HINT_T0);
         /* scales (duplicated per lane pair) and mins (int16, twice per int32: (m, m)) */
         const __m256i s0 = ld(o + 32), s1 = ld(o + 64), s2 = ld(o + 96);
         __m512i sc[8];
@@ -202,9 +243,14 @@ INLINE void tile_q4_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
             __m512i a[NT], c[NT];
             for (int k = 0; k < n; k++) a[k] = c[k] = _mm512_setzero_si512();
             for (int m = 0; m < 4; m++) {
-                const __m512i v = ldz(o + 128 + 64 * (4 * p + m));
-                const __m512i lo = _mm512_and_si512(v, m4);
-                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                const __m512i v = ldz(qs + 64 * (4 * p + m));
+                __m512i lo = _mm512_and_si512(v, m4);
+                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                if (q5) { /* bits 2p and 2p + 1 of qh vector m */
+                    const __m512i hb = ldz(o + K4_QH + 64 * m);
+                    lo = _mm512_or_si512(lo, bit_to_4(hb, 2 * p));
+                    hi = _mm512_or_si512(hi, bit_to_4(hb, 2 * p + 1));
+                }
                 for (int k = 0; k < n; k++) {
                     const int8_t *xq = xb[k][b].qs + 64 * p + 8 * m;
                     a[k] = _mm512_dpbusd_epi32(a[k], lo, pl_avx512_bcast8(xq));
@@ -232,12 +278,30 @@ INLINE void tile_q4_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
     }
 }
 
+INLINE void tile_q4_k(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
+                      const int n, __m256 s[NT])
+{
+    tile_k4(base, nb, xb, n, s, 0);
+}
+
+INLINE void tile_q5_k(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
+                      const int n, __m256 s[NT])
+{
+    tile_k4(base, nb, xb, n, s, 1);
+}
+
 static void matmul_q4_k_packed(PL_AVX512_MATMUL_ARGS)
 {
     K_DRIVER(tile_q4_k, Q4K_GROUP);
 }
 
+static void matmul_q5_k_packed(PL_AVX512_MATMUL_ARGS)
+{
+    K_DRIVER(tile_q5_k, Q5K_GROUP);
+}
+
 const pl_repack pl_repack_q4_k_avx512 = {size_q4_k, pack_q4_k, matmul_q4_k_packed, NULL, NULL};
+const pl_repack pl_repack_q5_k_avx512 = {size_q5_k, pack_q5_k, matmul_q5_k_packed, NULL, NULL};
 
 /* ---- Q6_K ----------------------------------------------------------------------------- */
 

@@ -51,6 +51,7 @@ const struct pl_kernels pl_kernels_avx512 = {
             [PL_TYPE_Q5_1] = &pl_repack_q5_1_avx512,
             [PL_TYPE_Q8_0] = &pl_repack_q8_0_avx512,
             [PL_TYPE_Q4_K] = &pl_repack_q4_k_avx512,
+            [PL_TYPE_Q5_K] = &pl_repack_q5_k_avx512,
             [PL_TYPE_Q6_K] = &pl_repack_q6_k_avx512,
         },
 };
