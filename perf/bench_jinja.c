@@ -34,9 +34,12 @@ int main(int argc, char **argv)
     const char *corpus = PLUMB_JINJA_CORPUS, *name = "functionary-v3.2";
     int n = 200, pos = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-n") && i + 1 < argc) n = atoi(argv[++i]);
-        else if (pos++ == 0) corpus = argv[i];
-        else name = argv[i];
+        if (!strcmp(argv[i], "-n") && i + 1 < argc)
+            n = atoi(argv[++i]);
+        else if (pos++ == 0)
+            corpus = argv[i];
+        else
+            name = argv[i];
     }
     if (n < 1) n = 1;
     char path[1024];
