@@ -407,22 +407,27 @@ static jv get_item(jctx *c, const jnode *at, jv obj, jv key)
     return undef_msg(c, "'%s object' has no attribute", jv_type_name(obj));
 }
 
-static void eval_args(jctx *c, const jnode *n, jv **args, size_t *n_args, const jstr ***kw,
-                      size_t *n_kw)
+/* a call's arguments, evaluated: positional first, then keywords, in order */
+typedef struct {
+    jv *v;
+    size_t n;
+    const jstr **kw;
+    size_t n_kw;
+} jargs;
+
+static jargs eval_args(jctx *c, const jnode *n)
 {
-    /* positional first, then keywords, in order */
-    jv *a = n->n ? ja_alloc(&c->arena, &c->fail, n->n * sizeof *a) : NULL;
-    const jstr **k = n->n ? ja_alloc(&c->arena, &c->fail, n->n * sizeof *k) : NULL;
-    size_t np = 0;
+    jargs r = {0};
+    r.v = n->n ? ja_alloc(&c->arena, &c->fail, n->n * sizeof *r.v) : NULL;
+    r.kw = n->n ? ja_alloc(&c->arena, &c->fail, n->n * sizeof *r.kw) : NULL;
     for (size_t i = 0; i < n->n; i++)
-        if (!n->names || !n->names[i]) a[np++] = eval_in(c, n->kids[i]);
-    size_t nk = 0;
+        if (!n->names || !n->names[i]) r.v[r.n++] = eval_in(c, n->kids[i]);
     for (size_t i = 0; i < n->n; i++)
         if (n->names && n->names[i]) {
-            a[np + nk] = eval_in(c, n->kids[i]);
-            k[nk++] = n->names[i];
+            r.v[r.n + r.n_kw] = eval_in(c, n->kids[i]);
+            r.kw[r.n_kw++] = n->names[i];
         }
-    *args = a, *n_args = np, *kw = k, *n_kw = nk;
+    return r;
 }
 
 static jv render_body(jctx *c, const jnode *body, jframe *frame)
@@ -516,11 +521,8 @@ static jv jcall_value(jctx *c, const jnode *at, jv fn, const jv *args, size_t n_
 /* a filter applied to v (n->a, its operand, already evaluated) */
 static jv apply_filter(jctx *c, const jnode *n, jv v)
 {
-    jv *args;
-    size_t na, nk;
-    const jstr **kw;
-    eval_args(c, n, &args, &na, &kw, &nk);
-    return jbuiltin_filter(c, n, n->name, v, args, na, kw, nk);
+    jargs a = eval_args(c, n);
+    return jbuiltin_filter(c, n, n->name, v, a.v, a.n, a.kw, a.n_kw);
 }
 
 /* the filters of a {% filter %} or {% set x | f %} chain, whose innermost operand is NULL */
@@ -595,11 +597,8 @@ static jv eval_in(jctx *c, const jnode *n)
     }
     case JN_CALL: {
         jv fn = eval_in(c, n->a);
-        jv *args;
-        size_t na, nk;
-        const jstr **kw;
-        eval_args(c, n, &args, &na, &kw, &nk);
-        r = jcall_value(c, n, fn, args, na, kw, nk);
+        jargs a = eval_args(c, n);
+        r = jcall_value(c, n, fn, a.v, a.n, a.kw, a.n_kw);
         break;
     }
     case JN_FILTER:
@@ -607,11 +606,8 @@ static jv eval_in(jctx *c, const jnode *n)
         break;
     case JN_TEST: {
         jv v = eval_in(c, n->a);
-        jv *args;
-        size_t na, nk;
-        const jstr **kw;
-        eval_args(c, n, &args, &na, &kw, &nk);
-        int t = jbuiltin_test(c, n, n->name, v, args, na);
+        jargs a = eval_args(c, n);
+        int t = jbuiltin_test(c, n, n->name, v, a.v, a.n);
         r = jv_bool(n->op ? !t : t);
         break;
     }
@@ -795,10 +791,7 @@ static void exec(jctx *c, const jnode *n)
     case JS_CALLBLOCK: {
         const jnode *call = n->a;
         jv fn = eval_in(c, call->a);
-        jv *args;
-        size_t na, nk;
-        const jstr **kw;
-        eval_args(c, call, &args, &na, &kw, &nk);
+        jargs a = eval_args(c, call);
         jv caller = {.t = JV_CALLER};
         caller.u.mac.m = n, caller.u.mac.frame = x->frame;
         if (fn.t != JV_MACRO) {
@@ -806,7 +799,7 @@ static void exec(jctx *c, const jnode *n)
             jerr(c, call, PL_ERR_INVALID_ARG, "{%% call %%} needs a macro, not '%s'",
                  jv_type_name(fn));
         }
-        emit_value(c, n, call_macro(c, call, fn, args, na, kw, nk, caller));
+        emit_value(c, n, call_macro(c, call, fn, a.v, a.n, a.kw, a.n_kw, caller));
         return;
     }
     case JS_FILTERBLOCK: {
