@@ -328,6 +328,8 @@ async function serverTurn(text) {
     stream: true, stream_options: { include_usage: true }, max_tokens: num('max-tokens'),
     temperature: s.temp, top_k: s.topK, top_p: s.topP, min_p: s.minP, seed: s.seed,
   };
+  // llama.cpp's ignore_eos, for timing runs and tests (?ignore_eos=1): replies run to max tokens.
+  if (state.ignoreEos || params.get('ignore_eos') === '1') body.ignore_eos = true;
   abort = new AbortController();
   const t0 = performance.now();
   let plumb = null, usage = null, finish = null;
