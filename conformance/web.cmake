@@ -23,3 +23,14 @@ set_tests_properties(web_npm_setup PROPERTIES FIXTURES_SETUP web_npm)
 # The page with plumb serve as its backend: three turns, fast paths, errors, overflow, stop.
 web_add(web_server 240 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/web_server.mjs)
 set_tests_properties(web_server PROPERTIES FIXTURES_REQUIRED web_npm)
+# The page with its engine in a Worker: the module's test double (always), then the real wasm
+# build (`make wasm`'s build-wasm/web; skipped while it is absent: PLUMB_WEB_REQUIRE_WASM=1 makes
+# that a failure, for CI once the wasm branch is merged).
+web_add(web_fake_engine 240 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/web_engine.mjs)
+set_tests_properties(web_fake_engine PROPERTIES FIXTURES_REQUIRED web_npm)
+set_property(TEST web_fake_engine APPEND PROPERTY ENVIRONMENT
+  "PLUMB_WEB_ENGINE=${WEB_DIR}/fake-engine" PLUMB_WEB_FAKE=1)
+web_add(web_wasm 600 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/web_engine.mjs)
+set_tests_properties(web_wasm PROPERTIES FIXTURES_REQUIRED web_npm)
+set_property(TEST web_wasm APPEND PROPERTY ENVIRONMENT
+  "PLUMB_WEB_ENGINE=${PROJECT_SOURCE_DIR}/build-wasm/web")
