@@ -64,7 +64,7 @@ function beginTurn(user) {
   const el = addMessage('assistant', '');
   el.classList.add('streaming');
   const turn = { backend: state.backend, user, streamed: '', text: null, stats: null, error: null,
-                 finish: null, done: false, el, decoder: new TextDecoder() };
+                 finish: null, done: false, el, decoder: new TextDecoder(), frame: 0 };
   state.current = turn;
   state.turns.push(turn);
   setBusy(true);
@@ -72,9 +72,16 @@ function beginTurn(user) {
   return turn;
 }
 
+// Pieces are drawn once per frame: a fast model streams far more pieces than frames, and each
+// draw re-lays out the reply; input events (Stop) must never wait behind that.
 function appendText(turn, s) {
   if (!s) return;
   turn.streamed += s;
+  if (!turn.frame) turn.frame = requestAnimationFrame(() => drawText(turn));
+}
+function drawText(turn) {
+  if (turn.frame) cancelAnimationFrame(turn.frame);
+  turn.frame = 0;
   turn.el.querySelector('.text').textContent = turn.streamed;
   $('log').scrollTop = $('log').scrollHeight;
 }
@@ -90,6 +97,7 @@ function statsLine(s) {
 function endTurn(turn, { stats = null, text = null, error = null, finish = null } = {}) {
   if (turn.done) return;
   turn.done = true;
+  drawText(turn);
   turn.stats = stats;
   turn.text = text !== null ? text : turn.streamed;
   turn.error = error;
@@ -402,12 +410,14 @@ function stop() {
 }
 
 async function reset() {
+  // A busy worker without shared memory is restarted by stop(): its new chat is already empty.
+  const restarting = state.busy && state.backend === 'wasm' && !state.wasm.reader;
   if (state.busy) stop();
   $('log').textContent = '';
   notice('');
   state.messages = [];
   state.turns.length = 0;
-  if (state.backend === 'wasm' && state.wasm.worker && state.wasm.chatReady) {
+  if (!restarting && state.backend === 'wasm' && state.wasm.worker && state.wasm.chatReady) {
     try { await ask({ type: 'reset' }); } catch (e) { settingsError(e.message); }
   }
 }
