@@ -34,3 +34,5 @@ web_add(web_wasm 600 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR
 set_tests_properties(web_wasm PROPERTIES FIXTURES_REQUIRED web_npm)
 set_property(TEST web_wasm APPEND PROPERTY ENVIRONMENT
   "PLUMB_WEB_ENGINE=${PROJECT_SOURCE_DIR}/build-wasm/web")
+# web/ring.js under Node alone: order, bytes, wrap-around, parts, STOP to a busy producer.
+web_add(web_ring 60 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/ring_test.mjs)

@@ -137,8 +137,8 @@ function simdSupported() {
 function pickVariant() {
   const want = params.get('variant') || $('variant').value;
   if (want && want !== 'auto') return want;
-  if (state.isolated) return 'simd-threads';
-  return simdSupported() ? 'simd' : 'scalar';
+  // What plumb-engine.mjs's detectVariant picks: threads need isolation (SharedArrayBuffer).
+  return (simdSupported() ? 'simd' : 'scalar') + (state.isolated ? '-threads' : '');
 }
 
 function onRecord(kind, bytes) {
@@ -197,7 +197,7 @@ function onWorkerMessage(ev) {
 async function startWorker() {
   const w = state.wasm;
   const variant = pickVariant();
-  const threads = variant === 'simd-threads' ? Math.max(1, Math.min(4, navigator.hardwareConcurrency || 2)) : 1;
+  const threads = variant.endsWith('-threads') ? Math.max(1, Math.min(4, navigator.hardwareConcurrency || 2)) : 1;
   const sab = state.isolated ? createRingBuffer() : null;
   w.worker = new Worker('worker.js', { type: 'module' });
   w.worker.onmessage = onWorkerMessage;
@@ -276,19 +276,27 @@ function wasmTurn(text) {
   w.worker.postMessage({ type: 'turn', text, maxTokens: num('max-tokens') });
 }
 
+// Ends the worker (and the engine in it) and, when a model was loaded, starts a new one on the
+// same file or URL: a new variant or kernel set, or Stop without shared memory.
+async function restartEngine() {
+  const w = state.wasm;
+  if (w.worker) w.worker.terminate();
+  w.worker = null;
+  w.reader = null;
+  w.chatReady = false;
+  w.model = null;
+  document.body.dataset.chat = '0';
+  if (pending) { pending.reject(new Error('the engine was restarted')); pending = null; }
+  if (w.source) await loadModel(w.source);
+}
+
 // Without shared memory a busy worker reads no message until its turn ends, so Stop ends the
 // worker itself, then starts a new one on the same model; the engine's conversation (its
 // prefix cache and history lived in that worker) starts over, and the page says so.
 async function wasmStopByRestart() {
-  const w = state.wasm;
   const turn = state.current;
-  w.worker.terminate();
-  w.worker = null;
-  w.reader = null;
-  w.chatReady = false;
-  if (pending) { pending.reject(new Error('the engine was restarted')); pending = null; }
   if (turn) endTurn(turn, { finish: 'cancel', error: 'stopped: without cross-origin isolation the engine is restarted to stop it, so the conversation starts over' });
-  if (w.source) await loadModel(w.source);
+  await restartEngine();
 }
 
 // ---- backend: the server's streaming API ------------------------------------------------------
@@ -409,14 +417,18 @@ function stop() {
   else wasmStopByRestart();
 }
 
-async function reset() {
-  // A busy worker without shared memory is restarted by stop(): its new chat is already empty.
-  const restarting = state.busy && state.backend === 'wasm' && !state.wasm.reader;
-  if (state.busy) stop();
+function clearConversation() {
   $('log').textContent = '';
   notice('');
   state.messages = [];
   state.turns.length = 0;
+}
+
+async function reset() {
+  // A busy worker without shared memory is restarted by stop(): its new chat is already empty.
+  const restarting = state.busy && state.backend === 'wasm' && !state.wasm.reader;
+  if (state.busy) stop();
+  clearConversation();
   if (!restarting && state.backend === 'wasm' && state.wasm.worker && state.wasm.chatReady) {
     try { await ask({ type: 'reset' }); } catch (e) { settingsError(e.message); }
   }
@@ -436,7 +448,8 @@ function setBackend(b) {
 async function refreshMemory() {
   const m = state.wasm.memory;
   $('memory').textContent = m && state.backend === 'wasm'
-    ? `wasm heap ${fmtBytes(m.heapBytes)} (peak ${fmtBytes(m.peakHeapBytes)})` : '';
+    ? `wasm heap: ${fmtBytes(m.heapBytes)} in use` +
+      (m.memoryBytes ? `, memory ${fmtBytes(m.memoryBytes)}` : '') + ` (peak ${fmtBytes(m.peakHeapBytes)})` : '';
 }
 
 function wire() {
@@ -463,6 +476,11 @@ function wire() {
       if (f && state.backend === 'wasm') loadModel({ file: f });
     });
   }
+  // The variant is chosen when the worker starts, the kernel set when the model loads.
+  $('variant').addEventListener('change', () => { if (!state.busy && !state.wasm.loading) { clearConversation(); restartEngine(); } });
+  $('kernels').addEventListener('change', () => {
+    if (!state.busy && !state.wasm.loading && state.wasm.source) { clearConversation(); loadModel(state.wasm.source); }
+  });
   for (const r of document.querySelectorAll('input[name=backend]'))
     r.addEventListener('change', () => { if (!state.busy) setBackend(r.value); });
 }
