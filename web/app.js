@@ -119,8 +119,8 @@ function endTurn(turn, { stats = null, text = null, error = null, finish = null 
     turn.el.append(d);
   }
   if (turn.finish === 'context_full')
-    notice('The context is full: the engine kept the conversation as it was before this turn ' +
-           '(nothing lost or corrupted). Reset to start a new conversation, or raise the context / use a sliding window.');
+    notice('The context is full: the engine\'s cache is intact (never half-written), but this conversation ' +
+           'cannot go on in this context. Reset to start over, or raise the context or use a sliding window (Apply).');
   if (state.current === turn) state.current = null;
   setBusy(false);
   refreshMemory();

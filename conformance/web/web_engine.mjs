@@ -25,6 +25,12 @@ if (!engineDir || !existsSync(path.join(engineDir, 'plumb-engine.mjs'))) {
   process.exit(77);
 }
 const { cli, model } = env();
+// The variants built (plumb-<variant>.mjs beside plumb-engine.mjs): a threads one for the
+// isolated page, a single-thread one for the page without isolation.
+const has = (v) => fake || existsSync(path.join(engineDir, `plumb-${v}.mjs`));
+const threaded = ['simd-threads', 'scalar-threads'].find(has);
+const single = ['simd', 'scalar'].find(has);
+check(threaded && single, 'the build has a threads variant and a single-thread one', { threaded, single });
 const SYSTEM = 'You are a helpful assistant.';
 const N = 24;
 const SEED = 7;
@@ -83,7 +89,7 @@ const browser = await launch();
 let stat = null;
 try {
   // ---- isolated (plumb serve's COOP/COEP): the ring, threads variant ----------------------
-  const page = await openPage(browser, `${server.base}/?backend=wasm&temp=0&seed=${SEED}&max_tokens=${N}&n_ctx=2048&kernels=ref`);
+  const page = await openPage(browser, `${server.base}/?backend=wasm&variant=${threaded}&temp=0&seed=${SEED}&max_tokens=${N}&n_ctx=2048&kernels=ref`);
   check(await page.evaluate(() => window.crossOriginIsolated === true && window.plumb.isolated), 'isolated: crossOriginIsolated');
   const ld = await loadByPicker(page);
   check(!ld.err, 'the model loads from the file picker', ld.err);
@@ -140,13 +146,13 @@ try {
 
   // ---- not isolated (no COOP/COEP): single thread, postMessage, stop restarts the worker -----
   stat = await startStatic([process.env.PLUMB_WEB_SRC, engineDir], { '/model.gguf': model });
-  const p2 = await openPage(browser, `${stat.base}/?backend=wasm&variant=simd&temp=0&seed=${SEED}&max_tokens=${N}&model=/model.gguf`);
+  const p2 = await openPage(browser, `${stat.base}/?backend=wasm&variant=${single}&temp=0&seed=${SEED}&max_tokens=${N}&model=/model.gguf`);
   const iso = await p2.evaluate(() => ({ coi: window.crossOriginIsolated, sab: typeof SharedArrayBuffer }));
   check(iso.coi === false, 'plain server: not cross-origin isolated', iso);
   await p2.waitForFunction(() => document.body.dataset.chat === '1' || document.getElementById('settings-error').textContent, { timeout: 120000 });
   const env2 = await p2.evaluate(() => ({ env: document.getElementById('env').textContent, err: document.getElementById('settings-error').textContent,
     variant: window.plumb.wasm.info && window.plumb.wasm.info.variant, threads: window.plumb.wasm.info && window.plumb.wasm.info.threads }));
-  check(!env2.err && env2.variant === 'simd' && env2.threads === 1, 'the single-thread variant loads from a URL', env2);
+  check(!env2.err && env2.variant === single && env2.threads === 1, 'the single-thread variant loads from a URL', env2);
   check(/postMessage/.test(env2.env), 'not isolated: tokens come by postMessage', env2.env);
   const u = await say(p2, USER[0]);
   check(u.done && !u.error && u.stats && u.streamed === u.stats.text, 'fallback: a turn streams, streamed = final', u);
