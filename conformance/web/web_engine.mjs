@@ -89,7 +89,7 @@ const browser = await launch();
 let stat = null;
 try {
   // ---- isolated (plumb serve's COOP/COEP): the ring, threads variant ----------------------
-  const page = await openPage(browser, `${server.base}/?backend=wasm&variant=${threaded}&temp=0&seed=${SEED}&max_tokens=${N}&n_ctx=2048&kernels=ref`);
+  const page = await openPage(browser, `${server.base}/?backend=wasm&variant=${threaded || single}&temp=0&seed=${SEED}&max_tokens=${N}&n_ctx=2048&kernels=ref`);
   check(await page.evaluate(() => window.crossOriginIsolated === true && window.plumb.isolated), 'isolated: crossOriginIsolated');
   const ld = await loadByPicker(page);
   check(!ld.err, 'the model loads from the file picker', ld.err);

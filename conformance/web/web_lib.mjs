@@ -22,7 +22,7 @@ export function chromiumPath() {
 
 export async function launch() {
   const npm = process.env.PLUMB_WEB_NPM;
-  const pkg = npm && path.join(npm, 'node_modules', 'puppeteer-core', 'package.json');
+  const pkg = npm && path.resolve(npm, 'node_modules', 'puppeteer-core', 'package.json');
   if (!pkg || !existsSync(pkg)) skip(`puppeteer-core is not in ${npm} (the web_npm fixture installs it)`);
   const exe = chromiumPath();
   if (!exe) skip('chromium not found (Debian: chromium; or PLUMB_CHROMIUM=PATH)');

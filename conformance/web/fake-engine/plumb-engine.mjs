@@ -23,6 +23,7 @@ export async function createEngine({ variant = 'simd', threads = 1 } = {}) {
       if (!model) throw new Error('no model');
       if ((nCtx > 0) === (window > 0)) throw new Error('exactly one of context_window and sliding_window must be positive');
       if (window > 0 && (sinks < 0 || sinks >= window)) throw new Error('attention_sinks must be >= 0 and < sliding_window');
+      if (window === 0 && sinks !== 0) throw new Error('attention_sinks needs a sliding_window');
       let held = 0;
       let s = (sampler.seed >>> 0) || 1;
       const rnd = () => { s = (s * 1664525 + 1013904223) >>> 0; return s / 4294967296; };
