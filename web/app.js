@@ -259,9 +259,11 @@ async function newChat() {
     await ask({ type: 'newChat', params: p });
     w.chatReady = true;
     document.body.dataset.chat = '1';
+    w.chats = (w.chats || 0) + 1;
   } catch (e) {
     document.body.dataset.chat = '0';
     settingsError(e.message);
+    w.chatErrors = (w.chatErrors || 0) + 1;
   }
 }
 
