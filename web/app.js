@@ -468,16 +468,16 @@ function wire() {
   });
   $('file').addEventListener('change', () => { if ($('file').files[0]) loadModel({ file: $('file').files[0] }); });
   $('load-url').addEventListener('click', () => { if ($('url').value) loadModel({ url: $('url').value }); });
-  for (const t of [$('drop'), document.body]) {
-    t.addEventListener('dragover', (e) => { e.preventDefault(); $('drop').classList.add('over'); });
-    t.addEventListener('dragleave', () => $('drop').classList.remove('over'));
-    t.addEventListener('drop', (e) => {
-      e.preventDefault();
-      $('drop').classList.remove('over');
-      const f = e.dataTransfer.files[0];
-      if (f && state.backend === 'wasm') loadModel({ file: f });
-    });
-  }
+  // A file dropped anywhere on the page (the drop zone only shows where).
+  const body = document.body;
+  body.addEventListener('dragover', (e) => { e.preventDefault(); $('drop').classList.add('over'); });
+  body.addEventListener('dragleave', () => $('drop').classList.remove('over'));
+  body.addEventListener('drop', (e) => {
+    e.preventDefault();
+    $('drop').classList.remove('over');
+    const f = e.dataTransfer && e.dataTransfer.files[0];
+    if (f && state.backend === 'wasm') loadModel({ file: f });
+  });
   // The variant is chosen when the worker starts, the kernel set when the model loads.
   $('variant').addEventListener('change', () => { if (!state.busy && !state.wasm.loading) { clearConversation(); restartEngine(); } });
   $('kernels').addEventListener('change', () => {

@@ -171,6 +171,19 @@ try {
   await p2.waitForFunction(() => document.body.dataset.chat === '1' && window.plumb.wasm.chatReady, { timeout: 120000 });
   const u2 = await say(p2, USER[0]);
   check(u2.done && !u2.error && u2.stats && u2.stats.path === 'slow', 'fallback: after the restart the conversation starts over', u2.stats);
+
+  // Drag and drop: a GGUF dropped on the drop zone loads (a File built in the page, as a drop
+  // from the desktop hands one over).
+  const before = await p2.evaluate(() => window.plumb.wasm.chats || 0);
+  await p2.evaluate(async () => {
+    const f = new File([await (await fetch('/model.gguf')).blob()], 'dropped.gguf');
+    const dt = new DataTransfer();
+    dt.items.add(f);
+    document.getElementById('drop').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  });
+  await p2.waitForFunction((n) => (window.plumb.wasm.chats || 0) > n || document.getElementById('settings-error').textContent, { timeout: 120000 }, before);
+  const dropped = await p2.$eval('#model-info', (el) => el.textContent);
+  check(/^dropped\.gguf:/.test(dropped), 'a dropped GGUF loads', dropped);
 } finally {
   await browser.close();
   if (stat) await stat.close();
