@@ -514,6 +514,9 @@ async function main() {
     : w.available ? 'wasm' : 'server');
   document.body.dataset.ready = '1';
   if (state.backend === 'wasm' && params.get('model')) loadModel({ url: params.get('model') });
+  else if (state.backend === 'wasm' && server)
+    $('model-info').textContent = 'No model yet: choose a GGUF above, or switch to the server' +
+      (state.server.model ? ` (it runs ${state.server.model})` : '') + '.';
 }
 
 main();
