@@ -135,7 +135,7 @@ function simdSupported() {
 }
 
 function pickVariant() {
-  const want = params.get('variant') || $('variant').value;
+  const want = $('variant').value; // ?variant= was copied into the select
   if (want && want !== 'auto') return want;
   // What plumb-engine.mjs's detectVariant picks: threads need isolation (SharedArrayBuffer).
   return (simdSupported() ? 'simd' : 'scalar') + (state.isolated ? '-threads' : '');
@@ -208,7 +208,16 @@ async function startWorker() {
   };
   w.reader = sab ? new RingReader(sab) : null;
   if (w.reader) pump(w.reader);
-  const r = await ask({ type: 'init', variant, threads, sab });
+  let r;
+  try {
+    r = await ask({ type: 'init', variant, threads, sab });
+  } catch (e) {
+    // A worker whose engine did not start is no use: the next load starts a fresh one.
+    w.worker.terminate();
+    w.worker = null;
+    w.reader = null;
+    throw e;
+  }
   w.variant = variant;
   w.info = r.info;
   w.memory = r.memory;
@@ -224,7 +233,7 @@ async function loadModel(source) {
   $('model-info').textContent = 'starting the engine…';
   try {
     if (!w.worker) await startWorker();
-    const kernels = params.get('kernels') || $('kernels').value;
+    const kernels = $('kernels').value; // ?kernels= was copied into the select
     const r = source.file
       ? await ask({ type: 'loadFile', file: source.file, kernels })
       : await ask({ type: 'loadUrl', url: source.url, kernels });
