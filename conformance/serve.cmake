@@ -36,3 +36,5 @@ serve_add(serve_multiconv 180 sh ${SERVE_DIR}/node_test.sh ${SERVE_DIR}/serve_mu
 serve_add(serve_load 300 sh ${SERVE_DIR}/node_test.sh ${SERVE_DIR}/serve_load.mjs)
 # Raw sockets: disconnects at random points, slow loris, cut bodies, huge headers, garbage, pipelining.
 serve_add(serve_fault 300 sh ${SERVE_DIR}/node_test.sh ${SERVE_DIR}/serve_fault.mjs)
+# The chat page as plumb serve answers it: headers, types, --web-dir, 404s, traversal, methods.
+serve_add(serve_page 60 bash ${SERVE_DIR}/serve_page.sh $<TARGET_FILE:plumb_cli> ${SERVE_MODEL})

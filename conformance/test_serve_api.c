@@ -666,6 +666,33 @@ static void a_model_without_a_usable_template_still_completes(void)
     }
 }
 
+/* The page's file names: one segment, no traversal, a served type; the embedded page is there. */
+static void page_names_are_one_safe_segment_of_a_served_type(void)
+{
+    static const char *const ok[] = {"index.html",        "app.js",       "plumb-engine.mjs",
+                                     "plumb-engine.wasm", "a_b-c.1.json", "style.css"};
+    static const char *const bad[] = {"",        ".hidden.js", "..",      "../x.js", "a/b.js",
+                                      "a..b.js", "x.exe",      "x",       "x.js/",   "%2e%2e.js",
+                                      "a b.js",  "a\\b.js",    "\x80.js", "x.wasm~", "..js"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        TU_CHECK(sv_web_name_ok(ok[i]), "'%s' should be a page name", ok[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        TU_CHECK(!sv_web_name_ok(bad[i]), "'%s' should not be a page name", bad[i]);
+    char longname[200];
+    memset(longname, 'a', sizeof longname);
+    memcpy(longname + sizeof longname - 4, ".js", 4);
+    TU_CHECK(!sv_web_name_ok(longname), "a 199-byte name should not be a page name");
+    TU_CHECK(strcmp(sv_web_type("x.wasm"), "application/wasm") == 0, "wasm type");
+    TU_CHECK(strcmp(sv_web_type("x.mjs"), "text/javascript; charset=utf-8") == 0, "mjs type");
+    TU_CHECK(sv_web_type("x.gguf") == NULL, "a .gguf is never served");
+    const sv_asset *a = sv_web_embedded("");
+    TU_CHECK(a && strcmp(a->name, "index.html") == 0 && a->len > 0, "\"\" is index.html");
+    static const char *const files[] = {"app.js", "worker.js", "ring.js", "style.css"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        TU_CHECK(sv_web_embedded(files[i]) != NULL, "'%s' is embedded", files[i]);
+    TU_CHECK(sv_web_embedded("plumb-engine.mjs") == NULL, "the engine is not embedded");
+}
+
 int main(void)
 {
     if (!(model = make_model()) || pl_chat_template_builtin(&chatml, "chatml", NULL)) {
@@ -691,6 +718,8 @@ int main(void)
         {"tools_and_tool_calls_reach_the_template", tools_and_tool_calls_reach_the_template},
         {"a_model_without_a_usable_template_still_completes",
          a_model_without_a_usable_template_still_completes},
+        {"page_names_are_one_safe_segment_of_a_served_type",
+         page_names_are_one_safe_segment_of_a_served_type},
         {NULL, NULL},
     };
     int rc = tu_run("serve_api", tests);

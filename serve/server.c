@@ -11,7 +11,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -616,6 +618,84 @@ static enum MHD_Result body_too_large(struct MHD_Connection *c, conn *q)
     return send_error(c, q, &e);
 }
 
+/* ---- the chat page ---------------------------------------------------------------------- */
+
+/* What every answer of the page carries: isolation (SharedArrayBuffer needs COOP + COEP; CORP
+ * lets a require-corp document load these files), no sniffing, no stale copies. */
+static void page_headers(const sv_server *srv, struct MHD_Response *r)
+{
+    add_cors(srv, r);
+    MHD_add_response_header(r, "Cross-Origin-Opener-Policy", "same-origin");
+    MHD_add_response_header(r, "Cross-Origin-Embedder-Policy", "require-corp");
+    MHD_add_response_header(r, "Cross-Origin-Resource-Policy", "same-origin");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+}
+
+/* "/" and the files of the page (embedded, or in --web-dir): 1 with *res set when answered;
+ * 0 when url names none of them, and the API answers it (a 404 there). url is the path,
+ * percent-decoded by libmicrohttpd: sv_web_name_ok keeps it to one segment without "..". */
+static int serve_page(struct MHD_Connection *c, conn *q, const char *method, const char *url,
+                      enum MHD_Result *res)
+{
+    sv_server *srv = q->srv;
+    if (url[0] != '/') return 0;
+    const char *name = url + 1;
+    if (name[0] && !sv_web_name_ok(name)) return 0;
+    const sv_asset *a = sv_web_embedded(name);
+    int fd = -1;
+    struct stat st;
+    if (!a) {
+        char path[4096];
+        if (!srv->cfg.web_dir || !name[0] ||
+            snprintf(path, sizeof path, "%s/%s", srv->cfg.web_dir, name) >= (int)sizeof path)
+            return 0;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return 0;
+        if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+            close(fd);
+            return 0;
+        }
+    }
+    struct MHD_Response *r;
+    int status = 200;
+    int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    if (!get) {
+        if (fd >= 0) close(fd);
+        int options = strcmp(method, "OPTIONS") == 0;
+        sv_error e;
+        sv_error_set(&e, 405, "invalid_request_error", "method_not_allowed", NULL,
+                     "%.200s takes GET or HEAD, not %.16s", url, method);
+        char *body = options ? NULL : sv_error_json(&e);
+        status = options ? MHD_HTTP_NO_CONTENT : 405;
+        r = options ? MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT)
+            : body  ? MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE)
+                    : NULL;
+        if (!r) {
+            free(body);
+            *res = MHD_NO;
+            return 1;
+        }
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD, OPTIONS");
+        if (!options) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    } else {
+        r = a ? MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT)
+              : MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+        if (!r) {
+            if (fd >= 0) close(fd);
+            *res = MHD_NO;
+            return 1;
+        }
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                sv_web_type(name[0] ? name : "index.html"));
+    }
+    page_headers(srv, r);
+    q->status = status;
+    *res = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return 1;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -677,6 +757,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     set_deadline(srv, c, 0);
     if (q->too_large) return body_too_large(c, q);
+    enum MHD_Result page;
+    if (serve_page(c, q, method, url, &page)) return page;
 
     sv_header h[2] = {
         {"Authorization", MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")},

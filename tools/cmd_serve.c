@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "serve.h"
@@ -20,7 +21,8 @@ static void usage(FILE *out)
         "such), else to the least recently used idle slot, so each conversation keeps its fast\n"
         "path. Requests beyond the slots wait in a bounded queue; beyond it they get 503.\n"
         "Prints one line on stdout when listening, one log line per request on stderr;\n"
-        "SIGINT/SIGTERM stop it.\n"
+        "SIGINT/SIGTERM stop it. GET / is the chat page (web/README.md): embedded in the\n"
+        "binary; its in-browser engine (plumb-engine.mjs, *.wasm) comes from --web-dir.\n"
         "\n"
         "options:\n"
         "  -m, --model FILE         GGUF model (llama, qwen2, qwen3)\n"
@@ -38,6 +40,9 @@ static void usage(FILE *out)
         "  --max-body BYTES         largest request body (default 1048576)\n"
         "  --timeout S              close a connection idle, or whose request is not whole, this "
         "long (default 30)\n"
+        "  --web-dir DIR            the wasm engine files the page loads (`make wasm`'s\n"
+        "                           build-wasm/web; default: that folder of the source tree\n"
+        "                           plumb was built from, when it exists)\n"
         "  --alias NAME             model id in responses (default: the file's name without\n"
         "                           .gguf)\n"
         "  --max-tokens N           tokens per reply when a request gives no max_tokens\n"
@@ -64,7 +69,7 @@ static void usage(FILE *out)
 }
 
 typedef struct serve_opts {
-    const char *model, *host, *api_key, *metrics_key, *cors, *alias;
+    const char *model, *host, *api_key, *metrics_key, *cors, *alias, *web_dir;
     cli_tmpl_opts tmpl;
     int64_t port, slots, queue, max_body, timeout, max_tokens;
     int no_repack;
@@ -114,6 +119,8 @@ static int parse(int argc, char **argv, serve_opts *o)
             rc = cli_parse_i64(&a, v, 1, INT32_MAX, &o->max_body);
         else if (cli_is(&a, NULL, "--timeout"))
             rc = cli_parse_i64(&a, v, 1, 86400, &o->timeout);
+        else if (cli_is(&a, NULL, "--web-dir"))
+            o->web_dir = v;
         else if (cli_is(&a, NULL, "--alias"))
             o->alias = v;
         else if (cli_is(&a, NULL, "--max-tokens"))
@@ -142,6 +149,9 @@ static int parse(int argc, char **argv, serve_opts *o)
                                    "'*' for any)",
                                    o->cors);
     }
+    struct stat st;
+    if (o->web_dir && (stat(o->web_dir, &st) || !S_ISDIR(st.st_mode)))
+        return cli_usage_error(&a, "--web-dir: '%s' is not a folder", o->web_dir);
     struct sockaddr_storage ss;
     char why[320];
     if (sv_resolve_host(o->host, (int)o->port, &ss, why, sizeof why))
@@ -242,7 +252,13 @@ int cmd_serve(int argc, char **argv)
                 .metrics_key = o.metrics_key,
                 .max_tokens = o.max_tokens},
         .log = stderr,
+        .web_dir = o.web_dir,
     };
+#ifdef PLUMB_WEB_DIR_DEFAULT
+    struct stat wst;
+    if (!cfg.web_dir && !stat(PLUMB_WEB_DIR_DEFAULT, &wst) && S_ISDIR(wst.st_mode))
+        cfg.web_dir = PLUMB_WEB_DIR_DEFAULT;
+#endif
     if ((st = sv_server_start(&srv, m, &cfg, &err))) {
         rc = cli_fail(st, &err);
         goto out;
@@ -262,6 +278,9 @@ int cmd_serve(int argc, char **argv)
     printf("plumb serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", o.host, v6 ? "]" : "",
            sv_server_port(srv));
     fflush(stdout);
+    fprintf(stderr, "plumb serve: the chat page is at /; its wasm engine %s%s\n",
+            cfg.web_dir ? "files from " : "is absent (build it with `make wasm`, or --web-dir DIR)",
+            cfg.web_dir ? cfg.web_dir : "");
 
     int sig = 0;
     sigwait(&sigs, &sig);

@@ -1,0 +1,38 @@
+# The chat page (web/) in headless chromium, driven by puppeteer-core (conformance/web/). Like the
+# SDK test, a fixture installs the npm package into the build tree, once. A test whose tools are
+# missing (node, chromium, the package) exits 77 (skipped) unless PLUMB_NO_SKIP=1 (CI sets it).
+# The wasm-mode tests need `make wasm`'s build-wasm/web; see web/README.md for when a missing
+# build fails rather than skips (PLUMB_WEB_REQUIRE_WASM=1).
+set(WEB_DIR ${CMAKE_CURRENT_SOURCE_DIR}/web)
+set(WEB_NPM_DIR ${CMAKE_BINARY_DIR}/web-npm)
+set(WEB_PUPPETEER_VERSION 25.16.0) # pinned
+set(WEB_ENV "PLUMB_CLI=$<TARGET_FILE:plumb_cli>"
+            "PLUMB_SERVE_MODEL=${PROJECT_SOURCE_DIR}/models/plumb-en-8m-Q8_0.gguf"
+            "PLUMB_WEB_NPM=${WEB_NPM_DIR}" "PLUMB_WASM_WEB=${PROJECT_SOURCE_DIR}/build-wasm/web"
+            "PLUMB_WEB_SRC=${PROJECT_SOURCE_DIR}/web")
+
+function(web_add name timeout)
+  add_test(NAME ${name} COMMAND ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS "browser" TIMEOUT ${timeout} SKIP_RETURN_CODE 77
+    ENVIRONMENT "${WEB_ENV}" WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+endfunction()
+
+web_add(web_npm_setup 300 bash ${CMAKE_CURRENT_SOURCE_DIR}/serve/npm_setup.sh ${WEB_NPM_DIR}
+  ${WEB_PUPPETEER_VERSION} puppeteer-core)
+set_tests_properties(web_npm_setup PROPERTIES FIXTURES_SETUP web_npm)
+# The page with plumb serve as its backend: three turns, fast paths, errors, overflow, stop.
+web_add(web_server 240 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/web_server.mjs)
+set_tests_properties(web_server PROPERTIES FIXTURES_REQUIRED web_npm)
+# The page with its engine in a Worker: the module's test double (always), then the real wasm
+# build (`make wasm`'s build-wasm/web; skipped while it is absent: PLUMB_WEB_REQUIRE_WASM=1 makes
+# that a failure, for CI once the wasm branch is merged).
+web_add(web_fake_engine 240 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/web_engine.mjs)
+set_tests_properties(web_fake_engine PROPERTIES FIXTURES_REQUIRED web_npm)
+set_property(TEST web_fake_engine APPEND PROPERTY ENVIRONMENT
+  "PLUMB_WEB_ENGINE=${WEB_DIR}/fake-engine" PLUMB_WEB_FAKE=1)
+web_add(web_wasm 600 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/web_engine.mjs)
+set_tests_properties(web_wasm PROPERTIES FIXTURES_REQUIRED web_npm)
+set_property(TEST web_wasm APPEND PROPERTY ENVIRONMENT
+  "PLUMB_WEB_ENGINE=${PROJECT_SOURCE_DIR}/build-wasm/web")
+# web/ring.js under Node alone: order, bytes, wrap-around, parts, STOP to a busy producer.
+web_add(web_ring 60 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/ring_test.mjs)

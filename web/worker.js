@@ -1,0 +1,137 @@
+// worker.js — the dedicated Worker that owns the wasm engine (plumb-engine.mjs): loads the
+// model into the wasm heap, runs each chat turn synchronously and streams it to the page
+// through ring.js. Not the page (app.js); the main thread never runs the engine.
+import { RingWriter, PostWriter } from './ring.js';
+
+let eng = null; // the engine module instance
+let model = null; // what loadModel returned
+let chat = null;
+let sink = null; // RingWriter (shared memory) or PostWriter (postMessage)
+
+const reply = (msg) => postMessage(msg);
+const errText = (e) => (e && e.message ? e.message : String(e));
+
+async function init({ variant, threads, sab }) {
+  const { createEngine } = await import('./plumb-engine.mjs');
+  eng = await createEngine({ variant, threads });
+  sink = sab ? new RingWriter(sab) : new PostWriter(self);
+  return { info: eng.info(), memory: eng.memory() };
+}
+
+// Copies the File into the heap slice by slice: the bytes land in the wasm heap once; each
+// slice's ArrayBuffer is garbage as soon as it is copied.
+async function loadFile(file, kernels) {
+  const size = file.size;
+  const buf = allocFor(size);
+  const step = 8 << 20;
+  for (let off = 0; off < size; off += step) {
+    const chunk = new Uint8Array(await file.slice(off, Math.min(size, off + step)).arrayBuffer());
+    buf.set(chunk, off);
+    reply({ type: 'progress', loaded: off + chunk.length, total: size });
+  }
+  return bind(buf, kernels, file.name);
+}
+
+// From a URL: a ReadableStream, each chunk copied into the heap at once. Without a
+// Content-Length (compressed or chunked answers) the size is unknown up front: the chunks are
+// held until the end, then copied (the one case with a transient second copy).
+async function loadUrl(url, kernels) {
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`${url}: HTTP ${res.status} ${res.statusText}`);
+  const total = Number(res.headers.get('Content-Length')) || 0;
+  const enc = res.headers.get('Content-Encoding');
+  const reader = res.body.getReader();
+  let loaded = 0;
+  if (total && !enc) {
+    const buf = allocFor(total);
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (loaded + value.length > total) throw new Error(`${url}: more bytes than its Content-Length (${total})`);
+      buf.set(value, loaded);
+      loaded += value.length;
+      reply({ type: 'progress', loaded, total });
+    }
+    if (loaded !== total) throw new Error(`${url}: ${loaded} bytes of ${total} arrived`);
+    return bind(buf, kernels, url);
+  }
+  const parts = [];
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    loaded += value.length;
+    reply({ type: 'progress', loaded, total: 0 });
+  }
+  const buf = allocFor(loaded);
+  let off = 0;
+  for (const p of parts) { buf.set(p, off); off += p.length; }
+  return bind(buf, kernels, url);
+}
+
+function allocFor(size) {
+  if (chat) { chat.free(); chat = null; }
+  if (model) { eng.freeModel(); model = null; }
+  return eng.allocModel(size);
+}
+
+function bind(buf, kernels, name) {
+  model = eng.loadModel(buf, { kernels: kernels || undefined });
+  return { model, name, memory: eng.memory() };
+}
+
+// The page's messages: each answered with one reply (or, for a turn, ring records).
+self.onmessage = async (ev) => {
+  const m = ev.data;
+  try {
+    switch (m.type) {
+    case 'init':
+      reply({ type: 'ready', ...(await init(m)) });
+      break;
+    case 'loadFile':
+      reply({ type: 'loaded', ...(await loadFile(m.file, m.kernels)) });
+      break;
+    case 'loadUrl':
+      reply({ type: 'loaded', ...(await loadUrl(m.url, m.kernels)) });
+      break;
+    case 'newChat':
+      if (!model) throw new Error('no model loaded');
+      if (chat) { chat.free(); chat = null; }
+      chat = eng.newChat(m.params);
+      reply({ type: 'chat' });
+      break;
+    case 'reset':
+      if (chat) chat.reset();
+      reply({ type: 'reset', memory: eng ? eng.memory() : null });
+      break;
+    case 'turn':
+      runTurn(m);
+      break;
+    default:
+      throw new Error(`unknown message ${m.type}`);
+    }
+  } catch (e) {
+    reply({ type: 'error', op: m.type, message: errText(e) });
+  }
+};
+
+// One turn, synchronously: pieces to the sink as they come, then a 'done' (stats) or an
+// 'error' record. shouldStop reads the shared STOP flag between tokens.
+function runTurn(m) {
+  if (!chat) {
+    sink.json({ type: 'error', message: 'no chat: load a model first' });
+    return;
+  }
+  let stats;
+  try {
+    stats = chat.turn(m.text, {
+      maxTokens: m.maxTokens,
+      onText: (s) => sink.text(s),
+      shouldStop: () => sink.stopRequested(),
+    });
+  } catch (e) {
+    sink.json({ type: 'error', message: errText(e) });
+    return;
+  }
+  sink.json({ type: 'done', stats, memory: eng.memory() });
+}
