@@ -41,9 +41,16 @@ PL_W_INLINE v128_t fifth_bits16(uint32_t h, const int j0)
     return wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(b, bit), bit), wasm_i8x16_splat(0x10));
 }
 
+/* One half as a float, inline (simd.h's exact conversion in lane 0). */
 PL_W_INLINE float f16f(pl_f16 h)
 {
-    return pl_f16_to_f32(h);
+    return wasm_f32x4_extract_lane(pl_w_f16_to_f32(wasm_i32x4_splat(h)), 0);
+}
+
+/* Four halves (lanes of u32) as floats. */
+PL_W_INLINE v128_t f16x4(uint32_t h0, uint32_t h1, uint32_t h2, uint32_t h3)
+{
+    return pl_w_f16_to_f32(wasm_i32x4_make((int32_t)h0, (int32_t)h1, (int32_t)h2, (int32_t)h3));
 }
 
 /* Block i of the group: 32 quants as 4 int16 vectors (elements 8k .. 8k + 7 in q[k]). */
@@ -102,7 +109,7 @@ PL_W_INLINE pl_f16 blk_d(const uint8_t *b)
 
 PL_W_INLINE void grp_load(grp *g, pl_type type, const uint8_t *w, size_t wbytes, const int n)
 {
-    float dw[GROUP] = {0}, mw[GROUP] = {0};
+    uint32_t dw[GROUP] = {0}, mw[GROUP] = {0}; /* half bits; +0 for missing blocks */
     for (int i = 0; i < GROUP; i++) {
         if (i >= n) {
             for (int k = 0; k < 4; k++) g->q[i][k] = wasm_i16x8_splat(0);
@@ -110,11 +117,11 @@ PL_W_INLINE void grp_load(grp *g, pl_type type, const uint8_t *w, size_t wbytes,
         }
         const uint8_t *b = w + (size_t)i * wbytes;
         decode_32(g->q[i], type, b);
-        dw[i] = f16f(blk_d(b));
-        if (type == PL_TYPE_Q4_1 || type == PL_TYPE_Q5_1) mw[i] = f16f(blk_d(b + 2));
+        dw[i] = blk_d(b);
+        if (type == PL_TYPE_Q4_1 || type == PL_TYPE_Q5_1) mw[i] = blk_d(b + 2);
     }
-    g->dw = wasm_v128_load(dw);
-    g->mw = wasm_v128_load(mw);
+    g->dw = f16x4(dw[0], dw[1], dw[2], dw[3]);
+    g->mw = f16x4(mw[0], mw[1], mw[2], mw[3]);
 }
 
 /* One group's (n <= 4 blocks) terms against one token's blocks xb, added into acc.
@@ -125,11 +132,11 @@ PL_W_INLINE v128_t grp_token(v128_t acc, const grp *g, pl_type type,
 {
     const int has_min = type == PL_TYPE_Q4_1 || type == PL_TYPE_Q5_1;
     v128_t s[GROUP], xs[GROUP];
-    float dx[GROUP] = {0};
+    uint32_t dx[GROUP] = {0};
     for (int i = 0; i < GROUP; i++) {
         s[i] = xs[i] = wasm_i32x4_splat(0);
         if (i >= n) continue;
-        dx[i] = f16f(xb[i].d);
+        dx[i] = xb[i].d;
         const v128_t x0 = wasm_v128_load(xb[i].qs), x1 = wasm_v128_load(xb[i].qs + 16);
         s[i] = wasm_i32x4_add(
             wasm_i32x4_add(wasm_i32x4_dot_i16x8(g->q[i][0], wasm_i16x8_extend_low_i8x16(x0)),
@@ -140,7 +147,7 @@ PL_W_INLINE v128_t grp_token(v128_t acc, const grp *g, pl_type type,
             xs[i] = wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_add(
                 wasm_i16x8_extadd_pairwise_i8x16(x0), wasm_i16x8_extadd_pairwise_i8x16(x1)));
     }
-    const v128_t vdx = wasm_v128_load(dx);
+    const v128_t vdx = f16x4(dx[0], dx[1], dx[2], dx[3]);
     const v128_t isum = wasm_f32x4_convert_i32x4(pl_w_hsum4x4_i32(s[0], s[1], s[2], s[3]));
     v128_t term = wasm_f32x4_mul(wasm_f32x4_mul(g->dw, vdx), isum);
     if (has_min) {
@@ -158,12 +165,19 @@ PL_W_INLINE void row_32(pl_type type, size_t wbytes, float *restrict y, int64_t 
     v128_t acc[NT];
     for (int t = 0; t < nt; t++) acc[t] = wasm_f32x4_splat(0.0f);
     grp g;
-    for (int64_t b = 0; b < nb; b += GROUP) {
-        const int n = nb - b < GROUP ? (int)(nb - b) : GROUP;
-        grp_load(&g, type, w + (size_t)b * wbytes, wbytes, n);
+    const int64_t full = nb / GROUP * GROUP;
+    for (int64_t b = 0; b < full; b += GROUP) { /* whole groups: n a constant, no branches */
+        grp_load(&g, type, w + (size_t)b * wbytes, wbytes, GROUP);
+        for (int t = 0; t < nt; t++)
+            acc[t] = grp_token(acc[t], &g, type, (const pl_block_q8_0 *)(x + (size_t)t * xrb) + b,
+                               GROUP);
+    }
+    if (full < nb) { /* the last group, padded with zero blocks */
+        const int n = (int)(nb - full);
+        grp_load(&g, type, w + (size_t)full * wbytes, wbytes, n);
         for (int t = 0; t < nt; t++)
             acc[t] =
-                grp_token(acc[t], &g, type, (const pl_block_q8_0 *)(x + (size_t)t * xrb) + b, n);
+                grp_token(acc[t], &g, type, (const pl_block_q8_0 *)(x + (size_t)t * xrb) + full, n);
     }
     for (int t = 0; t < nt; t++) y[t * ldy] = pl_w_hsum(acc[t]);
 }
