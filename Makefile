@@ -13,12 +13,14 @@ CTEST_ARGS ?=
 # CI sanitizer build; afl++ for `make fuzz`; gnuplot-nox draws the `make perf` plots; valgrind
 # for `make perf-instr` and its perf-smoke test: callgrind counts instructions where the VM
 # exposes no hardware counters; libmicrohttpd for `plumb serve`; curl and jq drive its curl
-# test; chromium runs the chat page's browser tests, headless). node and npm (the OpenAI SDK
-# and puppeteer-core tests) are checked as commands, not packages: a node from elsewhere (e.g.
-# NodeSource, which bundles npm) is kept; Debian's nodejs/npm otherwise.
+# test; chromium runs the chat page's browser tests, headless; libsimde-dev lets the native
+# build compile the browser's wasm128 kernels and prove them in the conformance suite). node and
+# npm (the OpenAI SDK and puppeteer-core tests) are checked as commands, not packages: a node
+# from elsewhere (e.g. NodeSource, which bundles npm) is kept; Debian's nodejs/npm otherwise.
 DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
        libcunit1-dev libgsl-dev afl++ libhwloc-dev libpcre2-dev \
-       libutf8proc-dev libjansson-dev libmicrohttpd-dev gnuplot-nox valgrind curl jq chromium
+       libutf8proc-dev libjansson-dev libmicrohttpd-dev gnuplot-nox valgrind curl jq chromium \
+       libsimde-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -24,7 +24,8 @@ static void registry_auto_selects_first_supported_set(void)
 {
     const struct pl_kernels *want = NULL;
     for (int i = 0; i < pl_kernel_set_count() && !want; i++)
-        if (pl_kernel_set(i)->supported()) want = pl_kernel_set(i);
+        if (pl_kernel_set(i)->supported() && !pl_kernel_set_by_name_only(pl_kernel_set(i)))
+            want = pl_kernel_set(i);
     pl_kernel_table *t = malloc(sizeof *t);
     pl_error err;
     for (int empty = 0; empty < 2; empty++) {

@@ -163,7 +163,7 @@ typedef struct pl_repack {
 } pl_repack;
 
 struct pl_kernels {
-    const char *name;       /* "ref", "avx2", "avx512" */
+    const char *name;       /* "ref", "avx2", "avx512", "wasm128" */
     int (*supported)(void); /* 1 if this CPU can run the set */
     /* Indexed by pl_type; NULL where the set leaves the entry to the reference set. */
     pl_quantize_row_fn quantize_row[PL_TYPE_COUNT];
@@ -193,6 +193,10 @@ extern const struct pl_kernels pl_kernels_ref;
 /* x86-64 sets, each compiled with its own target flags; supported() checks CPUID + XGETBV. */
 extern const struct pl_kernels pl_kernels_avx2;
 extern const struct pl_kernels pl_kernels_avx512;
+#endif
+#if PLUMB_WASM128
+/* WebAssembly SIMD128 (natively through SIMDe: a correctness vehicle, chosen only by name). */
+extern const struct pl_kernels pl_kernels_wasm128;
 #endif
 
 #endif

@@ -8,11 +8,18 @@
 
 #include "registry.h"
 
-/* Best first. SIMD sets are added here, above ref, as they are written. */
+/* Best first. SIMD sets are added here, above ref, as they are written. wasm128 is the
+ * browser's best; natively (through SIMDe) it comes after the x86 sets, chosen only by name. */
 static const struct pl_kernels *const sets[] = {
+#if PLUMB_WASM128 && defined(__EMSCRIPTEN__)
+    &pl_kernels_wasm128,
+#endif
 #if PLUMB_X86_SETS
-    &pl_kernels_avx512,
-    &pl_kernels_avx2,
+    &pl_kernels_avx512, /* AVX-512 BW/VL/DQ + VNNI */
+    &pl_kernels_avx2,   /* AVX2 + FMA + F16C */
+#endif
+#if PLUMB_WASM128 && !defined(__EMSCRIPTEN__)
+    &pl_kernels_wasm128,
 #endif
     &pl_kernels_ref,
 };
@@ -102,6 +109,16 @@ const struct pl_kernels *pl_kernel_set_find(const char *name)
     return NULL;
 }
 
+int pl_kernel_set_by_name_only(const struct pl_kernels *s)
+{
+#if PLUMB_WASM128 && !defined(__EMSCRIPTEN__)
+    return s == &pl_kernels_wasm128;
+#else
+    (void)s;
+    return 0;
+#endif
+}
+
 /* "avx2, ref" — the names of the compiled sets (only the supported ones if asked). */
 static void list_sets(char *buf, size_t cap, int supported_only)
 {
@@ -122,7 +139,7 @@ static pl_status select_set(const struct pl_kernels **out, const char *name, con
     *out = NULL;
     if (!name || !*name) {
         for (int i = 0; i < N_SETS; i++) {
-            if (sets[i]->supported()) {
+            if (sets[i]->supported() && !pl_kernel_set_by_name_only(sets[i])) {
                 *out = sets[i];
                 return ok(err);
             }
@@ -274,8 +291,9 @@ void pl_kernels_report(const pl_kernel_table *t, pl_kernels_write_fn write, void
     addf(&l, "kernel sets (best first):");
     put_line(&l, write, user);
     for (int i = 0; i < N_SETS; i++) {
-        addf(&l, "  %-8s %-13s%s", sets[i]->name,
+        addf(&l, "  %-8s %-13s%s%s", sets[i]->name,
              sets[i]->supported() ? "supported" : "not supported",
+             pl_kernel_set_by_name_only(sets[i]) ? "  (by name only)" : "",
              t && t->set == sets[i] ? "  <- chosen" : "");
         put_line(&l, write, user);
     }

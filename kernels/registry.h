@@ -48,8 +48,12 @@ int pl_kernel_set_count(void);
 const struct pl_kernels *pl_kernel_set(int i);
 /* The compiled set with this name, or NULL. */
 const struct pl_kernels *pl_kernel_set_find(const char *name);
+/* 1 if the set is chosen only by name, never by default: wasm128 built natively (through SIMDe,
+ * a correctness vehicle for the browser's kernels, not a fast set on any CPU). */
+int pl_kernel_set_by_name_only(const struct pl_kernels *s);
 
-/* Picks a set. name NULL or "": the first compiled set whose supported() says yes.
+/* Picks a set. name NULL or "": the first compiled set whose supported() says yes and that is
+ * not by name only.
  * Otherwise that set: PL_ERR_NOT_FOUND (message lists the compiled sets) if no set has the
  * name, PL_ERR_UNSUPPORTED (message lists the supported ones) if this CPU cannot run it. */
 pl_status pl_kernels_select(const struct pl_kernels **out, const char *name, pl_error *err);

@@ -1,0 +1,40 @@
+/* set.c — the wasm128 kernel table (WebAssembly SIMD128, no relaxed SIMD). In the browser it
+ * is the best set; natively it runs through SIMDe, chosen only by name, to prove the sources.
+ * Entries left NULL fall back to ref, explicitly (the registry records and reports them). */
+#include "wasm128.h"
+
+static int wasm128_supported(void)
+{
+    return 1; /* compiled for SIMD128 (emcc -msimd128) or portable through SIMDe */
+}
+
+const struct pl_kernels pl_kernels_wasm128 = {
+    .name = "wasm128",
+    .supported = wasm128_supported,
+    .rmsnorm = rmsnorm_wasm128,
+    .rope = rope_wasm128,
+    .softmax = softmax_wasm128,
+    .swiglu = swiglu_wasm128,
+    .geglu = geglu_wasm128,
+    .softcap = softcap_wasm128,
+    .attention = attention_wasm128,
+    .quantize_row =
+        {
+            [PL_TYPE_Q8_0] = quantize_row_q8_0_wasm128,
+            [PL_TYPE_Q8_K] = quantize_row_q8_k_wasm128,
+        },
+    .matmul =
+        {
+            [PL_TYPE_F32] = matmul_f32_wasm128,
+            [PL_TYPE_F16] = matmul_f16_wasm128,
+            [PL_TYPE_BF16] = matmul_bf16_wasm128,
+            [PL_TYPE_Q4_0] = matmul_q4_0_q8_0_wasm128,
+            [PL_TYPE_Q4_1] = matmul_q4_1_q8_0_wasm128,
+            [PL_TYPE_Q5_0] = matmul_q5_0_q8_0_wasm128,
+            [PL_TYPE_Q5_1] = matmul_q5_1_q8_0_wasm128,
+            [PL_TYPE_Q8_0] = matmul_q8_0_q8_0_wasm128,
+            [PL_TYPE_Q4_K] = matmul_q4_k_q8_k_wasm128,
+            [PL_TYPE_Q5_K] = matmul_q5_k_q8_k_wasm128,
+            [PL_TYPE_Q6_K] = matmul_q6_k_q8_k_wasm128,
+        },
+};
