@@ -7,8 +7,11 @@
 #
 #   tools/wasm/deps.sh [BUILD_DIR]      (default build-wasm/deps)
 #
-# Cache: BUILD_DIR/prefix/.stamp-<pkg> holds the source version built; a library whose stamp
-# matches the version apt offers is skipped. Needs root (or sudo) only to add the deb-src entry.
+# Two flavours, each in its own prefix: BUILD_DIR/prefix-single (plain wasm32) and
+# BUILD_DIR/prefix-threads (-pthread: atomics + bulk memory; wasm-ld refuses to link objects
+# without them into a module with shared memory). DEPS_FLAVOURS="single threads" picks.
+# Cache: PREFIX/.stamp-<pkg> holds the source version built; a library whose stamp
+# matches a version apt offers (with its sources still here) is skipped. Needs root (or sudo) only to add the deb-src entry.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -16,7 +19,6 @@ DEPS=${1:-$ROOT/build-wasm/deps}
 mkdir -p "$DEPS"
 DEPS=$(cd "$DEPS" && pwd)
 SRC=$DEPS/src
-PREFIX=$DEPS/prefix
 JOBS=${JOBS:-2}
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -88,7 +90,7 @@ build_cmake() {
   # Cached: the stamp names a version apt still offers whose sources are here.
   if [ -f "$stamp" ] && grep -qxF "$(cat "$stamp")" <<<"$vers" &&
     [ -d "$SRC/$pkg-$(cat "$stamp")" ]; then
-    echo "deps.sh: $pkg $(cat "$stamp") already built"
+    echo "deps.sh: $pkg $(cat "$stamp") ($FLAVOUR) already built"
     return
   fi
   dir=""
@@ -97,24 +99,33 @@ build_cmake() {
     [ -n "$dir" ] && break
   done
   [ -n "$dir" ] || { echo "deps.sh: could not fetch any source of $pkg ($vers)" >&2; exit 1; }
-  echo "deps.sh: building $pkg $ver for wasm ($dir)"
-  rm -rf "$DEPS/build/$pkg"
-  emcmake cmake -S "$dir" -B "$DEPS/build/$pkg" -DCMAKE_BUILD_TYPE=Release \
+  echo "deps.sh: building $pkg $ver for wasm, $FLAVOUR ($dir)"
+  local bdir=$DEPS/build-$FLAVOUR/$pkg log=$DEPS/build-$FLAVOUR/$pkg.log
+  rm -rf "$bdir"
+  mkdir -p "$bdir"
+  CFLAGS="$FLAVOUR_CFLAGS" emcmake cmake -S "$dir" -B "$bdir" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INSTALL_LIBDIR=lib -DBUILD_SHARED_LIBS=OFF \
-    -DCMAKE_POSITION_INDEPENDENT_CODE=OFF "$@" >"$DEPS/build-$pkg.log" 2>&1 ||
-    { tail -30 "$DEPS/build-$pkg.log" >&2; exit 1; }
-  { emmake cmake --build "$DEPS/build/$pkg" -j "$JOBS" &&
-    cmake --install "$DEPS/build/$pkg"; } >>"$DEPS/build-$pkg.log" 2>&1 ||
-    { tail -30 "$DEPS/build-$pkg.log" >&2; exit 1; }
+    -DCMAKE_POSITION_INDEPENDENT_CODE=OFF "$@" >"$log" 2>&1 ||
+    { tail -30 "$log" >&2; exit 1; }
+  { emmake cmake --build "$bdir" -j "$JOBS" && cmake --install "$bdir"; } >>"$log" 2>&1 ||
+    { tail -30 "$log" >&2; exit 1; }
   echo "$ver" >"$stamp"
 }
 
-mkdir -p "$PREFIX"
-# PCRE2: UTF + UCP as the native build; no JIT (it emits machine code: none for wasm).
-build_cmake pcre2 -DPCRE2_SUPPORT_JIT=OFF -DPCRE2_SUPPORT_UNICODE=ON -DPCRE2_BUILD_PCRE2_8=ON \
-  -DPCRE2_BUILD_PCRE2_16=OFF -DPCRE2_BUILD_PCRE2_32=OFF -DPCRE2_BUILD_PCRE2GREP=OFF \
-  -DPCRE2_BUILD_TESTS=OFF -DPCRE2_STATIC_PIC=OFF
-build_cmake utf8proc -DUTF8PROC_ENABLE_TESTING=OFF
-build_cmake jansson -DJANSSON_BUILD_DOCS=OFF -DJANSSON_WITHOUT_TESTS=ON -DJANSSON_EXAMPLES=OFF \
-  -DJANSSON_BUILD_SHARED_LIBS=OFF
-ls "$PREFIX"/lib/pkgconfig/
+for FLAVOUR in ${DEPS_FLAVOURS:-single threads}; do
+  case $FLAVOUR in
+    single) FLAVOUR_CFLAGS="-O2" ;;
+    threads) FLAVOUR_CFLAGS="-O2 -pthread" ;;
+    *) echo "deps.sh: unknown flavour $FLAVOUR (single, threads)" >&2; exit 1 ;;
+  esac
+  PREFIX=$DEPS/prefix-$FLAVOUR
+  mkdir -p "$PREFIX"
+  # PCRE2: UTF + UCP as the native build; no JIT (it emits machine code: none for wasm).
+  build_cmake pcre2 -DPCRE2_SUPPORT_JIT=OFF -DPCRE2_SUPPORT_UNICODE=ON -DPCRE2_BUILD_PCRE2_8=ON \
+    -DPCRE2_BUILD_PCRE2_16=OFF -DPCRE2_BUILD_PCRE2_32=OFF -DPCRE2_BUILD_PCRE2GREP=OFF \
+    -DPCRE2_BUILD_TESTS=OFF -DPCRE2_STATIC_PIC=OFF
+  build_cmake utf8proc -DUTF8PROC_ENABLE_TESTING=OFF
+  build_cmake jansson -DJANSSON_BUILD_DOCS=OFF -DJANSSON_WITHOUT_TESTS=ON -DJANSSON_EXAMPLES=OFF \
+    -DJANSSON_BUILD_SHARED_LIBS=OFF
+done
+echo "deps.sh: $DEPS/prefix-{single,threads}/lib/pkgconfig ready"
