@@ -3,6 +3,7 @@
 #   make test   deps + build + ctest                 make demo   the main job on a built-in model
 #   make fuzz   AFL++ campaigns                      make perf   paired A/B regression report
 #   make perf-instr   instruction counts (callgrind), JSON + table
+#   make wasm   the browser build (emscripten): build-wasm/web/ (web/README.md)
 BUILD      ?= build
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
@@ -15,13 +16,16 @@ CTEST_ARGS ?=
 # exposes no hardware counters; libmicrohttpd for `plumb serve`; curl and jq drive its curl
 # test). node and npm (the OpenAI SDK test) are checked as commands, not packages: a node
 # from elsewhere (e.g. NodeSource, which bundles npm) is kept; Debian's nodejs/npm otherwise.
+# emscripten (+ dpkg-dev for apt-get source), libsimde-dev and chromium: the browser build and
+# its tests (web/README.md; make wasm also adds a deb-src entry: tools/wasm/deps.sh).
 DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
        libcunit1-dev libgsl-dev afl++ libhwloc-dev libpcre2-dev \
-       libutf8proc-dev libjansson-dev libmicrohttpd-dev gnuplot-nox valgrind curl jq
+       libutf8proc-dev libjansson-dev libmicrohttpd-dev gnuplot-nox valgrind curl jq \
+       emscripten dpkg-dev libsimde-dev chromium
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps test demo fuzz perf perf-micro perf-baseline perf-history perf-instr clean format tsan
+.PHONY: all build deps deps-wasm test demo fuzz perf perf-micro perf-baseline perf-history perf-instr clean format tsan wasm
 
 all: build
 
@@ -40,6 +44,18 @@ deps:
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: all present ($(DEPS))"; fi
+	@tools/wasm/deps.sh --apt
+
+# The wasm build's libraries from their Debian sources (adds a deb-src entry once; cached);
+# make wasm runs it too.
+deps-wasm: deps
+	JOBS=$(JOBS) nice tools/wasm/deps.sh build-wasm/deps
+
+# The browser build: build-wasm/web/plumb-{simd-threads,simd,scalar}.{mjs,wasm} (+ .worker.js)
+# and plumb-engine.mjs. WASM_VARIANTS picks (scalar-threads too).
+WASM_VARIANTS ?= simd-threads simd scalar
+wasm:
+	JOBS=$(JOBS) tools/wasm/build.sh $(WASM_VARIANTS)
 
 test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j 2 $(CTEST_ARGS)

@@ -6,6 +6,7 @@
 # mirrors as the system's deb entries.
 #
 #   tools/wasm/deps.sh [BUILD_DIR]      (default build-wasm/deps)
+#   tools/wasm/deps.sh --apt            only the deb-src entry (make deps runs this)
 #
 # Two flavours, each in its own prefix: BUILD_DIR/prefix-single (plain wasm32) and
 # BUILD_DIR/prefix-threads (-pthread: atomics + bulk memory; wasm-ld refuses to link objects
@@ -15,6 +16,11 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+APT_ONLY=0
+if [ "${1:-}" = --apt ]; then
+  APT_ONLY=1
+  shift
+fi
 DEPS=${1:-$ROOT/build-wasm/deps}
 mkdir -p "$DEPS"
 DEPS=$(cd "$DEPS" && pwd)
@@ -27,7 +33,6 @@ SUDO=""
 # prebuilt in a frozen cache (/usr/share/emscripten/cache): nothing is built or written there.
 export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}
 
-command -v emcc >/dev/null || { echo "deps.sh: emcc not found (apt-get install emscripten)" >&2; exit 1; }
 
 # ---- deb-src: one entry per deb entry of the system's sources, added once ----------------------
 have_debsrc() {
@@ -56,6 +61,8 @@ if ! have_debsrc; then
   rm -f "$tmp"
   $SUDO apt-get update -qq
 fi
+[ "$APT_ONLY" = 0 ] || { echo "deps.sh: deb-src entries present"; exit 0; }
+command -v emcc >/dev/null || { echo "deps.sh: emcc not found (apt-get install emscripten)" >&2; exit 1; }
 # apt-get source needs dpkg-source (dpkg-dev).
 command -v dpkg-source >/dev/null ||
   { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends dpkg-dev; }
