@@ -7,7 +7,7 @@ set(WASM_MODEL ${PROJECT_SOURCE_DIR}/models/plumb-en-8m-Q8_0.gguf)
 add_test(NAME wasm_build COMMAND sh ${WASM_TESTS}/wasm_build.sh ${PROJECT_SOURCE_DIR})
 # A fresh build compiles the dependencies and three variants: about 20 minutes on 2 cores.
 set_tests_properties(wasm_build PROPERTIES FIXTURES_SETUP wasm LABELS "wasm" TIMEOUT 3600
-                                           SKIP_RETURN_CODE 77 RUN_SERIAL ON)
+                                           SKIP_RETURN_CODE 77 PROCESSORS 2)
 function(wasm_add name timeout labels script)
   add_test(NAME ${name} COMMAND sh ${WASM_TESTS}/wasm_test.sh ${WASM_WEB} ${WASM_TESTS}/${script}
                                 ${WASM_WEB} $<TARGET_FILE:plumb_cli> ${WASM_MODEL} ${ARGN})
