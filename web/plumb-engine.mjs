@@ -29,9 +29,8 @@ export async function createEngine(opts = {}) {
   if (!VARIANTS.includes(variant))
     throw new Error(`unknown variant '${variant}' (${VARIANTS.join(', ')})`);
   const threaded = variant.endsWith('-threads');
-  const threads = threaded ? Math.max(1, opts.threads ?? 2) : 1;
-  if (!threaded && (opts.threads ?? 1) !== 1)
-    throw new Error(`variant '${variant}' runs one thread (asked for ${opts.threads})`);
+  // The one-thread variants run one thread whatever is asked (info().threads says so).
+  const threads = threaded ? Math.max(1, Math.floor(opts.threads ?? 2)) : 1;
   let locateFile = opts.locateFile;
   if (isNode && !locateFile) {
     const { fileURLToPath } = await import('url');
@@ -47,8 +46,8 @@ export async function createEngine(opts = {}) {
   const M = await factory({
     locateFile,
     // Workers the threads variant starts with the module: a session's pool takes threads - 1,
-    // and eng.logits runs a second session beside a chat.
-    plumbWorkers: threaded ? Math.max(1, 2 * (threads - 1)) : 0,
+    // and eng.logits runs a second session beside a chat (opts.workers for more sessions).
+    plumbWorkers: threaded ? Math.max(1, opts.workers ?? 2 * (threads - 1)) : 0,
     plumbOnText: (id, ptr, len) => {
       const c = chats.get(id);
       if (!c) return 0;
