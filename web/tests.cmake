@@ -5,7 +5,7 @@ set(WASM_TESTS ${PROJECT_SOURCE_DIR}/web/tests)
 set(WASM_WEB ${PROJECT_SOURCE_DIR}/build-wasm/web)
 set(WASM_MODEL ${PROJECT_SOURCE_DIR}/models/plumb-en-8m-Q8_0.gguf)
 add_test(NAME wasm_build COMMAND sh ${WASM_TESTS}/wasm_build.sh ${PROJECT_SOURCE_DIR})
-# A fresh build compiles the dependencies and three variants: about 20 minutes on 2 cores.
+# A fresh build compiles the dependencies and three variants: 40 minutes on a loaded 2-core VM.
 set_tests_properties(wasm_build PROPERTIES FIXTURES_SETUP wasm LABELS "wasm" TIMEOUT 3600
                                            SKIP_RETURN_CODE 77 PROCESSORS 2)
 function(wasm_add name timeout labels script)
