@@ -3,6 +3,7 @@
 #   make test   deps + build + ctest                 make demo   the main job on a built-in model
 #   make fuzz   AFL++ campaigns                      make perf   paired A/B regression report
 #   make perf-instr   instruction counts (callgrind), JSON + table
+#   make wasm   the browser build (emscripten): build-wasm/web/ (web/README.md)
 BUILD      ?= build
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
@@ -14,17 +15,19 @@ CTEST_ARGS ?=
 # for `make perf-instr` and its perf-smoke test: callgrind counts instructions where the VM
 # exposes no hardware counters; libmicrohttpd for `plumb serve`; curl and jq drive its curl
 # test; chromium runs the chat page's browser tests, headless; libsimde-dev lets the native
-# build compile the browser's wasm128 kernels and prove them in the conformance suite). node and
-# npm (the OpenAI SDK and puppeteer-core tests) are checked as commands, not packages: a node
-# from elsewhere (e.g. NodeSource, which bundles npm) is kept; Debian's nodejs/npm otherwise.
+# build compile the browser's wasm128 kernels and prove them in the conformance suite;
+# emscripten (+ dpkg-dev for apt-get source) builds the browser engine: web/README.md, and
+# tools/wasm/deps.sh adds the deb-src entry). node and npm (the OpenAI SDK and puppeteer-core
+# tests) are checked as commands, not packages: a node from elsewhere (e.g. NodeSource, which
+# bundles npm) is kept; Debian's nodejs/npm otherwise.
 DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
        libcunit1-dev libgsl-dev afl++ libhwloc-dev libpcre2-dev \
-       libutf8proc-dev libjansson-dev libmicrohttpd-dev gnuplot-nox valgrind curl jq chromium \
-       libsimde-dev
+       libutf8proc-dev libjansson-dev libmicrohttpd-dev gnuplot-nox valgrind curl jq \
+       emscripten dpkg-dev libsimde-dev chromium
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps test demo fuzz perf perf-micro perf-baseline perf-history perf-instr clean format tsan
+.PHONY: all build deps deps-wasm test demo fuzz perf perf-micro perf-baseline perf-history perf-instr clean format tsan wasm
 
 all: build
 
@@ -43,6 +46,18 @@ deps:
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: all present ($(DEPS))"; fi
+	@tools/wasm/deps.sh --apt
+
+# The wasm build's libraries from their Debian sources (adds a deb-src entry once; cached);
+# make wasm runs it too.
+deps-wasm: deps
+	JOBS=$(JOBS) nice tools/wasm/deps.sh build-wasm/deps
+
+# The browser build: build-wasm/web/plumb-{simd-threads,simd,scalar}.{mjs,wasm} (+ .worker.js)
+# and plumb-engine.mjs. WASM_VARIANTS picks (scalar-threads too).
+WASM_VARIANTS ?= simd-threads simd scalar
+wasm:
+	JOBS=$(JOBS) tools/wasm/build.sh $(WASM_VARIANTS)
 
 test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j 2 $(CTEST_ARGS)

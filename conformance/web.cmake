@@ -1,8 +1,7 @@
 # The chat page (web/) in headless chromium, driven by puppeteer-core (conformance/web/). Like the
 # SDK test, a fixture installs the npm package into the build tree, once. A test whose tools are
 # missing (node, chromium, the package) exits 77 (skipped) unless PLUMB_NO_SKIP=1 (CI sets it).
-# The wasm-mode tests need `make wasm`'s build-wasm/web; see web/README.md for when a missing
-# build fails rather than skips (PLUMB_WEB_REQUIRE_WASM=1).
+# The wasm-mode test needs `make wasm`'s build-wasm/web (the wasm fixture of web/tests.cmake).
 set(WEB_DIR ${CMAKE_CURRENT_SOURCE_DIR}/web)
 set(WEB_NPM_DIR ${CMAKE_BINARY_DIR}/web-npm)
 set(WEB_PUPPETEER_VERSION 25.16.0) # pinned
@@ -24,14 +23,14 @@ set_tests_properties(web_npm_setup PROPERTIES FIXTURES_SETUP web_npm)
 web_add(web_server 240 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/web_server.mjs)
 set_tests_properties(web_server PROPERTIES FIXTURES_REQUIRED web_npm)
 # The page with its engine in a Worker: the module's test double (always), then the real wasm
-# build (`make wasm`'s build-wasm/web; skipped while it is absent: PLUMB_WEB_REQUIRE_WASM=1 makes
-# that a failure, for CI once the wasm branch is merged).
+# build (`make wasm`'s build-wasm/web, which the wasm_build fixture of web/tests.cmake makes;
+# skipped while it is absent, a failure under PLUMB_NO_SKIP=1).
 web_add(web_fake_engine 240 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/web_engine.mjs)
 set_tests_properties(web_fake_engine PROPERTIES FIXTURES_REQUIRED web_npm)
 set_property(TEST web_fake_engine APPEND PROPERTY ENVIRONMENT
   "PLUMB_WEB_ENGINE=${WEB_DIR}/fake-engine" PLUMB_WEB_FAKE=1)
 web_add(web_wasm 600 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/web_engine.mjs)
-set_tests_properties(web_wasm PROPERTIES FIXTURES_REQUIRED web_npm)
+set_tests_properties(web_wasm PROPERTIES FIXTURES_REQUIRED "web_npm;wasm")
 set_property(TEST web_wasm APPEND PROPERTY ENVIRONMENT
   "PLUMB_WEB_ENGINE=${PROJECT_SOURCE_DIR}/build-wasm/web")
 # web/ring.js under Node alone: order, bytes, wrap-around, parts, STOP to a busy producer.

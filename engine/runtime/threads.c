@@ -15,7 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#if PLUMB_HAVE_HWLOC
 #include <hwloc.h>
+#else
+/* Built without hwloc (the wasm build): no topology and no pinning; the pool runs unbound,
+ * its topology error says why, and no hwloc call is compiled. */
+typedef void *hwloc_topology_t;
+typedef void *hwloc_bitmap_t;
+#endif
 
 #include "core/core.h"
 #include "threads.h"
@@ -260,7 +267,9 @@ pl_status pl_pool_resolve_threads(int n_threads, const char *env_value, int defa
 static void topology_fallback(pl_pool *p, const char *what, int e)
 {
     char eb[96];
+#if PLUMB_HAVE_HWLOC
     if (p->hw) hwloc_topology_destroy(p->hw);
+#endif
     p->hw = NULL;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
@@ -276,6 +285,10 @@ static void topology_fallback(pl_pool *p, const char *what, int e)
  * leaves the pool working, unbound, with the reason in topo.error. */
 static pl_status topology_discover(pl_pool *p, pl_error *err)
 {
+#if !PLUMB_HAVE_HWLOC
+    topology_fallback(p, "topology discovery (plumb built without hwloc)", ENOSYS);
+    return pl_ok(err);
+#else
     if (hwloc_topology_init(&p->hw) != 0) {
         p->hw = NULL;
         topology_fallback(p, "hwloc_topology_init", errno);
@@ -360,6 +373,7 @@ static pl_status topology_discover(pl_pool *p, pl_error *err)
     hwloc_bitmap_free(usable);
     hwloc_bitmap_free(tmp);
     return st;
+#endif
 }
 
 static const slot *slot_for(const pl_pool *p, int thread)
@@ -373,7 +387,6 @@ static const slot *slot_for(const pl_pool *p, int thread)
  * pthread_setaffinity_np and answers ENOSYS. */
 static void bind_self(pl_pool *p, pl_pool_binding *b, const slot *s)
 {
-    char eb[96];
     b->bound = 0;
     b->core = s ? s->core : -1;
     b->pu = s ? s->pu : -1;
@@ -382,6 +395,8 @@ static void bind_self(pl_pool *p, pl_pool_binding *b, const slot *s)
         snprintf(b->error, sizeof b->error, "%s", p->topo.error[0] ? p->topo.error : "no topology");
         return;
     }
+#if PLUMB_HAVE_HWLOC
+    char eb[96];
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (!set) {
         snprintf(b->error, sizeof b->error, "hwloc_bitmap_alloc failed");
@@ -396,6 +411,7 @@ static void bind_self(pl_pool *p, pl_pool_binding *b, const slot *s)
     else
         snprintf(b->error, sizeof b->error, "hwloc_set_cpubind(PU %d): %s", s->pu,
                  errstr(e, eb, sizeof eb));
+#endif
 }
 
 /* ---- workers ------------------------------------------------------------------- */
@@ -555,25 +571,31 @@ static pl_status start_worker(pl_pool *p, int i, pl_error *err)
     }
     p->n_created++;
     p->threads_created++;
+#ifndef __EMSCRIPTEN__ /* no thread names on Web Workers */
     char name[16];
     snprintf(name, sizeof name, "plumb-w%u", (unsigned)i % 10000u); /* 15 chars max */
     pthread_setname_np(w->tid, name);
+#endif
     return pl_ok(err);
 }
 
 static void pool_destroy(pl_pool *p)
 {
     if (p->sync_init) stop_workers(p);
+#if PLUMB_HAVE_HWLOC
     if (p->caller_pinned && pthread_equal(p->caller_tid, pthread_self()))
         hwloc_set_cpubind(p->hw, p->caller_saved, HWLOC_CPUBIND_THREAD); /* best effort */
     if (p->caller_saved) hwloc_bitmap_free(p->caller_saved);
+#endif
     if (p->workers)
         for (int i = 1; i < p->size; i++) free_lines(p->workers[i]);
     pl_free(p->workers);
     free_lines(p->lanes);
     pl_free(p->bind);
     pl_free(p->slots);
+#if PLUMB_HAVE_HWLOC
     if (p->hw) hwloc_topology_destroy(p->hw);
+#endif
     if (p->sync_init) {
         pthread_cond_destroy(&p->cv_done);
         pthread_cond_destroy(&p->cv_work);
@@ -758,11 +780,13 @@ pl_status pl_pool_bind_caller(pl_pool *p, pl_error *err)
     pthread_t self = pthread_self();
     /* Remember the affinity to restore, unless this thread is pinned already (by us). */
     int saved = p->caller_pinned && pthread_equal(p->caller_tid, self);
+#if PLUMB_HAVE_HWLOC
     if (!saved && p->hw) {
         if (!p->caller_saved) p->caller_saved = hwloc_bitmap_alloc();
         saved =
             p->caller_saved && hwloc_get_cpubind(p->hw, p->caller_saved, HWLOC_CPUBIND_THREAD) == 0;
     }
+#endif
     bind_self(p, &p->bind[0], slot_for(p, 0));
     p->caller_pinned = p->bind[0].bound && saved;
     p->caller_tid = self;

@@ -1,0 +1,207 @@
+// plumb-engine.mjs — the engine module: plumb compiled to wasm (plumb-<variant>.mjs + .wasm),
+// wrapped in the calls the page's Worker and the node tests use (web/README.md, "The engine
+// module"). Synchronous after createEngine(); not a Worker of its own: run it inside one.
+
+const VARIANTS = ['simd-threads', 'simd', 'scalar-threads', 'scalar'];
+const isNode = typeof process === 'object' && process.versions && process.versions.node;
+
+// WebAssembly SIMD128: a module whose one function returns an i8x16.splat (v128).
+const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1,
+  0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
+
+export function detectVariant() {
+  let simd = false;
+  try { simd = WebAssembly.validate(SIMD_PROBE); } catch { simd = false; }
+  const threads = typeof SharedArrayBuffer === 'function' &&
+    (isNode || globalThis.crossOriginIsolated === true);
+  return (simd ? 'simd' : 'scalar') + (threads ? '-threads' : '');
+}
+
+async function nodeShims(dir) {
+  // emscripten 3.1.6's ES6 output still reaches for require/__dirname under node.
+  const { createRequire } = await import('module');
+  globalThis.require ??= createRequire(import.meta.url);
+  globalThis.__dirname ??= dir;
+}
+
+export async function createEngine(opts = {}) {
+  const variant = opts.variant ?? detectVariant();
+  if (!VARIANTS.includes(variant))
+    throw new Error(`unknown variant '${variant}' (${VARIANTS.join(', ')})`);
+  const threaded = variant.endsWith('-threads');
+  // The one-thread variants run one thread whatever is asked (info().threads says so).
+  const threads = threaded ? Math.max(1, Math.floor(opts.threads ?? 2)) : 1;
+  let locateFile = opts.locateFile;
+  if (isNode && !locateFile) {
+    const { fileURLToPath } = await import('url');
+    const path = await import('path');
+    const dir = path.dirname(fileURLToPath(import.meta.url));
+    await nodeShims(dir);
+    locateFile = (p) => path.join(dir, p);
+  }
+  const url = opts.moduleUrl ?? new URL(`./plumb-${variant}.mjs`, import.meta.url).href;
+  const factory = (await import(url)).default;
+  const chats = new Map();
+  let peak = 0;
+  const M = await factory({
+    locateFile,
+    // Workers the threads variant starts with the module: a session's pool takes threads - 1,
+    // and eng.logits runs a second session beside a chat (opts.workers for more sessions).
+    plumbWorkers: threaded ? Math.max(1, opts.workers ?? 2 * (threads - 1)) : 0,
+    plumbOnText: (id, ptr, len) => {
+      const c = chats.get(id);
+      if (!c) return 0;
+      const str = new TextDecoder().decode(heapU8().slice(ptr, ptr + len));
+      return c.onPiece(str) ? 1 : 0;
+    },
+    print: opts.print ?? (() => {}),
+    printErr: opts.printErr ?? ((s) => console.warn(s)),
+  });
+  // Views of the current heap: memory grows (and with threads may grow in another thread, which
+  // leaves emscripten's own views stale here), so every access goes through these.
+  let viewBuf = null, u8, u32, i32, f32;
+  const views = () => {
+    const b = M.wasmMemory ? M.wasmMemory.buffer : M.HEAPU8.buffer;
+    if (b !== viewBuf) {
+      viewBuf = b;
+      u8 = new Uint8Array(b); u32 = new Uint32Array(b); i32 = new Int32Array(b);
+      f32 = new Float32Array(b);
+    }
+  };
+  const heapU8 = () => (views(), u8);
+  const heapU32 = () => (views(), u32);
+  const notePeak = () => { peak = Math.max(peak, heapU8().buffer.byteLength); };
+  notePeak();
+
+  const errPtr = M._malloc(M._pw_error_size()) >>> 0;
+  const check = (st) => {
+    if (st !== 0) throw new Error(M.UTF8ToString(M._pw_error_msg(errPtr)));
+  };
+  const withStrings = (strs, fn) => {
+    const ptrs = strs.map((s) => {
+      if (s == null) return 0;
+      const n = M.lengthBytesUTF8(s) + 1, p = M._malloc(n);
+      M.stringToUTF8(s, p, n);
+      return p;
+    });
+    try { return fn(...ptrs); } finally { ptrs.forEach((p) => p && M._free(p)); }
+  };
+  const takeJSON = (p) => {
+    if (!p) return null;
+    try { return JSON.parse(M.UTF8ToString(p)); } finally { M._free(p); }
+  };
+  const kernelSets = takeJSON(M._pw_kernel_sets_json());
+
+  let model = 0, modelBuf = 0, modelSize = 0, nextChat = 1;
+
+  const eng = {
+    info() {
+      return {
+        variant, threads,
+        kernelSets: kernelSets.filter((k) => k.supported).map((k) => k.name),
+        crossOriginIsolated: globalThis.crossOriginIsolated === true,
+      };
+    },
+    // A view into the heap: write the file there (no second copy), before any other call
+    // (a call may grow the heap, which detaches this view in the single-thread variants).
+    allocModel(size) {
+      eng.freeModel();
+      if (!(size > 0)) throw new Error(`allocModel: size ${size} is not positive`);
+      modelBuf = M._malloc(size) >>> 0;
+      if (!modelBuf) throw new Error(`allocModel: cannot allocate ${size} bytes in the wasm heap`);
+      modelSize = size;
+      notePeak();
+      return heapU8().subarray(modelBuf, modelBuf + size);
+    },
+    loadModel(buf, o = {}) {
+      if (!modelBuf || !buf || buf.byteOffset !== modelBuf)
+        throw new Error('loadModel: pass the view allocModel returned');
+      if (model) { M._pw_model_free(model); model = 0; }
+      const out = M._malloc(4) >>> 0;
+      try {
+        withStrings([o.kernels], (k) => check(M._pw_model_load(out, modelBuf, modelSize, k, errPtr)));
+        model = heapU32()[out >>> 2];
+      } finally { M._free(out); notePeak(); }
+      const info = takeJSON(M._pw_model_info_json(model, modelSize, errPtr));
+      if (!info) check(1);
+      return info;
+    },
+    freeModel() {
+      for (const c of [...chats.values()]) c.chat.free();
+      if (model) M._pw_model_free(model);
+      if (modelBuf) M._free(modelBuf);
+      model = modelBuf = modelSize = 0;
+    },
+    newChat(o = {}) {
+      if (!model) throw new Error('newChat: no model loaded');
+      const s = o.sampler ?? {};
+      const id = nextChat++;
+      const out = M._malloc(4) >>> 0;
+      let handle = 0;
+      try {
+        withStrings([o.system, o.kernels], (sys, k) => check(M._pw_chat_new(out, model, id, sys,
+          o.nCtx ?? 0, o.window ?? 0, o.sinks ?? 0, threads, k, s.temp ?? 0.8, s.topK ?? 40,
+          s.topP ?? 0.95, s.minP ?? 0.05, s.seed ?? -1, 1, errPtr)));
+        handle = heapU32()[out >>> 2];
+      } finally { M._free(out); notePeak(); }
+      const rec = { onPiece: () => 0 };
+      const chat = {
+        turn(userText, t = {}) {
+          if (!handle) throw new Error('turn: the chat was freed');
+          const onText = t.onText, shouldStop = t.shouldStop;
+          let stopped = false;
+          rec.onPiece = (str) => {
+            if (onText) onText(str);
+            if (shouldStop && shouldStop()) stopped = true;
+            return stopped;
+          };
+          const out = M._malloc(4) >>> 0;
+          try {
+            withStrings([userText], (u) =>
+              check(M._pw_chat_turn(handle, u, t.maxTokens ?? 256, out, errPtr)));
+            return takeJSON(heapU32()[out >>> 2]);
+          } finally { M._free(out); rec.onPiece = () => 0; notePeak(); }
+        },
+        reset() { if (handle) M._pw_chat_reset(handle); },
+        free() {
+          if (handle) M._pw_chat_free(handle);
+          handle = 0;
+          chats.delete(id);
+        },
+      };
+      rec.chat = chat;
+      chats.set(id, rec);
+      return chat;
+    },
+    memory() {
+      notePeak();
+      return { heapBytes: M._pw_heap_in_use(), memoryBytes: heapU8().buffer.byteLength,
+        peakHeapBytes: peak };
+    },
+    // The last position's logits of a prompt (tokenized with BOS, as `plumb logits -p`) or of
+    // token ids, from a fresh session: a Float32Array copy.
+    logits(input, o = {}) {
+      if (!model) throw new Error('logits: no model loaded');
+      const info = takeJSON(M._pw_model_info_json(model, modelSize, errPtr));
+      const nv = info.vocab;
+      const out = M._malloc(nv * 4) >>> 0;
+      let toks = 0;
+      try {
+        if (typeof input === 'string') {
+          withStrings([input, o.kernels], (p, k) =>
+            check(M._pw_logits(model, p, 0, 0, k, threads, out, errPtr)));
+        } else {
+          const ids = Int32Array.from(input);
+          toks = M._malloc(ids.length * 4 || 4) >>> 0;
+          views(); i32.set(ids, toks >>> 2);
+          withStrings([o.kernels], (k) =>
+            check(M._pw_logits(model, 0, toks, ids.length, k, threads, out, errPtr)));
+        }
+        notePeak();
+        views();
+        return f32.slice(out >>> 2, (out >>> 2) + nv);
+      } finally { M._free(out); if (toks) M._free(toks); }
+    },
+  };
+  return eng;
+}

@@ -1,0 +1,320 @@
+/* plumb_web.c — the C side of the browser engine module (web/plumb-engine.mjs): flat calls over
+ * plumb.h that JS reaches with ccall. Not a second engine API: each call is plumb.h's own. */
+#include <emscripten.h>
+#include <jansson.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plumb.h"
+#include "registry.h"
+
+/* Every call below that can fail returns pl_status and fills the pl_error JS allocated once
+ * (pw_error_size bytes); JS throws Error(pw_error_msg(err)). Strings that JS must read and
+ * free (JSON) are malloc'd; JS frees them with free(). 64-bit values cross as doubles. */
+EMSCRIPTEN_KEEPALIVE size_t pw_error_size(void)
+{
+    return sizeof(pl_error);
+}
+EMSCRIPTEN_KEEPALIVE const char *pw_error_msg(const pl_error *e)
+{
+    return e->msg;
+}
+
+static pl_status fail(pl_error *err, pl_status code, const char *msg)
+{
+    if (err) {
+        err->code = code;
+        snprintf(err->msg, sizeof err->msg, "%s", msg);
+    }
+    return code;
+}
+
+/* Streams one piece of text to the JS chat whose id is given; nonzero cancels. */
+EM_JS(int, pw_js_on_text, (int id, const char *text, size_t len),
+      { return Module["plumbOnText"](id, text >>> 0, len >>> 0); });
+
+/* The compiled kernel sets and whether this engine runs each: [{"name", "supported"}]. */
+EMSCRIPTEN_KEEPALIVE char *pw_kernel_sets_json(void)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < pl_kernel_set_count(); i++) {
+        const struct pl_kernels *k = pl_kernel_set(i);
+        json_array_append_new(a, json_pack("{s:s, s:b}", "name", k->name, "supported",
+                                           k->supported ? k->supported() : 1));
+    }
+    char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    return s;
+}
+
+/* data: size bytes the caller wrote into the heap; they must outlive the model. kernels NULL
+ * or "": the best set this engine runs. */
+EMSCRIPTEN_KEEPALIVE pl_status pw_model_load(pl_model **out, const void *data, double size,
+                                             const char *kernels, pl_error *err)
+{
+    pl_model_params mp = {0};
+    mp.kernels = kernels && *kernels ? kernels : NULL;
+    return pl_model_load_memory(out, data, (size_t)size, &mp, err);
+}
+
+EMSCRIPTEN_KEEPALIVE void pw_model_free(pl_model *m)
+{
+    pl_model_free(m);
+}
+
+/* {arch, nParams, nCtxTrain, vocab, chatTemplate ("ok" or the compile error), kernels, bytes} */
+EMSCRIPTEN_KEEPALIVE char *pw_model_info_json(const pl_model *m, double file_bytes, pl_error *err)
+{
+    pl_model_info info;
+    if (pl_model_get_info(m, &info, err) != PL_OK) return NULL;
+    pl_error terr;
+    const char *tmpl = "ok";
+    pl_status ts = pl_model_chat_template(m, NULL, NULL, &terr);
+    if (ts != PL_OK) tmpl = terr.msg;
+    json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:s, s:s, s:f, s:f, s:f}", "arch", info.arch,
+                          "nParams", (double)info.n_params, "nCtxTrain", (double)info.n_ctx_train,
+                          "vocab", (double)info.n_vocab, "chatTemplate", tmpl, "kernels",
+                          info.kernels, "bytes", file_bytes, "weightBytes",
+                          (double)info.weight_bytes, "repackBytes", (double)info.repack_bytes);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!s) fail(err, PL_ERR_NOMEM, "model info: out of memory");
+    return s;
+}
+
+/* The logits of the last position of tokens (n ids; or of prompt, tokenized with the model's
+ * BOS as `plumb logits -p` does, when tokens is NULL) from a fresh session of exactly that
+ * many positions (as `plumb logits --last`): out gets n_vocab floats. */
+EMSCRIPTEN_KEEPALIVE pl_status pw_logits(const pl_model *m, const char *prompt,
+                                         const int32_t *tokens, int n, const char *kernels,
+                                         int threads, float *out, pl_error *err)
+{
+    int32_t *ids = NULL;
+    size_t need = 0;
+    pl_status st = PL_OK;
+    if (!tokens) {
+        size_t len = strlen(prompt);
+        st = pl_tokenize(m, prompt, len, PL_TOKENIZE_ADD_BOS, NULL, 0, &need, err);
+        if (st && st != PL_ERR_BUFFER_TOO_SMALL) return st;
+        if (!(ids = malloc((need ? need : 1) * sizeof *ids)))
+            return fail(err, PL_ERR_NOMEM, "logits: out of memory for the tokens");
+        if ((st = pl_tokenize(m, prompt, len, PL_TOKENIZE_ADD_BOS, ids, need, &need, err))) {
+            free(ids);
+            return st;
+        }
+        tokens = ids;
+        n = (int)need;
+    }
+    if (n <= 0) {
+        free(ids);
+        return fail(err, PL_ERR_INVALID_ARG, "logits: the text is empty (no tokens)");
+    }
+    pl_session_params sp = pl_session_default_params(m);
+    sp.context_window = n;
+    sp.n_threads = threads;
+    sp.kernels = kernels && *kernels ? kernels : NULL;
+    pl_session *s = NULL;
+    st = pl_session_new(&s, m, &sp, err);
+    if (st == PL_OK) st = pl_session_eval(s, tokens, n, out, 0, err);
+    pl_session_free(s);
+    free(ids);
+    return st;
+}
+
+/* ---- chat: a session, its sampler and the conversation, rendered by the model's template ---- */
+
+typedef struct pw_chat {
+    const pl_model *m;
+    pl_session *s;
+    pl_sampler *smp;
+    json_t *messages; /* [{"role", "content"}], the system message first when given */
+    size_t keep;      /* messages reset keeps (the system message) */
+    int id;           /* the JS chat this is (pw_js_on_text) */
+    char *reply;      /* the text delivered this turn */
+    size_t reply_len, reply_cap;
+    int reply_oom, streaming;
+} pw_chat;
+
+EMSCRIPTEN_KEEPALIVE void pw_chat_free(pw_chat *c)
+{
+    if (!c) return;
+    pl_sampler_free(c->smp);
+    pl_session_free(c->s);
+    json_decref(c->messages);
+    free(c->reply);
+    free(c);
+}
+
+/* window > 0: a sliding window of that many tokens with sinks; else a context window of n_ctx
+ * (0: the engine's default). The engine validates the combination (PL_ERR_CONFIG, its words).
+ * seed < 0: the engine's default seed. */
+EMSCRIPTEN_KEEPALIVE pl_status pw_chat_new(pw_chat **out, const pl_model *m, int id,
+                                           const char *system, double n_ctx, double window,
+                                           double sinks, int threads, const char *kernels,
+                                           double temp, int top_k, double top_p, double min_p,
+                                           double seed, int streaming, pl_error *err)
+{
+    *out = NULL;
+    pw_chat *c = calloc(1, sizeof *c);
+    if (!c || !(c->messages = json_array())) {
+        free(c);
+        return fail(err, PL_ERR_NOMEM, "chat: out of memory");
+    }
+    c->m = m;
+    c->id = id;
+    c->streaming = streaming;
+    pl_session_params sp = pl_session_default_params(m);
+    if (window > 0 || sinks > 0) {
+        sp.context_window = n_ctx > 0 ? (int64_t)n_ctx : 0;
+        sp.sliding_window = (int64_t)window;
+        sp.attention_sinks = (int64_t)sinks;
+    } else if (n_ctx != 0) {
+        sp.context_window = (int64_t)n_ctx;
+    }
+    sp.n_threads = threads;
+    sp.kernels = kernels && *kernels ? kernels : NULL;
+    pl_sampler_params pp = pl_sampler_default_params();
+    pp.temperature = (float)temp;
+    pp.top_k = top_k;
+    pp.top_p = (float)top_p;
+    pp.min_p = (float)min_p;
+    if (seed >= 0) pp.seed = (uint64_t)seed;
+    pp.kernels = sp.kernels;
+    pl_status st = pl_session_new(&c->s, m, &sp, err);
+    if (st == PL_OK) st = pl_sampler_new(&c->smp, m, &pp, err);
+    if (st == PL_OK && system) {
+        if (json_array_append_new(c->messages,
+                                  json_pack("{s:s, s:s}", "role", "system", "content", system)))
+            st = fail(err, PL_ERR_NOMEM, "chat: out of memory");
+        c->keep = 1;
+    }
+    if (st != PL_OK) {
+        pw_chat_free(c);
+        return st;
+    }
+    *out = c;
+    return PL_OK;
+}
+
+/* Forgets the conversation (the system message stays) and the session's cache. */
+EMSCRIPTEN_KEEPALIVE void pw_chat_reset(pw_chat *c)
+{
+    if (!c) return;
+    while (json_array_size(c->messages) > c->keep)
+        json_array_remove(c->messages, json_array_size(c->messages) - 1);
+    pl_chat_reset(c->s);
+}
+
+static int on_text(void *user, const char *text, size_t len)
+{
+    pw_chat *c = user;
+    if (c->reply_len + len + 1 > c->reply_cap) {
+        size_t cap = (c->reply_len + len + 1) * 2;
+        char *r = realloc(c->reply, cap);
+        if (!r) {
+            c->reply_oom = 1;
+            return 1; /* cancel: the reply could not be kept */
+        }
+        c->reply = r;
+        c->reply_cap = cap;
+    }
+    memcpy(c->reply + c->reply_len, text, len);
+    c->reply_len += len;
+    c->reply[c->reply_len] = '\0';
+    return c->streaming ? pw_js_on_text(c->id, text, len) : 0;
+}
+
+static const char *finish_str(pl_stop_reason r)
+{
+    switch (r) {
+    case PL_STOP_EOG:
+    case PL_STOP_STRING:
+        return "stop";
+    case PL_STOP_MAX_TOKENS:
+        return "length";
+    case PL_STOP_CANCELLED:
+        return "cancel";
+    case PL_STOP_CONTEXT_FULL:
+        return "context_full";
+    default:
+        return "none";
+    }
+}
+
+static double per_s(double n, double ms)
+{
+    return ms > 0 ? n * 1000.0 / ms : 0;
+}
+
+/* One turn: the user's message is added, the conversation rendered by the model's template and
+ * run through pl_chat (the prefix cache), the reply streamed and added. *stats_json (malloc'd):
+ * {path, reused, prefilled, generated, ttftMs, prefillTokS, decodeTokS, finish, text}. A
+ * prompt the context window cannot hold is finish "context_full" with the session and the
+ * conversation as before the call; other errors are returned with the same guarantee. */
+EMSCRIPTEN_KEEPALIVE pl_status pw_chat_turn(pw_chat *c, const char *user, double max_tokens,
+                                            char **stats_json, pl_error *err)
+{
+    *stats_json = NULL;
+    size_t n_before = json_array_size(c->messages);
+    if (json_array_append_new(c->messages,
+                              json_pack("{s:s, s:s}", "role", "user", "content", user)))
+        return fail(err, PL_ERR_NOMEM, "chat: out of memory");
+    json_t *conv = json_pack("{s:O}", "messages", c->messages);
+    char *text = conv ? json_dumps(conv, JSON_COMPACT) : NULL;
+    json_decref(conv);
+    if (!text) {
+        json_array_remove(c->messages, n_before);
+        return fail(err, PL_ERR_NOMEM, "chat: out of memory");
+    }
+    pl_gen_params gp = pl_gen_default_params();
+    gp.max_tokens = max_tokens >= 1 ? (int64_t)max_tokens : gp.max_tokens;
+    c->reply_len = 0;
+    c->reply_oom = 0;
+    pl_chat_stats cs;
+    memset(&cs, 0, sizeof cs);
+    pl_status st =
+        pl_chat_messages_json(c->s, NULL, text, strlen(text), c->smp, &gp, on_text, c, &cs, err);
+    free(text);
+    int prompt_full = st == PL_ERR_CONTEXT_FULL;
+    if (st != PL_OK && !prompt_full) {
+        json_array_remove(c->messages, n_before);
+        return st;
+    }
+    if (prompt_full) {
+        json_array_remove(c->messages, n_before);
+        cs.gen.stop = PL_STOP_CONTEXT_FULL;
+    } else if (c->reply_oom) {
+        /* The session holds a reply the conversation cannot: start the next turn over. */
+        json_array_remove(c->messages, n_before);
+        pl_chat_reset(c->s);
+        return fail(err, PL_ERR_NOMEM, "chat: out of memory for the reply");
+    } else {
+        json_t *msg = json_pack("{s:s, s:s%}", "role", "assistant", "content",
+                                c->reply ? c->reply : "", c->reply_len);
+        if (json_array_append_new(c->messages, msg)) {
+            json_array_remove(c->messages, n_before);
+            pl_chat_reset(c->s);
+            return fail(err, PL_ERR_NOMEM, "chat: out of memory");
+        }
+    }
+    json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:s%, s:f}", "path",
+                          prompt_full ? "none" : pl_chat_path_str(cs.path), "reused",
+                          (double)cs.n_reused, "prefilled", (double)cs.n_prefilled, "generated",
+                          (double)cs.n_generated, "ttftMs", cs.gen.ttft_ms, "prefillTokS",
+                          per_s((double)cs.n_prefilled, cs.gen.prefill_ms), "decodeTokS",
+                          cs.gen.decode_tps, "finish", finish_str(cs.gen.stop), "text",
+                          prompt_full || !c->reply ? "" : c->reply,
+                          prompt_full ? (size_t)0 : c->reply_len, "totalMs", cs.total_ms);
+    *stats_json = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return *stats_json ? PL_OK : fail(err, PL_ERR_NOMEM, "chat: out of memory for the stats");
+}
+
+/* Bytes malloc holds now (in use), for eng.memory(). */
+EMSCRIPTEN_KEEPALIVE double pw_heap_in_use(void)
+{
+    struct mallinfo mi = mallinfo();
+    return (double)(size_t)mi.uordblks;
+}
