@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { finish, startServer, stopAndCheck, env } from '../serve/serve_lib.mjs';
-import { launch, openPage, say, turnOf, setField, check, skip } from './web_lib.mjs';
+import { launch, openPage, say, sendAndStop, setField, check, skip } from './web_lib.mjs';
 import { startStatic } from './static_server.mjs';
 
 const engineDir = process.env.PLUMB_WEB_ENGINE;
@@ -83,15 +83,7 @@ async function stopMidStream(page, what) {
     await setField(page, id, v);
   check(!(await apply(page)), `${what}: a new chat for the stop test`);
   await setField(page, 'max-tokens', 4000);
-  const i = await page.evaluate(() => window.plumb.turns.length);
-  await page.$eval('#input', (el) => { el.value = 'Tell me a very long story.'; });
-  await page.click('#send');
-  await page.waitForFunction((i) => window.plumb.turns[i] && window.plumb.turns[i].streamed.length > 0, { timeout: 60000 }, i);
-  const t0 = Date.now();
-  await page.click('#stop');
-  await page.waitForFunction((i) => window.plumb.turns[i].done, { timeout: 15000 }, i);
-  const ms = Date.now() - t0;
-  const s = await turnOf(page, i);
+  const { s, ms } = await sendAndStop(page, 'Tell me a very long story.');
   check(s.finish === 'cancel', `${what}: stop ends the turn as cancelled`, s.finish);
   check(ms < 5000, `${what}: stop takes effect while the worker is busy`, ms);
   await setField(page, 'max-tokens', N);

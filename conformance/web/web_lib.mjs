@@ -69,6 +69,20 @@ export async function say(page, text, { timeoutMs = 120000 } = {}) {
   return turnOf(page, i);
 }
 
+// Sends a message, presses Stop once its first piece has streamed, waits for the turn to end;
+// returns { s: turnOf, ms: from the click to the end }.
+export async function sendAndStop(page, text, { doneMs = 15000 } = {}) {
+  const i = await page.evaluate(() => window.plumb.turns.length);
+  await page.$eval('#input', (el, v) => { el.value = v; }, text);
+  await page.click('#send');
+  await page.waitForFunction((i) => window.plumb.turns[i] && window.plumb.turns[i].streamed.length > 0, { timeout: 60000 }, i);
+  const t0 = Date.now();
+  await page.click('#stop');
+  await page.waitForFunction((i) => window.plumb.turns[i].done, { timeout: doneMs }, i);
+  const ms = Date.now() - t0;
+  return { s: await turnOf(page, i), ms };
+}
+
 export async function setField(page, id, value) {
   await page.$eval(`#${id}`, (el, v) => { el.value = v; }, String(value));
 }

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { finish, startServer, stopAndCheck, post, get } from '../serve/serve_lib.mjs';
-import { launch, openPage, say, turnOf, setField, check } from './web_lib.mjs';
+import { launch, openPage, say, sendAndStop, setField, check } from './web_lib.mjs';
 
 const empty = mkdtempSync(path.join(tmpdir(), 'web_server.'));
 const SYSTEM = 'You are a helpful assistant.';
@@ -69,16 +69,9 @@ try {
   // Stop mid-stream: a long reply, stopped after its first pieces.
   await setField(page, 'max-tokens', 3800);
   await page.evaluate(() => { window.plumb.ignoreEos = true; });
-  const i = await page.evaluate(() => window.plumb.turns.length);
-  await page.$eval('#input', (el) => { el.value = 'Tell me a very long story.'; });
-  await page.click('#send');
-  await page.waitForFunction((i) => window.plumb.turns[i] && window.plumb.turns[i].streamed.length > 0, { timeout: 60000 }, i);
-  const t0 = Date.now();
-  await page.click('#stop');
-  await page.waitForFunction((i) => window.plumb.turns[i].done, { timeout: 10000 }, i);
-  const s = await turnOf(page, i);
+  const { s, ms } = await sendAndStop(page, 'Tell me a very long story.', { doneMs: 10000 });
   check(s.finish === 'cancel' && !s.error, 'stop ends the turn as cancelled', s);
-  check(Date.now() - t0 < 5000, 'stop takes effect at once', Date.now() - t0);
+  check(ms < 5000, 'stop takes effect at once', ms);
   const after = await say(page, 'Go on.');
   check(after.done && !after.error && after.stats, 'the conversation goes on after a stop', after.error);
   const slots2 = await get(server.base, '/slots');
