@@ -146,7 +146,8 @@ try {
   await page.close();
 
   // ---- not isolated (no COOP/COEP): single thread, postMessage, stop restarts the worker -----
-  stat = await startStatic([process.env.PLUMB_WEB_SRC, engineDir], { '/model.gguf': model });
+  // The engine folder first: web/ holds the real plumb-engine.mjs too, and the fake must win.
+  stat = await startStatic([engineDir, process.env.PLUMB_WEB_SRC], { '/model.gguf': model });
   const p2 = await openPage(browser, `${stat.base}/?backend=wasm&variant=${single}&kernels=ref&temp=0&seed=${SEED}&max_tokens=${N}&model=/model.gguf`);
   const iso = await p2.evaluate(() => ({ coi: window.crossOriginIsolated, sab: typeof SharedArrayBuffer }));
   check(iso.coi === false, 'plain server: not cross-origin isolated', iso);
