@@ -109,19 +109,20 @@ const P_NATIVE = {};
 const rows = [];
 let page;
 try {
-  page = await browser.newPage();
-  page.on('pageerror', (e) => console.log(`  [page error] ${e.message}`));
-  page.on('console', (m) => { if (m.type() === 'error' || env.PLUMB_WEB_VERBOSE) console.log(`  [page ${m.type()}] ${m.text()}`); });
-  await page.goto(`${BASE}/bench/bench.html`, { waitUntil: 'load' });
-  await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
-  if (!(await page.evaluate(() => window.bench.isolated()))) fail('the bench page is not cross-origin isolated');
-
-  for (const model of MODELS) {
+  // One page (tab) per file and thread count, closed after: the engines' wasm memories of one
+  // group are gone before the next loads (a 0.5B file in four heaps at once ran out of memory).
+  for (const model of MODELS) for (const t of THREADS) {
+    page = await browser.newPage();
+    page.on('pageerror', (e) => console.log(`  [page error] ${e.message}`));
+    page.on('console', (m) => { if (m.type() === 'error' || env.PLUMB_WEB_VERBOSE) console.log(`  [page ${m.type()}] ${m.text()}`); });
+    await page.goto(`${BASE}/bench/bench.html`, { waitUntil: 'load' });
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
+    if (!(await page.evaluate(() => window.bench.isolated()))) fail('the bench page is not cross-origin isolated');
     const name = path.basename(model);
     const url = `/m/${name}`;
-    console.log(`== ${name}: loading (plumb wasm128 / ref, wllama) for threads ${THREADS.join(',')}`);
+    console.log(`== ${name}, ${t} thread(s): loading plumb, wllama`);
     const cfgs = [];
-    for (const t of THREADS) {
+    {
       const sets = ['wasm128'];
       if (model === DEMO && !SMOKE && env.REF !== '0') sets.push('ref');
       for (const k of sets) {
@@ -173,8 +174,8 @@ try {
       if (c.engine === 'plumb') await page.evaluate((id) => window.bench.plumbFree(id), c.id);
       if (c.engine === 'wllama') await page.evaluate((id) => window.bench.wllamaFree(id), c.id);
     }
+    await page.close();
   }
-  await page.close();
 } catch (e) {
   console.log(`FAIL: ${e.stack || e}`);
   await done(2);
