@@ -18,11 +18,12 @@ function call(w, msg) {
 
 window.bench = {
   isolated: () => globalThis.crossOriginIsolated === true,
-  async plumbLoad(id, url, threads, kernels) {
+  async plumbLoad(id, url, threads, kernels, variant) {
     const w = new Worker('/bench/plumb_worker.mjs', { type: 'module' });
     plumbs.set(id, w);
-    return call(w, { cmd: 'load', url, threads, kernels });
+    return call(w, { cmd: 'load', url, threads, kernels, variant });
   },
+  plumbLogits(id, p, steps) { return call(plumbs.get(id), { cmd: 'logits', p, steps }); },
   plumbTurn(id, o) { return call(plumbs.get(id), { cmd: 'turn', ...o }); },
   async plumbFree(id) { const w = plumbs.get(id); await call(w, { cmd: 'free' }); w.terminate(); plumbs.delete(id); },
   async wllamaLoad(id, url, threads, nCtx) {

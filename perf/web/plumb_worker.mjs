@@ -25,11 +25,29 @@ onmessage = async (e) => {
       const model = eng.loadModel(buf, { kernels: m.kernels });
       postMessage({ ok: true, r: { model, info: eng.info() } });
     } else if (m.cmd === 'turn') {
-      const chat = eng.newChat({ system: m.system, nCtx: m.nCtx, sampler: m.sampler });
-      const st = chat.turn(m.user, { maxTokens: m.maxTokens });
+      let chat;
+      try { chat = eng.newChat({ system: m.system, nCtx: m.nCtx, sampler: m.sampler }); } catch (err) {
+        throw new Error(`${err.message} (memory ${JSON.stringify(eng.memory())})`);
+      }
+      let st;
+      try { st = chat.turn(m.user, { maxTokens: m.maxTokens }); } catch (err) {
+        chat.free();
+        throw new Error(`${err.message} (memory ${JSON.stringify(eng.memory())})`);
+      }
       chat.free();
       delete st.text;
       postMessage({ ok: true, r: st });
+    } else if (m.cmd === 'logits') {
+      // Without a chat: eng.logits evaluates a token list from a fresh session. P tokens: a
+      // prefill; 1 token: one step through every weight (a decode-like step at depth 0).
+      const toks = Array.from({ length: m.p }, (_, i) => 100 + i);
+      let t0 = performance.now();
+      eng.logits(toks);
+      const preMs = performance.now() - t0;
+      t0 = performance.now();
+      for (let i = 0; i < m.steps; i++) eng.logits([100 + i]);
+      const stepMs = (performance.now() - t0) / m.steps;
+      postMessage({ ok: true, r: { prefillTokS: m.p / (preMs / 1000), decodeTokS: 1000 / stepMs, prefilled: m.p, generated: m.steps } });
     } else if (m.cmd === 'free') {
       eng.freeModel();
       postMessage({ ok: true, r: null });
