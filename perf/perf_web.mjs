@@ -183,6 +183,8 @@ try {
         promptTokens: [...new Set(c.prompt)], genTokens: [...new Set(c.gen)] });
       if (c.engine === 'plumb') await page.evaluate((id) => window.bench.plumbFree(id), c.id);
       if (c.engine === 'wllama') await page.evaluate((id) => window.bench.wllamaFree(id), c.id);
+      const r = rows[rows.length - 1];
+      console.log(`  ${r.engine} ${r.kernels}: prefill ${r.prefill.toFixed(1)} tok/s (${r.promptTokens} tokens), decode ${r.decode.toFixed(1)} tok/s (${r.genTokens} tokens)`);
     }
     await page.close();
   }
