@@ -111,7 +111,7 @@ const rows = [];
 let page;
 try {
   // One page (tab) per file and thread count, closed after: the engines' wasm memories of one
-  // group are gone before the next loads (a 0.5B file in four heaps at once ran out of memory).
+  // group are gone before the next loads.
   for (const model of MODELS) for (const t of THREADS) {
     page = await browser.newPage();
     page.on('pageerror', (e) => console.log(`  [page error] ${e.message}`));
