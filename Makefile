@@ -3,6 +3,7 @@
 #   make test   deps + build + ctest                 make demo   the main job on a built-in model
 #   make fuzz   AFL++ campaigns                      make perf   paired A/B regression report
 #   make perf-instr   instruction counts (callgrind), JSON + table
+#   make perf-web   plumb wasm vs wllama in headless chromium (+ native), perf/reports/
 #   make wasm   the browser build (emscripten): build-wasm/web/ (web/README.md)
 BUILD      ?= build
 BUILD_TYPE ?= Release
@@ -27,7 +28,7 @@ DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps deps-wasm test demo fuzz perf perf-micro perf-baseline perf-history perf-instr clean format tsan wasm
+.PHONY: all build deps deps-wasm test demo fuzz perf perf-micro perf-baseline perf-history perf-instr perf-web clean format tsan wasm
 
 all: build
 
@@ -125,6 +126,12 @@ perf-micro: build
 	@test -f $(PERF_MODEL) || $(BUILD)/tools/plumb mkmodel $(PERF_MODEL) --preset qwen2-0.5b --type Q8_0
 	$(BUILD)/tools/plumb run -m $(PERF_MODEL) --tokens $$(seq -s, 1 64) -n 33 --ignore-eos --temp 0 -v
 	$(BUILD)/perf/bench_chat $(PERF_MODEL) -o $(BUILD)/perf-chat.json
+
+# plumb's wasm build against wllama (npm @wllama/wllama, pinned) in one headless chromium, and
+# native plumb (avx2) on the same files, interleaved; the chat page's TTFT turn 10 vs turn 2
+# (perf/perf_web.sh; perf/NOTES.md, "plumb in the browser vs wllama"). Needs `make wasm` first.
+perf-web: build
+	perf/perf_web.sh -b $(BUILD)
 
 # Instruction counts under callgrind (perf/perf_instr.sh; perf/NOTES.md, "Instruction counts"):
 # per prefilled/decoded token on tiny and qwen2-0.5b, per kernel call on fixed shapes, ref and

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# perf_web.sh — `make perf-web`: installs the pinned npm packages (puppeteer-core, @wllama/wllama)
+# into build/perf-web-npm, makes the larger model (qwen2-0.5b Q4_0, plumb mkmodel) into
+# build/perf-web-models, then runs perf/perf_web.mjs (report: perf/reports/<date>-<sha>-web.{md,json}).
+# Usage: perf/perf_web.sh [-b BUILD]   env: ROUNDS N THREADS MODELS SMOKE=1 (see perf_web.mjs)
+# Exit 2 with a FAIL line when node, npm, chromium, build-wasm/web or plumb is missing.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=build
+[ "${1:-}" = -b ] && BUILD=$2
+fail() { echo "FAIL: $1"; exit 2; }
+# A missing prerequisite: under ctest (SMOKE=1) a SKIP (77), unless PLUMB_NO_SKIP=1.
+missing() {
+  if [ "${SMOKE:-}" = 1 ] && [ "${PLUMB_NO_SKIP:-}" != 1 ]; then echo "SKIP: $1"; exit 77; fi
+  fail "$1"
+}
+command -v node >/dev/null || missing "node not found (Debian: nodejs)"
+command -v npm >/dev/null || missing "npm not found (Debian: npm)"
+[ -x "${PLUMB_CHROMIUM:-/usr/bin/chromium}" ] || missing "chromium not found (Debian: chromium; or PLUMB_CHROMIUM=PATH)"
+[ -f build-wasm/web/plumb-engine.mjs ] && [ -f build-wasm/web/plumb-simd-threads.wasm ] ||
+  missing "build-wasm/web has no simd-threads engine (run \`make wasm\`)"
+PLUMB=${PLUMB:-$BUILD/tools/plumb}
+[ -x "$PLUMB" ] || missing "$PLUMB missing (build plumb first)"
+NPM=$(cd "$BUILD" && pwd)/perf-web-npm
+PLUMB_NO_SKIP=1 conformance/serve/npm_setup.sh "$NPM" 25.16.0 puppeteer-core >/dev/null || missing "npm install puppeteer-core@25.16.0"
+PLUMB_NO_SKIP=1 conformance/serve/npm_setup.sh "$NPM" 3.13.0 @wllama/wllama >/dev/null || missing "npm install @wllama/wllama@3.13.0"
+BIG=$BUILD/perf-web-models/qwen2-0.5b-Q4_0.gguf
+if [ "${SMOKE:-}" != 1 ] && [ -z "${MODELS:-}" ] && [ ! -f "$BIG" ]; then
+  mkdir -p "$(dirname "$BIG")"
+  "$PLUMB" mkmodel --preset qwen2-0.5b --type Q4_0 "$BIG" || fail "plumb mkmodel $BIG"
+fi
+MODELS=${MODELS:-$( [ "${SMOKE:-}" = 1 ] && echo models/plumb-en-8m-Q8_0.gguf || echo "models/plumb-en-8m-Q8_0.gguf,$BIG")} \
+  NPM=$NPM PLUMB=$PLUMB exec node perf/perf_web.mjs
