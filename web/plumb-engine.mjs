@@ -159,7 +159,12 @@ export async function createEngine(opts = {}) {
           try {
             withStrings([userText], (u) =>
               check(M._pw_chat_turn(handle, u, t.maxTokens ?? 256, out, errPtr)));
-            return takeJSON(heapU32()[out >>> 2]);
+            const st = takeJSON(heapU32()[out >>> 2]);
+            // The reply's bytes, decoded as the streamed pieces are (U+FFFD for bytes that
+            // are not UTF-8: a reply may end inside a character).
+            const p = M._pw_chat_reply(handle) >>> 0, n = M._pw_chat_reply_len(handle);
+            st.text = new TextDecoder().decode(heapU8().slice(p, p + n));
+            return st;
           } finally { M._free(out); rec.onPiece = () => 0; notePeak(); }
         },
         reset() { if (handle) M._pw_chat_reset(handle); },

@@ -129,20 +129,51 @@ typedef struct pw_chat {
     const pl_model *m;
     pl_session *s;
     pl_sampler *smp;
-    json_t *messages; /* [{"role", "content"}], the system message first when given */
-    size_t keep;      /* messages reset keeps (the system message) */
-    int id;           /* the JS chat this is (pw_js_on_text) */
-    char *reply;      /* the text delivered this turn */
+    /* The conversation, the system message first when given. Contents are the bytes as typed or
+     * generated (a reply cut inside a character is not UTF-8): pl_chat_messages_with takes them
+     * as they are, where a JSON conversation could not hold them. */
+    pl_chat_message *msgs;
+    size_t n_msgs, cap_msgs;
+    size_t keep; /* messages reset keeps (the system message) */
+    int id;      /* the JS chat this is (pw_js_on_text) */
+    char *reply; /* the text delivered this turn */
     size_t reply_len, reply_cap;
     int reply_oom, streaming;
 } pw_chat;
+
+/* Appends a message whose content is a copy of text[0..len); 1 when out of memory. */
+static int push_msg(pw_chat *c, const char *role, const char *text, size_t len)
+{
+    if (c->n_msgs == c->cap_msgs) {
+        size_t cap = c->cap_msgs ? 2 * c->cap_msgs : 8;
+        pl_chat_message *m = realloc(c->msgs, cap * sizeof *m);
+        if (!m) return 1;
+        c->msgs = m;
+        c->cap_msgs = cap;
+    }
+    char *copy = malloc(len + 1);
+    if (!copy) return 1;
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    c->msgs[c->n_msgs].role = role;
+    c->msgs[c->n_msgs].content = copy;
+    c->n_msgs++;
+    return 0;
+}
+
+/* Drops the messages from the n-th on. */
+static void pop_msgs(pw_chat *c, size_t n)
+{
+    while (c->n_msgs > n) free((char *)c->msgs[--c->n_msgs].content);
+}
 
 EMSCRIPTEN_KEEPALIVE void pw_chat_free(pw_chat *c)
 {
     if (!c) return;
     pl_sampler_free(c->smp);
     pl_session_free(c->s);
-    json_decref(c->messages);
+    for (size_t i = 0; i < c->n_msgs; i++) free((char *)c->msgs[i].content);
+    free(c->msgs);
     free(c->reply);
     free(c);
 }
@@ -158,10 +189,7 @@ EMSCRIPTEN_KEEPALIVE pl_status pw_chat_new(pw_chat **out, const pl_model *m, int
 {
     *out = NULL;
     pw_chat *c = calloc(1, sizeof *c);
-    if (!c || !(c->messages = json_array())) {
-        free(c);
-        return fail(err, PL_ERR_NOMEM, "chat: out of memory");
-    }
+    if (!c) return fail(err, PL_ERR_NOMEM, "chat: out of memory");
     c->m = m;
     c->id = id;
     c->streaming = streaming;
@@ -185,8 +213,7 @@ EMSCRIPTEN_KEEPALIVE pl_status pw_chat_new(pw_chat **out, const pl_model *m, int
     pl_status st = pl_session_new(&c->s, m, &sp, err);
     if (st == PL_OK) st = pl_sampler_new(&c->smp, m, &pp, err);
     if (st == PL_OK && system) {
-        if (json_array_append_new(c->messages,
-                                  json_pack("{s:s, s:s}", "role", "system", "content", system)))
+        if (push_msg(c, "system", system, strlen(system)))
             st = fail(err, PL_ERR_NOMEM, "chat: out of memory");
         c->keep = 1;
     }
@@ -202,8 +229,7 @@ EMSCRIPTEN_KEEPALIVE pl_status pw_chat_new(pw_chat **out, const pl_model *m, int
 EMSCRIPTEN_KEEPALIVE void pw_chat_reset(pw_chat *c)
 {
     if (!c) return;
-    while (json_array_size(c->messages) > c->keep)
-        json_array_remove(c->messages, json_array_size(c->messages) - 1);
+    pop_msgs(c, c->keep);
     pl_chat_reset(c->s);
 }
 
@@ -250,24 +276,17 @@ static double per_s(double n, double ms)
 
 /* One turn: the user's message is added, the conversation rendered by the model's template and
  * run through pl_chat (the prefix cache), the reply streamed and added. *stats_json (malloc'd):
- * {path, reused, prefilled, generated, ttftMs, prefillTokS, decodeTokS, finish, text}. A
- * prompt the context window cannot hold is finish "context_full" with the session and the
- * conversation as before the call; other errors are returned with the same guarantee. */
+ * {path, reused, prefilled, generated, ttftMs, prefillTokS, decodeTokS, finish, totalMs}; the
+ * reply's bytes are pw_chat_reply / pw_chat_reply_len (JSON could not carry a reply that is not
+ * UTF-8). A prompt the context window cannot hold is finish "context_full" with the session and
+ * the conversation as before the call; other errors are returned with the same guarantee. */
 EMSCRIPTEN_KEEPALIVE pl_status pw_chat_turn(pw_chat *c, const char *user, double max_tokens,
                                             char **stats_json, pl_error *err)
 {
     *stats_json = NULL;
-    size_t n_before = json_array_size(c->messages);
-    if (json_array_append_new(c->messages,
-                              json_pack("{s:s, s:s}", "role", "user", "content", user)))
+    size_t n_before = c->n_msgs;
+    if (push_msg(c, "user", user, strlen(user)))
         return fail(err, PL_ERR_NOMEM, "chat: out of memory");
-    json_t *conv = json_pack("{s:O}", "messages", c->messages);
-    char *text = conv ? json_dumps(conv, JSON_COMPACT) : NULL;
-    json_decref(conv);
-    if (!text) {
-        json_array_remove(c->messages, n_before);
-        return fail(err, PL_ERR_NOMEM, "chat: out of memory");
-    }
     pl_gen_params gp = pl_gen_default_params();
     gp.max_tokens = max_tokens >= 1 ? (int64_t)max_tokens : gp.max_tokens;
     c->reply_len = 0;
@@ -275,41 +294,42 @@ EMSCRIPTEN_KEEPALIVE pl_status pw_chat_turn(pw_chat *c, const char *user, double
     pl_chat_stats cs;
     memset(&cs, 0, sizeof cs);
     pl_status st =
-        pl_chat_messages_json(c->s, NULL, text, strlen(text), c->smp, &gp, on_text, c, &cs, err);
-    free(text);
+        pl_chat_messages_with(c->s, NULL, c->msgs, c->n_msgs, c->smp, &gp, on_text, c, &cs, err);
     int prompt_full = st == PL_ERR_CONTEXT_FULL;
     if (st != PL_OK && !prompt_full) {
-        json_array_remove(c->messages, n_before);
+        pop_msgs(c, n_before);
         return st;
     }
     if (prompt_full) {
-        json_array_remove(c->messages, n_before);
+        pop_msgs(c, n_before);
         cs.gen.stop = PL_STOP_CONTEXT_FULL;
-    } else if (c->reply_oom) {
+        c->reply_len = 0;
+    } else if (c->reply_oom || push_msg(c, "assistant", c->reply ? c->reply : "", c->reply_len)) {
         /* The session holds a reply the conversation cannot: start the next turn over. */
-        json_array_remove(c->messages, n_before);
+        pop_msgs(c, n_before);
         pl_chat_reset(c->s);
+        c->reply_len = 0;
         return fail(err, PL_ERR_NOMEM, "chat: out of memory for the reply");
-    } else {
-        json_t *msg = json_pack("{s:s, s:s%}", "role", "assistant", "content",
-                                c->reply ? c->reply : "", c->reply_len);
-        if (json_array_append_new(c->messages, msg)) {
-            json_array_remove(c->messages, n_before);
-            pl_chat_reset(c->s);
-            return fail(err, PL_ERR_NOMEM, "chat: out of memory");
-        }
     }
-    json_t *o = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:s%, s:f}", "path",
-                          prompt_full ? "none" : pl_chat_path_str(cs.path), "reused",
-                          (double)cs.n_reused, "prefilled", (double)cs.n_prefilled, "generated",
-                          (double)cs.n_generated, "ttftMs", cs.gen.ttft_ms, "prefillTokS",
-                          per_s((double)cs.n_prefilled, cs.gen.prefill_ms), "decodeTokS",
-                          cs.gen.decode_tps, "finish", finish_str(cs.gen.stop), "text",
-                          prompt_full || !c->reply ? "" : c->reply,
-                          prompt_full ? (size_t)0 : c->reply_len, "totalMs", cs.total_ms);
+    json_t *o = json_pack(
+        "{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:f}", "path",
+        prompt_full ? "none" : pl_chat_path_str(cs.path), "reused", (double)cs.n_reused,
+        "prefilled", (double)cs.n_prefilled, "generated", (double)cs.n_generated, "ttftMs",
+        cs.gen.ttft_ms, "prefillTokS", per_s((double)cs.n_prefilled, cs.gen.prefill_ms),
+        "decodeTokS", cs.gen.decode_tps, "finish", finish_str(cs.gen.stop), "totalMs", cs.total_ms);
     *stats_json = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return *stats_json ? PL_OK : fail(err, PL_ERR_NOMEM, "chat: out of memory for the stats");
+}
+
+/* The last turn's reply: its bytes (not always UTF-8) and their count. */
+EMSCRIPTEN_KEEPALIVE const char *pw_chat_reply(const pw_chat *c)
+{
+    return c->reply ? c->reply : "";
+}
+EMSCRIPTEN_KEEPALIVE double pw_chat_reply_len(const pw_chat *c)
+{
+    return (double)c->reply_len;
 }
 
 /* Bytes malloc holds now (in use), for eng.memory(). */

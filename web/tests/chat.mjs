@@ -3,7 +3,8 @@
 // and 3 take the prefix cache's fast path, the streamed text is the reply; a window the engine
 // refuses throws its own message; a full context is finish 'context_full' and the chat works
 // after reset(); shouldStop() mid-stream is finish 'cancel'. Usage: node chat.mjs WEB PLUMB MODEL
-import { MODEL, check, done, engine, load, plumb } from './util.mjs';
+import path from 'node:path';
+import { MODEL, check, done, engine, load, plumb, tmp } from './util.mjs';
 
 const variant = process.argv[5] ?? 'simd';
 const system = 'You are a helpful assistant.';
@@ -66,4 +67,29 @@ stop.free();
 
 console.log('memory', JSON.stringify(eng.memory()));
 eng.freeModel();
+
+// 5. Replies that are not UTF-8: a random-weight model (plumb mkmodel) writes byte tokens that
+// need not form characters. The conversation keeps the reply's bytes (pl_chat_messages_with), so
+// the turn works, the next one re-renders the same bytes and takes the fast path, and the text
+// equals native plumb chat's bytes decoded the same way. (This failed as "chat: out of memory"
+// while the conversation went through JSON, which cannot hold such bytes.)
+const rnd = path.join(tmp, 'tiny-random.gguf');
+plumb(['mkmodel', rnd, '--preset', 'tiny']);
+const eng2 = await engine(variant, variant.endsWith('-threads') ? 2 : 1);
+load(eng2, rnd, 'ref');
+const junk = eng2.newChat({ system, sampler: { temp: 0 } });
+const jr = [];
+lines.forEach((line, i) => {
+  let streamed = '';
+  const st = junk.turn(line, { maxTokens: 16, onText: (t) => { streamed += t; } });
+  jr.push(st.text);
+  check(st.generated > 0 && (i === 0 || st.path === 'fast'),
+    `random model, turn ${i + 1}: path ${st.path}, ${st.generated} tokens, finish ${st.finish}`);
+});
+const nativeJunk = new TextDecoder().decode(plumb(['chat', '-m', rnd, '--system', system,
+  '--temp', '0', '-n', '16', '--kernels', 'ref', '-t', '1'], lines.join('\n') + '\n'));
+check(nativeJunk === jr.map((r) => r + '\n').join(''),
+  `random model: the replies equal native plumb chat's (${JSON.stringify(nativeJunk)})`);
+junk.free();
+eng2.freeModel();
 done();
