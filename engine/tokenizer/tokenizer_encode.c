@@ -6,6 +6,7 @@
  * n bytes costs O(n log n) whatever its length.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
 
@@ -50,6 +51,16 @@ struct enc {
     char *buf;               /* SentencePiece: the escaped fragment */
     size_t buf_cap;
     struct pl_pretok_scratch *ps;
+    struct claim *claim; /* the splitter's matches */
+    size_t claim_cap;
+    uint8_t *taken; /* bit per text byte: inside a match already */
+};
+
+/* A special or user-defined token found in the text by the splitter. */
+struct claim {
+    size_t pos;
+    uint32_t len;
+    int32_t id;
 };
 
 static inline void put(struct enc *e, int32_t id)
@@ -431,20 +442,64 @@ static pl_status encode_raw(struct enc *e, const char *p, size_t n, int prefix)
     return bpe_encode(e, p, n);
 }
 
-/* The longest special token at p (within n bytes) that may match, or -1. */
-static int32_t match_special(const struct pl_tokenizer *t, const char *p, size_t n, int parse,
-                             size_t *len)
+/* taken[pos .. pos + n) all clear */
+static int is_free(const uint8_t *taken, size_t pos, size_t n)
 {
-    unsigned b = (unsigned char)p[0];
-    for (uint32_t k = t->special_at[b]; k < t->special_at[b + 1]; k++) {
+    for (size_t i = pos; i < pos + n; i++)
+        if (taken[i >> 3] & (1u << (i & 7))) return 0;
+    return 1;
+}
+
+static int claim_before(const void *a, const void *b)
+{
+    size_t x = ((const struct claim *)a)->pos, y = ((const struct claim *)b)->pos;
+    return x < y ? -1 : x > y;
+}
+
+/* llama.cpp's partition: each candidate in t->special's order (longest text first) claims its
+ * occurrences left to right where no earlier one did; control and unknown tokens only when
+ * parse. Claims come back sorted by position in e->claim[0 .. *n). */
+static pl_status find_specials(struct enc *e, const char *text, size_t len, int parse, size_t *n)
+{
+    const struct pl_tokenizer *t = e->t;
+    uint8_t present[32] = {0}, any = 0;
+    *n = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        present[c >> 3] |= (uint8_t)(1u << (c & 7));
+    }
+    for (int b = 0; b < 32; b++) any |= present[b] & t->special_first[b];
+    if (!any) return PL_OK;
+    for (uint32_t k = 0; k < t->n_special; k++) {
         const struct pl_tok_entry *x = &t->tok[t->special[k]];
-        if (x->special == 1 && !parse) continue;
-        if (x->text_len <= n && memcmp(t->arena + x->text_off, p, x->text_len) == 0) {
-            *len = x->text_len;
-            return (int32_t)t->special[k];
+        const char *xt = t->arena + x->text_off;
+        const unsigned char c = (unsigned char)xt[0];
+        if ((x->special == 1 && !parse) || x->text_len > len ||
+            !(present[c >> 3] & (1u << (c & 7))))
+            continue;
+        for (size_t pos = 0; pos + x->text_len <= len;) {
+            const char *q = memchr(text + pos, c, len - x->text_len + 1 - pos);
+            if (!q) break;
+            size_t i = (size_t)(q - text);
+            if (memcmp(q, xt, x->text_len) != 0 ||
+                (e->taken && !is_free(e->taken, i, x->text_len))) {
+                pos = i + 1;
+                continue;
+            }
+            pl_status s;
+            if (!e->taken && !(e->taken = pl_calloc(len / 8 + 1, 1)))
+                return pl_fail(e->err, PL_ERR_NOMEM, "no memory to split %zu bytes of text", len);
+            if ((s = grow(e, (void **)&e->claim, &e->claim_cap, *n + 1, sizeof *e->claim,
+                          "special-token matches")))
+                return s;
+            e->claim[(*n)++] = (struct claim){i, x->text_len, (int32_t)t->special[k]};
+            for (size_t j = i; j < i + x->text_len; j++)
+                e->taken[j >> 3] |= (uint8_t)(1u << (j & 7));
+            pos = i + x->text_len;
         }
     }
-    return -1;
+    if (*n > 1) qsort(e->claim, *n, sizeof *e->claim, claim_before);
+    return PL_OK;
 }
 
 static pl_status encode_text(struct enc *e, const char *text, size_t len, uint32_t flags,
@@ -453,24 +508,20 @@ static pl_status encode_text(struct enc *e, const char *text, size_t len, uint32
     const struct pl_tokenizer *t = e->t;
     pl_status s;
     int parse = (flags & PL_TOKENIZE_PARSE_SPECIAL) != 0;
-    int scan = parse ? t->n_special > 0 : t->n_user_defined > 0;
+    size_t n_claim = 0;
+    if ((parse ? t->n_special > 0 : t->n_user_defined > 0) &&
+        (s = find_specials(e, text, len, parse, &n_claim)))
+        return s;
     /* prefix: SentencePiece's dummy space, at the start and after a special token */
     size_t frag = 0;
     if (flags & PL_TOKENIZE_ADD_BOS && t->add_bos) put(e, t->bos);
-    for (size_t i = 0; scan && i < len; i++) {
-        unsigned char c = (unsigned char)text[i];
-        if (!(t->special_first[c >> 3] & (1u << (c & 7)))) continue;
-        size_t n;
-        int32_t id = match_special(t, text + i, len - i, parse, &n);
-        if (id < 0) continue;
-        if (i > frag) {
-            if ((s = encode_raw(e, text + frag, i - frag, prefix))) return s;
-        }
-        put(e, id);
-        if (e->normalize) put_text(e, text + i, n);
+    for (size_t k = 0; k < n_claim; k++) {
+        const struct claim *c = &e->claim[k];
+        if (c->pos > frag && (s = encode_raw(e, text + frag, c->pos - frag, prefix))) return s;
+        put(e, c->id);
+        if (e->normalize) put_text(e, text + c->pos, c->len);
         prefix = 1;
-        i += n - 1;
-        frag = i + 1;
+        frag = c->pos + c->len;
     }
     if (frag < len && (s = encode_raw(e, text + frag, len - frag, prefix))) return s;
     if (flags & PL_TOKENIZE_ADD_BOS && t->add_eos) put(e, t->eos);
@@ -507,6 +558,8 @@ static pl_status run_enc(struct enc *e, const char *text, size_t len, uint32_t f
     pl_free(e->heap);
     pl_free(e->buf);
     pl_free(e->nfc);
+    pl_free(e->claim);
+    pl_free(e->taken);
     return s;
 }
 
