@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quirk_vocab.h"
 #include "testutil.h"
 #include "tokfix.h"
 
@@ -347,6 +348,34 @@ static void quirk_splitter_longest_text_first_then_lower_id(void)
     tf_close(&f);
 }
 
+/* The fuzz seeds' vocabulary (synth/quirk_vocab.c) loads with both pre-tokenizers, and valid
+ * UTF-8 text that hits its quirks round-trips. */
+static void quirk_synth_vocabulary_loads_and_round_trips(void)
+{
+    static const char *const pres[] = {"gpt2", "llama-bpe"};
+    static const char text[] = "a  b a     b \xc3\xb5 abcd bab xyz [PAD300] <|endoftext|>";
+    for (int k = 0; k < 2; k++) {
+        pl_gguf_writer *w = tf_writer();
+        pl_error err;
+        TU_CHECK(quirk_vocab_write(w, pres[k], &err) == PL_OK, "write: %s", err.msg);
+        tf_file f;
+        TU_CHECK(tf_open(&f, w, &err) == PL_OK, "%s: load: %s", pres[k], err.msg);
+        if (!f.t) continue;
+        for (int parse = 0; parse < 2; parse++) {
+            int32_t ids[128];
+            long n = tf_encode(f.t, text, sizeof text - 1, parse ? PS : 0, ids, 128, pres[k]);
+            size_t len = 0;
+            char *d =
+                n >= 0 ? tf_decode(f.t, ids, (size_t)n, parse ? PL_DETOK_SPECIAL : 0, &len) : NULL;
+            TU_CHECK(d && len == sizeof text - 1 && memcmp(d, text, len) == 0,
+                     "%s parse %d: decodes to '%.*s'", pres[k], parse, d ? (int)len : 0,
+                     d ? d : "");
+            free(d);
+        }
+        tf_close(&f);
+    }
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -362,6 +391,8 @@ int main(void)
         {"quirk_tokens_no_merge_reaches", quirk_tokens_no_merge_reaches},
         {"quirk_splitter_longest_text_first_then_lower_id",
          quirk_splitter_longest_text_first_then_lower_id},
+        {"quirk_synth_vocabulary_loads_and_round_trips",
+         quirk_synth_vocabulary_loads_and_round_trips},
         {NULL, NULL},
     };
     return tu_run("tokenizer_quirks", tests);
