@@ -348,6 +348,109 @@ static void quirk_splitter_longest_text_first_then_lower_id(void)
     tf_close(&f);
 }
 
+/* ---- the splitter against llama.cpp's partition written out literally: a list of fragments,
+ * each special in order (longest text first, then lower id) splitting every raw fragment at
+ * each occurrence found left to right ---- */
+
+struct frag {
+    int start, len, id; /* id -1: raw text */
+};
+
+static int ref_partition(const char *text, int len, const vb *v, const int32_t *order, int n_ord,
+                         int parse, struct frag *out)
+{
+    int n = 0;
+    if (len > 0) out[n++] = (struct frag){0, len, -1};
+    for (int k = 0; k < n_ord; k++) {
+        const int32_t id = order[k];
+        if (v->types[id] == PL_TOKEN_CONTROL && !parse) continue;
+        const char *x = v->text[id];
+        const int xl = (int)strlen(x);
+        struct frag next[256];
+        int m = 0;
+        for (int f = 0; f < n; f++) {
+            if (out[f].id >= 0) {
+                next[m++] = out[f];
+                continue;
+            }
+            int at = out[f].start, end = out[f].start + out[f].len;
+            for (int i = at; i + xl <= end; i++)
+                if (memcmp(text + i, x, (size_t)xl) == 0) {
+                    if (i > at) next[m++] = (struct frag){at, i - at, -1};
+                    next[m++] = (struct frag){i, xl, id};
+                    at = i + xl;
+                    i = at - 1;
+                }
+            if (at < end) next[m++] = (struct frag){at, end - at, -1};
+        }
+        memcpy(out, next, (size_t)m * sizeof *out);
+        n = m;
+    }
+    return n;
+}
+
+/* Random overlapping user-defined and control texts over "abc", random texts: the ids are the
+ * reference partition's, raw fragments one byte token per byte (no merges). */
+static void quirk_splitter_matches_llama_cpp_partition_on_random_texts(void)
+{
+    tu_rng r;
+    const uint64_t seed = tu_seed() ^ 0x51u;
+    tu_rng_init(&r, seed);
+    for (int round = 0; round < 200; round++) {
+        static vb v;
+        memset(&v, 0, sizeof v);
+        vb_bytes(&v, "");
+        int32_t order[12];
+        int n_ord = 0;
+        const int n_sp = (int)tu_rng_range(&r, 1, 10);
+        for (int k = 0; k < n_sp; k++) {
+            char t[8];
+            int l = (int)tu_rng_range(&r, 1, 4);
+            for (int j = 0; j < l; j++) t[j] = (char)('a' + tu_rng_range(&r, 0, 2));
+            t[l] = 0;
+            if (l == 1 || vb_id(&v, t) >= 0) continue; /* one-byte texts are byte tokens */
+            int32_t type = tu_rng_range(&r, 0, 2) ? PL_TOKEN_USER_DEFINED : PL_TOKEN_CONTROL;
+            order[n_ord++] = vb_add(&v, t, type);
+        }
+        for (int a = 1; a < n_ord; a++) /* insertion sort: longer first, then lower id */
+            for (int b = a; b > 0 && strlen(v.text[order[b]]) > strlen(v.text[order[b - 1]]); b--) {
+                int32_t tmp = order[b];
+                order[b] = order[b - 1];
+                order[b - 1] = tmp;
+            }
+        tf_file f;
+        pl_error err;
+        TU_CHECK(vb_load(&v, "gpt2", &f, &err) == PL_OK, "seed %llu round %d: load: %s",
+                 (unsigned long long)seed, round, err.msg);
+        if (!f.t) return;
+        for (int q = 0; q < 10; q++) {
+            char text[48];
+            int len = (int)tu_rng_range(&r, 0, 40);
+            for (int j = 0; j < len; j++) text[j] = (char)('a' + tu_rng_range(&r, 0, 2));
+            text[len] = 0;
+            for (int parse = 0; parse < 2; parse++) {
+                struct frag fr[256];
+                int nf = ref_partition(text, len, &v, order, n_ord, parse, fr);
+                int32_t want[64];
+                long nw = 0;
+                for (int k = 0; k < nf; k++)
+                    if (fr[k].id >= 0)
+                        want[nw++] = fr[k].id;
+                    else
+                        for (int j = 0; j < fr[k].len; j++)
+                            want[nw++] = (int32_t)text[fr[k].start + j];
+                int32_t got[64];
+                char what[96];
+                snprintf(what, sizeof what, "seed %llu round %d '%s' parse %d",
+                         (unsigned long long)seed, round, text, parse);
+                long n = tf_encode(f.t, text, (size_t)len, parse ? PS : 0, got, 64, what);
+                TU_CHECK(n >= 0 && tf_same_ids(got, n, want, nw, what), "%s: ids differ", what);
+            }
+        }
+        tf_close(&f);
+    }
+}
+
 /* The fuzz seeds' vocabulary (synth/quirk_vocab.c) loads with both pre-tokenizers, and valid
  * UTF-8 text that hits its quirks round-trips. */
 static void quirk_synth_vocabulary_loads_and_round_trips(void)
@@ -391,6 +494,8 @@ int main(void)
         {"quirk_tokens_no_merge_reaches", quirk_tokens_no_merge_reaches},
         {"quirk_splitter_longest_text_first_then_lower_id",
          quirk_splitter_longest_text_first_then_lower_id},
+        {"quirk_splitter_matches_llama_cpp_partition_on_random_texts",
+         quirk_splitter_matches_llama_cpp_partition_on_random_texts},
         {"quirk_synth_vocabulary_loads_and_round_trips",
          quirk_synth_vocabulary_loads_and_round_trips},
         {NULL, NULL},

@@ -54,6 +54,8 @@ struct enc {
     struct claim *claim; /* the splitter's matches */
     size_t claim_cap;
     uint8_t *taken; /* bit per text byte: inside a match already */
+    uint32_t *pos;  /* text positions by first byte (find_specials) */
+    size_t pos_cap;
 };
 
 /* A special or user-defined token found in the text by the splitter. */
@@ -462,40 +464,46 @@ static int claim_before(const void *a, const void *b)
 static pl_status find_specials(struct enc *e, const char *text, size_t len, int parse, size_t *n)
 {
     const struct pl_tokenizer *t = e->t;
-    uint8_t present[32] = {0}, any = 0;
+    /* The positions of each byte some candidate starts with: at[c] .. at[c + 1] in e->pos,
+     * ascending, so a candidate visits only the places it could start. */
+    uint32_t at[257] = {0}, fill[256];
     *n = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)text[i];
-        present[c >> 3] |= (uint8_t)(1u << (c & 7));
+        if (t->special_first[c >> 3] & (1u << (c & 7))) at[c + 1]++;
     }
-    for (int b = 0; b < 32; b++) any |= present[b] & t->special_first[b];
-    if (!any) return PL_OK;
+    for (int c = 0; c < 256; c++) at[c + 1] += at[c];
+    if (at[256] == 0) return PL_OK;
+    pl_status s =
+        grow(e, (void **)&e->pos, &e->pos_cap, at[256], sizeof *e->pos, "special-token positions");
+    if (s) return s;
+    memcpy(fill, at, sizeof fill);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (t->special_first[c >> 3] & (1u << (c & 7))) e->pos[fill[c]++] = (uint32_t)i;
+    }
     for (uint32_t k = 0; k < t->n_special; k++) {
         const struct pl_tok_entry *x = &t->tok[t->special[k]];
         const char *xt = t->arena + x->text_off;
         const unsigned char c = (unsigned char)xt[0];
-        if ((x->special == 1 && !parse) || x->text_len > len ||
-            !(present[c >> 3] & (1u << (c & 7))))
-            continue;
-        for (size_t pos = 0; pos + x->text_len <= len;) {
-            const char *q = memchr(text + pos, c, len - x->text_len + 1 - pos);
-            if (!q) break;
-            size_t i = (size_t)(q - text);
-            if (memcmp(q, xt, x->text_len) != 0 ||
-                (e->taken && !is_free(e->taken, i, x->text_len))) {
-                pos = i + 1;
+        if (x->special == 1 && !parse) continue;
+        size_t next = 0; /* this candidate's claims do not overlap each other */
+        for (uint32_t j = at[c]; j < at[c + 1]; j++) {
+            size_t i = e->pos[j];
+            if (i < next) continue;
+            if (x->text_len > len - i) break;
+            if (memcmp(text + i, xt, x->text_len) != 0 ||
+                (e->taken && !is_free(e->taken, i, x->text_len)))
                 continue;
-            }
-            pl_status s;
             if (!e->taken && !(e->taken = pl_calloc(len / 8 + 1, 1)))
                 return pl_fail(e->err, PL_ERR_NOMEM, "no memory to split %zu bytes of text", len);
             if ((s = grow(e, (void **)&e->claim, &e->claim_cap, *n + 1, sizeof *e->claim,
                           "special-token matches")))
                 return s;
             e->claim[(*n)++] = (struct claim){i, x->text_len, (int32_t)t->special[k]};
-            for (size_t j = i; j < i + x->text_len; j++)
-                e->taken[j >> 3] |= (uint8_t)(1u << (j & 7));
-            pos = i + x->text_len;
+            for (size_t q = i; q < i + x->text_len; q++)
+                e->taken[q >> 3] |= (uint8_t)(1u << (q & 7));
+            next = i + x->text_len;
         }
     }
     if (*n > 1) qsort(e->claim, *n, sizeof *e->claim, claim_before);
@@ -560,6 +568,7 @@ static pl_status run_enc(struct enc *e, const char *text, size_t len, uint32_t f
     pl_free(e->nfc);
     pl_free(e->claim);
     pl_free(e->taken);
+    pl_free(e->pos);
     return s;
 }
 
