@@ -400,9 +400,9 @@ static void quirk_splitter_matches_llama_cpp_partition_on_random_texts(void)
         static vb v;
         memset(&v, 0, sizeof v);
         vb_bytes(&v, "");
-        int32_t order[12];
+        int32_t order[48];
         int n_ord = 0;
-        const int n_sp = (int)tu_rng_range(&r, 1, 10);
+        const int n_sp = (int)tu_rng_range(&r, 1, round % 2 ? 10 : 40);
         for (int k = 0; k < n_sp; k++) {
             char t[8];
             int l = (int)tu_rng_range(&r, 1, 4);

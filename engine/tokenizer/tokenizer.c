@@ -533,9 +533,17 @@ static pl_status build_specials(struct loader *L)
     for (uint32_t i = 0; i < t->n_vocab; i++)
         if (t->tok[i].special) t->special[n++] = i;
     special_sort(t->special, n, t);
+    uint32_t slots = slots_for(n);
+    t->special_hash = pl_calloc(slots, sizeof *t->special_hash);
+    if (!t->special_hash) return pl_fail(L->err, PL_ERR_NOMEM, "no memory for the special index");
+    t->special_mask = slots - 1;
     for (uint32_t k = 0; k < n; k++) {
-        unsigned char b = (unsigned char)t->arena[t->tok[t->special[k]].text_off];
+        const struct pl_tok_entry *e = &t->tok[t->special[k]];
+        unsigned char b = (unsigned char)t->arena[e->text_off];
         t->special_first[b >> 3] |= (uint8_t)(1u << (b & 7));
+        uint32_t h = pl_tok_hash(t->arena + e->text_off, e->text_len) & t->special_mask;
+        while (t->special_hash[h]) h = (h + 1) & t->special_mask;
+        t->special_hash[h] = k + 1;
     }
     return PL_OK;
 }
@@ -777,5 +785,6 @@ void pl_tokenizer_free(struct pl_tokenizer *t)
     pl_free(t->match_hash);
     pl_free(t->merges);
     pl_free(t->special);
+    pl_free(t->special_hash);
     pl_free(t);
 }

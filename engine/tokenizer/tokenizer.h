@@ -81,6 +81,8 @@ struct pl_tokenizer {
     /* Special-token splitter: candidate ids in llama.cpp's order (longest text first, then id). */
     uint32_t *special; /* [n_special] */
     uint32_t n_special;
+    uint32_t *special_hash; /* open addressing by text: index into special + 1 */
+    uint32_t special_mask;
     uint32_t n_user_defined;   /* candidates matched even without PL_TOKENIZE_PARSE_SPECIAL */
     uint8_t special_first[32]; /* bitset of first bytes with candidates */
     uint32_t max_match_len;    /* longest match bytes of a matchable token */

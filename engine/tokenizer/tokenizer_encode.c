@@ -56,6 +56,8 @@ struct enc {
     uint8_t *taken; /* bit per text byte: inside a match already */
     uint32_t *pos;  /* text positions by first byte (find_specials) */
     size_t pos_cap;
+    struct claim *cand; /* one text length's occurrences (find_specials) */
+    size_t cand_cap;
 };
 
 /* A special or user-defined token found in the text by the splitter. */
@@ -458,14 +460,56 @@ static int claim_before(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* llama.cpp's partition: each candidate in t->special's order (longest text first) claims its
- * occurrences left to right where no earlier one did; control and unknown tokens only when
- * parse. Claims come back sorted by position in e->claim[0 .. *n). */
+/* Candidates in t->special's order (id holds the index), then by position. */
+static int cand_before(const void *a, const void *b)
+{
+    const struct claim *x = a, *y = b;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* The index in t->special of the candidate whose text is p[0..n), or -1. */
+static int32_t special_at(const struct pl_tokenizer *t, const char *p, size_t n)
+{
+    for (uint32_t h = pl_tok_hash(p, n) & t->special_mask;; h = (h + 1) & t->special_mask) {
+        uint32_t v = t->special_hash[h];
+        if (v == 0) return -1;
+        const struct pl_tok_entry *x = &t->tok[t->special[v - 1]];
+        if (x->text_len == n && memcmp(t->arena + x->text_off, p, n) == 0) return (int32_t)v - 1;
+    }
+}
+
+/* Claims text[i .. i + tl) for the candidate with index k in t->special. */
+static pl_status claim(struct enc *e, size_t len, size_t i, uint32_t tl, uint32_t k, size_t *n)
+{
+    pl_status s;
+    if (!e->taken && !(e->taken = pl_calloc(len / 8 + 1, 1)))
+        return pl_fail(e->err, PL_ERR_NOMEM, "no memory to split %zu bytes of text", len);
+    if ((s = grow(e, (void **)&e->claim, &e->claim_cap, *n + 1, sizeof *e->claim,
+                  "special-token matches")))
+        return s;
+    e->claim[(*n)++] = (struct claim){i, tl, (int32_t)e->t->special[k]};
+    for (size_t b = i; b < i + tl; b++) e->taken[b >> 3] |= (uint8_t)(1u << (b & 7));
+    return PL_OK;
+}
+
+static int is_taken(const uint8_t *taken, size_t i)
+{
+    return taken && (taken[i >> 3] & (1u << (i & 7)));
+}
+
+/* A group of texts this short is scanned candidate by candidate; a longer one by hashing each
+ * place once (many "<|reserved_…|>" tokens of one length share their first bytes). */
+#define FEW_OF_ONE_LENGTH 8
+
+/* llama.cpp's partition: each candidate in t->special's order (longest text first, then lower
+ * id) claims its occurrences left to right where no earlier claim is; control and unknown
+ * tokens only when parse. Done one text length at a time, over the places that hold a byte
+ * some candidate starts with. Claims come back by position in e->claim[0 .. *n). */
 static pl_status find_specials(struct enc *e, const char *text, size_t len, int parse, size_t *n)
 {
     const struct pl_tokenizer *t = e->t;
-    /* The positions of each byte some candidate starts with: at[c] .. at[c + 1] in e->pos,
-     * ascending, so a candidate visits only the places it could start. */
+    /* The positions of each byte some candidate starts with: at[c] .. at[c + 1] in e->pos. */
     uint32_t at[257] = {0}, fill[256];
     *n = 0;
     for (size_t i = 0; i < len; i++) {
@@ -482,29 +526,51 @@ static pl_status find_specials(struct enc *e, const char *text, size_t len, int 
         unsigned char c = (unsigned char)text[i];
         if (t->special_first[c >> 3] & (1u << (c & 7))) e->pos[fill[c]++] = (uint32_t)i;
     }
-    for (uint32_t k = 0; k < t->n_special; k++) {
-        const struct pl_tok_entry *x = &t->tok[t->special[k]];
-        const char *xt = t->arena + x->text_off;
-        const unsigned char c = (unsigned char)xt[0];
-        if (x->special == 1 && !parse) continue;
-        size_t next = 0; /* this candidate's claims do not overlap each other */
-        for (uint32_t j = at[c]; j < at[c + 1]; j++) {
-            size_t i = e->pos[j];
-            if (i < next) continue;
-            if (x->text_len > len - i) break;
-            if (memcmp(text + i, xt, x->text_len) != 0 ||
-                (e->taken && !is_free(e->taken, i, x->text_len)))
-                continue;
-            if (!e->taken && !(e->taken = pl_calloc(len / 8 + 1, 1)))
-                return pl_fail(e->err, PL_ERR_NOMEM, "no memory to split %zu bytes of text", len);
-            if ((s = grow(e, (void **)&e->claim, &e->claim_cap, *n + 1, sizeof *e->claim,
-                          "special-token matches")))
-                return s;
-            e->claim[(*n)++] = (struct claim){i, x->text_len, (int32_t)t->special[k]};
-            for (size_t q = i; q < i + x->text_len; q++)
-                e->taken[q >> 3] |= (uint8_t)(1u << (q & 7));
-            next = i + x->text_len;
+    for (uint32_t g = 0, end; g < t->n_special; g = end) {
+        const uint32_t tl = t->tok[t->special[g]].text_len;
+        uint8_t first[32] = {0};
+        for (end = g; end < t->n_special && t->tok[t->special[end]].text_len == tl; end++) {
+            const struct pl_tok_entry *x = &t->tok[t->special[end]];
+            unsigned char c = (unsigned char)t->arena[x->text_off];
+            if (parse || x->special == 2) first[c >> 3] |= (uint8_t)(1u << (c & 7));
         }
+        if (tl > len) continue;
+        if (end - g <= FEW_OF_ONE_LENGTH) {
+            for (uint32_t k = g; k < end; k++) {
+                const struct pl_tok_entry *x = &t->tok[t->special[k]];
+                const char *xt = t->arena + x->text_off;
+                const unsigned char c = (unsigned char)xt[0];
+                if (x->special == 1 && !parse) continue;
+                size_t next = 0; /* past this candidate's last claim */
+                for (uint32_t j = at[c]; j < at[c + 1] && e->pos[j] <= len - tl; j++) {
+                    const size_t i = e->pos[j];
+                    if (i < next || is_taken(e->taken, i) || memcmp(text + i, xt, tl) != 0 ||
+                        (e->taken && !is_free(e->taken, i, tl)))
+                        continue;
+                    if ((s = claim(e, len, i, tl, k, n))) return s;
+                    next = i + tl;
+                }
+            }
+            continue;
+        }
+        size_t nc = 0; /* every place one of the group's texts occurs, then in their order */
+        for (int c = 0; c < 256; c++) {
+            if (!(first[c >> 3] & (1u << (c & 7)))) continue;
+            for (uint32_t j = at[c]; j < at[c + 1] && e->pos[j] <= len - tl; j++) {
+                if (is_taken(e->taken, e->pos[j])) continue;
+                int32_t k = special_at(t, text + e->pos[j], tl);
+                if (k < 0 || (!parse && t->tok[t->special[k]].special == 1)) continue;
+                if ((s = grow(e, (void **)&e->cand, &e->cand_cap, nc + 1, sizeof *e->cand,
+                              "special-token candidates")))
+                    return s;
+                e->cand[nc++] = (struct claim){e->pos[j], tl, k};
+            }
+        }
+        if (nc > 1) qsort(e->cand, nc, sizeof *e->cand, cand_before);
+        for (size_t q = 0; q < nc; q++)
+            if (!(e->taken && !is_free(e->taken, e->cand[q].pos, tl)) &&
+                (s = claim(e, len, e->cand[q].pos, tl, (uint32_t)e->cand[q].id, n)))
+                return s;
     }
     if (*n > 1) qsort(e->claim, *n, sizeof *e->claim, claim_before);
     return PL_OK;
@@ -569,6 +635,7 @@ static pl_status run_enc(struct enc *e, const char *text, size_t len, uint32_t f
     pl_free(e->claim);
     pl_free(e->taken);
     pl_free(e->pos);
+    pl_free(e->cand);
     return s;
 }
 
