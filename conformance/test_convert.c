@@ -849,6 +849,85 @@ static void convert_checks_tokenizer_json_as_tokenizers_does(void)
 #undef OK_ADDED
 }
 
+/* The quirk shapes llama.cpp loads and plumb used to refuse, converted and tokenized: GPT-NeoX's
+ * added space runs beside byte-level ones, DeepSeek's added "õ" beside the merge "Ã µ" and a
+ * "<｜…｜>" control token. The ids are what the tokenizers library (0.23.2) gives for the same
+ * tokenizer.json (encode without special tokens; parse_special for the control token). */
+static void convert_quirk_vocabularies_tokenize_as_tokenizers_does(void)
+{
+    char dir[256], out[300];
+    snprintf(dir, sizeof dir, "%s/quirks-hf", root);
+    snprintf(out, sizeof out, "%s/quirks.gguf", root);
+    write_tiny_llama(dir, 300);
+#define FLAGS "\"single_word\":false,\"lstrip\":false,\"rstrip\":false"
+    static const struct {
+        const char *json;
+        const char *text;
+        uint32_t flags;
+        int32_t ids[4];
+        int n;
+    } cases[] = {
+        {"{\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}"
+         ","
+         "\"added_tokens\":[{\"id\":6,\"content\":\"  \"," FLAGS ",\"normalized\":true,"
+         "\"special\":false},{\"id\":7,\"content\":\"   \"," FLAGS ",\"normalized\":true,"
+         "\"special\":false}],\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,"
+         "\"\xc4\xa0\":2,\"\xc4\xa0\xc4\xa0\":3,\"\xc4\xa0\xc4\xa0\xc4\xa0\":4,\"\xc4\xa0"
+         "b\":5},\"merges\":[\"\xc4\xa0 \xc4\xa0\",\"\xc4\xa0\xc4\xa0 \xc4\xa0\",\"\xc4\xa0 b\"]}}",
+         "a     b",
+         0,
+         {0, 7, 6, 1},
+         4},
+        {NULL, "a  b", 0, {0, 6, 1}, 3},
+        {NULL, "a b", 0, {0, 5}, 2},
+        {"{\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}"
+         ","
+         "\"added_tokens\":[{\"id\":5,\"content\":\"\xc3\xb5\"," FLAGS ",\"normalized\":true,"
+         "\"special\":false},{\"id\":6,\"content\":\"<\xef\xbd\x9c"
+         "end\xe2\x96\x81of\xe2\x96\x81"
+         "sentence\xef\xbd\x9c>\"," FLAGS ",\"normalized\":false,\"special\":true}],"
+         "\"model\":{\"type\":\"BPE\",\"vocab\":{\"x\":0,\"y\":1,\"\xc3\x83\":2,\"\xc2\xb5\":3,"
+         "\"\xc3\x83\xc2\xb5\":4},\"merges\":[\"\xc3\x83 \xc2\xb5\"]}}",
+         "x\xc3\xb5y",
+         0,
+         {0, 5, 1},
+         3},
+        {NULL,
+         "x<\xef\xbd\x9c"
+         "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>y",
+         PL_TOKENIZE_PARSE_SPECIAL,
+         {0, 6, 1},
+         3},
+    };
+#undef FLAGS
+    pl_model *m = NULL;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        pl_error err = {0};
+        if (cases[k].json) {
+            pl_model_free(m);
+            m = NULL;
+            put_text(dir, "tokenizer.json", cases[k].json);
+            pl_status s = convert(dir, out, PL_FTYPE_F32, &err);
+            TU_CHECK(s == PL_OK, "case %zu: convert -> %s (%s)", k, pl_status_str(s), err.msg);
+            pl_model_params p = {.flags = PL_MODEL_VOCAB_ONLY};
+            if (s || (s = pl_model_load(&m, out, &p, &err)) != PL_OK) {
+                TU_CHECK(s == PL_OK, "case %zu: load -> %s (%s)", k, pl_status_str(s), err.msg);
+                return;
+            }
+        }
+        int32_t ids[16];
+        size_t n = 0;
+        pl_status s =
+            pl_tokenize(m, cases[k].text, strlen(cases[k].text), cases[k].flags, ids, 16, &n, &err);
+        int same = s == PL_OK && n == (size_t)cases[k].n;
+        for (size_t i = 0; same && i < n; i++) same = ids[i] == cases[k].ids[i];
+        TU_CHECK(same, "case %zu '%s': %s, %zu ids (%d %d %d ...)", k, cases[k].text,
+                 pl_status_str(s), n, n > 0 ? ids[0] : -1, n > 1 ? ids[1] : -1,
+                 n > 2 ? ids[2] : -1);
+    }
+    pl_model_free(m);
+}
+
 /* Allocation N fails (transient, then persistent): PL_ERR_NOMEM and nothing written (leaks:
  * ASan's check in CI). */
 static void convert_survives_allocation_failure(void)
@@ -1079,6 +1158,8 @@ int main(void)
          convert_reads_gpt2_pre_added_tokens_and_generation_config},
         {"convert_checks_tokenizer_json_as_tokenizers_does",
          convert_checks_tokenizer_json_as_tokenizers_does},
+        {"convert_quirk_vocabularies_tokenize_as_tokenizers_does",
+         convert_quirk_vocabularies_tokenize_as_tokenizers_does},
         {"convert_survives_allocation_failure", convert_survives_allocation_failure},
 
         {NULL, NULL},
