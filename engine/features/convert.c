@@ -712,7 +712,8 @@ static pl_status put_token(vocab *v, int64_t id, const json_t *text, int32_t typ
  * to U+2585, while HF decodes it to its text), and each token gets its merge score. */
 static pl_status spm_types_scores(vocab *v, const json_t *model, const char *file, pl_error *err)
 {
-    const json_t *vmap = json_object_get(model, "vocab"), *unk = json_object_get(model, "unk_token");
+    const json_t *vmap = json_object_get(model, "vocab"),
+                 *unk = json_object_get(model, "unk_token");
     for (int b = 0; b < 256; b++) {
         char name[8];
         snprintf(name, sizeof name, "<0x%02X>", b);
@@ -725,7 +726,8 @@ static pl_status spm_types_scores(vocab *v, const json_t *model, const char *fil
         v->type[id] = TT_BYTE;
     }
     if (unk && !json_is_null(unk)) {
-        const json_t *id = json_is_string(unk) ? json_object_get(vmap, json_string_value(unk)) : NULL;
+        const json_t *id =
+            json_is_string(unk) ? json_object_get(vmap, json_string_value(unk)) : NULL;
         if (!json_is_integer(id))
             return pl_fail(err, PL_ERR_FORMAT, "%s: model.unk_token is not a token of model.vocab",
                            file);
@@ -1294,8 +1296,7 @@ static pl_status convert_vocab(const char *hf_dir, const char *out_path,
         (s = read_json(&tc, hf_dir, "tokenizer_config.json", 0, JSON_DECODE_INT_AS_REAL, err)) ||
         (s = read_json(&gen, hf_dir, "generation_config.json", 0, 0, err)) ||
         (s = read_jinja(&jinja, hf_dir, err)) || (s = read_vocab(&v, &tok, c.V, err)) ||
-        (s = chat_template(&tc, &jinja, &tmpl, err)) ||
-        (s = pl_gguf_writer_new(&w, 3, err)) ||
+        (s = chat_template(&tc, &jinja, &tmpl, err)) || (s = pl_gguf_writer_new(&w, 3, err)) ||
         (s = pl_gguf_writer_set_string(w, "general.name", name, strlen(name), err)) ||
         (s = write_tokenizer(w, &v, &tok, &tc, &gen, &c, tmpl, err)) ||
         (s = pl_gguf_write_streamed(w, out_path, NULL, 0, no_tensor, NULL, err)))

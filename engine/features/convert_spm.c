@@ -41,7 +41,8 @@ static int is_replace(const json_t *o, const char *from, const char *to)
 
 int pl_spm_is_spm(const json_t *tok)
 {
-    const json_t *model = json_object_get(tok, "model"), *bf = json_object_get(model, "byte_fallback");
+    const json_t *model = json_object_get(tok, "model"),
+                 *bf = json_object_get(model, "byte_fallback");
     return is_type(model, "BPE") && json_is_true(bf);
 }
 
@@ -51,7 +52,8 @@ static pl_status check_normalizer(const json_t *tok, const char *file, int *pref
     const json_t *n = json_object_get(tok, "normalizer");
     const json_t *seq = is_type(n, "Sequence") ? json_object_get(n, "normalizers") : NULL;
     const size_t k = json_is_array(seq) ? json_array_size(seq) : 0;
-    if (is_replace(n, " ", SPACE_MARK) || (k == 1 && is_replace(json_array_get(seq, 0), " ", SPACE_MARK))) {
+    if (is_replace(n, " ", SPACE_MARK) ||
+        (k == 1 && is_replace(json_array_get(seq, 0), " ", SPACE_MARK))) {
         *prefix = 0;
         return PL_OK;
     }
@@ -141,8 +143,7 @@ pl_status pl_spm_check(const json_t *tok, const char *file, int *add_space_prefi
 }
 
 pl_status pl_spm_scores(float *score, uint64_t n, const json_t *vocab, const char *const *merges,
-                        const size_t *merge_len, uint64_t n_merges, const char *file,
-                        pl_error *err)
+                        const size_t *merge_len, uint64_t n_merges, const char *file, pl_error *err)
 {
     if (n_merges >= (1u << 24))
         return pl_fail(err, PL_ERR_LIMIT,
