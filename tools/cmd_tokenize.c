@@ -156,7 +156,7 @@ int cmd_tokenize(int argc, char **argv)
     uint32_t flags = (no_bos ? 0 : PL_TOKENIZE_ADD_BOS) | (special ? PL_TOKENIZE_PARSE_SPECIAL : 0);
     size_t n = 0;
     if (!s && batch) {
-        rc = s ? cli_fail(s, &err) : run_batch(m, text, len, flags);
+        rc = run_batch(m, text, len, flags);
         free(owned);
         pl_model_free(m);
         return cli_finish(rc);

@@ -950,7 +950,7 @@ typedef struct pl_convert_stats {
     uint64_t n_params;  /* elements written */
     uint64_t n_vocab;   /* tokens written (padded to the embedding's rows) */
     uint64_t out_bytes;
-    const char *arch; /* "llama", "qwen2", "qwen3" (static) */
+    const char *arch; /* "llama", "qwen2", "qwen3", ... (static); vocab_only: a phrase */
     char pre[32];     /* the pre-tokenizer written to tokenizer.ggml.pre */
 } pl_convert_stats;
 
