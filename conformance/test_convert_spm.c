@@ -195,6 +195,45 @@ static void spm_refuses_what_llama_cpp_encoder_would_not_compute(void)
              pl_status_str(s), err.msg);
 }
 
+/* A whole checkpoint (the transformers-made tiny llama of data/hf, 409 embedding rows) with the
+ * SentencePiece tokenizer.json: the model loads and runs, its vocabulary padded to the rows. */
+static void spm_full_checkpoint_converts_and_pads_to_embedding_rows(void)
+{
+    const char *data = getenv("PLUMB_TEST_DATA");
+    if (!data) {
+        fprintf(stderr, "PLUMB_TEST_DATA not set: skipped\n");
+        return;
+    }
+    char dir[256], out[300], cmd[800];
+    snprintf(dir, sizeof dir, "%s/spm-llama", root);
+    snprintf(out, sizeof out, "%s/spm-llama.gguf", root);
+    snprintf(cmd, sizeof cmd, "cp -r '%s/hf/llama-bf16' '%s'", data, dir);
+    TU_CHECK(system(cmd) == 0, "%s", cmd);
+    write_spm(dir, NULL, NULL, NULL);
+    pl_error err = {0};
+    pl_convert_stats st;
+    pl_convert_params p = {.ftype = PL_FTYPE_F32, .stats = &st};
+    pl_status s = pl_convert_hf(dir, out, &p, &err);
+    TU_CHECK(s == PL_OK && st.n_vocab == 409 && st.n_tensors > 0 && strcmp(st.arch, "llama") == 0,
+             "convert -> %s (%s), %llu tokens", pl_status_str(s), err.msg,
+             (unsigned long long)st.n_vocab);
+    if (s) return;
+    pl_model *m = NULL;
+    s = pl_model_load(&m, out, NULL, &err);
+    TU_CHECK(s == PL_OK, "load -> %s (%s)", pl_status_str(s), err.msg);
+    if (s) return;
+    int32_t ids[8];
+    size_t n = 0;
+    s = pl_tokenize(m, "ab a", 4, PL_TOKENIZE_ADD_BOS, ids, 8, &n, &err);
+    TU_CHECK(s == PL_OK && n == 3 && ids[0] == 1 && ids[1] == 264 && ids[2] == 262,
+             "'ab a' -> %s, %zu ids", pl_status_str(s), n);
+    char piece[32];
+    size_t k = 0;
+    s = pl_token_to_piece(m, 300, PL_DETOK_SPECIAL, piece, sizeof piece, &k, &err);
+    TU_CHECK(s == PL_OK, "the padding token 300 -> %s (%s)", pl_status_str(s), err.msg);
+    pl_model_free(m);
+}
+
 /* Allocation N fails (transient, then persistent): PL_ERR_NOMEM and nothing written. */
 static void spm_vocab_only_survives_allocation_failure(void)
 {
@@ -267,6 +306,8 @@ int main(void)
          spm_vocab_only_writes_llama_vocab_with_merge_rank_scores},
         {"spm_refuses_what_llama_cpp_encoder_would_not_compute",
          spm_refuses_what_llama_cpp_encoder_would_not_compute},
+        {"spm_full_checkpoint_converts_and_pads_to_embedding_rows",
+         spm_full_checkpoint_converts_and_pads_to_embedding_rows},
         {"spm_vocab_only_survives_allocation_failure", spm_vocab_only_survives_allocation_failure},
         {"spm_cli_vocab_only_and_tokenize_batch", spm_cli_vocab_only_and_tokenize_batch},
         {NULL, NULL},
