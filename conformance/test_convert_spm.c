@@ -186,6 +186,10 @@ static void spm_refuses_what_llama_cpp_encoder_would_not_compute(void)
                    "decoder");
     EXPECT_REFUSED("model", "dropout", json_real(0.1), PL_ERR_UNSUPPORTED, "dropout");
     EXPECT_REFUSED("model", "merges", json_pack("[s]", "b a"), PL_ERR_FORMAT, "not in model.vocab");
+    /* ▁ab is ▁ + ab, both tokens, with no merge "▁ ab": the score-driven encoder would join
+     * them where this BPE does not */
+    EXPECT_REFUSED("model", "merges", json_pack("[s,s,s]", SP " a", "a b", SP "a b"),
+                   PL_ERR_UNSUPPORTED, "no merge \"" SP " ab\"");
     /* a byte with no <0xXX> token (and not an ASCII character with a token of its own) */
     json_t *j = spm_json();
     json_object_del(json_object_get(json_object_get(j, "model"), "vocab"), "<0x80>");

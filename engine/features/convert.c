@@ -735,7 +735,11 @@ static pl_status spm_types_scores(vocab *v, const json_t *model, const char *fil
     }
     if (!(v->score = pl_malloc((size_t)v->n * sizeof *v->score)))
         return pl_fail(err, PL_ERR_NOMEM, "no memory for %llu scores", (unsigned long long)v->n);
-    return pl_spm_scores(v->score, v->n, vmap, v->merges, v->merge_len, v->n_merges, file, err);
+    pl_status s =
+        pl_spm_scores(v->score, v->n, vmap, v->merges, v->merge_len, v->n_merges, file, err);
+    if (s) return s;
+    return pl_spm_check_merges(vmap, v->type, v->n, v->merges, v->merge_len, v->n_merges, file,
+                               err);
 }
 
 /* Reads tokenizer.json: vocabulary, merges, added tokens, pre-tokenizer, normalizer. The

@@ -178,3 +178,69 @@ pl_status pl_spm_scores(float *score, uint64_t n, const json_t *vocab, const cha
     pl_free(buf);
     return s;
 }
+
+/* FNV-1a over a, then ' ', then b. */
+static uint32_t pair_hash(const char *a, size_t la, const char *b, size_t lb)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < la; i++) h = (h ^ (unsigned char)a[i]) * 16777619u;
+    h = (h ^ (unsigned char)' ') * 16777619u;
+    for (size_t i = 0; i < lb; i++) h = (h ^ (unsigned char)b[i]) * 16777619u;
+    return h;
+}
+
+static int matchable(const int32_t *type, const json_t *id, uint64_t n)
+{
+    const json_int_t i = json_is_integer(id) ? json_integer_value(id) : -1;
+    return i >= 0 && (uint64_t)i < n && (type[i] == 1 || type[i] == 4); /* normal, user-defined */
+}
+
+pl_status pl_spm_check_merges(const json_t *vocab, const int32_t *type, uint64_t n,
+                              const char *const *merges, const size_t *merge_len, uint64_t n_merges,
+                              const char *file, pl_error *err)
+{
+    uint64_t slots = 1024;
+    while (slots < 2 * n_merges) slots *= 2;
+    uint32_t *table = pl_calloc((size_t)slots, sizeof *table);
+    if (!table)
+        return pl_fail(err, PL_ERR_NOMEM, "no memory for a table of %llu merges",
+                       (unsigned long long)n_merges);
+    const uint64_t mask = slots - 1;
+    for (uint64_t r = 0; r < n_merges; r++) {
+        const char *sp = memchr(merges[r], ' ', merge_len[r]); /* checked by pl_spm_scores */
+        const size_t la = (size_t)(sp - merges[r]);
+        uint64_t h = pair_hash(merges[r], la, sp + 1, merge_len[r] - la - 1) & mask;
+        while (table[h]) h = (h + 1) & mask;
+        table[h] = (uint32_t)r + 1;
+    }
+    pl_status s = PL_OK;
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)vocab, key, val)
+    {
+        if (!matchable(type, val, n)) continue;
+        const size_t len = strlen(key);
+        for (size_t i = 1; i < len && !s; i++) {
+            if (((unsigned char)key[i] & 0xC0) == 0x80) continue; /* inside a character */
+            const json_t *a = json_object_getn(vocab, key, i), *b = json_object_get(vocab, key + i);
+            if (!matchable(type, a, n) || !matchable(type, b, n)) continue;
+            uint64_t h = pair_hash(key, i, key + i, len - i) & mask;
+            int found = 0;
+            for (; table[h] && !found; h = (h + 1) & mask) {
+                const uint32_t r = table[h] - 1;
+                found = merge_len[r] == len + 1 && memcmp(merges[r], key, i) == 0 &&
+                        merges[r][i] == ' ' && memcmp(merges[r] + i + 1, key + i, len - i) == 0;
+            }
+            if (!found)
+                s = pl_fail(err, PL_ERR_UNSUPPORTED,
+                            "%s: token '%.40s' splits into the tokens '%.*s' and '%.40s' with no "
+                            "merge \"%.*s %.40s\": SentencePiece's merging (plumb's, llama.cpp's) "
+                            "would join them where this BPE does not",
+                            file, key, (int)(i < 40 ? i : 40), key, key + i, (int)(i < 40 ? i : 40),
+                            key, key + i);
+        }
+        if (s) break;
+    }
+    pl_free(table);
+    return s;
+}

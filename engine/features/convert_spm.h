@@ -23,4 +23,11 @@ pl_status pl_spm_scores(float *score, uint64_t n, const json_t *vocab, const cha
                         const size_t *merge_len, uint64_t n_merges, const char *file,
                         pl_error *err);
 
+/* Every way a matchable token (type normal or user-defined) splits into two matchable tokens
+ * must be a merge: the score-driven encoder joins any such pair, HF's BPE only its merges.
+ * PL_ERR_UNSUPPORTED naming the first token and pair that is not. type: GGUF token types. */
+pl_status pl_spm_check_merges(const json_t *vocab, const int32_t *type, uint64_t n,
+                              const char *const *merges, const size_t *merge_len, uint64_t n_merges,
+                              const char *file, pl_error *err);
+
 #endif
