@@ -11,6 +11,7 @@
 
 #include "convert_spm.h"
 #include "hf_util.h"
+#include "tokenizer/tokenizer.h"
 
 #define SPACE_MARK "\xe2\x96\x81" /* U+2581, SentencePiece's space */
 
@@ -128,7 +129,7 @@ pl_status pl_spm_check(const json_t *tok, const char *file, int *add_space_prefi
      * no character ever becomes the unknown token and fuse_unk, which plumb's encoder does not
      * do, never matters */
     const json_t *vocab = json_object_get(m, "vocab");
-    for (int b = 0; b < 256; b++) {
+    for (int b = 0; json_is_object(vocab) && b < 256; b++) { /* else read_vocab says what */
         char name[8], one[2] = {(char)b, 0};
         snprintf(name, sizeof name, "<0x%02X>", b);
         if (!json_is_integer(json_object_get(vocab, name)) &&
@@ -220,6 +221,11 @@ pl_status pl_spm_check_merges(const json_t *vocab, const int32_t *type, uint64_t
     {
         if (!matchable(type, val, n)) continue;
         const size_t len = strlen(key);
+        if (len > PL_TOK_MAX_TOKEN_BYTES) { /* the tokenizer would not load it either */
+            s = pl_fail(err, PL_ERR_LIMIT, "%s: token '%.40s...' is %zu bytes, over the limit %u",
+                        file, key, len, PL_TOK_MAX_TOKEN_BYTES);
+            break;
+        }
         for (size_t i = 1; i < len && !s; i++) {
             if (((unsigned char)key[i] & 0xC0) == 0x80) continue; /* inside a character */
             const json_t *a = json_object_getn(vocab, key, i), *b = json_object_get(vocab, key + i);
