@@ -199,6 +199,40 @@ static void spm_refuses_what_llama_cpp_encoder_would_not_compute(void)
              pl_status_str(s), err.msg);
 }
 
+/* No file names the BOS token (ChatGLM 3's tokenizer_config.json): the one the post-processor's
+ * single template starts with, added; the EOS token, named, is added when the template ends
+ * with it and add_eos_token is not given. */
+static void spm_bos_and_eos_from_the_post_processor(void)
+{
+    char dir[256], out[300];
+    snprintf(dir, sizeof dir, "%s/spm-post", root);
+    snprintf(out, sizeof out, "%s/spm-post.gguf", root);
+    json_t *j = spm_json();
+    json_object_set_new(j, "post_processor",
+                        json_pack("{s:s,s:[{s:{s:s,s:i}},{s:{s:s,s:i}},{s:{s:s,s:i}}]}", "type",
+                                  "TemplateProcessing", "single", "SpecialToken", "id", "<s>",
+                                  "type_id", 0, "Sequence", "id", "A", "type_id", 0, "SpecialToken",
+                                  "id", "</s>", "type_id", 0));
+    write_json(dir, "tokenizer.json", j);
+    write_json(dir, "tokenizer_config.json",
+               json_pack("{s:s,s:s}", "unk_token", "<unk>", "eos_token", "</s>"));
+    pl_error err = {0};
+    pl_status s = convert_vocab(dir, out, NULL, &err);
+    TU_CHECK(s == PL_OK, "convert -> %s (%s)", pl_status_str(s), err.msg);
+    pl_model *m = NULL;
+    pl_model_params mp = {.flags = PL_MODEL_VOCAB_ONLY};
+    if (s || (s = pl_model_load(&m, out, &mp, &err)) != PL_OK) {
+        TU_CHECK(0, "load -> %s (%s)", pl_status_str(s), err.msg);
+        return;
+    }
+    int32_t ids[8];
+    size_t n = 0;
+    s = pl_tokenize(m, "ab a", 4, PL_TOKENIZE_ADD_BOS, ids, 8, &n, &err);
+    TU_CHECK(s == PL_OK && n == 4 && ids[0] == 1 && ids[1] == 264 && ids[2] == 262 && ids[3] == 2,
+             "'ab a' -> %s, %zu ids (%d ... %d)", pl_status_str(s), n, ids[0], n ? ids[n - 1] : -1);
+    pl_model_free(m);
+}
+
 /* A whole checkpoint (the transformers-made tiny llama of data/hf, 409 embedding rows) with the
  * SentencePiece tokenizer.json: the model loads and runs, its vocabulary padded to the rows. */
 static void spm_full_checkpoint_converts_and_pads_to_embedding_rows(void)
@@ -310,6 +344,7 @@ int main(void)
          spm_vocab_only_writes_llama_vocab_with_merge_rank_scores},
         {"spm_refuses_what_llama_cpp_encoder_would_not_compute",
          spm_refuses_what_llama_cpp_encoder_would_not_compute},
+        {"spm_bos_and_eos_from_the_post_processor", spm_bos_and_eos_from_the_post_processor},
         {"spm_full_checkpoint_converts_and_pads_to_embedding_rows",
          spm_full_checkpoint_converts_and_pads_to_embedding_rows},
         {"spm_vocab_only_survives_allocation_failure", spm_vocab_only_survives_allocation_failure},

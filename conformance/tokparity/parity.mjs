@@ -53,9 +53,10 @@ for (const c of JSON.parse(fs.readFileSync(hardFile, 'utf8'))) {
 for (const t of texts)
   if (t.bytes.includes(0)) throw new Error(`${t.label}: a NUL byte cannot be a --batch record`);
 
-function runPlumb(records, special) {
+function runPlumb(records, special, bos = false) {
   const input = Buffer.concat(records.flatMap((r) => [r.bytes, Buffer.from([0])]));
-  const args = ['tokenize', '-m', gguf, '-f', '-', '--batch', '--no-bos'];
+  const args = ['tokenize', '-m', gguf, '-f', '-', '--batch'];
+  if (!bos) args.push('--no-bos');
   if (special) args.push('--special');
   const out = execFileSync(plumb, args, { input, maxBuffer: 1 << 30 }).toString('latin1');
   const rows = out.split('\n');
@@ -93,6 +94,29 @@ for (const special of [true, false]) {
       fail(`${t.label} [${mode}] decode\n  hf    ${JSON.stringify(hfText)}\n  plumb ${JSON.stringify(ourText)}`);
   }
 }
+// The sequence's own BOS/EOS (plumb: PL_TOKENIZE_ADD_BOS, the add_bos/add_eos convert wrote):
+// HF's post-processor (addSpecialTokens), except where tokenizer_config.json sets add_bos_token
+// or add_eos_token — transformers' Llama tokenizers rebuild the post-processor from those, and
+// llama.cpp reads them — then its bos_token/eos_token around the ids.
+const cfgPath = path.join(modelDir, 'tokenizer_config.json');
+const cfg = fs.existsSync(cfgPath) ? JSON.parse(fs.readFileSync(cfgPath, 'utf8')) : {};
+const tokId = (t) => (t == null ? null : hfSpecial.tokenToId(typeof t === 'string' ? t : t.content));
+const flagged = typeof cfg.add_bos_token === 'boolean' || typeof cfg.add_eos_token === 'boolean';
+const withBos = runPlumb(texts, true, true);
+for (let i = 0; i < texts.length; i++) {
+  let want;
+  if (flagged) {
+    const body = (await hfSpecial.encode(texts[i].str, null, { addSpecialTokens: false })).getIds();
+    want = [...(cfg.add_bos_token ? [tokId(cfg.bos_token)] : []), ...body,
+      ...(cfg.add_eos_token ? [tokId(cfg.eos_token)] : [])];
+  } else {
+    want = (await hfSpecial.encode(texts[i].str, null, { addSpecialTokens: true })).getIds();
+  }
+  const got = withBos[i].ids;
+  compared += want.length;
+  if (want.length !== got.length || want.some((x, k) => x !== got[k]))
+    fail(`${texts[i].label} [special, BOS/EOS] ids\n  hf    ${want.join(' ')}\n  plumb ${got.join(' ')}`);
+}
 // invalid UTF-8: HF takes only Unicode strings, so the bytes never reach it; plumb's ids must
 // give the bytes back exactly (byte tokens / byte-level pieces), after the documented strip
 const raw = runPlumb(invalid, false);
@@ -104,6 +128,6 @@ for (let i = 0; i < invalid.length; i++) {
   if (!got.equals(want)) fail(`${invalid[i].label} round trip: ${got.toString('hex')} != ${want.toString('hex')}`);
 }
 const n = texts.length;
-console.log(`| ${name} | ${n} texts (${lines.length} lines + ${n - lines.length} hard) x 2 modes | ${compared} tokens | ` +
+console.log(`| ${name} | ${n} texts (${lines.length} lines + ${n - lines.length} hard) x 3 modes | ${compared} tokens | ` +
   `${invalid.length} invalid-UTF-8 round trips | ${failed ? `${failed} DIFFERENT` : 'identical'} |`);
 process.exit(failed ? 1 : 0);

@@ -863,9 +863,8 @@ static pl_status special_id(const vocab *v, const jfile *tc, const char *key, in
                    s);
 }
 
-/* add_bos from the post-processor when tokenizer_config.json does not say: Llama 3's
- * TemplateProcessing starts every sequence with the BOS token. */
-static int post_adds_bos(const json_t *tok, const vocab *v, int64_t bos)
+/* The post-processor's TemplateProcessing (alone or inside a Sequence), or NULL. */
+static const json_t *post_template(const json_t *tok)
 {
     const json_t *pp = json_object_get(tok, "post_processor");
     if (is_type(pp, "Sequence")) {
@@ -873,13 +872,33 @@ static int post_adds_bos(const json_t *tok, const vocab *v, int64_t bos)
         for (size_t i = 0; json_is_array(seq) && i < json_array_size(seq); i++)
             if (is_type(json_array_get(seq, i), "TemplateProcessing")) pp = json_array_get(seq, i);
     }
-    if (!is_type(pp, "TemplateProcessing") || bos < 0) return 0;
-    const json_t *single = json_object_get(pp, "single");
-    const json_t *first = json_is_array(single) ? json_array_get(single, 0) : NULL;
-    const json_t *st = first ? json_object_get(first, "SpecialToken") : NULL;
+    return is_type(pp, "TemplateProcessing") ? pp : NULL;
+}
+
+/* The token the single-sequence template puts first (last: 1), when it is a special token that
+ * is in the vocabulary; -1 otherwise. */
+static int64_t post_special(const json_t *tok, const vocab *v, int last)
+{
+    const json_t *pp = post_template(tok);
+    const json_t *single = pp ? json_object_get(pp, "single") : NULL;
+    const size_t n = json_is_array(single) ? json_array_size(single) : 0;
+    const json_t *e = n ? json_array_get(single, last ? n - 1 : 0) : NULL;
+    const json_t *st = e ? json_object_get(e, "SpecialToken") : NULL;
     const json_t *id = st ? json_object_get(st, "id") : NULL;
-    return id && json_is_string(id) && json_string_length(id) == v->len[bos] &&
-           memcmp(json_string_value(id), v->tok[bos], v->len[bos]) == 0;
+    if (!id || !json_is_string(id)) return -1;
+    const size_t len = json_string_length(id);
+    for (uint64_t i = v->n; i-- > 0;) /* the last definition wins, as in special_id */
+        if (v->len[i] == len && memcmp(v->tok[i], json_string_value(id), len) == 0 &&
+            v->type[i] != TT_UNUSED)
+            return (int64_t)i;
+    return -1;
+}
+
+/* add_bos (add_eos) from the post-processor when tokenizer_config.json does not say: Llama 3's
+ * TemplateProcessing starts every sequence with the BOS token. */
+static int post_adds(const json_t *tok, const vocab *v, int64_t id, int last)
+{
+    return id >= 0 && post_special(tok, v, last) == id;
 }
 
 /* ---- writing ----------------------------------------------------------------------------------
@@ -991,6 +1010,8 @@ static pl_status write_tokenizer(pl_gguf_writer *w, const vocab *v, const jfile 
     if (!s && eos < 0 && !(s = get_token_id(gen, "eos_token_id", &g, err)))
         eos = g >= 0 ? g : c->eos_id;
     if (s) return s;
+    /* no file names the BOS token (ChatGLM 3): the one the post-processor puts first */
+    if (bos < 0) bos = post_special(tok->root, v, 0);
     int64_t ids[4] = {bos, eos, pad, unk};
     for (int i = 0; i < 4; i++)
         if (ids[i] >= (int64_t)v->n)
@@ -1001,7 +1022,8 @@ static pl_status write_tokenizer(pl_gguf_writer *w, const vocab *v, const jfile 
     if ((s = get_bool(tc, "add_bos_token", -1, &add_bos, err)) ||
         (s = get_bool(tc, "add_eos_token", -1, &add_eos, err)))
         return s;
-    if (add_bos < 0) add_bos = post_adds_bos(tok->root, v, bos);
+    if (add_bos < 0) add_bos = post_adds(tok->root, v, bos, 0);
+    if (add_eos < 0 && post_adds(tok->root, v, eos, 1)) add_eos = 1;
     const char *model = v->spm ? "llama" : "gpt2";
     if ((s = pl_gguf_writer_set_string(w, "tokenizer.ggml.model", model, strlen(model), err)) ||
         (s = pl_gguf_writer_set_string(w, "tokenizer.ggml.pre", v->pre, strlen(v->pre), err)) ||
