@@ -8,6 +8,11 @@ plumb_test(test_convert LABELS unit conformance
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_convert.c)
 target_link_libraries(test_convert PRIVATE plumb_synth)
 set_property(TEST test_convert APPEND PROPERTY ENVIRONMENT "PLUMB_CLI=$<TARGET_FILE:plumb_cli>")
+# SentencePiece-style tokenizer.json and --vocab-only: keys, merge-rank scores, types, the ids,
+# refusals, allocation failure, the CLI the parity harness (tokparity.cmake) drives.
+plumb_test(test_convert_spm LABELS unit conformance
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_convert_spm.c)
+set_property(TEST test_convert_spm APPEND PROPERTY ENVIRONMENT "PLUMB_CLI=$<TARGET_FILE:plumb_cli>")
 # The outside oracle: tiny random checkpoints saved by transformers (data/hf/make_tiny_models.py)
 # with the logits PyTorch computed; plumb's logits on the conversion must match them.
 foreach(m llama-bf16:1e-3 qwen3:1e-5)

@@ -13,8 +13,10 @@ static void usage(FILE *out)
           "\n"
           "Converts a Hugging Face model directory to GGUF: config.json (LlamaForCausalLM,\n"
           "Qwen2ForCausalLM, Qwen3ForCausalLM), model.safetensors or a sharded checkpoint\n"
-          "(model.safetensors.index.json), tokenizer.json (byte-level BPE; the pre-tokenizer\n"
-          "is identified and written as tokenizer.ggml.pre), tokenizer_config.json (special\n"
+          "(model.safetensors.index.json), tokenizer.json (byte-level BPE: the pre-tokenizer\n"
+          "is identified and written as tokenizer.ggml.pre; or SentencePiece-style BPE with\n"
+          "byte fallback: written as a \"llama\" vocabulary with scores), tokenizer_config.json "
+          "(special\n"
           "tokens, add_bos_token, chat template), generation_config.json and\n"
           "chat_template.jinja when present. Keys and tensor names are llama.cpp's; llama\n"
           "checkpoints get llama.cpp's q/k row permutation (qwen2/qwen3 use NeoX RoPE and are\n"
@@ -25,6 +27,9 @@ static void usage(FILE *out)
           "                     Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K: the same tensor types\n"
           "                     and bytes as 'plumb quantize' of the F32 conversion\n"
           "  --pure             every weight matrix in TYPE, no llama.cpp mix\n"
+          "  --vocab-only       the tokenizer alone: tokenizer.json (+ tokenizer_config.json;\n"
+          "                     config.json optional, no weights read) -> a GGUF with no\n"
+          "                     tensors that 'plumb tokenize -m' loads\n"
           "  -h, --help         show this help\n"
           "\n"
           "OUT is written to OUT.tmp and renamed when complete; on failure or Ctrl-C nothing\n"
@@ -49,7 +54,7 @@ int cmd_convert(int argc, char **argv)
     cli_args a;
     cli_args_init(&a, argc, argv, "convert", usage);
     const char *pos[2] = {NULL, NULL}, *type = "F32";
-    int n_pos = 0, pure = 0;
+    int n_pos = 0, pure = 0, vocab_only = 0;
     for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
         if (k == CLI_ARG_POSITIONAL) {
             if (n_pos == 2) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
@@ -60,6 +65,11 @@ int cmd_convert(int argc, char **argv)
         if (cli_is(&a, NULL, "--pure")) {
             if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
             pure = 1;
+            continue;
+        }
+        if (cli_is(&a, NULL, "--vocab-only")) {
+            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
+            vocab_only = 1;
             continue;
         }
         if (cli_is(&a, NULL, "--type")) {
@@ -75,7 +85,7 @@ int cmd_convert(int argc, char **argv)
     pl_ftype ftype;
     if (pl_ftype_from_name(type, &ftype, &err) != PL_OK) return cli_usage_error(&a, "%s", err.msg);
     /* Checked here so that the message names the folder once, before any work. */
-    if (has_file(pos[0], "config.json") && !has_file(pos[0], "model.safetensors") &&
+    if (!vocab_only && has_file(pos[0], "config.json") && !has_file(pos[0], "model.safetensors") &&
         !has_file(pos[0], "model.safetensors.index.json"))
         return cli_errorf("%s: no weights: neither model.safetensors nor "
                           "model.safetensors.index.json can be read there",
@@ -88,12 +98,19 @@ int cmd_convert(int argc, char **argv)
                            .pure = pure,
                            .progress = progress_bar_cb,
                            .progress_user = &bar,
-                           .stats = &st};
+                           .stats = &st,
+                           .vocab_only = vocab_only};
     pl_status s = pl_convert_hf(pos[0], pos[1], &p, &err);
     progress_bar_finish(&bar);
     if (s == PL_ERR_CANCELLED) return cli_errorf("convert: interrupted; '%s' not written", pos[1]);
     if (s) return cli_fail(s, &err);
     char size[32];
+    if (vocab_only) {
+        cli_format_size(size, sizeof size, st.out_bytes);
+        printf("converted %s -> %s: vocabulary only, %" PRIu64 " tokens (pre-tokenizer %s), %s\n",
+               pos[0], pos[1], st.n_vocab, st.pre, size);
+        return CLI_EXIT_OK;
+    }
     cli_format_size(size, sizeof size, st.out_bytes);
     printf("converted %s -> %s: %s, %s%s, %" PRIu64 " tensors, %" PRIu64 " parameters, %" PRIu64
            " tokens (pre-tokenizer %s), %s, %.2f s\n",

@@ -12,13 +12,14 @@
 #include <sys/stat.h>
 
 #include "core/core.h"
+#include "convert_spm.h"
 #include "hf_util.h"
 #include "runtime/arch.h"
 
 #define MAX_JSON_FILE (256u << 20) /* tokenizer.json of a 256k vocabulary is ~10 MB */
 
 /* GGUF token types (tokenizer.ggml.token_type), llama.cpp's numbers. */
-enum { TT_NORMAL = 1, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5 };
+enum { TT_NORMAL = 1, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5, TT_BYTE = 6 };
 
 /* The pre-tokenizer regexes of tokenizer.json files, as Hugging Face writes them. */
 #define RE_QWEN2_HF                                                                                \
@@ -548,6 +549,9 @@ typedef struct vocab {
     char pre[32];
     const char *normalizer; /* "NFC", ..., or NULL */
     int add_bos;            /* -1 unknown */
+    int spm;                /* SentencePiece style: model "llama", scores, no merges written */
+    int add_space_prefix;   /* spm: the normalizer's Prepend('▁') */
+    float *score;           /* spm: n merge priorities (convert_spm.c) */
 } vocab;
 
 static void vocab_free(vocab *v)
@@ -555,6 +559,7 @@ static void vocab_free(vocab *v)
     pl_free(v->tok);
     pl_free(v->len);
     pl_free(v->type);
+    pl_free(v->score);
     pl_free(v->pad);
     for (uint64_t i = 0; v->merge_own && i < v->n_merges; i++) pl_free(v->merge_own[i]);
     pl_free(v->merge_own);
@@ -821,8 +826,43 @@ static pl_status put_token(vocab *v, int64_t id, const json_t *text, int32_t typ
     return PL_OK;
 }
 
+/* SentencePiece style: <0xXX> tokens are bytes, the model's unk_token is a control token (as
+ * llama.cpp's converter types special tokens from tokenizer.json; typed unknown it would decode
+ * to U+2585, while HF decodes it to its text), and each token gets its merge score. */
+static pl_status spm_types_scores(vocab *v, const json_t *model, const char *file, pl_error *err)
+{
+    const json_t *vmap = json_object_get(model, "vocab"),
+                 *unk = json_object_get(model, "unk_token");
+    for (int b = 0; b < 256; b++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", b);
+        const json_t *j = json_object_get(vmap, name);
+        if (!j) continue; /* an ASCII character with a token of its own (checked) */
+        const int64_t id = json_integer_value(j);
+        if (v->type[id] != TT_NORMAL)
+            return pl_fail(err, PL_ERR_FORMAT, "%s: byte token %s (id %lld) is also an added token",
+                           file, name, (long long)id);
+        v->type[id] = TT_BYTE;
+    }
+    if (unk && !json_is_null(unk)) {
+        const json_t *id =
+            json_is_string(unk) ? json_object_get(vmap, json_string_value(unk)) : NULL;
+        if (!json_is_integer(id))
+            return pl_fail(err, PL_ERR_FORMAT, "%s: model.unk_token is not a token of model.vocab",
+                           file);
+        v->type[json_integer_value(id)] = TT_CONTROL;
+    }
+    if (!(v->score = pl_malloc((size_t)v->n * sizeof *v->score)))
+        return pl_fail(err, PL_ERR_NOMEM, "no memory for %llu scores", (unsigned long long)v->n);
+    pl_status s =
+        pl_spm_scores(v->score, v->n, vmap, v->merges, v->merge_len, v->n_merges, file, err);
+    if (s) return s;
+    return pl_spm_check_merges(vmap, v->type, v->n, v->merges, v->merge_len, v->n_merges, file,
+                               err);
+}
+
 /* Reads tokenizer.json: vocabulary, merges, added tokens, pre-tokenizer, normalizer. The
- * token table is padded to n_rows (the embedding's rows) with [PADn] tokens. */
+ * token table is padded to n_rows (the embedding's rows; 0: none) with [PADn] tokens. */
 static pl_status read_vocab(vocab *v, const jfile *f, int64_t n_rows, pl_error *err)
 {
     const json_t *model = json_object_get(f->root, "model");
@@ -833,13 +873,11 @@ static pl_status read_vocab(vocab *v, const jfile *f, int64_t n_rows, pl_error *
         return pl_fail(err, PL_ERR_UNSUPPORTED,
                        "%s: tokenizer model '%.32s' is not BPE (plumb converts byte-level BPE)",
                        f->name, json_is_string(mt) ? json_string_value(mt) : "?");
-    if (bool_field(model, "byte_fallback", 0))
-        return pl_fail(err, PL_ERR_UNSUPPORTED,
-                       "%s: byte_fallback BPE is SentencePiece-style; plumb converts byte-level "
-                       "BPE only",
-                       f->name);
-    pl_status s = identify_pre(v, f->root, f->name, err);
+    v->spm = pl_spm_is_spm(f->root);
+    pl_status s = v->spm ? pl_spm_check(f->root, f->name, &v->add_space_prefix, err)
+                         : identify_pre(v, f->root, f->name, err);
     if (s) return s;
+    if (v->spm) snprintf(v->pre, sizeof v->pre, "default"); /* llama.cpp writes it so */
     const json_t *vmap = json_object_get(model, "vocab"),
                  *added = json_object_get(f->root, "added_tokens");
     if (!json_is_object(vmap))
@@ -866,6 +904,7 @@ static pl_status read_vocab(vocab *v, const jfile *f, int64_t n_rows, pl_error *
         if (id > max_id) max_id = id;
     }
     if (max_id < 0) return pl_fail(err, PL_ERR_FORMAT, "%s: the vocabulary is empty", f->name);
+    if (n_rows <= 0) n_rows = max_id + 1; /* vocabulary only, no config.json */
     if (max_id >= n_rows)
         return pl_fail(err, PL_ERR_FORMAT,
                        "%s: token id %lld has no row in the embedding (%lld rows, config.json "
@@ -908,7 +947,9 @@ static pl_status read_vocab(vocab *v, const jfile *f, int64_t n_rows, pl_error *
             v->type[t] = TT_UNUSED;
         }
     if ((s = check_unique(v, f->name, err))) return s;
-    return read_merges(v, vmap, json_object_get(model, "merges"), f->name, err);
+    if ((s = read_merges(v, vmap, json_object_get(model, "merges"), f->name, err)) || !v->spm)
+        return s;
+    return spm_types_scores(v, model, f->name, err);
 }
 
 /* The id of a special token named in tokenizer_config.json (a string or {"content": ...});
@@ -935,9 +976,8 @@ static pl_status special_id(const vocab *v, const jfile *tc, const char *key, in
                    s);
 }
 
-/* add_bos from the post-processor when tokenizer_config.json does not say: Llama 3's
- * TemplateProcessing starts every sequence with the BOS token. */
-static int post_adds_bos(const json_t *tok, const vocab *v, int64_t bos)
+/* The post-processor's TemplateProcessing (alone or inside a Sequence), or NULL. */
+static const json_t *post_template(const json_t *tok)
 {
     const json_t *pp = json_object_get(tok, "post_processor");
     if (is_type(pp, "Sequence")) {
@@ -945,13 +985,33 @@ static int post_adds_bos(const json_t *tok, const vocab *v, int64_t bos)
         for (size_t i = 0; json_is_array(seq) && i < json_array_size(seq); i++)
             if (is_type(json_array_get(seq, i), "TemplateProcessing")) pp = json_array_get(seq, i);
     }
-    if (!is_type(pp, "TemplateProcessing") || bos < 0) return 0;
-    const json_t *single = json_object_get(pp, "single");
-    const json_t *first = json_is_array(single) ? json_array_get(single, 0) : NULL;
-    const json_t *st = first ? json_object_get(first, "SpecialToken") : NULL;
+    return is_type(pp, "TemplateProcessing") ? pp : NULL;
+}
+
+/* The token the single-sequence template puts first (last: 1), when it is a special token that
+ * is in the vocabulary; -1 otherwise. */
+static int64_t post_special(const json_t *tok, const vocab *v, int last)
+{
+    const json_t *pp = post_template(tok);
+    const json_t *single = pp ? json_object_get(pp, "single") : NULL;
+    const size_t n = json_is_array(single) ? json_array_size(single) : 0;
+    const json_t *e = n ? json_array_get(single, last ? n - 1 : 0) : NULL;
+    const json_t *st = e ? json_object_get(e, "SpecialToken") : NULL;
     const json_t *id = st ? json_object_get(st, "id") : NULL;
-    return id && json_is_string(id) && json_string_length(id) == v->len[bos] &&
-           memcmp(json_string_value(id), v->tok[bos], v->len[bos]) == 0;
+    if (!id || !json_is_string(id)) return -1;
+    const size_t len = json_string_length(id);
+    for (uint64_t i = v->n; i-- > 0;) /* the last definition wins, as in special_id */
+        if (v->len[i] == len && memcmp(v->tok[i], json_string_value(id), len) == 0 &&
+            v->type[i] != TT_UNUSED)
+            return (int64_t)i;
+    return -1;
+}
+
+/* add_bos (add_eos) from the post-processor when tokenizer_config.json does not say: Llama 3's
+ * TemplateProcessing starts every sequence with the BOS token. */
+static int post_adds(const json_t *tok, const vocab *v, int64_t id, int last)
+{
+    return id >= 0 && post_special(tok, v, last) == id;
 }
 
 /* ---- writing ----------------------------------------------------------------------------------
@@ -1063,6 +1123,8 @@ static pl_status write_tokenizer(pl_gguf_writer *w, const vocab *v, const jfile 
     if (!s && eos < 0 && !(s = get_token_id(gen, "eos_token_id", &g, err)))
         eos = g >= 0 ? g : c->eos_id;
     if (s) return s;
+    /* no file names the BOS token (ChatGLM 3): the one the post-processor puts first */
+    if (bos < 0) bos = post_special(tok->root, v, 0);
     int64_t ids[4] = {bos, eos, pad, unk};
     for (int i = 0; i < 4; i++)
         if (ids[i] >= (int64_t)v->n)
@@ -1073,14 +1135,22 @@ static pl_status write_tokenizer(pl_gguf_writer *w, const vocab *v, const jfile 
     if ((s = get_bool(tc, "add_bos_token", -1, &add_bos, err)) ||
         (s = get_bool(tc, "add_eos_token", -1, &add_eos, err)))
         return s;
-    if (add_bos < 0) add_bos = post_adds_bos(tok->root, v, bos);
-    if ((s = pl_gguf_writer_set_string(w, "tokenizer.ggml.model", "gpt2", 4, err)) ||
+    if (add_bos < 0) add_bos = post_adds(tok->root, v, bos, 0);
+    if (add_eos < 0 && post_adds(tok->root, v, eos, 1)) add_eos = 1;
+    const char *model = v->spm ? "llama" : "gpt2";
+    if ((s = pl_gguf_writer_set_string(w, "tokenizer.ggml.model", model, strlen(model), err)) ||
         (s = pl_gguf_writer_set_string(w, "tokenizer.ggml.pre", v->pre, strlen(v->pre), err)) ||
         (s = pl_gguf_writer_set_array_str(w, "tokenizer.ggml.tokens", v->tok, v->len, v->n, err)) ||
         (s = pl_gguf_writer_set_array(w, "tokenizer.ggml.token_type", PL_GGUF_INT32, v->type, v->n,
-                                      err)) ||
-        (s = pl_gguf_writer_set_array_str(w, "tokenizer.ggml.merges", v->merges, v->merge_len,
-                                          v->n_merges, err)))
+                                      err)))
+        return s;
+    /* SentencePiece: the merges live on as scores (convert_spm.c), with the dummy prefix */
+    if (v->spm && ((s = pl_gguf_writer_set_array(w, "tokenizer.ggml.scores", PL_GGUF_FLOAT32,
+                                                 v->score, v->n, err)) ||
+                   (s = set_bool(w, "tokenizer.ggml.add_space_prefix", v->add_space_prefix, err))))
+        return s;
+    if (!v->spm && (s = pl_gguf_writer_set_array_str(w, "tokenizer.ggml.merges", v->merges,
+                                                     v->merge_len, v->n_merges, err)))
         return s;
     if (bos >= 0 &&
         (s = pl_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)bos, err)))
@@ -1336,6 +1406,60 @@ static void base_name(char *out, size_t cap, const char *dir)
     snprintf(out, cap, "%.*s", (int)(n - b), dir + b);
 }
 
+static pl_status no_tensor(void *user, uint64_t i, void *dst, uint64_t n_bytes, pl_error *err)
+{
+    (void)user;
+    (void)dst;
+    (void)n_bytes;
+    return pl_fail(err, PL_ERR_INVALID_ARG, "a vocabulary-only GGUF has no tensor %llu",
+                   (unsigned long long)i);
+}
+
+/* The tokenizer alone: tokenizer.json (+ tokenizer_config.json, generation_config.json,
+ * chat_template.jinja, and config.json's vocab_size and token ids where present) -> a GGUF
+ * with tokenizer.* keys, general.name and no tensors, which PL_MODEL_VOCAB_ONLY loads. */
+static pl_status convert_vocab(const char *hf_dir, const char *out_path,
+                               const pl_convert_params *params, const char *name, pl_error *err)
+{
+    jfile cfg = {0}, tok = {0}, tc = {0}, gen = {0}, jinja = {0};
+    hf_config c = {.bos_id = -1, .eos_id = -1};
+    vocab v = {0};
+    pl_gguf_writer *w = NULL;
+    const char *tmpl = NULL;
+    pl_status s;
+    if ((s = read_json(&cfg, hf_dir, "config.json", 0, 0, err)) ||
+        (s = get_int(&cfg, "vocab_size", 0, PL_GGUF_MAX_ARRAY, 0, &c.V, err)) ||
+        (s = get_token_id(&cfg, "bos_token_id", &c.bos_id, err)) ||
+        (s = get_token_id(&cfg, "eos_token_id", &c.eos_id, err)) ||
+        (s = read_json(&tok, hf_dir, "tokenizer.json", 1, 0, err)) ||
+        (s = read_json(&tc, hf_dir, "tokenizer_config.json", 0, JSON_DECODE_INT_AS_REAL, err)) ||
+        (s = read_json(&gen, hf_dir, "generation_config.json", 0, 0, err)) ||
+        (s = read_jinja(&jinja, hf_dir, err)) || (s = read_vocab(&v, &tok, c.V, err)) ||
+        (s = chat_template(&tc, &jinja, &tmpl, err)) || (s = pl_gguf_writer_new(&w, 3, err)) ||
+        (s = pl_gguf_writer_set_string(w, "general.name", name, strlen(name), err)) ||
+        (s = write_tokenizer(w, &v, &tok, &tc, &gen, &c, tmpl, err)) ||
+        (s = pl_gguf_write_streamed(w, out_path, NULL, 0, no_tensor, NULL, err)))
+        goto done;
+    if (params->stats) {
+        pl_convert_stats *o = params->stats;
+        struct stat sb;
+        memset(o, 0, sizeof *o);
+        o->n_vocab = v.n;
+        o->out_bytes = stat(out_path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+        o->arch = "none (vocabulary only)";
+        snprintf(o->pre, sizeof o->pre, "%s", v.pre);
+    }
+done:
+    pl_gguf_writer_free(w);
+    vocab_free(&v);
+    json_decref(cfg.root);
+    json_decref(tok.root);
+    json_decref(tc.root);
+    json_decref(gen.root);
+    json_decref(jinja.root);
+    return s ? s : pl_ok(err);
+}
+
 pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_convert_params *params,
                         pl_error *err)
 {
@@ -1358,6 +1482,7 @@ pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_conve
     const char *tmpl = NULL;
     char name[256];
     base_name(name, sizeof name, hf_dir);
+    if (params->vocab_only) return convert_vocab(hf_dir, out_path, params, name, err);
     pl_status s;
     /* tokenizer_config.json holds no integer convert reads, but transformers writes
      * model_max_length as 1e30 in full digits, past any JSON integer type: read numbers as reals */

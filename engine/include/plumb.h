@@ -937,7 +937,8 @@ const char *pl_safetensors_metadata(const pl_safetensors *st, const char *key);
 
 /* ---- convert: a Hugging Face model directory -> GGUF ---------------------------------
  * Reads config.json (LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM), the safetensors
- * weights, tokenizer.json (byte-level BPE), tokenizer_config.json and, when present,
+ * weights, tokenizer.json (byte-level BPE, or SentencePiece-style BPE with byte fallback:
+ * written as a "llama" vocabulary with scores), tokenizer_config.json and, when present,
  * generation_config.json and chat_template.jinja, and writes a GGUF in llama.cpp's key and
  * tensor names. Llama checkpoints get llama.cpp's q/k row permutation (HF keeps each head's
  * rotary halves apart; GGUF's normal RoPE wants the pairs interleaved); qwen2/qwen3 use NeoX
@@ -949,7 +950,7 @@ typedef struct pl_convert_stats {
     uint64_t n_params;  /* elements written */
     uint64_t n_vocab;   /* tokens written (padded to the embedding's rows) */
     uint64_t out_bytes;
-    const char *arch; /* "llama", "qwen2", "qwen3" (static) */
+    const char *arch; /* "llama", "qwen2", "qwen3", ... (static); vocab_only: a phrase */
     char pre[32];     /* the pre-tokenizer written to tokenizer.ggml.pre */
 } pl_convert_stats;
 
@@ -959,6 +960,8 @@ typedef struct pl_convert_params {
     pl_progress_fn progress; /* may be NULL; elements done / total; may cancel */
     void *progress_user;
     pl_convert_stats *stats; /* may be NULL; filled on success */
+    int vocab_only; /* 1: the tokenizer alone (tokenizer.json; config.json optional, no weights
+                       read): tokenizer.* keys, general.name, no tensors (PL_MODEL_VOCAB_ONLY) */
 } pl_convert_params;
 
 /* Writes out_path through out_path.tmp and a rename: on failure nothing is left there. Errors
