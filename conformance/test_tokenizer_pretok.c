@@ -310,15 +310,14 @@ static void pretok_default_splits_as_llama_cpp_default(void)
 static void pretok_names_and_aliases_resolve(void)
 {
     static const char *const pairs[][2] = {
-        {"gpt2", "gpt2"},
-        {"gpt-2", "gpt2"},
-        {"llama3", "llama-bpe"},
-        {"llama-v3", "llama-bpe"},
-        {"llama-bpe", "llama-bpe"},
-        {"qwen2", "qwen2"},
-        {"deepseek-r1-qwen", "qwen2"},
-        {"smollm", "smollm"},
-        {"starcoder", "smollm"},
+        {"gpt2", "gpt-2"},         {"gpt-2", "gpt-2"},
+        {"falcon", "falcon"},      {"deepseek-v3", "deepseek-v3"},
+        {"hy_v4", "deepseek-v3"},  {"poro-chat", "bloom"},
+        {"llama4", "gpt-4o"},      {"command-r", "smollm"},
+        {"smaug-bpe", "dbrx"},     {"llama3", "llama-bpe"},
+        {"llama-v3", "llama-bpe"}, {"llama-bpe", "llama-bpe"},
+        {"qwen2", "qwen2"},        {"deepseek-r1-qwen", "qwen2"},
+        {"smollm", "smollm"},      {"starcoder", "smollm"},
         {"default", "default"},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {

@@ -49,7 +49,7 @@ const NFC = { type: 'NFC' };
 
 // name -> [pre_tokenizer, normalizer, model.ignore_merges]
 const forms = {
-  gpt2: [BLRE, null, false],
+  'gpt-2': [BLRE, null, false],
   'llama-bpe': [seq(split(LLAMA3), BL), null, true],
   dbrx: [seq(split(LLAMA3), BL), null, false],
   'jais-2': [seq(split(JAIS2), BL), null, false],

@@ -115,8 +115,8 @@ static const struct pl_pretok_def pretoks[] = {
     {.name = "default",
      .aliases = "",
      .step = {"[\\p{P}\\$\\+<=>\\^~\\|]+", RE_GPT2, "\\p{N}+", "[0-9][0-9][0-9]", BL}},
-    {.name = "gpt2",
-     .aliases = "gpt-2|phi-2|mpt|olmo|jais|trillion|granite-docling|exaone4|jina-es|jina-de|"
+    {.name = "gpt-2",
+     .aliases = "gpt2|phi-2|mpt|olmo|jais|trillion|granite-docling|exaone4|jina-es|jina-de|"
                 "jina-v2-es|jina-v2-de|gigachat|a.x-4.0|mellum|modern-bert",
      .step = {RE_GPT2, BL}},
     {.name = "llama-bpe",
@@ -229,7 +229,7 @@ const struct pl_pretok_def *pl_pretok_table(size_t *n)
 
 const char *pl_pretok_names(void)
 {
-    return "default gpt2 llama-bpe dbrx jais-2 qwen2 stablelm2 qwen35 minicpm5 seed-coder "
+    return "default gpt-2 llama-bpe dbrx jais-2 qwen2 stablelm2 qwen35 minicpm5 seed-coder "
            "ufakzeka laguna exaone-moe bailingmoe smollm falcon deepseek-llm deepseek-coder "
            "deepseek-v3 spark2_5 gpt-4o tekken youtu tiny_aya bloom viking chameleon";
 }
