@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "testutil.h"
 #include "tokfix.h"
@@ -543,6 +544,97 @@ static void pretok_splits_as_hf_tokenizers_on_held_out_text(void)
     free(hard);
 }
 
+/* ---- pathological inputs: 200 kB of one character class (or a short period of two) through
+ * every pre-tokenizer in at most 0.4 s each, so no regex backtracks catastrophically. */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static pl_status count_piece(void *user, const char *p, size_t n)
+{
+    (void)p;
+    (void)n;
+    (*(size_t *)user)++;
+    return PL_OK;
+}
+
+/* tiny_aya's first regex, \d{1,3}(?=(?:\d{3})*\b), looks ahead over the rest of a digit run at
+ * every match: quadratic in the run's length in every engine (Oniguruma too). Its bound is
+ * checked on runs of digits up to 4 kB, the others' on 200 kB. */
+static void pretok_pathological_inputs_split_within_bound(void)
+{
+    static const char *const units[] = {
+        " ",
+        "\n",
+        "\r\n",
+        "a",
+        "A",
+        "Aa",
+        "1",
+        "!",
+        "'",
+        "'s",
+        " a",
+        "a ",
+        " \n",
+        "\t ",
+        "\xc2\xa0",
+        "\xe1\xa0\x8e",
+        "\xe4\xb8\xad",
+        "\xcc\x81",
+        "a\xcc\x81",
+        "a\xcc\x81 ",
+        "1,",
+        ". ",
+        "<",
+        "IMGIMGA",
+        "\xf0\x9f\x99\x82",
+        "\xd9\xa3",
+        " 1",
+        "'S",
+        "/\n",
+    };
+    const size_t total = 200 * 1000;
+    char *buf = malloc(total + 16);
+    TU_CHECK(buf != NULL, "no memory");
+    if (!buf) return;
+    size_t n_tab;
+    const struct pl_pretok_def *tab = pl_pretok_table(&n_tab);
+    double worst = 0;
+    const char *worst_at = "";
+    for (size_t t = 0; t < n_tab; t++) {
+        struct pl_pretok p;
+        struct pl_pretok_scratch *s;
+        pl_error err;
+        TU_CHECK(pl_pretok_compile(&p, &tab[t], &err) == PL_OK, "%s: %s", tab[t].name, err.msg);
+        TU_CHECK(pl_pretok_scratch_new(&s, &p, &err) == PL_OK, "%s: scratch", tab[t].name);
+        for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
+            size_t k = strlen(units[u]), n = 0;
+            /* a run of one digit (ASCII or Arabic-Indic) */
+            int quadratic = strcmp(tab[t].name, "tiny_aya") == 0 &&
+                            (strcmp(units[u], "1") == 0 || strcmp(units[u], "\xd9\xa3") == 0);
+            size_t want = quadratic ? 4000 : total;
+            while (n + k <= want) memcpy(buf + n, units[u], k), n += k;
+            size_t pieces = 0;
+            double a = now_s();
+            pl_status st = pl_pretok_split(&p, s, buf, n, count_piece, &pieces, &err);
+            double dt = now_s() - a;
+            TU_CHECK(st == PL_OK, "%s on '%s' x %zu: %s", tab[t].name, units[u], n / k, err.msg);
+            TU_CHECK(dt <= 0.4, "%s on %zu bytes of '%s': %.3f s (bound 0.4 s)", tab[t].name, n,
+                     units[u], dt);
+            if (dt > worst) worst = dt, worst_at = tab[t].name;
+        }
+        pl_pretok_scratch_free(s);
+        pl_pretok_release(&p);
+    }
+    printf("  slowest: %s, %.3f s\n", worst_at, worst);
+    free(buf);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -557,6 +649,8 @@ int main(void)
          pretok_whitespace_is_unicode_white_space_for_every_code_point},
         {"pretok_splits_as_hf_tokenizers_on_held_out_text",
          pretok_splits_as_hf_tokenizers_on_held_out_text},
+        {"pretok_pathological_inputs_split_within_bound",
+         pretok_pathological_inputs_split_within_bound},
         {NULL, NULL},
     };
     return tu_run("tokenizer_pretok", tests);

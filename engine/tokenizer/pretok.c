@@ -104,6 +104,10 @@ const char pl_pretok_gpt2[] = RE_GPT2;
 #define RE_EXAONE_MOE                                                                              \
     CONTRACT "|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| "               \
              "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"
+/* Nothing follows the letter group in its alternative, so greedy equals possessive. */
+#define RE_EXAONE_MOE_PCRE2                                                                        \
+    CONTRACT "|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*+(?: \\p{L}\\p{M}*+)*+)++|\\p{N}| "           \
+             "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"
 #define RE_MINICPM5 CONTRACT "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+|" RE_TAIL
 #define RE_YOUTU_CJK                                                                               \
     "[\uAC00-\uD7A3\u3131-\u318E]+|[\uFF01\u2026\u201C\u201D\u2018\u2019\u2014\uFF1A\uFF1B\uFF0C"  \
@@ -142,7 +146,10 @@ static const struct pl_pretok_def pretoks[] = {
     {.name = "seed-coder", .aliases = "", .step = {RE_SEED, BL}},
     {.name = "ufakzeka", .aliases = "", .step = {RE_UFAK, BL}},
     {.name = "laguna", .aliases = "", .step = {"[^\\n]+|[\\n]+", RE_QWEN2, BL}},
-    {.name = "exaone-moe", .aliases = "", .step = {RE_EXAONE_MOE, BL}},
+    {.name = "exaone-moe",
+     .aliases = "",
+     .step = {RE_EXAONE_MOE, BL},
+     .pcre2 = {RE_EXAONE_MOE_PCRE2}},
     {.name = "bailingmoe", .aliases = "bailingmoe2|llada-moe", .step = {RE_BAILING, BL}},
     /* HuggingFaceTB/SmolLM, StarCoder, Command R, EXAONE: Digits(individual) then ByteLevel's
      * GPT-2 regex. */
@@ -167,7 +174,9 @@ static const struct pl_pretok_def pretoks[] = {
     {.name = "youtu", .aliases = "", .step = {RE_YOUTU_CJK, RE_YOUTU, BL}, .ignore_merges = 1},
     {.name = "tiny_aya",
      .aliases = "cohere2moe",
-     .step = {"\\d{1,3}(?=(?:\\d{3})*\\b)", RE_O200K, BL}},
+     .step = {"\\d{1,3}(?=(?:\\d{3})*\\b)", RE_O200K, BL},
+     /* Inside a digit run there is no \\b: fewer triples never succeed where more failed. */
+     .pcre2 = {"\\d{1,3}(?=(?:\\d{3})*+\\b)"}},
     {.name = "bloom", .aliases = "poro-chat|gpt3-finnish", .step = {RE_BLOOM, BL}},
     {.name = "viking", .aliases = "", .step = {RE_VIKING, DIGIT1, BL}},
     /* Chameleon: sentinel and image tokens, tabs/newlines/indents, digits, punctuation, then
@@ -337,14 +346,15 @@ pl_status pl_pretok_compile(struct pl_pretok *p, const struct pl_pretok_def *def
                         PL_TOK_MAX_PRE_REGEX);
             break;
         }
-        size_t cap = strlen(def->step[k]) * 120 + 64; /* \s, the longest rewrite, is ~90 bytes */
+        size_t cap = strlen(def->pcre2[k] ? def->pcre2[k] : def->step[k]) * 120 +
+                     64; /* \s, the longest rewrite, is ~90 bytes */
         pl_free(buf);
         if (!(buf = pl_malloc(cap))) {
             s = pl_fail(err, PL_ERR_NOMEM, "no memory to rewrite pre-tokenizer '%s' regex %d",
                         def->name, i);
             break;
         }
-        if (!to_pcre2(buf, cap, def->step[k])) {
+        if (!to_pcre2(buf, cap, def->pcre2[k] ? def->pcre2[k] : def->step[k])) {
             s = pl_fail(err, PL_ERR_LIMIT, "pre-tokenizer '%s' regex %d: rewrite overflow",
                         def->name, i);
             break;

@@ -37,6 +37,9 @@ struct pl_pretok_def {
     const char *name;    /* canonical tokenizer.ggml.pre value */
     const char *aliases; /* other accepted values, '|'-separated, or "" */
     const char *step[PL_TOK_MAX_PRE_STEPS];
+    /* Where set, what PCRE2 runs instead of step[k]: the same matches, written so that PCRE2
+     * keeps no backtracking state per character (its JIT stack is bounded). */
+    const char *pcre2[PL_TOK_MAX_PRE_STEPS];
     int ignore_merges; /* a word that is itself a token is emitted whole (Llama 3) */
     int add_bos;       /* default for tokenizer.ggml.add_bos_token */
     int norm;          /* default normalizer (pl_tok_norm): what the tokenizer.json declares */
