@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "demo_vocab.h"
 #include "testutil.h"
 #include "tokfix.h"
 
@@ -635,6 +636,47 @@ static void pretok_pathological_inputs_split_within_bound(void)
     free(buf);
 }
 
+/* A vocabulary naming a pre-tokenizer llama.cpp knows but plumb refuses fails to load with the
+ * reason; every name of the table (and alias) loads on the same vocabulary. */
+static void pretok_names_load_or_are_refused_with_reason(void)
+{
+    static const char *const refused[][2] = {
+        {"gemma4", "raw UTF-8"}, {"kimi-k2", "custom code"}, {"superbpe", "zero-width"}};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        pl_gguf_writer *w = tf_writer();
+        pl_error e;
+        TU_CHECK(demo_vocab_write(w, DEMO_VOCAB_BPE, demo_vocab_min(DEMO_VOCAB_BPE), &e) == PL_OK,
+                 "demo vocab");
+        tf_str(w, "tokenizer.ggml.pre", refused[i][0]);
+        tf_file f;
+        pl_error err = {0};
+        pl_status st = tf_open(&f, w, &err);
+        TU_CHECK(st == PL_ERR_UNSUPPORTED && tf_mentions(err.msg, refused[i][0]) &&
+                     tf_mentions(err.msg, refused[i][1]),
+                 "%s: status %d '%s'", refused[i][0], st, err.msg);
+        tf_close(&f);
+    }
+    size_t n;
+    const struct pl_pretok_def *tab = pl_pretok_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        char names[512];
+        snprintf(names, sizeof names, "%s%s%s", tab[i].name, tab[i].aliases[0] ? "|" : "",
+                 tab[i].aliases);
+        for (char *name = strtok(names, "|"); name; name = strtok(NULL, "|")) {
+            pl_gguf_writer *w = tf_writer();
+            pl_error e;
+            TU_CHECK(demo_vocab_write(w, DEMO_VOCAB_BPE, demo_vocab_min(DEMO_VOCAB_BPE), &e) ==
+                         PL_OK,
+                     "demo vocab");
+            tf_str(w, "tokenizer.ggml.pre", name);
+            tf_file f;
+            pl_error err = {0};
+            TU_CHECK(tf_open(&f, w, &err) == PL_OK, "%s: %s", name, err.msg);
+            tf_close(&f);
+        }
+    }
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -649,6 +691,8 @@ int main(void)
          pretok_whitespace_is_unicode_white_space_for_every_code_point},
         {"pretok_splits_as_hf_tokenizers_on_held_out_text",
          pretok_splits_as_hf_tokenizers_on_held_out_text},
+        {"pretok_names_load_or_are_refused_with_reason",
+         pretok_names_load_or_are_refused_with_reason},
         {"pretok_pathological_inputs_split_within_bound",
          pretok_pathological_inputs_split_within_bound},
         {NULL, NULL},

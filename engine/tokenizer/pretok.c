@@ -238,9 +238,10 @@ const struct pl_pretok_def *pl_pretok_table(size_t *n)
 
 const char *pl_pretok_names(void)
 {
-    return "default gpt-2 llama-bpe dbrx jais-2 qwen2 stablelm2 qwen35 minicpm5 seed-coder "
-           "ufakzeka laguna exaone-moe bailingmoe smollm falcon deepseek-llm deepseek-coder "
-           "deepseek-v3 spark2_5 gpt-4o tekken youtu tiny_aya bloom viking chameleon";
+    /* The most used first: an error message of 256 bytes may cut the tail. */
+    return "default gpt-2 llama-bpe qwen2 smollm deepseek-v3 gpt-4o tekken dbrx stablelm2 qwen35 "
+           "deepseek-llm deepseek-coder falcon bloom viking chameleon jais-2 minicpm5 seed-coder "
+           "ufakzeka laguna exaone-moe bailingmoe spark2_5 youtu tiny_aya";
 }
 
 /* ---- Oniguruma syntax -> PCRE2 syntax ---- */

@@ -631,8 +631,7 @@ static pl_status load_pretok(struct loader *L)
         return pl_fail(L->err, PL_ERR_UNSUPPORTED, KEY_PRE " = %s is refused: %s",
                        show(L->sb, sizeof L->sb, name, len), why);
     if (!def)
-        return pl_fail(L->err, PL_ERR_UNSUPPORTED,
-                       KEY_PRE " = %s is not a pre-tokenizer plumb knows (known: %s)",
+        return pl_fail(L->err, PL_ERR_UNSUPPORTED, KEY_PRE " %s unknown; known: %s",
                        show(L->sb, sizeof L->sb, name, len), pl_pretok_names());
     snprintf(t->pre_name, sizeof t->pre_name, "%.*s", (int)(len < 63 ? len : 63), name);
     t->norm = def->norm;
