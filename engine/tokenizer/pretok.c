@@ -27,6 +27,7 @@
 #define WORD "\\p{L}\\p{M}\\p{Nd}\\p{Pc}"
 
 const char pl_pretok_bytelevel[] = "ByteLevel";
+const char pl_pretok_digit_groups[] = "\\p{Nd}+";
 /* Digits: char::is_numeric (Nd, Nl, No); Punctuation: ASCII punctuation or Unicode P*. */
 const char pl_pretok_digits1[] = "\\p{N}", pl_pretok_digits[] = "\\p{N}+",
            pl_pretok_punct1[] = "[\\p{P}!-/:-@\\[-`{-~]",
@@ -175,8 +176,7 @@ static const struct pl_pretok_def pretoks[] = {
     {.name = "tiny_aya",
      .aliases = "cohere2moe",
      .step = {"\\d{1,3}(?=(?:\\d{3})*\\b)", RE_O200K, BL},
-     /* Inside a digit run there is no \\b: fewer triples never succeed where more failed. */
-     .pcre2 = {"\\d{1,3}(?=(?:\\d{3})*+\\b)"}},
+     .pcre2 = {pl_pretok_digit_groups}},
     {.name = "bloom", .aliases = "poro-chat|gpt3-finnish", .step = {RE_BLOOM, BL}},
     {.name = "viking", .aliases = "", .step = {RE_VIKING, DIGIT1, BL}},
     /* Chameleon: sentinel and image tokens, tabs/newlines/indents, digits, punctuation, then
@@ -378,6 +378,17 @@ pl_status pl_pretok_compile(struct pl_pretok *p, const struct pl_pretok_def *def
             break;
         }
         p->n_re++;
+        if (def->pcre2[k] == pl_pretok_digit_groups) {
+            p->groups[i] = 1;
+            if (!p->word && !(p->word = pcre2_compile((PCRE2_SPTR) "[\\p{L}\\p{M}\\p{Pc}]",
+                                                      PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
+                                                      &code, &at, cctx))) {
+                s = pl_fail(err,
+                            code == PCRE2_ERROR_HEAP_FAILED ? PL_ERR_NOMEM : PL_ERR_UNSUPPORTED,
+                            "pre-tokenizer '%s': the word class does not compile", def->name);
+                break;
+            }
+        }
         int rc = pcre2_jit_compile(p->re[i], PCRE2_JIT_COMPLETE);
         /* No JIT in this PCRE2 build: the interpreter gives the same matches, only slower. */
         if (rc == PCRE2_ERROR_NOMEMORY)
@@ -398,6 +409,7 @@ void pl_pretok_release(struct pl_pretok *p)
 {
     if (!p) return;
     for (int i = 0; i < PL_TOK_MAX_PRE_REGEX; i++) pcre2_code_free(p->re[i]);
+    pcre2_code_free(p->word);
     pcre2_general_context_free(p->gctx);
     memset(p, 0, sizeof *p);
 }
@@ -406,6 +418,7 @@ void pl_pretok_release(struct pl_pretok *p)
 
 struct pl_pretok_scratch {
     pcre2_match_data *md[PL_TOK_MAX_PRE_REGEX]; /* one per level: levels nest */
+    pcre2_match_data *md_word;                  /* the digit_groups boundary test */
 };
 
 pl_status pl_pretok_scratch_new(struct pl_pretok_scratch **out, const struct pl_pretok *p,
@@ -421,6 +434,10 @@ pl_status pl_pretok_scratch_new(struct pl_pretok_scratch **out, const struct pl_
             return pl_fail(err, PL_ERR_NOMEM, "no memory for PCRE2 match data");
         }
     }
+    if (p->word && !(s->md_word = pcre2_match_data_create(1, p->gctx))) {
+        pl_pretok_scratch_free(s);
+        return pl_fail(err, PL_ERR_NOMEM, "no memory for PCRE2 match data");
+    }
     *out = s;
     return PL_OK;
 }
@@ -429,6 +446,7 @@ void pl_pretok_scratch_free(struct pl_pretok_scratch *s)
 {
     if (!s) return;
     for (int i = 0; i < PL_TOK_MAX_PRE_REGEX; i++) pcre2_match_data_free(s->md[i]);
+    pcre2_match_data_free(s->md_word);
     pl_free(s);
 }
 
@@ -451,10 +469,55 @@ static pl_status match_error(struct split_ctx *c, int level, int rc, size_t at)
                    c->p->def->name, level, at, (const char *)msg);
 }
 
+static pl_status split_level(struct split_ctx *c, int level, const char *p, size_t n);
+
+/* \d{1,3}(?=(?:\d{3})*\b) as an Isolated split, in one pass. A match needs a run of Nd
+ * digits that ends at a word boundary (the next character is not L, M, Nd or Pc: Oniguruma's
+ * \w); inside a digit run there is no boundary, so a run followed by a word character has no
+ * match at all. In a run that does end at one, each match takes 1-3 digits so that a multiple
+ * of three remains: the first piece is ((m - 1) mod 3) + 1 digits long, the rest threes. */
+static pl_status split_groups(struct split_ctx *c, int level, const char *p, size_t n)
+{
+    pcre2_code *re = c->p->re[level];
+    pcre2_match_data *md = c->s->md[level];
+    size_t off = 0, gap = 0;
+    pl_status s;
+    while (off < n) {
+        int rc = pcre2_match(re, (PCRE2_SPTR)p, n, off, PCRE2_NO_UTF_CHECK, md, NULL);
+        if (rc == PCRE2_ERROR_NOMATCH) break;
+        if (rc < 0) return match_error(c, level, rc, (size_t)(p - c->base) + off);
+        const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        size_t a = ov[0], e = ov[1];
+        off = e;
+        if (e < n) {
+            rc = pcre2_match(c->p->word, (PCRE2_SPTR)p, n, e, PCRE2_NO_UTF_CHECK | PCRE2_ANCHORED,
+                             c->s->md_word, NULL);
+            if (rc >= 0) continue; /* a word character follows: no boundary, no match */
+            if (rc != PCRE2_ERROR_NOMATCH)
+                return match_error(c, level, rc, (size_t)(p - c->base) + e);
+        }
+        size_t m = 0;
+        for (size_t i = a; i < e; i += pl_utf8_char((const unsigned char *)p + i, e - i)) m++;
+        if (a > gap && (s = split_level(c, level + 1, p + gap, a - gap))) return s;
+        size_t take = (m - 1) % 3 + 1, at = a;
+        while (at < e) {
+            size_t b = at;
+            for (size_t k = 0; k < take; k++)
+                b += pl_utf8_char((const unsigned char *)p + b, e - b);
+            if ((s = split_level(c, level + 1, p + at, b - at))) return s;
+            at = b;
+            take = 3;
+        }
+        gap = e;
+    }
+    return split_level(c, level + 1, p + gap, n - gap);
+}
+
 static pl_status split_level(struct split_ctx *c, int level, const char *p, size_t n)
 {
     if (n == 0) return PL_OK;
     if (level == c->p->n_re) return c->emit(c->user, p, n);
+    if (c->p->groups[level]) return split_groups(c, level, p, n);
     pcre2_code *re = c->p->re[level];
     pcre2_match_data *md = c->s->md[level];
     size_t off = 0, gap = 0;

@@ -45,11 +45,18 @@ struct pl_pretok_def {
     int norm;          /* default normalizer (pl_tok_norm): what the tokenizer.json declares */
 };
 
+/* pcre2[k] = pl_pretok_digit_groups: step k is \d{1,3}(?=(?:\d{3})*\b) (digits grouped in
+ * threes from the right of a run that ends at a word boundary), run in linear time by
+ * pretok.c instead of the regex, whose lookahead rereads the rest of the run at every match. */
+extern const char pl_pretok_digit_groups[];
+
 struct pl_pretok {
     const struct pl_pretok_def *def;
     int n_re;
     struct pcre2_real_code_8 *re[PL_TOK_MAX_PRE_REGEX];
-    struct pcre2_real_general_context_8 *gctx; /* routes PCRE2's allocations to pl_malloc */
+    unsigned char groups[PL_TOK_MAX_PRE_REGEX]; /* re[i] is \p{Nd}+ of a digit_groups step */
+    struct pcre2_real_code_8 *word;             /* [\p{L}\p{M}\p{Pc}], for digit_groups */
+    struct pcre2_real_general_context_8 *gctx;  /* routes PCRE2's allocations to pl_malloc */
 };
 
 /* The regexes tokenizer.json's other pre-tokenizer steps equal (HF tokenizers 0.23): Digits
