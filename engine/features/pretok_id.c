@@ -119,19 +119,29 @@ static pl_status reduce(struct form *f, const json_t *p, const char *file, pl_er
                    file, type);
 }
 
+/* One unit of a regex at *p: an escape pair (\r \n \t become the characters) or a byte;
+ * *p advances past it. A pair other than those three comes back as 256 + its second byte. */
+static int unit(const char **p)
+{
+    const char *q = *p;
+    if (q[0] == '\\' && q[1]) {
+        *p = q + 2;
+        return q[1] == 'r'   ? '\r'
+               : q[1] == 'n' ? '\n'
+               : q[1] == 't' ? '\t'
+                             : 256 + (unsigned char)q[1];
+    }
+    if (q[0]) *p = q + 1;
+    return (unsigned char)q[0];
+}
+
 /* Regexes equal up to \r \n \t written as escapes or as the characters. */
 static int same_regex(const char *a, const char *b)
 {
     for (;;) {
-        char ca = *a, cb = *b;
-        int ea = ca == '\\' && (a[1] == 'r' || a[1] == 'n' || a[1] == 't');
-        int eb = cb == '\\' && (b[1] == 'r' || b[1] == 'n' || b[1] == 't');
-        if (ea) ca = a[1] == 'r' ? '\r' : a[1] == 'n' ? '\n' : '\t';
-        if (eb) cb = b[1] == 'r' ? '\r' : b[1] == 'n' ? '\n' : '\t';
-        if (ca != cb) return 0;
-        if (!ca) return 1;
-        a += ea ? 2 : 1;
-        b += eb ? 2 : 1;
+        int ua = unit(&a), ub = unit(&b);
+        if (ua != ub) return 0;
+        if (!ua) return 1;
     }
 }
 
