@@ -655,8 +655,10 @@ static void convert_reads_gpt2_pre_added_tokens_and_generation_config(void)
     /* ids 3 and 4 are defined by nothing: [PAD3], [PAD4]; rows 7..299 too */
     put_text(dir, "tokenizer.json",
              "{\"version\":\"1.0\",\"added_tokens\":["
-             "{\"id\":5,\"content\":\"<s>\",\"special\":true},"
-             "{\"id\":6,\"content\":\"<x>\",\"special\":false}],"
+             "{\"id\":5,\"content\":\"<s>\",\"special\":true,\"single_word\":false,\"lstrip\":"
+             "false,\"rstrip\":false,\"normalized\":false},"
+             "{\"id\":6,\"content\":\"<x>\",\"special\":false,\"single_word\":false,\"lstrip\":"
+             "false,\"rstrip\":false,\"normalized\":false}],"
              "\"normalizer\":null,"
              "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,"
              "\"trim_offsets\":true,\"use_regex\":true},"
@@ -741,6 +743,191 @@ static void convert_reads_gpt2_pre_added_tokens_and_generation_config(void)
              err.msg);
 }
 
+/* tokenizer.json as strictly as the tokenizers library (0.23.2) reads it: each case below is
+ * one it refuses, and convert refuses it too, naming the entry; empty tokens, which it and
+ * llama.cpp load, convert. */
+static void convert_checks_tokenizer_json_as_tokenizers_does(void)
+{
+    char dir[256], out[300];
+    snprintf(dir, sizeof dir, "%s/tokjson-hf", root);
+    snprintf(out, sizeof out, "%s/tokjson.gguf", root);
+    write_tiny_llama(dir, 300);
+#define ADDED(id, text, special)                                                                   \
+    "{\"id\":" #id ",\"content\":\"" text "\",\"single_word\":false,\"lstrip\":false,"             \
+    "\"rstrip\":false,\"normalized\":false,\"special\":" #special "}"
+#define TOKJSON(added, vocab, merges)                                                              \
+    "{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"added_tokens\":" added                          \
+    ",\"model\":{\"type\":\"BPE\",\"vocab\":" vocab merges "}}"
+#define VOCAB    "{\"a\":0,\"b\":1,\"ab\":2}"
+#define OK_ADDED "[" ADDED(4, "<s>", true) "]"
+    static const struct {
+        const char *json;
+        pl_status code;
+        const char *needles; /* '|'-separated */
+    } bad[] = {
+        {TOKJSON(OK_ADDED, VOCAB, ",\"merges\":[\"x b\"]"), PL_ERR_FORMAT,
+         "merge 0|left token|'x'|model.vocab"},
+        {TOKJSON(OK_ADDED, VOCAB, ",\"merges\":[\"a b\",\"a x\"]"), PL_ERR_FORMAT,
+         "merge 1|right token|'x'"},
+        {TOKJSON(OK_ADDED, VOCAB, ",\"merges\":[\"b a\"]"), PL_ERR_FORMAT,
+         "merge 0|merged token|'ba'"},
+        {TOKJSON(OK_ADDED, VOCAB, ",\"merges\":[[\"a\",\"x\"]]"), PL_ERR_FORMAT,
+         "merge 0|right token|'x'"},
+        {TOKJSON("[" ADDED(4, "c", false) "]", "{\"a\":0,\"b\":1,\"ab\":2,\"bc\":3}",
+                 ",\"merges\":[\"b c\"]"),
+         PL_ERR_FORMAT, "merge 0|right token|'c'"}, /* an added token is not a merge's side */
+        {TOKJSON(OK_ADDED, VOCAB, ""), PL_ERR_FORMAT, "model.merges|missing"},
+        {TOKJSON(OK_ADDED, VOCAB, ",\"merges\":null"), PL_ERR_FORMAT, "model.merges|null"},
+        {TOKJSON(OK_ADDED, VOCAB, ",\"merges\":\"a b\""), PL_ERR_TYPE, "model.merges|string"},
+        {TOKJSON(OK_ADDED, VOCAB, ",\"merges\":[\"a b c\"]"), PL_ERR_FORMAT, "merge 0|a b c"},
+        {TOKJSON(OK_ADDED, VOCAB, ",\"merges\":[\" a b\"]"), PL_ERR_FORMAT, "merge 0"},
+        {TOKJSON(OK_ADDED, VOCAB, ",\"merges\":[\"ab\"]"), PL_ERR_FORMAT, "merge 0|'ab'"},
+        {TOKJSON(OK_ADDED, VOCAB, ",\"merges\":[[\"a\"]]"), PL_ERR_TYPE, "merge 0|array"},
+        {TOKJSON(OK_ADDED, VOCAB, ",\"merges\":[[\"a\",1]]"), PL_ERR_TYPE, "merge 0"},
+        {TOKJSON(OK_ADDED, VOCAB, ",\"merges\":[5]"), PL_ERR_TYPE, "merge 0|integer"},
+        {TOKJSON(OK_ADDED, "{\"a\":0,\"b\":-1}", ",\"merges\":[]"), PL_ERR_FORMAT,
+         "model.vocab['b']"},
+        {TOKJSON(OK_ADDED, "{\"a\":0,\"b\":1.5}", ",\"merges\":[]"), PL_ERR_FORMAT,
+         "model.vocab['b']"},
+        {TOKJSON(OK_ADDED, "{\"a\":0,\"b\":\"1\"}", ",\"merges\":[]"), PL_ERR_FORMAT,
+         "model.vocab['b']"},
+        {TOKJSON(OK_ADDED, "[1]", ",\"merges\":[]"), PL_ERR_TYPE, "model.vocab"},
+        {TOKJSON("null", VOCAB, ",\"merges\":[]"), PL_ERR_TYPE, "added_tokens|null"},
+        {TOKJSON("[5]", VOCAB, ",\"merges\":[]"), PL_ERR_TYPE, "added_tokens[0]|integer"},
+        {TOKJSON("[{\"id\":4,\"content\":\"<s>\",\"special\":true}]", VOCAB, ",\"merges\":[]"),
+         PL_ERR_FORMAT, "added_tokens[0]|single_word|missing"},
+        {TOKJSON("[{\"id\":4,\"content\":\"<s>\",\"single_word\":false,\"lstrip\":1,"
+                 "\"rstrip\":false,\"normalized\":false,\"special\":true}]",
+                 VOCAB, ",\"merges\":[]"),
+         PL_ERR_FORMAT, "added_tokens[0]|lstrip|integer"},
+        {TOKJSON("[{\"id\":4,\"content\":\"<s>\",\"single_word\":false,\"lstrip\":false,"
+                 "\"rstrip\":false,\"normalized\":false,\"special\":\"yes\"}]",
+                 VOCAB, ",\"merges\":[]"),
+         PL_ERR_FORMAT, "added_tokens[0]|special|string"},
+        {TOKJSON("[{\"content\":\"<s>\",\"single_word\":false,\"lstrip\":false,"
+                 "\"rstrip\":false,\"normalized\":false,\"special\":true}]",
+                 VOCAB, ",\"merges\":[]"),
+         PL_ERR_FORMAT, "added_tokens[0]|id"},
+        {TOKJSON("[" ADDED(-1, "<s>", true) "]", VOCAB, ",\"merges\":[]"), PL_ERR_FORMAT,
+         "added_tokens[0]|id"},
+        {TOKJSON("[" ADDED(4, "a", false) "]", VOCAB, ",\"merges\":[]"), PL_ERR_FORMAT,
+         "tokens 0 and 4|'a'"},
+        {TOKJSON("[" ADDED(4, "<s>", true) "," ADDED(5, "<s>", true) "]", VOCAB, ",\"merges\":[]"),
+         PL_ERR_FORMAT, "tokens 4 and 5|'<s>'"},
+    };
+    pl_error err = {0};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        put_text(dir, "tokenizer.json", bad[k].json);
+        pl_status s = convert(dir, out, PL_FTYPE_F32, &err);
+        TU_CHECK(s == bad[k].code, "case %zu: -> %s, want %s (%s)", k, pl_status_str(s),
+                 pl_status_str(bad[k].code), err.msg);
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s", bad[k].needles);
+        for (char *n = strtok(buf, "|"); n; n = strtok(NULL, "|"))
+            TU_CHECK(strstr(err.msg, n) != NULL, "case %zu: '%s' does not name '%s'", k, err.msg,
+                     n);
+    }
+    /* an empty vocabulary key and an empty added token convert (llama.cpp: "[EMPTY_<id>]") */
+    put_text(dir, "tokenizer.json",
+             TOKJSON("[" ADDED(4, "", false) "]", "{\"a\":0,\"b\":1,\"ab\":2,\"\":3}",
+                     ",\"merges\":[\"a b\"]"));
+    pl_status s = convert(dir, out, PL_FTYPE_F32, &err);
+    TU_CHECK(s == PL_OK, "empty tokens -> %s (%s)", pl_status_str(s), err.msg);
+    pl_gguf *g = NULL;
+    if (s || pl_gguf_open(&g, out, &err) != PL_OK) return;
+    pl_gguf_array toks = {0};
+    pl_str t3 = {0}, t4 = {0};
+    pl_gguf_get_array(g, "tokenizer.ggml.tokens", &toks, NULL);
+    pl_gguf_array_string(&toks, 3, &t3, NULL);
+    pl_gguf_array_string(&toks, 4, &t4, NULL);
+    TU_CHECK(toks.count == 300 && t3.len == 0 && t4.len == 0, "tokens %llu, [3] %llu bytes",
+             (unsigned long long)toks.count, (unsigned long long)t3.len);
+    pl_gguf_free(g);
+#undef ADDED
+#undef TOKJSON
+#undef VOCAB
+#undef OK_ADDED
+}
+
+/* The quirk shapes llama.cpp loads and plumb used to refuse, converted and tokenized: GPT-NeoX's
+ * added space runs beside byte-level ones, DeepSeek's added "õ" beside the merge "Ã µ" and a
+ * "<｜…｜>" control token. The ids are what the tokenizers library (0.23.2) gives for the same
+ * tokenizer.json (encode without special tokens; parse_special for the control token). */
+static void convert_quirk_vocabularies_tokenize_as_tokenizers_does(void)
+{
+    char dir[256], out[300];
+    snprintf(dir, sizeof dir, "%s/quirks-hf", root);
+    snprintf(out, sizeof out, "%s/quirks.gguf", root);
+    write_tiny_llama(dir, 300);
+#define FLAGS "\"single_word\":false,\"lstrip\":false,\"rstrip\":false"
+    static const struct {
+        const char *json;
+        const char *text;
+        uint32_t flags;
+        int32_t ids[4];
+        int n;
+    } cases[] = {
+        {"{\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}"
+         ","
+         "\"added_tokens\":[{\"id\":6,\"content\":\"  \"," FLAGS ",\"normalized\":true,"
+         "\"special\":false},{\"id\":7,\"content\":\"   \"," FLAGS ",\"normalized\":true,"
+         "\"special\":false}],\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,"
+         "\"\xc4\xa0\":2,\"\xc4\xa0\xc4\xa0\":3,\"\xc4\xa0\xc4\xa0\xc4\xa0\":4,\"\xc4\xa0"
+         "b\":5},\"merges\":[\"\xc4\xa0 \xc4\xa0\",\"\xc4\xa0\xc4\xa0 \xc4\xa0\",\"\xc4\xa0 b\"]}}",
+         "a     b",
+         0,
+         {0, 7, 6, 1},
+         4},
+        {NULL, "a  b", 0, {0, 6, 1}, 3},
+        {NULL, "a b", 0, {0, 5}, 2},
+        {"{\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}"
+         ","
+         "\"added_tokens\":[{\"id\":5,\"content\":\"\xc3\xb5\"," FLAGS ",\"normalized\":true,"
+         "\"special\":false},{\"id\":6,\"content\":\"<\xef\xbd\x9c"
+         "end\xe2\x96\x81of\xe2\x96\x81"
+         "sentence\xef\xbd\x9c>\"," FLAGS ",\"normalized\":false,\"special\":true}],"
+         "\"model\":{\"type\":\"BPE\",\"vocab\":{\"x\":0,\"y\":1,\"\xc3\x83\":2,\"\xc2\xb5\":3,"
+         "\"\xc3\x83\xc2\xb5\":4},\"merges\":[\"\xc3\x83 \xc2\xb5\"]}}",
+         "x\xc3\xb5y",
+         0,
+         {0, 5, 1},
+         3},
+        {NULL,
+         "x<\xef\xbd\x9c"
+         "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>y",
+         PL_TOKENIZE_PARSE_SPECIAL,
+         {0, 6, 1},
+         3},
+    };
+#undef FLAGS
+    pl_model *m = NULL;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        pl_error err = {0};
+        if (cases[k].json) {
+            pl_model_free(m);
+            m = NULL;
+            put_text(dir, "tokenizer.json", cases[k].json);
+            pl_status s = convert(dir, out, PL_FTYPE_F32, &err);
+            TU_CHECK(s == PL_OK, "case %zu: convert -> %s (%s)", k, pl_status_str(s), err.msg);
+            pl_model_params p = {.flags = PL_MODEL_VOCAB_ONLY};
+            if (s || (s = pl_model_load(&m, out, &p, &err)) != PL_OK) {
+                TU_CHECK(s == PL_OK, "case %zu: load -> %s (%s)", k, pl_status_str(s), err.msg);
+                return;
+            }
+        }
+        int32_t ids[16];
+        size_t n = 0;
+        pl_status s =
+            pl_tokenize(m, cases[k].text, strlen(cases[k].text), cases[k].flags, ids, 16, &n, &err);
+        int same = s == PL_OK && n == (size_t)cases[k].n;
+        for (size_t i = 0; same && i < n; i++) same = ids[i] == cases[k].ids[i];
+        TU_CHECK(same, "case %zu '%s': %s, %zu ids (%d %d %d ...)", k, cases[k].text,
+                 pl_status_str(s), n, n > 0 ? ids[0] : -1, n > 1 ? ids[1] : -1,
+                 n > 2 ? ids[2] : -1);
+    }
+    pl_model_free(m);
+}
+
 /* Allocation N fails (transient, then persistent): PL_ERR_NOMEM and nothing written (leaks:
  * ASan's check in CI). */
 static void convert_survives_allocation_failure(void)
@@ -750,7 +937,8 @@ static void convert_survives_allocation_failure(void)
     snprintf(out, sizeof out, "%s/alloc.gguf", root);
     put_text(dir, "tokenizer.json",
              "{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"added_tokens\":[{\"id\":4,"
-             "\"content\":\"<s>\",\"special\":true}],\"model\":{\"type\":\"BPE\","
+             "\"content\":\"<s>\",\"special\":true,\"single_word\":false,\"lstrip\":false,"
+             "\"rstrip\":false,\"normalized\":false}],\"model\":{\"type\":\"BPE\","
              "\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[[\"a\",\"b\"]]}}");
     pl_error err = {0};
     tu_alloc_fail_at(0, 0);
@@ -968,6 +1156,10 @@ int main(void)
         {"convert_cli_exit_codes_and_messages", convert_cli_exit_codes_and_messages},
         {"convert_reads_gpt2_pre_added_tokens_and_generation_config",
          convert_reads_gpt2_pre_added_tokens_and_generation_config},
+        {"convert_checks_tokenizer_json_as_tokenizers_does",
+         convert_checks_tokenizer_json_as_tokenizers_does},
+        {"convert_quirk_vocabularies_tokenize_as_tokenizers_does",
+         convert_quirk_vocabularies_tokenize_as_tokenizers_does},
         {"convert_survives_allocation_failure", convert_survives_allocation_failure},
 
         {NULL, NULL},

@@ -245,12 +245,38 @@ static void tok_rejects_duplicate_control_tokens(void)
            "tokenizer.ggml.tokens[2]|<s>|token 1");
 }
 
-static void tok_rejects_empty_normal_token(void)
+/* An empty token loads as "[EMPTY_<id>]" (llama.cpp's name); a real token of that text beside it
+ * is then a duplicate. */
+static void tok_rejects_a_token_named_like_an_empty_one(void)
 {
-    REJECT(spm_with_token(6, "", PL_TOKEN_NORMAL), PL_ERR_FORMAT, "tokenizer.ggml.tokens[6]|empty");
+    const char *toks[] = {"<unk>", "<s>", "</s>", "<0x41>", "\xe2\x96\x81", "a", "", "[EMPTY_6]"};
+    int32_t types[] = {2, 3, 3, 6, 1, 1, 1, 1};
+    pl_gguf_writer *w = base_spm(0);
+    tf_strs(w, "tokenizer.ggml.tokens", toks, 8);
+    tf_i32s(w, "tokenizer.ggml.token_type", types, 8);
+    REJECT(w, PL_ERR_FORMAT, "tokenizer.ggml.tokens[7]|[EMPTY_6]|token 6");
 }
 
-/* Documented: an empty unused or control token is allowed; it can never match. */
+/* One text, two types: llama.cpp refuses it (its text -> id map holds one id), so does plumb. */
+static void tok_rejects_duplicate_text_across_types(void)
+{
+    REJECT(spm_with_token(7, "<s>", PL_TOKEN_NORMAL), PL_ERR_FORMAT,
+           "tokenizer.ggml.tokens[7]|<s>|token 1|control");
+}
+
+/* Byte-level: an added token stored with the same text as a vocabulary token is a duplicate;
+ * one that only spells the same bytes ("  " beside "ĠĠ") is not (test_tokenizer_quirks.c). */
+static void tok_rejects_bpe_added_token_with_a_vocabulary_text(void)
+{
+    static const char *const toks[] = {"a", "b", "ab", "\xc4\xa0", "<|end|>", "ab"};
+    static const int32_t types[] = {1, 1, 1, 1, 3, 4};
+    pl_gguf_writer *w = base_bpe(NO_TOKENS | NO_TYPES);
+    tf_strs(w, "tokenizer.ggml.tokens", toks, 6);
+    tf_i32s(w, "tokenizer.ggml.token_type", types, 6);
+    REJECT(w, PL_ERR_FORMAT, "tokenizer.ggml.tokens[5]|'ab'|token 2|user-defined");
+}
+
+/* An empty unused token loads (as "[EMPTY_6]"); it can never match. */
 static void tok_accepts_empty_unused_token(void)
 {
     tf_file f;
@@ -459,7 +485,11 @@ int main(void)
         {"tok_rejects_duplicate_byte_tokens", tok_rejects_duplicate_byte_tokens},
         {"tok_rejects_duplicate_normal_tokens", tok_rejects_duplicate_normal_tokens},
         {"tok_rejects_duplicate_control_tokens", tok_rejects_duplicate_control_tokens},
-        {"tok_rejects_empty_normal_token", tok_rejects_empty_normal_token},
+        {"tok_rejects_a_token_named_like_an_empty_one",
+         tok_rejects_a_token_named_like_an_empty_one},
+        {"tok_rejects_duplicate_text_across_types", tok_rejects_duplicate_text_across_types},
+        {"tok_rejects_bpe_added_token_with_a_vocabulary_text",
+         tok_rejects_bpe_added_token_with_a_vocabulary_text},
         {"tok_accepts_empty_unused_token", tok_accepts_empty_unused_token},
         {"tok_rejects_token_longer_than_the_limit", tok_rejects_token_longer_than_the_limit},
         {"tok_rejects_vocabulary_larger_than_the_limit",

@@ -2,6 +2,7 @@
 # with synth/demo_vocab.c (plumb_synth); the tests reach the tokenizer through
 # engine/tokenizer/tokenizer.h.
 foreach(t test_tokenizer test_tokenizer_hostile test_tokenizer_props test_tokenizer_pretok test_chat
+    test_tokenizer_quirks
     test_tokenizer_api)
   plumb_test(${t} LABELS unit conformance SOURCES ${t}.c tokfix.c)
   target_link_libraries(${t} PRIVATE plumb_synth)

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "mkmodel.h"
+#include "quirk_vocab.h"
 #include "plumb.h"
 
 static const char *root;
@@ -244,6 +245,48 @@ int main(int argc, char **argv)
         memcpy(buf + 4, t, tl);
         memcpy(buf + 4 + tl, v, n);
         snprintf(name, sizeof name, "file-%s", mk_vocab_name((enum demo_vocab_kind)k));
+        put("tokenizer", name, buf, 4 + tl + n);
+        free(buf);
+        pl_buffer_free(v);
+    }
+    /* The quirk vocabulary (synth/quirk_vocab.h) from the input, with texts that reach each
+     * quirk, with and without parse_special. */
+    static const char *const quirk_texts[] = {
+        "a  b a     b a   \xc3\xb5 x\xf5y",
+        "<\xef\xbd\x9c"
+        "begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>abcd bab aba xyz "
+        "[EMPTY_270] [EMPTY_271] [PAD300] ab<|endoftext|>",
+    };
+    static const char *const quirk_pres[] = {"gpt2", "llama-bpe"};
+    /* tokenize flags in bits 0..1, detokenize flags in 2..3 (fuzz_tokenizer.c) */
+    static const unsigned char flags[] = {0, PL_TOKENIZE_PARSE_SPECIAL | PL_DETOK_SPECIAL << 2,
+                                          PL_TOKENIZE_PARSE_SPECIAL, 0};
+    for (int k = 0; k < 4; k++) {
+        pl_gguf_writer *w = NULL;
+        pl_error err = {0};
+        void *v = NULL;
+        size_t n = 0;
+        pl_status st = pl_gguf_writer_new(&w, 3, &err);
+        if (!st) st = pl_gguf_writer_set_string(w, "general.architecture", "llama", 5, &err);
+        if (!st) st = quirk_vocab_write(w, quirk_pres[k / 2], &err);
+        if (!st) st = pl_gguf_writer_write_memory(w, &v, &n, &err);
+        pl_gguf_writer_free(w);
+        if (st) {
+            fprintf(stderr, "mkseeds: quirk vocab: %s\n", err.msg);
+            return 1;
+        }
+        char name[64];
+        if (k == 0) put("gguf", "vocab-quirks", v, n);
+        const char *t = quirk_texts[k % 2];
+        size_t tl = strlen(t);
+        unsigned char *buf = malloc(4 + tl + n);
+        buf[0] = 3;
+        buf[1] = flags[k];
+        buf[2] = (unsigned char)(tl & 0xff);
+        buf[3] = (unsigned char)(tl >> 8);
+        memcpy(buf + 4, t, tl);
+        memcpy(buf + 4 + tl, v, n);
+        snprintf(name, sizeof name, "file-quirks-%s-%d", quirk_pres[k / 2], k % 2);
         put("tokenizer", name, buf, 4 + tl + n);
         free(buf);
         pl_buffer_free(v);

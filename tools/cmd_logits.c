@@ -17,7 +17,7 @@ static void usage(FILE *out)
           "\n"
           "The first form evaluates the text and writes the logits of every position (--all,\n"
           "the default) or of the last one (--last) to OUT, with the token ids, the model's\n"
-          "file name and a hash of its tokenizer (the format is in README.md).\n"
+          "file name and a hash of its tokenizer (the format is in tools/README.md).\n"
           "\n"
           "The second compares B with A over the positions both hold: KL divergence of B\n"
           "from A (mean with its standard error, median, 99th, 99.9th percentile, max), max\n"

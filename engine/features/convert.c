@@ -588,9 +588,42 @@ static pl_status identify_pre(vocab *v, const json_t *tok, const char *file, pl_
     return PL_OK;
 }
 
-static pl_status read_merges(vocab *v, const json_t *merges, const char *file, pl_error *err)
+/* A side or the result of merge i must be a key of model.vocab, as the tokenizers library
+ * checks ("Token `x` out of vocabulary"). buf holds the result: a then b. */
+static pl_status merge_known(const json_t *vmap, const char *a, size_t la, const char *b, size_t lb,
+                             char **buf, size_t *cap, size_t i, const char *file, pl_error *err)
 {
-    if (!merges || json_is_null(merges)) return PL_OK;
+    const char *what = NULL, *p = NULL;
+    size_t n = 0;
+    if (!json_object_getn(vmap, a, la))
+        what = "its left token", p = a, n = la;
+    else if (!json_object_getn(vmap, b, lb))
+        what = "its right token", p = b, n = lb;
+    if (!what) {
+        if (la + lb > *cap) {
+            char *q = pl_realloc(*buf, la + lb);
+            if (!q) return pl_fail(err, PL_ERR_NOMEM, "no memory for merges");
+            *buf = q;
+            *cap = la + lb;
+        }
+        memcpy(*buf, a, la);
+        memcpy(*buf + la, b, lb);
+        if (json_object_getn(vmap, *buf, la + lb)) return PL_OK;
+        what = "the merged token", p = *buf, n = la + lb;
+    }
+    return pl_fail(err, PL_ERR_FORMAT, "%s: merge %zu: %s '%.*s' is not in model.vocab", file, i,
+                   what, (int)(n < 64 ? n : 64), p);
+}
+
+/* model.merges as the tokenizers library reads it: required (null is not a list), each "a b"
+ * with one space or ["a", "b"], every side and every result a key of model.vocab. */
+static pl_status read_merges(vocab *v, const json_t *vmap, const json_t *merges, const char *file,
+                             pl_error *err)
+{
+    if (!merges || json_is_null(merges))
+        return pl_fail(err, PL_ERR_FORMAT,
+                       "%s: model.merges is %s (a BPE model lists its merges, [] for none)", file,
+                       merges ? "null" : "missing");
     if (!json_is_array(merges))
         return pl_fail(err, PL_ERR_TYPE, "%s: model.merges is %s, not an array", file,
                        pl_json_kind(merges));
@@ -598,37 +631,57 @@ static pl_status read_merges(vocab *v, const json_t *merges, const char *file, p
     if (n > PL_GGUF_MAX_ARRAY)
         return pl_fail(err, PL_ERR_LIMIT, "%s: %zu merges, over the limit %u", file, n,
                        PL_GGUF_MAX_ARRAY);
-    v->merges = pl_calloc(n, sizeof *v->merges);
-    v->merge_len = pl_calloc(n, sizeof *v->merge_len);
-    v->merge_own = pl_calloc(n, sizeof *v->merge_own);
+    v->merges = pl_calloc(n ? n : 1, sizeof *v->merges);
+    v->merge_len = pl_calloc(n ? n : 1, sizeof *v->merge_len);
+    v->merge_own = pl_calloc(n ? n : 1, sizeof *v->merge_own);
     if (!v->merges || !v->merge_len || !v->merge_own)
         return pl_fail(err, PL_ERR_NOMEM, "no memory for %zu merges", n);
     v->n_merges = n;
-    for (size_t i = 0; i < n; i++) {
+    char *buf = NULL;
+    size_t cap = 0;
+    pl_status s = PL_OK;
+    for (size_t i = 0; i < n && !s; i++) {
         const json_t *m = json_array_get(merges, i);
         if (json_is_string(m)) {
-            const char *s = json_string_value(m);
-            const char *sp = strchr(s, ' ');
-            if (!sp || sp == s || !sp[1] || strchr(sp + 1, ' '))
-                return pl_fail(err, PL_ERR_FORMAT, "%s: merge %zu '%.64s' is not \"a b\"", file, i,
-                               s);
-            v->merges[i] = s;
-            v->merge_len[i] = json_string_length(m);
+            const char *str = json_string_value(m);
+            size_t len = json_string_length(m);
+            const char *sp = memchr(str, ' ', len);
+            if (!sp || sp == str || sp + 1 == str + len ||
+                memchr(sp + 1, ' ', len - (size_t)(sp + 1 - str))) {
+                s = pl_fail(err, PL_ERR_FORMAT, "%s: merge %zu '%.64s' is not \"a b\"", file, i,
+                            str);
+                break;
+            }
+            v->merges[i] = str;
+            v->merge_len[i] = len;
+            s = merge_known(vmap, str, (size_t)(sp - str), sp + 1, len - (size_t)(sp - str) - 1,
+                            &buf, &cap, i, file, err);
             continue;
         }
         const json_t *a = json_is_array(m) && json_array_size(m) == 2 ? json_array_get(m, 0) : NULL;
         const json_t *b = a ? json_array_get(m, 1) : NULL;
-        if (!a || !json_is_string(a) || !json_is_string(b))
-            return pl_fail(err, PL_ERR_TYPE, "%s: merge %zu is %s, not \"a b\" or [\"a\", \"b\"]",
-                           file, i, pl_json_kind(m));
+        if (!a || !json_is_string(a) || !json_is_string(b)) {
+            s = pl_fail(err, PL_ERR_TYPE, "%s: merge %zu is %s, not \"a b\" or [\"a\", \"b\"]",
+                        file, i, pl_json_kind(m));
+            break;
+        }
         size_t la = json_string_length(a), lb = json_string_length(b);
-        if (!la || !lb || strchr(json_string_value(a), ' ') || strchr(json_string_value(b), ' '))
-            return pl_fail(err, PL_ERR_FORMAT,
-                           "%s: merge %zu has an empty part or a space, which GGUF's \"a b\" "
-                           "merges cannot hold",
-                           file, i);
+        if (!la || !lb || memchr(json_string_value(a), ' ', la) ||
+            memchr(json_string_value(b), ' ', lb)) {
+            s = pl_fail(err, PL_ERR_FORMAT,
+                        "%s: merge %zu has an empty part or a space, which GGUF's \"a b\" "
+                        "merges cannot hold",
+                        file, i);
+            break;
+        }
+        if ((s = merge_known(vmap, json_string_value(a), la, json_string_value(b), lb, &buf, &cap,
+                             i, file, err)))
+            break;
         char *j = pl_malloc(la + lb + 2);
-        if (!j) return pl_fail(err, PL_ERR_NOMEM, "no memory for merges");
+        if (!j) {
+            s = pl_fail(err, PL_ERR_NOMEM, "no memory for merges");
+            break;
+        }
         memcpy(j, json_string_value(a), la);
         j[la] = ' ';
         memcpy(j + la + 1, json_string_value(b), lb + 1);
@@ -636,7 +689,75 @@ static pl_status read_merges(vocab *v, const json_t *merges, const char *file, p
         v->merges[i] = j;
         v->merge_len[i] = la + 1 + lb;
     }
+    pl_free(buf);
+    return s;
+}
+
+/* added_tokens[i] as the tokenizers library requires it: an object with an id, a content string
+ * and the five flags, each true or false. */
+static pl_status check_added(const json_t *a, size_t i, const char *file, pl_error *err)
+{
+    if (!json_is_object(a))
+        return pl_fail(err, PL_ERR_TYPE, "%s: added_tokens[%zu] is %s, not an object", file, i,
+                       pl_json_kind(a));
+    const json_t *id = json_object_get(a, "id"), *content = json_object_get(a, "content");
+    if (!json_is_integer(id) || json_integer_value(id) < 0 ||
+        json_integer_value(id) >= PL_GGUF_MAX_ARRAY || !json_is_string(content))
+        return pl_fail(err, PL_ERR_FORMAT,
+                       "%s: added_tokens[%zu] needs an id in 0..%u and a content string", file, i,
+                       PL_GGUF_MAX_ARRAY - 1);
+    static const char *const flags[] = {"single_word", "lstrip", "rstrip", "normalized", "special"};
+    for (int k = 0; k < 5; k++)
+        if (!json_is_boolean(json_object_get(a, flags[k])))
+            return pl_fail(err, PL_ERR_FORMAT,
+                           "%s: added_tokens[%zu] ('%.40s'): '%s' is %s, not true or false", file,
+                           i, json_string_value(content), flags[k],
+                           json_object_get(a, flags[k]) ? pl_json_kind(json_object_get(a, flags[k]))
+                                                        : "missing");
     return PL_OK;
+}
+
+/* Token i's text as llama.cpp keys it: an empty one is "[EMPTY_<id>]". */
+static size_t key_of(const vocab *v, uint64_t i, char *buf, size_t cap, const char **p)
+{
+    if (v->len[i]) {
+        *p = v->tok[i];
+        return v->len[i];
+    }
+    *p = buf;
+    return (size_t)snprintf(buf, cap, "[EMPTY_%llu]", (unsigned long long)i);
+}
+
+/* One text, one id: llama.cpp refuses a GGUF vocabulary that holds a text twice, so convert
+ * refuses to write one, naming both ids. */
+static pl_status check_unique(const vocab *v, const char *file, pl_error *err)
+{
+    uint64_t slots = 16;
+    while (slots < 2 * v->n) slots <<= 1;
+    uint64_t *seen = pl_calloc((size_t)slots, sizeof *seen);
+    if (!seen)
+        return pl_fail(err, PL_ERR_NOMEM, "no memory to check %llu tokens",
+                       (unsigned long long)v->n);
+    pl_status s = PL_OK;
+    char bi[32], bd[32];
+    for (uint64_t i = 0; i < v->n && !s; i++) {
+        const char *p, *q;
+        size_t n = key_of(v, i, bi, sizeof bi, &p);
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (size_t k = 0; k < n; k++) h = (h ^ (unsigned char)p[k]) * 0x100000001b3ull;
+        for (h &= slots - 1; seen[h]; h = (h + 1) & (slots - 1))
+            if (key_of(v, seen[h] - 1, bd, sizeof bd, &q) == n && memcmp(q, p, n) == 0) break;
+        if (seen[h])
+            s = pl_fail(err, PL_ERR_FORMAT,
+                        "%s: tokens %llu and %llu are both '%.*s' (a text may name one token "
+                        "only)",
+                        file, (unsigned long long)(seen[h] - 1), (unsigned long long)i,
+                        (int)(n < 40 ? n : 40), p);
+        else
+            seen[h] = i + 1;
+    }
+    pl_free(seen);
+    return s;
 }
 
 /* Places id -> (text, type); an id defined twice must be the same text. */
@@ -648,9 +769,7 @@ static pl_status put_token(vocab *v, int64_t id, const json_t *text, int32_t typ
     if (v->tok[id] && (v->len[id] != n || memcmp(v->tok[id], s, n) != 0))
         return pl_fail(err, PL_ERR_FORMAT, "%s: token id %lld is both '%.40s' and '%.40s'", file,
                        (long long)id, v->tok[id], s);
-    if (n == 0)
-        return pl_fail(err, PL_ERR_FORMAT, "%s: token id %lld is empty", file, (long long)id);
-    v->tok[id] = s;
+    v->tok[id] = s; /* empty: llama.cpp loads it as "[EMPTY_<id>]" */
     v->len[id] = n;
     if (type != TT_NORMAL || !v->type[id]) v->type[id] = type;
     return PL_OK;
@@ -679,7 +798,7 @@ static pl_status read_vocab(vocab *v, const jfile *f, int64_t n_rows, pl_error *
                  *added = json_object_get(f->root, "added_tokens");
     if (!json_is_object(vmap))
         return pl_fail(err, PL_ERR_TYPE, "%s: model.vocab is missing or not an object", f->name);
-    if (added && !json_is_null(added) && !json_is_array(added))
+    if (added && !json_is_array(added))
         return pl_fail(err, PL_ERR_TYPE, "%s: added_tokens is %s, not an array", f->name,
                        pl_json_kind(added));
     int64_t max_id = -1;
@@ -696,14 +815,9 @@ static pl_status read_vocab(vocab *v, const jfile *f, int64_t n_rows, pl_error *
     size_t i;
     for (i = 0; added && i < json_array_size(added); i++) {
         const json_t *a = json_array_get(added, i);
-        const json_t *id = json_object_get(a, "id"), *content = json_object_get(a, "content");
-        if (!json_is_integer(id) || json_integer_value(id) < 0 ||
-            json_integer_value(id) >= PL_GGUF_MAX_ARRAY || !json_is_string(content))
-            return pl_fail(err, PL_ERR_FORMAT,
-                           "%s: added_tokens[%zu] needs an id in 0..%u and a "
-                           "content string",
-                           f->name, i, PL_GGUF_MAX_ARRAY - 1);
-        if (json_integer_value(id) > max_id) max_id = json_integer_value(id);
+        if ((s = check_added(a, i, f->name, err))) return s;
+        json_int_t id = json_integer_value(json_object_get(a, "id"));
+        if (id > max_id) max_id = id;
     }
     if (max_id < 0) return pl_fail(err, PL_ERR_FORMAT, "%s: the vocabulary is empty", f->name);
     if (max_id >= n_rows)
@@ -726,9 +840,6 @@ static pl_status read_vocab(vocab *v, const jfile *f, int64_t n_rows, pl_error *
         v->tok[id] = key; /* keys live as long as the JSON */
         v->len[id] = strlen(key);
         v->type[id] = TT_NORMAL;
-        if (v->len[id] == 0)
-            return pl_fail(err, PL_ERR_FORMAT, "%s: token id %lld is empty", f->name,
-                           (long long)id);
     }
     for (i = 0; added && i < json_array_size(added); i++) {
         const json_t *a = json_array_get(added, i);
@@ -750,7 +861,8 @@ static pl_status read_vocab(vocab *v, const jfile *f, int64_t n_rows, pl_error *
             v->len[t] = strlen(v->pad[k++]);
             v->type[t] = TT_UNUSED;
         }
-    return read_merges(v, json_object_get(model, "merges"), f->name, err);
+    if ((s = check_unique(v, f->name, err))) return s;
+    return read_merges(v, vmap, json_object_get(model, "merges"), f->name, err);
 }
 
 /* The id of a special token named in tokenizer_config.json (a string or {"content": ...});

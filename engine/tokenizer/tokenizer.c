@@ -21,6 +21,9 @@
 #define KEY_ADD_EOS   "tokenizer.ggml.add_eos_token"
 #define KEY_ADD_SPACE "tokenizer.ggml.add_space_prefix"
 
+/* An empty token text is loaded as "[EMPTY_<id>]", the name llama.cpp gives it. */
+#define EMPTY_NAME_MAX 24
+
 /* "\xe2\x96\x81" is U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's space. */
 #define SPM_SPACE "\xe2\x96\x81"
 
@@ -301,7 +304,7 @@ static pl_status load_tokens(struct loader *L)
             return pl_fail(L->err, PL_ERR_LIMIT,
                            KEY_TOKENS "[%u] is %llu bytes, over PL_TOK_MAX_TOKEN_BYTES (%u)", i,
                            (unsigned long long)str.len, PL_TOK_MAX_TOKEN_BYTES);
-        total += 2 * str.len;
+        total += 2 * (str.len ? str.len : EMPTY_NAME_MAX);
     }
     if (total > UINT32_MAX)
         return pl_fail(L->err, PL_ERR_LIMIT,
@@ -331,15 +334,16 @@ static pl_status load_tokens(struct loader *L)
             if ((s = pl_gguf_array_elem(&scores, i, &e->score, L->err))) return s;
             if (isnan(e->score)) return pl_fail(L->err, PL_ERR_FORMAT, KEY_SCORES "[%u] is NaN", i);
         }
+        char empty[EMPTY_NAME_MAX];
+        if (str.len == 0) { /* as llama.cpp: the token is named by its id and behaves as such */
+            str.len = (uint64_t)snprintf(empty, sizeof empty, "[EMPTY_%u]", i);
+            str.ptr = empty;
+        }
         size_t n = (size_t)str.len;
-        if (n == 0 && (is_matchable(type) || type == PL_TOKEN_BYTE))
-            return pl_fail(L->err, PL_ERR_FORMAT,
-                           KEY_TOKENS "[%u] is empty (type %s): an empty token cannot be "
-                                      "matched or decoded",
-                           i, type_name(type));
         memcpy(t->arena + o, str.ptr, n);
         e->text_off = e->match_off = e->piece_off = (uint32_t)o;
         e->text_len = e->match_len = e->piece_len = (uint32_t)n;
+        e->keyed = t->kind == PL_TOK_SPM && is_matchable(type);
         o += n;
 
         if (type == PL_TOKEN_BYTE) {
@@ -371,14 +375,19 @@ static pl_status load_tokens(struct loader *L)
             }
             e->piece_off = (uint32_t)start;
             e->piece_len = (uint32_t)(o - start);
-        } else if (t->kind == PL_TOK_BPE &&
-                   (type == PL_TOKEN_NORMAL || type == PL_TOKEN_UNDEFINED)) {
-            /* Normal tokens hold GPT-2-mapped text; a text outside the mapping is taken as raw
-             * bytes (some converters store added tokens that way). */
+        } else if (t->kind == PL_TOK_BPE) {
+            /* Byte-level BPE finds a token by its text in GPT-2's mapping, whatever its type
+             * (llama.cpp's text_to_token): the key is the bytes that text spells. A text outside
+             * the mapping (added tokens stored raw) has no key; only the splitter finds it. */
             int64_t k = gpt2_decode(str.ptr, n, t->arena + o);
             if (k > 0) {
-                e->match_off = e->piece_off = (uint32_t)o;
-                e->match_len = e->piece_len = (uint32_t)k;
+                e->keyed = 1;
+                e->match_off = (uint32_t)o;
+                e->match_len = (uint32_t)k;
+                if (type == PL_TOKEN_NORMAL || type == PL_TOKEN_UNDEFINED) {
+                    e->piece_off = (uint32_t)o;
+                    e->piece_len = (uint32_t)k;
+                }
                 o += (size_t)k;
             }
         }
@@ -387,27 +396,55 @@ static pl_status load_tokens(struct loader *L)
     return PL_OK;
 }
 
+/* One text, one token: llama.cpp refuses a vocabulary that holds a text twice (whatever the
+ * types), and so does plumb, naming both ids. Texts that differ but spell the same bytes (an added
+ * "  " beside byte-level "ĠĠ") are two tokens, told apart by where each is found (README). */
+static pl_status check_unique_texts(struct loader *L)
+{
+    struct pl_tokenizer *t = L->t;
+    uint32_t slots = slots_for(t->n_vocab);
+    uint32_t *seen = pl_calloc(slots, sizeof *seen);
+    if (!seen) return pl_fail(L->err, PL_ERR_NOMEM, "no memory for the token index");
+    pl_status s = PL_OK;
+    for (uint32_t i = 0; i < t->n_vocab && !s; i++) {
+        const struct pl_tok_entry *e = &t->tok[i];
+        const char *p = t->arena + e->text_off;
+        uint32_t h = pl_tok_hash(p, e->text_len) & (slots - 1);
+        for (; seen[h]; h = (h + 1) & (slots - 1)) {
+            const struct pl_tok_entry *d = &t->tok[seen[h] - 1];
+            if (d->text_len == e->text_len && memcmp(t->arena + d->text_off, p, e->text_len) == 0)
+                break;
+        }
+        if (seen[h])
+            s = pl_fail(L->err, PL_ERR_FORMAT,
+                        KEY_TOKENS "[%u] = %s (%s) duplicates token %u (%s): a text may name one "
+                                   "token only",
+                        i, show(L->sb, sizeof L->sb, p, e->text_len), type_name(e->type),
+                        seen[h] - 1, type_name(t->tok[seen[h] - 1].type));
+        else
+            seen[h] = i + 1;
+    }
+    pl_free(seen);
+    return s;
+}
+
+/* The index pl_tok_find searches: keyed tokens by their match bytes. Keys are unique once texts
+ * are: SentencePiece keys are the texts; byte-level keys are the bytes a text in GPT-2's mapping
+ * spells, and that mapping is one-to-one. */
 static pl_status build_match_hash(struct loader *L)
 {
     struct pl_tokenizer *t = L->t;
+    pl_status s = check_unique_texts(L);
+    if (s) return s;
     uint32_t slots = slots_for(t->n_vocab);
     t->match_hash = pl_calloc(slots, sizeof *t->match_hash);
     if (!t->match_hash) return pl_fail(L->err, PL_ERR_NOMEM, "no memory for the token index");
     t->match_mask = slots - 1;
     for (uint32_t i = 0; i < t->n_vocab; i++) {
         const struct pl_tok_entry *e = &t->tok[i];
-        if (!is_matchable(e->type)) continue;
+        if (!e->keyed) continue;
         if (e->match_len > t->max_match_len) t->max_match_len = e->match_len;
-        const char *p = t->arena + e->match_off;
-        int32_t dup = pl_tok_find(t, p, e->match_len);
-        if (dup >= 0)
-            return pl_fail(
-                L->err, PL_ERR_FORMAT,
-                KEY_TOKENS "[%u] = %s duplicates token %d %s: both would match the "
-                           "same text",
-                i, show(L->sb, sizeof L->sb, t->arena + e->text_off, e->text_len), dup,
-                show(L->sb2, sizeof L->sb2, t->arena + t->tok[dup].text_off, t->tok[dup].text_len));
-        uint32_t h = pl_tok_hash(p, e->match_len) & t->match_mask;
+        uint32_t h = pl_tok_hash(t->arena + e->match_off, e->match_len) & t->match_mask;
         while (t->match_hash[h]) h = (h + 1) & t->match_mask;
         t->match_hash[h] = i + 1;
     }
@@ -440,18 +477,14 @@ static void fill_byte_tokens(struct pl_tokenizer *t)
     }
 }
 
-/* Special candidates sort by first byte, then longest first, then bytes (to find duplicates). */
+/* The splitter's order, llama.cpp's: longer texts first; among texts of one length, the lower id
+ * (llama.cpp sorts by length only; see README). */
 static int cmp_special(const void *a, const void *b, const struct pl_tokenizer *t)
 {
-    const struct pl_tok_entry *x = &t->tok[*(const uint32_t *)a],
-                              *y = &t->tok[*(const uint32_t *)b];
-    const unsigned char *px = (const unsigned char *)t->arena + x->text_off;
-    const unsigned char *py = (const unsigned char *)t->arena + y->text_off;
-    if (px[0] != py[0]) return px[0] < py[0] ? -1 : 1;
-    if (x->text_len != y->text_len) return x->text_len > y->text_len ? -1 : 1;
-    int c = memcmp(px, py, x->text_len);
-    if (c) return c;
-    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+    uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
+    uint32_t la = t->tok[ia].text_len, lb = t->tok[ib].text_len;
+    if (la != lb) return la > lb ? -1 : 1;
+    return ia < ib ? -1 : ia > ib;
 }
 
 /* Heapsort with a context (qsort_r is not portable C11). */
@@ -486,7 +519,6 @@ static pl_status build_specials(struct loader *L)
     uint32_t n = 0;
     for (uint32_t i = 0; i < t->n_vocab; i++) {
         struct pl_tok_entry *e = &t->tok[i];
-        if (e->text_len == 0) continue;
         if (e->type == PL_TOKEN_CONTROL || e->type == PL_TOKEN_UNKNOWN)
             e->special = 1;
         else if (e->type == PL_TOKEN_USER_DEFINED)
@@ -501,25 +533,18 @@ static pl_status build_specials(struct loader *L)
     for (uint32_t i = 0; i < t->n_vocab; i++)
         if (t->tok[i].special) t->special[n++] = i;
     special_sort(t->special, n, t);
-    memset(t->special_at, 0, sizeof t->special_at);
+    uint32_t slots = slots_for(n);
+    t->special_hash = pl_calloc(slots, sizeof *t->special_hash);
+    if (!t->special_hash) return pl_fail(L->err, PL_ERR_NOMEM, "no memory for the special index");
+    t->special_mask = slots - 1;
     for (uint32_t k = 0; k < n; k++) {
         const struct pl_tok_entry *e = &t->tok[t->special[k]];
         unsigned char b = (unsigned char)t->arena[e->text_off];
-        t->special_at[b + 1]++;
         t->special_first[b >> 3] |= (uint8_t)(1u << (b & 7));
-        if (k > 0) {
-            const struct pl_tok_entry *p = &t->tok[t->special[k - 1]];
-            if (p->text_len == e->text_len &&
-                memcmp(t->arena + p->text_off, t->arena + e->text_off, e->text_len) == 0)
-                return pl_fail(L->err, PL_ERR_FORMAT,
-                               KEY_TOKENS "[%u] = %s duplicates special token %u: the text "
-                                          "would match both",
-                               t->special[k],
-                               show(L->sb, sizeof L->sb, t->arena + e->text_off, e->text_len),
-                               t->special[k - 1]);
-        }
+        uint32_t h = pl_tok_hash(t->arena + e->text_off, e->text_len) & t->special_mask;
+        while (t->special_hash[h]) h = (h + 1) & t->special_mask;
+        t->special_hash[h] = k + 1;
     }
-    for (int b = 0; b < 256; b++) t->special_at[b + 1] += t->special_at[b];
     return PL_OK;
 }
 
@@ -659,8 +684,7 @@ static int32_t find_control(const struct pl_tokenizer *t, const char *const *nam
 {
     for (; *names; names++) {
         size_t n = strlen(*names);
-        for (uint32_t k = t->special_at[(unsigned char)**names];
-             k < t->special_at[(unsigned char)**names + 1]; k++) {
+        for (uint32_t k = 0; k < t->n_special; k++) {
             const struct pl_tok_entry *e = &t->tok[t->special[k]];
             if (e->text_len == n && memcmp(t->arena + e->text_off, *names, n) == 0)
                 return (int32_t)t->special[k];
@@ -764,5 +788,6 @@ void pl_tokenizer_free(struct pl_tokenizer *t)
     pl_free(t->match_hash);
     pl_free(t->merges);
     pl_free(t->special);
+    pl_free(t->special_hash);
     pl_free(t);
 }

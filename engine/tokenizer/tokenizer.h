@@ -12,10 +12,13 @@
  *            GPT-2's byte<->unicode mapping, which the loader undoes so encode/decode work on
  *            raw bytes.
  * Control and unknown tokens are matched in the text only with PL_TOKENIZE_PARSE_SPECIAL;
- * user-defined tokens always (as SentencePiece, HF tokenizers and llama.cpp do). Matching is
- * leftmost-longest. Invalid UTF-8 input is tokenized, never rejected: a maximal run of bytes that
- * are not part of a valid character is one pre-token (byte-level BPE) or falls back to byte
- * tokens (SentencePiece), so byte-level BPE round-trips any bytes exactly.
+ * user-defined tokens always (as SentencePiece, HF tokenizers and llama.cpp do), by their text as
+ * stored. The splitter is llama.cpp's: the longest text first claims every occurrence left to
+ * right that no longer one claimed, then the next (equal lengths: lower id first). Byte-level
+ * BPE finds every other token by the bytes its text spells in GPT-2's mapping; a text names one
+ * token only (README: "Vocabulary quirks"). Invalid UTF-8 input is tokenized, never rejected: a
+ * maximal run of bytes that are not part of a valid character is one pre-token (byte-level BPE) or
+ * falls back to byte tokens (SentencePiece), so byte-level BPE round-trips any bytes exactly.
  */
 #ifndef PLUMB_TOKENIZER_H
 #define PLUMB_TOKENIZER_H
@@ -43,12 +46,13 @@ enum pl_tok_kind { PL_TOK_SPM = 1, PL_TOK_BPE = 2 };
 /* One vocabulary entry. All byte ranges index pl_tokenizer.arena. */
 struct pl_tok_entry {
     uint32_t text_off, text_len;   /* the token's text as stored in the file */
-    uint32_t match_off, match_len; /* bytes the encoder matches: SPM = text; BPE = text decoded
-                                      from GPT-2's byte<->unicode mapping */
+    uint32_t match_off, match_len; /* bytes pl_tok_find knows it by (when keyed): SPM = text;
+                                      BPE = text decoded from GPT-2's byte<->unicode mapping */
     uint32_t piece_off, piece_len; /* bytes the decoder emits (▁ -> ' ', <0xXX> -> the byte) */
     float score;                   /* SPM merge priority; 0 when the file has no scores */
     uint8_t type;                  /* pl_token_type */
-    uint8_t special;               /* 1: matched in text by the special-token splitter */
+    uint8_t special;               /* 1: control/unknown, 2: user-defined (the splitter's) */
+    uint8_t keyed;                 /* in the index pl_tok_find searches, by match bytes */
 };
 
 /* (left, right) -> merged token, for byte-level BPE. rank = position in the merges array. */
@@ -74,10 +78,11 @@ struct pl_tokenizer {
 
     int32_t byte_token[256]; /* token for one raw byte (byte fallback / initial BPE symbol) */
 
-    /* Special-token splitter: candidate ids grouped by first byte, longest first. */
-    uint32_t *special;        /* [n_special] */
-    uint32_t special_at[257]; /* special[special_at[b] .. special_at[b + 1]) start with byte b */
+    /* Special-token splitter: candidate ids in llama.cpp's order (longest text first, then id). */
+    uint32_t *special; /* [n_special] */
     uint32_t n_special;
+    uint32_t *special_hash; /* open addressing by text: index into special + 1 */
+    uint32_t special_mask;
     uint32_t n_user_defined;   /* candidates matched even without PL_TOKENIZE_PARSE_SPECIAL */
     uint8_t special_first[32]; /* bitset of first bytes with candidates */
     uint32_t max_match_len;    /* longest match bytes of a matchable token */
@@ -132,8 +137,9 @@ pl_status pl_detok_create(pl_detok **out, const struct pl_tokenizer *t, uint32_t
 
 /* Used by the loader and encoder (tokenizer.c, tokenizer_encode.c). */
 uint32_t pl_tok_hash(const char *p, size_t n);
-/* Id of the matchable token (normal, user-defined or undefined type) whose match bytes are
- * exactly p[0..n), or -1. */
+/* Id of the keyed token whose match bytes are exactly p[0..n), or -1. SentencePiece keys the
+ * normal, user-defined and undefined tokens by their text; byte-level BPE every token whose text
+ * is in GPT-2's mapping, by the bytes it spells (llama.cpp's text_to_token on byte-level text). */
 int32_t pl_tok_find(const struct pl_tokenizer *t, const char *p, size_t n);
 /* BPE: the merge of (left, right), or NULL. */
 const struct pl_tok_merge *pl_tok_find_merge(const struct pl_tokenizer *t, uint32_t left,

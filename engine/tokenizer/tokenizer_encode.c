@@ -6,6 +6,7 @@
  * n bytes costs O(n log n) whatever its length.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
 
@@ -50,6 +51,20 @@ struct enc {
     char *buf;               /* SentencePiece: the escaped fragment */
     size_t buf_cap;
     struct pl_pretok_scratch *ps;
+    struct claim *claim; /* the splitter's matches */
+    size_t claim_cap;
+    uint8_t *taken; /* bit per text byte: inside a match already */
+    uint32_t *pos;  /* text positions by first byte (find_specials) */
+    size_t pos_cap;
+    struct claim *cand; /* one text length's occurrences (find_specials) */
+    size_t cand_cap;
+};
+
+/* A special or user-defined token found in the text by the splitter. */
+struct claim {
+    size_t pos;
+    uint32_t len;
+    int32_t id;
 };
 
 static inline void put(struct enc *e, int32_t id)
@@ -431,20 +446,134 @@ static pl_status encode_raw(struct enc *e, const char *p, size_t n, int prefix)
     return bpe_encode(e, p, n);
 }
 
-/* The longest special token at p (within n bytes) that may match, or -1. */
-static int32_t match_special(const struct pl_tokenizer *t, const char *p, size_t n, int parse,
-                             size_t *len)
+/* taken[pos .. pos + n) all clear */
+static int is_free(const uint8_t *taken, size_t pos, size_t n)
 {
-    unsigned b = (unsigned char)p[0];
-    for (uint32_t k = t->special_at[b]; k < t->special_at[b + 1]; k++) {
-        const struct pl_tok_entry *x = &t->tok[t->special[k]];
-        if (x->special == 1 && !parse) continue;
-        if (x->text_len <= n && memcmp(t->arena + x->text_off, p, x->text_len) == 0) {
-            *len = x->text_len;
-            return (int32_t)t->special[k];
-        }
+    for (size_t i = pos; i < pos + n; i++)
+        if (taken[i >> 3] & (1u << (i & 7))) return 0;
+    return 1;
+}
+
+static int claim_before(const void *a, const void *b)
+{
+    size_t x = ((const struct claim *)a)->pos, y = ((const struct claim *)b)->pos;
+    return x < y ? -1 : x > y;
+}
+
+/* Candidates in t->special's order (id holds the index), then by position. */
+static int cand_before(const void *a, const void *b)
+{
+    const struct claim *x = a, *y = b;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* The index in t->special of the candidate whose text is p[0..n), or -1. */
+static int32_t special_at(const struct pl_tokenizer *t, const char *p, size_t n)
+{
+    for (uint32_t h = pl_tok_hash(p, n) & t->special_mask;; h = (h + 1) & t->special_mask) {
+        uint32_t v = t->special_hash[h];
+        if (v == 0) return -1;
+        const struct pl_tok_entry *x = &t->tok[t->special[v - 1]];
+        if (x->text_len == n && memcmp(t->arena + x->text_off, p, n) == 0) return (int32_t)v - 1;
     }
-    return -1;
+}
+
+/* Claims text[i .. i + tl) for the candidate with index k in t->special. */
+static pl_status claim(struct enc *e, size_t len, size_t i, uint32_t tl, uint32_t k, size_t *n)
+{
+    pl_status s;
+    if (!e->taken && !(e->taken = pl_calloc(len / 8 + 1, 1)))
+        return pl_fail(e->err, PL_ERR_NOMEM, "no memory to split %zu bytes of text", len);
+    if ((s = grow(e, (void **)&e->claim, &e->claim_cap, *n + 1, sizeof *e->claim,
+                  "special-token matches")))
+        return s;
+    e->claim[(*n)++] = (struct claim){i, tl, (int32_t)e->t->special[k]};
+    for (size_t b = i; b < i + tl; b++) e->taken[b >> 3] |= (uint8_t)(1u << (b & 7));
+    return PL_OK;
+}
+
+static int is_taken(const uint8_t *taken, size_t i)
+{
+    return taken && (taken[i >> 3] & (1u << (i & 7)));
+}
+
+/* A group of texts this short is scanned candidate by candidate; a longer one by hashing each
+ * place once (many "<|reserved_…|>" tokens of one length share their first bytes). */
+#define FEW_OF_ONE_LENGTH 8
+
+/* llama.cpp's partition: each candidate in t->special's order (longest text first, then lower
+ * id) claims its occurrences left to right where no earlier claim is; control and unknown
+ * tokens only when parse. Done one text length at a time, over the places that hold a byte
+ * some candidate starts with. Claims come back by position in e->claim[0 .. *n). */
+static pl_status find_specials(struct enc *e, const char *text, size_t len, int parse, size_t *n)
+{
+    const struct pl_tokenizer *t = e->t;
+    /* The positions of each byte some candidate starts with: at[c] .. at[c + 1] in e->pos. */
+    uint32_t at[257] = {0}, fill[256];
+    *n = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (t->special_first[c >> 3] & (1u << (c & 7))) at[c + 1]++;
+    }
+    for (int c = 0; c < 256; c++) at[c + 1] += at[c];
+    if (at[256] == 0) return PL_OK;
+    pl_status s =
+        grow(e, (void **)&e->pos, &e->pos_cap, at[256], sizeof *e->pos, "special-token positions");
+    if (s) return s;
+    memcpy(fill, at, sizeof fill);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (t->special_first[c >> 3] & (1u << (c & 7))) e->pos[fill[c]++] = (uint32_t)i;
+    }
+    for (uint32_t g = 0, end; g < t->n_special; g = end) {
+        const uint32_t tl = t->tok[t->special[g]].text_len;
+        uint8_t first[32] = {0};
+        for (end = g; end < t->n_special && t->tok[t->special[end]].text_len == tl; end++) {
+            const struct pl_tok_entry *x = &t->tok[t->special[end]];
+            unsigned char c = (unsigned char)t->arena[x->text_off];
+            if (parse || x->special == 2) first[c >> 3] |= (uint8_t)(1u << (c & 7));
+        }
+        if (tl > len) continue;
+        if (end - g <= FEW_OF_ONE_LENGTH) {
+            for (uint32_t k = g; k < end; k++) {
+                const struct pl_tok_entry *x = &t->tok[t->special[k]];
+                const char *xt = t->arena + x->text_off;
+                const unsigned char c = (unsigned char)xt[0];
+                if (x->special == 1 && !parse) continue;
+                size_t next = 0; /* past this candidate's last claim */
+                for (uint32_t j = at[c]; j < at[c + 1] && e->pos[j] <= len - tl; j++) {
+                    const size_t i = e->pos[j];
+                    if (i < next || is_taken(e->taken, i) || memcmp(text + i, xt, tl) != 0 ||
+                        (e->taken && !is_free(e->taken, i, tl)))
+                        continue;
+                    if ((s = claim(e, len, i, tl, k, n))) return s;
+                    next = i + tl;
+                }
+            }
+            continue;
+        }
+        size_t nc = 0; /* every place one of the group's texts occurs, then in their order */
+        for (int c = 0; c < 256; c++) {
+            if (!(first[c >> 3] & (1u << (c & 7)))) continue;
+            for (uint32_t j = at[c]; j < at[c + 1] && e->pos[j] <= len - tl; j++) {
+                if (is_taken(e->taken, e->pos[j])) continue;
+                int32_t k = special_at(t, text + e->pos[j], tl);
+                if (k < 0 || (!parse && t->tok[t->special[k]].special == 1)) continue;
+                if ((s = grow(e, (void **)&e->cand, &e->cand_cap, nc + 1, sizeof *e->cand,
+                              "special-token candidates")))
+                    return s;
+                e->cand[nc++] = (struct claim){e->pos[j], tl, k};
+            }
+        }
+        if (nc > 1) qsort(e->cand, nc, sizeof *e->cand, cand_before);
+        for (size_t q = 0; q < nc; q++)
+            if (!(e->taken && !is_free(e->taken, e->cand[q].pos, tl)) &&
+                (s = claim(e, len, e->cand[q].pos, tl, (uint32_t)e->cand[q].id, n)))
+                return s;
+    }
+    if (*n > 1) qsort(e->claim, *n, sizeof *e->claim, claim_before);
+    return PL_OK;
 }
 
 static pl_status encode_text(struct enc *e, const char *text, size_t len, uint32_t flags,
@@ -453,24 +582,20 @@ static pl_status encode_text(struct enc *e, const char *text, size_t len, uint32
     const struct pl_tokenizer *t = e->t;
     pl_status s;
     int parse = (flags & PL_TOKENIZE_PARSE_SPECIAL) != 0;
-    int scan = parse ? t->n_special > 0 : t->n_user_defined > 0;
+    size_t n_claim = 0;
+    if ((parse ? t->n_special > 0 : t->n_user_defined > 0) &&
+        (s = find_specials(e, text, len, parse, &n_claim)))
+        return s;
     /* prefix: SentencePiece's dummy space, at the start and after a special token */
     size_t frag = 0;
     if (flags & PL_TOKENIZE_ADD_BOS && t->add_bos) put(e, t->bos);
-    for (size_t i = 0; scan && i < len; i++) {
-        unsigned char c = (unsigned char)text[i];
-        if (!(t->special_first[c >> 3] & (1u << (c & 7)))) continue;
-        size_t n;
-        int32_t id = match_special(t, text + i, len - i, parse, &n);
-        if (id < 0) continue;
-        if (i > frag) {
-            if ((s = encode_raw(e, text + frag, i - frag, prefix))) return s;
-        }
-        put(e, id);
-        if (e->normalize) put_text(e, text + i, n);
+    for (size_t k = 0; k < n_claim; k++) {
+        const struct claim *c = &e->claim[k];
+        if (c->pos > frag && (s = encode_raw(e, text + frag, c->pos - frag, prefix))) return s;
+        put(e, c->id);
+        if (e->normalize) put_text(e, text + c->pos, c->len);
         prefix = 1;
-        i += n - 1;
-        frag = i + 1;
+        frag = c->pos + c->len;
     }
     if (frag < len && (s = encode_raw(e, text + frag, len - frag, prefix))) return s;
     if (flags & PL_TOKENIZE_ADD_BOS && t->add_eos) put(e, t->eos);
@@ -507,6 +632,10 @@ static pl_status run_enc(struct enc *e, const char *text, size_t len, uint32_t f
     pl_free(e->heap);
     pl_free(e->buf);
     pl_free(e->nfc);
+    pl_free(e->claim);
+    pl_free(e->taken);
+    pl_free(e->pos);
+    pl_free(e->cand);
     return s;
 }
 

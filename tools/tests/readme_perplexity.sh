@@ -1,19 +1,19 @@
 #!/bin/sh
-# readme_perplexity.sh — the perplexity example of README.md, regenerated: the demo model's F32
+# readme_perplexity.sh — the perplexity example of tools/README.md, regenerated: the demo model's F32
 # conversion and its committed Q8_0 GGUF on the committed held-out slice
 # (conformance/oracle/heldout-brown.txt), `plumb perplexity` then `--kl-divergence-base`.
-# Prints the transcript README.md shows between its readme_perplexity.sh markers; with --check
-# README.md, compares it with them instead (exit 1 when they differ: regenerate, paste).
+# Prints the transcript tools/README.md shows between its readme_perplexity.sh markers; with --check
+# tools/README.md, compares it with them instead (exit 1 when they differ: regenerate, paste).
 #
-# usage: readme_perplexity.sh PLUMB SOURCE_DIR [--check README.md]
+# usage: readme_perplexity.sh PLUMB SOURCE_DIR [--check tools/README.md]
 # The avx2 kernel set is named so the digits do not depend on the machine's best set (exit 77
 # where the CPU has no AVX2).
 set -u
 LC_ALL=C
 export LC_ALL
 
-plumb=${1:?usage: readme_perplexity.sh PLUMB SOURCE_DIR [--check README.md]}
-src=${2:?usage: readme_perplexity.sh PLUMB SOURCE_DIR [--check README.md]}
+plumb=${1:?usage: readme_perplexity.sh PLUMB SOURCE_DIR [--check tools/README.md]}
+src=${2:?usage: readme_perplexity.sh PLUMB SOURCE_DIR [--check tools/README.md]}
 check=${4:-}
 [ "${3:-}" = --check ] || check=
 
