@@ -28,7 +28,7 @@ DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps deps-wasm test demo fuzz perf perf-micro perf-baseline perf-history perf-instr perf-web clean format tsan wasm
+.PHONY: all build deps deps-wasm test demo fuzz perf perf-micro perf-baseline perf-history perf-instr perf-web perf-pretok clean format tsan wasm
 
 all: build
 
@@ -126,6 +126,11 @@ perf-micro: build
 	@test -f $(PERF_MODEL) || $(BUILD)/tools/plumb mkmodel $(PERF_MODEL) --preset qwen2-0.5b --type Q8_0
 	$(BUILD)/tools/plumb run -m $(PERF_MODEL) --tokens $$(seq -s, 1 64) -n 33 --ignore-eos --temp 0 -v
 	$(BUILD)/perf/bench_chat $(PERF_MODEL) -o $(BUILD)/perf-chat.json
+
+# Tokenization MB/s per pre-tokenizer, plumb against HF tokenizers (npm, pinned) on the held-out
+# mixed-script text, interleaved (perf/bench_pretok.sh; perf/NOTES.md, "Pre-tokenizers").
+perf-pretok: build
+	perf/bench_pretok.sh -b $(BUILD)
 
 # plumb's wasm build against wllama (npm @wllama/wllama, pinned) in one headless chromium, and
 # native plumb (avx2) on the same files, interleaved; the chat page's TTFT turn 10 vs turn 2

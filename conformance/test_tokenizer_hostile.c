@@ -360,7 +360,8 @@ static void tok_rejects_unknown_pre_tokenizer_listing_known_ones(void)
 {
     pl_gguf_writer *w = base_bpe(0);
     tf_str(w, "tokenizer.ggml.pre", "made-up");
-    REJECT(w, PL_ERR_UNSUPPORTED, "tokenizer.ggml.pre|made-up|default|gpt2|llama-bpe|qwen2|smollm");
+    REJECT(w, PL_ERR_UNSUPPORTED,
+           "tokenizer.ggml.pre|made-up|default|gpt-2|llama-bpe|qwen2|smollm");
 }
 
 static void tok_rejects_add_bos_without_bos_id(void)

@@ -3,13 +3,15 @@
  * vocabulary read from the input (a vocab-only GGUF). Not a GGUF fuzzer (fuzz_gguf is).
  *
  * Input: byte 0 picks the vocabulary (% 4; 3 = from the input), byte 1 the flags. Fixed
- * vocabularies: the rest is the text. Mode 3: bytes 2..3 the text length L (little-endian),
- * then L bytes of text, then the GGUF file.
- * Oracles: every buffer call fits an exact-size buffer and refuses a one-too-small one (ASan
- * sees any overflow); ids are in range; byte-level BPE decode(encode(x)) == x, and for
- * SentencePiece with STRIP_PREFIX when x has no U+2581 (plumb.h); the pieces of
- * pl_token_to_piece concatenate to pl_detokenize; streaming decode equals one-shot decode and
- * never splits a UTF-8 character, also when a push is first refused for a too-small buffer. */
+ * vocabularies: the rest is the text. With byte 0 % 4 == 1 (byte-level BPE), byte 0 / 4 = k > 0
+ * swaps the pre-tokenizer for entry (k - 1) % n of engine/tokenizer/pretok.c's table (every
+ * tokenizer.ggml.pre plumb knows; normalizer none, so the round trip stays exact). Mode 3:
+ * bytes 2..3 the text length L (little-endian), then L bytes of text, then the GGUF file. Oracles:
+ * every buffer call fits an exact-size buffer and refuses a one-too-small one (ASan sees any
+ * overflow); ids are in range; byte-level BPE decode(encode(x)) == x, and for SentencePiece with
+ * STRIP_PREFIX when x has no U+2581 (plumb.h); the pieces of pl_token_to_piece concatenate to
+ * pl_detokenize; streaming decode equals one-shot decode and never splits a UTF-8 character, also
+ * when a push is first refused for a too-small buffer. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "demo_vocab.h"
 #include "fuzz.h"
 #include "plumb.h"
+#include "tokenizer/pretok.h"
 
 #define N_FIXED   3
 #define VOCAB_N   400  /* a few merges beyond the byte and special tokens */
@@ -25,8 +28,13 @@
 
 static void *vocab_bytes[N_FIXED];
 static pl_model *vocab[N_FIXED];
+#define MAX_PRE 64
+static void *pre_bytes[MAX_PRE];
+static pl_model *pre_vocab[MAX_PRE]; /* DEMO_VOCAB_BPE under each pre-tokenizer of the table */
+static size_t n_pre;
 
-static pl_model *build_vocab(enum demo_vocab_kind kind, void **bytes)
+/* pre: NULL for the vocabulary's own pre-tokenizer. */
+static pl_model *build_vocab(enum demo_vocab_kind kind, const char *pre, void **bytes)
 {
     pl_gguf_writer *w = NULL;
     pl_error err = {0};
@@ -36,17 +44,24 @@ static pl_model *build_vocab(enum demo_vocab_kind kind, void **bytes)
     pl_status st = pl_gguf_writer_new(&w, 3, &err);
     if (!st) st = pl_gguf_writer_set_string(w, "general.architecture", "llama", 5, &err);
     if (!st) st = demo_vocab_write(w, kind, VOCAB_N, &err);
+    if (!st && pre) st = pl_gguf_writer_set_string(w, "tokenizer.ggml.pre", pre, strlen(pre), &err);
+    if (!st && pre) st = pl_gguf_writer_set_string(w, "tokenizer.ggml.normalizer", "none", 4, &err);
     if (!st) st = pl_gguf_writer_write_memory(w, bytes, &n, &err);
     if (!st) st = pl_model_load_memory(&m, *bytes, n, &p, &err);
     pl_gguf_writer_free(w);
-    FUZZ_CHECK(st == PL_OK, "building vocabulary %d: %s", (int)kind, err.msg);
+    FUZZ_CHECK(st == PL_OK, "building vocabulary %d (%s): %s", (int)kind, pre ? pre : "own",
+               err.msg);
     return m;
 }
 
 void fuzz_init(void)
 {
     for (int k = 0; k < N_FIXED; k++)
-        vocab[k] = build_vocab((enum demo_vocab_kind)k, &vocab_bytes[k]);
+        vocab[k] = build_vocab((enum demo_vocab_kind)k, NULL, &vocab_bytes[k]);
+    const struct pl_pretok_def *tab = pl_pretok_table(&n_pre);
+    FUZZ_CHECK(n_pre <= MAX_PRE, "%zu pre-tokenizers, room for %d", n_pre, MAX_PRE);
+    for (size_t i = 0; i < n_pre; i++)
+        pre_vocab[i] = build_vocab(DEMO_VOCAB_BPE, tab[i].name, &pre_bytes[i]);
 }
 
 static void check_error(pl_status st, const pl_error *err, const char *what)
@@ -290,7 +305,9 @@ void fuzz_one(const uint8_t *data, size_t size)
     uint8_t fl = data[1];
     if (mode < N_FIXED) {
         size_t len = size - 2 > MAX_TEXT ? MAX_TEXT : size - 2;
-        run(vocab[mode], (const char *)data + 2, len, fl, 1);
+        unsigned sel = data[0] / 4u;
+        const pl_model *m = mode == 1 && sel ? pre_vocab[(sel - 1) % n_pre] : vocab[mode];
+        run(m, (const char *)data + 2, len, fl, 1);
         return;
     }
     if (size < 4) return;

@@ -303,6 +303,19 @@ int main(int argc, char **argv)
         put("tokenizer", name, buf, 2 + tl);
         free(buf);
     }
+    /* Byte-level BPE under each pre-tokenizer of the table (byte 0 = 1 + 4k, k = 1..32). */
+    for (unsigned k = 1; k <= 32; k++) {
+        const char *t = texts[k % (sizeof texts / sizeof texts[0])];
+        size_t tl = strlen(t);
+        unsigned char *buf = malloc(2 + tl);
+        buf[0] = (unsigned char)(1 + 4 * k);
+        buf[1] = (unsigned char)((k * 53) & 0xf0); /* no ADD_BOS / PARSE_SPECIAL: round trip */
+        memcpy(buf + 2, t, tl);
+        char name[64];
+        snprintf(name, sizeof name, "pretok-%02u", k);
+        put("tokenizer", name, buf, 2 + tl);
+        free(buf);
+    }
     /* Quant: one case per type index, both modes (the tail holds the parameters). */
     for (unsigned t = 0; t < 12; t++) {
         unsigned char buf[600];

@@ -14,22 +14,13 @@
 #include "core/core.h"
 #include "convert_spm.h"
 #include "hf_util.h"
+#include "pretok_id.h"
 #include "runtime/arch.h"
 
 #define MAX_JSON_FILE (256u << 20) /* tokenizer.json of a 256k vocabulary is ~10 MB */
 
 /* GGUF token types (tokenizer.ggml.token_type), llama.cpp's numbers. */
 enum { TT_NORMAL = 1, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5, TT_BYTE = 6 };
-
-/* The pre-tokenizer regexes of tokenizer.json files, as Hugging Face writes them. */
-#define RE_QWEN2_HF                                                                                \
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "                          \
-    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"                                                               \
-    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-#define RE_LLAMA3_HF                                                                               \
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "                     \
-    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"                                                               \
-    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
 typedef struct hf_config {
     const pl_arch *arch; /* the architecture table's row (runtime/arch.c) */
@@ -579,51 +570,14 @@ static int bool_field(const json_t *o, const char *key, int def)
     return v && json_is_boolean(v) ? json_is_true(v) : def;
 }
 
-/* A ByteLevel step without a prefix space; use_regex as wanted (-1: any). */
-static int byte_level(const json_t *o, int use_regex)
-{
-    return is_type(o, "ByteLevel") && !bool_field(o, "add_prefix_space", 0) &&
-           (use_regex < 0 || bool_field(o, "use_regex", 1) == use_regex);
-}
-
-/* Names the pre-tokenizer the way llama.cpp's tokenizer.ggml.pre does. */
+/* Names the pre-tokenizer the way llama.cpp's tokenizer.ggml.pre does, by the content of its
+ * pre_tokenizer (features/pretok_id.c). */
 static pl_status identify_pre(vocab *v, const json_t *tok, const char *file, pl_error *err)
 {
-    const json_t *p = json_object_get(tok, "pre_tokenizer");
-    const char *name = NULL;
-    if (byte_level(p, 1))
-        name = "gpt-2";
-    else if (is_type(p, "Sequence")) {
-        const json_t *seq = json_object_get(p, "pretokenizers");
-        if (json_is_array(seq) && json_array_size(seq) == 2) {
-            const json_t *a = json_array_get(seq, 0), *b = json_array_get(seq, 1);
-            const json_t *pat = is_type(a, "Split") ? json_object_get(a, "pattern") : NULL;
-            const json_t *re = json_is_object(pat) ? json_object_get(pat, "Regex") : NULL;
-            const json_t *beh = is_type(a, "Split") ? json_object_get(a, "behavior") : NULL;
-            int isolated = beh && json_is_string(beh) &&
-                           strcmp(json_string_value(beh), "Isolated") == 0 &&
-                           !bool_field(a, "invert", 0);
-            if (re && json_is_string(re) && isolated && byte_level(b, 0)) {
-                if (strcmp(json_string_value(re), RE_QWEN2_HF) == 0) name = "qwen2";
-                if (strcmp(json_string_value(re), RE_LLAMA3_HF) == 0) name = "llama-bpe";
-            }
-            if (is_type(a, "Digits") && bool_field(a, "individual_digits", 0) && byte_level(b, 1))
-                name = "smollm";
-        }
-    }
-    if (!name)
-        return pl_fail(err, PL_ERR_UNSUPPORTED,
-                       "%s: the pre_tokenizer is not one plumb identifies (GPT-2's ByteLevel, "
-                       "Qwen2's or Llama 3's Split regex + ByteLevel, SmolLM's Digits + "
-                       "ByteLevel)",
-                       file);
-    snprintf(v->pre, sizeof v->pre, "%s", name);
-    const json_t *model = json_object_get(tok, "model");
-    int ignore = bool_field(model, "ignore_merges", 0);
-    if (ignore != (strcmp(name, "llama-bpe") == 0))
-        return pl_fail(err, PL_ERR_UNSUPPORTED,
-                       "%s: model.ignore_merges is %s, but the '%s' pre-tokenizer implies %s", file,
-                       ignore ? "true" : "false", name, ignore ? "false" : "true");
+    const struct pl_pretok_def *def;
+    pl_status s = pl_pretok_identify(tok, file, &def, err);
+    if (s) return s;
+    snprintf(v->pre, sizeof v->pre, "%s", def->name);
     const json_t *norm = json_object_get(tok, "normalizer");
     v->normalizer = NULL;
     if (norm && !json_is_null(norm)) {

@@ -651,9 +651,12 @@ static pl_status load_pretok(struct loader *L)
         len = (size_t)pre.len;
     }
     const struct pl_pretok_def *def = pl_pretok_find(name, len);
+    const char *why = def ? NULL : pl_pretok_refusal(name, len);
+    if (why)
+        return pl_fail(L->err, PL_ERR_UNSUPPORTED, KEY_PRE " = %s is refused: %s",
+                       show(L->sb, sizeof L->sb, name, len), why);
     if (!def)
-        return pl_fail(L->err, PL_ERR_UNSUPPORTED,
-                       KEY_PRE " = %s is not a pre-tokenizer plumb knows (known: %s)",
+        return pl_fail(L->err, PL_ERR_UNSUPPORTED, KEY_PRE " %s unknown; known: %s",
                        show(L->sb, sizeof L->sb, name, len), pl_pretok_names());
     snprintf(t->pre_name, sizeof t->pre_name, "%.*s", (int)(len < 63 ? len : 63), name);
     t->norm = def->norm;

@@ -1,0 +1,164 @@
+/* test_pretok_identify.c — plumb convert names a tokenizer.json's pre-tokenizer by its content
+ * (features/pretok_id.c): each pre_tokenizer section of the HF oracle fixtures
+ * (data/tokparity/pretok/NAME.json) is identified as NAME; forms plumb does not run are refused
+ * by name. Not the splitting itself (test_tokenizer_pretok). */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "features/pretok_id.h"
+#include "testutil.h"
+#include "tokenizer/pretok.h"
+
+static const char *identify(const char *json, pl_error *err, pl_status *st)
+{
+    json_error_t je;
+    json_t *t = json_loads(json, 0, &je);
+    TU_CHECK(t != NULL, "bad test JSON: %s", je.text);
+    const struct pl_pretok_def *d = NULL;
+    *st = t ? pl_pretok_identify(t, "tokenizer.json", &d, err) : PL_ERR_FORMAT;
+    json_decref(t);
+    return d ? d->name : NULL;
+}
+
+static void identify_names_every_fixture_form(void)
+{
+    const char *dir = getenv("PLUMB_TEST_DATA");
+    TU_CHECK(dir != NULL, "PLUMB_TEST_DATA is not set");
+    if (!dir) return;
+    size_t n;
+    const struct pl_pretok_def *tab = pl_pretok_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(tab[i].name, "default") == 0) continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/tokparity/pretok/%s.json", dir, tab[i].name);
+        json_error_t je;
+        json_t *t = json_load_file(path, 0, &je);
+        TU_CHECK(t != NULL, "%s: %s", path, je.text);
+        if (!t) continue;
+        const struct pl_pretok_def *d = NULL;
+        pl_error err = {0};
+        pl_status st = pl_pretok_identify(t, path, &d, &err);
+        TU_CHECK(st == PL_OK && d == &tab[i], "%s identified as %s (%s)", tab[i].name,
+                 d ? d->name : "nothing", err.msg);
+        json_decref(t);
+    }
+}
+
+#define LLAMA3_SPLIT                                                                               \
+    "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{" \
+    "L}"                                                                                           \
+    "\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| "                                                          \
+    "?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|"                                 \
+    "\\\\s+(?!\\\\S)|\\\\s+\"},\"behavior\":\"Isolated\",\"invert\":false}"
+#define BL "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}"
+
+/* ignore_merges and the normalizer pick among entries of one form. */
+static void identify_uses_ignore_merges_and_normalizer(void)
+{
+    pl_error err = {0};
+    pl_status st;
+    const char *n =
+        identify("{\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[" LLAMA3_SPLIT "," BL
+                 "]},\"model\":{\"ignore_merges\":true}}",
+                 &err, &st);
+    TU_CHECK(n && strcmp(n, "llama-bpe") == 0, "Llama 3 form + ignore_merges -> %s", n);
+    n = identify("{\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[" LLAMA3_SPLIT "," BL
+                 "]},\"model\":{\"ignore_merges\":false}}",
+                 &err, &st);
+    TU_CHECK(n && strcmp(n, "dbrx") == 0, "Llama 3 form, merges applied -> %s", n);
+    n = identify("{\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false},"
+                 "\"model\":{}}",
+                 &err, &st);
+    TU_CHECK(n && strcmp(n, "gpt-2") == 0, "ByteLevel(use_regex) -> %s", n);
+    n = identify(
+        "{\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Digits\","
+        "\"individual_digits\":true},{\"type\":\"ByteLevel\"}]},\"model\":{}}",
+        &err, &st);
+    TU_CHECK(n && strcmp(n, "smollm") == 0, "Digits + ByteLevel -> %s", n);
+    /* Literal CR LF or their escapes: one regex. */
+    n = identify("{\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\","
+                 "\"pattern\":{\"Regex\":\"[\\r\\n]\"},\"behavior\":\"Isolated\"},{\"type\":"
+                 "\"Split\",\"pattern\":{\"Regex\":\"\\\\s?\\\\p{L}+\"},\"behavior\":\"Isolated\"},"
+                 "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\s?\\\\p{P}+\"},\"behavior\":"
+                 "\"Isolated\"},{\"type\":\"Split\",\"pattern\":{\"Regex\":\"[\xe4\xb8\x80-"
+                 "\xe9\xbe\xa5\xe0\xa0\x80-\xe4\xb8\x80\xea\xb0\x80-\xed\x9f\xbf]+\"},\"behavior\":"
+                 "\"Isolated\"},{\"type\":\"Digits\",\"individual_digits\":true}," BL "]},"
+                 "\"model\":{}}",
+                 &err, &st);
+    TU_CHECK(n && strcmp(n, "deepseek-coder") == 0, "DeepSeek Coder with literal CR LF -> %s (%s)",
+             n, err.msg);
+}
+
+static void expect_refused(const char *json, const char *needle)
+{
+    pl_error err = {0};
+    pl_status st;
+    const char *n = identify(json, &err, &st);
+    TU_CHECK(n == NULL && st == PL_ERR_UNSUPPORTED && strstr(err.msg, needle),
+             "%s: got %s, status %d, '%s' (want '%s')", json, n ? n : "nothing", st, err.msg,
+             needle);
+}
+
+static void identify_refuses_forms_it_does_not_run(void)
+{
+    expect_refused("{\"pre_tokenizer\":{\"type\":\"Metaspace\"},\"model\":{}}", "Metaspace");
+    expect_refused("{\"pre_tokenizer\":null,\"model\":{}}", "no pre_tokenizer");
+    expect_refused("{\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true}}",
+                   "add_prefix_space");
+    expect_refused("{\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":"
+                   "\"Split\",\"pattern\":{\"Regex\":\"x\"},\"behavior\":\"Removed\"}," BL "]}}",
+                   "behavior Removed");
+    expect_refused("{\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":"
+                   "\"Split\",\"pattern\":{\"String\":\" \"},\"behavior\":\"Isolated\"}," BL "]}}",
+                   "without a Regex");
+    expect_refused(
+        "{\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":"
+        "\"Split\",\"pattern\":{\"Regex\":\"[a-z]+|\\\\d\"},\"behavior\":\"Isolated\"}," BL "]}}",
+        "[Split, ByteLevel: [a-z]+|\\d] is not one plumb knows (known: default gpt-2");
+    expect_refused("{\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"x\"},"
+                   "\"behavior\":\"Isolated\"}}",
+                   "0 ByteLevel steps");
+}
+
+/* The names in error messages are exactly the table's; refused names say why. */
+static void names_list_every_entry_and_refusals_say_why(void)
+{
+    size_t n;
+    const struct pl_pretok_def *tab = pl_pretok_table(&n);
+    const char *names = pl_pretok_names();
+    size_t words = 0;
+    for (const char *p = names; *p; p++) words += (p == names || p[-1] == ' ') && *p != ' ';
+    TU_CHECK(words == n, "pl_pretok_names() has %zu names, the table %zu", words, n);
+    for (size_t i = 0; i < n; i++) {
+        const char *hit = strstr(names, tab[i].name);
+        size_t k = strlen(tab[i].name);
+        TU_CHECK(hit && (hit == names || hit[-1] == ' ') && (hit[k] == ' ' || hit[k] == 0),
+                 "'%s' missing from pl_pretok_names()", tab[i].name);
+        TU_CHECK(pl_pretok_refusal(tab[i].name, k) == NULL, "'%s' is both known and refused",
+                 tab[i].name);
+    }
+    static const char *const refused[] = {"gemma4",     "kimi-k2",     "superbpe",
+                                          "whitespace", "roberta-bpe", "afmoe"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        TU_CHECK(pl_pretok_find(refused[i], strlen(refused[i])) == NULL, "%s is refused",
+                 refused[i]);
+        TU_CHECK(pl_pretok_refusal(refused[i], strlen(refused[i])) != NULL, "%s says why",
+                 refused[i]);
+    }
+    TU_CHECK(pl_pretok_refusal("gpt-2", 5) == NULL, "gpt-2 is not refused");
+}
+
+int main(void)
+{
+    static const tu_test tests[] = {
+        {"identify_names_every_fixture_form", identify_names_every_fixture_form},
+        {"identify_uses_ignore_merges_and_normalizer", identify_uses_ignore_merges_and_normalizer},
+        {"identify_refuses_forms_it_does_not_run", identify_refuses_forms_it_does_not_run},
+        {"names_list_every_entry_and_refusals_say_why",
+         names_list_every_entry_and_refusals_say_why},
+        {NULL, NULL},
+    };
+    return tu_run("pretok_identify", tests);
+}

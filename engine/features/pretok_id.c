@@ -1,0 +1,205 @@
+/* pretok_id.c — which pre-tokenizer a tokenizer.json declares, by content: its pre_tokenizer is
+ * reduced to plumb's step list (Split regexes + the ByteLevel step) and matched against the
+ * table. Not a regex engine: two spellings of one regex are two forms (only \r \n \t escapes
+ * and the literal characters are taken as one). */
+#include "pretok_id.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "hf_util.h"
+
+#define MAX_FOUND 16
+
+struct form {
+    const char *step[MAX_FOUND];
+    int n;
+    char what[160]; /* the steps in words, for the error */
+};
+
+static void note(struct form *f, const char *s)
+{
+    size_t k = strlen(f->what);
+    snprintf(f->what + k, sizeof f->what - k, "%s%s", k ? ", " : "", s);
+}
+
+static int is_type(const json_t *o, const char *type)
+{
+    const json_t *t = json_is_object(o) ? json_object_get(o, "type") : NULL;
+    return t && json_is_string(t) && strcmp(json_string_value(t), type) == 0;
+}
+
+static int bool_field(const json_t *o, const char *key, int def)
+{
+    const json_t *v = json_object_get(o, key);
+    return v && json_is_boolean(v) ? json_is_true(v) : def;
+}
+
+static const char *str_field(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return v && json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static pl_status push(struct form *f, const char *s, const char *file, pl_error *err)
+{
+    if (f->n == MAX_FOUND)
+        return pl_fail(err, PL_ERR_UNSUPPORTED, "%s: pre_tokenizer has over %d steps", file,
+                       MAX_FOUND);
+    f->step[f->n++] = s;
+    return PL_OK;
+}
+
+/* One step of tokenizer.json's pre_tokenizer, appended to f as the regexes it equals. */
+static pl_status reduce(struct form *f, const json_t *p, const char *file, pl_error *err, int depth)
+{
+    pl_status s;
+    const char *type = str_field(p, "type");
+    if (!type)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: a pre_tokenizer step is %s, not an object "
+                       "with a type",
+                       file, pl_json_kind(p));
+    if (strcmp(type, "Sequence") == 0 && depth < 4) {
+        const json_t *seq = json_object_get(p, "pretokenizers");
+        if (!json_is_array(seq))
+            return pl_fail(err, PL_ERR_FORMAT, "%s: Sequence.pretokenizers is %s, not an array",
+                           file, pl_json_kind(seq));
+        for (size_t i = 0; i < json_array_size(seq); i++)
+            if ((s = reduce(f, json_array_get(seq, i), file, err, depth + 1))) return s;
+        return PL_OK;
+    }
+    if (strcmp(type, "Split") == 0) {
+        const json_t *pat = json_object_get(p, "pattern");
+        const char *re = json_is_object(pat) ? str_field(pat, "Regex") : NULL;
+        const char *beh = str_field(p, "behavior");
+        if (!re)
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: a Split step without a Regex pattern (plumb's pre-tokenizers are "
+                           "regexes)",
+                           file);
+        if (!beh || strcmp(beh, "Isolated") != 0 || bool_field(p, "invert", 0))
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: Split '%.48s' has behavior %s%s; plumb splits Isolated only", file,
+                           re, beh ? beh : "(none)",
+                           bool_field(p, "invert", 0) ? ", inverted" : "");
+        note(f, "Split");
+        return push(f, re, file, err);
+    }
+    if (strcmp(type, "Digits") == 0) {
+        int one = bool_field(p, "individual_digits", 0);
+        note(f, one ? "Digits(individual)" : "Digits");
+        return push(f, one ? pl_pretok_digits1 : pl_pretok_digits, file, err);
+    }
+    if (strcmp(type, "Punctuation") == 0) {
+        const char *beh = str_field(p, "behavior");
+        if (!beh) beh = "Isolated"; /* HF's default */
+        int iso = strcmp(beh, "Isolated") == 0, cont = strcmp(beh, "Contiguous") == 0;
+        if (!iso && !cont)
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: Punctuation with behavior %s; plumb knows Isolated and "
+                           "Contiguous",
+                           file, beh);
+        note(f, iso ? "Punctuation" : "Punctuation(Contiguous)");
+        return push(f, iso ? pl_pretok_punct1 : pl_pretok_punct, file, err);
+    }
+    if (strcmp(type, "ByteLevel") == 0) {
+        if (bool_field(p, "add_prefix_space", 0))
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: ByteLevel with add_prefix_space (plumb adds no prefix space)",
+                           file);
+        int re = bool_field(p, "use_regex", 1);
+        note(f, re ? "ByteLevel(use_regex)" : "ByteLevel");
+        if (re && (s = push(f, pl_pretok_gpt2, file, err))) return s;
+        return push(f, pl_pretok_bytelevel, file, err);
+    }
+    return pl_fail(err, PL_ERR_UNSUPPORTED,
+                   "%s: pre_tokenizer step '%.32s' is not one plumb runs (Split, Digits, "
+                   "Punctuation, ByteLevel, Sequence)",
+                   file, type);
+}
+
+/* One unit of a regex at *p: an escape pair (\r \n \t become the characters) or a byte;
+ * *p advances past it. A pair other than those three comes back as 256 + its second byte. */
+static int unit(const char **p)
+{
+    const char *q = *p;
+    if (q[0] == '\\' && q[1]) {
+        *p = q + 2;
+        return q[1] == 'r'   ? '\r'
+               : q[1] == 'n' ? '\n'
+               : q[1] == 't' ? '\t'
+                             : 256 + (unsigned char)q[1];
+    }
+    if (q[0]) *p = q + 1;
+    return (unsigned char)q[0];
+}
+
+/* Regexes equal up to \r \n \t written as escapes or as the characters. */
+static int same_regex(const char *a, const char *b)
+{
+    for (;;) {
+        int ua = unit(&a), ub = unit(&b);
+        if (ua != ub) return 0;
+        if (!ua) return 1;
+    }
+}
+
+static int same_steps(const struct form *f, const struct pl_pretok_def *d)
+{
+    int k = 0;
+    for (; k < f->n; k++) {
+        const char *a = f->step[k], *b = d->step[k];
+        if (!b) return 0;
+        if ((a == pl_pretok_bytelevel) != (b == pl_pretok_bytelevel)) return 0;
+        if (a != pl_pretok_bytelevel && !same_regex(a, b)) return 0;
+    }
+    return d->step[k] == NULL;
+}
+
+pl_status pl_pretok_identify(const json_t *tok, const char *file, const struct pl_pretok_def **out,
+                             pl_error *err)
+{
+    *out = NULL;
+    const json_t *p = json_object_get(tok, "pre_tokenizer");
+    if (!p || json_is_null(p))
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: no pre_tokenizer (plumb converts byte-level BPE, which declares one)",
+                       file);
+    struct form f = {.n = 0};
+    pl_status s = reduce(&f, p, file, err, 0);
+    if (s) return s;
+    int n_bl = 0;
+    for (int k = 0; k < f.n; k++) n_bl += f.step[k] == pl_pretok_bytelevel;
+    if (n_bl != 1)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: pre_tokenizer [%s] has %d ByteLevel steps; byte-level BPE has one",
+                       file, f.what, n_bl);
+    int ignore = bool_field(json_object_get(tok, "model"), "ignore_merges", 0);
+    static const char *const forms[] = {"NFC", "NFD", "NFKC", "NFKD"};
+    int norm = PL_TOK_NORM_NONE;
+    const json_t *nj = json_object_get(tok, "normalizer");
+    for (int i = 0; i < 4; i++)
+        if (is_type(nj, forms[i])) norm = PL_TOK_NORM_NFC + i;
+    size_t n;
+    const struct pl_pretok_def *tab = pl_pretok_table(&n), *form_only = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!same_steps(&f, &tab[i])) continue;
+        if (!form_only) form_only = &tab[i];
+        if (tab[i].ignore_merges != ignore) continue;
+        if (tab[i].norm == norm) {
+            *out = &tab[i];
+            return PL_OK;
+        }
+        if (!*out) *out = &tab[i];
+    }
+    if (*out) return PL_OK;
+    if (form_only)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: model.ignore_merges is %s, but the '%s' pre-tokenizer implies %s", file,
+                       ignore ? "true" : "false", form_only->name, ignore ? "false" : "true");
+    return pl_fail(err, PL_ERR_UNSUPPORTED,
+                   "%s: pre_tokenizer [%s%s%.60s] is not one plumb knows (known: %s)", file, f.what,
+                   f.n && f.step[0] != pl_pretok_bytelevel ? ": " : "",
+                   f.n && f.step[0] != pl_pretok_bytelevel ? f.step[0] : "", pl_pretok_names());
+}

@@ -1,0 +1,18 @@
+/* pretok_id.h — names a tokenizer.json's pre-tokenizer by its content (pretok_id.c): the steps
+ * it declares against the table of engine/tokenizer/pretok.c. Internal to features/. */
+#ifndef PLUMB_FEATURES_PRETOK_ID_H
+#define PLUMB_FEATURES_PRETOK_ID_H
+
+#include <jansson.h>
+
+#include "core/core.h"
+#include "tokenizer/pretok.h"
+
+/* tok: the whole tokenizer.json; file: its name for messages. On success *out is the entry whose
+ * steps equal the pre_tokenizer's, whose ignore_merges equals model.ignore_merges, and (among
+ * equals) whose default normalizer is the one declared. Anything else is PL_ERR_UNSUPPORTED
+ * naming what was found. */
+pl_status pl_pretok_identify(const json_t *tok, const char *file, const struct pl_pretok_def **out,
+                             pl_error *err);
+
+#endif
