@@ -34,8 +34,9 @@ static json_t *spm_json(void)
     json_t *added = json_array();
     for (int i = 0; i < 3; i++) {
         static const char *const sp[] = {"<unk>", "<s>", "</s>"};
-        json_array_append_new(added, json_pack("{s:i,s:s,s:b,s:b}", "id", i, "content", sp[i],
-                                               "special", 1, "normalized", 0));
+        json_array_append_new(added, json_pack("{s:i,s:s,s:b,s:b,s:b,s:b,s:b}", "id", i, "content",
+                                               sp[i], "special", 1, "normalized", 0, "single_word",
+                                               0, "lstrip", 0, "rstrip", 0));
     }
     json_t *repl =
         json_pack("{s:s,s:{s:s},s:s}", "type", "Replace", "pattern", "String", " ", "content", SP);

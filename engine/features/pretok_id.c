@@ -13,6 +13,7 @@
 
 struct form {
     const char *step[MAX_FOUND];
+    unsigned char kept[MAX_FOUND]; /* a Split that keeps its matches and drops the gaps */
     int n;
     char what[160]; /* the steps in words, for the error */
 };
@@ -78,12 +79,18 @@ static pl_status reduce(struct form *f, const json_t *p, const char *file, pl_er
                            "%s: a Split step without a Regex pattern (plumb's pre-tokenizers are "
                            "regexes)",
                            file);
-        if (!beh || strcmp(beh, "Isolated") != 0 || bool_field(p, "invert", 0))
+        /* Removed + invert keeps the matches and drops the gaps: the Isolated split wherever
+         * the regex leaves no gap, which identification checks (pl_pretok_step_gapless). */
+        int inv = bool_field(p, "invert", 0);
+        int iso = beh && strcmp(beh, "Isolated") == 0 && !inv;
+        int kept = beh && strcmp(beh, "Removed") == 0 && inv;
+        if (!iso && !kept)
             return pl_fail(err, PL_ERR_UNSUPPORTED,
-                           "%s: Split '%.48s' has behavior %s%s; plumb splits Isolated only", file,
-                           re, beh ? beh : "(none)",
-                           bool_field(p, "invert", 0) ? ", inverted" : "");
-        note(f, "Split");
+                           "%s: Split '%.48s' has behavior %s%s; plumb splits Isolated (or "
+                           "Removed inverted, with a regex that leaves no gap)",
+                           file, re, beh ? beh : "(none)", inv ? ", inverted" : "");
+        note(f, kept ? "Split(Removed, inverted)" : "Split");
+        f->kept[f->n] = (unsigned char)kept;
         return push(f, re, file, err);
     }
     if (strcmp(type, "Digits") == 0) {
@@ -157,6 +164,29 @@ static int same_steps(const struct form *f, const struct pl_pretok_def *d)
     return d->step[k] == NULL;
 }
 
+pl_status pl_tok_json_norm(const json_t *tok, const char *file, int *norm, pl_error *err)
+{
+    static const char *const forms[] = {"NFC", "NFD", "NFKC", "NFKD"};
+    *norm = PL_TOK_NORM_NONE;
+    const json_t *nj = json_object_get(tok, "normalizer");
+    if (is_type(nj, "Sequence")) {
+        const json_t *seq = json_object_get(nj, "normalizers");
+        if (json_is_array(seq) && json_array_size(seq) == 0) return PL_OK;
+        nj = json_is_array(seq) && json_array_size(seq) == 1 ? json_array_get(seq, 0) : NULL;
+    } else if (!nj || json_is_null(nj)) {
+        return PL_OK;
+    }
+    for (int i = 0; i < 4; i++)
+        if (is_type(nj, forms[i])) {
+            *norm = PL_TOK_NORM_NFC + i;
+            return PL_OK;
+        }
+    return pl_fail(err, PL_ERR_UNSUPPORTED,
+                   "%s: normalizer other than NFC, NFD, NFKC or NFKD (alone or the only entry of "
+                   "a Sequence): plumb's byte-level tokenizer applies nothing else",
+                   file);
+}
+
 pl_status pl_pretok_identify(const json_t *tok, const char *file, const struct pl_pretok_def **out,
                              pl_error *err)
 {
@@ -176,15 +206,20 @@ pl_status pl_pretok_identify(const json_t *tok, const char *file, const struct p
                        "%s: pre_tokenizer [%s] has %d ByteLevel steps; byte-level BPE has one",
                        file, f.what, n_bl);
     int ignore = bool_field(json_object_get(tok, "model"), "ignore_merges", 0);
-    static const char *const forms[] = {"NFC", "NFD", "NFKC", "NFKD"};
-    int norm = PL_TOK_NORM_NONE;
-    const json_t *nj = json_object_get(tok, "normalizer");
-    for (int i = 0; i < 4; i++)
-        if (is_type(nj, forms[i])) norm = PL_TOK_NORM_NFC + i;
+    int norm;
+    if ((s = pl_tok_json_norm(tok, file, &norm, err))) return s;
     size_t n;
     const struct pl_pretok_def *tab = pl_pretok_table(&n), *form_only = NULL;
+    int gap_at = -1; /* a Removed-inverted step whose regex leaves gaps */
     for (size_t i = 0; i < n; i++) {
         if (!same_steps(&f, &tab[i])) continue;
+        int gapless = 1;
+        for (int k = 0; k < f.n && gapless; k++)
+            if (f.kept[k]) {
+                if ((s = pl_pretok_step_gapless(&tab[i], k, &gapless, err))) return s;
+                if (!gapless) gap_at = k;
+            }
+        if (!gapless) continue;
         if (!form_only) form_only = &tab[i];
         if (tab[i].ignore_merges != ignore) continue;
         if (tab[i].norm == norm) {
@@ -194,6 +229,11 @@ pl_status pl_pretok_identify(const json_t *tok, const char *file, const struct p
         if (!*out) *out = &tab[i];
     }
     if (*out) return PL_OK;
+    if (gap_at >= 0 && !form_only)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: Split '%.48s' (Removed, inverted) drops the text its regex does not "
+                       "match, and it does not match every character: plumb keeps every byte",
+                       file, f.step[gap_at]);
     if (form_only)
         return pl_fail(err, PL_ERR_UNSUPPORTED,
                        "%s: model.ignore_merges is %s, but the '%s' pre-tokenizer implies %s", file,

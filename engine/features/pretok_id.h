@@ -15,4 +15,9 @@
 pl_status pl_pretok_identify(const json_t *tok, const char *file, const struct pl_pretok_def **out,
                              pl_error *err);
 
+/* The Unicode normal form tokenizer.json's normalizer declares (pl_tok_norm): absent, null or an
+ * empty Sequence is none; NFC/NFD/NFKC/NFKD, alone or as a Sequence's only entry, that form.
+ * Anything else is PL_ERR_UNSUPPORTED (a byte-level tokenizer in plumb applies nothing else). */
+pl_status pl_tok_json_norm(const json_t *tok, const char *file, int *norm, pl_error *err);
+
 #endif

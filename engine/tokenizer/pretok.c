@@ -12,8 +12,11 @@
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <utf8proc.h>
 
 #include "pretok.h"
 #include "utf8.h"
@@ -547,4 +550,75 @@ pl_status pl_pretok_split(const struct pl_pretok *p, struct pl_pretok_scratch *s
 {
     struct split_ctx c = {p, s, text, emit, user, err};
     return split_level(&c, 0, text, len);
+}
+
+/* ---- gapless steps ---- */
+
+/* Every Unicode scalar value in order; with sep, each followed by sep (a second context for
+ * the alternatives that look at a neighbour). Returns the length written. */
+static size_t every_char(char *out, int sep)
+{
+    size_t n = 0;
+    for (uint32_t c = 0; c <= 0x10FFFF; c++) {
+        if (c >= 0xD800 && c <= 0xDFFF) continue;
+        n += (size_t)utf8proc_encode_char((utf8proc_int32_t)c, (utf8proc_uint8_t *)out + n);
+        if (sep) out[n++] = (char)sep;
+    }
+    return n;
+}
+
+/* 1 when re leaves no byte of text[0..n) outside a non-empty match. */
+static int covers(pcre2_code *re, pcre2_match_data *md, const char *text, size_t n, int *rc_out)
+{
+    size_t off = 0;
+    while (off < n) {
+        int rc = pcre2_match(re, (PCRE2_SPTR)text, n, off, PCRE2_NO_UTF_CHECK, md, NULL);
+        if (rc < 0) {
+            *rc_out = rc;
+            return 0;
+        }
+        const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        if (ov[0] != off || ov[1] == ov[0]) return 0;
+        off = ov[1];
+    }
+    return 1;
+}
+
+pl_status pl_pretok_step_gapless(const struct pl_pretok_def *def, int k, int *gapless,
+                                 pl_error *err)
+{
+    *gapless = 0;
+    int i = 0;
+    for (int j = 0; j < k; j++)
+        if (!def->step[j])
+            return PL_OK;
+        else if (def->step[j] != pl_pretok_bytelevel)
+            i++;
+    if (!def->step[k] || def->step[k] == pl_pretok_bytelevel) return PL_OK;
+    struct pl_pretok p;
+    pl_status s = pl_pretok_compile(&p, def, err);
+    if (s) return s;
+    if (p.groups[i]) {
+        pl_pretok_release(&p);
+        return PL_OK; /* digit groups leave every non-digit out */
+    }
+    size_t cap = (size_t)0x110000 * 5;
+    char *text = pl_malloc(cap);
+    pcre2_match_data *md = pcre2_match_data_create(1, p.gctx);
+    if (!text || !md) {
+        pl_free(text);
+        pcre2_match_data_free(md);
+        pl_pretok_release(&p);
+        return pl_fail(err, PL_ERR_NOMEM, "no memory to probe pre-tokenizer '%s'", def->name);
+    }
+    int rc = 0;
+    *gapless = covers(p.re[i], md, text, every_char(text, 0), &rc) &&
+               covers(p.re[i], md, text, every_char(text, ' '), &rc);
+    if (rc < 0)
+        s = pl_fail(err, rc == PCRE2_ERROR_NOMEMORY ? PL_ERR_NOMEM : PL_ERR_LIMIT,
+                    "pre-tokenizer '%s' regex %d failed on the probe text (%d)", def->name, i, rc);
+    pl_free(text);
+    pcre2_match_data_free(md);
+    pl_pretok_release(&p);
+    return s;
 }

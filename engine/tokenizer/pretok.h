@@ -76,6 +76,12 @@ pl_status pl_pretok_compile(struct pl_pretok *p, const struct pl_pretok_def *def
 void pl_pretok_release(struct pl_pretok *p);
 /* Splits text[0..len) (valid UTF-8) with the sequence and calls emit for each piece in order.
  * Scratch match data comes from pl_pretok_scratch_new (one per call, never shared). */
+/* *gapless = 1 when regex step k of def (an index into def->step) matches every character,
+ * so that splitting with it leaves no gap: checked on every Unicode scalar value, alone and
+ * each followed by a space. tokenizer.json's Split with behavior Removed and invert (keep the
+ * matches, drop the gaps) equals the Isolated split of such a step. */
+pl_status pl_pretok_step_gapless(const struct pl_pretok_def *def, int k, int *gapless,
+                                 pl_error *err);
 typedef pl_status (*pl_pretok_emit_fn)(void *user, const char *p, size_t n);
 struct pl_pretok_scratch;
 pl_status pl_pretok_scratch_new(struct pl_pretok_scratch **out, const struct pl_pretok *p,
