@@ -21,9 +21,16 @@ TARGETS=${FUZZ_TARGETS:-$HARNESSES}
 SECONDS_EACH=${FUZZ_SECONDS:-600}
 JOBS=${FUZZ_JOBS:-2}
 OUT=${FUZZ_OUT:-"$FUZZ/out"}
-B_AFL="$ROOT/build-fuzz-afl"
-B_ASAN="$ROOT/build-fuzz-afl-asan"
-B_CMPLOG="$ROOT/build-fuzz-afl-cmplog"
+# Per-harness builds: the harnesses that drive the SIMD kernel sets (KERNEL_HARNESSES: the
+# quantized matmuls, the sampler's primitives, and the GGUF loader whose tensors the fast sets
+# repack) are built with every set; the parser harnesses (tokenizer, jinja, http, chat,
+# safetensors) with the reference set only (-DPLUMB_X86_SETS=OFF -DPLUMB_WASM128=OFF): they never
+# reach the SIMD files in a way that matters, and compiling those through AFL++ was most of the
+# build time. One build tree per group and variant, build-fuzz-afl[-asan|-cmplog]-{kernels,parsers},
+# kept and reused across campaigns.
+KERNEL_HARNESSES=${FUZZ_KERNEL_HARNESSES:-"quant sampler gguf"}
+group_of() { case " $KERNEL_HARNESSES " in *" $1 "*) echo kernels ;; *) echo parsers ;; esac; }
+afl_dir() { echo "$ROOT/build-fuzz-afl${2:+-$2}-$(group_of "$1")"; } # harness [asan|cmplog]
 B_REPLAY="$ROOT/build-fuzz"
 MAX_BYTES=${FUZZ_CMIN_MAX_BYTES:-8192}
 NPROC=$(nproc 2>/dev/null || echo 2)
@@ -41,22 +48,34 @@ export PLUMB_KERNELS= PLUMB_THREADS=1
 unset PLUMB_KERNELS
 
 targets_list() { for h in $TARGETS; do printf 'fuzz_%s ' "$h"; done; }
+group_targets() { for h in $TARGETS; do [ "$(group_of "$h")" = "$1" ] && printf 'fuzz_%s ' "$h"; done; true; }
 
-configure() { # dir, then env assignments for the compiler wrapper
+configure() { # dir, targets, extra cmake options, then env assignments for the compiler wrapper
     dir=$1
-    shift
+    targets=$2
+    opts=$3
+    shift 3
     env "$@" cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DPLUMB_BUILD_TESTS=OFF -DCMAKE_PROJECT_INCLUDE="$FUZZ/standalone.cmake" \
-        -DCMAKE_C_COMPILER=afl-clang-fast >/dev/null
-    env "$@" cmake --build "$dir" -j "$NPROC" --target $(targets_list) >/dev/null
+        -DCMAKE_C_COMPILER=afl-clang-fast $opts >/dev/null
+    env "$@" cmake --build "$dir" -j "$NPROC" --target $targets >/dev/null
 }
 
 build() {
     command -v afl-clang-fast >/dev/null || { echo "campaign: afl-clang-fast not found (make deps)"; exit 1; }
-    echo "campaign: building AFL++ harnesses ($TARGETS): plain, ASan/UBSan, CMPLOG"
-    configure "$B_AFL"
-    configure "$B_ASAN" AFL_USE_ASAN=1 AFL_USE_UBSAN=1
-    configure "$B_CMPLOG" AFL_LLVM_CMPLOG=1
+    for g in parsers kernels; do
+        t=$(group_targets $g)
+        t=${t% }
+        [ -n "$t" ] || continue
+        opts="-DPLUMB_X86_SETS=ON" what="every kernel set"
+        [ $g = kernels ] || opts="-DPLUMB_X86_SETS=OFF -DPLUMB_WASM128=OFF" what="ref kernels only"
+        echo "campaign: building AFL++ harnesses ($t; $what): plain, ASan/UBSan, CMPLOG"
+        h=${t%% *}
+        h=${h#fuzz_}
+        configure "$(afl_dir "$h")" "$t" "$opts"
+        configure "$(afl_dir "$h" asan)" "$t" "$opts" AFL_USE_ASAN=1 AFL_USE_UBSAN=1
+        configure "$(afl_dir "$h" cmplog)" "$t" "$opts" AFL_LLVM_CMPLOG=1
+    done
 }
 
 replay_build() {
@@ -76,11 +95,11 @@ run_one() {
     [ -n "$(ls "$in" 2>/dev/null)" ] || { echo "campaign: $in is empty (fuzz/campaign.sh seeds)"; exit 1; }
     echo "campaign: $h for ${SECONDS_EACH}s with $JOBS instance(s) -> $o"
     afl-fuzz -M main -i "$in" -o "$o" $(dict_opt "$h") -m none -t 1000+ -V "$SECONDS_EACH" \
-        -c "$B_CMPLOG/fuzz/fuzz_$h" -- "$B_AFL/fuzz/fuzz_$h" >"$o/main.log" 2>&1 &
+        -c "$(afl_dir "$h" cmplog)/fuzz/fuzz_$h" -- "$(afl_dir "$h")/fuzz/fuzz_$h" >"$o/main.log" 2>&1 &
     pids=$!
     j=1
     while [ "$j" -lt "$JOBS" ]; do
-        if [ "$j" = 1 ]; then bin="$B_ASAN/fuzz/fuzz_$h"; else bin="$B_AFL/fuzz/fuzz_$h"; fi
+        if [ "$j" = 1 ]; then bin="$(afl_dir "$h" asan)/fuzz/fuzz_$h"; else bin="$(afl_dir "$h")/fuzz/fuzz_$h"; fi
         sleep 2
         afl-fuzz -S "s$j" -i "$in" -o "$o" $(dict_opt "$h") -m none -t 2000+ -V "$SECONDS_EACH" \
             -- "$bin" >"$o/s$j.log" 2>&1 &
@@ -161,7 +180,7 @@ cmin_one() { # harness, input dir -> fuzz/corpus/<harness>
     h=$1
     tmp="$OUT/cmin-$h"
     rm -rf "$tmp"
-    afl-cmin -i "$2" -o "$tmp" -m none -t 5000 -- "$B_AFL/fuzz/fuzz_$h" >"$OUT/cmin-$h.log" 2>&1 || {
+    afl-cmin -i "$2" -o "$tmp" -m none -t 5000 -- "$(afl_dir "$h")/fuzz/fuzz_$h" >"$OUT/cmin-$h.log" 2>&1 || {
         echo "campaign: afl-cmin of $h failed (see $OUT/cmin-$h.log)"
         return 1
     }
@@ -196,7 +215,7 @@ cmin() { # the corpus plus the last campaign's queues, minimized
 
 seeds() {
     replay_build
-    [ -x "$B_AFL/fuzz/fuzz_gguf" ] || build
+    build
     s="$OUT/seeds"
     rm -rf "$s"
     mkdir -p "$s"
