@@ -8,7 +8,8 @@
  * tokenizer.ggml.pre plumb knows; normalizer none, so the round trip stays exact). Mode 3:
  * bytes 2..3 the text length L (little-endian), then L bytes of text, then the GGUF file. Oracles:
  * every buffer call fits an exact-size buffer and refuses a one-too-small one (ASan sees any
- * overflow); ids are in range; byte-level BPE decode(encode(x)) == x, and for SentencePiece with
+ * overflow); ids are in range; byte-level BPE decode(encode(x)) == pl_normalize(x) (x without a
+ * declared normalizer), and for SentencePiece with
  * STRIP_PREFIX when x has no U+2581 (plumb.h); the pieces of pl_token_to_piece concatenate to
  * pl_detokenize; streaming decode equals one-shot decode and never splits a UTF-8 character, also
  * when a push is first refused for a too-small buffer. */
@@ -134,6 +135,26 @@ static int32_t *tokenize(const pl_model *m, const char *text, size_t len, uint32
 }
 
 /* One-shot decode with the same exact / too-small discipline; returns malloc'ed bytes. */
+/* pl_normalize(text) in an exact-size buffer. */
+static char *normalize(const pl_model *m, const char *text, size_t len, uint32_t flags,
+                       size_t *n_bytes)
+{
+    pl_error err = {0};
+    size_t need = 0;
+    char dummy;
+    pl_status st = pl_normalize(m, text, len, flags, &dummy, 0, &need, &err);
+    FUZZ_CHECK(st == PL_OK || st == PL_ERR_BUFFER_TOO_SMALL, "pl_normalize: %d %s", (int)st,
+               err.msg);
+    char *out = malloc(need ? need : 1);
+    FUZZ_CHECK(out != NULL, "malloc");
+    size_t got = 0;
+    st = pl_normalize(m, text, len, flags, out, need, &got, &err);
+    FUZZ_CHECK(st == PL_OK && got == need, "exact normalize buffer %zu: %d, %zu: %s", need, (int)st,
+               got, err.msg);
+    *n_bytes = got;
+    return out;
+}
+
 static char *detokenize(const pl_model *m, const int32_t *ids, size_t n, uint32_t flags,
                         size_t *n_bytes)
 {
@@ -271,11 +292,15 @@ static void run(const pl_model *m, const char *text, size_t len, uint8_t fl, int
         FUZZ_CHECK(!fixed, "tokenize failed on a fixed vocabulary");
         return;
     }
+    /* Byte-level BPE: decode(encode(x)) == pl_normalize(x), the text the encoder saw (x itself
+     * when the vocabulary declares no normalizer; NFC turns U+2000 into U+2002). */
     if (fixed && is_byte_bpe(m) && !(tflags & PL_TOKENIZE_PARSE_SPECIAL)) {
-        size_t k = 0;
+        size_t k = 0, nn = 0;
         char *back = detokenize(m, ids, n, 0, &k);
-        FUZZ_CHECK(k == len && memcmp(back, text, len) == 0,
-                   "byte-level BPE round trip: %zu bytes in, %zu out", len, k);
+        char *norm = normalize(m, text, len, tflags & PL_TOKENIZE_PARSE_SPECIAL, &nn);
+        FUZZ_CHECK(k == nn && memcmp(back, norm, nn) == 0,
+                   "byte-level BPE round trip: %zu bytes in (%zu normalized), %zu out", len, nn, k);
+        free(norm);
         free(back);
     }
     /* SentencePiece: the documented round trip with STRIP_PREFIX, for x without U+2581. */
