@@ -11,18 +11,6 @@
 /* Best first. SIMD sets are added here, above ref, as they are written. wasm128r, then
  * wasm128, are the browser's best; natively (through SIMDe) they come after the x86 sets,
  * chosen only by name. */
-#if PLUMB_WASM128 && defined(__EMSCRIPTEN__)
-/* A module has wasm128r only where the relaxed variant links its clang-19 objects
- * (cmake/wasm.cmake): their strong definition replaces this one, which no engine offers. */
-static int wasm128r_absent(void)
-{
-    return 0;
-}
-__attribute__((weak)) const struct pl_kernels pl_kernels_wasm128r = {
-    .name = "wasm128r",
-    .supported = wasm128r_absent,
-};
-#endif
 static const struct pl_kernels *const sets[] = {
 #if PLUMB_WASM128 && defined(__EMSCRIPTEN__)
     &pl_kernels_wasm128r, &pl_kernels_wasm128,

@@ -40,3 +40,17 @@ const struct pl_kernels PL_WQ(pl_kernels) = {
             [PL_TYPE_Q6_K] = PL_WQ(matmul_q6_k_q8_k),
         },
 };
+
+#if defined(__EMSCRIPTEN__) && !PL_W_RELAXED
+/* A module has wasm128r only where the relaxed variant links its clang-19 objects
+ * (web/CMakeLists.txt): their strong definition replaces this one, which no engine offers.
+ * Here, not in registry.c, so that no compiler folds this table into the registry's loops. */
+static int wasm128r_absent(void)
+{
+    return 0;
+}
+__attribute__((weak)) const struct pl_kernels pl_kernels_wasm128r = {
+    .name = "wasm128r",
+    .supported = wasm128r_absent,
+};
+#endif
