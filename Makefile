@@ -18,13 +18,15 @@ CTEST_ARGS ?=
 # test; chromium runs the chat page's browser tests, headless; libsimde-dev lets the native
 # build compile the browser's wasm128 kernels and prove them in the conformance suite;
 # emscripten (+ dpkg-dev for apt-get source) builds the browser engine: web/README.md, and
-# tools/wasm/deps.sh adds the deb-src entry). node and npm (the OpenAI SDK and puppeteer-core
+# tools/wasm/deps.sh adds the deb-src entry); clang-19 compiles the relaxed-SIMD kernel files
+# (emscripten's clang-14 encodes relaxed SIMD with prototype opcodes that node and Chromium
+# reject: web/README.md). node and npm (the OpenAI SDK and puppeteer-core
 # tests) are checked as commands, not packages: a node from elsewhere (e.g. NodeSource, which
 # bundles npm) is kept; Debian's nodejs/npm otherwise.
 DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
        libcunit1-dev libgsl-dev afl++ libhwloc-dev libpcre2-dev \
        libutf8proc-dev libjansson-dev libmicrohttpd-dev gnuplot-nox valgrind curl jq \
-       emscripten dpkg-dev libsimde-dev chromium
+       emscripten dpkg-dev libsimde-dev chromium clang-19
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -54,8 +56,9 @@ deps:
 deps-wasm: deps
 	JOBS=$(JOBS) nice tools/wasm/deps.sh build-wasm/deps
 
-# The browser build: build-wasm/web/plumb-{simd-threads,simd,scalar}.{mjs,wasm} (+ .worker.js)
-# and plumb-engine.mjs. WASM_VARIANTS picks (scalar-threads too).
+# The browser build: build-wasm/web/plumb-{simd-threads,simd,scalar}.{mjs,wasm} (+ .worker.js),
+# with each SIMD tree's relaxed-SIMD module (simd-relaxed-threads, simd-relaxed), and
+# plumb-engine.mjs. WASM_VARIANTS picks (scalar-threads too).
 WASM_VARIANTS ?= simd-threads simd scalar
 wasm:
 	JOBS=$(JOBS) tools/wasm/build.sh $(WASM_VARIANTS)

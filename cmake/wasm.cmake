@@ -29,6 +29,21 @@ if(DEFINED PLUMB_WASM128 AND PLUMB_WASM128 AND NOT PLUMB_WASM_SIMD)
   message(FATAL_ERROR "PLUMB_WASM128=ON needs PLUMB_WASM_SIMD=ON (-msimd128)")
 endif()
 
+# The relaxed modules (web/CMakeLists.txt): a SIMD tree also links plumb-simd-relaxed[-threads],
+# whose wasm128r files clang-19 compiles (emcc's clang-14 encodes relaxed SIMD with prototype
+# opcodes no engine accepts).
+option(PLUMB_WASM_RELAXED "also link the relaxed-SIMD module (wasm128r, clang-19)" ON)
+if(PLUMB_WASM_RELAXED AND NOT (PLUMB_WASM_SIMD AND (NOT DEFINED PLUMB_WASM128 OR PLUMB_WASM128)))
+  set(PLUMB_WASM_RELAXED OFF)
+endif()
+if(PLUMB_WASM_RELAXED)
+  find_program(PLUMB_WASM_RELAXED_CC NAMES clang-19)
+  if(NOT PLUMB_WASM_RELAXED_CC)
+    message(FATAL_ERROR "clang-19 not found (Debian: clang-19, make deps): the relaxed module "
+                        "needs it; -DPLUMB_WASM_RELAXED=OFF builds without")
+  endif()
+endif()
+
 # The dependencies' pkg-config files; the emscripten toolchain confines find_* to its sysroot,
 # so their prefix joins the root path.
 if(PLUMB_WASM_DEPS)

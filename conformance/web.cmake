@@ -33,5 +33,11 @@ web_add(web_wasm 600 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR
 set_tests_properties(web_wasm PROPERTIES FIXTURES_REQUIRED "web_npm;wasm")
 set_property(TEST web_wasm APPEND PROPERTY ENVIRONMENT
   "PLUMB_WEB_ENGINE=${PROJECT_SOURCE_DIR}/build-wasm/web")
+# The relaxed-SIMD module in chromium (node 20 cannot run it): detection, wasm128r's logits
+# bit-identical to wasm128's and native wasm128r's, greedy chat equal to native.
+web_add(web_relaxed 600 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/web_relaxed.mjs)
+set_tests_properties(web_relaxed PROPERTIES FIXTURES_REQUIRED "web_npm;wasm")
+set_property(TEST web_relaxed APPEND PROPERTY ENVIRONMENT
+  "PLUMB_WEB_ENGINE=${PROJECT_SOURCE_DIR}/build-wasm/web")
 # web/ring.js under Node alone: order, bytes, wrap-around, parts, STOP to a busy producer.
 web_add(web_ring 60 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/ring_test.mjs)

@@ -163,7 +163,7 @@ typedef struct pl_repack {
 } pl_repack;
 
 struct pl_kernels {
-    const char *name;       /* "ref", "avx2", "avx512", "wasm128" */
+    const char *name;       /* "ref", "avx2", "avx512", "wasm128", "wasm128r" */
     int (*supported)(void); /* 1 if this CPU can run the set */
     /* Indexed by pl_type; NULL where the set leaves the entry to the reference set. */
     pl_quantize_row_fn quantize_row[PL_TYPE_COUNT];
@@ -197,6 +197,7 @@ extern const struct pl_kernels pl_kernels_avx512;
 #if PLUMB_WASM128
 /* WebAssembly SIMD128 (natively through SIMDe: a correctness vehicle, chosen only by name). */
 extern const struct pl_kernels pl_kernels_wasm128;
+extern const struct pl_kernels pl_kernels_wasm128r; /* wasm128 + the relaxed integer dot */
 #endif
 
 #endif

@@ -8,18 +8,19 @@
 
 #include "registry.h"
 
-/* Best first. SIMD sets are added here, above ref, as they are written. wasm128 is the
- * browser's best; natively (through SIMDe) it comes after the x86 sets, chosen only by name. */
+/* Best first. SIMD sets are added here, above ref, as they are written. wasm128r, then
+ * wasm128, are the browser's best; natively (through SIMDe) they come after the x86 sets,
+ * chosen only by name. */
 static const struct pl_kernels *const sets[] = {
 #if PLUMB_WASM128 && defined(__EMSCRIPTEN__)
-    &pl_kernels_wasm128,
+    &pl_kernels_wasm128r, &pl_kernels_wasm128,
 #endif
 #if PLUMB_X86_SETS
     &pl_kernels_avx512, /* AVX-512 BW/VL/DQ + VNNI */
     &pl_kernels_avx2,   /* AVX2 + FMA + F16C */
 #endif
 #if PLUMB_WASM128 && !defined(__EMSCRIPTEN__)
-    &pl_kernels_wasm128,
+    &pl_kernels_wasm128,  &pl_kernels_wasm128r,
 #endif
     &pl_kernels_ref,
 };
@@ -112,7 +113,7 @@ const struct pl_kernels *pl_kernel_set_find(const char *name)
 int pl_kernel_set_by_name_only(const struct pl_kernels *s)
 {
 #if PLUMB_WASM128 && !defined(__EMSCRIPTEN__)
-    return s == &pl_kernels_wasm128;
+    return s == &pl_kernels_wasm128 || s == &pl_kernels_wasm128r;
 #else
     (void)s;
     return 0;

@@ -55,6 +55,7 @@ for (const p of ['puppeteer-core/package.json', '@wllama/wllama/esm/index.js'])
   if (!existsSync(path.join(NPM, 'node_modules', p))) fail(`${p} not in ${NPM}/node_modules (make perf-web installs it with npm)`);
 if (!existsSync(PLUMB)) fail(`${PLUMB} missing (build plumb: cmake --build build; or PLUMB=PATH)`);
 for (const m of MODELS) if (!existsSync(m)) fail(`model ${m} missing (make perf-web makes the larger one with plumb mkmodel)`);
+const RELAXED = env.RELAXED !== '0' && existsSync(path.join(WEB, 'plumb-simd-relaxed-threads.wasm'));
 const wllamaVersion = JSON.parse(readFileSync(path.join(WLLAMA, 'package.json'), 'utf8')).version;
 
 // ---- a static server with COOP/COEP (cross-origin isolated: both multi-thread builds run) ------
@@ -125,10 +126,13 @@ try {
     const cfgs = [];
     {
       const sets = ['wasm128'];
+      // wasm128r: the relaxed-SIMD module (its own Worker), interleaved with wasm128's.
+      if (RELAXED) sets.push('wasm128r');
       if (model === DEMO && !SMOKE && env.REF !== '0') sets.push('ref');
       for (const k of sets) {
         const id = `p-${t}-${k}`;
-        const r = await page.evaluate((id, url, t, k, v) => window.bench.plumbLoad(id, url, t, k, v), id, url, t, k, env.VARIANT);
+        const v = k === 'wasm128r' ? 'simd-relaxed-threads' : env.VARIANT;
+        const r = await page.evaluate((id, url, t, k, v) => window.bench.plumbLoad(id, url, t, k, v), id, url, t, k, v);
         if (r.model.kernels !== k) fail(`plumb loaded kernels ${r.model.kernels}, asked ${k}`);
         // One untimed turn: the first runs cold (wasm tier-up, the heap growing). A file whose
         // chat turn the engine refuses is measured through eng.logits instead (mode 'logits').
@@ -230,19 +234,20 @@ const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : '—');
 const f2 = (x) => (Number.isFinite(x) ? x.toFixed(2) : '—');
 const get = (m, e, t, k) => rows.find((r) => r.model === m && r.engine === e && r.threads === t && (!k || r.kernels === k));
 const notes = new Set();
-let md = `plumb wasm (simd-threads) vs wllama ${wllamaVersion} (${chromeVersion}, headless, one session) vs native plumb (avx2);\n` +
+let md = `plumb wasm (simd-threads; wasm128r: simd-relaxed-threads) vs wllama ${wllamaVersion} (${chromeVersion}, headless, one session) vs native plumb (avx2);\n` +
   `${ROUNDS} interleaved rounds, medians; decode over ${N} tokens; load average (1 min) ${f2(Math.min(...loads.flat()))}-${f2(Math.max(...loads.flat()))}; ` +
   `${os.cpus().length} CPUs (${os.cpus()[0].model}); ${new Date().toISOString()}\n\n` +
-  '| file | threads | test | prompt tok | wllama | plumb wasm128 | plumb/wllama | plumb wasm ref | native avx2 | wasm128/native |\n' +
-  '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n';
+  '| file | threads | test | prompt tok | wllama | plumb wasm128 | plumb/wllama | plumb wasm128r (relaxed) | wasm128r/wasm128 | plumb wasm ref | native avx2 | wasm128/native |\n' +
+  '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n';
 for (const m of MODELS.map((x) => path.basename(x)))
   for (const t of THREADS)
     for (const test of ['prefill', 'decode']) {
       const w = get(m, 'wllama', t), p = get(m, 'plumb', t, 'wasm128'), ref = get(m, 'plumb', t, 'ref'), n = get(m, 'native', t);
+      const rx = get(m, 'plumb', t, 'wasm128r');
       const toks = `${p ? p.promptTokens.join('/') : '?'}${w && w.promptTokens ? ` (wllama ${w.promptTokens.join('/')})` : ''}`;
       if (p && p.mode === 'logits') notes.add(`${m}: plumb's chat turn failed (${p.why}); its rows are eng.logits of ${P_LOGITS} tokens (prefill) and of 1 token from a fresh session (decode column: a depth-0 step, not a decode in a chat)`);
       md += `| ${m} | ${t} | ${test} | ${test === 'prefill' ? toks : `${N} gen`} | ${w && !w.error ? f1(w[test]) : 'no load'} | ${f1(p && p[test])} | ` +
-        `${w && !w.error ? f2(p[test] / w[test]) : '—'} | ${ref ? f1(ref[test]) : '—'} | ${f1(n && n[test])} | ${n ? f2(p[test] / n[test]) : '—'} |\n`;
+        `${w && !w.error ? f2(p[test] / w[test]) : '—'} | ${rx ? f1(rx[test]) : '—'} | ${rx ? f2(rx[test] / p[test]) : '—'} | ${ref ? f1(ref[test]) : '—'} | ${f1(n && n[test])} | ${n ? f2(p[test] / n[test]) : '—'} |\n`;
     }
 for (const x of notes) md += `\nNote: ${x}\n`;
 if (turns.length) {

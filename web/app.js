@@ -134,11 +134,46 @@ function simdSupported() {
   try { return WebAssembly.validate(bytes); } catch { return false; }
 }
 
+// plumb-engine.mjs's relaxedDotExact(), which this page cannot import (the engine folder may be
+// absent or a test double): relaxed SIMD validates AND computes the dot exactly.
+function relaxedSupported() {
+  const load = (at) => [65, at, 253, 0, 0, 0];
+  const body = [0, 65, 0, ...load(16), ...load(32), ...load(48), 253, 147, 2, 253, 11, 0, 0, 11];
+  const bytes = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 3, 2, 1, 0,
+    5, 3, 1, 0, 1, 7, 9, 2, 1, 109, 2, 0, 1, 102, 0, 0, 10, body.length + 2, 1, body.length, ...body]);
+  try {
+    if (!WebAssembly.validate(bytes)) return false;
+    const { exports } = new WebAssembly.Instance(new WebAssembly.Module(bytes));
+    const mem = new DataView(exports.m.buffer);
+    for (let round = 0; round < 3; round++) {
+      const a = [], b = [], want = [];
+      for (let i = 0; i < 16; i++) {
+        a.push(i === 0 ? -128 : i === 1 ? 127 : ((i * 73 + 41 * round + 17) & 255) - 128);
+        b.push(i < 2 ? 127 : (i * 29 + 53 * round + 5) & 127);
+        mem.setInt8(16 + i, a[i]);
+        mem.setUint8(32 + i, b[i]);
+      }
+      for (let l = 0; l < 4; l++) {
+        const c = (l * 1000003 + round * 7919) | 0;
+        mem.setInt32(48 + 4 * l, c, true);
+        let sum = c;
+        for (let j = 0; j < 4; j++) sum += a[4 * l + j] * b[4 * l + j];
+        want.push(sum | 0);
+      }
+      exports.f();
+      for (let l = 0; l < 4; l++) if (mem.getInt32(4 * l, true) !== want[l]) return false;
+    }
+    return true;
+  } catch { return false; }
+}
+
 function pickVariant() {
   const want = $('variant').value; // ?variant= was copied into the select
   if (want && want !== 'auto') return want;
   // What plumb-engine.mjs's detectVariant picks: threads need isolation (SharedArrayBuffer).
-  return (simdSupported() ? 'simd' : 'scalar') + (state.isolated ? '-threads' : '');
+  const simd = simdSupported();
+  return (simd && relaxedSupported() ? 'simd-relaxed' : simd ? 'simd' : 'scalar') +
+    (state.isolated ? '-threads' : '');
 }
 
 function onRecord(kind, bytes) {

@@ -2,19 +2,63 @@
 // wrapped in the calls the page's Worker and the node tests use (web/README.md, "The engine
 // module"). Synchronous after createEngine(); not a Worker of its own: run it inside one.
 
-const VARIANTS = ['simd-threads', 'simd', 'scalar-threads', 'scalar'];
+const VARIANTS = ['simd-relaxed-threads', 'simd-relaxed', 'simd-threads', 'simd', 'scalar-threads',
+  'scalar'];
 const isNode = typeof process === 'object' && process.versions && process.versions.node;
 
 // WebAssembly SIMD128: a module whose one function returns an i8x16.splat (v128).
 const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1,
   0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
 
+// Relaxed SIMD, detected as CPUID would be, and then run once: a module whose function f stores
+// i32x4.relaxed_dot_i8x16_i7x16_add_s (0xfd 0x113) of the vectors at 16, 32, 48 at 0, compared
+// with the exact sums (the second operand in [0, 127], the only way plumb uses it). An engine
+// that validates it but computes otherwise (node 20's flagged V8 11.3 returns twice the sums on
+// an AVX-VNNI CPU) gets the simd variant. Chromium has relaxed SIMD on; node 20 needs
+// --experimental-wasm-relaxed-simd. app.js carries the same check for the page.
+const LOAD = (at) => [65, at, 253, 0, 0, 0]; // i32.const at; v128.load align=1 offset=0
+const RELAXED_BODY = [0, 65, 0, ...LOAD(16), ...LOAD(32), ...LOAD(48), 253, 147, 2, 253, 11, 0, 0, 11];
+const RELAXED_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 3, 2, 1, 0,
+  5, 3, 1, 0, 1, 7, 9, 2, 1, 109, 2, 0, 1, 102, 0, 0,
+  10, RELAXED_BODY.length + 2, 1, RELAXED_BODY.length, ...RELAXED_BODY]);
+
+const validates = (bytes) => { try { return WebAssembly.validate(bytes); } catch { return false; } };
+
+export function relaxedDotExact() {
+  if (!validates(RELAXED_PROBE)) return false;
+  try {
+    const { exports } = new WebAssembly.Instance(new WebAssembly.Module(RELAXED_PROBE));
+    const mem = new DataView(exports.m.buffer);
+    for (let round = 0; round < 3; round++) {
+      const a = [], b = [], want = [];
+      for (let i = 0; i < 16; i++) {
+        a.push(i === 0 ? -128 : i === 1 ? 127 : ((i * 73 + 41 * round + 17) & 255) - 128);
+        b.push(i < 2 ? 127 : (i * 29 + 53 * round + 5) & 127);
+        mem.setInt8(16 + i, a[i]);
+        mem.setUint8(32 + i, b[i]);
+      }
+      for (let l = 0; l < 4; l++) {
+        const c = (l * 1000003 + round * 7919) | 0;
+        mem.setInt32(48 + 4 * l, c, true);
+        let s = c;
+        for (let j = 0; j < 4; j++) s += a[4 * l + j] * b[4 * l + j];
+        want.push(s | 0);
+      }
+      exports.f();
+      for (let l = 0; l < 4; l++) if (mem.getInt32(4 * l, true) !== want[l]) return false;
+    }
+    return true;
+  } catch { return false; }
+}
+
+// The best variant this engine runs: relaxed SIMD, else SIMD128, else scalar; threads where
+// SharedArrayBuffer is there (node, or a cross-origin isolated page). opts.variant overrides.
 export function detectVariant() {
-  let simd = false;
-  try { simd = WebAssembly.validate(SIMD_PROBE); } catch { simd = false; }
+  const simd = validates(SIMD_PROBE);
+  const relaxed = simd && relaxedDotExact();
   const threads = typeof SharedArrayBuffer === 'function' &&
     (isNode || globalThis.crossOriginIsolated === true);
-  return (simd ? 'simd' : 'scalar') + (threads ? '-threads' : '');
+  return (relaxed ? 'simd-relaxed' : simd ? 'simd' : 'scalar') + (threads ? '-threads' : '');
 }
 
 async function nodeShims(dir) {

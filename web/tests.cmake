@@ -17,4 +17,6 @@ endfunction()
 wasm_add(wasm_logits_ref 600 "wasm" logits.mjs)
 wasm_add(wasm_chat 600 "wasm" chat.mjs simd)
 wasm_add(wasm_chat_threads 600 "wasm" chat.mjs simd-threads)
+# The relaxed-SIMD modules as built (their logits and chat: web_relaxed, in chromium).
+wasm_add(wasm_relaxed 120 "wasm" relaxed.mjs)
 wasm_add(wasm_memory 1200 "wasm;wasm-slow" memory.mjs simd)

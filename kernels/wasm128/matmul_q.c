@@ -14,7 +14,11 @@
  * Bound: ref's (kernels/ref/matmul.c) with the same c: each block term is formed with as many
  * roundings as ref's, and the argument there holds for any summation order of the terms.
  * Integers: weights are decoded to int16 (|q| <= 128), activations widened from int8, so every
- * pair product sum is < 2^15 * 2^8 and int32 sums stay far from overflow (bounds below). */
+ * pair product sum is < 2^15 * 2^8 and int32 sums stay far from overflow (bounds below).
+ * PL_W_RELAXED (matmul_q_relaxed.c, the wasm128r set): the same integer sums, exact, by the
+ * relaxed dot of the int8 activations with the weights' unsigned quants (< 64, in [0, 127] as
+ * simd.h requires), the offsets taken off after: q - o as dot(x, q) - dot(x, o); a Q8_0 weight
+ * w as (w & 0x7f) - 128 [w < 0]. Equal integers give equal floats: bit-identical to wasm128. */
 #include "simd.h"
 #include "wasm128.h"
 
@@ -26,8 +30,13 @@
 
 /* One group of up to 4 weight blocks, decoded once for the tokens of a tile. */
 typedef struct grp {
+#if PL_W_RELAXED
+    v128_t u[GROUP][2];  /* unsigned quants as bytes (no offset; Q8_0: w & 0x7f), 16 per vector */
+    v128_t hb[GROUP][2]; /* Q8_0: 1 where w < 0 */
+#else
     v128_t q[GROUP][4]; /* int16 quants (q - offset where the type has one), 8 per vector */
-    v128_t dw, mw;      /* weight scales (and mins), lane i for block i; 0 for missing blocks */
+#endif
+    v128_t dw, mw; /* weight scales (and mins), lane i for block i; 0 for missing blocks */
 } grp;
 
 /* 0x10 in byte j (of 16) where bit j0 + j of the little-endian qh is set. */
@@ -53,6 +62,48 @@ PL_W_INLINE v128_t f16x4(uint32_t h0, uint32_t h1, uint32_t h2, uint32_t h3)
     return pl_w_f16_to_f32(wasm_i32x4_make((int32_t)h0, (int32_t)h1, (int32_t)h2, (int32_t)h3));
 }
 
+#if PL_W_RELAXED
+/* Block i of the group: 32 unsigned quants as 2 byte vectors (elements 16k .. 16k + 15 in
+ * u[k]), the offset not taken; Q8_0: the low 7 bits in u, the sign bit (0/1) in hb. */
+PL_W_INLINE void decode_32(v128_t u[2], v128_t hb[2], pl_type type, const uint8_t *b)
+{
+    if (type == PL_TYPE_Q8_0) {
+        const pl_block_q8_0 *p = (const pl_block_q8_0 *)b;
+        const v128_t lo = wasm_v128_load(p->qs), hi = wasm_v128_load(p->qs + 16);
+        u[0] = wasm_v128_and(lo, wasm_i8x16_splat(0x7f));
+        u[1] = wasm_v128_and(hi, wasm_i8x16_splat(0x7f));
+        hb[0] = wasm_u8x16_shr(lo, 7);
+        hb[1] = wasm_u8x16_shr(hi, 7);
+        return;
+    }
+    const uint8_t *qs;
+    uint32_t h = 0;
+    switch (type) {
+    case PL_TYPE_Q4_0:
+        qs = ((const pl_block_q4_0 *)b)->qs;
+        break;
+    case PL_TYPE_Q4_1:
+        qs = ((const pl_block_q4_1 *)b)->qs;
+        break;
+    case PL_TYPE_Q5_0:
+        qs = ((const pl_block_q5_0 *)b)->qs;
+        memcpy(&h, ((const pl_block_q5_0 *)b)->qh, 4);
+        break;
+    default:
+        qs = ((const pl_block_q5_1 *)b)->qs;
+        memcpy(&h, ((const pl_block_q5_1 *)b)->qh, 4);
+        break;
+    }
+    const v128_t v = wasm_v128_load(qs);
+    u[0] = wasm_v128_and(v, wasm_i8x16_splat(0x0f));
+    u[1] = wasm_u8x16_shr(v, 4);
+    if (type == PL_TYPE_Q5_0 || type == PL_TYPE_Q5_1) {
+        u[0] = wasm_v128_or(u[0], fifth_bits16(h, 0));
+        u[1] = wasm_v128_or(u[1], fifth_bits16(h, 16));
+    }
+    hb[0] = hb[1] = wasm_i8x16_splat(0);
+}
+#else
 /* Block i of the group: 32 quants as 4 int16 vectors (elements 8k .. 8k + 7 in q[k]). */
 PL_W_INLINE void decode_32(v128_t q[4], pl_type type, const uint8_t *b)
 {
@@ -98,6 +149,7 @@ PL_W_INLINE void decode_32(v128_t q[4], pl_type type, const uint8_t *b)
     q[2] = wasm_i16x8_extend_low_i8x16(hi);
     q[3] = wasm_i16x8_extend_high_i8x16(hi);
 }
+#endif
 
 /* The d (and m, for Q4_1/Q5_1: it follows d in both) of the block at b. */
 PL_W_INLINE pl_f16 blk_d(const uint8_t *b)
@@ -112,11 +164,19 @@ PL_W_INLINE void grp_load(grp *g, pl_type type, const uint8_t *w, size_t wbytes,
     uint32_t dw[GROUP] = {0}, mw[GROUP] = {0}; /* half bits; +0 for missing blocks */
     for (int i = 0; i < GROUP; i++) {
         if (i >= n) {
+#if PL_W_RELAXED
+            g->u[i][0] = g->u[i][1] = g->hb[i][0] = g->hb[i][1] = wasm_i8x16_splat(0);
+#else
             for (int k = 0; k < 4; k++) g->q[i][k] = wasm_i16x8_splat(0);
+#endif
             continue;
         }
         const uint8_t *b = w + (size_t)i * wbytes;
+#if PL_W_RELAXED
+        decode_32(g->u[i], g->hb[i], type, b);
+#else
         decode_32(g->q[i], type, b);
+#endif
         dw[i] = blk_d(b);
         if (type == PL_TYPE_Q4_1 || type == PL_TYPE_Q5_1) mw[i] = blk_d(b + 2);
     }
@@ -138,6 +198,23 @@ PL_W_INLINE v128_t grp_token(v128_t acc, const grp *g, pl_type type,
         if (i >= n) continue;
         dx[i] = xb[i].d;
         const v128_t x0 = wasm_v128_load(xb[i].qs), x1 = wasm_v128_load(xb[i].qs + 16);
+#if PL_W_RELAXED
+        const v128_t z = wasm_i32x4_splat(0);
+        s[i] = pl_w_dot_i8_u7_add(x1, g->u[i][1], pl_w_dot_i8_u7_add(x0, g->u[i][0], z));
+        if (type == PL_TYPE_Q8_0) { /* w = (w & 0x7f) - 128 [w < 0] */
+            const v128_t neg =
+                pl_w_dot_i8_u7_add(x1, g->hb[i][1], pl_w_dot_i8_u7_add(x0, g->hb[i][0], z));
+            s[i] = wasm_i32x4_sub(s[i], wasm_i32x4_shl(neg, 7));
+        } else if (type == PL_TYPE_Q4_0 || type == PL_TYPE_Q5_0) { /* q - 8, q - 16 */
+            const v128_t off = wasm_i8x16_splat(type == PL_TYPE_Q4_0 ? 8 : 16);
+            s[i] =
+                wasm_i32x4_sub(s[i], pl_w_dot_i8_u7_add(x1, off, pl_w_dot_i8_u7_add(x0, off, z)));
+        }
+        if (has_min) {
+            const v128_t one = wasm_i8x16_splat(1);
+            xs[i] = pl_w_dot_i8_u7_add(x1, one, pl_w_dot_i8_u7_add(x0, one, z));
+        }
+#else
         s[i] = wasm_i32x4_add(
             wasm_i32x4_add(wasm_i32x4_dot_i16x8(g->q[i][0], wasm_i16x8_extend_low_i8x16(x0)),
                            wasm_i32x4_dot_i16x8(g->q[i][1], wasm_i16x8_extend_high_i8x16(x0))),
@@ -146,6 +223,7 @@ PL_W_INLINE v128_t grp_token(v128_t acc, const grp *g, pl_type type,
         if (has_min)
             xs[i] = wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_add(
                 wasm_i16x8_extadd_pairwise_i8x16(x0), wasm_i16x8_extadd_pairwise_i8x16(x1)));
+#endif
     }
     const v128_t vdx = f16x4(dx[0], dx[1], dx[2], dx[3]);
     const v128_t isum = wasm_f32x4_convert_i32x4(pl_w_hsum4x4_i32(s[0], s[1], s[2], s[3]));
@@ -215,17 +293,21 @@ PL_W_INLINE void row_32(pl_type type, size_t wbytes, float *restrict y, int64_t 
     }
 #define CALL_32(n) row_32(ty, wb, yt, ldy, wr, xt, x_row_bytes, nb, n)
 
-MATMUL_32(matmul_q8_0_q8_0_wasm128, PL_TYPE_Q8_0, pl_block_q8_0)
-MATMUL_32(matmul_q4_0_q8_0_wasm128, PL_TYPE_Q4_0, pl_block_q4_0)
-MATMUL_32(matmul_q4_1_q8_0_wasm128, PL_TYPE_Q4_1, pl_block_q4_1)
-MATMUL_32(matmul_q5_0_q8_0_wasm128, PL_TYPE_Q5_0, pl_block_q5_0)
-MATMUL_32(matmul_q5_1_q8_0_wasm128, PL_TYPE_Q5_1, pl_block_q5_1)
+MATMUL_32(PL_WQ(matmul_q8_0_q8_0), PL_TYPE_Q8_0, pl_block_q8_0)
+MATMUL_32(PL_WQ(matmul_q4_0_q8_0), PL_TYPE_Q4_0, pl_block_q4_0)
+MATMUL_32(PL_WQ(matmul_q4_1_q8_0), PL_TYPE_Q4_1, pl_block_q4_1)
+MATMUL_32(PL_WQ(matmul_q5_0_q8_0), PL_TYPE_Q5_0, pl_block_q5_0)
+MATMUL_32(PL_WQ(matmul_q5_1_q8_0), PL_TYPE_Q5_1, pl_block_q5_1)
 
 /* ---- super-blocks ---------------------------------------------------------------------- */
 
 /* One super-block's 256 weight quants as 32 int16 vectors, and its sub-block scales. */
 typedef struct kblk {
+#if PL_W_RELAXED
+    v128_t u[16]; /* unsigned quants as bytes (Q6_K: the 32 offset not taken), 16 per vector */
+#else
     v128_t q[32];
+#endif
     v128_t sc[16];   /* sub-block j's scale in every lane (8 sub-blocks of 32 or 16 of 16) */
     v128_t m03, m47; /* Q4_K/Q5_K: the mins of sub-blocks 0..3 and 4..7 */
     float d, dmin;
@@ -237,6 +319,23 @@ typedef struct kblk {
 PL_W_INLINE int32_t kdot(const kblk *k, const int per, const int8_t *restrict xq)
 {
     v128_t acc = wasm_i32x4_splat(0);
+#if PL_W_RELAXED
+    const v128_t z = wasm_i32x4_splat(0);
+    if (per == 4) /* Q4_K/Q5_K: sub-block j = bytes u[2j], u[2j + 1] */
+        for (int j = 0; j < 8; j++) {
+            const v128_t s =
+                pl_w_dot_i8_u7_add(wasm_v128_load(xq + 32 * j + 16), k->u[2 * j + 1],
+                                   pl_w_dot_i8_u7_add(wasm_v128_load(xq + 32 * j), k->u[2 * j], z));
+            acc = wasm_i32x4_add(acc, wasm_i32x4_mul(s, k->sc[j]));
+        }
+    else /* Q6_K: sub-block j = u[j], q - 32 */
+        for (int j = 0; j < 16; j++) {
+            const v128_t xv = wasm_v128_load(xq + 16 * j);
+            const v128_t s = wasm_i32x4_sub(pl_w_dot_i8_u7_add(xv, k->u[j], z),
+                                            pl_w_dot_i8_u7_add(xv, wasm_i8x16_splat(32), z));
+            acc = wasm_i32x4_add(acc, wasm_i32x4_mul(s, k->sc[j]));
+        }
+#else
     for (int j = 0; j < 32 / per; j++) {
         v128_t s = wasm_i32x4_splat(0);
         for (int i = 0; i < per; i += 2) {
@@ -248,6 +347,7 @@ PL_W_INLINE int32_t kdot(const kblk *k, const int per, const int8_t *restrict xq
         }
         acc = wasm_i32x4_add(acc, wasm_i32x4_mul(s, k->sc[j]));
     }
+#endif
     return pl_w_hsum_i32(acc);
 }
 
@@ -294,8 +394,13 @@ PL_W_INLINE void kblk_load_k4(kblk *k, const uint8_t *b, size_t qs_off, size_t q
                 hi = wasm_v128_or(
                     hi, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(h[e], 2 * p + 1), one), 4));
             }
+#if PL_W_RELAXED
+            k->u[2 * (2 * p) + e] = lo;
+            k->u[2 * (2 * p + 1) + e] = hi;
+#else
             widen_u8(&k->q[4 * (2 * p) + 2 * e], lo);
             widen_u8(&k->q[4 * (2 * p + 1) + 2 * e], hi);
+#endif
         }
 }
 
@@ -349,10 +454,15 @@ PL_W_INLINE void kblk_load_q6(kblk *k, const pl_block_q6_k *b)
                 wasm_v128_or(wasm_u8x16_shr(c, 4), wasm_i8x16_shl(wasm_u8x16_shr(hb, 6), 4)),
             };
             for (int i = 0; i < 4; i++) { /* sub-block 8h + 2i + e */
+#if PL_W_RELAXED
+                (void)o32;
+                k->u[8 * h + 2 * i + e] = q[i];
+#else
                 const v128_t v = wasm_i8x16_sub(q[i], o32);
                 v128_t *dst = &k->q[2 * (8 * h + 2 * i + e)];
                 dst[0] = wasm_i16x8_extend_low_i8x16(v);
                 dst[1] = wasm_i16x8_extend_high_i8x16(v);
+#endif
             }
         }
 }
@@ -375,7 +485,7 @@ PL_W_INLINE void row_q6_k(float *restrict y, int64_t ldy, const pl_block_q6_k *r
     for (int t = 0; t < nt; t++) y[t * ldy] = s[t];
 }
 
-void matmul_q4_k_q8_k_wasm128(PL_WASM128_MATMUL_ARGS)
+void PL_WQ(matmul_q4_k_q8_k)(PL_WASM128_MATMUL_ARGS)
 {
     const int64_t nb = K / PL_QK_K;
 #define CALL(n)                                                                                    \
@@ -385,7 +495,7 @@ void matmul_q4_k_q8_k_wasm128(PL_WASM128_MATMUL_ARGS)
 #undef CALL
 }
 
-void matmul_q5_k_q8_k_wasm128(PL_WASM128_MATMUL_ARGS)
+void PL_WQ(matmul_q5_k_q8_k)(PL_WASM128_MATMUL_ARGS)
 {
     const int64_t nb = K / PL_QK_K;
 #define CALL(n)                                                                                    \
@@ -395,7 +505,7 @@ void matmul_q5_k_q8_k_wasm128(PL_WASM128_MATMUL_ARGS)
 #undef CALL
 }
 
-void matmul_q6_k_q8_k_wasm128(PL_WASM128_MATMUL_ARGS)
+void PL_WQ(matmul_q6_k_q8_k)(PL_WASM128_MATMUL_ARGS)
 {
     const int64_t nb = K / PL_QK_K;
 #define CALL(n) row_q6_k(yt, ldy, (const pl_block_q6_k *)wr, xt, x_row_bytes, nb, n)

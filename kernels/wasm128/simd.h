@@ -14,11 +14,50 @@
 #include <simde/wasm/simd128.h>
 #endif
 
-/* Relaxed SIMD (relaxed_madd, relaxed_dot, ...) is not used: its results may differ between
- * engines and CPUs, which breaks the bit-identical contract. SIMD128 has no FMA either, so
- * every product below rounds on its own (the bounds count that rounding). */
+/* Relaxed SIMD: only i32x4.relaxed_dot_i8x16_i7x16_add_s, and only with its second operand in
+ * [0, 127], where every implementation computes the same exact value (its implementation-
+ * defined part is the sign of bytes >= 0x80 and an int16 saturation that products of an int8
+ * and a 7-bit value never reach). relaxed_madd, min/max, laneselect, swizzle and trunc differ
+ * between engines and CPUs and are never used. PL_W_RELAXED (set by matmul_q_relaxed.c and
+ * set_relaxed.c, the wasm128r set) turns the dot on; SIMD128 has no FMA either, so every
+ * float product below rounds on its own (the bounds count that rounding). */
+#ifndef PL_W_RELAXED
+#define PL_W_RELAXED 0
+#endif
 
 #define PL_W_INLINE static inline __attribute__((always_inline))
+
+#if PL_W_RELAXED && defined(__wasm_simd128__)
+#if !defined(__wasm_relaxed_simd__)
+#error "the wasm128r files need -mrelaxed-simd (clang >= 16: clang-14 emits prototype opcodes)"
+#endif
+/* c + the 4 products a_j b_j of each int32 lane; b must be in [0, 127] (see above). */
+#define pl_w_dot_i8_u7_add(a, b, c) wasm_i32x4_relaxed_dot_i8x16_i7x16_add(a, b, c)
+#elif PL_W_RELAXED
+/* Natively (SIMDe has no relaxed dot): the x86 engines' lowering (pmaddubsw, then pmaddwd by
+ * ones): b read as unsigned bytes, each pair sum saturated to int16. For b in [0, 127] that
+ * is the exact value every engine computes; outside it, it differs from the signed reading
+ * of other CPUs, so a misuse (operands swapped, an offset not removed) fails the suites. */
+PL_W_INLINE v128_t pl_w_dot_i8_u7_add(v128_t a, v128_t b, v128_t c)
+{
+    int8_t av[16];
+    uint8_t bv[16];
+    int32_t cv[4];
+    memcpy(av, &a, 16);
+    memcpy(bv, &b, 16);
+    memcpy(cv, &c, 16);
+    for (int l = 0; l < 4; l++)
+        for (int p = 0; p < 2; p++) {
+            int32_t s = av[4 * l + 2 * p] * bv[4 * l + 2 * p] +
+                        av[4 * l + 2 * p + 1] * bv[4 * l + 2 * p + 1];
+            s = s > INT16_MAX ? INT16_MAX : s < INT16_MIN ? INT16_MIN : s;
+            cv[l] = (int32_t)((uint32_t)cv[l] + (uint32_t)s);
+        }
+    v128_t r;
+    memcpy(&r, cv, 16);
+    return r;
+}
+#endif
 
 /* ((l0 + l2) + (l1 + l3)): the fixed tree every float lane sum of the set uses. */
 PL_W_INLINE float pl_w_hsum(v128_t v)

@@ -5,19 +5,33 @@
 
 #include "kernels.h"
 
+#ifndef PL_W_RELAXED
+#define PL_W_RELAXED 0
+#endif
+
 #define PL_WASM128_MATMUL_ARGS                                                                     \
     float *restrict y, int64_t ldy, const void *restrict w, size_t w_row_bytes,                    \
         const void *restrict x, size_t x_row_bytes, int64_t K, int64_t r0, int64_t r1, int64_t T
 
-/* matmul_q.c: 32-blocks against Q8_0, super-blocks against Q8_K */
-void matmul_q8_0_q8_0_wasm128(PL_WASM128_MATMUL_ARGS);
-void matmul_q4_0_q8_0_wasm128(PL_WASM128_MATMUL_ARGS);
-void matmul_q4_1_q8_0_wasm128(PL_WASM128_MATMUL_ARGS);
-void matmul_q5_0_q8_0_wasm128(PL_WASM128_MATMUL_ARGS);
-void matmul_q5_1_q8_0_wasm128(PL_WASM128_MATMUL_ARGS);
-void matmul_q4_k_q8_k_wasm128(PL_WASM128_MATMUL_ARGS);
-void matmul_q5_k_q8_k_wasm128(PL_WASM128_MATMUL_ARGS);
-void matmul_q6_k_q8_k_wasm128(PL_WASM128_MATMUL_ARGS);
+/* matmul_q.c: 32-blocks against Q8_0, super-blocks against Q8_K. Compiled twice: plain
+ * (_wasm128) and with PL_W_RELAXED (matmul_q_relaxed.c: _wasm128r, the relaxed integer dot);
+ * PL_WQ names the flavour being compiled. */
+#if PL_W_RELAXED
+#define PL_WQ(f) f##_wasm128r
+#else
+#define PL_WQ(f) f##_wasm128
+#endif
+#define PL_WASM128_MATMUL_Q(suffix)                                                                \
+    void matmul_q8_0_q8_0_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
+    void matmul_q4_0_q8_0_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
+    void matmul_q4_1_q8_0_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
+    void matmul_q5_0_q8_0_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
+    void matmul_q5_1_q8_0_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
+    void matmul_q4_k_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
+    void matmul_q5_k_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
+    void matmul_q6_k_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);
+PL_WASM128_MATMUL_Q(wasm128)
+PL_WASM128_MATMUL_Q(wasm128r)
 /* matmul_f.c: float weights against f32 activations */
 void matmul_f32_wasm128(PL_WASM128_MATMUL_ARGS);
 void matmul_f16_wasm128(PL_WASM128_MATMUL_ARGS);

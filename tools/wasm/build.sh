@@ -4,6 +4,8 @@
 # (web/plumb-engine.mjs) into build-wasm/web/. No network beyond deps.sh's apt-get source.
 #
 #   tools/wasm/build.sh [VARIANT...]   simd-threads simd scalar (default), scalar-threads
+# A SIMD tree also links its relaxed-SIMD module (simd-relaxed-threads, simd-relaxed: the same
+# objects plus two files compiled by clang-19; PLUMB_WASM_RELAXED=OFF in the environment: not).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${WASM_DIR:-$ROOT/build-wasm}
@@ -34,12 +36,22 @@ for v in "${variants[@]}"; do
     scalar) flags=(-DPLUMB_WASM_SIMD=OFF -DPLUMB_WASM_THREADS=OFF -DPLUMB_WASM128=OFF) deps=single ;;
   esac
   echo "== wasm: $v"
+  relaxed=OFF
+  case $v in simd*) relaxed=${PLUMB_WASM_RELAXED:-ON} ;; esac
   emcmake cmake -S "$ROOT" -B "$OUT/$v" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "${flags[@]}" \
-    -DPLUMB_WASM_DEPS="$OUT/deps/prefix-$deps" >"$OUT/$v.configure.log" 2>&1 ||
-    { tail -30 "$OUT/$v.configure.log" >&2; exit 1; }
-  cmake --build "$OUT/$v" -j "$JOBS" --target plumb_web
-  cp "$OUT/$v/web/plumb-$v.mjs" "$OUT/$v/web/plumb-$v.wasm" "$OUT/web/"
-  [ ! -f "$OUT/$v/web/plumb-$v.worker.js" ] || cp "$OUT/$v/web/plumb-$v.worker.js" "$OUT/web/"
+    -DPLUMB_WASM_RELAXED="$relaxed" -DPLUMB_WASM_DEPS="$OUT/deps/prefix-$deps" \
+    >"$OUT/$v.configure.log" 2>&1 || { tail -30 "$OUT/$v.configure.log" >&2; exit 1; }
+  targets=(plumb_web)
+  modules=("$v")
+  if [ "$relaxed" = ON ]; then
+    targets+=(plumb_web_relaxed)
+    modules+=("${v/simd/simd-relaxed}")
+  fi
+  cmake --build "$OUT/$v" -j "$JOBS" --target "${targets[@]}"
+  for m in "${modules[@]}"; do
+    cp "$OUT/$v/web/plumb-$m.mjs" "$OUT/$v/web/plumb-$m.wasm" "$OUT/web/"
+    [ ! -f "$OUT/$v/web/plumb-$m.worker.js" ] || cp "$OUT/$v/web/plumb-$m.worker.js" "$OUT/web/"
+  done
 done
 cp "$ROOT/web/plumb-engine.mjs" "$OUT/web/"
-echo "wasm: ${variants[*]} in $OUT/web ($(($(date +%s) - start)) s)"
+echo "wasm: $(cd "$OUT/web" && ls plumb-*.wasm | sed 's/^plumb-//; s/\.wasm$//' | xargs) in $OUT/web ($(($(date +%s) - start)) s)"
