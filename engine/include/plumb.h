@@ -273,10 +273,10 @@ const pl_gguf *pl_model_gguf(const pl_model *m);
 /* ---- tokenizer -------------------------------------------------------------------
  * Text <-> token ids with the vocabulary in the model's tokenizer.ggml.* metadata:
  * SentencePiece BPE ("llama") and byte-level BPE ("gpt2", with every byte-level pre-tokenizer
- * llama.cpp names in tokenizer.ggml.pre; engine/tokenizer/README.md lists them). Token ids are int32_t, 0 <= id < pl_vocab_n_tokens(m).
- * Every call is thread-safe on a shared model. Functions that fill a caller buffer write at
- * most cap elements and always set *n_out to the count needed; a too-small buffer is
- * PL_ERR_BUFFER_TOO_SMALL with the size in the message, never an overflow. */
+ * llama.cpp names in tokenizer.ggml.pre; engine/tokenizer/README.md lists them). Token ids are
+ * int32_t, 0 <= id < pl_vocab_n_tokens(m). Every call is thread-safe on a shared model. Functions
+ * that fill a caller buffer write at most cap elements and always set *n_out to the count needed; a
+ * too-small buffer is PL_ERR_BUFFER_TOO_SMALL with the size in the message, never an overflow. */
 
 /* Token types: the GGUF tokenizer.ggml.token_type values. */
 typedef enum pl_token_type {
