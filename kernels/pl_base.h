@@ -46,10 +46,14 @@ typedef enum pl_type {
     PL_TYPE_Q5_0 = 6,
     PL_TYPE_Q5_1 = 7,
     PL_TYPE_Q8_0 = 8,
+    PL_TYPE_Q2_K = 10,
+    PL_TYPE_Q3_K = 11,
     PL_TYPE_Q4_K = 12,
     PL_TYPE_Q5_K = 13,
     PL_TYPE_Q6_K = 14,
     PL_TYPE_Q8_K = 15, /* activation dot type; valid in files, though rarely used there */
+    PL_TYPE_IQ4_NL = 20,
+    PL_TYPE_IQ4_XS = 23,
     PL_TYPE_BF16 = 30,
     PL_TYPE_COUNT = 40 /* one past the largest ggml id plumb knows a name for */
 } pl_type;

@@ -4,6 +4,9 @@
 
 #include "types.h"
 
+const int8_t pl_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                    1,    13,   25,  38,  53,  69,  89,  113};
+
 static const struct pl_type_traits traits[PL_TYPE_COUNT] = {
     [PL_TYPE_F32] = {.name = "F32", .block_size = 1, .block_bytes = 4, .dot_type = PL_TYPE_F32},
     [PL_TYPE_F16] = {.name = "F16", .block_size = 1, .block_bytes = 2, .dot_type = PL_TYPE_F32},

@@ -18,6 +18,7 @@ typedef uint16_t pl_bf16; /* bfloat16, stored as its bits */
 #define PL_QK5_1        32
 #define PL_QK8_0        32
 #define PL_QK_K         256
+#define PL_QK4_NL       32
 #define PL_K_SCALE_SIZE 12
 
 /* x = d * (q - 8), q in 0..15; element j in low nibble of qs[j], j + 16 in the high. */
@@ -86,6 +87,50 @@ typedef struct {
     pl_f16 d;
 } pl_block_q6_k;
 static_assert(sizeof(pl_block_q6_k) == 210, "block_q6_k size");
+
+/* 16 sub-blocks of 16: x = d * (scales[i] & 15) * q - dmin * (scales[i] >> 4), q 2 bits.
+ * Byte qs[32 * h + l] holds q of elements 128 h + 32 s + l in bits 2 s .. 2 s + 1
+ * (h in 0..1, s in 0..3, l in 0..31). */
+typedef struct {
+    uint8_t scales[PL_QK_K / 16];
+    uint8_t qs[PL_QK_K / 4];
+    pl_f16 d;
+    pl_f16 dmin;
+} pl_block_q2_k;
+static_assert(sizeof(pl_block_q2_k) == 84, "block_q2_k size");
+
+/* 16 sub-blocks of 16: x = d * (sc[i] - 32) * (q - 4 * !hbit), q 2 bits as q2_k's qs, the
+ * high bit of element 32 j + l in bit j of hmask[l] (j in 0..7); the 6-bit sc packed in
+ * scales[12]: low 4 bits of sc[i] in scales[i % 8] (high nibble for i >= 8), high 2 bits
+ * of sc[i] in bits 2 (i / 4) .. of scales[8 + i % 4]. */
+typedef struct {
+    uint8_t hmask[PL_QK_K / 8];
+    uint8_t qs[PL_QK_K / 4];
+    uint8_t scales[12];
+    pl_f16 d;
+} pl_block_q3_k;
+static_assert(sizeof(pl_block_q3_k) == 110, "block_q3_k size");
+
+/* The 16 non-linear levels of IQ4_NL and IQ4_XS (ggml's kvalues_iq4nl). */
+extern const int8_t pl_iq4nl_values[16];
+
+/* x = d * pl_iq4nl_values[q], q 4 bits; nibble order as q4_0. */
+typedef struct {
+    pl_f16 d;
+    uint8_t qs[PL_QK4_NL / 2];
+} pl_block_iq4_nl;
+static_assert(sizeof(pl_block_iq4_nl) == 18, "block_iq4_nl size");
+
+/* 8 sub-blocks of 32: x = d * (ls[i] - 32) * pl_iq4nl_values[q], ls 6 bits: low 4 in
+ * scales_l[i / 2] (high nibble for odd i), high 2 in bits 2 i .. 2 i + 1 of scales_h; each
+ * sub-block's 16 qs bytes in q4_0's nibble order. */
+typedef struct {
+    pl_f16 d;
+    uint16_t scales_h;
+    uint8_t scales_l[PL_QK_K / 64];
+    uint8_t qs[PL_QK_K / 2];
+} pl_block_iq4_xs;
+static_assert(sizeof(pl_block_iq4_xs) == 136, "block_iq4_xs size");
 
 /* Activation dot type of the K-quants: x = d * q; bsums[i] = sum of qs[16i .. 16i+15]. */
 typedef struct {
