@@ -113,9 +113,9 @@ quantize_reports_types_and_fallbacks)
 
 quantize_bad_arguments_exit_2)
     run mkmodel "$tmp/f32.gguf"
-    run quantize "$tmp/f32.gguf" "$tmp/q.gguf" Q2_K
-    expect_rc 2 "quantize to Q2_K"
-    expect_in "$tmp/err" "unknown file type 'Q2_K'"
+    run quantize "$tmp/f32.gguf" "$tmp/q.gguf" IQ2_XXS
+    expect_rc 2 "quantize to IQ2_XXS"
+    expect_in "$tmp/err" "unknown file type 'IQ2_XXS'"
     expect_absent "$tmp/q.gguf"
     run quantize "$tmp/f32.gguf" "$tmp/q.gguf"
     expect_rc 2 "quantize without TYPE"
