@@ -51,7 +51,8 @@ static void fill_normal(tu_rng *r, float *x, int64_t n, double scale)
 /* Round-trip error bounds on N(0,1) data: RMS relative to the input's RMS, and the largest
  * error relative to the largest |x| of its 32-element block. Legacy types: from the formats
  * (half a step, a full step for Q4_0/Q5_0's one-sided range, plus f16 scale rounding); K-quants
- * and F16/BF16: measured x1.5 (their search-based scales have no simple closed form). */
+ * and F16/BF16: measured x1.5 (their search-based scales have no simple closed form); Q2_K, Q3_K,
+ * IQ4_NL, IQ4_XS: the worst of seeds 1-6, x1.5. */
 static const struct tol {
     pl_type type;
     double rms, max_rel;
@@ -60,6 +61,8 @@ static const struct tol {
     {PL_TYPE_Q8_0, 0.01, 0.006},  {PL_TYPE_Q4_0, 0.13, 0.13},   {PL_TYPE_Q4_1, 0.12, 0.07},
     {PL_TYPE_Q5_0, 0.065, 0.066}, {PL_TYPE_Q5_1, 0.056, 0.036}, {PL_TYPE_Q4_K, 0.11, 0.125},
     {PL_TYPE_Q5_K, 0.055, 0.08},  {PL_TYPE_Q6_K, 0.027, 0.025}, {PL_TYPE_Q8_K, 0.011, 0.014},
+    {PL_TYPE_Q2_K, 0.47, 0.66},   {PL_TYPE_Q3_K, 0.23, 0.32},   {PL_TYPE_IQ4_NL, 0.124, 0.134},
+    {PL_TYPE_IQ4_XS, 0.121, 0.2},
 };
 enum { N_TOLS = sizeof tols / sizeof tols[0] };
 
@@ -805,9 +808,10 @@ static void tm_write(const tmodel *m, const char *path)
 }
 
 static const pl_ftype all_ftypes[] = {
-    PL_FTYPE_F32,    PL_FTYPE_F16,    PL_FTYPE_BF16, PL_FTYPE_Q8_0,   PL_FTYPE_Q4_0,
-    PL_FTYPE_Q4_1,   PL_FTYPE_Q5_0,   PL_FTYPE_Q5_1, PL_FTYPE_Q4_K_S, PL_FTYPE_Q4_K_M,
-    PL_FTYPE_Q5_K_S, PL_FTYPE_Q5_K_M, PL_FTYPE_Q6_K,
+    PL_FTYPE_F32,    PL_FTYPE_F16,    PL_FTYPE_BF16,   PL_FTYPE_Q8_0,   PL_FTYPE_Q4_0,
+    PL_FTYPE_Q4_1,   PL_FTYPE_Q5_0,   PL_FTYPE_Q5_1,   PL_FTYPE_Q4_K_S, PL_FTYPE_Q4_K_M,
+    PL_FTYPE_Q5_K_S, PL_FTYPE_Q5_K_M, PL_FTYPE_Q6_K,   PL_FTYPE_Q2_K,   PL_FTYPE_Q2_K_S,
+    PL_FTYPE_Q3_K_S, PL_FTYPE_Q3_K_M, PL_FTYPE_Q3_K_L, PL_FTYPE_IQ4_NL, PL_FTYPE_IQ4_XS,
 };
 enum { N_FTYPES = sizeof all_ftypes / sizeof all_ftypes[0] };
 
