@@ -843,12 +843,12 @@ typedef struct pl_plan_model {
 } pl_plan_model;
 
 /* One tensor. name: the tensor's name; ne[0..n_dims) its shape (ne[0] innermost); m: the
- * model; i_attention_wv / i_ffn_down: how many tensors whose name holds "attn_v.weight" /
- * "ffn_down" come before this one in llama-quantize's order (by the layer of a "blk.<i>."
- * prefix, no prefix first, then by name); pure: no mixing, every weight matrix gets the base
- * type (the row-length fallback still applies). PL_ERR_INVALID_ARG for a bad ftype, NULL name,
- * model or shape; PL_ERR_UNSUPPORTED for an ffn_down of a mixture-of-experts model whose name
- * holds no layer in 0..n_layer-1 (llama-quantize refuses it too). */
+ * model; i_attention_wv / i_ffn_down: how many weight matrices whose name holds
+ * "attn_v.weight" / "ffn_down" the mix rules met before this one in llama-quantize's order (by the
+ * layer of a "blk.<i>." prefix, no prefix first, then by name); pure: no mixing, every weight
+ * matrix gets the base type (the row-length fallback still applies). PL_ERR_INVALID_ARG for a bad
+ * ftype, NULL name, model or shape; PL_ERR_UNSUPPORTED for an ffn_down of a mixture-of-experts
+ * model whose name holds no layer in 0..n_layer-1 (llama-quantize refuses it too). */
 pl_status pl_ftype_tensor_plan(pl_ftype ftype, int pure, const char *name, uint32_t n_dims,
                                const int64_t *ne, const pl_plan_model *m, int64_t i_attention_wv,
                                int64_t i_ffn_down, pl_tensor_plan *out, pl_error *err);
