@@ -24,9 +24,10 @@ static const struct {
     pl_type type;
     double c;
 } cs[] = {
-    {PL_TYPE_F32, 1.01},   {PL_TYPE_F16, 1.01},   {PL_TYPE_BF16, 1.01},  {PL_TYPE_Q4_0, 0.064},
-    {PL_TYPE_Q5_0, 0.064}, {PL_TYPE_Q8_0, 0.064}, {PL_TYPE_Q4_1, 0.095}, {PL_TYPE_Q5_1, 0.095},
-    {PL_TYPE_Q4_K, 0.016}, {PL_TYPE_Q5_K, 0.016}, {PL_TYPE_Q6_K, 0.012}, {PL_TYPE_Q8_K, 0.008},
+    {PL_TYPE_F32, 1.01},   {PL_TYPE_F16, 1.01},   {PL_TYPE_BF16, 1.01},    {PL_TYPE_Q4_0, 0.064},
+    {PL_TYPE_Q5_0, 0.064}, {PL_TYPE_Q8_0, 0.064}, {PL_TYPE_Q4_1, 0.095},   {PL_TYPE_Q5_1, 0.095},
+    {PL_TYPE_Q4_K, 0.016}, {PL_TYPE_Q5_K, 0.016}, {PL_TYPE_Q6_K, 0.012},   {PL_TYPE_Q8_K, 0.008},
+    {PL_TYPE_Q2_K, 0.012}, {PL_TYPE_Q3_K, 0.008}, {PL_TYPE_IQ4_NL, 0.064}, {PL_TYPE_IQ4_XS, 0.012},
 };
 
 /* Worst observed |y - y_ref| / bound per type, for the summary printed after the run. */
@@ -326,6 +327,14 @@ static void sanitize_row(pl_type t, unsigned char *row, int64_t K, tu_rng *rng)
         case PL_TYPE_Q6_K:
             at[0] = 208;
             break;
+        case PL_TYPE_Q2_K: /* d, dmin after scales[16] and qs[64] */
+            at[0] = 80;
+            at[1] = 82;
+            n = 2;
+            break;
+        case PL_TYPE_Q3_K: /* d after hmask[32], qs[64] and scales[12] */
+            at[0] = 108;
+            break;
         case PL_TYPE_Q8_K: {
             const float d = (float)ldexp(1.0 + tu_rng_uniform(rng), (int)tu_rng_range(rng, -10, 3));
             memcpy(blk, &d, 4);
@@ -535,8 +544,8 @@ static void matmul_propagates_nan(void)
     }
 }
 
-/* Runs view (a "+repack" view of own) on random shapes of type t, R not a multiple of the
- * group, random slices, and checks its outputs are the bits of against's matmul. */
+/* Runs view (a set, or a "+repack" view of own) on random shapes of type t, R not a multiple
+ * of the group, random slices, and checks its outputs are the bits of against's matmul. */
 static void check_repacked_bits(const struct pl_kernels *view, const struct pl_kernels *own,
                                 const struct pl_kernels *against, pl_type t, uint64_t seed0,
                                 int64_t max_kb, int64_t max_t)
@@ -557,7 +566,7 @@ static void check_repacked_bits(const struct pl_kernels *view, const struct pl_k
         TU_CHECK(d < 0,
                  "set %s type %s seed %" PRIu64 " K %" PRId64 " R %" PRId64 " T %" PRId64
                  " rows [%" PRId64 ", %" PRId64 "): y[t=%" PRId64 "][r=%" PRId64
-                 "] repacked differs from %s's matmul",
+                 "] differs from %s's matmul",
                  view->name, tr(t)->name, seed, K, R, T, r0, r1, d / 1000000, d % 1000000,
                  against->name);
         free(a);
@@ -594,6 +603,23 @@ static void matmul_repacked_k_quants_are_bit_identical_to_ref(void)
         for (size_t ti = 0; ti < sizeof ktypes / sizeof ktypes[0]; ti++)
             if (repacked[s]->repack[ktypes[ti]])
                 check_repacked_bits(&tables[s].k, repacked[s], ref, ktypes[ti], 9000, 24, 9);
+    }
+}
+
+/* Q2_K, Q3_K, IQ4_NL and IQ4_XS: every set forms each block's integer sums exactly and its
+ * float term with ref's operations (kernels/README.md), so every set, repacked or not, gives
+ * ref's bits. */
+static void matmul_low_bit_types_are_bit_identical_to_ref(void)
+{
+    const struct pl_kernels *ref = NULL;
+    for (int s = 0; s < n_tables; s++)
+        if (strcmp(tables[s].k.name, "ref") == 0) ref = &tables[s].k;
+    TU_CHECK(ref != NULL, "the ref set is under test");
+    static const pl_type types[] = {PL_TYPE_Q2_K, PL_TYPE_Q3_K, PL_TYPE_IQ4_NL, PL_TYPE_IQ4_XS};
+    for (int s = 0; ref && s < n_tables; s++) {
+        if (&tables[s].k == ref) continue;
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+            check_repacked_bits(&tables[s].k, &tables[s].k, ref, types[ti], 12000, 24, 9);
     }
 }
 
@@ -687,6 +713,8 @@ int main(void)
          matmul_repacked_is_bit_identical_to_own_matmul},
         {"matmul_repacked_k_quants_are_bit_identical_to_ref",
          matmul_repacked_k_quants_are_bit_identical_to_ref},
+        {"matmul_low_bit_types_are_bit_identical_to_ref",
+         matmul_low_bit_types_are_bit_identical_to_ref},
         {"matmul_wasm128r_is_bit_identical_to_wasm128",
          matmul_wasm128r_is_bit_identical_to_wasm128},
         {NULL, NULL},

@@ -35,6 +35,13 @@ static void matmul_rows(dot_fn dot, float *restrict y, int64_t ldy, const void *
     }
 }
 
+/* The exported kernel of a dot: every row of the slice against every token. */
+#define REF_MATMUL(name, dot)                                                                      \
+    void name(PL_REF_MATMUL_ARGS)                                                                  \
+    {                                                                                              \
+        matmul_rows(dot, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);                    \
+    }
+
 /* ---- float weights x f32 activations: c = 1.01 --------------------------------------- */
 /* Each product rounds once and K - 1 additions follow: gamma(K) (Higham 3.1). */
 
@@ -66,20 +73,11 @@ static float dot_bf16(const void *vw, const void *vx, int64_t K)
     return s;
 }
 
-void matmul_f32_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_f32, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_f32_ref, dot_f32)
 
-void matmul_f16_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_f16, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_f16_ref, dot_f16)
 
-void matmul_bf16_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_bf16, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_bf16_ref, dot_bf16)
 
 /* ---- 32-blocks x Q8_0 ------------------------------------------------------------------ */
 /* Per block the integer sum is exact (|sum| <= 32 * 31 * 127 < 2^24, so also exact as a
@@ -190,30 +188,15 @@ static float dot_q8_0_q8_0(const void *vw, const void *vx, int64_t K)
     return s;
 }
 
-void matmul_q4_0_q8_0_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_q4_0_q8_0, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_q4_0_q8_0_ref, dot_q4_0_q8_0)
 
-void matmul_q4_1_q8_0_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_q4_1_q8_0, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_q4_1_q8_0_ref, dot_q4_1_q8_0)
 
-void matmul_q5_0_q8_0_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_q5_0_q8_0, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_q5_0_q8_0_ref, dot_q5_0_q8_0)
 
-void matmul_q5_1_q8_0_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_q5_1_q8_0, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_q5_1_q8_0_ref, dot_q5_1_q8_0)
 
-void matmul_q8_0_q8_0_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_q8_0_q8_0, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_q8_0_q8_0_ref, dot_q8_0_q8_0)
 
 /* ---- super-blocks of 256 x Q8_K ------------------------------------------------------- */
 /* Per super-block: isum = sum over sub-blocks of sc * (integer dot), exact in int32
@@ -329,25 +312,13 @@ static float dot_q8_k_q8_k(const void *vw, const void *vx, int64_t K)
     return s;
 }
 
-void matmul_q4_k_q8_k_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_q4_k_q8_k, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_q4_k_q8_k_ref, dot_q4_k_q8_k)
 
-void matmul_q5_k_q8_k_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_q5_k_q8_k, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_q5_k_q8_k_ref, dot_q5_k_q8_k)
 
-void matmul_q6_k_q8_k_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_q6_k_q8_k, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_q6_k_q8_k_ref, dot_q6_k_q8_k)
 
-void matmul_q8_k_q8_k_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_q8_k_q8_k, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_q8_k_q8_k_ref, dot_q8_k_q8_k)
 
 /* ---- Q2_K, Q3_K, IQ4_XS x Q8_K and IQ4_NL x Q8_0 ----------------------------------------- */
 /* Integer sums as the preamble of issue 32 fixes them (every fast set builds to these):
@@ -454,22 +425,10 @@ static float dot_iq4_xs_q8_k(const void *vw, const void *vx, int64_t K)
     return s;
 }
 
-void matmul_q2_k_q8_k_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_q2_k_q8_k, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_q2_k_q8_k_ref, dot_q2_k_q8_k)
 
-void matmul_q3_k_q8_k_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_q3_k_q8_k, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_q3_k_q8_k_ref, dot_q3_k_q8_k)
 
-void matmul_iq4_nl_q8_0_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_iq4_nl_q8_0, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_iq4_nl_q8_0_ref, dot_iq4_nl_q8_0)
 
-void matmul_iq4_xs_q8_k_ref(PL_REF_MATMUL_ARGS)
-{
-    matmul_rows(dot_iq4_xs_q8_k, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
-}
+REF_MATMUL(matmul_iq4_xs_q8_k_ref, dot_iq4_xs_q8_k)
