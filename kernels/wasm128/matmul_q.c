@@ -4,21 +4,24 @@
  *
  * Order of operations, the same for every (r, t) whatever r0, r1, T or the thread (the tokens
  * of a tile share only the decoded weights; each token has its own accumulators):
- * - 32-blocks x Q8_0 (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): each block's integer dot is exact. Blocks
- *   go in groups of 4, block 4g + i into float lane i: lane_i = lane_i + (dw dx) float(isum)
- *   (+ (mw dx) float(xsum) inside the term for the types with a min, as ref forms it). In the
- *   last group the missing blocks are zero blocks (add +0), never read. The 4 lanes are summed
- *   once, at the end, as (l0 + l2) + (l1 + l3).
- * - super-blocks x Q8_K (Q4_K, Q5_K, Q6_K): the integer sums are exact and the float term is
- *   formed and summed exactly as ref does it: bit-identical to ref.
+ * - 32-blocks x Q8_0 (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL): each block's integer dot is exact.
+ *   Blocks go in groups of 4, block 4g + i's term in float lane i: (dw dx) float(isum) (+ (mw
+ *   dx) float(xsum) inside the term for the types with a min, as ref forms it). In the last
+ *   group the missing blocks are zero blocks (+0), never read. Q4_0 .. Q8_0 add block 4g + i
+ *   into lane i and sum the 4 lanes once, at the end, as (l0 + l2) + (l1 + l3); IQ4_NL adds
+ *   the terms to one float in block order, as ref does: bit-identical to ref.
+ * - super-blocks x Q8_K (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS): the integer sums are exact and
+ *   the float term is formed and summed exactly as ref does it: bit-identical to ref.
  * Bound: ref's (kernels/ref/matmul.c) with the same c: each block term is formed with as many
  * roundings as ref's, and the argument there holds for any summation order of the terms.
  * Integers: weights are decoded to int16 (|q| <= 128), activations widened from int8, so every
  * pair product sum is < 2^15 * 2^8 and int32 sums stay far from overflow (bounds below).
  * PL_W_RELAXED (matmul_q_relaxed.c, the wasm128r set): the same integer sums, exact, by the
- * relaxed dot of the int8 activations with the weights' unsigned quants (< 64, in [0, 127] as
- * simd.h requires), the offsets taken off after: q - o as dot(x, q) - dot(x, o); a Q8_0 weight
- * w as (w & 0x7f) - 128 [w < 0]. Equal integers give equal floats: bit-identical to wasm128. */
+ * relaxed dot of the int8 activations with the weights' unsigned quants (< 128, in [0, 127] as
+ * simd.h requires), the offsets taken off after: q - o as dot(x, q) - dot(x, o) (Q4_0, Q5_0,
+ * Q3_K, Q6_K); an int8 weight w (Q8_0, IQ4_NL's and IQ4_XS's levels) as
+ * dot(x, w & 0x7f) - 128 dot(x, [w < 0]). Equal integers give equal floats: bit-identical to
+ * wasm128. */
 #include "simd.h"
 #include "wasm128.h"
 
@@ -31,8 +34,8 @@
 /* One group of up to 4 weight blocks, decoded once for the tokens of a tile. */
 typedef struct grp {
 #if PL_W_RELAXED
-    v128_t u[GROUP][2];  /* unsigned quants as bytes (no offset; Q8_0: w & 0x7f), 16 per vector */
-    v128_t hb[GROUP][2]; /* Q8_0: 1 where w < 0 */
+    v128_t u[GROUP][2];  /* unsigned quants as bytes (no offset; int8 w: w & 0x7f), 16 a vector */
+    v128_t hb[GROUP][2]; /* Q8_0, IQ4_NL: 1 where w < 0 */
 #else
     v128_t q[GROUP][4]; /* int16 quants (q - offset where the type has one), 8 per vector */
 #endif
