@@ -461,19 +461,23 @@ PL_W_INLINE void kblk_load_q6(kblk *k, const pl_block_q6_k *b)
 
 /* The 2-bit quants of Q2_K and Q3_K: element 128h + 32s + l (l < 32) in bits 2s, 2s + 1 of
  * qs[32h + l], so chunk 8h + 2s + e is (qs[32h + 16e ..] >> 2s) & 3. Q3_K (hm: its hmask)
- * adds 4 where the element's bit 4h + s of hmask[l] is set: q + 4 in 0..7. */
+ * adds 4 where the element's bit 4h + s of hmask[l] is set: q + 4 in 0..7. The shifts are
+ * 16-bit (SIMD128 has no byte shift; engines emulate one): the mask keeps only bits of the
+ * byte's own. */
 PL_W_INLINE void kblk_load_q2bits(kblk *k, const uint8_t *qs, const uint8_t *hm, const int off)
 {
-    const v128_t m2 = wasm_i8x16_splat(0x03), one = wasm_i8x16_splat(1);
+    const v128_t m2 = wasm_i8x16_splat(0x03), four = wasm_i8x16_splat(4);
     for (int e = 0; e < 2; e++) {
         const v128_t h = hm ? wasm_v128_load(hm + 16 * e) : wasm_i8x16_splat(0);
         for (int hh = 0; hh < 2; hh++) {
             const v128_t a = wasm_v128_load(qs + 32 * hh + 16 * e);
             for (int s = 0; s < 4; s++) {
-                v128_t v = wasm_v128_and(wasm_u8x16_shr(a, 2 * s), m2);
-                if (hm)
+                v128_t v = wasm_v128_and(wasm_u16x8_shr(a, 2 * s), m2);
+                if (hm) {
+                    const v128_t bit = wasm_i8x16_splat((int8_t)(1 << (4 * hh + s)));
                     v = wasm_v128_or(
-                        v, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(h, 4 * hh + s), one), 2));
+                        v, wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(h, bit), bit), four));
+                }
                 kput_u(k, 8 * hh + 2 * s + e, v, off);
             }
         }
