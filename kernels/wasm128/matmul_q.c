@@ -237,9 +237,10 @@ PL_W_INLINE v128_t grp_terms(const grp *g, pl_type type, const pl_block_q8_0 *re
 PL_W_INLINE void grp_add(v128_t *acc, float *s, pl_type type, v128_t term, const int n)
 {
     if (type == PL_TYPE_IQ4_NL) {
-        float f[GROUP];
-        memcpy(f, &term, sizeof f);
-        for (int i = 0; i < n; i++) *s += f[i];
+        *s += wasm_f32x4_extract_lane(term, 0);
+        if (n > 1) *s += wasm_f32x4_extract_lane(term, 1);
+        if (n > 2) *s += wasm_f32x4_extract_lane(term, 2);
+        if (n > 3) *s += wasm_f32x4_extract_lane(term, 3);
     } else
         *acc = wasm_f32x4_add(*acc, term);
 }
