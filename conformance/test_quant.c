@@ -826,6 +826,57 @@ static void quant_matches_llama_quantize_bytes(void)
                      k->name, tr(t)->name, at, at / rb, at % rb / tr(t)->block_bytes,
                      at < ROWS * rb ? got[at] : 0, at < ROWS * rb ? want[at] : 0);
         }
+        /* ggml's bytes read back through every dequantizer within the round-trip bound: the
+         * layouts are ggml's, independently of plumb's own quantizer. */
+        double rms_b = 0, max_b = 0;
+        TU_CHECK(bound_of(t, &rms_b, &max_b), "no bound for %s", tr(t)->name);
+        static float y[ROWS * N];
+        for (int s = 0; s < n_tables; s++) {
+            const struct pl_kernels *k = &tables[s].k;
+            k->dequantize_row[t](y, want, (int64_t)ROWS * N);
+            for (int r = 0; r < ROWS; r++) {
+                double rel = 0;
+                const double worst = worst_block_ratio(t, x + r * N, y + r * N, N,
+                                                       tr(t)->block_size, 1.25 * max_b, &rel);
+                TU_CHECK(worst <= 1.0,
+                         "set %s type %s: llama-quantize's row %d dequantizes with block error "
+                         "%.3g of amax, allowed %.3g + %.3g abs",
+                         k->name, tr(t)->name, r, rel, 1.25 * max_b, abs_floor(t));
+            }
+        }
+    }
+}
+
+/* Gaussian rows scaled by 2^e over the range where every block scale is a normal, finite
+ * number: the relative bound holds at every magnitude (no hidden absolute threshold). */
+static void quant_roundtrip_bound_holds_across_magnitudes(void)
+{
+    const int64_t n = 1024;
+    float x[1024], y[1024];
+    static unsigned char q[1024 * 4];
+    for (int s = 0; s < n_tables; s++) {
+        const struct pl_kernels *k = &tables[s].k;
+        for (int ti = 0; ti < QI_N_TYPES; ti++) {
+            const pl_type t = qi_types[ti];
+            double rms_b, max_b;
+            if (tr(t)->block_size == 1 || !bound_of(t, &rms_b, &max_b)) continue;
+            for (int e = -2; e <= 14; e++) {
+                const uint64_t seed = test_seed(900 + 32 * (uint64_t)t + (uint64_t)(e + 2));
+                tu_rng rng;
+                tu_rng_init(&rng, seed);
+                qi_fill(x, n, QI_GAUSS, tr(t)->block_size, &rng);
+                for (int64_t i = 0; i < n; i++) x[i] = ldexpf(x[i], e);
+                k->quantize_row[t](q, x, n);
+                k->dequantize_row[t](y, q, n);
+                double rel = 0;
+                const double worst =
+                    worst_block_ratio(t, x, y, n, tr(t)->block_size, 1.25 * max_b, &rel);
+                TU_CHECK(worst <= 1.0,
+                         "set %s type %s seed %" PRIu64 " scale 2^%d: block max error %.3g of "
+                         "amax, allowed %.3g",
+                         k->name, tr(t)->name, seed, e, rel, 1.25 * max_b);
+            }
+        }
     }
 }
 
@@ -872,6 +923,8 @@ int main(void)
         {"quant_q6_k_known_vector", quant_q6_k_known_vector},
         {"quant_q8_k_known_vector", quant_q8_k_known_vector},
         {"quant_matches_llama_quantize_bytes", quant_matches_llama_quantize_bytes},
+        {"quant_roundtrip_bound_holds_across_magnitudes",
+         quant_roundtrip_bound_holds_across_magnitudes},
         {NULL, NULL},
     };
     printf("kernel sets under test:");
