@@ -123,9 +123,10 @@ static const struct {
     int mix;
     const char *name;
 } types[] = {
-    {PL_TYPE_F32, 0, "F32"},   {PL_TYPE_F16, 0, "F16"},   {PL_TYPE_Q8_0, 0, "Q8_0"},
-    {PL_TYPE_Q4_0, 0, "Q4_0"}, {PL_TYPE_Q4_K, 0, "Q4_K"}, {PL_TYPE_Q6_K, 0, "Q6_K"},
-    {PL_TYPE_Q4_K, 1, "mix"},
+    {PL_TYPE_F32, 0, "F32"},       {PL_TYPE_F16, 0, "F16"},       {PL_TYPE_Q8_0, 0, "Q8_0"},
+    {PL_TYPE_Q4_0, 0, "Q4_0"},     {PL_TYPE_Q4_K, 0, "Q4_K"},     {PL_TYPE_Q6_K, 0, "Q6_K"},
+    {PL_TYPE_Q4_K, 1, "mix"},      {PL_TYPE_Q2_K, 0, "Q2_K"},     {PL_TYPE_Q3_K, 0, "Q3_K"},
+    {PL_TYPE_IQ4_NL, 0, "IQ4_NL"}, {PL_TYPE_IQ4_XS, 0, "IQ4_XS"},
 };
 static const char *archs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"};
 #define N_ARCHS (sizeof archs / sizeof archs[0])
