@@ -623,60 +623,92 @@ static void matmul_low_bit_types_are_bit_identical_to_ref(void)
     }
 }
 
+/* Matmul t of sets a and b on the same operands, 16 random shapes and slices (seeds from
+ * seed0): quantized inputs, and on odd i arbitrary quant bits (q8 -128 weights and
+ * activations, every nibble, scales sanitized); wants a's bits equal to b's. */
+static void check_same_bits(const struct pl_kernels *a, const struct pl_kernels *b, pl_type t,
+                            uint64_t seed0)
+{
+    for (int i = 0; i < 16; i++) {
+        const uint64_t seed = test_seed(seed0 + 64 * (uint64_t)t + (uint64_t)i);
+        tu_rng rng;
+        tu_rng_init(&rng, seed);
+        const int64_t K = block_of(t) * tu_rng_range(&rng, 1, 24);
+        const int64_t R = tu_rng_range(&rng, 1, 12), T = tu_rng_range(&rng, 1, 9);
+        const int64_t r0 = tu_rng_range(&rng, 0, R - 1), r1 = tu_rng_range(&rng, r0 + 1, R);
+        operands o;
+        make_operands(&o, b, t, K, R, T, -1, -1, &rng);
+        const int arbitrary = i % 2;
+        if (arbitrary) {
+            for (size_t j = 0; j < (size_t)o.R * o.wrb; j++)
+                o.w[j] = (unsigned char)tu_rng_u64(&rng);
+            for (size_t j = 0; j < (size_t)o.T * o.xrb; j++)
+                o.x[j] = (unsigned char)tu_rng_u64(&rng);
+            for (int64_t r = 0; r < o.R; r++) sanitize_row(o.wt, o.w + (size_t)r * o.wrb, K, &rng);
+            for (int64_t j = 0; j < o.T; j++) sanitize_row(o.xt, o.x + (size_t)j * o.xrb, K, &rng);
+        }
+        float *ya = sentinel_buffer(T * R), *yb = sentinel_buffer(T * R);
+        a->matmul[t](ya, R, o.w, o.wrb, o.x, o.xrb, K, r0, r1, T);
+        b->matmul[t](yb, R, o.w, o.wrb, o.x, o.xrb, K, r0, r1, T);
+        const int64_t d = first_bit_difference(ya, R, yb, R, T, 0, R);
+        TU_CHECK(d < 0,
+                 "type %s seed %" PRIu64 " K %" PRId64 " R %" PRId64 " T %" PRId64 " rows [%" PRId64
+                 ", %" PRId64 ") %s: y[t=%" PRId64 "][r=%" PRId64 "] %s %a, %s %a",
+                 tr(t)->name, seed, K, R, T, r0, r1, arbitrary ? "arbitrary bits" : "quantized",
+                 d / 1000000, d % 1000000, a->name, (double)ya[(d / 1000000) * R + d % 1000000],
+                 b->name, (double)yb[(d / 1000000) * R + d % 1000000]);
+        free(ya);
+        free(yb);
+        free_operands(&o);
+    }
+}
+
+/* The table named name, or NULL where it is not under test. */
+static const struct pl_kernels *table_named(const char *name)
+{
+    for (int s = 0; s < n_tables; s++)
+        if (strcmp(tables[s].k.name, name) == 0) return &tables[s].k;
+    return NULL;
+}
+
 /* The wasm128r set's quantized matmuls take the same exact integer sums by the relaxed dot
  * (kernels/wasm128/simd.h), so their outputs are wasm128's bits: on quantized inputs and on
- * arbitrary quant bits (q8 -128 weights and activations, every nibble), random shapes and
- * slices. Skipped where the sets are not compiled (no SIMDe). */
+ * arbitrary quant bits, random shapes and slices. Skipped where the sets are not compiled (no
+ * SIMDe). */
 static void matmul_wasm128r_is_bit_identical_to_wasm128(void)
 {
-    const struct pl_kernels *plain = NULL, *relaxed = NULL;
-    for (int s = 0; s < n_tables; s++) {
-        if (strcmp(tables[s].k.name, "wasm128") == 0) plain = &tables[s].k;
-        if (strcmp(tables[s].k.name, "wasm128r") == 0) relaxed = &tables[s].k;
-    }
+    const struct pl_kernels *plain = table_named("wasm128"), *relaxed = table_named("wasm128r");
     TU_CHECK((plain == NULL) == (relaxed == NULL), "wasm128 and wasm128r come together");
     if (!plain || !relaxed) return;
     /* the types whose matmul matmul_q.c implements (float weights: the same functions) */
-    static const pl_type qtypes[] = {PL_TYPE_Q4_0, PL_TYPE_Q4_1, PL_TYPE_Q5_0, PL_TYPE_Q5_1,
-                                     PL_TYPE_Q8_0, PL_TYPE_Q4_K, PL_TYPE_Q5_K, PL_TYPE_Q6_K};
+    static const pl_type qtypes[] = {PL_TYPE_Q4_0, PL_TYPE_Q4_1, PL_TYPE_Q5_0,   PL_TYPE_Q5_1,
+                                     PL_TYPE_Q8_0, PL_TYPE_Q4_K, PL_TYPE_Q5_K,   PL_TYPE_Q6_K,
+                                     PL_TYPE_Q2_K, PL_TYPE_Q3_K, PL_TYPE_IQ4_NL, PL_TYPE_IQ4_XS};
     for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
         const pl_type t = qtypes[ti];
         TU_CHECK(relaxed->matmul[t] != plain->matmul[t], "type %s: wasm128r has its own matmul",
                  tr(t)->name);
-        for (int i = 0; i < 16; i++) {
-            const uint64_t seed = test_seed(11000 + 64 * (uint64_t)t + (uint64_t)i);
-            tu_rng rng;
-            tu_rng_init(&rng, seed);
-            const int64_t K = block_of(t) * tu_rng_range(&rng, 1, 24);
-            const int64_t R = tu_rng_range(&rng, 1, 12), T = tu_rng_range(&rng, 1, 9);
-            const int64_t r0 = tu_rng_range(&rng, 0, R - 1), r1 = tu_rng_range(&rng, r0 + 1, R);
-            operands o;
-            make_operands(&o, plain, t, K, R, T, -1, -1, &rng);
-            const int arbitrary = i % 2;
-            if (arbitrary) {
-                for (size_t j = 0; j < (size_t)o.R * o.wrb; j++)
-                    o.w[j] = (unsigned char)tu_rng_u64(&rng);
-                for (size_t j = 0; j < (size_t)o.T * o.xrb; j++)
-                    o.x[j] = (unsigned char)tu_rng_u64(&rng);
-                for (int64_t r = 0; r < o.R; r++)
-                    sanitize_row(o.wt, o.w + (size_t)r * o.wrb, K, &rng);
-                for (int64_t j = 0; j < o.T; j++)
-                    sanitize_row(o.xt, o.x + (size_t)j * o.xrb, K, &rng);
-            }
-            float *a = sentinel_buffer(T * R), *b = sentinel_buffer(T * R);
-            plain->matmul[t](a, R, o.w, o.wrb, o.x, o.xrb, K, r0, r1, T);
-            relaxed->matmul[t](b, R, o.w, o.wrb, o.x, o.xrb, K, r0, r1, T);
-            const int64_t d = first_bit_difference(b, R, a, R, T, 0, R);
-            TU_CHECK(d < 0,
-                     "type %s seed %" PRIu64 " K %" PRId64 " R %" PRId64 " T %" PRId64
-                     " rows [%" PRId64 ", %" PRId64 ") %s: y[t=%" PRId64 "][r=%" PRId64
-                     "] wasm128r %a, wasm128 %a",
-                     tr(t)->name, seed, K, R, T, r0, r1, arbitrary ? "arbitrary bits" : "quantized",
-                     d / 1000000, d % 1000000, (double)b[(d / 1000000) * R + d % 1000000],
-                     (double)a[(d / 1000000) * R + d % 1000000]);
-            free(a);
-            free(b);
-            free_operands(&o);
+        check_same_bits(relaxed, plain, t, 11000);
+    }
+}
+
+/* wasm128's super-block types and IQ4_NL form each block's exact integer sum and ref's float
+ * term, added in block order (kernels/wasm128/matmul_q.c): ref's bits, for wasm128 and
+ * wasm128r. */
+static void matmul_wasm128_k_quants_and_iq4_are_bit_identical_to_ref(void)
+{
+    const struct pl_kernels *ref = table_named("ref");
+    TU_CHECK(ref != NULL, "the ref set is under test");
+    static const pl_type types[] = {PL_TYPE_Q2_K, PL_TYPE_Q3_K,   PL_TYPE_Q4_K,  PL_TYPE_Q5_K,
+                                    PL_TYPE_Q6_K, PL_TYPE_IQ4_NL, PL_TYPE_IQ4_XS};
+    static const char *const sets[] = {"wasm128", "wasm128r"};
+    for (size_t si = 0; ref && si < sizeof sets / sizeof sets[0]; si++) {
+        const struct pl_kernels *k = table_named(sets[si]);
+        if (!k) continue; /* not compiled (no SIMDe) */
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            TU_CHECK(k->matmul[types[ti]] != NULL, "%s: type %s has a matmul", k->name,
+                     tr(types[ti])->name);
+            if (k->matmul[types[ti]]) check_same_bits(k, ref, types[ti], 13000 + 4096 * si);
         }
     }
 }
@@ -717,6 +749,8 @@ int main(void)
          matmul_low_bit_types_are_bit_identical_to_ref},
         {"matmul_wasm128r_is_bit_identical_to_wasm128",
          matmul_wasm128r_is_bit_identical_to_wasm128},
+        {"matmul_wasm128_k_quants_and_iq4_are_bit_identical_to_ref",
+         matmul_wasm128_k_quants_and_iq4_are_bit_identical_to_ref},
         {NULL, NULL},
     };
     printf("kernel sets under test:");

@@ -54,9 +54,15 @@ static uint8_t *weights(pl_type type, int64_t k, size_t *row_bytes)
             memcpy(p, &h, 2);
         else if (type == PL_TYPE_Q6_K)
             memcpy(p + offsetof(pl_block_q6_k, d), &d, 2);
-        else {
-            memcpy(p, &d, 2);
-            if (type != PL_TYPE_Q4_0 && type != PL_TYPE_Q5_0 && type != PL_TYPE_Q8_0)
+        else if (type == PL_TYPE_Q3_K)
+            memcpy(p + offsetof(pl_block_q3_k, d), &d, 2);
+        else if (type == PL_TYPE_Q2_K) {
+            memcpy(p + offsetof(pl_block_q2_k, d), &d, 2);
+            memcpy(p + offsetof(pl_block_q2_k, dmin), &m, 2);
+        } else {
+            memcpy(p, &d, 2); /* the min follows d where there is one */
+            if (type == PL_TYPE_Q4_1 || type == PL_TYPE_Q5_1 || type == PL_TYPE_Q4_K ||
+                type == PL_TYPE_Q5_K)
                 memcpy(p + 2, &m, 2);
         }
     }
@@ -69,12 +75,21 @@ static void matmuls(void)
         pl_type type;
         pl_matmul_fn fn;
     } mm[] = {
-        {PL_TYPE_F32, matmul_f32_wasm128},        {PL_TYPE_F16, matmul_f16_wasm128},
-        {PL_TYPE_BF16, matmul_bf16_wasm128},      {PL_TYPE_Q4_0, matmul_q4_0_q8_0_wasm128},
-        {PL_TYPE_Q4_1, matmul_q4_1_q8_0_wasm128}, {PL_TYPE_Q5_0, matmul_q5_0_q8_0_wasm128},
-        {PL_TYPE_Q5_1, matmul_q5_1_q8_0_wasm128}, {PL_TYPE_Q8_0, matmul_q8_0_q8_0_wasm128},
-        {PL_TYPE_Q4_K, matmul_q4_k_q8_k_wasm128}, {PL_TYPE_Q5_K, matmul_q5_k_q8_k_wasm128},
+        {PL_TYPE_F32, matmul_f32_wasm128},
+        {PL_TYPE_F16, matmul_f16_wasm128},
+        {PL_TYPE_BF16, matmul_bf16_wasm128},
+        {PL_TYPE_Q4_0, matmul_q4_0_q8_0_wasm128},
+        {PL_TYPE_Q4_1, matmul_q4_1_q8_0_wasm128},
+        {PL_TYPE_Q5_0, matmul_q5_0_q8_0_wasm128},
+        {PL_TYPE_Q5_1, matmul_q5_1_q8_0_wasm128},
+        {PL_TYPE_Q8_0, matmul_q8_0_q8_0_wasm128},
+        {PL_TYPE_Q4_K, matmul_q4_k_q8_k_wasm128},
+        {PL_TYPE_Q5_K, matmul_q5_k_q8_k_wasm128},
         {PL_TYPE_Q6_K, matmul_q6_k_q8_k_wasm128},
+        {PL_TYPE_Q2_K, matmul_q2_k_q8_k_wasm128},
+        {PL_TYPE_Q3_K, matmul_q3_k_q8_k_wasm128},
+        {PL_TYPE_IQ4_NL, matmul_iq4_nl_q8_0_wasm128},
+        {PL_TYPE_IQ4_XS, matmul_iq4_xs_q8_k_wasm128},
     };
     static float xf[T][KK], y[T * R];
     for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {

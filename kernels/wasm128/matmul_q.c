@@ -4,21 +4,24 @@
  *
  * Order of operations, the same for every (r, t) whatever r0, r1, T or the thread (the tokens
  * of a tile share only the decoded weights; each token has its own accumulators):
- * - 32-blocks x Q8_0 (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): each block's integer dot is exact. Blocks
- *   go in groups of 4, block 4g + i into float lane i: lane_i = lane_i + (dw dx) float(isum)
- *   (+ (mw dx) float(xsum) inside the term for the types with a min, as ref forms it). In the
- *   last group the missing blocks are zero blocks (add +0), never read. The 4 lanes are summed
- *   once, at the end, as (l0 + l2) + (l1 + l3).
- * - super-blocks x Q8_K (Q4_K, Q5_K, Q6_K): the integer sums are exact and the float term is
- *   formed and summed exactly as ref does it: bit-identical to ref.
+ * - 32-blocks x Q8_0 (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL): each block's integer dot is exact.
+ *   Blocks go in groups of 4, block 4g + i's term in float lane i: (dw dx) float(isum) (+ (mw
+ *   dx) float(xsum) inside the term for the types with a min, as ref forms it). In the last
+ *   group the missing blocks are zero blocks (+0), never read. Q4_0 .. Q8_0 add block 4g + i
+ *   into lane i and sum the 4 lanes once, at the end, as (l0 + l2) + (l1 + l3); IQ4_NL adds
+ *   the terms to one float in block order, as ref does: bit-identical to ref.
+ * - super-blocks x Q8_K (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS): the integer sums are exact and
+ *   the float term is formed and summed exactly as ref does it: bit-identical to ref.
  * Bound: ref's (kernels/ref/matmul.c) with the same c: each block term is formed with as many
  * roundings as ref's, and the argument there holds for any summation order of the terms.
  * Integers: weights are decoded to int16 (|q| <= 128), activations widened from int8, so every
  * pair product sum is < 2^15 * 2^8 and int32 sums stay far from overflow (bounds below).
  * PL_W_RELAXED (matmul_q_relaxed.c, the wasm128r set): the same integer sums, exact, by the
- * relaxed dot of the int8 activations with the weights' unsigned quants (< 64, in [0, 127] as
- * simd.h requires), the offsets taken off after: q - o as dot(x, q) - dot(x, o); a Q8_0 weight
- * w as (w & 0x7f) - 128 [w < 0]. Equal integers give equal floats: bit-identical to wasm128. */
+ * relaxed dot of the int8 activations with the weights' unsigned quants (< 128, in [0, 127] as
+ * simd.h requires), the offsets taken off after: q - o as dot(x, q) - dot(x, o) (Q4_0, Q5_0,
+ * Q3_K, Q6_K); an int8 weight w (Q8_0, IQ4_NL's and IQ4_XS's levels) as
+ * dot(x, w & 0x7f) - 128 dot(x, [w < 0]). Equal integers give equal floats: bit-identical to
+ * wasm128. */
 #include "simd.h"
 #include "wasm128.h"
 
@@ -31,8 +34,8 @@
 /* One group of up to 4 weight blocks, decoded once for the tokens of a tile. */
 typedef struct grp {
 #if PL_W_RELAXED
-    v128_t u[GROUP][2];  /* unsigned quants as bytes (no offset; Q8_0: w & 0x7f), 16 per vector */
-    v128_t hb[GROUP][2]; /* Q8_0: 1 where w < 0 */
+    v128_t u[GROUP][2];  /* unsigned quants as bytes (no offset; int8 w: w & 0x7f), 16 a vector */
+    v128_t hb[GROUP][2]; /* Q8_0, IQ4_NL: 1 where w < 0 */
 #else
     v128_t q[GROUP][4]; /* int16 quants (q - offset where the type has one), 8 per vector */
 #endif
@@ -62,18 +65,14 @@ PL_W_INLINE v128_t f16x4(uint32_t h0, uint32_t h1, uint32_t h2, uint32_t h3)
     return pl_w_f16_to_f32(wasm_i32x4_make((int32_t)h0, (int32_t)h1, (int32_t)h2, (int32_t)h3));
 }
 
-#if PL_W_RELAXED
-/* Block i of the group: 32 unsigned quants as 2 byte vectors (elements 16k .. 16k + 15 in
- * u[k]), the offset not taken; Q8_0: the low 7 bits in u, the sign bit (0/1) in hb. */
-PL_W_INLINE void decode_32(v128_t u[2], v128_t hb[2], pl_type type, const uint8_t *b)
+/* The 32 values of the block at b as bytes, elements 0..15 in *lo, 16..31 in *hi: Q8_0's int8
+ * weights and IQ4_NL's levels (signed_32), else the unsigned quants, the offset not taken. */
+PL_W_INLINE void bytes_32(v128_t *lo, v128_t *hi, pl_type type, const uint8_t *b)
 {
     if (type == PL_TYPE_Q8_0) {
         const pl_block_q8_0 *p = (const pl_block_q8_0 *)b;
-        const v128_t lo = wasm_v128_load(p->qs), hi = wasm_v128_load(p->qs + 16);
-        u[0] = wasm_v128_and(lo, wasm_i8x16_splat(0x7f));
-        u[1] = wasm_v128_and(hi, wasm_i8x16_splat(0x7f));
-        hb[0] = wasm_u8x16_shr(lo, 7);
-        hb[1] = wasm_u8x16_shr(hi, 7);
+        *lo = wasm_v128_load(p->qs);
+        *hi = wasm_v128_load(p->qs + 16);
         return;
     }
     const uint8_t *qs;
@@ -89,60 +88,58 @@ PL_W_INLINE void decode_32(v128_t u[2], v128_t hb[2], pl_type type, const uint8_
         qs = ((const pl_block_q5_0 *)b)->qs;
         memcpy(&h, ((const pl_block_q5_0 *)b)->qh, 4);
         break;
-    default:
+    case PL_TYPE_Q5_1:
         qs = ((const pl_block_q5_1 *)b)->qs;
         memcpy(&h, ((const pl_block_q5_1 *)b)->qh, 4);
         break;
+    default: /* PL_TYPE_IQ4_NL */
+        qs = ((const pl_block_iq4_nl *)b)->qs;
+        break;
     }
     const v128_t v = wasm_v128_load(qs);
-    u[0] = wasm_v128_and(v, wasm_i8x16_splat(0x0f));
-    u[1] = wasm_u8x16_shr(v, 4);
+    *lo = wasm_v128_and(v, wasm_i8x16_splat(0x0f));
+    *hi = wasm_u8x16_shr(v, 4);
     if (type == PL_TYPE_Q5_0 || type == PL_TYPE_Q5_1) {
-        u[0] = wasm_v128_or(u[0], fifth_bits16(h, 0));
-        u[1] = wasm_v128_or(u[1], fifth_bits16(h, 16));
+        *lo = wasm_v128_or(*lo, fifth_bits16(h, 0));
+        *hi = wasm_v128_or(*hi, fifth_bits16(h, 16));
     }
+    if (type == PL_TYPE_IQ4_NL) {
+        const v128_t levels = wasm_v128_load(pl_iq4nl_values);
+        *lo = wasm_i8x16_swizzle(levels, *lo);
+        *hi = wasm_i8x16_swizzle(levels, *hi);
+    }
+}
+
+/* Whether bytes_32 gives the type's values as int8 (else unsigned quants). */
+PL_W_INLINE int signed_32(pl_type type)
+{
+    return type == PL_TYPE_Q8_0 || type == PL_TYPE_IQ4_NL;
+}
+
+#if PL_W_RELAXED
+/* Block i of the group: 32 unsigned quants as 2 byte vectors (elements 16k .. 16k + 15 in
+ * u[k]), the offset not taken; int8 values (Q8_0, IQ4_NL): the low 7 bits in u, the sign bit
+ * (0/1) in hb. */
+PL_W_INLINE void decode_32(v128_t u[2], v128_t hb[2], pl_type type, const uint8_t *b)
+{
+    bytes_32(&u[0], &u[1], type, b);
     hb[0] = hb[1] = wasm_i8x16_splat(0);
+    if (signed_32(type))
+        for (int k = 0; k < 2; k++) {
+            hb[k] = wasm_u8x16_shr(u[k], 7);
+            u[k] = wasm_v128_and(u[k], wasm_i8x16_splat(0x7f));
+        }
 }
 #else
 /* Block i of the group: 32 quants as 4 int16 vectors (elements 8k .. 8k + 7 in q[k]). */
 PL_W_INLINE void decode_32(v128_t q[4], pl_type type, const uint8_t *b)
 {
     v128_t lo, hi; /* elements 0..15 and 16..31 as int8 */
-    if (type == PL_TYPE_Q8_0) {
-        const pl_block_q8_0 *p = (const pl_block_q8_0 *)b;
-        lo = wasm_v128_load(p->qs);
-        hi = wasm_v128_load(p->qs + 16);
-    } else {
-        const uint8_t *qs;
-        uint32_t h = 0;
-        switch (type) {
-        case PL_TYPE_Q4_0:
-            qs = ((const pl_block_q4_0 *)b)->qs;
-            break;
-        case PL_TYPE_Q4_1:
-            qs = ((const pl_block_q4_1 *)b)->qs;
-            break;
-        case PL_TYPE_Q5_0:
-            qs = ((const pl_block_q5_0 *)b)->qs;
-            memcpy(&h, ((const pl_block_q5_0 *)b)->qh, 4);
-            break;
-        default:
-            qs = ((const pl_block_q5_1 *)b)->qs;
-            memcpy(&h, ((const pl_block_q5_1 *)b)->qh, 4);
-            break;
-        }
-        const v128_t v = wasm_v128_load(qs);
-        lo = wasm_v128_and(v, wasm_i8x16_splat(0x0f));
-        hi = wasm_u8x16_shr(v, 4);
-        if (type == PL_TYPE_Q5_0 || type == PL_TYPE_Q5_1) {
-            lo = wasm_v128_or(lo, fifth_bits16(h, 0));
-            hi = wasm_v128_or(hi, fifth_bits16(h, 16));
-        }
-        if (type == PL_TYPE_Q4_0 || type == PL_TYPE_Q5_0) {
-            const v128_t off = wasm_i8x16_splat(type == PL_TYPE_Q4_0 ? 8 : 16);
-            lo = wasm_i8x16_sub(lo, off);
-            hi = wasm_i8x16_sub(hi, off);
-        }
+    bytes_32(&lo, &hi, type, b);
+    if (type == PL_TYPE_Q4_0 || type == PL_TYPE_Q5_0) {
+        const v128_t off = wasm_i8x16_splat(type == PL_TYPE_Q4_0 ? 8 : 16);
+        lo = wasm_i8x16_sub(lo, off);
+        hi = wasm_i8x16_sub(hi, off);
     }
     q[0] = wasm_i16x8_extend_low_i8x16(lo);
     q[1] = wasm_i16x8_extend_high_i8x16(lo);
@@ -184,11 +181,11 @@ PL_W_INLINE void grp_load(grp *g, pl_type type, const uint8_t *w, size_t wbytes,
     g->mw = f16x4(mw[0], mw[1], mw[2], mw[3]);
 }
 
-/* One group's (n <= 4 blocks) terms against one token's blocks xb, added into acc.
- * |isum| <= 32 * 128 * 128 = 2^19 (Q8_0), the sums of x <= 32 * 128: exact in int32 and as
- * floats. */
-PL_W_INLINE v128_t grp_token(v128_t acc, const grp *g, pl_type type,
-                             const pl_block_q8_0 *restrict xb, const int n)
+/* One group's (n <= 4 blocks) terms against one token's blocks xb, block i's in lane i (+0
+ * for missing blocks). |isum| <= 32 * 128 * 128 = 2^19 (Q8_0), the sums of x <= 32 * 128:
+ * exact in int32 and as floats. */
+PL_W_INLINE v128_t grp_terms(const grp *g, pl_type type, const pl_block_q8_0 *restrict xb,
+                             const int n)
 {
     const int has_min = type == PL_TYPE_Q4_1 || type == PL_TYPE_Q5_1;
     v128_t s[GROUP], xs[GROUP];
@@ -201,7 +198,7 @@ PL_W_INLINE v128_t grp_token(v128_t acc, const grp *g, pl_type type,
 #if PL_W_RELAXED
         const v128_t z = wasm_i32x4_splat(0);
         s[i] = pl_w_dot_i8_u7_add(x1, g->u[i][1], pl_w_dot_i8_u7_add(x0, g->u[i][0], z));
-        if (type == PL_TYPE_Q8_0) { /* w = (w & 0x7f) - 128 [w < 0] */
+        if (signed_32(type)) { /* w = (w & 0x7f) - 128 [w < 0] */
             const v128_t neg =
                 pl_w_dot_i8_u7_add(x1, g->hb[i][1], pl_w_dot_i8_u7_add(x0, g->hb[i][0], z));
             s[i] = wasm_i32x4_sub(s[i], wasm_i32x4_shl(neg, 7));
@@ -232,7 +229,20 @@ PL_W_INLINE v128_t grp_token(v128_t acc, const grp *g, pl_type type,
         const v128_t xsum = wasm_f32x4_convert_i32x4(pl_w_hsum4x4_i32(xs[0], xs[1], xs[2], xs[3]));
         term = wasm_f32x4_add(term, wasm_f32x4_mul(wasm_f32x4_mul(g->mw, vdx), xsum));
     }
-    return wasm_f32x4_add(acc, term);
+    return term;
+}
+
+/* Adds a group's terms: IQ4_NL into s[t] one block after the other, as ref does (the new
+ * types are bit-identical to ref); the others block i into lane i of acc[t]. */
+PL_W_INLINE void grp_add(v128_t *acc, float *s, pl_type type, v128_t term, const int n)
+{
+    if (type == PL_TYPE_IQ4_NL) {
+        *s += wasm_f32x4_extract_lane(term, 0);
+        if (n > 1) *s += wasm_f32x4_extract_lane(term, 1);
+        if (n > 2) *s += wasm_f32x4_extract_lane(term, 2);
+        if (n > 3) *s += wasm_f32x4_extract_lane(term, 3);
+    } else
+        *acc = wasm_f32x4_add(*acc, term);
 }
 
 /* One weight row of nb blocks against nt tokens (a constant at every call). */
@@ -241,23 +251,25 @@ PL_W_INLINE void row_32(pl_type type, size_t wbytes, float *restrict y, int64_t 
                         int64_t nb, const int nt)
 {
     v128_t acc[NT];
-    for (int t = 0; t < nt; t++) acc[t] = wasm_f32x4_splat(0.0f);
+    float s[NT];
+    for (int t = 0; t < nt; t++) acc[t] = wasm_f32x4_splat(0.0f), s[t] = 0.0f;
     grp g;
     const int64_t full = nb / GROUP * GROUP;
     for (int64_t b = 0; b < full; b += GROUP) { /* whole groups: n a constant, no branches */
         grp_load(&g, type, w + (size_t)b * wbytes, wbytes, GROUP);
         for (int t = 0; t < nt; t++)
-            acc[t] = grp_token(acc[t], &g, type, (const pl_block_q8_0 *)(x + (size_t)t * xrb) + b,
-                               GROUP);
+            grp_add(&acc[t], &s[t], type,
+                    grp_terms(&g, type, (const pl_block_q8_0 *)(x + (size_t)t * xrb) + b, GROUP),
+                    GROUP);
     }
     if (full < nb) { /* the last group, padded with zero blocks */
         const int n = (int)(nb - full);
         grp_load(&g, type, w + (size_t)full * wbytes, wbytes, n);
         for (int t = 0; t < nt; t++)
-            acc[t] =
-                grp_token(acc[t], &g, type, (const pl_block_q8_0 *)(x + (size_t)t * xrb) + full, n);
+            grp_add(&acc[t], &s[t], type,
+                    grp_terms(&g, type, (const pl_block_q8_0 *)(x + (size_t)t * xrb) + full, n), n);
     }
-    for (int t = 0; t < nt; t++) y[t * ldy] = pl_w_hsum(acc[t]);
+    for (int t = 0; t < nt; t++) y[t * ldy] = type == PL_TYPE_IQ4_NL ? s[t] : pl_w_hsum(acc[t]);
 }
 
 #define TILE(call)                                                                                 \
@@ -298,44 +310,76 @@ MATMUL_32(PL_WQ(matmul_q4_0_q8_0), PL_TYPE_Q4_0, pl_block_q4_0)
 MATMUL_32(PL_WQ(matmul_q4_1_q8_0), PL_TYPE_Q4_1, pl_block_q4_1)
 MATMUL_32(PL_WQ(matmul_q5_0_q8_0), PL_TYPE_Q5_0, pl_block_q5_0)
 MATMUL_32(PL_WQ(matmul_q5_1_q8_0), PL_TYPE_Q5_1, pl_block_q5_1)
+MATMUL_32(PL_WQ(matmul_iq4_nl_q8_0), PL_TYPE_IQ4_NL, pl_block_iq4_nl)
 
 /* ---- super-blocks ---------------------------------------------------------------------- */
 
-/* One super-block's 256 weight quants as 32 int16 vectors, and its sub-block scales. */
+/* One super-block's 256 weight values in 16 chunks of 16 (chunk c = elements 16c .. 16c + 15),
+ * its sub-block scales and mins. */
 typedef struct kblk {
 #if PL_W_RELAXED
-    v128_t u[16]; /* unsigned quants as bytes (Q6_K: the 32 offset not taken), 16 per vector */
+    v128_t u[16];  /* chunk c's unsigned quants as bytes, the offset not taken (Q3_K 4, Q6_K
+                      32); IQ4_XS: the level's low 7 bits */
+    v128_t hb[16]; /* IQ4_XS: 1 where the level is < 0 */
 #else
-    v128_t q[32];
+    v128_t q[32]; /* chunk c's values as int16 in q[2c], q[2c + 1] */
 #endif
-    v128_t sc[16];   /* sub-block j's scale in every lane (8 sub-blocks of 32 or 16 of 16) */
-    v128_t m03, m47; /* Q4_K/Q5_K: the mins of sub-blocks 0..3 and 4..7 */
+    v128_t sc[16]; /* sub-block j's scale in every lane (8 sub-blocks of 32 or 16 of 16) */
+    v128_t m[4];   /* Q4_K/Q5_K: the mins of sub-blocks 4i .. 4i + 3 (i < 2); Q2_K: i < 4 */
     float d, dmin;
 } kblk;
 
-/* isum = sum_j sc_j * (q . x)_j over the super-block's sub-blocks of 8 * per elements, exact:
- * Q4_K/Q5_K |(q . x)_j| <= 31 * 128 * 32, times sc <= 63, 8 of them: < 2^26; Q6_K
- * |(q . x)_j| <= 32 * 128 * 16, times |sc| <= 128, 16 of them: < 2^28. */
-PL_W_INLINE int32_t kdot(const kblk *k, const int per, const int8_t *restrict xq)
+/* Chunk c from 16 unsigned bytes v (< 128), whose value is v - off. */
+PL_W_INLINE void kput_u(kblk *k, int c, v128_t v, const int off)
+{
+#if PL_W_RELAXED
+    (void)off;
+    k->u[c] = v;
+#else
+    if (off) v = wasm_i8x16_sub(v, wasm_i8x16_splat((int8_t)off));
+    k->q[2 * c] = wasm_i16x8_extend_low_i8x16(v);
+    k->q[2 * c + 1] = wasm_i16x8_extend_high_i8x16(v);
+#endif
+}
+
+/* Chunk c from 16 int8 values. */
+PL_W_INLINE void kput_s(kblk *k, int c, v128_t v)
+{
+#if PL_W_RELAXED
+    k->u[c] = wasm_v128_and(v, wasm_i8x16_splat(0x7f));
+    k->hb[c] = wasm_u8x16_shr(v, 7);
+#else
+    kput_u(k, c, v, 0);
+#endif
+}
+
+/* isum = sum_j sc_j * (q . x)_j over the super-block's sub-blocks of 16 * per / 2 elements
+ * (per: int16 vectors in a sub-block), exact. off: the relaxed flavour's offset of the quants
+ * (Q3_K 4, Q6_K 32); sgn: the values are int8 split as (v & 0x7f) - 128 [v < 0] (IQ4_XS).
+ * Bounds, |(q . x)_j| times |sc_j|, times the count: Q4_K/Q5_K 31 * 128 * 32 * 63 * 8 < 2^26;
+ * Q6_K 32 * 128 * 16 * 128 * 16 < 2^28; Q2_K 3 * 128 * 16 * 15 * 16 < 2^21; Q3_K
+ * 4 * 128 * 16 * 32 * 16 < 2^22; IQ4_XS 127 * 128 * 32 * 32 * 8 < 2^27. */
+PL_W_INLINE int32_t kdot(const kblk *k, const int per, const int off, const int sgn,
+                         const int8_t *restrict xq)
 {
     v128_t acc = wasm_i32x4_splat(0);
 #if PL_W_RELAXED
-    const v128_t z = wasm_i32x4_splat(0);
-    if (per == 4) /* Q4_K/Q5_K: sub-block j = bytes u[2j], u[2j + 1] */
-        for (int j = 0; j < 8; j++) {
-            const v128_t s =
-                pl_w_dot_i8_u7_add(wasm_v128_load(xq + 32 * j + 16), k->u[2 * j + 1],
-                                   pl_w_dot_i8_u7_add(wasm_v128_load(xq + 32 * j), k->u[2 * j], z));
-            acc = wasm_i32x4_add(acc, wasm_i32x4_mul(s, k->sc[j]));
+    const v128_t z = wasm_i32x4_splat(0), o = wasm_i8x16_splat((int8_t)off);
+    for (int j = 0; j < 32 / per; j++) {
+        v128_t s = z, neg = z, offs = z;
+        for (int c = j * per / 2; c < (j + 1) * per / 2; c++) {
+            const v128_t xv = wasm_v128_load(xq + 16 * c);
+            s = pl_w_dot_i8_u7_add(xv, k->u[c], s);
+            if (sgn) neg = pl_w_dot_i8_u7_add(xv, k->hb[c], neg);
+            if (off) offs = pl_w_dot_i8_u7_add(xv, o, offs);
         }
-    else /* Q6_K: sub-block j = u[j], q - 32 */
-        for (int j = 0; j < 16; j++) {
-            const v128_t xv = wasm_v128_load(xq + 16 * j);
-            const v128_t s = wasm_i32x4_sub(pl_w_dot_i8_u7_add(xv, k->u[j], z),
-                                            pl_w_dot_i8_u7_add(xv, wasm_i8x16_splat(32), z));
-            acc = wasm_i32x4_add(acc, wasm_i32x4_mul(s, k->sc[j]));
-        }
+        if (sgn) s = wasm_i32x4_sub(s, wasm_i32x4_shl(neg, 7));
+        if (off) s = wasm_i32x4_sub(s, offs);
+        acc = wasm_i32x4_add(acc, wasm_i32x4_mul(s, k->sc[j]));
+    }
 #else
+    (void)off;
+    (void)sgn;
     for (int j = 0; j < 32 / per; j++) {
         v128_t s = wasm_i32x4_splat(0);
         for (int i = 0; i < per; i += 2) {
@@ -349,13 +393,6 @@ PL_W_INLINE int32_t kdot(const kblk *k, const int per, const int8_t *restrict xq
     }
 #endif
     return pl_w_hsum_i32(acc);
-}
-
-/* 16 unsigned bytes (< 64) as two int16 vectors. */
-PL_W_INLINE void widen_u8(v128_t *q, v128_t v)
-{
-    q[0] = wasm_u16x8_extend_low_u8x16(v);
-    q[1] = wasm_u16x8_extend_high_u8x16(v);
 }
 
 /* Q4_K/Q5_K super-block at b (has_qh: Q5_K's fifth bits): ref's element order, sub-block j =
@@ -377,8 +414,8 @@ PL_W_INLINE void kblk_load_k4(kblk *k, const uint8_t *b, size_t qs_off, size_t q
         }
         k->sc[j] = wasm_i32x4_splat(sc);
     }
-    k->m03 = wasm_v128_load(m);
-    k->m47 = wasm_v128_load(m + 4);
+    k->m[0] = wasm_v128_load(m);
+    k->m[1] = wasm_v128_load(m + 4);
     k->d = f16f(hdr->d);
     k->dmin = f16f(hdr->dmin);
     const v128_t m4 = wasm_i8x16_splat(0x0f), one = wasm_i8x16_splat(1);
@@ -394,42 +431,9 @@ PL_W_INLINE void kblk_load_k4(kblk *k, const uint8_t *b, size_t qs_off, size_t q
                 hi = wasm_v128_or(
                     hi, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(h[e], 2 * p + 1), one), 4));
             }
-#if PL_W_RELAXED
-            k->u[2 * (2 * p) + e] = lo;
-            k->u[2 * (2 * p + 1) + e] = hi;
-#else
-            widen_u8(&k->q[4 * (2 * p) + 2 * e], lo);
-            widen_u8(&k->q[4 * (2 * p + 1) + 2 * e], hi);
-#endif
+            kput_u(k, 2 * (2 * p) + e, lo, 0);
+            kput_u(k, 2 * (2 * p + 1) + e, hi, 0);
         }
-}
-
-/* ref's s += d * float(isum) - dmin * float(summs), d = dw * dx, dmin = dminw * dx; summs =
- * sum_j m_j (bsums 2j + bsums 2j+1), exact. */
-PL_W_INLINE float k4_term(const kblk *k, const pl_block_q8_k *xb)
-{
-    const int32_t isum = kdot(k, 4, xb->qs);
-    const v128_t b0 = wasm_i32x4_extadd_pairwise_i16x8(wasm_v128_load(xb->bsums));
-    const v128_t b1 = wasm_i32x4_extadd_pairwise_i16x8(wasm_v128_load(xb->bsums + 8));
-    const int32_t summs =
-        pl_w_hsum_i32(wasm_i32x4_add(wasm_i32x4_mul(b0, k->m03), wasm_i32x4_mul(b1, k->m47)));
-    const float d = k->d * xb->d, dmin = k->dmin * xb->d;
-    return d * (float)isum - dmin * (float)summs;
-}
-
-PL_W_INLINE void row_k4(float *restrict y, int64_t ldy, const uint8_t *restrict w, size_t wbytes,
-                        size_t qs_off, size_t qh_off, const int has_qh, const uint8_t *restrict x,
-                        size_t xrb, int64_t nb, const int nt)
-{
-    float s[NT];
-    for (int t = 0; t < nt; t++) s[t] = 0.0f;
-    kblk k;
-    for (int64_t b = 0; b < nb; b++) {
-        kblk_load_k4(&k, w + (size_t)b * wbytes, qs_off, qh_off, has_qh);
-        for (int t = 0; t < nt; t++)
-            s[t] += k4_term(&k, (const pl_block_q8_k *)(x + (size_t)t * xrb) + b);
-    }
-    for (int t = 0; t < nt; t++) y[t * ldy] = s[t];
 }
 
 /* Q6_K super-block: ref's q = (4 low bits | 2 high bits << 4) - 32, sub-block j = elements
@@ -439,7 +443,6 @@ PL_W_INLINE void kblk_load_q6(kblk *k, const pl_block_q6_k *b)
     for (int j = 0; j < 16; j++) k->sc[j] = wasm_i32x4_splat(b->scales[j]);
     k->d = f16f(b->d);
     const v128_t m4 = wasm_i8x16_splat(0x0f), m2 = wasm_i8x16_splat(0x03);
-    const v128_t o32 = wasm_i8x16_splat(32);
     for (int h = 0; h < 2; h++)
         for (int e = 0; e < 2; e++) { /* elements 16e .. 16e + 15 of each quarter of 32 */
             const v128_t a = wasm_v128_load(b->ql + 64 * h + 16 * e);
@@ -453,62 +456,156 @@ PL_W_INLINE void kblk_load_q6(kblk *k, const pl_block_q6_k *b)
                              wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(hb, 4), m2), 4)),
                 wasm_v128_or(wasm_u8x16_shr(c, 4), wasm_i8x16_shl(wasm_u8x16_shr(hb, 6), 4)),
             };
-            for (int i = 0; i < 4; i++) { /* sub-block 8h + 2i + e */
-#if PL_W_RELAXED
-                (void)o32;
-                k->u[8 * h + 2 * i + e] = q[i];
-#else
-                const v128_t v = wasm_i8x16_sub(q[i], o32);
-                v128_t *dst = &k->q[2 * (8 * h + 2 * i + e)];
-                dst[0] = wasm_i16x8_extend_low_i8x16(v);
-                dst[1] = wasm_i16x8_extend_high_i8x16(v);
-#endif
-            }
+            for (int i = 0; i < 4; i++) kput_u(k, 8 * h + 2 * i + e, q[i], 32); /* sub-block */
         }
 }
 
-PL_W_INLINE void row_q6_k(float *restrict y, int64_t ldy, const pl_block_q6_k *restrict w,
-                          const uint8_t *restrict x, size_t xrb, int64_t nb, const int nt)
+/* The 2-bit quants of Q2_K and Q3_K: element 128h + 32s + l (l < 32) in bits 2s, 2s + 1 of
+ * qs[32h + l], so chunk 8h + 2s + e is (qs[32h + 16e ..] >> 2s) & 3. Q3_K (hm: its hmask)
+ * adds 4 where the element's bit 4h + s of hmask[l] is set: q + 4 in 0..7. The shifts are
+ * 16-bit (SIMD128 has no byte shift; engines emulate one): the mask keeps only bits of the
+ * byte's own. */
+PL_W_INLINE void kblk_load_q2bits(kblk *k, const uint8_t *qs, const uint8_t *hm, const int off)
+{
+    const v128_t m2 = wasm_i8x16_splat(0x03), four = wasm_i8x16_splat(4);
+    for (int e = 0; e < 2; e++) {
+        const v128_t h = hm ? wasm_v128_load(hm + 16 * e) : wasm_i8x16_splat(0);
+        for (int hh = 0; hh < 2; hh++) {
+            const v128_t a = wasm_v128_load(qs + 32 * hh + 16 * e);
+            for (int s = 0; s < 4; s++) {
+                v128_t v = wasm_v128_and(wasm_u16x8_shr(a, 2 * s), m2);
+                if (hm) {
+                    const v128_t bit = wasm_i8x16_splat((int8_t)(1 << (4 * hh + s)));
+                    v = wasm_v128_or(
+                        v, wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(h, bit), bit), four));
+                }
+                kput_u(k, 8 * hh + 2 * s + e, v, off);
+            }
+        }
+    }
+}
+
+/* Q2_K: x = d (sc & 15) q - dmin (sc >> 4) per 16. */
+PL_W_INLINE void kblk_load_q2_k(kblk *k, const pl_block_q2_k *b)
+{
+    int32_t m[16];
+    for (int j = 0; j < 16; j++) {
+        k->sc[j] = wasm_i32x4_splat(b->scales[j] & 15);
+        m[j] = b->scales[j] >> 4;
+    }
+    for (int i = 0; i < 4; i++) k->m[i] = wasm_v128_load(m + 4 * i);
+    k->d = f16f(b->d);
+    k->dmin = f16f(b->dmin);
+    kblk_load_q2bits(k, b->qs, NULL, 0);
+}
+
+/* Q3_K: x = d (sc - 32) (q - 4 [hbit clear]) per 16; sc's low 4 bits in scales[j % 8] (high
+ * nibble for j >= 8), high 2 in bits 2 (j / 4) of scales[8 + j % 4]. */
+PL_W_INLINE void kblk_load_q3_k(kblk *k, const pl_block_q3_k *b)
+{
+    for (int j = 0; j < 16; j++) {
+        const int lo = (b->scales[j % 8] >> (j < 8 ? 0 : 4)) & 15;
+        const int hi = (b->scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+        k->sc[j] = wasm_i32x4_splat((lo | hi << 4) - 32);
+    }
+    k->d = f16f(b->d);
+    kblk_load_q2bits(k, b->qs, b->hmask, 4);
+}
+
+/* IQ4_XS: x = d (ls - 32) level(q) per 32; sub-block i's 16 bytes in Q4_0's nibble order. */
+PL_W_INLINE void kblk_load_iq4_xs(kblk *k, const pl_block_iq4_xs *b)
+{
+    const v128_t levels = wasm_v128_load(pl_iq4nl_values), m4 = wasm_i8x16_splat(0x0f);
+    for (int i = 0; i < 8; i++) {
+        const int ls = ((b->scales_l[i / 2] >> 4 * (i % 2)) & 15) | ((b->scales_h >> 2 * i) & 3)
+                                                                        << 4;
+        k->sc[i] = wasm_i32x4_splat(ls - 32);
+        const v128_t v = wasm_v128_load(b->qs + 16 * i);
+        kput_s(k, 2 * i, wasm_i8x16_swizzle(levels, wasm_v128_and(v, m4)));
+        kput_s(k, 2 * i + 1, wasm_i8x16_swizzle(levels, wasm_u8x16_shr(v, 4)));
+    }
+    k->d = f16f(b->d);
+}
+
+PL_W_INLINE void kblk_load(kblk *k, pl_type type, const uint8_t *b)
+{
+    switch (type) {
+    case PL_TYPE_Q4_K:
+        kblk_load_k4(k, b, offsetof(pl_block_q4_k, qs), 0, 0);
+        break;
+    case PL_TYPE_Q5_K:
+        kblk_load_k4(k, b, offsetof(pl_block_q5_k, qs), offsetof(pl_block_q5_k, qh), 1);
+        break;
+    case PL_TYPE_Q6_K:
+        kblk_load_q6(k, (const pl_block_q6_k *)b);
+        break;
+    case PL_TYPE_Q2_K:
+        kblk_load_q2_k(k, (const pl_block_q2_k *)b);
+        break;
+    case PL_TYPE_Q3_K:
+        kblk_load_q3_k(k, (const pl_block_q3_k *)b);
+        break;
+    default: /* PL_TYPE_IQ4_XS */
+        kblk_load_iq4_xs(k, (const pl_block_iq4_xs *)b);
+        break;
+    }
+}
+
+/* The block's term, formed as ref forms it: d = dw dx, then d float(isum), minus (dminw dx)
+ * float(summs) for the types with mins (summs = sum_j m_j bsums of sub-block j, exact). */
+PL_W_INLINE float k_term(const kblk *k, pl_type type, const pl_block_q8_k *xb)
+{
+    const int per = type == PL_TYPE_Q4_K || type == PL_TYPE_Q5_K || type == PL_TYPE_IQ4_XS ? 4 : 2;
+    const int off = type == PL_TYPE_Q6_K ? 32 : type == PL_TYPE_Q3_K ? 4 : 0;
+    const int32_t isum = kdot(k, per, off, type == PL_TYPE_IQ4_XS, xb->qs);
+    const float d = k->d * xb->d;
+    if (type != PL_TYPE_Q4_K && type != PL_TYPE_Q5_K && type != PL_TYPE_Q2_K)
+        return d * (float)isum;
+    const v128_t b0 = wasm_v128_load(xb->bsums), b1 = wasm_v128_load(xb->bsums + 8);
+    v128_t sm;
+    if (type == PL_TYPE_Q2_K) /* a min per 16 */
+        sm = wasm_i32x4_add(
+            wasm_i32x4_add(wasm_i32x4_mul(wasm_i32x4_extend_low_i16x8(b0), k->m[0]),
+                           wasm_i32x4_mul(wasm_i32x4_extend_high_i16x8(b0), k->m[1])),
+            wasm_i32x4_add(wasm_i32x4_mul(wasm_i32x4_extend_low_i16x8(b1), k->m[2]),
+                           wasm_i32x4_mul(wasm_i32x4_extend_high_i16x8(b1), k->m[3])));
+    else /* a min per 32: bsums 2j + bsums 2j + 1 */
+        sm = wasm_i32x4_add(wasm_i32x4_mul(wasm_i32x4_extadd_pairwise_i16x8(b0), k->m[0]),
+                            wasm_i32x4_mul(wasm_i32x4_extadd_pairwise_i16x8(b1), k->m[1]));
+    const int32_t summs = pl_w_hsum_i32(sm);
+    const float dmin = k->dmin * xb->d;
+    return d * (float)isum - dmin * (float)summs;
+}
+
+/* One weight row of nb super-blocks against nt tokens: ref's s += term, block by block. */
+PL_W_INLINE void row_k(pl_type type, size_t wbytes, float *restrict y, int64_t ldy,
+                       const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t nb,
+                       const int nt)
 {
     float s[NT];
     for (int t = 0; t < nt; t++) s[t] = 0.0f;
     kblk k;
     for (int64_t b = 0; b < nb; b++) {
-        kblk_load_q6(&k, &w[b]);
-        for (int t = 0; t < nt; t++) {
-            const pl_block_q8_k *xb = (const pl_block_q8_k *)(x + (size_t)t * xrb) + b;
-            const int32_t isum = kdot(&k, 2, xb->qs);
-            const float d = k.d * xb->d;
-            s[t] += d * (float)isum;
-        }
+        kblk_load(&k, type, w + (size_t)b * wbytes);
+        for (int t = 0; t < nt; t++)
+            s[t] += k_term(&k, type, (const pl_block_q8_k *)(x + (size_t)t * xrb) + b);
     }
     for (int t = 0; t < nt; t++) y[t * ldy] = s[t];
 }
 
-void PL_WQ(matmul_q4_k_q8_k)(PL_WASM128_MATMUL_ARGS)
-{
-    const int64_t nb = K / PL_QK_K;
-#define CALL(n)                                                                                    \
-    row_k4(yt, ldy, wr, sizeof(pl_block_q4_k), offsetof(pl_block_q4_k, qs), 0, 0, xt, x_row_bytes, \
-           nb, n)
-    TILE(CALL)
-#undef CALL
-}
+#define MATMUL_K(name, type, block)                                                                \
+    void name(PL_WASM128_MATMUL_ARGS)                                                              \
+    {                                                                                              \
+        const int64_t nb = K / PL_QK_K;                                                            \
+        const pl_type ty = type;                                                                   \
+        const size_t wb = sizeof(block);                                                           \
+        TILE(CALL_K)                                                                               \
+    }
+#define CALL_K(n) row_k(ty, wb, yt, ldy, wr, xt, x_row_bytes, nb, n)
 
-void PL_WQ(matmul_q5_k_q8_k)(PL_WASM128_MATMUL_ARGS)
-{
-    const int64_t nb = K / PL_QK_K;
-#define CALL(n)                                                                                    \
-    row_k4(yt, ldy, wr, sizeof(pl_block_q5_k), offsetof(pl_block_q5_k, qs),                        \
-           offsetof(pl_block_q5_k, qh), 1, xt, x_row_bytes, nb, n)
-    TILE(CALL)
-#undef CALL
-}
-
-void PL_WQ(matmul_q6_k_q8_k)(PL_WASM128_MATMUL_ARGS)
-{
-    const int64_t nb = K / PL_QK_K;
-#define CALL(n) row_q6_k(yt, ldy, (const pl_block_q6_k *)wr, xt, x_row_bytes, nb, n)
-    TILE(CALL)
-#undef CALL
-}
+MATMUL_K(PL_WQ(matmul_q4_k_q8_k), PL_TYPE_Q4_K, pl_block_q4_k)
+MATMUL_K(PL_WQ(matmul_q5_k_q8_k), PL_TYPE_Q5_K, pl_block_q5_k)
+MATMUL_K(PL_WQ(matmul_q6_k_q8_k), PL_TYPE_Q6_K, pl_block_q6_k)
+MATMUL_K(PL_WQ(matmul_q2_k_q8_k), PL_TYPE_Q2_K, pl_block_q2_k)
+MATMUL_K(PL_WQ(matmul_q3_k_q8_k), PL_TYPE_Q3_K, pl_block_q3_k)
+MATMUL_K(PL_WQ(matmul_iq4_xs_q8_k), PL_TYPE_IQ4_XS, pl_block_iq4_xs)

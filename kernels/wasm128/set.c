@@ -38,6 +38,10 @@ const struct pl_kernels PL_WQ(pl_kernels) = {
             [PL_TYPE_Q4_K] = PL_WQ(matmul_q4_k_q8_k),
             [PL_TYPE_Q5_K] = PL_WQ(matmul_q5_k_q8_k),
             [PL_TYPE_Q6_K] = PL_WQ(matmul_q6_k_q8_k),
+            [PL_TYPE_Q2_K] = PL_WQ(matmul_q2_k_q8_k),
+            [PL_TYPE_Q3_K] = PL_WQ(matmul_q3_k_q8_k),
+            [PL_TYPE_IQ4_NL] = PL_WQ(matmul_iq4_nl_q8_0),
+            [PL_TYPE_IQ4_XS] = PL_WQ(matmul_iq4_xs_q8_k),
         },
 };
 

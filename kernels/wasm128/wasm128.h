@@ -29,7 +29,11 @@
     void matmul_q5_1_q8_0_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
     void matmul_q4_k_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
     void matmul_q5_k_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
-    void matmul_q6_k_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);
+    void matmul_q6_k_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
+    void matmul_iq4_nl_q8_0_##suffix(PL_WASM128_MATMUL_ARGS);                                      \
+    void matmul_q2_k_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
+    void matmul_q3_k_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
+    void matmul_iq4_xs_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);
 PL_WASM128_MATMUL_Q(wasm128)
 PL_WASM128_MATMUL_Q(wasm128r)
 /* matmul_f.c: float weights against f32 activations */
