@@ -374,7 +374,7 @@ static void gguf_writer_rejects_unknown_tensor_type(void)
 static void gguf_writer_rejects_unsupported_tensor_type(void)
 {
     const int64_t ne[] = {256};
-    expect_add_tensor_rejected("blk.0.attn_k.weight", 10, 1, ne, "Q2_K", __LINE__);
+    expect_add_tensor_rejected("blk.0.attn_k.weight", 16, 1, ne, "IQ2_XXS", __LINE__);
 }
 
 static void gguf_writer_rejects_row_not_multiple_of_block(void)

@@ -886,13 +886,13 @@ static void gguf_rejects_tensor_type_removed_id_4(void)
     gb_free(&b);
 }
 
-static void gguf_rejects_unsupported_tensor_type_q2_k(void)
+static void gguf_rejects_unsupported_tensor_type_iq2_xxs(void)
 {
     const int64_t ne[] = {256};
     gb_buf b;
-    one_tensor(&b, TNAME, 1, ne, 10, 0, 84); /* one Q2_K block is 84 bytes */
+    one_tensor(&b, TNAME, 1, ne, 16, 0, 66); /* one IQ2_XXS block is 66 bytes */
     REJECT(&b, TNAME, PL_ERR_UNSUPPORTED);
-    TU_CHECK(strstr(last.msg, "Q2_K") != NULL, "message \"%s\" does not name Q2_K", last.msg);
+    TU_CHECK(strstr(last.msg, "IQ2_XXS") != NULL, "message \"%s\" does not name IQ2_XXS", last.msg);
     gb_free(&b);
 }
 
@@ -1259,7 +1259,8 @@ int main(void)
         {"gguf_rejects_unknown_tensor_type", gguf_rejects_unknown_tensor_type},
         {"gguf_rejects_tensor_type_max_u32", gguf_rejects_tensor_type_max_u32},
         {"gguf_rejects_tensor_type_removed_id_4", gguf_rejects_tensor_type_removed_id_4},
-        {"gguf_rejects_unsupported_tensor_type_q2_k", gguf_rejects_unsupported_tensor_type_q2_k},
+        {"gguf_rejects_unsupported_tensor_type_iq2_xxs",
+         gguf_rejects_unsupported_tensor_type_iq2_xxs},
         {"gguf_rejects_row_not_multiple_of_block", gguf_rejects_row_not_multiple_of_block},
         {"gguf_rejects_misaligned_tensor_offset", gguf_rejects_misaligned_tensor_offset},
         {"gguf_rejects_offset_misaligned_for_custom_alignment",

@@ -126,8 +126,8 @@ static void registry_resolve_fills_nulls_from_ref_and_records_them(void)
              "a NULL entry was not filled from ref");
     TU_CHECK(t->k.softmax == own_softmax, "the set's own entry was replaced");
     TU_CHECK(t->k.matmul[PL_TYPE_Q4_0] == p.matmul[PL_TYPE_Q4_0], "an own entry changed");
-    TU_CHECK(t->k.matmul[10] == NULL && t->k.quantize_row[10] == NULL,
-             "Q2_K (not implemented) must stay NULL, not be reported as a fallback");
+    TU_CHECK(t->k.matmul[16] == NULL && t->k.quantize_row[16] == NULL,
+             "IQ2_XXS (not implemented) must stay NULL, not be reported as a fallback");
     const pl_kernel_fallback want[3] = {{pl_kernel_family_find("quantize_row"), PL_TYPE_F16},
                                         {pl_kernel_family_find("matmul"), PL_TYPE_Q4_K},
                                         {pl_kernel_family_find("rmsnorm"), -1}};

@@ -80,7 +80,7 @@ const char *pl_status_str(pl_status s);
 
 /* ---------------------------------------------------------------------------------
  * Tensor element types (pl_type above): names, traits and row sizes. */
-/* "Q4_K", "F16", …; ggml names for ids plumb knows but does not implement ("Q2_K");
+/* "Q4_K", "F16", …; ggml names for ids plumb knows but does not implement ("IQ2_XXS");
  * NULL for ids nobody knows. */
 const char *pl_type_name(uint32_t type);
 /* 1 if plumb has traits (block layout) for the type id, else 0. */
@@ -90,7 +90,7 @@ int64_t pl_type_block_size(uint32_t type);
 size_t pl_type_block_bytes(uint32_t type);
 /* Bytes of a row of n elements; PL_ERR_FORMAT if n is not a positive multiple of the
  * block size or the id is unknown to ggml too, PL_ERR_UNSUPPORTED for a ggml type plumb
- * does not implement (Q2_K, IQ*), PL_ERR_LIMIT on overflow. */
+ * does not implement (IQ2_XXS, IQ3_S, …), PL_ERR_LIMIT on overflow. */
 pl_status pl_type_row_bytes(uint32_t type, int64_t n, size_t *out, pl_error *err);
 
 /* ---------------------------------------------------------------------------------

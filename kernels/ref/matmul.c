@@ -348,3 +348,128 @@ void matmul_q8_k_q8_k_ref(PL_REF_MATMUL_ARGS)
 {
     matmul_rows(dot_q8_k_q8_k, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
 }
+
+/* ---- Q2_K, Q3_K, IQ4_XS x Q8_K and IQ4_NL x Q8_0 ----------------------------------------- */
+/* Integer sums as the preamble of issue 32 fixes them (every fast set builds to these):
+ * q2_k: isum = sum_j (sc_j & 15) * (q . x)_j, summs = sum_j (sc_j >> 4) * bsums_j, both exact
+ *   as floats (|isum| <= 15 * 3 * 127 * 256 < 2^21, |summs| <= 15 * 16 * 2048 < 2^19);
+ *   (dw*dx) * isum - (dminw*dx) * summs: 3 roundings per part, m = 3, c = 1.01 * 3 / 256 = 0.012.
+ * q3_k: isum = sum_j (sc_j - 32) * (q . x)_j, q in -4..3: |isum| <= 32 * 4 * 127 * 256 < 2^23,
+ *   exact; (dw*dx) * isum: m = 2, c = 1.01 * 2 / 256 = 0.008.
+ * iq4_xs: isum = sum_i (ls_i - 32) * (v[q] . x)_i: |isum| <= 32 * 127 * 127 * 256 < 2^28, not
+ *   always exact as a float: m = 3, c = 0.012.
+ * iq4_nl (32-blocks x Q8_0): |isum| <= 127 * 127 * 32 < 2^19, exact; (dw*dx) * isum: m = 2,
+ *   c = 1.01 * 2 / 32 = 0.064. */
+
+static void unpack_q2_k(int q[PL_QK_K], const uint8_t qs[PL_QK_K / 4])
+{
+    for (int e = 0; e < PL_QK_K; e++)
+        q[e] = qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4)) & 3;
+}
+
+static float dot_q2_k_q8_k(const void *vw, const void *vx, int64_t K)
+{
+    const pl_block_q2_k *w = vw;
+    const pl_block_q8_k *x = vx;
+    float s = 0.0f;
+    for (int64_t b = 0; b < K / PL_QK_K; b++) {
+        int q[PL_QK_K];
+        unpack_q2_k(q, w[b].qs);
+        int32_t isum = 0, summs = 0;
+        for (int j = 0; j < PL_QK_K / 16; j++) {
+            int32_t sub = 0;
+            for (int l = 0; l < 16; l++) sub += q[16 * j + l] * x[b].qs[16 * j + l];
+            isum += (w[b].scales[j] & 15) * sub;
+            summs += (w[b].scales[j] >> 4) * x[b].bsums[j];
+        }
+        const float d = pl_f16_to_f32(w[b].d) * x[b].d, dmin = pl_f16_to_f32(w[b].dmin) * x[b].d;
+        s += d * (float)isum - dmin * (float)summs;
+    }
+    return s;
+}
+
+static float dot_q3_k_q8_k(const void *vw, const void *vx, int64_t K)
+{
+    const pl_block_q3_k *w = vw;
+    const pl_block_q8_k *x = vx;
+    float s = 0.0f;
+    for (int64_t b = 0; b < K / PL_QK_K; b++) {
+        int q[PL_QK_K];
+        unpack_q2_k(q, w[b].qs);
+        for (int e = 0; e < PL_QK_K; e++) q[e] -= w[b].hmask[e % 32] >> (e / 32) & 1 ? 0 : 4;
+        const uint8_t *sc = w[b].scales;
+        int32_t isum = 0;
+        for (int j = 0; j < PL_QK_K / 16; j++) {
+            const int lo = j < 8 ? sc[j] & 0x0f : sc[j - 8] >> 4;
+            const int scale = (lo | (sc[8 + j % 4] >> (2 * (j / 4)) & 3) << 4) - 32;
+            int32_t sub = 0;
+            for (int l = 0; l < 16; l++) sub += q[16 * j + l] * x[b].qs[16 * j + l];
+            isum += scale * sub;
+        }
+        const float d = pl_f16_to_f32(w[b].d) * x[b].d;
+        s += d * (float)isum;
+    }
+    return s;
+}
+
+static float dot_iq4_nl_q8_0(const void *vw, const void *vx, int64_t K)
+{
+    const pl_block_iq4_nl *w = vw;
+    const pl_block_q8_0 *x = vx;
+    float s = 0.0f;
+    for (int64_t b = 0; b < K / PL_QK4_NL; b++) {
+        int32_t isum = 0;
+        for (int j = 0; j < PL_QK4_NL / 2; j++) {
+            isum += pl_iq4nl_values[w[b].qs[j] & 0x0f] * x[b].qs[j];
+            isum += pl_iq4nl_values[w[b].qs[j] >> 4] * x[b].qs[j + PL_QK4_NL / 2];
+        }
+        const float d = pl_f16_to_f32(w[b].d) * pl_f16_to_f32(x[b].d);
+        s += d * (float)isum;
+    }
+    return s;
+}
+
+static float dot_iq4_xs_q8_k(const void *vw, const void *vx, int64_t K)
+{
+    const pl_block_iq4_xs *w = vw;
+    const pl_block_q8_k *x = vx;
+    float s = 0.0f;
+    for (int64_t b = 0; b < K / PL_QK_K; b++) {
+        int32_t isum = 0;
+        for (int i = 0; i < PL_QK_K / 32; i++) {
+            const int ls = (w[b].scales_l[i / 2] >> (4 * (i % 2)) & 0x0f) |
+                           (w[b].scales_h >> (2 * i) & 3) << 4;
+            const uint8_t *qs = w[b].qs + 16 * i;
+            const int8_t *xq = x[b].qs + 32 * i;
+            int32_t sub = 0;
+            for (int l = 0; l < 16; l++) {
+                sub += pl_iq4nl_values[qs[l] & 0x0f] * xq[l];
+                sub += pl_iq4nl_values[qs[l] >> 4] * xq[l + 16];
+            }
+            isum += (ls - 32) * sub;
+        }
+        const float d = pl_f16_to_f32(w[b].d) * x[b].d;
+        s += d * (float)isum;
+    }
+    return s;
+}
+
+void matmul_q2_k_q8_k_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_q2_k_q8_k, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+void matmul_q3_k_q8_k_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_q3_k_q8_k, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+void matmul_iq4_nl_q8_0_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_iq4_nl_q8_0, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}
+
+void matmul_iq4_xs_q8_k_ref(PL_REF_MATMUL_ARGS)
+{
+    matmul_rows(dot_iq4_xs_q8_k, y, ldy, w, w_row_bytes, x, x_row_bytes, K, r0, r1, T);
+}

@@ -348,10 +348,11 @@ void dequantize_row_q8_0_ref(float *restrict y, const void *restrict vx, int64_t
 /* ---- K-quants: super-blocks of 256 --------------------------------------------------- */
 
 /* Fits x ~ scale * L + min (min <= 0) with L in 0..nmax, minimising the weighted squared
- * error over nstep + 1 candidate grids iscale = (nmax + rmin + rdelta * is) / (max - min)
- * (ggml's make_qkx2_quants with use_mad = false). Returns scale; *neg_min = -min. */
+ * error (use_mad: the weighted absolute error) over nstep + 1 candidate grids
+ * iscale = (nmax + rmin + rdelta * is) / (max - min) (ggml's make_qkx2_quants).
+ * Returns scale; *neg_min = -min. */
 static float fit_scale_min(int n, int nmax, const float *x, const float *w, uint8_t *L,
-                           float *neg_min, float rmin, float rdelta, int nstep)
+                           float *neg_min, float rmin, float rdelta, int nstep, int use_mad)
 {
     uint8_t Laux[32];
     float min = x[0], max = x[0];
@@ -375,7 +376,7 @@ static float fit_scale_min(int n, int nmax, const float *x, const float *w, uint
     for (int i = 0; i < n; i++) {
         L[i] = (uint8_t)iclamp(nearest_int(iscale * (x[i] - min)), 0, nmax);
         const float diff = scale * (float)L[i] + min - x[i];
-        best_error += w[i] * (diff * diff);
+        best_error += w[i] * (use_mad ? fabsf(diff) : diff * diff);
     }
     for (int is = 0; is <= nstep; is++) {
         iscale = (rmin + rdelta * (float)is + (float)nmax) / (max - min);
@@ -398,7 +399,7 @@ static float fit_scale_min(int n, int nmax, const float *x, const float *w, uint
             float cur_error = 0;
             for (int i = 0; i < n; i++) {
                 const float diff = this_scale * (float)Laux[i] + this_min - x[i];
-                cur_error += w[i] * (diff * diff);
+                cur_error += w[i] * (use_mad ? fabsf(diff) : diff * diff);
             }
             if (cur_error < best_error) {
                 memcpy(L, Laux, (size_t)n);
@@ -497,7 +498,8 @@ static void quantize_k_scale_min(const float *x, int nmax, float rmin, float rde
         for (int l = 0; l < 32; l++) sum_x2 += xs[l] * xs[l];
         const float av_x = sqrtf(sum_x2 / 32);
         for (int l = 0; l < 32; l++) weights[l] = av_x + fabsf(xs[l]);
-        scales[j] = fit_scale_min(32, nmax, xs, weights, L + 32 * j, &mins[j], rmin, rdelta, nstep);
+        scales[j] =
+            fit_scale_min(32, nmax, xs, weights, L + 32 * j, &mins[j], rmin, rdelta, nstep, 0);
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
@@ -708,4 +710,387 @@ void dequantize_row_q8_k_ref(float *restrict y, const void *restrict vx, int64_t
     const pl_block_q8_k *x = vx;
     for (int64_t i = 0; i < n / PL_QK_K; i++, y += PL_QK_K)
         for (int j = 0; j < PL_QK_K; j++) y[j] = x[i].d * (float)x[i].qs[j];
+}
+
+/* ---- Q2_K, Q3_K: 16 sub-blocks of 16, 2-bit planes --------------------------------------- */
+
+/* Element e of a Q2_K/Q3_K super-block keeps its 2 low bits in qs[32 (e / 128) + e % 32] at
+ * bit 2 ((e / 32) % 4); Q3_K keeps its third bit in hmask[e % 32] at bit e / 32. */
+static int q2_bits(const uint8_t qs[PL_QK_K / 4], int e)
+{
+    return qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4)) & 3;
+}
+
+static void pack_q2_bits(uint8_t qs[PL_QK_K / 4], const uint8_t L[PL_QK_K])
+{
+    for (int h = 0; h < PL_QK_K / 128; h++) {
+        const uint8_t *Lh = L + 128 * h;
+        for (int l = 0; l < 32; l++)
+            qs[32 * h + l] = (uint8_t)(Lh[l] | Lh[l + 32] << 2 | Lh[l + 64] << 4 | Lh[l + 96] << 6);
+    }
+}
+
+/* q2_k: per sub-block an asymmetric 2-bit fit with weights |x| and absolute error
+ * (make_qkx2_quants, use_mad), then 4-bit scales and mins against the super-block maxima
+ * (as stored: the low nibble of scales[j] the scale, the high nibble the min), then every
+ * element re-quantized against the stored scale and min. */
+void quantize_row_q2_k_ref(void *restrict vy, const float *restrict x, int64_t n)
+{
+    pl_block_q2_k *y = vy;
+    for (int64_t i = 0; i < n / PL_QK_K; i++, x += PL_QK_K) {
+        pl_block_q2_k *b = &y[i];
+        memset(b, 0, sizeof *b);
+        if (!all_finite(x, PL_QK_K)) {
+            b->d = b->dmin = F16_NAN;
+            continue;
+        }
+        uint8_t L[PL_QK_K];
+        float scales[PL_QK_K / 16], mins[PL_QK_K / 16], weights[16];
+        float max_scale = 0, max_min = 0;
+        for (int j = 0; j < PL_QK_K / 16; j++) {
+            for (int l = 0; l < 16; l++) weights[l] = fabsf(x[16 * j + l]);
+            scales[j] =
+                fit_scale_min(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], -0.5f, 0.1f, 15, 1);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        if (max_scale > 0) {
+            const float iscale = 15.f / max_scale;
+            /* ggml stores the int into a uint8_t (modular), then ORs the min in above it */
+            for (int j = 0; j < PL_QK_K / 16; j++)
+                b->scales[j] = (uint8_t)nearest_int(iscale * scales[j]);
+            b->d = pl_f32_to_f16(max_scale / 15.f);
+        }
+        if (max_min > 0) {
+            const float iscale = 15.f / max_min;
+            for (int j = 0; j < PL_QK_K / 16; j++)
+                b->scales[j] =
+                    (uint8_t)(b->scales[j] | (unsigned)nearest_int(iscale * mins[j]) << 4);
+            b->dmin = pl_f32_to_f16(max_min / 15.f);
+        }
+        for (int j = 0; j < PL_QK_K / 16; j++) {
+            const float d = pl_f16_to_f32(b->d) * (float)(b->scales[j] & 0x0f);
+            if (d == 0.0f) continue; /* keeps the fit's L, as ggml does */
+            const float dm = pl_f16_to_f32(b->dmin) * (float)(b->scales[j] >> 4);
+            for (int ii = 0; ii < 16; ii++)
+                L[16 * j + ii] = (uint8_t)iclamp(nearest_int((x[16 * j + ii] + dm) / d), 0, 3);
+        }
+        pack_q2_bits(b->qs, L);
+    }
+}
+
+void dequantize_row_q2_k_ref(float *restrict y, const void *restrict vx, int64_t n)
+{
+    const pl_block_q2_k *x = vx;
+    for (int64_t i = 0; i < n / PL_QK_K; i++, y += PL_QK_K) {
+        const float d = pl_f16_to_f32(x[i].d);
+        const float dmin = pl_f16_to_f32(x[i].dmin);
+        for (int j = 0; j < PL_QK_K / 16; j++) {
+            const float dl = d * (float)(x[i].scales[j] & 0x0f);
+            const float ml = dmin * (float)(x[i].scales[j] >> 4);
+            for (int l = 0; l < 16; l++)
+                y[16 * j + l] = dl * (float)q2_bits(x[i].qs, 16 * j + l) - ml;
+        }
+    }
+}
+
+/* Fits x ~ scale * L with L in -nmax..nmax-1, weights x^2: start from the grid nmax / max,
+ * then up to 5 passes that move single elements to the level the others' fit implies while
+ * that improves sumlx^2 / suml2 (ggml's make_q3_quants with do_rmse). L is returned + nmax. */
+static float fit_scale_q3(int n, int nmax, const float *x, int8_t *L)
+{
+    float max = 0, amax = 0;
+    for (int i = 0; i < n; i++) {
+        const float ax = fabsf(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    if (amax < GROUP_EPS) {
+        memset(L, 0, (size_t)n);
+        return 0.0f;
+    }
+    const float iscale = (float)-nmax / max;
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; i++) {
+        const int l = iclamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+        L[i] = (int8_t)l;
+        const float w = x[i] * x[i];
+        sumlx += w * x[i] * (float)l;
+        suml2 += w * (float)l * (float)l;
+    }
+    for (int itry = 0; itry < 5; itry++) {
+        int n_changed = 0;
+        for (int i = 0; i < n; i++) {
+            const float w = x[i] * x[i];
+            float slx = sumlx - w * x[i] * (float)L[i];
+            if (slx > 0) {
+                float sl2 = suml2 - w * (float)L[i] * (float)L[i];
+                const int new_l = iclamp(nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
+                if (new_l != L[i]) {
+                    slx += w * x[i] * (float)new_l;
+                    sl2 += w * (float)new_l * (float)new_l;
+                    if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = (int8_t)new_l;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        n_changed++;
+                    }
+                }
+            }
+        }
+        if (!n_changed) break;
+    }
+    for (int i = 0; i < n; i++) L[i] = (int8_t)(L[i] + nmax);
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+/* The 6-bit scale of sub-block j (0..15) of a Q3_K super-block, unbiased (-32..31). */
+static int q3_scale(const uint8_t s[12], int j)
+{
+    const int lo = j < 8 ? s[j] & 0x0f : s[j - 8] >> 4;
+    return (lo | (s[8 + j % 4] >> (2 * (j / 4)) & 3) << 4) - 32;
+}
+
+/* q3_k: per sub-block a symmetric 3-bit fit (make_q3_quants), 6-bit scales against the
+ * largest |scale|, then every element re-quantized against the stored scale. */
+void quantize_row_q3_k_ref(void *restrict vy, const float *restrict x, int64_t n)
+{
+    pl_block_q3_k *y = vy;
+    for (int64_t i = 0; i < n / PL_QK_K; i++, x += PL_QK_K) {
+        pl_block_q3_k *b = &y[i];
+        memset(b, 0, sizeof *b);
+        if (!all_finite(x, PL_QK_K)) {
+            b->d = F16_NAN;
+            continue;
+        }
+        int8_t L[PL_QK_K];
+        float scales[PL_QK_K / 16];
+        float max_scale = 0, amax = 0;
+        for (int j = 0; j < PL_QK_K / 16; j++) {
+            scales[j] = fit_scale_q3(16, 4, x + 16 * j, L + 16 * j);
+            if (fabsf(scales[j]) > amax) {
+                amax = fabsf(scales[j]);
+                max_scale = scales[j];
+            }
+        }
+        if (max_scale != 0.0f) {
+            const float iscale = -32.f / max_scale;
+            for (int j = 0; j < PL_QK_K / 16; j++) {
+                /* ggml narrows to int8_t (modular) before clamping */
+                const int l = iclamp(wrap_i8(nearest_int(iscale * scales[j])), -32, 31) + 32;
+                if (j < 8)
+                    b->scales[j] = (uint8_t)(l & 0x0f);
+                else
+                    b->scales[j - 8] |= (uint8_t)((l & 0x0f) << 4);
+                b->scales[j % 4 + 8] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
+            }
+            b->d = pl_f32_to_f16(1 / iscale);
+        }
+        for (int j = 0; j < PL_QK_K / 16; j++) {
+            const float d = pl_f16_to_f32(b->d) * (float)q3_scale(b->scales, j);
+            if (d == 0.0f) continue; /* keeps the fit's L, as ggml does */
+            for (int ii = 0; ii < 16; ii++)
+                L[16 * j + ii] = (int8_t)(iclamp(nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
+        }
+        uint8_t L2[PL_QK_K];
+        for (int e = 0; e < PL_QK_K; e++) {
+            const int hi = L[e] > 3;
+            if (hi) b->hmask[e % 32] |= (uint8_t)(1u << (e / 32));
+            L2[e] = (uint8_t)(L[e] - 4 * hi);
+        }
+        pack_q2_bits(b->qs, L2);
+    }
+}
+
+void dequantize_row_q3_k_ref(float *restrict y, const void *restrict vx, int64_t n)
+{
+    const pl_block_q3_k *x = vx;
+    for (int64_t i = 0; i < n / PL_QK_K; i++, y += PL_QK_K) {
+        const float d = pl_f16_to_f32(x[i].d);
+        for (int j = 0; j < PL_QK_K / 16; j++) {
+            const float dl = d * (float)q3_scale(x[i].scales, j);
+            for (int l = 0; l < 16; l++) {
+                const int e = 16 * j + l;
+                const int q = q2_bits(x[i].qs, e) - (x[i].hmask[e % 32] >> (e / 32) & 1 ? 0 : 4);
+                y[e] = dl * (float)q;
+            }
+        }
+    }
+}
+
+/* ---- IQ4_NL, IQ4_XS: non-linear 4-bit levels ---------------------------------------------- */
+
+/* Index of the level nearest to v (the upper one on a tie; the top one for NaN), ggml's
+ * best_index_int8 over the 16 sorted IQ4_NL levels. */
+static int iq4_index(float v)
+{
+    const int8_t *val = pl_iq4nl_values;
+    if (v <= (float)val[0]) return 0;
+    if (v >= (float)val[15]) return 15;
+    int ml = 0, mu = 15;
+    while (mu - ml > 1) {
+        const int mav = (ml + mu) / 2;
+        if (v < (float)val[mav])
+            mu = mav;
+        else
+            ml = mav;
+    }
+    return v - (float)val[mu - 1] < (float)val[mu] - v ? mu - 1 : mu;
+}
+
+/* ggml's quantize_row_iq4_nl_impl as quantize_iq4_nl / quantize_iq4_xs run it without an
+ * importance matrix (weights x^2, ntry = 7), over one block of sbs = 32 (IQ4_NL: one scale,
+ * the f16 d) or 256 (IQ4_XS: eight 6-bit scales under d = -max_scale / 32). Per 32: start
+ * from d = max / 127, fit d to the levels that grid picks, and keep the best of the 15 grids
+ * (itry - 127) / max; then re-pick every level against the stored scale. */
+static void iq4_quantize_block(const float *x, int sbs, pl_f16 *dh, uint8_t *q4, uint16_t *scales_h,
+                               uint8_t *scales_l)
+{
+    const int8_t *values = pl_iq4nl_values;
+    const int ntry = 7;
+    uint8_t L[PL_QK_K];
+    float scales[PL_QK_K / 32];
+    float max_scale = 0, amax_scale = 0;
+    for (int ib = 0; ib < sbs / 32; ib++) {
+        const float *xb = x + 32 * ib;
+        uint8_t *Lb = L + 32 * ib;
+        float weight[32];
+        for (int j = 0; j < 32; j++) weight[j] = xb[j] * xb[j];
+        float amax = 0, max = 0;
+        for (int j = 0; j < 32; j++) {
+            const float ax = fabsf(xb[j]);
+            if (ax > amax) {
+                amax = ax;
+                max = xb[j];
+            }
+        }
+        if (amax < GROUP_EPS) {
+            scales[ib] = 0;
+            memset(Lb, 0, 32);
+            continue;
+        }
+        float d = -max / (float)values[0];
+        float id = 1 / d;
+        float sumqx = 0, sumq2 = 0;
+        for (int j = 0; j < 32; j++) {
+            const int l = iq4_index(id * xb[j]);
+            Lb[j] = (uint8_t)l;
+            const float q = (float)values[l];
+            sumqx += weight[j] * q * xb[j];
+            sumq2 += weight[j] * q * q;
+        }
+        d = sumq2 > 0 ? sumqx / sumq2 : 0.0f;
+        float best = d * sumqx;
+        for (int itry = -ntry; itry <= ntry; itry++) {
+            id = (float)(itry + values[0]) / max;
+            sumqx = sumq2 = 0;
+            for (int j = 0; j < 32; j++) {
+                const float q = (float)values[iq4_index(id * xb[j])];
+                sumqx += weight[j] * q * xb[j];
+                sumq2 += weight[j] * q * q;
+            }
+            if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+                d = sumqx / sumq2;
+                best = d * sumqx;
+            }
+        }
+        scales[ib] = d;
+        if (fabsf(d) > amax_scale) {
+            amax_scale = fabsf(d);
+            max_scale = d;
+        }
+    }
+    if (sbs > 32) {
+        *scales_h = 0;
+        const float d = -max_scale / 32;
+        *dh = pl_f32_to_f16(d);
+        const float id = d != 0.0f ? 1 / d : 0.0f;
+        for (int ib = 0; ib < sbs / 32; ib++) {
+            int l = iclamp(nearest_int(id * scales[ib]), -32, 31);
+            const float dl = d * (float)l;
+            const float idl = dl != 0.0f ? 1 / dl : 0.0f;
+            for (int j = 0; j < 32; j++) L[32 * ib + j] = (uint8_t)iq4_index(idl * x[32 * ib + j]);
+            l += 32;
+            if (ib % 2 == 0)
+                scales_l[ib / 2] = (uint8_t)(l & 0x0f);
+            else
+                scales_l[ib / 2] |= (uint8_t)((l & 0x0f) << 4);
+            *scales_h = (uint16_t)(*scales_h | (unsigned)(l >> 4) << (2 * (ib % 8)));
+        }
+    } else {
+        *dh = pl_f32_to_f16(scales[0]);
+        const float id = scales[0] != 0.0f ? 1 / scales[0] : 0.0f;
+        for (int j = 0; j < 32; j++) L[j] = (uint8_t)iq4_index(id * x[j]);
+    }
+    for (int i = 0; i < sbs / 32; i++)
+        for (int j = 0; j < 16; j++)
+            q4[16 * i + j] = (uint8_t)(L[32 * i + j] | L[32 * i + 16 + j] << 4);
+}
+
+/* iq4_nl: x = d * pl_iq4nl_values[q]; ggml's quantize_iq4_nl (not its _ref, which skips the
+ * grid search: llama-quantize runs the former). */
+void quantize_row_iq4_nl_ref(void *restrict vy, const float *restrict x, int64_t n)
+{
+    pl_block_iq4_nl *y = vy;
+    for (int64_t i = 0; i < n / PL_QK4_NL; i++, x += PL_QK4_NL) {
+        pl_block_iq4_nl *b = &y[i];
+        memset(b, 0, sizeof *b);
+        if (!all_finite(x, PL_QK4_NL)) {
+            b->d = F16_NAN;
+            continue;
+        }
+        uint16_t unused_h;
+        iq4_quantize_block(x, PL_QK4_NL, &b->d, b->qs, &unused_h, NULL);
+    }
+}
+
+void dequantize_row_iq4_nl_ref(float *restrict y, const void *restrict vx, int64_t n)
+{
+    const pl_block_iq4_nl *x = vx;
+    for (int64_t i = 0; i < n / PL_QK4_NL; i++, y += PL_QK4_NL) {
+        const float d = pl_f16_to_f32(x[i].d);
+        for (int j = 0; j < PL_QK4_NL / 2; j++) {
+            y[j] = d * (float)pl_iq4nl_values[x[i].qs[j] & 0x0f];
+            y[j + PL_QK4_NL / 2] = d * (float)pl_iq4nl_values[x[i].qs[j] >> 4];
+        }
+    }
+}
+
+void quantize_row_iq4_xs_ref(void *restrict vy, const float *restrict x, int64_t n)
+{
+    pl_block_iq4_xs *y = vy;
+    for (int64_t i = 0; i < n / PL_QK_K; i++, x += PL_QK_K) {
+        pl_block_iq4_xs *b = &y[i];
+        memset(b, 0, sizeof *b);
+        if (!all_finite(x, PL_QK_K)) {
+            b->d = F16_NAN;
+            continue;
+        }
+        iq4_quantize_block(x, PL_QK_K, &b->d, b->qs, &b->scales_h, b->scales_l);
+    }
+}
+
+/* The 6-bit scale of sub-block ib (0..7) of an IQ4_XS super-block, unbiased (-32..31). */
+static int iq4_xs_scale(const pl_block_iq4_xs *b, int ib)
+{
+    return ((b->scales_l[ib / 2] >> (4 * (ib % 2)) & 0x0f) | (b->scales_h >> (2 * ib) & 3) << 4) -
+           32;
+}
+
+void dequantize_row_iq4_xs_ref(float *restrict y, const void *restrict vx, int64_t n)
+{
+    const pl_block_iq4_xs *x = vx;
+    for (int64_t i = 0; i < n / PL_QK_K; i++) {
+        const float d = pl_f16_to_f32(x[i].d);
+        for (int ib = 0; ib < PL_QK_K / 32; ib++, y += 32) {
+            const float dl = d * (float)iq4_xs_scale(&x[i], ib);
+            const uint8_t *qs = x[i].qs + 16 * ib;
+            for (int j = 0; j < 16; j++) {
+                y[j] = dl * (float)pl_iq4nl_values[qs[j] & 0x0f];
+                y[j + 16] = dl * (float)pl_iq4nl_values[qs[j] >> 4];
+            }
+        }
+    }
 }

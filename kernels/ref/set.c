@@ -24,6 +24,10 @@ const struct pl_kernels pl_kernels_ref = {
             [PL_TYPE_Q5_K] = quantize_row_q5_k_ref,
             [PL_TYPE_Q6_K] = quantize_row_q6_k_ref,
             [PL_TYPE_Q8_K] = quantize_row_q8_k_ref,
+            [PL_TYPE_Q2_K] = quantize_row_q2_k_ref,
+            [PL_TYPE_Q3_K] = quantize_row_q3_k_ref,
+            [PL_TYPE_IQ4_NL] = quantize_row_iq4_nl_ref,
+            [PL_TYPE_IQ4_XS] = quantize_row_iq4_xs_ref,
         },
     .dequantize_row =
         {
@@ -39,6 +43,10 @@ const struct pl_kernels pl_kernels_ref = {
             [PL_TYPE_Q5_K] = dequantize_row_q5_k_ref,
             [PL_TYPE_Q6_K] = dequantize_row_q6_k_ref,
             [PL_TYPE_Q8_K] = dequantize_row_q8_k_ref,
+            [PL_TYPE_Q2_K] = dequantize_row_q2_k_ref,
+            [PL_TYPE_Q3_K] = dequantize_row_q3_k_ref,
+            [PL_TYPE_IQ4_NL] = dequantize_row_iq4_nl_ref,
+            [PL_TYPE_IQ4_XS] = dequantize_row_iq4_xs_ref,
         },
     .matmul =
         {
@@ -54,6 +62,10 @@ const struct pl_kernels pl_kernels_ref = {
             [PL_TYPE_Q5_K] = matmul_q5_k_q8_k_ref,
             [PL_TYPE_Q6_K] = matmul_q6_k_q8_k_ref,
             [PL_TYPE_Q8_K] = matmul_q8_k_q8_k_ref,
+            [PL_TYPE_Q2_K] = matmul_q2_k_q8_k_ref,
+            [PL_TYPE_Q3_K] = matmul_q3_k_q8_k_ref,
+            [PL_TYPE_IQ4_NL] = matmul_iq4_nl_q8_0_ref,
+            [PL_TYPE_IQ4_XS] = matmul_iq4_xs_q8_k_ref,
         },
     .rmsnorm = rmsnorm_ref,
     .rope = rope_ref,
