@@ -546,11 +546,11 @@ INLINE __m512i bit_to_2(__m512i v, int j)
     return _mm512_and_si512(s, _mm512_set1_epi8(4));
 }
 
-/* The 8 bytes at p, one per row, as int32 lanes 2r and 2r + 1. */
-static inline __m512i bytes_dup(const uint8_t *p)
+/* permutexvar indices: lanes 2r, 2r + 1 of the result take lane 8 h + r. */
+static inline __m512i dup_idx(int h)
 {
-    const __m128i b = _mm_loadl_epi64((const __m128i *)p);
-    return _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
+    return _mm512_add_epi32(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
+                            _mm512_set1_epi32(8 * h));
 }
 
 /* Q2_K and Q3_K share the walk over the qs vectors: q3 (a constant in every caller) merges
@@ -595,10 +595,14 @@ INLINE void tile_q2_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
         k2_dots(o + Q2K_QS, NULL, xb, b, n, acc, 0);
         __m512i isum[NT];
         for (int k = 0; k < n; k++) isum[k] = _mm512_setzero_si512();
-        for (int j = 0; j < 16; j++) {
-            const __m512i sc = _mm512_and_si512(bytes_dup(o + 32 + 8 * j), m4);
-            for (int k = 0; k < n; k++)
-                isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(acc[k][j], sc));
+        for (int i = 0; i < 8; i++) { /* scales 2i (lanes 0..7) and 2i + 1 (8..15) */
+            const __m512i s2 = _mm512_and_si512(
+                _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(o + 32 + 16 * i))), m4);
+            for (int h = 0; h < 2; h++) {
+                const __m512i sc = _mm512_permutexvar_epi32(dup_idx(h), s2);
+                for (int k = 0; k < n; k++)
+                    isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(acc[k][2 * i + h], sc));
+            }
         }
         __m256i mp[8]; /* row r's (m_2i, m_2i+1) as int16 in int32 lane r */
         for (int i = 0; i < 8; i++) {
@@ -626,8 +630,8 @@ INLINE void tile_q2_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
 INLINE void tile_q3_k(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
                       const int n, __m256 s[NT])
 {
-    const __m256i m4 = _mm256_set1_epi32(0x0f), m2 = _mm256_set1_epi32(3),
-                  c32 = _mm256_set1_epi32(32);
+    const __m512i m4 = _mm512_set1_epi32(0x0f), m2 = _mm512_set1_epi32(3),
+                  c32 = _mm512_set1_epi32(32);
     for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *o = base + (size_t)b * Q3K_GROUP;
@@ -637,28 +641,26 @@ INLINE void tile_q3_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
         k2_dots(o + Q3K_QS, o + Q3K_HM, xb, b, n, acc, 1);
         /* scale j of row r in int32 lane r: low 4 bits in byte j % 8 of words a0, a1 (high
          * nibble for j >= 8), high 2 bits at 2 (j / 4) in byte j % 4 of word t */
-        const __m256i a0 = ld(o + 16), a1 = ld(o + 48), t = ld(o + 80);
-        __m256i sc[16];
-        for (int j = 0; j < 16; j++) {
-            const __m256i a = (j / 4) % 2 ? a1 : a0;
-            const int lo_at = 8 * (j % 4) + (j >= 8 ? 4 : 0), hi_at = 8 * (j % 4) + 2 * (j / 4);
-            sc[j] = _mm256_sub_epi32(
-                _mm256_or_si256(
-                    _mm256_and_si256(_mm256_srli_epi32(a, lo_at), m4),
-                    _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(t, hi_at), m2), 4)),
-                c32);
-        }
+        const __m512i a0 = dup32(ld(o + 16)), a1 = dup32(ld(o + 48)), t = dup32(ld(o + 80));
         __m512i isum[NT];
         for (int k = 0; k < n; k++) isum[k] = _mm512_setzero_si512();
-        for (int j = 0; j < 16; j++) {
-            const __m512i scj = dup32(sc[j]);
-            for (int k = 0; k < n; k++)
-                isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(acc[k][j], scj));
-        }
         __m256i sp[8]; /* row r's (sc_2i, sc_2i+1) as int16 in int32 lane r */
-        for (int i = 0; i < 8; i++)
-            sp[i] = _mm256_or_si256(_mm256_and_si256(sc[2 * i], _mm256_set1_epi32(0xffff)),
-                                    _mm256_slli_epi32(sc[2 * i + 1], 16));
+        for (int j = 0; j < 16; j++) {
+            const __m512i a = (j / 4) % 2 ? a1 : a0;
+            const unsigned lo_at = 8 * (j % 4) + (j >= 8 ? 4 : 0),
+                           hi_at = 8 * (j % 4) + 2 * (j / 4);
+            const __m512i sc = _mm512_sub_epi32(
+                _mm512_or_si512(
+                    _mm512_and_si512(_mm512_srli_epi32(a, lo_at), m4),
+                    _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(t, hi_at), m2), 4)),
+                c32);
+            for (int k = 0; k < n; k++)
+                isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(acc[k][j], sc));
+            /* lanes 2r hold each row's scale once: int16 pairs for the correction */
+            const __m256i sr = _mm512_cvtepi64_epi32(sc);
+            sp[j / 2] = j % 2 ? _mm256_or_si256(sp[j / 2], _mm256_slli_epi32(sr, 16))
+                              : _mm256_and_si256(sr, _mm256_set1_epi32(0xffff));
+        }
         const __m256 dw = f16x8(o);
         for (int k = 0; k < n; k++) {
             __m256i corr = _mm256_setzero_si256();
