@@ -249,12 +249,14 @@ void gb_tiny_llama(gb_buf *b)
 }
 
 const gb_ttype gb_ttypes[GB_N_TTYPES] = {
-    {PL_TYPE_F32, "F32", 1, 4},       {PL_TYPE_F16, "F16", 1, 2},
-    {PL_TYPE_BF16, "BF16", 1, 2},     {PL_TYPE_Q4_0, "Q4_0", 32, 18},
-    {PL_TYPE_Q4_1, "Q4_1", 32, 20},   {PL_TYPE_Q5_0, "Q5_0", 32, 22},
-    {PL_TYPE_Q5_1, "Q5_1", 32, 24},   {PL_TYPE_Q8_0, "Q8_0", 32, 34},
-    {PL_TYPE_Q4_K, "Q4_K", 256, 144}, {PL_TYPE_Q5_K, "Q5_K", 256, 176},
-    {PL_TYPE_Q6_K, "Q6_K", 256, 210}, {PL_TYPE_Q8_K, "Q8_K", 256, 292},
+    {PL_TYPE_F32, "F32", 1, 4},         {PL_TYPE_F16, "F16", 1, 2},
+    {PL_TYPE_BF16, "BF16", 1, 2},       {PL_TYPE_Q4_0, "Q4_0", 32, 18},
+    {PL_TYPE_Q4_1, "Q4_1", 32, 20},     {PL_TYPE_Q5_0, "Q5_0", 32, 22},
+    {PL_TYPE_Q5_1, "Q5_1", 32, 24},     {PL_TYPE_Q8_0, "Q8_0", 32, 34},
+    {PL_TYPE_Q4_K, "Q4_K", 256, 144},   {PL_TYPE_Q5_K, "Q5_K", 256, 176},
+    {PL_TYPE_Q6_K, "Q6_K", 256, 210},   {PL_TYPE_Q8_K, "Q8_K", 256, 292},
+    {PL_TYPE_Q2_K, "Q2_K", 256, 84},    {PL_TYPE_Q3_K, "Q3_K", 256, 110},
+    {PL_TYPE_IQ4_NL, "IQ4_NL", 32, 18}, {PL_TYPE_IQ4_XS, "IQ4_XS", 256, 136},
 };
 
 static char tmpdir[64];

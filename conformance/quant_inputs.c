@@ -5,8 +5,9 @@
 #include "quant_inputs.h"
 
 const pl_type qi_types[QI_N_TYPES] = {
-    PL_TYPE_F32,  PL_TYPE_F16,  PL_TYPE_Q4_0, PL_TYPE_Q4_1, PL_TYPE_Q5_0, PL_TYPE_Q5_1,
-    PL_TYPE_Q8_0, PL_TYPE_Q4_K, PL_TYPE_Q5_K, PL_TYPE_Q6_K, PL_TYPE_Q8_K, PL_TYPE_BF16,
+    PL_TYPE_F32,  PL_TYPE_F16,    PL_TYPE_Q4_0,   PL_TYPE_Q4_1, PL_TYPE_Q5_0, PL_TYPE_Q5_1,
+    PL_TYPE_Q8_0, PL_TYPE_Q2_K,   PL_TYPE_Q3_K,   PL_TYPE_Q4_K, PL_TYPE_Q5_K, PL_TYPE_Q6_K,
+    PL_TYPE_Q8_K, PL_TYPE_IQ4_NL, PL_TYPE_IQ4_XS, PL_TYPE_BF16,
 };
 
 int qi_load_tables(pl_kernel_table *tables, int max)

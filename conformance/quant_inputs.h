@@ -10,7 +10,7 @@
 #include "types.h"
 
 /* Every type with a quantizer, dequantizer and matmul, in pl_type order. */
-#define QI_N_TYPES 12
+#define QI_N_TYPES 16
 extern const pl_type qi_types[QI_N_TYPES];
 
 /* Resolves every compiled kernel set this CPU supports into tables[0..n); returns n, or -1

@@ -815,15 +815,15 @@ static void gguf_type_traits_match_ggml(void)
                  "%s row of %" PRId64 " blocks -> %s", gb_ttypes[i].name, nblocks,
                  pl_status_str(st));
     }
-    const char *q2 = pl_type_name(10);
-    TU_CHECK(q2 && strcmp(q2, "Q2_K") == 0, "pl_type_name(10) = %s", q2 ? q2 : "NULL");
-    CU_ASSERT(pl_type_supported(10) == 0);
-    CU_ASSERT(pl_type_block_size(10) == 0 && pl_type_block_bytes(10) == 0);
+    const char *iq2 = pl_type_name(16);
+    TU_CHECK(iq2 && strcmp(iq2, "IQ2_XXS") == 0, "pl_type_name(16) = %s", iq2 ? iq2 : "NULL");
+    CU_ASSERT(pl_type_supported(16) == 0);
+    CU_ASSERT(pl_type_block_size(16) == 0 && pl_type_block_bytes(16) == 0);
     CU_ASSERT(pl_type_name(77) == NULL && pl_type_supported(77) == 0);
     CU_ASSERT(pl_type_name(4) == NULL && pl_type_supported(4) == 0);
     CU_ASSERT(pl_type_name(UINT32_MAX) == NULL);
     size_t rb;
-    CU_ASSERT(pl_type_row_bytes(10, 256, &rb, NULL) == PL_ERR_UNSUPPORTED);
+    CU_ASSERT(pl_type_row_bytes(16, 256, &rb, NULL) == PL_ERR_UNSUPPORTED);
     /* as in files: an id nobody knows is garbage, a known one without traits unsupported */
     pl_status st77 = pl_type_row_bytes(77, 256, &rb, NULL);
     TU_CHECK(st77 == PL_ERR_FORMAT, "pl_type_row_bytes(77) -> %s", pl_status_str(st77));

@@ -24,9 +24,10 @@ static const struct {
     pl_type type;
     double c;
 } cs[] = {
-    {PL_TYPE_F32, 1.01},   {PL_TYPE_F16, 1.01},   {PL_TYPE_BF16, 1.01},  {PL_TYPE_Q4_0, 0.064},
-    {PL_TYPE_Q5_0, 0.064}, {PL_TYPE_Q8_0, 0.064}, {PL_TYPE_Q4_1, 0.095}, {PL_TYPE_Q5_1, 0.095},
-    {PL_TYPE_Q4_K, 0.016}, {PL_TYPE_Q5_K, 0.016}, {PL_TYPE_Q6_K, 0.012}, {PL_TYPE_Q8_K, 0.008},
+    {PL_TYPE_F32, 1.01},   {PL_TYPE_F16, 1.01},   {PL_TYPE_BF16, 1.01},    {PL_TYPE_Q4_0, 0.064},
+    {PL_TYPE_Q5_0, 0.064}, {PL_TYPE_Q8_0, 0.064}, {PL_TYPE_Q4_1, 0.095},   {PL_TYPE_Q5_1, 0.095},
+    {PL_TYPE_Q4_K, 0.016}, {PL_TYPE_Q5_K, 0.016}, {PL_TYPE_Q6_K, 0.012},   {PL_TYPE_Q8_K, 0.008},
+    {PL_TYPE_Q2_K, 0.012}, {PL_TYPE_Q3_K, 0.008}, {PL_TYPE_IQ4_NL, 0.064}, {PL_TYPE_IQ4_XS, 0.012},
 };
 
 /* Worst observed |y - y_ref| / bound per type, for the summary printed after the run. */
@@ -326,12 +327,12 @@ static void sanitize_row(pl_type t, unsigned char *row, int64_t K, tu_rng *rng)
         case PL_TYPE_Q6_K:
             at[0] = 208;
             break;
-        case PL_TYPE_Q2_K:
-            at[0] = 80; /* d, dmin */
+        case PL_TYPE_Q2_K: /* d, dmin after scales[16] and qs[64] */
+            at[0] = 80;
             at[1] = 82;
             n = 2;
             break;
-        case PL_TYPE_Q3_K:
+        case PL_TYPE_Q3_K: /* d after hmask[32], qs[64] and scales[12] */
             at[0] = 108;
             break;
         case PL_TYPE_Q8_K: {

@@ -18,7 +18,7 @@ static int n_tables;
  * data (a statistic: ~15% above what 64k samples show), and the largest error in a block
  * over the block's largest |x|. The max bounds of F16/BF16 and the 32-blocks follow from the
  * rounding rule (half a step, or a full step where ggml clamps the top level, plus the f16
- * rounding of d and m); those of the K-quants are measured, with margin. */
+ * rounding of d and m); those of the K-quants and IQ4 types are measured, with margin. */
 static const struct {
     pl_type type;
     double rms, max;
@@ -26,7 +26,8 @@ static const struct {
     {PL_TYPE_F16, 0x1p-12, 0x1p-11}, {PL_TYPE_BF16, 0x1p-9, 0x1p-8}, {PL_TYPE_Q4_0, 0.100, 0.130},
     {PL_TYPE_Q4_1, 0.090, 0.070},    {PL_TYPE_Q5_0, 0.050, 0.065},   {PL_TYPE_Q5_1, 0.045, 0.035},
     {PL_TYPE_Q8_0, 0.0062, 0.0045},  {PL_TYPE_Q4_K, 0.082, 0.150},   {PL_TYPE_Q5_K, 0.042, 0.080},
-    {PL_TYPE_Q6_K, 0.021, 0.035},    {PL_TYPE_Q8_K, 0.0082, 0.0040},
+    {PL_TYPE_Q6_K, 0.021, 0.035},    {PL_TYPE_Q8_K, 0.0082, 0.0040}, {PL_TYPE_Q2_K, 0.34, 0.50},
+    {PL_TYPE_Q3_K, 0.17, 0.32},      {PL_TYPE_IQ4_NL, 0.086, 0.16},  {PL_TYPE_IQ4_XS, 0.086, 0.16},
 };
 
 /* Smallest block amax for which the scale is a normal number, so that the relative bound
@@ -43,7 +44,13 @@ static double normal_min(pl_type t)
     case PL_TYPE_Q4_K:
     case PL_TYPE_Q5_K:
     case PL_TYPE_Q6_K:
+    case PL_TYPE_Q2_K: /* d ~ amax / 23 */
+    case PL_TYPE_Q3_K: /* d ~ amax / 128 */
         return 0x1p-3;
+    case PL_TYPE_IQ4_XS: /* d ~ amax / (127 * 32) */
+        return 0x1p-1;
+    case PL_TYPE_IQ4_NL: /* d ~ amax / 127 */
+        return 0x1p-6;
     default:
         return 0x1p-7;
     }
@@ -63,6 +70,9 @@ static double abs_floor(pl_type t)
     case PL_TYPE_Q4_K:
     case PL_TYPE_Q5_K:
     case PL_TYPE_Q6_K:
+    case PL_TYPE_Q2_K:
+    case PL_TYPE_Q3_K:
+    case PL_TYPE_IQ4_XS: /* d * 32 * 127 */
         return 63.0 * 64.0 * 0x1p-24;
     default:
         return 128.0 * 0x1p-24;
@@ -346,6 +356,17 @@ static void nan_block(pl_type t, unsigned char *b)
         break;
     case PL_TYPE_Q6_K:
         memcpy(b + 208, &h, 2);
+        break;
+    case PL_TYPE_Q2_K: /* d, dmin after scales[16] and qs[64] */
+        memcpy(b + 80, &h, 2);
+        memcpy(b + 82, &h, 2);
+        break;
+    case PL_TYPE_Q3_K: /* d after hmask[32], qs[64], scales[12] */
+        memcpy(b + 108, &h, 2);
+        break;
+    case PL_TYPE_IQ4_NL:
+    case PL_TYPE_IQ4_XS:
+        memcpy(b, &h, 2);
         break;
     case PL_TYPE_Q8_K: {
         const float f = NAN;
@@ -748,6 +769,117 @@ static void quant_q8_k_known_vector(void)
     }
 }
 
+/* ---- byte identity with llama-quantize (conformance/data/quant_oracle/README.md) ------- */
+
+/* Reads the whole file dir/name into buf (cap bytes); returns its size, or -1. */
+static long read_oracle(const char *name, unsigned char *buf, size_t cap)
+{
+    const char *dir = getenv("PLUMB_TEST_DATA");
+    TU_CHECK(dir != NULL, "PLUMB_TEST_DATA is not set");
+    if (!dir) return -1;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/quant_oracle/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    TU_CHECK(f != NULL, "cannot open %s", path);
+    if (!f) return -1;
+    const size_t n = fread(buf, 1, cap, f);
+    const int more = fgetc(f) != EOF;
+    fclose(f);
+    TU_CHECK(!more, "%s is larger than %zu bytes", path, cap);
+    return more ? -1 : (long)n;
+}
+
+/* 64 crafted rows of 256 (Gaussian at scales 2^-12 .. 2^12, one-signed, heavy-tailed, zeros,
+ * constants, tiny, denormal, half-way integers, ...) quantized by llama.cpp c392e509's
+ * llama-quantize without an importance matrix: every set writes the same bytes. */
+static void quant_matches_llama_quantize_bytes(void)
+{
+    enum { ROWS = 64, N = 256 };
+    static const struct {
+        pl_type t;
+        const char *file;
+    } oracle[] = {{PL_TYPE_Q2_K, "q2_k.bin"},
+                  {PL_TYPE_Q3_K, "q3_k.bin"},
+                  {PL_TYPE_IQ4_NL, "iq4_nl.bin"},
+                  {PL_TYPE_IQ4_XS, "iq4_xs.bin"}};
+    static float x[ROWS * N];
+    static unsigned char want[ROWS * N], got[ROWS * N];
+    if (read_oracle("input.f32", (unsigned char *)x, sizeof x) != (long)sizeof x) {
+        TU_CHECK(0, "input.f32 is not %d rows of %d floats", ROWS, N);
+        return;
+    }
+    for (size_t o = 0; o < sizeof oracle / sizeof oracle[0]; o++) {
+        const pl_type t = oracle[o].t;
+        const size_t rb = row_bytes(t, N);
+        const long n = read_oracle(oracle[o].file, want, sizeof want);
+        TU_CHECK(n == (long)(ROWS * rb), "%s: %ld bytes, want %zu", oracle[o].file, n, ROWS * rb);
+        if (n != (long)(ROWS * rb)) continue;
+        for (int s = 0; s < n_tables; s++) {
+            const struct pl_kernels *k = &tables[s].k;
+            memset(got, 0x5a, sizeof got);
+            k->quantize_row[t](got, x, (int64_t)ROWS * N);
+            size_t at = 0;
+            while (at < ROWS * rb && got[at] == want[at]) at++;
+            TU_CHECK(at == ROWS * rb,
+                     "set %s type %s: byte %zu (row %zu, block %zu of the row) is 0x%02x, "
+                     "llama-quantize wrote 0x%02x",
+                     k->name, tr(t)->name, at, at / rb, at % rb / tr(t)->block_bytes,
+                     at < ROWS * rb ? got[at] : 0, at < ROWS * rb ? want[at] : 0);
+        }
+        /* ggml's bytes read back through every dequantizer within the round-trip bound: the
+         * layouts are ggml's, independently of plumb's own quantizer. */
+        double rms_b = 0, max_b = 0;
+        TU_CHECK(bound_of(t, &rms_b, &max_b), "no bound for %s", tr(t)->name);
+        static float y[ROWS * N];
+        for (int s = 0; s < n_tables; s++) {
+            const struct pl_kernels *k = &tables[s].k;
+            k->dequantize_row[t](y, want, (int64_t)ROWS * N);
+            for (int r = 0; r < ROWS; r++) {
+                double rel = 0;
+                const double worst = worst_block_ratio(t, x + r * N, y + r * N, N,
+                                                       tr(t)->block_size, 1.25 * max_b, &rel);
+                TU_CHECK(worst <= 1.0,
+                         "set %s type %s: llama-quantize's row %d dequantizes with block error "
+                         "%.3g of amax, allowed %.3g + %.3g abs",
+                         k->name, tr(t)->name, r, rel, 1.25 * max_b, abs_floor(t));
+            }
+        }
+    }
+}
+
+/* Gaussian rows scaled by 2^e over the range where every block scale is a normal, finite
+ * number: the relative bound holds at every magnitude (no hidden absolute threshold). */
+static void quant_roundtrip_bound_holds_across_magnitudes(void)
+{
+    const int64_t n = 1024;
+    float x[1024], y[1024];
+    static unsigned char q[1024 * 4];
+    for (int s = 0; s < n_tables; s++) {
+        const struct pl_kernels *k = &tables[s].k;
+        for (int ti = 0; ti < QI_N_TYPES; ti++) {
+            const pl_type t = qi_types[ti];
+            double rms_b, max_b;
+            if (tr(t)->block_size == 1 || !bound_of(t, &rms_b, &max_b)) continue;
+            for (int e = -2; e <= 14; e++) {
+                const uint64_t seed = test_seed(900 + 32 * (uint64_t)t + (uint64_t)(e + 2));
+                tu_rng rng;
+                tu_rng_init(&rng, seed);
+                qi_fill(x, n, QI_GAUSS, tr(t)->block_size, &rng);
+                for (int64_t i = 0; i < n; i++) x[i] = ldexpf(x[i], e);
+                k->quantize_row[t](q, x, n);
+                k->dequantize_row[t](y, q, n);
+                double rel = 0;
+                const double worst =
+                    worst_block_ratio(t, x, y, n, tr(t)->block_size, 1.25 * max_b, &rel);
+                TU_CHECK(worst <= 1.0,
+                         "set %s type %s seed %" PRIu64 " scale 2^%d: block max error %.3g of "
+                         "amax, allowed %.3g",
+                         k->name, tr(t)->name, seed, e, rel, 1.25 * max_b);
+            }
+        }
+    }
+}
+
 static void print_summary(void)
 {
     printf("\nquantization round trip (worst over sets and rows; N(0,1) data unless noted)\n");
@@ -790,6 +922,9 @@ int main(void)
         {"quant_q5_k_known_vector", quant_q5_k_known_vector},
         {"quant_q6_k_known_vector", quant_q6_k_known_vector},
         {"quant_q8_k_known_vector", quant_q8_k_known_vector},
+        {"quant_matches_llama_quantize_bytes", quant_matches_llama_quantize_bytes},
+        {"quant_roundtrip_bound_holds_across_magnitudes",
+         quant_roundtrip_bound_holds_across_magnitudes},
         {NULL, NULL},
     };
     printf("kernel sets under test:");

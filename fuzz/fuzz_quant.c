@@ -43,9 +43,14 @@ static double c_of(uint32_t t)
     case PL_TYPE_Q5_K:
         return 0.016;
     case PL_TYPE_Q6_K:
+    case PL_TYPE_Q2_K:
+    case PL_TYPE_IQ4_XS:
         return 0.012;
     case PL_TYPE_Q8_K:
+    case PL_TYPE_Q3_K:
         return 0.008;
+    case PL_TYPE_IQ4_NL:
+        return 0.064;
     default:
         return 1.01;
     }
@@ -188,10 +193,10 @@ void fuzz_one(const uint8_t *data, size_t size)
     float *wd = dequantize_all(wt, w, R, K, wrb);
     float *xd = dequantize_all(xt, x, T, K, xrb);
 
-    /* The weight's min per element (Q4_1/Q5_1: w = d q + m), so the bound's magnitude counts
-     * |d q| + |m| as conformance/test_matmul.c does: the kernels sum the two terms apart,
-     * and their cancellation is not a kernel's rounding error. 0 for the other types (the
-     * K-quants with a min are bit-identical to ref in every set). */
+    /* The weight's min per element (Q4_1/Q5_1: w = d q + m; Q2_K: w = d sc q - dmin m), so
+     * the bound's magnitude counts |d q| + |m| as conformance/test_matmul.c does: the kernels
+     * sum the two terms apart, and their cancellation is not a kernel's rounding error. 0 for
+     * the other types (Q4_K and Q5_K are bit-identical to ref in every set). */
     double *mins = calloc((size_t)(R * K), sizeof *mins);
     FUZZ_CHECK(mins != NULL, "malloc");
     if (wt == PL_TYPE_Q4_1 || wt == PL_TYPE_Q5_1)
@@ -201,6 +206,14 @@ void fuzz_one(const uint8_t *data, size_t size)
                 memcpy(&m, w + r * wrb + (size_t)(i / 32) * pl_type_traits_of(wt)->block_bytes + 2,
                        sizeof m);
                 mins[r * K + i] = (double)pl_f16_to_f32(m);
+            }
+    if (wt == PL_TYPE_Q2_K) /* scales[16] | qs[64] | d | dmin: the min's 4 bits, high nibble */
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t i = 0; i < K; i++) {
+                const uint8_t *b = w + r * wrb + (size_t)(i / 256) * sizeof(pl_block_q2_k);
+                pl_f16 dmin;
+                memcpy(&dmin, b + 82, sizeof dmin);
+                mins[r * K + i] = -(double)pl_f16_to_f32(dmin) * (b[(i % 256) / 16] >> 4);
             }
 
     /* Reference outputs and magnitudes for the bound. */

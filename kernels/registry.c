@@ -307,13 +307,13 @@ void pl_kernels_report(const pl_kernel_table *t, pl_kernels_write_fn write, void
 
     addf(&l, "%-15s", "family");
     for (int ty = 0; ty < PL_TYPE_COUNT; ty++)
-        if (type_implemented(ty)) addf(&l, " %-5s", pl_type_traits_of((uint32_t)ty)->name);
+        if (type_implemented(ty)) addf(&l, " %-6s", pl_type_traits_of((uint32_t)ty)->name);
     put_line(&l, write, user);
     for (int f = 0; f < N_FAMILIES; f++) {
         if (!families[f].per_type) continue;
         addf(&l, "%-15s", families[f].name);
         for (int ty = 0; ty < PL_TYPE_COUNT; ty++)
-            if (type_implemented(ty)) addf(&l, " %-5s", is_fallback(t, f, ty) ? "ref" : "own");
+            if (type_implemented(ty)) addf(&l, " %-6s", is_fallback(t, f, ty) ? "ref" : "own");
         put_line(&l, write, user);
     }
     for (int f = 0; f < N_FAMILIES; f++) {

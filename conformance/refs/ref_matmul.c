@@ -48,6 +48,18 @@ static int k4_scale(const uint8_t *s, int j, int which)
     return low + 16 * high;
 }
 
+/* The 16 levels of IQ4_NL and IQ4_XS, as ggml's kvalues_iq4nl lists them. */
+static const int iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
+
+/* Two-bit quant of element e of a Q2_K/Q3_K block whose 64 qs bytes start at qs: the
+ * elements 128 h + 32 g + l (g = 0..3) share byte qs[32 h + l], at bits 2 g, 2 g + 1. */
+static int two_bits(const uint8_t *qs, int e)
+{
+    const int h = e / 128, g = (e % 128) / 32, l = e % 32;
+    return (qs[32 * h + l] >> (2 * g)) % 4;
+}
+
 /* Element e of one block, as scale part and offset part. */
 static void element(pl_type type, const uint8_t *b, int e, double *sc, double *off)
 {
@@ -108,6 +120,35 @@ static void element(pl_type type, const uint8_t *b, int e, double *sc, double *o
         const int low = g < 2 ? lo_byte % 16 : lo_byte / 16;
         const int high = (b[128 + 32 * h + l] >> (2 * g)) & 3;
         *sc = half(rd16(b + 208)) * (int8_t)b[192 + e / 16] * (low + 16 * high - 32);
+        return;
+    }
+    case PL_TYPE_Q2_K: { /* scales[16] (scale low nibble, min high) | qs[64] | d | dmin */
+        const int s = b[e / 16];
+        *sc = half(rd16(b + 80)) * (s % 16) * two_bits(b + 16, e);
+        *off = -half(rd16(b + 82)) * (s / 16);
+        return;
+    }
+    case PL_TYPE_Q3_K: { /* hmask[32] | qs[64] | scales[12] | d */
+        const int j = e / 16;
+        const uint8_t *s = b + 96;
+        const int low = j < 8 ? s[j] % 16 : s[j - 8] / 16;
+        const int high = (s[8 + j % 4] >> (2 * (j / 4))) % 4;
+        const int hbit = (b[e % 32] >> (e / 32)) % 2; /* set: q as is; clear: q - 4 */
+        *sc = half(rd16(b + 108)) * (low + 16 * high - 32) * (two_bits(b + 32, e) - 4 + 4 * hbit);
+        return;
+    }
+    case PL_TYPE_IQ4_NL: { /* d | qs[16]; nibbles as Q4_0 */
+        const int q = e < 16 ? b[2 + e] % 16 : b[2 + e - 16] / 16;
+        *sc = half(rd16(b)) * iq4_levels[q];
+        return;
+    }
+    case PL_TYPE_IQ4_XS: { /* d | scales_h (u16) | scales_l[4] | qs[128]; 32-groups as IQ4_NL */
+        const int ib = e / 32, l = e % 32;
+        const int ls =
+            (b[4 + ib / 2] >> (4 * (ib % 2))) % 16 + 16 * ((rd16(b + 2) >> (2 * ib)) % 4);
+        const uint8_t byte = b[8 + 16 * ib + l % 16];
+        const int q = l < 16 ? byte % 16 : byte / 16;
+        *sc = half(rd16(b)) * (ls - 32) * iq4_levels[q];
         return;
     }
     case PL_TYPE_Q8_K: { /* float d | qs[256] | bsums[16] */
