@@ -123,9 +123,10 @@ static const struct {
     int mix;
     const char *name;
 } types[] = {
-    {PL_TYPE_F32, 0, "F32"},   {PL_TYPE_F16, 0, "F16"},   {PL_TYPE_Q8_0, 0, "Q8_0"},
-    {PL_TYPE_Q4_0, 0, "Q4_0"}, {PL_TYPE_Q4_K, 0, "Q4_K"}, {PL_TYPE_Q6_K, 0, "Q6_K"},
-    {PL_TYPE_Q4_K, 1, "mix"},
+    {PL_TYPE_F32, 0, "F32"},       {PL_TYPE_F16, 0, "F16"},       {PL_TYPE_Q8_0, 0, "Q8_0"},
+    {PL_TYPE_Q4_0, 0, "Q4_0"},     {PL_TYPE_Q4_K, 0, "Q4_K"},     {PL_TYPE_Q6_K, 0, "Q6_K"},
+    {PL_TYPE_Q4_K, 1, "mix"},      {PL_TYPE_Q2_K, 0, "Q2_K"},     {PL_TYPE_Q3_K, 0, "Q3_K"},
+    {PL_TYPE_IQ4_NL, 0, "IQ4_NL"}, {PL_TYPE_IQ4_XS, 0, "IQ4_XS"}, {PL_TYPE_Q2_K, 2, "mix2"},
 };
 static const char *archs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"};
 #define N_ARCHS (sizeof archs / sizeof archs[0])
@@ -414,6 +415,8 @@ static void invariance_one_set(void)
     check_invariance("gemma2", PL_TYPE_Q8_0, 0, 0); /* local layers, soft-caps */
     check_invariance("gemma3", PL_TYPE_Q4_K, 0, 0);
     check_invariance("phi3", PL_TYPE_Q6_K, 0, 0); /* fused tensors, every layer local */
+    check_invariance("llama", PL_TYPE_Q2_K, 0, 0);
+    check_invariance("qwen3", PL_TYPE_IQ4_XS, 0, 0);
 }
 
 static void logits_identical_across_chunks_threads_and_truncation(void)
@@ -460,19 +463,23 @@ static float *logits_with_flags(const tiny_spec *spec, uint32_t flags, int *n_re
 /* DESIGN.md: repacking changes where the weights sit, never a bit of the logits. */
 static void repack_one_set(void)
 {
-    static const uint32_t wtypes[] = {PL_TYPE_Q4_0, PL_TYPE_Q8_0, PL_TYPE_Q4_K, PL_TYPE_Q6_K,
-                                      PL_TYPE_Q5_K};
+    static const struct {
+        uint32_t type;
+        int mix;
+    } wtypes[] = {{PL_TYPE_Q4_0, 0}, {PL_TYPE_Q8_0, 0},   {PL_TYPE_Q4_K, 1},
+                  {PL_TYPE_Q6_K, 0}, {PL_TYPE_Q5_K, 0},   {PL_TYPE_Q3_K, 0},
+                  {PL_TYPE_Q2_K, 2}, {PL_TYPE_IQ4_XS, 0}, {PL_TYPE_IQ4_NL, 0}};
     for (size_t i = 0; i < sizeof wtypes / sizeof wtypes[0]; i++) {
-        tiny_spec spec = tiny_default(i % 2 ? "llama" : "qwen2", wtypes[i]);
+        tiny_spec spec = tiny_default(i % 2 ? "llama" : "qwen2", wtypes[i].type);
         spec.seed = tu_seed() ^ (0x5e7 + i);
-        spec.mix = i == 2;
+        spec.mix = wtypes[i].mix;
         int n_on = 0, n_off = 0;
         float *on = logits_with_flags(&spec, 0, &n_on);
         float *off = logits_with_flags(&spec, PL_MODEL_NO_REPACK, &n_off);
         TU_CHECK(n_off == 0, "set %s: PL_MODEL_NO_REPACK still repacked %d tensors", g_set, n_off);
         TU_CHECK(on && off && memcmp(on, off, (size_t)(N_TOK * spec.V) * sizeof(float)) == 0,
                  "set %s %s (%d tensors repacked): logits differ with repacking on and off", g_set,
-                 pl_type_name(wtypes[i]), n_on);
+                 pl_type_name(wtypes[i].type), n_on);
         free(on);
         free(off);
     }

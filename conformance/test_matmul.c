@@ -544,8 +544,8 @@ static void matmul_propagates_nan(void)
     }
 }
 
-/* Runs view (a "+repack" view of own) on random shapes of type t, R not a multiple of the
- * group, random slices, and checks its outputs are the bits of against's matmul. */
+/* Runs view (a set, or a "+repack" view of own) on random shapes of type t, R not a multiple
+ * of the group, random slices, and checks its outputs are the bits of against's matmul. */
 static void check_repacked_bits(const struct pl_kernels *view, const struct pl_kernels *own,
                                 const struct pl_kernels *against, pl_type t, uint64_t seed0,
                                 int64_t max_kb, int64_t max_t)
@@ -566,7 +566,7 @@ static void check_repacked_bits(const struct pl_kernels *view, const struct pl_k
         TU_CHECK(d < 0,
                  "set %s type %s seed %" PRIu64 " K %" PRId64 " R %" PRId64 " T %" PRId64
                  " rows [%" PRId64 ", %" PRId64 "): y[t=%" PRId64 "][r=%" PRId64
-                 "] repacked differs from %s's matmul",
+                 "] differs from %s's matmul",
                  view->name, tr(t)->name, seed, K, R, T, r0, r1, d / 1000000, d % 1000000,
                  against->name);
         free(a);
@@ -607,11 +607,11 @@ static void matmul_repacked_k_quants_are_bit_identical_to_ref(void)
     }
 }
 
-/* Q2_K, Q3_K, IQ4_NL and IQ4_XS: every set computes ref's integer sums exactly and ref's float
- * ops per block in ref's order (kernels/avx2/matmul_q.c, kernels/avx512/repack_k.c), straight
- * from the mapping and repacked, so their outputs are ref's bits: on quantized rows and on
- * arbitrary quant bits (q8 -128 activations, every scale and level), random shapes and slices. */
-static void matmul_low_bit_quants_are_bit_identical_to_ref(void)
+/* Q2_K, Q3_K, IQ4_NL and IQ4_XS: every set forms each block's integer sums exactly and its
+ * float term with ref's operations (kernels/README.md), so every set, repacked or not, gives
+ * ref's bits: on quantized rows and on arbitrary quant bits (q8 -128 activations, every scale
+ * and level), random shapes and slices. */
+static void matmul_low_bit_types_are_bit_identical_to_ref(void)
 {
     const struct pl_kernels *ref = NULL;
     for (int s = 0; s < n_tables; s++)
@@ -753,8 +753,8 @@ int main(void)
          matmul_repacked_is_bit_identical_to_own_matmul},
         {"matmul_repacked_k_quants_are_bit_identical_to_ref",
          matmul_repacked_k_quants_are_bit_identical_to_ref},
-        {"matmul_low_bit_quants_are_bit_identical_to_ref",
-         matmul_low_bit_quants_are_bit_identical_to_ref},
+        {"matmul_low_bit_types_are_bit_identical_to_ref",
+         matmul_low_bit_types_are_bit_identical_to_ref},
         {"matmul_wasm128r_is_bit_identical_to_wasm128",
          matmul_wasm128r_is_bit_identical_to_wasm128},
         {NULL, NULL},

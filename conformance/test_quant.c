@@ -769,6 +769,50 @@ static void quant_q8_k_known_vector(void)
     }
 }
 
+/* IQ4_NL and IQ4_XS on a block that is 113 at element 0 and zero elsewhere, worked by hand
+ * through ggml's search (kernels/ref/quant.c): the first grid, d = max / 127, puts 113 on
+ * level 15 (113), whose fit is d = 1 exactly; every other grid, (itry - 127) / 113, puts it on
+ * level 0 (-127) and only ties that fit. Zeros take the level nearest 0, index 8 (+1). */
+static void quant_iq4_known_vectors(void)
+{
+    float x[256] = {113.0f};
+    /* IQ4_NL (32): d = 1.0 (f16 0x3c00); qs[0] = 15 | 8 << 4, the rest 8 | 8 << 4. The zeros
+     * come back as +1: IQ4_NL has no zero level. */
+    unsigned char want_nl[18] = {0x00, 0x3c, 0x8f};
+    memset(want_nl + 3, 0x88, 15);
+    /* IQ4_XS (256): sub-block 0 fits 1.0, the seven zero sub-blocks 0; d = -1 / 32 (f16
+     * 0xa800); ls_0 = -32 + 32 = 0, ls_i = 0 + 32 = 32 (low nibbles 0, high bits 2):
+     * scales_h = 2 << 2 | 2 << 4 | ... | 2 << 14 = 0xaaa8, scales_l all 0. The zero
+     * sub-blocks dequantize to d * 0 * 1 = -0. */
+    unsigned char want_xs[136] = {0x00, 0xa8, 0xa8, 0xaa, 0, 0, 0, 0, 0x8f};
+    memset(want_xs + 9, 0x88, 127);
+    for (int s = 0; s < n_tables; s++) {
+        const struct pl_kernels *k = &tables[s].k;
+        unsigned char q[136];
+        float y[256];
+        k->quantize_row[PL_TYPE_IQ4_NL](q, x, 32);
+        size_t at = 0;
+        while (at < sizeof want_nl && q[at] == want_nl[at]) at++;
+        TU_CHECK(at == sizeof want_nl, "set %s: IQ4_NL byte %zu is 0x%02x, want 0x%02x", k->name,
+                 at, at < sizeof want_nl ? q[at] : 0, at < sizeof want_nl ? want_nl[at] : 0);
+        k->dequantize_row[PL_TYPE_IQ4_NL](y, want_nl, 32);
+        for (int j = 0; j < 32; j++)
+            TU_CHECK(y[j] == (j ? 1.0f : 113.0f), "set %s: IQ4_NL element %d is %g", k->name, j,
+                     y[j]);
+        k->quantize_row[PL_TYPE_IQ4_XS](q, x, 256);
+        at = 0;
+        while (at < sizeof want_xs && q[at] == want_xs[at]) at++;
+        TU_CHECK(at == sizeof want_xs, "set %s: IQ4_XS byte %zu is 0x%02x, want 0x%02x", k->name,
+                 at, at < sizeof want_xs ? q[at] : 0, at < sizeof want_xs ? want_xs[at] : 0);
+        k->dequantize_row[PL_TYPE_IQ4_XS](y, want_xs, 256);
+        for (int j = 0; j < 256; j++) {
+            const float w = j == 0 ? 113.0f : j < 32 ? 1.0f : -0.0f;
+            TU_CHECK(y[j] == w && !signbit(y[j]) == !signbit(w),
+                     "set %s: IQ4_XS element %d is %g, want %g", k->name, j, y[j], w);
+        }
+    }
+}
+
 /* ---- byte identity with llama-quantize (conformance/data/quant_oracle/README.md) ------- */
 
 /* Reads the whole file dir/name into buf (cap bytes); returns its size, or -1. */
@@ -922,6 +966,7 @@ int main(void)
         {"quant_q5_k_known_vector", quant_q5_k_known_vector},
         {"quant_q6_k_known_vector", quant_q6_k_known_vector},
         {"quant_q8_k_known_vector", quant_q8_k_known_vector},
+        {"quant_iq4_known_vectors", quant_iq4_known_vectors},
         {"quant_matches_llama_quantize_bytes", quant_matches_llama_quantize_bytes},
         {"quant_roundtrip_bound_holds_across_magnitudes",
          quant_roundtrip_bound_holds_across_magnitudes},

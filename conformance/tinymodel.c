@@ -39,9 +39,16 @@ tiny_spec tiny_default(const char *arch, uint32_t wtype)
     return s;
 }
 
-/* Matrix types of the mix, chosen by tensor as Q4_K_M-like files do. */
-static uint32_t mix_type(const char *name)
+/* Matrix types of the mix, chosen by tensor: mix 1 as Q4_K_M-like files do, mix 2 with the
+ * low-bit types of Q3_K_M/Q2_K/IQ4_XS files, every one of them in one model. */
+static uint32_t mix_type(int mix, const char *name)
 {
+    if (mix == 2) {
+        if (strstr(name, "attn_v") || strstr(name, "ffn_down")) return PL_TYPE_Q3_K;
+        if (strstr(name, "attn_output")) return PL_TYPE_IQ4_XS;
+        if (strstr(name, "attn_k")) return PL_TYPE_IQ4_NL;
+        return PL_TYPE_Q2_K;
+    }
     if (strstr(name, "attn_v") || strstr(name, "ffn_down")) return PL_TYPE_Q6_K;
     if (strstr(name, "attn_output")) return PL_TYPE_Q5_0;
     if (strstr(name, "attn_k")) return PL_TYPE_Q8_0;
@@ -153,7 +160,7 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
         case PL_ARCH_T_MATRIX_IN:
         case PL_ARCH_T_MATRIX_OUT:
             add(&b, t->name, cols, rows, 1.0 / sqrt((double)cols), 0.0,
-                s->mix ? mix_type(t->name) : s->wtype);
+                s->mix ? mix_type(s->mix, t->name) : s->wtype);
             break;
         case PL_ARCH_T_NORM:
             add(&b, t->name, cols, 1, 0.1, 1.0, PL_TYPE_F32);

@@ -541,14 +541,20 @@ pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress
     }
 
     int64_t max_k = 1;
-    for (uint64_t i = 0; i < job.n; i++) {
+    for (uint64_t i = 0; i < job.n; i++) specs[i] = job.t[i].spec;
+    pl_tensor_plan *plans = malloc((job.n ? job.n : 1) * sizeof *plans);
+    if (!plans) {
+        s = mk_fail(err, PL_ERR_NOMEM, "no memory for the tensor plans");
+        goto done;
+    }
+    const pl_plan_model pm = {
+        .arch = c->arch, .n_layer = c->n_layer, .n_head = c->n_head, .n_head_kv = c->n_head_kv};
+    s = pl_ftype_plan_tensors(c->ftype, c->pure, &pm, specs, job.n, plans, err);
+    for (uint64_t i = 0; i < job.n && !s; i++) {
         mtensor *t = &job.t[i];
         uint64_t h = c->seed ^ fnv1a(t->name);
         t->seed = splitmix64(&h);
-        pl_tensor_plan plan;
-        s = pl_ftype_tensor_plan(c->ftype, c->pure, t->name, t->spec.n_dims, t->spec.ne, c->n_layer,
-                                 c->tied, &plan, err);
-        if (s) goto done;
+        const pl_tensor_plan plan = plans[i];
         if (plan.quantize) t->spec.type = plan.type;
         st.n_fallback += plan.quantize && plan.fallback;
         uint64_t el = (uint64_t)t->spec.ne[0] * (uint64_t)t->spec.ne[1];
@@ -556,6 +562,8 @@ pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress
         if (t->spec.ne[0] > max_k) max_k = t->spec.ne[0];
         specs[i] = t->spec;
     }
+    free(plans);
+    if (s) goto done;
     st.n_tensors = job.n;
     job.total = st.n_params;
     job.scratch = malloc(sizeof(float) * (size_t)(max_k > MK_CHUNK_ELEMS ? max_k : MK_CHUNK_ELEMS));

@@ -1454,20 +1454,36 @@ pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_conve
     uint64_t max_elems = 1, max_src = 1, max_perm = 1;
     for (uint64_t i = 0; i < job.n; i++) {
         ctensor *t = &job.t[i];
-        pl_tensor_plan plan;
-        if ((s = pl_ftype_tensor_plan(params->ftype, params->pure, t->name, t->n_dims, t->ne, c.L,
-                                      c.tied, &plan, err)))
+        specs[i] = (pl_tensor_spec){.name = t->name,
+                                    .type = PL_TYPE_F32,
+                                    .n_dims = t->n_dims,
+                                    .ne = {t->ne[0], t->ne[1], 1, 1}};
+    }
+    {
+        pl_tensor_plan *plans = pl_malloc((size_t)(job.n ? job.n : 1) * sizeof *plans);
+        pl_plan_model pm = {
+            .arch = c.arch->name, .n_layer = c.L, .n_head = c.H, .n_head_kv = c.Hkv};
+        if (!plans) {
+            s = pl_fail(err, PL_ERR_NOMEM, "no memory for %llu tensor plans",
+                        (unsigned long long)job.n);
             goto done;
-        t->type = plan.quantize ? plan.type : PL_TYPE_F32;
+        }
+        s = pl_ftype_plan_tensors(params->ftype, params->pure, &pm, specs, job.n, plans, err);
+        for (uint64_t i = 0; i < job.n && !s; i++) {
+            ctensor *t = &job.t[i];
+            t->type = plans[i].quantize ? plans[i].type : PL_TYPE_F32;
+            specs[i].type = t->type;
+        }
+        pl_free(plans);
+        if (s) goto done;
+    }
+    for (uint64_t i = 0; i < job.n; i++) {
+        ctensor *t = &job.t[i];
         uint64_t elems = (uint64_t)t->ne[0] * (uint64_t)t->ne[1];
         if (elems > max_elems) max_elems = elems;
         if (t->src && t->src->n_bytes > max_src) max_src = t->src->n_bytes;
         if (t->permute_heads && elems > max_perm) max_perm = elems;
         job.total += elems;
-        specs[i] = (pl_tensor_spec){.name = t->name,
-                                    .type = t->type,
-                                    .n_dims = t->n_dims,
-                                    .ne = {t->ne[0], t->ne[1], 1, 1}};
     }
     if (max_elems > SIZE_MAX / sizeof(float) / 2 ||
         !(job.f32 = pl_malloc((size_t)max_elems * sizeof(float))) ||

@@ -94,15 +94,33 @@ static const struct ftype_desc {
     const char *name;
     pl_type base;
 } ftypes[] = {
-    {PL_FTYPE_F32, "F32", PL_TYPE_F32},        {PL_FTYPE_F16, "F16", PL_TYPE_F16},
-    {PL_FTYPE_BF16, "BF16", PL_TYPE_BF16},     {PL_FTYPE_Q8_0, "Q8_0", PL_TYPE_Q8_0},
-    {PL_FTYPE_Q4_0, "Q4_0", PL_TYPE_Q4_0},     {PL_FTYPE_Q4_1, "Q4_1", PL_TYPE_Q4_1},
-    {PL_FTYPE_Q5_0, "Q5_0", PL_TYPE_Q5_0},     {PL_FTYPE_Q5_1, "Q5_1", PL_TYPE_Q5_1},
-    {PL_FTYPE_Q4_K_S, "Q4_K_S", PL_TYPE_Q4_K}, {PL_FTYPE_Q4_K_M, "Q4_K_M", PL_TYPE_Q4_K},
-    {PL_FTYPE_Q5_K_S, "Q5_K_S", PL_TYPE_Q5_K}, {PL_FTYPE_Q5_K_M, "Q5_K_M", PL_TYPE_Q5_K},
-    {PL_FTYPE_Q6_K, "Q6_K", PL_TYPE_Q6_K},
+    {PL_FTYPE_F32, "F32", PL_TYPE_F32},          {PL_FTYPE_F16, "F16", PL_TYPE_F16},
+    {PL_FTYPE_BF16, "BF16", PL_TYPE_BF16},       {PL_FTYPE_Q8_0, "Q8_0", PL_TYPE_Q8_0},
+    {PL_FTYPE_Q4_0, "Q4_0", PL_TYPE_Q4_0},       {PL_FTYPE_Q4_1, "Q4_1", PL_TYPE_Q4_1},
+    {PL_FTYPE_Q5_0, "Q5_0", PL_TYPE_Q5_0},       {PL_FTYPE_Q5_1, "Q5_1", PL_TYPE_Q5_1},
+    {PL_FTYPE_Q2_K, "Q2_K", PL_TYPE_Q2_K},       {PL_FTYPE_Q2_K_S, "Q2_K_S", PL_TYPE_Q2_K},
+    {PL_FTYPE_Q3_K_S, "Q3_K_S", PL_TYPE_Q3_K},   {PL_FTYPE_Q3_K_M, "Q3_K_M", PL_TYPE_Q3_K},
+    {PL_FTYPE_Q3_K_L, "Q3_K_L", PL_TYPE_Q3_K},   {PL_FTYPE_Q4_K_S, "Q4_K_S", PL_TYPE_Q4_K},
+    {PL_FTYPE_Q4_K_M, "Q4_K_M", PL_TYPE_Q4_K},   {PL_FTYPE_Q5_K_S, "Q5_K_S", PL_TYPE_Q5_K},
+    {PL_FTYPE_Q5_K_M, "Q5_K_M", PL_TYPE_Q5_K},   {PL_FTYPE_Q6_K, "Q6_K", PL_TYPE_Q6_K},
+    {PL_FTYPE_IQ4_NL, "IQ4_NL", PL_TYPE_IQ4_NL}, {PL_FTYPE_IQ4_XS, "IQ4_XS", PL_TYPE_IQ4_XS},
 };
 enum { N_FTYPES = sizeof ftypes / sizeof ftypes[0] };
+
+/* Names llama-quantize also accepts for a mix (plumb keeps its earlier Q4_K/Q5_K meaning). */
+static const struct {
+    const char *name;
+    pl_ftype ftype;
+} ftype_aliases[] = {
+    {"Q3_K", PL_FTYPE_Q3_K_M},
+    {"Q4_K", PL_FTYPE_Q4_K_S},
+    {"Q5_K", PL_FTYPE_Q5_K_S},
+};
+
+#define FTYPE_CHOICES                                                                              \
+    "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q2_K_S, Q3_K (= Q3_K_M), Q3_K_S, "        \
+    "Q3_K_M, Q3_K_L, Q4_K (= Q4_K_S), Q4_K_S, Q4_K_M, Q5_K (= Q5_K_S), Q5_K_S, Q5_K_M, Q6_K, "     \
+    "IQ4_NL, IQ4_XS"
 
 static const struct ftype_desc *ftype_desc(uint32_t f)
 {
@@ -138,19 +156,13 @@ pl_status pl_ftype_from_name(const char *name, pl_ftype *out, pl_error *err)
             *out = ftypes[i].ftype;
             return pl_ok(err);
         }
-    if (name_eq(name, "Q4_K")) {
-        *out = PL_FTYPE_Q4_K_S;
-        return pl_ok(err);
-    }
-    if (name_eq(name, "Q5_K")) {
-        *out = PL_FTYPE_Q5_K_S;
-        return pl_ok(err);
-    }
-    return pl_fail(err, PL_ERR_UNSUPPORTED,
-                   "unknown file type '%.64s': expected one of F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
-                   "Q5_0, Q5_1, Q4_K (= Q4_K_S), Q4_K_S, Q4_K_M, Q5_K (= Q5_K_S), Q5_K_S, Q5_K_M, "
-                   "Q6_K",
-                   name);
+    for (size_t i = 0; i < sizeof ftype_aliases / sizeof ftype_aliases[0]; i++)
+        if (name_eq(name, ftype_aliases[i].name)) {
+            *out = ftype_aliases[i].ftype;
+            return pl_ok(err);
+        }
+    return pl_fail(err, PL_ERR_UNSUPPORTED, "unknown file type '%.64s': expected one of %s", name,
+                   FTYPE_CHOICES);
 }
 
 /* ---- per-tensor rules (llama.cpp src/llama-quant.cpp, llama_tensor_get_type) ------------- */
@@ -189,18 +201,19 @@ static int exempt(const char *name)
     return strcmp(name, "position_embd.weight") == 0 || strcmp(name, "token_types.weight") == 0;
 }
 
-/* Layer index from a "blk.<i>." prefix; -1 when there is none. */
+/* The layer of a "blk.<i>" prefix, as sscanf(name, "blk.%d.") reads it; -1 when there is
+ * none (llama-quantize's order puts those tensors first). */
 static int64_t layer_of(const char *name)
 {
     if (strncmp(name, "blk.", 4) != 0) return -1;
     const char *p = name + 4;
-    int64_t v = 0;
+    int neg = *p == '-';
+    if (*p == '-' || *p == '+') p++;
     if (!isdigit((unsigned char)*p)) return -1;
-    for (; isdigit((unsigned char)*p); p++) {
-        if (v > (INT64_MAX - 9) / 10) return -1;
-        v = v * 10 + (*p - '0');
-    }
-    return *p == '.' ? v : -1;
+    int64_t v = 0;
+    for (; isdigit((unsigned char)*p); p++)
+        if (v <= INT32_MAX) v = v * 10 + (*p - '0');
+    return neg ? -v : v;
 }
 
 /* The first and last eighth of the layers, and every third one between them. */
@@ -214,9 +227,37 @@ static int is_quantized(pl_type t)
     return t != PL_TYPE_F32 && t != PL_TYPE_F16 && t != PL_TYPE_BF16;
 }
 
+/* ggml's block sizes of the types the rules choose, known before any kernel set implements
+ * them (the plan is pure arithmetic on names and shapes). */
+static int64_t block_of(pl_type t)
+{
+    switch (t) {
+    case PL_TYPE_Q2_K:
+    case PL_TYPE_Q3_K:
+    case PL_TYPE_Q4_K:
+    case PL_TYPE_Q5_K:
+    case PL_TYPE_Q6_K:
+    case PL_TYPE_IQ4_XS:
+        return 256;
+    case PL_TYPE_Q4_0:
+    case PL_TYPE_Q4_1:
+    case PL_TYPE_Q5_0:
+    case PL_TYPE_Q5_1:
+    case PL_TYPE_Q8_0:
+    case PL_TYPE_IQ4_NL:
+        return 32;
+    default:
+        return 1;
+    }
+}
+
 static pl_type fallback_type(pl_type t)
 {
     switch (t) {
+    case PL_TYPE_Q2_K:
+    case PL_TYPE_Q3_K:
+    case PL_TYPE_IQ4_XS:
+        return PL_TYPE_IQ4_NL;
     case PL_TYPE_Q4_K:
         return PL_TYPE_Q5_0;
     case PL_TYPE_Q5_K:
@@ -228,39 +269,139 @@ static pl_type fallback_type(pl_type t)
     }
 }
 
-static pl_type mix_type(pl_ftype f, pl_type base, const char *name, const int64_t *ne,
-                        int64_t n_layer, int tied)
+/* llama.cpp's model.type == LLM_TYPE_70B, for the architectures plumb reads: llama with 80
+ * layers and grouped-query attention (without it, 65B), qwen2 with 80 layers. */
+static int is_70b(const pl_plan_model *m)
 {
-    int64_t layer = layer_of(name);
-    if (strcmp(name, "output.weight") == 0 || (tied && strcmp(name, "token_embd.weight") == 0)) {
-        /* the output projection decides the logits: more bits unless it cannot fit */
-        if (ne[0] % pl_type_block_size(base) != 0) return PL_TYPE_Q8_0;
-        return base == PL_TYPE_Q8_0 ? PL_TYPE_Q8_0 : PL_TYPE_Q6_K;
-    }
-    if (strstr(name, "attn_v.weight")) {
-        if ((f == PL_FTYPE_Q4_K_M || f == PL_FTYPE_Q5_K_M) && use_more_bits(layer, n_layer))
-            return PL_TYPE_Q6_K;
-        if (f == PL_FTYPE_Q4_K_S && layer < 4) return PL_TYPE_Q5_K;
-        return base;
-    }
-    if (strstr(name, "ffn_down")) {
-        if ((f == PL_FTYPE_Q4_K_M || f == PL_FTYPE_Q5_K_M) && use_more_bits(layer, n_layer))
-            return PL_TYPE_Q6_K;
-        if (f == PL_FTYPE_Q4_K_S && layer < n_layer / 8) return PL_TYPE_Q5_K;
-        return base;
-    }
-    if (strstr(name, "attn_qkv.weight")) {
-        if (f == PL_FTYPE_Q4_K_M) return PL_TYPE_Q5_K;
-        if (f == PL_FTYPE_Q5_K_M) return PL_TYPE_Q6_K;
-    }
-    return base;
+    if (!m->arch || m->n_layer != 80) return 0;
+    if (strcmp(m->arch, "qwen2") == 0) return 1;
+    return strcmp(m->arch, "llama") == 0 && m->n_expert != 8 && m->n_head != m->n_head_kv;
 }
 
-pl_status pl_ftype_tensor_plan(pl_ftype ftype, int pure, const char *name, uint32_t n_dims,
-                               const int64_t *ne, int64_t n_layer, int tied, pl_tensor_plan *out,
-                               pl_error *err)
+static int64_t n_gqa(const pl_plan_model *m)
 {
-    if (!out || !name || !ne) return pl_fail(err, PL_ERR_INVALID_ARG, "out, name or ne is NULL");
+    return m->n_head_kv > 0 ? m->n_head / m->n_head_kv : 0;
+}
+
+static pl_type rule_attn_v(pl_ftype f, pl_type t, const pl_plan_model *m, int64_t i_wv)
+{
+    int gqa4 = n_gqa(m) >= 4;
+    if (f == PL_FTYPE_Q2_K)
+        t = gqa4 ? PL_TYPE_Q4_K : PL_TYPE_Q3_K;
+    else if (f == PL_FTYPE_Q2_K_S && gqa4)
+        t = PL_TYPE_Q4_K;
+    else if (f == PL_FTYPE_Q3_K_M)
+        t = i_wv < 2 ? PL_TYPE_Q5_K : PL_TYPE_Q4_K;
+    else if (f == PL_FTYPE_Q3_K_L)
+        t = PL_TYPE_Q5_K;
+    else if ((f == PL_FTYPE_IQ4_NL || f == PL_FTYPE_IQ4_XS) && gqa4)
+        t = PL_TYPE_Q5_K;
+    else if ((f == PL_FTYPE_Q4_K_M || f == PL_FTYPE_Q5_K_M) &&
+             use_more_bits(i_wv, m->n_attention_wv))
+        t = PL_TYPE_Q6_K;
+    else if (f == PL_FTYPE_Q4_K_S && i_wv < 4)
+        t = PL_TYPE_Q5_K;
+    /* 70B shares each V head among 8 query heads: a small tensor worth more bits */
+    if (is_70b(m) && (t == PL_TYPE_Q3_K || t == PL_TYPE_Q4_K)) t = PL_TYPE_Q5_K;
+    if (m->n_expert == 8) t = PL_TYPE_Q8_0;
+    return t;
+}
+
+static pl_type rule_ffn_down(pl_ftype f, pl_type t, int64_t i, int64_t n)
+{
+    if (f == PL_FTYPE_Q2_K)
+        t = PL_TYPE_Q3_K;
+    else if (f == PL_FTYPE_Q2_K_S) {
+        if (i < n / 8) t = PL_TYPE_Q4_K;
+    } else if (f == PL_FTYPE_Q3_K_M)
+        t = i < n / 16 ? PL_TYPE_Q5_K : PL_TYPE_Q4_K;
+    else if (f == PL_FTYPE_Q3_K_L)
+        t = PL_TYPE_Q5_K;
+    else if (f == PL_FTYPE_Q4_K_M) {
+        if (use_more_bits(i, n)) t = PL_TYPE_Q6_K;
+    } else if (i < n / 8 && (f == PL_FTYPE_IQ4_NL || f == PL_FTYPE_IQ4_XS))
+        t = PL_TYPE_Q5_K;
+    else if (f == PL_FTYPE_Q5_K_M && use_more_bits(i, n))
+        t = PL_TYPE_Q6_K;
+    else if (f == PL_FTYPE_Q4_K_S && i < n / 8)
+        t = PL_TYPE_Q5_K;
+    return t;
+}
+
+static pl_type rule_attn_output(pl_ftype f, pl_type t, const pl_plan_model *m)
+{
+    if (m->n_expert == 8) {
+        if (f == PL_FTYPE_Q2_K || f == PL_FTYPE_Q3_K_S || f == PL_FTYPE_Q3_K_M ||
+            f == PL_FTYPE_IQ4_NL || f == PL_FTYPE_Q4_K_S || f == PL_FTYPE_Q4_K_M ||
+            f == PL_FTYPE_IQ4_XS)
+            t = PL_TYPE_Q5_K;
+        return t;
+    }
+    if (f == PL_FTYPE_Q2_K) return PL_TYPE_Q3_K;
+    if (f == PL_FTYPE_Q3_K_M) return PL_TYPE_Q4_K;
+    if (f == PL_FTYPE_Q3_K_L) return PL_TYPE_Q5_K;
+    return t;
+}
+
+enum { RULE_OTHER, RULE_ATTN_V, RULE_FFN_DOWN };
+
+/* The rules in llama.cpp's order of tests: the first name that matches decides. *rule says
+ * which counter llama.cpp advances for this tensor. */
+static pl_status mix_type(pl_ftype f, pl_type base, const char *name, const int64_t *ne,
+                          const pl_plan_model *m, int64_t i_wv, int64_t i_down, pl_type *out,
+                          int *rule, pl_error *err)
+{
+    pl_type t = base;
+    *rule = RULE_OTHER;
+    if (strcmp(name, "output.weight") == 0 || (m->tied && strcmp(name, "token_embd.weight") == 0)) {
+        /* the output projection decides the logits: more bits unless it cannot fit */
+        if (ne[0] % block_of(base) != 0)
+            t = PL_TYPE_Q8_0;
+        else if (base != PL_TYPE_Q8_0)
+            t = PL_TYPE_Q6_K;
+    } else if (strcmp(name, "token_embd.weight") == 0) {
+        /* no rule for plumb's file types */
+    } else if (strstr(name, "attn_v.weight")) {
+        t = rule_attn_v(f, base, m, i_wv);
+        *rule = RULE_ATTN_V;
+    } else if (strstr(name, "attn_k.weight")) {
+        if (m->n_expert == 8) t = PL_TYPE_Q8_0;
+    } else if (strstr(name, "attn_q.weight")) {
+        /* rules only for the IQ3 mixes */
+    } else if (strstr(name, "ffn_down")) {
+        int64_t i = i_down;
+        if (m->n_expert > 1) {
+            /* experts are not stored layer by layer: the name says which layer */
+            i = layer_of(name);
+            if (i < 0 || i >= m->n_layer)
+                return pl_fail(err, PL_ERR_UNSUPPORTED,
+                               "tensor '%.200s': no layer in 0..%lld in the name of an expert "
+                               "model's ffn_down",
+                               name, (long long)m->n_layer - 1);
+        }
+        t = rule_ffn_down(f, base, i, m->n_layer);
+        *rule = RULE_FFN_DOWN;
+    } else if (strstr(name, "attn_output.weight")) {
+        t = rule_attn_output(f, base, m);
+    } else if (strstr(name, "attn_qkv.weight")) {
+        if (f == PL_FTYPE_Q3_K_M || f == PL_FTYPE_Q3_K_L)
+            t = PL_TYPE_Q4_K;
+        else if (f == PL_FTYPE_Q4_K_M)
+            t = PL_TYPE_Q5_K;
+        else if (f == PL_FTYPE_Q5_K_M)
+            t = PL_TYPE_Q6_K;
+    }
+    *out = t;
+    return PL_OK;
+}
+
+static pl_status plan_one(pl_ftype ftype, int pure, const char *name, uint32_t n_dims,
+                          const int64_t *ne, const pl_plan_model *m, int64_t i_attention_wv,
+                          int64_t i_ffn_down, pl_tensor_plan *out, int *rule, pl_error *err)
+{
+    *rule = RULE_OTHER;
+    if (!out || !name || !ne || !m)
+        return pl_fail(err, PL_ERR_INVALID_ARG, "out, name, ne or m is NULL");
     memset(out, 0, sizeof *out);
     const struct ftype_desc *d = ftype_desc(ftype);
     if (!d)
@@ -273,16 +414,96 @@ pl_status pl_ftype_tensor_plan(pl_ftype ftype, int pure, const char *name, uint3
         if (ne[i] <= 0)
             return pl_fail(err, PL_ERR_INVALID_ARG, "tensor '%.200s': ne[%u] = %lld", name, i,
                            (long long)ne[i]);
+    if (m->n_layer < 0 || m->n_head < 0 || m->n_head_kv < 0 || m->n_expert < 0 ||
+        m->n_attention_wv < 0 || i_attention_wv < 0 || i_ffn_down < 0)
+        return pl_fail(err, PL_ERR_INVALID_ARG,
+                       "tensor '%.200s': negative count (n_layer %lld, n_head %lld, n_head_kv "
+                       "%lld, n_expert %lld, n_attention_wv %lld, i_attention_wv %lld, i_ffn_down "
+                       "%lld)",
+                       name, (long long)m->n_layer, (long long)m->n_head, (long long)m->n_head_kv,
+                       (long long)m->n_expert, (long long)m->n_attention_wv,
+                       (long long)i_attention_wv, (long long)i_ffn_down);
     out->quantize = ends_with(name, "weight") && effective_dims(n_dims, ne) >= 2 && !exempt(name);
     if (!out->quantize) return pl_ok(err);
 
     pl_type t = d->base;
-    if (!pure && is_quantized(d->base)) t = mix_type(ftype, d->base, name, ne, n_layer, tied);
+    if (!pure && is_quantized(d->base)) {
+        pl_status s =
+            mix_type(ftype, d->base, name, ne, m, i_attention_wv, i_ffn_down, &t, rule, err);
+        if (s) return s;
+    }
     out->wanted = t;
-    while (ne[0] % pl_type_block_size(t) != 0) t = fallback_type(t);
+    while (ne[0] % block_of(t) != 0) t = fallback_type(t);
     out->type = t;
     out->fallback = t != out->wanted;
     return pl_ok(err);
+}
+
+pl_status pl_ftype_tensor_plan(pl_ftype ftype, int pure, const char *name, uint32_t n_dims,
+                               const int64_t *ne, const pl_plan_model *m, int64_t i_attention_wv,
+                               int64_t i_ffn_down, pl_tensor_plan *out, pl_error *err)
+{
+    int rule;
+    return plan_one(ftype, pure, name, n_dims, ne, m, i_attention_wv, i_ffn_down, out, &rule, err);
+}
+
+/* llama-quantize's tensor order (llama_model_loader's weight_name_comparer): by layer, the
+ * tensors without one first, then by name, byte-wise. */
+static int llama_order(const char *a, const char *b)
+{
+    int64_t la = layer_of(a), lb = layer_of(b);
+    if (la != lb) return la < lb ? -1 : 1;
+    return strcmp(a, b);
+}
+
+pl_status pl_ftype_plan_tensors(pl_ftype ftype, int pure, const pl_plan_model *m,
+                                const pl_tensor_spec *specs, uint64_t n, pl_tensor_plan *out,
+                                pl_error *err)
+{
+    if (!m || (n && (!specs || !out)))
+        return pl_fail(err, PL_ERR_INVALID_ARG, "m, specs or out is NULL");
+    if (n > SIZE_MAX / sizeof(uint64_t))
+        return pl_fail(err, PL_ERR_LIMIT, "%llu tensors", (unsigned long long)n);
+    pl_plan_model mm = *m;
+    mm.tied = 1;
+    mm.n_attention_wv = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const char *nm = specs[i].name;
+        if (!nm)
+            return pl_fail(err, PL_ERR_INVALID_ARG, "tensor %llu has no name",
+                           (unsigned long long)i);
+        if (strstr(nm, "attn_v.weight") || strstr(nm, "attn_qkv.weight") ||
+            strstr(nm, "attn_kv_b.weight"))
+            mm.n_attention_wv++;
+        else if (strcmp(nm, "output.weight") == 0)
+            mm.tied = 0;
+    }
+    /* the counters advance in llama-quantize's order: an insertion sort of indices is enough
+     * for the few hundred tensors of a model, and allocation-free paths are not needed here */
+    uint64_t *ord = pl_malloc(n ? (size_t)n * sizeof *ord : 1);
+    if (!ord)
+        return pl_fail(err, PL_ERR_NOMEM, "no memory to order %llu tensors", (unsigned long long)n);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t j = i;
+        while (j > 0 && llama_order(specs[ord[j - 1]].name, specs[i].name) > 0) {
+            ord[j] = ord[j - 1];
+            j--;
+        }
+        ord[j] = i;
+    }
+    int64_t i_wv = 0, i_down = 0;
+    pl_status s = PL_OK;
+    for (uint64_t k = 0; k < n && !s; k++) {
+        const pl_tensor_spec *t = &specs[ord[k]];
+        int rule;
+        s = plan_one(ftype, pure, t->name, t->n_dims, t->ne, &mm, i_wv, i_down, &out[ord[k]], &rule,
+                     err);
+        /* llama.cpp counts only where its rules run: quantized tensors, mixes not pure */
+        i_wv += rule == RULE_ATTN_V;
+        i_down += rule == RULE_FFN_DOWN;
+    }
+    pl_free(ord);
+    return s ? s : pl_ok(err);
 }
 
 /* ---- model quantization ------------------------------------------------------------------ */
@@ -455,6 +676,93 @@ static pl_status copy_metadata(pl_gguf_writer *w, const pl_gguf *g, pl_ftype fty
     return s;
 }
 
+/* An integer hyperparameter "<arch>.<key>": a scalar, or the first of a per-layer array (as
+ * llama.cpp reads layer 0); *out is left alone when the key is absent. */
+static pl_status hparam(const pl_gguf *g, const char *arch, const char *key, int64_t *out,
+                        pl_error *err)
+{
+    char full[160];
+    snprintf(full, sizeof full, "%s.%s", arch, key);
+    int64_t i = pl_gguf_find_key(g, full);
+    if (i < 0) return PL_OK;
+    pl_gguf_type type = pl_gguf_kv_type(g, (uint64_t)i);
+    const void *p = NULL;
+    uint64_t raw = 0;
+    pl_gguf_array a;
+    pl_status s;
+    if (type == PL_GGUF_ARRAY) {
+        if ((s = pl_gguf_kv_array(g, (uint64_t)i, &a, err))) return s;
+        if (a.count == 0) return pl_fail(err, PL_ERR_FORMAT, "key '%s': an empty array", full);
+        type = a.type;
+        p = a.data;
+    } else if (pl_gguf_type_size(type) != 0 && type != PL_GGUF_FLOAT32 && type != PL_GGUF_FLOAT64 &&
+               type != PL_GGUF_BOOL) {
+        if ((s = pl_gguf_kv_scalar(g, (uint64_t)i, type, &raw, err))) return s;
+        p = &raw;
+    }
+    uint8_t b[8] = {0};
+    switch (type) {
+    case PL_GGUF_UINT8:
+    case PL_GGUF_UINT16:
+    case PL_GGUF_UINT32:
+    case PL_GGUF_UINT64:
+    case PL_GGUF_INT8:
+    case PL_GGUF_INT16:
+    case PL_GGUF_INT32:
+    case PL_GGUF_INT64:
+        break;
+    default:
+        return pl_fail(err, PL_ERR_TYPE, "key '%s': type %u is not an integer", full,
+                       (unsigned)type);
+    }
+    size_t size = pl_gguf_type_size(type);
+    memcpy(b, p, size);
+    uint64_t u = 0;
+    for (size_t k = 0; k < size; k++) u |= (uint64_t)b[k] << (8 * k);
+    int64_t v;
+    if (type == PL_GGUF_INT8 || type == PL_GGUF_INT16 || type == PL_GGUF_INT32 ||
+        type == PL_GGUF_INT64) {
+        int sh = (int)(64 - 8 * size);
+        v = (int64_t)(u << sh) >> sh;
+    } else {
+        v = u > INT64_MAX ? -1 : (int64_t)u;
+    }
+    if (v < 0 || v > INT32_MAX)
+        return pl_fail(err, PL_ERR_FORMAT, "key '%s': %lld is not in 0..%d", full, (long long)v,
+                       INT32_MAX);
+    *out = v;
+    return PL_OK;
+}
+
+/* What llama_tensor_get_type reads of the model: the architecture, the block count (from the
+ * tensor names when the key is missing), the head and expert counts. */
+static pl_status plan_model_of(const pl_gguf *g, const pl_tensor_spec *specs, uint64_t n,
+                               pl_plan_model *m, char arch[64], pl_error *err)
+{
+    memset(m, 0, sizeof *m);
+    pl_str a;
+    if (pl_gguf_get_string(g, "general.architecture", &a, NULL) == PL_OK && a.len > 0 &&
+        a.len < 64 && !memchr(a.ptr, 0, (size_t)a.len)) {
+        memcpy(arch, a.ptr, (size_t)a.len);
+        arch[a.len] = 0;
+        m->arch = arch;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        int64_t l = layer_of(specs[i].name);
+        if (l >= m->n_layer) m->n_layer = l + 1;
+    }
+    if (!m->arch) return PL_OK;
+    pl_status s;
+    if ((s = hparam(g, arch, "block_count", &m->n_layer, err)) ||
+        (s = hparam(g, arch, "attention.head_count", &m->n_head, err)))
+        return s;
+    m->n_head_kv = m->n_head; /* llama.cpp's default when the key is absent */
+    if ((s = hparam(g, arch, "attention.head_count_kv", &m->n_head_kv, err)) ||
+        (s = hparam(g, arch, "expert_count", &m->n_expert, err)))
+        return s;
+    return PL_OK;
+}
+
 pl_status pl_model_quantize(const char *in_path, const char *out_path,
                             const pl_quantize_params *params, pl_error *err)
 {
@@ -462,8 +770,7 @@ pl_status pl_model_quantize(const char *in_path, const char *out_path,
         return pl_fail(err, PL_ERR_INVALID_ARG, "in_path, out_path or params is NULL");
     if (!ftype_desc(params->ftype)) {
         return pl_fail(err, PL_ERR_UNSUPPORTED,
-                       "file type %u is not one plumb writes (F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
-                       "Q5_0, Q5_1, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K)",
+                       "file type %u is not one plumb writes (" FTYPE_CHOICES ")",
                        (unsigned)params->ftype);
     }
     pl_gguf *g = NULL;
@@ -487,9 +794,6 @@ pl_status pl_model_quantize(const char *in_path, const char *out_path,
         if (!job.t || !specs)
             s = pl_fail(err, PL_ERR_NOMEM, "no memory for %llu tensors", (unsigned long long)n);
     }
-    /* the model's shape as the rules need it: block count and whether output is tied */
-    int64_t n_layer = 0;
-    int tied = 1;
     for (uint64_t i = 0; i < n && !s; i++) {
         qtensor *t = &job.t[i];
         if ((s = pl_gguf_tensor(g, i, &t->in, err))) break;
@@ -500,18 +804,22 @@ pl_status pl_model_quantize(const char *in_path, const char *out_path,
                     : pl_fail(err, PL_ERR_NOMEM, "no memory for tensor names");
             break;
         }
-        int64_t l = layer_of(t->name);
-        if (l >= n_layer) n_layer = l + 1;
-        if (strcmp(t->name, "output.weight") == 0) tied = 0;
+        specs[i] = (pl_tensor_spec){.name = t->name, .type = t->in.type, .n_dims = t->in.n_dims};
+        memcpy(specs[i].ne, t->in.ne, sizeof specs[i].ne);
     }
+    /* the model as the rules read it: its hyperparameters, then every tensor's plan */
+    pl_tensor_plan *plans = NULL;
+    char arch[64];
+    pl_plan_model pm;
+    if (!s) s = plan_model_of(g, specs, n, &pm, arch, err);
+    if (!s && !(plans = pl_malloc(n ? (size_t)n * sizeof *plans : 1)))
+        s = pl_fail(err, PL_ERR_NOMEM, "no memory for %llu tensor plans", (unsigned long long)n);
+    if (!s) s = pl_ftype_plan_tensors(params->ftype, params->pure, &pm, specs, n, plans, err);
     int64_t max_row = 1;
     uint64_t max_in_rb = 1;
     for (uint64_t i = 0; i < n && !s; i++) {
         qtensor *t = &job.t[i];
-        pl_tensor_plan plan;
-        if ((s = pl_ftype_tensor_plan(params->ftype, params->pure, t->name, t->in.n_dims, t->in.ne,
-                                      n_layer, tied, &plan, err)))
-            break;
+        const pl_tensor_plan plan = plans[i];
         t->out_type = plan.quantize ? plan.type : (pl_type)t->in.type;
         t->n_elems = 1;
         for (uint32_t d = 0; d < 4; d++) t->n_elems *= (uint64_t)t->in.ne[d];
@@ -522,6 +830,13 @@ pl_status pl_model_quantize(const char *in_path, const char *out_path,
                             "tensor '%s': cannot convert from type %u (%s), plumb does not "
                             "implement it",
                             t->name, (unsigned)t->in.type, tn ? tn : "unknown");
+                break;
+            }
+            if (!pl_type_supported(t->out_type) || !pl_kernels_ref.quantize_row[t->out_type]) {
+                const char *tn = pl_type_name(t->out_type);
+                s = pl_fail(err, PL_ERR_UNSUPPORTED,
+                            "tensor '%s': %s wants type %s, which plumb cannot write yet", t->name,
+                            pl_ftype_name(params->ftype), tn ? tn : "unknown");
                 break;
             }
             st.n_converted++;
@@ -536,9 +851,9 @@ pl_status pl_model_quantize(const char *in_path, const char *out_path,
         }
         if (t->out_type < PL_TYPE_COUNT) st.n_by_type[t->out_type]++;
         job.total += t->n_elems;
-        specs[i] = (pl_tensor_spec){.name = t->name, .type = t->out_type, .n_dims = t->in.n_dims};
-        memcpy(specs[i].ne, t->in.ne, sizeof specs[i].ne);
+        specs[i].type = t->out_type;
     }
+    pl_free(plans);
     if (!s && !(job.scratch = pl_malloc((size_t)max_row * sizeof(float))))
         s = pl_fail(err, PL_ERR_NOMEM, "no memory for %lld floats of scratch", (long long)max_row);
     if (!s && !(job.staged = pl_malloc((size_t)max_in_rb)))

@@ -776,43 +776,95 @@ typedef enum pl_ftype {
     PL_FTYPE_Q8_0 = 7,
     PL_FTYPE_Q5_0 = 8,
     PL_FTYPE_Q5_1 = 9,
+    PL_FTYPE_Q2_K = 10,
+    PL_FTYPE_Q3_K_S = 11,
+    PL_FTYPE_Q3_K_M = 12, /* also the name "Q3_K", as llama-quantize takes it */
+    PL_FTYPE_Q3_K_L = 13,
     PL_FTYPE_Q4_K_S = 14, /* also the name "Q4_K" (llama-quantize takes "Q4_K" as Q4_K_M) */
     PL_FTYPE_Q4_K_M = 15,
     PL_FTYPE_Q5_K_S = 16, /* also "Q5_K" */
     PL_FTYPE_Q5_K_M = 17,
     PL_FTYPE_Q6_K = 18,
+    PL_FTYPE_Q2_K_S = 21,
+    PL_FTYPE_IQ4_NL = 25,
+    PL_FTYPE_IQ4_XS = 30,
     PL_FTYPE_BF16 = 32,
 } pl_ftype;
 
 /* "Q4_K_M", "F16", …; NULL for values plumb does not write. */
 const char *pl_ftype_name(uint32_t ftype);
-/* Parses a name, case-insensitively: the names above, "Q4_K" (= Q4_K_S), "Q5_K" (= Q5_K_S).
- * PL_ERR_UNSUPPORTED with a message listing the valid names. */
+/* Parses a name, case-insensitively: the names above, "Q3_K" (= Q3_K_M), "Q4_K" (= Q4_K_S),
+ * "Q5_K" (= Q5_K_S). PL_ERR_UNSUPPORTED with a message listing the valid names. */
 pl_status pl_ftype_from_name(const char *name, pl_ftype *out, pl_error *err);
-/* The ftype's main tensor type (PL_TYPE_Q4_K for Q4_K_M); PL_TYPE_COUNT if unknown. */
+/* The ftype's main tensor type (PL_TYPE_Q4_K for Q4_K_M, PL_TYPE_Q2_K for Q2_K_S, PL_TYPE_Q3_K
+ * for the Q3_K mixes); PL_TYPE_COUNT if unknown. */
 pl_type pl_ftype_base_type(uint32_t ftype);
 
-/* What a file type does with one tensor: llama.cpp's llama_tensor_get_type. Quantized:
- * tensors whose name ends in "weight" with two or more dimensions longer than 1, except
- * norms (and the other small tensors llama.cpp exempts). Mixes (unless pure): output.weight
- * (token_embd.weight when tied) -> Q6_K (Q8_0 for Q8_0, or when ne[0] does not fit the
- * base type's block); Q4_K_M/Q5_K_M: attn_v and ffn_down -> Q6_K on layers where
- * use_more_bits(layer, n_layer); Q4_K_S: attn_v -> Q5_K on layers < 4, ffn_down -> Q5_K on
- * layers < n_layer/8. A type whose block does not divide ne[0] falls back as in llama.cpp:
- * Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, then F16 (legacy types fall back to F16). */
+/* What a file type does with one tensor: llama.cpp's llama_tensor_get_type (src/llama-quant.cpp
+ * at c392e509, without an importance matrix). Quantized: tensors whose name ends in "weight"
+ * with two or more dimensions longer than 1, except norms (and the other small tensors
+ * llama.cpp exempts). Mixes (unless pure), with n_gqa = n_head / n_head_kv, "more" =
+ * use_more_bits(i, n): the first and last eighth of n and every third one between, and
+ * i_wv / i_down llama-quantize's counters of attn_v / ffn_down tensors (= the layer index in
+ * a dense model; ffn_down reads the layer from the name when n_expert > 1):
+ * - output.weight (token_embd.weight when tied) -> Q6_K (Q8_0 for Q8_0, or when ne[0] does not
+ *   fit the base type's block).
+ * - attn_v: Q2_K -> Q4_K if n_gqa >= 4 else Q3_K; Q2_K_S -> Q4_K if n_gqa >= 4; Q3_K_M -> Q5_K
+ *   if i_wv < 2 else Q4_K; Q3_K_L -> Q5_K; IQ4_NL/IQ4_XS -> Q5_K if n_gqa >= 4; Q4_K_M/Q5_K_M
+ *   -> Q6_K if more(i_wv, n_wv); Q4_K_S -> Q5_K if i_wv < 4. Then a 70B model (llama or qwen2
+ *   with 80 layers, llama with GQA) lifts Q3_K/Q4_K to Q5_K, and n_expert == 8 takes Q8_0.
+ * - attn_k: Q8_0 when n_expert == 8. attn_q, ffn_gate, ffn_up: the base type.
+ * - ffn_down: Q2_K -> Q3_K; Q2_K_S -> Q4_K if i < n/8; Q3_K_M -> Q5_K if i < n/16 else Q4_K;
+ *   Q3_K_L -> Q5_K; Q4_K_M/Q5_K_M -> Q6_K if more(i, n); IQ4_NL/IQ4_XS -> Q5_K if i < n/8;
+ *   Q4_K_S -> Q5_K if i < n/8 (i = i_down, n = n_layer).
+ * - attn_output: n_expert == 8: Q5_K for Q2_K, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M, IQ4_NL, IQ4_XS;
+ *   otherwise Q2_K -> Q3_K, Q3_K_M -> Q4_K, Q3_K_L -> Q5_K.
+ * - attn_qkv: Q3_K_M/Q3_K_L -> Q4_K, Q4_K_M -> Q5_K, Q5_K_M -> Q6_K.
+ * A type whose block does not divide ne[0] falls back as in llama.cpp: Q2_K, Q3_K, IQ4_XS ->
+ * IQ4_NL; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; then F16 (legacy types and IQ4_NL fall
+ * back to F16). Falcon's rules are left out: plumb has no falcon architecture. */
 typedef struct pl_tensor_plan {
     int quantize;   /* 0: not a weight matrix; the tensor keeps its type and bytes */
     pl_type type;   /* the type to write (when quantize) */
     pl_type wanted; /* what the rules chose before the row-length fallback */
     int fallback;   /* 1 when type != wanted because ne[0] is not a multiple of its block */
 } pl_tensor_plan;
-/* name: the tensor's name; ne[0..n_dims) its shape (ne[0] innermost); n_layer: the
- * model's block count (layer i is read from a "blk.i." prefix); tied: the model has no
- * output.weight; pure: no mixing, every weight matrix gets the base type (the row-length
- * fallback still applies). PL_ERR_INVALID_ARG for a bad ftype, NULL name or shape. */
+
+/* The model as the rules read it (llama.cpp's hparams and quantize state). */
+typedef struct pl_plan_model {
+    const char *arch;       /* general.architecture ("llama", ...); NULL: none known */
+    int64_t n_layer;        /* block_count (llama.cpp's n_ffn_down) */
+    int64_t n_head;         /* attention.head_count (of layer 0); 0: unknown */
+    int64_t n_head_kv;      /* attention.head_count_kv; n_gqa = n_head / n_head_kv, 0 when 0 */
+    int64_t n_expert;       /* expert_count; 0 for a dense model */
+    int tied;               /* the model has no output.weight */
+    int64_t n_attention_wv; /* tensors whose name holds attn_v.weight, attn_qkv.weight or
+                               attn_kv_b.weight (pl_ftype_plan_tensors counts them) */
+} pl_plan_model;
+
+/* One tensor. name: the tensor's name; ne[0..n_dims) its shape (ne[0] innermost); m: the
+ * model; i_attention_wv / i_ffn_down: how many weight matrices whose name holds
+ * "attn_v.weight" / "ffn_down" the mix rules met before this one in llama-quantize's order (by the
+ * layer of a "blk.<i>." prefix, no prefix first, then by name); pure: no mixing, every weight
+ * matrix gets the base type (the row-length fallback still applies). PL_ERR_INVALID_ARG for a bad
+ * ftype, NULL name, model or shape; PL_ERR_UNSUPPORTED for an ffn_down of a mixture-of-experts
+ * model whose name holds no layer in 0..n_layer-1 (llama-quantize refuses it too). */
 pl_status pl_ftype_tensor_plan(pl_ftype ftype, int pure, const char *name, uint32_t n_dims,
-                               const int64_t *ne, int64_t n_layer, int tied, pl_tensor_plan *out,
-                               pl_error *err);
+                               const int64_t *ne, const pl_plan_model *m, int64_t i_attention_wv,
+                               int64_t i_ffn_down, pl_tensor_plan *out, pl_error *err);
+/* A tensor's name, type and shape (also what pl_gguf_write_streamed writes). */
+typedef struct pl_tensor_spec {
+    const char *name;
+    uint32_t type; /* pl_type */
+    uint32_t n_dims;
+    int64_t ne[4];
+} pl_tensor_spec;
+/* Every tensor of a model: out[i] for specs[i] (any order). m gives arch, n_layer, the head and
+ * expert counts; tied and n_attention_wv are taken from the names and the counters kept as
+ * llama-quantize keeps them. */
+pl_status pl_ftype_plan_tensors(pl_ftype ftype, int pure, const pl_plan_model *m,
+                                const pl_tensor_spec *specs, uint64_t n, pl_tensor_plan *out,
+                                pl_error *err);
 
 /* Progress of a long operation: done of total units (elements); returning non-zero cancels
  * it (PL_ERR_CANCELLED). Called from the calling thread. */
@@ -852,12 +904,7 @@ pl_status pl_model_quantize(const char *in_path, const char *out_path,
 /* ---- streamed GGUF writing (used by pl_model_quantize and `plumb mkmodel`) ----
  * The writer references tensor data until it writes; for files larger than memory the
  * tensors are instead produced one at a time by a callback. */
-typedef struct pl_tensor_spec {
-    const char *name;
-    uint32_t type; /* pl_type */
-    uint32_t n_dims;
-    int64_t ne[4];
-} pl_tensor_spec;
+/* pl_tensor_spec (a tensor's name, type and shape) is declared with the file types. */
 /* Writes tensor i's bytes (exactly n_bytes) into dst. A non-PL_OK return aborts the write
  * (return PL_ERR_CANCELLED to cancel) and is passed on. */
 typedef pl_status (*pl_tensor_fill_fn)(void *user, uint64_t i, void *dst, uint64_t n_bytes,

@@ -98,6 +98,25 @@ quantize_matches_mkmodel_at_that_type)
     done
     ;;
 
+quantize_takes_the_k_and_iq4_mixes)
+    # each name llama-quantize takes (Q3_K = Q3_K_M, as it reads it), the same bytes from
+    # quantize as from mkmodel --type, the canonical name in the summary
+    run mkmodel "$tmp/f32.gguf"
+    expect_rc 0 "mkmodel F32"
+    for t in Q2_K Q2_K_S Q3_K Q3_K_S Q3_K_M Q3_K_L IQ4_NL iq4_xs; do
+        run mkmodel --type "$t" "$tmp/direct.gguf"
+        expect_rc 0 "mkmodel --type $t"
+        run quantize "$tmp/f32.gguf" "$tmp/quant.gguf" "$t"
+        expect_rc 0 "quantize $t"
+        case $t in Q3_K) want=Q3_K_M ;; iq4_xs) want=IQ4_XS ;; *) want=$t ;; esac
+        expect_in "$tmp/out" "quantized $tmp/f32.gguf -> $tmp/quant.gguf: $want"
+        expect_same "$tmp/direct.gguf" "$tmp/quant.gguf"
+    done
+    # tiny's 64-wide ffn_down cannot hold Q3_K: Q2_K falls back to IQ4_NL there
+    run quantize "$tmp/f32.gguf" "$tmp/q.gguf" Q2_K
+    expect_in "$tmp/out" "IQ4_NL"
+    ;;
+
 quantize_reports_types_and_fallbacks)
     run mkmodel "$tmp/f32.gguf"
     run quantize "$tmp/f32.gguf" "$tmp/q.gguf" Q4_K_M --threads 2
@@ -113,9 +132,9 @@ quantize_reports_types_and_fallbacks)
 
 quantize_bad_arguments_exit_2)
     run mkmodel "$tmp/f32.gguf"
-    run quantize "$tmp/f32.gguf" "$tmp/q.gguf" Q2_K
-    expect_rc 2 "quantize to Q2_K"
-    expect_in "$tmp/err" "unknown file type 'Q2_K'"
+    run quantize "$tmp/f32.gguf" "$tmp/q.gguf" IQ2_XXS
+    expect_rc 2 "quantize to IQ2_XXS"
+    expect_in "$tmp/err" "unknown file type 'IQ2_XXS'"
     expect_absent "$tmp/q.gguf"
     run quantize "$tmp/f32.gguf" "$tmp/q.gguf"
     expect_rc 2 "quantize without TYPE"
