@@ -590,14 +590,15 @@ static void matmul_repacked_is_bit_identical_to_own_matmul(void)
 }
 
 /* avx512's repack_k.c forms each row's super-block sums exactly and its float terms with
- * ref's operations, so its K-quant layouts give ref's bits, not only the set's own. */
+ * ref's operations, so its K-quant (and IQ4) layouts give ref's bits, not only the set's own. */
 static void matmul_repacked_k_quants_are_bit_identical_to_ref(void)
 {
     const struct pl_kernels *ref = NULL;
     for (int s = 0; s < n_tables; s++)
         if (strcmp(tables[s].k.name, "ref") == 0) ref = &tables[s].k;
     TU_CHECK(ref != NULL, "the ref set is under test");
-    static const pl_type ktypes[] = {PL_TYPE_Q4_K, PL_TYPE_Q5_K, PL_TYPE_Q6_K};
+    static const pl_type ktypes[] = {PL_TYPE_Q4_K, PL_TYPE_Q5_K,   PL_TYPE_Q6_K,  PL_TYPE_Q2_K,
+                                     PL_TYPE_Q3_K, PL_TYPE_IQ4_XS, PL_TYPE_IQ4_NL};
     for (int s = 0; ref && s < n_tables; s++) {
         if (!repacked[s] || strcmp(repacked[s]->name, "avx512") != 0) continue;
         for (size_t ti = 0; ti < sizeof ktypes / sizeof ktypes[0]; ti++)
@@ -608,18 +609,57 @@ static void matmul_repacked_k_quants_are_bit_identical_to_ref(void)
 
 /* Q2_K, Q3_K, IQ4_NL and IQ4_XS: every set forms each block's integer sums exactly and its
  * float term with ref's operations (kernels/README.md), so every set, repacked or not, gives
- * ref's bits. */
+ * ref's bits: on quantized rows and on arbitrary quant bits (q8 -128 activations, every scale
+ * and level), random shapes and slices. */
 static void matmul_low_bit_types_are_bit_identical_to_ref(void)
 {
     const struct pl_kernels *ref = NULL;
     for (int s = 0; s < n_tables; s++)
         if (strcmp(tables[s].k.name, "ref") == 0) ref = &tables[s].k;
     TU_CHECK(ref != NULL, "the ref set is under test");
-    static const pl_type types[] = {PL_TYPE_Q2_K, PL_TYPE_Q3_K, PL_TYPE_IQ4_NL, PL_TYPE_IQ4_XS};
+    static const pl_type ltypes[] = {PL_TYPE_Q2_K, PL_TYPE_Q3_K, PL_TYPE_IQ4_NL, PL_TYPE_IQ4_XS};
     for (int s = 0; ref && s < n_tables; s++) {
-        if (&tables[s].k == ref) continue;
-        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
-            check_repacked_bits(&tables[s].k, &tables[s].k, ref, types[ti], 12000, 24, 9);
+        const struct pl_kernels *k = &tables[s].k;
+        if (k == ref) continue;
+        for (size_t ti = 0; ti < sizeof ltypes / sizeof ltypes[0]; ti++) {
+            const pl_type t = ltypes[ti];
+            for (int i = 0; i < 12; i++) {
+                const uint64_t seed = test_seed(12000 + 64 * (uint64_t)t + (uint64_t)i);
+                tu_rng rng;
+                tu_rng_init(&rng, seed);
+                const int64_t K = block_of(t) * tu_rng_range(&rng, 1, block_of(t) == 32 ? 96 : 12);
+                const int64_t R = tu_rng_range(&rng, 1, 40), T = tu_rng_range(&rng, 1, 9);
+                const int64_t r0 = tu_rng_range(&rng, 0, R - 1), r1 = tu_rng_range(&rng, r0 + 1, R);
+                operands o;
+                make_operands(&o, k, t, K, R, T, -1, -1, &rng);
+                const int arbitrary = i % 2;
+                if (arbitrary) {
+                    for (size_t j = 0; j < (size_t)o.R * o.wrb; j++)
+                        o.w[j] = (unsigned char)tu_rng_u64(&rng);
+                    for (size_t j = 0; j < (size_t)o.T * o.xrb; j++)
+                        o.x[j] = (unsigned char)tu_rng_u64(&rng);
+                    for (int64_t r = 0; r < o.R; r++)
+                        sanitize_row(o.wt, o.w + (size_t)r * o.wrb, K, &rng);
+                    for (int64_t j = 0; j < o.T; j++)
+                        sanitize_row(o.xt, o.x + (size_t)j * o.xrb, K, &rng);
+                }
+                float *a = sentinel_buffer(T * R), *b = sentinel_buffer(T * R);
+                ref->matmul[t](a, R, o.w, o.wrb, o.x, o.xrb, K, r0, r1, T);
+                run(k, &o, b, R, r0, r1, 0, T);
+                const int64_t d = first_bit_difference(b, R, a, R, T, 0, R);
+                TU_CHECK(d < 0,
+                         "set %s type %s seed %" PRIu64 " K %" PRId64 " R %" PRId64 " T %" PRId64
+                         " rows [%" PRId64 ", %" PRId64 ") %s: y[t=%" PRId64 "][r=%" PRId64
+                         "] %a, ref %a",
+                         k->name, tr(t)->name, seed, K, R, T, r0, r1,
+                         arbitrary ? "arbitrary bits" : "quantized", d / 1000000, d % 1000000,
+                         (double)b[(d / 1000000) * R + d % 1000000],
+                         (double)a[(d / 1000000) * R + d % 1000000]);
+                free(a);
+                free(b);
+                free_operands(&o);
+            }
+        }
     }
 }
 

@@ -18,6 +18,10 @@ void matmul_q5_1_q8_0_avx2(PL_AVX2_MATMUL_ARGS);
 void matmul_q4_k_q8_k_avx2(PL_AVX2_MATMUL_ARGS);
 void matmul_q5_k_q8_k_avx2(PL_AVX2_MATMUL_ARGS);
 void matmul_q6_k_q8_k_avx2(PL_AVX2_MATMUL_ARGS);
+void matmul_q2_k_q8_k_avx2(PL_AVX2_MATMUL_ARGS);
+void matmul_q3_k_q8_k_avx2(PL_AVX2_MATMUL_ARGS);
+void matmul_iq4_xs_q8_k_avx2(PL_AVX2_MATMUL_ARGS);
+void matmul_iq4_nl_q8_0_avx2(PL_AVX2_MATMUL_ARGS);
 /* matmul_f.c: float weights against f32 activations */
 void matmul_f32_avx2(PL_AVX2_MATMUL_ARGS);
 void matmul_f16_avx2(PL_AVX2_MATMUL_ARGS);

@@ -575,3 +575,252 @@ void matmul_q6_k_q8_k_avx2(PL_AVX2_MATMUL_ARGS)
     TILE_K(CALL)
 #undef CALL
 }
+
+/* ---- Q2_K, Q3_K, IQ4_XS (x Q8_K) and IQ4_NL (x Q8_0): bit-identical to ref -------------- */
+/* Each keeps ref's operations exactly: the integer sums are exact (any order), then per block
+ * the float term of kernels/ref/matmul.c, added into one float in block order. */
+
+/* The levels of IQ4_NL/IQ4_XS in both 128-bit halves: shuffle_epi8 by nibble maps them. */
+INLINE __m256i iq4_levels(void)
+{
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)pl_iq4nl_values));
+}
+
+/* v . x in int16 pairs for signed levels v (|v| <= 127) and any int8 x (-128 included):
+ * maddubs(|x|, sign(v, x)), |x| <= 128 as an unsigned byte and v negated never overflows
+ * (no level is -128); a pair at most 2 * 128 * 127 = 32512 < 2^15. */
+INLINE __m256i dot_levels(__m256i ax, __m256i v, __m256i x)
+{
+    return _mm256_maddubs_epi16(ax, _mm256_sign_epi8(v, x));
+}
+
+/* One Q2_K weight row against nt tokens: per super-block isum = sum_j (sc_j & 15) (q . x)_j
+ * and summs = sum_j (sc_j >> 4) bsums_j, then ref's s += d * float(isum) - dmin *
+ * float(summs). q <= 3: a maddubs pair at most 2 * 3 * 128 = 768; madd by sc <= 15. The qs
+ * vector of half h shifted by 2 s holds elements 128 h + 32 s + l: sub-block 8 h + 2 s in its
+ * low 128-bit half, 8 h + 2 s + 1 in the high. */
+INLINE void row_q2_k(float *restrict y, int64_t ldy, const pl_block_q2_k *restrict w,
+                     const uint8_t *restrict x, size_t xrb, int64_t nb, const int nt)
+{
+    float s[NT];
+    for (int t = 0; t < nt; t++) s[t] = 0.0f;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; b++) {
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)w[b].scales);
+        const __m256i sc = _mm256_cvtepu8_epi16(_mm_and_si128(sc8, m4));
+        const __m256i mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), m4));
+        __m256i acc[NT];
+        for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i sch = h ? _mm256_permute2x128_si256(sc, sc, 0x11)
+                                  : _mm256_permute2x128_si256(sc, sc, 0x00);
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * h));
+            for (int i = 0; i < 4; i++) {
+                const __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 2 * i), m3);
+                const __m256i si = q6_scale(sch, i);
+                for (int t = 0; t < nt; t++) {
+                    const pl_block_q8_k *xb = (const pl_block_q8_k *)(x + (size_t)t * xrb) + b;
+                    const __m256i xv =
+                        _mm256_loadu_si256((const __m256i *)(xb->qs + 128 * h + 32 * i));
+                    acc[t] = _mm256_add_epi32(acc[t],
+                                              _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), si));
+                }
+            }
+        }
+        const float dw = f16f(w[b].d), dmw = f16f(w[b].dmin);
+        for (int t = 0; t < nt; t++) {
+            const pl_block_q8_k *xb = (const pl_block_q8_k *)(x + (size_t)t * xrb) + b;
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)xb->bsums);
+            int32_t isum, summs;
+            hsum2(acc[t], _mm256_madd_epi16(bs, mn), &isum, &summs);
+            const float d = dw * xb->d, dmin = dmw * xb->d;
+            s[t] += d * (float)isum - dmin * (float)summs;
+        }
+    }
+    for (int t = 0; t < nt; t++) y[t * ldy] = s[t];
+}
+
+/* The 16 six-bit scales of a Q3_K super-block less 32, as int8 (layout: kernels/types.h). */
+INLINE __m128i q3_scales(const uint8_t s[12])
+{
+    uint32_t a[3];
+    memcpy(a, s, 12);
+    const uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+    const uint32_t u0 = (a[0] & m4) | (a[2] & m2) << 4;
+    const uint32_t u1 = (a[1] & m4) | (a[2] >> 2 & m2) << 4;
+    const uint32_t u2 = (a[0] >> 4 & m4) | (a[2] >> 4 & m2) << 4;
+    const uint32_t u3 = (a[1] >> 4 & m4) | (a[2] >> 6 & m2) << 4;
+    return _mm_sub_epi8(_mm_setr_epi32((int)u0, (int)u1, (int)u2, (int)u3), _mm_set1_epi8(32));
+}
+
+/* Bit j (< 8) of each byte of v moved to bit 2, the rest cleared (16-bit shifts by at most 5
+ * bring bit 2 of each byte from inside the same byte). */
+INLINE __m256i bit_to_2(__m256i v, int j)
+{
+    const __m256i s = j <= 2 ? _mm256_slli_epi16(v, 2 - j) : _mm256_srli_epi16(v, j - 2);
+    return _mm256_and_si256(s, _mm256_set1_epi8(4));
+}
+
+/* One Q3_K weight row against nt tokens: ref's s += (d * dx) * float(isum), isum =
+ * sum_j (sc_j - 32) sum_l (u - 4) x with u = q + 4 hbit in 0..7 unsigned, the -4 folded in
+ * through the activation's bsums. maddubs(u, x): a pair at most 2 * 7 * 128 = 1792; madd by
+ * the signed scale into int32. hmask byte l lines up with qs byte l of either half. */
+INLINE void row_q3_k(float *restrict y, int64_t ldy, const pl_block_q3_k *restrict w,
+                     const uint8_t *restrict x, size_t xrb, int64_t nb, const int nt)
+{
+    float s[NT];
+    for (int t = 0; t < nt; t++) s[t] = 0.0f;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int64_t b = 0; b < nb; b++) {
+        const __m256i sc = _mm256_cvtepi8_epi16(q3_scales(w[b].scales));
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)w[b].hmask);
+        __m256i acc[NT];
+        for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i sch = h ? _mm256_permute2x128_si256(sc, sc, 0x11)
+                                  : _mm256_permute2x128_si256(sc, sc, 0x00);
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(w[b].qs + 32 * h));
+            for (int i = 0; i < 4; i++) {
+                const __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 2 * i), m3),
+                                                  bit_to_2(hm, 4 * h + i));
+                const __m256i si = q6_scale(sch, i);
+                for (int t = 0; t < nt; t++) {
+                    const pl_block_q8_k *xb = (const pl_block_q8_k *)(x + (size_t)t * xrb) + b;
+                    const __m256i xv =
+                        _mm256_loadu_si256((const __m256i *)(xb->qs + 128 * h + 32 * i));
+                    acc[t] = _mm256_add_epi32(acc[t],
+                                              _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), si));
+                }
+            }
+        }
+        const float dw = f16f(w[b].d);
+        for (int t = 0; t < nt; t++) {
+            const pl_block_q8_k *xb = (const pl_block_q8_k *)(x + (size_t)t * xrb) + b;
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)xb->bsums);
+            const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc), 2);
+            const int32_t isum = hsum_epi32x8(_mm256_sub_epi32(acc[t], corr));
+            const float d = dw * xb->d;
+            s[t] += d * (float)isum;
+        }
+    }
+    for (int t = 0; t < nt; t++) y[t * ldy] = s[t];
+}
+
+/* The 8 scales ls_i - 32 of an IQ4_XS super-block as int16, in both 128-bit halves. */
+INLINE __m256i iq4xs_scales(const pl_block_iq4_xs *restrict w)
+{
+    uint32_t l;
+    memcpy(&l, w->scales_l, 4);
+    const __m256i lo =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)l),
+                                           _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                         _mm256_set1_epi32(0x0f));
+    const __m256i hi =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w->scales_h),
+                                           _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                         _mm256_set1_epi32(3));
+    const __m256i ls =
+        _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+    const __m128i p = _mm_packs_epi32(_mm256_castsi256_si128(ls), _mm256_extracti128_si256(ls, 1));
+    return _mm256_broadcastsi128_si256(p);
+}
+
+/* One IQ4_XS weight row against nt tokens: ref's s += (d * dx) * float(isum), isum =
+ * sum_i (ls_i - 32) sum_l level(q) x (dot_levels' pairs, then madd by the scale: int32). */
+INLINE void row_iq4_xs(float *restrict y, int64_t ldy, const pl_block_iq4_xs *restrict w,
+                       const uint8_t *restrict x, size_t xrb, int64_t nb, const int nt)
+{
+    float s[NT];
+    for (int t = 0; t < nt; t++) s[t] = 0.0f;
+    const __m256i lv = iq4_levels();
+    for (int64_t b = 0; b < nb; b++) {
+        const __m256i sc = iq4xs_scales(&w[b]);
+        __m256i acc[NT];
+        for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_si256();
+        for (int i = 0; i < 8; i++) {
+            const __m256i v = _mm256_shuffle_epi8(lv, nibbles32(w[b].qs + 16 * i));
+            const __m256i si =
+                _mm256_shuffle_epi8(sc, _mm256_set1_epi16((short)(0x0100 + 0x0202 * i)));
+            for (int t = 0; t < nt; t++) {
+                const pl_block_q8_k *xb = (const pl_block_q8_k *)(x + (size_t)t * xrb) + b;
+                const __m256i xv = _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * i));
+                acc[t] = _mm256_add_epi32(
+                    acc[t], _mm256_madd_epi16(dot_levels(_mm256_abs_epi8(xv), v, xv), si));
+            }
+        }
+        const float dw = f16f(w[b].d);
+        for (int t = 0; t < nt; t++) {
+            const pl_block_q8_k *xb = (const pl_block_q8_k *)(x + (size_t)t * xrb) + b;
+            const float d = dw * xb->d;
+            s[t] += d * (float)hsum_epi32x8(acc[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) y[t * ldy] = s[t];
+}
+
+/* One IQ4_NL weight row against nt tokens, blocks in groups of 8 decoded once: per token the
+ * 8 exact block sums come out in lanes (hsum8x8 of dot_levels' pairs widened by madd), each
+ * term (dw * dx) * float(isum) is formed in its lane as ref forms it, and the terms are added
+ * into one float in block order, as ref adds them. */
+INLINE void row_iq4_nl(float *restrict y, int64_t ldy, const pl_block_iq4_nl *restrict w,
+                       const uint8_t *restrict x, size_t xrb, int64_t nb, const int nt)
+{
+    float s[NT];
+    for (int t = 0; t < nt; t++) s[t] = 0.0f;
+    const __m256i lv = iq4_levels(), one = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb; b += GROUP) {
+        const int n = nb - b < GROUP ? (int)(nb - b) : GROUP;
+        __m256i v[GROUP];
+        for (int i = 0; i < n; i++) v[i] = _mm256_shuffle_epi8(lv, nibbles32(w[b + i].qs));
+        const __m256 dw = f16x8((const uint8_t *)&w[b].d, sizeof(pl_block_iq4_nl), n);
+        for (int t = 0; t < nt; t++) {
+            const pl_block_q8_0 *xb = (const pl_block_q8_0 *)(x + (size_t)t * xrb) + b;
+            __m256i p[GROUP];
+            for (int i = 0; i < GROUP; i++) {
+                p[i] = _mm256_setzero_si256();
+                if (i >= n) continue;
+                const __m256i xv = _mm256_loadu_si256((const __m256i *)xb[i].qs);
+                p[i] = _mm256_madd_epi16(dot_levels(_mm256_abs_epi8(xv), v[i], xv), one);
+            }
+            const __m256 dx = f16x8((const uint8_t *)&xb[0].d, sizeof(pl_block_q8_0), n);
+            float term[GROUP];
+            _mm256_storeu_ps(term,
+                             _mm256_mul_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(hsum8x8(p))));
+            for (int i = 0; i < n; i++) s[t] += term[i];
+        }
+    }
+    for (int t = 0; t < nt; t++) y[t * ldy] = s[t];
+}
+
+void matmul_q2_k_q8_k_avx2(PL_AVX2_MATMUL_ARGS)
+{
+    const int64_t nb = K / PL_QK_K;
+#define CALL(n) row_q2_k(yt, ldy, (const pl_block_q2_k *)wr, xt, x_row_bytes, nb, n)
+    TILE_K(CALL)
+#undef CALL
+}
+
+void matmul_q3_k_q8_k_avx2(PL_AVX2_MATMUL_ARGS)
+{
+    const int64_t nb = K / PL_QK_K;
+#define CALL(n) row_q3_k(yt, ldy, (const pl_block_q3_k *)wr, xt, x_row_bytes, nb, n)
+    TILE_K(CALL)
+#undef CALL
+}
+
+void matmul_iq4_xs_q8_k_avx2(PL_AVX2_MATMUL_ARGS)
+{
+    const int64_t nb = K / PL_QK_K;
+#define CALL(n) row_iq4_xs(yt, ldy, (const pl_block_iq4_xs *)wr, xt, x_row_bytes, nb, n)
+    TILE_K(CALL)
+#undef CALL
+}
+
+void matmul_iq4_nl_q8_0_avx2(PL_AVX2_MATMUL_ARGS)
+{
+    const int64_t nb = K / PL_QK4_NL;
+#define CALL(n) row_iq4_nl(yt, ldy, (const pl_block_iq4_nl *)wr, xt, x_row_bytes, nb, n)
+    TILE_K(CALL)
+#undef CALL
+}

@@ -38,6 +38,10 @@ const struct pl_kernels pl_kernels_avx2 = {
             [PL_TYPE_Q4_K] = matmul_q4_k_q8_k_avx2,
             [PL_TYPE_Q5_K] = matmul_q5_k_q8_k_avx2,
             [PL_TYPE_Q6_K] = matmul_q6_k_q8_k_avx2,
+            [PL_TYPE_Q2_K] = matmul_q2_k_q8_k_avx2,
+            [PL_TYPE_Q3_K] = matmul_q3_k_q8_k_avx2,
+            [PL_TYPE_IQ4_NL] = matmul_iq4_nl_q8_0_avx2,
+            [PL_TYPE_IQ4_XS] = matmul_iq4_xs_q8_k_avx2,
         },
     .repack =
         {

@@ -98,10 +98,12 @@ static size_t packed_size(int64_t K, int64_t R, size_t group_bytes)
 
 /* The tile loop shared by both types: groups of the thread's rows, tokens in blocks that stay
  * in L2, tiles of NT tokens (constant sizes, so the token loops unroll). */
-#define K_DRIVER(fn, GROUP_BYTES)                                                                  \
+#define K_DRIVER(fn, GROUP_BYTES) K_DRIVER_X(fn, GROUP_BYTES, pl_block_q8_k, PL_QK_K)
+/* ... with activation blocks of type XBLOCK, BS elements each (IQ4_NL: Q8_0, 32) */
+#define K_DRIVER_X(fn, GROUP_BYTES, XBLOCK, BS)                                                    \
     do {                                                                                           \
         (void)w_row_bytes;                                                                         \
-        const int64_t nb = K / PL_QK_K;                                                            \
+        const int64_t nb = K / (BS);                                                               \
         int64_t TB = (int64_t)(XBLOCK_BYTES / x_row_bytes) / NT * NT;                              \
         if (TB < NT) TB = NT;                                                                      \
         for (int64_t t0 = 0; t0 < T; t0 += TB) {                                                   \
@@ -113,10 +115,10 @@ static size_t packed_size(int64_t K, int64_t R, size_t group_bytes)
                 const __mmask8 rows = (__mmask8)((0xffu << lo) & (0xffu >> (G - hi)));             \
                 for (int64_t k0 = 0; k0 < tn; k0 += NT) {                                          \
                     const int n = tn - k0 < NT ? (int)(tn - k0) : NT;                              \
-                    const pl_block_q8_k *xb[NT];                                                   \
+                    const XBLOCK *xb[NT];                                                          \
                     for (int k = 0; k < n; k++)                                                    \
-                        xb[k] = (const pl_block_q8_k *)((const uint8_t *)x +                       \
-                                                        (size_t)(t0 + k0 + k) * x_row_bytes);      \
+                        xb[k] = (const XBLOCK *)((const uint8_t *)x +                              \
+                                                 (size_t)(t0 + k0 + k) * x_row_bytes);             \
                     __m256 s[NT];                                                                  \
                     switch (n) {                                                                   \
                     case 1:                                                                        \
@@ -410,3 +412,391 @@ static void matmul_q6_k_packed(PL_AVX512_MATMUL_ARGS)
 }
 
 const pl_repack pl_repack_q6_k_avx512 = {size_q6_k, pack_q6_k, matmul_q6_k_packed, NULL, NULL};
+
+/* ---- Q2_K, Q3_K, IQ4_XS and IQ4_NL ---------------------------------------------------- */
+/* Layouts, per group of 8 rows, per (super-)block (the same bytes as 8 ggml blocks):
+ *   Q2_K:   d[8] f16, dmin[8] f16, scales[16][8] (sub-block major), then qs as 8 vectors
+ *           (bytes 8r.. of vector m are row r's qs[8m ..]).
+ *   Q3_K:   d[8] f16, scales as 3 u32 words per row (s0[8], s1[8], s2[8]), hmask as 4
+ *           vectors (row r's hmask[8m ..]), then qs as 8 vectors (as Q2_K).
+ *   IQ4_XS: d[8] f16, scales_h[8] u16, scales_l as 1 u32 word per row, then qs as 16 vectors.
+ *   IQ4_NL: d[8] f16, then qs as 2 vectors.
+ * Qs vector m = 4 h + mm of Q2_K/Q3_K shifted by 2 s holds elements 128 h + 32 s + 8 mm + e
+ * (sub-block 8 h + 2 s + mm / 2), and the high bits of those elements are bit 4 h + s of
+ * hmask vector mm. IQ4_XS vector m, low nibbles: elements 32 (m / 2) + 8 (m % 2) + e, high
+ * nibbles 16 further; IQ4_NL vector m likewise with one block of 32.
+ *
+ * Integer sums, exact for every byte value (vpdpbusd adds u8 x s8 products into int32, no
+ * saturation): Q2_K's q <= 3 and Q3_K's u = q + 4 hbit <= 7 are unsigned against int8 x, Q3_K's
+ * -4 comes back through the activation's bsums; IQ4_XS's levels + 128 (unsigned) against x,
+ * less 128 sum(x) through the bsums; IQ4_NL's signed levels against x + 128 (unsigned), less
+ * 128 sum(levels), a weight-only sum shared by the tile's tokens. Then each row's float term
+ * as ref forms it, added into one float per row in block order. */
+
+#define Q2K_GROUP (G * sizeof(pl_block_q2_k))
+#define Q3K_GROUP (G * sizeof(pl_block_q3_k))
+#define XS_GROUP  (G * sizeof(pl_block_iq4_xs))
+#define NL_GROUP  (G * sizeof(pl_block_iq4_nl))
+#define Q2K_QS    160 /* offsets in a group's super-block */
+#define Q3K_HM    112
+#define Q3K_QS    368
+#define XS_QS     64
+
+static size_t size_q2_k(int64_t K, int64_t R)
+{
+    return packed_size(K, R, Q2K_GROUP);
+}
+
+static size_t size_q3_k(int64_t K, int64_t R)
+{
+    return packed_size(K, R, Q3K_GROUP);
+}
+
+static size_t size_iq4_xs(int64_t K, int64_t R)
+{
+    return packed_size(K, R, XS_GROUP);
+}
+
+static size_t size_iq4_nl(int64_t K, int64_t R)
+{
+    return (size_t)((R + G - 1) / G) * (size_t)(K / PL_QK4_NL) * NL_GROUP;
+}
+
+static void pack_q2_k(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
+                      int64_t R)
+{
+    static const uint8_t zero[sizeof(pl_block_q2_k)];
+    const int64_t nb = K / PL_QK_K;
+    for (int64_t g = 0; g < (R + G - 1) / G; g++)
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t *o = (uint8_t *)dst + ((size_t)g * (size_t)nb + (size_t)b) * Q2K_GROUP;
+            const uint8_t *rows[G];
+            group_rows(rows, src, srb, g, b, sizeof(pl_block_q2_k), R, zero);
+            for (int r = 0; r < G; r++) {
+                const pl_block_q2_k *blk = (const pl_block_q2_k *)rows[r];
+                memcpy(o + 2 * r, &blk->d, 2);
+                memcpy(o + 16 + 2 * r, &blk->dmin, 2);
+                for (int j = 0; j < 16; j++) o[32 + 8 * j + r] = blk->scales[j];
+            }
+            interleave8(o + Q2K_QS, rows, offsetof(pl_block_q2_k, qs), 8);
+        }
+}
+
+static void pack_q3_k(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
+                      int64_t R)
+{
+    static const uint8_t zero[sizeof(pl_block_q3_k)];
+    const int64_t nb = K / PL_QK_K;
+    for (int64_t g = 0; g < (R + G - 1) / G; g++)
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t *o = (uint8_t *)dst + ((size_t)g * (size_t)nb + (size_t)b) * Q3K_GROUP;
+            const uint8_t *rows[G];
+            group_rows(rows, src, srb, g, b, sizeof(pl_block_q3_k), R, zero);
+            for (int r = 0; r < G; r++) {
+                const pl_block_q3_k *blk = (const pl_block_q3_k *)rows[r];
+                memcpy(o + 2 * r, &blk->d, 2);
+                for (int w = 0; w < 3; w++) memcpy(o + 16 + 32 * w + 4 * r, blk->scales + 4 * w, 4);
+            }
+            interleave8(o + Q3K_HM, rows, offsetof(pl_block_q3_k, hmask), 4);
+            interleave8(o + Q3K_QS, rows, offsetof(pl_block_q3_k, qs), 8);
+        }
+}
+
+static void pack_iq4_xs(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
+                        int64_t R)
+{
+    static const uint8_t zero[sizeof(pl_block_iq4_xs)];
+    const int64_t nb = K / PL_QK_K;
+    for (int64_t g = 0; g < (R + G - 1) / G; g++)
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t *o = (uint8_t *)dst + ((size_t)g * (size_t)nb + (size_t)b) * XS_GROUP;
+            const uint8_t *rows[G];
+            group_rows(rows, src, srb, g, b, sizeof(pl_block_iq4_xs), R, zero);
+            for (int r = 0; r < G; r++) {
+                const pl_block_iq4_xs *blk = (const pl_block_iq4_xs *)rows[r];
+                memcpy(o + 2 * r, &blk->d, 2);
+                memcpy(o + 16 + 2 * r, &blk->scales_h, 2);
+                memcpy(o + 32 + 4 * r, blk->scales_l, 4);
+            }
+            interleave8(o + XS_QS, rows, offsetof(pl_block_iq4_xs, qs), 16);
+        }
+}
+
+static void pack_iq4_nl(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
+                        int64_t R)
+{
+    static const uint8_t zero[sizeof(pl_block_iq4_nl)];
+    const int64_t nb = K / PL_QK4_NL;
+    for (int64_t g = 0; g < (R + G - 1) / G; g++)
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t *o = (uint8_t *)dst + ((size_t)g * (size_t)nb + (size_t)b) * NL_GROUP;
+            const uint8_t *rows[G];
+            group_rows(rows, src, srb, g, b, sizeof(pl_block_iq4_nl), R, zero);
+            for (int r = 0; r < G; r++) memcpy(o + 2 * r, rows[r], 2);
+            interleave8(o + 16, rows, offsetof(pl_block_iq4_nl, qs), 2);
+        }
+}
+
+/* Bit j (< 8) of each byte of v moved to bit 2, the rest cleared (16-bit shifts by at most 5
+ * bring bit 2 of each byte from inside the same byte). */
+INLINE __m512i bit_to_2(__m512i v, int j)
+{
+    const __m512i s =
+        j <= 2 ? _mm512_slli_epi16(v, (unsigned)(2 - j)) : _mm512_srli_epi16(v, (unsigned)(j - 2));
+    return _mm512_and_si512(s, _mm512_set1_epi8(4));
+}
+
+/* permutexvar indices: lanes 2r, 2r + 1 of the result take lane 8 h + r. */
+static inline __m512i dup_idx(int h)
+{
+    return _mm512_add_epi32(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
+                            _mm512_set1_epi32(8 * h));
+}
+
+/* Q2_K and Q3_K share the walk over the qs vectors: q3 (a constant in every caller) merges
+ * Q3_K's high bits. acc[k][j] receives the n tokens' sub-block sums, lanes 2r, 2r + 1. */
+INLINE void k2_dots(const uint8_t *restrict qs, const uint8_t *restrict hm,
+                    const pl_block_q8_k *const *xb, int64_t b, const int n, __m512i acc[NT][16],
+                    const int q3)
+{
+    const __m512i m3 = _mm512_set1_epi8(3);
+    for (int k = 0; k < n; k++)
+        for (int j = 0; j < 16; j++) acc[k][j] = _mm512_setzero_si512();
+    for (int h = 0; h < 2; h++) {
+        __m512i v[4], hb[4];
+        for (int mm = 0; mm < 4; mm++) {
+            v[mm] = ldz(qs + 64 * (4 * h + mm));
+            hb[mm] = q3 ? ldz(hm + 64 * mm) : _mm512_setzero_si512();
+        }
+        for (int s = 0; s < 4; s++)
+            for (int mm = 0; mm < 4; mm++) {
+                __m512i q = _mm512_and_si512(_mm512_srli_epi16(v[mm], (unsigned)(2 * s)), m3);
+                if (q3) q = _mm512_or_si512(q, bit_to_2(hb[mm], 4 * h + s));
+                const int j = 8 * h + 2 * s + mm / 2;
+                for (int k = 0; k < n; k++)
+                    acc[k][j] = _mm512_dpbusd_epi32(
+                        acc[k][j], q, pl_avx512_bcast8(xb[k][b].qs + 128 * h + 32 * s + 8 * mm));
+            }
+    }
+}
+
+/* s[k] = the n tokens' dots with the group's 8 rows, super-block by super-block as ref:
+ * s += d * float(isum) - dmin * float(summs), d = dw * dx, dmin = dminw * dx. */
+INLINE void tile_q2_k(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
+                      const int n, __m256 s[NT])
+{
+    const __m512i m4 = _mm512_set1_epi32(0x0f);
+    for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *o = base + (size_t)b * Q2K_GROUP;
+        for (size_t c = 0; c < Q2K_GROUP; c += 64)
+            _mm_prefetch((const char *)o + 2 * Q2K_GROUP + c, _MM_HINT_T0);
+        __m512i acc[NT][16];
+        k2_dots(o + Q2K_QS, NULL, xb, b, n, acc, 0);
+        __m512i isum[NT];
+        for (int k = 0; k < n; k++) isum[k] = _mm512_setzero_si512();
+        for (int i = 0; i < 8; i++) { /* scales 2i (lanes 0..7) and 2i + 1 (8..15) */
+            const __m512i s2 = _mm512_and_si512(
+                _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(o + 32 + 16 * i))), m4);
+            for (int h = 0; h < 2; h++) {
+                const __m512i sc = _mm512_permutexvar_epi32(dup_idx(h), s2);
+                for (int k = 0; k < n; k++)
+                    isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(acc[k][2 * i + h], sc));
+            }
+        }
+        __m256i mp[8]; /* row r's (m_2i, m_2i+1) as int16 in int32 lane r */
+        for (int i = 0; i < 8; i++) {
+            const __m128i a =
+                _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(o + 32 + 16 * i)),
+                                  _mm_loadl_epi64((const __m128i *)(o + 40 + 16 * i)));
+            mp[i] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(a, 4), _mm_set1_epi8(0x0f)));
+        }
+        const __m256 dw = f16x8(o), dmw = f16x8(o + 16);
+        for (int k = 0; k < n; k++) {
+            __m256i summs = _mm256_setzero_si256();
+            for (int i = 0; i < 8; i++)
+                summs = _mm256_dpwssd_epi32(summs, mp[i], bd(xb[k][b].bsums + 2 * i));
+            const __m256 dx = _mm256_set1_ps(xb[k][b].d);
+            const __m256 d = _mm256_mul_ps(dw, dx), dmin = _mm256_mul_ps(dmw, dx);
+            const __m256 term =
+                _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(pairsum(isum[k]))),
+                              _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(summs)));
+            s[k] = _mm256_add_ps(s[k], term);
+        }
+    }
+}
+
+/* ref's s += (dw * dx) * float(isum), isum = sum_j (sc_j - 32) (sum u x - 4 bsums_j). */
+INLINE void tile_q3_k(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
+                      const int n, __m256 s[NT])
+{
+    const __m512i m4 = _mm512_set1_epi32(0x0f), m2 = _mm512_set1_epi32(3),
+                  c32 = _mm512_set1_epi32(32);
+    for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *o = base + (size_t)b * Q3K_GROUP;
+        for (size_t c = 0; c < Q3K_GROUP; c += 64)
+            _mm_prefetch((const char *)o + 2 * Q3K_GROUP + c, _MM_HINT_T0);
+        __m512i acc[NT][16];
+        k2_dots(o + Q3K_QS, o + Q3K_HM, xb, b, n, acc, 1);
+        /* scale j of row r in int32 lane r: low 4 bits in byte j % 8 of words a0, a1 (high
+         * nibble for j >= 8), high 2 bits at 2 (j / 4) in byte j % 4 of word t */
+        const __m512i a0 = dup32(ld(o + 16)), a1 = dup32(ld(o + 48)), t = dup32(ld(o + 80));
+        __m512i isum[NT];
+        for (int k = 0; k < n; k++) isum[k] = _mm512_setzero_si512();
+        __m256i sp[8]; /* row r's (sc_2i, sc_2i+1) as int16 in int32 lane r */
+        for (int j = 0; j < 16; j++) {
+            const __m512i a = (j / 4) % 2 ? a1 : a0;
+            const unsigned lo_at = 8 * (j % 4) + (j >= 8 ? 4 : 0),
+                           hi_at = 8 * (j % 4) + 2 * (j / 4);
+            const __m512i sc = _mm512_sub_epi32(
+                _mm512_or_si512(
+                    _mm512_and_si512(_mm512_srli_epi32(a, lo_at), m4),
+                    _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(t, hi_at), m2), 4)),
+                c32);
+            for (int k = 0; k < n; k++)
+                isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(acc[k][j], sc));
+            /* lanes 2r hold each row's scale once: int16 pairs for the correction */
+            const __m256i sr = _mm512_cvtepi64_epi32(sc);
+            sp[j / 2] = j % 2 ? _mm256_or_si256(sp[j / 2], _mm256_slli_epi32(sr, 16))
+                              : _mm256_and_si256(sr, _mm256_set1_epi32(0xffff));
+        }
+        const __m256 dw = f16x8(o);
+        for (int k = 0; k < n; k++) {
+            __m256i corr = _mm256_setzero_si256();
+            for (int i = 0; i < 8; i++)
+                corr = _mm256_dpwssd_epi32(corr, sp[i], bd(xb[k][b].bsums + 2 * i));
+            const __m256i is = _mm256_sub_epi32(pairsum(isum[k]), _mm256_slli_epi32(corr, 2));
+            const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xb[k][b].d));
+            s[k] = _mm256_add_ps(s[k], _mm256_mul_ps(d, _mm256_cvtepi32_ps(is)));
+        }
+    }
+}
+
+/* The 16 levels in every 128-bit lane, plus off (128: unsigned levels; 0: signed). */
+static inline __m512i iq4_levels(int off)
+{
+    return _mm512_add_epi8(
+        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)pl_iq4nl_values)),
+        _mm512_set1_epi8((char)off));
+}
+
+/* ref's s += (dw * dx) * float(isum), isum = sum_i (ls_i - 32) (sum (level + 128) x -
+ * 128 (bsums_2i + bsums_2i+1)). */
+INLINE void tile_iq4_xs(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
+                        const int n, __m256 s[NT])
+{
+    const __m512i lv = iq4_levels(128), m4 = _mm512_set1_epi8(0x0f);
+    for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *o = base + (size_t)b * XS_GROUP;
+        for (size_t c = 0; c < XS_GROUP; c += 64)
+            _mm_prefetch((const char *)o + 2 * XS_GROUP + c, _MM_HINT_T0);
+        const __m256i sh = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(o + 16)));
+        const __m256i sl = ld(o + 32);
+        __m512i isum[NT];
+        __m256i corr[NT];
+        for (int k = 0; k < n; k++) {
+            isum[k] = _mm512_setzero_si512();
+            corr[k] = _mm256_setzero_si256();
+        }
+        for (int i = 0; i < 8; i++) {
+            const __m256i ls = _mm256_sub_epi32(
+                _mm256_or_si256(
+                    _mm256_and_si256(_mm256_srli_epi32(sl, 4 * i), _mm256_set1_epi32(0x0f)),
+                    _mm256_slli_epi32(
+                        _mm256_and_si256(_mm256_srli_epi32(sh, 2 * i), _mm256_set1_epi32(3)), 4)),
+                _mm256_set1_epi32(32));
+            __m512i acc[NT];
+            for (int k = 0; k < n; k++) acc[k] = _mm512_setzero_si512();
+            for (int c = 0; c < 2; c++) {
+                const __m512i v = ldz(o + XS_QS + 64 * (2 * i + c));
+                const __m512i lo = _mm512_shuffle_epi8(lv, _mm512_and_si512(v, m4));
+                const __m512i hi =
+                    _mm512_shuffle_epi8(lv, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+                for (int k = 0; k < n; k++) {
+                    const int8_t *xq = xb[k][b].qs + 32 * i + 8 * c;
+                    acc[k] = _mm512_dpbusd_epi32(acc[k], lo, pl_avx512_bcast8(xq));
+                    acc[k] = _mm512_dpbusd_epi32(acc[k], hi, pl_avx512_bcast8(xq + 16));
+                }
+            }
+            const __m512i lsd = dup32(ls);
+            const __m256i lsp = _mm256_or_si256(_mm256_and_si256(ls, _mm256_set1_epi32(0xffff)),
+                                                _mm256_slli_epi32(ls, 16));
+            for (int k = 0; k < n; k++) {
+                isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(acc[k], lsd));
+                corr[k] = _mm256_dpwssd_epi32(corr[k], lsp, bd(xb[k][b].bsums + 2 * i));
+            }
+        }
+        const __m256 dw = f16x8(o);
+        for (int k = 0; k < n; k++) {
+            const __m256i is = _mm256_sub_epi32(pairsum(isum[k]), _mm256_slli_epi32(corr[k], 7));
+            const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xb[k][b].d));
+            s[k] = _mm256_add_ps(s[k], _mm256_mul_ps(d, _mm256_cvtepi32_ps(is)));
+        }
+    }
+}
+
+/* ref's s += (dw * dx) * float(isum) per 32-block, isum = sum (x + 128) level - 128 sum(level). */
+INLINE void tile_iq4_nl(const uint8_t *restrict base, int64_t nb, const pl_block_q8_0 *const *xb,
+                        const int n, __m256 s[NT])
+{
+    const __m512i lv = iq4_levels(0), m4 = _mm512_set1_epi8(0x0f),
+                  c80 = _mm512_set1_epi8((char)0x80);
+    for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *o = base + (size_t)b * NL_GROUP;
+        _mm_prefetch((const char *)o + 4 * NL_GROUP, _MM_HINT_T0);
+        _mm_prefetch((const char *)o + 4 * NL_GROUP + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)o + 4 * NL_GROUP + 128, _MM_HINT_T0);
+        __m512i q[4]; /* vector c's low nibbles, then its high nibbles, as levels */
+        for (int c = 0; c < 2; c++) {
+            const __m512i v = ldz(o + 16 + 64 * c);
+            q[2 * c] = _mm512_shuffle_epi8(lv, _mm512_and_si512(v, m4));
+            q[2 * c + 1] = _mm512_shuffle_epi8(lv, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+        }
+        __m512i wc = _mm512_setzero_si512();
+        for (int i = 0; i < 4; i++) wc = _mm512_dpbusd_epi32(wc, c80, q[i]);
+        const __m256 dw = f16x8(o);
+        for (int k = 0; k < n; k++) {
+            const int8_t *xq = xb[k][b].qs;
+            __m512i acc = _mm512_setzero_si512();
+            for (int c = 0; c < 2; c++) {
+                acc = _mm512_dpbusd_epi32(acc, _mm512_xor_si512(pl_avx512_bcast8(xq + 8 * c), c80),
+                                          q[2 * c]);
+                acc = _mm512_dpbusd_epi32(
+                    acc, _mm512_xor_si512(pl_avx512_bcast8(xq + 16 + 8 * c), c80), q[2 * c + 1]);
+            }
+            const __m256i is = pairsum(_mm512_sub_epi32(acc, wc));
+            const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(_cvtsh_ss(xb[k][b].d)));
+            s[k] = _mm256_add_ps(s[k], _mm256_mul_ps(d, _mm256_cvtepi32_ps(is)));
+        }
+    }
+}
+
+static void matmul_q2_k_packed(PL_AVX512_MATMUL_ARGS)
+{
+    K_DRIVER(tile_q2_k, Q2K_GROUP);
+}
+
+static void matmul_q3_k_packed(PL_AVX512_MATMUL_ARGS)
+{
+    K_DRIVER(tile_q3_k, Q3K_GROUP);
+}
+
+static void matmul_iq4_xs_packed(PL_AVX512_MATMUL_ARGS)
+{
+    K_DRIVER(tile_iq4_xs, XS_GROUP);
+}
+
+static void matmul_iq4_nl_packed(PL_AVX512_MATMUL_ARGS)
+{
+    K_DRIVER_X(tile_iq4_nl, NL_GROUP, pl_block_q8_0, PL_QK4_NL);
+}
+
+const pl_repack pl_repack_q2_k_avx512 = {size_q2_k, pack_q2_k, matmul_q2_k_packed, NULL, NULL};
+const pl_repack pl_repack_q3_k_avx512 = {size_q3_k, pack_q3_k, matmul_q3_k_packed, NULL, NULL};
+const pl_repack pl_repack_iq4_xs_avx512 = {size_iq4_xs, pack_iq4_xs, matmul_iq4_xs_packed, NULL,
+                                           NULL};
+const pl_repack pl_repack_iq4_nl_avx512 = {size_iq4_nl, pack_iq4_nl, matmul_iq4_nl_packed, NULL,
+                                           NULL};

@@ -1,9 +1,12 @@
 /* set.c — the avx512 kernel table (AVX-512 F/BW/VL/DQ + VNNI, FMA, F16C). Entries left
  * NULL fall back to ref, explicitly: the registry records them and `plumb kernels` prints
  * them. BF16 instructions are not used: vdpbf16ps rounds differently from IEEE FMA and
- * flushes denormals, so BF16 weights are widened exactly and go through FMA instead. */
+ * flushes denormals, so BF16 weights are widened exactly and go through FMA instead.
+ * Q2_K, Q3_K, IQ4_NL and IQ4_XS straight from the mapping (repacking off) run the avx2
+ * kernels, bit-identical to ref as the repacked ones are. */
 #include "avx512.h"
 #include "cpu.h"
+#include "avx2/avx2.h"
 #include "avx2/ops.h"
 
 static int avx512_supported(void)
@@ -39,6 +42,10 @@ const struct pl_kernels pl_kernels_avx512 = {
             [PL_TYPE_Q4_K] = matmul_q4_k_q8_k_avx512,
             [PL_TYPE_Q5_K] = matmul_q5_k_q8_k_avx512,
             [PL_TYPE_Q6_K] = matmul_q6_k_q8_k_avx512,
+            [PL_TYPE_Q2_K] = matmul_q2_k_q8_k_avx2,
+            [PL_TYPE_Q3_K] = matmul_q3_k_q8_k_avx2,
+            [PL_TYPE_IQ4_NL] = matmul_iq4_nl_q8_0_avx2,
+            [PL_TYPE_IQ4_XS] = matmul_iq4_xs_q8_k_avx2,
         },
     .repack =
         {
@@ -53,5 +60,9 @@ const struct pl_kernels pl_kernels_avx512 = {
             [PL_TYPE_Q4_K] = &pl_repack_q4_k_avx512,
             [PL_TYPE_Q5_K] = &pl_repack_q5_k_avx512,
             [PL_TYPE_Q6_K] = &pl_repack_q6_k_avx512,
+            [PL_TYPE_Q2_K] = &pl_repack_q2_k_avx512,
+            [PL_TYPE_Q3_K] = &pl_repack_q3_k_avx512,
+            [PL_TYPE_IQ4_NL] = &pl_repack_iq4_nl_avx512,
+            [PL_TYPE_IQ4_XS] = &pl_repack_iq4_xs_avx512,
         },
 };
