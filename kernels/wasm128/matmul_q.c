@@ -110,13 +110,13 @@ PL_W_INLINE void bytes_32(v128_t *lo, v128_t *hi, pl_type type, const uint8_t *b
     }
 }
 
+#if PL_W_RELAXED
 /* Whether bytes_32 gives the type's values as int8 (else unsigned quants). */
 PL_W_INLINE int signed_32(pl_type type)
 {
     return type == PL_TYPE_Q8_0 || type == PL_TYPE_IQ4_NL;
 }
 
-#if PL_W_RELAXED
 /* Block i of the group: 32 unsigned quants as 2 byte vectors (elements 16k .. 16k + 15 in
  * u[k]), the offset not taken; int8 values (Q8_0, IQ4_NL): the low 7 bits in u, the sign bit
  * (0/1) in hb. */
