@@ -70,6 +70,20 @@ static inline __m256i pairsum(__m512i v)
 
 /* Writes the 8-byte chunks of the 8 rows' byte arrays interleaved: out[64k + 8r + e] =
  * row r's src[8k + e], for k < n_chunks. */
+/* A super-block's term with mins (Q4_K, Q5_K, Q2_K), ref's (dw dx) float(isum) -
+ * (dmin dx) float(summs) for the 8 rows: isum as pairs of lanes, summs = sum_j m_j
+ * (bsums[2j] + bsums[2j + 1]), row r's (m_j, m_j) as int16 in int32 lane r of mp[j]. */
+static inline __m256 min_term(__m512i isum, const __m256i mp[8], const pl_block_q8_k *x, __m256 dw,
+                              __m256 dmw)
+{
+    __m256i summs = _mm256_setzero_si256();
+    for (int j = 0; j < 8; j++) summs = _mm256_dpwssd_epi32(summs, mp[j], bd(x->bsums + 2 * j));
+    const __m256 dx = _mm256_set1_ps(x->d);
+    const __m256 d = _mm256_mul_ps(dw, dx), dmin = _mm256_mul_ps(dmw, dx);
+    return _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(pairsum(isum))),
+                         _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(summs)));
+}
+
 static void interleave8(uint8_t *out, const uint8_t *const rows[G], size_t off, int n_chunks)
 {
     for (int k = 0; k < n_chunks; k++)
@@ -265,18 +279,8 @@ INLINE void tile_k4(const uint8_t *restrict base, int64_t nb, const pl_block_q8_
             }
         }
         const __m256 dw = f16x8(o), dmw = f16x8(o + 16);
-        for (int k = 0; k < n; k++) {
-            /* summs = sum_j m_j (bsums[2j] + bsums[2j + 1]): pairs (m_j, m_j) . bsums[2j..] */
-            __m256i summs = _mm256_setzero_si256();
-            for (int j = 0; j < 8; j++)
-                summs = _mm256_dpwssd_epi32(summs, mm[j], bd(xb[k][b].bsums + 2 * j));
-            const __m256 dx = _mm256_set1_ps(xb[k][b].d);
-            const __m256 d = _mm256_mul_ps(dw, dx), dmin = _mm256_mul_ps(dmw, dx);
-            const __m256 term =
-                _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(pairsum(isum[k]))),
-                              _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(summs)));
-            s[k] = _mm256_add_ps(s[k], term);
-        }
+        for (int k = 0; k < n; k++)
+            s[k] = _mm256_add_ps(s[k], min_term(isum[k], mm, &xb[k][b], dw, dmw));
     }
 }
 
@@ -612,17 +616,8 @@ INLINE void tile_q2_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
             mp[i] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(a, 4), _mm_set1_epi8(0x0f)));
         }
         const __m256 dw = f16x8(o), dmw = f16x8(o + 16);
-        for (int k = 0; k < n; k++) {
-            __m256i summs = _mm256_setzero_si256();
-            for (int i = 0; i < 8; i++)
-                summs = _mm256_dpwssd_epi32(summs, mp[i], bd(xb[k][b].bsums + 2 * i));
-            const __m256 dx = _mm256_set1_ps(xb[k][b].d);
-            const __m256 d = _mm256_mul_ps(dw, dx), dmin = _mm256_mul_ps(dmw, dx);
-            const __m256 term =
-                _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(pairsum(isum[k]))),
-                              _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(summs)));
-            s[k] = _mm256_add_ps(s[k], term);
-        }
+        for (int k = 0; k < n; k++)
+            s[k] = _mm256_add_ps(s[k], min_term(isum[k], mp, &xb[k][b], dw, dmw));
     }
 }
 
