@@ -358,6 +358,15 @@ static void sanitize_row(pl_type t, unsigned char *row, int64_t K, tu_rng *rng)
     }
 }
 
+/* Every byte of W and X random, then each row's scales made finite (sanitize_row). */
+static void arbitrary_bits(operands *o, tu_rng *rng)
+{
+    for (size_t i = 0; i < (size_t)o->R * o->wrb; i++) o->w[i] = (unsigned char)tu_rng_u64(rng);
+    for (size_t i = 0; i < (size_t)o->T * o->xrb; i++) o->x[i] = (unsigned char)tu_rng_u64(rng);
+    for (int64_t r = 0; r < o->R; r++) sanitize_row(o->wt, o->w + (size_t)r * o->wrb, o->K, rng);
+    for (int64_t i = 0; i < o->T; i++) sanitize_row(o->xt, o->x + (size_t)i * o->xrb, o->K, rng);
+}
+
 /* Random bits in every quant, sub-block scale and min, including values the quantizers
  * never write (q8 -128, q6_k scale -128, every 6-bit scale at 63), with finite scales. */
 static void matmul_within_bound_on_arbitrary_quant_bits(void)
@@ -374,14 +383,7 @@ static void matmul_within_bound_on_arbitrary_quant_bits(void)
                 const int64_t K = block_of(t) * tu_rng_range(&rng, 1, 8);
                 operands o;
                 make_operands(&o, k, t, K, 5, 7, QI_GAUSS, QI_GAUSS, &rng);
-                for (size_t i = 0; i < (size_t)o.R * o.wrb; i++)
-                    o.w[i] = (unsigned char)tu_rng_u64(&rng);
-                for (size_t i = 0; i < (size_t)o.T * o.xrb; i++)
-                    o.x[i] = (unsigned char)tu_rng_u64(&rng);
-                for (int64_t r = 0; r < o.R; r++)
-                    sanitize_row(o.wt, o.w + (size_t)r * o.wrb, K, &rng);
-                for (int64_t i = 0; i < o.T; i++)
-                    sanitize_row(o.xt, o.x + (size_t)i * o.xrb, K, &rng);
+                arbitrary_bits(&o, &rng);
                 check_bound(k, &o, seed, "arbitrary quant bits");
                 free_operands(&o);
             }
@@ -633,16 +635,7 @@ static void matmul_low_bit_types_are_bit_identical_to_ref(void)
                 operands o;
                 make_operands(&o, k, t, K, R, T, -1, -1, &rng);
                 const int arbitrary = i % 2;
-                if (arbitrary) {
-                    for (size_t j = 0; j < (size_t)o.R * o.wrb; j++)
-                        o.w[j] = (unsigned char)tu_rng_u64(&rng);
-                    for (size_t j = 0; j < (size_t)o.T * o.xrb; j++)
-                        o.x[j] = (unsigned char)tu_rng_u64(&rng);
-                    for (int64_t r = 0; r < o.R; r++)
-                        sanitize_row(o.wt, o.w + (size_t)r * o.wrb, K, &rng);
-                    for (int64_t j = 0; j < o.T; j++)
-                        sanitize_row(o.xt, o.x + (size_t)j * o.xrb, K, &rng);
-                }
+                if (arbitrary) arbitrary_bits(&o, &rng);
                 float *a = sentinel_buffer(T * R), *b = sentinel_buffer(T * R);
                 ref->matmul[t](a, R, o.w, o.wrb, o.x, o.xrb, K, r0, r1, T);
                 run(k, &o, b, R, r0, r1, 0, T);
@@ -679,14 +672,7 @@ static void check_same_bits(const struct pl_kernels *a, const struct pl_kernels 
         operands o;
         make_operands(&o, b, t, K, R, T, -1, -1, &rng);
         const int arbitrary = i % 2;
-        if (arbitrary) {
-            for (size_t j = 0; j < (size_t)o.R * o.wrb; j++)
-                o.w[j] = (unsigned char)tu_rng_u64(&rng);
-            for (size_t j = 0; j < (size_t)o.T * o.xrb; j++)
-                o.x[j] = (unsigned char)tu_rng_u64(&rng);
-            for (int64_t r = 0; r < o.R; r++) sanitize_row(o.wt, o.w + (size_t)r * o.wrb, K, &rng);
-            for (int64_t j = 0; j < o.T; j++) sanitize_row(o.xt, o.x + (size_t)j * o.xrb, K, &rng);
-        }
+        if (arbitrary) arbitrary_bits(&o, &rng);
         float *ya = sentinel_buffer(T * R), *yb = sentinel_buffer(T * R);
         a->matmul[t](ya, R, o.w, o.wrb, o.x, o.xrb, K, r0, r1, T);
         b->matmul[t](yb, R, o.w, o.wrb, o.x, o.xrb, K, r0, r1, T);
