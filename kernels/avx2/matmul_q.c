@@ -472,6 +472,22 @@ INLINE __m256i q6_scale(__m256i sc, int i)
  * sum_j sc_j * sum_l (q - 32) x, the -32 folded in through the activation's bsums (which
  * the Q8_K quantizer writes as the sums of its quants). maddubs(q, x): q <= 63, a pair at
  * most 2 * 63 * 128 = 16128; madd by the int8 scale into int32. */
+/* ref's s[t] += (dw dx) float(isum) for each token, isum = acc[t] - 2^shift (sc . bsums):
+ * the offset of Q6_K's q - 32 (shift 5) and Q3_K's q - 4 (shift 2) taken off exactly through
+ * the activations' block sums (sc: the 16 sub-block scales as int16). */
+INLINE void add_terms_less_offset(float *s, int nt, const uint8_t *x, size_t xrb, int64_t b,
+                                  const __m256i *acc, __m256i sc, const int shift, float dw)
+{
+    for (int t = 0; t < nt; t++) {
+        const pl_block_q8_k *xb = (const pl_block_q8_k *)(x + (size_t)t * xrb) + b;
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)xb->bsums);
+        const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc), shift);
+        const int32_t isum = hsum_epi32x8(_mm256_sub_epi32(acc[t], corr));
+        const float d = dw * xb->d;
+        s[t] += d * (float)isum;
+    }
+}
+
 INLINE void row_q6_k(float *restrict y, int64_t ldy, const pl_block_q6_k *restrict w,
                      const uint8_t *restrict x, size_t xrb, int64_t nb, const int nt)
 {
@@ -512,15 +528,7 @@ INLINE void row_q6_k(float *restrict y, int64_t ldy, const pl_block_q6_k *restri
                 }
             }
         }
-        const float dw = f16f(w[b].d);
-        for (int t = 0; t < nt; t++) {
-            const pl_block_q8_k *xb = (const pl_block_q8_k *)(x + (size_t)t * xrb) + b;
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)xb->bsums);
-            const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc), 5);
-            const int32_t isum = hsum_epi32x8(_mm256_sub_epi32(acc[t], corr));
-            const float d = dw * xb->d;
-            s[t] += d * (float)isum;
-        }
+        add_terms_less_offset(s, nt, x, xrb, b, acc, sc, 5, f16f(w[b].d));
     }
     for (int t = 0; t < nt; t++) y[t * ldy] = s[t];
 }
@@ -694,15 +702,7 @@ INLINE void row_q3_k(float *restrict y, int64_t ldy, const pl_block_q3_k *restri
                 }
             }
         }
-        const float dw = f16f(w[b].d);
-        for (int t = 0; t < nt; t++) {
-            const pl_block_q8_k *xb = (const pl_block_q8_k *)(x + (size_t)t * xrb) + b;
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)xb->bsums);
-            const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc), 2);
-            const int32_t isum = hsum_epi32x8(_mm256_sub_epi32(acc[t], corr));
-            const float d = dw * xb->d;
-            s[t] += d * (float)isum;
-        }
+        add_terms_less_offset(s, nt, x, xrb, b, acc, sc, 2, f16f(w[b].d));
     }
     for (int t = 0; t < nt; t++) y[t * ldy] = s[t];
 }
