@@ -100,6 +100,25 @@ static void group_rows(const uint8_t *rows[G], const uint8_t *src, size_t srb, i
     }
 }
 
+/* Writes one block of a group: the header fields and interleaved quants of its G rows. */
+typedef void (*pack_block_fn)(uint8_t *o, const uint8_t *const rows[G]);
+
+/* The R x K matrix of blocks of bs elements and bbytes bytes, in groups of G rows (the last
+ * padded with zero blocks): block b of group g at (g nb + b) G bbytes, written by fn. */
+static void pack_groups(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
+                        int64_t R, int64_t bs, size_t bbytes, pack_block_fn fn)
+{
+    static const uint8_t zero[256]; /* at least the largest block: Q6_K's */
+    static_assert(sizeof(pl_block_q6_k) <= sizeof zero, "zero block");
+    const int64_t nb = K / bs;
+    for (int64_t g = 0; g < (R + G - 1) / G; g++)
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *rows[G];
+            group_rows(rows, src, srb, g, b, bbytes, R, zero);
+            fn((uint8_t *)dst + ((size_t)g * (size_t)nb + (size_t)b) * G * bbytes, rows);
+        }
+}
+
 /* Bytes of the packed R x K matrix: groups of 8 rows (the last padded), group_bytes per
  * super-block. */
 static size_t packed_size(int64_t K, int64_t R, size_t group_bytes)
@@ -173,42 +192,40 @@ static size_t size_q5_k(int64_t K, int64_t R)
     return packed_size(K, R, Q5K_GROUP);
 }
 
-static void pack_k4(void *restrict dst, const void *restrict src, size_t srb, int64_t K, int64_t R,
-                    const int q5)
+/* d, dmin, scales: the same offsets in Q4_K and Q5_K blocks */
+static void k4_head(uint8_t *o, const uint8_t *const rows[G])
 {
-    static const uint8_t zero[sizeof(pl_block_q5_k)];
-    const size_t bbytes = q5 ? sizeof(pl_block_q5_k) : sizeof(pl_block_q4_k);
-    const int64_t nb = K / PL_QK_K;
-    for (int64_t g = 0; g < (R + G - 1) / G; g++)
-        for (int64_t b = 0; b < nb; b++) {
-            uint8_t *o = (uint8_t *)dst + ((size_t)g * (size_t)nb + (size_t)b) * G * bbytes;
-            const uint8_t *rows[G];
-            group_rows(rows, src, srb, g, b, bbytes, R, zero);
-            for (int r = 0; r < G; r++) { /* d, dmin, scales: the same offsets in both blocks */
-                const pl_block_q4_k *blk = (const pl_block_q4_k *)rows[r];
-                memcpy(o + 2 * r, &blk->d, 2);
-                memcpy(o + 16 + 2 * r, &blk->dmin, 2);
-                for (int w = 0; w < 3; w++) memcpy(o + 32 + 32 * w + 4 * r, blk->scales + 4 * w, 4);
-            }
-            if (q5) {
-                interleave8(o + K4_QH, rows, offsetof(pl_block_q5_k, qh), 4);
-                interleave8(o + K4_QH + 256, rows, offsetof(pl_block_q5_k, qs), 16);
-            } else {
-                interleave8(o + 128, rows, offsetof(pl_block_q4_k, qs), 16);
-            }
-        }
+    for (int r = 0; r < G; r++) {
+        const pl_block_q4_k *blk = (const pl_block_q4_k *)rows[r];
+        memcpy(o + 2 * r, &blk->d, 2);
+        memcpy(o + 16 + 2 * r, &blk->dmin, 2);
+        for (int w = 0; w < 3; w++) memcpy(o + 32 + 32 * w + 4 * r, blk->scales + 4 * w, 4);
+    }
+}
+
+static void block_q4_k(uint8_t *o, const uint8_t *const rows[G])
+{
+    k4_head(o, rows);
+    interleave8(o + 128, rows, offsetof(pl_block_q4_k, qs), 16);
+}
+
+static void block_q5_k(uint8_t *o, const uint8_t *const rows[G])
+{
+    k4_head(o, rows);
+    interleave8(o + K4_QH, rows, offsetof(pl_block_q5_k, qh), 4);
+    interleave8(o + K4_QH + 256, rows, offsetof(pl_block_q5_k, qs), 16);
 }
 
 static void pack_q4_k(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
                       int64_t R)
 {
-    pack_k4(dst, src, srb, K, R, 0);
+    pack_groups(dst, src, srb, K, R, PL_QK_K, sizeof(pl_block_q4_k), block_q4_k);
 }
 
 static void pack_q5_k(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
                       int64_t R)
 {
-    pack_k4(dst, src, srb, K, R, 1);
+    pack_groups(dst, src, srb, K, R, PL_QK_K, sizeof(pl_block_q5_k), block_q5_k);
 }
 
 /* Bit 4 of each byte of the result is bit j of that byte of hb (16-bit shifts by at most 4
@@ -318,24 +335,21 @@ static size_t size_q6_k(int64_t K, int64_t R)
     return packed_size(K, R, Q6K_GROUP);
 }
 
+static void block_q6_k(uint8_t *o, const uint8_t *const rows[G])
+{
+    for (int r = 0; r < G; r++) {
+        const pl_block_q6_k *blk = (const pl_block_q6_k *)rows[r];
+        memcpy(o + 2 * r, &blk->d, 2);
+        for (int j = 0; j < 16; j++) o[16 + 8 * j + r] = (uint8_t)blk->scales[j];
+    }
+    interleave8(o + 144, rows, offsetof(pl_block_q6_k, ql), 16);
+    interleave8(o + 144 + 1024, rows, offsetof(pl_block_q6_k, qh), 8);
+}
+
 static void pack_q6_k(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
                       int64_t R)
 {
-    static const uint8_t zero[sizeof(pl_block_q6_k)];
-    const int64_t nb = K / PL_QK_K;
-    for (int64_t g = 0; g < (R + G - 1) / G; g++)
-        for (int64_t b = 0; b < nb; b++) {
-            uint8_t *o = (uint8_t *)dst + ((size_t)g * (size_t)nb + (size_t)b) * Q6K_GROUP;
-            const uint8_t *rows[G];
-            group_rows(rows, src, srb, g, b, sizeof(pl_block_q6_k), R, zero);
-            for (int r = 0; r < G; r++) {
-                const pl_block_q6_k *blk = (const pl_block_q6_k *)rows[r];
-                memcpy(o + 2 * r, &blk->d, 2);
-                for (int j = 0; j < 16; j++) o[16 + 8 * j + r] = (uint8_t)blk->scales[j];
-            }
-            interleave8(o + 144, rows, offsetof(pl_block_q6_k, ql), 16);
-            interleave8(o + 144 + 1024, rows, offsetof(pl_block_q6_k, qh), 8);
-        }
+    pack_groups(dst, src, srb, K, R, PL_QK_K, sizeof(pl_block_q6_k), block_q6_k);
 }
 
 INLINE void tile_q6_k(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
@@ -466,79 +480,67 @@ static size_t size_iq4_nl(int64_t K, int64_t R)
     return (size_t)((R + G - 1) / G) * (size_t)(K / PL_QK4_NL) * NL_GROUP;
 }
 
+static void block_q2_k(uint8_t *o, const uint8_t *const rows[G])
+{
+    for (int r = 0; r < G; r++) {
+        const pl_block_q2_k *blk = (const pl_block_q2_k *)rows[r];
+        memcpy(o + 2 * r, &blk->d, 2);
+        memcpy(o + 16 + 2 * r, &blk->dmin, 2);
+        for (int j = 0; j < 16; j++) o[32 + 8 * j + r] = blk->scales[j];
+    }
+    interleave8(o + Q2K_QS, rows, offsetof(pl_block_q2_k, qs), 8);
+}
+
 static void pack_q2_k(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
                       int64_t R)
 {
-    static const uint8_t zero[sizeof(pl_block_q2_k)];
-    const int64_t nb = K / PL_QK_K;
-    for (int64_t g = 0; g < (R + G - 1) / G; g++)
-        for (int64_t b = 0; b < nb; b++) {
-            uint8_t *o = (uint8_t *)dst + ((size_t)g * (size_t)nb + (size_t)b) * Q2K_GROUP;
-            const uint8_t *rows[G];
-            group_rows(rows, src, srb, g, b, sizeof(pl_block_q2_k), R, zero);
-            for (int r = 0; r < G; r++) {
-                const pl_block_q2_k *blk = (const pl_block_q2_k *)rows[r];
-                memcpy(o + 2 * r, &blk->d, 2);
-                memcpy(o + 16 + 2 * r, &blk->dmin, 2);
-                for (int j = 0; j < 16; j++) o[32 + 8 * j + r] = blk->scales[j];
-            }
-            interleave8(o + Q2K_QS, rows, offsetof(pl_block_q2_k, qs), 8);
-        }
+    pack_groups(dst, src, srb, K, R, PL_QK_K, sizeof(pl_block_q2_k), block_q2_k);
+}
+
+static void block_q3_k(uint8_t *o, const uint8_t *const rows[G])
+{
+    for (int r = 0; r < G; r++) {
+        const pl_block_q3_k *blk = (const pl_block_q3_k *)rows[r];
+        memcpy(o + 2 * r, &blk->d, 2);
+        for (int w = 0; w < 3; w++) memcpy(o + 16 + 32 * w + 4 * r, blk->scales + 4 * w, 4);
+    }
+    interleave8(o + Q3K_HM, rows, offsetof(pl_block_q3_k, hmask), 4);
+    interleave8(o + Q3K_QS, rows, offsetof(pl_block_q3_k, qs), 8);
 }
 
 static void pack_q3_k(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
                       int64_t R)
 {
-    static const uint8_t zero[sizeof(pl_block_q3_k)];
-    const int64_t nb = K / PL_QK_K;
-    for (int64_t g = 0; g < (R + G - 1) / G; g++)
-        for (int64_t b = 0; b < nb; b++) {
-            uint8_t *o = (uint8_t *)dst + ((size_t)g * (size_t)nb + (size_t)b) * Q3K_GROUP;
-            const uint8_t *rows[G];
-            group_rows(rows, src, srb, g, b, sizeof(pl_block_q3_k), R, zero);
-            for (int r = 0; r < G; r++) {
-                const pl_block_q3_k *blk = (const pl_block_q3_k *)rows[r];
-                memcpy(o + 2 * r, &blk->d, 2);
-                for (int w = 0; w < 3; w++) memcpy(o + 16 + 32 * w + 4 * r, blk->scales + 4 * w, 4);
-            }
-            interleave8(o + Q3K_HM, rows, offsetof(pl_block_q3_k, hmask), 4);
-            interleave8(o + Q3K_QS, rows, offsetof(pl_block_q3_k, qs), 8);
-        }
+    pack_groups(dst, src, srb, K, R, PL_QK_K, sizeof(pl_block_q3_k), block_q3_k);
+}
+
+static void block_iq4_xs(uint8_t *o, const uint8_t *const rows[G])
+{
+    for (int r = 0; r < G; r++) {
+        const pl_block_iq4_xs *blk = (const pl_block_iq4_xs *)rows[r];
+        memcpy(o + 2 * r, &blk->d, 2);
+        memcpy(o + 16 + 2 * r, &blk->scales_h, 2);
+        memcpy(o + 32 + 4 * r, blk->scales_l, 4);
+    }
+    interleave8(o + XS_QS, rows, offsetof(pl_block_iq4_xs, qs), 16);
 }
 
 static void pack_iq4_xs(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
                         int64_t R)
 {
-    static const uint8_t zero[sizeof(pl_block_iq4_xs)];
-    const int64_t nb = K / PL_QK_K;
-    for (int64_t g = 0; g < (R + G - 1) / G; g++)
-        for (int64_t b = 0; b < nb; b++) {
-            uint8_t *o = (uint8_t *)dst + ((size_t)g * (size_t)nb + (size_t)b) * XS_GROUP;
-            const uint8_t *rows[G];
-            group_rows(rows, src, srb, g, b, sizeof(pl_block_iq4_xs), R, zero);
-            for (int r = 0; r < G; r++) {
-                const pl_block_iq4_xs *blk = (const pl_block_iq4_xs *)rows[r];
-                memcpy(o + 2 * r, &blk->d, 2);
-                memcpy(o + 16 + 2 * r, &blk->scales_h, 2);
-                memcpy(o + 32 + 4 * r, blk->scales_l, 4);
-            }
-            interleave8(o + XS_QS, rows, offsetof(pl_block_iq4_xs, qs), 16);
-        }
+    pack_groups(dst, src, srb, K, R, PL_QK_K, sizeof(pl_block_iq4_xs), block_iq4_xs);
+}
+
+static void block_iq4_nl(uint8_t *o, const uint8_t *const rows[G])
+{
+    for (int r = 0; r < G; r++) memcpy(o + 2 * r, rows[r], 2);
+    interleave8(o + 16, rows, offsetof(pl_block_iq4_nl, qs), 2);
 }
 
 static void pack_iq4_nl(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
                         int64_t R)
 {
-    static const uint8_t zero[sizeof(pl_block_iq4_nl)];
-    const int64_t nb = K / PL_QK4_NL;
-    for (int64_t g = 0; g < (R + G - 1) / G; g++)
-        for (int64_t b = 0; b < nb; b++) {
-            uint8_t *o = (uint8_t *)dst + ((size_t)g * (size_t)nb + (size_t)b) * NL_GROUP;
-            const uint8_t *rows[G];
-            group_rows(rows, src, srb, g, b, sizeof(pl_block_iq4_nl), R, zero);
-            for (int r = 0; r < G; r++) memcpy(o + 2 * r, rows[r], 2);
-            interleave8(o + 16, rows, offsetof(pl_block_iq4_nl, qs), 2);
-        }
+    pack_groups(dst, src, srb, K, R, PL_QK4_NL, sizeof(pl_block_iq4_nl), block_iq4_nl);
 }
 
 /* Bit j (< 8) of each byte of v moved to bit 2, the rest cleared (16-bit shifts by at most 5
