@@ -466,6 +466,39 @@ static float fit_scale_symmetric(int n, int nmax, const float *x, int8_t *L)
     return scale;
 }
 
+typedef float (*fit_fn)(int n, int nmax, const float *x, int8_t *L);
+
+/* Q3_K and Q6_K: each of the 16 sub-blocks fitted on its own (scales[j], quants in L); returns
+ * the scale of largest magnitude, signed (the first of equal ones), its magnitude in *amax. */
+static float fit_sub_blocks(float scales[PL_QK_K / 16], int8_t L[PL_QK_K], const float *x,
+                            fit_fn fit, int nmax, float *amax)
+{
+    float max_scale = 0;
+    *amax = 0;
+    for (int j = 0; j < PL_QK_K / 16; j++) {
+        scales[j] = fit(16, nmax, x + 16 * j, L + 16 * j);
+        if (fabsf(scales[j]) > *amax) {
+            *amax = fabsf(scales[j]);
+            max_scale = scales[j];
+        }
+    }
+    return max_scale;
+}
+
+/* Every sub-block's quants again against its stored scale d * sc[j], as offset values in
+ * [0, 2 nmax); a sub-block whose scale is 0 keeps the fit's L, as ggml does. */
+static void requantize_sub_blocks(int8_t L[PL_QK_K], const float *x, float d,
+                                  const int sc[PL_QK_K / 16], int nmax)
+{
+    for (int j = 0; j < PL_QK_K / 16; j++) {
+        const float dj = d * (float)sc[j];
+        if (dj == 0.0f) continue;
+        for (int ii = 0; ii < 16; ii++)
+            L[16 * j + ii] =
+                (int8_t)(iclamp(nearest_int(x[16 * j + ii] / dj), -nmax, nmax - 1) + nmax);
+    }
+}
+
 /* The 8 six-bit scales and mins of a Q4_K/Q5_K super-block, packed in 12 bytes:
  * j < 4:  sc = s[j] & 63,                     m = s[j + 4] & 63
  * j >= 4: sc = s[j + 4] & 15 | s[j - 4] >> 6 << 4,  m = s[j + 4] >> 4 | s[j] >> 6 << 4. */
@@ -629,26 +662,17 @@ void quantize_row_q6_k_ref(void *restrict vy, const float *restrict x, int64_t n
             continue;
         }
         int8_t L[PL_QK_K];
-        float scales[PL_QK_K / 16];
-        float max_scale = 0, max_abs_scale = 0;
-        for (int s = 0; s < PL_QK_K / 16; s++) {
-            scales[s] = fit_scale_symmetric(16, 32, x + 16 * s, L + 16 * s);
-            if (fabsf(scales[s]) > max_abs_scale) {
-                max_abs_scale = fabsf(scales[s]);
-                max_scale = scales[s];
-            }
-        }
+        float scales[PL_QK_K / 16], max_abs_scale;
+        const float max_scale =
+            fit_sub_blocks(scales, L, x, fit_scale_symmetric, 32, &max_abs_scale);
         if (max_abs_scale < GROUP_EPS) continue; /* all zero: d = 0, nothing else */
         const float iscale = -128.f / max_scale;
         b->d = pl_f32_to_f16(1 / iscale);
         for (int s = 0; s < PL_QK_K / 16; s++)
             b->scales[s] = (int8_t)wrap_i8(imin(127, nearest_int(iscale * scales[s])));
-        for (int s = 0; s < PL_QK_K / 16; s++) {
-            const float d = pl_f16_to_f32(b->d) * (float)b->scales[s];
-            if (d == 0.0f) continue; /* keeps the fit's L, as ggml does */
-            for (int ii = 0; ii < 16; ii++)
-                L[16 * s + ii] = (int8_t)(iclamp(nearest_int(x[16 * s + ii] / d), -32, 31) + 32);
-        }
+        int sc[PL_QK_K / 16];
+        for (int s = 0; s < PL_QK_K / 16; s++) sc[s] = b->scales[s];
+        requantize_sub_blocks(L, x, pl_f16_to_f32(b->d), sc, 32);
         for (int h = 0; h < PL_QK_K / 128; h++) {
             const int8_t *Lh = L + 128 * h;
             for (int l = 0; l < 32; l++) {
@@ -872,15 +896,8 @@ void quantize_row_q3_k_ref(void *restrict vy, const float *restrict x, int64_t n
             continue;
         }
         int8_t L[PL_QK_K];
-        float scales[PL_QK_K / 16];
-        float max_scale = 0, amax = 0;
-        for (int j = 0; j < PL_QK_K / 16; j++) {
-            scales[j] = fit_scale_q3(16, 4, x + 16 * j, L + 16 * j);
-            if (fabsf(scales[j]) > amax) {
-                amax = fabsf(scales[j]);
-                max_scale = scales[j];
-            }
-        }
+        float scales[PL_QK_K / 16], amax;
+        const float max_scale = fit_sub_blocks(scales, L, x, fit_scale_q3, 4, &amax);
         if (max_scale != 0.0f) {
             const float iscale = -32.f / max_scale;
             for (int j = 0; j < PL_QK_K / 16; j++) {
@@ -894,12 +911,9 @@ void quantize_row_q3_k_ref(void *restrict vy, const float *restrict x, int64_t n
             }
             b->d = pl_f32_to_f16(1 / iscale);
         }
-        for (int j = 0; j < PL_QK_K / 16; j++) {
-            const float d = pl_f16_to_f32(b->d) * (float)q3_scale(b->scales, j);
-            if (d == 0.0f) continue; /* keeps the fit's L, as ggml does */
-            for (int ii = 0; ii < 16; ii++)
-                L[16 * j + ii] = (int8_t)(iclamp(nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
-        }
+        int sc[PL_QK_K / 16];
+        for (int j = 0; j < PL_QK_K / 16; j++) sc[j] = q3_scale(b->scales, j);
+        requantize_sub_blocks(L, x, pl_f16_to_f32(b->d), sc, 4);
         uint8_t L2[PL_QK_K];
         for (int e = 0; e < PL_QK_K; e++) {
             const int hi = L[e] > 3;
