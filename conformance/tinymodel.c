@@ -35,6 +35,11 @@ tiny_spec tiny_default(const char *arch, uint32_t wtype)
     } else if (strcmp(arch, "phi3") == 0) { /* every layer local; Phi-4-mini's 3/4 rotary */
         s.window = 8;
         s.n_rot = 48;
+    } else if (strcmp(arch, "qwen2moe") == 0 || strcmp(arch, "qwen3moe") == 0) {
+        s.X = 8;
+        s.U = 2;
+        s.FX = 256; /* the super-block types' rows */
+        s.FS = strcmp(arch, "qwen2moe") == 0 ? 512 : 0;
     }
     return s;
 }
@@ -64,25 +69,28 @@ typedef struct builder {
     int failed;
 } builder;
 
-static void add(builder *b, const char *name, int64_t cols, int64_t rows, double scale, double mean,
-                uint32_t type)
+/* A tensor of `mats` matrices of rows x cols (mats > 1: stacked experts, 3 dims). */
+static void add(builder *b, const char *name, int64_t cols, int64_t rows, int64_t mats,
+                double scale, double mean, uint32_t type)
 {
     if (b->failed) return;
     if (b->s->omit && strcmp(b->s->omit, name) == 0) return;
     if (b->s->misshape && strcmp(b->s->misshape, name) == 0) cols += 32;
     if (rows == 1 && b->s->f16_norm && strcmp(b->s->f16_norm, name) == 0) type = PL_TYPE_F16;
-    float *f = malloc((size_t)(cols * rows) * sizeof *f);
-    for (int64_t i = 0; i < cols * rows; i++) f[i] = (float)(mean + scale * tu_rng_normal(&b->rng));
+    const int64_t n_rows = rows * mats;
+    float *f = malloc((size_t)(cols * n_rows) * sizeof *f);
+    for (int64_t i = 0; i < cols * n_rows; i++)
+        f[i] = (float)(mean + scale * tu_rng_normal(&b->rng));
     size_t row_bytes;
     pl_type_row_bytes(type, cols, &row_bytes, NULL);
-    uint8_t *q = malloc(row_bytes * (size_t)rows);
-    for (int64_t r = 0; r < rows; r++)
+    uint8_t *q = malloc(row_bytes * (size_t)n_rows);
+    for (int64_t r = 0; r < n_rows; r++)
         pl_kernels_ref.quantize_row[type](q + (size_t)r * row_bytes, f + r * cols, cols);
     free(f);
     b->bufs[b->n_bufs++] = q;
-    int64_t ne[2] = {cols, rows};
+    int64_t ne[3] = {cols, rows, mats};
     pl_error e;
-    if (pl_gguf_writer_add_tensor(b->w, name, type, rows == 1 ? 1 : 2, ne, q, &e)) {
+    if (pl_gguf_writer_add_tensor(b->w, name, type, mats > 1 ? 3 : rows == 1 ? 1 : 2, ne, q, &e)) {
         fprintf(stderr, "tiny_build: %s\n", e.msg);
         b->failed = 1;
     }
@@ -108,6 +116,16 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
     U32("attention.key_length", s->D)
     U32("attention.value_length", s->D)
     U32("rope.dimension_count", s->n_rot ? s->n_rot : s->D)
+    if (s->X) {
+        U32("expert_count", s->X)
+        U32("expert_used_count", s->U)
+    }
+    if (s->X && strcmp(s->arch, "llama") != 0) {
+        U32("expert_feed_forward_length", s->FX)
+    }
+    if (s->FS) {
+        U32("expert_shared_feed_forward_length", s->FS)
+    }
 #undef U32
     snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", s->arch);
     pl_gguf_writer_set_f32(b.w, key, 1e-6f, &e);
@@ -136,7 +154,11 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
                                  .n_vocab = s->V,
                                  .head_dim = s->D,
                                  .n_rot = s->n_rot,
-                                 .tied = s->tied};
+                                 .tied = s->tied,
+                                 .n_expert = s->X,
+                                 .n_expert_used = s->U,
+                                 .n_ff_exp = s->FX,
+                                 .n_ff_shexp = s->FS};
     pl_arch_tensor_desc *ts = NULL;
     size_t n = 0;
     const char *arch = strstr(pl_arch_list(), s->arch) ? s->arch : "llama";
@@ -148,10 +170,10 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
     }
     for (size_t i = 0; i < n; i++) {
         const pl_arch_tensor_desc *t = &ts[i];
-        const int64_t cols = t->ne[0], rows = t->ne[1];
+        const int64_t cols = t->ne[0], rows = t->ne[1], mats = t->n_dims == 3 ? t->ne[2] : 1;
         switch (t->kind) {
         case PL_ARCH_T_EMBD: /* unit rows for the table, 1/sqrt(E) for a projection */
-            add(&b, t->name, cols, rows,
+            add(&b, t->name, cols, rows, 1,
                 t->layer < 0 && strcmp(t->name, "token_embd.weight") == 0
                     ? 1.0
                     : 1.0 / sqrt((double)cols),
@@ -159,17 +181,20 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
             break;
         case PL_ARCH_T_MATRIX_IN:
         case PL_ARCH_T_MATRIX_OUT:
-            add(&b, t->name, cols, rows, 1.0 / sqrt((double)cols), 0.0,
+            add(&b, t->name, cols, rows, mats, 1.0 / sqrt((double)cols), 0.0,
                 s->mix ? mix_type(s->mix, t->name) : s->wtype);
             break;
+        case PL_ARCH_T_ROUTER: /* logits spread over a few units: distinct choices */
+            add(&b, t->name, cols, rows, 1, 3.0 / sqrt((double)cols), 0.0, PL_TYPE_F32);
+            break;
         case PL_ARCH_T_NORM:
-            add(&b, t->name, cols, 1, 0.1, 1.0, PL_TYPE_F32);
+            add(&b, t->name, cols, 1, 1, 0.1, 1.0, PL_TYPE_F32);
             break;
         case PL_ARCH_T_BIAS:
-            add(&b, t->name, cols, 1, 0.1, 0.0, PL_TYPE_F32);
+            add(&b, t->name, cols, 1, 1, 0.1, 0.0, PL_TYPE_F32);
             break;
         case PL_ARCH_T_FACTORS: /* divisors >= 1, as llama3's */
-            add(&b, t->name, cols, 1, 0.5, 2.0, PL_TYPE_F32);
+            add(&b, t->name, cols, 1, 1, 0.5, 2.0, PL_TYPE_F32);
             break;
         }
     }

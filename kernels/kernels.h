@@ -70,6 +70,21 @@ typedef void (*pl_rope_fn)(float *restrict x, int64_t n_heads, int64_t D, int32_
 /* y = exp(x - max) / sum(exp(x - max)), one row of n. */
 typedef void (*pl_softmax_fn)(float *restrict y, const float *restrict x, int64_t n);
 
+/* Mixture-of-experts routing of one token over X experts: p[0..X) = softmax(logits) as the
+ * set's softmax computes it; ids[0..U) the experts of the U largest p in descending order (ties:
+ * the lower expert first); w[u] = p[ids[u]], divided by the sum of the U (in double, slot order,
+ * rounded once) when norm. 1 <= U <= X; logits hold no NaN. */
+typedef void (*pl_moe_route_fn)(int32_t *restrict ids, float *restrict w, float *restrict p,
+                                const float *restrict logits, int64_t X, int64_t U, int norm);
+/* y[i] = (..((w[0] x[0][i] + w[1] x[1][i]) + w[2] x[2][i]) ..) + w[U-1] x[U-1][i] for i < n:
+ * each product rounded to float before its add, the adds in slot order. U >= 1; y overlaps no
+ * row. (The experts' outputs combined by their router weights.) */
+typedef void (*pl_weighted_sum_fn)(float *restrict y, const float *const *x,
+                                   const float *restrict w, int64_t U, int64_t n);
+/* Experts a token may use at most (expert_used_count). */
+#define PL_MOE_MAX_USED 64
+/* y = 1 / (1 + exp(-x)), n elements. */
+typedef void (*pl_sigmoid_fn)(float *restrict y, const float *restrict x, int64_t n);
 /* y = silu(gate) * up = gate / (1 + exp(-gate)) * up, n elements. */
 typedef void (*pl_swiglu_fn)(float *restrict y, const float *restrict gate,
                              const float *restrict up, int64_t n);
@@ -162,6 +177,32 @@ typedef struct pl_repack {
     void (*x_prep)(void *restrict dst, const void *restrict src, int64_t K);
 } pl_repack;
 
+/* The expert matmul (ggml's mul_mat_id), one driver for every set over the set's dense matmul
+ * mm: its own matmul[type], or a repacked layout's repack[type]->matmul. For every token t < T
+ * and slot u < n_used, e = ids[t * n_used + u]:
+ *   y[(t * n_used + u) * ldy + r] = sum_k W_e[r][k] X[t][k],   r in [r0, r1)
+ * W_e: expert e's R x K matrix at w + e * w_expert_bytes, rows w_row_bytes apart, as mm reads it
+ * (a repacked layout: each expert packed on its own, w_expert_bytes = repack->size(K, R)).
+ * x: T rows as mm reads them (dot-type rows, or prepared rows for a layout with x_prep),
+ * x_row_bytes apart (T * x_row_bytes bytes). Tokens are grouped by expert (experts ascending,
+ * tokens ascending within one); an expert with one token runs mm on it in place, one with more
+ * has its rows gathered into scratch (64-byte aligned), mm run once on them and the outputs
+ * scattered: by mm's batch invariance every output row is the bits of mm on that token alone,
+ * whatever T, the slice or the other tokens' ids. Duplicate ids in one token and experts with no
+ * token are legal. scratch: pl_matmul_id_scratch(...) bytes, any alignment; only it and y's rows
+ * [r0, r1) of the T * n_used used rows are written. Returns 0, or -1 with y untouched when an id
+ * is outside [0, n_expert) or an argument is out of range (T, n_used < 0, n_expert, K < 1,
+ * r0 < 0, r1 < r0, ldy < r1, x_row_bytes 0, a NULL pointer where there is work). Pure. */
+int pl_matmul_id(pl_matmul_fn mm, float *restrict y, int64_t ldy, const void *restrict w,
+                 size_t w_row_bytes, size_t w_expert_bytes, int64_t n_expert,
+                 const void *restrict x, size_t x_row_bytes, const int32_t *restrict ids,
+                 int64_t n_used, int64_t K, int64_t r0, int64_t r1, int64_t T,
+                 void *restrict scratch);
+/* Bytes of scratch pl_matmul_id needs for these arguments (T = 1: the grouping only), or
+ * SIZE_MAX when they are out of range or the size overflows. */
+size_t pl_matmul_id_scratch(int64_t T, int64_t n_used, int64_t n_expert, size_t x_row_bytes,
+                            int64_t r0, int64_t r1);
+
 struct pl_kernels {
     const char *name;       /* "ref", "avx2", "avx512", "wasm128", "wasm128r" */
     int (*supported)(void); /* 1 if this CPU can run the set */
@@ -174,6 +215,9 @@ struct pl_kernels {
     pl_rmsnorm_fn rmsnorm;
     pl_rope_fn rope;
     pl_softmax_fn softmax;
+    pl_moe_route_fn moe_route;
+    pl_weighted_sum_fn weighted_sum;
+    pl_sigmoid_fn sigmoid;
     pl_swiglu_fn swiglu;
     pl_geglu_fn geglu;
     pl_softcap_fn softcap;

@@ -34,6 +34,7 @@ static const struct pl_kernels *const sets[] = {
 static const pl_kernel_family families[] = {
     FAMILY(quantize_row, 1), FAMILY(dequantize_row, 1), FAMILY(matmul, 1),
     FAMILY(rmsnorm, 0),      FAMILY(rope, 0),           FAMILY(softmax, 0),
+    FAMILY(moe_route, 0),    FAMILY(weighted_sum, 0),   FAMILY(sigmoid, 0),
     FAMILY(swiglu, 0),       FAMILY(geglu, 0),          FAMILY(softcap, 0),
     FAMILY(attention, 0),    FAMILY(temperature, 0),    FAMILY(penalties, 0),
     FAMILY(cand_softmax, 0), FAMILY(top_k, 0),          FAMILY(top_p, 0),

@@ -154,6 +154,81 @@ static const struct preset {
       .tied = 0,
       .local_window = 2047,
       .vocab = DEMO_VOCAB_SPM}},
+    /* tiny-moe: for tests, qwen3moe with 8 experts of 64, 2 used per token, < 3 MB at F32 */
+    {"tiny-moe",
+     {.name = "plumb tiny-moe",
+      .arch = "qwen3moe",
+      .n_embd = 256,
+      .n_layer = 2,
+      .n_head = 4,
+      .n_head_kv = 2,
+      .head_dim = 32,
+      .n_ff = 128,
+      .n_vocab = 320,
+      .n_ctx = 256,
+      .rope_base = 10000.0f,
+      .rms_eps = 1e-6f,
+      .tied = 0,
+      .n_expert = 8,
+      .n_expert_used = 2,
+      .n_ff_exp = 64,
+      .vocab = DEMO_VOCAB_BPE}},
+    /* Qwen/Qwen3-30B-A3B: 128 experts of 768, 8 used (normalised), q/k norms, untied. */
+    {"qwen3-30b-a3b",
+     {.name = "plumb qwen3-30b-a3b (random weights)",
+      .arch = "qwen3moe",
+      .n_embd = 2048,
+      .n_layer = 48,
+      .n_head = 32,
+      .n_head_kv = 4,
+      .head_dim = 128,
+      .n_ff = 6144,
+      .n_vocab = 151936,
+      .n_ctx = 40960,
+      .rope_base = 1000000.0f,
+      .rms_eps = 1e-6f,
+      .tied = 0,
+      .n_expert = 128,
+      .n_expert_used = 8,
+      .n_ff_exp = 768,
+      .vocab = DEMO_VOCAB_BPE}},
+    /* Qwen/Qwen1.5-MoE-A2.7B: 60 experts of 1408, 4 used (not normalised), a shared expert of
+     * 5632 behind a sigmoid gate, q/k/v biases, untied. */
+    {"qwen2-moe-a2.7b",
+     {.name = "plumb qwen2-moe-a2.7b (random weights)",
+      .arch = "qwen2moe",
+      .n_embd = 2048,
+      .n_layer = 24,
+      .n_head = 16,
+      .n_head_kv = 16,
+      .n_ff = 5632,
+      .n_vocab = 151936,
+      .n_ctx = 8192,
+      .rope_base = 1000000.0f,
+      .rms_eps = 1e-6f,
+      .tied = 0,
+      .n_expert = 60,
+      .n_expert_used = 4,
+      .n_ff_exp = 1408,
+      .n_ff_shexp = 5632,
+      .vocab = DEMO_VOCAB_BPE}},
+    /* mistralai/Mixtral-8x7B-v0.1: llama with 8 experts of 14336, 2 used (normalised). */
+    {"mixtral-8x7b",
+     {.name = "plumb mixtral-8x7b (random weights)",
+      .arch = "llama",
+      .n_embd = 4096,
+      .n_layer = 32,
+      .n_head = 32,
+      .n_head_kv = 8,
+      .n_ff = 14336,
+      .n_vocab = 32000,
+      .n_ctx = 32768,
+      .rope_base = 1000000.0f,
+      .rms_eps = 1e-5f,
+      .tied = 0,
+      .n_expert = 8,
+      .n_expert_used = 2,
+      .vocab = DEMO_VOCAB_SPM}},
 };
 enum { N_PRESETS = sizeof presets / sizeof presets[0] };
 
@@ -171,15 +246,19 @@ int mk_preset(const char *name, mk_config *out)
 
 const char *mk_preset_list(void)
 {
-    return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b, phi3-mini";
+    return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b, phi3-mini, tiny-moe, "
+           "qwen3-30b-a3b, qwen2-moe-a2.7b, mixtral-8x7b";
 }
 
 /* The architecture table knows the name when it can list a tensor plan for it. */
 int mk_arch_from_name(const char *name, mk_config *c)
 {
-    const pl_arch_shape probe = {1, 1, 1, 1, 1, 1, 2, 0, 0};
+    /* a dense shape, else one with an expert (the mixture-of-experts architectures) */
+    const pl_arch_shape dense = {1, 1, 1, 1, 1, 1, 2, 0, 0, 0, 0, 0, 0};
+    const pl_arch_shape moe = {1, 1, 1, 1, 1, 1, 2, 0, 0, 1, 1, 0, 0};
     size_t n;
-    if (strlen(name) >= sizeof c->arch || pl_arch_tensors(name, &probe, NULL, 0, &n, NULL) != PL_OK)
+    if (strlen(name) >= sizeof c->arch || (pl_arch_tensors(name, &dense, NULL, 0, &n, NULL) != PL_OK &&
+                                           pl_arch_tensors(name, &moe, NULL, 0, &n, NULL) != PL_OK))
         return -1;
     snprintf(c->arch, sizeof c->arch, "%s", name);
     return 0;
@@ -224,6 +303,15 @@ pl_status mk_validate(const mk_config *c, pl_error *err)
         if (dims[i].v < 1 || dims[i].v > (i == 6 ? INT32_MAX : MK_MAX_DIM))
             return mk_fail(err, PL_ERR_INVALID_ARG, "%s = %lld: must be in 1..%lld", dims[i].name,
                            (long long)dims[i].v, (long long)(i == 6 ? INT32_MAX : MK_MAX_DIM));
+    if (c->n_expert < 0 || c->n_expert > 4096 || (c->n_expert > 0) != (c->n_expert_used > 0) ||
+        c->n_expert_used > c->n_expert || c->n_expert_used > PL_ARCH_MAX_EXPERT_USED ||
+        c->n_ff_exp < 0 || c->n_ff_exp > MK_MAX_DIM || c->n_ff_shexp < 0 ||
+        c->n_ff_shexp > MK_MAX_DIM)
+        return mk_fail(err, PL_ERR_INVALID_ARG,
+                       "experts: n_expert %lld, n_expert_used %lld: 0 and 0 (dense), or "
+                       "1 <= used <= n_expert <= 4096 (used <= %d); expert widths in 0..%lld",
+                       (long long)c->n_expert, (long long)c->n_expert_used,
+                       PL_ARCH_MAX_EXPERT_USED, (long long)MK_MAX_DIM);
     mk_config probe;
     if (mk_arch_from_name(c->arch, &probe) != 0)
         return mk_fail(err, PL_ERR_INVALID_ARG, "arch '%.16s' is not one plumb runs (%s)", c->arch,
@@ -407,7 +495,7 @@ static pl_status mk_fill(void *user, uint64_t i, void *dst, uint64_t n_bytes, pl
 
 /* Appends one tensor; matrices are [in, out] (ne[0] = input dimension, as GGUF stores). */
 static void add(mtensor *t, uint64_t *n, const char *name, enum gen_kind kind, float sigma,
-                int64_t ne0, int64_t ne1)
+                int64_t ne0, int64_t ne1, int64_t ne2)
 {
     mtensor *m = &t[(*n)++];
     memset(m, 0, sizeof *m);
@@ -416,10 +504,11 @@ static void add(mtensor *t, uint64_t *n, const char *name, enum gen_kind kind, f
     m->sigma = sigma;
     m->spec.name = m->name;
     m->spec.type = PL_TYPE_F32;
-    m->spec.n_dims = ne1 > 0 ? 2 : 1;
+    m->spec.n_dims = ne2 > 1 ? 3 : ne1 > 0 ? 2 : 1;
     m->spec.ne[0] = ne0;
     m->spec.ne[1] = ne1 > 0 ? ne1 : 1;
-    m->spec.ne[2] = m->spec.ne[3] = 1;
+    m->spec.ne[2] = ne2 > 1 ? ne2 : 1;
+    m->spec.ne[3] = 1;
 }
 
 /* ---- metadata ---- */
@@ -450,6 +539,20 @@ static pl_status put_metadata(pl_gguf_writer *w, const mk_config *c, pl_error *e
                                     err)) ||
         (s = pl_gguf_writer_set_u32(w, KEY("vocab_size"), (uint32_t)c->n_vocab, err)))
         return s;
+    /* llama.cpp's converters: the expert widths only where the architecture has keys for them
+     * (Mixtral's experts are feed_forward_length wide) */
+    const int qwen_moe = strcmp(arch, "qwen2moe") == 0 || strcmp(arch, "qwen3moe") == 0;
+    if (c->n_expert > 0 &&
+        ((s = pl_gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)c->n_expert, err)) ||
+         (s = pl_gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)c->n_expert_used,
+                                     err)) ||
+         (qwen_moe && (s = pl_gguf_writer_set_u32(w, KEY("expert_feed_forward_length"),
+                                                  (uint32_t)(c->n_ff_exp ? c->n_ff_exp : c->n_ff),
+                                                  err))) ||
+         (strcmp(arch, "qwen2moe") == 0 &&
+          (s = pl_gguf_writer_set_u32(w, KEY("expert_shared_feed_forward_length"),
+                                      (uint32_t)(c->n_ff_shexp ? c->n_ff_shexp : c->n_ff), err)))))
+        return s;
     if ((c->local_window > 0 && (s = pl_gguf_writer_set_u32(w, KEY("attention.sliding_window"),
                                                             (uint32_t)c->local_window, err))) ||
         (c->attn_softcap > 0 &&
@@ -473,7 +576,7 @@ pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress
     if (!c || !path) return mk_fail(err, PL_ERR_INVALID_ARG, "config or path is NULL");
     pl_status s = mk_validate(c, err);
     if (s) return s;
-    size_t cap = 3 + (size_t)c->n_layer * 16;
+    size_t cap = 3 + (size_t)c->n_layer * 24;
     mjob job = {.progress = progress, .user = user, .n_threads = c->n_threads};
     if (job.n_threads <= 0) {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -502,7 +605,11 @@ pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress
                                  .n_ff = c->n_ff,
                                  .n_vocab = c->n_vocab,
                                  .head_dim = mk_head_dim(c),
-                                 .tied = c->tied};
+                                 .tied = c->tied,
+                                 .n_expert = c->n_expert,
+                                 .n_expert_used = c->n_expert_used,
+                                 .n_ff_exp = c->n_ff_exp,
+                                 .n_ff_shexp = c->n_ff_shexp};
     size_t n_plan = 0;
     if ((s = pl_arch_tensors(c->arch, &shape, NULL, 0, &n_plan, err))) goto done;
     if (n_plan > cap) {
@@ -519,23 +626,25 @@ pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress
     const float depth = 1.0f / sqrtf(2.0f * (float)c->n_layer);
     for (size_t i = 0; i < n_plan; i++) {
         const pl_arch_tensor_desc *d = &plan_t[i];
-        const int64_t ne1 = d->n_dims == 2 ? d->ne[1] : 0;
+        const int64_t ne1 = d->n_dims >= 2 ? d->ne[1] : 0, ne2 = d->n_dims == 3 ? d->ne[2] : 1;
         switch (d->kind) {
         case PL_ARCH_T_EMBD:
-            add(job.t, &job.n, d->name, GEN_MATRIX, e_sigma, d->ne[0], ne1);
+            add(job.t, &job.n, d->name, GEN_MATRIX, e_sigma, d->ne[0], ne1, 1);
             break;
         case PL_ARCH_T_MATRIX_IN:
-            add(job.t, &job.n, d->name, GEN_MATRIX, in_e, d->ne[0], ne1);
+        case PL_ARCH_T_ROUTER: /* router logits of unit variance: a spread of choices */
+            add(job.t, &job.n, d->name, GEN_MATRIX, in_e, d->ne[0], ne1, ne2);
             break;
         case PL_ARCH_T_MATRIX_OUT:
-            add(job.t, &job.n, d->name, GEN_MATRIX, depth / sqrtf((float)d->ne[0]), d->ne[0], ne1);
+            add(job.t, &job.n, d->name, GEN_MATRIX, depth / sqrtf((float)d->ne[0]), d->ne[0], ne1,
+                ne2);
             break;
         case PL_ARCH_T_NORM:
         case PL_ARCH_T_FACTORS: /* near 1: a gentle rescaling */
-            add(job.t, &job.n, d->name, GEN_NORM, 0, d->ne[0], 0);
+            add(job.t, &job.n, d->name, GEN_NORM, 0, d->ne[0], 0, 1);
             break;
         case PL_ARCH_T_BIAS:
-            add(job.t, &job.n, d->name, GEN_BIAS, 0, d->ne[0], 0);
+            add(job.t, &job.n, d->name, GEN_BIAS, 0, d->ne[0], 0, 1);
             break;
         }
     }
@@ -557,7 +666,7 @@ pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress
         const pl_tensor_plan plan = plans[i];
         if (plan.quantize) t->spec.type = plan.type;
         st.n_fallback += plan.quantize && plan.fallback;
-        uint64_t el = (uint64_t)t->spec.ne[0] * (uint64_t)t->spec.ne[1];
+        uint64_t el = (uint64_t)t->spec.ne[0] * (uint64_t)t->spec.ne[1] * (uint64_t)t->spec.ne[2];
         st.n_params += el;
         if (t->spec.ne[0] > max_k) max_k = t->spec.ne[0];
         specs[i] = t->spec;

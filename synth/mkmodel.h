@@ -19,6 +19,9 @@ typedef struct mk_config {
     int64_t n_ff;
     int64_t n_vocab;
     int64_t n_ctx;
+    /* mixture of experts (0: dense): experts per layer, used per token, an expert's FFN width
+     * (0: n_ff), the shared expert's (qwen2moe; 0: n_ff) */
+    int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
     float rope_base;
     float rms_eps;
     int tied;             /* no output.weight: token_embd doubles as the output projection */

@@ -21,12 +21,14 @@ static void usage(FILE *out)
           "\n"
           "options:\n"
           "  --preset NAME      tiny (default; < 2 MB at F32), qwen2-0.5b, llama-1b,\n"
-          "                     qwen3-0.6b, gemma2-2b, gemma3-1b, phi3-mini (real\n"
-          "                     dimensions, random weights)\n"
+          "                     qwen3-0.6b, gemma2-2b, gemma3-1b, phi3-mini,\n"
+          "                     qwen3-30b-a3b, qwen2-moe-a2.7b, mixtral-8x7b (real\n"
+          "                     dimensions, random weights; --n-layer to shrink), tiny-moe\n"
           "  --arch NAME        llama, qwen2 (q/k/v biases), qwen3 (per-head q/k norms),\n"
           "                     gemma2, gemma3 (need --local-window unless the preset\n"
           "                     is theirs), phi3 (fused q/k/v and gate/up; without\n"
-          "                     --local-window, llama.cpp's window for Phi-3's shapes)\n"
+          "                     --local-window, llama.cpp's window for Phi-3's shapes),\n"
+          "                     qwen2moe, qwen3moe (mixtures of experts)\n"
           "  --local-window N   the local layers' sliding window (Gemma, Phi-3)\n"
           "  --n-embd N         embedding length\n"
           "  --n-layer N        blocks\n"
@@ -34,6 +36,10 @@ static void usage(FILE *out)
           "  --n-head-kv N      key/value heads (divides --n-head)\n"
           "  --head-dim N       dimension of a head (default: n_embd / n_head)\n"
           "  --n-ff N           feed-forward length\n"
+          "  --n-expert N       experts per layer (0: dense; qwen2moe, qwen3moe and llama as\n"
+          "                     Mixtral), --n-expert-used N of them per token\n"
+          "  --n-ff-exp N       an expert's feed-forward length (qwen2moe, qwen3moe)\n"
+          "  --n-ff-shexp N     the shared expert's (qwen2moe)\n"
           "  --n-vocab N        vocabulary size\n"
           "  --ctx N            context length written to the file\n"
           "  --rope-base F      RoPE frequency base\n"
@@ -75,6 +81,10 @@ static const struct int_opt {
     {"--n-vocab", offsetof(mk_config, n_vocab), 1},
     {"--ctx", offsetof(mk_config, n_ctx), 1},
     {"--local-window", offsetof(mk_config, local_window), 1},
+    {"--n-expert", offsetof(mk_config, n_expert), 0},
+    {"--n-expert-used", offsetof(mk_config, n_expert_used), 0},
+    {"--n-ff-exp", offsetof(mk_config, n_ff_exp), 1},
+    {"--n-ff-shexp", offsetof(mk_config, n_ff_shexp), 1},
 };
 enum { N_INT_OPTS = sizeof int_opts / sizeof int_opts[0] };
 

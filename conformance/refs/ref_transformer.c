@@ -19,6 +19,7 @@ typedef struct ref_layer {
     int64_t H, Hkv, F;
     gsl_matrix *m[PL_L_COUNT]; /* (out, in) matrices by enum pl_layer_role, NULL when absent */
     gsl_vector *v[PL_L_COUNT]; /* vectors (norms, biases) by role */
+    gsl_matrix **x[PL_L_COUNT]; /* stacked experts by role: X matrices (out, in), or NULL */
 } ref_layer;
 
 struct ref_model {
@@ -33,6 +34,9 @@ struct ref_model {
     const pl_arch *arch;
     double scale, attn_cap, final_cap; /* attention scale; soft-caps (0: none) */
     double emb_scale;                  /* 0, or the embedding rows times it */
+    int64_t X, U, FX, FS;              /* experts, used per token, their widths (0: dense) */
+    double min_margin; /* the smallest gap between a chosen expert's p and the best unchosen
+                          one seen by ref_model_forward (routing ambiguity) */
     int64_t window;                    /* the local layers' window */
     gsl_matrix *embd, *output;         /* (V, E) */
     gsl_vector *out_norm;
@@ -63,6 +67,31 @@ static gsl_matrix *load_matrix(const pl_gguf *g, const char *name, int64_t cols,
     }
     free(tmp);
     return m;
+}
+
+/* Stacked experts: X matrices of (rows, cols), as load_matrix reads one; NULL if absent. */
+static gsl_matrix **load_experts(const pl_gguf *g, const char *name, int64_t cols, int64_t rows,
+                                 int64_t X)
+{
+    int64_t i = pl_gguf_find_tensor(g, name);
+    if (i < 0) return NULL;
+    pl_tensor_info t;
+    if (pl_gguf_tensor(g, (uint64_t)i, &t, NULL)) return NULL;
+    if (t.ne[0] != cols || t.ne[1] != rows || t.ne[2] != X || t.ne[3] != 1) return NULL;
+    size_t row_bytes;
+    if (pl_type_row_bytes(t.type, cols, &row_bytes, NULL)) return NULL;
+    gsl_matrix **e = calloc((size_t)X, sizeof *e);
+    float *tmp = malloc((size_t)cols * sizeof *tmp);
+    for (int64_t x = 0; x < X; x++) {
+        e[x] = gsl_matrix_alloc((size_t)rows, (size_t)cols);
+        for (int64_t r = 0; r < rows; r++) {
+            pl_kernels_ref.dequantize_row[t.type](
+                tmp, (const uint8_t *)t.data + (x * rows + r) * (int64_t)row_bytes, cols);
+            for (int64_t c = 0; c < cols; c++) gsl_matrix_set(e[x], (size_t)r, (size_t)c, tmp[c]);
+        }
+    }
+    free(tmp);
+    return e;
 }
 
 static gsl_vector *load_vector(const pl_gguf *g, const char *name, int64_t n)
@@ -164,8 +193,21 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
         ref_model_free(m);
         return fail(msg, len, "bad tensor", "token_embd/output_norm");
     }
+    m->X = (int64_t)meta(g, an, PL_HP_EXPERT_COUNT, 0);
+    m->U = (int64_t)meta(g, an, PL_HP_EXPERT_USED_COUNT, 0);
+    m->FX = (int64_t)meta(g, an, PL_HP_EXPERT_FF_LENGTH, (double)F);
+    m->FS = (int64_t)meta(g, an, PL_HP_EXPERT_SHARED_FF_LENGTH, (double)F);
+    m->min_margin = INFINITY;
     m->layers = calloc((size_t)m->L, sizeof *m->layers);
-    const pl_arch_dims d = {.E = m->E, .F = F, .D = m->D, .H = H, .Hkv = Hkv, .n_rot = m->n_rot};
+    const pl_arch_dims d = {.E = m->E,
+                            .F = F,
+                            .D = m->D,
+                            .H = H,
+                            .Hkv = Hkv,
+                            .n_rot = m->n_rot,
+                            .FX = m->FX,
+                            .FS = m->FS,
+                            .X = m->X};
     for (int64_t l = 0; l < m->L; l++) {
         ref_layer *R = &m->layers[l];
         R->H = H;
@@ -176,11 +218,15 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
             char n[96];
             snprintf(n, sizeof n, "blk.%lld.%s", (long long)l, row->gguf);
             const int64_t ne0 = pl_arch_dim(&d, row->ne0), ne1 = pl_arch_dim(&d, row->ne1);
-            if (row->ne1 == PL_DIM_1)
+            int required;
+            if (!pl_arch_row_applies(row, m->X, &required)) continue;
+            if (row->ne2 != PL_DIM_1)
+                R->x[row->role] = load_experts(g, n, ne0, ne1, m->X);
+            else if (row->ne1 == PL_DIM_1)
                 R->v[row->role] = load_vector(g, n, ne0);
             else
                 R->m[row->role] = load_matrix(g, n, ne0, ne1);
-            if (row->required && !R->v[row->role] && !R->m[row->role]) {
+            if (required && !R->v[row->role] && !R->m[row->role] && !R->x[row->role]) {
                 ref_model_free(m);
                 return fail(msg, len, "missing or misshapen tensor", n);
             }
@@ -198,6 +244,9 @@ void ref_model_free(ref_model *m)
         for (int r = 0; r < PL_L_COUNT; r++) {
             if (m->layers[l].m[r]) gsl_matrix_free(m->layers[l].m[r]);
             if (m->layers[l].v[r]) gsl_vector_free(m->layers[l].v[r]);
+            for (int64_t e = 0; m->layers[l].x[r] && e < m->X; e++)
+                gsl_matrix_free(m->layers[l].x[r][e]);
+            free(m->layers[l].x[r]);
         }
     free(m->layers);
     free(m->inv_freq);
@@ -326,6 +375,76 @@ static void post_add(double *x, const double *branch, double *scratch, const gsl
     for (int64_t i = 0; i < E; i++) x[i] += post ? scratch[i] : branch[i];
 }
 
+/* silu(g) * u into g, n elements. */
+static void silu_mul(double *g, const double *u, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
+}
+
+/* One token's mixture-of-experts FFN of xn into out (E), from the definitions (transformers'
+ * MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock): p = softmax of the
+ * router logits, the U largest p (ties: the lower expert), renormalised where the recipe says;
+ * out = sum of p_e down_e(silu(gate_e xn) up_e xn), plus the shared expert times sigmoid(its
+ * gate . xn). g and u hold max(FX, FS) each. Records the routing margin in m->min_margin. */
+static void moe_ffn(const ref_model *m, const ref_layer *R, const double *xn, double *out,
+                    double *g, double *u)
+{
+    const int64_t X = m->X, U = m->U, E = m->E;
+    double *p = calloc((size_t)X, sizeof *p), *y = calloc((size_t)E, sizeof *y);
+    int *taken = calloc((size_t)X, sizeof *taken);
+    gemv(p, R->m[PL_L_GATE_INP], xn, NULL);
+    double mx = -INFINITY, sum = 0;
+    for (int64_t e = 0; e < X; e++) mx = p[e] > mx ? p[e] : mx;
+    for (int64_t e = 0; e < X; e++) sum += p[e] = exp(p[e] - mx);
+    for (int64_t e = 0; e < X; e++) p[e] /= sum;
+    int64_t ids[PL_MOE_MAX_USED];
+    double w[PL_MOE_MAX_USED], wsum = 0;
+    for (int64_t k = 0; k < U; k++) {
+        int64_t best = -1;
+        for (int64_t e = 0; e < X; e++)
+            if (!taken[e] && (best < 0 || p[e] > p[best])) best = e;
+        taken[best] = 1;
+        ids[k] = best;
+        wsum += w[k] = p[best];
+    }
+    double next = 0; /* the best unchosen p */
+    for (int64_t e = 0; e < X; e++)
+        if (!taken[e] && p[e] > next) next = p[e];
+    if (U < X && w[U - 1] - next < ((ref_model *)m)->min_margin)
+        ((ref_model *)m)->min_margin = w[U - 1] - next;
+    for (int64_t i = 0; i < E; i++) out[i] = 0;
+    /* renormalised top-k: Mixtral always, Qwen3-MoE with its released configs'
+     * norm_topk_prob = true, Qwen2-MoE's false (its modeling code's default), written here from
+     * the definitions, not read from plumb's recipe */
+    const int norm = strcmp(m->arch->name, "qwen2moe") != 0;
+    for (int64_t k = 0; k < U; k++) {
+        const double wk = norm ? w[k] / wsum : w[k];
+        gemv(g, R->x[PL_L_GATE_EXPS][ids[k]], xn, NULL);
+        gemv(u, R->x[PL_L_UP_EXPS][ids[k]], xn, NULL);
+        silu_mul(g, u, m->FX);
+        gemv(y, R->x[PL_L_DOWN_EXPS][ids[k]], g, NULL);
+        for (int64_t i = 0; i < E; i++) out[i] += wk * y[i];
+    }
+    if (R->m[PL_L_GATE_SHEXP]) {
+        double z = 0;
+        for (int64_t i = 0; i < E; i++) z += gsl_vector_get(R->v[PL_L_GATE_INP_SHEXP], (size_t)i) * xn[i];
+        const double sg = 1.0 / (1.0 + exp(-z));
+        gemv(g, R->m[PL_L_GATE_SHEXP], xn, NULL);
+        gemv(u, R->m[PL_L_UP_SHEXP], xn, NULL);
+        silu_mul(g, u, m->FS);
+        gemv(y, R->m[PL_L_DOWN_SHEXP], g, NULL);
+        for (int64_t i = 0; i < E; i++) out[i] += sg * y[i];
+    }
+    free(p);
+    free(y);
+    free(taken);
+}
+
+double ref_model_min_margin(const ref_model *m)
+{
+    return m->min_margin;
+}
+
 int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, const ref_window *w,
                       double *logits)
 {
@@ -335,7 +454,8 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
     double *q = calloc((size_t)(Hmax * D), sizeof *q),
            *att = calloc((size_t)(Hmax * D), sizeof *att);
     double *tmp = calloc((size_t)(E > D ? E : D), sizeof *tmp);
-    double *g = calloc((size_t)F, sizeof *g), *u = calloc((size_t)F, sizeof *u);
+    const int64_t FG = F > m->FX ? (F > m->FS ? F : m->FS) : (m->FX > m->FS ? m->FX : m->FS);
+    double *g = calloc((size_t)FG, sizeof *g), *u = calloc((size_t)FG, sizeof *u);
     double *scores = calloc((size_t)n, sizeof *scores);
     /* K and V of every position, layer-major: (L, n, Hkv, D). */
     double *K = calloc((size_t)(L * n * Hkvmax * D), sizeof *K);
@@ -403,6 +523,11 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
             gemv(tmp, R->m[PL_L_WO], att, NULL);
             post_add(x, tmp, xn, R->v[PL_L_ATTN_POST_NORM], E, m->eps);
             rmsnorm(xn, x, R->v[PL_L_FFN_NORM], E, m->eps);
+            if (R->x[PL_L_GATE_EXPS]) {
+                moe_ffn(m, R, xn, tmp, g, u);
+                post_add(x, tmp, xn, R->v[PL_L_FFN_POST_NORM], E, m->eps);
+                continue;
+            }
             gemv(g, R->m[PL_L_GATE], xn, NULL);
             gemv(u, R->m[PL_L_UP], xn, NULL);
             for (int64_t i = 0; i < R->F; i++)

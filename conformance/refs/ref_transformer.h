@@ -14,6 +14,10 @@ typedef struct ref_model ref_model;
 int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t msg_len);
 void ref_model_free(ref_model *m);
 int64_t ref_model_n_vocab(const ref_model *m);
+/* Mixture of experts: the smallest gap, over every token and layer ref_model_forward has run,
+ * between the p of the last expert chosen and the best unchosen one (INFINITY: none ran). An
+ * engine whose router logits are off by less than this chooses the same experts. */
+double ref_model_min_margin(const ref_model *m);
 
 /* Attention window semantics, as in pl_session_params: context window (window = 0) or a
  * sliding window of `window` tokens of which the first `sinks` positions stay visible. */

@@ -462,11 +462,17 @@ pl_status pl_chat_render(const pl_model *m, const char *name, const pl_chat_mess
 /* "llama, qwen2, qwen3": the values of general.architecture plumb runs. */
 const char *pl_arch_list(void);
 
+/* Experts a token may use at most (<arch>.expert_used_count). */
+#define PL_ARCH_MAX_EXPERT_USED 64
+
 typedef struct pl_arch_shape {
     int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab;
     int64_t head_dim; /* 0: n_embd / n_head */
     int64_t n_rot;    /* 0: head_dim */
     int tied;         /* 1: no output.weight (token_embd.weight is the output projection) */
+    /* mixture of experts (0: dense): experts per layer, used per token, an expert's FFN width
+     * (0: n_ff), the shared expert's (qwen2moe; 0: n_ff) */
+    int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
 } pl_arch_shape;
 
 /* What a tensor is, for a writer choosing its values. */
@@ -476,13 +482,14 @@ typedef enum pl_arch_tensor_kind {
     PL_ARCH_T_MATRIX_OUT = 2, /* writes into the residual stream (attn_output, ffn_down) */
     PL_ARCH_T_NORM = 3,       /* a norm's weight (the multiplier itself) */
     PL_ARCH_T_BIAS = 4,
-    PL_ARCH_T_FACTORS = 5 /* RoPE frequency divisors */
+    PL_ARCH_T_FACTORS = 5, /* RoPE frequency divisors */
+    PL_ARCH_T_ROUTER = 6   /* a mixture-of-experts router or shared-expert gate (F32) */
 } pl_arch_tensor_kind;
 
 typedef struct pl_arch_tensor_desc {
     char name[96];   /* "blk.3.attn_q.weight" */
-    uint32_t n_dims; /* 1 (F32 vectors) or 2 */
-    int64_t ne[2];   /* ne[0]: the row length; ne[1] = 1 for vectors */
+    uint32_t n_dims; /* 1 (F32 vectors), 2, or 3 (stacked experts: ne[2] of them) */
+    int64_t ne[3];   /* ne[0]: the row length; ne[1] = 1 for vectors; ne[2] = 1 unless 3 dims */
     int64_t layer;   /* -1: a whole-model tensor */
     pl_arch_tensor_kind kind;
 } pl_arch_tensor_desc;

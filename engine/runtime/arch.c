@@ -20,7 +20,7 @@
 #define GX(role, gguf, hf, ne0, ne1, kind, req, xf)                                                \
     {                                                                                              \
         PL_G_##role, gguf, hf, PL_DIM_##ne0, PL_DIM_##ne1, PL_TK_##kind, req, PL_XF_##xf,          \
-            PL_SPLIT_NONE                                                                          \
+            PL_SPLIT_NONE, PL_DIM_1                                                                \
     }
 #define G(role, gguf, hf, ne0, ne1, kind, req) GX(role, gguf, hf, ne0, ne1, kind, req, NONE)
 #define GLOBALS                                                                                    \
@@ -38,7 +38,7 @@ static const pl_arch_tensor globals_llama[] = {
 #define TS(role, gguf, hf, ne0, ne1, kind, req, xf, split)                                         \
     {                                                                                              \
         PL_L_##role, gguf, hf, PL_DIM_##ne0, PL_DIM_##ne1, PL_TK_##kind, req, PL_XF_##xf,          \
-            PL_SPLIT_##split                                                                       \
+            PL_SPLIT_##split, PL_DIM_1                                                             \
     }
 #define T(role, gguf, hf, ne0, ne1, kind, req, xf) TS(role, gguf, hf, ne0, ne1, kind, req, xf, NONE)
 #define ROW_ATTN_NORM                                                                              \
@@ -49,10 +49,25 @@ static const pl_arch_tensor globals_llama[] = {
 #define ROW_GATE                     T(GATE, "ffn_gate.weight", "mlp.gate_proj.weight", E, F, MATRIX_IN, REQ, NONE)
 #define ROW_UP                       T(UP, "ffn_up.weight", "mlp.up_proj.weight", E, F, MATRIX_IN, REQ, NONE)
 #define ROW_DOWN                     T(DOWN, "ffn_down.weight", "mlp.down_proj.weight", F, E, MATRIX_OUT, REQ, NONE)
+/* Stacked experts: X matrices in one tensor (ne2), HF's one per expert ("%d": the expert). */
+#define TX(role, gguf, hf, ne0, ne1, kind)                                                         \
+    {                                                                                              \
+        PL_L_##role, gguf, hf, PL_DIM_##ne0, PL_DIM_##ne1, PL_TK_##kind, PL_REQ_MOE, PL_XF_NONE,   \
+            PL_SPLIT_NONE, PL_DIM_X                                                                \
+    }
+#define ROWS_MOE(router, gate, up, down)                                                           \
+    T(GATE_INP, "ffn_gate_inp.weight", router, E, X, ROUTER, PL_REQ_MOE, NONE),                    \
+        TX(GATE_EXPS, "ffn_gate_exps.weight", gate, E, FX, MATRIX_IN),                             \
+        TX(UP_EXPS, "ffn_up_exps.weight", up, E, FX, MATRIX_IN),                                   \
+        TX(DOWN_EXPS, "ffn_down_exps.weight", down, FX, E, MATRIX_OUT)
+#define ROWS_QWEN_MOE                                                                              \
+    ROWS_MOE("mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight", \
+             "mlp.experts.%d.down_proj.weight")
 #define BIAS(role, gguf, hf, n, req) T(role, gguf, hf, n, 1, BIAS, req, NONE)
 
 /* llama: normal (adjacent-pair) RoPE, so HF's q/k rows are permuted on conversion; the q/k/v
- * biases are optional, as llama.cpp loads them. */
+ * biases are optional, as llama.cpp loads them. With expert_count > 0 (Mixtral) the FFN is
+ * the router and the stacked experts. */
 static const pl_arch_tensor layer_llama[] = {
     ROW_ATTN_NORM,
     T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, PERMUTE_Q),
@@ -63,9 +78,11 @@ static const pl_arch_tensor layer_llama[] = {
     BIAS(BV, "attn_v.bias", "self_attn.v_proj.bias", KV, OPT),
     ROW_WO,
     ROW_FFN_NORM,
-    ROW_GATE,
-    ROW_UP,
-    ROW_DOWN,
+    T(GATE, "ffn_gate.weight", "mlp.gate_proj.weight", E, F, MATRIX_IN, PL_REQ_DENSE, NONE),
+    T(UP, "ffn_up.weight", "mlp.up_proj.weight", E, F, MATRIX_IN, PL_REQ_DENSE, NONE),
+    T(DOWN, "ffn_down.weight", "mlp.down_proj.weight", F, E, MATRIX_OUT, PL_REQ_DENSE, NONE),
+    ROWS_MOE("block_sparse_moe.gate.weight", "block_sparse_moe.experts.%d.w1.weight",
+             "block_sparse_moe.experts.%d.w3.weight", "block_sparse_moe.experts.%d.w2.weight"),
 };
 
 /* qwen2: neox RoPE, q/k/v biases required. */
@@ -97,6 +114,53 @@ static const pl_arch_tensor layer_qwen3[] = {
     ROW_GATE,
     ROW_UP,
     ROW_DOWN,
+};
+
+/* qwen2moe: qwen2's attention; every layer's FFN is the router, the stacked experts and a
+ * shared expert whose output is scaled by sigmoid(gate_inp_shexp . x). */
+static const pl_arch_tensor layer_qwen2moe[] = {
+    ROW_ATTN_NORM,
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
+    BIAS(BQ, "attn_q.bias", "self_attn.q_proj.bias", Q, REQ),
+    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    BIAS(BK, "attn_k.bias", "self_attn.k_proj.bias", KV, REQ),
+    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    BIAS(BV, "attn_v.bias", "self_attn.v_proj.bias", KV, REQ),
+    ROW_WO,
+    ROW_FFN_NORM,
+    ROWS_QWEN_MOE,
+    T(GATE_INP_SHEXP, "ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight", E, 1, ROUTER,
+      REQ, NONE),
+    T(GATE_SHEXP, "ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight", E, FS, MATRIX_IN,
+      REQ, NONE),
+    T(UP_SHEXP, "ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight", E, FS, MATRIX_IN, REQ,
+      NONE),
+    T(DOWN_SHEXP, "ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight", FS, E, MATRIX_OUT,
+      REQ, NONE),
+};
+
+/* qwen3moe: qwen3's attention (q/k norms, no biases), every layer's FFN the router and the
+ * stacked experts. */
+static const pl_arch_tensor layer_qwen3moe[] = {
+    ROW_ATTN_NORM,
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
+    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    T(Q_NORM, "attn_q_norm.weight", "self_attn.q_norm.weight", D, 1, NORM, REQ, NONE),
+    T(K_NORM, "attn_k_norm.weight", "self_attn.k_norm.weight", D, 1, NORM, REQ, NONE),
+    ROW_WO,
+    ROW_FFN_NORM,
+    ROWS_QWEN_MOE,
+};
+
+/* The MoE architectures' own keys: the expert FFN widths (llama.cpp's converters write them). */
+static const pl_arch_key keys_qwen2moe[] = {
+    {PL_HP_EXPERT_FF_LENGTH, "expert_feed_forward_length", PL_KEY_INT, REQ, 0, 1, 1 << 18},
+    {PL_HP_EXPERT_SHARED_FF_LENGTH, "expert_shared_feed_forward_length", PL_KEY_INT, OPT, NAN, 1,
+     1 << 18},
+};
+static const pl_arch_key keys_qwen3moe[] = {
+    {PL_HP_EXPERT_FF_LENGTH, "expert_feed_forward_length", PL_KEY_INT, REQ, 0, 1, 1 << 18},
 };
 
 /* Gemma: tied embeddings only (no output.weight row), every norm stored as its multiplier
@@ -174,7 +238,8 @@ static const pl_arch archs[] = {
      N_OF(globals_llama),
      LAYER(layer_llama),
      NO_KEYS,
-     {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU, .full_rotary = 1}},
+     {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU, .full_rotary = 1, .moe = PL_MOE_OPTIONAL,
+      .moe_norm = 1}},
     {"qwen2",
      "Qwen2ForCausalLM",
      globals_common,
@@ -189,6 +254,20 @@ static const pl_arch archs[] = {
      LAYER(layer_qwen3),
      NO_KEYS,
      {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU}},
+    {"qwen2moe",
+     "Qwen2MoeForCausalLM",
+     globals_common,
+     N_OF(globals_common),
+     LAYER(layer_qwen2moe),
+     KEYS(keys_qwen2moe),
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .moe = PL_MOE_REQUIRED, .moe_norm = 0}},
+    {"qwen3moe",
+     "Qwen3MoeForCausalLM",
+     globals_common,
+     N_OF(globals_common),
+     LAYER(layer_qwen3moe),
+     KEYS(keys_qwen3moe),
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .moe = PL_MOE_REQUIRED, .moe_norm = 1}},
     {"gemma2",
      "Gemma2ForCausalLM",
      globals_gemma,
@@ -244,13 +323,13 @@ const pl_arch *pl_arch_find_hf(const char *hf_class)
 
 const char *pl_arch_names(void)
 {
-    return "llama, qwen2, qwen3, gemma2, gemma3, phi3";
+    return "llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3, phi3";
 }
 
 const char *pl_arch_hf_names(void)
 {
-    return "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
-           "Gemma3ForCausalLM, Phi3ForCausalLM";
+    return "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, "
+           "Qwen3MoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM";
 }
 
 int pl_arch_layer_is_local(const pl_arch *a, int64_t l)
@@ -295,8 +374,22 @@ int64_t pl_arch_dim(const pl_arch_dims *d, int dim)
         return 2 * d->F;
     case PL_DIM_ROT2:
         return d->n_rot / 2;
+    case PL_DIM_FX:
+        return d->FX;
+    case PL_DIM_FS:
+        return d->FS;
+    case PL_DIM_X:
+        return d->X;
     }
     return 0;
+}
+
+int pl_arch_row_applies(const pl_arch_tensor *row, int64_t n_expert, int *required)
+{
+    const int moe = n_expert > 0;
+    *required = row->required == PL_REQ_ALL || (row->required == PL_REQ_DENSE && !moe) ||
+                (row->required == PL_REQ_MOE && moe);
+    return !((row->required == PL_REQ_DENSE && moe) || (row->required == PL_REQ_MOE && !moe));
 }
 
 /* ---- keys under "<arch>." ---- */
@@ -326,9 +419,9 @@ static const pl_arch_key keys[] = {
     {PL_HP_YARN_ATTN_FACTOR, "rope.scaling.yarn_attn_factor", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6},
     {PL_HP_YARN_BETA_FAST, "rope.scaling.yarn_beta_fast", PL_KEY_FLOAT, OPT, 32.0, 0.0, 1e6},
     {PL_HP_YARN_BETA_SLOW, "rope.scaling.yarn_beta_slow", PL_KEY_FLOAT, OPT, 1.0, 0.0, 1e6},
-    /* mixture-of-experts: 0 (a dense model) is the only value plumb runs yet */
-    {PL_HP_EXPERT_COUNT, "expert_count", PL_KEY_INT, OPT, 0, 0, 1 << 16},
-    {PL_HP_EXPERT_USED_COUNT, "expert_used_count", PL_KEY_INT, OPT, 0, 0, 1 << 16},
+    /* mixture-of-experts: 0 is a dense model; more where the recipe has experts */
+    {PL_HP_EXPERT_COUNT, "expert_count", PL_KEY_INT, OPT, 0, 0, 1 << 12},
+    {PL_HP_EXPERT_USED_COUNT, "expert_used_count", PL_KEY_INT, OPT, 0, 0, PL_MOE_MAX_USED},
     {PL_HP_CAUSAL, "attention.causal", PL_KEY_BOOL, OPT, 1, 0, 1},
 };
 
@@ -441,10 +534,12 @@ int pl_arch_key_inert(const char *suffix, const char **why)
 
 /* ---- the public view (plumb.h) ---- */
 
+static_assert(PL_ARCH_MAX_EXPERT_USED == PL_MOE_MAX_USED, "one limit on experts per token");
 static_assert(PL_ARCH_T_EMBD == (int)PL_TK_EMBD && PL_ARCH_T_MATRIX_IN == (int)PL_TK_MATRIX_IN &&
                   PL_ARCH_T_MATRIX_OUT == (int)PL_TK_MATRIX_OUT &&
                   PL_ARCH_T_NORM == (int)PL_TK_NORM && PL_ARCH_T_BIAS == (int)PL_TK_BIAS &&
-                  PL_ARCH_T_FACTORS == (int)PL_TK_FACTORS,
+                  PL_ARCH_T_FACTORS == (int)PL_TK_FACTORS &&
+                  PL_ARCH_T_ROUTER == (int)PL_TK_ROUTER,
               "pl_arch_tensor_kind mirrors enum pl_tensor_kind");
 
 typedef struct desc_walk {
@@ -458,7 +553,9 @@ static int desc_visit(void *user, const pl_arch_tensor *r, int64_t l)
 {
     desc_walk *w = user;
     const int output = l < 0 && r->role == PL_G_OUTPUT;
-    if (output ? w->tied : !r->required) return 0;
+    int required;
+    if (!pl_arch_row_applies(r, w->d->X, &required)) return 0;
+    if (output ? w->tied : !required) return 0;
     if (w->out && w->k < w->cap) {
         pl_arch_tensor_desc *o = &w->out[w->k];
         memset(o, 0, sizeof *o);
@@ -466,9 +563,10 @@ static int desc_visit(void *user, const pl_arch_tensor *r, int64_t l)
             snprintf(o->name, sizeof o->name, "blk.%lld.%s", (long long)l, r->gguf);
         else
             snprintf(o->name, sizeof o->name, "%s", r->gguf);
-        o->n_dims = r->ne1 == PL_DIM_1 ? 1 : 2;
+        o->n_dims = r->ne2 != PL_DIM_1 ? 3 : r->ne1 == PL_DIM_1 ? 1 : 2;
         o->ne[0] = pl_arch_dim(w->d, r->ne0);
         o->ne[1] = pl_arch_dim(w->d, r->ne1);
+        o->ne[2] = pl_arch_dim(w->d, r->ne2);
         o->layer = l;
         o->kind = (pl_arch_tensor_kind)r->kind;
     }
@@ -499,6 +597,22 @@ pl_status pl_arch_tensors(const char *arch, const pl_arch_shape *shape, pl_arch_
                       .V = shape->n_vocab,
                       .H = shape->n_head,
                       .Hkv = shape->n_head_kv};
+    const int moe = a->recipe.moe;
+    if (shape->n_expert < 0 || shape->n_expert > (1 << 12) ||
+        (shape->n_expert > 0) != (shape->n_expert_used > 0) ||
+        shape->n_expert_used > shape->n_expert || shape->n_expert_used > PL_MOE_MAX_USED ||
+        shape->n_ff_exp < 0 || shape->n_ff_shexp < 0)
+        return pl_fail(err, PL_ERR_INVALID_ARG,
+                       "shape: n_expert %lld, n_expert_used %lld must be 0 and 0 or 1 <= used <= "
+                       "n_expert (used <= %d), expert widths >= 0",
+                       (long long)shape->n_expert, (long long)shape->n_expert_used,
+                       PL_MOE_MAX_USED);
+    if ((moe == PL_MOE_NONE && shape->n_expert) || (moe == PL_MOE_REQUIRED && !shape->n_expert))
+        return pl_fail(err, PL_ERR_INVALID_ARG, "shape: architecture '%s' %s experts", a->name,
+                       moe == PL_MOE_NONE ? "has no" : "needs");
+    d.X = shape->n_expert;
+    d.FX = shape->n_ff_exp ? shape->n_ff_exp : shape->n_ff;
+    d.FS = shape->n_ff_shexp ? shape->n_ff_shexp : shape->n_ff;
     d.D = shape->head_dim ? shape->head_dim : shape->n_embd / shape->n_head;
     d.n_rot = shape->n_rot ? shape->n_rot : d.D;
     desc_walk w = {.out = out, .cap = cap, .d = &d, .tied = shape->tied};

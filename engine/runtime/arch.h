@@ -22,7 +22,10 @@ enum pl_dim {
     PL_DIM_KV,  /* n_head_kv * head_dim */
     PL_DIM_QKV, /* (n_head + 2 n_head_kv) * head_dim: fused q, k, v */
     PL_DIM_F2,  /* 2 n_ff: fused gate and up */
-    PL_DIM_ROT2 /* n_rot / 2: RoPE frequency factors */
+    PL_DIM_ROT2, /* n_rot / 2: RoPE frequency factors */
+    PL_DIM_FX,   /* an expert's FFN width (expert_feed_forward_length, else n_ff) */
+    PL_DIM_FS,   /* the shared expert's FFN width */
+    PL_DIM_X     /* n_expert: the experts of a stacked tensor (ne2) */
 };
 
 /* Per-layer tensor roles; the order is pl_layer's (model.h pins it with static_asserts). */
@@ -43,6 +46,15 @@ enum pl_layer_role {
     PL_L_UP,
     PL_L_DOWN,
     PL_L_FFN_POST_NORM,
+    /* mixture-of-experts layers: the router, the stacked experts, the shared expert */
+    PL_L_GATE_INP,       /* (E) -> (X) router logits, F32 */
+    PL_L_GATE_EXPS,      /* X matrices (E) -> (FX) */
+    PL_L_UP_EXPS,        /* X matrices (E) -> (FX) */
+    PL_L_DOWN_EXPS,      /* X matrices (FX) -> (E) */
+    PL_L_GATE_INP_SHEXP, /* (E) f32: the shared expert's scalar gate, sigmoid(w . x) */
+    PL_L_GATE_SHEXP,     /* (E) -> (FS) */
+    PL_L_UP_SHEXP,       /* (E) -> (FS) */
+    PL_L_DOWN_SHEXP,     /* (FS) -> (E) */
     PL_L_COUNT
 };
 
@@ -64,7 +76,8 @@ enum pl_tensor_kind {
     PL_TK_MATRIX_OUT, /* writes into the residual stream (attn_output, ffn_down) */
     PL_TK_NORM,       /* a norm's weight vector (stored as the multiplier itself) */
     PL_TK_BIAS,       /* a bias vector */
-    PL_TK_FACTORS     /* RoPE frequency factors */
+    PL_TK_FACTORS,    /* RoPE frequency factors */
+    PL_TK_ROUTER      /* a mixture-of-experts router (or shared-expert gate): kept F32 */
 };
 
 /* A Hugging Face tensor's transform on its way into GGUF (convert). */
@@ -83,6 +96,14 @@ enum pl_split {
     PL_SPLIT_GATE_UP /* rows [0, F) the gate, [F, 2 F) up (Phi-3 ffn_up) */
 };
 
+/* Whether a tensor must be there: */
+enum pl_req {
+    PL_REQ_OPT,   /* optional: bound when present */
+    PL_REQ_ALL,   /* required */
+    PL_REQ_DENSE, /* required in a dense model (expert_count 0), absent in a MoE one */
+    PL_REQ_MOE    /* required in a MoE model (expert_count > 0), absent in a dense one */
+};
+
 typedef struct pl_arch_tensor {
     int role;         /* enum pl_layer_role (per layer) or enum pl_global_role; for a fused
                          tensor the first role it splits into (wq, gate) */
@@ -90,9 +111,10 @@ typedef struct pl_arch_tensor {
     const char *hf;   /* per layer: after "model.layers.N."; global: the whole name */
     uint8_t ne0, ne1; /* enum pl_dim; ne1 == PL_DIM_1: a vector */
     uint8_t kind;     /* enum pl_tensor_kind */
-    uint8_t required; /* 0: optional (bound when present) */
+    uint8_t required; /* enum pl_req */
     uint8_t xform;    /* enum pl_hf_xform */
     uint8_t split;    /* enum pl_split */
+    uint8_t ne2;      /* PL_DIM_X: X stacked matrices (hf: "%d" is the expert); else PL_DIM_1 */
 } pl_arch_tensor;
 
 /* Hyperparameters the table names; pl_hparams gets them from these. */
@@ -120,6 +142,8 @@ enum pl_hp {
     PL_HP_YARN_BETA_SLOW,
     PL_HP_EXPERT_COUNT,
     PL_HP_EXPERT_USED_COUNT,
+    PL_HP_EXPERT_FF_LENGTH,        /* an expert's FFN width; default: feed_forward_length */
+    PL_HP_EXPERT_SHARED_FF_LENGTH, /* the shared expert's (qwen2moe) */
     PL_HP_CAUSAL,
     /* architecture-specific keys (pl_arch.keys): */
     PL_HP_ATTN_SOFTCAP,   /* attention scores: cap * tanh(s / cap); 0: none */
@@ -149,6 +173,13 @@ typedef struct pl_arch_key {
 
 enum pl_act { PL_ACT_SILU, PL_ACT_GELU_TANH };
 
+/* Whether an architecture's layers have experts: */
+enum pl_moe {
+    PL_MOE_NONE,     /* dense only: expert_count must be 0 */
+    PL_MOE_OPTIONAL, /* dense with expert_count 0, experts with more (llama: Mixtral) */
+    PL_MOE_REQUIRED  /* experts in every layer (qwen2moe, qwen3moe) */
+};
+
 /* How a block computes, read by the forward pass instead of the architecture's name. */
 typedef struct pl_arch_recipe {
     enum pl_rope_style rope_style;
@@ -169,6 +200,12 @@ typedef struct pl_arch_recipe {
      * Phi-3 releases converted before the key existed (by layer count and training context) */
     uint8_t window_by_shape;
     float swa_rope_base;
+    /* Mixture-of-experts routing (with expert_count > 0): p = softmax(router logits) over
+     * all experts, the expert_used_count largest kept (ties: the lower expert first), and
+     * with moe_norm the kept p divided by their sum (Mixtral, Qwen3-MoE; Qwen2-MoE keeps
+     * them as they are). */
+    uint8_t moe_norm;
+    uint8_t moe; /* enum pl_moe */
 } pl_arch_recipe;
 
 typedef struct pl_arch {
@@ -213,10 +250,15 @@ int pl_key_known(const char *key, const char **why);
 typedef int (*pl_arch_visit_fn)(void *user, const pl_arch_tensor *row, int64_t layer);
 int pl_arch_walk(const pl_arch *a, int64_t n_layer, pl_arch_visit_fn fn, void *user);
 
-/* Resolves a dimension symbol for a layer: E, F, V, D, H, Hkv, n_rot given. */
+/* Resolves a dimension symbol for a layer: E, F, V, D, H, Hkv, n_rot (and the expert sizes)
+ * given. */
 typedef struct pl_arch_dims {
     int64_t E, F, V, D, H, Hkv, n_rot;
+    int64_t FX, FS, X; /* expert FFN, shared expert FFN, n_expert (0 in a dense model) */
 } pl_arch_dims;
+/* 1 when a row is bound in a model with n_expert experts (enum pl_req), 0 when it must be
+ * absent; *required: whether it must be present. */
+int pl_arch_row_applies(const pl_arch_tensor *row, int64_t n_expert, int *required);
 int64_t pl_arch_dim(const pl_arch_dims *d, int dim);
 
 #endif

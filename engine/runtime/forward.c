@@ -36,6 +36,15 @@ typedef struct scratch {
     void *xp;           /* (T, K) the quantized rows prepared for a repacked layout */
     float *att_scratch; /* (threads, PL_ATTN_SCRATCH(cap, D)) */
     int32_t *q_pos;     /* (T) */
+    /* mixture-of-experts layers (U = experts used per token, X experts) */
+    float *router;      /* (T, X) router logits */
+    float *probs;       /* (T, X) their softmax */
+    int32_t *ids;       /* (T, U) the chosen experts */
+    float *wts;         /* (T, U + 1) their weights, then the shared expert's gate */
+    float *yx;          /* (T * U, E) the chosen experts' outputs */
+    float *ysh;         /* (T, E) the shared expert's output */
+    uint8_t *id_scratch; /* (threads, id_bytes) pl_matmul_id's own */
+    size_t id_bytes;
     size_t bytes;
 } scratch;
 
@@ -256,6 +265,153 @@ static void branch_out(pl_session *ss, const float *post_norm, int64_t T)
     }
 }
 
+/* ---- mixture-of-experts FFN ---- */
+
+/* Up to 2 expert matmuls over the same activations in one dispatch (gate and up), rows split
+ * as mm_job's; each thread groups the tokens by expert itself (pl_matmul_id). */
+typedef struct mmid_one {
+    pl_matmul_fn fn;
+    const void *w;
+    size_t w_row, w_expert;
+    float *y;
+    int64_t R;
+} mmid_one;
+
+typedef struct mmid_job {
+    mmid_one m[2];
+    int n;
+    const void *x;
+    size_t x_row;
+    const int32_t *ids;
+    int64_t n_used, n_expert, K, T;
+    uint8_t *scratch;
+    size_t scratch_bytes;
+} mmid_job;
+
+static void mmid_worker(void *ctx, int64_t r0, int64_t r1, int thread)
+{
+    const mmid_job *j = ctx;
+    void *mine = j->scratch + (size_t)thread * j->scratch_bytes;
+    int64_t base = 0;
+    for (int i = 0; i < j->n; i++) {
+        const mmid_one *o = &j->m[i];
+        const int64_t a = r0 > base ? r0 - base : 0, b = r1 - base < o->R ? r1 - base : o->R;
+        if (a < b)
+            (void)pl_matmul_id(o->fn, o->y, o->R, o->w, o->w_row, o->w_expert, j->n_expert, j->x,
+                               j->x_row, j->ids, j->n_used, j->K, a, b, j->T, mine);
+        base += o->R;
+    }
+}
+
+/* ys[i] (T * n_used, R_i): row t * n_used + u = expert ids[t * n_used + u] of w[i] on x's row
+ * t. x's rows are quantized (made by pre first) as matmul_n's. */
+static void matmul_id_n(pl_session *ss, const pl_tensor *const *w, float *const *ys, int n,
+                        float *x, int64_t T, const int32_t *ids, int64_t n_used, const pre_op *pre)
+{
+    const struct pl_kernels *k = &ss->kt.k;
+    const int64_t K = w[0]->ne[0];
+    const pl_type dot = pl_type_traits_of(w[0]->type)->dot_type;
+    mmid_job j = {.n = n,
+                  .ids = ids,
+                  .n_used = n_used,
+                  .n_expert = w[0]->ne[2],
+                  .K = K,
+                  .T = T,
+                  .scratch = ss->s.id_scratch,
+                  .scratch_bytes = ss->s.id_bytes};
+    int64_t rows = 0;
+    for (int i = 0; i < n; i++) {
+        const int packed = ss->packed && w[i]->packed;
+        j.m[i] = (mmid_one){
+            .fn = packed ? w[i]->repack->matmul : k->matmul[w[i]->type],
+            .w = packed ? w[i]->packed : w[i]->data,
+            .w_row = w[i]->row_bytes,
+            .w_expert = packed ? w[i]->packed_expert_bytes : w[i]->expert_bytes,
+            .y = ys[i],
+            .R = w[i]->ne[1],
+        };
+        rows += w[i]->ne[1];
+    }
+    quant_job q = {.k = k, .x = x, .K = K, .pre = pre};
+    j.x = x;
+    j.x_row = (size_t)K * sizeof(float);
+    if (dot != PL_TYPE_F32) {
+        pl_type_row_bytes(dot, K, &q.row, NULL);
+        q.fn = k->quantize_row[dot];
+        q.out = ss->s.xq;
+        j.x = ss->s.xq;
+        j.x_row = q.row;
+        const pl_repack *rp = ss->packed && w[0]->packed ? w[0]->repack : NULL;
+        if (rp && rp->x_prep) {
+            q.prep = rp;
+            q.xp = ss->s.xp;
+            q.xp_row = rp->x_row(K);
+            j.x = ss->s.xp;
+            j.x_row = q.xp_row;
+        }
+    }
+    if (q.fn || pre) pl_pool_run(ss->pool, quant_worker, &q, T, 8);
+    pl_pool_run(ss->pool, mmid_worker, &j, rows, PL_REPACK_ROWS);
+}
+
+/* The FFN of a mixture-of-experts layer into tmp (T rows of E), as llama.cpp's build_moe_ffn
+ * computes it: router logits (F32) of the normalised x; per token the route (softmax, the U
+ * largest, normalised where the recipe says); gate and up of the chosen experts; down of
+ * silu(gate) * up; the outputs times their weights, added in slot order; then, with a shared
+ * expert (qwen2moe), its output times sigmoid(gate_inp_shexp . x) added last. */
+static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *ffn_norm)
+{
+    const pl_hparams *hp = &ss->m->hp;
+    const struct pl_kernels *k = &ss->kt.k;
+    scratch *s = &ss->s;
+    const int64_t E = hp->n_embd, X = hp->n_expert, U = hp->n_expert_used;
+    const int64_t FX = hp->n_ff_exp, FS = hp->n_ff_shexp;
+    const int has_sh = L->gate_shexp.data != NULL;
+    const int64_t W = U + has_sh; /* rows combined per token */
+
+    matmul(ss, &L->gate_inp, s->router, s->xn, T, ffn_norm); /* s->xn: the normalised rows */
+    for (int64_t t = 0; t < T; t++)
+        k->moe_route(s->ids + t * U, s->wts + t * W, s->probs + t * X, s->router + t * X, X, U,
+                     hp->arch->recipe.moe_norm);
+    if (has_sh) {
+        /* the shared expert first (gate/up/ffh are free again after it) */
+        /* the shared gate's logits (router's rows are free once routed), then their sigmoid */
+        matmul(ss, &L->gate_inp_shexp, s->router, s->xn, T, NULL);
+        k->sigmoid(s->probs, s->router, T);
+        for (int64_t t = 0; t < T; t++) s->wts[t * W + U] = s->probs[t];
+        const pl_tensor *w[2] = {&L->gate_shexp, &L->up_shexp};
+        float *const y[2] = {s->gate, s->up};
+        if (L->gate_shexp.type == L->up_shexp.type) {
+            matmul_n(ss, w, y, 2, s->xn, T, NULL);
+        } else {
+            matmul(ss, w[0], y[0], s->xn, T, NULL);
+            matmul(ss, w[1], y[1], s->xn, T, NULL);
+        }
+        const pre_op gated = {s->gate, s->up, NULL, 0.0f, hp->arch->recipe.act};
+        (void)FS;
+        matmul(ss, &L->down_shexp, s->ysh, s->ffh, T, &gated);
+    }
+    const pl_tensor *w[2] = {&L->gate_exps, &L->up_exps};
+    float *const y[2] = {s->gate, s->up};
+    if (L->gate_exps.type == L->up_exps.type) {
+        matmul_id_n(ss, w, y, 2, s->xn, T, s->ids, U, NULL);
+    } else {
+        matmul_id_n(ss, w, y, 1, s->xn, T, s->ids, U, NULL);
+        matmul_id_n(ss, w + 1, y + 1, 1, s->xn, T, s->ids, U, NULL);
+    }
+    /* down: each (token, slot) row is a token of its own with one expert */
+    const pre_op gated = {s->gate, s->up, NULL, 0.0f, hp->arch->recipe.act};
+    const pl_tensor *wd = &L->down_exps;
+    matmul_id_n(ss, &wd, &s->yx, 1, s->ffh, T * U, s->ids, 1, &gated);
+    (void)FX;
+    for (int64_t t = 0; t < T; t++) {
+        const float *rows[PL_MOE_MAX_USED + 1];
+        for (int64_t u = 0; u < U; u++) rows[u] = s->yx + (t * U + u) * E;
+        if (has_sh) rows[U] = s->ysh + t * E;
+        k->weighted_sum(s->tmp + t * E, rows, s->wts + t * W, W, E);
+    }
+}
+
 /* ---- one step: T tokens at positions [p0, p0 + T) ---- */
 
 static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
@@ -320,6 +476,11 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
     branch_out(ss, L->attn_post_norm.data, T);
 
     const pre_op ffn_norm = {s->x, NULL, L->ffn_norm.data, hp->rms_eps, 0};
+    if (L->gate_exps.data) {
+        ffn_moe(ss, L, T, &ffn_norm);
+        branch_out(ss, L->ffn_post_norm.data, T);
+        return;
+    }
     if (L->w_gate.type == L->w_up.type) {
         const pl_tensor *w[2] = {&L->w_gate, &L->w_up};
         float *const y[2] = {s->gate, s->up};
@@ -429,13 +590,13 @@ static size_t align64(size_t n)
     return (n + 63) & ~(size_t)63;
 }
 
-enum { N_SCRATCH = 14 };
+enum { N_SCRATCH = 21 };
 
 /* Sizes of the scratch buffers, in the order of the slots in alloc_scratch; returns the
  * arena's total (each buffer 64-byte aligned). xq_row: bytes of one quantized activation row
  * at the largest K (Q8_K blocks are the largest per element: 292 bytes / 256). */
 static size_t scratch_layout(const pl_hparams *hp, int64_t chunk, int threads, int64_t cap,
-                             size_t sizes[N_SCRATCH], size_t *xq_row)
+                             size_t sizes[N_SCRATCH], size_t *xq_row, size_t *id_out)
 {
     uint64_t T = (uint64_t)chunk, E = (uint64_t)hp->n_embd, D = (uint64_t)hp->head_dim;
     uint64_t HD = (uint64_t)hp->max_head * D, KVD = (uint64_t)hp->max_head_kv * D;
@@ -447,15 +608,43 @@ static size_t scratch_layout(const pl_hparams *hp, int64_t chunk, int threads, i
     pl_type_row_bytes(PL_TYPE_Q8_0, (int64_t)((Kmax + 31) / 32 * 32), &q80, NULL);
     *xq_row = q8k > q80 ? q8k : q80;
     uint64_t tmp_w = E > D ? E : D;
+    /* mixture of experts: the expert FFN's rows are (token, slot) pairs, U per token */
+    const uint64_t X = (uint64_t)hp->n_expert, U = (uint64_t)hp->n_expert_used;
+    const uint64_t TU = X ? T * U : T, FU = X && U * (uint64_t)hp->n_ff_exp > F
+                                             ? U * (uint64_t)hp->n_ff_exp
+                                             : F;
+    size_t id_bytes = 0;
+    if (X) {
+        size_t xrow = Kmax * 4; /* F32 experts read f32 rows */
+        if (*xq_row > xrow) xrow = *xq_row;
+        if (PL_REPACK_X_ROW_MAX(Kmax) > xrow) xrow = PL_REPACK_X_ROW_MAX(Kmax);
+        const int64_t R = hp->n_embd > hp->n_ff_exp ? hp->n_embd : hp->n_ff_exp;
+        id_bytes = align64(pl_matmul_id_scratch((int64_t)TU, (int64_t)U, (int64_t)X, xrow, 0, R));
+    }
     size_t s[N_SCRATCH] = {
-        T * E * 4,     T * E * 4,
-        T * HD * 4,    T * KVD * 4,
-        T * KVD * 4,   T * HD * 4,
-        T * tmp_w * 4, T * F * 4,
-        T * F * 4,     T * F * 4,
-        T * *xq_row,   (size_t)threads * PL_ATTN_SCRATCH(cap, D) * 4,
-        T * 4,         T * PL_REPACK_X_ROW_MAX(Kmax),
+        T * E * 4,
+        T * E * 4,
+        T * HD * 4,
+        T * KVD * 4,
+        T * KVD * 4,
+        T * HD * 4,
+        T * tmp_w * 4,
+        T * FU * 4,
+        T * FU * 4,
+        T * FU * 4,
+        TU * *xq_row,
+        (size_t)threads * PL_ATTN_SCRATCH(cap, D) * 4,
+        T * 4,
+        TU * PL_REPACK_X_ROW_MAX(Kmax),
+        T * X * 4,
+        T * X * 4,
+        T * U * 4,
+        T * (U + 1) * 4,
+        TU * E * 4 * (X != 0),
+        T * E * 4 * (hp->n_ff_shexp != 0 && X != 0),
+        (size_t)threads * id_bytes,
     };
+    if (id_out) *id_out = id_bytes;
     size_t total = 0;
     for (int i = 0; i < N_SCRATCH; i++) total += align64(sizes[i] = s[i]);
     return total;
@@ -465,7 +654,7 @@ static pl_status alloc_scratch(pl_session *ss, pl_error *err)
 {
     size_t sizes[N_SCRATCH];
     size_t total = scratch_layout(&ss->m->hp, ss->chunk, pl_pool_size(ss->pool), ss->kv.cap, sizes,
-                                  &ss->s.xq_row);
+                                  &ss->s.xq_row, &ss->s.id_bytes);
     ss->arena = pl_malloc(total);
     if (!ss->arena)
         return pl_fail(err, PL_ERR_NOMEM, "no memory for a %zu-byte scratch arena (chunk %lld)",
@@ -476,7 +665,9 @@ static pl_status alloc_scratch(pl_session *ss, pl_error *err)
         (void **)&ss->s.k,     (void **)&ss->s.v,    (void **)&ss->s.att,
         (void **)&ss->s.tmp,   (void **)&ss->s.gate, (void **)&ss->s.up,
         (void **)&ss->s.ffh,   (void **)&ss->s.xq,   (void **)&ss->s.att_scratch,
-        (void **)&ss->s.q_pos, (void **)&ss->s.xp,
+        (void **)&ss->s.q_pos, (void **)&ss->s.xp,   (void **)&ss->s.router,
+        (void **)&ss->s.probs, (void **)&ss->s.ids,  (void **)&ss->s.wts,
+        (void **)&ss->s.yx,    (void **)&ss->s.ysh,  (void **)&ss->s.id_scratch,
     };
     for (int i = 0; i < N_SCRATCH; i++) {
         *slots[i] = p;
@@ -519,7 +710,7 @@ pl_status pl_session_estimate(const pl_model *m, const pl_session_params *params
     out->kv_capacity = cap;
     out->kv_bytes = kv_bytes;
     out->scratch_bytes =
-        scratch_layout(&m->hp, p.prefill_chunk, out->n_threads, cap, sizes, &xq_row);
+        scratch_layout(&m->hp, p.prefill_chunk, out->n_threads, cap, sizes, &xq_row, NULL);
     snprintf(out->kernels, sizeof out->kernels, "%s", p.kernels ? p.kernels : m->kt.k.name);
     return pl_ok(err);
 }

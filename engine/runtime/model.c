@@ -291,11 +291,24 @@ static pl_status check_values(const hp_read *r, pl_error *err)
                            "%s.%s = %g: plumb does not implement this RoPE scaling override", a,
                            k->suffix, r->v[k->hp]);
     }
-    if (r->v[PL_HP_EXPERT_COUNT] != 0 || r->v[PL_HP_EXPERT_USED_COUNT] != 0)
+    const double nx = r->v[PL_HP_EXPERT_COUNT], nu = r->v[PL_HP_EXPERT_USED_COUNT];
+    const int moe = pl_arch_find(a, strlen(a))->recipe.moe;
+    if (moe == PL_MOE_NONE && (nx != 0 || nu != 0))
         return pl_fail(err, PL_ERR_UNSUPPORTED,
-                       "%s.expert_count = %.0f, expert_used_count = %.0f: plumb does not run "
-                       "mixture-of-experts layers yet",
-                       a, r->v[PL_HP_EXPERT_COUNT], r->v[PL_HP_EXPERT_USED_COUNT]);
+                       "%s.expert_count = %.0f, expert_used_count = %.0f: architecture '%s' has "
+                       "no mixture-of-experts layers in plumb",
+                       a, nx, nu, a);
+    if (moe == PL_MOE_REQUIRED && nx == 0)
+        return pl_fail(err, PL_ERR_FORMAT, "%s.expert_count is missing or 0: %s layers are "
+                                           "mixtures of experts",
+                       a, a);
+    if (nx == 0 && nu != 0)
+        return pl_fail(err, PL_ERR_FORMAT,
+                       "%s.expert_used_count = %.0f in a model without experts (expert_count 0)",
+                       a, nu);
+    if (nx != 0 && (nu < 1 || nu > nx))
+        return pl_fail(err, PL_ERR_FORMAT, "%s.expert_used_count = %.0f is outside [1, %.0f]",
+                       a, nu, nx);
     if (r->v[PL_HP_CAUSAL] != 1.0)
         return pl_fail(err, PL_ERR_UNSUPPORTED,
                        "%s.attention.causal = false: plumb runs causal decoders only", a);
@@ -420,7 +433,7 @@ static pl_status read_block(pl_model *m, const hp_read *r, pl_error *err)
  * t->data NULL. Matrices accept any implemented type; vectors must be F32. Marks the tensor
  * in bound[] (one flag per tensor of the file). */
 static pl_status bind(pl_model *m, uint8_t *bound, pl_tensor *t, const char *name, int vector,
-                      int64_t ne0, int64_t ne1, int required, pl_error *err)
+                      int64_t ne0, int64_t ne1, int64_t ne2, int required, pl_error *err)
 {
     memset(t, 0, sizeof *t);
     int64_t i = pl_gguf_find_tensor(m->gguf, name);
@@ -434,14 +447,18 @@ static pl_status bind(pl_model *m, uint8_t *bound, pl_tensor *t, const char *nam
     }
     pl_tensor_info ti;
     pl_gguf_tensor(m->gguf, (uint64_t)i, &ti, NULL);
-    uint32_t want_dims = vector ? 1 : 2;
-    if (ti.n_dims != want_dims || ti.ne[0] != ne0 || (!vector && ti.ne[1] != ne1))
+    /* as llama.cpp checks shapes, trailing dims of 1 may be written or not: a vector [n] may
+     * come as [n, 1] (qwen2moe's ffn_gate_inp_shexp) */
+    const uint32_t want_dims = ne2 > 1 ? 3 : vector ? 1 : 2;
+    const int64_t want1 = vector ? 1 : ne1, want2 = ne2 > 1 ? ne2 : 1;
+    if (ti.n_dims < want_dims || ti.n_dims > (vector ? 2u : want_dims) || ti.ne[0] != ne0 ||
+        ti.ne[1] != want1 || ti.ne[2] != want2 || ti.ne[3] != 1)
         return pl_fail(err, PL_ERR_TYPE,
                        "tensor '%s' has shape [%lld, %lld, %lld, %lld] (%u dims), expected "
-                       "[%lld%s%lld]",
+                       "[%lld, %lld, %lld] (%u dims)",
                        name, (long long)ti.ne[0], (long long)ti.ne[1], (long long)ti.ne[2],
-                       (long long)ti.ne[3], ti.n_dims, (long long)ne0, vector ? "" : ", ",
-                       vector ? 0LL : (long long)ne1);
+                       (long long)ti.ne[3], ti.n_dims, (long long)ne0, (long long)want1,
+                       (long long)want2, want_dims);
     if (vector && ti.type != PL_TYPE_F32)
         return pl_fail(err, PL_ERR_TYPE, "tensor '%s' has type %s, expected F32", name,
                        pl_type_name(ti.type));
@@ -450,6 +467,7 @@ static pl_status bind(pl_model *m, uint8_t *bound, pl_tensor *t, const char *nam
     memcpy(t->ne, ti.ne, sizeof t->ne);
     pl_status s = pl_type_row_bytes(ti.type, ti.ne[0], &t->row_bytes, err);
     if (s) return s;
+    t->expert_bytes = t->row_bytes * (size_t)ti.ne[1];
     bound[i] = 1;
     m->weight_bytes += ti.n_bytes;
     m->n_params += (uint64_t)(ti.ne[0] * ti.ne[1] * ti.ne[2] * ti.ne[3]);
@@ -482,15 +500,24 @@ static pl_status bind_row(pl_model *m, uint8_t *bound, const pl_arch_tensor *row
         snprintf(name, sizeof name, "blk.%lld.%s", (long long)l, row->gguf);
     else
         snprintf(name, sizeof name, "%s", row->gguf);
+    int required;
+    if (!pl_arch_row_applies(row, d->X, &required)) return PL_OK; /* left unbound: refused */
+    const int64_t ne2 = row->ne2 == PL_DIM_1 ? 1 : pl_arch_dim(d, row->ne2);
     return bind(m, bound, t, name, row->ne1 == PL_DIM_1, pl_arch_dim(d, row->ne0),
-                pl_arch_dim(d, row->ne1), row->required, err);
+                pl_arch_dim(d, row->ne1), ne2, required, err);
 }
 
 static pl_status bind_tensors(pl_model *m, uint8_t *bound, pl_error *err)
 {
     const pl_hparams *hp = &m->hp;
     const pl_arch *a = hp->arch;
-    pl_arch_dims d = {.E = hp->n_embd, .V = hp->n_vocab, .D = hp->head_dim, .n_rot = hp->n_rot};
+    pl_arch_dims d = {.E = hp->n_embd,
+                      .V = hp->n_vocab,
+                      .D = hp->head_dim,
+                      .n_rot = hp->n_rot,
+                      .FX = hp->n_ff_exp,
+                      .FS = hp->n_ff_shexp,
+                      .X = hp->n_expert};
     pl_status s;
     for (size_t i = 0; i < a->n_globals; i++)
         if ((s = bind_row(m, bound, &a->globals[i], -1, &m->g[a->globals[i].role], &d, err)))
@@ -552,6 +579,8 @@ static pl_status bind_arch(pl_model *m, pl_error *err)
         if ((s = read_key(g, &hp->arch->keys[i], &r, err))) return s;
     if ((s = check_values(&r, err))) return s;
     hp->n_embd = (int64_t)r.v[PL_HP_EMBEDDING_LENGTH];
+    hp->n_expert = (int64_t)r.v[PL_HP_EXPERT_COUNT];
+    hp->n_expert_used = (int64_t)r.v[PL_HP_EXPERT_USED_COUNT];
     hp->n_layer = (int64_t)r.v[PL_HP_BLOCK_COUNT];
     hp->n_ctx_train = (int64_t)r.v[PL_HP_CONTEXT_LENGTH];
     hp->rms_eps = (float)r.v[PL_HP_RMS_EPS];
@@ -585,6 +614,15 @@ static pl_status bind_arch(pl_model *m, pl_error *err)
         if (heads[l] > hp->max_head) hp->max_head = heads[l];
         if (heads_kv[l] > hp->max_head_kv) hp->max_head_kv = heads_kv[l];
         if (ff[l] > hp->max_ff) hp->max_ff = ff[l];
+    }
+    if (hp->n_expert) { /* Mixtral's experts are feed_forward_length wide */
+        hp->n_ff_exp = r.present[PL_HP_EXPERT_FF_LENGTH] ? (int64_t)r.v[PL_HP_EXPERT_FF_LENGTH]
+                                                          : ff[0];
+        hp->n_ff_shexp = r.present[PL_HP_EXPERT_SHARED_FF_LENGTH]
+                             ? (int64_t)r.v[PL_HP_EXPERT_SHARED_FF_LENGTH]
+                             : ff[0];
+        if (hp->n_ff_exp > hp->max_ff) hp->max_ff = hp->n_ff_exp;
+        if (hp->n_ff_shexp > hp->max_ff) hp->max_ff = hp->n_ff_shexp;
     }
     pl_free(tmp);
 

@@ -21,6 +21,9 @@ typedef struct pl_tensor {
     size_t row_bytes;
     const void *packed;      /* the repacked copy (repack.c), or NULL */
     const pl_repack *repack; /* the layout and matmul of packed */
+    /* stacked experts (ne[2] matrices): bytes from one expert's matrix to the next, in the
+     * mapping and in the repacked copy */
+    size_t expert_bytes, packed_expert_bytes;
 } pl_tensor;
 
 /* E = n_embd, F = n_ff, D = head_dim, H = n_head, Hkv = n_head_kv, V = n_vocab.
@@ -43,12 +46,23 @@ typedef struct pl_layer {
             pl_tensor w_gate, w_up;   /* (E) -> (F) */
             pl_tensor w_down;         /* (F) -> (E) */
             pl_tensor ffn_post_norm;  /* (E) f32: the FFN branch's output norm */
+            /* mixture-of-experts layers (hp.n_expert > 0); X = n_expert, FX, FS as hp */
+            pl_tensor gate_inp;                     /* (E) -> (X) f32 router */
+            pl_tensor gate_exps, up_exps;           /* X x ((E) -> (FX)), ne[2] = X */
+            pl_tensor down_exps;                    /* X x ((FX) -> (E)) */
+            pl_tensor gate_inp_shexp;               /* (E) f32 */
+            pl_tensor gate_shexp, up_shexp;         /* (E) -> (FS) */
+            pl_tensor down_shexp;                   /* (FS) -> (E) */
         };
         pl_tensor t[PL_L_COUNT];
     };
 } pl_layer;
 static_assert(offsetof(pl_layer, ffn_post_norm) - offsetof(pl_layer, attn_norm) ==
                   (PL_L_FFN_POST_NORM - PL_L_ATTN_NORM) * sizeof(pl_tensor),
+              "pl_layer's named tensors follow enum pl_layer_role");
+static_assert(offsetof(pl_layer, down_shexp) - offsetof(pl_layer, attn_norm) ==
+                  (PL_L_DOWN_SHEXP - PL_L_ATTN_NORM) * sizeof(pl_tensor) &&
+                  PL_L_DOWN_SHEXP + 1 == PL_L_COUNT,
               "pl_layer's named tensors follow enum pl_layer_role");
 static_assert(offsetof(pl_layer, wo) - offsetof(pl_layer, attn_norm) == PL_L_WO * sizeof(pl_tensor),
               "pl_layer's named tensors follow enum pl_layer_role");
@@ -57,6 +71,9 @@ typedef struct pl_hparams {
     const pl_arch *arch; /* the table row: name, tensors, recipe */
     int64_t n_vocab, n_ctx_train, n_embd, n_layer, head_dim, n_rot;
     int64_t max_head, max_head_kv, max_ff; /* maxima over layers, for scratch sizing */
+    /* mixture of experts (0: a dense model): experts per layer, used per token, an expert's
+     * FFN width, the shared expert's (0: none) */
+    int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
     float rms_eps, rope_base;
     pl_rope_args rope;       /* the global layers' RoPE: base, scaling (linear, YaRN), llama3,
                                 longrope's short factors */

@@ -28,7 +28,10 @@ static void each_matmul_weight(pl_model *m, void (*fn)(pl_tensor *t, void *ctx),
 {
     for (int64_t l = 0; l < m->hp.n_layer; l++) {
         pl_layer *L = &m->layers[l];
-        pl_tensor *ts[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        pl_tensor *ts[] = {&L->wq,        &L->wk,         &L->wv,          &L->wo,
+                           &L->w_gate,    &L->w_up,       &L->w_down,      &L->gate_exps,
+                           &L->up_exps,   &L->down_exps,  &L->gate_shexp,  &L->up_shexp,
+                           &L->down_shexp};
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) fn(ts[i], ctx);
     }
     fn(&m->output, ctx);
@@ -47,21 +50,26 @@ static void visit(pl_tensor *t, void *ctx)
     plan *p = ctx;
     const pl_repack *rp = t->data && t->type < PL_TYPE_COUNT ? p->set->repack[t->type] : NULL;
     if (!rp) return;
-    const size_t bytes = align64(rp->size(t->ne[0], t->ne[1]));
+    /* stacked experts: each matrix packed on its own, 64-byte aligned, one after the other */
+    const size_t one = align64(rp->size(t->ne[0], t->ne[1])), n = (size_t)t->ne[2];
     if (p->arena) {
+        const size_t src = t->expert_bytes;
 #ifdef MADV_POPULATE_READ
         /* Prefault the source in one call: one fault per 4 KiB page costs more than the
          * packing itself in a VM. A hint only (older kernels refuse it; memory buffers too). */
         const uintptr_t a = (uintptr_t)t->data & ~(uintptr_t)4095;
-        (void)madvise((void *)a, (uintptr_t)t->data - a + t->row_bytes * (size_t)t->ne[1],
-                      MADV_POPULATE_READ);
+        (void)madvise((void *)a, (uintptr_t)t->data - a + src * n, MADV_POPULATE_READ);
 #endif
-        rp->pack(p->arena + p->total, t->data, t->row_bytes, t->ne[0], t->ne[1]);
+        for (size_t e = 0; e < n; e++)
+            rp->pack(p->arena + p->total + e * one, (const uint8_t *)t->data + e * src,
+                     t->row_bytes, t->ne[0], t->ne[1]);
         /* Peak memory is the copy plus one tensor, not the copy plus the whole file. */
-        pl_gguf_release(p->gguf, t->data, t->row_bytes * (size_t)t->ne[1]);
+        pl_gguf_release(p->gguf, t->data, src * n);
         t->packed = p->arena + p->total;
+        t->packed_expert_bytes = one;
         t->repack = rp;
     }
+    const size_t bytes = one * n;
     p->total += bytes;
     p->n++;
 }

@@ -66,6 +66,11 @@ void rmsnorm_ref(float *restrict y, const float *restrict x, const float *restri
                  float eps);
 void rope_ref(float *restrict x, int64_t n_heads, int64_t D, int32_t pos, const pl_rope_args *a);
 void softmax_ref(float *restrict y, const float *restrict x, int64_t n);
+void moe_route_ref(int32_t *restrict ids, float *restrict w, float *restrict p,
+                   const float *restrict logits, int64_t X, int64_t U, int norm);
+void weighted_sum_ref(float *restrict y, const float *const *x, const float *restrict w, int64_t U,
+                      int64_t n);
+void sigmoid_ref(float *restrict y, const float *restrict x, int64_t n);
 void geglu_ref(float *restrict y, const float *restrict gate, const float *restrict up, int64_t n);
 void softcap_ref(float *y, const float *x, int64_t n, float cap);
 void swiglu_ref(float *restrict y, const float *restrict gate, const float *restrict up, int64_t n);
