@@ -239,8 +239,44 @@ static void arch_refuses_an_unknown_key_that_changes_the_math(void)
 
 static void arch_refuses_values_it_does_not_compute(void)
 {
-    const edit experts[] = {{"llama.expert_count", E_U32, NULL, 8}, {0}};
-    expect_refused("llama", experts, "llama.expert_count = 8", "mixture-of-experts");
+    /* experts where the architecture has none; counts that do not fit; a file whose layers
+     * are dense while its keys say experts (the router is missing) */
+    const edit experts[] = {{"qwen2.expert_count", E_U32, NULL, 8}, {0}};
+    expect_refused("qwen2", experts, "qwen2.expert_count = 8", "no mixture-of-experts");
+    static const struct {
+        const char *arch;
+        edit e[3];
+        pl_status want;
+        const char *msg;
+    } bad[] = {
+        {"llama",
+         {{"llama.expert_count", E_U32, NULL, 8}, {0}},
+         PL_ERR_FORMAT,
+         "llama.expert_used_count = 0 is outside [1, 8]"},
+        {"llama",
+         {{"llama.expert_count", E_U32, NULL, 4}, {"llama.expert_used_count", E_U32, NULL, 5}},
+         PL_ERR_FORMAT,
+         "llama.expert_used_count = 5 is outside [1, 4]"},
+        {"llama",
+         {{"llama.expert_used_count", E_U32, NULL, 2}, {0}},
+         PL_ERR_FORMAT,
+         "expert_used_count = 2 in a model without experts"},
+        {"llama",
+         {{"llama.expert_count", E_U32, NULL, 4}, {"llama.expert_used_count", E_U32, NULL, 2}},
+         PL_ERR_NOT_FOUND,
+         "tensor 'blk.0.ffn_gate_inp.weight' [256, 4] is missing"},
+        {"llama",
+         {{"llama.expert_used_count", E_U32, NULL, 65}, {0}},
+         PL_ERR_FORMAT,
+         "llama.expert_used_count = 65 is outside [0, 64]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pl_error err = {0};
+        const pl_status st = load_edited(bad[i].arch, bad[i].e, NULL, NULL, &err);
+        TU_CHECK(st == bad[i].want && strstr(err.msg, bad[i].msg),
+                 "%s + %s: want %s '%s', got %s '%s'", bad[i].arch, bad[i].e[0].key,
+                 pl_status_str(bad[i].want), bad[i].msg, pl_status_str(st), err.msg);
+    }
     const edit causal[] = {{"qwen2.attention.causal", E_BOOL, NULL, 0}, {0}};
     expect_refused("qwen2", causal, "qwen2.attention.causal = false", NULL);
     const edit split[] = {{"split.count", E_U32, NULL, 3}, {0}};

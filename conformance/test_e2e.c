@@ -532,8 +532,7 @@ static void moe_reference_one_set(void)
                 spec.tied = (int)seed;
                 void *buf = NULL;
                 pl_model *m = load(&spec, &buf);
-                TU_CHECK(m != NULL, "%s %s: model did not load", moe_names[a],
-                         pl_type_name(wt[t]));
+                TU_CHECK(m != NULL, "%s %s: model did not load", moe_names[a], pl_type_name(wt[t]));
                 if (!m) {
                     pl_buffer_free(buf);
                     continue;
@@ -561,8 +560,8 @@ static void moe_reference_one_set(void)
                         snprintf(what, sizeof what, "set %s %s %s", g_set ? g_set : "default",
                                  moe_names[a], pl_type_name(wt[t]));
                         int bad;
-                        const worst c = compare(y, r, N_TOK, V, type_tol(wt[t], 0, PL_TYPE_F32),
-                                                what, &bad);
+                        const worst c =
+                            compare(y, r, N_TOK, V, type_tol(wt[t], 0, PL_TYPE_F32), what, &bad);
                         TU_CHECK(bad == 0, "%s: argmax differs at %d positions", what, bad);
                         if (c.ratio > wr.ratio) wr = c;
                         run++;

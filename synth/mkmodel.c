@@ -257,8 +257,9 @@ int mk_arch_from_name(const char *name, mk_config *c)
     const pl_arch_shape dense = {1, 1, 1, 1, 1, 1, 2, 0, 0, 0, 0, 0, 0};
     const pl_arch_shape moe = {1, 1, 1, 1, 1, 1, 2, 0, 0, 1, 1, 0, 0};
     size_t n;
-    if (strlen(name) >= sizeof c->arch || (pl_arch_tensors(name, &dense, NULL, 0, &n, NULL) != PL_OK &&
-                                           pl_arch_tensors(name, &moe, NULL, 0, &n, NULL) != PL_OK))
+    if (strlen(name) >= sizeof c->arch ||
+        (pl_arch_tensors(name, &dense, NULL, 0, &n, NULL) != PL_OK &&
+         pl_arch_tensors(name, &moe, NULL, 0, &n, NULL) != PL_OK))
         return -1;
     snprintf(c->arch, sizeof c->arch, "%s", name);
     return 0;
@@ -310,8 +311,8 @@ pl_status mk_validate(const mk_config *c, pl_error *err)
         return mk_fail(err, PL_ERR_INVALID_ARG,
                        "experts: n_expert %lld, n_expert_used %lld: 0 and 0 (dense), or "
                        "1 <= used <= n_expert <= 4096 (used <= %d); expert widths in 0..%lld",
-                       (long long)c->n_expert, (long long)c->n_expert_used,
-                       PL_ARCH_MAX_EXPERT_USED, (long long)MK_MAX_DIM);
+                       (long long)c->n_expert, (long long)c->n_expert_used, PL_ARCH_MAX_EXPERT_USED,
+                       (long long)MK_MAX_DIM);
     mk_config probe;
     if (mk_arch_from_name(c->arch, &probe) != 0)
         return mk_fail(err, PL_ERR_INVALID_ARG, "arch '%.16s' is not one plumb runs (%s)", c->arch,
@@ -546,9 +547,9 @@ static pl_status put_metadata(pl_gguf_writer *w, const mk_config *c, pl_error *e
         ((s = pl_gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)c->n_expert, err)) ||
          (s = pl_gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)c->n_expert_used,
                                      err)) ||
-         (qwen_moe && (s = pl_gguf_writer_set_u32(w, KEY("expert_feed_forward_length"),
-                                                  (uint32_t)(c->n_ff_exp ? c->n_ff_exp : c->n_ff),
-                                                  err))) ||
+         (qwen_moe &&
+          (s = pl_gguf_writer_set_u32(w, KEY("expert_feed_forward_length"),
+                                      (uint32_t)(c->n_ff_exp ? c->n_ff_exp : c->n_ff), err))) ||
          (strcmp(arch, "qwen2moe") == 0 &&
           (s = pl_gguf_writer_set_u32(w, KEY("expert_shared_feed_forward_length"),
                                       (uint32_t)(c->n_ff_shexp ? c->n_ff_shexp : c->n_ff), err)))))
@@ -656,8 +657,11 @@ pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress
         s = mk_fail(err, PL_ERR_NOMEM, "no memory for the tensor plans");
         goto done;
     }
-    const pl_plan_model pm = {
-        .arch = c->arch, .n_layer = c->n_layer, .n_head = c->n_head, .n_head_kv = c->n_head_kv};
+    const pl_plan_model pm = {.arch = c->arch,
+                              .n_layer = c->n_layer,
+                              .n_head = c->n_head,
+                              .n_head_kv = c->n_head_kv,
+                              .n_expert = c->n_expert};
     s = pl_ftype_plan_tensors(c->ftype, c->pure, &pm, specs, job.n, plans, err);
     for (uint64_t i = 0; i < job.n && !s; i++) {
         mtensor *t = &job.t[i];

@@ -17,8 +17,8 @@
 
 typedef struct ref_layer {
     int64_t H, Hkv, F;
-    gsl_matrix *m[PL_L_COUNT]; /* (out, in) matrices by enum pl_layer_role, NULL when absent */
-    gsl_vector *v[PL_L_COUNT]; /* vectors (norms, biases) by role */
+    gsl_matrix *m[PL_L_COUNT];  /* (out, in) matrices by enum pl_layer_role, NULL when absent */
+    gsl_vector *v[PL_L_COUNT];  /* vectors (norms, biases) by role */
     gsl_matrix **x[PL_L_COUNT]; /* stacked experts by role: X matrices (out, in), or NULL */
 } ref_layer;
 
@@ -35,10 +35,10 @@ struct ref_model {
     double scale, attn_cap, final_cap; /* attention scale; soft-caps (0: none) */
     double emb_scale;                  /* 0, or the embedding rows times it */
     int64_t X, U, FX, FS;              /* experts, used per token, their widths (0: dense) */
-    double min_margin; /* the smallest gap between a chosen expert's p and the best unchosen
-                          one seen by ref_model_forward (routing ambiguity) */
-    int64_t window;                    /* the local layers' window */
-    gsl_matrix *embd, *output;         /* (V, E) */
+    double min_margin;         /* the smallest gap between a chosen expert's p and the best unchosen
+                                  one seen by ref_model_forward (routing ambiguity) */
+    int64_t window;            /* the local layers' window */
+    gsl_matrix *embd, *output; /* (V, E) */
     gsl_vector *out_norm;
     ref_layer *layers;
 };
@@ -427,7 +427,8 @@ static void moe_ffn(const ref_model *m, const ref_layer *R, const double *xn, do
     }
     if (R->m[PL_L_GATE_SHEXP]) {
         double z = 0;
-        for (int64_t i = 0; i < E; i++) z += gsl_vector_get(R->v[PL_L_GATE_INP_SHEXP], (size_t)i) * xn[i];
+        for (int64_t i = 0; i < E; i++)
+            z += gsl_vector_get(R->v[PL_L_GATE_INP_SHEXP], (size_t)i) * xn[i];
         const double sg = 1.0 / (1.0 + exp(-z));
         gemv(g, R->m[PL_L_GATE_SHEXP], xn, NULL);
         gemv(u, R->m[PL_L_UP_SHEXP], xn, NULL);

@@ -39,6 +39,9 @@ typedef struct hf_config {
     /* the recipe's own keys (Gemma): soft-caps (0: none) and the local layers' window */
     double attn_cap, final_cap;
     int64_t window;
+    /* mixture of experts (X 0: dense): experts, used per token, their FFN width, the shared
+     * expert's (qwen2moe) */
+    int64_t X, U, FX, FS;
 } hf_config;
 
 /* One JSON file of the model directory. */
@@ -50,7 +53,8 @@ typedef struct jfile {
 typedef struct ctensor {
     char name[96];           /* GGUF name */
     const pl_st_tensor *src; /* HF tensor */
-    int64_t ne[2];           /* GGUF shape; ne[1] = 1 for vectors */
+    const pl_st_tensor **xs; /* stacked experts: ne[2] HF tensors, one per expert (owned) */
+    int64_t ne[3];           /* GGUF shape; ne[1] = 1 for vectors, ne[2] = 1 unless stacked */
     uint32_t n_dims;
     int64_t permute_heads; /* > 0: llama's q/k row permutation over this many heads */
     pl_type type;          /* output type */
@@ -438,6 +442,63 @@ static pl_status read_local(hf_config *c, const jfile *f, pl_error *err)
     return PL_OK;
 }
 
+/* The experts of a mixture-of-experts class: Mixtral (num_local_experts, every layer, its
+ * experts intermediate_size wide, top-k renormalised), Qwen2-MoE and Qwen3-MoE (num_experts of
+ * moe_intermediate_size; Qwen2's shared expert). Only what llama.cpp's recipes compute:
+ * every layer sparse, the renormalisation the recipe has. */
+static pl_status read_moe(hf_config *c, const jfile *f, const char *an, pl_error *err)
+{
+    const int mixtral = c->arch->hf_moe_class && strcmp(an, c->arch->hf_moe_class) == 0;
+    c->X = c->U = c->FX = c->FS = 0;
+    if (!mixtral && c->arch->recipe.moe != PL_MOE_REQUIRED) return PL_OK;
+    pl_status s;
+    /* the hub's Qwen MoE configs say num_experts, Mixtral's and transformers 5's
+     * num_local_experts: either, and both only when they agree */
+    int64_t nx = 0, nl = 0;
+    if ((s = get_int(f, "num_experts", 0, 4096, 0, &nx, err)) ||
+        (s = get_int(f, "num_local_experts", 0, 4096, 0, &nl, err)))
+        return s;
+    if (nx && nl && nx != nl)
+        return pl_fail(err, PL_ERR_FORMAT, "%s: num_experts %lld and num_local_experts %lld differ",
+                       f->name, (long long)nx, (long long)nl);
+    c->X = nx ? nx : nl;
+    if (!c->X)
+        return pl_fail(err, PL_ERR_NOT_FOUND, "%s: '%s' is missing", f->name,
+                       mixtral ? "num_local_experts" : "num_experts");
+    if ((s = get_int(f, "num_experts_per_tok", 1, c->X < PL_MOE_MAX_USED ? c->X : PL_MOE_MAX_USED,
+                     -1, &c->U, err)))
+        return s;
+    if (mixtral) {
+        c->FX = c->F;
+        return PL_OK;
+    }
+    int norm = 0;
+    int64_t step = 1;
+    if ((s = get_int(f, "moe_intermediate_size", 1, 1 << 20, -1, &c->FX, err)) ||
+        (s = get_int(f, "decoder_sparse_step", 1, 4096, 1, &step, err)) ||
+        (s = get_bool(f, "norm_topk_prob", 0, &norm, err)))
+        return s;
+    if (step != 1)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: decoder_sparse_step %lld: plumb runs %s with experts in every layer",
+                       f->name, (long long)step, an);
+    const json_t *dense = json_object_get(f->root, "mlp_only_layers");
+    if (dense && !json_is_null(dense) && !(json_is_array(dense) && json_array_size(dense) == 0))
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: mlp_only_layers is not empty: plumb runs %s with experts in every "
+                       "layer",
+                       f->name, an);
+    if (norm != c->arch->recipe.moe_norm)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s: norm_topk_prob %s: llama.cpp's %s %s the chosen experts' weights",
+                       f->name, norm ? "true" : "false", c->arch->name,
+                       c->arch->recipe.moe_norm ? "renormalises" : "does not renormalise");
+    if (strcmp(c->arch->name, "qwen2moe") == 0 &&
+        (s = get_int(f, "shared_expert_intermediate_size", 1, 1 << 20, -1, &c->FS, err)))
+        return s;
+    return PL_OK;
+}
+
 static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
 {
     const json_t *a = json_object_get(f->root, "architectures");
@@ -507,8 +568,10 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
     if (json_is_array(lt) && json_array_size(lt) != (size_t)c->L)
         return pl_fail(err, PL_ERR_FORMAT, "%s: layer_types has %zu entries for %lld layers",
                        f->name, json_array_size(lt), (long long)c->L);
+    if ((s = read_moe(c, f, an, err))) return s;
     int flag;
-    if (strcmp(c->arch->name, "qwen2") != 0) { /* (llama's would bias o_proj too) */
+    if (strcmp(c->arch->name, "qwen2") != 0 &&
+        strcmp(c->arch->name, "qwen2moe") != 0) { /* (llama's would bias o_proj too) */
         if ((s = get_bool(f, "attention_bias", 0, &flag, err))) return s;
         if (flag)
             return pl_fail(err, PL_ERR_UNSUPPORTED,
@@ -993,6 +1056,15 @@ static pl_status write_metadata(pl_gguf_writer *w, const hf_config *c, const cha
         (s = pl_gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)c->D, err)) ||
         (s = pl_gguf_writer_set_u32(w, KEY("vocab_size"), (uint32_t)c->V, err)))
         return s;
+    /* experts as llama.cpp's converters write them (Mixtral's width is feed_forward_length) */
+    if (c->X && ((s = pl_gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)c->X, err)) ||
+                 (s = pl_gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)c->U, err)) ||
+                 (c->arch->recipe.moe == PL_MOE_REQUIRED &&
+                  (s = pl_gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), (uint32_t)c->FX,
+                                              err))) ||
+                 (c->FS && (s = pl_gguf_writer_set_u32(w, KEY("expert_shared_feed_forward_length"),
+                                                       (uint32_t)c->FS, err)))))
+        return s;
     /* the recipe's own keys (Gemma): caps and the local window (Phi-3: always, 0 for none) */
     if ((c->window || c->arch->recipe.window_by_shape) &&
         ((s = pl_gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)c->window,
@@ -1185,8 +1257,10 @@ static pl_status want(ctensor *t, uint64_t *n, const pl_safetensors *st, uint8_t
     if (!src)
         return pl_fail(err, PL_ERR_NOT_FOUND, "tensor '%s' (for %s) is missing from the weights",
                        hname, gname);
+    /* a vector may come as [1, n] (Qwen2-MoE's shared_expert_gate is a Linear to one output) */
     int ok = cols ? src->n_dims == 2 && src->shape[0] == rows && src->shape[1] == cols
-                  : src->n_dims == 1 && src->shape[0] == rows;
+                  : (src->n_dims == 1 && src->shape[0] == rows) ||
+                        (src->n_dims == 2 && src->shape[0] == 1 && src->shape[1] == rows);
     if (!ok) {
         char got[96] = "[";
         for (uint32_t d = 0; d < src->n_dims && d < 4; d++)
@@ -1209,8 +1283,43 @@ static pl_status want(ctensor *t, uint64_t *n, const pl_safetensors *st, uint8_t
     c->n_dims = cols ? 2 : 1;
     c->ne[0] = cols ? cols : rows;
     c->ne[1] = cols ? rows : 1;
+    c->ne[2] = 1;
     c->permute_heads = permute_heads;
     used[src - pl_safetensors_tensor(st, 0)] = 1;
+    return PL_OK;
+}
+
+/* Adds GGUF tensor gname stacking X HF tensors (hfmt's "%d" the expert) of [rows, cols]. */
+static pl_status want_stack(ctensor *t, uint64_t *n, const pl_safetensors *st, uint8_t *used,
+                            const char *gname, const char *hfmt, int64_t l, int64_t X, int64_t rows,
+                            int64_t cols, pl_error *err)
+{
+    const pl_st_tensor **xs = pl_calloc((size_t)X, sizeof *xs);
+    if (!xs) return pl_fail(err, PL_ERR_NOMEM, "no memory for %lld experts", (long long)X);
+    pl_status s = PL_OK;
+    for (int64_t e = 0; e < X && !s; e++) {
+        char part[96], h[128];
+        snprintf(part, sizeof part, hfmt, (int)e);
+        snprintf(h, sizeof h, "model.layers.%lld.%s", (long long)l, part);
+        /* each expert as a matrix of its own, then moved into the stack */
+        uint64_t k = *n;
+        if (!(s = want(t, n, st, used, gname, h, rows, cols, 0, err))) {
+            xs[e] = t[k].src;
+            *n = k;
+        }
+    }
+    if (s) {
+        pl_free(xs);
+        return s;
+    }
+    ctensor *c = &t[(*n)++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", gname);
+    c->xs = xs;
+    c->n_dims = 3;
+    c->ne[0] = cols;
+    c->ne[1] = rows;
+    c->ne[2] = X;
     return PL_OK;
 }
 
@@ -1260,7 +1369,12 @@ static int plan_visit(void *user, const pl_arch_tensor *r, int64_t l)
         snprintf(g, sizeof g, "%s", r->gguf);
         snprintf(h, sizeof h, "%s", r->hf);
     }
-    if (!r->required && !output && !pl_safetensors_find(w->st, h)) return 0;
+    int required;
+    if (!pl_arch_row_applies(r, c->X, &required)) return 0;
+    if (r->ne2 != PL_DIM_1)
+        return (int)want_stack(w->t, w->n, w->st, w->used, g, r->hf, l, c->X,
+                               pl_arch_dim(w->d, r->ne1), pl_arch_dim(w->d, r->ne0), w->err);
+    if (!required && !output && !pl_safetensors_find(w->st, h)) return 0;
     const int64_t heads = r->xform == PL_XF_PERMUTE_Q   ? c->H
                           : r->xform == PL_XF_PERMUTE_K ? c->Hkv
                                                         : 0;
@@ -1277,8 +1391,16 @@ static int plan_visit(void *user, const pl_arch_tensor *r, int64_t l)
 static pl_status plan_tensors(ctensor *t, uint64_t *n, const pl_safetensors *st, uint8_t *used,
                               const hf_config *c, pl_error *err)
 {
-    const pl_arch_dims d = {
-        .E = c->E, .F = c->F, .V = c->V, .D = c->D, .H = c->H, .Hkv = c->Hkv, .n_rot = c->n_rot};
+    const pl_arch_dims d = {.E = c->E,
+                            .F = c->F,
+                            .V = c->V,
+                            .D = c->D,
+                            .H = c->H,
+                            .Hkv = c->Hkv,
+                            .n_rot = c->n_rot,
+                            .FX = c->FX,
+                            .FS = c->FS,
+                            .X = c->X};
     plan_walk w = {t, n, st, used, c, &d, err};
     pl_status s = (pl_status)pl_arch_walk(c->arch, c->L, plan_visit, &w);
     if (s) return s;
@@ -1311,6 +1433,7 @@ static void permute_rows(float *dst, const float *src, int64_t rows, int64_t col
                        (size_t)cols * sizeof *dst);
 }
 
+static pl_status cfill(void *user, uint64_t i, void *dst, uint64_t n_bytes, pl_error *err);
 static pl_status cfill(void *user, uint64_t i, void *dst, uint64_t n_bytes, pl_error *err)
 {
     cjob *j = user;
@@ -1321,6 +1444,21 @@ static pl_status cfill(void *user, uint64_t i, void *dst, uint64_t n_bytes, pl_e
     if (t->computed) { /* planned as F32: 1-D tensors are never quantized */
         memcpy(dst, t->computed, (size_t)n_bytes);
         j->done += (uint64_t)(rows * cols);
+        return PL_OK;
+    }
+    if (t->xs) { /* stacked experts, one matrix at a time */
+        const uint64_t per = n_bytes / (uint64_t)t->ne[2];
+        for (int64_t e = 0; e < t->ne[2]; e++) {
+            ctensor one = *t;
+            one.xs = NULL;
+            one.src = t->xs[e];
+            one.ne[2] = 1;
+            cjob sub = *j;
+            sub.t = &one;
+            sub.done = j->done;
+            if ((s = cfill(&sub, 0, (uint8_t *)dst + (uint64_t)e * per, per, err))) return s;
+            j->done = sub.done;
+        }
         return PL_OK;
     }
     memcpy(j->staged, src->data, (size_t)src->n_bytes); /* aligned for the element loads */
@@ -1457,12 +1595,15 @@ pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_conve
         specs[i] = (pl_tensor_spec){.name = t->name,
                                     .type = PL_TYPE_F32,
                                     .n_dims = t->n_dims,
-                                    .ne = {t->ne[0], t->ne[1], 1, 1}};
+                                    .ne = {t->ne[0], t->ne[1], t->ne[2], 1}};
     }
     {
         pl_tensor_plan *plans = pl_malloc((size_t)(job.n ? job.n : 1) * sizeof *plans);
-        pl_plan_model pm = {
-            .arch = c.arch->name, .n_layer = c.L, .n_head = c.H, .n_head_kv = c.Hkv};
+        pl_plan_model pm = {.arch = c.arch->name,
+                            .n_layer = c.L,
+                            .n_head = c.H,
+                            .n_head_kv = c.Hkv,
+                            .n_expert = c.X};
         if (!plans) {
             s = pl_fail(err, PL_ERR_NOMEM, "no memory for %llu tensor plans",
                         (unsigned long long)job.n);
@@ -1479,11 +1620,13 @@ pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_conve
     }
     for (uint64_t i = 0; i < job.n; i++) {
         ctensor *t = &job.t[i];
-        uint64_t elems = (uint64_t)t->ne[0] * (uint64_t)t->ne[1];
+        uint64_t elems = (uint64_t)t->ne[0] * (uint64_t)t->ne[1]; /* one expert's */
         if (elems > max_elems) max_elems = elems;
         if (t->src && t->src->n_bytes > max_src) max_src = t->src->n_bytes;
+        for (int64_t e = 0; t->xs && e < t->ne[2]; e++)
+            if (t->xs[e]->n_bytes > max_src) max_src = t->xs[e]->n_bytes;
         if (t->permute_heads && elems > max_perm) max_perm = elems;
-        job.total += elems;
+        job.total += elems * (uint64_t)t->ne[2];
     }
     if (max_elems > SIZE_MAX / sizeof(float) / 2 ||
         !(job.f32 = pl_malloc((size_t)max_elems * sizeof(float))) ||
@@ -1520,7 +1663,10 @@ done:
     pl_free(job.f32);
     pl_free(job.tmp);
     pl_free(job.staged);
-    for (uint64_t i = 0; job.t && i < job.n; i++) pl_free(job.t[i].computed);
+    for (uint64_t i = 0; job.t && i < job.n; i++) {
+        pl_free(job.t[i].computed);
+        pl_free(job.t[i].xs);
+    }
     pl_free(job.t);
     pl_free(specs);
     pl_free(used);

@@ -46,9 +46,9 @@ static const pl_arch_tensor globals_llama[] = {
 #define ROW_WO T(WO, "attn_output.weight", "self_attn.o_proj.weight", Q, E, MATRIX_OUT, REQ, NONE)
 #define ROW_FFN_NORM                                                                               \
     T(FFN_NORM, "ffn_norm.weight", "post_attention_layernorm.weight", E, 1, NORM, REQ, NONE)
-#define ROW_GATE                     T(GATE, "ffn_gate.weight", "mlp.gate_proj.weight", E, F, MATRIX_IN, REQ, NONE)
-#define ROW_UP                       T(UP, "ffn_up.weight", "mlp.up_proj.weight", E, F, MATRIX_IN, REQ, NONE)
-#define ROW_DOWN                     T(DOWN, "ffn_down.weight", "mlp.down_proj.weight", F, E, MATRIX_OUT, REQ, NONE)
+#define ROW_GATE T(GATE, "ffn_gate.weight", "mlp.gate_proj.weight", E, F, MATRIX_IN, REQ, NONE)
+#define ROW_UP   T(UP, "ffn_up.weight", "mlp.up_proj.weight", E, F, MATRIX_IN, REQ, NONE)
+#define ROW_DOWN T(DOWN, "ffn_down.weight", "mlp.down_proj.weight", F, E, MATRIX_OUT, REQ, NONE)
 /* Stacked experts: X matrices in one tensor (ne2), HF's one per expert ("%d": the expert). */
 #define TX(role, gguf, hf, ne0, ne1, kind)                                                         \
     {                                                                                              \
@@ -61,8 +61,8 @@ static const pl_arch_tensor globals_llama[] = {
         TX(UP_EXPS, "ffn_up_exps.weight", up, E, FX, MATRIX_IN),                                   \
         TX(DOWN_EXPS, "ffn_down_exps.weight", down, FX, E, MATRIX_OUT)
 #define ROWS_QWEN_MOE                                                                              \
-    ROWS_MOE("mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight", \
-             "mlp.experts.%d.down_proj.weight")
+    ROWS_MOE("mlp.gate.weight", "mlp.experts.%d.gate_proj.weight",                                 \
+             "mlp.experts.%d.up_proj.weight", "mlp.experts.%d.down_proj.weight")
 #define BIAS(role, gguf, hf, n, req) T(role, gguf, hf, n, 1, BIAS, req, NONE)
 
 /* llama: normal (adjacent-pair) RoPE, so HF's q/k rows are permuted on conversion; the q/k/v
@@ -234,14 +234,19 @@ static const pl_arch_key keys_phi3[] = {
 static const pl_arch archs[] = {
     {"llama",
      "LlamaForCausalLM",
+     "MixtralForCausalLM",
      globals_llama,
      N_OF(globals_llama),
      LAYER(layer_llama),
      NO_KEYS,
-     {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU, .full_rotary = 1, .moe = PL_MOE_OPTIONAL,
+     {.rope_style = PL_ROPE_NORMAL,
+      .act = PL_ACT_SILU,
+      .full_rotary = 1,
+      .moe = PL_MOE_OPTIONAL,
       .moe_norm = 1}},
     {"qwen2",
      "Qwen2ForCausalLM",
+     NULL,
      globals_common,
      N_OF(globals_common),
      LAYER(layer_qwen2),
@@ -249,6 +254,7 @@ static const pl_arch archs[] = {
      {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU}},
     {"qwen3",
      "Qwen3ForCausalLM",
+     NULL,
      globals_common,
      N_OF(globals_common),
      LAYER(layer_qwen3),
@@ -256,6 +262,7 @@ static const pl_arch archs[] = {
      {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU}},
     {"qwen2moe",
      "Qwen2MoeForCausalLM",
+     NULL,
      globals_common,
      N_OF(globals_common),
      LAYER(layer_qwen2moe),
@@ -263,6 +270,7 @@ static const pl_arch archs[] = {
      {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .moe = PL_MOE_REQUIRED, .moe_norm = 0}},
     {"qwen3moe",
      "Qwen3MoeForCausalLM",
+     NULL,
      globals_common,
      N_OF(globals_common),
      LAYER(layer_qwen3moe),
@@ -270,6 +278,7 @@ static const pl_arch archs[] = {
      {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .moe = PL_MOE_REQUIRED, .moe_norm = 1}},
     {"gemma2",
      "Gemma2ForCausalLM",
+     NULL,
      globals_gemma,
      N_OF(globals_gemma),
      LAYER(layer_gemma2),
@@ -282,6 +291,7 @@ static const pl_arch archs[] = {
       .swa_period = 2}},
     {"gemma3",
      "Gemma3ForCausalLM",
+     NULL,
      globals_gemma,
      N_OF(globals_gemma),
      LAYER(layer_gemma3),
@@ -295,6 +305,7 @@ static const pl_arch archs[] = {
       .swa_rope_base = 10000.0f}},
     {"phi3",
      "Phi3ForCausalLM",
+     NULL,
      globals_phi3,
      N_OF(globals_phi3),
      LAYER(layer_phi3),
@@ -317,7 +328,9 @@ const pl_arch *pl_arch_find(const char *name, size_t len)
 const pl_arch *pl_arch_find_hf(const char *hf_class)
 {
     for (size_t i = 0; i < N_OF(archs); i++)
-        if (strcmp(archs[i].hf_class, hf_class) == 0) return &archs[i];
+        if (strcmp(archs[i].hf_class, hf_class) == 0 ||
+            (archs[i].hf_moe_class && strcmp(archs[i].hf_moe_class, hf_class) == 0))
+            return &archs[i];
     return NULL;
 }
 
@@ -328,8 +341,9 @@ const char *pl_arch_names(void)
 
 const char *pl_arch_hf_names(void)
 {
-    return "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, "
-           "Qwen3MoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM";
+    return "LlamaForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+           "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
+           "Phi3ForCausalLM";
 }
 
 int pl_arch_layer_is_local(const pl_arch *a, int64_t l)
@@ -538,8 +552,7 @@ static_assert(PL_ARCH_MAX_EXPERT_USED == PL_MOE_MAX_USED, "one limit on experts 
 static_assert(PL_ARCH_T_EMBD == (int)PL_TK_EMBD && PL_ARCH_T_MATRIX_IN == (int)PL_TK_MATRIX_IN &&
                   PL_ARCH_T_MATRIX_OUT == (int)PL_TK_MATRIX_OUT &&
                   PL_ARCH_T_NORM == (int)PL_TK_NORM && PL_ARCH_T_BIAS == (int)PL_TK_BIAS &&
-                  PL_ARCH_T_FACTORS == (int)PL_TK_FACTORS &&
-                  PL_ARCH_T_ROUTER == (int)PL_TK_ROUTER,
+                  PL_ARCH_T_FACTORS == (int)PL_TK_FACTORS && PL_ARCH_T_ROUTER == (int)PL_TK_ROUTER,
               "pl_arch_tensor_kind mirrors enum pl_tensor_kind");
 
 typedef struct desc_walk {

@@ -13,15 +13,15 @@
 
 /* Dimension symbols of a tensor's shape, resolved per layer (Q = H*D, KV = Hkv*D). */
 enum pl_dim {
-    PL_DIM_1,   /* ne1 of a vector */
-    PL_DIM_E,   /* n_embd */
-    PL_DIM_F,   /* n_ff of the layer */
-    PL_DIM_V,   /* n_vocab */
-    PL_DIM_D,   /* head_dim */
-    PL_DIM_Q,   /* n_head * head_dim */
-    PL_DIM_KV,  /* n_head_kv * head_dim */
-    PL_DIM_QKV, /* (n_head + 2 n_head_kv) * head_dim: fused q, k, v */
-    PL_DIM_F2,  /* 2 n_ff: fused gate and up */
+    PL_DIM_1,    /* ne1 of a vector */
+    PL_DIM_E,    /* n_embd */
+    PL_DIM_F,    /* n_ff of the layer */
+    PL_DIM_V,    /* n_vocab */
+    PL_DIM_D,    /* head_dim */
+    PL_DIM_Q,    /* n_head * head_dim */
+    PL_DIM_KV,   /* n_head_kv * head_dim */
+    PL_DIM_QKV,  /* (n_head + 2 n_head_kv) * head_dim: fused q, k, v */
+    PL_DIM_F2,   /* 2 n_ff: fused gate and up */
     PL_DIM_ROT2, /* n_rot / 2: RoPE frequency factors */
     PL_DIM_FX,   /* an expert's FFN width (expert_feed_forward_length, else n_ff) */
     PL_DIM_FS,   /* the shared expert's FFN width */
@@ -209,8 +209,10 @@ typedef struct pl_arch_recipe {
 } pl_arch_recipe;
 
 typedef struct pl_arch {
-    const char *name;     /* general.architecture and the key prefix */
-    const char *hf_class; /* config.json "architectures"[0] */
+    const char *name;         /* general.architecture and the key prefix */
+    const char *hf_class;     /* config.json "architectures"[0] */
+    const char *hf_moe_class; /* the class of its mixture-of-experts variant (llama: Mixtral),
+                                 or NULL */
     const pl_arch_tensor *globals;
     size_t n_globals;
     const pl_arch_tensor *layer;
@@ -222,7 +224,8 @@ typedef struct pl_arch {
 
 /* The architectures plumb runs, in table order; NULL past the end. */
 const pl_arch *pl_arch_at(size_t i);
-/* By general.architecture (len bytes, not NUL-terminated) or by HF class name; NULL: unknown. */
+/* By general.architecture (len bytes, not NUL-terminated) or by HF class name (hf_class or
+ * hf_moe_class); NULL: unknown. */
 const pl_arch *pl_arch_find(const char *name, size_t len);
 const pl_arch *pl_arch_find_hf(const char *hf_class);
 /* "llama, qwen2, qwen3" */

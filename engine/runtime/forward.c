@@ -37,12 +37,12 @@ typedef struct scratch {
     float *att_scratch; /* (threads, PL_ATTN_SCRATCH(cap, D)) */
     int32_t *q_pos;     /* (T) */
     /* mixture-of-experts layers (U = experts used per token, X experts) */
-    float *router;      /* (T, X) router logits */
-    float *probs;       /* (T, X) their softmax */
-    int32_t *ids;       /* (T, U) the chosen experts */
-    float *wts;         /* (T, U + 1) their weights, then the shared expert's gate */
-    float *yx;          /* (T * U, E) the chosen experts' outputs */
-    float *ysh;         /* (T, E) the shared expert's output */
+    float *router;       /* (T, X) router logits */
+    float *probs;        /* (T, X) their softmax */
+    int32_t *ids;        /* (T, U) the chosen experts */
+    float *wts;          /* (T, U + 1) their weights, then the shared expert's gate */
+    float *yx;           /* (T * U, E) the chosen experts' outputs */
+    float *ysh;          /* (T, E) the shared expert's output */
     uint8_t *id_scratch; /* (threads, id_bytes) pl_matmul_id's own */
     size_t id_bytes;
     size_t bytes;
@@ -610,9 +610,8 @@ static size_t scratch_layout(const pl_hparams *hp, int64_t chunk, int threads, i
     uint64_t tmp_w = E > D ? E : D;
     /* mixture of experts: the expert FFN's rows are (token, slot) pairs, U per token */
     const uint64_t X = (uint64_t)hp->n_expert, U = (uint64_t)hp->n_expert_used;
-    const uint64_t TU = X ? T * U : T, FU = X && U * (uint64_t)hp->n_ff_exp > F
-                                             ? U * (uint64_t)hp->n_ff_exp
-                                             : F;
+    const uint64_t TU = X ? T * U : T,
+                   FU = X && U * (uint64_t)hp->n_ff_exp > F ? U * (uint64_t)hp->n_ff_exp : F;
     size_t id_bytes = 0;
     if (X) {
         size_t xrow = Kmax * 4; /* F32 experts read f32 rows */

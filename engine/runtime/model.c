@@ -299,16 +299,17 @@ static pl_status check_values(const hp_read *r, pl_error *err)
                        "no mixture-of-experts layers in plumb",
                        a, nx, nu, a);
     if (moe == PL_MOE_REQUIRED && nx == 0)
-        return pl_fail(err, PL_ERR_FORMAT, "%s.expert_count is missing or 0: %s layers are "
-                                           "mixtures of experts",
+        return pl_fail(err, PL_ERR_FORMAT,
+                       "%s.expert_count is missing or 0: %s layers are "
+                       "mixtures of experts",
                        a, a);
     if (nx == 0 && nu != 0)
         return pl_fail(err, PL_ERR_FORMAT,
-                       "%s.expert_used_count = %.0f in a model without experts (expert_count 0)",
-                       a, nu);
+                       "%s.expert_used_count = %.0f in a model without experts (expert_count 0)", a,
+                       nu);
     if (nx != 0 && (nu < 1 || nu > nx))
-        return pl_fail(err, PL_ERR_FORMAT, "%s.expert_used_count = %.0f is outside [1, %.0f]",
-                       a, nu, nx);
+        return pl_fail(err, PL_ERR_FORMAT, "%s.expert_used_count = %.0f is outside [1, %.0f]", a,
+                       nu, nx);
     if (r->v[PL_HP_CAUSAL] != 1.0)
         return pl_fail(err, PL_ERR_UNSUPPORTED,
                        "%s.attention.causal = false: plumb runs causal decoders only", a);
@@ -616,8 +617,8 @@ static pl_status bind_arch(pl_model *m, pl_error *err)
         if (ff[l] > hp->max_ff) hp->max_ff = ff[l];
     }
     if (hp->n_expert) { /* Mixtral's experts are feed_forward_length wide */
-        hp->n_ff_exp = r.present[PL_HP_EXPERT_FF_LENGTH] ? (int64_t)r.v[PL_HP_EXPERT_FF_LENGTH]
-                                                          : ff[0];
+        hp->n_ff_exp =
+            r.present[PL_HP_EXPERT_FF_LENGTH] ? (int64_t)r.v[PL_HP_EXPERT_FF_LENGTH] : ff[0];
         hp->n_ff_shexp = r.present[PL_HP_EXPERT_SHARED_FF_LENGTH]
                              ? (int64_t)r.v[PL_HP_EXPERT_SHARED_FF_LENGTH]
                              : ff[0];

@@ -47,12 +47,12 @@ typedef struct pl_layer {
             pl_tensor w_down;         /* (F) -> (E) */
             pl_tensor ffn_post_norm;  /* (E) f32: the FFN branch's output norm */
             /* mixture-of-experts layers (hp.n_expert > 0); X = n_expert, FX, FS as hp */
-            pl_tensor gate_inp;                     /* (E) -> (X) f32 router */
-            pl_tensor gate_exps, up_exps;           /* X x ((E) -> (FX)), ne[2] = X */
-            pl_tensor down_exps;                    /* X x ((FX) -> (E)) */
-            pl_tensor gate_inp_shexp;               /* (E) f32 */
-            pl_tensor gate_shexp, up_shexp;         /* (E) -> (FS) */
-            pl_tensor down_shexp;                   /* (FS) -> (E) */
+            pl_tensor gate_inp;             /* (E) -> (X) f32 router */
+            pl_tensor gate_exps, up_exps;   /* X x ((E) -> (FX)), ne[2] = X */
+            pl_tensor down_exps;            /* X x ((FX) -> (E)) */
+            pl_tensor gate_inp_shexp;       /* (E) f32 */
+            pl_tensor gate_shexp, up_shexp; /* (E) -> (FS) */
+            pl_tensor down_shexp;           /* (FS) -> (E) */
         };
         pl_tensor t[PL_L_COUNT];
     };
@@ -61,7 +61,7 @@ static_assert(offsetof(pl_layer, ffn_post_norm) - offsetof(pl_layer, attn_norm) 
                   (PL_L_FFN_POST_NORM - PL_L_ATTN_NORM) * sizeof(pl_tensor),
               "pl_layer's named tensors follow enum pl_layer_role");
 static_assert(offsetof(pl_layer, down_shexp) - offsetof(pl_layer, attn_norm) ==
-                  (PL_L_DOWN_SHEXP - PL_L_ATTN_NORM) * sizeof(pl_tensor) &&
+                      (PL_L_DOWN_SHEXP - PL_L_ATTN_NORM) * sizeof(pl_tensor) &&
                   PL_L_DOWN_SHEXP + 1 == PL_L_COUNT,
               "pl_layer's named tensors follow enum pl_layer_role");
 static_assert(offsetof(pl_layer, wo) - offsetof(pl_layer, attn_norm) == PL_L_WO * sizeof(pl_tensor),

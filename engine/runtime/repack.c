@@ -28,10 +28,9 @@ static void each_matmul_weight(pl_model *m, void (*fn)(pl_tensor *t, void *ctx),
 {
     for (int64_t l = 0; l < m->hp.n_layer; l++) {
         pl_layer *L = &m->layers[l];
-        pl_tensor *ts[] = {&L->wq,        &L->wk,         &L->wv,          &L->wo,
-                           &L->w_gate,    &L->w_up,       &L->w_down,      &L->gate_exps,
-                           &L->up_exps,   &L->down_exps,  &L->gate_shexp,  &L->up_shexp,
-                           &L->down_shexp};
+        pl_tensor *ts[] = {&L->wq,         &L->wk,       &L->wv,        &L->wo,      &L->w_gate,
+                           &L->w_up,       &L->w_down,   &L->gate_exps, &L->up_exps, &L->down_exps,
+                           &L->gate_shexp, &L->up_shexp, &L->down_shexp};
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) fn(ts[i], ctx);
     }
     fn(&m->output, ctx);

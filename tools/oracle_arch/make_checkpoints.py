@@ -286,6 +286,35 @@ def cases():
         fallback=no_partial(p4l, lr, 16),
         expect_scale=math.sqrt(1 + math.log(512 / 16) / math.log(16)),
         ablate={"no_rope_scaling": ("strip_scaling",)})
+    # Mixtures of experts (issue 33), 8 experts of which 2 are used, every layer sparse.
+    # Mixtral-8x7B: llama with experts intermediate_size wide, top-2 renormalised, untied.
+    moe = dict(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+               num_key_value_heads=1, head_dim=HD, rms_norm_eps=1e-6, hidden_act="silu",
+               max_position_embeddings=4096, tie_word_embeddings=False, **SPECIAL)
+    C["mixtral"] = dict(
+        cls=("MixtralConfig", "MixtralForCausalLM"), moe=True,
+        spell=spellings(dict(moe, intermediate_size=64, num_local_experts=8,
+                             num_experts_per_tok=2, sliding_window=None), 1e6, None),
+        expect={"global": inv_default(1e6, HD)}, ablate={})
+    # Qwen1.5-MoE-A2.7B: q/k/v biases, experts of moe_intermediate_size, top-k NOT
+    # renormalised (norm_topk_prob false), a shared expert behind a sigmoid gate.
+    C["qwen2moe"] = dict(
+        cls=("Qwen2MoeConfig", "Qwen2MoeForCausalLM"), moe=True,
+        spell=spellings(dict(moe, intermediate_size=64, moe_intermediate_size=32,
+                             shared_expert_intermediate_size=48, num_experts=8,
+                             num_experts_per_tok=2, norm_topk_prob=False, decoder_sparse_step=1,
+                             mlp_only_layers=[], use_sliding_window=False), 1e6, None),
+        expect={"global": inv_default(1e6, HD)},
+        ablate={"norm_topk_prob": ("set", {"norm_topk_prob": True})})
+    # Qwen3-30B-A3B: q/k norms, no biases, top-k renormalised (norm_topk_prob true).
+    C["qwen3moe"] = dict(
+        cls=("Qwen3MoeConfig", "Qwen3MoeForCausalLM"), moe=True,
+        spell=spellings(dict(moe, intermediate_size=64, moe_intermediate_size=32, num_experts=8,
+                             num_experts_per_tok=2, norm_topk_prob=True, decoder_sparse_step=1,
+                             mlp_only_layers=[], attention_bias=False,
+                             use_sliding_window=False), 1e6, None),
+        expect={"global": inv_default(1e6, HD)},
+        ablate={"no_norm_topk_prob": ("set", {"norm_topk_prob": False})})
     return C
 
 
@@ -372,6 +401,8 @@ def randomize(model, case, seed):
                 p.copy_(0.2 * r)
             elif "embed_tokens" in name or "lm_head" in name:
                 p.copy_(r)
+            elif p.ndim == 3:  # fused experts (transformers 5): (experts, out, in)
+                p.copy_(r / math.sqrt(p.shape[2]))
             elif p.ndim == 2:
                 w = r / math.sqrt(p.shape[1])
                 if name.endswith(("q_proj.weight", "k_proj.weight")):
@@ -451,6 +482,49 @@ def write_plor(path, seqs, logits):
             f.write(np.ascontiguousarray(l, dtype="<f4").tobytes())
 
 
+def hubify_experts(d, case):
+    """Rewrites a saved MoE checkpoint with its experts as the released checkpoints on the hub
+    hold them (model.layers.N.mlp.experts.E.{gate,up,down}_proj.weight; Mixtral's
+    block_sparse_moe.experts.E.w1/w3/w2.weight), whatever layout this transformers version
+    saves (version 5 keeps the experts fused in 3-D tensors). The reloaded model's logits are
+    the oracle, so a wrong split would show as a mismatch against the in-memory model."""
+    from safetensors.torch import load_file, save_file
+    path = os.path.join(d, "model.safetensors")
+    sd = load_file(path)
+    out = {}
+    mixtral = case["cls"][1] == "MixtralForCausalLM"
+    for k, v in sd.items():
+        if v.ndim != 3:
+            out[k] = v.contiguous()
+            continue
+        # fused layouts: experts.gate_up_proj (X, 2F, E) or (X, E, 2F); experts.down_proj
+        pre = k.rsplit("experts.", 1)[0] + "experts."
+        X = v.shape[0]
+        names = ("w1", "w3", "w2") if mixtral else ("gate_proj", "up_proj", "down_proj")
+        for e in range(X):
+            m = v[e]
+            if k.endswith("gate_up_proj"):
+                if m.shape[1] == model_hidden(sd):  # (2F, E) expected: out x in
+                    g, u = m.chunk(2, dim=0)
+                else:  # (E, 2F)
+                    g, u = m.t().chunk(2, dim=0)
+                out[pre + "%d.%s.weight" % (e, names[0])] = g.contiguous()
+                out[pre + "%d.%s.weight" % (e, names[1])] = u.contiguous()
+            elif k.endswith("down_proj"):
+                dn = m if m.shape[0] == model_hidden(sd) else m.t()
+                out[pre + "%d.%s.weight" % (e, names[2])] = dn.contiguous()
+            else:
+                raise RuntimeError("unknown fused tensor %s %s" % (k, tuple(v.shape)))
+    if mixtral:  # transformers 5 may name Mixtral's block mlp; the hub says block_sparse_moe
+        out = {k.replace(".mlp.experts.", ".block_sparse_moe.experts.")
+                .replace(".mlp.gate.", ".block_sparse_moe.gate."): v for k, v in out.items()}
+    save_file(out, path, metadata={"format": "pt"})
+
+
+def model_hidden(sd):
+    return sd["model.embed_tokens.weight"].shape[1]
+
+
 def from_pretrained(cls, d):
     try:
         return cls.from_pretrained(d, dtype=torch.float32, attn_implementation="eager").eval()
@@ -487,6 +561,8 @@ def make_case(out, name, case, seed, seqs):
     d = os.path.join(out, name)
     shutil.rmtree(d, ignore_errors=True)
     model.save_pretrained(d, safe_serialization=True)
+    if case.get("moe"):  # the hub's layout: one 2-D tensor per expert, as released checkpoints
+        hubify_experts(d, case)
     # The tokenizer files are the demo model's, linked (relative) rather than copied: 10 copies
     # of a 264 kB tokenizer.json would be a fifth of the fixtures' bytes.
     for f in ("tokenizer.json", "tokenizer_config.json"):
