@@ -29,7 +29,8 @@
 
 #define G      8
 #define NT     4 /* tokens per tile: Q4_K, Q5_K, Q6_K, IQ4_XS, IQ4_NL */
-#define NT2    8 /* ... Q2_K, Q3_K */
+#define NT_Q2K 8 /* ... Q2_K */
+#define NT_Q3K 8 /* ... Q3_K */
 #define NTMAX  8
 #define INLINE static inline __attribute__((always_inline))
 
@@ -584,8 +585,8 @@ INLINE void tile_q2_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
         const uint8_t *o = base + (size_t)b * Q2K_GROUP;
         for (size_t c = 0; c < Q2K_GROUP; c += 64)
             _mm_prefetch((const char *)o + 2 * Q2K_GROUP + c, _MM_HINT_T0);
-        __m512i acc[NT2][2]; /* two chains per token: vectors mm even, odd */
-        for (int k = 0; k < n; k++) acc[k][0] = acc[k][1] = _mm512_setzero_si512();
+        __m512i isum[NT_Q2K];
+        for (int k = 0; k < n; k++) isum[k] = _mm512_setzero_si512();
         for (int h = 0; h < 2; h++) {
             __m512i v[4];
             for (int mm = 0; mm < 4; mm++) v[mm] = ldz(o + Q2K_QS + 64 * (4 * h + mm));
@@ -597,8 +598,8 @@ INLINE void tile_q2_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
                         const __m512i q = _mm512_mullo_epi16(
                             _mm512_and_si512(_mm512_srli_epi16(v[mm], (unsigned)(2 * sh)), m3), sc);
                         for (int k = 0; k < n; k++)
-                            acc[k][c] = _mm512_dpbusd_epi32(
-                                acc[k][c], q,
+                            isum[k] = _mm512_dpbusd_epi32(
+                                isum[k], q,
                                 pl_avx512_bcast8(xb[k][b].qs + 128 * h + 32 * sh + 8 * mm));
                     }
                 }
@@ -612,8 +613,7 @@ INLINE void tile_q2_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
         }
         const __m256 dw = f16x8(o), dmw = f16x8(o + 16);
         for (int k = 0; k < n; k++)
-            s[k] = _mm256_add_ps(
-                s[k], min_term(_mm512_add_epi32(acc[k][0], acc[k][1]), mp, &xb[k][b], dw, dmw));
+            s[k] = _mm256_add_ps(s[k], min_term(isum[k], mp, &xb[k][b], dw, dmw));
     }
 }
 
@@ -660,7 +660,7 @@ INLINE void tile_q3_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
          * high 2 bits at 2 (j / 4) in byte j % 4 of word t */
         const __m512i a0 = q3_pair_rows(o + 16), a1 = q3_pair_rows(o + 48),
                       t = q3_pair_rows(o + 80);
-        __m512i isum[NT2];
+        __m512i isum[NT_Q3K];
         for (int k = 0; k < n; k++) isum[k] = _mm512_setzero_si512();
         __m256i sp[8]; /* row r's (sc_2i, sc_2i+1) as int16 in int32 lane r */
         for (int h = 0; h < 2; h++) {
@@ -819,12 +819,12 @@ INLINE void tile_iq4_nl(const uint8_t *restrict base, int64_t nb, const pl_block
 
 static void matmul_q2_k_packed(PL_AVX512_MATMUL_ARGS)
 {
-    K_DRIVER_X(tile_q2_k, Q2K_GROUP, pl_block_q8_k, PL_QK_K, NT2);
+    K_DRIVER_X(tile_q2_k, Q2K_GROUP, pl_block_q8_k, PL_QK_K, NT_Q2K);
 }
 
 static void matmul_q3_k_packed(PL_AVX512_MATMUL_ARGS)
 {
-    K_DRIVER_X(tile_q3_k, Q3K_GROUP, pl_block_q8_k, PL_QK_K, NT2);
+    K_DRIVER_X(tile_q3_k, Q3K_GROUP, pl_block_q8_k, PL_QK_K, NT_Q3K);
 }
 
 static void matmul_iq4_xs_packed(PL_AVX512_MATMUL_ARGS)
