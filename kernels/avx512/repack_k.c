@@ -73,7 +73,16 @@ static inline __m256i pairsum(__m512i v)
 
 /* Writes the 8-byte chunks of the 8 rows' byte arrays interleaved: out[64k + 8r + e] =
  * row r's src[8k + e], for k < n_chunks. */
-/* A super-block's term with mins (Q4_K, Q5_K, Q2_K), ref's (dw dx) float(isum) -
+/* ref's (dw dx) float(isum) - (dmin dx) float(summs) for the 8 rows (lane r: row r). */
+static inline __m256 min_float(__m256i isum, __m256i summs, float x_d, __m256 dw, __m256 dmw)
+{
+    const __m256 dx = _mm256_set1_ps(x_d);
+    const __m256 d = _mm256_mul_ps(dw, dx), dmin = _mm256_mul_ps(dmw, dx);
+    return _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(isum)),
+                         _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(summs)));
+}
+
+/* A super-block's term with mins (Q4_K, Q5_K), ref's (dw dx) float(isum) -
  * (dmin dx) float(summs) for the 8 rows: isum as pairs of lanes, summs = sum_j m_j
  * (bsums[2j] + bsums[2j + 1]), row r's (m_j, m_j) as int16 in int32 lane r of mp[j]. */
 static inline __m256 min_term(__m512i isum, const __m256i mp[8], const pl_block_q8_k *x, __m256 dw,
@@ -81,10 +90,7 @@ static inline __m256 min_term(__m512i isum, const __m256i mp[8], const pl_block_
 {
     __m256i summs = _mm256_setzero_si256();
     for (int j = 0; j < 8; j++) summs = _mm256_dpwssd_epi32(summs, mp[j], bd(x->bsums + 2 * j));
-    const __m256 dx = _mm256_set1_ps(x->d);
-    const __m256 d = _mm256_mul_ps(dw, dx), dmin = _mm256_mul_ps(dmw, dx);
-    return _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(pairsum(isum))),
-                         _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(summs)));
+    return min_float(pairsum(isum), summs, x->d, dw, dmw);
 }
 
 static void interleave8(uint8_t *out, const uint8_t *const rows[G], size_t off, int n_chunks)
@@ -571,6 +577,17 @@ INLINE __m512i q2_scale_words(const uint8_t *sj)
                             _mm512_set1_epi16(0x0f));
 }
 
+/* Q2_K's mins of sub-blocks 4i .. 4i + 3 (the 32 bytes at p) as int16: lane 2r + q holds row
+ * r's (m_4i+2q, m_4i+2q+1), so a 64-bit broadcast of bsums 4i .. 4i + 3 meets them. */
+INLINE __m512i q2_mins(const uint8_t *p)
+{
+    /* word 4r + 2q + e takes byte 8 (2q + e) + r */
+    const __m512i idx = _mm512_set_epi16(31, 23, 15, 7, 30, 22, 14, 6, 29, 21, 13, 5, 28, 20, 12, 4,
+                                         27, 19, 11, 3, 26, 18, 10, 2, 25, 17, 9, 1, 24, 16, 8, 0);
+    const __m512i m = _mm512_permutexvar_epi16(idx, _mm512_cvtepu8_epi16(ld(p)));
+    return _mm512_and_si512(_mm512_srli_epi16(m, 4), _mm512_set1_epi16(0x0f));
+}
+
 /* s[k] = the n tokens' dots with the group's 8 rows, super-block by super-block as ref:
  * s += d * float(isum) - dmin * float(summs), d = dw * dx, dmin = dminw * dx.
  * The scales go into the weights: q sc_j <= 3 * 15 = 45 is still a byte, and a 16-bit
@@ -604,16 +621,16 @@ INLINE void tile_q2_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
                     }
                 }
         }
-        __m256i mp[8]; /* row r's (m_2i, m_2i+1) as int16 in int32 lane r */
-        for (int i = 0; i < 8; i++) {
-            const __m128i a =
-                _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(o + 32 + 16 * i)),
-                                  _mm_loadl_epi64((const __m128i *)(o + 40 + 16 * i)));
-            mp[i] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(a, 4), _mm_set1_epi8(0x0f)));
-        }
+        __m512i mz[4];
+        for (int i = 0; i < 4; i++) mz[i] = q2_mins(o + 32 + 32 * i);
         const __m256 dw = f16x8(o), dmw = f16x8(o + 16);
-        for (int k = 0; k < n; k++)
-            s[k] = _mm256_add_ps(s[k], min_term(isum[k], mp, &xb[k][b], dw, dmw));
+        for (int k = 0; k < n; k++) {
+            __m512i summs = _mm512_setzero_si512(); /* pairs of lanes, as isum */
+            for (int i = 0; i < 4; i++)
+                summs = _mm512_dpwssd_epi32(summs, mz[i], pl_avx512_bcast8(xb[k][b].bsums + 4 * i));
+            s[k] = _mm256_add_ps(s[k],
+                                 min_float(pairsum(isum[k]), pairsum(summs), xb[k][b].d, dw, dmw));
+        }
     }
 }
 
@@ -650,6 +667,9 @@ INLINE void tile_q3_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
     const __m512i dupw = _mm512_set4_epi32(0x0d0c0d0c, 0x09080908, 0x05040504, 0x01000100);
     const __m512i pairw = _mm512_set4_epi32(0x0d0c0504, 0x09080100, 0x0d0c0504, 0x09080100);
     const __m512i rows = _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    /* lane 2r + q: row r's lane (4 (r / 2) + r % 2) of the even pair (q = 0), the odd (q = 1) */
+    const __m512i spidx =
+        _mm512_setr_epi32(0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29);
     for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *o = base + (size_t)b * Q3K_GROUP;
@@ -662,7 +682,9 @@ INLINE void tile_q3_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
                       t = q3_pair_rows(o + 80);
         __m512i isum[NT_Q3K];
         for (int k = 0; k < n; k++) isum[k] = _mm512_setzero_si512();
-        __m256i sp[8]; /* row r's (sc_2i, sc_2i+1) as int16 in int32 lane r */
+        /* row r's (sc_4i+2q, sc_4i+2q+1) as int16 in lane 2r + q of sp[i], against a 64-bit
+         * broadcast of bsums 4i .. 4i + 3; pwe: the even pair's (sc_2i, sc_2i+1) */
+        __m512i sp[4], pwe = _mm512_setzero_si512();
         for (int h = 0; h < 2; h++) {
             __m512i v[4], hb[4];
             for (int mm = 0; mm < 4; mm++) {
@@ -680,8 +702,11 @@ INLINE void tile_q3_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
                         _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(t, hi_at), m2), 4)),
                     c32);
                 const __m512i scw = _mm512_shuffle_epi8(sc, dupw);
-                sp[i] = _mm512_castsi512_si256(
-                    _mm512_permutexvar_epi32(rows, _mm512_shuffle_epi8(sc, pairw)));
+                const __m512i pw = _mm512_shuffle_epi8(sc, pairw);
+                if (i % 2)
+                    sp[i / 2] = _mm512_permutex2var_epi32(pwe, spidx, pw);
+                else
+                    pwe = pw;
                 __m512i q[4];
                 for (int mm = 0; mm < 4; mm++)
                     q[mm] = _mm512_or_si512(
@@ -701,15 +726,15 @@ INLINE void tile_q3_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
         }
         const __m256 dw = f16x8(o);
         for (int k = 0; k < n; k++) {
-            __m256i corr = _mm256_setzero_si256();
-            for (int i = 0; i < 8; i++)
-                corr = _mm256_dpwssd_epi32(corr, sp[i], bd(xb[k][b].bsums + 2 * i));
+            __m512i corr = _mm512_setzero_si512();
+            for (int i = 0; i < 4; i++)
+                corr = _mm512_dpwssd_epi32(corr, sp[i], pl_avx512_bcast8(xb[k][b].bsums + 4 * i));
             /* row 2L + e: lanes 4L + e and 4L + e + 2 */
             const __m512i r2 =
                 _mm512_add_epi32(isum[k], _mm512_shuffle_epi32(isum[k], _MM_PERM_BADC));
             const __m256i is =
                 _mm256_sub_epi32(_mm512_castsi512_si256(_mm512_permutexvar_epi32(rows, r2)),
-                                 _mm256_slli_epi32(corr, 2));
+                                 _mm256_slli_epi32(pairsum(corr), 2));
             const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xb[k][b].d));
             s[k] = _mm256_add_ps(s[k], _mm256_mul_ps(d, _mm256_cvtepi32_ps(is)));
         }
