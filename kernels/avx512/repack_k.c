@@ -19,8 +19,9 @@
  *
  * Bit-identical to ref (and so to matmul_q.c): each row's super-block integer sums are exact
  * and its float term is formed and summed with ref's operations, one row per lane. A tile of
- * up to NT tokens shares each weight vector's load and unpacking; every token keeps its own
- * accumulators, so a token's row is the same bits at any T. */
+ * up to NT tokens (NT_Q2K, NT_Q3K for those types) shares each weight vector's load, unpacking
+ * and scaling; every token keeps its own accumulators, so a token's row is the same bits at
+ * any T. */
 #include <immintrin.h>
 #include <stddef.h>
 #include <string.h>
@@ -465,8 +466,9 @@ const pl_repack pl_repack_q6_k_avx512 = {size_q6_k, pack_q6_k, matmul_q6_k_packe
  * nibbles 16 further; IQ4_NL vector m likewise with one block of 32.
  *
  * Integer sums, exact for every byte value (vpdpbusd adds u8 x s8 products into int32, no
- * saturation): Q2_K's q <= 3 and Q3_K's u = q + 4 hbit <= 7 are unsigned against int8 x, Q3_K's
- * -4 comes back through the activation's bsums; IQ4_XS's levels + 128 (unsigned) against x,
+ * saturation): Q2_K's q sc_j <= 45 (the scale folded into the weights) and Q3_K's u = q + 4 hbit
+ * <= 7 are unsigned against int8 x, Q3_K's sub-block sums packed to int16 and scaled by
+ * vpdpwssd, its -4 back through the activation's bsums; IQ4_XS's levels + 128 (unsigned) against x,
  * less 128 sum(x) through the bsums; IQ4_NL's signed levels against x + 128 (unsigned), less
  * 128 sum(levels), a weight-only sum shared by the tile's tokens. Then each row's float term
  * as ref forms it, added into one float per row in block order. */
