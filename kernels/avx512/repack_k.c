@@ -687,12 +687,15 @@ INLINE void tile_q3_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
         /* row r's (sc_4i+2q, sc_4i+2q+1) as int16 in lane 2r + q of sp[i], against a 64-bit
          * broadcast of bsums 4i .. 4i + 3; pwe: the even pair's (sc_2i, sc_2i+1) */
         __m512i sp[4], pwe = _mm512_setzero_si512();
+        /* unrolled: constant shifts, and no register copies between the pairs (measured 11%) */
+#pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             __m512i v[4], hb[4];
             for (int mm = 0; mm < 4; mm++) {
                 v[mm] = ldz(qs + 64 * (4 * h + mm));
                 hb[mm] = ldz(hm + 64 * mm);
             }
+#pragma GCC unroll 4
             for (int sh = 0; sh < 4; sh++) {
                 const int i = 4 * h + sh, j = 2 * i; /* sub-blocks j (mm 0, 1), j + 1 (mm 2, 3) */
                 const __m512i a = (j / 4) % 2 ? a1 : a0;
