@@ -1,13 +1,14 @@
 /* repack.c — the avx512 set's repacked layout for the 32-block types (Q4_0, Q4_1, Q5_0,
- * Q5_1, Q8_0), its prepared activations and its matmul: 8 rows interleaved and two
+ * Q5_1, Q8_0, IQ4_NL), its prepared activations and its matmul: 8 rows interleaved and two
  * consecutive blocks side by side, so that a 512-bit vector holds 8 rows x 2 blocks.
  * Not a new format: every block's bytes are a permutation of ggml's (Q8_0 quants stored +128).
  *
  * Weights, per group of 8 rows, per pair p of blocks (2p, 2p + 1; past the row's last block a
  * zero block), in a unit of 16 ggml blocks' bytes. Lane l = 2r + h is row r's block 2p + h:
  *   d[16] f16 (lane l), [m[16] f16 for Q4_1/Q5_1], [hmask[8] u64 for Q5_0/Q5_1], quants
- *   Q4/Q5: 4 x 64 bytes; bytes 4l..4l+3 of vector k are lane l's qs[4k..4k+3]: low nibbles
- *          elements 4k.., high nibbles elements 16 + 4k..
+ *   Q4/Q5/IQ4_NL: 4 x 64 bytes; bytes 4l..4l+3 of vector k are lane l's qs[4k..4k+3]: low
+ *          nibbles elements 4k.., high nibbles elements 16 + 4k.. (IQ4_NL: indices of levels,
+ *          looked up as level + 128 when the vector is used)
  *   Q5: bit 4l + e of hmask[c] is lane l's fifth bit of element 4c + e (c < 8 chunks).
  *   Q8_0: 8 x 64 bytes; bytes 4l..4l+3 of vector c are lane l's qs[4c..4c+3] + 128 (unsigned).
  * Prepared activations (x_prep, once per row per matmul call, not once per row group): per
@@ -22,7 +23,14 @@
  * same final tree ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) per row. Accumulator
  * b % 8 of row r lives in lane 2r + (b % 2) of the vector for pair class (b / 2) % 4; a pad
  * block adds fma(0, 0, acc), which leaves acc as it is (acc starts at +0 and never becomes
- * -0 under round-to-nearest). */
+ * -0 under round-to-nearest).
+ *
+ * IQ4_NL has ref's arithmetic of its own (avx2's matmul_q.c serves the mapping): isum =
+ * sum (level + 128) x - 128 sum(x) per block, exact, and s += (dw * dx) * float(isum), one
+ * float per row, blocks in order. Row r's running s sits in both lanes 2r and 2r + 1; with
+ * the pair's terms t, s + t in lane 2r copied to both lanes, then t's lane 2r + 1 added, is
+ * (s + t_2p) + t_2p+1 as ref adds them. The pad block's term is +0 (d = 0, isum = 0), which
+ * leaves s as it is (s starts at +0 and never becomes -0). */
 #include <immintrin.h>
 #include <string.h>
 
@@ -51,6 +59,8 @@ static layout layout_of(pl_type t)
         return (layout){22, 352, 0, 32, 96, 16};
     case PL_TYPE_Q5_1:
         return (layout){24, 384, 32, 64, 128, 0};
+    case PL_TYPE_IQ4_NL: /* levels + 128, unsigned */
+        return (layout){18, 288, 0, 0, 32, 128};
     default: /* Q8_0 */
         return (layout){34, 544, 0, 0, 32, 128};
     }
@@ -68,7 +78,7 @@ static const uint8_t *blk_qs(pl_type t, const uint8_t *b)
         return b + 6;
     case PL_TYPE_Q5_1:
         return b + 8;
-    default: /* Q4_0, Q8_0 */
+    default: /* Q4_0, Q8_0, IQ4_NL */
         return b + 2;
     }
 }
@@ -223,6 +233,12 @@ INLINE __m512i wvec(pl_type t, const layout *L, const uint8_t *restrict o, int j
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512i u = hi ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
     *chunk = 4 * hi + k;
+    if (t == PL_TYPE_IQ4_NL) {
+        const __m512i lv = _mm512_add_epi8(
+            _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)pl_iq4nl_values)),
+            _mm512_set1_epi8((char)0x80));
+        return _mm512_shuffle_epi8(lv, u);
+    }
     if (L->h_off) {
         uint64_t m;
         memcpy(&m, o + L->h_off + 8 * *chunk, 8);
@@ -253,6 +269,22 @@ INLINE void finish(const __m512 a[4], float *restrict y, int64_t lo, int64_t hi)
     _mm256_mask_storeu_ps(y, rows, _mm512_castps512_ps256(_mm512_permutexvar_ps(even, f)));
 }
 
+/* IQ4_NL: s (row r in lanes 2r, 2r + 1) + the pair's two terms, in block order. */
+INLINE __m512 seq_term(__m512i is, __m512 dw, const xrow *x, int64_t p, __m512 s)
+{
+    is = _mm512_sub_epi32(is, pl_avx512_bcast8(x->corr + 2 * p));
+    const __m512 t = _mm512_mul_ps(_mm512_mul_ps(dw, bqf(x->dx + 2 * p)), _mm512_cvtepi32_ps(is));
+    return _mm512_add_ps(_mm512_moveldup_ps(_mm512_add_ps(s, t)), _mm512_movehdup_ps(t));
+}
+
+/* IQ4_NL: rows [lo, hi) of s (lane 2r) stored. */
+INLINE void finish_seq(__m512 s, float *restrict y, int64_t lo, int64_t hi)
+{
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __mmask8 rows = (__mmask8)((0xffu << lo) & (0xffu >> (G - hi)));
+    _mm256_mask_storeu_ps(y, rows, _mm512_castps512_ps256(_mm512_permutexvar_ps(even, s)));
+}
+
 INLINE __m512 gemv_pair(pl_type t, const layout *L, const uint8_t *restrict o, const xrow *x,
                         int64_t p, __m512 acc)
 {
@@ -267,6 +299,7 @@ INLINE __m512 gemv_pair(pl_type t, const layout *L, const uint8_t *restrict o, c
         is = _mm512_dpbusd_epi32(is, w, pl_avx512_bcast8(x->q + 64 * p + 8 * c));
     }
     const __m512 dw = f16x16(o), mw = L->m_off ? f16x16(o + L->m_off) : dw;
+    if (t == PL_TYPE_IQ4_NL) return seq_term(is, dw, x, p, acc);
     return pair_term(L, is, dw, mw, x, p, acc);
 }
 
@@ -274,6 +307,12 @@ INLINE __m512 gemv_pair(pl_type t, const layout *L, const uint8_t *restrict o, c
 INLINE void gemv(pl_type t, const layout *L, const uint8_t *restrict base, int64_t np,
                  const xrow *x, float *restrict y, int64_t lo, int64_t hi)
 {
+    if (t == PL_TYPE_IQ4_NL) { /* one chain, pairs in order */
+        __m512 s = _mm512_setzero_ps();
+        for (int64_t p = 0; p < np; p++) s = gemv_pair(t, L, base + (size_t)p * L->unit, x, p, s);
+        finish_seq(s, y, lo, hi);
+        return;
+    }
     __m512 acc[4];
     for (int i = 0; i < 4; i++) acc[i] = _mm512_setzero_ps();
     int64_t p = 0;
@@ -308,7 +347,9 @@ INLINE void tile_pair(pl_type t, const layout *L, const uint8_t *restrict o, con
             is[k] = _mm512_dpbusd_epi32(is[k], w, pl_avx512_bcast8(x[k].q + 64 * p + 8 * c));
     }
     const __m512 dw = f16x16(o), mw = L->m_off ? f16x16(o + L->m_off) : dw;
-    for (int k = 0; k < n; k++) acc[k] = pair_term(L, is[k], dw, mw, &x[k], p, acc[k]);
+    for (int k = 0; k < n; k++)
+        acc[k] = t == PL_TYPE_IQ4_NL ? seq_term(is[k], dw, &x[k], p, acc[k])
+                                     : pair_term(L, is[k], dw, mw, &x[k], p, acc[k]);
 }
 
 /* A tile of n <= NT tokens x one group of 8 rows, pair class by pair class: class q holds
@@ -318,6 +359,19 @@ INLINE void tile_pair(pl_type t, const layout *L, const uint8_t *restrict o, con
 INLINE void tile(pl_type t, const layout *L, const uint8_t *restrict base, int64_t np,
                  const xrow *x, const int n, float *restrict y, int64_t ldy, int64_t lo, int64_t hi)
 {
+    if (t == PL_TYPE_IQ4_NL) { /* one chain per token, pairs in order */
+        __m512 s[NT];
+        for (int k = 0; k < n; k++) s[k] = _mm512_setzero_ps();
+        for (int64_t p = 0; p < np; p++) {
+            const uint8_t *o = base + (size_t)p * L->unit;
+            if ((p & 1) == 0)
+                for (size_t c = 0; c < 2 * L->unit; c += 64)
+                    _mm_prefetch((const char *)o + 8 * L->unit + c, _MM_HINT_T0);
+            tile_pair(t, L, o, x, p, n, s);
+        }
+        for (int k = 0; k < n; k++) finish_seq(s[k], y + k * ldy, lo, hi);
+        return;
+    }
     __m512 part[4][NT];
     for (int q = 0; q < 4; q += 2) {
         __m512 a0[NT], a1[NT];
@@ -416,3 +470,4 @@ REPACK(q4_1, PL_TYPE_Q4_1)
 REPACK(q5_0, PL_TYPE_Q5_0)
 REPACK(q5_1, PL_TYPE_Q5_1)
 REPACK(q8_0, PL_TYPE_Q8_0)
+REPACK(iq4_nl, PL_TYPE_IQ4_NL)

@@ -29,7 +29,7 @@
 #include "avx512.h"
 
 #define G      8
-#define NT     4 /* tokens per tile: Q4_K, Q5_K, Q6_K, IQ4_XS, IQ4_NL */
+#define NT     4 /* tokens per tile: Q4_K, Q5_K, Q6_K, IQ4_XS */
 #define NT_Q2K 8 /* ... Q2_K */
 #define NT_Q3K 8 /* ... Q3_K */
 #define NTMAX  8
@@ -452,31 +452,28 @@ static void matmul_q6_k_packed(PL_AVX512_MATMUL_ARGS)
 
 const pl_repack pl_repack_q6_k_avx512 = {size_q6_k, pack_q6_k, matmul_q6_k_packed, NULL, NULL};
 
-/* ---- Q2_K, Q3_K, IQ4_XS and IQ4_NL ---------------------------------------------------- */
+/* ---- Q2_K, Q3_K and IQ4_XS (IQ4_NL: repack.c, with the 32-block types) ------------------ */
 /* Layouts, per group of 8 rows, per (super-)block (the same bytes as 8 ggml blocks):
  *   Q2_K:   d[8] f16, dmin[8] f16, scales[16][8] (sub-block major), then qs as 8 vectors
  *           (bytes 8r.. of vector m are row r's qs[8m ..]).
  *   Q3_K:   d[8] f16, scales as 3 u32 words per row (s0[8], s1[8], s2[8]), hmask as 4
  *           vectors (row r's hmask[8m ..]), then qs as 8 vectors (as Q2_K).
  *   IQ4_XS: d[8] f16, scales_h[8] u16, scales_l as 1 u32 word per row, then qs as 16 vectors.
- *   IQ4_NL: d[8] f16, then qs as 2 vectors.
  * Qs vector m = 4 h + mm of Q2_K/Q3_K shifted by 2 s holds elements 128 h + 32 s + 8 mm + e
  * (sub-block 8 h + 2 s + mm / 2), and the high bits of those elements are bit 4 h + s of
  * hmask vector mm. IQ4_XS vector m, low nibbles: elements 32 (m / 2) + 8 (m % 2) + e, high
- * nibbles 16 further; IQ4_NL vector m likewise with one block of 32.
+ * nibbles 16 further.
  *
  * Integer sums, exact for every byte value (vpdpbusd adds u8 x s8 products into int32, no
  * saturation): Q2_K's q sc_j <= 45 (the scale folded into the weights) and Q3_K's u = q + 4 hbit
  * <= 7 are unsigned against int8 x, Q3_K's sub-block sums packed to int16 and scaled by
  * vpdpwssd, its -4 back through the activation's bsums; IQ4_XS's levels + 128 (unsigned) against x,
- * less 128 sum(x) through the bsums; IQ4_NL's signed levels against x + 128 (unsigned), less
- * 128 sum(levels), a weight-only sum shared by the tile's tokens. Then each row's float term
- * as ref forms it, added into one float per row in block order. */
+ * less 128 sum(x) through the bsums. Then each row's float term as ref forms it, added into
+ * one float per row in block order. */
 
 #define Q2K_GROUP (G * sizeof(pl_block_q2_k))
 #define Q3K_GROUP (G * sizeof(pl_block_q3_k))
 #define XS_GROUP  (G * sizeof(pl_block_iq4_xs))
-#define NL_GROUP  (G * sizeof(pl_block_iq4_nl))
 #define Q2K_QS    160 /* offsets in a group's super-block */
 #define Q3K_HM    112
 #define Q3K_QS    368
@@ -495,11 +492,6 @@ static size_t size_q3_k(int64_t K, int64_t R)
 static size_t size_iq4_xs(int64_t K, int64_t R)
 {
     return packed_size(K, R, XS_GROUP);
-}
-
-static size_t size_iq4_nl(int64_t K, int64_t R)
-{
-    return (size_t)((R + G - 1) / G) * (size_t)(K / PL_QK4_NL) * NL_GROUP;
 }
 
 static void block_q2_k(uint8_t *o, const uint8_t *const rows[G])
@@ -551,18 +543,6 @@ static void pack_iq4_xs(void *restrict dst, const void *restrict src, size_t srb
                         int64_t R)
 {
     pack_groups(dst, src, srb, K, R, PL_QK_K, sizeof(pl_block_iq4_xs), block_iq4_xs);
-}
-
-static void block_iq4_nl(uint8_t *o, const uint8_t *const rows[G])
-{
-    for (int r = 0; r < G; r++) memcpy(o + 2 * r, rows[r], 2);
-    interleave8(o + 16, rows, offsetof(pl_block_iq4_nl, qs), 2);
-}
-
-static void pack_iq4_nl(void *restrict dst, const void *restrict src, size_t srb, int64_t K,
-                        int64_t R)
-{
-    pack_groups(dst, src, srb, K, R, PL_QK4_NL, sizeof(pl_block_iq4_nl), block_iq4_nl);
 }
 
 /* Q2_K sub-block j's scales as words: row r's sc_j (the low nibble of its byte r at sj) in
@@ -746,12 +726,12 @@ INLINE void tile_q3_k(const uint8_t *restrict base, int64_t nb, const pl_block_q
     }
 }
 
-/* The 16 levels in every 128-bit lane, plus off (128: unsigned levels; 0: signed). */
-static inline __m512i iq4_levels(int off)
+/* The 16 levels + 128 (unsigned) in every 128-bit lane. */
+static inline __m512i iq4_levels(void)
 {
     return _mm512_add_epi8(
         _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)pl_iq4nl_values)),
-        _mm512_set1_epi8((char)off));
+        _mm512_set1_epi8((char)0x80));
 }
 
 /* ref's s += (dw * dx) * float(isum), isum = sum_i (ls_i - 32) (sum (level + 128) x -
@@ -759,7 +739,7 @@ static inline __m512i iq4_levels(int off)
 INLINE void tile_iq4_xs(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
                         const int n, __m256 s[])
 {
-    const __m512i lv = iq4_levels(128), m4 = _mm512_set1_epi8(0x0f);
+    const __m512i lv = iq4_levels(), m4 = _mm512_set1_epi8(0x0f);
     for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *o = base + (size_t)b * XS_GROUP;
@@ -810,43 +790,6 @@ INLINE void tile_iq4_xs(const uint8_t *restrict base, int64_t nb, const pl_block
     }
 }
 
-/* ref's s += (dw * dx) * float(isum) per 32-block, isum = sum (x + 128) level - 128 sum(level). */
-INLINE void tile_iq4_nl(const uint8_t *restrict base, int64_t nb, const pl_block_q8_0 *const *xb,
-                        const int n, __m256 s[])
-{
-    const __m512i lv = iq4_levels(0), m4 = _mm512_set1_epi8(0x0f),
-                  c80 = _mm512_set1_epi8((char)0x80);
-    for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *o = base + (size_t)b * NL_GROUP;
-        _mm_prefetch((const char *)o + 4 * NL_GROUP, _MM_HINT_T0);
-        _mm_prefetch((const char *)o + 4 * NL_GROUP + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)o + 4 * NL_GROUP + 128, _MM_HINT_T0);
-        __m512i q[4]; /* vector c's low nibbles, then its high nibbles, as levels */
-        for (int c = 0; c < 2; c++) {
-            const __m512i v = ldz(o + 16 + 64 * c);
-            q[2 * c] = _mm512_shuffle_epi8(lv, _mm512_and_si512(v, m4));
-            q[2 * c + 1] = _mm512_shuffle_epi8(lv, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
-        }
-        __m512i wc = _mm512_setzero_si512();
-        for (int i = 0; i < 4; i++) wc = _mm512_dpbusd_epi32(wc, c80, q[i]);
-        const __m256 dw = f16x8(o);
-        for (int k = 0; k < n; k++) {
-            const int8_t *xq = xb[k][b].qs;
-            __m512i acc = _mm512_setzero_si512();
-            for (int c = 0; c < 2; c++) {
-                acc = _mm512_dpbusd_epi32(acc, _mm512_xor_si512(pl_avx512_bcast8(xq + 8 * c), c80),
-                                          q[2 * c]);
-                acc = _mm512_dpbusd_epi32(
-                    acc, _mm512_xor_si512(pl_avx512_bcast8(xq + 16 + 8 * c), c80), q[2 * c + 1]);
-            }
-            const __m256i is = pairsum(_mm512_sub_epi32(acc, wc));
-            const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(_cvtsh_ss(xb[k][b].d)));
-            s[k] = _mm256_add_ps(s[k], _mm256_mul_ps(d, _mm256_cvtepi32_ps(is)));
-        }
-    }
-}
-
 static void matmul_q2_k_packed(PL_AVX512_MATMUL_ARGS)
 {
     K_DRIVER_X(tile_q2_k, Q2K_GROUP, pl_block_q8_k, PL_QK_K, NT_Q2K);
@@ -862,14 +805,7 @@ static void matmul_iq4_xs_packed(PL_AVX512_MATMUL_ARGS)
     K_DRIVER(tile_iq4_xs, XS_GROUP);
 }
 
-static void matmul_iq4_nl_packed(PL_AVX512_MATMUL_ARGS)
-{
-    K_DRIVER_X(tile_iq4_nl, NL_GROUP, pl_block_q8_0, PL_QK4_NL, NT);
-}
-
 const pl_repack pl_repack_q2_k_avx512 = {size_q2_k, pack_q2_k, matmul_q2_k_packed, NULL, NULL};
 const pl_repack pl_repack_q3_k_avx512 = {size_q3_k, pack_q3_k, matmul_q3_k_packed, NULL, NULL};
 const pl_repack pl_repack_iq4_xs_avx512 = {size_iq4_xs, pack_iq4_xs, matmul_iq4_xs_packed, NULL,
-                                           NULL};
-const pl_repack pl_repack_iq4_nl_avx512 = {size_iq4_nl, pack_iq4_nl, matmul_iq4_nl_packed, NULL,
                                            NULL};
