@@ -552,12 +552,15 @@ static void check_repacked_bits(const struct pl_kernels *view, const struct pl_k
                                 const struct pl_kernels *against, pl_type t, uint64_t seed0,
                                 int64_t max_kb, int64_t max_t)
 {
-    for (int i = 0; i < 12; i++) {
+    /* every token count 1..max_t in turn (at least 12 shapes): each tile size a layout has,
+     * and the remainders after its full tiles */
+    const int n = max_t > 12 ? (int)max_t : 12;
+    for (int i = 0; i < n; i++) {
         const uint64_t seed = test_seed(seed0 + 64 * (uint64_t)t + (uint64_t)i);
         tu_rng rng;
         tu_rng_init(&rng, seed);
         const int64_t K = block_of(t) * tu_rng_range(&rng, 1, max_kb);
-        const int64_t R = tu_rng_range(&rng, 1, 40), T = tu_rng_range(&rng, 1, max_t);
+        const int64_t R = tu_rng_range(&rng, 1, 40), T = 1 + i % max_t;
         const int64_t r0 = tu_rng_range(&rng, 0, R - 1), r1 = tu_rng_range(&rng, r0 + 1, R);
         operands o;
         make_operands(&o, own, t, K, R, T, -1, -1, &rng);
@@ -605,7 +608,7 @@ static void matmul_repacked_k_quants_are_bit_identical_to_ref(void)
         if (!repacked[s] || strcmp(repacked[s]->name, "avx512") != 0) continue;
         for (size_t ti = 0; ti < sizeof ktypes / sizeof ktypes[0]; ti++)
             if (repacked[s]->repack[ktypes[ti]])
-                check_repacked_bits(&tables[s].k, repacked[s], ref, ktypes[ti], 9000, 24, 9);
+                check_repacked_bits(&tables[s].k, repacked[s], ref, ktypes[ti], 9000, 24, 17);
     }
 }
 
@@ -625,12 +628,12 @@ static void matmul_low_bit_types_are_bit_identical_to_ref(void)
         if (k == ref) continue;
         for (size_t ti = 0; ti < sizeof ltypes / sizeof ltypes[0]; ti++) {
             const pl_type t = ltypes[ti];
-            for (int i = 0; i < 12; i++) {
+            for (int i = 0; i < 17; i++) { /* T = 1..17: every tile size and remainder */
                 const uint64_t seed = test_seed(12000 + 64 * (uint64_t)t + (uint64_t)i);
                 tu_rng rng;
                 tu_rng_init(&rng, seed);
                 const int64_t K = block_of(t) * tu_rng_range(&rng, 1, block_of(t) == 32 ? 96 : 12);
-                const int64_t R = tu_rng_range(&rng, 1, 40), T = tu_rng_range(&rng, 1, 9);
+                const int64_t R = tu_rng_range(&rng, 1, 40), T = 1 + i;
                 const int64_t r0 = tu_rng_range(&rng, 0, R - 1), r1 = tu_rng_range(&rng, r0 + 1, R);
                 operands o;
                 make_operands(&o, k, t, K, R, T, -1, -1, &rng);
