@@ -207,21 +207,23 @@ static void random_problem(problem *p, int view, pl_type t, int64_t T, int mode,
 }
 
 /* pl_matmul_id on tokens [t0, t0 + T) of p into y (T n_used rows of ldy), rows [r0, r1), with
- * exactly the scratch pl_matmul_id_scratch asks for, starting misalign bytes into a buffer and
- * followed by canary bytes that must survive. Returns the driver's result, or -2 if it wrote
- * past its scratch. */
+ * exactly the scratch pl_matmul_id_scratch asks for, starting misalign bytes into a buffer, with
+ * canary bytes before and after it that must survive. Returns the driver's result, or -2 if it
+ * wrote outside its scratch. */
 static int run_id(const problem *p, float *y, int64_t ldy, int64_t r0, int64_t r1, int64_t t0,
                   int64_t T, size_t misalign)
 {
     const size_t need = pl_matmul_id_scratch(T, p->n_used, p->n_expert, p->mx_row, r0, r1);
     if (need == SIZE_MAX) return -3;
     unsigned char *buf = malloc(misalign + need + 64);
+    memset(buf, CANARY, misalign);
     memset(buf + misalign + need, CANARY, 64);
     const int rc =
         pl_matmul_id(p->mm, y, ldy, mm_w(p), p->mw_row, p->mw_expert, p->n_expert,
                      mm_x(p) + (size_t)t0 * p->mx_row, p->mx_row, p->ids + t0 * p->n_used,
                      p->n_used, p->K, r0, r1, T, buf + misalign);
     int past = 0;
+    for (size_t i = 0; i < misalign; i++) past |= buf[i] != CANARY;
     for (size_t i = 0; i < 64; i++) past |= buf[misalign + need + i] != CANARY;
     free(buf);
     return past ? -2 : rc;
@@ -378,7 +380,8 @@ static void matmul_id_writes_only_its_slice_and_scratch(void)
                 float *y = sentinel_buffer((S + extra) * ldy);
                 const size_t misalign = (size_t)tu_rng_range(&rng, 0, 63);
                 const int rc = run_id(&p, y, ldy, r0, r1, 0, p.T, misalign);
-                TU_CHECK(rc == 0, SHAPE_FMT ": pl_matmul_id returned %d (-2: wrote past scratch)",
+                TU_CHECK(rc == 0,
+                         SHAPE_FMT ": pl_matmul_id returned %d (-2: wrote outside its scratch)",
                          SHAPE_ARGS(&p, seed, mode), rc);
                 int64_t wrong = -1;
                 for (int64_t i2 = 0; i2 < (S + extra) * ldy && wrong < 0; i2++) {
