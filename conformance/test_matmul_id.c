@@ -66,7 +66,7 @@ typedef struct problem {
     const struct pl_kernels *k;
     pl_type wt, xt;
     int64_t n_expert, n_used, K, R, T;
-    size_t wrb, xrb;
+    size_t wrb, xrb, wes; /* wes: bytes from one expert's rows to the next's (with a gap) */
     unsigned char *w, *x;
     int32_t *ids;
     pl_matmul_fn mm;
@@ -140,10 +140,14 @@ static void make_problem(problem *p, int view, pl_type t, int64_t n_expert, int6
     p->T = T;
     p->wrb = row_bytes(p->wt, K) + pads[tu_rng_range(rng, 0, 2)];
     p->xrb = row_bytes(p->xt, K) + pads[tu_rng_range(rng, 0, 2)];
+    /* experts apart by more than R rows where the gap is drawn: a driver that steps by
+     * R w_row_bytes instead of w_expert_bytes reads the wrong rows */
+    const size_t gap = pads[tu_rng_range(rng, 0, 2)];
+    p->wes = (size_t)R * p->wrb + gap;
     p->ids = malloc(sizeof(int32_t) * (size_t)(T * n_used));
     fill_ids(p, mode, rng);
-    p->w = malloc((size_t)(n_expert * R) * p->wrb);
-    memset(p->w, 0xff, (size_t)(n_expert * R) * p->wrb);
+    p->w = malloc((size_t)n_expert * p->wes);
+    memset(p->w, 0xff, (size_t)n_expert * p->wes);
     p->x = calloc((size_t)T, p->xrb);
     float *row = malloc(sizeof(float) * (size_t)K);
     const int64_t wblock = block_of(p->wt) > 1 ? block_of(p->wt) : 32;
@@ -154,7 +158,7 @@ static void make_problem(problem *p, int view, pl_type t, int64_t n_expert, int6
         if (!used) continue;
         for (int64_t r = 0; r < R; r++) {
             qi_fill(row, K, QI_GAUSS, wblock, rng);
-            k->quantize_row[p->wt](p->w + (size_t)(e * R + r) * p->wrb, row, K);
+            k->quantize_row[p->wt](p->w + (size_t)e * p->wes + (size_t)r * p->wrb, row, K);
         }
     }
     for (int64_t i = 0; i < T; i++) {
@@ -166,13 +170,12 @@ static void make_problem(problem *p, int view, pl_type t, int64_t n_expert, int6
     const pl_repack *rp = repacked[view] ? repacked[view]->repack[t] : NULL;
     p->mm = rp ? rp->matmul : k->matmul[t];
     p->mw_row = rp ? 0 : p->wrb;
-    p->mw_expert = rp ? rp->size(K, R) : (size_t)R * p->wrb;
+    p->mw_expert = rp ? rp->size(K, R) + gap : p->wes;
     p->mx_row = p->xrb;
     if (rp) { /* each expert packed on its own, as the engine's arena will hold them */
         p->mw = malloc((size_t)n_expert * p->mw_expert + 1);
         for (int64_t e = 0; e < n_expert; e++)
-            rp->pack(p->mw + (size_t)e * p->mw_expert, p->w + (size_t)(e * R) * p->wrb, p->wrb, K,
-                     R);
+            rp->pack(p->mw + (size_t)e * p->mw_expert, p->w + (size_t)e * p->wes, p->wrb, K, R);
     }
     if (rp && rp->x_prep) {
         p->mx_row = rp->x_row(K);
@@ -326,7 +329,7 @@ static void matmul_id_within_bound_of_gsl(void)
                 int64_t ws = -1, wr = -1;
                 for (int64_t sl = 0; sl < S; sl++) {
                     const int64_t e = p.ids[sl];
-                    const int ok = ref_matmul(t, p.w + (size_t)(e * R) * p.wrb, p.wrb,
+                    const int ok = ref_matmul(t, p.w + (size_t)e * p.wes, p.wrb,
                                               p.x + (size_t)(sl / p.n_used) * p.xrb, p.xrb, K, R, 1,
                                               yref, mag) == 0;
                     TU_CHECK(ok, "ref_matmul failed for type %s", tr(t)->name);
