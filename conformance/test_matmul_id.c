@@ -59,7 +59,7 @@ static float *sentinel_buffer(int64_t n)
 }
 
 /* One problem: n_expert experts of R x K weights, T activation rows, n_used ids per token.
- * w and x are the logical operands (expert e's row r at w + (e R + r) wrb, quantized by the set
+ * w and x are the logical operands (expert e's row r at w + e wes + r wrb, quantized by the set
  * under test, padded strides); mm, mw and mx are what the set's matmul reads: the rows as they
  * are, or each expert packed on its own and x prepared where the view repacks the type. */
 typedef struct problem {
