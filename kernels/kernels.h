@@ -162,6 +162,32 @@ typedef struct pl_repack {
     void (*x_prep)(void *restrict dst, const void *restrict src, int64_t K);
 } pl_repack;
 
+/* The expert matmul (ggml's mul_mat_id), one driver for every set over the set's dense matmul
+ * mm: its own matmul[type], or a repacked layout's repack[type]->matmul. For every token t < T
+ * and slot u < n_used, e = ids[t * n_used + u]:
+ *   y[(t * n_used + u) * ldy + r] = sum_k W_e[r][k] X[t][k],   r in [r0, r1)
+ * W_e: expert e's R x K matrix at w + e * w_expert_bytes, rows w_row_bytes apart, as mm reads it
+ * (a repacked layout: each expert packed on its own, w_expert_bytes = repack->size(K, R)).
+ * x: T rows as mm reads them (dot-type rows, or prepared rows for a layout with x_prep),
+ * x_row_bytes apart (T * x_row_bytes bytes). Tokens are grouped by expert (experts ascending,
+ * tokens ascending within one); an expert with one token runs mm on it in place, one with more
+ * has its rows gathered into scratch (64-byte aligned), mm run once on them and the outputs
+ * scattered: by mm's batch invariance every output row is the bits of mm on that token alone,
+ * whatever T, the slice or the other tokens' ids. Duplicate ids in one token and experts with no
+ * token are legal. scratch: pl_matmul_id_scratch(...) bytes, any alignment; only it and y's rows
+ * [r0, r1) of the T * n_used used rows are written. Returns 0, or -1 with y untouched when an id
+ * is outside [0, n_expert) or an argument is out of range (T, n_used < 0, n_expert, K < 1,
+ * r0 < 0, r1 < r0, ldy < r1, x_row_bytes 0, a NULL pointer where there is work). Pure. */
+int pl_matmul_id(pl_matmul_fn mm, float *restrict y, int64_t ldy, const void *restrict w,
+                 size_t w_row_bytes, size_t w_expert_bytes, int64_t n_expert,
+                 const void *restrict x, size_t x_row_bytes, const int32_t *restrict ids,
+                 int64_t n_used, int64_t K, int64_t r0, int64_t r1, int64_t T,
+                 void *restrict scratch);
+/* Bytes of scratch pl_matmul_id needs for these arguments (T = 1: the grouping only), or
+ * SIZE_MAX when they are out of range or the size overflows. */
+size_t pl_matmul_id_scratch(int64_t T, int64_t n_used, int64_t n_expert, size_t x_row_bytes,
+                            int64_t r0, int64_t r1);
+
 struct pl_kernels {
     const char *name;       /* "ref", "avx2", "avx512", "wasm128", "wasm128r" */
     int (*supported)(void); /* 1 if this CPU can run the set */
