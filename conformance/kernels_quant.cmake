@@ -1,9 +1,12 @@
 # Quantization, matmul and kernel-registry conformance (issue 3): every supported kernel set
-# against ref and against GSL double references in refs/ref_matmul.c.
+# against ref and against GSL double references in refs/ref_matmul.c; the expert matmul
+# (kernels/matmul_id.c) over every set's dense matmul (issue 33).
 set(PLUMB_QUANT_COMMON ${CMAKE_CURRENT_SOURCE_DIR}/quant_inputs.c
                        ${CMAKE_CURRENT_SOURCE_DIR}/refs/ref_matmul.c)
 plumb_test(test_quant LABELS conformance
            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_quant.c ${PLUMB_QUANT_COMMON})
 plumb_test(test_matmul LABELS conformance
            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_matmul.c ${PLUMB_QUANT_COMMON})
+plumb_test(test_matmul_id LABELS conformance
+           SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_matmul_id.c ${PLUMB_QUANT_COMMON})
 plumb_test(test_registry LABELS conformance SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_registry.c)

@@ -134,3 +134,44 @@ void qi_fill(float *x, int64_t n, int pattern, int64_t block, tu_rng *rng)
         break;
     }
 }
+
+/* c of |y - y_ref| <= c u K sum|a_i b_i| + K eta, per weight type; the derivation is in
+ * kernels/ref/matmul.c and holds for any summation order of the same block terms. */
+static const struct {
+    pl_type type;
+    double c;
+} matmul_cs[] = {
+    {PL_TYPE_F32, 1.01},   {PL_TYPE_F16, 1.01},   {PL_TYPE_BF16, 1.01},    {PL_TYPE_Q4_0, 0.064},
+    {PL_TYPE_Q5_0, 0.064}, {PL_TYPE_Q8_0, 0.064}, {PL_TYPE_Q4_1, 0.095},   {PL_TYPE_Q5_1, 0.095},
+    {PL_TYPE_Q4_K, 0.016}, {PL_TYPE_Q5_K, 0.016}, {PL_TYPE_Q6_K, 0.012},   {PL_TYPE_Q8_K, 0.008},
+    {PL_TYPE_Q2_K, 0.012}, {PL_TYPE_Q3_K, 0.008}, {PL_TYPE_IQ4_NL, 0.064}, {PL_TYPE_IQ4_XS, 0.012},
+};
+
+double qi_matmul_c(pl_type t)
+{
+    for (size_t i = 0; i < sizeof matmul_cs / sizeof matmul_cs[0]; i++)
+        if (matmul_cs[i].type == t) return matmul_cs[i].c;
+    return 0.0;
+}
+
+double qi_matmul_eta(pl_type t)
+{
+    return pl_type_traits_of(t)->dot_type == PL_TYPE_Q8_K ? 0x1p-130 : 0x1p-149;
+}
+
+int qi_add_repacked_views(pl_kernel_table *tables, const struct pl_kernels **repacked,
+                          char (*names)[32], int n, int max)
+{
+    const int n0 = n;
+    for (int s = 0; s < n0 && n < max; s++) {
+        int any = 0;
+        for (int t = 0; t < PL_TYPE_COUNT; t++) any |= tables[s].k.repack[t] != NULL;
+        if (!any) continue;
+        tables[n] = tables[s];
+        snprintf(names[n], sizeof names[0], "%s+repack", tables[s].k.name);
+        tables[n].k.name = names[n];
+        repacked[n] = &tables[s].k;
+        n++;
+    }
+    return n;
+}

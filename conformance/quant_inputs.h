@@ -32,4 +32,18 @@ enum qi_pattern {
 const char *qi_pattern_name(int pattern);
 void qi_fill(float *x, int64_t n, int pattern, int64_t block, tu_rng *rng);
 
+/* The matmul bound |y - y_ref| <= c u K sum|a_i b_i| + K eta (kernels/README.md): c per weight
+ * type (0 for a type without one), and eta, the underflow allowance per element (Q8_K
+ * activation scales may be denormal: kernels/ref/matmul.c). */
+double qi_matmul_c(pl_type t);
+double qi_matmul_eta(pl_type t);
+
+/* A set with repacked layouts is tested twice: as it is, and as a "<set>+repack" view. For
+ * every set s < n with a repacked type, appends (while n < max) a copy of tables[s] named
+ * "<set>+repack" in names[], with repacked[view] = &tables[s].k (entries below n are left as
+ * they are: the caller zeroes them). Returns the new count. The suites run a view's repacked
+ * types through pack + repack->matmul (with x_prep where the layout has it). */
+int qi_add_repacked_views(pl_kernel_table *tables, const struct pl_kernels **repacked,
+                          char (*names)[32], int n, int max);
+
 #endif

@@ -18,18 +18,6 @@ static int n_tables;
 static const struct pl_kernels *repacked[MAX_TABLES];
 static char view_names[MAX_TABLES][32];
 
-/* c of |y - y_ref| <= c u K sum|a_i b_i| + K eta, per weight type; the derivation is in
- * kernels/ref/matmul.c and holds for any summation order of the same block terms. */
-static const struct {
-    pl_type type;
-    double c;
-} cs[] = {
-    {PL_TYPE_F32, 1.01},   {PL_TYPE_F16, 1.01},   {PL_TYPE_BF16, 1.01},    {PL_TYPE_Q4_0, 0.064},
-    {PL_TYPE_Q5_0, 0.064}, {PL_TYPE_Q8_0, 0.064}, {PL_TYPE_Q4_1, 0.095},   {PL_TYPE_Q5_1, 0.095},
-    {PL_TYPE_Q4_K, 0.016}, {PL_TYPE_Q5_K, 0.016}, {PL_TYPE_Q6_K, 0.012},   {PL_TYPE_Q8_K, 0.008},
-    {PL_TYPE_Q2_K, 0.012}, {PL_TYPE_Q3_K, 0.008}, {PL_TYPE_IQ4_NL, 0.064}, {PL_TYPE_IQ4_XS, 0.012},
-};
-
 /* Worst observed |y - y_ref| / bound per type, for the summary printed after the run. */
 static struct {
     double worst, worst_big; /* all K; K >= 1024 only */
@@ -39,19 +27,6 @@ static struct {
 static const struct pl_type_traits *tr(pl_type t)
 {
     return pl_type_traits_of(t);
-}
-
-static double c_of(pl_type t)
-{
-    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
-        if (cs[i].type == t) return cs[i].c;
-    return 0.0;
-}
-
-/* The underflow allowance per element (kernels/ref/matmul.c): Q8_K scales may be denormal. */
-static double eta_of(pl_type t)
-{
-    return tr(t)->dot_type == PL_TYPE_Q8_K ? 0x1p-130 : 0x1p-149;
 }
 
 static size_t row_bytes(pl_type t, int64_t n)
@@ -141,23 +116,6 @@ static void run(const struct pl_kernels *k, const operands *o, float *y, int64_t
     free(packed);
 }
 
-/* Adds a "<set>+repack" view for every set with repacked types: the same table, but its
- * repacked types go through pack + the repacked matmul in run(). */
-static void add_repacked_views(void)
-{
-    const int n = n_tables;
-    for (int s = 0; s < n && n_tables < MAX_TABLES; s++) {
-        int any = 0;
-        for (int t = 0; t < PL_TYPE_COUNT; t++) any |= tables[s].k.repack[t] != NULL;
-        if (!any) continue;
-        tables[n_tables] = tables[s];
-        snprintf(view_names[n_tables], sizeof view_names[0], "%s+repack", tables[s].k.name);
-        tables[n_tables].k.name = view_names[n_tables];
-        repacked[n_tables] = &tables[s].k;
-        n_tables++;
-    }
-}
-
 static uint32_t bits(float f)
 {
     uint32_t u;
@@ -187,7 +145,7 @@ static int check_bound(const struct pl_kernels *k, const operands *o, uint64_t s
     run(k, o, y, ldy, 0, R, 0, T);
     const int rc = ref_matmul(o->wt, o->w, o->wrb, o->x, o->xrb, K, R, T, yref, mag);
     TU_CHECK(rc == 0, "ref_matmul failed for type %s", tr(o->wt)->name);
-    const double c = c_of(o->wt), eta = eta_of(o->wt);
+    const double c = qi_matmul_c(o->wt), eta = qi_matmul_eta(o->wt);
     double worst = 0.0;
     int64_t wt_ = -1, wr = -1, bad_pad = -1;
     for (int64_t t = 0; t < T && rc == 0; t++) {
@@ -552,12 +510,15 @@ static void check_repacked_bits(const struct pl_kernels *view, const struct pl_k
                                 const struct pl_kernels *against, pl_type t, uint64_t seed0,
                                 int64_t max_kb, int64_t max_t)
 {
-    for (int i = 0; i < 12; i++) {
+    /* every token count 1..max_t in turn (at least 12 shapes): each tile size a layout has,
+     * and the remainders after its full tiles */
+    const int n = max_t > 12 ? (int)max_t : 12;
+    for (int i = 0; i < n; i++) {
         const uint64_t seed = test_seed(seed0 + 64 * (uint64_t)t + (uint64_t)i);
         tu_rng rng;
         tu_rng_init(&rng, seed);
         const int64_t K = block_of(t) * tu_rng_range(&rng, 1, max_kb);
-        const int64_t R = tu_rng_range(&rng, 1, 40), T = tu_rng_range(&rng, 1, max_t);
+        const int64_t R = tu_rng_range(&rng, 1, 40), T = 1 + i % max_t;
         const int64_t r0 = tu_rng_range(&rng, 0, R - 1), r1 = tu_rng_range(&rng, r0 + 1, R);
         operands o;
         make_operands(&o, own, t, K, R, T, -1, -1, &rng);
@@ -605,7 +566,7 @@ static void matmul_repacked_k_quants_are_bit_identical_to_ref(void)
         if (!repacked[s] || strcmp(repacked[s]->name, "avx512") != 0) continue;
         for (size_t ti = 0; ti < sizeof ktypes / sizeof ktypes[0]; ti++)
             if (repacked[s]->repack[ktypes[ti]])
-                check_repacked_bits(&tables[s].k, repacked[s], ref, ktypes[ti], 9000, 24, 9);
+                check_repacked_bits(&tables[s].k, repacked[s], ref, ktypes[ti], 9000, 24, 17);
     }
 }
 
@@ -625,12 +586,12 @@ static void matmul_low_bit_types_are_bit_identical_to_ref(void)
         if (k == ref) continue;
         for (size_t ti = 0; ti < sizeof ltypes / sizeof ltypes[0]; ti++) {
             const pl_type t = ltypes[ti];
-            for (int i = 0; i < 12; i++) {
+            for (int i = 0; i < 17; i++) { /* T = 1..17: every tile size and remainder */
                 const uint64_t seed = test_seed(12000 + 64 * (uint64_t)t + (uint64_t)i);
                 tu_rng rng;
                 tu_rng_init(&rng, seed);
                 const int64_t K = block_of(t) * tu_rng_range(&rng, 1, block_of(t) == 32 ? 96 : 12);
-                const int64_t R = tu_rng_range(&rng, 1, 40), T = tu_rng_range(&rng, 1, 9);
+                const int64_t R = tu_rng_range(&rng, 1, 40), T = 1 + i;
                 const int64_t r0 = tu_rng_range(&rng, 0, R - 1), r1 = tu_rng_range(&rng, r0 + 1, R);
                 operands o;
                 make_operands(&o, k, t, K, R, T, -1, -1, &rng);
@@ -746,8 +707,8 @@ static void print_summary(void)
     printf("%-6s %8s %14s %18s %10s\n", "type", "c", "worst ratio", "worst, K >= 1024", "outputs");
     for (int ti = 0; ti < QI_N_TYPES; ti++) {
         const pl_type t = qi_types[ti];
-        printf("%-6s %8.3f %14.3e %18.3e %10" PRId64 "\n", tr(t)->name, c_of(t), stats[t].worst,
-               stats[t].worst_big, stats[t].outputs);
+        printf("%-6s %8.3f %14.3e %18.3e %10" PRId64 "\n", tr(t)->name, qi_matmul_c(t),
+               stats[t].worst, stats[t].worst_big, stats[t].outputs);
     }
 }
 
@@ -755,7 +716,7 @@ int main(void)
 {
     n_tables = qi_load_tables(tables, MAX_TABLES);
     if (n_tables < 1) return 1;
-    add_repacked_views();
+    n_tables = qi_add_repacked_views(tables, repacked, view_names, n_tables, MAX_TABLES);
     static const tu_test tests[] = {
         {"matmul_within_bound_of_gsl_on_edge_shapes", matmul_within_bound_of_gsl_on_edge_shapes},
         {"matmul_within_bound_of_gsl_on_random_shapes",

@@ -66,11 +66,18 @@ static int layout(id_layout *l, int64_t T, int64_t n_used, int64_t n_expert, siz
     return add_ok(&l->total, at, ID_ALIGN - 1); /* room to align the caller's pointer */
 }
 
+/* v >= 0 survives the cast to size_t (wasm32's is 32 bits). */
+static int fits(int64_t v)
+{
+    return (int64_t)(size_t)v == v;
+}
+
 static int args_ok(int64_t ldy, int64_t n_expert, size_t x_row_bytes, int64_t n_used, int64_t K,
                    int64_t r0, int64_t r1, int64_t T)
 {
     return n_expert >= 1 && n_used >= 0 && T >= 0 && K >= 1 && r0 >= 0 && r1 >= r0 && ldy >= r1 &&
-           (n_used == 0 || T <= INT64_MAX / n_used) && x_row_bytes > 0;
+           (n_used == 0 || T <= INT64_MAX / n_used) && x_row_bytes > 0 && fits(T) && fits(n_used) &&
+           fits(n_expert) && fits(r1);
 }
 
 size_t pl_matmul_id_scratch(int64_t T, int64_t n_used, int64_t n_expert, size_t x_row_bytes,

@@ -19,8 +19,9 @@
  *
  * Bit-identical to ref (and so to matmul_q.c): each row's super-block integer sums are exact
  * and its float term is formed and summed with ref's operations, one row per lane. A tile of
- * up to NT tokens shares each weight vector's load and unpacking; every token keeps its own
- * accumulators, so a token's row is the same bits at any T. */
+ * up to NT tokens (NT_Q2K, NT_Q3K for those types) shares each weight vector's load, unpacking
+ * and scaling; every token keeps its own accumulators, so a token's row is the same bits at
+ * any T. */
 #include <immintrin.h>
 #include <stddef.h>
 #include <string.h>
@@ -28,7 +29,10 @@
 #include "avx512.h"
 
 #define G      8
-#define NT     4 /* tokens per tile */
+#define NT     4 /* tokens per tile: Q4_K, Q5_K, Q6_K, IQ4_XS */
+#define NT_Q2K 8 /* ... Q2_K */
+#define NT_Q3K 8 /* ... Q3_K */
+#define NTMAX  8
 #define INLINE static inline __attribute__((always_inline))
 
 static inline __m256i bd(const void *p)
@@ -70,7 +74,16 @@ static inline __m256i pairsum(__m512i v)
 
 /* Writes the 8-byte chunks of the 8 rows' byte arrays interleaved: out[64k + 8r + e] =
  * row r's src[8k + e], for k < n_chunks. */
-/* A super-block's term with mins (Q4_K, Q5_K, Q2_K), ref's (dw dx) float(isum) -
+/* ref's (dw dx) float(isum) - (dmin dx) float(summs) for the 8 rows (lane r: row r). */
+static inline __m256 min_float(__m256i isum, __m256i summs, float x_d, __m256 dw, __m256 dmw)
+{
+    const __m256 dx = _mm256_set1_ps(x_d);
+    const __m256 d = _mm256_mul_ps(dw, dx), dmin = _mm256_mul_ps(dmw, dx);
+    return _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(isum)),
+                         _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(summs)));
+}
+
+/* A super-block's term with mins (Q4_K, Q5_K), ref's (dw dx) float(isum) -
  * (dmin dx) float(summs) for the 8 rows: isum as pairs of lanes, summs = sum_j m_j
  * (bsums[2j] + bsums[2j + 1]), row r's (m_j, m_j) as int16 in int32 lane r of mp[j]. */
 static inline __m256 min_term(__m512i isum, const __m256i mp[8], const pl_block_q8_k *x, __m256 dw,
@@ -78,10 +91,7 @@ static inline __m256 min_term(__m512i isum, const __m256i mp[8], const pl_block_
 {
     __m256i summs = _mm256_setzero_si256();
     for (int j = 0; j < 8; j++) summs = _mm256_dpwssd_epi32(summs, mp[j], bd(x->bsums + 2 * j));
-    const __m256 dx = _mm256_set1_ps(x->d);
-    const __m256 d = _mm256_mul_ps(dw, dx), dmin = _mm256_mul_ps(dmw, dx);
-    return _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(pairsum(isum))),
-                         _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(summs)));
+    return min_float(pairsum(isum), summs, x->d, dw, dmw);
 }
 
 static void interleave8(uint8_t *out, const uint8_t *const rows[G], size_t off, int n_chunks)
@@ -129,16 +139,22 @@ static size_t packed_size(int64_t K, int64_t R, size_t group_bytes)
 /* Token blocks: a block sweeps the thread's row groups once, its activations staying in L2. */
 #define XBLOCK_BYTES (384 * 1024)
 
-/* The tile loop shared by both types: groups of the thread's rows, tokens in blocks that stay
- * in L2, tiles of NT tokens (constant sizes, so the token loops unroll). */
-#define K_DRIVER(fn, GROUP_BYTES) K_DRIVER_X(fn, GROUP_BYTES, pl_block_q8_k, PL_QK_K)
+/* The tile loop shared by every type: groups of the thread's rows, tokens in blocks that stay
+ * in L2, tiles of TILE (<= NTMAX) tokens (constant sizes, so the token loops unroll). */
+#define K_DRIVER(fn, GROUP_BYTES) K_DRIVER_X(fn, GROUP_BYTES, pl_block_q8_k, PL_QK_K, NT)
 /* ... with activation blocks of type XBLOCK, BS elements each (IQ4_NL: Q8_0, 32) */
-#define K_DRIVER_X(fn, GROUP_BYTES, XBLOCK, BS)                                                    \
+#define K_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define K_CALL(fn, c, TILE)                                                                        \
+    case c:                                                                                        \
+        fn(base, nb, xb, K_MIN(c, TILE), s);                                                       \
+        break
+#define K_DRIVER_X(fn, GROUP_BYTES, XBLOCK, BS, TILE)                                              \
     do {                                                                                           \
+        static_assert((TILE) >= 1 && (TILE) <= NTMAX, "tile size");                                \
         (void)w_row_bytes;                                                                         \
         const int64_t nb = K / (BS);                                                               \
-        int64_t TB = (int64_t)(XBLOCK_BYTES / x_row_bytes) / NT * NT;                              \
-        if (TB < NT) TB = NT;                                                                      \
+        int64_t TB = (int64_t)(XBLOCK_BYTES / x_row_bytes) / (TILE) * (TILE);                      \
+        if (TB < (TILE)) TB = (TILE);                                                              \
         for (int64_t t0 = 0; t0 < T; t0 += TB) {                                                   \
             const int64_t tn = T - t0 < TB ? T - t0 : TB;                                          \
             for (int64_t g = r0 / G; g * G < r1; g++) {                                            \
@@ -146,26 +162,31 @@ static size_t packed_size(int64_t K, int64_t R, size_t group_bytes)
                 const int64_t lo = r0 > g * G ? r0 - g * G : 0,                                    \
                               hi = r1 < (g + 1) * G ? r1 - g * G : G;                              \
                 const __mmask8 rows = (__mmask8)((0xffu << lo) & (0xffu >> (G - hi)));             \
-                for (int64_t k0 = 0; k0 < tn; k0 += NT) {                                          \
-                    const int n = tn - k0 < NT ? (int)(tn - k0) : NT;                              \
-                    const XBLOCK *xb[NT];                                                          \
+                for (int64_t k0 = 0; k0 < tn; k0 += (TILE)) {                                      \
+                    const int n = tn - k0 < (TILE) ? (int)(tn - k0) : (TILE);                      \
+                    const XBLOCK *xb[TILE];                                                        \
                     for (int k = 0; k < n; k++)                                                    \
                         xb[k] = (const XBLOCK *)((const uint8_t *)x +                              \
                                                  (size_t)(t0 + k0 + k) * x_row_bytes);             \
-                    __m256 s[NT];                                                                  \
-                    switch (n) {                                                                   \
-                    case 1:                                                                        \
-                        fn(base, nb, xb, 1, s);                                                    \
-                        break;                                                                     \
-                    case 2:                                                                        \
-                        fn(base, nb, xb, 2, s);                                                    \
-                        break;                                                                     \
-                    case 3:                                                                        \
-                        fn(base, nb, xb, 3, s);                                                    \
-                        break;                                                                     \
-                    default:                                                                       \
-                        fn(base, nb, xb, NT, s);                                                   \
-                        break;                                                                     \
+                    __m256 s[TILE];                                                                \
+                    if ((TILE) > 4 && n > 4) {                                                     \
+                        switch (n) {                                                               \
+                            K_CALL(fn, 5, TILE);                                                   \
+                            K_CALL(fn, 6, TILE);                                                   \
+                            K_CALL(fn, 7, TILE);                                                   \
+                        default:                                                                   \
+                            fn(base, nb, xb, TILE, s);                                             \
+                            break;                                                                 \
+                        }                                                                          \
+                    } else {                                                                       \
+                        switch (n) {                                                               \
+                            K_CALL(fn, 1, TILE);                                                   \
+                            K_CALL(fn, 2, TILE);                                                   \
+                            K_CALL(fn, 3, TILE);                                                   \
+                        default:                                                                   \
+                            fn(base, nb, xb, K_MIN(4, TILE), s);                                   \
+                            break;                                                                 \
+                        }                                                                          \
                     }                                                                              \
                     for (int k = 0; k < n; k++)                                                    \
                         _mm256_mask_storeu_ps(y + (t0 + k0 + k) * ldy + g * G, rows, s[k]);        \
@@ -239,7 +260,7 @@ INLINE __m512i bit_to_4(__m512i hb, int j)
 
 /* s[k] = the n tokens' dots with the group's 8 rows, super-block by super-block as ref. */
 INLINE void tile_k4(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
-                    const int n, __m256 s[NT], const int q5)
+                    const int n, __m256 s[], const int q5)
 {
     const size_t gbytes = q5 ? Q5K_GROUP : Q4K_GROUP;
     const __m512i m4 = _mm512_set1_epi8(0x0f);
@@ -302,13 +323,13 @@ INLINE void tile_k4(const uint8_t *restrict base, int64_t nb, const pl_block_q8_
 }
 
 INLINE void tile_q4_k(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
-                      const int n, __m256 s[NT])
+                      const int n, __m256 s[])
 {
     tile_k4(base, nb, xb, n, s, 0);
 }
 
 INLINE void tile_q5_k(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
-                      const int n, __m256 s[NT])
+                      const int n, __m256 s[])
 {
     tile_k4(base, nb, xb, n, s, 1);
 }
@@ -353,7 +374,7 @@ static void pack_q6_k(void *restrict dst, const void *restrict src, size_t srb, 
 }
 
 INLINE void tile_q6_k(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
-                      const int n, __m256 s[NT])
+                      const int n, __m256 s[])
 {
     const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x03);
     for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
@@ -444,8 +465,9 @@ const pl_repack pl_repack_q6_k_avx512 = {size_q6_k, pack_q6_k, matmul_q6_k_packe
  * nibbles 16 further.
  *
  * Integer sums, exact for every byte value (vpdpbusd adds u8 x s8 products into int32, no
- * saturation): Q2_K's q <= 3 and Q3_K's u = q + 4 hbit <= 7 are unsigned against int8 x, Q3_K's
- * -4 comes back through the activation's bsums; IQ4_XS's levels + 128 (unsigned) against x,
+ * saturation): Q2_K's q sc_j <= 45 (the scale folded into the weights) and Q3_K's u = q + 4 hbit
+ * <= 7 are unsigned against int8 x, Q3_K's sub-block sums packed to int16 and scaled by
+ * vpdpwssd, its -4 back through the activation's bsums; IQ4_XS's levels + 128 (unsigned) against x,
  * less 128 sum(x) through the bsums. Then each row's float term as ref forms it, added into
  * one float per row in block order. */
 
@@ -523,6 +545,77 @@ static void pack_iq4_xs(void *restrict dst, const void *restrict src, size_t srb
     pack_groups(dst, src, srb, K, R, PL_QK_K, sizeof(pl_block_iq4_xs), block_iq4_xs);
 }
 
+/* Q2_K sub-block j's scales as words: row r's sc_j (the low nibble of its byte r at sj) in
+ * each of the 4 words of the row's 8 bytes. */
+INLINE __m512i q2_scale_words(const uint8_t *sj)
+{
+    /* 128-bit lane L holds rows 2L (bytes 0..7) and 2L + 1 (8..15); the broadcast puts sj's
+     * 8 bytes in each half of every lane */
+    const __m512i idx =
+        _mm512_set_epi8(-1, 7, -1, 7, -1, 7, -1, 7, -1, 6, -1, 6, -1, 6, -1, 6, -1, 5, -1, 5, -1, 5,
+                        -1, 5, -1, 4, -1, 4, -1, 4, -1, 4, -1, 3, -1, 3, -1, 3, -1, 3, -1, 2, -1, 2,
+                        -1, 2, -1, 2, -1, 1, -1, 1, -1, 1, -1, 1, -1, 0, -1, 0, -1, 0, -1, 0);
+    return _mm512_and_si512(_mm512_shuffle_epi8(pl_avx512_bcast8(sj), idx),
+                            _mm512_set1_epi16(0x0f));
+}
+
+/* Q2_K's mins of sub-blocks 4i .. 4i + 3 (the 32 bytes at p) as int16: lane 2r + q holds row
+ * r's (m_4i+2q, m_4i+2q+1), so a 64-bit broadcast of bsums 4i .. 4i + 3 meets them. */
+INLINE __m512i q2_mins(const uint8_t *p)
+{
+    /* word 4r + 2q + e takes byte 8 (2q + e) + r */
+    const __m512i idx = _mm512_set_epi16(31, 23, 15, 7, 30, 22, 14, 6, 29, 21, 13, 5, 28, 20, 12, 4,
+                                         27, 19, 11, 3, 26, 18, 10, 2, 25, 17, 9, 1, 24, 16, 8, 0);
+    const __m512i m = _mm512_permutexvar_epi16(idx, _mm512_cvtepu8_epi16(ld(p)));
+    return _mm512_and_si512(_mm512_srli_epi16(m, 4), _mm512_set1_epi16(0x0f));
+}
+
+/* s[k] = the n tokens' dots with the group's 8 rows, super-block by super-block as ref:
+ * s += d * float(isum) - dmin * float(summs), d = dw * dx, dmin = dminw * dx.
+ * The scales go into the weights: q sc_j <= 3 * 15 = 45 is still a byte, and a 16-bit
+ * product of two such bytes by sc_j carries nothing from the low byte into the high one, so
+ * isum = sum (q sc_j) x is one vpdpbusd chain per token, exact. */
+INLINE void tile_q2_k(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
+                      const int n, __m256 s[])
+{
+    const __m512i m3 = _mm512_set1_epi8(3);
+    for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *o = base + (size_t)b * Q2K_GROUP;
+        for (size_t c = 0; c < Q2K_GROUP; c += 64)
+            _mm_prefetch((const char *)o + 2 * Q2K_GROUP + c, _MM_HINT_T0);
+        __m512i isum[NT_Q2K];
+        for (int k = 0; k < n; k++) isum[k] = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            __m512i v[4];
+            for (int mm = 0; mm < 4; mm++) v[mm] = ldz(o + Q2K_QS + 64 * (4 * h + mm));
+            for (int sh = 0; sh < 4; sh++)
+                for (int p = 0; p < 2; p++) { /* sub-block j: vectors mm = 2p, 2p + 1 */
+                    const __m512i sc = q2_scale_words(o + 32 + 8 * (8 * h + 2 * sh + p));
+                    for (int c = 0; c < 2; c++) {
+                        const int mm = 2 * p + c;
+                        const __m512i q = _mm512_mullo_epi16(
+                            _mm512_and_si512(_mm512_srli_epi16(v[mm], (unsigned)(2 * sh)), m3), sc);
+                        for (int k = 0; k < n; k++)
+                            isum[k] = _mm512_dpbusd_epi32(
+                                isum[k], q,
+                                pl_avx512_bcast8(xb[k][b].qs + 128 * h + 32 * sh + 8 * mm));
+                    }
+                }
+        }
+        __m512i mz[4];
+        for (int i = 0; i < 4; i++) mz[i] = q2_mins(o + 32 + 32 * i);
+        const __m256 dw = f16x8(o), dmw = f16x8(o + 16);
+        for (int k = 0; k < n; k++) {
+            __m512i summs = _mm512_setzero_si512(); /* pairs of lanes, as isum */
+            for (int i = 0; i < 4; i++)
+                summs = _mm512_dpwssd_epi32(summs, mz[i], pl_avx512_bcast8(xb[k][b].bsums + 4 * i));
+            s[k] = _mm256_add_ps(s[k],
+                                 min_float(pairsum(isum[k]), pairsum(summs), xb[k][b].d, dw, dmw));
+        }
+    }
+}
+
 /* Bit j (< 8) of each byte of v moved to bit 2, the rest cleared (16-bit shifts by at most 5
  * bring bit 2 of each byte from inside the same byte). */
 INLINE __m512i bit_to_2(__m512i v, int j)
@@ -532,118 +625,101 @@ INLINE __m512i bit_to_2(__m512i v, int j)
     return _mm512_and_si512(s, _mm512_set1_epi8(4));
 }
 
-/* permutexvar indices: lanes 2r, 2r + 1 of the result take lane 8 h + r. */
-static inline __m512i dup_idx(int h)
+/* Q3_K's lane order for a pair of sub-blocks (2i, 2i + 1): int32 lane 4L + e holds row 2L + e
+ * of sub-block 2i for e < 2, row 2L + e - 2 of sub-block 2i + 1 for e >= 2 — the order
+ * vpackssdw leaves two vectors of (row, chunk) lanes in. */
+static inline __m512i q3_pair_rows(const uint8_t *p)
 {
-    return _mm512_add_epi32(_mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
-                            _mm512_set1_epi32(8 * h));
+    const __m512i idx = _mm512_setr_epi32(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7);
+    /* sub-block 2i + 1's bits sit 8 above 2i's in the same word */
+    const __m512i sh = _mm512_setr_epi32(0, 0, 8, 8, 0, 0, 8, 8, 0, 0, 8, 8, 0, 0, 8, 8);
+    return _mm512_srlv_epi32(_mm512_permutexvar_epi32(idx, _mm512_castsi256_si512(ld(p))), sh);
 }
 
-/* Q2_K and Q3_K share the walk over the qs vectors: q3 (a constant in every caller) merges
- * Q3_K's high bits. acc[k][j] receives the n tokens' sub-block sums, lanes 2r, 2r + 1. */
-INLINE void k2_dots(const uint8_t *restrict qs, const uint8_t *restrict hm,
-                    const pl_block_q8_k *const *xb, int64_t b, const int n, __m512i acc[NT][16],
-                    const int q3)
-{
-    const __m512i m3 = _mm512_set1_epi8(3);
-    for (int k = 0; k < n; k++)
-        for (int j = 0; j < 16; j++) acc[k][j] = _mm512_setzero_si512();
-    for (int h = 0; h < 2; h++) {
-        __m512i v[4], hb[4];
-        for (int mm = 0; mm < 4; mm++) {
-            v[mm] = ldz(qs + 64 * (4 * h + mm));
-            hb[mm] = q3 ? ldz(hm + 64 * mm) : _mm512_setzero_si512();
-        }
-        for (int s = 0; s < 4; s++)
-            for (int mm = 0; mm < 4; mm++) {
-                __m512i q = _mm512_and_si512(_mm512_srli_epi16(v[mm], (unsigned)(2 * s)), m3);
-                if (q3) q = _mm512_or_si512(q, bit_to_2(hb[mm], 4 * h + s));
-                const int j = 8 * h + 2 * s + mm / 2;
-                for (int k = 0; k < n; k++)
-                    acc[k][j] = _mm512_dpbusd_epi32(
-                        acc[k][j], q, pl_avx512_bcast8(xb[k][b].qs + 128 * h + 32 * s + 8 * mm));
-            }
-    }
-}
-
-/* s[k] = the n tokens' dots with the group's 8 rows, super-block by super-block as ref:
- * s += d * float(isum) - dmin * float(summs), d = dw * dx, dmin = dminw * dx. */
-INLINE void tile_q2_k(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
-                      const int n, __m256 s[NT])
-{
-    const __m512i m4 = _mm512_set1_epi32(0x0f);
-    for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *o = base + (size_t)b * Q2K_GROUP;
-        for (size_t c = 0; c < Q2K_GROUP; c += 64)
-            _mm_prefetch((const char *)o + 2 * Q2K_GROUP + c, _MM_HINT_T0);
-        __m512i acc[NT][16];
-        k2_dots(o + Q2K_QS, NULL, xb, b, n, acc, 0);
-        __m512i isum[NT];
-        for (int k = 0; k < n; k++) isum[k] = _mm512_setzero_si512();
-        for (int i = 0; i < 8; i++) { /* scales 2i (lanes 0..7) and 2i + 1 (8..15) */
-            const __m512i s2 = _mm512_and_si512(
-                _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(o + 32 + 16 * i))), m4);
-            for (int h = 0; h < 2; h++) {
-                const __m512i sc = _mm512_permutexvar_epi32(dup_idx(h), s2);
-                for (int k = 0; k < n; k++)
-                    isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(acc[k][2 * i + h], sc));
-            }
-        }
-        __m256i mp[8]; /* row r's (m_2i, m_2i+1) as int16 in int32 lane r */
-        for (int i = 0; i < 8; i++) {
-            const __m128i a =
-                _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(o + 32 + 16 * i)),
-                                  _mm_loadl_epi64((const __m128i *)(o + 40 + 16 * i)));
-            mp[i] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(a, 4), _mm_set1_epi8(0x0f)));
-        }
-        const __m256 dw = f16x8(o), dmw = f16x8(o + 16);
-        for (int k = 0; k < n; k++)
-            s[k] = _mm256_add_ps(s[k], min_term(isum[k], mp, &xb[k][b], dw, dmw));
-    }
-}
-
-/* ref's s += (dw * dx) * float(isum), isum = sum_j (sc_j - 32) (sum u x - 4 bsums_j). */
+/* ref's s += (dw * dx) * float(isum), isum = sum_j (sc_j - 32) (sum u x - 4 bsums_j).
+ * Per token and pair of sub-blocks: two vpdpbusd chains give each (row, chunk) lane's sum of
+ * 8 products u x, |.| <= 8 * 7 * 128 < 2^15; vpackssdw packs the pair's two vectors into
+ * int16 (exact) and one vpdpwssd against (sc, sc) adds both chunks of each row, scaled. */
 INLINE void tile_q3_k(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
-                      const int n, __m256 s[NT])
+                      const int n, __m256 s[])
 {
-    const __m512i m4 = _mm512_set1_epi32(0x0f), m2 = _mm512_set1_epi32(3),
+    const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi32(0x0f), m2 = _mm512_set1_epi32(3),
                   c32 = _mm512_set1_epi32(32);
+    /* int16 (sc, sc) from int32 sc; and (sc_2i, sc_2i+1) of a row from lanes e, e + 2 */
+    const __m512i dupw = _mm512_set4_epi32(0x0d0c0d0c, 0x09080908, 0x05040504, 0x01000100);
+    const __m512i pairw = _mm512_set4_epi32(0x0d0c0504, 0x09080100, 0x0d0c0504, 0x09080100);
+    const __m512i rows = _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    /* lane 2r + q: row r's lane (4 (r / 2) + r % 2) of the even pair (q = 0), the odd (q = 1) */
+    const __m512i spidx =
+        _mm512_setr_epi32(0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29);
     for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *o = base + (size_t)b * Q3K_GROUP;
+        const uint8_t *qs = o + Q3K_QS, *hm = o + Q3K_HM;
         for (size_t c = 0; c < Q3K_GROUP; c += 64)
             _mm_prefetch((const char *)o + 2 * Q3K_GROUP + c, _MM_HINT_T0);
-        __m512i acc[NT][16];
-        k2_dots(o + Q3K_QS, o + Q3K_HM, xb, b, n, acc, 1);
-        /* scale j of row r in int32 lane r: low 4 bits in byte j % 8 of words a0, a1 (high
-         * nibble for j >= 8), high 2 bits at 2 (j / 4) in byte j % 4 of word t */
-        const __m512i a0 = dup32(ld(o + 16)), a1 = dup32(ld(o + 48)), t = dup32(ld(o + 80));
-        __m512i isum[NT];
+        /* scale j of row r: low 4 bits in byte j % 8 of words a0, a1 (high nibble for j >= 8),
+         * high 2 bits at 2 (j / 4) in byte j % 4 of word t */
+        const __m512i a0 = q3_pair_rows(o + 16), a1 = q3_pair_rows(o + 48),
+                      t = q3_pair_rows(o + 80);
+        __m512i isum[NT_Q3K];
         for (int k = 0; k < n; k++) isum[k] = _mm512_setzero_si512();
-        __m256i sp[8]; /* row r's (sc_2i, sc_2i+1) as int16 in int32 lane r */
-        for (int j = 0; j < 16; j++) {
-            const __m512i a = (j / 4) % 2 ? a1 : a0;
-            const unsigned lo_at = 8 * (j % 4) + (j >= 8 ? 4 : 0),
-                           hi_at = 8 * (j % 4) + 2 * (j / 4);
-            const __m512i sc = _mm512_sub_epi32(
-                _mm512_or_si512(
-                    _mm512_and_si512(_mm512_srli_epi32(a, lo_at), m4),
-                    _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(t, hi_at), m2), 4)),
-                c32);
-            for (int k = 0; k < n; k++)
-                isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(acc[k][j], sc));
-            /* lanes 2r hold each row's scale once: int16 pairs for the correction */
-            const __m256i sr = _mm512_cvtepi64_epi32(sc);
-            sp[j / 2] = j % 2 ? _mm256_or_si256(sp[j / 2], _mm256_slli_epi32(sr, 16))
-                              : _mm256_and_si256(sr, _mm256_set1_epi32(0xffff));
+        /* row r's (sc_4i+2q, sc_4i+2q+1) as int16 in lane 2r + q of sp[i], against a 64-bit
+         * broadcast of bsums 4i .. 4i + 3; pwe: the even pair's (sc_2i, sc_2i+1) */
+        __m512i sp[4], pwe = _mm512_setzero_si512();
+        /* unrolled: constant shifts, and no register copies between the pairs (measured 11%) */
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m512i v[4], hb[4];
+            for (int mm = 0; mm < 4; mm++) {
+                v[mm] = ldz(qs + 64 * (4 * h + mm));
+                hb[mm] = ldz(hm + 64 * mm);
+            }
+#pragma GCC unroll 4
+            for (int sh = 0; sh < 4; sh++) {
+                const int i = 4 * h + sh, j = 2 * i; /* sub-blocks j (mm 0, 1), j + 1 (mm 2, 3) */
+                const __m512i a = (j / 4) % 2 ? a1 : a0;
+                const unsigned lo_at = 8 * (j % 4) + (j >= 8 ? 4 : 0),
+                               hi_at = 8 * (j % 4) + 2 * (j / 4);
+                const __m512i sc = _mm512_sub_epi32(
+                    _mm512_or_si512(
+                        _mm512_and_si512(_mm512_srli_epi32(a, lo_at), m4),
+                        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(t, hi_at), m2), 4)),
+                    c32);
+                const __m512i scw = _mm512_shuffle_epi8(sc, dupw);
+                const __m512i pw = _mm512_shuffle_epi8(sc, pairw);
+                if (i % 2)
+                    sp[i / 2] = _mm512_permutex2var_epi32(pwe, spidx, pw);
+                else
+                    pwe = pw;
+                __m512i q[4];
+                for (int mm = 0; mm < 4; mm++)
+                    q[mm] = _mm512_or_si512(
+                        _mm512_and_si512(_mm512_srli_epi16(v[mm], (unsigned)(2 * sh)), m3),
+                        bit_to_2(hb[mm], 4 * h + sh));
+                for (int k = 0; k < n; k++) {
+                    const int8_t *xq = xb[k][b].qs + 128 * h + 32 * sh;
+                    __m512i d[2];
+                    for (int p = 0; p < 2; p++)
+                        d[p] = _mm512_dpbusd_epi32(
+                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[2 * p],
+                                                pl_avx512_bcast8(xq + 16 * p)),
+                            q[2 * p + 1], pl_avx512_bcast8(xq + 16 * p + 8));
+                    isum[k] = _mm512_dpwssd_epi32(isum[k], _mm512_packs_epi32(d[0], d[1]), scw);
+                }
+            }
         }
         const __m256 dw = f16x8(o);
         for (int k = 0; k < n; k++) {
-            __m256i corr = _mm256_setzero_si256();
-            for (int i = 0; i < 8; i++)
-                corr = _mm256_dpwssd_epi32(corr, sp[i], bd(xb[k][b].bsums + 2 * i));
-            const __m256i is = _mm256_sub_epi32(pairsum(isum[k]), _mm256_slli_epi32(corr, 2));
+            __m512i corr = _mm512_setzero_si512();
+            for (int i = 0; i < 4; i++)
+                corr = _mm512_dpwssd_epi32(corr, sp[i], pl_avx512_bcast8(xb[k][b].bsums + 4 * i));
+            /* row 2L + e: lanes 4L + e and 4L + e + 2 */
+            const __m512i r2 =
+                _mm512_add_epi32(isum[k], _mm512_shuffle_epi32(isum[k], _MM_PERM_BADC));
+            const __m256i is =
+                _mm256_sub_epi32(_mm512_castsi512_si256(_mm512_permutexvar_epi32(rows, r2)),
+                                 _mm256_slli_epi32(pairsum(corr), 2));
             const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xb[k][b].d));
             s[k] = _mm256_add_ps(s[k], _mm256_mul_ps(d, _mm256_cvtepi32_ps(is)));
         }
@@ -661,7 +737,7 @@ static inline __m512i iq4_levels(void)
 /* ref's s += (dw * dx) * float(isum), isum = sum_i (ls_i - 32) (sum (level + 128) x -
  * 128 (bsums_2i + bsums_2i+1)). */
 INLINE void tile_iq4_xs(const uint8_t *restrict base, int64_t nb, const pl_block_q8_k *const *xb,
-                        const int n, __m256 s[NT])
+                        const int n, __m256 s[])
 {
     const __m512i lv = iq4_levels(), m4 = _mm512_set1_epi8(0x0f);
     for (int k = 0; k < n; k++) s[k] = _mm256_setzero_ps();
@@ -716,12 +792,12 @@ INLINE void tile_iq4_xs(const uint8_t *restrict base, int64_t nb, const pl_block
 
 static void matmul_q2_k_packed(PL_AVX512_MATMUL_ARGS)
 {
-    K_DRIVER(tile_q2_k, Q2K_GROUP);
+    K_DRIVER_X(tile_q2_k, Q2K_GROUP, pl_block_q8_k, PL_QK_K, NT_Q2K);
 }
 
 static void matmul_q3_k_packed(PL_AVX512_MATMUL_ARGS)
 {
-    K_DRIVER(tile_q3_k, Q3K_GROUP);
+    K_DRIVER_X(tile_q3_k, Q3K_GROUP, pl_block_q8_k, PL_QK_K, NT_Q3K);
 }
 
 static void matmul_iq4_xs_packed(PL_AVX512_MATMUL_ARGS)
