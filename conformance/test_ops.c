@@ -570,6 +570,178 @@ static void softcap_sweep_and_stress(const struct pl_kernels *ks, void *ctx)
     free(x);
 }
 
+/* ---- mixture-of-experts routing and combining ---- */
+
+/* kernels.h's pl_weighted_sum_fn: against the exact double sum, within (U + 1) u sum|w x| +
+ * FLT_MIN (U products and U - 1 adds, each rounding once); and the slot order itself, on
+ * values where another order gives other bits. */
+static void weighted_sum_case(const struct pl_kernels *ks, int64_t U, int64_t n, tu_rng *r,
+                              enum fill f)
+{
+    float *x = malloc((size_t)(U * n) * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+    const float *rows[PL_MOE_MAX_USED + 1];
+    float w[PL_MOE_MAX_USED + 1];
+    for (int64_t u = 0; u < U; u++) {
+        fill(x + u * n, n, u % 2 ? F_NORMAL : f, 1.0, r);
+        rows[u] = x + u * n;
+        w[u] = (float)tu_rng_uniform(r);
+    }
+    ks->weighted_sum(y, rows, w, U, n);
+    double worst = 0.0, ref_w = 0.0;
+    int64_t wi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double ref = 0.0, mag = 0.0;
+        for (int64_t u = 0; u < U; u++) {
+            ref += (double)w[u] * (double)rows[u][i];
+            mag += fabs((double)w[u] * (double)rows[u][i]);
+        }
+        const double q = ref_ratio(y[i], ref, (double)(U + 1) * U * mag + FMIN);
+        if (!(q <= worst)) worst = q, wi = i, ref_w = ref;
+    }
+    char where[160];
+    snprintf(where, sizeof where, "U=%" PRId64 " n=%" PRId64 " %s i=%" PRId64, U, n, fill_name[f],
+             wi);
+    verdict(ks->name, "weighted_sum", worst, where, y[wi], ref_w);
+    free(x), free(y);
+}
+
+static void weighted_sum_suite(const struct pl_kernels *ks, void *ctx)
+{
+    (void)ctx;
+    if (!ks->weighted_sum) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x77737573ull);
+    for (int64_t k = 0; k < N_EDGE + N_RANDOM; k++)
+        weighted_sum_case(ks, tu_rng_range(&r, 1, PL_MOE_MAX_USED + 1), shape_n(k, &r), &r,
+                          (enum fill)(k % F_COUNT));
+    /* slot order: (1 + 2^-24) + 2^-24 is 1 in float (ties to even, twice); 1 + (2^-24 + 2^-24)
+     * would be 1 + 2^-23 */
+    const float a[1] = {1.0f}, b[1] = {0x1p-24f}, c[1] = {0x1p-24f};
+    const float *rows[3] = {a, b, c};
+    const float w[3] = {1.0f, 1.0f, 1.0f};
+    float y[1];
+    ks->weighted_sum(y, rows, w, 3, 1);
+    TU_CHECK(y[0] == 1.0f, "set %s weighted_sum: slot order not kept: %a", ks->name, (double)y[0]);
+    /* each product rounded before its add (no fused multiply-add): (1 + 2^-12)^2 rounds to
+     * 1 + 2^-11, so 1 + 2^-11 - (1 + 2^-11) is 0 exactly; fused it would be 2^-24 */
+    const float p[1] = {1.0f + 0x1p-12f}, q[1] = {-(1.0f + 0x1p-11f)};
+    const float *rows2[2] = {p, q};
+    const float w2[2] = {1.0f + 0x1p-12f, 1.0f};
+    ks->weighted_sum(y, rows2, w2, 2, 1);
+    TU_CHECK(y[0] == 0.0f, "set %s weighted_sum: a product was not rounded before its add: %a",
+             ks->name, (double)y[0]);
+}
+
+/* sigmoid against double, within 4 u |ref| + FLT_MIN, over a sweep of [-100, 100] and the
+ * extremes. */
+static void sigmoid_suite(const struct pl_kernels *ks, void *ctx)
+{
+    (void)ctx;
+    if (!ks->sigmoid) return;
+    const int64_t n = 200 * 256 + 9;
+    float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+    for (int64_t i = 0; i < n - 9; i++) x[i] = (float)(-100.0 + (double)i / 256.0);
+    static const float odd[9] = {INFINITY, -INFINITY, 3e38f, -3e38f, 0.0f, -0.0f, 1e-30f, -1e-45f, 88.8f};
+    memcpy(x + n - 9, odd, sizeof odd);
+    ks->sigmoid(y, x, n);
+    double worst = 0.0, rw = 0.0;
+    int64_t wi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double a = x[i];
+        const double ref = a >= 0 ? 1.0 / (1.0 + exp(-a)) : exp(a) / (1.0 + exp(a));
+        const double q = ref_ratio(y[i], ref, 4.0 * U * fabs(ref) + FMIN);
+        if (!(q <= worst)) worst = q, wi = i, rw = ref;
+    }
+    char where[96];
+    snprintf(where, sizeof where, "x=%.9g", (double)x[wi]);
+    verdict(ks->name, "sigmoid", worst, where, y[wi], rw);
+    free(x), free(y);
+}
+
+/* moe_route against the double softmax: p within softmax's bound; the chosen experts those of
+ * the U largest double p wherever that choice is clear of the bound (a gap between the last
+ * chosen and the next larger than twice the bound); ties (equal logits) to the lower expert;
+ * weights renormalised to sum 1 within (U + 2) u when norm, equal to p otherwise. */
+static void route_case(const struct pl_kernels *ks, const float *logits, int64_t X, int64_t U,
+                       int norm, const char *what)
+{
+    int32_t ids[PL_MOE_MAX_USED];
+    float w[PL_MOE_MAX_USED];
+    float *p = malloc((size_t)X * sizeof *p);
+    double *ref = malloc((size_t)X * sizeof *ref);
+    int *taken = calloc((size_t)X, sizeof *taken);
+    ks->moe_route(ids, w, p, logits, X, U, norm);
+    ref_softmax(ref, logits, X);
+    float m = logits[0];
+    for (int64_t e = 1; e < X; e++) m = logits[e] > m ? logits[e] : m;
+    double worst = 0.0, bmax = 0.0;
+    int64_t wi = 0;
+    for (int64_t e = 0; e < X; e++) {
+        const double gap = logits[e] == m ? 0.0 : fabs((double)logits[e] - (double)m);
+        const double bound = ((double)X + 8.0 + gap) * U * fabs(ref[e]) + FMIN;
+        if (bound > bmax) bmax = bound;
+        const double q = ref_ratio(p[e], ref[e], bound);
+        if (!(q <= worst)) worst = q, wi = e;
+    }
+    char where[160];
+    snprintf(where, sizeof where, "X=%" PRId64 " U=%" PRId64 " %s e=%" PRId64, X, U, what, wi);
+    verdict(ks->name, "moe_route p", worst, where, p[wi], ref[wi]);
+    double sum = 0.0;
+    for (int64_t u = 0; u < U; u++) {
+        const int32_t mine = ids[u];
+        TU_CHECK(mine >= 0 && mine < X && !taken[mine],
+                 "set %s moe_route %s: slot %" PRId64 " id %d out of range or repeated", ks->name,
+                 where, u, mine);
+        if (!(mine >= 0 && mine < X) || taken[mine]) break;
+        /* the reference's u-th choice: the largest double p not chosen in an earlier slot */
+        int64_t best = -1;
+        for (int64_t e = 0; e < X; e++)
+            if (!taken[e] && (best < 0 || ref[e] > ref[best])) best = e;
+        TU_CHECK(mine == best || fabs(ref[mine] - ref[best]) <= 2 * bmax,
+                 "set %s moe_route %s: slot %" PRId64 " chose %d (p %.9g) over %" PRId64
+                 " (p %.9g), a gap beyond the bound",
+                 ks->name, where, u, mine, ref[mine], best, ref[best]);
+        taken[mine] = 1;
+        TU_CHECK(norm || w[u] == p[mine], "set %s moe_route %s: w[%" PRId64 "] %a != p %a",
+                 ks->name, where, u, (double)w[u], (double)p[mine]);
+        if (u > 0)
+            TU_CHECK(p[ids[u - 1]] >= p[mine], "set %s moe_route %s: slots not descending",
+                     ks->name, where);
+        sum += w[u];
+    }
+    TU_CHECK(!norm || fabs(sum - 1.0) <= (double)(U + 2) * 0x1p-24,
+             "set %s moe_route %s: renormalised weights sum to %.9g", ks->name, where, sum);
+    free(p), free(ref), free(taken);
+}
+
+static void moe_route_suite(const struct pl_kernels *ks, void *ctx)
+{
+    (void)ctx;
+    if (!ks->moe_route) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x726f757465ull);
+    static const int64_t xs[] = {1, 2, 3, 8, 60, 64, 128, 256};
+    for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++)
+        for (int k = 0; k < 6; k++) {
+            const int64_t X = xs[i], U = tu_rng_range(&r, 1, X < 8 ? X : 8);
+            float *l = malloc((size_t)X * sizeof *l);
+            fill(l, X, (enum fill)(k % F_COUNT), pow(10.0, tu_rng_uniform(&r) * 2 - 1), &r);
+            char what[48];
+            snprintf(what, sizeof what, "%s norm=%d", fill_name[k % F_COUNT], k % 2);
+            route_case(ks, l, X, U, k % 2, what);
+            free(l);
+        }
+    /* ties go to the lower expert: equal logits pick 0, 1, ..., U - 1 in that order */
+    float eq[16];
+    for (int e = 0; e < 16; e++) eq[e] = 0.25f;
+    int32_t ids[8];
+    float w[8], p[16];
+    ks->moe_route(ids, w, p, eq, 16, 8, 1);
+    for (int u = 0; u < 8; u++)
+        TU_CHECK(ids[u] == u && w[u] == 0.125f, "set %s moe_route ties: slot %d id %d w %a",
+                 ks->name, u, ids[u], (double)w[u]);
+}
+
 /* ---- runner ---- */
 
 #define OVER_SETS(fn)                                                                              \
@@ -590,6 +762,9 @@ OVER_SETS(geglu_random)
 OVER_SETS(geglu_sweep_and_stress)
 OVER_SETS(softcap_random)
 OVER_SETS(softcap_sweep_and_stress)
+OVER_SETS(weighted_sum_suite)
+OVER_SETS(sigmoid_suite)
+OVER_SETS(moe_route_suite)
 
 int main(void)
 {
@@ -608,6 +783,11 @@ int main(void)
         {"geglu_bounded_over_a_dense_sweep_to_20_and_saturating_inputs",
          test_geglu_sweep_and_stress},
         {"softcap_matches_gsl_on_random_and_edge_lengths_in_place_too", test_softcap_random},
+        {"weighted_sum_matches_gsl_keeps_slot_order_and_rounds_each_product",
+         test_weighted_sum_suite},
+        {"sigmoid_matches_gsl_over_a_sweep_and_extremes", test_sigmoid_suite},
+        {"moe_route_matches_gsl_softmax_top_k_ties_lower_and_renormalises",
+         test_moe_route_suite},
         {"softcap_bounded_over_a_dense_sweep_to_20_caps_and_infinities",
          test_softcap_sweep_and_stress},
         {NULL, NULL},
