@@ -330,8 +330,10 @@ INLINE void gemv(pl_type t, const layout *L, const uint8_t *restrict base, int64
     finish(acc, y, lo, hi);
 }
 
-/* Tokens per register tile. */
-#define NT 6
+/* Tokens per register tile: 6 (two accumulator classes each), IQ4_NL's one chain per token 8. */
+#define NT         8
+#define NT_ACC     6
+#define tile_of(t) ((t) == PL_TYPE_IQ4_NL ? NT : NT_ACC)
 
 /* acc[k] + pair p's terms for the tile's n tokens: each weight vector is loaded and expanded
  * once for the n tokens. */
@@ -400,8 +402,9 @@ INLINE void matmul_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
     (void)w_row_bytes;
     const layout L = layout_of(t);
     const int64_t np = pairs_of(K);
-    int64_t TB = (int64_t)(XBLOCK_BYTES / x_row_bytes) / NT * NT;
-    if (TB < NT) TB = NT;
+    const int nt = tile_of(t);
+    int64_t TB = (int64_t)(XBLOCK_BYTES / x_row_bytes) / nt * nt;
+    if (TB < nt) TB = nt;
     for (int64_t t0 = 0; t0 < T; t0 += TB) {
         const int64_t tn = T - t0 < TB ? T - t0 : TB;
         for (int64_t g = r0 / G; g * G < r1; g++) {
@@ -413,8 +416,8 @@ INLINE void matmul_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
                 gemv(t, &L, base, np, &x1, yg, lo, hi);
                 continue;
             }
-            for (int64_t k0 = 0; k0 < tn; k0 += NT) {
-                const int n = tn - k0 < NT ? (int)(tn - k0) : NT;
+            for (int64_t k0 = 0; k0 < tn; k0 += nt) {
+                const int n = tn - k0 < nt ? (int)(tn - k0) : nt;
                 xrow xr[NT];
                 for (int k = 0; k < n; k++)
                     xr[k] = xrow_at((const uint8_t *)x + (size_t)(t0 + k0 + k) * x_row_bytes, K);
@@ -435,8 +438,14 @@ INLINE void matmul_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
                 case 5:
                     tile(t, &L, base, np, xr, 5, yt, ldy, lo, hi);
                     break;
+                case 6:
+                    tile(t, &L, base, np, xr, 6, yt, ldy, lo, hi);
+                    break;
+                case 7: /* IQ4_NL only (its tile is 8): the others never get here */
+                    if (tile_of(t) > 6) tile(t, &L, base, np, xr, 7, yt, ldy, lo, hi);
+                    break;
                 default:
-                    tile(t, &L, base, np, xr, NT, yt, ldy, lo, hi);
+                    if (tile_of(t) > 6) tile(t, &L, base, np, xr, NT, yt, ldy, lo, hi);
                     break;
                 }
             }
