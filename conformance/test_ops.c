@@ -575,31 +575,31 @@ static void softcap_sweep_and_stress(const struct pl_kernels *ks, void *ctx)
 /* kernels.h's pl_weighted_sum_fn: against the exact double sum, within (U + 1) u sum|w x| +
  * FLT_MIN (U products and U - 1 adds, each rounding once); and the slot order itself, on
  * values where another order gives other bits. */
-static void weighted_sum_case(const struct pl_kernels *ks, int64_t U, int64_t n, tu_rng *r,
+static void weighted_sum_case(const struct pl_kernels *ks, int64_t nu, int64_t n, tu_rng *r,
                               enum fill f)
 {
-    float *x = malloc((size_t)(U * n) * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+    float *x = malloc((size_t)(nu * n) * sizeof *x), *y = malloc((size_t)n * sizeof *y);
     const float *rows[PL_MOE_MAX_USED + 1];
     float w[PL_MOE_MAX_USED + 1];
-    for (int64_t u = 0; u < U; u++) {
+    for (int64_t u = 0; u < nu; u++) {
         fill(x + u * n, n, u % 2 ? F_NORMAL : f, 1.0, r);
         rows[u] = x + u * n;
         w[u] = (float)tu_rng_uniform(r);
     }
-    ks->weighted_sum(y, rows, w, U, n);
+    ks->weighted_sum(y, rows, w, nu, n);
     double worst = 0.0, ref_w = 0.0;
     int64_t wi = 0;
     for (int64_t i = 0; i < n; i++) {
         double ref = 0.0, mag = 0.0;
-        for (int64_t u = 0; u < U; u++) {
+        for (int64_t u = 0; u < nu; u++) {
             ref += (double)w[u] * (double)rows[u][i];
             mag += fabs((double)w[u] * (double)rows[u][i]);
         }
-        const double q = ref_ratio(y[i], ref, (double)(U + 1) * U * mag + FMIN);
+        const double q = ref_ratio(y[i], ref, (double)(nu + 1) * U * mag + FMIN);
         if (!(q <= worst)) worst = q, wi = i, ref_w = ref;
     }
     char where[160];
-    snprintf(where, sizeof where, "U=%" PRId64 " n=%" PRId64 " %s i=%" PRId64, U, n, fill_name[f],
+    snprintf(where, sizeof where, "U=%" PRId64 " n=%" PRId64 " %s i=%" PRId64, nu, n, fill_name[f],
              wi);
     verdict(ks->name, "weighted_sum", worst, where, y[wi], ref_w);
     free(x), free(y);
@@ -622,11 +622,12 @@ static void weighted_sum_suite(const struct pl_kernels *ks, void *ctx)
     float y[1];
     ks->weighted_sum(y, rows, w, 3, 1);
     TU_CHECK(y[0] == 1.0f, "set %s weighted_sum: slot order not kept: %a", ks->name, (double)y[0]);
-    /* each product rounded before its add (no fused multiply-add): (1 + 2^-12)^2 rounds to
-     * 1 + 2^-11, so 1 + 2^-11 - (1 + 2^-11) is 0 exactly; fused it would be 2^-24 */
-    const float p[1] = {1.0f + 0x1p-12f}, q[1] = {-(1.0f + 0x1p-11f)};
-    const float *rows2[2] = {p, q};
-    const float w2[2] = {1.0f + 0x1p-12f, 1.0f};
+    /* each product rounded before its add (no fused multiply-add): slot 1's (1 + 2^-12)^2
+     * rounds to 1 + 2^-11, so -(1 + 2^-11) + (1 + 2^-11) is 0 exactly; fused into the add it
+     * would be 2^-24 */
+    const float q[1] = {-(1.0f + 0x1p-11f)}, p[1] = {1.0f + 0x1p-12f};
+    const float *rows2[2] = {q, p};
+    const float w2[2] = {1.0f, 1.0f + 0x1p-12f};
     ks->weighted_sum(y, rows2, w2, 2, 1);
     TU_CHECK(y[0] == 0.0f, "set %s weighted_sum: a product was not rounded before its add: %a",
              ks->name, (double)y[0]);
@@ -641,7 +642,8 @@ static void sigmoid_suite(const struct pl_kernels *ks, void *ctx)
     const int64_t n = 200 * 256 + 9;
     float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
     for (int64_t i = 0; i < n - 9; i++) x[i] = (float)(-100.0 + (double)i / 256.0);
-    static const float odd[9] = {INFINITY, -INFINITY, 3e38f, -3e38f, 0.0f, -0.0f, 1e-30f, -1e-45f, 88.8f};
+    static const float odd[9] = {INFINITY, -INFINITY, 3e38f,   -3e38f, 0.0f,
+                                 -0.0f,    1e-30f,    -1e-45f, 88.8f};
     memcpy(x + n - 9, odd, sizeof odd);
     ks->sigmoid(y, x, n);
     double worst = 0.0, rw = 0.0;
@@ -662,7 +664,7 @@ static void sigmoid_suite(const struct pl_kernels *ks, void *ctx)
  * the U largest double p wherever that choice is clear of the bound (a gap between the last
  * chosen and the next larger than twice the bound); ties (equal logits) to the lower expert;
  * weights renormalised to sum 1 within (U + 2) u when norm, equal to p otherwise. */
-static void route_case(const struct pl_kernels *ks, const float *logits, int64_t X, int64_t U,
+static void route_case(const struct pl_kernels *ks, const float *logits, int64_t X, int64_t nu,
                        int norm, const char *what)
 {
     int32_t ids[PL_MOE_MAX_USED];
@@ -670,7 +672,7 @@ static void route_case(const struct pl_kernels *ks, const float *logits, int64_t
     float *p = malloc((size_t)X * sizeof *p);
     double *ref = malloc((size_t)X * sizeof *ref);
     int *taken = calloc((size_t)X, sizeof *taken);
-    ks->moe_route(ids, w, p, logits, X, U, norm);
+    ks->moe_route(ids, w, p, logits, X, nu, norm);
     ref_softmax(ref, logits, X);
     float m = logits[0];
     for (int64_t e = 1; e < X; e++) m = logits[e] > m ? logits[e] : m;
@@ -684,10 +686,10 @@ static void route_case(const struct pl_kernels *ks, const float *logits, int64_t
         if (!(q <= worst)) worst = q, wi = e;
     }
     char where[160];
-    snprintf(where, sizeof where, "X=%" PRId64 " U=%" PRId64 " %s e=%" PRId64, X, U, what, wi);
+    snprintf(where, sizeof where, "X=%" PRId64 " U=%" PRId64 " %s e=%" PRId64, X, nu, what, wi);
     verdict(ks->name, "moe_route p", worst, where, p[wi], ref[wi]);
     double sum = 0.0;
-    for (int64_t u = 0; u < U; u++) {
+    for (int64_t u = 0; u < nu; u++) {
         const int32_t mine = ids[u];
         TU_CHECK(mine >= 0 && mine < X && !taken[mine],
                  "set %s moe_route %s: slot %" PRId64 " id %d out of range or repeated", ks->name,
@@ -709,7 +711,7 @@ static void route_case(const struct pl_kernels *ks, const float *logits, int64_t
                      ks->name, where);
         sum += w[u];
     }
-    TU_CHECK(!norm || fabs(sum - 1.0) <= (double)(U + 2) * 0x1p-24,
+    TU_CHECK(!norm || fabs(sum - 1.0) <= (double)(nu + 2) * 0x1p-24,
              "set %s moe_route %s: renormalised weights sum to %.9g", ks->name, where, sum);
     free(p), free(ref), free(taken);
 }
@@ -723,12 +725,12 @@ static void moe_route_suite(const struct pl_kernels *ks, void *ctx)
     static const int64_t xs[] = {1, 2, 3, 8, 60, 64, 128, 256};
     for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++)
         for (int k = 0; k < 6; k++) {
-            const int64_t X = xs[i], U = tu_rng_range(&r, 1, X < 8 ? X : 8);
+            const int64_t X = xs[i], nu = tu_rng_range(&r, 1, X < 8 ? X : 8);
             float *l = malloc((size_t)X * sizeof *l);
             fill(l, X, (enum fill)(k % F_COUNT), pow(10.0, tu_rng_uniform(&r) * 2 - 1), &r);
             char what[48];
             snprintf(what, sizeof what, "%s norm=%d", fill_name[k % F_COUNT], k % 2);
-            route_case(ks, l, X, U, k % 2, what);
+            route_case(ks, l, X, nu, k % 2, what);
             free(l);
         }
     /* ties go to the lower expert: equal logits pick 0, 1, ..., U - 1 in that order */
@@ -786,8 +788,7 @@ int main(void)
         {"weighted_sum_matches_gsl_keeps_slot_order_and_rounds_each_product",
          test_weighted_sum_suite},
         {"sigmoid_matches_gsl_over_a_sweep_and_extremes", test_sigmoid_suite},
-        {"moe_route_matches_gsl_softmax_top_k_ties_lower_and_renormalises",
-         test_moe_route_suite},
+        {"moe_route_matches_gsl_softmax_top_k_ties_lower_and_renormalises", test_moe_route_suite},
         {"softcap_bounded_over_a_dense_sweep_to_20_caps_and_infinities",
          test_softcap_sweep_and_stress},
         {NULL, NULL},
