@@ -65,6 +65,23 @@ static const pl_arch_tensor globals_llama[] = {
              "mlp.experts.%d.up_proj.weight", "mlp.experts.%d.down_proj.weight")
 #define BIAS(role, gguf, hf, n, req) T(role, gguf, hf, n, 1, BIAS, req, NONE)
 
+/* Qwen2's attention (q/k/v biases required) and Qwen3's (per-head q/k norms, no biases), with
+ * the FFN norm: shared by the dense and the mixture-of-experts variants. */
+#define ROWS_QWEN2_ATTN                                                                            \
+    ROW_ATTN_NORM, T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),  \
+        BIAS(BQ, "attn_q.bias", "self_attn.q_proj.bias", Q, REQ),                                  \
+        T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),            \
+        BIAS(BK, "attn_k.bias", "self_attn.k_proj.bias", KV, REQ),                                 \
+        T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),            \
+        BIAS(BV, "attn_v.bias", "self_attn.v_proj.bias", KV, REQ), ROW_WO, ROW_FFN_NORM
+#define ROWS_QWEN3_ATTN                                                                            \
+    ROW_ATTN_NORM, T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),  \
+        T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),            \
+        T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),            \
+        T(Q_NORM, "attn_q_norm.weight", "self_attn.q_norm.weight", D, 1, NORM, REQ, NONE),         \
+        T(K_NORM, "attn_k_norm.weight", "self_attn.k_norm.weight", D, 1, NORM, REQ, NONE), ROW_WO, \
+        ROW_FFN_NORM
+
 /* llama: normal (adjacent-pair) RoPE, so HF's q/k rows are permuted on conversion; the q/k/v
  * biases are optional, as llama.cpp loads them. With expert_count > 0 (Mixtral) the FFN is
  * the router and the stacked experts. */
@@ -87,15 +104,7 @@ static const pl_arch_tensor layer_llama[] = {
 
 /* qwen2: neox RoPE, q/k/v biases required. */
 static const pl_arch_tensor layer_qwen2[] = {
-    ROW_ATTN_NORM,
-    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
-    BIAS(BQ, "attn_q.bias", "self_attn.q_proj.bias", Q, REQ),
-    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
-    BIAS(BK, "attn_k.bias", "self_attn.k_proj.bias", KV, REQ),
-    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
-    BIAS(BV, "attn_v.bias", "self_attn.v_proj.bias", KV, REQ),
-    ROW_WO,
-    ROW_FFN_NORM,
+    ROWS_QWEN2_ATTN,
     ROW_GATE,
     ROW_UP,
     ROW_DOWN,
@@ -103,14 +112,7 @@ static const pl_arch_tensor layer_qwen2[] = {
 
 /* qwen3: neox RoPE, per-head RMSNorm of q and k (before RoPE), no biases. */
 static const pl_arch_tensor layer_qwen3[] = {
-    ROW_ATTN_NORM,
-    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
-    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
-    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
-    T(Q_NORM, "attn_q_norm.weight", "self_attn.q_norm.weight", D, 1, NORM, REQ, NONE),
-    T(K_NORM, "attn_k_norm.weight", "self_attn.k_norm.weight", D, 1, NORM, REQ, NONE),
-    ROW_WO,
-    ROW_FFN_NORM,
+    ROWS_QWEN3_ATTN,
     ROW_GATE,
     ROW_UP,
     ROW_DOWN,
@@ -119,15 +121,7 @@ static const pl_arch_tensor layer_qwen3[] = {
 /* qwen2moe: qwen2's attention; every layer's FFN is the router, the stacked experts and a
  * shared expert whose output is scaled by sigmoid(gate_inp_shexp . x). */
 static const pl_arch_tensor layer_qwen2moe[] = {
-    ROW_ATTN_NORM,
-    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
-    BIAS(BQ, "attn_q.bias", "self_attn.q_proj.bias", Q, REQ),
-    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
-    BIAS(BK, "attn_k.bias", "self_attn.k_proj.bias", KV, REQ),
-    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
-    BIAS(BV, "attn_v.bias", "self_attn.v_proj.bias", KV, REQ),
-    ROW_WO,
-    ROW_FFN_NORM,
+    ROWS_QWEN2_ATTN,
     ROWS_QWEN_MOE,
     T(GATE_INP_SHEXP, "ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight", E, 1, ROUTER,
       REQ, NONE),
@@ -142,14 +136,7 @@ static const pl_arch_tensor layer_qwen2moe[] = {
 /* qwen3moe: qwen3's attention (q/k norms, no biases), every layer's FFN the router and the
  * stacked experts. */
 static const pl_arch_tensor layer_qwen3moe[] = {
-    ROW_ATTN_NORM,
-    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
-    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
-    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
-    T(Q_NORM, "attn_q_norm.weight", "self_attn.q_norm.weight", D, 1, NORM, REQ, NONE),
-    T(K_NORM, "attn_k_norm.weight", "self_attn.k_norm.weight", D, 1, NORM, REQ, NONE),
-    ROW_WO,
-    ROW_FFN_NORM,
+    ROWS_QWEN3_ATTN,
     ROWS_QWEN_MOE,
 };
 

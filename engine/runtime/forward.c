@@ -147,6 +147,37 @@ static void quant_worker(void *ctx, int64_t t0, int64_t t1, int thread)
     }
 }
 
+/* The T input rows of matmuls with w's type and layout, made in one dispatch: pre first (when
+ * given), then quantized to the dot type and prepared for a repacked layout. *xr and *xrow say
+ * where the matmul reads them (x itself for F32 rows). Weights sharing a dispatch share one
+ * type, so one layout and one preparation. */
+static void make_inputs(pl_session *ss, const pl_tensor *w, float *x, int64_t T, const pre_op *pre,
+                        const void **xr, size_t *xrow)
+{
+    const struct pl_kernels *k = &ss->kt.k;
+    const int64_t K = w->ne[0];
+    const pl_type dot = pl_type_traits_of(w->type)->dot_type;
+    quant_job q = {.k = k, .x = x, .K = K, .pre = pre};
+    *xr = x;
+    *xrow = (size_t)K * sizeof(float);
+    if (dot != PL_TYPE_F32) {
+        pl_type_row_bytes(dot, K, &q.row, NULL);
+        q.fn = k->quantize_row[dot];
+        q.out = ss->s.xq;
+        *xr = ss->s.xq;
+        *xrow = q.row;
+        const pl_repack *rp = ss->packed && w->packed ? w->repack : NULL;
+        if (rp && rp->x_prep) {
+            q.prep = rp;
+            q.xp = ss->s.xp;
+            q.xp_row = rp->x_row(K);
+            *xr = ss->s.xp;
+            *xrow = q.xp_row;
+        }
+    }
+    if (q.fn || pre) pl_pool_run(ss->pool, quant_worker, &q, T, 8);
+}
+
 /* ys[i] (T, R_i) = x (T, K) . W_i^T for the n weights (same K, same type). Activations are
  * quantized row by row to the weight type's dot type first, so each row's quantization is
  * the same in any batch; with pre, x's rows are made in the same region (one dispatch). */
@@ -155,7 +186,6 @@ static void matmul_n(pl_session *ss, const pl_tensor *const *w, float *const *ys
 {
     const struct pl_kernels *k = &ss->kt.k;
     const int64_t K = w[0]->ne[0];
-    const pl_type dot = pl_type_traits_of(w[0]->type)->dot_type;
     mm_job j = {.n = n, .K = K, .T = T};
     int64_t rows = 0;
     for (int i = 0; i < n; i++) {
@@ -169,26 +199,7 @@ static void matmul_n(pl_session *ss, const pl_tensor *const *w, float *const *ys
         };
         rows += w[i]->ne[1];
     }
-    quant_job q = {.k = k, .x = x, .K = K, .pre = pre};
-    j.x = x;
-    j.x_row = (size_t)K * sizeof(float);
-    if (dot != PL_TYPE_F32) {
-        pl_type_row_bytes(dot, K, &q.row, NULL);
-        q.fn = k->quantize_row[dot];
-        q.out = ss->s.xq;
-        j.x = ss->s.xq;
-        j.x_row = q.row;
-        /* The n weights share one type, so one layout and one preparation. */
-        const pl_repack *rp = ss->packed && w[0]->packed ? w[0]->repack : NULL;
-        if (rp && rp->x_prep) {
-            q.prep = rp;
-            q.xp = ss->s.xp;
-            q.xp_row = rp->x_row(K);
-            j.x = ss->s.xp;
-            j.x_row = q.xp_row;
-        }
-    }
-    if (q.fn || pre) pl_pool_run(ss->pool, quant_worker, &q, T, 8);
+    make_inputs(ss, w[0], x, T, pre, &j.x, &j.x_row);
     pl_pool_run(ss->pool, mm_worker, &j, rows, PL_REPACK_ROWS);
 }
 
@@ -311,7 +322,6 @@ static void matmul_id_n(pl_session *ss, const pl_tensor *const *w, float *const 
 {
     const struct pl_kernels *k = &ss->kt.k;
     const int64_t K = w[0]->ne[0];
-    const pl_type dot = pl_type_traits_of(w[0]->type)->dot_type;
     mmid_job j = {.n = n,
                   .ids = ids,
                   .n_used = n_used,
@@ -333,25 +343,7 @@ static void matmul_id_n(pl_session *ss, const pl_tensor *const *w, float *const 
         };
         rows += w[i]->ne[1];
     }
-    quant_job q = {.k = k, .x = x, .K = K, .pre = pre};
-    j.x = x;
-    j.x_row = (size_t)K * sizeof(float);
-    if (dot != PL_TYPE_F32) {
-        pl_type_row_bytes(dot, K, &q.row, NULL);
-        q.fn = k->quantize_row[dot];
-        q.out = ss->s.xq;
-        j.x = ss->s.xq;
-        j.x_row = q.row;
-        const pl_repack *rp = ss->packed && w[0]->packed ? w[0]->repack : NULL;
-        if (rp && rp->x_prep) {
-            q.prep = rp;
-            q.xp = ss->s.xp;
-            q.xp_row = rp->x_row(K);
-            j.x = ss->s.xp;
-            j.x_row = q.xp_row;
-        }
-    }
-    if (q.fn || pre) pl_pool_run(ss->pool, quant_worker, &q, T, 8);
+    make_inputs(ss, w[0], x, T, pre, &j.x, &j.x_row);
     pl_pool_run(ss->pool, mmid_worker, &j, rows, PL_REPACK_ROWS);
 }
 
@@ -366,7 +358,6 @@ static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *
     const struct pl_kernels *k = &ss->kt.k;
     scratch *s = &ss->s;
     const int64_t E = hp->n_embd, X = hp->n_expert, U = hp->n_expert_used;
-    const int64_t FX = hp->n_ff_exp, FS = hp->n_ff_shexp;
     const int has_sh = L->gate_shexp.data != NULL;
     const int64_t W = U + has_sh; /* rows combined per token */
 
@@ -389,7 +380,6 @@ static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *
             matmul(ss, w[1], y[1], s->xn, T, NULL);
         }
         const pre_op gated = {s->gate, s->up, NULL, 0.0f, hp->arch->recipe.act};
-        (void)FS;
         matmul(ss, &L->down_shexp, s->ysh, s->ffh, T, &gated);
     }
     const pl_tensor *w[2] = {&L->gate_exps, &L->up_exps};
@@ -404,7 +394,6 @@ static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *
     const pre_op gated = {s->gate, s->up, NULL, 0.0f, hp->arch->recipe.act};
     const pl_tensor *wd = &L->down_exps;
     matmul_id_n(ss, &wd, &s->yx, 1, s->ffh, T * U, s->ids, 1, &gated);
-    (void)FX;
     for (int64_t t = 0; t < T; t++) {
         const float *rows[PL_MOE_MAX_USED + 1];
         for (int64_t u = 0; u < U; u++) rows[u] = s->yx + (t * U + u) * E;
