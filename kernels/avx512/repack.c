@@ -357,9 +357,12 @@ INLINE void tile_pair(pl_type t, const layout *L, const uint8_t *restrict o, con
 /* A tile of n <= NT tokens x one group of 8 rows, pair class by pair class: class q holds
  * accumulators 2q and 2q + 1 and takes pairs q, q + 4, q + 8, ... in increasing order, so
  * each accumulator sees its blocks in the GEMV's order. Two classes at a time give
- * independent chains; a tile holds 2n accumulators instead of 4n, so n can be 6. */
+ * independent chains; a tile holds 2n accumulators instead of 4n, so n can be 6. first: the
+ * group's first tile, which reads its weights from memory (a MoE expert's few tokens: the
+ * only one) and prefetches them, as the hardware prefetcher does not follow pairs 0, 1, 4, 5. */
 INLINE void tile(pl_type t, const layout *L, const uint8_t *restrict base, int64_t np,
-                 const xrow *x, const int n, float *restrict y, int64_t ldy, int64_t lo, int64_t hi)
+                 const xrow *x, const int n, float *restrict y, int64_t ldy, int64_t lo, int64_t hi,
+                 int first)
 {
     if (t == PL_TYPE_IQ4_NL) { /* one chain per token, pairs in order */
         __m512 s[NT];
@@ -379,6 +382,9 @@ INLINE void tile(pl_type t, const layout *L, const uint8_t *restrict base, int64
         __m512 a0[NT], a1[NT];
         for (int k = 0; k < n; k++) a0[k] = a1[k] = _mm512_setzero_ps();
         for (int64_t p = q; p < np; p += 4) {
+            if (q == 0 && first) /* streaming the group from memory: 4 units, 16 ahead */
+                for (size_t c = 0; c < 4 * L->unit; c += 64)
+                    _mm_prefetch((const char *)base + (size_t)(p + 16) * L->unit + c, _MM_HINT_T0);
             tile_pair(t, L, base + (size_t)p * L->unit, x, p, n, a0);
             if (p + 1 < np) tile_pair(t, L, base + (size_t)(p + 1) * L->unit, x, p + 1, n, a1);
         }
@@ -427,25 +433,25 @@ INLINE void matmul_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
                     gemv(t, &L, base, np, xr, yt, lo, hi);
                     break;
                 case 2:
-                    tile(t, &L, base, np, xr, 2, yt, ldy, lo, hi);
+                    tile(t, &L, base, np, xr, 2, yt, ldy, lo, hi, k0 == 0);
                     break;
                 case 3:
-                    tile(t, &L, base, np, xr, 3, yt, ldy, lo, hi);
+                    tile(t, &L, base, np, xr, 3, yt, ldy, lo, hi, k0 == 0);
                     break;
                 case 4:
-                    tile(t, &L, base, np, xr, 4, yt, ldy, lo, hi);
+                    tile(t, &L, base, np, xr, 4, yt, ldy, lo, hi, k0 == 0);
                     break;
                 case 5:
-                    tile(t, &L, base, np, xr, 5, yt, ldy, lo, hi);
+                    tile(t, &L, base, np, xr, 5, yt, ldy, lo, hi, k0 == 0);
                     break;
                 case 6:
-                    tile(t, &L, base, np, xr, 6, yt, ldy, lo, hi);
+                    tile(t, &L, base, np, xr, 6, yt, ldy, lo, hi, k0 == 0);
                     break;
                 case 7: /* IQ4_NL only (its tile is 8): the others never get here */
-                    if (tile_of(t) > 6) tile(t, &L, base, np, xr, 7, yt, ldy, lo, hi);
+                    if (tile_of(t) > 6) tile(t, &L, base, np, xr, 7, yt, ldy, lo, hi, k0 == 0);
                     break;
                 default:
-                    if (tile_of(t) > 6) tile(t, &L, base, np, xr, NT, yt, ldy, lo, hi);
+                    if (tile_of(t) > 6) tile(t, &L, base, np, xr, NT, yt, ldy, lo, hi, k0 == 0);
                     break;
                 }
             }
