@@ -161,7 +161,7 @@ static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64
     TU_CHECK(ref_model_load(&rm, pl_model_gguf(m), msg, sizeof msg) == 0, "ref load: %s", msg);
     ref_window w = {window, sinks, window ? window : 128};
     if (rm && s) {
-        ref_model_forward(rm, tok, N_TOK, &w, r);
+        ref_model_forward(rm, tok, N_TOK, &w, r, NULL);
         char what[128];
         snprintf(what, sizeof what, "set %s %s %s kv=%s window=%lld sinks=%lld",
                  g_set ? g_set : "default", arch, types[ti].name, kv == PL_TYPE_F16 ? "F16" : "F32",
@@ -552,8 +552,9 @@ static void moe_reference_one_set(void)
                          "ref load: %s", msg);
                 ref_window w = {0, 0, 128};
                 if (rm && s) {
-                    ref_model_forward(rm, tok, N_TOK, &w, r);
-                    if (ref_model_min_margin(rm) < 2e-5) {
+                    double margin;
+                    ref_model_forward(rm, tok, N_TOK, &w, r, &margin);
+                    if (margin < 2e-5) {
                         ambiguous++;
                     } else {
                         char what[128];

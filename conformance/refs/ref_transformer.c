@@ -35,10 +35,8 @@ struct ref_model {
     double scale, attn_cap, final_cap; /* attention scale; soft-caps (0: none) */
     double emb_scale;                  /* 0, or the embedding rows times it */
     int64_t X, U, FX, FS;              /* experts, used per token, their widths (0: dense) */
-    double min_margin;         /* the smallest gap between a chosen expert's p and the best unchosen
-                                  one seen by ref_model_forward (routing ambiguity) */
-    int64_t window;            /* the local layers' window */
-    gsl_matrix *embd, *output; /* (V, E) */
+    int64_t window;                    /* the local layers' window */
+    gsl_matrix *embd, *output;         /* (V, E) */
     gsl_vector *out_norm;
     ref_layer *layers;
 };
@@ -197,7 +195,6 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
     m->U = (int64_t)meta(g, an, PL_HP_EXPERT_USED_COUNT, 0);
     m->FX = (int64_t)meta(g, an, PL_HP_EXPERT_FF_LENGTH, (double)F);
     m->FS = (int64_t)meta(g, an, PL_HP_EXPERT_SHARED_FF_LENGTH, (double)F);
-    m->min_margin = INFINITY;
     m->layers = calloc((size_t)m->L, sizeof *m->layers);
     const pl_arch_dims d = {.E = m->E,
                             .F = F,
@@ -385,9 +382,9 @@ static void silu_mul(double *g, const double *u, int64_t n)
  * MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock): p = softmax of the
  * router logits, the U largest p (ties: the lower expert), renormalised where the recipe says;
  * out = sum of p_e down_e(silu(gate_e xn) up_e xn), plus the shared expert times sigmoid(its
- * gate . xn). g and u hold max(FX, FS) each. Records the routing margin in m->min_margin. */
+ * gate . xn). g and u hold max(FX, FS) each. Lowers *margin to this routing's margin. */
 static void moe_ffn(const ref_model *m, const ref_layer *R, const double *xn, double *out,
-                    double *g, double *u)
+                    double *g, double *u, double *margin)
 {
     const int64_t X = m->X, U = m->U, E = m->E;
     double *p = calloc((size_t)X, sizeof *p), *y = calloc((size_t)E, sizeof *y);
@@ -410,8 +407,7 @@ static void moe_ffn(const ref_model *m, const ref_layer *R, const double *xn, do
     double next = 0; /* the best unchosen p */
     for (int64_t e = 0; e < X; e++)
         if (!taken[e] && p[e] > next) next = p[e];
-    if (U < X && w[U - 1] - next < ((ref_model *)m)->min_margin)
-        ((ref_model *)m)->min_margin = w[U - 1] - next;
+    if (U < X && w[U - 1] - next < *margin) *margin = w[U - 1] - next;
     for (int64_t i = 0; i < E; i++) out[i] = 0;
     /* renormalised top-k: Mixtral always, Qwen3-MoE with its released configs'
      * norm_topk_prob = true, Qwen2-MoE's false (its modeling code's default), written here from
@@ -441,14 +437,10 @@ static void moe_ffn(const ref_model *m, const ref_layer *R, const double *xn, do
     free(taken);
 }
 
-double ref_model_min_margin(const ref_model *m)
-{
-    return m->min_margin;
-}
-
 int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, const ref_window *w,
-                      double *logits)
+                      double *logits, double *margin)
 {
+    double least = INFINITY;
     int64_t E = m->E, D = m->D, L = m->L, V = m->V;
     int64_t Hmax = m->layers[0].H, Hkvmax = m->layers[0].Hkv, F = m->layers[0].F;
     double *x = calloc((size_t)E, sizeof *x), *xn = calloc((size_t)E, sizeof *xn);
@@ -525,7 +517,7 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
             post_add(x, tmp, xn, R->v[PL_L_ATTN_POST_NORM], E, m->eps);
             rmsnorm(xn, x, R->v[PL_L_FFN_NORM], E, m->eps);
             if (R->x[PL_L_GATE_EXPS]) {
-                moe_ffn(m, R, xn, tmp, g, u);
+                moe_ffn(m, R, xn, tmp, g, u, &least);
                 post_add(x, tmp, xn, R->v[PL_L_FFN_POST_NORM], E, m->eps);
                 continue;
             }
@@ -556,5 +548,6 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
     free(scores);
     free(K);
     free(Vc);
+    if (margin) *margin = least;
     return 0;
 }

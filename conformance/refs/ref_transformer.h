@@ -14,10 +14,6 @@ typedef struct ref_model ref_model;
 int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t msg_len);
 void ref_model_free(ref_model *m);
 int64_t ref_model_n_vocab(const ref_model *m);
-/* Mixture of experts: the smallest gap, over every token and layer ref_model_forward has run,
- * between the p of the last expert chosen and the best unchosen one (INFINITY: none ran). An
- * engine whose router logits are off by less than this chooses the same experts. */
-double ref_model_min_margin(const ref_model *m);
 
 /* Attention window semantics, as in pl_session_params: context window (window = 0) or a
  * sliding window of `window` tokens of which the first `sinks` positions stay visible. */
@@ -29,8 +25,11 @@ typedef struct ref_window {
 
 /* Evaluates tokens one at a time at positions 0..n-1 and writes every position's logits
  * (n x V) in double. Unquantized activations and a double KV cache: the engine's
- * differences from this are its own rounding, bounded by the e2e tests. Returns 0 or -1. */
+ * differences from this are its own rounding, bounded by the e2e tests. margin (may be NULL)
+ * gets, for a mixture of experts, the smallest gap over every token and layer between the p
+ * of the last expert chosen and the best unchosen one (INFINITY: no routing): an engine whose
+ * router probabilities are off by less than this chooses the same experts. Returns 0 or -1. */
 int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, const ref_window *w,
-                      double *logits);
+                      double *logits, double *margin);
 
 #endif

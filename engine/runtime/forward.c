@@ -81,9 +81,31 @@ typedef struct mm_one {
     pl_matmul_fn fn;
     const void *w; /* the mapping, or the repacked copy */
     size_t w_row;
+    size_t w_expert; /* bytes from one expert's matrix to the next (stacked experts) */
     float *y;
     int64_t R;
 } mm_one;
+
+/* m[i] for the n weights w[i] into ys[i]: the repacked copy and its kernel where the session
+ * runs it, else the mapping and the set's kernel for the type. Returns the rows in all. */
+static int64_t mm_plan(const pl_session *ss, const pl_tensor *const *w, float *const *ys, int n,
+                       mm_one *m)
+{
+    int64_t rows = 0;
+    for (int i = 0; i < n; i++) {
+        const int packed = ss->packed && w[i]->packed;
+        m[i] = (mm_one){
+            .fn = packed ? w[i]->repack->matmul : ss->kt.k.matmul[w[i]->type],
+            .w = packed ? w[i]->packed : w[i]->data,
+            .w_row = w[i]->row_bytes,
+            .w_expert = packed ? w[i]->packed_expert_bytes : w[i]->expert_bytes,
+            .y = ys[i],
+            .R = w[i]->ne[1],
+        };
+        rows += w[i]->ne[1];
+    }
+    return rows;
+}
 
 typedef struct mm_job {
     mm_one m[MM_MAX];
@@ -184,21 +206,8 @@ static void make_inputs(pl_session *ss, const pl_tensor *w, float *x, int64_t T,
 static void matmul_n(pl_session *ss, const pl_tensor *const *w, float *const *ys, int n, float *x,
                      int64_t T, const pre_op *pre)
 {
-    const struct pl_kernels *k = &ss->kt.k;
-    const int64_t K = w[0]->ne[0];
-    mm_job j = {.n = n, .K = K, .T = T};
-    int64_t rows = 0;
-    for (int i = 0; i < n; i++) {
-        const int packed = ss->packed && w[i]->packed;
-        j.m[i] = (mm_one){
-            .fn = packed ? w[i]->repack->matmul : k->matmul[w[i]->type],
-            .w = packed ? w[i]->packed : w[i]->data,
-            .w_row = w[i]->row_bytes,
-            .y = ys[i],
-            .R = w[i]->ne[1],
-        };
-        rows += w[i]->ne[1];
-    }
+    mm_job j = {.n = n, .K = w[0]->ne[0], .T = T};
+    const int64_t rows = mm_plan(ss, w, ys, n, j.m);
     make_inputs(ss, w[0], x, T, pre, &j.x, &j.x_row);
     pl_pool_run(ss->pool, mm_worker, &j, rows, PL_REPACK_ROWS);
 }
@@ -281,16 +290,8 @@ static void branch_out(pl_session *ss, const float *post_norm, int64_t T)
 
 /* Up to 2 expert matmuls over the same activations in one dispatch (gate and up), rows split
  * as mm_job's; each thread groups the tokens by expert itself (pl_matmul_id). */
-typedef struct mmid_one {
-    pl_matmul_fn fn;
-    const void *w;
-    size_t w_row, w_expert;
-    float *y;
-    int64_t R;
-} mmid_one;
-
 typedef struct mmid_job {
-    mmid_one m[2];
+    mm_one m[2];
     int n;
     const void *x;
     size_t x_row;
@@ -306,7 +307,7 @@ static void mmid_worker(void *ctx, int64_t r0, int64_t r1, int thread)
     void *mine = j->scratch + (size_t)thread * j->scratch_bytes;
     int64_t base = 0;
     for (int i = 0; i < j->n; i++) {
-        const mmid_one *o = &j->m[i];
+        const mm_one *o = &j->m[i];
         const int64_t a = r0 > base ? r0 - base : 0, b = r1 - base < o->R ? r1 - base : o->R;
         if (a < b)
             (void)pl_matmul_id(o->fn, o->y, o->R, o->w, o->w_row, o->w_expert, j->n_expert, j->x,
@@ -320,31 +321,52 @@ static void mmid_worker(void *ctx, int64_t r0, int64_t r1, int thread)
 static void matmul_id_n(pl_session *ss, const pl_tensor *const *w, float *const *ys, int n,
                         float *x, int64_t T, const int32_t *ids, int64_t n_used, const pre_op *pre)
 {
-    const struct pl_kernels *k = &ss->kt.k;
-    const int64_t K = w[0]->ne[0];
     mmid_job j = {.n = n,
                   .ids = ids,
                   .n_used = n_used,
                   .n_expert = w[0]->ne[2],
-                  .K = K,
+                  .K = w[0]->ne[0],
                   .T = T,
                   .scratch = ss->s.id_scratch,
                   .scratch_bytes = ss->s.id_bytes};
-    int64_t rows = 0;
-    for (int i = 0; i < n; i++) {
-        const int packed = ss->packed && w[i]->packed;
-        j.m[i] = (mmid_one){
-            .fn = packed ? w[i]->repack->matmul : k->matmul[w[i]->type],
-            .w = packed ? w[i]->packed : w[i]->data,
-            .w_row = w[i]->row_bytes,
-            .w_expert = packed ? w[i]->packed_expert_bytes : w[i]->expert_bytes,
-            .y = ys[i],
-            .R = w[i]->ne[1],
-        };
-        rows += w[i]->ne[1];
-    }
+    const int64_t rows = mm_plan(ss, w, ys, n, j.m);
     make_inputs(ss, w[0], x, T, pre, &j.x, &j.x_row);
     pl_pool_run(ss->pool, mmid_worker, &j, rows, PL_REPACK_ROWS);
+}
+
+/* Per-token work of a MoE layer, tokens split over the pool: the route (ids, weights) from
+ * the router's logits, and the weighted sum of a token's expert rows (slot order, the shared
+ * expert's last) into tmp. */
+typedef struct moe_job {
+    pl_session *ss;
+    int64_t U, W;
+    int has_sh;
+} moe_job;
+
+static void route_worker(void *ctx, int64_t t0, int64_t t1, int thread)
+{
+    (void)thread;
+    const moe_job *j = ctx;
+    const scratch *s = &j->ss->s;
+    const pl_hparams *hp = &j->ss->m->hp;
+    const int64_t X = hp->n_expert;
+    for (int64_t t = t0; t < t1; t++)
+        j->ss->kt.k.moe_route(s->ids + t * j->U, s->wts + t * j->W, s->probs + t * X,
+                              s->router + t * X, X, j->U, hp->arch->recipe.moe_norm);
+}
+
+static void combine_worker(void *ctx, int64_t t0, int64_t t1, int thread)
+{
+    (void)thread;
+    const moe_job *j = ctx;
+    const scratch *s = &j->ss->s;
+    const int64_t E = j->ss->m->hp.n_embd, U = j->U;
+    for (int64_t t = t0; t < t1; t++) {
+        const float *rows[PL_MOE_MAX_USED + 1];
+        for (int64_t u = 0; u < U; u++) rows[u] = s->yx + (t * U + u) * E;
+        if (j->has_sh) rows[U] = s->ysh + t * E;
+        j->ss->kt.k.weighted_sum(s->tmp + t * E, rows, s->wts + t * j->W, j->W, E);
+    }
 }
 
 /* The FFN of a mixture-of-experts layer into tmp (T rows of E), as llama.cpp's build_moe_ffn
@@ -357,17 +379,16 @@ static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *
     const pl_hparams *hp = &ss->m->hp;
     const struct pl_kernels *k = &ss->kt.k;
     scratch *s = &ss->s;
-    const int64_t E = hp->n_embd, X = hp->n_expert, U = hp->n_expert_used;
+    const int64_t U = hp->n_expert_used;
     const int has_sh = L->gate_shexp.data != NULL;
     const int64_t W = U + has_sh; /* rows combined per token */
 
     matmul(ss, &L->gate_inp, s->router, s->xn, T, ffn_norm); /* s->xn: the normalised rows */
-    for (int64_t t = 0; t < T; t++)
-        k->moe_route(s->ids + t * U, s->wts + t * W, s->probs + t * X, s->router + t * X, X, U,
-                     hp->arch->recipe.moe_norm);
+    moe_job mj = {.ss = ss, .U = U, .W = W, .has_sh = has_sh};
+    pl_pool_run(ss->pool, route_worker, &mj, T, 8);
     if (has_sh) {
-        /* the shared expert first (gate/up/ffh are free again after it) */
-        /* the shared gate's logits (router's rows are free once routed), then their sigmoid */
+        /* the shared expert first (gate/up/ffh are free again after it): its gate's logits
+         * (router's rows are free once routed), their sigmoid, then its FFN */
         matmul(ss, &L->gate_inp_shexp, s->router, s->xn, T, NULL);
         k->sigmoid(s->probs, s->router, T);
         for (int64_t t = 0; t < T; t++) s->wts[t * W + U] = s->probs[t];
@@ -394,12 +415,7 @@ static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *
     const pre_op gated = {s->gate, s->up, NULL, 0.0f, hp->arch->recipe.act};
     const pl_tensor *wd = &L->down_exps;
     matmul_id_n(ss, &wd, &s->yx, 1, s->ffh, T * U, s->ids, 1, &gated);
-    for (int64_t t = 0; t < T; t++) {
-        const float *rows[PL_MOE_MAX_USED + 1];
-        for (int64_t u = 0; u < U; u++) rows[u] = s->yx + (t * U + u) * E;
-        if (has_sh) rows[U] = s->ysh + t * E;
-        k->weighted_sum(s->tmp + t * E, rows, s->wts + t * W, W, E);
-    }
+    pl_pool_run(ss->pool, combine_worker, &mj, T, 4);
 }
 
 /* ---- one step: T tokens at positions [p0, p0 + T) ---- */
