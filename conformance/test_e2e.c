@@ -865,6 +865,40 @@ static void model_info_and_session_estimate_report_what_is_used(void)
     CU_ASSERT_EQUAL(pl_session_estimate(m, &bad, &est, NULL), PL_ERR_CONFIG);
     pl_model_free(m);
     pl_buffer_free(buf);
+    /* A mixture of experts: a decode step reads U of each stacked tensor's X experts, and
+     * one row of the untied embedding; counted here from the file's own tensor table. */
+    for (size_t a = 0; a < sizeof moe_names / sizeof moe_names[0]; a++) {
+        tiny_spec ms = moe_spec(moe_names[a], PL_TYPE_Q8_0);
+        pl_model *mm = load(&ms, &buf);
+        if (!mm) continue;
+        CU_ASSERT_EQUAL(pl_model_get_info(mm, &info, NULL), PL_OK);
+        const pl_gguf *g = pl_model_gguf(mm);
+        uint64_t step = 0, active = 0;
+        for (uint64_t i = 0; i < pl_gguf_n_tensors(g); i++) {
+            pl_tensor_info ti;
+            pl_gguf_tensor(g, i, &ti, NULL);
+            uint64_t bytes = ti.n_bytes, n = (uint64_t)(ti.ne[0] * ti.ne[1] * ti.ne[2] * ti.ne[3]);
+            if (ti.name.len > 12 &&
+                memcmp(ti.name.ptr + ti.name.len - 12, "_exps.weight", 12) == 0) {
+                bytes = bytes / (uint64_t)ms.X * (uint64_t)ms.U;
+                n = n / (uint64_t)ms.X * (uint64_t)ms.U;
+            }
+            if (ti.name.len == 17 && memcmp(ti.name.ptr, "token_embd.weight", 17) == 0 && !ms.tied)
+                bytes = bytes / (uint64_t)ti.ne[1];
+            step += bytes;
+            active += n;
+        }
+        TU_CHECK(info.n_expert == ms.X && info.n_expert_used == ms.U, "%s: %lld of %lld experts",
+                 moe_names[a], (long long)info.n_expert_used, (long long)info.n_expert);
+        TU_CHECK(info.step_weight_bytes == step && info.n_active_params == active,
+                 "%s: step bytes %llu (file: %llu), active params %llu (file: %llu)", moe_names[a],
+                 (unsigned long long)info.step_weight_bytes, (unsigned long long)step,
+                 (unsigned long long)info.n_active_params, (unsigned long long)active);
+        TU_CHECK(info.step_weight_bytes < info.weight_bytes, "%s: step reads every expert",
+                 moe_names[a]);
+        pl_model_free(mm);
+        pl_buffer_free(buf);
+    }
 }
 
 /* SQLite style: fail allocation N of model load + session creation + sampler creation +

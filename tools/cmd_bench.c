@@ -458,7 +458,7 @@ static void format_cpus(char *buf, size_t cap, const cpu_set_t *set)
 static void rate_row(bench_row *row, const bench_probe *p)
 {
     const pl_model_info *mi = &row->mi;
-    row->macs_per_token = (double)mi->n_params -
+    row->macs_per_token = (double)mi->n_active_params -
                           (mi->tied_embeddings ? 0.0 : (double)mi->n_vocab * (double)mi->n_embd);
     if (row->n_gen > 0) {
         row->avg_n_past = (double)row->depth + TG_PROMPT + ((double)row->n_gen + 1) / 2;

@@ -553,6 +553,15 @@ static void print_runtime(FILE *f, const runtime *rt)
             (long long)mi->n_vocab, mi->tied_embeddings ? "tied" : "untied");
     fprintf(f, "  weights: %s in the mapping (%.1f M parameters)\n", w,
             (double)mi->n_params * 1e-6);
+    if (mi->n_expert > 0) {
+        char sb[32];
+        cli_format_size(sb, sizeof sb, mi->step_weight_bytes);
+        fprintf(f,
+                "  mixture of experts: %lld of %lld experts per token, %.1f M active parameters, "
+                "%s read per decoded token\n",
+                (long long)mi->n_expert_used, (long long)mi->n_expert,
+                (double)mi->n_active_params * 1e-6, sb);
+    }
     if (mi->n_repacked > 0) {
         char rb[32];
         cli_format_size(rb, sizeof rb, mi->repack_bytes);
@@ -591,11 +600,14 @@ static void put_runtime_json(FILE *f, const runtime *rt)
     fprintf(f,
             ", \"n_layer\": %lld, \"n_embd\": %lld, \"n_head\": %lld, \"n_head_kv\": %lld, "
             "\"head_dim\": %lld, \"n_ff\": %lld, \"n_vocab\": %lld, \"tied_embeddings\": %s,\n"
-            "    \"weight_bytes\": %" PRIu64 ", \"n_params\": %" PRIu64 ",\n    \"repack\": ",
+            "    \"weight_bytes\": %" PRIu64 ", \"n_params\": %" PRIu64 ", \"n_expert\": %lld, "
+            "\"n_expert_used\": %lld, \"n_active_params\": %" PRIu64
+            ", \"step_weight_bytes\": %" PRIu64 ",\n    \"repack\": ",
             (long long)mi->n_layer, (long long)mi->n_embd, (long long)mi->n_head,
             (long long)mi->n_head_kv, (long long)mi->head_dim, (long long)mi->n_ff,
             (long long)mi->n_vocab, mi->tied_embeddings ? "true" : "false", mi->weight_bytes,
-            mi->n_params);
+            mi->n_params, (long long)mi->n_expert, (long long)mi->n_expert_used,
+            mi->n_active_params, mi->step_weight_bytes);
     if (mi->n_repacked > 0) {
         fputs("{\"kernel_set\": ", f);
         cli_put_json_string(f, mi->repack_set, strlen(mi->repack_set));

@@ -520,12 +520,17 @@ typedef struct pl_model_info {
     uint64_t weight_bytes; /* bytes of all bound tensors (they stay in the mapping) */
     uint64_t n_params;
     uint64_t step_weight_bytes; /* weight bytes one decode step reads: every matmul weight
-                                 * and vector, but one row of an untied embedding table */
+                                 * and vector, but one row of an untied embedding table and,
+                                 * of stacked experts, the n_expert_used a token is routed to */
     char kernels[32];           /* the model's kernel set: its sessions' and samplers' default */
     char repack_set[16];        /* the kernel set whose layouts were built; "" when none */
     int n_repacked;             /* weight tensors copied into it */
     uint64_t repack_bytes;      /* the copies' memory */
     double repack_ms;           /* the time it took at load */
+    int64_t n_expert;           /* experts per MoE layer (0: dense) */
+    int64_t n_expert_used;      /* of them, per token */
+    uint64_t n_active_params;   /* the parameters a token multiplies through: n_params less the
+                                 * experts it is not routed to */
 } pl_model_info;
 pl_status pl_model_get_info(const pl_model *m, pl_model_info *out, pl_error *err);
 

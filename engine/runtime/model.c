@@ -472,6 +472,10 @@ static pl_status bind(pl_model *m, uint8_t *bound, pl_tensor *t, const char *nam
     bound[i] = 1;
     m->weight_bytes += ti.n_bytes;
     m->n_params += (uint64_t)(ti.ne[0] * ti.ne[1] * ti.ne[2] * ti.ne[3]);
+    if (ne2 > 1) {
+        m->expert_bytes += ti.n_bytes;
+        m->expert_params += (uint64_t)(ti.ne[0] * ti.ne[1] * ti.ne[2]);
+    }
     return PL_OK;
 }
 
@@ -795,10 +799,15 @@ pl_status pl_model_get_info(const pl_model *m, pl_model_info *out, pl_error *err
     out->tied_embeddings = m->tied;
     out->weight_bytes = m->weight_bytes;
     out->n_params = m->n_params;
-    out->step_weight_bytes = m->tied ? m->weight_bytes
-                                     : m->weight_bytes -
-                                           m->tok_embd.row_bytes * (uint64_t)m->tok_embd.ne[1] +
-                                           m->tok_embd.row_bytes;
+    out->n_expert = hp->n_expert;
+    out->n_expert_used = hp->n_expert_used;
+    /* a token reads U of the X experts of each stacked tensor (equal sizes), one embedding row */
+    const uint64_t X = hp->n_expert ? (uint64_t)hp->n_expert : 1,
+                   U = hp->n_expert ? (uint64_t)hp->n_expert_used : 1;
+    out->n_active_params = m->n_params - m->expert_params + m->expert_params / X * U;
+    out->step_weight_bytes = m->weight_bytes - m->expert_bytes + m->expert_bytes / X * U;
+    if (!m->tied)
+        out->step_weight_bytes -= m->tok_embd.row_bytes * ((uint64_t)m->tok_embd.ne[1] - 1);
     snprintf(out->kernels, sizeof out->kernels, "%s", m->kt.k.name);
     snprintf(out->repack_set, sizeof out->repack_set, "%s", m->repack_set);
     out->n_repacked = m->n_repacked;

@@ -111,6 +111,7 @@ struct pl_model {
     int tied;
     pl_layer *layers; /* n_layer */
     uint64_t weight_bytes, n_params;
+    uint64_t expert_bytes, expert_params; /* of the stacked experts (in the above) */
     /* the kernel set chosen once, at load (pl_model_params.kernels, else PLUMB_KERNELS, else the
      * best this CPU runs): sessions and samplers use it unless their params name another */
     pl_kernel_table kt;
