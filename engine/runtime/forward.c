@@ -420,7 +420,11 @@ static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *
 
 /* ---- one step: T tokens at positions [p0, p0 + T) ---- */
 
-static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
+/* Layer l over the T tokens at positions [p0, p0 + T): every token's K and V go to the cache;
+ * past them only rows [keep0, T) are carried on (the last layer, where only those rows' logits
+ * are wanted: llama.cpp prunes the same way), moved to rows [0, T - keep0) of x. Each row's
+ * bits are those of the full layer (every kernel is batch-invariant, attention per query). */
+static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0, int64_t keep0)
 {
     const pl_model *m = ss->m;
     const pl_hparams *hp = &m->hp;
@@ -449,6 +453,13 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
         k->rope(s->k + t * Hkv * D, Hkv, D, (int32_t)(p0 + t), &ss->rope[L->rope_local]);
         pl_kvcache_store(&ss->kv, l, p0 + t, s->k + t * Hkv * D, s->v + t * Hkv * D);
     }
+    if (keep0 >= T) return; /* nothing past the cache is wanted */
+    const float *q = s->q + keep0 * H * D;
+    const int32_t *q_pos = s->q_pos + keep0;
+    if (keep0 > 0) {
+        T -= keep0;
+        memmove(s->x, s->x + keep0 * hp->n_embd, sizeof(float) * (size_t)(T * hp->n_embd));
+    }
 
     att_job j = {.ss = ss, .out = s->att};
     j.a = (pl_attn_args){
@@ -457,8 +468,8 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0)
         .Hkv = Hkv,
         .D = D,
         .N = pl_kvcache_scan(&ss->kv),
-        .q = s->q,
-        .q_pos = s->q_pos,
+        .q = q,
+        .q_pos = q_pos,
         .k = ss->kv.k[l],
         .v = ss->kv.v[l],
         .kv_type = ss->kv.type,
@@ -528,12 +539,14 @@ static void step_body(pl_session *ss, const int32_t *tokens, int64_t T, int64_t 
         s->q_pos[t] = (int32_t)(p0 + t);
     }
     pl_kvcache_place(&ss->kv, p0, T);
-    ss->kv.n_past = p0 + T; /* attention scans the new slots too */
-    for (int64_t l = 0; l < m->hp.n_layer; l++) layer_forward(ss, l, T, p0);
+    ss->kv.n_past = p0 + T;                              /* attention scans the new slots too */
+    const int64_t keep0 = logits && out0 < T ? out0 : T; /* the rows the output needs */
+    for (int64_t l = 0; l < m->hp.n_layer; l++)
+        layer_forward(ss, l, T, p0, l == m->hp.n_layer - 1 ? keep0 : 0);
 
     if (!logits || out0 >= T) return;
-    int64_t n_out = T - out0;
-    const pre_op out_norm = {s->x + out0 * E, NULL, m->out_norm.data, m->hp.rms_eps, 0};
+    int64_t n_out = T - out0; /* x's rows [0, n_out) since the last layer */
+    const pre_op out_norm = {s->x, NULL, m->out_norm.data, m->hp.rms_eps, 0};
     matmul(ss, &m->output, logits, s->xn, n_out, &out_norm);
     if (m->hp.final_softcap != 0.0f)
         k->softcap(logits, logits, n_out * m->hp.n_vocab, m->hp.final_softcap);
