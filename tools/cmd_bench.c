@@ -27,7 +27,8 @@ static void usage(FILE *out)
         "\n"
         "Measures prefill and decode speed like llama-bench: for every model x kernel set x\n"
         "thread count x depth x background load, one row per test. pp<N>: N tokens in one\n"
-        "evaluation. tg<N>: after a 1-token prompt, N tokens decoded one at a time (greedy).\n"
+        "evaluation, the last token's logits out. tg<N>: after a 1-token prompt, N tokens\n"
+        "decoded one at a time (greedy).\n"
         "At depth D (\"pp512 @ d2048\") the KV cache holds D tokens before each repetition\n"
         "(filled untimed, the cache cut back to D between repetitions); at depth 0 each\n"
         "repetition starts from an empty cache. Each test runs once to warm up, then -r\n"
@@ -316,7 +317,8 @@ static pl_status run_test(runner *r, pl_session *s, bench_row *row, const int32_
         if (!tg) {
             pl_session_get_info(s, &i0, NULL);
             double t0 = now_s();
-            if ((st = pl_session_eval(s, tokens + d, n, NULL, 0, err))) return st;
+            /* the last token's logits, as a prompt before sampling (and llama-bench) */
+            if ((st = pl_session_eval(s, tokens + d, n, logits, 0, err))) return st;
             t_sum = now_s() - t0;
             pl_session_get_info(s, &i1, NULL);
             if (rep > 0) {
