@@ -631,13 +631,24 @@ static size_t scratch_layout(const pl_hparams *hp, int64_t chunk, int threads, i
     const uint64_t X = (uint64_t)hp->n_expert, U = (uint64_t)hp->n_expert_used;
     const uint64_t TU = X ? T * U : T,
                    FU = X && U * (uint64_t)hp->n_ff_exp > F ? U * (uint64_t)hp->n_ff_exp : F;
-    size_t id_bytes = 0;
+    size_t id_bytes = 0, xq_bytes = T * *xq_row, xp_bytes = T * PL_REPACK_X_ROW_MAX(Kmax);
     if (X) {
-        size_t xrow = Kmax * 4; /* F32 experts read f32 rows */
-        if (*xq_row > xrow) xrow = *xq_row;
-        if (PL_REPACK_X_ROW_MAX(Kmax) > xrow) xrow = PL_REPACK_X_ROW_MAX(Kmax);
+        /* the expert matmuls' K and R: n_embd and n_ff_exp, one each way */
         const int64_t R = hp->n_embd > hp->n_ff_exp ? hp->n_embd : hp->n_ff_exp;
-        id_bytes = align64(pl_matmul_id_scratch((int64_t)TU, (int64_t)U, (int64_t)X, xrow, 0, R));
+        size_t xrow = (size_t)R * 4, k8, q8; /* F32 experts read f32 rows */
+        pl_type_row_bytes(PL_TYPE_Q8_K, (R + 255) / 256 * 256, &k8, NULL);
+        pl_type_row_bytes(PL_TYPE_Q8_0, (R + 31) / 32 * 32, &q8, NULL);
+        if (k8 > xrow) xrow = k8;
+        if (q8 > xrow) xrow = q8;
+        if (PL_REPACK_X_ROW_MAX((uint64_t)R) > xrow) xrow = PL_REPACK_X_ROW_MAX((uint64_t)R);
+        /* the down projection's T U input rows */
+        if (TU * (k8 > q8 ? k8 : q8) > xq_bytes) xq_bytes = TU * (k8 > q8 ? k8 : q8);
+        if (TU * PL_REPACK_X_ROW_MAX((uint64_t)R) > xp_bytes)
+            xp_bytes = TU * PL_REPACK_X_ROW_MAX((uint64_t)R);
+        /* gate/up: T tokens with U slots each; down: the T U (token, slot) rows with one */
+        const size_t gu = pl_matmul_id_scratch((int64_t)T, (int64_t)U, (int64_t)X, xrow, 0, R),
+                     dn = pl_matmul_id_scratch((int64_t)TU, 1, (int64_t)X, xrow, 0, R);
+        id_bytes = align64(gu > dn ? gu : dn);
     }
     size_t s[N_SCRATCH] = {
         T * E * 4,
@@ -650,10 +661,10 @@ static size_t scratch_layout(const pl_hparams *hp, int64_t chunk, int threads, i
         T * FU * 4,
         T * FU * 4,
         T * FU * 4,
-        TU * *xq_row,
+        xq_bytes,
         (size_t)threads * PL_ATTN_SCRATCH(cap, D) * 4,
         T * 4,
-        TU * PL_REPACK_X_ROW_MAX(Kmax),
+        xp_bytes,
         T * X * 4,
         T * X * 4,
         T * U * 4,
