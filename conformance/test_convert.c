@@ -2,9 +2,11 @@
  * (synth/mkmodel.c) is written out as a Hugging Face directory (config.json, safetensors with
  * llama's inverse q/k permutation, tokenizer.json, tokenizer_config.json), converted back, and
  * must return every tensor and metadata key bit for bit, and the same logits. Plus sharded and
- * BF16 input, quantized output equal to pl_model_quantize, and bad directories. */
+ * BF16 input, quantized output equal to pl_model_quantize, bad directories, and the MoE classes'
+ * per-expert tensors stacked, with their hostile configs and tensors refused by name. */
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -991,9 +993,10 @@ static void expect_failure(const char *dir, pl_status code, const char *n1, cons
     pl_error err = {0};
     pl_status s = convert(dir, out, PL_FTYPE_F32, &err);
     TU_CHECK(s == code && strstr(err.msg, n1) && (!n2 || strstr(err.msg, n2)),
-             "line %d: -> %s \"%s\", want %s naming '%s' and '%s'", line, pl_status_str(s), err.msg,
-             pl_status_str(code), n1, n2 ? n2 : "");
+             "line %d: %s -> %s \"%s\", want %s naming '%s' and '%s'", line, dir, pl_status_str(s),
+             err.msg, pl_status_str(code), n1, n2 ? n2 : "");
     TU_CHECK(access(out, F_OK) != 0, "line %d: a failed conversion left %s", line, out);
+    remove(out); /* a wrong success fails its own line only */
 }
 #define EXPECT_FAILURE(dir, code, n1, n2) expect_failure((dir), (code), (n1), (n2), __LINE__)
 
@@ -1082,6 +1085,395 @@ static void convert_rejects_bad_directories(void)
     EXPECT_FAILURE(bad, PL_ERR_NOT_FOUND, "model.safetensors", NULL);
 }
 
+/* ---- mixtures of experts ---------------------------------------------------------------------
+ */
+
+/* The three MoE classes convert reads, as the hub's checkpoints hold them: one 2-D tensor per
+ * expert, stacked by convert. */
+typedef enum moe_class { MOE_MIXTRAL, MOE_QWEN2, MOE_QWEN3, N_MOE } moe_class;
+static const struct moe_desc {
+    const char *hf, *arch, *tag; /* the class, its GGUF architecture, a directory tag */
+    const char *block;           /* the FFN's module: "block_sparse_moe" or "mlp" */
+    const char *w[3];            /* an expert's gate, up and down projections */
+    const char *count_key;       /* the expert count the hub's configs say */
+} moe_desc[N_MOE] = {
+    [MOE_MIXTRAL] = {"MixtralForCausalLM",
+                     "llama",
+                     "mixtral",
+                     "block_sparse_moe",
+                     {"w1", "w3", "w2"},
+                     "num_local_experts"},
+    [MOE_QWEN2] = {"Qwen2MoeForCausalLM",
+                   "qwen2moe",
+                   "qwen2moe",
+                   "mlp",
+                   {"gate_proj", "up_proj", "down_proj"},
+                   "num_experts"},
+    [MOE_QWEN3] = {"Qwen3MoeForCausalLM",
+                   "qwen3moe",
+                   "qwen3moe",
+                   "mlp",
+                   {"gate_proj", "up_proj", "down_proj"},
+                   "num_experts"},
+};
+/* E embd, H/Hkv heads of D, L layers, V vocab, F dense FFN (Mixtral's experts' width), FX the
+ * Qwen experts' width, FS the Qwen2 shared expert's, U experts per token, X experts. */
+enum { MOE_E = 32, MOE_H = 2, MOE_HKV = 1, MOE_D = 16, MOE_L = 2, MOE_V = 8 };
+enum { MOE_F = 48, MOE_FX = 24, MOE_FS = 40, MOE_U = 2, MOE_X = 4 };
+
+static int64_t moe_width(moe_class k)
+{
+    return k == MOE_MIXTRAL ? MOE_F : MOE_FX;
+}
+
+/* One thing changed in a written checkpoint (NULL: nothing). */
+typedef struct moe_edit {
+    const char *drop;   /* this tensor left out */
+    const char *longer; /* this tensor one row longer */
+    const char *f64;    /* this tensor stored as F64 */
+    const char *extra;  /* a tensor more, shaped as an expert's gate projection */
+} moe_edit;
+
+static int same_name(const char *a, const char *b)
+{
+    return a && strcmp(a, b) == 0;
+}
+
+/* Adds the tensor fmt names, of random values, unless ed drops it, lengthens it or makes it F64. */
+static void moe_add(st_out *o, tu_rng *r, const moe_edit *ed, int64_t rows, int64_t cols,
+                    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void moe_add(st_out *o, tu_rng *r, const moe_edit *ed, int64_t rows, int64_t cols,
+                    const char *fmt, ...)
+{
+    char name[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    if (same_name(ed->drop, name)) return;
+    if (same_name(ed->longer, name)) rows++;
+    const int f64 = same_name(ed->f64, name);
+    const size_t n = (size_t)(rows * (cols ? cols : 1)), size = f64 ? 8 : 4;
+    uint8_t *x = malloc(n * size);
+    for (size_t i = 0; i < n; i++) {
+        const double v = tu_rng_normal(r) * 0.1;
+        const float f = (float)v;
+        memcpy(x + i * size, f64 ? (const void *)&v : (const void *)&f, size);
+    }
+    st_add(o, name, f64 ? "F64" : "F32", rows, cols, x, n * size);
+    free(x);
+}
+
+/* A two-layer checkpoint of class k with X experts of random F32 weights, tied embeddings and a
+ * byte-level BPE tokenizer, with ed's one change. */
+static void write_tiny_moe(const char *dir, moe_class k, int64_t X, const moe_edit *ed)
+{
+    const struct moe_desc *m = &moe_desc[k];
+    const int64_t E = MOE_E, QD = MOE_H * MOE_D, KVD = MOE_HKV * MOE_D, FX = moe_width(k);
+    mkdir(dir, 0755);
+    json_t *cfg = json_pack(
+        "{s:[s],s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:s,s:I,s:I}", "architectures", m->hf,
+        "hidden_size", (json_int_t)E, "intermediate_size", (json_int_t)MOE_F, "num_hidden_layers",
+        (json_int_t)MOE_L, "num_attention_heads", (json_int_t)MOE_H, "num_key_value_heads",
+        (json_int_t)MOE_HKV, "max_position_embeddings", (json_int_t)64, "vocab_size",
+        (json_int_t)MOE_V, "tie_word_embeddings", 1, "hidden_act", "silu", m->count_key,
+        (json_int_t)X, "num_experts_per_tok", (json_int_t)MOE_U);
+    if (k != MOE_MIXTRAL) {
+        json_object_set_new(cfg, "moe_intermediate_size", json_integer(MOE_FX));
+        json_object_set_new(cfg, "decoder_sparse_step", json_integer(1));
+        json_object_set_new(cfg, "mlp_only_layers", json_array());
+        json_object_set_new(cfg, "norm_topk_prob", json_boolean(k == MOE_QWEN3));
+    }
+    if (k == MOE_QWEN2)
+        json_object_set_new(cfg, "shared_expert_intermediate_size", json_integer(MOE_FS));
+    write_json(dir, "config.json", cfg);
+    put_text(dir, "tokenizer.json",
+             "{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"added_tokens\":[{\"id\":4,"
+             "\"content\":\"<s>\",\"special\":true,\"single_word\":false,\"lstrip\":false,"
+             "\"rstrip\":false,\"normalized\":false}],\"model\":{\"type\":\"BPE\","
+             "\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[[\"a\",\"b\"]]}}");
+
+    st_out o = {json_object(), NULL, 0, 0};
+    tu_rng r;
+    tu_rng_init(&r, tu_seed());
+    moe_add(&o, &r, ed, MOE_V, E, "model.embed_tokens.weight");
+    moe_add(&o, &r, ed, E, 0, "model.norm.weight");
+    for (int l = 0; l < MOE_L; l++) {
+#define LAYER_T(rows, cols, part) moe_add(&o, &r, ed, rows, cols, "model.layers.%d." part, l)
+        LAYER_T(E, 0, "input_layernorm.weight");
+        LAYER_T(QD, E, "self_attn.q_proj.weight");
+        LAYER_T(KVD, E, "self_attn.k_proj.weight");
+        LAYER_T(KVD, E, "self_attn.v_proj.weight");
+        if (k == MOE_QWEN2) {
+            LAYER_T(QD, 0, "self_attn.q_proj.bias");
+            LAYER_T(KVD, 0, "self_attn.k_proj.bias");
+            LAYER_T(KVD, 0, "self_attn.v_proj.bias");
+        }
+        if (k == MOE_QWEN3) {
+            LAYER_T(MOE_D, 0, "self_attn.q_norm.weight");
+            LAYER_T(MOE_D, 0, "self_attn.k_norm.weight");
+        }
+        LAYER_T(E, QD, "self_attn.o_proj.weight");
+        LAYER_T(E, 0, "post_attention_layernorm.weight");
+        moe_add(&o, &r, ed, X, E, "model.layers.%d.%s.gate.weight", l, m->block);
+        for (int e = 0; e < X; e++)
+            for (int p = 0; p < 3; p++)
+                moe_add(&o, &r, ed, p < 2 ? FX : E, p < 2 ? E : FX,
+                        "model.layers.%d.%s.experts.%d.%s.weight", l, m->block, e, m->w[p]);
+        if (k == MOE_QWEN2) {
+            LAYER_T(MOE_FS, E, "mlp.shared_expert.gate_proj.weight");
+            LAYER_T(MOE_FS, E, "mlp.shared_expert.up_proj.weight");
+            LAYER_T(E, MOE_FS, "mlp.shared_expert.down_proj.weight");
+            LAYER_T(1, E, "mlp.shared_expert_gate.weight");
+        }
+#undef LAYER_T
+    }
+    if (ed->extra) moe_add(&o, &r, &(moe_edit){0}, FX, E, "%s", ed->extra);
+    st_write(&o, dir, "model.safetensors");
+}
+
+/* Writes class k's valid checkpoint with X experts to root/moe-<tag>-<X>-hf and converts it to
+ * out: each refusal below starts from a checkpoint that converts. 0 when it does not. */
+static int moe_good(char *dir, size_t cap, const char *out, moe_class k, int64_t X)
+{
+    snprintf(dir, cap, "%s/moe-%s-%lld-hf", root, moe_desc[k].tag, (long long)X);
+    write_tiny_moe(dir, k, X, &(moe_edit){0});
+    pl_error err = {0};
+    pl_status s = convert(dir, out, PL_FTYPE_F32, &err);
+    TU_CHECK(s == PL_OK, "%s, %lld experts (seed %llu): the valid checkpoint -> %s: %s",
+             moe_desc[k].hf, (long long)X, (unsigned long long)tu_seed(), pl_status_str(s),
+             err.msg);
+    return s == PL_OK;
+}
+
+/* root/moe-bad-<tag>-hf: good with config.json's key set to value (NULL: deleted). */
+static const char *moe_bad_config(const char *good, moe_class k, const char *key, json_t *value)
+{
+    static char bad[160];
+    snprintf(bad, sizeof bad, "%s/moe-bad-%s-hf", root, moe_desc[k].tag);
+    copy_dir(good, bad);
+    edit_json(bad, "config.json", key, value);
+    return bad;
+}
+
+/* The hub's per-expert tensors become one [in, out, X] tensor per projection, expert e's
+ * bytes at slice e, with the expert counts and widths as llama.cpp's converters write them. */
+static void convert_moe_stacks_the_hubs_experts(void)
+{
+    for (int k = 0; k < N_MOE; k++) {
+        const struct moe_desc *m = &moe_desc[k];
+        char dir[160], out[160], key[96], hname[128];
+        snprintf(out, sizeof out, "%s/moe-%s.gguf", root, m->tag);
+        if (!moe_good(dir, sizeof dir, out, (moe_class)k, MOE_X)) continue;
+        pl_gguf *g = NULL;
+        pl_safetensors *st = NULL;
+        pl_error err = {0};
+        TU_CHECK(pl_gguf_open(&g, out, &err) == PL_OK &&
+                     pl_safetensors_open_dir(&st, dir, &err) == PL_OK,
+                 "%s: %s", m->hf, err.msg);
+        if (!g || !st) {
+            pl_gguf_free(g);
+            pl_safetensors_free(st);
+            continue;
+        }
+#define ARCH_KEY(s) (snprintf(key, sizeof key, "%s." s, m->arch), key)
+        TU_CHECK(get_u32(g, ARCH_KEY("expert_count")) == MOE_X &&
+                     get_u32(g, ARCH_KEY("expert_used_count")) == MOE_U,
+                 "%s: expert_count %u, expert_used_count %u, want %d and %d", m->hf,
+                 get_u32(g, ARCH_KEY("expert_count")), get_u32(g, ARCH_KEY("expert_used_count")),
+                 MOE_X, MOE_U);
+        if (k != MOE_MIXTRAL)
+            TU_CHECK(get_u32(g, ARCH_KEY("expert_feed_forward_length")) == MOE_FX,
+                     "%s: expert_feed_forward_length %u, want %d", m->hf,
+                     get_u32(g, ARCH_KEY("expert_feed_forward_length")), MOE_FX);
+        if (k == MOE_QWEN2)
+            TU_CHECK(get_u32(g, ARCH_KEY("expert_shared_feed_forward_length")) == MOE_FS,
+                     "%s: expert_shared_feed_forward_length %u, want %d", m->hf,
+                     get_u32(g, ARCH_KEY("expert_shared_feed_forward_length")), MOE_FS);
+#undef ARCH_KEY
+        static const char *const gguf[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+        for (int p = 0; p < 3; p++) {
+            snprintf(key, sizeof key, "blk.1.%s.weight", gguf[p]);
+            pl_tensor_info t = {0};
+            int64_t i = pl_gguf_find_tensor(g, key);
+            const int64_t in = p < 2 ? MOE_E : moe_width((moe_class)k),
+                          outd = p < 2 ? moe_width((moe_class)k) : MOE_E;
+            TU_CHECK(i >= 0 && pl_gguf_tensor(g, (uint64_t)i, &t, NULL) == PL_OK && t.n_dims == 3 &&
+                         t.ne[0] == in && t.ne[1] == outd && t.ne[2] == MOE_X &&
+                         t.type == PL_TYPE_F32,
+                     "%s: %s is [%lld, %lld, %lld] of type %u, want [%lld, %lld, %d] F32", m->hf,
+                     key, (long long)t.ne[0], (long long)t.ne[1], (long long)t.ne[2], t.type,
+                     (long long)in, (long long)outd, MOE_X);
+            if (i < 0 || t.n_dims != 3) continue;
+            const size_t per = (size_t)(in * outd) * sizeof(float);
+            for (int e = 0; e < MOE_X; e++) {
+                snprintf(hname, sizeof hname, "model.layers.1.%s.experts.%d.%s.weight", m->block, e,
+                         m->w[p]);
+                const pl_st_tensor *src = pl_safetensors_find(st, hname);
+                TU_CHECK(src && src->n_bytes == per &&
+                             memcmp((const uint8_t *)t.data + (size_t)e * per, src->data, per) == 0,
+                         "%s: %s slice %d is not %s (seed %llu)", m->hf, key, e, hname,
+                         (unsigned long long)tu_seed());
+            }
+        }
+        pl_safetensors_free(st);
+        pl_gguf_free(g);
+    }
+}
+
+/* num_experts / num_local_experts: one of them, 1..4096, both only when they agree. */
+static void convert_moe_rejects_bad_expert_counts(void)
+{
+    for (int k = 0; k < N_MOE; k++) {
+        const moe_class c = (moe_class)k;
+        const char *key = moe_desc[k].count_key;
+        const char *other = k == MOE_MIXTRAL ? "num_experts" : "num_local_experts";
+        char good[160], out[160];
+        snprintf(out, sizeof out, "%s/moe-counts.gguf", root);
+        if (!moe_good(good, sizeof good, out, c, MOE_X)) continue;
+
+        const char *bad = moe_bad_config(good, c, other, json_integer(MOE_X));
+        pl_error err = {0};
+        pl_status s = convert(bad, out, PL_FTYPE_F32, &err); /* both, agreeing */
+        TU_CHECK(s == PL_OK, "%s: %s and %s both %d -> %s: %s", moe_desc[k].hf, key, other, MOE_X,
+                 pl_status_str(s), err.msg);
+        bad = moe_bad_config(good, c, other, json_integer(2 * MOE_X));
+        EXPECT_FAILURE(bad, PL_ERR_FORMAT, "num_experts", "num_local_experts");
+        bad =
+            moe_bad_config(good, c, other, json_integer(0)); /* 0 beside a count is no agreement */
+        EXPECT_FAILURE(bad, PL_ERR_LIMIT, other, "= 0");
+        EXPECT_FAILURE(moe_bad_config(good, c, key, NULL), PL_ERR_NOT_FOUND, key, "missing");
+        EXPECT_FAILURE(moe_bad_config(good, c, key, json_integer(0)), PL_ERR_LIMIT, key, "= 0");
+        EXPECT_FAILURE(moe_bad_config(good, c, key, json_integer(4097)), PL_ERR_LIMIT, key, "4097");
+        EXPECT_FAILURE(moe_bad_config(good, c, key, json_integer(-4)), PL_ERR_LIMIT, key, "-4");
+        EXPECT_FAILURE(moe_bad_config(good, c, key, json_string("4")), PL_ERR_TYPE, key,
+                       "not an integer");
+        /* more experts than the weights hold: the router, the first tensor sized by them */
+        EXPECT_FAILURE(moe_bad_config(good, c, key, json_integer(4096)), PL_ERR_TYPE,
+                       ".gate.weight", "[4096, 32]");
+    }
+}
+
+/* num_experts_per_tok: 1..min(experts, PL_MOE_MAX_USED), and present. */
+static void convert_moe_rejects_bad_experts_per_token(void)
+{
+    for (int k = 0; k < N_MOE; k++) {
+        const moe_class c = (moe_class)k;
+        char good[160], out[160];
+        snprintf(out, sizeof out, "%s/moe-used.gguf", root);
+        if (!moe_good(good, sizeof good, out, c, MOE_X)) continue;
+        const char *key = "num_experts_per_tok";
+        EXPECT_FAILURE(moe_bad_config(good, c, key, json_integer(0)), PL_ERR_LIMIT, key, "= 0");
+        EXPECT_FAILURE(moe_bad_config(good, c, key, json_integer(MOE_X + 1)), PL_ERR_LIMIT, key,
+                       "1..4");
+        EXPECT_FAILURE(moe_bad_config(good, c, key, NULL), PL_ERR_NOT_FOUND, key, "missing");
+        EXPECT_FAILURE(moe_bad_config(good, c, key, json_real(2.0)), PL_ERR_TYPE, key,
+                       "not an integer");
+        /* 72 experts: the limit is PL_MOE_MAX_USED (64), not the expert count */
+        if (!moe_good(good, sizeof good, out, c, 72)) continue;
+        EXPECT_FAILURE(moe_bad_config(good, c, key, json_integer(65)), PL_ERR_LIMIT, key, "1..64");
+    }
+}
+
+/* What llama.cpp's qwen2moe and qwen3moe compute: every layer sparse, the top-k weights
+ * renormalised (qwen3moe) or not (qwen2moe); any other routing is refused by its key. */
+static void convert_moe_rejects_routing_llama_cpp_does_not_compute(void)
+{
+    for (int k = MOE_QWEN2; k <= MOE_QWEN3; k++) {
+        const moe_class c = (moe_class)k;
+        char good[160], out[160];
+        snprintf(out, sizeof out, "%s/moe-routing.gguf", root);
+        if (!moe_good(good, sizeof good, out, c, MOE_X)) continue;
+        EXPECT_FAILURE(moe_bad_config(good, c, "norm_topk_prob", json_boolean(k == MOE_QWEN2)),
+                       PL_ERR_UNSUPPORTED, "norm_topk_prob", moe_desc[k].arch);
+        EXPECT_FAILURE(moe_bad_config(good, c, "norm_topk_prob", json_string("true")), PL_ERR_TYPE,
+                       "norm_topk_prob", "not a boolean");
+        if (k == MOE_QWEN3) /* transformers' default is false */
+            EXPECT_FAILURE(moe_bad_config(good, c, "norm_topk_prob", NULL), PL_ERR_UNSUPPORTED,
+                           "norm_topk_prob false", NULL);
+        EXPECT_FAILURE(moe_bad_config(good, c, "decoder_sparse_step", json_integer(2)),
+                       PL_ERR_UNSUPPORTED, "decoder_sparse_step 2", NULL);
+        EXPECT_FAILURE(moe_bad_config(good, c, "mlp_only_layers", json_pack("[i]", 0)),
+                       PL_ERR_UNSUPPORTED, "mlp_only_layers", "not empty");
+        EXPECT_FAILURE(moe_bad_config(good, c, "mlp_only_layers", json_string("0")), PL_ERR_TYPE,
+                       "mlp_only_layers", "not a list");
+    }
+}
+
+/* The experts' widths: present, >= 1, and the tensors' shapes. */
+static void convert_moe_rejects_bad_expert_widths(void)
+{
+    char good[160], out[160];
+    snprintf(out, sizeof out, "%s/moe-widths.gguf", root);
+    for (int k = 0; k < N_MOE; k++) {
+        const moe_class c = (moe_class)k;
+        const struct moe_desc *m = &moe_desc[k];
+        if (!moe_good(good, sizeof good, out, c, MOE_X)) continue;
+        char expert0[128];
+        snprintf(expert0, sizeof expert0, "model.layers.0.%s.experts.0.%s.weight", m->block,
+                 m->w[0]);
+        /* Mixtral's experts are intermediate_size wide */
+        const char *key = k == MOE_MIXTRAL ? "intermediate_size" : "moe_intermediate_size";
+        EXPECT_FAILURE(moe_bad_config(good, c, key, json_integer(moe_width(c) + 8)), PL_ERR_TYPE,
+                       expert0, "shape");
+        if (k == MOE_MIXTRAL) continue;
+        EXPECT_FAILURE(moe_bad_config(good, c, key, NULL), PL_ERR_NOT_FOUND, key, "missing");
+        EXPECT_FAILURE(moe_bad_config(good, c, key, json_integer(0)), PL_ERR_LIMIT, key, "= 0");
+        if (k != MOE_QWEN2) continue;
+        key = "shared_expert_intermediate_size";
+        EXPECT_FAILURE(moe_bad_config(good, c, key, json_integer(MOE_FS + 8)), PL_ERR_TYPE,
+                       "model.layers.0.mlp.shared_expert.gate_proj.weight", "shape");
+        EXPECT_FAILURE(moe_bad_config(good, c, key, NULL), PL_ERR_NOT_FOUND, key, "missing");
+        EXPECT_FAILURE(moe_bad_config(good, c, key, json_integer(0)), PL_ERR_LIMIT, key, "= 0");
+    }
+}
+
+/* Each expert tensor, the router and the shared expert's gate: present, of the shape and a
+ * dtype convert reads; an expert past the count, or a dense FFN, is refused by name. */
+static void convert_moe_rejects_bad_expert_tensors(void)
+{
+    char good[160], bad[160], out[160];
+    snprintf(out, sizeof out, "%s/moe-tensors.gguf", root);
+    for (int k = 0; k < N_MOE; k++) {
+        const moe_class c = (moe_class)k;
+        const struct moe_desc *m = &moe_desc[k];
+        if (!moe_good(good, sizeof good, out, c, MOE_X)) continue;
+        snprintf(bad, sizeof bad, "%s/moe-bad-%s-hf", root, m->tag);
+        char t[3][128], router[128], past[128], dense[128];
+        for (int p = 0; p < 3; p++) /* expert 3 of layer 1 */
+            snprintf(t[p], sizeof t[p], "model.layers.1.%s.experts.3.%s.weight", m->block, m->w[p]);
+        snprintf(router, sizeof router, "model.layers.1.%s.gate.weight", m->block);
+        snprintf(past, sizeof past, "model.layers.0.%s.experts.%d.%s.weight", m->block, MOE_X,
+                 m->w[0]);
+        snprintf(dense, sizeof dense, "model.layers.0.mlp.gate_proj.weight");
+        for (int p = 0; p < 3; p++) {
+            write_tiny_moe(bad, c, MOE_X, &(moe_edit){.drop = t[p]});
+            EXPECT_FAILURE(bad, PL_ERR_NOT_FOUND, t[p], "missing");
+        }
+        write_tiny_moe(bad, c, MOE_X, &(moe_edit){.longer = t[2]});
+        EXPECT_FAILURE(bad, PL_ERR_TYPE, t[2], "shape [33, ");
+        write_tiny_moe(bad, c, MOE_X, &(moe_edit){.f64 = t[1]});
+        EXPECT_FAILURE(bad, PL_ERR_UNSUPPORTED, t[1], "F64");
+        write_tiny_moe(bad, c, MOE_X, &(moe_edit){.extra = past});
+        EXPECT_FAILURE(bad, PL_ERR_UNSUPPORTED, past, "not part of");
+        write_tiny_moe(bad, c, MOE_X, &(moe_edit){.extra = dense});
+        EXPECT_FAILURE(bad, PL_ERR_UNSUPPORTED, dense, "not part of");
+        write_tiny_moe(bad, c, MOE_X, &(moe_edit){.drop = router});
+        EXPECT_FAILURE(bad, PL_ERR_NOT_FOUND, router, "missing");
+        write_tiny_moe(bad, c, MOE_X, &(moe_edit){.longer = router});
+        EXPECT_FAILURE(bad, PL_ERR_TYPE, router, "shape [5, ");
+        if (k != MOE_QWEN2) continue;
+        static const char *const shexp[] = {"model.layers.1.mlp.shared_expert_gate.weight",
+                                            "model.layers.1.mlp.shared_expert.down_proj.weight"};
+        for (int i = 0; i < 2; i++) {
+            write_tiny_moe(bad, c, MOE_X, &(moe_edit){.drop = shexp[i]});
+            EXPECT_FAILURE(bad, PL_ERR_NOT_FOUND, shexp[i], "missing");
+        }
+        write_tiny_moe(bad, c, MOE_X, &(moe_edit){.longer = shexp[0]});
+        EXPECT_FAILURE(bad, PL_ERR_TYPE, shexp[0], "shape [2, ");
+    }
+}
+
 /* The command: exit 0 and a summary on a good directory; 1 with the library's message on a bad
  * one; 2 on a bad command line. PLUMB_CLI is the plumb binary (set by ctest). */
 static int run_cli(const char *args, const char *want, int line)
@@ -1153,6 +1545,13 @@ int main(void)
         {"convert_llama_permutes_q_and_k_rows", convert_llama_permutes_q_and_k_rows},
         {"convert_quantized_equals_quantize_of_f32", convert_quantized_equals_quantize_of_f32},
         {"convert_rejects_bad_directories", convert_rejects_bad_directories},
+        {"convert_moe_stacks_the_hubs_experts", convert_moe_stacks_the_hubs_experts},
+        {"convert_moe_rejects_bad_expert_counts", convert_moe_rejects_bad_expert_counts},
+        {"convert_moe_rejects_bad_experts_per_token", convert_moe_rejects_bad_experts_per_token},
+        {"convert_moe_rejects_routing_llama_cpp_does_not_compute",
+         convert_moe_rejects_routing_llama_cpp_does_not_compute},
+        {"convert_moe_rejects_bad_expert_widths", convert_moe_rejects_bad_expert_widths},
+        {"convert_moe_rejects_bad_expert_tensors", convert_moe_rejects_bad_expert_tensors},
         {"convert_cli_exit_codes_and_messages", convert_cli_exit_codes_and_messages},
         {"convert_reads_gpt2_pre_added_tokens_and_generation_config",
          convert_reads_gpt2_pre_added_tokens_and_generation_config},

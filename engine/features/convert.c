@@ -453,10 +453,13 @@ static pl_status read_moe(hf_config *c, const jfile *f, const char *an, pl_error
     if (!mixtral && c->arch->recipe.moe != PL_MOE_REQUIRED) return PL_OK;
     pl_status s;
     /* the hub's Qwen MoE configs say num_experts, Mixtral's and transformers 5's
-     * num_local_experts: either, and both only when they agree */
+     * num_local_experts: either, and both only when they agree; a count present is >= 1 (0
+     * experts is a dense model, not this recipe) */
     int64_t nx = 0, nl = 0;
-    if ((s = get_int(f, "num_experts", 0, 4096, 0, &nx, err)) ||
-        (s = get_int(f, "num_local_experts", 0, 4096, 0, &nl, err)))
+    const json_t *jx = json_object_get(f->root, "num_experts"),
+                 *jl = json_object_get(f->root, "num_local_experts");
+    if ((jx && !json_is_null(jx) && (s = get_int(f, "num_experts", 1, 4096, -1, &nx, err))) ||
+        (jl && !json_is_null(jl) && (s = get_int(f, "num_local_experts", 1, 4096, -1, &nl, err))))
         return s;
     if (nx && nl && nx != nl)
         return pl_fail(err, PL_ERR_FORMAT, "%s: num_experts %lld and num_local_experts %lld differ",
@@ -483,7 +486,10 @@ static pl_status read_moe(hf_config *c, const jfile *f, const char *an, pl_error
                        "%s: decoder_sparse_step %lld: plumb runs %s with experts in every layer",
                        f->name, (long long)step, an);
     const json_t *dense = json_object_get(f->root, "mlp_only_layers");
-    if (dense && !json_is_null(dense) && !(json_is_array(dense) && json_array_size(dense) == 0))
+    if (dense && !json_is_null(dense) && !json_is_array(dense))
+        return pl_fail(err, PL_ERR_TYPE, "%s: 'mlp_only_layers' is %s, not a list of layers",
+                       f->name, pl_json_kind(dense));
+    if (json_array_size(dense) != 0)
         return pl_fail(err, PL_ERR_UNSUPPORTED,
                        "%s: mlp_only_layers is not empty: plumb runs %s with experts in every "
                        "layer",
