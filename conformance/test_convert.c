@@ -1056,6 +1056,17 @@ static void convert_rejects_bad_directories(void)
     edit_json(bad, "config.json", "num_hidden_layers", json_integer(1));
     EXPECT_FAILURE(bad, PL_ERR_UNSUPPORTED, "model.layers.1.", "not part of");
 
+    /* past the loader's own bounds (arch.c's keys): refused here, not written for load to refuse */
+    copy_dir(good, bad);
+    edit_json(bad, "config.json", "num_hidden_layers", json_integer(1025));
+    EXPECT_FAILURE(bad, PL_ERR_LIMIT, "num_hidden_layers", "1025");
+    copy_dir(good, bad);
+    edit_json(bad, "config.json", "num_attention_heads", json_integer(1025));
+    EXPECT_FAILURE(bad, PL_ERR_LIMIT, "num_attention_heads", "1025");
+    copy_dir(good, bad);
+    edit_json(bad, "config.json", "intermediate_size", json_integer((1 << 18) + 1));
+    EXPECT_FAILURE(bad, PL_ERR_LIMIT, "intermediate_size", "262145");
+
     copy_dir(good, bad);
     snprintf(path, sizeof path, "%s/tokenizer.json", bad);
     remove(path);

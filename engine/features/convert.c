@@ -477,7 +477,7 @@ static pl_status read_moe(hf_config *c, const jfile *f, const char *an, pl_error
     }
     int norm = 0;
     int64_t step = 1;
-    if ((s = get_int(f, "moe_intermediate_size", 1, 1 << 20, -1, &c->FX, err)) ||
+    if ((s = get_int(f, "moe_intermediate_size", 1, 1 << 18, -1, &c->FX, err)) ||
         (s = get_int(f, "decoder_sparse_step", 1, 4096, 1, &step, err)) ||
         (s = get_bool(f, "norm_topk_prob", 0, &norm, err)))
         return s;
@@ -500,7 +500,7 @@ static pl_status read_moe(hf_config *c, const jfile *f, const char *an, pl_error
                        f->name, norm ? "true" : "false", c->arch->name,
                        c->arch->recipe.moe_norm ? "renormalises" : "does not renormalise");
     if (strcmp(c->arch->name, "qwen2moe") == 0 &&
-        (s = get_int(f, "shared_expert_intermediate_size", 1, 1 << 20, -1, &c->FS, err)))
+        (s = get_int(f, "shared_expert_intermediate_size", 1, 1 << 18, -1, &c->FS, err)))
         return s;
     return PL_OK;
 }
@@ -519,9 +519,9 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
                        pl_arch_hf_names());
     pl_status s;
     if ((s = get_int(f, "hidden_size", 1, 1 << 16, -1, &c->E, err)) ||
-        (s = get_int(f, "intermediate_size", 1, 1 << 20, -1, &c->F, err)) ||
-        (s = get_int(f, "num_hidden_layers", 1, 4096, -1, &c->L, err)) ||
-        (s = get_int(f, "num_attention_heads", 1, 4096, -1, &c->H, err)) ||
+        (s = get_int(f, "intermediate_size", 1, 1 << 18, -1, &c->F, err)) ||
+        (s = get_int(f, "num_hidden_layers", 1, 1024, -1, &c->L, err)) ||
+        (s = get_int(f, "num_attention_heads", 1, 1024, -1, &c->H, err)) ||
         (s = get_int(f, "num_key_value_heads", 1, c->H, c->H, &c->Hkv, err)) ||
         (s = get_int(f, "max_position_embeddings", 1, INT32_MAX, -1, &c->ctx, err)) ||
         (s = get_int(f, "vocab_size", 1, PL_GGUF_MAX_ARRAY, -1, &c->V, err)) ||
