@@ -611,6 +611,16 @@ static size_t align64(size_t n)
 
 enum { N_SCRATCH = 21 };
 
+/* Bytes of one activation row of K elements quantized to any dot type (Q8_K rounds K up to
+ * 256 elements, Q8_0 to 32; Q8_K is the larger per element, 292 bytes / 256). */
+static size_t quant_row_max(uint64_t K)
+{
+    size_t q8k, q80;
+    pl_type_row_bytes(PL_TYPE_Q8_K, (int64_t)((K + 255) / 256 * 256), &q8k, NULL);
+    pl_type_row_bytes(PL_TYPE_Q8_0, (int64_t)((K + 31) / 32 * 32), &q80, NULL);
+    return q8k > q80 ? q8k : q80;
+}
+
 /* Sizes of the scratch buffers, in the order of the slots in alloc_scratch; returns the
  * arena's total (each buffer 64-byte aligned). xq_row: bytes of one quantized activation row
  * at the largest K (Q8_K blocks are the largest per element: 292 bytes / 256). */
@@ -622,10 +632,7 @@ static size_t scratch_layout(const pl_hparams *hp, int64_t chunk, int threads, i
     uint64_t F = (uint64_t)hp->max_ff;
     uint64_t Kmax = E > F ? E : F;
     if (HD > Kmax) Kmax = HD;
-    size_t q8k, q80;
-    pl_type_row_bytes(PL_TYPE_Q8_K, (int64_t)((Kmax + 255) / 256 * 256), &q8k, NULL);
-    pl_type_row_bytes(PL_TYPE_Q8_0, (int64_t)((Kmax + 31) / 32 * 32), &q80, NULL);
-    *xq_row = q8k > q80 ? q8k : q80;
+    *xq_row = quant_row_max(Kmax);
     uint64_t tmp_w = E > D ? E : D;
     /* mixture of experts: the expert FFN's rows are (token, slot) pairs, U per token */
     const uint64_t X = (uint64_t)hp->n_expert, U = (uint64_t)hp->n_expert_used;
@@ -635,16 +642,13 @@ static size_t scratch_layout(const pl_hparams *hp, int64_t chunk, int threads, i
     if (X) {
         /* the expert matmuls' K and R: n_embd and n_ff_exp, one each way */
         const int64_t R = hp->n_embd > hp->n_ff_exp ? hp->n_embd : hp->n_ff_exp;
-        size_t xrow = (size_t)R * 4, k8, q8; /* F32 experts read f32 rows */
-        pl_type_row_bytes(PL_TYPE_Q8_K, (R + 255) / 256 * 256, &k8, NULL);
-        pl_type_row_bytes(PL_TYPE_Q8_0, (R + 31) / 32 * 32, &q8, NULL);
-        if (k8 > xrow) xrow = k8;
-        if (q8 > xrow) xrow = q8;
-        if (PL_REPACK_X_ROW_MAX((uint64_t)R) > xrow) xrow = PL_REPACK_X_ROW_MAX((uint64_t)R);
+        const size_t q = quant_row_max((uint64_t)R), p = PL_REPACK_X_ROW_MAX((uint64_t)R);
+        size_t xrow = (size_t)R * 4; /* F32 experts read f32 rows */
+        if (q > xrow) xrow = q;
+        if (p > xrow) xrow = p;
         /* the down projection's T U input rows */
-        if (TU * (k8 > q8 ? k8 : q8) > xq_bytes) xq_bytes = TU * (k8 > q8 ? k8 : q8);
-        if (TU * PL_REPACK_X_ROW_MAX((uint64_t)R) > xp_bytes)
-            xp_bytes = TU * PL_REPACK_X_ROW_MAX((uint64_t)R);
+        if (TU * q > xq_bytes) xq_bytes = TU * q;
+        if (TU * p > xp_bytes) xp_bytes = TU * p;
         /* gate/up: T tokens with U slots each; down: the T U (token, slot) rows with one */
         const size_t gu = pl_matmul_id_scratch((int64_t)T, (int64_t)U, (int64_t)X, xrow, 0, R),
                      dn = pl_matmul_id_scratch((int64_t)TU, 1, (int64_t)X, xrow, 0, R);
