@@ -10,9 +10,15 @@
 #   fuzz/campaign.sh cmin    afl-cmin every corpus      seeds    regenerate corpora from synth/
 #
 # Environment: FUZZ_TARGETS (default: every harness), FUZZ_SECONDS per harness (600),
-# FUZZ_JOBS instances per harness (2: -M with CMPLOG, -S on the ASan/UBSan build),
-# FUZZ_HARNESSES (the full list; default: every fuzz/fuzz_<name>.c), FUZZ_CMIN_MAX_BYTES
-# (queue entries larger than this stay out of the corpus; 8192).
+# FUZZ_JOBS instances per harness on this machine (2: the main with CMPLOG, a secondary on the
+# ASan/UBSan build; more secondaries use the plain build), FUZZ_HARNESSES (the full list;
+# default: every fuzz/fuzz_<name>.c), FUZZ_CMIN_MAX_BYTES (queue entries larger than this stay
+# out of the corpus; 8192).
+# More than one machine: FUZZ_SYNC_DIR, a directory every machine sees (NFS, a shared volume),
+# holds the campaign (<dir>/<harness>/<instance>/, resumed, never wiped); exactly one machine
+# runs FUZZ_ROLE=main (the default; its instance 0 is AFL++'s -M main), every other one
+# FUZZ_ROLE=secondary (only -S instances); FUZZ_NAME (default: the host name) keeps their
+# instance names apart. `make fuzz-cmin` and `summary` then read every machine's instances.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FUZZ="$ROOT/fuzz"
@@ -21,25 +27,35 @@ TARGETS=${FUZZ_TARGETS:-$HARNESSES}
 SECONDS_EACH=${FUZZ_SECONDS:-600}
 JOBS=${FUZZ_JOBS:-2}
 OUT=${FUZZ_OUT:-"$FUZZ/out"}
-# Per-harness builds: the harnesses that drive the SIMD kernel sets (KERNEL_HARNESSES: the
-# quantized matmuls, the sampler's primitives, and the GGUF loader whose tensors the fast sets
-# repack) are built with every set; the parser harnesses (tokenizer, jinja, http, chat,
-# safetensors) with the reference set only (-DPLUMB_X86_SETS=OFF -DPLUMB_WASM128=OFF): they never
-# reach the SIMD files in a way that matters, and compiling those through AFL++ was most of the
-# build time. One build tree per group and variant, build-fuzz-afl[-asan|-cmplog]-{kernels,parsers},
-# kept and reused across campaigns.
-KERNEL_HARNESSES=${FUZZ_KERNEL_HARNESSES:-"quant sampler gguf"}
+# Per-harness instrumentation: a harness instruments what it fuzzes. The kernels group
+# (KERNEL_HARNESSES: the quantized matmuls and the sampler's primitives, which drive every kernel
+# set) instruments the SIMD kernel files; the parser group (every other harness: gguf, tokenizer,
+# safetensors, http, chat, jinja) compiles them with plain clang (fuzz/simd-cc), so it runs the
+# fast sets as users do without AFL++'s pass over them, which took minutes per file
+# (kernels/avx512/repack.c: 218 s with afl-clang-fast, 4 s with clang; fuzz/README.md). One
+# build tree per group and variant, build-fuzz-afl[-asan|-cmplog]-{kernels,parsers}, kept and
+# reused across campaigns; a tree whose configuration changed is rebuilt from scratch.
+KERNEL_HARNESSES=${FUZZ_KERNEL_HARNESSES:-"quant sampler"}
 group_of() { case " $KERNEL_HARNESSES " in *" $1 "*) echo kernels ;; *) echo parsers ;; esac; }
 afl_dir() { echo "$ROOT/build-fuzz-afl${2:+-$2}-$(group_of "$1")"; } # harness [asan|cmplog]
 B_REPLAY="$ROOT/build-fuzz"
 MAX_BYTES=${FUZZ_CMIN_MAX_BYTES:-8192}
 NPROC=$(nproc 2>/dev/null || echo 2)
+T0=${FUZZ_T0:-$(date +%s)}
+SYNC=${FUZZ_SYNC_DIR:-}
+ROLE=${FUZZ_ROLE:-main}
+# AFL++ instance names allow [A-Za-z0-9_-]: the host name, cleaned.
+NAME=${FUZZ_NAME:-$(hostname 2>/dev/null | tr -c 'A-Za-z0-9_\n-' '_')}
+case $ROLE in main | secondary) ;; *) echo "campaign: FUZZ_ROLE is main or secondary, not '$ROLE'"; exit 2 ;; esac
+[ -z "$SYNC" ] || export AFL_AUTORESUME=1
 
 # Containers: core_pattern and the CPU governor cannot be changed, other jobs share the
 # cores, and nobody watches a UI.
+# Only variables Debian's AFL++ (4.04c) knows: afl-clang-fast warns about any other AFL_* and
+# sleeps 2 s per file doing so, which once doubled the build (AFL_NO_WARN_INSTABILITY and
+# AFL_IGNORE_SEED_PROBLEMS, both newer than 4.04c, were exported here).
 export AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_SKIP_CPUFREQ=1 AFL_NO_AFFINITY=1 \
-    AFL_NO_UI=1 AFL_FAST_CAL=1 AFL_CMPLOG_ONLY_NEW=1 AFL_NO_WARN_INSTABILITY=1 \
-    AFL_IGNORE_SEED_PROBLEMS=1 AFL_SKIP_CRASHES=1
+    AFL_NO_UI=1 AFL_FAST_CAL=1 AFL_CMPLOG_ONLY_NEW=1 AFL_SKIP_CRASHES=1
 # Sanitizer builds: abort so AFL++ sees a crash; no leak check at exit in the fuzzers (the
 # replay driver under ASan has it).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:symbolize=0:detect_leaks=0:allocator_may_return_null=1}
@@ -48,33 +64,50 @@ export PLUMB_KERNELS= PLUMB_THREADS=1
 unset PLUMB_KERNELS
 
 targets_list() { for h in $TARGETS; do printf 'fuzz_%s ' "$h"; done; }
-group_targets() { for h in $TARGETS; do [ "$(group_of "$h")" = "$1" ] && printf 'fuzz_%s ' "$h"; done; true; }
 
-configure() { # dir, targets, extra cmake options, then env assignments for the compiler wrapper
-    dir=$1
-    targets=$2
-    opts=$3
-    shift 3
-    env "$@" cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DPLUMB_BUILD_TESTS=OFF -DCMAKE_PROJECT_INCLUDE="$FUZZ/standalone.cmake" \
-        -DCMAKE_C_COMPILER=afl-clang-fast $opts >/dev/null
-    env "$@" cmake --build "$dir" -j "$NPROC" --target $targets >/dev/null
+# One variant of one harness: plain (the main instance's and the extra secondaries'), cmplog
+# (the main instance's -c) or asan (ASan/UBSan, the first secondary's). The kernels group's plain
+# build uses AFL++'s CLASSIC edge instrumentation: its PCGUARD pass takes 218 s on
+# kernels/avx512/repack.c alone, CLASSIC 5 s. Its ASan/UBSan build compiles the kernel files
+# with the sanitizers but without coverage (fuzz/simd-cc sanitize): AFL++'s pass over them under
+# ASan took 10 minutes for kernels/avx512/matmul_f.c, clang's ASan alone 66 s.
+build_variant() { # harness, plain|cmplog|asan, make -j
+    h=$1
+    v=$2
+    case $(group_of "$h")-$2 in
+    kernels-plain) set -- "$1" "$2" "$3" "" AFL_LLVM_INSTRUMENT=CLASSIC ;;
+    kernels-asan) set -- "$1" "$2" "$3" sanitize AFL_USE_ASAN=1 AFL_USE_UBSAN=1 ;;
+    *-asan) set -- "$1" "$2" "$3" plain AFL_USE_ASAN=1 AFL_USE_UBSAN=1 ;;
+    *-cmplog) set -- "$1" "$2" "$3" plain AFL_LLVM_CMPLOG=1 ;;
+    *) set -- "$1" "$2" "$3" plain ;;
+    esac
+    if [ "$2" = plain ]; then dir=$(afl_dir "$h"); else dir=$(afl_dir "$h" "$2"); fi
+    jobs=$3
+    simd=$4
+    shift 4
+    # The environment is part of the configuration (afl-clang-fast reads it, CMake does not
+    # see it): a tree built under another one starts over. A tree already configured this way
+    # is only brought up to date (cmake --build reruns CMake itself when a list file changed).
+    conf="simd=$simd env=$*"
+    t_build=$(date +%s)
+    if [ ! -f "$dir/fuzz-config" ] || [ "$(cat "$dir/fuzz-config")" != "$conf" ]; then
+        rm -rf "$dir"
+        launcher=-UCMAKE_C_COMPILER_LAUNCHER
+        [ -z "$simd" ] || launcher="-DCMAKE_C_COMPILER_LAUNCHER=$FUZZ/simd-cc;$simd"
+        env "$@" cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+            -DPLUMB_BUILD_TESTS=OFF -DCMAKE_PROJECT_INCLUDE="$FUZZ/standalone.cmake" \
+            -DCMAKE_C_COMPILER=afl-clang-fast "$launcher" >/dev/null
+        printf '%s\n' "$conf" >"$dir/fuzz-config"
+    fi
+    env "$@" cmake --build "$dir" -j "$jobs" --target "fuzz_$h" >/dev/null
+    echo "campaign: fuzz_$h ($v) up to date in $(($(date +%s) - t_build)) s, at +$(($(date +%s) - T0)) s"
 }
 
+need_afl() { command -v afl-clang-fast >/dev/null || { echo "campaign: afl-clang-fast not found (make deps)"; exit 1; }; }
 build() {
-    command -v afl-clang-fast >/dev/null || { echo "campaign: afl-clang-fast not found (make deps)"; exit 1; }
-    for g in parsers kernels; do
-        t=$(group_targets $g)
-        t=${t% }
-        [ -n "$t" ] || continue
-        opts="-DPLUMB_X86_SETS=ON" what="every kernel set"
-        [ $g = kernels ] || opts="-DPLUMB_X86_SETS=OFF -DPLUMB_WASM128=OFF" what="ref kernels only"
-        echo "campaign: building AFL++ harnesses ($t; $what): plain, ASan/UBSan, CMPLOG"
-        h=${t%% *}
-        h=${h#fuzz_}
-        configure "$(afl_dir "$h")" "$t" "$opts"
-        configure "$(afl_dir "$h" asan)" "$t" "$opts" AFL_USE_ASAN=1 AFL_USE_UBSAN=1
-        configure "$(afl_dir "$h" cmplog)" "$t" "$opts" AFL_LLVM_CMPLOG=1
+    need_afl
+    for h in $TARGETS; do
+        for v in plain cmplog asan; do build_variant "$h" $v "$NPROC"; done
     done
 }
 
@@ -86,24 +119,60 @@ replay_build() {
 
 dict_opt() { [ -f "$FUZZ/dict/$1.dict" ] && printf -- '-x %s' "$FUZZ/dict/$1.dict" || true; }
 
+# The output directory of a harness's instances: fuzz/out/<harness>, or with FUZZ_SYNC_DIR the
+# campaign's shared one, which every machine's instances use as their -o (AFL++ syncs through
+# it: each instance writes only its own subdirectory and imports what the others found).
+out_of() { if [ -n "$SYNC" ]; then echo "$SYNC/$1"; else echo "$OUT/$1"; fi; }
+
+# Instance j of this machine: 0 is the main (-M main, CMPLOG) when FUZZ_ROLE=main, otherwise a
+# secondary with CMPLOG; 1 runs the ASan/UBSan build; the others the plain build.
+instance_name() {
+    if [ "$1" = 0 ] && [ "$ROLE" = main ]; then echo main
+    elif [ -n "$SYNC" ]; then echo "$NAME-s$1"
+    else echo "s$1"; fi
+}
+
+# Builds what instance 0 needs (plain and CMPLOG), starts it, and builds the ASan/UBSan variant
+# while it fuzzes (on the cores it leaves), so that the first exec comes as early as it can; the
+# later instances then run for what is left of FUZZ_SECONDS.
 run_one() {
     h=$1
-    o="$OUT/$h"
-    rm -rf "$o"
-    mkdir -p "$o"
+    o=$(out_of "$h")
     in="$FUZZ/corpus/$h"
     [ -n "$(ls "$in" 2>/dev/null)" ] || { echo "campaign: $in is empty (fuzz/campaign.sh seeds)"; exit 1; }
+    need_afl
+    build_variant "$h" plain "$NPROC"
+    build_variant "$h" cmplog "$NPROC"
+    # A local campaign starts afresh; a synced one is shared and resumed (AFL_AUTORESUME).
+    [ -n "$SYNC" ] || rm -rf "$o"
+    mkdir -p "$o"
     echo "campaign: $h for ${SECONDS_EACH}s with $JOBS instance(s) -> $o"
-    afl-fuzz -M main -i "$in" -o "$o" $(dict_opt "$h") -m none -t 1000+ -V "$SECONDS_EACH" \
-        -c "$(afl_dir "$h" cmplog)/fuzz/fuzz_$h" -- "$(afl_dir "$h")/fuzz/fuzz_$h" >"$o/main.log" 2>&1 &
-    pids=$!
-    j=1
+    t_start=$(date +%s)
+    pids=
+    j=0
     while [ "$j" -lt "$JOBS" ]; do
-        if [ "$j" = 1 ]; then bin="$(afl_dir "$h" asan)/fuzz/fuzz_$h"; else bin="$(afl_dir "$h")/fuzz/fuzz_$h"; fi
-        sleep 2
-        afl-fuzz -S "s$j" -i "$in" -o "$o" $(dict_opt "$h") -m none -t 2000+ -V "$SECONDS_EACH" \
-            -- "$bin" >"$o/s$j.log" 2>&1 &
+        n=$(instance_name $j)
+        if [ "$n" = main ]; then role="-M main"; else role="-S $n"; fi
+        left=$((SECONDS_EACH - ($(date +%s) - t_start)))
+        case $j in
+        0) set -- -t 1000+ -c "$(afl_dir "$h" cmplog)/fuzz/fuzz_$h" -- "$(afl_dir "$h")/fuzz/fuzz_$h" ;;
+        1)
+            jobs=$((NPROC > 1 ? NPROC - 1 : 1))
+            build_variant "$h" asan "$jobs"
+            left=$((SECONDS_EACH - ($(date +%s) - t_start)))
+            set -- -t 2000+ -- "$(afl_dir "$h" asan)/fuzz/fuzz_$h"
+            ;;
+        *) set -- -t 1000+ -- "$(afl_dir "$h")/fuzz/fuzz_$h" ;;
+        esac
+        if [ "$left" -lt 10 ]; then
+            echo "campaign: no time left for instance $n of $h (FUZZ_SECONDS=$SECONDS_EACH)"
+            break
+        fi
+        [ "$j" = 0 ] || sleep 2
+        afl-fuzz $role -i "$in" -o "$o" $(dict_opt "$h") -m none -V "$left" "$@" \
+            >"$o/$n.log" 2>&1 &
         pids="$pids $!"
+        if [ "$j" = 0 ]; then first_exec "$h" "$o/$n.log" & fi
         j=$((j + 1))
     done
     rc=0
@@ -112,12 +181,27 @@ run_one() {
     collect "$h"
 }
 
+# When the first instance's fork server runs its first test case (the dry run), relative to
+# the start of this campaign.sh (or FUZZ_T0): the figure fuzz/README.md's targets are about.
+first_exec() {
+    i=0
+    while [ "$i" -lt "$SECONDS_EACH" ]; do
+        if grep -q 'dry run' "$2" 2>/dev/null; then
+            echo "campaign: first exec of $1 at +$(($(date +%s) - T0)) s"
+            return 0
+        fi
+        sleep 1
+        i=$((i + 1))
+    done
+}
+
 # Crashes and hangs -> fuzz/findings/<harness>/ with a one-line repro each.
 collect() {
     h=$1
     dst="$FUZZ/findings/$h"
     n=0
-    for f in "$OUT/$h"/*/crashes/id:* "$OUT/$h"/*/hangs/id:*; do
+    o=$(out_of "$h")
+    for f in "$o"/*/crashes/id:* "$o"/*/hangs/id:*; do
         [ -f "$f" ] || continue
         mkdir -p "$dst"
         inst=$(basename "$(dirname "$(dirname "$f")")")
@@ -136,7 +220,7 @@ summary() {
     printf '%-10s %5s %9s %12s %12s %7s %13s %7s %5s\n' harness inst cpu_min execs/s total_execs corpus edges crashes hangs
     for h in $TARGETS; do
         execs=0 eps=0 corpus=0 crashes=0 hangs=0 cpu=0 n=0 edges=- cov=
-        for s in "$OUT/$h"/*/fuzzer_stats; do
+        for s in "$(out_of "$h")"/*/fuzzer_stats; do
             [ -f "$s" ] || continue
             n=$((n + 1))
             e=$(stat_of "$s" execs_done)
@@ -180,6 +264,8 @@ cmin_one() { # harness, input dir -> fuzz/corpus/<harness>
     h=$1
     tmp="$OUT/cmin-$h"
     rm -rf "$tmp"
+    need_afl
+    build_variant "$h" plain "$NPROC"
     afl-cmin -i "$2" -o "$tmp" -m none -t 5000 -- "$(afl_dir "$h")/fuzz/fuzz_$h" >"$OUT/cmin-$h.log" 2>&1 || {
         echo "campaign: afl-cmin of $h failed (see $OUT/cmin-$h.log)"
         return 1
@@ -201,7 +287,7 @@ cmin() { # the corpus plus the last campaign's queues, minimized
         rm -rf "$all"
         mkdir -p "$all"
         find "$FUZZ/corpus/$h" -type f ! -name '.*' -exec cp {} "$all/" \;
-        for q in "$OUT/$h"/*/queue; do
+        for q in "$(out_of "$h")"/*/queue; do
             [ -d "$q" ] || continue
             inst=${q%/queue}
             inst=${inst##*/}
@@ -226,7 +312,7 @@ seeds() {
 }
 
 case "${1:-all}" in
-all) build; for h in $TARGETS; do run_one "$h"; done; summary ;;
+all) for h in $TARGETS; do run_one "$h"; done; summary ;;
 build) build ;;
 run) for h in $TARGETS; do run_one "$h"; done; summary ;;
 summary) summary ;;
