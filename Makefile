@@ -20,13 +20,14 @@ CTEST_ARGS ?=
 # emscripten (+ dpkg-dev for apt-get source) builds the browser engine: web/README.md, and
 # tools/wasm/deps.sh adds the deb-src entry); clang-19 compiles the relaxed-SIMD kernel files
 # (emscripten's clang-14 encodes relaxed SIMD with prototype opcodes that node and Chromium
-# reject: web/README.md). node and npm (the OpenAI SDK and puppeteer-core
+# reject: web/README.md); zip and unzip pack and open the seed corpora of the ClusterFuzzLite
+# build (.clusterfuzzlite/build.sh, make fuzz-cflite). node and npm (the OpenAI SDK and puppeteer-core
 # tests) are checked as commands, not packages: a node from elsewhere (e.g. NodeSource, which
 # bundles npm) is kept; Debian's nodejs/npm otherwise.
 DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
        libcunit1-dev libgsl-dev afl++ libhwloc-dev libpcre2-dev \
        libutf8proc-dev libjansson-dev libmicrohttpd-dev gnuplot-nox valgrind curl jq \
-       emscripten dpkg-dev libsimde-dev chromium clang-19
+       emscripten dpkg-dev libsimde-dev chromium clang-19 zip unzip
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -98,6 +99,14 @@ FUZZ_TARGETS  ?= $(FUZZ_HARNESSES)
 FUZZ_SECONDS  ?= 600
 FUZZ_ENV = FUZZ_HARNESSES="$(FUZZ_HARNESSES)" FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_SECONDS=$(FUZZ_SECONDS)
 .PHONY: fuzz-replay fuzz-cmin
+# The libFuzzer targets as ClusterFuzzLite builds them (.clusterfuzzlite/build.sh), each run over
+# its seed corpus from the output directory alone; and two AFL++ instance groups through one
+# FUZZ_SYNC_DIR (fuzz/README.md).
+.PHONY: fuzz-cflite fuzz-sync-test
+fuzz-cflite: deps
+	fuzz/cflite-check.sh
+fuzz-sync-test: deps
+	fuzz/sync-test.sh
 fuzz: deps
 	$(FUZZ_ENV) fuzz/campaign.sh all
 fuzz-replay:

@@ -19,6 +19,8 @@
 # runs FUZZ_ROLE=main (the default; its instance 0 is AFL++'s -M main), every other one
 # FUZZ_ROLE=secondary (only -S instances); FUZZ_NAME (default: the host name) keeps their
 # instance names apart. `make fuzz-cmin` and `summary` then read every machine's instances.
+# FUZZ_BUILD=0: use the AFL++ builds as they are (two campaign.sh on one tree must not both
+# build it). FUZZ_CMIN_DEST: where cmin writes the minimized corpora (default fuzz/corpus).
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FUZZ="$ROOT/fuzz"
@@ -48,6 +50,8 @@ ROLE=${FUZZ_ROLE:-main}
 NAME=${FUZZ_NAME:-$(hostname 2>/dev/null | tr -c 'A-Za-z0-9_\n-' '_')}
 case $ROLE in main | secondary) ;; *) echo "campaign: FUZZ_ROLE is main or secondary, not '$ROLE'"; exit 2 ;; esac
 [ -z "$SYNC" ] || export AFL_AUTORESUME=1
+BUILD=${FUZZ_BUILD:-1}
+CMIN_DEST=${FUZZ_CMIN_DEST:-$FUZZ/corpus}
 
 # Containers: core_pattern and the CPU governor cannot be changed, other jobs share the
 # cores, and nobody watches a UI.
@@ -141,8 +145,10 @@ run_one() {
     in="$FUZZ/corpus/$h"
     [ -n "$(ls "$in" 2>/dev/null)" ] || { echo "campaign: $in is empty (fuzz/campaign.sh seeds)"; exit 1; }
     need_afl
-    build_variant "$h" plain "$NPROC"
-    build_variant "$h" cmplog "$NPROC"
+    if [ "$BUILD" = 1 ]; then
+        build_variant "$h" plain "$NPROC"
+        build_variant "$h" cmplog "$NPROC"
+    fi
     # A local campaign starts afresh; a synced one is shared and resumed (AFL_AUTORESUME).
     [ -n "$SYNC" ] || rm -rf "$o"
     mkdir -p "$o"
@@ -158,7 +164,7 @@ run_one() {
         0) set -- -t 1000+ -c "$(afl_dir "$h" cmplog)/fuzz/fuzz_$h" -- "$(afl_dir "$h")/fuzz/fuzz_$h" ;;
         1)
             jobs=$((NPROC > 1 ? NPROC - 1 : 1))
-            build_variant "$h" asan "$jobs"
+            [ "$BUILD" = 0 ] || build_variant "$h" asan "$jobs"
             left=$((SECONDS_EACH - ($(date +%s) - t_start)))
             set -- -t 2000+ -- "$(afl_dir "$h" asan)/fuzz/fuzz_$h"
             ;;
@@ -260,24 +266,24 @@ replay() {
     return $rc
 }
 
-cmin_one() { # harness, input dir -> fuzz/corpus/<harness>
+cmin_one() { # harness, input dir -> $CMIN_DEST/<harness> (fuzz/corpus/<harness>)
     h=$1
     tmp="$OUT/cmin-$h"
     rm -rf "$tmp"
     need_afl
-    build_variant "$h" plain "$NPROC"
+    [ "$BUILD" = 0 ] || build_variant "$h" plain "$NPROC"
     afl-cmin -i "$2" -o "$tmp" -m none -t 5000 -- "$(afl_dir "$h")/fuzz/fuzz_$h" >"$OUT/cmin-$h.log" 2>&1 || {
         echo "campaign: afl-cmin of $h failed (see $OUT/cmin-$h.log)"
         return 1
     }
-    find "$FUZZ/corpus/$h" -type f ! -name '.*' -delete
-    mkdir -p "$FUZZ/corpus/$h"
+    mkdir -p "$CMIN_DEST/$h"
+    find "$CMIN_DEST/$h" -type f ! -name '.*' -delete
     i=0
     for f in "$tmp"/*; do
-        cp "$f" "$FUZZ/corpus/$h/$(printf '%03d' $i)"
+        cp "$f" "$CMIN_DEST/$h/$(printf '%03d' $i)"
         i=$((i + 1))
     done
-    echo "campaign: corpus/$h: $i inputs, $(du -sh "$FUZZ/corpus/$h" | cut -f1)"
+    echo "campaign: $CMIN_DEST/$h: $i inputs, $(du -sh "$CMIN_DEST/$h" | cut -f1)"
 }
 
 cmin() { # the corpus plus the last campaign's queues, minimized

@@ -1,5 +1,7 @@
 /* driver.c — runs one harness: under afl-clang-fast an AFL++ persistent-mode loop over
- * shared-memory test cases; with file or directory arguments (any build) a replay driver.
+ * shared-memory test cases; with file or directory arguments (any build) a replay driver; built
+ * with PLUMB_FUZZ_ENGINE (fuzz.cmake: -fsanitize=fuzzer, or a fuzzing service's
+ * $LIB_FUZZING_ENGINE) the libFuzzer entry points instead, and the engine brings main.
  * Not a harness: the oracles live in fuzz_<name>.c. */
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +14,28 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+
+#ifdef PLUMB_FUZZ_LIBFUZZER
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    fuzz_init();
+    return 0;
+}
+
+/* libFuzzer already hands over an exact-size heap copy, so ASan sees a read one past the end. */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fuzz_one(data, size);
+    return 0;
+}
+
+#else
 
 #ifdef __AFL_FUZZ_TESTCASE_LEN
 __AFL_FUZZ_INIT();
@@ -137,3 +161,5 @@ int main(int argc, char **argv)
     printf("%s: replayed %d inputs in %.2f s%s\n", argv[0], n_files, s, rc ? " (FAILED)" : "");
     return rc;
 }
+
+#endif /* PLUMB_FUZZ_LIBFUZZER */

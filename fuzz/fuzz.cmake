@@ -21,6 +21,13 @@ if(NOT TARGET plumb_serve)
   add_subdirectory(${PROJECT_SOURCE_DIR}/serve ${CMAKE_BINARY_DIR}/serve)
 endif()
 
+# A fuzzing engine that brings its own main (libFuzzer: -fsanitize=fuzzer; OSS-Fuzz and
+# ClusterFuzzLite pass $LIB_FUZZING_ENGINE, flags or a library): each harness is then built around
+# LLVMFuzzerTestOneInput (driver.c) and linked with it. Empty: AFL++'s loop or the replay driver.
+set(PLUMB_FUZZ_ENGINE "" CACHE STRING
+    "link the harnesses with this fuzzing engine (e.g. -fsanitize=fuzzer) instead of their own main")
+separate_arguments(PLUMB_FUZZ_ENGINE_ARGS UNIX_COMMAND "${PLUMB_FUZZ_ENGINE}")
+
 foreach(h ${PLUMB_FUZZ_HARNESSES})
   add_executable(fuzz_${h} ${PLUMB_FUZZ_DIR}/fuzz_${h}.c ${PLUMB_FUZZ_DIR}/driver.c
     ${PLUMB_FUZZ_EXTRA_${h}})
@@ -28,6 +35,10 @@ foreach(h ${PLUMB_FUZZ_HARNESSES})
     ${PROJECT_SOURCE_DIR}/engine ${PROJECT_SOURCE_DIR}/kernels)
   target_compile_options(fuzz_${h} PRIVATE ${PLUMB_WARNINGS})
   target_link_libraries(fuzz_${h} PRIVATE ${PLUMB_FUZZ_LIBS_${h}} plumb_synth plumb m)
+  if(PLUMB_FUZZ_ENGINE_ARGS)
+    target_compile_definitions(fuzz_${h} PRIVATE PLUMB_FUZZ_LIBFUZZER=1)
+    target_link_libraries(fuzz_${h} PRIVATE ${PLUMB_FUZZ_ENGINE_ARGS})
+  endif()
   # One place for the binaries however fuzz/ was added: <build>/fuzz/fuzz_<name>.
   set_target_properties(fuzz_${h} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
 endforeach()
@@ -38,7 +49,8 @@ target_compile_options(fuzz_mkseeds PRIVATE ${PLUMB_WARNINGS})
 target_link_libraries(fuzz_mkseeds PRIVATE plumb_synth plumb m)
 set_target_properties(fuzz_mkseeds PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
 
-if(PLUMB_BUILD_TESTS)
+# The replay tests need the replay driver: an engine's main would start fuzzing instead.
+if(PLUMB_BUILD_TESTS AND NOT PLUMB_FUZZ_ENGINE_ARGS)
   enable_testing()
   foreach(h ${PLUMB_FUZZ_HARNESSES})
     add_test(NAME fuzz_replay_${h}
