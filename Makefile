@@ -97,13 +97,15 @@ FUZZ_HARNESSES = $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_TARGETS  ?= $(FUZZ_HARNESSES)
 FUZZ_SECONDS  ?= 600
 FUZZ_ENV = FUZZ_HARNESSES="$(FUZZ_HARNESSES)" FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_SECONDS=$(FUZZ_SECONDS)
-.PHONY: fuzz-replay fuzz-cmin
+.PHONY: fuzz-replay fuzz-cmin fuzz-coverage
 fuzz: deps
 	$(FUZZ_ENV) fuzz/campaign.sh all
 fuzz-replay:
 	$(FUZZ_ENV) fuzz/campaign.sh replay
 fuzz-cmin:
 	$(FUZZ_ENV) fuzz/campaign.sh cmin
+fuzz-coverage:
+	$(FUZZ_ENV) fuzz/coverage.sh
 
 # The regression report (perf/README.md): the work tree (A) against BASE (B, default HEAD~1), both
 # built in Release under build-perf/, `plumb bench` run interleaved A B / B A on the same cores;
