@@ -114,7 +114,10 @@ summarize() {
     files=$(cd "$ROOT" && target_files "$h")
     set --
     for f in $files; do
-        [ -f "$ROOT/$f" ] || { echo "coverage: $h: no file $f (fix target_files in $0)" >&2; exit 1; }
+        [ -f "$ROOT/$f" ] || {
+            echo "coverage: $h: no file $f (fix target_files in $0)" >&2
+            exit 1
+        }
         set -- "$@" "$ROOT/$f"
     done
     "$COV" export -format=text -summary-only -instr-profile="$B/profile/$h.profdata" \
