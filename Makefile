@@ -98,7 +98,7 @@ FUZZ_HARNESSES = $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_TARGETS  ?= $(FUZZ_HARNESSES)
 FUZZ_SECONDS  ?= 600
 FUZZ_ENV = FUZZ_HARNESSES="$(FUZZ_HARNESSES)" FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZ_SECONDS=$(FUZZ_SECONDS)
-.PHONY: fuzz-replay fuzz-cmin
+.PHONY: fuzz-replay fuzz-cmin fuzz-coverage
 # The libFuzzer targets as ClusterFuzzLite builds them (.clusterfuzzlite/build.sh), each run over
 # its seed corpus from the output directory alone; and two AFL++ instance groups through one
 # FUZZ_SYNC_DIR (fuzz/README.md).
@@ -113,6 +113,8 @@ fuzz-replay:
 	$(FUZZ_ENV) fuzz/campaign.sh replay
 fuzz-cmin:
 	$(FUZZ_ENV) fuzz/campaign.sh cmin
+fuzz-coverage:
+	$(FUZZ_ENV) fuzz/coverage.sh
 
 # The regression report (perf/README.md): the work tree (A) against BASE (B, default HEAD~1), both
 # built in Release under build-perf/, `plumb bench` run interleaved A B / B A on the same cores;
