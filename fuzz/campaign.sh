@@ -19,6 +19,7 @@
 # runs FUZZ_ROLE=main (the default; its instance 0 is AFL++'s -M main), every other one
 # FUZZ_ROLE=secondary (only -S instances); FUZZ_NAME (default: the host name) keeps their
 # instance names apart. `make fuzz-cmin` and `summary` then read every machine's instances.
+# FUZZ_SYNC_MINUTES: how often an instance imports the others' finds (AFL_SYNC_TIME).
 # FUZZ_BUILD=0: use the AFL++ builds as they are (two campaign.sh on one tree must not both
 # build it). FUZZ_CMIN_DEST: where cmin writes the minimized corpora (default fuzz/corpus).
 set -eu
@@ -50,6 +51,9 @@ ROLE=${FUZZ_ROLE:-main}
 NAME=${FUZZ_NAME:-$(hostname 2>/dev/null | tr -c 'A-Za-z0-9_\n-' '_')}
 case $ROLE in main | secondary) ;; *) echo "campaign: FUZZ_ROLE is main or secondary, not '$ROLE'"; exit 2 ;; esac
 [ -z "$SYNC" ] || export AFL_AUTORESUME=1
+# AFL++ imports the others' finds at most every AFL_SYNC_TIME minutes (its default is much
+# longer than a short campaign).
+[ -z "${FUZZ_SYNC_MINUTES:-}" ] || export AFL_SYNC_TIME="$FUZZ_SYNC_MINUTES"
 BUILD=${FUZZ_BUILD:-1}
 CMIN_DEST=${FUZZ_CMIN_DEST:-$FUZZ/corpus}
 

@@ -13,7 +13,9 @@ SECS=${FUZZ_SECONDS:-120}
 DIR="$ROOT/fuzz/out/sync-test"
 rm -rf "$DIR"
 mkdir -p "$DIR"
-export FUZZ_SYNC_DIR="$DIR/campaign" FUZZ_TARGETS="$H" FUZZ_SECONDS="$SECS" FUZZ_JOBS=1
+# Import every minute (AFL++'s default is far longer), so a short test sees both directions.
+export FUZZ_SYNC_DIR="$DIR/campaign" FUZZ_TARGETS="$H" FUZZ_SECONDS="$SECS" FUZZ_JOBS=1 \
+    FUZZ_SYNC_MINUTES=1
 
 # Build once; the two groups then share the binaries (FUZZ_BUILD=0), as machines share nothing
 # but the sync directory.
