@@ -49,6 +49,7 @@ SYNC=${FUZZ_SYNC_DIR:-}
 ROLE=${FUZZ_ROLE:-main}
 # AFL++ instance names allow [A-Za-z0-9_-]: the host name, cleaned.
 NAME=${FUZZ_NAME:-$(hostname 2>/dev/null | tr -c 'A-Za-z0-9_\n-' '_')}
+[ -n "$NAME" ] || NAME=host
 case $ROLE in main | secondary) ;; *) echo "campaign: FUZZ_ROLE is main or secondary, not '$ROLE'"; exit 2 ;; esac
 [ -z "$SYNC" ] || export AFL_AUTORESUME=1
 # AFL++ imports the others' finds at most every AFL_SYNC_TIME minutes (its default is much
