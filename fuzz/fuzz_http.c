@@ -3,13 +3,16 @@
  * model, then tokenization of the rendered prompt and the reply JSON. Not the HTTP parser
  * (libmicrohttpd's) nor generation (fuzz_chat).
  *
- * Input framing: an optional '!' first (the server then has the API key "fuzzkey"), a request
- * line "METHOD URL\n", header lines "Name: value\n" up to an empty line "\n", then the body
- * (every byte after it, NUL and invalid UTF-8 included). Oracles: an accepted request has a
- * known endpoint, sampler parameters pl_sampler_new takes, 1 <= max_tokens <= INT32_MAX, at
- * most 4 non-empty stop strings of <= 256 bytes, a prompt of exactly prompt_len bytes that
- * tokenizes; a refused one has a 4xx status whose OpenAI error JSON parses and names its param
- * in the message; replies built from the body bytes are valid JSON. */
+ * Input framing: an optional '!' first (the server then has the API key "fuzzkey"), an optional
+ * '~' and one byte b choosing the chat template as `plumb serve --chat-template` does (b % the
+ * number of choices: every built-in by name, then the caller Jinja sources below; without '~'
+ * the model's own), a request line "METHOD URL\n", header lines "Name: value\n" up to an empty line
+ * "\n", then the body (every byte after it, NUL and invalid UTF-8 included). Oracles: an accepted
+ * request has a known endpoint and is a preflight (OPTIONS: nothing else parsed) or has sampler
+ * parameters pl_sampler_new takes, 1 <= max_tokens <= INT32_MAX, at most 4 non-empty stop strings
+ * of <= 256 bytes, a prompt of exactly prompt_len bytes that tokenizes; a refused one has a 4xx
+ * status whose OpenAI error JSON parses and names its param in the message; replies built from the
+ * body bytes are valid JSON. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,12 +27,37 @@
 
 static pl_model *model;
 
+/* Caller templates (--chat-template-file): one that raises on a conversation it refuses (as
+ * Gemma's and Mistral's do on roles out of order), one that spells bos_token and tools. */
+static const char *const JINJA_TEMPLATES[] = {
+    "{% for m in messages %}{% if loop.index0 % 2 == 0 and m.role == 'assistant' %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant') }}{% endif %}"
+    "[{{ m.role }}] {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}[assistant] "
+    "{% endif %}",
+    "{{ bos_token }}{% if tools %}{{ tools | tojson }}{% endif %}{% for m in messages %}"
+    "<{{ m.role }}>{% if m.content is string %}{{ m.content }}{% else %}{% for p in m.content %}"
+    "{{ p.text }}{% endfor %}{% endif %}</{{ m.role }}>{% endfor %}",
+};
+#define N_JINJA (sizeof JINJA_TEMPLATES / sizeof *JINJA_TEMPLATES)
+static pl_chat_template *templates[32 + N_JINJA];
+static size_t n_templates;
+
 void fuzz_init(void)
 {
     /* The request path (tokenizer, template) is under test, not the arithmetic. */
     pl_error e = {0};
     FUZZ_CHECK(mk_load_tiny(DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 1, &model, &e) == PL_OK,
                "tiny model: %s", e.msg);
+    const char *const *names = pl_chat_template_names();
+    for (size_t i = 0; names[i]; i++) {
+        FUZZ_CHECK(n_templates < 32, "more built-in templates than the table holds");
+        FUZZ_CHECK(pl_chat_template_builtin(&templates[n_templates++], names[i], &e) == PL_OK,
+                   "built-in %s: %s", names[i], e.msg);
+    }
+    for (size_t i = 0; i < N_JINJA; i++)
+        FUZZ_CHECK(pl_chat_template_compile(&templates[n_templates++], JINJA_TEMPLATES[i],
+                                            strlen(JINJA_TEMPLATES[i]), &e) == PL_OK,
+                   "template %zu: %s", i, e.msg);
 }
 
 /* The next line of in[*at..n) (without its '\n') as a NUL-terminated copy; NULL at the end. */
@@ -67,6 +95,11 @@ static void check_error(const sv_error *e)
 static void check_request(const sv_request *r)
 {
     FUZZ_CHECK(r->ep > SV_EP_NONE && r->ep < SV_EP_COUNT, "endpoint %d", (int)r->ep);
+    /* A preflight (OPTIONS) is answered from the endpoint alone: nothing parsed, nothing held. */
+    if (r->preflight) {
+        FUZZ_CHECK(r->prompt == NULL && r->n_stops == 0, "a preflight holds a request");
+        return;
+    }
     if (r->ep != SV_EP_CHAT && r->ep != SV_EP_COMPLETIONS) return;
     FUZZ_CHECK(r->prompt && strlen(r->prompt) == r->prompt_len && r->prompt_len > 0,
                "prompt of %zu bytes", r->prompt_len);
@@ -94,19 +127,23 @@ static void check_request(const sv_request *r)
     free(ids);
 }
 
-/* Replies carry model text that may be any bytes: they must still be valid JSON. */
+/* Replies carry model text that may be any bytes: they must still be valid JSON. The endpoint
+ * and the chunk kind come from the length (every kind of either endpoint). */
 static void check_replies(const uint8_t *text, size_t n)
 {
     sv_result r = {.id = "chatcmpl-x", .finish = "stop", .cache_path = "fast"};
-    char *j = sv_response_json(SV_EP_CHAT, "m", &r, (const char *)text, n);
+    sv_endpoint ep = n % 2 ? SV_EP_COMPLETIONS : SV_EP_CHAT;
+    char *j = sv_response_json(ep, "m", &r, (const char *)text, n);
     FUZZ_CHECK(j != NULL, "response JSON");
     json_error_t je;
     json_t *o = json_loads(j, JSON_ALLOW_NUL, &je);
     FUZZ_CHECK(o != NULL, "response JSON does not parse: %s", je.text);
     json_decref(o);
     free(j);
-    char *ev = sv_chunk_event(SV_EP_COMPLETIONS, "m", &r, 1, (const char *)text, n);
-    FUZZ_CHECK(ev && strncmp(ev, "data: ", 6) == 0, "chunk");
+    int kind = (int)(n / 2 % 4);
+    char *ev = sv_chunk_event(ep, "m", &r, kind, (const char *)text, n);
+    FUZZ_CHECK(ev != NULL, "chunk of kind %d", kind);
+    FUZZ_CHECK(strncmp(ev, "data: ", 6) == 0, "chunk");
     size_t len = strlen(ev);
     FUZZ_CHECK(len >= 8 && strcmp(ev + len - 2, "\n\n") == 0, "chunk framing");
     o = json_loadb(ev + 6, len - 8, JSON_ALLOW_NUL, &je);
@@ -121,6 +158,11 @@ void fuzz_one(const uint8_t *data, size_t size)
     size_t at = 0;
     int keyed = size > 0 && data[0] == '!';
     at += (size_t)keyed;
+    const pl_chat_template *tmpl = NULL; /* the model's own, on the Jinja engine */
+    if (at + 1 < size && data[at] == '~') {
+        tmpl = templates[data[at + 1] % n_templates];
+        at += 2;
+    }
     char *line = next_line(data, size, &at);
     if (!line) return;
     char *url = strchr(line, ' ');
@@ -148,7 +190,7 @@ void fuzz_one(const uint8_t *data, size_t size)
     const char *body = (const char *)data + at;
     size_t len = size - at;
     sv_api api = {.model = model,
-                  .tmpl = NULL, /* the model's own, on the Jinja engine */
+                  .tmpl = tmpl,
                   .alias = "tiny",
                   .api_key = keyed ? "fuzzkey" : NULL,
                   .max_tokens = 16};
