@@ -468,11 +468,13 @@ enum {
     OP_GENERATE,
     OP_NOMEM,
     OP_CANCEL,
+    OP_PARAMS,
     N_OPS
 };
 
-static const char *const op_names[N_OPS] = {"turn",     "edit",     "truncate", "reset", "raw chat",
-                                            "overflow", "generate", "nomem",    "cancel"};
+static const char *const op_names[N_OPS] = {"turn",     "edit",          "truncate", "reset",
+                                            "raw chat", "overflow",      "generate", "nomem",
+                                            "cancel",   "raw parameters"};
 
 static void user_turn(ctx *c, rd *r, int cancel_at, alloc_fail *af)
 {
@@ -565,6 +567,102 @@ static void op_generate(ctx *c, rd *r)
     snap after = take(c->s);
     if (s == PL_ERR_INVALID_ARG && n == 0 && before.n == 0) {
         if (!same(&before, &after)) fail(c, "a refused pl_generate changed the session");
+    } else if (s == PL_ERR_CONTEXT_FULL) {
+        if (!same(&before, &after))
+            fail(c, "PL_ERR_CONTEXT_FULL from pl_generate changed the session");
+    } else if (s) {
+        fail(c, "pl_generate: %s: %s", pl_status_str(s), e.msg);
+    } else if (c->cm->byte_level &&
+               (after.len < before.len + c->out_len ||
+                memcmp(after.text + after.len - c->out_len, c->out, c->out_len))) {
+        fail(c, "pl_generate: the history does not end with the delivered text");
+    }
+    drop(&before);
+    drop(&after);
+}
+
+/* pl_generate as a careless caller calls it: max_tokens negative, 0 or past INT32_MAX, up to 19
+ * stops (NULL, empty or longer than PL_GEN_MAX_STOP_LEN among them), a prompt whose ids may lie
+ * outside the vocabulary, n_prompt negative, and a nearly uniform sampler that draws
+ * end-of-generation tokens. Oracle: pl_gen_params' contract decides, before anything runs,
+ * PL_ERR_CONFIG or PL_ERR_INVALID_ARG exactly as it is broken; an id outside the vocabulary is
+ * refused; a refusal leaves the session as it was; what runs delivers what the history gains. */
+static void op_params(ctx *c, rd *r)
+{
+    static char long_stop[PL_GEN_MAX_STOP_LEN + 2];
+    memset(long_stop, 'x', sizeof long_stop - 1);
+    unsigned b = u8(r);
+    static const int64_t maxes[] = {-1, 0, 1, 3, (int64_t)INT32_MAX + 1, INT64_MIN};
+    pl_gen_params gp = pl_gen_default_params();
+    gp.max_tokens = maxes[b % 6];
+    gp.ignore_eog = 0;
+    char stop_buf[PL_GEN_MAX_STOP + 3][3];
+    const char *stops[PL_GEN_MAX_STOP + 3];
+    gp.n_stops = (b >> 3) % 4 == 3 ? PL_GEN_MAX_STOP + 1 + u8(r) % 3 : (b >> 3) % 4;
+    int bad_arg = 0, bad_config = gp.max_tokens < 0 || gp.max_tokens > INT32_MAX;
+    bad_config |= gp.n_stops > PL_GEN_MAX_STOP;
+    for (size_t i = 0; i < gp.n_stops; i++) {
+        unsigned k = u8(r);
+        stops[i] = stop_buf[i];
+        stop_buf[i][0] = (char)('a' + k % 26);
+        stop_buf[i][1] = 0;
+        if (k >= 250)
+            stops[i] = NULL;
+        else if (k >= 240)
+            stops[i] = "";
+        else if (k >= 230)
+            stops[i] = long_stop;
+        /* the first broken rule in stop order decides (pl_gen_check's order) */
+        if (!bad_config && !bad_arg && gp.n_stops <= PL_GEN_MAX_STOP) {
+            if (!stops[i])
+                bad_arg = 1;
+            else if (!stops[i][0] || strlen(stops[i]) > PL_GEN_MAX_STOP_LEN)
+                bad_config = 1;
+        }
+    }
+    gp.stops = stops;
+    int32_t ids[3];
+    int64_t n = u8(r) % 4;
+    int out_of_vocab = 0;
+    for (int64_t i = 0; i < n; i++) {
+        unsigned k = u8(r);
+        ids[i] = k >= 250 ? (k & 1 ? -1 : (int32_t)c->V) : (int32_t)(k % c->V);
+        out_of_vocab |= ids[i] < 0 || ids[i] >= c->V;
+    }
+    if (b & 0x80) n = -n - 1;
+    pl_sampler_params spp = pl_sampler_default_params();
+    spp.seed = u8(r);
+    spp.temperature = 50.0f;
+    spp.top_k = 0;
+    spp.top_p = 1.0f;
+    spp.min_p = 0.0f;
+    pl_sampler *smp = NULL;
+    if (pl_sampler_new(&smp, c->cm->m, &spp, NULL)) {
+        fail(c, "pl_sampler_new failed");
+        return;
+    }
+    snap before = take(c->s);
+    c->out_len = 0;
+    c->calls = 0;
+    c->cancel_at = 0;
+    pl_gen_stats st;
+    pl_error e = {0};
+    pl_status s = pl_generate(c->s, ids, n, smp, &gp, on_text, c, &st, &e);
+    pl_sampler_free(smp);
+    snap after = take(c->s);
+    pl_status want = n < 0        ? PL_ERR_INVALID_ARG
+                     : bad_config ? PL_ERR_CONFIG
+                     : bad_arg    ? PL_ERR_INVALID_ARG
+                                  : PL_OK;
+    if (want == PL_OK && n == 0 && before.n == 0) want = PL_ERR_INVALID_ARG;
+    if (want != PL_OK || out_of_vocab) {
+        if (s == PL_OK || (want != PL_OK && s != want))
+            fail(c, "pl_generate with max_tokens %lld, %zu stops, n_prompt %lld%s: %s, not %s",
+                 (long long)gp.max_tokens, gp.n_stops, (long long)n,
+                 out_of_vocab ? " (an id outside the vocabulary)" : "", pl_status_str(s),
+                 pl_status_str(want));
+        else if (!same(&before, &after))
+            fail(c, "a refused pl_generate (%s) changed the session", pl_status_str(s));
     } else if (s == PL_ERR_CONTEXT_FULL) {
         if (!same(&before, &after))
             fail(c, "PL_ERR_CONTEXT_FULL from pl_generate changed the session");
@@ -704,6 +802,9 @@ int chat_ops_run(const chat_ops_model *cm, const uint8_t *data, size_t size, cha
                 break;
             case OP_GENERATE:
                 op_generate(&c, &r);
+                break;
+            case OP_PARAMS:
+                op_params(&c, &r);
                 break;
             }
             if (getenv("PLUMB_CHAT_TRACE"))

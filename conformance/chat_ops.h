@@ -22,7 +22,8 @@ typedef struct chat_ops_model {
 /* Input layout: byte 0 the session configuration (context or sliding window, sinks, chunk,
  * KV type), then operations, each an opcode byte and its arguments (see chat_ops.c):
  * turn, edit an earlier byte, truncate, reset, raw pl_chat, overflow, pl_generate,
- * allocation failure during a turn, cancelled turn. After every operation: (1) the history
+ * allocation failure during a turn, cancelled turn, pl_generate with raw (often invalid)
+ * parameters. After every operation: (1) the history
  * text equals pl_detokenize(ids, SPECIAL | STRIP_PREFIX) and the KV cache holds exactly those
  * ids, (2) the next-token logits equal, bit for bit, those of a fresh session that evaluates
  * the ids; per turn, the path taken is the one the rules predict and nothing is lost on an

@@ -4,9 +4,9 @@
  * the end. Not a parser fuzzer: the model and vocabulary are fixed.
  *
  * Input: byte 0 the session (bit 0 sliding window, bits 1-2 its size, bit 3 F32 KV, bits 4-7
- * chunk and sinks), then operations: an opcode byte (% 9: turn, edit, truncate, reset, raw
- * chat, overflow, generate, allocation failure, cancel) and its argument bytes (user text,
- * max tokens, stop strings, sampler mode and seed...). Oracles: chat_ops.h. */
+ * chunk and sinks), then operations: an opcode byte (% 10: turn, edit, truncate, reset, raw
+ * chat, overflow, generate, allocation failure, cancel, raw parameters) and its argument bytes
+ * (user text, max tokens, stop strings, sampler mode and seed...). Oracles: chat_ops.h. */
 #include <stdio.h>
 #include <stdlib.h>
 
