@@ -47,7 +47,9 @@ static int by_offset(const void *a, const void *b)
 {
     const pl_st_tensor *x = *(const pl_st_tensor *const *)a, *y = *(const pl_st_tensor *const *)b;
     if (x->file != y->file) return x->file < y->file ? -1 : 1;
-    return x->offset < y->offset ? -1 : x->offset > y->offset;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    /* a zero-size tensor at the offset of another comes first: it ends where that one starts */
+    return x->n_bytes < y->n_bytes ? -1 : x->n_bytes > y->n_bytes;
 }
 
 static void check_view(const pl_safetensors *st, const pl_st_shard *files, uint32_t n_files)

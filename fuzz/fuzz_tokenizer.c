@@ -12,8 +12,13 @@
  * declared normalizer), and for SentencePiece with
  * STRIP_PREFIX when x has no U+2581 (plumb.h); the pieces of pl_token_to_piece concatenate to
  * pl_detokenize; streaming decode equals one-shot decode and never splits a UTF-8 character, also
- * when a push is first refused for a too-small buffer. */
+ * when a push is first refused for a too-small buffer; each piece fits an exact buffer and is
+ * refused by a one-too-small one (the size in the message); the vocabulary getters keep
+ * plumb.h's word (special ids -1 or a token, EOS/EOT end generation, ids out of range have no
+ * type, text or piece, a control token's piece is its text only with PL_DETOK_SPECIAL); and a
+ * flag bit no call knows is PL_ERR_INVALID_ARG for every call that takes flags. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,6 +191,32 @@ static char *detokenize(const pl_model *m, const int32_t *ids, size_t n, uint32_
     return out;
 }
 
+/* pl_token_to_piece of a token whose piece is k > 0 bytes: an exact-size buffer gets them, a
+ * one-too-small one is PL_ERR_BUFFER_TOO_SMALL with *n_out = k and k in the message. */
+static void check_piece_buffers(const pl_model *m, int32_t id, uint32_t flags, const char *piece,
+                                size_t k)
+{
+    pl_error err = {0};
+    size_t got = 0;
+    char *buf = malloc(k);
+    FUZZ_CHECK(buf != NULL, "malloc");
+    pl_status st = pl_token_to_piece(m, id, flags, buf, k, &got, &err);
+    FUZZ_CHECK(st == PL_OK && got == k && memcmp(buf, piece, k) == 0,
+               "token_to_piece(%d) into its exact %zu bytes: status %d, n_out %zu", id, k, (int)st,
+               got);
+    free(buf);
+    buf = malloc(k - 1 ? k - 1 : 1); /* exact size again: ASan sees a write past k - 1 */
+    FUZZ_CHECK(buf != NULL, "malloc");
+    st = pl_token_to_piece(m, id, flags, buf, k - 1, &got, &err);
+    check_error(st, &err, "token_to_piece into a short buffer");
+    char size[32];
+    snprintf(size, sizeof size, "%zu", k);
+    FUZZ_CHECK(st == PL_ERR_BUFFER_TOO_SMALL && got == k && strstr(err.msg, size),
+               "token_to_piece(%d) into %zu of %zu bytes: status %d, n_out %zu, msg '%s'", id,
+               k - 1, k, (int)st, got, err.msg);
+    free(buf);
+}
+
 /* The concatenated pieces equal the one-shot decode without STRIP_PREFIX. */
 static void check_pieces(const pl_model *m, const int32_t *ids, size_t n, uint32_t flags)
 {
@@ -203,6 +234,7 @@ static void check_pieces(const pl_model *m, const int32_t *ids, size_t n, uint32
         FUZZ_CHECK(pos + k <= total && memcmp(whole + pos, piece, k) == 0,
                    "piece of token %d (index %zu) differs from detokenize at byte %zu", ids[i], i,
                    pos);
+        if (k > 0) check_piece_buffers(m, ids[i], flags, piece, k);
         pos += k;
     }
     FUZZ_CHECK(pos == total, "pieces give %zu bytes, detokenize %zu", pos, total);
@@ -267,6 +299,112 @@ static void check_stream(const pl_model *m, const int32_t *ids, size_t n, uint32
     free(whole);
 }
 
+/* The vocabulary getters against plumb.h: the special ids are -1 or a token, EOS and EOT end a
+ * generation, an id outside [0, n) has type INVALID, text "", no piece, and does not end a
+ * generation; a control token's piece is empty, or its text with PL_DETOK_SPECIAL. */
+static void check_vocab(const pl_model *m, const int32_t *ids, size_t n, size_t len, uint8_t fl)
+{
+    const int32_t nv = pl_vocab_n_tokens(m);
+    const int32_t special[5] = {pl_vocab_bos(m), pl_vocab_eos(m), pl_vocab_eot(m), pl_vocab_pad(m),
+                                pl_vocab_unk(m)};
+    static const char *const names[5] = {"bos", "eos", "eot", "pad", "unk"};
+    for (int i = 0; i < 5; i++)
+        FUZZ_CHECK(special[i] >= -1 && special[i] < nv, "%s id %d outside [-1, %d)", names[i],
+                   special[i], nv);
+    FUZZ_CHECK(special[1] < 0 || pl_vocab_is_eog(m, special[1]), "eos %d is not eog", special[1]);
+    FUZZ_CHECK(special[2] < 0 || pl_vocab_is_eog(m, special[2]), "eot %d is not eog", special[2]);
+    /* no eot_token_id key: the eot is a token of one of the documented names */
+    if (special[2] >= 0 && pl_gguf_find_key(pl_model_gguf(m), "tokenizer.ggml.eot_token_id") < 0) {
+        static const char *const eot_names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>",
+                                                "<end_of_turn>"};
+        pl_str t = pl_vocab_token_text(m, special[2]);
+        int named = 0;
+        for (int i = 0; i < 4; i++)
+            named |= t.len == strlen(eot_names[i]) && memcmp(t.ptr, eot_names[i], t.len) == 0;
+        FUZZ_CHECK(named, "eot %d ('%.*s') without the key is none of the documented names",
+                   special[2], (int)t.len, t.ptr);
+    }
+
+    /* ids outside the vocabulary; one of them (by the input) through the fallible calls */
+    const int32_t bad[5] = {-1, nv, INT32_MIN, INT32_MAX, nv + (int32_t)(len % 64)};
+    for (int i = 0; i < 5; i++) {
+        FUZZ_CHECK(!pl_vocab_is_eog(m, bad[i]), "id %d outside [0, %d) is eog", bad[i], nv);
+        FUZZ_CHECK(pl_vocab_token_type(m, bad[i]) == PL_TOKEN_INVALID, "id %d has type %d", bad[i],
+                   (int)pl_vocab_token_type(m, bad[i]));
+        pl_str t = pl_vocab_token_text(m, bad[i]);
+        FUZZ_CHECK(t.ptr != NULL && t.len == 0, "id %d outside [0, %d) has a text of %zu bytes",
+                   bad[i], nv, t.len);
+    }
+    const int32_t b = bad[fl % 5];
+    char buf[8];
+    size_t got = 0;
+    pl_error err = {0};
+    pl_status st = pl_token_to_piece(m, b, fl & PL_DETOK_SPECIAL, buf, sizeof buf, &got, &err);
+    check_error(st, &err, "token_to_piece of an id out of range");
+    FUZZ_CHECK(st == PL_ERR_INVALID_ARG, "token_to_piece(%d), %d tokens: status %d", b, nv,
+               (int)st);
+    st = pl_detokenize(m, &b, 1, 0, buf, sizeof buf, &got, &err);
+    check_error(st, &err, "detokenize of an id out of range");
+    FUZZ_CHECK(st == PL_ERR_INVALID_ARG, "detokenize([%d]), %d tokens: status %d", b, nv, (int)st);
+
+    /* ids inside it: the specials, the first tokens of the text, both ends */
+    int32_t probe[5 + 16 + 2];
+    size_t np = 0;
+    for (int i = 0; i < 5; i++)
+        if (special[i] >= 0) probe[np++] = special[i];
+    for (size_t i = 0; i < n && i < 16; i++) probe[np++] = ids[i];
+    probe[np++] = 0;
+    probe[np++] = nv - 1;
+    char *piece = malloc(MAX_TOKEN);
+    FUZZ_CHECK(piece != NULL, "malloc");
+    for (size_t i = 0; i < np; i++) {
+        const int32_t id = probe[i];
+        const pl_token_type type = pl_vocab_token_type(m, id);
+        FUZZ_CHECK(type >= PL_TOKEN_UNDEFINED && type <= PL_TOKEN_BYTE, "token %d has type %d", id,
+                   (int)type);
+        pl_str t = pl_vocab_token_text(m, id);
+        FUZZ_CHECK(t.ptr != NULL, "token %d has a NULL text", id);
+        if (type != PL_TOKEN_CONTROL) continue;
+        size_t k = 1;
+        st = pl_token_to_piece(m, id, 0, piece, MAX_TOKEN, &k, &err);
+        FUZZ_CHECK(st == PL_OK && k == 0, "control token %d: piece of %zu bytes without SPECIAL",
+                   id, k);
+        st = pl_token_to_piece(m, id, PL_DETOK_SPECIAL, piece, MAX_TOKEN, &k, &err);
+        FUZZ_CHECK(st == PL_OK && k == t.len && memcmp(piece, t.ptr, k) == 0,
+                   "control token %d: its SPECIAL piece (%zu bytes) is not its text '%.*s'", id, k,
+                   (int)t.len, t.ptr);
+    }
+    free(piece);
+}
+
+/* A flag bit no call knows (bits 2..31, by the input) fails every call that takes flags with
+ * PL_ERR_INVALID_ARG, before any work. */
+static void check_unknown_flags(const pl_model *m, const char *text, size_t len, uint8_t fl)
+{
+    const uint32_t bit = 1u << (2 + (fl + len) % 30);
+    pl_error err = {0};
+    size_t got = 0;
+    int32_t id;
+    char c;
+    pl_status st = pl_tokenize(m, text, len, (fl & 3u) | bit, &id, 1, &got, &err);
+    FUZZ_CHECK(st == PL_ERR_INVALID_ARG && err.code == st, "tokenize flags 0x%x: status %d",
+               (fl & 3u) | bit, (int)st);
+    st = pl_normalize(m, text, len, (fl & 2u) | bit, &c, 1, &got, &err);
+    FUZZ_CHECK(st == PL_ERR_INVALID_ARG && err.code == st, "normalize flags 0x%x: status %d",
+               (fl & 2u) | bit, (int)st);
+    st = pl_token_to_piece(m, 0, (fl >> 2 & 1u) | bit, &c, 1, &got, &err);
+    FUZZ_CHECK(st == PL_ERR_INVALID_ARG && err.code == st, "token_to_piece flags 0x%x: status %d",
+               (fl >> 2 & 1u) | bit, (int)st);
+    id = 0;
+    st = pl_detokenize(m, &id, 1, (fl >> 2 & 3u) | bit, &c, 1, &got, &err);
+    FUZZ_CHECK(st == PL_ERR_INVALID_ARG && err.code == st, "detokenize flags 0x%x: status %d",
+               (fl >> 2 & 3u) | bit, (int)st);
+    pl_detok *d = (pl_detok *)&err;
+    st = pl_detok_new(&d, m, (fl >> 2 & 3u) | bit, &err);
+    FUZZ_CHECK(st == PL_ERR_INVALID_ARG && err.code == st && d == NULL,
+               "detok_new flags 0x%x: status %d", (fl >> 2 & 3u) | bit, (int)st);
+}
+
 static int has_u2581(const char *t, size_t n)
 {
     for (size_t i = 0; i + 2 < n; i++)
@@ -320,6 +458,8 @@ static void run(const pl_model *m, const char *text, size_t len, uint8_t fl, int
         int32_t probe[4] = {0, nv - 1, ids[0] % nv, (int32_t)(len % (size_t)nv)};
         check_stream(m, probe, 4, dflags | PL_DETOK_SPECIAL, cap_hint);
     }
+    if (nv > 0) check_vocab(m, ids, n, len, fl);
+    check_unknown_flags(m, text, len, fl);
     free(ids);
 }
 
