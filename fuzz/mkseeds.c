@@ -276,6 +276,8 @@ enum {
     B_GEMMA2,
     B_GEMMA3,
     B_PHI3,
+    B_PHI3_32, /* the shapes whose window llama.cpp assumes when the key is absent */
+    B_PHI3_40,
     N_BASES
 };
 
@@ -427,6 +429,18 @@ static void gguf_model_seeds(void)
     c[B_GEMMA3].local_window = 3;
     c[B_PHI3] = config("s-phi3-window", "phi3", DEMO_VOCAB_SPM, PL_FTYPE_Q8_0, 32, 32, 0);
     c[B_PHI3].local_window = 2047;
+    /* Phi-3 mini (32 layers, 4k context) and medium-128k (40 layers) without the window key;
+     * heads of 2 and an FFN of 1 keep 32 layers small */
+    c[B_PHI3_32] =
+        config("s-phi3-32-layers-4k-no-window", "phi3", DEMO_VOCAB_SPM, PL_FTYPE_Q8_0, 32, 1, 1);
+    c[B_PHI3_32].n_layer = 32;
+    c[B_PHI3_32].n_ctx = 4096;
+    c[B_PHI3_32].n_head = 1;
+    c[B_PHI3_32].head_dim = 2;
+    c[B_PHI3_40] = c[B_PHI3_32];
+    snprintf(c[B_PHI3_40].name, sizeof c[B_PHI3_40].name, "seed s-phi3-40-layers-128k-no-window");
+    c[B_PHI3_40].n_layer = 40;
+    c[B_PHI3_40].n_ctx = 131072;
     void *bases[N_BASES];
     size_t sizes[N_BASES];
     for (int b = 0; b < N_BASES; b++) {
@@ -506,6 +520,11 @@ static void gguf_model_seeds(void)
         KEYS("e-vocab-size", B_LLAMA, U32(".vocab_size", 1000)),
         KEYS("e-rope-factor-below-1", B_LLAMA, F32(".rope.scaling.factor", 0.5)),
         KEYS("e-phi3-no-window", B_PHI3, GONE(".attention.sliding_window")),
+        KEYS("e-no-head-count", B_LLAMA, GONE(".attention.head_count")),
+        KEYS("e-no-head-count-kv", B_LLAMA, GONE(".attention.head_count_kv")),
+        KEYS("e-unknown-key-f32", B_LLAMA, F32(".logit_scale", 1.5)),
+        KEYS("e-unknown-key-f64", B_LLAMA, AS(".residual_scale", FLOAT64, 2.5)),
+        KEYS("e-split-count", B_LLAMA, U32("split.count", 2)),
         /* tensors: divisors, binding */
         {.name = "e-rope-freqs-zero",
          .base = B_LLAMA,
@@ -527,6 +546,11 @@ static void gguf_model_seeds(void)
         {.name = "e-unused-tensor",
          .base = B_LLAMA,
          .add = {{"blk.0.extra.weight", PL_TYPE_F32, 32, 0, 1.0f}}},
+        {.name = "e-token-embd-1d",
+         .base = B_LLAMA,
+         .kv = {GONE(".vocab_size")},
+         .drop = "token_embd.weight",
+         .add = {{"token_embd.weight", PL_TYPE_F32, 32, 0, 0.5f}}},
         {.name = "e-embd-fewer-rows",
          .base = B_LLAMA,
          .kv = {GONE(".vocab_size")},
@@ -627,6 +651,8 @@ typedef struct vocab_edit {
     int long_token;  /* the last token replaced by one of 5000 bytes */
     int long_merge;  /* the first merge's left side 5000 bytes */
     int short_types; /* token_type cut to 10 entries */
+    int dup_byte;    /* the last token a second <0x41> of type byte (SentencePiece) */
+    int spm;         /* DEMO_VOCAB_SPM, else DEMO_VOCAB_BPE (the reserved specials: their own) */
     kv_edit kv[2];
 } vocab_edit;
 
@@ -672,6 +698,7 @@ static void *vocab_variant(enum demo_vocab_kind kind, const vocab_edit *e, size_
                 l[j] = j < a.count ? (size_t)v.len : strlen(p[j]);
             }
             if (toks && e->long_token) p[a.count - 1] = big, l[a.count - 1] = 5000;
+            if (toks && e->dup_byte) p[a.count - 1] = "<0x41>", l[a.count - 1] = 6;
             if (!toks && e->long_merge) p[0] = big, l[0] = 5002;
             s = pl_gguf_writer_set_array_str(w, key, p, l, cnt, &err);
             free(p);
@@ -684,6 +711,7 @@ static void *vocab_variant(enum demo_vocab_kind kind, const vocab_edit *e, size_
             if (!v) exit(1);
             memcpy(v, a.data, (cnt < a.count ? cnt : a.count) * 4);
             for (uint64_t j = a.count; j < cnt; j++) v[j] = a.type == PL_GGUF_INT32 ? 3 : 0;
+            if (e->dup_byte && a.type == PL_GGUF_INT32) v[a.count - 1] = 6; /* byte */
             s = pl_gguf_writer_set_array(w, key, a.type, v, cnt, &err);
             free(v);
         } else {
@@ -714,10 +742,16 @@ static void vocab_seeds(void)
          .kv = {AS("tokenizer.ggml.add_bos_token", BOOL, 1), GONE("tokenizer.ggml.bos_token_id")}},
         {.name = "v-add-eos-without-eos",
          .kv = {AS("tokenizer.ggml.add_eos_token", BOOL, 1), GONE("tokenizer.ggml.eos_token_id")}},
+        {.name = "v-token-type-not-array", .kv = {U32("tokenizer.ggml.token_type", 1)}},
+        {.name = "v-add-bos-as-u32", .kv = {U32("tokenizer.ggml.add_bos_token", 1)}},
+        {.name = "v-bos-id-int32-none", .kv = {AS("tokenizer.ggml.bos_token_id", INT32, -1)}},
+        {.name = "v-eos-id-float", .kv = {F32("tokenizer.ggml.eos_token_id", 2)}},
+        {.name = "v-spm-no-bos-id", .spm = 1, .kv = {GONE("tokenizer.ggml.bos_token_id")}},
+        {.name = "v-spm-duplicate-byte-token", .spm = 1, .dup_byte = 1},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         size_t n = 0;
-        void *buf = vocab_variant(DEMO_VOCAB_BPE, &v[i], &n);
+        void *buf = vocab_variant(v[i].spm ? DEMO_VOCAB_SPM : DEMO_VOCAB_BPE, &v[i], &n);
         put("gguf", v[i].name, buf, n);
         pl_buffer_free(buf);
     }
