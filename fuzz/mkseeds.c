@@ -594,6 +594,8 @@ static void defect_seeds(void)
         {"g-unknown-tensor-type", PL_GGUF_TYPE_COUNT, 0},
         {"g-unimplemented-tensor-type", PL_GGUF_TYPE_COUNT, 0},
         {"g-row-not-whole-blocks", PL_GGUF_TYPE_COUNT, 0},
+        {"g-tensor-bytes-overflow", PL_GGUF_TYPE_COUNT, 0},
+        {"g-data-section-past-end", PL_GGUF_TYPE_COUNT, 0},
     };
     float data[24];
     for (int i = 0; i < 24; i++) data[i] = (float)i / 8.0f;
@@ -634,8 +636,17 @@ static void defect_seeds(void)
         case 6:
             put_u32(a + 4 + 8, 16); /* IQ2_XXS: named by ggml, not implemented */
             break;
-        default:
+        case 7:
             put_u32(a + 4 + 8, PL_TYPE_Q8_0); /* 16 elements: half a block */
+            break;
+        case 8:
+            put_u32(a + 4, 0);
+            put_u32(a + 8, 1u << 30); /* ne[0] = 2^62 elements: 2^64 bytes of F32 */
+            break;
+        default:
+            /* the file ends one byte after the last tensor info, inside the padding before the
+             * data section */
+            n = (size_t)(b + 8 + 4 + 8 + 4 + 8 - buf) + 1;
             break;
         }
         put("gguf", d[k].name, buf, n);
