@@ -468,13 +468,12 @@ static void gguf_model_seeds(void)
              F32(".rope.scale_linear", 2)),
         KEYS("s-rope-none", B_LLAMA, STR(".rope.scaling.type", "none"),
              F32(".rope.scaling.factor", 0.5)),
-        /* Phi-3: longrope's two divisor sets over a partial rotation, Phi-4's window 0 */
+        /* Phi-3: longrope's two divisor sets over a partial rotation */
         {.name = "s-phi3-longrope-partial",
          .base = B_PHI3,
          .kv = {U32(".rope.dimension_count", 8)},
          .add = {{"rope_factors_long.weight", PL_TYPE_F32, 4, 0, 2.0f},
                  {"rope_factors_short.weight", PL_TYPE_F32, 4, 0, 1.0f}}},
-        KEYS("s-phi3-window-0", B_PHI3, U32(".attention.sliding_window", 0)),
         /* per-layer arrays: layer 1 twice as wide (its tensors from the wide model) */
         {.name = "s-per-layer-arrays",
          .base = B_LLAMA_L2,
@@ -497,7 +496,6 @@ static void gguf_model_seeds(void)
         KEYS("e-string-as-int", B_LLAMA, U32(".rope.scaling.type", 1)),
         KEYS("e-bool-as-u8", B_LLAMA, AS(".attention.causal", UINT8, 1)),
         KEYS("e-not-causal", B_LLAMA, AS(".attention.causal", BOOL, 0)),
-        KEYS("e-required-missing", B_LLAMA, GONE(".attention.layer_norm_rms_epsilon")),
         /* check_values */
         KEYS("e-rope-dynamic", B_LLAMA, STR(".rope.scaling.type", "dynamic")),
         KEYS("e-yarn-attn-factor", B_LLAMA, STR(".rope.scaling.type", "yarn"),
@@ -520,7 +518,6 @@ static void gguf_model_seeds(void)
         KEYS("e-vocab-size", B_LLAMA, U32(".vocab_size", 1000)),
         KEYS("e-rope-factor-below-1", B_LLAMA, F32(".rope.scaling.factor", 0.5)),
         KEYS("e-phi3-no-window", B_PHI3, GONE(".attention.sliding_window")),
-        KEYS("e-no-head-count", B_LLAMA, GONE(".attention.head_count")),
         KEYS("e-no-head-count-kv", B_LLAMA, GONE(".attention.head_count_kv")),
         KEYS("e-unknown-key-f32", B_LLAMA, F32(".logit_scale", 1.5)),
         KEYS("e-unknown-key-f64", B_LLAMA, AS(".residual_scale", FLOAT64, 2.5)),
@@ -581,21 +578,20 @@ static void put_u32(unsigned char *p, uint32_t v)
  * placeholder key renamed to general.alignment after writing (the writer refuses bad values). */
 static void defect_seeds(void)
 {
+    enum { ALIGN, DUP_NAME, OVERLAP, TYPE_IQ2, BYTES_OVERFLOW, CUT_IN_PADDING };
     static const struct {
         const char *name;
-        pl_gguf_type align_type; /* PL_GGUF_TYPE_COUNT: no alignment key */
+        int defect;
+        pl_gguf_type align_type; /* ALIGN: the key's type and value */
         uint64_t align;
     } d[] = {
-        {"g-align-uint64", PL_GGUF_UINT64, 64},
-        {"g-align-not-power-of-two", PL_GGUF_UINT32, 48},
-        {"g-align-too-large", PL_GGUF_UINT32, 1u << 17},
-        {"g-duplicate-tensor-name", PL_GGUF_TYPE_COUNT, 0},
-        {"g-overlapping-tensors", PL_GGUF_TYPE_COUNT, 0},
-        {"g-unknown-tensor-type", PL_GGUF_TYPE_COUNT, 0},
-        {"g-unimplemented-tensor-type", PL_GGUF_TYPE_COUNT, 0},
-        {"g-row-not-whole-blocks", PL_GGUF_TYPE_COUNT, 0},
-        {"g-tensor-bytes-overflow", PL_GGUF_TYPE_COUNT, 0},
-        {"g-data-section-past-end", PL_GGUF_TYPE_COUNT, 0},
+        {"g-align-uint64", ALIGN, PL_GGUF_UINT64, 64},
+        {"g-align-too-large", ALIGN, PL_GGUF_UINT32, 1u << 17},
+        {"g-duplicate-tensor-name", DUP_NAME, 0, 0},
+        {"g-overlapping-tensors", OVERLAP, 0, 0},
+        {"g-unimplemented-tensor-type", TYPE_IQ2, 0, 0},
+        {"g-tensor-bytes-overflow", BYTES_OVERFLOW, 0, 0},
+        {"g-data-section-past-end", CUT_IN_PADDING, 0, 0},
     };
     float data[24];
     for (int i = 0; i < 24; i++) data[i] = (float)i / 8.0f;
@@ -605,7 +601,7 @@ static void defect_seeds(void)
         const int64_t ne_a = 16, ne_b = 8;
         pl_status s = pl_gguf_writer_new(&w, 3, &err);
         if (!s) s = pl_gguf_writer_set_string(w, "general.architecture", "llama", 5, &err);
-        if (!s && d[k].align_type != PL_GGUF_TYPE_COUNT)
+        if (!s && d[k].defect == ALIGN)
             s = pl_gguf_writer_set(w, "general.alignmenT", d[k].align_type, &d[k].align, &err);
         if (!s) s = pl_gguf_writer_add_tensor(w, "tensor.a", PL_TYPE_F32, 1, &ne_a, data, &err);
         if (!s)
@@ -618,32 +614,24 @@ static void defect_seeds(void)
         unsigned char *buf = out;
         /* a tensor info after its name: n_dims (4 bytes), ne[0] (8), type (4), offset (8) */
         unsigned char *a = find_bytes(buf, n, "tensor.a") + 8, *b = find_bytes(buf, n, "tensor.b");
-        switch (k) {
-        case 0:
-        case 1:
-        case 2:
+        switch (d[k].defect) {
+        case ALIGN:
             find_bytes(buf, n, "general.alignmenT")[16] = 't';
             break;
-        case 3:
+        case DUP_NAME:
             b[7] = 'a';
             break;
-        case 4:
+        case OVERLAP:
             put_u32(b + 8 + 4 + 8 + 4, 32); /* tensor.b at 32: inside tensor.a's 64 bytes */
             break;
-        case 5:
-            put_u32(a + 4 + 8, 200);
-            break;
-        case 6:
+        case TYPE_IQ2:
             put_u32(a + 4 + 8, 16); /* IQ2_XXS: named by ggml, not implemented */
             break;
-        case 7:
-            put_u32(a + 4 + 8, PL_TYPE_Q8_0); /* 16 elements: half a block */
-            break;
-        case 8:
+        case BYTES_OVERFLOW:
             put_u32(a + 4, 0);
             put_u32(a + 8, 1u << 30); /* ne[0] = 2^62 elements: 2^64 bytes of F32 */
             break;
-        default:
+        case CUT_IN_PADDING:
             /* the file ends one byte after the last tensor info, inside the padding before the
              * data section */
             n = (size_t)(b + 8 + 4 + 8 + 4 + 8 - buf) + 1;
@@ -757,7 +745,6 @@ static void vocab_seeds(void)
         {.name = "v-add-bos-as-u32", .kv = {U32("tokenizer.ggml.add_bos_token", 1)}},
         {.name = "v-bos-id-int32-none", .kv = {AS("tokenizer.ggml.bos_token_id", INT32, -1)}},
         {.name = "v-eos-id-float", .kv = {F32("tokenizer.ggml.eos_token_id", 2)}},
-        {.name = "v-spm-no-bos-id", .spm = 1, .kv = {GONE("tokenizer.ggml.bos_token_id")}},
         {.name = "v-spm-duplicate-byte-token", .spm = 1, .dup_byte = 1},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
