@@ -427,7 +427,7 @@ static void gguf_model_seeds(void)
     c[B_GEMMA2].final_softcap = 30.0f;
     c[B_GEMMA3] = config("s-gemma3-swa", "gemma3", DEMO_VOCAB_BPE_LLAMA3, PL_FTYPE_Q8_0, 32, 32, 1);
     c[B_GEMMA3].local_window = 3;
-    c[B_PHI3] = config("s-phi3-window", "phi3", DEMO_VOCAB_SPM, PL_FTYPE_Q8_0, 32, 32, 0);
+    c[B_PHI3] = config("edit-phi3", "phi3", DEMO_VOCAB_SPM, PL_FTYPE_Q8_0, 32, 32, 0);
     c[B_PHI3].local_window = 2047;
     /* Phi-3 mini (32 layers, 4k context) and medium-128k (40 layers) without the window key;
      * heads of 2 and an FFN of 1 keep 32 layers small */
@@ -445,7 +445,9 @@ static void gguf_model_seeds(void)
     size_t sizes[N_BASES];
     for (int b = 0; b < N_BASES; b++) {
         bases[b] = model_bytes(&c[b], &sizes[b]);
-        if (b >= B_MIXTRAL) put("gguf", c[b].name + 5, bases[b], sizes[b]); /* "seed " */
+        /* saved under general.name less "seed "; the plain phi3 model reaches nothing its edits
+         * and the 32/40-layer ones do not */
+        if (b >= B_MIXTRAL && b != B_PHI3) put("gguf", c[b].name + 5, bases[b], sizes[b]);
     }
     static const edit_seed edits[] = {
         /* every integer type where an integer is read, float64 where a float is */
@@ -646,12 +648,12 @@ static void defect_seeds(void)
 
 typedef struct vocab_edit {
     const char *name;
-    int n_reserved;  /* "<|reserved_special_token_N|>" control tokens appended, N from 10 */
-    int long_token;  /* the last token replaced by one of 5000 bytes */
-    int long_merge;  /* the first merge's left side 5000 bytes */
-    int short_types; /* token_type cut to 10 entries */
-    int dup_byte;    /* the last token a second <0x41> of type byte (SentencePiece) */
-    int spm;         /* DEMO_VOCAB_SPM, else DEMO_VOCAB_BPE (the reserved specials: their own) */
+    int n_reserved;         /* "<|reserved_special_token_N|>" control tokens appended, N from 10 */
+    int long_token;         /* the last token replaced by one of 5000 bytes */
+    int long_merge;         /* the first merge's left side 5000 bytes */
+    int short_types;        /* token_type cut to 10 entries */
+    const char *byte_token; /* the last token this text, of type byte */
+    int kind;               /* demo_vocab_kind + 1; 0: DEMO_VOCAB_BPE */
     kv_edit kv[2];
 } vocab_edit;
 
@@ -697,7 +699,8 @@ static void *vocab_variant(enum demo_vocab_kind kind, const vocab_edit *e, size_
                 l[j] = j < a.count ? (size_t)v.len : strlen(p[j]);
             }
             if (toks && e->long_token) p[a.count - 1] = big, l[a.count - 1] = 5000;
-            if (toks && e->dup_byte) p[a.count - 1] = "<0x41>", l[a.count - 1] = 6;
+            if (toks && e->byte_token)
+                p[a.count - 1] = e->byte_token, l[a.count - 1] = strlen(e->byte_token);
             if (!toks && e->long_merge) p[0] = big, l[0] = 5002;
             s = pl_gguf_writer_set_array_str(w, key, p, l, cnt, &err);
             free(p);
@@ -710,7 +713,7 @@ static void *vocab_variant(enum demo_vocab_kind kind, const vocab_edit *e, size_
             if (!v) exit(1);
             memcpy(v, a.data, (cnt < a.count ? cnt : a.count) * 4);
             for (uint64_t j = a.count; j < cnt; j++) v[j] = a.type == PL_GGUF_INT32 ? 3 : 0;
-            if (e->dup_byte && a.type == PL_GGUF_INT32) v[a.count - 1] = 6; /* byte */
+            if (e->byte_token && a.type == PL_GGUF_INT32) v[a.count - 1] = 6; /* byte */
             s = pl_gguf_writer_set_array(w, key, a.type, v, cnt, &err);
             free(v);
         } else {
@@ -745,11 +748,18 @@ static void vocab_seeds(void)
         {.name = "v-add-bos-as-u32", .kv = {U32("tokenizer.ggml.add_bos_token", 1)}},
         {.name = "v-bos-id-int32-none", .kv = {AS("tokenizer.ggml.bos_token_id", INT32, -1)}},
         {.name = "v-eos-id-float", .kv = {F32("tokenizer.ggml.eos_token_id", 2)}},
-        {.name = "v-spm-duplicate-byte-token", .spm = 1, .dup_byte = 1},
+        {.name = "v-spm-duplicate-byte-token", .kind = 1 + DEMO_VOCAB_SPM, .byte_token = "<0x41>"},
+        {.name = "v-spm-byte-token-not-hex", .kind = 1 + DEMO_VOCAB_SPM, .byte_token = "<0xG1>"},
+        {.name = "v-pre-unknown-with-tab", .kv = {STR("tokenizer.ggml.pre", "qwen2\tx")}},
+        /* llama-bpe adds a BOS by default: without an id or the key, none is added */
+        {.name = "v-llama3-no-bos",
+         .kind = 1 + DEMO_VOCAB_BPE_LLAMA3,
+         .kv = {GONE("tokenizer.ggml.bos_token_id"), GONE("tokenizer.ggml.add_bos_token")}},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         size_t n = 0;
-        void *buf = vocab_variant(v[i].spm ? DEMO_VOCAB_SPM : DEMO_VOCAB_BPE, &v[i], &n);
+        void *buf = vocab_variant(
+            v[i].kind ? (enum demo_vocab_kind)(v[i].kind - 1) : DEMO_VOCAB_BPE, &v[i], &n);
         put("gguf", v[i].name, buf, n);
         pl_buffer_free(buf);
     }
