@@ -838,7 +838,7 @@ static void sampler_case(const sampler_seed *c)
         buf[n++] = (unsigned char)(c->hist[i] & 0xff);
         buf[n++] = (unsigned char)((unsigned short)c->hist[i] >> 8);
     }
-    memcpy(buf + n, c->logits, c->n_logits);
+    if (c->n_logits) memcpy(buf + n, c->logits, c->n_logits); /* logits NULL: the harness fills */
     n += c->n_logits;
     const unsigned tail[] = {c->model,  c->temp, c->top_k,    c->top_p,    c->min_p,
                              c->repeat, c->freq, c->presence, c->last_n,   0 /* seed */,
@@ -1023,7 +1023,7 @@ int main(int argc, char **argv)
     unsigned n_quant_types = 0;
     for (uint32_t t = 0; t < PL_TYPE_COUNT; t++) n_quant_types += pl_type_supported(t) != 0;
     for (unsigned t = 0; t < n_quant_types; t++) {
-        unsigned char buf[600];
+        unsigned char buf[600] = {0}; /* bytes n-8, n-7 are no parameter: zero, not stack */
         for (size_t j = 0; j < sizeof buf - 8; j++) buf[j] = (unsigned char)(j * 131 + t * 7);
         /* floats near 1: exponent bytes 0x3f in every fourth byte */
         for (size_t j = 3; j < sizeof buf - 8; j += 4) buf[j] = 0x3f;
