@@ -417,9 +417,9 @@ static void gguf_model_seeds(void)
     c[B_QWEN2MOE].n_ff_exp = 32;
     c[B_QWEN2MOE].n_ff_shexp = 64;
     c[B_QWEN3MOE] = config("s-qwen3moe", "qwen3moe", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 1);
-    c[B_QWEN3MOE].n_expert = 8;
-    c[B_QWEN3MOE].n_expert_used = 8;
-    c[B_QWEN3MOE].n_ff_exp = 64;
+    c[B_QWEN3MOE].n_expert = 4;
+    c[B_QWEN3MOE].n_expert_used = 4; /* every expert: used == count */
+    c[B_QWEN3MOE].n_ff_exp = 48;
     c[B_GEMMA2] =
         config("s-gemma2-swa-softcap", "gemma2", DEMO_VOCAB_SPM, PL_FTYPE_Q8_0, 32, 32, 1);
     c[B_GEMMA2].local_window = 2;
