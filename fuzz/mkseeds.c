@@ -1,6 +1,7 @@
 /* mkseeds.c — writes the seed corpora of the fuzz harnesses with the project's own generators
- * (synth/mkmodel.c models, synth/demo_vocab.c vocabularies, texts in many scripts, sampler
- * cases in fuzz_sampler.c's layout, safetensors files and a sharded checkpoint).
+ * (synth/mkmodel.c models of every architecture, the same with one key or tensor changed,
+ * synth/demo_vocab.c vocabularies, texts in many scripts, sampler cases in fuzz_sampler.c's
+ * layout, safetensors files and a sharded checkpoint).
  * Not a fuzzer: run once (campaign.sh seeds), then afl-cmin the result. Usage: mkseeds DIR */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,8 +40,35 @@ static void *slurp(const char *path, size_t *n)
     return buf;
 }
 
-static void model(const char *name, const char *arch, enum demo_vocab_kind vocab, pl_ftype ftype,
-                  int64_t n_embd, int64_t n_ff, int tied)
+static void *vocab_file(enum demo_vocab_kind kind, uint32_t n_vocab, size_t *n)
+{
+    pl_gguf_writer *w = NULL;
+    pl_error err = {0};
+    void *buf = NULL;
+    pl_status st = pl_gguf_writer_new(&w, 3, &err);
+    if (!st) st = pl_gguf_writer_set_string(w, "general.architecture", "llama", 5, &err);
+    if (!st) st = demo_vocab_write(w, kind, n_vocab, &err);
+    if (!st) st = pl_gguf_writer_write_memory(w, &buf, n, &err);
+    pl_gguf_writer_free(w);
+    if (st) {
+        fprintf(stderr, "mkseeds: vocab: %s\n", err.msg);
+        exit(1);
+    }
+    return buf;
+}
+
+/* ---- gguf: every architecture, RoPE scaling, per-layer arrays, one key or tensor changed in a
+ * valid model (each check behind a successful parse), defects patched into the bytes ---- */
+
+static void die(const char *what, const pl_error *err)
+{
+    fprintf(stderr, "mkseeds: %s: %s\n", what, err->msg);
+    exit(1);
+}
+
+/* model()'s shape (one layer, 2 heads of 16, one KV head, seed 7); name becomes general.name */
+static mk_config config(const char *name, const char *arch, enum demo_vocab_kind vocab,
+                        pl_ftype ftype, int64_t n_embd, int64_t n_ff, int tied)
 {
     mk_config c = {0};
     snprintf(c.name, sizeof c.name, "seed %.48s", name);
@@ -61,36 +89,710 @@ static void model(const char *name, const char *arch, enum demo_vocab_kind vocab
     c.pure = 1;
     c.seed = 7;
     c.n_threads = 1;
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s/.%s.gguf", root, name);
-    pl_error err = {0};
-    if (mk_write(&c, tmp, NULL, NULL, NULL, &err) != PL_OK) {
-        fprintf(stderr, "mkseeds: %s: %s\n", name, err.msg);
-        exit(1);
-    }
-    size_t n = 0;
-    void *buf = slurp(tmp, &n);
-    remove(tmp);
-    if (!buf) exit(1);
-    put("gguf", name, buf, n);
-    free(buf);
+    return c;
 }
 
-static void *vocab_file(enum demo_vocab_kind kind, uint32_t n_vocab, size_t *n)
+/* The file mk_write makes of c, in memory (free()). */
+static void *model_bytes(const mk_config *c, size_t *n)
 {
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s/.mkseeds-model.gguf", root);
+    pl_error err = {0};
+    if (mk_write(c, tmp, NULL, NULL, NULL, &err) != PL_OK) die(c->name, &err);
+    void *buf = slurp(tmp, n);
+    remove(tmp);
+    if (!buf) exit(1);
+    return buf;
+}
+
+static pl_gguf *parse_or_die(const void *buf, size_t n)
+{
+    pl_gguf *g = NULL;
+    pl_error err = {0};
+    if (pl_gguf_parse(&g, buf, n, &err) != PL_OK) die("reparse", &err);
+    return g;
+}
+
+/* Key i of g into w, with its type and value. */
+static void copy_kv(pl_gguf_writer *w, const pl_gguf *g, uint64_t i)
+{
+    pl_str k = pl_gguf_kv_key(g, i);
+    char key[256];
+    snprintf(key, sizeof key, "%.*s", (int)k.len, k.ptr);
+    const pl_gguf_type t = pl_gguf_kv_type(g, i);
+    pl_error err = {0};
+    pl_status s;
+    pl_str v;
+    if (t == PL_GGUF_STRING) {
+        pl_gguf_kv_string(g, i, &v, NULL);
+        s = pl_gguf_writer_set_string(w, key, v.ptr, (size_t)v.len, &err);
+    } else if (t == PL_GGUF_ARRAY) {
+        pl_gguf_array a;
+        pl_gguf_kv_array(g, i, &a, NULL);
+        if (a.type != PL_GGUF_STRING) {
+            s = pl_gguf_writer_set_array(w, key, a.type, a.data, a.count, &err);
+        } else {
+            const char **p = malloc((a.count + 1) * sizeof *p);
+            size_t *l = malloc((a.count + 1) * sizeof *l);
+            if (!p || !l) exit(1);
+            for (uint64_t j = 0; j < a.count; j++) {
+                pl_gguf_array_string(&a, j, &v, NULL);
+                p[j] = v.ptr;
+                l[j] = (size_t)v.len;
+            }
+            s = pl_gguf_writer_set_array_str(w, key, p, l, a.count, &err);
+            free(p);
+            free(l);
+        }
+    } else {
+        uint64_t x = 0;
+        pl_gguf_kv_scalar(g, i, t, &x, NULL);
+        s = pl_gguf_writer_set(w, key, t, &x, &err);
+    }
+    if (s) die(key, &err);
+}
+
+static void copy_tensor(pl_gguf_writer *w, const pl_gguf *g, uint64_t i)
+{
+    pl_tensor_info t;
+    pl_error err = {0};
+    pl_gguf_tensor(g, i, &t, NULL);
+    char name[PL_GGUF_MAX_NAME + 1];
+    snprintf(name, sizeof name, "%.*s", (int)t.name.len, t.name.ptr);
+    if (pl_gguf_writer_add_tensor(w, name, t.type, t.n_dims, t.ne, t.data, &err)) die(name, &err);
+}
+
+/* A metadata change: a leading '.' in key stands for "<architecture>."; type
+ * PL_GGUF_TYPE_COUNT leaves the key out; arrays hold n of arr as elem. */
+typedef struct kv_edit {
+    const char *key;
+    pl_gguf_type type;
+    double num;
+    const char *str;
+    pl_gguf_type elem;
+    int n;
+    int64_t arr[2];
+} kv_edit;
+
+/* A tensor added: every element value (F32 or F16), ne1 0 for a vector. */
+typedef struct tensor_add {
+    const char *name;
+    uint32_t type;
+    int64_t ne0, ne1;
+    float value;
+} tensor_add;
+
+typedef struct edit_seed {
+    const char *name;
+    int base;
+    kv_edit kv[8];
+    const char *drop;  /* a tensor left out */
+    tensor_add add[2]; /* tensors added (a name of NULL: none) */
+    int base2;         /* with from2: the tensors named from2... come from this base */
+    const char *from2;
+} edit_seed;
+
+static void set_value(pl_gguf_writer *w, const char *key, const kv_edit *e)
+{
+    pl_error err = {0};
+    pl_status s;
+    union {
+        uint8_t u8;
+        int8_t i8;
+        uint16_t u16;
+        int16_t i16;
+        uint32_t u32;
+        int32_t i32;
+        uint64_t u64;
+        int64_t i64;
+        float f32;
+        double f64;
+    } v;
+    memset(&v, 0, sizeof v);
+    switch (e->type) {
+    case PL_GGUF_STRING:
+        s = pl_gguf_writer_set_string(w, key, e->str, strlen(e->str), &err);
+        break;
+    case PL_GGUF_ARRAY: {
+        const size_t es = pl_gguf_type_size(e->elem);
+        unsigned char buf[16];
+        for (int j = 0; j < e->n; j++) {
+            if (e->elem == PL_GGUF_FLOAT32) {
+                float f = (float)e->arr[j];
+                memcpy(buf + j * es, &f, 4);
+            } else {
+                memcpy(buf + j * es, &e->arr[j], es); /* little-endian: the low bytes */
+            }
+        }
+        s = pl_gguf_writer_set_array(w, key, e->elem, buf, (uint64_t)e->n, &err);
+        break;
+    }
+    default:
+        switch (e->type) {
+        case PL_GGUF_UINT8:
+        case PL_GGUF_BOOL:
+            v.u8 = (uint8_t)e->num;
+            break;
+        case PL_GGUF_INT8:
+            v.i8 = (int8_t)e->num;
+            break;
+        case PL_GGUF_UINT16:
+            v.u16 = (uint16_t)e->num;
+            break;
+        case PL_GGUF_INT16:
+            v.i16 = (int16_t)e->num;
+            break;
+        case PL_GGUF_UINT32:
+            v.u32 = (uint32_t)e->num;
+            break;
+        case PL_GGUF_INT32:
+            v.i32 = (int32_t)e->num;
+            break;
+        case PL_GGUF_UINT64:
+            v.u64 = (uint64_t)e->num;
+            break;
+        case PL_GGUF_INT64:
+            v.i64 = (int64_t)e->num;
+            break;
+        case PL_GGUF_FLOAT32:
+            v.f32 = (float)e->num;
+            break;
+        default:
+            v.f64 = e->num;
+            break;
+        }
+        s = pl_gguf_writer_set(w, key, e->type, &v, &err);
+    }
+    if (s) die(key, &err);
+}
+
+enum {
+    B_LLAMA,
+    B_LLAMA_L2,
+    B_LLAMA_L2_WIDE,
+    B_MIXTRAL,
+    B_QWEN2MOE,
+    B_QWEN3MOE,
+    B_GEMMA2,
+    B_GEMMA3,
+    B_PHI3,
+    B_PHI3_32, /* the shapes whose window llama.cpp assumes when the key is absent */
+    B_PHI3_40,
+    N_BASES
+};
+
+static void edit_model(const edit_seed *e, void *const *bases, const size_t *sizes)
+{
+    pl_gguf *g = parse_or_die(bases[e->base], sizes[e->base]);
+    pl_gguf *g2 = e->from2 ? parse_or_die(bases[e->base2], sizes[e->base2]) : NULL;
+    pl_str an;
+    pl_gguf_get_string(g, "general.architecture", &an, NULL);
+    char keys[8][128];
+    size_t n_edits = 0;
+    for (; n_edits < 8 && e->kv[n_edits].key; n_edits++) {
+        const char *k = e->kv[n_edits].key;
+        if (k[0] == '.')
+            snprintf(keys[n_edits], sizeof keys[0], "%.*s%s", (int)an.len, an.ptr, k);
+        else
+            snprintf(keys[n_edits], sizeof keys[0], "%s", k);
+    }
     pl_gguf_writer *w = NULL;
     pl_error err = {0};
-    void *buf = NULL;
-    pl_status st = pl_gguf_writer_new(&w, 3, &err);
-    if (!st) st = pl_gguf_writer_set_string(w, "general.architecture", "llama", 5, &err);
-    if (!st) st = demo_vocab_write(w, kind, n_vocab, &err);
-    if (!st) st = pl_gguf_writer_write_memory(w, &buf, n, &err);
-    pl_gguf_writer_free(w);
-    if (st) {
-        fprintf(stderr, "mkseeds: vocab: %s\n", err.msg);
-        exit(1);
+    if (pl_gguf_writer_new(&w, 3, &err)) die(e->name, &err);
+    for (uint64_t i = 0; i < pl_gguf_n_kv(g); i++) {
+        pl_str k = pl_gguf_kv_key(g, i);
+        int out = 0;
+        for (size_t j = 0; j < n_edits; j++)
+            out |= e->kv[j].type == PL_GGUF_TYPE_COUNT && strlen(keys[j]) == k.len &&
+                   memcmp(keys[j], k.ptr, k.len) == 0;
+        if (!out) copy_kv(w, g, i);
     }
-    return buf;
+    for (size_t j = 0; j < n_edits; j++)
+        if (e->kv[j].type != PL_GGUF_TYPE_COUNT) set_value(w, keys[j], &e->kv[j]);
+    const size_t n2 = e->from2 ? strlen(e->from2) : 0;
+    for (uint64_t i = 0; i < pl_gguf_n_tensors(g); i++) {
+        pl_tensor_info t;
+        pl_gguf_tensor(g, i, &t, NULL);
+        const int mine = !(n2 && t.name.len >= n2 && memcmp(t.name.ptr, e->from2, n2) == 0);
+        const int dropped = e->drop && t.name.len == strlen(e->drop) &&
+                            memcmp(t.name.ptr, e->drop, t.name.len) == 0;
+        if (mine && !dropped) copy_tensor(w, g, i);
+    }
+    for (uint64_t i = 0; g2 && i < pl_gguf_n_tensors(g2); i++) {
+        pl_tensor_info t;
+        pl_gguf_tensor(g2, i, &t, NULL);
+        if (t.name.len >= n2 && memcmp(t.name.ptr, e->from2, n2) == 0) copy_tensor(w, g2, i);
+    }
+    void *data[2] = {NULL, NULL};
+    for (int j = 0; j < 2 && e->add[j].name; j++) {
+        const tensor_add *a = &e->add[j];
+        const int64_t n = a->ne0 * (a->ne1 ? a->ne1 : 1), ne[2] = {a->ne0, a->ne1};
+        if (a->type == PL_TYPE_F16) {
+            uint16_t *h = malloc((size_t)n * sizeof *h);
+            for (int64_t x = 0; h && x < n; x++) h[x] = a->value == 1.0f ? 0x3c00 : 0;
+            data[j] = h;
+        } else {
+            float *f = malloc((size_t)n * sizeof *f);
+            for (int64_t x = 0; f && x < n; x++) f[x] = a->value;
+            data[j] = f;
+        }
+        if (!data[j]) exit(1);
+        if (pl_gguf_writer_add_tensor(w, a->name, a->type, a->ne1 ? 2 : 1, ne, data[j], &err))
+            die(a->name, &err);
+    }
+    void *out = NULL;
+    size_t n = 0;
+    if (pl_gguf_writer_write_memory(w, &out, &n, &err)) die(e->name, &err);
+    put("gguf", e->name, out, n);
+    pl_buffer_free(out);
+    free(data[0]);
+    free(data[1]);
+    pl_gguf_writer_free(w);
+    pl_gguf_free(g);
+    pl_gguf_free(g2);
+}
+
+#define U32(k, x)                                                                                  \
+    {                                                                                              \
+        k, PL_GGUF_UINT32, x, NULL, 0, 0,                                                          \
+        {                                                                                          \
+            0                                                                                      \
+        }                                                                                          \
+    }
+#define F32(k, x)                                                                                  \
+    {                                                                                              \
+        k, PL_GGUF_FLOAT32, x, NULL, 0, 0,                                                         \
+        {                                                                                          \
+            0                                                                                      \
+        }                                                                                          \
+    }
+#define STR(k, s)                                                                                  \
+    {                                                                                              \
+        k, PL_GGUF_STRING, 0, s, 0, 0,                                                             \
+        {                                                                                          \
+            0                                                                                      \
+        }                                                                                          \
+    }
+#define GONE(k)                                                                                    \
+    {                                                                                              \
+        k, PL_GGUF_TYPE_COUNT, 0, NULL, 0, 0,                                                      \
+        {                                                                                          \
+            0                                                                                      \
+        }                                                                                          \
+    }
+#define AS(k, t, x)                                                                                \
+    {                                                                                              \
+        k, PL_GGUF_##t, x, NULL, 0, 0,                                                             \
+        {                                                                                          \
+            0                                                                                      \
+        }                                                                                          \
+    }
+#define KEYS(n, b, ...)                                                                            \
+    {                                                                                              \
+        .name = n, .base = b, .kv = { __VA_ARGS__ }                                                \
+    }
+#define ARR(k, t, ...)                                                                             \
+    {                                                                                              \
+        k, PL_GGUF_ARRAY, 0, NULL, PL_GGUF_##t, sizeof((int64_t[]){__VA_ARGS__}) / 8,              \
+        {                                                                                          \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    }
+
+static void gguf_model_seeds(void)
+{
+    mk_config c[N_BASES];
+    c[B_LLAMA] = config("edit-llama", "llama", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 1);
+    c[B_LLAMA_L2] = c[B_LLAMA];
+    c[B_LLAMA_L2].n_layer = 2;
+    c[B_LLAMA_L2_WIDE] = c[B_LLAMA_L2];
+    c[B_LLAMA_L2_WIDE].n_head = 4;
+    c[B_LLAMA_L2_WIDE].n_ff = 64;
+    c[B_MIXTRAL] = config("s-llama-moe", "llama", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 1);
+    c[B_MIXTRAL].n_expert = 4;
+    c[B_MIXTRAL].n_expert_used = 2;
+    c[B_QWEN2MOE] = config("s-qwen2moe", "qwen2moe", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 0);
+    c[B_QWEN2MOE].n_expert = 4;
+    c[B_QWEN2MOE].n_expert_used = 2;
+    c[B_QWEN2MOE].n_ff_exp = 32;
+    c[B_QWEN2MOE].n_ff_shexp = 64;
+    c[B_QWEN3MOE] = config("s-qwen3moe", "qwen3moe", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 1);
+    c[B_QWEN3MOE].n_expert = 4;
+    c[B_QWEN3MOE].n_expert_used = 4; /* every expert: used == count */
+    c[B_QWEN3MOE].n_ff_exp = 48;
+    c[B_GEMMA2] =
+        config("s-gemma2-swa-softcap", "gemma2", DEMO_VOCAB_SPM, PL_FTYPE_Q8_0, 32, 32, 1);
+    c[B_GEMMA2].local_window = 2;
+    c[B_GEMMA2].attn_softcap = 50.0f;
+    c[B_GEMMA2].final_softcap = 30.0f;
+    c[B_GEMMA3] = config("s-gemma3-swa", "gemma3", DEMO_VOCAB_BPE_LLAMA3, PL_FTYPE_Q8_0, 32, 32, 1);
+    c[B_GEMMA3].local_window = 3;
+    c[B_PHI3] = config("edit-phi3", "phi3", DEMO_VOCAB_SPM, PL_FTYPE_Q8_0, 32, 32, 0);
+    c[B_PHI3].local_window = 2047;
+    /* Phi-3 mini (32 layers, 4k context) and medium-128k (40 layers) without the window key;
+     * heads of 2 and an FFN of 1 keep 32 layers small */
+    c[B_PHI3_32] =
+        config("s-phi3-32-layers-4k-no-window", "phi3", DEMO_VOCAB_SPM, PL_FTYPE_Q8_0, 32, 1, 1);
+    c[B_PHI3_32].n_layer = 32;
+    c[B_PHI3_32].n_ctx = 4096;
+    c[B_PHI3_32].n_head = 1;
+    c[B_PHI3_32].head_dim = 2;
+    c[B_PHI3_40] = c[B_PHI3_32];
+    snprintf(c[B_PHI3_40].name, sizeof c[B_PHI3_40].name, "seed s-phi3-40-layers-128k-no-window");
+    c[B_PHI3_40].n_layer = 40;
+    c[B_PHI3_40].n_ctx = 131072;
+    void *bases[N_BASES];
+    size_t sizes[N_BASES];
+    for (int b = 0; b < N_BASES; b++) {
+        bases[b] = model_bytes(&c[b], &sizes[b]);
+        /* saved under general.name less "seed "; the plain phi3 model reaches nothing its edits
+         * and the 32/40-layer ones do not */
+        if (b >= B_MIXTRAL && b != B_PHI3) put("gguf", c[b].name + 5, bases[b], sizes[b]);
+    }
+    static const edit_seed edits[] = {
+        /* every integer type where an integer is read, float64 where a float is */
+        KEYS("s-int-key-types", B_LLAMA, AS(".block_count", UINT8, 1),
+             AS(".context_length", INT8, 64), AS(".embedding_length", UINT16, 32),
+             AS(".feed_forward_length", INT16, 32), AS(".attention.head_count", INT32, 2),
+             AS(".attention.head_count_kv", INT64, 1), AS(".attention.key_length", UINT64, 16)),
+        KEYS("s-f64-keys-causal", B_LLAMA, AS(".attention.layer_norm_rms_epsilon", FLOAT64, 1e-5),
+             AS(".rope.freq_base", FLOAT64, 5e5), AS(".attention.causal", BOOL, 1),
+             AS(".rope.scaling.finetuned", BOOL, 0)),
+        /* RoPE: YaRN with llama3's frequency divisors, linear, none below 1 */
+        {.name = "s-rope-yarn-freqs",
+         .base = B_LLAMA,
+         .kv = {STR(".rope.scaling.type", "yarn"), F32(".rope.scaling.factor", 4),
+                U32(".rope.scaling.original_context_length", 16),
+                F32(".rope.scaling.yarn_ext_factor", 0.5), F32(".rope.scaling.yarn_beta_fast", 16),
+                F32(".rope.scaling.yarn_beta_slow", 2), F32(".rope.scaling.attn_factor", 1.25)},
+         .add = {{"rope_freqs.weight", PL_TYPE_F32, 8, 0, 1.5f}}},
+        KEYS("s-rope-linear", B_LLAMA, STR(".rope.scaling.type", "linear"),
+             F32(".rope.scale_linear", 2)),
+        KEYS("s-rope-none", B_LLAMA, STR(".rope.scaling.type", "none"),
+             F32(".rope.scaling.factor", 0.5)),
+        /* Phi-3: longrope's two divisor sets over a partial rotation */
+        {.name = "s-phi3-longrope-partial",
+         .base = B_PHI3,
+         .kv = {U32(".rope.dimension_count", 8)},
+         .add = {{"rope_factors_long.weight", PL_TYPE_F32, 4, 0, 2.0f},
+                 {"rope_factors_short.weight", PL_TYPE_F32, 4, 0, 1.0f}}},
+        /* per-layer arrays: layer 1 twice as wide (its tensors from the wide model) */
+        {.name = "s-per-layer-arrays",
+         .base = B_LLAMA_L2,
+         .kv = {ARR(".attention.head_count", INT32, 2, 4),
+                ARR(".feed_forward_length", UINT64, 32, 64),
+                ARR(".attention.head_count_kv", UINT32, 1, 1)},
+         .base2 = B_LLAMA_L2_WIDE,
+         .from2 = "blk.1."},
+        KEYS("e-per-layer-count", B_LLAMA_L2, ARR(".attention.head_count", INT64, 2)),
+        KEYS("e-per-layer-f32", B_LLAMA_L2, ARR(".attention.head_count", FLOAT32, 2, 2)),
+        KEYS("e-per-layer-range", B_LLAMA_L2, ARR(".feed_forward_length", INT32, 32, 0)),
+        KEYS("e-per-layer-scalar-range", B_LLAMA, U32(".attention.head_count_kv", 2000)),
+        KEYS("e-per-layer-string", B_LLAMA, STR(".attention.head_count", "2")),
+        KEYS("e-per-layer-float", B_LLAMA, F32(".feed_forward_length", 32)),
+        /* one key's type or range */
+        KEYS("e-u64-too-large", B_LLAMA, AS(".block_count", UINT64, 1.8e19)),
+        KEYS("e-int-range", B_LLAMA, U32(".block_count", 2000)),
+        KEYS("e-float-as-int", B_LLAMA, U32(".attention.layer_norm_rms_epsilon", 1)),
+        KEYS("e-float-range", B_LLAMA, F32(".attention.layer_norm_rms_epsilon", 2)),
+        KEYS("e-string-as-int", B_LLAMA, U32(".rope.scaling.type", 1)),
+        KEYS("e-bool-as-u8", B_LLAMA, AS(".attention.causal", UINT8, 1)),
+        KEYS("e-not-causal", B_LLAMA, AS(".attention.causal", BOOL, 0)),
+        /* check_values */
+        KEYS("e-rope-dynamic", B_LLAMA, STR(".rope.scaling.type", "dynamic")),
+        KEYS("e-yarn-attn-factor", B_LLAMA, STR(".rope.scaling.type", "yarn"),
+             F32(".rope.scaling.yarn_attn_factor", 2)),
+        KEYS("e-ext-factor-not-yarn", B_LLAMA, F32(".rope.scaling.yarn_ext_factor", 0.5)),
+        KEYS("e-experts-dense-arch", B_PHI3, U32(".expert_count", 4), U32(".expert_used_count", 2)),
+        KEYS("e-moe-no-experts", B_QWEN3MOE, U32(".expert_count", 0)),
+        KEYS("e-used-without-experts", B_LLAMA, U32(".expert_used_count", 2)),
+        KEYS("e-used-over-count", B_MIXTRAL, U32(".expert_used_count", 6)),
+        /* bind_arch */
+        KEYS("e-heads-not-multiple", B_LLAMA, U32(".attention.head_count_kv", 3)),
+        KEYS("e-no-key-length-odd-heads", B_LLAMA, GONE(".attention.key_length"),
+             U32(".attention.head_count", 3)),
+        KEYS("e-head-dim-1", B_LLAMA, GONE(".attention.key_length"),
+             U32(".attention.head_count", 32)),
+        KEYS("e-value-length", B_LLAMA, U32(".attention.value_length", 8)),
+        KEYS("e-rope-dims-large", B_LLAMA, U32(".rope.dimension_count", 32)),
+        KEYS("e-rope-dims-odd", B_LLAMA, U32(".rope.dimension_count", 15)),
+        KEYS("e-rope-partial-llama", B_LLAMA, U32(".rope.dimension_count", 8)),
+        KEYS("e-vocab-size", B_LLAMA, U32(".vocab_size", 1000)),
+        KEYS("e-rope-factor-below-1", B_LLAMA, F32(".rope.scaling.factor", 0.5)),
+        KEYS("e-phi3-no-window", B_PHI3, GONE(".attention.sliding_window")),
+        KEYS("e-no-head-count-kv", B_LLAMA, GONE(".attention.head_count_kv")),
+        KEYS("e-unknown-key-f32", B_LLAMA, F32(".logit_scale", 1.5)),
+        KEYS("e-unknown-key-f64", B_LLAMA, AS(".residual_scale", FLOAT64, 2.5)),
+        KEYS("e-split-count", B_LLAMA, U32("split.count", 2)),
+        /* tensors: divisors, binding */
+        {.name = "e-rope-freqs-zero",
+         .base = B_LLAMA,
+         .add = {{"rope_freqs.weight", PL_TYPE_F32, 8, 0, 0.0f}}},
+        {.name = "e-longrope-one-set",
+         .base = B_PHI3,
+         .add = {{"rope_factors_long.weight", PL_TYPE_F32, 8, 0, 1.0f}}},
+        {.name = "e-no-token-embd", .base = B_LLAMA, .drop = "token_embd.weight"},
+        {.name = "e-missing-matrix", .base = B_LLAMA, .drop = "blk.0.attn_q.weight"},
+        {.name = "e-missing-vector", .base = B_LLAMA, .drop = "output_norm.weight"},
+        {.name = "e-vector-shape",
+         .base = B_LLAMA,
+         .drop = "blk.0.attn_norm.weight",
+         .add = {{"blk.0.attn_norm.weight", PL_TYPE_F32, 16, 0, 1.0f}}},
+        {.name = "e-vector-f16",
+         .base = B_LLAMA,
+         .drop = "blk.0.attn_norm.weight",
+         .add = {{"blk.0.attn_norm.weight", PL_TYPE_F16, 32, 0, 1.0f}}},
+        {.name = "e-unused-tensor",
+         .base = B_LLAMA,
+         .add = {{"blk.0.extra.weight", PL_TYPE_F32, 32, 0, 1.0f}}},
+        {.name = "e-token-embd-1d",
+         .base = B_LLAMA,
+         .kv = {GONE(".vocab_size")},
+         .drop = "token_embd.weight",
+         .add = {{"token_embd.weight", PL_TYPE_F32, 32, 0, 0.5f}}},
+        {.name = "e-embd-fewer-rows",
+         .base = B_LLAMA,
+         .kv = {GONE(".vocab_size")},
+         .drop = "token_embd.weight",
+         .add = {{"token_embd.weight", PL_TYPE_F32, 32, 16, 0.5f}}},
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) edit_model(&edits[i], bases, sizes);
+    for (int b = 0; b < N_BASES; b++) free(bases[b]);
+}
+
+/* ---- gguf: defects no writer makes, patched into a small valid file ---- */
+
+static unsigned char *find_bytes(unsigned char *buf, size_t n, const char *s)
+{
+    const size_t k = strlen(s);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(buf + i, s, k) == 0) return buf + i;
+    fprintf(stderr, "mkseeds: '%s' not in the file\n", s);
+    exit(1);
+}
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Two F32 tensors (tensor.a [16] at 0, tensor.b [8] at 64) and, for the alignment defects, a
+ * placeholder key renamed to general.alignment after writing (the writer refuses bad values). */
+static void defect_seeds(void)
+{
+    enum { ALIGN, DUP_NAME, OVERLAP, TYPE_IQ2, BYTES_OVERFLOW, CUT_IN_PADDING };
+    static const struct {
+        const char *name;
+        int defect;
+        pl_gguf_type align_type; /* ALIGN: the key's type and value */
+        uint64_t align;
+    } d[] = {
+        {"g-align-uint64", ALIGN, PL_GGUF_UINT64, 64},
+        {"g-align-too-large", ALIGN, PL_GGUF_UINT32, 1u << 17},
+        {"g-duplicate-tensor-name", DUP_NAME, 0, 0},
+        {"g-overlapping-tensors", OVERLAP, 0, 0},
+        {"g-unimplemented-tensor-type", TYPE_IQ2, 0, 0},
+        {"g-tensor-bytes-overflow", BYTES_OVERFLOW, 0, 0},
+        {"g-data-section-past-end", CUT_IN_PADDING, 0, 0},
+    };
+    float data[24];
+    for (int i = 0; i < 24; i++) data[i] = (float)i / 8.0f;
+    for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) {
+        pl_gguf_writer *w = NULL;
+        pl_error err = {0};
+        const int64_t ne_a = 16, ne_b = 8;
+        pl_status s = pl_gguf_writer_new(&w, 3, &err);
+        if (!s) s = pl_gguf_writer_set_string(w, "general.architecture", "llama", 5, &err);
+        if (!s && d[k].defect == ALIGN)
+            s = pl_gguf_writer_set(w, "general.alignmenT", d[k].align_type, &d[k].align, &err);
+        if (!s) s = pl_gguf_writer_add_tensor(w, "tensor.a", PL_TYPE_F32, 1, &ne_a, data, &err);
+        if (!s)
+            s = pl_gguf_writer_add_tensor(w, "tensor.b", PL_TYPE_F32, 1, &ne_b, data + 16, &err);
+        void *out = NULL;
+        size_t n = 0;
+        if (!s) s = pl_gguf_writer_write_memory(w, &out, &n, &err);
+        pl_gguf_writer_free(w);
+        if (s) die(d[k].name, &err);
+        unsigned char *buf = out;
+        /* a tensor info after its name: n_dims (4 bytes), ne[0] (8), type (4), offset (8) */
+        unsigned char *a = find_bytes(buf, n, "tensor.a") + 8, *b = find_bytes(buf, n, "tensor.b");
+        switch (d[k].defect) {
+        case ALIGN:
+            find_bytes(buf, n, "general.alignmenT")[16] = 't';
+            break;
+        case DUP_NAME:
+            b[7] = 'a';
+            break;
+        case OVERLAP:
+            put_u32(b + 8 + 4 + 8 + 4, 32); /* tensor.b at 32: inside tensor.a's 64 bytes */
+            break;
+        case TYPE_IQ2:
+            put_u32(a + 4 + 8, 16); /* IQ2_XXS: named by ggml, not implemented */
+            break;
+        case BYTES_OVERFLOW:
+            put_u32(a + 4, 0);
+            put_u32(a + 8, 1u << 30); /* ne[0] = 2^62 elements: 2^64 bytes of F32 */
+            break;
+        case CUT_IN_PADDING:
+            /* the file ends one byte after the last tensor info, inside the padding before the
+             * data section */
+            n = (size_t)(b + 8 + 4 + 8 + 4 + 8 - buf) + 1;
+            break;
+        }
+        put("gguf", d[k].name, buf, n);
+        pl_buffer_free(out);
+    }
+}
+
+/* ---- vocabularies: tokenizer-section checks of a full load, and Llama 3's reserved specials */
+
+typedef struct vocab_edit {
+    const char *name;
+    int n_reserved;         /* "<|reserved_special_token_N|>" control tokens appended, N from 10 */
+    int long_token;         /* the last token replaced by one of 5000 bytes */
+    int long_merge;         /* the first merge's left side 5000 bytes */
+    int short_types;        /* token_type cut to 10 entries */
+    const char *byte_token; /* the last token this text, of type byte */
+    int kind;               /* demo_vocab_kind + 1; 0: DEMO_VOCAB_BPE */
+    kv_edit kv[2];
+} vocab_edit;
+
+static void *vocab_variant(enum demo_vocab_kind kind, const vocab_edit *e, size_t *out_n)
+{
+    size_t n = 0;
+    void *base = vocab_file(kind, demo_vocab_min(kind) + 16, &n);
+    pl_gguf *g = parse_or_die(base, n);
+    pl_gguf_writer *w = NULL;
+    pl_error err = {0};
+    if (pl_gguf_writer_new(&w, 3, &err)) die(e->name, &err);
+    static char big[5003];
+    memset(big, 'a', 5000);
+    memcpy(big + 5000, " b", 3);
+    char reserved[16][40];
+    const char *rp[16];
+    for (int r = 0; r < e->n_reserved && r < 16; r++) {
+        snprintf(reserved[r], sizeof reserved[r], "<|reserved_special_token_%d|>", 10 + r);
+        rp[r] = reserved[r];
+    }
+    for (uint64_t i = 0; i < pl_gguf_n_kv(g); i++) {
+        pl_str k = pl_gguf_kv_key(g, i);
+        char key[128];
+        snprintf(key, sizeof key, "%.*s", (int)k.len, k.ptr);
+        int gone = 0;
+        for (int j = 0; j < 2 && e->kv[j].key; j++)
+            gone |= e->kv[j].type == PL_GGUF_TYPE_COUNT && strcmp(e->kv[j].key, key) == 0;
+        pl_gguf_array a = {.type = PL_GGUF_TYPE_COUNT};
+        pl_gguf_kv_array(g, i, &a, NULL);
+        pl_status s = PL_OK;
+        if (gone) continue;
+        if (a.type == PL_GGUF_STRING &&
+            (!strcmp(key, "tokenizer.ggml.tokens") || !strcmp(key, "tokenizer.ggml.merges"))) {
+            const int toks = key[15] == 't';
+            const uint64_t cnt = a.count + (toks ? (uint64_t)e->n_reserved : 0);
+            const char **p = malloc(cnt * sizeof *p);
+            size_t *l = malloc(cnt * sizeof *l);
+            if (!p || !l) exit(1);
+            for (uint64_t j = 0; j < cnt; j++) {
+                pl_str v = {NULL, 0};
+                if (j < a.count) pl_gguf_array_string(&a, j, &v, NULL);
+                p[j] = j < a.count ? v.ptr : rp[j - a.count];
+                l[j] = j < a.count ? (size_t)v.len : strlen(p[j]);
+            }
+            if (toks && e->long_token) p[a.count - 1] = big, l[a.count - 1] = 5000;
+            if (toks && e->byte_token)
+                p[a.count - 1] = e->byte_token, l[a.count - 1] = strlen(e->byte_token);
+            if (!toks && e->long_merge) p[0] = big, l[0] = 5002;
+            s = pl_gguf_writer_set_array_str(w, key, p, l, cnt, &err);
+            free(p);
+            free(l);
+        } else if ((a.type == PL_GGUF_INT32 || a.type == PL_GGUF_FLOAT32) &&
+                   (!strcmp(key, "tokenizer.ggml.token_type") ||
+                    !strcmp(key, "tokenizer.ggml.scores"))) {
+            const uint64_t cnt = e->short_types && key[15] == 't' ? 10 : a.count + e->n_reserved;
+            int32_t *v = calloc(cnt, 4);
+            if (!v) exit(1);
+            memcpy(v, a.data, (cnt < a.count ? cnt : a.count) * 4);
+            for (uint64_t j = a.count; j < cnt; j++) v[j] = a.type == PL_GGUF_INT32 ? 3 : 0;
+            if (e->byte_token && a.type == PL_GGUF_INT32) v[a.count - 1] = 6; /* byte */
+            s = pl_gguf_writer_set_array(w, key, a.type, v, cnt, &err);
+            free(v);
+        } else {
+            copy_kv(w, g, i);
+        }
+        if (s) die(key, &err);
+    }
+    for (int j = 0; j < 2 && e->kv[j].key; j++)
+        if (e->kv[j].type != PL_GGUF_TYPE_COUNT) set_value(w, e->kv[j].key, &e->kv[j]);
+    void *out = NULL;
+    if (pl_gguf_writer_write_memory(w, &out, out_n, &err)) die(e->name, &err);
+    pl_gguf_writer_free(w);
+    pl_gguf_free(g);
+    pl_buffer_free(base);
+    return out;
+}
+
+static void vocab_seeds(void)
+{
+    static const vocab_edit v[] = {
+        {.name = "v-pre-refused", .kv = {STR("tokenizer.ggml.pre", "whitespace")}},
+        {.name = "v-normalizer-case", .kv = {STR("tokenizer.ggml.normalizer", "NFKC")}},
+        {.name = "v-normalizer-unknown", .kv = {STR("tokenizer.ggml.normalizer", "lowercase")}},
+        {.name = "v-token-5000-bytes", .long_token = 1},
+        {.name = "v-merge-side-5000-bytes", .long_merge = 1},
+        {.name = "v-token-types-short", .short_types = 1},
+        {.name = "v-add-bos-without-bos",
+         .kv = {AS("tokenizer.ggml.add_bos_token", BOOL, 1), GONE("tokenizer.ggml.bos_token_id")}},
+        {.name = "v-add-eos-without-eos",
+         .kv = {AS("tokenizer.ggml.add_eos_token", BOOL, 1), GONE("tokenizer.ggml.eos_token_id")}},
+        {.name = "v-token-type-not-array", .kv = {U32("tokenizer.ggml.token_type", 1)}},
+        {.name = "v-add-bos-as-u32", .kv = {U32("tokenizer.ggml.add_bos_token", 1)}},
+        {.name = "v-bos-id-int32-none", .kv = {AS("tokenizer.ggml.bos_token_id", INT32, -1)}},
+        {.name = "v-eos-id-float", .kv = {F32("tokenizer.ggml.eos_token_id", 2)}},
+        {.name = "v-spm-duplicate-byte-token", .kind = 1 + DEMO_VOCAB_SPM, .byte_token = "<0x41>"},
+        {.name = "v-spm-byte-token-not-hex", .kind = 1 + DEMO_VOCAB_SPM, .byte_token = "<0xG1>"},
+        {.name = "v-pre-unknown-with-tab", .kv = {STR("tokenizer.ggml.pre", "qwen2\tx")}},
+        /* llama-bpe adds a BOS by default: without an id or the key, none is added */
+        {.name = "v-llama3-no-bos",
+         .kind = 1 + DEMO_VOCAB_BPE_LLAMA3,
+         .kv = {GONE("tokenizer.ggml.bos_token_id"), GONE("tokenizer.ggml.add_bos_token")}},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        size_t n = 0;
+        void *buf = vocab_variant(
+            v[i].kind ? (enum demo_vocab_kind)(v[i].kind - 1) : DEMO_VOCAB_BPE, &v[i], &n);
+        put("gguf", v[i].name, buf, n);
+        pl_buffer_free(buf);
+    }
+    /* tokenizer mode 3: twelve specials of one byte length (more than find_specials scans one
+     * by one), several in the text, parsed and printed as specials */
+    const vocab_edit r = {.name = "file-reserved-specials", .n_reserved = 12};
+    size_t n = 0;
+    void *voc = vocab_variant(DEMO_VOCAB_BPE_LLAMA3, &r, &n);
+    const char *t = "<|reserved_special_token_12|>hi <|reserved_special_token_20|>"
+                    "<|reserved_special_token_12|><|reserved_special_token_1"
+                    "<|begin_of_text|> x<|reserved_special_token_21|>";
+    const size_t tl = strlen(t);
+    unsigned char *buf = malloc(4 + tl + n);
+    if (!buf) exit(1);
+    buf[0] = 3;
+    buf[1] = PL_TOKENIZE_PARSE_SPECIAL | PL_DETOK_SPECIAL << 2;
+    buf[2] = (unsigned char)(tl & 0xff);
+    buf[3] = (unsigned char)(tl >> 8);
+    memcpy(buf + 4, t, tl);
+    memcpy(buf + 4 + tl, voc, n);
+    put("tokenizer", r.name, buf, 4 + tl + n);
+    free(buf);
+    pl_buffer_free(voc);
+}
+
+static void model(const char *name, const char *arch, enum demo_vocab_kind vocab, pl_ftype ftype,
+                  int64_t n_embd, int64_t n_ff, int tied)
+{
+    mk_config c = config(name, arch, vocab, ftype, n_embd, n_ff, tied);
+    size_t n = 0;
+    void *buf = model_bytes(&c, &n);
+    put("gguf", name, buf, n);
+    free(buf);
 }
 
 static const char *const texts[] = {
@@ -136,7 +838,7 @@ static void sampler_case(const sampler_seed *c)
         buf[n++] = (unsigned char)(c->hist[i] & 0xff);
         buf[n++] = (unsigned char)((unsigned short)c->hist[i] >> 8);
     }
-    memcpy(buf + n, c->logits, c->n_logits);
+    if (c->n_logits) memcpy(buf + n, c->logits, c->n_logits); /* logits NULL: the harness fills */
     n += c->n_logits;
     const unsigned tail[] = {c->model,  c->temp, c->top_k,    c->top_p,    c->min_p,
                              c->repeat, c->freq, c->presence, c->last_n,   0 /* seed */,
@@ -321,7 +1023,7 @@ int main(int argc, char **argv)
     unsigned n_quant_types = 0;
     for (uint32_t t = 0; t < PL_TYPE_COUNT; t++) n_quant_types += pl_type_supported(t) != 0;
     for (unsigned t = 0; t < n_quant_types; t++) {
-        unsigned char buf[600];
+        unsigned char buf[600] = {0}; /* bytes n-8, n-7 are no parameter: zero, not stack */
         for (size_t j = 0; j < sizeof buf - 8; j++) buf[j] = (unsigned char)(j * 131 + t * 7);
         /* floats near 1: exponent bytes 0x3f in every fourth byte */
         for (size_t j = 3; j < sizeof buf - 8; j += 4) buf[j] = 0x3f;
@@ -361,5 +1063,8 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) sampler_case(&seeds[i]);
     }
     safetensors_seeds();
+    gguf_model_seeds();
+    defect_seeds();
+    vocab_seeds();
     return 0;
 }
