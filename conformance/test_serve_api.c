@@ -633,6 +633,42 @@ static void tools_and_tool_calls_reach_the_template(void)
     pl_chat_template_free(t);
 }
 
+/* Llama 2's template folds the system prompt into the first user turn and has no generation
+ * prompt: a lone system message renders nothing, which no model can continue from. The client's
+ * 400 naming messages, not an accepted request with an empty prompt (found by fuzz_http). */
+static void a_conversation_that_renders_nothing_is_refused(void)
+{
+    pl_chat_template *llama2 = NULL;
+    pl_error pe;
+    TU_CHECK(pl_chat_template_builtin(&llama2, "llama2", &pe) == PL_OK, "%s", pe.msg);
+    static const char empty_tmpl[] = "{% for m in messages %}{% endfor %}";
+    pl_chat_template *empty = NULL;
+    TU_CHECK(pl_chat_template_compile(&empty, empty_tmpl, strlen(empty_tmpl), &pe) == PL_OK, "%s",
+             pe.msg);
+    pl_chat_template *const ts[] = {llama2, empty};
+    sv_api saved = api;
+    for (int k = 0; k < 2; k++) {
+        api.tmpl = ts[k];
+        sv_request r;
+        sv_error e;
+        int st = chat("{\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"}]}", &r, &e);
+        TU_CHECK(st == 400 && strcmp(e.param, "messages") == 0 && strstr(e.message, "empty") &&
+                     r.prompt == NULL && error_json_ok(&e),
+                 "template %d: status %d: %s", k, st, st == 200 ? r.prompt : e.message);
+        if (st == 200) sv_request_free(&r);
+        /* with a user turn the same template renders a prompt */
+        st = chat("{\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},"
+                  "{\"role\":\"user\",\"content\":\"Hi\"}]}",
+                  &r, &e);
+        TU_CHECK(k == 1 ? st == 400 : st == 200 && r.prompt_len > 0, "template %d: status %d", k,
+                 st);
+        if (st == 200) sv_request_free(&r);
+    }
+    api = saved;
+    pl_chat_template_free(empty);
+    pl_chat_template_free(llama2);
+}
+
 static void a_model_without_a_usable_template_still_completes(void)
 {
     static const char *const tmpls[] = {"", "{% for %}"};
@@ -716,6 +752,8 @@ int main(void)
          metrics_text_is_prometheus_with_cumulative_buckets},
         {"replies_are_valid_json_whatever_the_text", replies_are_valid_json_whatever_the_text},
         {"tools_and_tool_calls_reach_the_template", tools_and_tool_calls_reach_the_template},
+        {"a_conversation_that_renders_nothing_is_refused",
+         a_conversation_that_renders_nothing_is_refused},
         {"a_model_without_a_usable_template_still_completes",
          a_model_without_a_usable_template_still_completes},
         {"page_names_are_one_safe_segment_of_a_served_type",

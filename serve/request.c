@@ -416,6 +416,13 @@ static int render_chat(const sv_api *api, const json_t *body, sv_request *r, sv_
                             "the chat endpoint cannot render: %s: %s", pl_status_str(st), pe.msg);
     r->prompt[need] = 0;
     r->prompt_len = need;
+    if (need == 0) { /* Llama 2's template with a lone system message, say: nothing to continue */
+        free(r->prompt);
+        r->prompt = NULL;
+        return bad_field(e, "messages",
+                         "render to an empty prompt with this chat template (it writes none of "
+                         "them: a user message is needed)");
+    }
     return 0;
 }
 
