@@ -324,19 +324,7 @@ static uint64_t rt_infos_end(const rt_file *f)
 static void rt_check_getter(const pl_gguf *g, const rt_kv *kv, const char *ctx)
 {
     pl_error err = {PL_OK, ""};
-    union {
-        uint8_t b[8];
-        uint8_t u8;
-        int8_t i8;
-        uint16_t u16;
-        int16_t i16;
-        uint32_t u32;
-        int32_t i32;
-        uint64_t u64;
-        int64_t i64;
-        float f32;
-        double f64;
-    } v;
+    pl_gguf_scalar v;
     memset(&v, 0, sizeof v);
     pl_status st = PL_ERR_UNSUPPORTED;
     int b = 0;
@@ -381,7 +369,7 @@ static void rt_check_getter(const pl_gguf *g, const rt_kv *kv, const char *ctx)
     }
     TU_CHECK(st == PL_OK, "%s: getter for '%s' (%s) -> %s: %s", ctx, kv->key,
              pl_gguf_type_name(kv->type), pl_status_str(st), err.msg);
-    TU_CHECK(memcmp(v.b, kv->scalar, elem_size(kv->type)) == 0,
+    TU_CHECK(memcmp(v.bytes, kv->scalar, elem_size(kv->type)) == 0,
              "%s: getter for '%s' (%s) returned another value", ctx, kv->key,
              pl_gguf_type_name(kv->type));
     /* no conversions: a getter of another type is PL_ERR_TYPE */

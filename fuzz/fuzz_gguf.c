@@ -83,16 +83,7 @@ static int inside(const void *p, uint64_t n, const uint8_t *data, size_t size)
 
 /* Any value a typed getter writes. */
 typedef union value {
-    uint8_t u8;
-    int8_t i8;
-    uint16_t u16;
-    int16_t i16;
-    uint32_t u32;
-    int32_t i32;
-    uint64_t u64;
-    int64_t i64;
-    float f32;
-    double f64;
+    pl_gguf_scalar x;
     int b;
     pl_str s;
     pl_gguf_array a;
@@ -104,19 +95,19 @@ static pl_status get_typed(const pl_gguf *g, const char *key, pl_gguf_type t, va
 {
     switch (t) {
     case PL_GGUF_UINT8:
-        return pl_gguf_get_u8(g, key, &v->u8, err);
+        return pl_gguf_get_u8(g, key, &v->x.u8, err);
     case PL_GGUF_INT8:
-        return pl_gguf_get_i8(g, key, &v->i8, err);
+        return pl_gguf_get_i8(g, key, &v->x.i8, err);
     case PL_GGUF_UINT16:
-        return pl_gguf_get_u16(g, key, &v->u16, err);
+        return pl_gguf_get_u16(g, key, &v->x.u16, err);
     case PL_GGUF_INT16:
-        return pl_gguf_get_i16(g, key, &v->i16, err);
+        return pl_gguf_get_i16(g, key, &v->x.i16, err);
     case PL_GGUF_UINT32:
-        return pl_gguf_get_u32(g, key, &v->u32, err);
+        return pl_gguf_get_u32(g, key, &v->x.u32, err);
     case PL_GGUF_INT32:
-        return pl_gguf_get_i32(g, key, &v->i32, err);
+        return pl_gguf_get_i32(g, key, &v->x.i32, err);
     case PL_GGUF_FLOAT32:
-        return pl_gguf_get_f32(g, key, &v->f32, err);
+        return pl_gguf_get_f32(g, key, &v->x.f32, err);
     case PL_GGUF_BOOL:
         return pl_gguf_get_bool(g, key, &v->b, err);
     case PL_GGUF_STRING:
@@ -124,11 +115,11 @@ static pl_status get_typed(const pl_gguf *g, const char *key, pl_gguf_type t, va
     case PL_GGUF_ARRAY:
         return pl_gguf_get_array(g, key, &v->a, err);
     case PL_GGUF_UINT64:
-        return pl_gguf_get_u64(g, key, &v->u64, err);
+        return pl_gguf_get_u64(g, key, &v->x.u64, err);
     case PL_GGUF_INT64:
-        return pl_gguf_get_i64(g, key, &v->i64, err);
+        return pl_gguf_get_i64(g, key, &v->x.i64, err);
     case PL_GGUF_FLOAT64:
-        return pl_gguf_get_f64(g, key, &v->f64, err);
+        return pl_gguf_get_f64(g, key, &v->x.f64, err);
     case PL_GGUF_TYPE_COUNT:
         break;
     }
@@ -176,9 +167,10 @@ static void check_getters(const pl_gguf *g, uint64_t i, const char *key, const u
                            v.a.owner == g && v.a.kv_index == i,
                        "key '%.64s': two arrays", key);
         } else if (t == PL_GGUF_BOOL) {
-            FUZZ_CHECK(pl_gguf_kv_scalar(g, i, t, &w.u8, NULL) == PL_OK, "kv_scalar %llu",
+            FUZZ_CHECK(pl_gguf_kv_scalar(g, i, t, &w.x.u8, NULL) == PL_OK, "kv_scalar %llu",
                        (unsigned long long)i);
-            FUZZ_CHECK(w.u8 <= 1 && v.b == w.u8, "key '%.64s': bool %d, byte %u", key, v.b, w.u8);
+            FUZZ_CHECK(w.x.u8 <= 1 && v.b == w.x.u8, "key '%.64s': bool %d, byte %u", key, v.b,
+                       w.x.u8);
         } else {
             FUZZ_CHECK(pl_gguf_kv_scalar(g, i, t, &w, NULL) == PL_OK, "kv_scalar %llu",
                        (unsigned long long)i);

@@ -196,18 +196,7 @@ static void set_value(pl_gguf_writer *w, const char *key, const kv_edit *e)
 {
     pl_error err = {0};
     pl_status s;
-    union {
-        uint8_t u8;
-        int8_t i8;
-        uint16_t u16;
-        int16_t i16;
-        uint32_t u32;
-        int32_t i32;
-        uint64_t u64;
-        int64_t i64;
-        float f32;
-        double f64;
-    } v;
+    pl_gguf_scalar v;
     memset(&v, 0, sizeof v);
     switch (e->type) {
     case PL_GGUF_STRING:

@@ -30,21 +30,6 @@ typedef struct type_total {
     uint64_t tensors, elements, bytes;
 } type_total;
 
-/* One scalar of any GGUF numeric or bool type, as the reader copies it out. */
-typedef union scalar {
-    uint8_t u8;
-    int8_t i8;
-    uint16_t u16;
-    int16_t i16;
-    uint32_t u32;
-    int32_t i32;
-    uint64_t u64;
-    int64_t i64;
-    float f32;
-    double f64;
-    unsigned char bytes[8];
-} scalar;
-
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -122,7 +107,7 @@ static int n_digits(uint64_t v)
 
 /* ---- values ------------------------------------------------------------------------ */
 
-static void put_scalar(FILE *f, pl_gguf_type t, const scalar *v, int json)
+static void put_scalar(FILE *f, pl_gguf_type t, const pl_gguf_scalar *v, int json)
 {
     char buf[64];
     switch (t) {
@@ -201,7 +186,7 @@ static pl_status put_array_elem(FILE *f, const pl_gguf_array *arr, uint64_t i,
             put_text_string(f, s, o->full ? 0 : TEXT_ELEM_STRING_MAX);
         return PL_OK;
     }
-    scalar v;
+    pl_gguf_scalar v;
     memset(&v, 0, sizeof v);
     pl_status st = pl_gguf_array_elem(arr, i, &v, err);
     if (st != PL_OK) return st;
@@ -262,7 +247,7 @@ static pl_status put_value(FILE *f, const pl_gguf *g, uint64_t i, const inspect_
         if ((st = pl_gguf_kv_array(g, i, &arr, err)) != PL_OK) return st;
         return o->json ? put_json_array(f, &arr, o, err) : put_text_array(f, &arr, o, err);
     }
-    scalar v;
+    pl_gguf_scalar v;
     memset(&v, 0, sizeof v);
     if ((st = pl_gguf_kv_scalar(g, i, t, &v, err)) != PL_OK) return st;
     put_scalar(f, t, &v, o->json);

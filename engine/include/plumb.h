@@ -192,6 +192,22 @@ pl_status pl_gguf_get_bool(const pl_gguf *g, const char *key, int *out, pl_error
 pl_status pl_gguf_get_string(const pl_gguf *g, const char *key, pl_str *out, pl_error *err);
 pl_status pl_gguf_get_array(const pl_gguf *g, const char *key, pl_gguf_array *out, pl_error *err);
 
+/* One value of any GGUF number or bool type as pl_gguf_kv_scalar and pl_gguf_array_elem copy it
+ * out (a bool is one byte, 0 or 1): somewhere to read a value into before its type is known. */
+typedef union pl_gguf_scalar {
+    uint8_t u8;
+    int8_t i8;
+    uint16_t u16;
+    int16_t i16;
+    uint32_t u32;
+    int32_t i32;
+    uint64_t u64;
+    int64_t i64;
+    float f32;
+    double f64;
+    unsigned char bytes[8];
+} pl_gguf_scalar;
+
 /* The same, by index (no type conversion; PL_ERR_TYPE on mismatch). */
 pl_status pl_gguf_kv_scalar(const pl_gguf *g, uint64_t i, pl_gguf_type type, void *out,
                             pl_error *err);

@@ -18,16 +18,7 @@ static pl_status kv_int_at(const pl_gguf *g, int64_t i, const char *key, int64_t
                            pl_error *err)
 {
     pl_gguf_type t = pl_gguf_kv_type(g, (uint64_t)i);
-    union {
-        uint8_t u8;
-        int8_t i8;
-        uint16_t u16;
-        int16_t i16;
-        uint32_t u32;
-        int32_t i32;
-        uint64_t u64;
-        int64_t i64;
-    } v;
+    pl_gguf_scalar v;
     pl_status s = pl_gguf_kv_scalar(g, (uint64_t)i, t, &v, NULL);
     if (s)
         return pl_fail(err, PL_ERR_TYPE, "%s has type %s, expected an integer", key,
