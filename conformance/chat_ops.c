@@ -550,23 +550,31 @@ static void op_overflow(ctx *c, rd *r)
     drop(&before);
 }
 
-static void op_generate(ctx *c, rd *r)
+/* pl_generate(ids, n) with smp and gp on the session under test, and its oracle. want: the
+ * status pl_gen_params' contract demands (PL_OK for valid parameters; continuing an empty
+ * session is PL_ERR_INVALID_ARG too); any_refusal: some error must come back (an id outside the
+ * vocabulary). A refusal and PL_ERR_CONTEXT_FULL leave the session as it was; a success leaves a
+ * history that ends with the delivered text. */
+static void generate_checked(ctx *c, const int32_t *ids, int64_t n, pl_sampler *smp,
+                             const pl_gen_params *gp, pl_status want, int any_refusal)
 {
-    int32_t ids[3];
-    int64_t n = u8(r) % 4;
-    for (int64_t i = 0; i < n; i++) ids[i] = (int32_t)((u8(r) | u8(r) << 8) % c->V);
-    pl_gen_params gp = pl_gen_default_params();
-    gp.max_tokens = u8(r) % 6;
     snap before = take(c->s);
+    if (want == PL_OK && n == 0 && before.n == 0) want = PL_ERR_INVALID_ARG;
     c->out_len = 0;
     c->calls = 0;
     c->cancel_at = 0;
     pl_gen_stats st;
     pl_error e = {0};
-    pl_status s = pl_generate(c->s, ids, n, NULL, &gp, on_text, c, &st, &e);
+    pl_status s = pl_generate(c->s, ids, n, smp, gp, on_text, c, &st, &e);
     snap after = take(c->s);
-    if (s == PL_ERR_INVALID_ARG && n == 0 && before.n == 0) {
-        if (!same(&before, &after)) fail(c, "a refused pl_generate changed the session");
+    if (want != PL_OK || any_refusal) {
+        if (s == PL_OK || (want != PL_OK && s != want))
+            fail(c, "pl_generate with max_tokens %lld, %zu stops, n_prompt %lld%s: %s, not %s",
+                 (long long)gp->max_tokens, gp->n_stops, (long long)n,
+                 any_refusal ? " (an id outside the vocabulary)" : "", pl_status_str(s),
+                 pl_status_str(want));
+        else if (!same(&before, &after))
+            fail(c, "a refused pl_generate (%s) changed the session", pl_status_str(s));
     } else if (s == PL_ERR_CONTEXT_FULL) {
         if (!same(&before, &after))
             fail(c, "PL_ERR_CONTEXT_FULL from pl_generate changed the session");
@@ -579,6 +587,16 @@ static void op_generate(ctx *c, rd *r)
     }
     drop(&before);
     drop(&after);
+}
+
+static void op_generate(ctx *c, rd *r)
+{
+    int32_t ids[3];
+    int64_t n = u8(r) % 4;
+    for (int64_t i = 0; i < n; i++) ids[i] = (int32_t)((u8(r) | u8(r) << 8) % c->V);
+    pl_gen_params gp = pl_gen_default_params();
+    gp.max_tokens = u8(r) % 6;
+    generate_checked(c, ids, n, NULL, &gp, PL_OK, 0);
 }
 
 /* pl_generate as a careless caller calls it: max_tokens negative, 0 or past INT32_MAX, up to 19
@@ -641,40 +659,12 @@ static void op_params(ctx *c, rd *r)
         fail(c, "pl_sampler_new failed");
         return;
     }
-    snap before = take(c->s);
-    c->out_len = 0;
-    c->calls = 0;
-    c->cancel_at = 0;
-    pl_gen_stats st;
-    pl_error e = {0};
-    pl_status s = pl_generate(c->s, ids, n, smp, &gp, on_text, c, &st, &e);
-    pl_sampler_free(smp);
-    snap after = take(c->s);
     pl_status want = n < 0        ? PL_ERR_INVALID_ARG
                      : bad_config ? PL_ERR_CONFIG
                      : bad_arg    ? PL_ERR_INVALID_ARG
                                   : PL_OK;
-    if (want == PL_OK && n == 0 && before.n == 0) want = PL_ERR_INVALID_ARG;
-    if (want != PL_OK || out_of_vocab) {
-        if (s == PL_OK || (want != PL_OK && s != want))
-            fail(c, "pl_generate with max_tokens %lld, %zu stops, n_prompt %lld%s: %s, not %s",
-                 (long long)gp.max_tokens, gp.n_stops, (long long)n,
-                 out_of_vocab ? " (an id outside the vocabulary)" : "", pl_status_str(s),
-                 pl_status_str(want));
-        else if (!same(&before, &after))
-            fail(c, "a refused pl_generate (%s) changed the session", pl_status_str(s));
-    } else if (s == PL_ERR_CONTEXT_FULL) {
-        if (!same(&before, &after))
-            fail(c, "PL_ERR_CONTEXT_FULL from pl_generate changed the session");
-    } else if (s) {
-        fail(c, "pl_generate: %s: %s", pl_status_str(s), e.msg);
-    } else if (c->cm->byte_level &&
-               (after.len < before.len + c->out_len ||
-                memcmp(after.text + after.len - c->out_len, c->out, c->out_len))) {
-        fail(c, "pl_generate: the history does not end with the delivered text");
-    }
-    drop(&before);
-    drop(&after);
+    generate_checked(c, ids, n, smp, &gp, want, out_of_vocab);
+    pl_sampler_free(smp);
 }
 
 static void op_nomem(ctx *c, rd *r)
