@@ -168,9 +168,15 @@ static void log_line(sv_server *srv, const char *method, sv_endpoint ep, int sta
     pthread_mutex_unlock(&srv->log_mu);
 }
 
-/* With --cors, every answer (errors and streams included) names the origin allowed. */
-static void add_cors(const sv_server *srv, struct MHD_Response *r)
+/* Every answer (errors, streams and pages included) names the idle timeout: a client that
+ * pools connections and reads the hint (Node's fetch) retires a kept-alive connection before
+ * the server closes it, instead of racing the close with its next request. With --cors, every
+ * answer also names the origin allowed. */
+static void add_server_headers(const sv_server *srv, struct MHD_Response *r)
 {
+    char v[32];
+    snprintf(v, sizeof v, "timeout=%u", srv->cfg.timeout_s);
+    MHD_add_response_header(r, "Keep-Alive", v);
     if (srv->cfg.cors) MHD_add_response_header(r, "Access-Control-Allow-Origin", srv->cfg.cors);
 }
 
@@ -184,7 +190,7 @@ static enum MHD_Result send_text(struct MHD_Connection *c, conn *q, int status, 
         free(body);
         return MHD_NO;
     }
-    add_cors(q->srv, r);
+    add_server_headers(q->srv, r);
     if (status == 405)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, sv_endpoint_methods(q->ep));
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
@@ -557,7 +563,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, conn *q, sv_request *r
         stream_free(j);
         return MHD_NO;
     }
-    add_cors(srv, r);
+    add_server_headers(srv, r);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     q->status = 200;
@@ -588,8 +594,8 @@ static enum MHD_Result preflight(struct MHD_Connection *c, conn *q)
     if (!r) return MHD_NO;
     const char *methods = sv_endpoint_methods(q->ep);
     MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, methods);
+    add_server_headers(q->srv, r);
     if (q->srv->cfg.cors) {
-        add_cors(q->srv, r);
         MHD_add_response_header(r, "Access-Control-Allow-Methods", methods);
         MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
         MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
@@ -624,7 +630,7 @@ static enum MHD_Result body_too_large(struct MHD_Connection *c, conn *q)
  * lets a require-corp document load these files), no sniffing, no stale copies. */
 static void page_headers(const sv_server *srv, struct MHD_Response *r)
 {
-    add_cors(srv, r);
+    add_server_headers(srv, r);
     MHD_add_response_header(r, "Cross-Origin-Opener-Policy", "same-origin");
     MHD_add_response_header(r, "Cross-Origin-Embedder-Policy", "require-corp");
     MHD_add_response_header(r, "Cross-Origin-Resource-Policy", "same-origin");

@@ -272,6 +272,14 @@ async function checkStopped(phase) {
   await ok(idle, 'keep-alive connection idle after a request', sentAt, bound);
   await ok(trickle, `a request trickled at 1 byte/s (slow loris; 2 x --timeout ${TIMEOUT_S} + slack)`, sentAt, trickleBound);
   check(idle.every((c) => statusOf(c.data) === 200), 'phase 6: the idle keep-alive connections got their 200 first');
+  // The idle timeout is announced, so that a pooling client (fetch here) retires a connection
+  // before the server closes it rather than sending its next request into the close.
+  const hint = `timeout=${TIMEOUT_S}`;
+  const errAnswer = await get(base, '/no-such-endpoint');
+  check(idle.every((c) => new RegExp(`^keep-alive: ${hint}\\r$`, 'im').test(c.data.toString('latin1'))) &&
+        errAnswer.status === 404 && errAnswer.headers.get('keep-alive') === hint,
+    `phase 6: answers and errors name the idle timeout (Keep-Alive: ${hint})`,
+    { idle: idle.map((c) => c.data.toString('latin1').split('\r\n\r\n')[0]), error: errAnswer.headers.get('keep-alive') });
   const cut = (await timedOut()) - timedOut0;
   check(cut >= trickle.length, `phase 6: /metrics counts the trickled requests cut at their deadline (rejected{reason="timeout"} +${cut}, at least ${trickle.length})`);
   [...stalledHead, ...stalledBody, ...idle, ...trickle].forEach((c) => c.sock.destroy());
