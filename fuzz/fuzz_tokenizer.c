@@ -399,10 +399,16 @@ static void check_unknown_flags(const pl_model *m, const char *text, size_t len,
     st = pl_detokenize(m, &id, 1, (fl >> 2 & 3u) | bit, &c, 1, &got, &err);
     FUZZ_CHECK(st == PL_ERR_INVALID_ARG && err.code == st, "detokenize flags 0x%x: status %d",
                (fl >> 2 & 3u) | bit, (int)st);
-    pl_detok *d = (pl_detok *)&err;
+    /* A refusal writes NULL over whatever *out held: start from a live decoder's handle. */
+    pl_detok *live = NULL;
+    st = pl_detok_new(&live, m, fl >> 2 & 3u, &err);
+    FUZZ_CHECK(st == PL_OK && live != NULL, "detok_new flags 0x%x: status %d", fl >> 2 & 3u,
+               (int)st);
+    pl_detok *d = live;
     st = pl_detok_new(&d, m, (fl >> 2 & 3u) | bit, &err);
     FUZZ_CHECK(st == PL_ERR_INVALID_ARG && err.code == st && d == NULL,
                "detok_new flags 0x%x: status %d", (fl >> 2 & 3u) | bit, (int)st);
+    pl_detok_free(live);
 }
 
 static int has_u2581(const char *t, size_t n)
