@@ -267,6 +267,7 @@ enum {
     B_PHI3,
     B_PHI3_32, /* the shapes whose window llama.cpp assumes when the key is absent */
     B_PHI3_40,
+    B_PHI3_32_128K,
     N_BASES
 };
 
@@ -418,8 +419,8 @@ static void gguf_model_seeds(void)
     c[B_GEMMA3].local_window = 3;
     c[B_PHI3] = config("edit-phi3", "phi3", DEMO_VOCAB_SPM, PL_FTYPE_Q8_0, 32, 32, 0);
     c[B_PHI3].local_window = 2047;
-    /* Phi-3 mini (32 layers, 4k context) and medium-128k (40 layers) without the window key;
-     * heads of 2 and an FFN of 1 keep 32 layers small */
+    /* Phi-3 mini (32 layers, 4k context), medium-128k (40 layers) and mini-128k (below) without
+     * the window key; heads of 2 and an FFN of 1 keep 32 layers small */
     c[B_PHI3_32] =
         config("s-phi3-32-layers-4k-no-window", "phi3", DEMO_VOCAB_SPM, PL_FTYPE_Q8_0, 32, 1, 1);
     c[B_PHI3_32].n_layer = 32;
@@ -430,6 +431,13 @@ static void gguf_model_seeds(void)
     snprintf(c[B_PHI3_40].name, sizeof c[B_PHI3_40].name, "seed s-phi3-40-layers-128k-no-window");
     c[B_PHI3_40].n_layer = 40;
     c[B_PHI3_40].n_ctx = 131072;
+    /* Phi-3 mini-128k: 32 layers of 32 KV heads (heads of 2 keep it near 200 KB) */
+    c[B_PHI3_32_128K] = c[B_PHI3_32];
+    snprintf(c[B_PHI3_32_128K].name, sizeof c[B_PHI3_32_128K].name,
+             "seed s-phi3-32-layers-128k-no-window");
+    c[B_PHI3_32_128K].n_ctx = 131072;
+    c[B_PHI3_32_128K].n_head = 32;
+    c[B_PHI3_32_128K].n_head_kv = 32;
     void *bases[N_BASES];
     size_t sizes[N_BASES];
     for (int b = 0; b < N_BASES; b++) {
