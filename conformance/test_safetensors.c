@@ -157,6 +157,25 @@ static void safetensors_free_null_is_a_noop(void)
     CU_ASSERT_PTR_NULL(pl_safetensors_find(NULL, "x"));
 }
 
+/* An empty header ("{}", as safetensors' save_file({}) writes) is a file of no tensors: no array
+ * to sort or search (qsort and bsearch must not get a NULL one; ASan/UBSan fuzzing found it). */
+static void safetensors_accepts_file_with_no_tensors(void)
+{
+    static const char *const headers[] = {"{}", "{\"__metadata__\":{\"format\":\"pt\"}}"};
+    for (size_t k = 0; k < sizeof headers / sizeof *headers; k++) {
+        buf b = st_file(headers[k], 0);
+        pl_safetensors *st = accept_buf(b, __func__, __LINE__);
+        if (st) {
+            CU_ASSERT_EQUAL(pl_safetensors_n_tensors(st), 0);
+            TU_CHECK(pl_safetensors_find(st, "w") == NULL, "find in %s", headers[k]);
+            TU_CHECK(pl_safetensors_find(st, "") == NULL, "find of '' in %s", headers[k]);
+            TU_CHECK(pl_safetensors_tensor(st, 0) == NULL, "tensor 0 of %s", headers[k]);
+            pl_safetensors_free(st);
+        }
+        free(b.data);
+    }
+}
+
 /* ---- hostile files: the header length ------------------------------------------------------ */
 
 static void safetensors_rejects_empty_file(void)
@@ -675,6 +694,7 @@ int main(void)
         {"safetensors_accepts_header_padded_with_spaces",
          safetensors_accepts_header_padded_with_spaces},
         {"safetensors_free_null_is_a_noop", safetensors_free_null_is_a_noop},
+        {"safetensors_accepts_file_with_no_tensors", safetensors_accepts_file_with_no_tensors},
         {"safetensors_rejects_empty_file", safetensors_rejects_empty_file},
         {"safetensors_rejects_seven_byte_file", safetensors_rejects_seven_byte_file},
         {"safetensors_rejects_header_length_past_eof", safetensors_rejects_header_length_past_eof},

@@ -414,7 +414,8 @@ static int by_name(const void *a, const void *b)
 /* Sorts by name; a name seen twice (possible only across files) is an error. */
 static pl_status finish(pl_safetensors *st, pl_error *err)
 {
-    qsort(st->tensors, (size_t)st->n_tensors, sizeof *st->tensors, by_name);
+    /* A file may hold no tensors ("{}"): its array is then NULL, which qsort must not get. */
+    if (st->n_tensors > 1) qsort(st->tensors, (size_t)st->n_tensors, sizeof *st->tensors, by_name);
     for (uint64_t i = 1; i < st->n_tensors; i++)
         if (strcmp(st->tensors[i - 1].name, st->tensors[i].name) == 0)
             return pl_fail(err, PL_ERR_FORMAT, "tensor '%s' is in both %s and %s",
@@ -718,7 +719,7 @@ const pl_st_tensor *pl_safetensors_tensor(const pl_safetensors *st, uint64_t i)
 
 const pl_st_tensor *pl_safetensors_find(const pl_safetensors *st, const char *name)
 {
-    if (!st || !name) return NULL;
+    if (!st || !name || !st->n_tensors) return NULL; /* no tensors: no array to search */
     pl_st_tensor key = {.name = name};
     return bsearch(&key, st->tensors, (size_t)st->n_tensors, sizeof key, by_name);
 }
