@@ -271,8 +271,9 @@ replay() {
     return $rc
 }
 
-cmin_one() { # harness, input dir -> $CMIN_DEST/<harness> (fuzz/corpus/<harness>)
+cmin_one() { # harness, input dir[, pinned dir] -> $CMIN_DEST/<harness> (fuzz/corpus/<harness>)
     h=$1
+    pin=${3:-}
     tmp="$OUT/cmin-$h"
     rm -rf "$tmp"
     need_afl
@@ -283,12 +284,38 @@ cmin_one() { # harness, input dir -> $CMIN_DEST/<harness> (fuzz/corpus/<harness>
     }
     mkdir -p "$CMIN_DEST/$h"
     find "$CMIN_DEST/$h" -type f ! -name '.*' -delete
-    i=0
+    # Names are stable: an input afl-cmin keeps keeps its name (the number it got last time, a
+    # seed's name), so a merge shows in git as the inputs it added and dropped. Queue entries
+    # (AFL++'s id:…) take numbers after the highest one kept.
+    kept=0
+    next=0
     for f in "$tmp"/*; do
-        cp "$f" "$CMIN_DEST/$h/$(printf '%03d' $i)"
-        i=$((i + 1))
+        n=${f##*/}
+        case $n in *id:*) continue ;; esac
+        cp "$f" "$CMIN_DEST/$h/$n"
+        kept=$((kept + 1))
+        case $n in *[!0-9]*) ;; *)
+            v=$(echo "$n" | sed 's/^0*//')
+            v=${v:-0}
+            [ "$v" -lt "$next" ] || next=$((v + 1)) ;;
+        esac
     done
-    echo "campaign: $CMIN_DEST/$h: $i inputs, $(du -sh "$CMIN_DEST/$h" | cut -f1)"
+    added=0
+    for f in "$tmp"/*; do
+        case ${f##*/} in *id:*) ;; *) continue ;; esac
+        cp "$f" "$CMIN_DEST/$h/$(printf '%03d' $next)"
+        next=$((next + 1))
+        added=$((added + 1))
+    done
+    # Pinned inputs stay whatever afl-cmin chose: the curated ones, named for what they are.
+    pinned=0
+    for f in ${pin:+"$pin"/*}; do
+        [ -e "$f" ] && [ ! -e "$CMIN_DEST/$h/${f##*/}" ] || continue
+        cp "$f" "$CMIN_DEST/$h/"
+        pinned=$((pinned + 1))
+    done
+    echo "campaign: $CMIN_DEST/$h: $((kept + added + pinned)) inputs ($kept kept, $added new," \
+        "$pinned pinned), $(du -sh "$CMIN_DEST/$h" | cut -f1)"
 }
 
 cmin() { # the corpus plus the last campaign's queues, minimized
@@ -298,6 +325,15 @@ cmin() { # the corpus plus the last campaign's queues, minimized
         rm -rf "$all"
         mkdir -p "$all"
         find "$FUZZ/corpus/$h" -type f ! -name '.*' -exec cp {} "$all/" \;
+        # Named corpus inputs (a model's chat template, a seed made to reach one branch:
+        # llama-3.2, s-phi3-32-layers-128k-no-window) are curated and survive every merge; the
+        # numbered ones are earlier merges' queue entries, and afl-cmin decides about them.
+        pin="$OUT/cmin-pin-$h"
+        rm -rf "$pin"
+        mkdir -p "$pin"
+        for f in "$FUZZ/corpus/$h"/*; do
+            case ${f##*/} in *[!0-9]*) [ -f "$f" ] && cp "$f" "$pin/" ;; esac
+        done
         for q in "$(out_of "$h")"/*/queue; do
             [ -d "$q" ] || continue
             inst=${q%/queue}
@@ -306,7 +342,11 @@ cmin() { # the corpus plus the last campaign's queues, minimized
             find "$q" -maxdepth 1 -type f -name 'id:*' -size -$((MAX_BYTES + 1))c -exec \
                 sh -c 'd=$1; p=$2; shift 2; for f; do cp "$f" "$d/$p-${f##*/}"; done' sh "$all" "$inst" {} +
         done
-        cmin_one "$h" "$all"
+        # A queue holds copies of the corpus it started from (orig:<name>): keep one file per
+        # content, the corpus's name first, so afl-cmin cannot keep the copy and drop the name.
+        (cd "$all" && sha1sum -- *) | awk '{ q = ($2 ~ /id:/); print $1, q, $2 }' |
+            sort -k1,1 -k2,2n -k3,3 | awk 'seen[$1]++ { print $3 }' | (cd "$all" && xargs -r rm -f --)
+        cmin_one "$h" "$all" "$pin"
     done
 }
 

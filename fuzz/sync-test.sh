@@ -51,5 +51,14 @@ fail=0
 [ "$from_a" -gt 0 ] || { echo "sync-test: group b imported nothing from group a" >&2; fail=1; }
 [ "$in_a" -gt 0 ] && [ "$in_b" -gt 0 ] || { echo "sync-test: the merge missed a group" >&2; fail=1; }
 [ "$merged" -gt 0 ] || { echo "sync-test: the merge kept nothing" >&2; fail=1; }
+# Names: every named corpus input (a model's template, a seed) is in the merge, byte for byte;
+# every other merged input is numbered, none keeps AFL++'s id:… name.
+for f in "$ROOT/fuzz/corpus/$H"/*; do
+    case ${f##*/} in *[!0-9]*) ;; *) continue ;; esac
+    cmp -s "$f" "$DIR/merged/$H/${f##*/}" ||
+        { echo "sync-test: the merge lost the named input ${f##*/}" >&2; fail=1; }
+done
+odd=$(find "$DIR/merged/$H" -type f -name '*id:*' | wc -l)
+[ "$odd" = 0 ] || { echo "sync-test: $odd merged inputs kept a queue name" >&2; fail=1; }
 [ "$fail" = 0 ] && echo "sync-test: passed"
 exit "$fail"
