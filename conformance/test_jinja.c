@@ -408,6 +408,16 @@ static void jinja_string_blowups_hit_the_memory_limit(void)
                  NULL, &lim, PL_ERR_LIMIT, "line 1", "max_memory");
 }
 
+/* An empty string or list repeated any number of times is empty at once: the count is no
+ * loop bound (a fuzzer's [] * 11111111112 used to spin for hours in a 0-byte repetition). */
+static void jinja_empty_repetition_is_immediate(void)
+{
+    EXPECT("{{ ([] * 10**18) | length }}{{ ('' * 10**18) | length }}{{ (10**18 * []) | length }}"
+           "{{ (10**18 * '') | length }}{{ ([] * 3) | length }}{{ [1, 2] * 2 }}{{ 'ab' * 2 }}",
+           NULL, "00000[1, 2, 1, 2]abab");
+    expect_error("{{ [0] * 10**18 }}", NULL, NULL, PL_ERR_LIMIT, "line 1", "max_memory");
+}
+
 static void jinja_output_is_bounded(void)
 {
     pl_jinja_limits lim = {.max_output = 1000};
@@ -592,6 +602,7 @@ int main(void)
         {"jinja_steps_are_bounded", jinja_steps_are_bounded},
         {"jinja_recursive_macro_hits_the_depth_limit", jinja_recursive_macro_hits_the_depth_limit},
         {"jinja_string_blowups_hit_the_memory_limit", jinja_string_blowups_hit_the_memory_limit},
+        {"jinja_empty_repetition_is_immediate", jinja_empty_repetition_is_immediate},
         {"jinja_output_is_bounded", jinja_output_is_bounded},
         {"jinja_render_is_repeatable_and_does_not_touch_the_template",
          jinja_render_is_repeatable_and_does_not_touch_the_template},

@@ -137,11 +137,12 @@ static void undef_check(jctx *c, const jnode *at, jv v)
         jerr(c, at, PL_ERR_INVALID_ARG, "%s", v.u.s ? v.u.s->s : "value is undefined");
 }
 
-/* s * k and l * k: the repeated value must fit the memory limit before it is built */
+/* s * k and l * k: the repeated value must fit the memory limit before it is built; an empty
+ * s or l repeats to empty whatever k is (k is no loop bound then: nothing charges the budget) */
 static jv repeat(jctx *c, const jnode *at, jv seq, int64_t k)
 {
-    if (k < 0) k = 0;
     size_t unit = seq.t == JV_STR ? seq.u.s->len : seq.u.l->n * sizeof(jv);
+    if (k < 0 || unit == 0) k = 0;
     uint64_t total;
     if (!pl_mul_u64(unit, (uint64_t)k, &total) || total > c->lim->max_memory)
         jerr(c, at, PL_ERR_LIMIT, "repetition builds more than %zu bytes (limit max_memory)",
