@@ -283,22 +283,25 @@ cmin_one() { # harness, input dir[, pinned dir] -> $CMIN_DEST/<harness> (fuzz/co
         return 1
     }
     mkdir -p "$CMIN_DEST/$h"
-    find "$CMIN_DEST/$h" -type f ! -name '.*' -delete
     # Names are stable: an input afl-cmin keeps keeps its name (the number it got last time, a
     # seed's name), so a merge shows in git as the inputs it added and dropped. Queue entries
-    # (AFL++'s id:…) take numbers after the highest one kept.
-    kept=0
+    # (AFL++'s id:…) take numbers after the highest one the corpus had, dropped ones included, so
+    # no name comes back with other bytes.
     next=0
+    for f in "$CMIN_DEST/$h"/* "$tmp"/*; do
+        n=${f##*/}
+        case $n in *[!0-9]*) continue ;; esac
+        v=$(echo "$n" | sed 's/^0*//')
+        v=${v:-0}
+        [ "$v" -lt "$next" ] || next=$((v + 1))
+    done
+    find "$CMIN_DEST/$h" -type f ! -name '.*' -delete
+    kept=0
     for f in "$tmp"/*; do
         n=${f##*/}
         case $n in *id:*) continue ;; esac
         cp "$f" "$CMIN_DEST/$h/$n"
         kept=$((kept + 1))
-        case $n in *[!0-9]*) ;; *)
-            v=$(echo "$n" | sed 's/^0*//')
-            v=${v:-0}
-            [ "$v" -lt "$next" ] || next=$((v + 1)) ;;
-        esac
     done
     added=0
     for f in "$tmp"/*; do
