@@ -287,28 +287,22 @@ cmin_one() { # harness, input dir[, pinned dir] -> $CMIN_DEST/<harness> (fuzz/co
     # seed's name), so a merge shows in git as the inputs it added and dropped. Queue entries
     # (AFL++'s id:…) take numbers after the highest one the corpus had, dropped ones included, so
     # no name comes back with other bytes.
-    next=0
-    for f in "$CMIN_DEST/$h"/* "$tmp"/*; do
-        n=${f##*/}
-        case $n in *[!0-9]*) continue ;; esac
-        v=$(echo "$n" | sed 's/^0*//')
-        v=${v:-0}
-        [ "$v" -lt "$next" ] || next=$((v + 1))
-    done
+    next=$(ls "$CMIN_DEST/$h" "$tmp" | awk '/^[0-9]+$/ && $0 + 0 >= n { n = $0 + 1 } END { print n + 0 }')
     find "$CMIN_DEST/$h" -type f ! -name '.*' -delete
     kept=0
-    for f in "$tmp"/*; do
-        n=${f##*/}
-        case $n in *id:*) continue ;; esac
-        cp "$f" "$CMIN_DEST/$h/$n"
-        kept=$((kept + 1))
-    done
     added=0
     for f in "$tmp"/*; do
-        case ${f##*/} in *id:*) ;; *) continue ;; esac
-        cp "$f" "$CMIN_DEST/$h/$(printf '%03d' $next)"
-        next=$((next + 1))
-        added=$((added + 1))
+        case ${f##*/} in
+        *id:*)
+            cp "$f" "$CMIN_DEST/$h/$(printf '%03d' "$next")"
+            next=$((next + 1))
+            added=$((added + 1))
+            ;;
+        *)
+            cp "$f" "$CMIN_DEST/$h/"
+            kept=$((kept + 1))
+            ;;
+        esac
     done
     # Pinned inputs stay whatever afl-cmin chose: the curated ones, named for what they are.
     pinned=0
