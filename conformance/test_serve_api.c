@@ -274,8 +274,91 @@ static void each_field_checks_its_type_and_range(void)
         {"{" MSG ",\"tools\":{}}", "tools"},
         {"{" MSG ",\"chat_template_kwargs\":[]}", "chat_template_kwargs"},
         {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":{}}]}", "messages[0].tool_calls"},
+        /* roles and names where OpenAI checks them */
+        {"{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}", "messages[0].role"},
+        {"{\"messages\":[{\"role\":\"User\",\"content\":\"x\"}]}", "messages[0].role"},
+        {"{\"messages\":[{\"role\":\"\",\"content\":\"x\"}]}", "messages[0].role"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"name\":5}]}", "messages[0].name"},
+        {"{\"messages\":[{\"role\":\"function\",\"content\":\"x\"}]}", "messages[0].name"},
+        {"{\"messages\":[{\"role\":\"system\",\"content\":[{\"type\":\"refusal\","
+         "\"refusal\":\"no\"}]}]}",
+         "messages[0].content[0].type"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"refusal\","
+         "\"refusal\":1}]}]}",
+         "messages[0].content[0].refusal"},
+        {"{\"messages\":[{\"role\":\"developer\"}]}", "messages[0].content"},
+        /* tool calls: only in assistant turns, in OpenAI's shape, each answered right after */
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"tool_calls\":[]}]}",
+         "messages[0].tool_calls"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"function_call\":{}}]}",
+         "messages[0].function_call"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"function_call\":{\"name\":\"f\"}}]}",
+         "messages[0].function_call.arguments"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[1]}]}",
+         "messages[0].tool_calls[0]"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"type\":\"function\"}]}]}",
+         "messages[0].tool_calls[0].id"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c\",\"type\":"
+         "\"code\"}]}]}",
+         "messages[0].tool_calls[0].type"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c\",\"type\":"
+         "\"function\"}]}]}",
+         "messages[0].tool_calls[0].function"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c\",\"type\":"
+         "\"function\",\"function\":{\"arguments\":\"{}\"}}]}]}",
+         "messages[0].tool_calls[0].function.name"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c\",\"type\":"
+         "\"function\",\"function\":{\"name\":\"f\",\"arguments\":{}}}]}]}",
+         "messages[0].tool_calls[0].function.arguments"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"assistant\","
+         "\"tool_calls\":[{\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":"
+         "\"f\",\"arguments\":\"{}\"}}]}]}",
+         "messages[1].tool_calls"},
+        {"{\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", "messages[0].tool_call_id"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"tool\","
+         "\"tool_call_id\":\"c\",\"content\":\"x\"}]}",
+         "messages[1].tool_call_id"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c\",\"type\":"
+         "\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},{\"role\":"
+         "\"tool\",\"tool_call_id\":\"d\",\"content\":\"x\"}]}",
+         "messages[1].tool_call_id"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c\",\"type\":"
+         "\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},{\"role\":"
+         "\"tool\",\"tool_call_id\":\"c\",\"content\":\"x\"},{\"role\":\"tool\","
+         "\"tool_call_id\":\"c\",\"content\":\"x\"}]}",
+         "messages[2].tool_call_id"},
+        {"{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c\",\"type\":"
+         "\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},{\"role\":"
+         "\"tool\",\"tool_call_id\":\"c\"}]}",
+         "messages[1].content"},
+        /* tool definitions and the choice among them */
+        {"{" MSG ",\"tools\":[1]}", "tools[0]"},
+        {"{" MSG ",\"tools\":[{\"type\":\"retrieval\"}]}", "tools[0].type"},
+        {"{" MSG ",\"tools\":[{\"type\":\"function\"}]}", "tools[0].function"},
+        {"{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{}}]}", "tools[0].function.name"},
+        {"{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get weather\"}}]}",
+         "tools[0].function.name"},
+        {"{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"\"}}]}",
+         "tools[0].function.name"},
+        {"{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\","
+         "\"parameters\":[]}}]}",
+         "tools[0].function.parameters"},
+        {"{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\","
+         "\"description\":1}}]}",
+         "tools[0].function.description"},
+        {"{" MSG ",\"tool_choice\":\"auto\"}", "tool_choice"},
+        {"{" MSG ",\"parallel_tool_calls\":\"yes\"}", "parallel_tool_calls"},
+        {"{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
+         "\"tool_choice\":\"required\"}",
+         "tool_choice"},
+        {"{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
+         "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}}",
+         "tool_choice"},
+        {"{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
+         "\"tool_choice\":\"sometimes\"}",
+         "tool_choice"},
         /* the built-in chatml renders role and content only: what it cannot render is 400 */
-        {"{" MSG ",\"tools\":[{\"type\":\"function\"}]}", "messages"},
+        {"{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}", "messages"},
         {"{" MSG ",\"response_format\":{\"type\":\"json_object\"}}", "response_format"},
         {"{" MSG ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}",
          "response_format"},
@@ -603,7 +686,8 @@ static void tools_and_tool_calls_reach_the_template(void)
     const char *body =
         "{\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"},"
         "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":"
-        "\"function\",\"function\":{\"name\":\"get\",\"arguments\":{\"city\":\"Oslo\"}}}]},"
+        "\"function\",\"function\":{\"name\":\"get\",\"arguments\":"
+        "\"{\\\"city\\\":\\\"Oslo\\\"}\"}}]},"
         "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"-3 C\"}],"
         "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get\"}}],"
         "\"chat_template_kwargs\":{\"enable_thinking\":false}}";
@@ -631,6 +715,62 @@ static void tools_and_tool_calls_reach_the_template(void)
     api = saved;
     pl_chat_template_free(bad);
     pl_chat_template_free(t);
+}
+
+/* OpenAI's six roles are accepted; "developer" reaches a template that does not name it as
+ * "system" and one that does as itself; arguments that are no JSON object stay a string; a
+ * refusal part of an assistant turn joins its content. */
+static void openai_roles_are_accepted_and_developer_maps_to_system(void)
+{
+    static const char plain[] = "{%- for m in messages %}<{{ m.role }}{% if m.name %} "
+                                "{{ m.name }}{% endif %}>{{ m.content or '' }}"
+                                "{% if m.tool_calls %}{{ m.tool_calls[0].function.arguments "
+                                "| tojson }}{% endif %}\n{% endfor %}";
+    static const char knows[] = "{%- for m in messages %}{% if m.role == 'developer' %}DEV "
+                                "{% endif %}<{{ m.role }}>{{ m.content or '' }}\n{% endfor %}";
+    pl_chat_template *tp = NULL, *tk = NULL;
+    pl_error pe;
+    TU_CHECK(pl_chat_template_compile(&tp, plain, strlen(plain), &pe) == PL_OK, "%s", pe.msg);
+    TU_CHECK(pl_chat_template_compile(&tk, knows, strlen(knows), &pe) == PL_OK, "%s", pe.msg);
+    TU_CHECK(!pl_chat_template_knows_role(NULL, tp, "developer") &&
+                 pl_chat_template_knows_role(NULL, tk, "developer") &&
+                 !pl_chat_template_knows_role(NULL, chatml, "developer"),
+             "knows_role: the plain template, the one naming 'developer', the built-in");
+    sv_api saved = api;
+    const char *body =
+        "{\"messages\":[{\"role\":\"developer\",\"content\":\"D\"},{\"role\":\"system\","
+        "\"content\":\"S\"},{\"role\":\"user\",\"name\":\"ann\",\"content\":\"U\"},"
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"A\"},{\"type\":"
+        "\"refusal\",\"refusal\":\"R\"}]},{\"role\":\"assistant\",\"content\":null,\"tool_calls\":"
+        "[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":"
+        "\"not json\"}}]},{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"T\"},"
+        "{\"role\":\"function\",\"name\":\"g\",\"content\":\"F\"}]}";
+    static const char *const want[2] = {
+        /* trim_blocks eats a newline after a block tag */
+        "<system>D<system>S<user ann>U<assistant>AR<assistant>\"not json\"<tool>T<function g>F",
+        "DEV <developer>D\n<system>S\n<user>U\n<assistant>AR\n<assistant>\n<tool>T\n<function>F\n"};
+    for (int k = 0; k < 2; k++) {
+        api.tmpl = k ? tk : tp;
+        sv_request r;
+        sv_error e;
+        int st = chat(body, &r, &e);
+        TU_CHECK(st == 200, "template %d: status %d: %s", k, st, e.message);
+        if (st != 200) continue;
+        TU_CHECK(r.prompt_len == strlen(want[k]) && memcmp(r.prompt, want[k], r.prompt_len) == 0,
+                 "template %d: prompt '%s'", k, r.prompt);
+        sv_request_free(&r);
+    }
+    /* the role's error names the field and every allowed value */
+    sv_request r;
+    sv_error e;
+    int st = chat("{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}", &r, &e);
+    TU_CHECK(st == 400 && strcmp(e.param, "messages[0].role") == 0 && strstr(e.message, "wizard") &&
+                 strstr(e.message, "system, developer, user, assistant, tool, function"),
+             "status %d param %s: %s", st, e.param, e.message);
+    if (st == 200) sv_request_free(&r);
+    api = saved;
+    pl_chat_template_free(tk);
+    pl_chat_template_free(tp);
 }
 
 /* Llama 2's template folds the system prompt into the first user turn and has no generation
@@ -752,6 +892,8 @@ int main(void)
          metrics_text_is_prometheus_with_cumulative_buckets},
         {"replies_are_valid_json_whatever_the_text", replies_are_valid_json_whatever_the_text},
         {"tools_and_tool_calls_reach_the_template", tools_and_tool_calls_reach_the_template},
+        {"openai_roles_are_accepted_and_developer_maps_to_system",
+         openai_roles_are_accepted_and_developer_maps_to_system},
         {"a_conversation_that_renders_nothing_is_refused",
          a_conversation_that_renders_nothing_is_refused},
         {"a_model_without_a_usable_template_still_completes",

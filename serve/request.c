@@ -301,74 +301,301 @@ static int get_common(const sv_api *api, const json_t *body, sv_request *r, sv_e
 
 /* ---- chat messages ---------------------------------------------------------------------- */
 
-/* Checks message i (an object with a string role, and content that is a string, an array of
- * text parts, or null / absent beside tool_calls) and joins text parts into one string, as
- * llama-server does for templates written for string content. Other keys (tool_calls,
- * tool_call_id, name, reasoning_content, ...) go to the template as they are. */
-static int check_message(json_t *msg, size_t i, sv_error *e)
+/* OpenAI's roles. "developer" reaches the template as it is where the template names it (a
+ * branch of its own, as gpt-oss's has); elsewhere as "system", its meaning for models that predate
+ * it, so a Llama or Qwen template renders its system turn rather than an unknown header. */
+static const char *const roles[] = {"system", "developer", "user", "assistant", "tool", "function"};
+#define ROLE_LIST "system, developer, user, assistant, tool, function"
+
+/* What the checks of one conversation carry from message to message. */
+typedef struct msg_state {
+    int developer_as_is;     /* the template knows the "developer" role */
+    const json_t *called;    /* the tool_calls of the last assistant turn still being answered */
+    size_t called_at;        /* that assistant message's index */
+    unsigned char *answered; /* answered[k]: called[k] has had its tool message */
+} msg_state;
+
+static int oom(sv_error *e)
 {
-    char field[96];
-    snprintf(field, sizeof field, "messages[%zu]", i);
-    if (!json_is_object(msg)) return wrong_type(e, field, msg, "an object");
-    const json_t *role = json_object_get(msg, "role"), *c = json_object_get(msg, "content");
-    snprintf(field, sizeof field, "messages[%zu].role", i);
-    if (!role) return bad_field(e, field, "is required");
-    if (!json_is_string(role)) return wrong_type(e, field, role, "a string");
-    snprintf(field, sizeof field, "messages[%zu].content", i);
-    const json_t *calls = json_object_get(msg, "tool_calls");
-    if (calls && !json_is_null(calls) && !json_is_array(calls)) {
-        snprintf(field, sizeof field, "messages[%zu].tool_calls", i);
-        return wrong_type(e, field, calls, "an array");
-    }
-    if (!c || json_is_null(c)) {
-        if (json_array_size(calls) > 0) return 0; /* an assistant turn that only calls tools */
-        return c ? wrong_type(e, field, c, "a string or an array of text parts")
-                 : bad_field(e, field, "is required");
-    }
+    return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+}
+
+/* An optional string field of obj: absent or null is fine, anything else but a string is 400. */
+static int optional_string(const json_t *obj, const char *key, const char *field, sv_error *e)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (v && !json_is_null(v) && !json_is_string(v)) return wrong_type(e, field, v, "a string");
+    return 0;
+}
+
+/* A required string field of obj, named field in the error. */
+static int required_string(const json_t *obj, const char *key, const char *field, sv_error *e)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v) return bad_field(e, field, "is required");
+    if (!json_is_string(v)) return wrong_type(e, field, v, "a string");
+    return 0;
+}
+
+/* Content as a string or an array of parts: text parts everywhere, refusal parts in assistant
+ * turns; the parts are joined into one string, as llama-server does for templates written for
+ * string content. */
+static int check_content(json_t *msg, const char *prefix, int assistant, sv_error *e)
+{
+    char field[160];
+    json_t *c = json_object_get(msg, "content");
+    snprintf(field, sizeof field, "%s.content", prefix);
     if (json_is_string(c)) return 0;
     if (!json_is_array(c)) return wrong_type(e, field, c, "a string or an array of text parts");
     size_t total = 0;
     for (size_t k = 0; k < json_array_size(c); k++) {
         const json_t *p = json_array_get(c, k), *t;
-        snprintf(field, sizeof field, "messages[%zu].content[%zu]", i, k);
+        snprintf(field, sizeof field, "%s.content[%zu]", prefix, k);
         if (!json_is_object(p))
             return wrong_type(e, field, p, "an object {\"type\": \"text\", \"text\": …}");
         t = json_object_get(p, "type");
-        if (!json_is_string(t) || strcmp(json_string_value(t), "text") != 0) {
+        const char *key = "text";
+        if (assistant && json_is_string(t) && strcmp(json_string_value(t), "refusal") == 0)
+            key = "refusal";
+        else if (!json_is_string(t) || strcmp(json_string_value(t), "text") != 0) {
             snprintf(field + strlen(field), sizeof field - strlen(field), ".type");
-            return bad_field(e, field, "only \"text\" parts are supported");
+            return bad_field(e, field, "only \"text\" parts are supported%s",
+                             assistant ? " (and \"refusal\" in an assistant turn)" : "");
         }
-        t = json_object_get(p, "text");
+        t = json_object_get(p, key);
         if (!json_is_string(t)) {
-            snprintf(field + strlen(field), sizeof field - strlen(field), ".text");
+            snprintf(field + strlen(field), sizeof field - strlen(field), ".%s", key);
             return wrong_type(e, field, t ? t : json_null(), "a string");
         }
         total += json_string_length(t);
     }
     char *joined = malloc(total + 1);
-    if (!joined) return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+    if (!joined) return oom(e);
     size_t at = 0;
     for (size_t k = 0; k < json_array_size(c); k++) {
-        const json_t *t = json_object_get(json_array_get(c, k), "text");
+        const json_t *p = json_array_get(c, k);
+        const json_t *t = json_object_get(
+            p, strcmp(json_string_value(json_object_get(p, "type")), "text") ? "refusal" : "text");
         memcpy(joined + at, json_string_value(t), json_string_length(t));
         at += json_string_length(t);
     }
     int bad = json_object_set_new(msg, "content", json_stringn(joined, at));
     free(joined);
-    return bad ? sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory") : 0;
+    return bad ? oom(e) : 0;
 }
 
-/* The variables the template sees: messages (text parts joined) and tools as the request gives
- * them, and chat_template_kwargs (llama-server's extension: enable_thinking, ...) merged in. */
-static json_t *template_vars(const json_t *body, sv_error *e)
+/* An assistant turn's tool_calls: each {"id", "type": "function", "function": {"name",
+ * "arguments"}} with string arguments, as OpenAI sends them. Arguments that parse as a JSON object
+ * reach the template as that object, the shape transformers' templates expect ("arguments |
+ * tojson"); other strings stay strings. */
+static int check_tool_calls(json_t *calls, const char *prefix, sv_error *e)
+{
+    char field[160];
+    for (size_t k = 0; k < json_array_size(calls); k++) {
+        json_t *c = json_array_get(calls, k), *f, *args;
+        snprintf(field, sizeof field, "%s.tool_calls[%zu]", prefix, k);
+        if (!json_is_object(c)) return wrong_type(e, field, c, "an object");
+        size_t at = strlen(field);
+        snprintf(field + at, sizeof field - at, ".id");
+        if (required_string(c, "id", field, e)) return -1;
+        snprintf(field + at, sizeof field - at, ".type");
+        if (required_string(c, "type", field, e)) return -1;
+        if (strcmp(json_string_value(json_object_get(c, "type")), "function") != 0)
+            return bad_field(e, field, "must be \"function\"");
+        snprintf(field + at, sizeof field - at, ".function");
+        f = json_object_get(c, "function");
+        if (!f) return bad_field(e, field, "is required");
+        if (!json_is_object(f)) return wrong_type(e, field, f, "an object");
+        snprintf(field + at, sizeof field - at, ".function.name");
+        if (required_string(f, "name", field, e)) return -1;
+        snprintf(field + at, sizeof field - at, ".function.arguments");
+        if (required_string(f, "arguments", field, e)) return -1;
+        args = json_object_get(f, "arguments");
+        json_t *obj = json_loadb(json_string_value(args), json_string_length(args),
+                                 JSON_REJECT_DUPLICATES, NULL);
+        if (json_is_object(obj) ? json_object_set_new(f, "arguments", obj) : (json_decref(obj), 0))
+            return oom(e);
+    }
+    return 0;
+}
+
+/* The index in calls of the call whose id is id; -1 when none. */
+static long call_index(const json_t *calls, const char *id)
+{
+    for (size_t k = 0; k < json_array_size(calls); k++) {
+        const json_t *v = json_object_get(json_array_get(calls, k), "id");
+        if (json_is_string(v) && strcmp(json_string_value(v), id) == 0) return (long)k;
+    }
+    return -1;
+}
+
+/* Ends the answers to the last assistant turn's tool calls: each call needs its tool message. */
+static int close_calls(msg_state *st, sv_error *e)
+{
+    for (size_t k = 0; st->called && k < json_array_size(st->called); k++)
+        if (!st->answered[k]) {
+            char field[96];
+            snprintf(field, sizeof field, "messages[%zu].tool_calls", st->called_at);
+            return bad_field(
+                e, field,
+                "tool call '%s' has no tool message answering it (each call needs "
+                "one, right after the assistant turn)",
+                json_string_value(json_object_get(json_array_get(st->called, k), "id")));
+        }
+    free(st->answered);
+    st->answered = NULL;
+    st->called = NULL;
+    return 0;
+}
+
+/* Checks message i where OpenAI checks it: an object whose role is one of OpenAI's, a name that
+ * is a string, content by role (required but beside an assistant's tool calls), tool calls only
+ * in assistant turns and in OpenAI's shape, each answered by a tool message naming its id right
+ * after that turn. Other keys (reasoning_content, ...) go to the template as they are. */
+static int check_message(json_t *msg, size_t i, msg_state *st, sv_error *e)
+{
+    char prefix[48], field[160];
+    snprintf(prefix, sizeof prefix, "messages[%zu]", i);
+    if (!json_is_object(msg)) return wrong_type(e, prefix, msg, "an object");
+    const json_t *role = json_object_get(msg, "role"), *c = json_object_get(msg, "content");
+    snprintf(field, sizeof field, "%s.role", prefix);
+    if (!role) return bad_field(e, field, "is required");
+    if (!json_is_string(role)) return wrong_type(e, field, role, "a string");
+    const char *r = json_string_value(role);
+    size_t ri = 0;
+    while (ri < sizeof roles / sizeof roles[0] && strcmp(roles[ri], r) != 0) ri++;
+    if (ri == sizeof roles / sizeof roles[0])
+        return bad_field(e, field, "'%.40s' is not a role: one of " ROLE_LIST, r);
+    int assistant = strcmp(r, "assistant") == 0, tool = strcmp(r, "tool") == 0;
+    if (strcmp(r, "developer") == 0 && !st->developer_as_is &&
+        json_object_set_new(msg, "role", json_string("system")))
+        return oom(e);
+    snprintf(field, sizeof field, "%s.name", prefix);
+    if (strcmp(r, "function") == 0 ? required_string(msg, "name", field, e)
+                                   : optional_string(msg, "name", field, e))
+        return -1;
+
+    json_t *calls = json_object_get(msg, "tool_calls"), *fc = json_object_get(msg, "function_call");
+    snprintf(field, sizeof field, "%s.tool_calls", prefix);
+    if (calls && !json_is_null(calls)) {
+        if (!assistant) return bad_field(e, field, "only an assistant message carries tool calls");
+        if (!json_is_array(calls)) return wrong_type(e, field, calls, "an array");
+        if (check_tool_calls(calls, prefix, e)) return -1;
+    }
+    snprintf(field, sizeof field, "%s.function_call", prefix);
+    if (fc && !json_is_null(fc)) {
+        if (!assistant) return bad_field(e, field, "only an assistant message carries a call");
+        if (!json_is_object(fc)) return wrong_type(e, field, fc, "an object");
+        snprintf(field, sizeof field, "%s.function_call.name", prefix);
+        if (required_string(fc, "name", field, e)) return -1;
+        snprintf(field, sizeof field, "%s.function_call.arguments", prefix);
+        if (required_string(fc, "arguments", field, e)) return -1;
+    }
+
+    /* Tool messages answer the calls of the assistant turn just before them, one each. */
+    if (tool) {
+        snprintf(field, sizeof field, "%s.tool_call_id", prefix);
+        if (required_string(msg, "tool_call_id", field, e)) return -1;
+        const char *id = json_string_value(json_object_get(msg, "tool_call_id"));
+        if (!st->called)
+            return bad_field(e, field,
+                             "a tool message must answer a call of the assistant turn before it, "
+                             "which has none");
+        long k = call_index(st->called, id);
+        if (k < 0 || st->answered[k])
+            return bad_field(e, field, "'%.40s' is %s tool call of messages[%zu]", id,
+                             k < 0 ? "no" : "an already answered", st->called_at);
+        st->answered[k] = 1;
+    } else {
+        if (close_calls(st, e)) return -1;
+        if (assistant && json_array_size(calls) > 0) {
+            if (!(st->answered = calloc(json_array_size(calls), 1))) return oom(e);
+            st->called = calls;
+            st->called_at = i;
+        }
+    }
+
+    snprintf(field, sizeof field, "%s.content", prefix);
+    if (!c || json_is_null(c)) {
+        /* an assistant turn that only calls tools, or the deprecated function call */
+        if (assistant && (json_array_size(calls) > 0 || (fc && !json_is_null(fc)))) return 0;
+        if (strcmp(r, "function") == 0 && c) return 0; /* OpenAI: string or null */
+        return c ? wrong_type(e, field, c, "a string or an array of text parts")
+                 : bad_field(e, field, "is required");
+    }
+    return check_content(msg, prefix, assistant, e);
+}
+
+/* tools: [{"type": "function", "function": {"name", "description"?, "parameters"?,
+ * "strict"?}}] with names as OpenAI allows them (letters, digits, _ and -, 1 to 64); tool_choice
+ * "none" or "auto" beside them. "required" and a named function would promise a call that
+ * nothing here forces (no constrained decoding): refused rather than ignored. */
+static int check_tools(const json_t *body, sv_error *e)
+{
+    const json_t *tools = json_object_get(body, "tools"), *v;
+    if (tools && !json_is_null(tools) && !json_is_array(tools))
+        return wrong_type(e, "tools", tools, "an array of tool definitions");
+    char field[96];
+    for (size_t k = 0; k < json_array_size(tools); k++) {
+        const json_t *t = json_array_get(tools, k), *f;
+        snprintf(field, sizeof field, "tools[%zu]", k);
+        if (!json_is_object(t)) return wrong_type(e, field, t, "an object");
+        snprintf(field, sizeof field, "tools[%zu].type", k);
+        if (required_string(t, "type", field, e)) return -1;
+        if (strcmp(json_string_value(json_object_get(t, "type")), "function") != 0)
+            return bad_field(e, field, "must be \"function\"");
+        snprintf(field, sizeof field, "tools[%zu].function", k);
+        if (!(f = json_object_get(t, "function"))) return bad_field(e, field, "is required");
+        if (!json_is_object(f)) return wrong_type(e, field, f, "an object");
+        snprintf(field, sizeof field, "tools[%zu].function.name", k);
+        if (required_string(f, "name", field, e)) return -1;
+        const char *name = json_string_value(json_object_get(f, "name"));
+        size_t n = strlen(name), ok = n >= 1 && n <= 64;
+        for (size_t j = 0; ok && j < n; j++)
+            ok = isalnum((unsigned char)name[j]) || name[j] == '_' || name[j] == '-';
+        if (!ok || n != json_string_length(json_object_get(f, "name")))
+            return bad_field(e, field, "must be 1 to 64 letters, digits, '_' or '-'");
+        snprintf(field, sizeof field, "tools[%zu].function.description", k);
+        if (optional_string(f, "description", field, e)) return -1;
+        snprintf(field, sizeof field, "tools[%zu].function.parameters", k);
+        if ((v = json_object_get(f, "parameters")) && !json_is_null(v) && !json_is_object(v))
+            return wrong_type(e, field, v, "an object (a JSON Schema)");
+        snprintf(field, sizeof field, "tools[%zu].function.strict", k);
+        if ((v = json_object_get(f, "strict")) && !json_is_null(v) && !json_is_boolean(v))
+            return wrong_type(e, field, v, "a boolean");
+    }
+    if ((v = json_object_get(body, "parallel_tool_calls")) && !json_is_null(v) &&
+        !json_is_boolean(v))
+        return wrong_type(e, "parallel_tool_calls", v, "a boolean");
+    if (!(v = json_object_get(body, "tool_choice")) || json_is_null(v)) return 0;
+    if (json_array_size(tools) == 0)
+        return bad_field(e, "tool_choice", "is only allowed when tools are given");
+    if (json_is_string(v) &&
+        (strcmp(json_string_value(v), "none") == 0 || strcmp(json_string_value(v), "auto") == 0))
+        return 0;
+    if (json_is_string(v) && strcmp(json_string_value(v), "required") == 0)
+        return bad_field(e, "tool_choice",
+                         "\"required\" is not supported (nothing forces a "
+                         "call): use \"auto\" or \"none\"");
+    if (json_is_object(v))
+        return bad_field(e, "tool_choice",
+                         "naming a function is not supported (nothing forces "
+                         "a call): use \"auto\" or \"none\"");
+    return bad_field(e, "tool_choice", "must be \"none\", \"auto\", \"required\" or an object");
+}
+
+/* The variables the template sees: messages (checked, text parts joined, developer mapped) and
+ * tools as the request gives them, and chat_template_kwargs (llama-server's extension:
+ * enable_thinking, ...) merged in. */
+static json_t *template_vars(const sv_api *api, const json_t *body, sv_error *e)
 {
     const json_t *msgs = json_object_get(body, "messages"), *v;
     if (!msgs) return bad_field(e, "messages", "is required"), NULL;
     if (!json_is_array(msgs)) return wrong_type(e, "messages", msgs, "an array"), NULL;
     size_t n = json_array_size(msgs);
     if (n == 0) return bad_field(e, "messages", "must hold at least one message"), NULL;
-    if ((v = json_object_get(body, "tools")) && !json_is_null(v) && !json_is_array(v))
-        return wrong_type(e, "tools", v, "an array of tool definitions"), NULL;
+    if (check_tools(body, e)) return NULL;
+    v = json_object_get(body, "tools");
     const json_t *kw = json_object_get(body, "chat_template_kwargs");
     if (kw && !json_is_null(kw) && !json_is_object(kw))
         return wrong_type(e, "chat_template_kwargs", kw, "an object"), NULL;
@@ -378,21 +605,25 @@ static json_t *template_vars(const json_t *body, sv_error *e)
         (v && json_object_set(ctx, "tools", (json_t *)v))) {
         json_decref(copy);
         json_decref(ctx);
-        return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory"), NULL;
+        return oom(e), NULL;
     }
-    for (size_t i = 0; i < n; i++)
-        if (check_message(json_array_get(copy, i), i, e)) {
-            json_decref(copy);
-            json_decref(ctx);
-            return NULL;
-        }
+    msg_state st = {.developer_as_is =
+                        pl_chat_template_knows_role(api->model, api->tmpl, "developer")};
+    int bad = 0;
+    for (size_t i = 0; i < n && !bad; i++) bad = check_message(json_array_get(copy, i), i, &st, e);
+    if (!bad) bad = close_calls(&st, e);
+    free(st.answered);
     json_decref(copy);
+    if (bad) {
+        json_decref(ctx);
+        return NULL;
+    }
     return ctx;
 }
 
 static int render_chat(const sv_api *api, const json_t *body, sv_request *r, sv_error *e)
 {
-    json_t *ctx = template_vars(body, e);
+    json_t *ctx = template_vars(api, body, e);
     if (!ctx) return -1;
     char *text = json_dumps(ctx, JSON_COMPACT);
     json_decref(ctx);

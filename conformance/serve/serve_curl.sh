@@ -280,6 +280,17 @@ bad messages '{"temperature":0.5}'
 bad messages '{"messages":"hello"}'
 bad 'messages[1].content' '{"messages":[{"role":"user","content":"hi"},{"role":"user","content":5}]}'
 bad 'messages[0].role' '{"messages":[{"role":5,"content":"hi"}]}'
+# Roles and tool fields where OpenAI checks them, whatever the template (issue 53).
+bad 'messages[0].role' '{"messages":[{"role":"wizard","content":"hi"}]}'
+expect "an unknown role's error lists OpenAI's roles" \
+  '.error.message | contains("system, developer, user, assistant, tool, function")'
+bad 'messages[0].name' '{"messages":[{"role":"user","name":7,"content":"hi"}]}'
+bad 'messages[1].tool_call_id' '{"messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"c1","content":"1"}]}'
+bad 'messages[0].tool_calls[0].function.arguments' '{"messages":[{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":{}}}]}]}'
+bad 'tools[0].function.name' "{$U,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a b\"}}]}"
+bad tool_choice "{$U,\"tool_choice\":\"auto\"}"
+chat '{"messages":[{"role":"developer","content":"Be brief."},{"role":"user","content":"hi"}],"max_tokens":2}'
+status_is 200 "a developer message is accepted (rendered as the template's system turn)"
 # Additions the server side wrote into the contract's Changes.
 bad frequency_penalty "{$U,\"frequency_penalty\":3}"
 bad presence_penalty "{$U,\"presence_penalty\":\"x\"}"
@@ -290,7 +301,7 @@ chat "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"assistan
 status_is 200 "tools, a tool call and a tool result reach the template"
 # This model's ChatML template adds content to strings: a null content is its TypeError, a 400
 # naming the template's line and column (jinja2 raises the same).
-chat '{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}'
+chat '{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"1"}]}'
 status_is 400 "the template refuses a null content"
 expect "the template's refusal names messages and the template's position" \
   '.error.param == "messages" and (.error.message | contains("template line 1, column"))'

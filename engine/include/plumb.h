@@ -431,6 +431,11 @@ pl_status pl_chat_template_compile(pl_chat_template **out, const char *src, size
 /* PL_ERR_NOT_FOUND listing the known names for another name. */
 pl_status pl_chat_template_builtin(pl_chat_template **out, const char *name, pl_error *err);
 void pl_chat_template_free(pl_chat_template *t);
+/* 1 when the template's source names role as a quoted string literal ('developer' or
+ * "developer"): the template has a branch of its own for that role. 0 otherwise, for a
+ * built-in, and for a model whose template is missing or does not compile. t NULL: the model's.
+ * The server maps OpenAI's "developer" to "system" where the template does not know it. */
+int pl_chat_template_knows_role(const pl_model *m, const pl_chat_template *t, const char *role);
 
 /* Renders a conversation given as one JSON object (len bytes, UTF-8): the variables the
  * template sees, as transformers passes them:

@@ -16,6 +16,8 @@
 struct pl_chat_template {
     pl_jinja_template *jinja; /* compiled source, or NULL for a built-in */
     const char *builtin;      /* one of pl_chat_template_names(), or NULL */
+    char *src;                /* the Jinja source (a copy), or NULL for a built-in */
+    size_t src_len;
 };
 
 /* ---- compiled at load ---- */
@@ -81,10 +83,17 @@ pl_status pl_chat_template_compile(pl_chat_template **out, const char *src, size
     *out = NULL;
     if (!src && len) return pl_fail(err, PL_ERR_INVALID_ARG, "src is NULL");
     pl_chat_template *t = pl_calloc(1, sizeof *t);
-    if (!t) return pl_fail(err, PL_ERR_NOMEM, "no memory for a chat template");
+    if (!t || !(t->src = pl_malloc(len + 1))) {
+        pl_free(t);
+        return pl_fail(err, PL_ERR_NOMEM, "no memory for a chat template");
+    }
+    if (len) memcpy(t->src, src, len);
+    t->src[len] = 0;
+    t->src_len = len;
     pl_error e = {0};
     pl_status s = pl_jinja_compile(src ? src : "", len, &t->jinja, &e);
     if (s) {
+        pl_free(t->src);
         pl_free(t);
         return pl_fail(err, s, "the chat template does not compile: %s", e.msg);
     }
@@ -115,7 +124,38 @@ void pl_chat_template_free(pl_chat_template *t)
 {
     if (!t) return;
     pl_jinja_free(t->jinja);
+    pl_free(t->src);
     pl_free(t);
+}
+
+/* Whether needle (n bytes) occurs in hay (len bytes). */
+static int has_bytes(const char *hay, size_t len, const char *needle, size_t n)
+{
+    for (size_t i = 0; n && i + n <= len; i++)
+        if (hay[i] == needle[0] && memcmp(hay + i, needle, n) == 0) return 1;
+    return 0;
+}
+
+int pl_chat_template_knows_role(const pl_model *m, const pl_chat_template *t, const char *role)
+{
+    if (!role || !role[0] || strlen(role) > 64) return 0;
+    const char *src = NULL;
+    size_t len = 0;
+    if (t && t->builtin) return 0; /* none of the built-ins' families has such a role */
+    if (t) {
+        src = t->src;
+        len = t->src_len;
+    } else if (!m || pl_model_chat_template(m, &src, &len, NULL) != PL_OK) {
+        return 0;
+    }
+    char lit[68];
+    size_t n = strlen(role);
+    for (int q = 0; q < 2; q++) {
+        lit[0] = lit[n + 1] = q ? '"' : '\'';
+        memcpy(lit + 1, role, n);
+        if (has_bytes(src, len, lit, n + 2)) return 1;
+    }
+    return 0;
 }
 
 /* ---- rendering ---- */
