@@ -31,7 +31,7 @@ DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps deps-wasm test demo fuzz perf perf-micro perf-baseline perf-history perf-instr perf-web perf-pretok clean format tsan wasm
+.PHONY: all build deps deps-wasm test demo fuzz perf perf-scaling perf-micro perf-baseline perf-history perf-instr perf-web perf-pretok clean format tsan wasm
 
 all: build
 
@@ -125,6 +125,10 @@ perf:
 	@dpkg-query -W -f='$${Status}' gnuplot-nox 2>/dev/null | grep -q "install ok installed" || \
 	  command -v gnuplot >/dev/null || $(MAKE) deps
 	perf/perf.sh ab $(PERF_VARS) JOBS=$(JOBS)
+# plumb against the peers at 1, 2, 4, ... threads up to the cores (% of roofline and of the int8
+# peak per row; exit 1 when more threads are slower than fewer): perf/reports/scaling-*.md.
+perf-scaling: build
+	perf/scaling.sh run PLUMB=$(BUILD)/tools/plumb $(foreach v,THREADS FILES PP TG REPS PEERS ENGINES,$(if $($(v)),$(v)="$($(v))"))
 # Absolute medians of the quick suite for this commit: perf/baselines/<cpu signature>.json.
 perf-baseline:
 	perf/perf.sh baseline $(PERF_VARS) JOBS=$(JOBS)

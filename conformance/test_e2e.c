@@ -62,6 +62,23 @@ static void random_tokens(int32_t *t, int64_t n, int64_t V, uint64_t seed)
     for (int64_t i = 0; i < n; i++) t[i] = (int32_t)tu_rng_range(&r, 0, V - 1);
 }
 
+/* The thread counts the invariance checks compare: 1 and 2, and PLUMB_TEST_THREADS (a count
+ * above 2, e.g. 16 on a many-core host) when set; a value that is not one is a failed test. */
+static int thread_counts(int out[3])
+{
+    out[0] = 1;
+    out[1] = 2;
+    const char *v = getenv("PLUMB_TEST_THREADS");
+    if (!v || !v[0]) return 2;
+    char *end = NULL;
+    long n = strtol(v, &end, 10);
+    TU_CHECK(*end == 0 && n > 2 && n <= 1024, "PLUMB_TEST_THREADS='%s' is not a count in 3..1024",
+             v);
+    if (*end || n <= 2 || n > 1024) return 2;
+    out[2] = (int)n;
+    return 3;
+}
+
 static pl_session *session(const pl_model *m, int threads, int64_t chunk, pl_type kv, int64_t ctx,
                            int64_t window, int64_t sinks)
 {
@@ -392,7 +409,9 @@ static void check_invariance_spec(tiny_spec spec, int64_t window, int64_t sinks)
     pl_session_free(s);
     static const int64_t chunks[] = {1, 3, 7, 16, 64};
     static const int64_t pieces[] = {1, 5, 13, 64};
-    for (int threads = 1; threads <= 2; threads++)
+    int counts[3], n_counts = thread_counts(counts);
+    for (int ti = 0; ti < n_counts; ti++) {
+        const int threads = counts[ti];
         for (size_t c = 0; c < 5; c++)
             for (size_t p = 0; p < 4; p++) {
                 s = session(m, threads, chunks[c], PL_TYPE_F16, 128, window, sinks);
@@ -415,6 +434,7 @@ static void check_invariance_spec(tiny_spec spec, int64_t window, int64_t sinks)
                          (long long)chunks[c], (long long)pieces[p]);
                 pl_session_free(s);
             }
+    }
     /* Truncate to every k and re-evaluate the suffix: the same bits. */
     s = session(m, 2, 7, PL_TYPE_F16, 128, window, sinks);
     eval_pieces(s, tok, N_TOK, N_TOK, y, V);

@@ -544,6 +544,85 @@ static void pool_backs_off_to_the_caller_after_a_stall(void)
     pl_pool_free(p);
 }
 
+/* On more threads a stall benches only the worker that held the run back: in the next run it
+ * makes no call while the others may share the work (and the items stay exact). */
+static void pool_benches_only_the_stalled_worker(void)
+{
+    pl_pool *p = NULL;
+    CU_ASSERT_FATAL(pl_pool_new(&p, 4, NULL) == PL_OK);
+    pl_pool_set_spin_us(p, 2000); /* the stall is seen while spinning, 200 us in */
+    int stalled = 0, benched = 0;
+    for (int attempt = 0; attempt < 100 && !benched; attempt++) {
+        nap z;
+        memset(&z, 0, sizeof z);
+        pl_pool_run(p, nap_fn, &z, 64, 1);
+        for (int i = 0; i < 64; i++) CU_ASSERT_EQUAL(atomic_load(&z.count[i]), 1);
+        if (!atomic_load(&z.napped)) continue; /* thread 1 did not take part */
+        stalled = 1;
+        const pl_pool_stats s0 = pl_pool_get_stats(p);
+        visit v;
+        memset(&v, 0, sizeof v);
+        _Atomic int count[64];
+        for (int i = 0; i < 64; i++) atomic_store(&count[i], 0);
+        v.count = count;
+        v.log = call_log();
+        v.caller = pthread_self();
+        pl_pool_run(p, visit_fn, &v, 64, 1);
+        for (int i = 0; i < 64; i++) CU_ASSERT_EQUAL(atomic_load(&count[i]), 1);
+        const pl_pool_stats s1 = pl_pool_get_stats(p);
+        int thread1 = 0;
+        for (int c = 0; c < atomic_load(&v.n_log); c++) thread1 |= v.log[c].thread == 1;
+        benched = s1.benched + s1.solo == s0.benched + s0.solo + 1 && !thread1;
+    }
+    TU_CHECK(stalled, "thread 1 never took part in 100 runs");
+    TU_CHECK(benched, "no run after a stall left thread 1 out");
+    pl_pool_free(p);
+}
+
+/* Items of `us[i]` microseconds each: run by whoever claims them. */
+typedef struct slow_items {
+    int us[2];
+    _Atomic int by[2];
+} slow_items;
+
+static void slow_fn(void *ctx, int64_t i0, int64_t i1, int thread)
+{
+    slow_items *z = ctx;
+    for (int64_t i = i0; i < i1; i++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do clock_gettime(CLOCK_MONOTONIC, &t1);
+        while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) <
+               z->us[i] * 1000L);
+        atomic_store(&z->by[i], thread);
+    }
+}
+
+/* A long run's ordinary spread is no stall: the caller that ran 6 ms and then waited 1.5 ms for
+ * the worker's longer item (more than 200 us, less than half its own time) does not back off
+ * (prefill regions on many threads end this way; backing off there cost most of the cores). */
+static void a_long_run_with_an_ordinary_spread_does_not_back_off(void)
+{
+    pl_pool *p = NULL;
+    CU_ASSERT_FATAL(pl_pool_new(&p, 2, NULL) == PL_OK);
+    pl_pool_set_spin_us(p, 20000);
+    int shared = 0, kept = 0;
+    for (int attempt = 0; attempt < 50 && !kept; attempt++) {
+        slow_items z = {{6000, 7500}, {-1, -1}};
+        const pl_pool_stats s0 = pl_pool_get_stats(p);
+        pl_pool_run(p, slow_fn, &z, 2, 1);
+        if (atomic_load(&z.by[0]) != 0 || atomic_load(&z.by[1]) != 1) continue; /* not shared */
+        shared = 1;
+        slow_items y = {{1, 1}, {-1, -1}};
+        pl_pool_run(p, slow_fn, &y, 2, 1); /* would be the caller's alone after a back-off */
+        const pl_pool_stats s1 = pl_pool_get_stats(p);
+        kept = s1.solo == s0.solo && s1.benched == s0.benched;
+    }
+    TU_CHECK(shared, "the worker never took its item in 50 runs");
+    TU_CHECK(kept, "every shared run with a 1.5 ms spread backed off");
+    pl_pool_free(p);
+}
+
 /* A worker that wakes after the others have done its grains (a sleeping pool: spin 0, so
  * every wake is a futex wake, far slower than a run of two empty grains) must leave the job
  * alone: every run stays exact and the pool counts the late wakes. Runs until one is seen; a
@@ -1026,6 +1105,9 @@ int main(int argc, char **argv)
          pool_run_with_fewer_items_than_threads_wakes_only_whom_it_needs},
         {"pool_steals_the_grains_of_a_stalled_thread", pool_steals_the_grains_of_a_stalled_thread},
         {"pool_backs_off_to_the_caller_after_a_stall", pool_backs_off_to_the_caller_after_a_stall},
+        {"pool_benches_only_the_stalled_worker", pool_benches_only_the_stalled_worker},
+        {"a_long_run_with_an_ordinary_spread_does_not_back_off",
+         a_long_run_with_an_ordinary_spread_does_not_back_off},
         {"pool_run_does_not_wait_for_a_worker_that_has_not_woken",
          pool_run_does_not_wait_for_a_worker_that_has_not_woken},
         {"pool_free_and_accessors_accept_null", pool_free_and_accessors_accept_null},

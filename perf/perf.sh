@@ -11,6 +11,8 @@
 # deltas to the report (a row past INSTR_THRESHOLD % is a REGRESSION too); INSTR=only skips the
 # timed rounds (deterministic and quick: what `git bisect run` wants). CHAT: the suite's chat row
 # (bench_chat: per-turn time to first token with and without the prefix cache).
+# SCALING: the candidate's scaling sweep (perf/scaling.sh: 1, 2, 4, ... threads up to the cores,
+# the peers beside it where ../shared/peers is); a row slower with more threads is a REGRESSION.
 # Other knobs: THREADS (default 2), CPUS (taskset list, default all), LOAD_MAX (default
 # THREADS + 0.5), JOBS. Exit: 0 no regression, 1 a REGRESSION, 2 could not measure (125 with
 # BISECT=1: what `git bisect run` reads as "skip this commit", e.g. one that does not build).
@@ -28,6 +30,7 @@ THRESHOLD=${THRESHOLD:-0.03}
 INSTR=${INSTR:-1}
 INSTR_THRESHOLD=${INSTR_THRESHOLD:-1}
 CHAT=${CHAT:-1}
+SCALING=${SCALING:-1}
 THREADS=${THREADS:-2}
 LOAD_MAX=${LOAD_MAX:-$(awk -v t="$THREADS" 'BEGIN { print t + 0.5 }')}
 JOBS=${JOBS:-2}
@@ -232,6 +235,24 @@ ab)
         } >>"$prefix.md"
         if [ $irc = 1 ] && [ $rc = 0 ]; then
             sed -i 's/^\*\*Verdict: no regression (exit status 0)/**Verdict: REGRESSION in the instruction counts (exit status 1)/' "$prefix.md"
+            rc=1
+        fi
+    fi
+    if [ "$SCALING" = 1 ]; then # the candidate at 1, 2, 4, ... threads up to the cores, peers beside
+        OUT=$PB/scaling PLUMB=$CAND/tools/plumb PP=${SCALING_PP:-128} TG=${SCALING_TG:-32} \
+            FILES="q05-q8=--preset qwen2-0.5b --type Q8_0" perf/scaling.sh run >"$work/scaling.md" 2>"$work/scaling.log"
+        src=$?
+        {
+            echo
+            echo "## Scaling: plumb at every thread count, against the peers where they are"
+            echo
+            echo "The candidate alone (perf/scaling.sh; \`make perf-scaling\` for more files and the peers)."
+            echo
+            cat "$work/scaling.md"
+        } >>"$prefix.md"
+        [ $src = 2 ] && echo "perf: the scaling sweep could not run (log: $work/scaling.log)" >&2
+        if [ $src = 1 ] && [ $rc = 0 ]; then
+            sed -i 's/^\*\*Verdict: no regression (exit status 0)/**Verdict: REGRESSION: more threads slower than fewer (exit status 1)/' "$prefix.md"
             rc=1
         fi
     fi

@@ -60,6 +60,10 @@ typedef struct bench_row {
     /* against the machine's limits (0 or negative: unknown) */
     double avg_n_past;      /* tg: mean KV entries a decode step attends to */
     double attention_share; /* attention's share of the timed steps (pl_session_info), -1: none */
+    double wait_share;      /* the caller's wait at the ends of parallel regions, same base */
+    double serial_share;    /* time no other thread could help (one-thread regions, serial code) */
+    double runs_per_token;  /* parallel regions per token */
+    uint64_t benched_runs;  /* regions that left out a thread after a stall */
     double bytes_per_token; /* tg: step weights + KV read */
     double read_gbps;       /* the probe's, at this thread count */
     double roofline_pct;    /* tg: tok/s x bytes_per_token / read bandwidth */

@@ -92,7 +92,8 @@ static const char *const csv_header =
     "prefill_chunk,kv_type,tok_s_median,"
     "tok_s_min,tok_s_max,latency_p50_ms,latency_p90_ms,latency_p99_ms,peak_rss,"
     "peak_rss_scope,step_weight_bytes,avg_n_past,bytes_per_token,read_gbps,roofline_pct,"
-    "macs_per_token,int8_gops,int8_pct,depth,background_load\n";
+    "macs_per_token,int8_gops,int8_pct,depth,background_load,attention_share,wait_share,"
+    "serial_share,runs_per_token,benched_runs\n";
 
 /* Some test runs with busy processes beside it: md shows a "load" column. */
 static int any_bg_load(const bench_opts *o)
@@ -150,7 +151,13 @@ static void print_csv_row(FILE *f, const bench_row *r)
     csv_num(f, r->int8_gops, r->int8_gops > 0);
     fputc(',', f);
     csv_num(f, r->int8_pct, r->int8_pct > 0);
-    fprintf(f, ",%lld,%d\n", (long long)r->depth, r->bg_load);
+    fprintf(f, ",%lld,%d,", (long long)r->depth, r->bg_load);
+    csv_num(f, r->attention_share, r->attention_share >= 0);
+    fputc(',', f);
+    csv_num(f, r->wait_share, r->wait_share >= 0);
+    fputc(',', f);
+    csv_num(f, r->serial_share, r->serial_share >= 0);
+    fprintf(f, ",%.4g,%llu\n", r->runs_per_token, (unsigned long long)r->benched_runs);
 }
 
 void bench_print_row(FILE *f, const bench_opts *o, const bench_row *r)
@@ -455,6 +462,12 @@ static void print_json_row(FILE *f, const bench_row *r)
     jnum(f, r->avg_n_past, r->n_gen > 0);
     fputs(", \"attention_share\": ", f);
     jnum(f, r->attention_share, r->attention_share >= 0);
+    fputs(", \"wait_share\": ", f);
+    jnum(f, r->wait_share, r->wait_share >= 0);
+    fputs(", \"serial_share\": ", f);
+    jnum(f, r->serial_share, r->serial_share >= 0);
+    fprintf(f, ", \"runs_per_token\": %.4g, \"benched_runs\": %llu", r->runs_per_token,
+            (unsigned long long)r->benched_runs);
     fputs(", \"bytes_per_token\": ", f);
     jnum(f, r->bytes_per_token, r->n_gen > 0);
     fputs(", \"read_gbps\": ", f);

@@ -308,7 +308,17 @@ static pl_status run_test(runner *r, pl_session *s, bench_row *row, const int32_
     int tg = row->n_gen > 0;
     int64_t n = tg ? row->n_gen : row->n_prompt, d = row->depth;
     uint64_t eval_ns = 0, attn_ns = 0; /* over the timed steps of the timed reps */
+    uint64_t work_ns = 0, wait_ns = 0, runs = 0, benched = 0;
     pl_session_info i0, i1;
+#define ADD_PROFILE()                                                                              \
+    do {                                                                                           \
+        eval_ns += i1.eval_ns - i0.eval_ns;                                                        \
+        attn_ns += i1.attention_ns - i0.attention_ns;                                              \
+        work_ns += i1.pool_work_ns - i0.pool_work_ns;                                              \
+        wait_ns += i1.pool_wait_ns - i0.pool_wait_ns;                                              \
+        runs += i1.pool_runs - i0.pool_runs;                                                       \
+        benched += i1.pool_benched_runs - i0.pool_benched_runs;                                    \
+    } while (0)
     for (int rep = 0; rep <= row->reps; rep++) {
         progress(r, row->test, rep, row->reps);
         pl_status st = pl_session_truncate(s, d, err);
@@ -321,10 +331,7 @@ static pl_status run_test(runner *r, pl_session *s, bench_row *row, const int32_
             if ((st = pl_session_eval(s, tokens + d, n, logits, 0, err))) return st;
             t_sum = now_s() - t0;
             pl_session_get_info(s, &i1, NULL);
-            if (rep > 0) {
-                eval_ns += i1.eval_ns - i0.eval_ns;
-                attn_ns += i1.attention_ns - i0.attention_ns;
-            }
+            if (rep > 0) ADD_PROFILE();
         } else {
             if ((st = pl_session_eval(s, tokens + d, TG_PROMPT, logits, 0, err))) return st;
             for (int64_t i = 0; i < n; i++) {
@@ -334,10 +341,7 @@ static pl_status run_test(runner *r, pl_session *s, bench_row *row, const int32_
                 if ((st = pl_session_eval(s, &tok, 1, logits, 0, err))) return st;
                 double dt = now_s() - t0;
                 pl_session_get_info(s, &i1, NULL);
-                if (rep > 0) {
-                    eval_ns += i1.eval_ns - i0.eval_ns;
-                    attn_ns += i1.attention_ns - i0.attention_ns;
-                }
+                if (rep > 0) ADD_PROFILE();
                 t_sum += dt;
                 if (rep > 0) lat[(size_t)(rep - 1) * (size_t)n + (size_t)i] = dt * 1e3;
             }
@@ -345,7 +349,14 @@ static pl_status run_test(runner *r, pl_session *s, bench_row *row, const int32_
         if (rep > 0) row->tok_s[rep - 1] = (double)n / (t_sum > 0 ? t_sum : 1e-12);
     }
     if (r->tty) fputs("\r\033[K", stderr);
+#undef ADD_PROFILE
     row->attention_share = eval_ns > 0 ? (double)attn_ns / (double)eval_ns : -1;
+    row->wait_share = eval_ns > 0 ? (double)wait_ns / (double)eval_ns : -1;
+    row->serial_share = eval_ns > 0 && work_ns + wait_ns <= eval_ns
+                            ? (double)(eval_ns - work_ns - wait_ns) / (double)eval_ns
+                            : -1;
+    row->runs_per_token = (double)runs / (double)(n * row->reps);
+    row->benched_runs = benched;
     memcpy(sorted, row->tok_s, (size_t)row->reps * sizeof *sorted);
     qsort(sorted, (size_t)row->reps, sizeof *sorted, cmp_double);
     int k = row->reps;

@@ -602,6 +602,12 @@ typedef struct pl_session_info {
      * calls it), and the part of it in attention (a profile: their ratio is attention's
      * share). 0 from pl_session_estimate. */
     uint64_t eval_ns, attention_ns;
+    /* The thread pool's profile over the same time: the calling thread's time running its
+     * share of parallel regions (pool_work_ns) and waiting at their ends for the other threads
+     * (pool_wait_ns); eval_ns minus both is the time no other thread could help (one-thread
+     * regions and the serial code between regions). pool_runs: parallel regions;
+     * pool_benched_runs: regions that left out a thread which had stalled one before. */
+    uint64_t pool_work_ns, pool_wait_ns, pool_runs, pool_benched_runs;
 } pl_session_info;
 pl_status pl_session_get_info(const pl_session *s, pl_session_info *out, pl_error *err);
 /* What pl_session_new with these params (NULL: defaults) would allocate, without allocating:

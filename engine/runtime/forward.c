@@ -251,39 +251,75 @@ static void add_into(float *restrict y, const float *restrict x, int64_t n)
     for (int64_t i = 0; i < n; i++) y[i] += x[i];
 }
 
-static void add_bias(float *y, const pl_tensor *b, int64_t T, int64_t n)
-{
-    if (!b->data) return;
-    for (int64_t t = 0; t < T; t++) add_into(y + t * n, b->data, n);
-}
-
-/* Per-head RMSNorm (qwen3's q_norm / k_norm) over (T, heads, D) in place. */
-static void head_norm(pl_session *ss, float *x, const pl_tensor *w, int64_t T, int64_t heads)
+/* Per-head RMSNorm (qwen3's q_norm / k_norm) over one token's heads (heads, D) in place; tmp
+ * holds D floats. */
+static void head_norm(const pl_session *ss, float *x, const pl_tensor *w, int64_t heads, float *tmp)
 {
     if (!w->data) return;
     int64_t D = ss->m->hp.head_dim;
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t h = 0; h < heads; h++) {
-            float *row = x + (t * heads + h) * D;
-            ss->kt.k.rmsnorm(ss->s.tmp, row, w->data, D, ss->m->hp.rms_eps);
-            memcpy(row, ss->s.tmp, (size_t)D * sizeof(float));
-        }
+    for (int64_t h = 0; h < heads; h++) {
+        float *row = x + h * D;
+        ss->kt.k.rmsnorm(tmp, row, w->data, D, ss->m->hp.rms_eps);
+        memcpy(row, tmp, (size_t)D * sizeof(float));
+    }
+}
+
+/* What follows the q/k/v projections, token by token over the pool: biases, head norms, RoPE
+ * at the token's position, and its K and V into the cache (each token its own slot). */
+typedef struct qkv_job {
+    pl_session *ss;
+    const pl_layer *L;
+    int64_t l, p0;
+} qkv_job;
+
+static void qkv_worker(void *ctx, int64_t t0, int64_t t1, int thread)
+{
+    const qkv_job *j = ctx;
+    pl_session *ss = j->ss;
+    const pl_layer *L = j->L;
+    const struct pl_kernels *k = &ss->kt.k;
+    const int64_t D = ss->m->hp.head_dim, H = L->n_head, Hkv = L->n_head_kv;
+    float *tmp = ss->s.att_scratch + (size_t)thread * PL_ATTN_SCRATCH(ss->kv.cap, D);
+    for (int64_t t = t0; t < t1; t++) {
+        float *q = ss->s.q + t * H * D, *kk = ss->s.k + t * Hkv * D, *v = ss->s.v + t * Hkv * D;
+        if (L->bq.data) add_into(q, L->bq.data, H * D);
+        if (L->bk.data) add_into(kk, L->bk.data, Hkv * D);
+        if (L->bv.data) add_into(v, L->bv.data, Hkv * D);
+        head_norm(ss, q, &L->q_norm, H, tmp);
+        head_norm(ss, kk, &L->k_norm, Hkv, tmp);
+        k->rope(q, H, D, (int32_t)(j->p0 + t), &ss->rope[L->rope_local]);
+        k->rope(kk, Hkv, D, (int32_t)(j->p0 + t), &ss->rope[L->rope_local]);
+        pl_kvcache_store(&ss->kv, j->l, j->p0 + t, kk, v);
+    }
 }
 
 /* A branch's output (tmp, T rows of E) into the residual stream x: normalised by its post
  * norm first where the recipe has one (Gemma), through xn (free once q/k/v or gate/up are). */
+typedef struct branch_job {
+    pl_session *ss;
+    const float *post_norm;
+} branch_job;
+
+static void branch_worker(void *ctx, int64_t t0, int64_t t1, int thread)
+{
+    (void)thread;
+    const branch_job *j = ctx;
+    scratch *s = &j->ss->s;
+    const int64_t E = j->ss->m->hp.n_embd;
+    for (int64_t t = t0; t < t1; t++) {
+        const float *b = s->tmp + t * E;
+        if (j->post_norm) {
+            j->ss->kt.k.rmsnorm(s->xn + t * E, b, j->post_norm, E, j->ss->m->hp.rms_eps);
+            b = s->xn + t * E;
+        }
+        add_into(s->x + t * E, b, E);
+    }
+}
+
 static void branch_out(pl_session *ss, const float *post_norm, int64_t T)
 {
-    scratch *s = &ss->s;
-    const int64_t E = ss->m->hp.n_embd;
-    if (!post_norm) {
-        add_into(s->x, s->tmp, T * E);
-        return;
-    }
-    for (int64_t t = 0; t < T; t++) {
-        ss->kt.k.rmsnorm(s->xn + t * E, s->tmp + t * E, post_norm, E, ss->m->hp.rms_eps);
-        add_into(s->x + t * E, s->xn + t * E, E);
-    }
+    branch_job j = {ss, post_norm};
+    pl_pool_run(ss->pool, branch_worker, &j, T, 4);
 }
 
 /* ---- mixture-of-experts FFN ---- */
@@ -429,7 +465,6 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0, int6
     const pl_model *m = ss->m;
     const pl_hparams *hp = &m->hp;
     const pl_layer *L = &m->layers[l];
-    const struct pl_kernels *k = &ss->kt.k;
     scratch *s = &ss->s;
     int64_t D = hp->head_dim, H = L->n_head, Hkv = L->n_head_kv;
 
@@ -443,16 +478,8 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0, int6
         matmul(ss, &L->wk, s->k, s->xn, T, NULL);
         matmul(ss, &L->wv, s->v, s->xn, T, NULL);
     }
-    add_bias(s->q, &L->bq, T, H * D);
-    add_bias(s->k, &L->bk, T, Hkv * D);
-    add_bias(s->v, &L->bv, T, Hkv * D);
-    head_norm(ss, s->q, &L->q_norm, T, H);
-    head_norm(ss, s->k, &L->k_norm, T, Hkv);
-    for (int64_t t = 0; t < T; t++) {
-        k->rope(s->q + t * H * D, H, D, (int32_t)(p0 + t), &ss->rope[L->rope_local]);
-        k->rope(s->k + t * Hkv * D, Hkv, D, (int32_t)(p0 + t), &ss->rope[L->rope_local]);
-        pl_kvcache_store(&ss->kv, l, p0 + t, s->k + t * Hkv * D, s->v + t * Hkv * D);
-    }
+    qkv_job qj = {.ss = ss, .L = L, .l = l, .p0 = p0};
+    pl_pool_run(ss->pool, qkv_worker, &qj, T, 2);
     if (keep0 >= T) return; /* nothing past the cache is wanted */
     const float *q = s->q + keep0 * H * D;
     const int32_t *q_pos = s->q_pos + keep0;
@@ -892,6 +919,11 @@ pl_status pl_session_get_info(const pl_session *ss, pl_session_info *out, pl_err
     out->repacked = ss->packed;
     out->eval_ns = ss->eval_ns;
     out->attention_ns = ss->attention_ns;
+    const pl_pool_stats ps = pl_pool_get_stats(ss->pool);
+    out->pool_work_ns = ps.work_ns;
+    out->pool_wait_ns = ps.wait_ns;
+    out->pool_runs = ps.runs + ps.solo;
+    out->pool_benched_runs = ps.benched;
     return pl_ok(err);
 }
 

@@ -30,8 +30,9 @@ typedef void *hwloc_bitmap_t;
 /* Hot shared words sit on their own lines; 128 bytes because x86 prefetches line pairs. */
 #define POOL_LINE 128
 
-/* pool->ctrl: the run generation in the high 32 bits, the number of threads taking part in
- * the run in the low 32. Workers wait for it to change; it changes once per run. */
+/* pool->ctrl: the run generation in the high 32 bits, in the low 32 one past the highest thread
+ * taking part in the run (threads from there on need not join). Workers wait for it to change;
+ * it changes once per run. */
 #define CTRL_ACTIVE(c) ((int)((c)&0xffffffffu))
 #define CTRL_GEN(c)    ((uint32_t)((c) >> 32))
 
@@ -63,6 +64,8 @@ typedef struct worker {
     int index;
     pthread_t tid;
     _Atomic uint64_t sleeps, stolen, late;
+    _Atomic int inside;     /* 1 from joining a run to leaving it */
+    uint64_t benched_until; /* caller-only: runs before this time leave this worker out */
 } worker;
 
 struct pl_pool {
@@ -72,15 +75,21 @@ struct pl_pool {
     pl_pool_fn job_fn;
     void *job_ctx;
     int64_t job_n, job_grain, job_grains;
-    lane *lanes; /* [size]; lanes[t] written by the caller before a run, claimed during it */
+    int job_active; /* lanes in the run */
+    lane *lanes;    /* [size]; lanes[k] written by the caller before a run, claimed during it */
+    int *lane_of;   /* [size]; thread t's lane in this run, -1: it takes no part (caller-written
+                       before the run is published, read by a worker only once it has joined) */
     _Atomic int stop;
     _Atomic int spin_us;
     int size;     /* threads, caller included; fixed at creation */
     uint32_t gen; /* run generation; caller-only, like runs */
     uint64_t runs;
-    /* Stall back-off (caller-only): runs before solo_until go to the caller alone. */
-    uint64_t solo_until, solo_ns, last_stall, solo_runs;
-    int backoff; /* 1: back off after stalls (the default) */
+    /* Stall back-off (caller-only): a worker that stalled a run is left out of the runs until
+     * its benched_until; bench_ns is the current period, n_benched how many are out. */
+    uint64_t bench_ns, last_stall, solo_runs, benched_runs;
+    int n_benched;
+    int backoff;               /* 1: back off after stalls (the default) */
+    uint64_t work_ns, wait_ns; /* caller: time running grains, time waiting for workers */
     /* Who is inside the current run (STATE_*); every worker joins with a CAS and leaves. */
     _Alignas(POOL_LINE) _Atomic uint64_t state;
     /* Sleep path: who is blocked on the condition variables. */
@@ -186,16 +195,6 @@ static uint64_t spin_until_changed(_Atomic uint64_t *word, uint64_t seen, int sp
         if (c != seen) return c;
     } while (spinner_step(&s));
     return seen;
-}
-
-/* Spins until no worker is inside the run (returns 1) or the budget is spent (returns 0). */
-static int spin_until_no_refs(_Atomic uint64_t *state, int spin_us)
-{
-    spinner s = spinner_start(spin_us);
-    do {
-        if (STATE_REFS(atomic_load_explicit(state, memory_order_acquire)) == 0) return 1;
-    } while (spinner_step(&s));
-    return 0;
 }
 
 /* ---- the split and the thread count -------------------------------------------- */
@@ -453,16 +452,15 @@ static uint64_t claim(lane *L, uint64_t count, uint64_t *at)
     }
 }
 
-/* Thread t's part of the run: its own lane first, then the lanes of the other active threads
- * in the order t + 1, t + 2, ... (so thieves spread over victims). Returns the grains it ran
- * from other lanes. */
-static uint64_t run_grains(pl_pool *p, int t, int active)
+/* Thread t's part of the run: its own lane first, then the other lanes in the order own + 1,
+ * own + 2, ... (so thieves spread over victims). Returns the grains it ran from other lanes. */
+static uint64_t run_grains(pl_pool *p, int t, int own, int active)
 {
     const pl_pool_fn fn = p->job_fn;
     void *const ctx = p->job_ctx;
     const int64_t n = p->job_n, grain = p->job_grain, grains = p->job_grains;
     uint64_t stolen = 0;
-    for (int k = 0, v = t; k < active; k++, v = v + 1 == active ? 0 : v + 1) {
+    for (int k = 0, v = own; k < active; k++, v = v + 1 == active ? 0 : v + 1) {
         lane *L = &p->lanes[v];
         const uint64_t count = L->count;
         uint64_t at, got;
@@ -500,16 +498,21 @@ static void *worker_main(void *arg)
     for (;;) {
         seen = await_run(p, w, seen);
         if (atomic_load_explicit(&p->stop, memory_order_acquire)) break;
-        /* Threads beyond the run's active count have no lane; a worker that comes too late
-         * (the others already ran its grains) must not touch the job: the caller may be
-         * writing the next one. */
+        /* A worker that comes too late (the others already ran its grains) must not touch the
+         * job: the caller may be writing the next one. Once joined, the run cannot end before
+         * it leaves, so its lane (or none: a benched worker, one beyond the grains) is stable. */
         if (t >= CTRL_ACTIVE(seen)) continue;
         if (!join_run(p, CTRL_GEN(seen))) {
             atomic_fetch_add_explicit(&w->late, 1, memory_order_relaxed);
             continue;
         }
-        uint64_t stolen = run_grains(p, t, CTRL_ACTIVE(seen));
-        if (stolen) atomic_fetch_add_explicit(&w->stolen, stolen, memory_order_relaxed);
+        const int own = p->lane_of[t];
+        if (own >= 0) {
+            atomic_store_explicit(&w->inside, 1, memory_order_relaxed);
+            uint64_t stolen = run_grains(p, t, own, p->job_active);
+            if (stolen) atomic_fetch_add_explicit(&w->stolen, stolen, memory_order_relaxed);
+            atomic_store_explicit(&w->inside, 0, memory_order_relaxed);
+        }
         /* seq_cst pairs with the caller's store to caller_waiting then load of state. */
         uint64_t s = atomic_fetch_sub(&p->state, 1);
         if (STATE_REFS(s) == 1 && (s & STATE_CLOSED) && atomic_load(&p->caller_waiting)) {
@@ -591,6 +594,7 @@ static void pool_destroy(pl_pool *p)
         for (int i = 1; i < p->size; i++) free_lines(p->workers[i]);
     pl_free(p->workers);
     free_lines(p->lanes);
+    pl_free(p->lane_of);
     pl_free(p->bind);
     pl_free(p->slots);
 #if PLUMB_HAVE_HWLOC
@@ -653,7 +657,8 @@ pl_status pl_pool_new(pl_pool **out, int n_threads, pl_error *err)
     p->bind = pl_calloc((size_t)size, sizeof *p->bind);
     p->workers = pl_calloc((size_t)size, sizeof *p->workers);
     p->lanes = alloc_lines((size_t)size * sizeof *p->lanes);
-    if (!p->bind || !p->workers || !p->lanes) {
+    p->lane_of = pl_calloc((size_t)size, sizeof *p->lane_of);
+    if (!p->bind || !p->workers || !p->lanes || !p->lane_of) {
         pool_destroy(p);
         return pl_fail(err, PL_ERR_NOMEM, "thread pool: cannot allocate %d thread records", size);
     }
@@ -687,28 +692,64 @@ int pl_pool_size(const pl_pool *p)
     return p ? p->size : 0;
 }
 
-/* A caller that waited this long for workers holding grains met a descheduled worker (a busy
- * machine: another process on its core). Then the next runs go to the caller alone for a
- * while, 2 ms doubling to 256 ms while stalls recur (reset after 1 s without one), so a busy
- * core costs one stall per period instead of one per run; the results are the same bits,
- * whoever computes them. */
-#define STALL_NS    (200u * 1000u)
-#define SOLO_MIN_NS (2u * 1000u * 1000u)
-#define SOLO_MAX_NS (256u * 1000u * 1000u)
+/* A caller that waited at least STALL_NS for the workers still holding grains, and at least
+ * half as long as it ran grains itself, met a descheduled worker (a busy machine: another
+ * process on its core), not the ordinary spread of a long run. The workers still inside then
+ * sit out the runs of the next period, 2 ms doubling to 256 ms while stalls recur (reset after
+ * 1 s without one): a busy core costs one stall per period instead of one per run, and the
+ * other cores keep working (on 2 threads the caller runs alone). The results are the same
+ * bits, whoever computes them. */
+#define STALL_NS     (200u * 1000u)
+#define BENCH_MIN_NS (2u * 1000u * 1000u)
+#define BENCH_MAX_NS (256u * 1000u * 1000u)
 
-static void note_wait(pl_pool *p, uint64_t waited)
+/* Marks the workers still inside the run (those the caller waited for) benched. */
+static void note_wait(pl_pool *p, uint64_t waited, uint64_t worked, const uint8_t *suspects)
 {
     if (!p->backoff) return;
     const uint64_t now = now_ns();
-    if (waited < STALL_NS) {
-        if (p->solo_ns && now - p->last_stall > 4 * (uint64_t)SOLO_MAX_NS) p->solo_ns = 0;
+    if (waited < STALL_NS || 2 * waited < worked || !suspects) {
+        if (p->bench_ns && now - p->last_stall > 4 * (uint64_t)BENCH_MAX_NS) p->bench_ns = 0;
         return;
     }
-    p->solo_ns = p->solo_ns == 0                ? SOLO_MIN_NS
-                 : 2 * p->solo_ns > SOLO_MAX_NS ? SOLO_MAX_NS
-                                                : 2 * p->solo_ns;
+    p->bench_ns = p->bench_ns == 0                 ? BENCH_MIN_NS
+                  : 2 * p->bench_ns > BENCH_MAX_NS ? BENCH_MAX_NS
+                                                   : 2 * p->bench_ns;
     p->last_stall = now;
-    p->solo_until = now + p->solo_ns;
+    for (int t = 1; t < p->size; t++)
+        if (suspects[t]) {
+            if (p->workers[t]->benched_until <= now) p->n_benched++;
+            p->workers[t]->benched_until = now + p->bench_ns;
+        }
+}
+
+/* Deals the run's lanes: the caller first, then every worker not benched, up to `want`
+ * threads. Returns how many take part; lane_of says who has which lane, *limit is one past the
+ * highest thread taking part. */
+static int deal_lanes(pl_pool *p, int want, int64_t g, int *limit)
+{
+    uint64_t now = 0;
+    if (p->n_benched > 0) {
+        now = now_ns();
+        p->n_benched = 0;
+        for (int t = 1; t < p->size; t++) p->n_benched += p->workers[t]->benched_until > now;
+    }
+    int active = 0;
+    for (int t = 0; t < p->size; t++) {
+        const int out =
+            t > 0 && (active >= want || (p->n_benched > 0 && p->workers[t]->benched_until > now));
+        p->lane_of[t] = out ? -1 : active++;
+        if (!out) *limit = t + 1;
+    }
+    for (int k = 0; k < active; k++) {
+        int64_t first, count;
+        deal(g, active, k, &first, &count);
+        p->lanes[k].first = first;
+        p->lanes[k].count = (uint64_t)count;
+        atomic_store_explicit(&p->lanes[k].next, 0, memory_order_relaxed);
+    }
+    if (active < want) p->benched_runs++;
+    return active;
 }
 
 void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain)
@@ -716,62 +757,77 @@ void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain)
     if (!p || !fn || n <= 0) return;
     if (grain < 1) grain = 1;
     int64_t g = (n - 1) / grain + 1;
-    int active = g < p->size ? (int)g : p->size;
-    if (active == 1) { /* nothing to share: no synchronization at all */
+    int want = g < p->size ? (int)g : p->size;
+    if (want == 1) { /* nothing to share: no synchronization at all */
         fn(ctx, 0, n, 0);
         return;
     }
-    if (p->solo_until && p->backoff) { /* backing off after a stall */
-        if (now_ns() < p->solo_until) {
-            p->solo_runs++;
-            fn(ctx, 0, n, 0);
-            return;
-        }
-        p->solo_until = 0;
-    }
+    const uint64_t t0 = now_ns();
     /* Every worker of the last run has left (refs 0, closed), and a late one cannot join it,
      * so the job and the lanes are the caller's to rewrite. */
+    int limit = 1;
+    const int active = deal_lanes(p, want, g, &limit);
+    if (active == 1) { /* every worker benched: the caller alone */
+        p->solo_runs++;
+        fn(ctx, 0, n, 0);
+        p->work_ns += now_ns() - t0;
+        return;
+    }
     p->job_fn = fn;
     p->job_ctx = ctx;
     p->job_n = n;
     p->job_grain = grain;
     p->job_grains = g;
-    for (int t = 0; t < active; t++) {
-        int64_t first, count;
-        deal(g, p->size, t, &first, &count);
-        p->lanes[t].first = first;
-        p->lanes[t].count = (uint64_t)count;
-        atomic_store_explicit(&p->lanes[t].next, 0, memory_order_relaxed);
-    }
+    p->job_active = active;
     p->runs++;
     p->gen++;
     atomic_store(&p->state, STATE_OPEN(p->gen));
-    publish(p, active);
+    publish(p, limit);
 
-    uint64_t stolen = run_grains(p, 0, active);
+    uint64_t stolen = run_grains(p, 0, 0, active);
     if (stolen) atomic_fetch_add_explicit(&p->caller_stolen, stolen, memory_order_relaxed);
 
     /* Every grain is claimed: close the run to latecomers and wait for those inside, who hold
      * the last grains (or are about to find nothing left). */
     uint64_t s = atomic_fetch_or(&p->state, STATE_CLOSED);
-    if (STATE_REFS(s) == 0) return;
     const uint64_t t_wait = now_ns();
+    p->work_ns += t_wait - t0;
+    if (STATE_REFS(s) == 0) return;
+    /* Who is still inside once STALL_NS have passed: the suspects, should this be a stall. */
+    uint8_t few[64], *suspects = NULL;
     int spin = atomic_load_explicit(&p->spin_us, memory_order_relaxed);
-    if (spin > 0 && spin_until_no_refs(&p->state, spin)) {
-        note_wait(p, now_ns() - t_wait);
-        return;
+    spinner sp = spinner_start(spin);
+    int done = 0;
+    while (!done) {
+        if (STATE_REFS(atomic_load_explicit(&p->state, memory_order_acquire)) == 0) {
+            done = 1;
+            break;
+        }
+        const int more = spin > 0 && spinner_step(&sp);
+        if (!suspects && (!more || ((sp.i & 31) == 0 && now_ns() - t_wait >= STALL_NS))) {
+            suspects = p->size <= (int)sizeof few ? few : NULL;
+            if (suspects)
+                for (int t = 0; t < p->size; t++)
+                    suspects[t] =
+                        t > 0 && atomic_load_explicit(&p->workers[t]->inside, memory_order_relaxed);
+        }
+        if (!more) break;
     }
-    pthread_mutex_lock(&p->mu);
-    atomic_store(&p->caller_waiting, 1);
-    int slept = 0;
-    while (STATE_REFS(atomic_load(&p->state)) != 0) {
-        pthread_cond_wait(&p->cv_done, &p->mu);
-        slept = 1;
+    if (!done) {
+        pthread_mutex_lock(&p->mu);
+        atomic_store(&p->caller_waiting, 1);
+        int slept = 0;
+        while (STATE_REFS(atomic_load(&p->state)) != 0) {
+            pthread_cond_wait(&p->cv_done, &p->mu);
+            slept = 1;
+        }
+        atomic_store(&p->caller_waiting, 0);
+        pthread_mutex_unlock(&p->mu);
+        if (slept) atomic_fetch_add_explicit(&p->caller_sleeps, 1, memory_order_relaxed);
     }
-    atomic_store(&p->caller_waiting, 0);
-    pthread_mutex_unlock(&p->mu);
-    if (slept) atomic_fetch_add_explicit(&p->caller_sleeps, 1, memory_order_relaxed);
-    note_wait(p, now_ns() - t_wait);
+    const uint64_t waited = now_ns() - t_wait;
+    p->wait_ns += waited;
+    note_wait(p, waited, t_wait - t0, suspects);
 }
 
 pl_status pl_pool_bind_caller(pl_pool *p, pl_error *err)
@@ -797,7 +853,10 @@ void pl_pool_set_stall_backoff(pl_pool *p, int on)
 {
     if (!p) return;
     p->backoff = on != 0;
-    p->solo_until = p->solo_ns = 0;
+    p->bench_ns = 0;
+    p->n_benched = 0;
+    for (int t = 1; t < p->size; t++)
+        if (p->workers[t]) p->workers[t]->benched_until = 0;
 }
 
 void pl_pool_set_spin_us(pl_pool *p, int us)
@@ -838,6 +897,9 @@ pl_pool_stats pl_pool_get_stats(const pl_pool *p)
     s.threads_created = p->threads_created;
     s.runs = p->runs;
     s.solo = p->solo_runs;
+    s.benched = p->benched_runs;
+    s.work_ns = p->work_ns;
+    s.wait_ns = p->wait_ns;
     s.sleeps = atomic_load_explicit(&q->caller_sleeps, memory_order_relaxed);
     s.stolen = atomic_load_explicit(&q->caller_stolen, memory_order_relaxed);
     for (int i = 1; i < p->size; i++) {

@@ -54,7 +54,10 @@ typedef struct pl_pool_stats {
     uint64_t sleeps;          /* times a worker or the caller gave up spinning and slept */
     uint64_t stolen;          /* grains run by a thread outside its own chunk */
     uint64_t late;            /* times a worker woke for a run the others had already finished */
-    uint64_t solo;            /* runs the caller did alone, backing off after a stall */
+    uint64_t solo;            /* runs the caller did alone, every worker benched after stalls */
+    uint64_t benched;         /* runs that left out a worker benched after a stall */
+    uint64_t work_ns;         /* the caller's time running grains in shared runs */
+    uint64_t wait_ns;         /* the caller's time waiting for workers at the end of runs */
 } pl_pool_stats;
 
 typedef struct pl_pool pl_pool;
@@ -105,12 +108,14 @@ typedef void (*pl_pool_fn)(void *ctx, int64_t i0, int64_t i1, int thread);
  * t + 2, ... So a thread the OS deschedules holds back only the grains it has claimed, and a
  * worker that has not woken yet holds back nothing: the caller waits (spin, then sleep) only
  * for the workers that joined the run, and a worker waking after the run is over leaves the
- * job alone (pl_pool_stats.late). After a run whose caller waited >= 200 us for a worker (one
- * the OS descheduled while it held grains), the runs of the next 2 ms (doubling to 256 ms while
- * such stalls recur) go to the caller alone (pl_pool_stats.solo). Threads beyond the number of
- * grains take no part; a run of one grain, or any run on a pool of size 1, is fn(ctx, 0, n, 0) on
- * the caller with no synchronization at all. One run at a time: not concurrently from several
- * threads, not from inside fn. */
+ * job alone (pl_pool_stats.late). After a run whose caller waited >= 200 us, and at least half
+ * as long as it ran grains itself, for the workers still holding grains (ones the OS descheduled),
+ * those workers sit out the runs of the next 2 ms (doubling to 256 ms while such stalls recur):
+ * the others share the runs (pl_pool_stats.benched), the caller alone when none is left
+ * (pl_pool_stats.solo). Long runs wait out their ordinary spread without backing off. Threads
+ * beyond the number of grains take no part; a run of one grain, or any run on a pool of size 1, is
+ * fn(ctx, 0, n, 0) on the caller with no synchronization at all. One run at a time: not
+ * concurrently from several threads, not from inside fn. */
 void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain);
 
 /* The initial split of pl_pool_run, a pure function of (n, grain, size, thread): the
