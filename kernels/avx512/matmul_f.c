@@ -22,6 +22,9 @@
 #define DR 2
 #endif /* rows whose weights stay in L2 while every token tile passes */
 #define INLINE static inline __attribute__((always_inline))
+#ifndef PREFETCH_BYTES
+#define PREFETCH_BYTES 2048
+#endif
 
 INLINE float hsum16(__m512 v)
 {
@@ -102,10 +105,17 @@ INLINE float gemv_row(pl_type type, const void *restrict w, const float *restric
     __m512 acc[4];
     for (int a = 0; a < 4; a++) acc[a] = _mm512_setzero_ps();
     const int64_t full = K / 64 * 64;
-    for (int64_t k = 0; k < full; k += 64)
+    const size_t eb = type == PL_TYPE_F32 ? 4 : 2;
+    for (int64_t k = 0; k < full; k += 64) {
+        /* Decode streams the rows from memory: ask for the lines PREFETCH_BYTES ahead (into the
+         * next rows past the end: they are next), more misses in flight than the streamer keeps. */
+        const char *ahead = (const char *)w + (size_t)k * eb + PREFETCH_BYTES;
+        if (PREFETCH_BYTES > 0)
+            for (size_t b = 0; b < 64 * eb; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
         for (int a = 0; a < 4; a++)
             acc[a] = _mm512_fmadd_ps(load_w(type, w, k + 16 * a, 0xffff),
                                      _mm512_loadu_ps(x + k + 16 * a), acc[a]);
+    }
     /* the rest: up to 3 full chunks and a masked one, into accumulators 0, 1, 2, 3 */
     for (int a = 0; a < 4; a++) {
         const int64_t k = full + 16 * a;
