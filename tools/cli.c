@@ -52,6 +52,15 @@ int cli_is(cli_args *a, const char *short_name, const char *long_name)
     return 0;
 }
 
+const char *cli_value_ahead(cli_args *a)
+{
+    int inline_value = a->inline_value || (strncmp(a->arg, "--", 2) == 0 && strchr(a->arg, '='));
+    if (inline_value || a->i + 1 < a->argc) return cli_value(a);
+    /* Whether the option exists is decided after this: say "unknown option" for a typo. */
+    a->value_missing = 1;
+    return "";
+}
+
 const char *cli_value(cli_args *a)
 {
     if (a->inline_value) return a->inline_value;
@@ -99,21 +108,44 @@ static void put_prefix(void)
         fputs("plumb: error: ", stderr);
 }
 
-int cli_usage_error(const cli_args *a, const char *fmt, ...)
+static int usage_error(const cli_args *a, const char *fmt, va_list ap)
 {
-    va_list ap;
     fflush(stdout);
     fprintf(stderr, "plumb %s: error: ", a->cmd);
-    va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
-    va_end(ap);
     fprintf(stderr, "\nsee `plumb %s --help`\n", a->cmd);
     return CLI_EXIT_USAGE;
 }
 
+static int usage_errorf(const cli_args *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = usage_error(a, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int cli_usage_error(const cli_args *a, const char *fmt, ...)
+{
+    /* A known option at the end of the line without its value (cli_value_ahead): whatever its
+     * parser found wrong with "", the error is the missing value. */
+    if (a->value_missing) return usage_errorf(a, "option '%s' needs a value", a->arg);
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = usage_error(a, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int cli_value_given(const cli_args *a)
+{
+    return a->value_missing ? usage_errorf(a, "option '%s' needs a value", a->arg) : 0;
+}
+
 int cli_unknown_option(const cli_args *a)
 {
-    return cli_usage_error(a, "unknown option '%s'", a->arg);
+    return usage_errorf(a, "unknown option '%s'", a->arg);
 }
 
 /* ---- errors ------------------------------------------------------------------------ */

@@ -63,6 +63,7 @@ typedef struct cli_args {
     const char *arg;          /* the current argument */
     const char *inline_value; /* VALUE of "--name=VALUE", else NULL */
     int options_done;         /* set after "--" */
+    int value_missing;        /* cli_value_ahead found no value: the line ended */
 } cli_args;
 
 void cli_args_init(cli_args *a, int argc, char **argv, const char *cmd, void (*usage)(FILE *));
@@ -73,6 +74,13 @@ int cli_is(cli_args *a, const char *short_name, const char *long_name);
 /* The current option's value ("--name=VALUE" or the next argument). NULL when missing,
  * after printing the usage error. */
 const char *cli_value(cli_args *a);
+/* For a command that takes the value before it matches the option (its flags matched first):
+ * the value, or "" with a->value_missing set when the line ends there, so that a mistyped
+ * last option is still reported as unknown by cli_unknown_option. Every usage error after
+ * that says the option needs a value; cli_value_given, after the option matched, says so for
+ * the options that took "" without complaint: 0, or CLI_EXIT_USAGE after the message. */
+const char *cli_value_ahead(cli_args *a);
+int cli_value_given(const cli_args *a);
 /* An option that takes no value but was given one ("--json=1"): 1 after printing the
  * usage error, else 0. */
 int cli_reject_value(cli_args *a);

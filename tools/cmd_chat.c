@@ -134,7 +134,7 @@ static int parse(int argc, char **argv, chat_opts *o)
             *flag = 1;
             continue;
         }
-        if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+        v = cli_value_ahead(&a);
         int rc = 0;
         if (cli_is(&a, "-m", "--model"))
             o->model = v;
@@ -150,7 +150,7 @@ static int parse(int argc, char **argv, chat_opts *o)
             o->stats_json = v;
         else
             return cli_unknown_option(&a);
-        if (rc) return rc;
+        if (rc || (rc = cli_value_given(&a))) return rc;
     }
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
     int rc = cli_gen_check(&a, &o->g);

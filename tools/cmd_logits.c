@@ -132,7 +132,7 @@ static int parse(int argc, char **argv, logits_opts *o)
             if (o->last && o->all) return cli_usage_error(&a, "give --all or --last, not both");
             continue;
         }
-        if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+        v = cli_value_ahead(&a);
         int rc = 0;
         if (cli_is(&a, "-m", "--model"))
             o->model = v;
@@ -156,7 +156,7 @@ static int parse(int argc, char **argv, logits_opts *o)
             o->kernels = v;
         else
             return cli_unknown_option(&a);
-        if (rc) return rc;
+        if (rc || (rc = cli_value_given(&a))) return rc;
     }
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
     if (!o->output) return cli_usage_error(&a, "no output: give -o OUT.logits");

@@ -68,7 +68,7 @@ static int parse(int argc, char **argv, ppl_opts *o)
             o->no_repack = 1;
             continue;
         }
-        if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+        v = cli_value_ahead(&a);
         int rc = 0;
         if (cli_is(&a, "-m", "--model"))
             o->model = v;
@@ -92,7 +92,7 @@ static int parse(int argc, char **argv, ppl_opts *o)
             o->kernels = v;
         else
             return cli_unknown_option(&a);
-        if (rc) return rc;
+        if (rc || (rc = cli_value_given(&a))) return rc;
     }
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
     if (!o->text) return cli_usage_error(&a, "no text: give -f FILE");

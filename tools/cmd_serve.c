@@ -97,7 +97,7 @@ static int parse(int argc, char **argv, serve_opts *o)
                                    "%s: sampling is set per request (temperature, top_p, "
                                    "top_k, min_p, seed in the JSON body)",
                                    a.arg);
-        if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+        v = cli_value_ahead(&a);
         int rc = 0;
         if (cli_is(&a, "-m", "--model"))
             o->model = v;
@@ -131,7 +131,7 @@ static int parse(int argc, char **argv, serve_opts *o)
             ;
         else
             return cli_unknown_option(&a);
-        if (rc) return rc;
+        if (rc || (rc = cli_value_given(&a))) return rc;
     }
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
     int rc = cli_gen_check(&a, &o->g);

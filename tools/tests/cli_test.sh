@@ -115,6 +115,32 @@ cli_unknown_command_exits_2)
     expect_rc 2 "plumb help frobnicate"
     ;;
 
+cli_unknown_last_option_is_unknown_not_missing_a_value)
+    # A mistyped option at the end of the line is unknown in every command, as it is in the
+    # middle; a known option there is the one that needs a value.
+    run --help
+    cmds=$(sed -n '/^commands:/,/^$/p' "$tmp/out" | awk 'NR > 1 && NF { print $1 }')
+    for c in $cmds "logits compare"; do
+        [ "$c" = help ] || [ "$c" = version ] && continue
+        # shellcheck disable=SC2086 # "logits compare" is two words
+        run $c --ignore-eoss
+        expect_rc 2 "plumb $c ... --ignore-eoss"
+        expect_in "$tmp/err" "unknown option '--ignore-eoss'"
+    done
+    for c in run chat serve bench perplexity logits; do
+        run "$c" -m x.gguf --threads
+        expect_rc 2 "plumb $c ... --threads"
+        expect_in "$tmp/err" "plumb $c: error: option '--threads' needs a value"
+        [ "$(wc -l <"$tmp/err")" -eq 2 ] || fail "plumb $c --threads: $(wc -l <"$tmp/err") lines, want 2"
+        run "$c" -m
+        expect_rc 2 "plumb $c -m"
+        expect_in "$tmp/err" "option '-m' needs a value"
+        run "$c" -m x.gguf --kv-type=
+        expect_rc 2 "plumb $c --kv-type="
+        expect_in "$tmp/err" "--kv-type"
+    done
+    ;;
+
 cli_unknown_option_exits_2)
     make_fixture good "$tmp/good.gguf"
     run inspect --bogus "$tmp/good.gguf"
