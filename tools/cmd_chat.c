@@ -33,7 +33,7 @@ static void usage(FILE *out)
           "                           llama3, llama2, mistral (--template NAME: the same)\n"
           "  -n, --n-predict N        most tokens per reply (default -1: until the model ends\n"
           "                           its turn or the context is full)\n"
-          "  --ignore-eos             keep generating past end-of-turn tokens\n"
+          "  --ignore-eos             never draw an end-of-generation token (turns end at -n)\n"
           "  --special                print control tokens (<|im_end|>, ...) as their text\n"
           "  -r, --reverse-prompt S, --stop S\n"
           "                           end the reply before the text S; repeatable\n"

@@ -50,7 +50,7 @@ static void usage(FILE *out)
           "  --kv-type f16|f32        KV cache element type (default f16)\n"
           "  --kernels NAME           kernel set (default: PLUMB_KERNELS, else the best)\n"
           "  --no-repack              run every weight from the mapping (no repacked copies)\n"
-          "  --ignore-eos             keep generating past end-of-sequence tokens\n"
+          "  --ignore-eos             never draw an end-of-generation token (generate to -n)\n"
           "  --special                print control tokens (<|endoftext|>, ...) as their text\n"
           "  -v, --verbose            also print the CPU topology and thread binding\n"
           "  -h, --help               show this help\n"
@@ -231,6 +231,11 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     memcpy(hist, o.tokens, (size_t)o.n_tokens * sizeof *hist);
+    /* --ignore-eos: the end-of-generation ids, whose logits become -inf before every draw. */
+    int32_t eog[16];
+    int n_eog = 0;
+    for (int32_t i = 0; o.ignore_eos && i < info.n_vocab && n_eog < 16; i++)
+        if (run_text_is_eog(text, i)) eog[n_eog++] = i;
     int64_t n_hist = o.n_tokens;
 
     double t1 = now_s();
@@ -243,6 +248,7 @@ int cmd_run(int argc, char **argv)
     double t2 = now_s();
     while (n_gen < n_predict) {
         int32_t tok;
+        for (int i = 0; i < n_eog; i++) logits[eog[i]] = -INFINITY;
         if ((st = pl_sampler_sample(smp, logits, hist, n_hist, &tok, &err))) goto fail;
         if (n_hist == n_hist_cap) { /* -n -1 with a sliding window: keep the recent history */
             memmove(hist, hist + n_hist_cap / 2,
@@ -251,7 +257,7 @@ int cmd_run(int argc, char **argv)
         }
         hist[n_hist++] = tok;
         n_gen++;
-        if (!o.ignore_eos && run_text_is_eog(text, tok)) {
+        if (run_text_is_eog(text, tok)) { /* with --ignore-eos: only if every logit is -inf */
             why = PL_STOP_EOG;
             if (o.special && (st = run_text_emit(text, tok, &err))) goto fail;
             break;

@@ -301,6 +301,13 @@ status_is 200 "logprobs false, tools [], response_format text, penalties in rang
 completion '{"prompt":"Hello","max_tokens":50,"ignore_eos":true,"temperature":0.8,"seed":3}'
 expect "ignore_eos: the reply runs to max_tokens (50, finish length)" \
   '.usage.completion_tokens == 50 and .choices[0].finish_reason == "length"'
+# ignore_eos makes the end tokens impossible to draw (as llama.cpp), not drawn and shown: the
+# demo model ends most replies within 64 tokens, and none of these holds <|endoftext|>.
+for seed in 1 2 3 4 5; do
+  chat "{$U,\"max_tokens\":64,\"ignore_eos\":true,\"temperature\":1,\"seed\":$seed}"
+  expect "ignore_eos, seed $seed: 64 tokens, no end token in the content" \
+    '.usage.completion_tokens == 64 and (.choices[0].message.content | contains("<|endoftext|>") | not)'
+done
 completion '{"prompt":7}'
 status_is 400 "completions: prompt not a string"
 expect "completions: prompt not a string → param prompt" '.error.param == "prompt"'

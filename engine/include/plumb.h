@@ -372,7 +372,9 @@ int32_t pl_vocab_eos(const pl_model *m);
 int32_t pl_vocab_eot(const pl_model *m);
 int32_t pl_vocab_pad(const pl_model *m);
 int32_t pl_vocab_unk(const pl_model *m);
-/* 1 if generation should stop at the token (EOS, EOT or end of message), else 0. */
+/* 1 if generation should stop at the token, else 0: llama.cpp's end-of-generation set, EOS, EOT,
+ * end of message and the control tokens named like an end (<|endoftext|>, <|im_end|>,
+ * <|eot_id|>, <|end|>, <end_of_turn>, <|eom_id|>, <|end_of_text|>, <EOT>, ...). */
 int pl_vocab_is_eog(const pl_model *m, int32_t token);
 pl_token_type pl_vocab_token_type(const pl_model *m, int32_t token);
 /* The token's text as stored in the file (e.g. "Ġthe", "▁the", "<0x0A>"); {"", 0} out of range. */
@@ -681,7 +683,8 @@ const char *pl_stop_reason_str(pl_stop_reason r);
 
 typedef struct pl_gen_params {
     int64_t max_tokens;       /* 256; 0: prefill only; 1 <= ... <= INT32_MAX */
-    int ignore_eog;           /* 1: an end-of-generation token is an ordinary token */
+    int ignore_eog;           /* 1: no end-of-generation token can be drawn (their logits are
+                                 -inf before sampling, as llama.cpp's ignore_eos) */
     const char *const *stops; /* n_stops NUL-terminated strings, 1..PL_GEN_MAX_STOP_LEN bytes */
     size_t n_stops;
 } pl_gen_params;

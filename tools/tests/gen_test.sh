@@ -145,26 +145,63 @@ gen_penalties_change_the_draw)
     ;;
 
 gen_control_tokens_only_with_special)
-    [ -f "$demo" ] || { echo "no demo model at $demo" >&2; exit 77; }
-    for s in 42 1 2 3 4 5; do
+    # The tiny preset's <|im_start|> is a control token that does not end generation: a nearly
+    # uniform draw with --ignore-eos reaches it; without --special its text is not printed.
+    mkmodel "$m"
+    u="--temp 50 --top-k 0 --top-p 1 --min-p 0 --ignore-eos"
+    for s in 1 2 3 4 5 6 7 8; do
+        # shellcheck disable=SC2086 # word splitting is the point
         printf 'Hello! Who are you?\nTell me a story.\n' |
-            "$plumb" chat -m "$demo" -n 16 --ignore-eos -s $s --special >"$tmp/special" 2>"$tmp/err"
-        grep -q '<|endoftext|>' "$tmp/special" && break
+            "$plumb" chat -m "$m" -n 64 $u -s $s --special >"$tmp/special" 2>"$tmp/err"
+        grep -q '<|im_start|>' "$tmp/special" && break
     done
-    grep -q '<|endoftext|>' "$tmp/special" || { echo "no control token drawn" >&2; exit 77; }
+    grep -q '<|im_start|>' "$tmp/special" || fail "chat: no control token drawn in 8 seeds"
+    # shellcheck disable=SC2086
     printf 'Hello! Who are you?\nTell me a story.\n' |
-        "$plumb" chat -m "$demo" -n 16 --ignore-eos -s $s >"$tmp/out" 2>"$tmp/err"
-    sed 's/<|endoftext|>//g' "$tmp/special" >"$tmp/want"
+        "$plumb" chat -m "$m" -n 64 $u -s $s >"$tmp/out" 2>"$tmp/err"
+    sed 's/<|im_start|>//g' "$tmp/special" >"$tmp/want"
     cmp -s "$tmp/out" "$tmp/want" || fail "chat without --special is not the --special text without its control tokens"
-    expect_not_in "$tmp/out" "<|endoftext|>"
-    for s in 42 1 2 3 4 5; do
-        run run -m "$demo" -p "Once upon a time" -n 64 -s $s --ignore-eos --special
-        grep -q '<|endoftext|>' "$tmp/out" && break
+    expect_not_in "$tmp/out" "<|im_start|>"
+    for s in 1 2 3 4 5 6 7 8; do
+        # shellcheck disable=SC2086
+        run run -m "$m" -p "Once upon a time" -n 64 -s $s $u --special
+        grep -q '<|im_start|>' "$tmp/out" && break
     done
-    grep -q '<|endoftext|>' "$tmp/out" || { echo "no control token drawn" >&2; exit 77; }
-    sed 's/<|endoftext|>//g' "$tmp/out" >"$tmp/want"
-    run run -m "$demo" -p "Once upon a time" -n 64 -s $s --ignore-eos
+    grep -q '<|im_start|>' "$tmp/out" || fail "run: no control token drawn in 8 seeds"
+    sed 's/<|im_start|>//g' "$tmp/out" >"$tmp/want"
+    # shellcheck disable=SC2086
+    run run -m "$m" -p "Once upon a time" -n 64 -s $s $u
     cmp -s "$tmp/out" "$tmp/want" || fail "run without --special is not the --special text without its control tokens"
+    ;;
+
+gen_ignore_eos_never_draws_an_end_token)
+    # --ignore-eos makes every end-of-generation token impossible to draw (llama.cpp's meaning):
+    # the demo model ends these runs early without it; with it each runs to -n and no end token
+    # is drawn (--special would print it) in run or chat.
+    [ -f "$demo" ] || { echo "no demo model at $demo" >&2; exit 77; }
+    for s in 1 2 3 4; do
+        run run -m "$demo" -p "Once upon a time" -n 64 -s $s --special
+        expect_in "$tmp/err" "stopped: end of generation"
+        run run -m "$demo" -p "Once upon a time" -n 64 -s $s --special --ignore-eos
+        expect_rc 0 "plumb run --ignore-eos -s $s"
+        expect_in "$tmp/err" "stopped: 64 tokens generated (-n 64)"
+        sed '1s/^<|endoftext|>Once upon a time//' "$tmp/out" >"$tmp/gen" # the echoed BOS
+        expect_not_in "$tmp/gen" "<|endoftext|>"
+    done
+    # the tiny preset: eos is <|im_end|>, and <|endoftext|> ends generation too
+    mkmodel "$m"
+    u="--temp 50 --top-k 0 --top-p 1 --min-p 0"
+    for s in 1 2 3 4; do
+        # shellcheck disable=SC2086
+        run run -m "$m" -p "Once upon a time" -n 200 -s $s $u --special --ignore-eos
+        expect_in "$tmp/err" "stopped: 200 tokens generated (-n 200)"
+        expect_not_in "$tmp/out" "<|endoftext|>"
+        # shellcheck disable=SC2086
+        printf 'Hello!\nTell me a story.\n' |
+            "$plumb" chat -m "$m" -n 100 -s $s $u --special --ignore-eos >"$tmp/out" 2>"$tmp/err"
+        expect_not_in "$tmp/out" "<|endoftext|>"
+        expect_not_in "$tmp/out" "<|im_end|>"
+    done
     ;;
 
 gen_run_chat_renders_the_prompt_with_the_template)
