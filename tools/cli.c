@@ -720,6 +720,34 @@ pl_session_params cli_gen_session(const cli_gen_opts *o, const pl_model *m)
     return sp;
 }
 
+/* ---- usage text ---- */
+
+void cli_put_wrapped(FILE *out, int indent, int width, const char *text)
+{
+    int col = 0;
+    for (const char *w = text; *w;) {
+        while (*w == ' ') w++;
+        if (!*w) break;
+        int len = (int)strcspn(w, " ");
+        if (col > 0 && col + 1 + len > width) {
+            fputc('\n', out);
+            col = 0;
+        }
+        if (col == 0)
+            col = fprintf(out, "%*s%.*s", indent, "", len, w);
+        else
+            col += fprintf(out, " %.*s", len, w);
+        w += len;
+    }
+    fputc('\n', out);
+}
+
+void cli_put_model_option(FILE *out)
+{
+    fputs("  -m, --model FILE         GGUF model of one of these architectures:\n", out);
+    cli_put_wrapped(out, 27, 88, pl_arch_list());
+}
+
 /* ---- chat templates ---- */
 
 int cli_tmpl_option(cli_args *a, const char *v, cli_tmpl_opts *t, int *rc)

@@ -186,6 +186,13 @@ int cli_tmpl_option(cli_args *a, const char *v, cli_tmpl_opts *t, int *rc);
 int cli_tmpl_load(const pl_model *m, const char *path, const cli_tmpl_opts *t, int required,
                   pl_chat_template **out, char *desc, size_t desc_cap);
 
+/* Words of text (split at spaces) on lines of at most width columns, each line starting with
+ * indent spaces, the last ending with "\n". For lists that come from the library. */
+void cli_put_wrapped(FILE *out, int indent, int width, const char *text);
+/* The "-m, --model FILE" line of the usage of run, chat and serve: the architectures plumb
+ * runs, from the library's table (pl_arch_list). */
+void cli_put_model_option(FILE *out);
+
 /* A JSON string literal, quotes included: control characters escaped, invalid UTF-8
  * replaced by \ufffd (one per bad byte), so the output is always valid JSON. */
 void cli_put_json_string(FILE *f, const char *s, size_t n);

@@ -23,9 +23,10 @@ static void usage(FILE *out)
           "first token, the decode speed and why the reply stopped. With stdin not a\n"
           "terminal a summary table follows the last turn.\n"
           "\n"
-          "options:\n"
-          "  -m, --model FILE         GGUF model (llama, qwen2, qwen3)\n"
-          "  --system TEXT            system message (first in the conversation)\n"
+          "options:\n",
+          out);
+    cli_put_model_option(out);
+    fputs("  --system TEXT            system message (first in the conversation)\n"
           "  --chat-template-file FILE\n"
           "                           chat template as Jinja source (default: the model's own\n"
           "                           tokenizer.chat_template, run by the Jinja engine)\n"

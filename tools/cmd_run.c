@@ -15,9 +15,10 @@ static void usage(FILE *out)
           "Evaluates the prompt, then generates tokens, printing them as they come, and\n"
           "reports load time, prefill and decode speed (tokens/s) and memory.\n"
           "\n"
-          "options:\n"
-          "  -m, --model FILE         GGUF model (llama, qwen2, qwen3)\n"
-          "  -p, --prompt TEXT        prompt text (tokenized with the model's tokenizer)\n"
+          "options:\n",
+          out);
+    cli_put_model_option(out);
+    fputs("  -p, --prompt TEXT        prompt text (tokenized with the model's tokenizer)\n"
           "  -f, --file FILE          read the prompt from FILE\n"
           "  --tokens LIST            prompt as token ids, comma-separated\n"
           "  --chat                   the prompt is a user message: rendered with the chat\n"

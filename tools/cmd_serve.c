@@ -11,21 +11,22 @@
 
 static void usage(FILE *out)
 {
+    fputs("usage: plumb serve -m FILE [options]\n"
+          "\n"
+          "Serves the model over HTTP with OpenAI's API: POST /v1/chat/completions and\n"
+          "/v1/completions (streaming or not), GET (and HEAD) /v1/models, /health, /metrics\n"
+          "(Prometheus) and /slots. Each of N slots is a session with its own prefix cache; a\n"
+          "request goes to the idle slot whose whole cached text its prompt extends (the longest\n"
+          "such), else to the least recently used idle slot, so each conversation keeps its fast\n"
+          "path. Requests beyond the slots wait in a bounded queue; beyond it they get 503.\n"
+          "Prints one line on stdout when listening, one log line per request on stderr;\n"
+          "SIGINT/SIGTERM stop it. GET / is the chat page (web/README.md): embedded in the\n"
+          "binary; its in-browser engine (plumb-engine.mjs, *.wasm) comes from --web-dir.\n"
+          "\n"
+          "options:\n",
+          out);
+    cli_put_model_option(out);
     fputs(
-        "usage: plumb serve -m FILE [options]\n"
-        "\n"
-        "Serves the model over HTTP with OpenAI's API: POST /v1/chat/completions and\n"
-        "/v1/completions (streaming or not), GET (and HEAD) /v1/models, /health, /metrics\n"
-        "(Prometheus) and /slots. Each of N slots is a session with its own prefix cache; a\n"
-        "request goes to the idle slot whose whole cached text its prompt extends (the longest\n"
-        "such), else to the least recently used idle slot, so each conversation keeps its fast\n"
-        "path. Requests beyond the slots wait in a bounded queue; beyond it they get 503.\n"
-        "Prints one line on stdout when listening, one log line per request on stderr;\n"
-        "SIGINT/SIGTERM stop it. GET / is the chat page (web/README.md): embedded in the\n"
-        "binary; its in-browser engine (plumb-engine.mjs, *.wasm) comes from --web-dir.\n"
-        "\n"
-        "options:\n"
-        "  -m, --model FILE         GGUF model (llama, qwen2, qwen3)\n"
         "  --host ADDR              address or name to listen on (default 127.0.0.1: this\n"
         "                           machine only; localhost is loopback; 0.0.0.0: everywhere)\n"
         "  --port N                 port (default 8080; 0: a free one)\n"

@@ -477,8 +477,12 @@ pl_status pl_chat_render(const pl_model *m, const char *name, const pl_chat_mess
  * The loader binds every tensor of a file to a role of its architecture and refuses the rest; these
  * calls tell a writer (`plumb mkmodel`, a converter of one's own) what that set is. */
 
-/* "llama, qwen2, qwen3": the values of general.architecture plumb runs. */
+/* The values of general.architecture plumb runs, from its architecture table, joined by ", "
+ * ("llama, qwen2, qwen3, ..."). */
 const char *pl_arch_list(void);
+/* The Hugging Face classes (config.json "architectures") pl_convert_hf reads, joined by ", "
+ * ("LlamaForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, ..."). */
+const char *pl_arch_hf_list(void);
 
 /* Experts a token may use at most (<arch>.expert_used_count). */
 #define PL_ARCH_MAX_EXPERT_USED 64
@@ -522,7 +526,7 @@ pl_status pl_arch_tensors(const char *arch, const pl_arch_shape *shape, pl_arch_
 
 /* What the model binds from its file (zeros for a PL_MODEL_VOCAB_ONLY model). */
 typedef struct pl_model_info {
-    char arch[16]; /* "llama", "qwen2", "qwen3" */
+    char arch[16]; /* general.architecture: one of pl_arch_list() */
     int64_t n_vocab;
     int64_t n_ctx_train; /* <arch>.context_length */
     int64_t n_embd;

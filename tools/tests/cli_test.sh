@@ -141,6 +141,26 @@ cli_unknown_last_option_is_unknown_not_missing_a_value)
     done
     ;;
 
+cli_help_lists_every_architecture)
+    # The architecture lists of the help texts are the library's table, not a copy: every
+    # name that mkmodel's refusal lists (pl_arch_list) is in run, chat and serve --help, and
+    # convert --help names every class of the table's gemma3 and phi3 as well as llama's.
+    run mkmodel --arch no-such-arch "$tmp/x.gguf"
+    archs=$(sed -n "s/.*(known: \(.*\))$/\1/p" "$tmp/err" | tr -d ,)
+    [ -n "$archs" ] || fail "no architecture list in: $(cat "$tmp/err")"
+    case " $archs " in *" phi3 "*) ;; *) fail "phi3 is not in the list: $archs" ;; esac
+    for c in run chat serve; do
+        run "$c" --help
+        for a in $archs; do
+            grep -qE "(^| )$a(,|$)" "$tmp/out" || fail "plumb $c --help does not list $a"
+        done
+    done
+    run convert --help
+    for k in LlamaForCausalLM MixtralForCausalLM Qwen3MoeForCausalLM Gemma3ForCausalLM Phi3ForCausalLM; do
+        expect_in "$tmp/out" "$k"
+    done
+    ;;
+
 cli_unknown_option_exits_2)
     make_fixture good "$tmp/good.gguf"
     run inspect --bogus "$tmp/good.gguf"
