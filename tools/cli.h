@@ -16,8 +16,9 @@
 #endif
 
 /* Exit codes of every command: success, a failure while doing the work (the library's
- * error, a write error), a command line that makes no sense (usage printed). */
-enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
+ * error, a write error), a command line that makes no sense (usage printed); and the shell's
+ * 128 + SIGINT for work that Ctrl-C ended early, after its report. */
+enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INTERRUPTED = 130 };
 
 /* One subcommand. argv[0] is the command's name; the return value is the exit code. */
 typedef struct cli_command {

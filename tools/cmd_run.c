@@ -1,6 +1,7 @@
 /* cmd_run.c — `plumb run`: load a model, prefill a prompt, generate N tokens, report
  * load time, prefill and decode speed, and memory. Not a chat: one prompt, one answer. */
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -56,9 +57,18 @@ static void usage(FILE *out)
           "  -v, --verbose            also print the CPU topology and thread binding\n"
           "  -h, --help               show this help\n"
           "\n"
-          "At the end it says why generation stopped: end of generation, -n, a full context\n"
-          "or a stop string.\n",
+          "At the end it says why generation stopped: end of generation, -n, a full context,\n"
+          "a stop string or Ctrl-C (then the exit status is 130, after the timings).\n",
           out);
+}
+
+/* Ctrl-C: ends the generation after the token being drawn; the stop line and timings follow. */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
 }
 
 static double now_s(void)
@@ -156,6 +166,8 @@ int cmd_run(int argc, char **argv)
     pl_chat_template *tmpl = NULL;
     float *logits = NULL;
     int32_t *hist = NULL;
+    struct sigaction old_int;
+    int sig_set = 0;
 
     double t0 = now_s();
     /* The repacked layouts built at load are those of the set the session will use. */
@@ -239,6 +251,11 @@ int cmd_run(int argc, char **argv)
         if (run_text_is_eog(text, i)) eog[n_eog++] = i;
     int64_t n_hist = o.n_tokens;
 
+    struct sigaction sa = {0};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sig_set = 1;
     double t1 = now_s();
     if ((st = pl_session_eval(s, o.tokens, o.n_tokens, logits, 0, &err))) goto fail;
     double t_prefill = now_s() - t1;
@@ -249,6 +266,10 @@ int cmd_run(int argc, char **argv)
     double t2 = now_s();
     while (n_gen < n_predict) {
         int32_t tok;
+        if (interrupted) {
+            why = PL_STOP_CANCELLED;
+            break;
+        }
         for (int i = 0; i < n_eog; i++) logits[eog[i]] = -INFINITY;
         if ((st = pl_sampler_sample(smp, logits, hist, n_hist, &tok, &err))) goto fail;
         if (n_hist == n_hist_cap) { /* -n -1 with a sliding window: keep the recent history */
@@ -301,15 +322,20 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "stopped: the context is full (-c %lld) after %lld token%s\n",
                 (long long)si.kv_capacity, (long long)n_gen, cli_s(n_gen));
         break;
+    case PL_STOP_CANCELLED:
+        fprintf(stderr, "stopped: interrupted (Ctrl-C) after %lld token%s\n", (long long)n_gen,
+                cli_s(n_gen));
+        break;
     default:
         fprintf(stderr, "stopped: %lld token%s generated (-n %lld)\n", (long long)n_gen,
                 cli_s(n_gen), (long long)o.n_predict);
     }
-    rc = CLI_EXIT_OK;
+    rc = why == PL_STOP_CANCELLED ? CLI_EXIT_INTERRUPTED : CLI_EXIT_OK;
     goto out;
 fail:
     rc = cli_fail(st, &err);
 out:
+    if (sig_set) sigaction(SIGINT, &old_int, NULL);
     free(logits);
     free(hist);
     free(o.tokens);

@@ -204,6 +204,21 @@ gen_ignore_eos_never_draws_an_end_token)
     done
     ;;
 
+gen_run_ctrl_c_prints_the_stop_line_and_timings)
+    # Ctrl-C ends an endless run (a sliding window, -n -1) with the report a finished run has,
+    # then exit 130; -k: a run that ignores SIGINT is killed (and fails here).
+    command -v timeout >/dev/null || { echo "no timeout(1)" >&2; exit 77; }
+    mkmodel "$m"
+    timeout --preserve-status -k 20 -s INT 1 "$plumb" run -m "$m" -p "Once upon a time" -n -1 \
+        --ignore-eos --sliding-window 64 >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    expect_rc 130 "plumb run interrupted by SIGINT"
+    grep -qE "^prefill: [0-9]+ tokens? in" "$tmp/err" || fail "no prefill line"
+    expect_in "$tmp/err" "decode: "
+    grep -qE '^stopped: interrupted \(Ctrl-C\) after [0-9]+ tokens$' "$tmp/err" ||
+        fail "no stop line: $(tail -n 3 "$tmp/err")"
+    ;;
+
 gen_run_chat_renders_the_prompt_with_the_template)
     mkmodel "$m"
     # The model's own template (Qwen2's, on the Jinja engine): system, user, assistant opening.
