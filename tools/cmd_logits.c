@@ -30,7 +30,7 @@ static void usage(FILE *out)
           "  -m, --model FILE     GGUF model\n"
           "  -p, --prompt TEXT    the text (tokenized with the model's tokenizer, BOS added\n"
           "                       when the model asks for it)\n"
-          "  -f, --file FILE      read the text from FILE\n"
+          "  -f, --file FILE      read the text from FILE ('-': standard input)\n"
           "  --tokens LIST        the text as token ids, comma-separated\n"
           "  -o, --output FILE    the .logits file to write (through FILE.tmp)\n"
           "  --all                logits of every position (default)\n"

@@ -20,7 +20,7 @@ static void usage(FILE *out)
           out);
     cli_put_model_option(out);
     fputs("  -p, --prompt TEXT        prompt text (tokenized with the model's tokenizer)\n"
-          "  -f, --file FILE          read the prompt from FILE\n"
+          "  -f, --file FILE          read the prompt from FILE ('-': standard input)\n"
           "  --tokens LIST            prompt as token ids, comma-separated\n"
           "  --chat                   the prompt is a user message: rendered with the chat\n"
           "                           template and the assistant's opening, then generated\n"
@@ -158,6 +158,9 @@ int cmd_run(int argc, char **argv)
         free(o.tokens);
         return rc >= 100 ? rc - 100 : rc;
     }
+    /* the prompt file before the model's load, named as typed */
+    if (o.prompt_file && strcmp(o.prompt_file, "-") != 0 && cli_check_input(o.prompt_file))
+        return CLI_EXIT_FAIL;
     pl_error err;
     pl_model *m = NULL;
     pl_session *s = NULL;

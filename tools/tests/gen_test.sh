@@ -219,6 +219,31 @@ gen_run_ctrl_c_prints_the_stop_line_and_timings)
         fail "no stop line: $(tail -n 3 "$tmp/err")"
     ;;
 
+gen_run_reads_the_prompt_from_stdin_and_names_a_bad_file)
+    mkmodel "$m"
+    run run -m "$m" -p "Once upon a time" -n 4 -s 1 --temp 0
+    cp "$tmp/out" "$tmp/want"
+    printf 'Once upon a time' | "$plumb" run -m "$m" -f - -n 4 -s 1 --temp 0 >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    expect_rc 0 "plumb run -f -"
+    cmp -s "$tmp/out" "$tmp/want" || fail "run -f - differs from -p: $(head -c 200 "$tmp/out")"
+    printf 'Once upon a time' | "$plumb" run -m "$m" --chat -f - -n 1 -s 1 --special >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    expect_rc 0 "plumb run --chat -f -"
+    expect_in "$tmp/out" "user
+Once upon a time<|im_end|>"
+    # a folder, a missing file: the path and the reason, before the model loads
+    for bad in "$tmp" "$tmp/missing.txt"; do
+        run run -m "$tmp/no-model.gguf" -f "$bad" -n 1
+        expect_rc 1 "plumb run -f $bad"
+        expect_in "$tmp/err" "plumb run: error: cannot read '$bad': "
+        expect_not_in "$tmp/err" "no-model.gguf"
+    done
+    expect_in "$tmp/err" "No such file or directory"
+    run run -m "$tmp/no-model.gguf" -f "$tmp" -n 1
+    expect_in "$tmp/err" "it is a directory"
+    ;;
+
 gen_run_chat_renders_the_prompt_with_the_template)
     mkmodel "$m"
     # The model's own template (Qwen2's, on the Jinja engine): system, user, assistant opening.
