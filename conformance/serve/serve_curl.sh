@@ -376,6 +376,22 @@ chat "$(jq -nc --arg r "$REPLY" '{messages: [{role: "user", content: "Tell me ab
 expect "after the 413s the conversation's next turn takes the fast path (its cache survived)" \
   '.plumb.cache_path == "fast" and .usage.prompt_tokens_details.cached_tokens > 0'
 
+# ---- the log: the path asked for, and why each error was answered ----------------------
+log_has() { if grep -qE -- "$1" "$WORK/stderr"; then pass "log: $2"; else fail "log: $2" "no line matching $1; $(tail -n 8 "$WORK/stderr")"; fi; }
+log_has '^GET /v1/nowhere 404 [0-9.]+ ms: ' "a 404 names the path asked for"
+log_has '^POST /v1/completions 400 [0-9.]+ ms: [a-z_]+: ' "a 400 says why"
+log_has '^POST /v1/chat/completions 413 [0-9.]+ ms: request_too_large: the body is over' \
+  "the 413 of a body over --max-body says so"
+log_has "^POST /v1/chat/completions 413 [0-9.]+ ms slot 0: context_length_exceeded: the prompt is [0-9]+ tokens; the context \\(-c\\) is $CTX" \
+  "the 413 of a prompt over the context says so, with both numbers"
+chat "$CONV"
+if grep -qE '"ttft_ms":[0-9]+(\.[0-9]{1,3})?[,}]' "$WORK/body" &&
+   grep -qE '"total_ms":[0-9]+(\.[0-9]{1,3})?[,}]' "$WORK/body"; then
+  pass "ttft_ms and total_ms to the microsecond, not 17 digits"
+else
+  fail "ttft_ms and total_ms to the microsecond, not 17 digits" "$(grep -oE '"(ttft|total)_ms":[^,}]*' "$WORK/body")"
+fi
+
 # ---- 503 + Retry-After: --slots 1 --queue 0 with a long request in flight -----------------
 # The long request: greedy on "1, 2, 3, 4," does not end by itself for thousands of tokens; 1500
 # run for a second or more. If it ends before the second request arrives, try again (at most 5).
