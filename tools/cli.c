@@ -550,6 +550,17 @@ int cli_parse_kv(const cli_args *a, const char *v, const char **out)
     return 0;
 }
 
+int cli_parse_kernels(const cli_args *a, const char *v, const char **out)
+{
+    pl_error err;
+    /* A name no set has is a bad value (2); a set this CPU cannot run fails at run time (1). */
+    if (!*v) return cli_usage_error(a, "%s needs a set name", a->arg);
+    if (pl_kernel_set_check(v, &err) == PL_ERR_NOT_FOUND)
+        return cli_usage_error(a, "%s: %s", a->arg, err.msg);
+    *out = v;
+    return 0;
+}
+
 int cli_parse_f32(const cli_args *a, const char *v, double lo, double hi, float *out)
 {
     double x = 0.0;
@@ -650,7 +661,7 @@ int cli_gen_option(cli_args *a, const char *v, cli_gen_opts *o, int *rc)
     else if (cli_is(a, NULL, "--kv-type"))
         *rc = cli_parse_kv(a, v, &o->kv);
     else if (cli_is(a, NULL, "--kernels"))
-        o->kernels = v;
+        *rc = cli_parse_kernels(a, v, &o->kernels);
     else if (cli_is(a, NULL, "--stop") || cli_is(a, "-r", "--reverse-prompt")) {
         if (o->n_stops == PL_GEN_MAX_STOP)
             *rc = cli_usage_error(a, "at most %d stop strings", PL_GEN_MAX_STOP);

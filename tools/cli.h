@@ -100,6 +100,8 @@ int cli_parse_f64(const cli_args *a, const char *v, double lo, double hi, double
 int cli_parse_f32(const cli_args *a, const char *v, double lo, double hi, float *out);
 /* --kv-type: v is "f16" or "f32" (*out = v), else a usage error. */
 int cli_parse_kv(const cli_args *a, const char *v, const char **out);
+/* --kernels: v names a compiled kernel set (*out = v), else a usage error. */
+int cli_parse_kernels(const cli_args *a, const char *v, const char **out);
 /* "1,2,3" -> a malloc'd array of token ids; the count, or -1 after a usage error. */
 int64_t cli_parse_tokens(const cli_args *a, const char *v, int32_t **out);
 

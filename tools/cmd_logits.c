@@ -55,6 +55,7 @@ static int compare(int argc, char **argv)
 {
     cli_args a;
     cli_args_init(&a, argc, argv, "logits compare", usage);
+    cli_set_command("logits compare"); /* every message: "plumb logits compare: ..." */
     const char *pos[2] = {NULL, NULL};
     int n_pos = 0;
     double max_kld = -1, min_top1 = -1;
@@ -92,8 +93,7 @@ static int compare(int argc, char **argv)
     }
     logits_report_file(stdout, "A", pos[0], la);
     logits_report_file(stdout, "B", pos[1], lb);
-    if (s.tokenizer_match == 0)
-        fprintf(stderr, "plumb: warning: the tokenizer hashes differ (same token ids, though)\n");
+    if (s.tokenizer_match == 0) cli_warnf("the tokenizer hashes differ (same token ids, though)");
     logits_report_stats(stdout, &s, la);
     if (max_kld >= 0 && !(s.kld_mean <= max_kld))
         rc = cli_errorf("mean KLD %.6g is above --max-kld %g", s.kld_mean, max_kld);
@@ -153,7 +153,7 @@ static int parse(int argc, char **argv, logits_opts *o)
         else if (cli_is(&a, NULL, "--kv-type"))
             rc = cli_parse_kv(&a, v, &o->kv);
         else if (cli_is(&a, NULL, "--kernels"))
-            o->kernels = v;
+            rc = cli_parse_kernels(&a, v, &o->kernels);
         else
             return cli_unknown_option(&a);
         if (rc || (rc = cli_value_given(&a))) return rc;

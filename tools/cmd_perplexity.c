@@ -89,7 +89,7 @@ static int parse(int argc, char **argv, ppl_opts *o)
         else if (cli_is(&a, NULL, "--kv-type"))
             rc = cli_parse_kv(&a, v, &o->kv);
         else if (cli_is(&a, NULL, "--kernels"))
-            o->kernels = v;
+            rc = cli_parse_kernels(&a, v, &o->kernels);
         else
             return cli_unknown_option(&a);
         if (rc || (rc = cli_value_given(&a))) return rc;
@@ -261,8 +261,7 @@ int cmd_perplexity(int argc, char **argv)
         logits_report_file(stdout, "A (base)", o.base, base);
         logits_report_file(stdout, "B (this run)", o.model, &cur);
         if (s.tokenizer_match == 0)
-            fprintf(stderr,
-                    "plumb: warning: the tokenizer hashes differ (same token ids, though)\n");
+            cli_warnf("the tokenizer hashes differ (same token ids, though)");
         logits_report_stats(stdout, &s, &b);
     }
 done:

@@ -276,6 +276,11 @@ typedef struct pl_model_params {
                           * another; NULL: PLUMB_KERNELS, else the best this CPU runs */
 } pl_model_params;
 
+/* Whether name is a kernel set for pl_model_params.kernels and the sessions' and samplers':
+ * PL_OK if this CPU runs it; PL_ERR_NOT_FOUND (the message lists the compiled sets) if no set
+ * has the name; PL_ERR_UNSUPPORTED (it lists those this CPU runs) if this CPU cannot run it. */
+pl_status pl_kernel_set_check(const char *name, pl_error *err);
+
 /* params may be NULL for defaults. The file is mapped read-only. Weights run from the mapping,
  * except that the matmul weights of the types the kernel set repacks (rows interleaved so one
  * activation load feeds several rows) are copied once into that layout, at load: it costs load

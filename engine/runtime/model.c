@@ -806,3 +806,11 @@ pl_status pl_model_get_info(const pl_model *m, pl_model_info *out, pl_error *err
     out->repack_ms = m->repack_ms;
     return pl_ok(err);
 }
+
+pl_status pl_kernel_set_check(const char *name, pl_error *err)
+{
+    if (!name || !*name)
+        return pl_fail(err, PL_ERR_INVALID_ARG, "kernel set name is NULL or empty");
+    const struct pl_kernels *set;
+    return pl_kernels_select(&set, name, err);
+}

@@ -19,6 +19,13 @@ expect_re() { # expect_re FILE EXTENDED-REGEX
     fi
 }
 
+expect_not_in() { # expect_not_in FILE FIXED-STRING
+    if grep -qF -- "$2" "$1"; then
+        fail "$(basename "$1") should not contain: $2"
+        sed 's/^/  | /' "$1" | head -n 40 >&2
+    fi
+}
+
 expect_empty() { # expect_empty FILE
     if [ -s "$1" ]; then
         fail "$(basename "$1") should be empty"
@@ -159,6 +166,33 @@ cli_help_lists_every_architecture)
     for k in LlamaForCausalLM MixtralForCausalLM Qwen3MoeForCausalLM Gemma3ForCausalLM Phi3ForCausalLM; do
         expect_in "$tmp/out" "$k"
     done
+    ;;
+
+cli_bad_values_are_usage_errors_and_messages_have_one_prefix)
+    # A kernel set no build has is a bad command-line value (2) in every command that takes one,
+    # said before any model is read.
+    for c in run chat serve perplexity logits; do
+        run "$c" -m "$tmp/no-model.gguf" --kernels neon
+        expect_rc 2 "plumb $c --kernels neon"
+        expect_in "$tmp/err" "plumb $c: error: --kernels: kernel set 'neon': no kernel set has that name (compiled: "
+        expect_not_in "$tmp/err" "no-model.gguf"
+    done
+    # logits compare: every message starts "plumb logits compare: "
+    run logits compare "$tmp/a.logits" "$tmp/b.logits"
+    expect_rc 1 "plumb logits compare (missing files)"
+    expect_in "$tmp/err" "plumb logits compare: error: "
+    run logits compare --max-kld x "$tmp/a.logits" "$tmp/b.logits"
+    expect_rc 2 "plumb logits compare --max-kld x"
+    expect_in "$tmp/err" "plumb logits compare: error: "
+    # inspect takes -m like every other model command
+    make_fixture good "$tmp/good.gguf"
+    run inspect "$tmp/good.gguf"
+    cp "$tmp/out" "$tmp/positional"
+    run inspect -m "$tmp/good.gguf"
+    expect_rc 0 "plumb inspect -m FILE"
+    cmp -s "$tmp/out" "$tmp/positional" || fail "inspect -m FILE differs from inspect FILE"
+    run inspect -m "$tmp/good.gguf" "$tmp/good.gguf"
+    expect_rc 2 "plumb inspect -m FILE FILE"
     ;;
 
 cli_unknown_option_exits_2)
