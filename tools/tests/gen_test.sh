@@ -244,6 +244,21 @@ Once upon a time<|im_end|>"
     expect_in "$tmp/err" "it is a directory"
     ;;
 
+gen_vocab_only_file_is_named_as_a_tokenizer)
+    # A vocabulary-only GGUF (convert --vocab-only) given where a model is needed says what it is.
+    "$plumb" convert --vocab-only "$src/conformance/data/hf/qwen2-tok" "$tmp/v.gguf" >/dev/null 2>&1 ||
+        { fail "convert --vocab-only failed"; finish; }
+    run run -m "$tmp/v.gguf" -p hi -n 1
+    expect_rc 1 "plumb run on a vocabulary-only file"
+    expect_in "$tmp/err" "plumb run: error: $tmp/v.gguf: the file holds only a tokenizer (a vocabulary-only GGUF"
+    expect_not_in "$tmp/err" "general.architecture' (string) not found"
+    run chat -m "$tmp/v.gguf" </dev/null
+    expect_rc 1 "plumb chat on a vocabulary-only file"
+    expect_in "$tmp/err" "holds only a tokenizer"
+    run tokenize -m "$tmp/v.gguf" "hello"
+    expect_rc 0 "plumb tokenize on the same file"
+    ;;
+
 gen_run_chat_renders_the_prompt_with_the_template)
     mkmodel "$m"
     # The model's own template (Qwen2's, on the Jinja engine): system, user, assistant opening.
