@@ -103,8 +103,9 @@ typedef struct chat {
     char *reply; /* the text delivered this turn */
     size_t reply_len, reply_cap;
     int reply_oom;
-    int resets; /* conversations reset because the context was full */
-    hold shown; /* what is printed: control tokens' text dropped unless --special */
+    int resets;  /* conversations reset because the context was full */
+    int dropped; /* messages dropped: too long for even a new conversation */
+    hold shown;  /* what is printed: control tokens' text dropped unless --special */
 } chat;
 
 /* Ctrl-C on a terminal: cancels the reply being generated, or ends the loop at the prompt. */
@@ -481,6 +482,7 @@ static int user_turn(chat *c, const char *text, size_t len)
                         "new conversation; it was dropped%s (raise -c or send a shorter one)\n",
                         (long long)si.kv_capacity, alone ? "" : ", the conversation is kept");
                 pop_message(c);
+                c->dropped++;
                 return 0;
             }
             if (c->tty && !ask_yes("reset the conversation and continue?")) {
@@ -666,6 +668,11 @@ int cmd_chat(int argc, char **argv)
         print_table(&c);
         print_totals(&c);
     }
+    /* the conversation went on, but not every message was answered: a script must know */
+    if (!rc && c.dropped)
+        rc = cli_errorf("%d message%s dropped: too long for the context even in a new "
+                        "conversation (raise -c)",
+                        c.dropped, cli_s(c.dropped));
     goto out;
 fail:
     rc = cli_fail(st, &err);
