@@ -833,8 +833,9 @@ typedef enum pl_ftype {
 
 /* "Q4_K_M", "F16", …; NULL for values plumb does not write. */
 const char *pl_ftype_name(uint32_t ftype);
-/* Parses a name, case-insensitively: the names above, "Q3_K" (= Q3_K_M), "Q4_K" (= Q4_K_S),
- * "Q5_K" (= Q5_K_S). PL_ERR_UNSUPPORTED with a message listing the valid names. */
+/* Parses a name, case-insensitively: the names above, "Q3_K" (= Q3_K_M), "Q4_K" (= Q4_K_M),
+ * "Q5_K" (= Q5_K_M), as llama-quantize reads them. PL_ERR_UNSUPPORTED with a message listing the
+ * valid names. */
 pl_status pl_ftype_from_name(const char *name, pl_ftype *out, pl_error *err);
 /* The ftype's main tensor type (PL_TYPE_Q4_K for Q4_K_M, PL_TYPE_Q2_K for Q2_K_S, PL_TYPE_Q3_K
  * for the Q3_K mixes); PL_TYPE_COUNT if unknown. */
