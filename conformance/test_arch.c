@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/arch.h"
 #include "testutil.h"
 #include "tinymodel.h"
 
@@ -336,9 +337,28 @@ done:
     pl_buffer_free(bbuf);
 }
 
+/* The lists the help texts and messages show are the table's, whole and in its order. */
+static void arch_lists_are_the_tables_names(void)
+{
+    char want[1024] = "", want_hf[2048] = "";
+    size_t n = 0, h = 0;
+    for (size_t i = 0; pl_arch_at(i); i++) {
+        const pl_arch *a = pl_arch_at(i);
+        n += (size_t)snprintf(want + n, sizeof want - n, "%s%s", i ? ", " : "", a->name);
+        h += (size_t)snprintf(want_hf + h, sizeof want_hf - h, "%s%s", i ? ", " : "", a->hf_class);
+        if (a->hf_moe_class)
+            h += (size_t)snprintf(want_hf + h, sizeof want_hf - h, ", %s", a->hf_moe_class);
+    }
+    TU_CHECK(strcmp(pl_arch_list(), want) == 0, "pl_arch_list() is '%s', the table '%s'",
+             pl_arch_list(), want);
+    TU_CHECK(strcmp(pl_arch_hf_list(), want_hf) == 0, "pl_arch_hf_list() is '%s', the table '%s'",
+             pl_arch_hf_list(), want_hf);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
+        {"arch_lists_are_the_tables_names", arch_lists_are_the_tables_names},
         {"arch_refuses_a_tensor_without_a_role", arch_refuses_a_tensor_without_a_role},
         {"arch_refuses_an_unknown_rope_scaling_type", arch_refuses_an_unknown_rope_scaling_type},
         {"arch_phi3_window_and_factor_rules", arch_phi3_window_and_factor_rules},

@@ -319,6 +319,82 @@ static void end_of_turn_token_is_not_kept_and_the_template_adds_it(void)
     TU_CHECK(found, "no seed in 1..39 ended a turn with an end-of-generation token");
 }
 
+static int32_t id_of(const pl_model *m, const char *text)
+{
+    for (int32_t i = 0; i < pl_vocab_n_tokens(m); i++) {
+        pl_str t = pl_vocab_token_text(m, i);
+        if (t.len == strlen(text) && memcmp(t.ptr, text, t.len) == 0) return i;
+    }
+    return -1;
+}
+
+/* The end-of-generation set is llama.cpp's: eos (here <|im_end|>) and the control tokens named
+ * like an end (<|endoftext|>, here only bos and pad), not the other control tokens. */
+static void end_named_control_tokens_are_end_of_generation(void)
+{
+    int32_t endoftext = id_of(bpe, "<|endoftext|>"), im_end = id_of(bpe, "<|im_end|>");
+    int32_t im_start = id_of(bpe, "<|im_start|>");
+    CU_ASSERT_FATAL(endoftext >= 0 && im_end >= 0 && im_start >= 0);
+    CU_ASSERT_EQUAL(pl_vocab_eos(bpe), im_end);
+    TU_CHECK(pl_vocab_is_eog(bpe, im_end), "<|im_end|> (eos, id %d) is not an end", im_end);
+    TU_CHECK(pl_vocab_is_eog(bpe, endoftext), "<|endoftext|> (id %d) is not an end", endoftext);
+    TU_CHECK(!pl_vocab_is_eog(bpe, im_start), "<|im_start|> (id %d) is an end", im_start);
+    int n = 0;
+    for (int32_t i = 0; i < pl_vocab_n_tokens(bpe); i++) n += pl_vocab_is_eog(bpe, i);
+    TU_CHECK(n == 2, "%d end-of-generation tokens, want 2", n);
+}
+
+/* ignore_eog: the end-of-generation tokens are impossible to draw (llama.cpp's ignore_eos), not
+ * drawn and hidden: a nearly uniform sampler that draws one within 200 tokens for most seeds
+ * never draws one, and every turn runs to max_tokens. */
+static void ignore_eog_never_draws_an_end_of_generation_token(void)
+{
+    CU_ASSERT_FATAL(pl_vocab_eos(bpe) >= 0 && pl_vocab_eot(bpe) >= 0);
+    pl_sampler_params sp = pl_sampler_default_params();
+    sp.temperature = 50.0f;
+    sp.top_k = 0;
+    sp.top_p = 1.0f;
+    sp.min_p = 0.0f;
+    pl_gen_params gp = pl_gen_default_params();
+    gp.max_tokens = 200;
+    int drawn_without = 0;
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        for (int ignore = 0; ignore < 2; ignore++) {
+            sp.seed = seed;
+            gp.ignore_eog = ignore;
+            pl_sampler *smp = NULL;
+            pl_sampler_new(&smp, bpe, &sp, NULL);
+            pl_session *s = session(bpe, 512);
+            sink out = {0};
+            pl_chat_stats st;
+            pl_error e = {0};
+            CU_ASSERT_EQUAL_FATAL(
+                pl_chat(s, USER1, strlen(USER1), smp, &gp, collect, &out, &st, &e), PL_OK);
+            if (!ignore) {
+                drawn_without += st.gen.stop == PL_STOP_EOG;
+            } else {
+                const int32_t *ids;
+                int64_t n;
+                pl_session_history(s, &ids, &n, NULL, NULL, NULL);
+                for (int64_t i = st.n_reused + st.n_prefilled; i < n; i++)
+                    TU_CHECK(!pl_vocab_is_eog(bpe, ids[i]),
+                             "seed %llu: token %lld of the reply is end-of-generation id %d",
+                             (unsigned long long)seed,
+                             (long long)(i - st.n_reused - st.n_prefilled), ids[i]);
+                TU_CHECK(st.gen.stop == PL_STOP_MAX_TOKENS && st.gen.n_generated == 200,
+                         "seed %llu: stopped by %s after %lld tokens, want max_tokens after 200",
+                         (unsigned long long)seed, pl_stop_reason_str(st.gen.stop),
+                         (long long)st.gen.n_generated);
+            }
+            pl_sampler_free(smp);
+            pl_session_free(s);
+        }
+    }
+    /* the draw above is one that reaches the end tokens without the flag */
+    TU_CHECK(drawn_without >= 4, "only %d of 8 seeds drew an end token without ignore_eog",
+             drawn_without);
+}
+
 static void cancel_keeps_exactly_what_was_delivered(void)
 {
     pl_gen_params gp = pl_gen_default_params();
@@ -506,6 +582,10 @@ int main(void)
          overflow_returns_context_full_and_changes_nothing},
         {"end_of_turn_token_is_not_kept_and_the_template_adds_it",
          end_of_turn_token_is_not_kept_and_the_template_adds_it},
+        {"end_named_control_tokens_are_end_of_generation",
+         end_named_control_tokens_are_end_of_generation},
+        {"ignore_eog_never_draws_an_end_of_generation_token",
+         ignore_eog_never_draws_an_end_of_generation_token},
         {"cancel_keeps_exactly_what_was_delivered", cancel_keeps_exactly_what_was_delivered},
         {"bad_generation_parameters_are_refused_before_any_change",
          bad_generation_parameters_are_refused_before_any_change},

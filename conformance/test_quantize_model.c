@@ -201,8 +201,8 @@ static void ftype_names_parse_and_print(void)
     } cases[] = {
         {"F32", PL_FTYPE_F32},       {"f16", PL_FTYPE_F16},       {"BF16", PL_FTYPE_BF16},
         {"Q8_0", PL_FTYPE_Q8_0},     {"q4_0", PL_FTYPE_Q4_0},     {"Q4_1", PL_FTYPE_Q4_1},
-        {"Q5_0", PL_FTYPE_Q5_0},     {"Q5_1", PL_FTYPE_Q5_1},     {"Q4_K", PL_FTYPE_Q4_K_S},
-        {"Q4_K_S", PL_FTYPE_Q4_K_S}, {"q4_k_m", PL_FTYPE_Q4_K_M}, {"Q5_K", PL_FTYPE_Q5_K_S},
+        {"Q5_0", PL_FTYPE_Q5_0},     {"Q5_1", PL_FTYPE_Q5_1},     {"Q4_K", PL_FTYPE_Q4_K_M},
+        {"Q4_K_S", PL_FTYPE_Q4_K_S}, {"q4_k_m", PL_FTYPE_Q4_K_M}, {"Q5_K", PL_FTYPE_Q5_K_M},
         {"Q5_K_S", PL_FTYPE_Q5_K_S}, {"Q5_K_M", PL_FTYPE_Q5_K_M}, {"Q6_K", PL_FTYPE_Q6_K},
         {"Q2_K", PL_FTYPE_Q2_K},     {"q2_k_s", PL_FTYPE_Q2_K_S}, {"Q3_K", PL_FTYPE_Q3_K_M},
         {"Q3_K_S", PL_FTYPE_Q3_K_S}, {"Q3_K_M", PL_FTYPE_Q3_K_M}, {"Q3_K_L", PL_FTYPE_Q3_K_L},

@@ -1,6 +1,7 @@
 /* reply.c — the JSON the server sends back: whole responses, SSE chunks, and the UTF-8
  * cleaning that keeps them valid JSON. Not the HTTP layer (server.c sends them). */
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,10 +68,11 @@ static json_t *usage_json(const sv_result *r)
 
 static json_t *plumb_json(const sv_result *r)
 {
+    /* milliseconds to the microsecond: what a timing means, not 17 digits of noise */
     return json_pack("{s:i,s:s,s:I,s:I,s:f,s:f}", "slot", r->slot, "cache_path",
                      r->cache_path ? r->cache_path : "none", "reused_tokens", (json_int_t)r->reused,
-                     "prefilled_tokens", (json_int_t)r->prefilled, "ttft_ms", r->ttft_ms,
-                     "total_ms", r->total_ms);
+                     "prefilled_tokens", (json_int_t)r->prefilled, "ttft_ms",
+                     round(r->ttft_ms * 1e3) / 1e3, "total_ms", round(r->total_ms * 1e3) / 1e3);
 }
 
 static json_t *text_json(const char *text, size_t len)
@@ -84,7 +86,8 @@ static json_t *text_json(const char *text, size_t len)
 
 static char *dump(json_t *o)
 {
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    /* 15 significant digits: a rounded value (a timing) prints as it was rounded */
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
     json_decref(o);
     return s;
 }

@@ -140,7 +140,9 @@ typedef struct conn {
     sv_endpoint ep;
     char method[8];
     int status;
-    int counted; /* the generation path logged and counted the request itself */
+    int counted;   /* the generation path logged and counted the request itself */
+    char path[80]; /* the URL's path as asked for (printable ASCII), for the log */
+    char why[360]; /* an error's code (or type) and message, for the log */
 } conn;
 
 /* 1 when the client closed its end (or the socket failed): nothing more will be read. */
@@ -154,16 +156,17 @@ static int peer_gone(int fd)
     return 1;
 }
 
-static void log_line(sv_server *srv, const char *method, sv_endpoint ep, int status, double ms,
-                     int slot, const char *path)
+/* One line per request: method, path, status, time, the slot and its cache path, and for an
+ * error what the reply said (its code and message). */
+static void log_line(sv_server *srv, const char *method, const char *path, int status, double ms,
+                     int slot, const char *what, const char *why)
 {
     if (!srv->cfg.log) return;
     pthread_mutex_lock(&srv->log_mu);
-    if (slot >= 0)
-        fprintf(srv->cfg.log, "%s %s %d %.1f ms slot %d %s\n", method, sv_endpoint_path(ep), status,
-                ms, slot, path ? path : "-");
-    else
-        fprintf(srv->cfg.log, "%s %s %d %.1f ms\n", method, sv_endpoint_path(ep), status, ms);
+    fprintf(srv->cfg.log, "%s %s %d %.1f ms", method, path, status, ms);
+    if (slot >= 0) fprintf(srv->cfg.log, " slot %d%s%s", slot, what ? " " : "", what ? what : "");
+    if (status >= 400 && why && why[0]) fprintf(srv->cfg.log, ": %s", why);
+    fputc('\n', srv->cfg.log);
     fflush(srv->cfg.log);
     pthread_mutex_unlock(&srv->log_mu);
 }
@@ -207,6 +210,7 @@ static enum MHD_Result send_text(struct MHD_Connection *c, conn *q, int status, 
 
 static enum MHD_Result send_error(struct MHD_Connection *c, conn *q, const sv_error *e)
 {
+    snprintf(q->why, sizeof q->why, "%s: %.*s", e->code ? e->code : e->type, 300, e->message);
     return send_text(c, q, e->status, "application/json", sv_error_json(e), e->retry_after);
 }
 
@@ -373,7 +377,8 @@ static void chat_error(const job *j, sv_error *e)
                      param);
     else if (j->st == PL_ERR_CONTEXT_FULL)
         sv_error_set(e, 413, "invalid_request_error", "context_length_exceeded", param,
-                     "the %s do%s not fit the context (-c %lld): %s", param,
+                     "the %s (%lld token%s) do%s not fit the context (-c %lld): %s", param,
+                     (long long)j->n_prompt, j->n_prompt == 1 ? "" : "s",
                      j->req.ep == SV_EP_CHAT ? "" : "es", (long long)j->n_ctx, j->err.msg);
     else
         sv_error_set(e, 500, "server_error", NULL, NULL, "generation failed: %s: %s",
@@ -414,7 +419,8 @@ static void *stream_thread(void *arg)
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
     if (j->started || j->st == PL_OK)
-        log_line(j->srv, j->method, j->req.ep, 200, ms, j->slot, pl_chat_path_str(j->stats.path));
+        log_line(j->srv, j->method, sv_endpoint_path(j->req.ep), 200, ms, j->slot,
+                 pl_chat_path_str(j->stats.path), NULL);
     return NULL;
 }
 
@@ -517,8 +523,8 @@ static enum MHD_Result generate(struct MHD_Connection *c, conn *q, sv_request *r
         }
         double ms = (now_s() - q->t0) * 1e3;
         sv_metrics_request(&srv->metrics, j->req.ep, q->status, ms * 1e-3);
-        log_line(srv, j->method, j->req.ep, q->status, ms, j->slot,
-                 j->st ? pl_status_str(j->st) : pl_chat_path_str(j->stats.path));
+        log_line(srv, j->method, q->path, q->status, ms, j->slot,
+                 j->st ? NULL : pl_chat_path_str(j->stats.path), q->why);
         q->counted = 1;
         job_free(j);
         return ok;
@@ -553,7 +559,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, conn *q, sv_request *r
         enum MHD_Result ok = send_error(c, q, &e);
         double ms = (now_s() - q->t0) * 1e3;
         sv_metrics_request(&srv->metrics, j->req.ep, q->status, ms * 1e-3);
-        log_line(srv, j->method, j->req.ep, q->status, ms, j->slot, pl_status_str(j->st));
+        log_line(srv, j->method, q->path, q->status, ms, j->slot, NULL, q->why);
         job_free(j);
         return ok;
     }
@@ -719,7 +725,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (ci) q->fd = ci->connect_fd;
         *con_cls = q;
-        size_t path_len = strcspn(url, "?");
+        size_t path_len = strcspn(url, "?"), k = 0;
+        /* the path for the log: a log line is one line of printable text */
+        for (size_t i = 0; i < path_len && k + 4 < sizeof q->path; i++)
+            q->path[k++] = url[i] > ' ' && url[i] < 0x7f ? url[i] : '?';
+        if (k < path_len) memcpy(q->path + k, "...", 3), k += 3;
+        q->path[k] = 0;
         for (int ep = SV_EP_NONE + 1; ep < SV_EP_COUNT; ep++)
             if (strlen(sv_endpoint_path((sv_endpoint)ep)) == path_len &&
                 memcmp(sv_endpoint_path((sv_endpoint)ep), url, path_len) == 0)
@@ -811,7 +822,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (!q->counted && q->status) {
         double ms = (now_s() - q->t0) * 1e3;
         sv_metrics_request(&srv->metrics, q->ep, q->status, ms * 1e-3);
-        log_line(srv, q->method, q->ep, q->status, ms, -1, NULL);
+        log_line(srv, q->method, q->path, q->status, ms, -1, NULL, q->why);
     }
     free(q->body);
     free(q);

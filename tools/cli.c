@@ -52,6 +52,15 @@ int cli_is(cli_args *a, const char *short_name, const char *long_name)
     return 0;
 }
 
+const char *cli_value_ahead(cli_args *a)
+{
+    int inline_value = a->inline_value || (strncmp(a->arg, "--", 2) == 0 && strchr(a->arg, '='));
+    if (inline_value || a->i + 1 < a->argc) return cli_value(a);
+    /* Whether the option exists is decided after this: say "unknown option" for a typo. */
+    a->value_missing = 1;
+    return "";
+}
+
 const char *cli_value(cli_args *a)
 {
     if (a->inline_value) return a->inline_value;
@@ -99,21 +108,44 @@ static void put_prefix(void)
         fputs("plumb: error: ", stderr);
 }
 
-int cli_usage_error(const cli_args *a, const char *fmt, ...)
+static int usage_error(const cli_args *a, const char *fmt, va_list ap)
 {
-    va_list ap;
     fflush(stdout);
     fprintf(stderr, "plumb %s: error: ", a->cmd);
-    va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
-    va_end(ap);
     fprintf(stderr, "\nsee `plumb %s --help`\n", a->cmd);
     return CLI_EXIT_USAGE;
 }
 
+static int usage_errorf(const cli_args *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = usage_error(a, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int cli_usage_error(const cli_args *a, const char *fmt, ...)
+{
+    /* A known option at the end of the line without its value (cli_value_ahead): whatever its
+     * parser found wrong with "", the error is the missing value. */
+    if (a->value_missing) return usage_errorf(a, "option '%s' needs a value", a->arg);
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = usage_error(a, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int cli_value_given(const cli_args *a)
+{
+    return a->value_missing ? usage_errorf(a, "option '%s' needs a value", a->arg) : 0;
+}
+
 int cli_unknown_option(const cli_args *a)
 {
-    return cli_usage_error(a, "unknown option '%s'", a->arg);
+    return usage_errorf(a, "unknown option '%s'", a->arg);
 }
 
 /* ---- errors ------------------------------------------------------------------------ */
@@ -518,6 +550,17 @@ int cli_parse_kv(const cli_args *a, const char *v, const char **out)
     return 0;
 }
 
+int cli_parse_kernels(const cli_args *a, const char *v, const char **out)
+{
+    pl_error err;
+    /* A name no set has is a bad value (2); a set this CPU cannot run fails at run time (1). */
+    if (!*v) return cli_usage_error(a, "%s needs a set name", a->arg);
+    if (pl_kernel_set_check(v, &err) == PL_ERR_NOT_FOUND)
+        return cli_usage_error(a, "%s: %s", a->arg, err.msg);
+    *out = v;
+    return 0;
+}
+
 int cli_parse_f32(const cli_args *a, const char *v, double lo, double hi, float *out)
 {
     double x = 0.0;
@@ -618,7 +661,7 @@ int cli_gen_option(cli_args *a, const char *v, cli_gen_opts *o, int *rc)
     else if (cli_is(a, NULL, "--kv-type"))
         *rc = cli_parse_kv(a, v, &o->kv);
     else if (cli_is(a, NULL, "--kernels"))
-        o->kernels = v;
+        *rc = cli_parse_kernels(a, v, &o->kernels);
     else if (cli_is(a, NULL, "--stop") || cli_is(a, "-r", "--reverse-prompt")) {
         if (o->n_stops == PL_GEN_MAX_STOP)
             *rc = cli_usage_error(a, "at most %d stop strings", PL_GEN_MAX_STOP);
@@ -686,6 +729,34 @@ pl_session_params cli_gen_session(const cli_gen_opts *o, const pl_model *m)
     if (o->kv) sp.kv_type = strcmp(o->kv, "f32") == 0 ? PL_TYPE_F32 : PL_TYPE_F16;
     sp.kernels = o->kernels;
     return sp;
+}
+
+/* ---- usage text ---- */
+
+void cli_put_wrapped(FILE *out, int indent, int width, const char *text)
+{
+    int col = 0;
+    for (const char *w = text; *w;) {
+        while (*w == ' ') w++;
+        if (!*w) break;
+        int len = (int)strcspn(w, " ");
+        if (col > 0 && col + 1 + len > width) {
+            fputc('\n', out);
+            col = 0;
+        }
+        if (col == 0)
+            col = fprintf(out, "%*s%.*s", indent, "", len, w);
+        else
+            col += fprintf(out, " %.*s", len, w);
+        w += len;
+    }
+    fputc('\n', out);
+}
+
+void cli_put_model_option(FILE *out)
+{
+    fputs("  -m, --model FILE         GGUF model of one of these architectures:\n", out);
+    cli_put_wrapped(out, 27, 88, pl_arch_list());
 }
 
 /* ---- chat templates ---- */

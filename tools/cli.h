@@ -16,8 +16,9 @@
 #endif
 
 /* Exit codes of every command: success, a failure while doing the work (the library's
- * error, a write error), a command line that makes no sense (usage printed). */
-enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
+ * error, a write error), a command line that makes no sense (usage printed); and the shell's
+ * 128 + SIGINT for work that Ctrl-C ended early, after its report. */
+enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INTERRUPTED = 130 };
 
 /* One subcommand. argv[0] is the command's name; the return value is the exit code. */
 typedef struct cli_command {
@@ -63,6 +64,7 @@ typedef struct cli_args {
     const char *arg;          /* the current argument */
     const char *inline_value; /* VALUE of "--name=VALUE", else NULL */
     int options_done;         /* set after "--" */
+    int value_missing;        /* cli_value_ahead found no value: the line ended */
 } cli_args;
 
 void cli_args_init(cli_args *a, int argc, char **argv, const char *cmd, void (*usage)(FILE *));
@@ -73,6 +75,13 @@ int cli_is(cli_args *a, const char *short_name, const char *long_name);
 /* The current option's value ("--name=VALUE" or the next argument). NULL when missing,
  * after printing the usage error. */
 const char *cli_value(cli_args *a);
+/* For a command that takes the value before it matches the option (its flags matched first):
+ * the value, or "" with a->value_missing set when the line ends there, so that a mistyped
+ * last option is still reported as unknown by cli_unknown_option. Every usage error after
+ * that says the option needs a value; cli_value_given, after the option matched, says so for
+ * the options that took "" without complaint: 0, or CLI_EXIT_USAGE after the message. */
+const char *cli_value_ahead(cli_args *a);
+int cli_value_given(const cli_args *a);
 /* An option that takes no value but was given one ("--json=1"): 1 after printing the
  * usage error, else 0. */
 int cli_reject_value(cli_args *a);
@@ -91,6 +100,8 @@ int cli_parse_f64(const cli_args *a, const char *v, double lo, double hi, double
 int cli_parse_f32(const cli_args *a, const char *v, double lo, double hi, float *out);
 /* --kv-type: v is "f16" or "f32" (*out = v), else a usage error. */
 int cli_parse_kv(const cli_args *a, const char *v, const char **out);
+/* --kernels: v names a compiled kernel set (*out = v), else a usage error. */
+int cli_parse_kernels(const cli_args *a, const char *v, const char **out);
 /* "1,2,3" -> a malloc'd array of token ids; the count, or -1 after a usage error. */
 int64_t cli_parse_tokens(const cli_args *a, const char *v, int32_t **out);
 
@@ -177,6 +188,13 @@ int cli_tmpl_option(cli_args *a, const char *v, cli_tmpl_opts *t, int *rc);
  * or an exit code. */
 int cli_tmpl_load(const pl_model *m, const char *path, const cli_tmpl_opts *t, int required,
                   pl_chat_template **out, char *desc, size_t desc_cap);
+
+/* Words of text (split at spaces) on lines of at most width columns, each line starting with
+ * indent spaces, the last ending with "\n". For lists that come from the library. */
+void cli_put_wrapped(FILE *out, int indent, int width, const char *text);
+/* The "-m, --model FILE" line of the usage of run, chat and serve: the architectures plumb
+ * runs, from the library's table (pl_arch_list). */
+void cli_put_model_option(FILE *out);
 
 /* A JSON string literal, quotes included: control characters escaped, invalid UTF-8
  * replaced by \ufffd (one per bad byte), so the output is always valid JSON. */

@@ -166,7 +166,7 @@ static int parse(int argc, char **argv, bench_opts *o)
                 o->latencies = 1;
             continue;
         }
-        if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+        v = cli_value_ahead(&a);
         int rc = 0;
         if (cli_is(&a, "-m", "--model"))
             rc = parse_str_list(&a, v, &o->models, &o->n_models);
@@ -201,7 +201,7 @@ static int parse(int argc, char **argv, bench_opts *o)
                 return cli_usage_error(&a, "%s: '%s' is not md, json or csv", a.arg, v);
         } else
             return cli_unknown_option(&a);
-        if (rc) return rc;
+        if (rc || (rc = cli_value_given(&a))) return rc;
     }
     if (o->n_models == 0) return cli_usage_error(&a, "no model: give -m FILE");
     int64_t dflt_pp = 512, dflt_tg = 128;

@@ -23,9 +23,10 @@ static void usage(FILE *out)
           "first token, the decode speed and why the reply stopped. With stdin not a\n"
           "terminal a summary table follows the last turn.\n"
           "\n"
-          "options:\n"
-          "  -m, --model FILE         GGUF model (llama, qwen2, qwen3)\n"
-          "  --system TEXT            system message (first in the conversation)\n"
+          "options:\n",
+          out);
+    cli_put_model_option(out);
+    fputs("  --system TEXT            system message (first in the conversation)\n"
           "  --chat-template-file FILE\n"
           "                           chat template as Jinja source (default: the model's own\n"
           "                           tokenizer.chat_template, run by the Jinja engine)\n"
@@ -33,7 +34,7 @@ static void usage(FILE *out)
           "                           llama3, llama2, mistral (--template NAME: the same)\n"
           "  -n, --n-predict N        most tokens per reply (default -1: until the model ends\n"
           "                           its turn or the context is full)\n"
-          "  --ignore-eos             keep generating past end-of-turn tokens\n"
+          "  --ignore-eos             never draw an end-of-generation token (turns end at -n)\n"
           "  --special                print control tokens (<|im_end|>, ...) as their text\n"
           "  -r, --reverse-prompt S, --stop S\n"
           "                           end the reply before the text S; repeatable\n"
@@ -102,8 +103,9 @@ typedef struct chat {
     char *reply; /* the text delivered this turn */
     size_t reply_len, reply_cap;
     int reply_oom;
-    int resets; /* conversations reset because the context was full */
-    hold shown; /* what is printed: control tokens' text dropped unless --special */
+    int resets;  /* conversations reset because the context was full */
+    int dropped; /* messages dropped: too long for even a new conversation */
+    hold shown;  /* what is printed: control tokens' text dropped unless --special */
 } chat;
 
 /* Ctrl-C on a terminal: cancels the reply being generated, or ends the loop at the prompt. */
@@ -134,7 +136,7 @@ static int parse(int argc, char **argv, chat_opts *o)
             *flag = 1;
             continue;
         }
-        if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+        v = cli_value_ahead(&a);
         int rc = 0;
         if (cli_is(&a, "-m", "--model"))
             o->model = v;
@@ -150,7 +152,7 @@ static int parse(int argc, char **argv, chat_opts *o)
             o->stats_json = v;
         else
             return cli_unknown_option(&a);
-        if (rc) return rc;
+        if (rc || (rc = cli_value_given(&a))) return rc;
     }
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
     int rc = cli_gen_check(&a, &o->g);
@@ -480,6 +482,7 @@ static int user_turn(chat *c, const char *text, size_t len)
                         "new conversation; it was dropped%s (raise -c or send a shorter one)\n",
                         (long long)si.kv_capacity, alone ? "" : ", the conversation is kept");
                 pop_message(c);
+                c->dropped++;
                 return 0;
             }
             if (c->tty && !ask_yes("reset the conversation and continue?")) {
@@ -665,6 +668,11 @@ int cmd_chat(int argc, char **argv)
         print_table(&c);
         print_totals(&c);
     }
+    /* the conversation went on, but not every message was answered: a script must know */
+    if (!rc && c.dropped)
+        rc = cli_errorf("%d message%s dropped: too long for the context even in a new "
+                        "conversation (raise -c)",
+                        c.dropped, cli_s(c.dropped));
     goto out;
 fail:
     rc = cli_fail(st, &err);

@@ -11,17 +11,21 @@ static void usage(FILE *out)
 {
     fputs("usage: plumb convert [options] HF_DIR OUT.gguf\n"
           "\n"
-          "Converts a Hugging Face model directory to GGUF: config.json (LlamaForCausalLM,\n"
-          "Qwen2ForCausalLM, Qwen3ForCausalLM), model.safetensors or a sharded checkpoint\n"
+          "Converts a Hugging Face model directory to GGUF: config.json (its architectures[0]\n"
+          "one of the classes below), model.safetensors or a sharded checkpoint\n"
           "(model.safetensors.index.json), tokenizer.json (byte-level BPE: the pre-tokenizer\n"
           "is identified and written as tokenizer.ggml.pre; or SentencePiece-style BPE with\n"
           "byte fallback: written as a \"llama\" vocabulary with scores), tokenizer_config.json "
           "(special\n"
           "tokens, add_bos_token, chat template), generation_config.json and\n"
           "chat_template.jinja when present. Keys and tensor names are llama.cpp's; llama\n"
-          "checkpoints get llama.cpp's q/k row permutation (qwen2/qwen3 use NeoX RoPE and are\n"
+          "checkpoints get llama.cpp's q/k row permutation (the NeoX-RoPE architectures are\n"
           "copied as they are). Norms and biases stay F32.\n"
           "\n"
+          "classes (config.json \"architectures\"):\n",
+          out);
+    cli_put_wrapped(out, 2, 88, pl_arch_hf_list());
+    fputs("\n"
           "options:\n"
           "  --type TYPE        F32 (default), F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,\n"
           "                     Q2_K, Q2_K_S, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M,\n"

@@ -33,7 +33,7 @@ typedef struct type_total {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: plumb inspect [options] FILE.gguf\n"
+            "usage: plumb inspect [options] FILE.gguf   (or -m FILE.gguf)\n"
             "\n"
             "Prints a GGUF file's header, its metadata (every key, with type and value) and\n"
             "its tensors (name, type, shape, bytes, offset), with totals per tensor type;\n"
@@ -45,6 +45,7 @@ static void usage(FILE *out)
             "bytes and invalid UTF-8.\n"
             "\n"
             "options:\n"
+            "  -m FILE        the file as an option, as the other model commands take it\n"
             "  --json         print the same information as one JSON object (the runtime in\n"
             "                 \"runtime\")\n"
             "  --full         show every array element and whole strings\n"
@@ -635,6 +636,13 @@ int cmd_inspect(int argc, char **argv)
             continue;
         }
         if (cli_is_help(&a)) return cli_help(&a);
+        if (cli_is(&a, "-m", "--model")) { /* as every other model command takes it */
+            const char *v = cli_value(&a);
+            if (!v) return CLI_EXIT_USAGE;
+            if (o.path) return cli_usage_error(&a, "one file at a time (got '%s' too)", v);
+            o.path = v;
+            continue;
+        }
         int *flag = cli_is(&a, NULL, "--json")         ? &o.json
                     : cli_is(&a, NULL, "--full")       ? &o.full
                     : cli_is(&a, NULL, "--no-tensors") ? &o.no_tensors

@@ -30,7 +30,7 @@ static void usage(FILE *out)
           "  -m, --model FILE     GGUF model\n"
           "  -p, --prompt TEXT    the text (tokenized with the model's tokenizer, BOS added\n"
           "                       when the model asks for it)\n"
-          "  -f, --file FILE      read the text from FILE\n"
+          "  -f, --file FILE      read the text from FILE ('-': standard input)\n"
           "  --tokens LIST        the text as token ids, comma-separated\n"
           "  -o, --output FILE    the .logits file to write (through FILE.tmp)\n"
           "  --all                logits of every position (default)\n"
@@ -55,6 +55,7 @@ static int compare(int argc, char **argv)
 {
     cli_args a;
     cli_args_init(&a, argc, argv, "logits compare", usage);
+    cli_set_command("logits compare"); /* every message: "plumb logits compare: ..." */
     const char *pos[2] = {NULL, NULL};
     int n_pos = 0;
     double max_kld = -1, min_top1 = -1;
@@ -92,8 +93,7 @@ static int compare(int argc, char **argv)
     }
     logits_report_file(stdout, "A", pos[0], la);
     logits_report_file(stdout, "B", pos[1], lb);
-    if (s.tokenizer_match == 0)
-        fprintf(stderr, "plumb: warning: the tokenizer hashes differ (same token ids, though)\n");
+    if (s.tokenizer_match == 0) cli_warnf("the tokenizer hashes differ (same token ids, though)");
     logits_report_stats(stdout, &s, la);
     if (max_kld >= 0 && !(s.kld_mean <= max_kld))
         rc = cli_errorf("mean KLD %.6g is above --max-kld %g", s.kld_mean, max_kld);
@@ -132,7 +132,7 @@ static int parse(int argc, char **argv, logits_opts *o)
             if (o->last && o->all) return cli_usage_error(&a, "give --all or --last, not both");
             continue;
         }
-        if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+        v = cli_value_ahead(&a);
         int rc = 0;
         if (cli_is(&a, "-m", "--model"))
             o->model = v;
@@ -153,10 +153,10 @@ static int parse(int argc, char **argv, logits_opts *o)
         else if (cli_is(&a, NULL, "--kv-type"))
             rc = cli_parse_kv(&a, v, &o->kv);
         else if (cli_is(&a, NULL, "--kernels"))
-            o->kernels = v;
+            rc = cli_parse_kernels(&a, v, &o->kernels);
         else
             return cli_unknown_option(&a);
-        if (rc) return rc;
+        if (rc || (rc = cli_value_given(&a))) return rc;
     }
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
     if (!o->output) return cli_usage_error(&a, "no output: give -o OUT.logits");

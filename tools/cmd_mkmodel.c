@@ -46,7 +46,7 @@ static void usage(FILE *out)
           "  --rms-eps F        RMSNorm epsilon\n"
           "  --type T           F32 (default), F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,\n"
           "                     Q2_K, Q2_K_S, Q3_K (= Q3_K_M), Q3_K_S, Q3_K_M, Q3_K_L,\n"
-          "                     Q4_K (= Q4_K_S), Q4_K_S, Q4_K_M, Q5_K (= Q5_K_S), Q5_K_S,\n"
+          "                     Q4_K (= Q4_K_M), Q4_K_S, Q4_K_M, Q5_K (= Q5_K_M), Q5_K_S,\n"
           "                     Q5_K_M, Q6_K, IQ4_NL, IQ4_XS; per-tensor types as\n"
           "                     llama.cpp's quantizer chooses them (same rules as\n"
           "                     'plumb quantize')\n"

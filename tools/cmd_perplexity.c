@@ -68,7 +68,7 @@ static int parse(int argc, char **argv, ppl_opts *o)
             o->no_repack = 1;
             continue;
         }
-        if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+        v = cli_value_ahead(&a);
         int rc = 0;
         if (cli_is(&a, "-m", "--model"))
             o->model = v;
@@ -89,10 +89,10 @@ static int parse(int argc, char **argv, ppl_opts *o)
         else if (cli_is(&a, NULL, "--kv-type"))
             rc = cli_parse_kv(&a, v, &o->kv);
         else if (cli_is(&a, NULL, "--kernels"))
-            o->kernels = v;
+            rc = cli_parse_kernels(&a, v, &o->kernels);
         else
             return cli_unknown_option(&a);
-        if (rc) return rc;
+        if (rc || (rc = cli_value_given(&a))) return rc;
     }
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
     if (!o->text) return cli_usage_error(&a, "no text: give -f FILE");
@@ -261,8 +261,7 @@ int cmd_perplexity(int argc, char **argv)
         logits_report_file(stdout, "A (base)", o.base, base);
         logits_report_file(stdout, "B (this run)", o.model, &cur);
         if (s.tokenizer_match == 0)
-            fprintf(stderr,
-                    "plumb: warning: the tokenizer hashes differ (same token ids, though)\n");
+            cli_warnf("the tokenizer hashes differ (same token ids, though)");
         logits_report_stats(stdout, &s, &b);
     }
 done:

@@ -1,6 +1,7 @@
 /* cmd_run.c — `plumb run`: load a model, prefill a prompt, generate N tokens, report
  * load time, prefill and decode speed, and memory. Not a chat: one prompt, one answer. */
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,10 +16,11 @@ static void usage(FILE *out)
           "Evaluates the prompt, then generates tokens, printing them as they come, and\n"
           "reports load time, prefill and decode speed (tokens/s) and memory.\n"
           "\n"
-          "options:\n"
-          "  -m, --model FILE         GGUF model (llama, qwen2, qwen3)\n"
-          "  -p, --prompt TEXT        prompt text (tokenized with the model's tokenizer)\n"
-          "  -f, --file FILE          read the prompt from FILE\n"
+          "options:\n",
+          out);
+    cli_put_model_option(out);
+    fputs("  -p, --prompt TEXT        prompt text (tokenized with the model's tokenizer)\n"
+          "  -f, --file FILE          read the prompt from FILE ('-': standard input)\n"
           "  --tokens LIST            prompt as token ids, comma-separated\n"
           "  --chat                   the prompt is a user message: rendered with the chat\n"
           "                           template and the assistant's opening, then generated\n"
@@ -50,14 +52,23 @@ static void usage(FILE *out)
           "  --kv-type f16|f32        KV cache element type (default f16)\n"
           "  --kernels NAME           kernel set (default: PLUMB_KERNELS, else the best)\n"
           "  --no-repack              run every weight from the mapping (no repacked copies)\n"
-          "  --ignore-eos             keep generating past end-of-sequence tokens\n"
+          "  --ignore-eos             never draw an end-of-generation token (generate to -n)\n"
           "  --special                print control tokens (<|endoftext|>, ...) as their text\n"
           "  -v, --verbose            also print the CPU topology and thread binding\n"
           "  -h, --help               show this help\n"
           "\n"
-          "At the end it says why generation stopped: end of generation, -n, a full context\n"
-          "or a stop string.\n",
+          "At the end it says why generation stopped: end of generation, -n, a full context,\n"
+          "a stop string or Ctrl-C (then the exit status is 130, after the timings).\n",
           out);
+}
+
+/* Ctrl-C: ends the generation after the token being drawn; the stop line and timings follow. */
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
 }
 
 static double now_s(void)
@@ -95,7 +106,7 @@ static int parse(int argc, char **argv, run_opts *o)
             *flag = 1;
             continue;
         }
-        if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+        v = cli_value_ahead(&a);
         int rc = 0;
         if (cli_is(&a, "-m", "--model"))
             o->model = v;
@@ -117,7 +128,7 @@ static int parse(int argc, char **argv, run_opts *o)
             ;
         else
             return cli_unknown_option(&a);
-        if (rc) return rc;
+        if (rc || (rc = cli_value_given(&a))) return rc;
     }
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
     int rc = cli_gen_check(&a, &o->g);
@@ -147,6 +158,9 @@ int cmd_run(int argc, char **argv)
         free(o.tokens);
         return rc >= 100 ? rc - 100 : rc;
     }
+    /* the prompt file before the model's load, named as typed */
+    if (o.prompt_file && strcmp(o.prompt_file, "-") != 0 && cli_check_input(o.prompt_file))
+        return CLI_EXIT_FAIL;
     pl_error err;
     pl_model *m = NULL;
     pl_session *s = NULL;
@@ -155,6 +169,8 @@ int cmd_run(int argc, char **argv)
     pl_chat_template *tmpl = NULL;
     float *logits = NULL;
     int32_t *hist = NULL;
+    struct sigaction old_int;
+    int sig_set = 0;
 
     double t0 = now_s();
     /* The repacked layouts built at load are those of the set the session will use. */
@@ -231,8 +247,18 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     memcpy(hist, o.tokens, (size_t)o.n_tokens * sizeof *hist);
+    /* --ignore-eos: the end-of-generation ids, whose logits become -inf before every draw. */
+    int32_t eog[16];
+    int n_eog = 0;
+    for (int32_t i = 0; o.ignore_eos && i < info.n_vocab && n_eog < 16; i++)
+        if (run_text_is_eog(text, i)) eog[n_eog++] = i;
     int64_t n_hist = o.n_tokens;
 
+    struct sigaction sa = {0};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sig_set = 1;
     double t1 = now_s();
     if ((st = pl_session_eval(s, o.tokens, o.n_tokens, logits, 0, &err))) goto fail;
     double t_prefill = now_s() - t1;
@@ -243,6 +269,11 @@ int cmd_run(int argc, char **argv)
     double t2 = now_s();
     while (n_gen < n_predict) {
         int32_t tok;
+        if (interrupted) {
+            why = PL_STOP_CANCELLED;
+            break;
+        }
+        for (int i = 0; i < n_eog; i++) logits[eog[i]] = -INFINITY;
         if ((st = pl_sampler_sample(smp, logits, hist, n_hist, &tok, &err))) goto fail;
         if (n_hist == n_hist_cap) { /* -n -1 with a sliding window: keep the recent history */
             memmove(hist, hist + n_hist_cap / 2,
@@ -251,7 +282,7 @@ int cmd_run(int argc, char **argv)
         }
         hist[n_hist++] = tok;
         n_gen++;
-        if (!o.ignore_eos && run_text_is_eog(text, tok)) {
+        if (run_text_is_eog(text, tok)) { /* with --ignore-eos: only if every logit is -inf */
             why = PL_STOP_EOG;
             if (o.special && (st = run_text_emit(text, tok, &err))) goto fail;
             break;
@@ -294,15 +325,20 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "stopped: the context is full (-c %lld) after %lld token%s\n",
                 (long long)si.kv_capacity, (long long)n_gen, cli_s(n_gen));
         break;
+    case PL_STOP_CANCELLED:
+        fprintf(stderr, "stopped: interrupted (Ctrl-C) after %lld token%s\n", (long long)n_gen,
+                cli_s(n_gen));
+        break;
     default:
         fprintf(stderr, "stopped: %lld token%s generated (-n %lld)\n", (long long)n_gen,
                 cli_s(n_gen), (long long)o.n_predict);
     }
-    rc = CLI_EXIT_OK;
+    rc = why == PL_STOP_CANCELLED ? CLI_EXIT_INTERRUPTED : CLI_EXIT_OK;
     goto out;
 fail:
     rc = cli_fail(st, &err);
 out:
+    if (sig_set) sigaction(SIGINT, &old_int, NULL);
     free(logits);
     free(hist);
     free(o.tokens);

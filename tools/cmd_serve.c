@@ -11,21 +11,22 @@
 
 static void usage(FILE *out)
 {
+    fputs("usage: plumb serve -m FILE [options]\n"
+          "\n"
+          "Serves the model over HTTP with OpenAI's API: POST /v1/chat/completions and\n"
+          "/v1/completions (streaming or not), GET (and HEAD) /v1/models, /health, /metrics\n"
+          "(Prometheus) and /slots. Each of N slots is a session with its own prefix cache; a\n"
+          "request goes to the idle slot whose whole cached text its prompt extends (the longest\n"
+          "such), else to the least recently used idle slot, so each conversation keeps its fast\n"
+          "path. Requests beyond the slots wait in a bounded queue; beyond it they get 503.\n"
+          "Prints one line on stdout when listening, one log line per request on stderr;\n"
+          "SIGINT/SIGTERM stop it. GET / is the chat page (web/README.md): embedded in the\n"
+          "binary; its in-browser engine (plumb-engine.mjs, *.wasm) comes from --web-dir.\n"
+          "\n"
+          "options:\n",
+          out);
+    cli_put_model_option(out);
     fputs(
-        "usage: plumb serve -m FILE [options]\n"
-        "\n"
-        "Serves the model over HTTP with OpenAI's API: POST /v1/chat/completions and\n"
-        "/v1/completions (streaming or not), GET (and HEAD) /v1/models, /health, /metrics\n"
-        "(Prometheus) and /slots. Each of N slots is a session with its own prefix cache; a\n"
-        "request goes to the idle slot whose whole cached text its prompt extends (the longest\n"
-        "such), else to the least recently used idle slot, so each conversation keeps its fast\n"
-        "path. Requests beyond the slots wait in a bounded queue; beyond it they get 503.\n"
-        "Prints one line on stdout when listening, one log line per request on stderr;\n"
-        "SIGINT/SIGTERM stop it. GET / is the chat page (web/README.md): embedded in the\n"
-        "binary; its in-browser engine (plumb-engine.mjs, *.wasm) comes from --web-dir.\n"
-        "\n"
-        "options:\n"
-        "  -m, --model FILE         GGUF model (llama, qwen2, qwen3)\n"
         "  --host ADDR              address or name to listen on (default 127.0.0.1: this\n"
         "                           machine only; localhost is loopback; 0.0.0.0: everywhere)\n"
         "  --port N                 port (default 8080; 0: a free one)\n"
@@ -97,7 +98,7 @@ static int parse(int argc, char **argv, serve_opts *o)
                                    "%s: sampling is set per request (temperature, top_p, "
                                    "top_k, min_p, seed in the JSON body)",
                                    a.arg);
-        if (!(v = cli_value(&a))) return CLI_EXIT_USAGE;
+        v = cli_value_ahead(&a);
         int rc = 0;
         if (cli_is(&a, "-m", "--model"))
             o->model = v;
@@ -131,7 +132,7 @@ static int parse(int argc, char **argv, serve_opts *o)
             ;
         else
             return cli_unknown_option(&a);
-        if (rc) return rc;
+        if (rc || (rc = cli_value_given(&a))) return rc;
     }
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
     int rc = cli_gen_check(&a, &o->g);

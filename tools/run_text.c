@@ -1,5 +1,6 @@
 /* run_text.c — the text side of `plumb run`: prompt tokenization through the model's
  * tokenizer and streaming output through pl_detok; token ids when there is no tokenizer. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,17 +90,21 @@ pl_status run_text_tokenize(run_text *t, const char *text, int32_t **out, int64_
     return tokenize_bytes(t, text, strlen(text), out, n, err);
 }
 
-/* The file's bytes, NUL-terminated, in a malloc'd buffer. */
+/* The file's bytes ("-": standard input), NUL-terminated, in a malloc'd buffer. Errors name
+ * the file and the reason. */
 static pl_status read_file(const char *path, char **out, size_t *out_len, pl_error *err)
 {
-    FILE *f = fopen(path, "rb");
+    int is_stdin = strcmp(path, "-") == 0;
+    const char *name = is_stdin ? "standard input" : path;
+    char msg[256];
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
     if (!f) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "cannot open prompt file '%s'", path);
+        snprintf(msg, sizeof msg, "cannot read the prompt file '%s': %s", name, strerror(errno));
         return fail(err, PL_ERR_IO, msg);
     }
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
+    errno = 0;
     for (size_t got; buf && (got = fread(buf + len, 1, cap - 1 - len, f)) > 0;) {
         len += got;
         if (len == cap - 1) {
@@ -108,12 +113,17 @@ static pl_status read_file(const char *path, char **out, size_t *out_len, pl_err
             buf = nb;
         }
     }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf) return fail(err, PL_ERR_NOMEM, "out of memory reading the prompt file");
+    int bad = ferror(f), e = errno;
+    if (!is_stdin) fclose(f);
+    if (!buf) {
+        snprintf(msg, sizeof msg, "out of memory reading the prompt file '%s'", name);
+        return fail(err, PL_ERR_NOMEM, msg);
+    }
     if (bad) {
         free(buf);
-        return fail(err, PL_ERR_IO, "error reading the prompt file");
+        snprintf(msg, sizeof msg, "cannot read the prompt file '%s': %s", name,
+                 e ? strerror(e) : "read error");
+        return fail(err, PL_ERR_IO, msg);
     }
     buf[len] = 0;
     *out = buf;

@@ -312,6 +312,13 @@ status_is 200 "logprobs false, tools [], response_format text, penalties in rang
 completion '{"prompt":"Hello","max_tokens":50,"ignore_eos":true,"temperature":0.8,"seed":3}'
 expect "ignore_eos: the reply runs to max_tokens (50, finish length)" \
   '.usage.completion_tokens == 50 and .choices[0].finish_reason == "length"'
+# ignore_eos makes the end tokens impossible to draw (as llama.cpp), not drawn and shown: the
+# demo model ends most replies within 64 tokens, and none of these holds <|endoftext|>.
+for seed in 1 2 3 4 5; do
+  chat "{$U,\"max_tokens\":64,\"ignore_eos\":true,\"temperature\":1,\"seed\":$seed}"
+  expect "ignore_eos, seed $seed: 64 tokens, no end token in the content" \
+    '.usage.completion_tokens == 64 and (.choices[0].message.content | contains("<|endoftext|>") | not)'
+done
 completion '{"prompt":7}'
 status_is 400 "completions: prompt not a string"
 expect "completions: prompt not a string → param prompt" '.error.param == "prompt"'
@@ -379,6 +386,22 @@ chat "$(jq -nc --arg r "$REPLY" '{messages: [{role: "user", content: "Tell me ab
   {role: "assistant", content: $r}, {role: "user", content: "What lives in it?"}], temperature: 0.7, seed: 7, max_tokens: 8}')"
 expect "after the 413s the conversation's next turn takes the fast path (its cache survived)" \
   '.plumb.cache_path == "fast" and .usage.prompt_tokens_details.cached_tokens > 0'
+
+# ---- the log: the path asked for, and why each error was answered ----------------------
+log_has() { if grep -qE -- "$1" "$WORK/stderr"; then pass "log: $2"; else fail "log: $2" "no line matching $1; $(tail -n 8 "$WORK/stderr")"; fi; }
+log_has '^GET /v1/nowhere 404 [0-9.]+ ms: ' "a 404 names the path asked for"
+log_has '^POST /v1/completions 400 [0-9.]+ ms: [a-z_]+: ' "a 400 says why"
+log_has '^POST /v1/chat/completions 413 [0-9.]+ ms: request_too_large: the body is over' \
+  "the 413 of a body over --max-body says so"
+log_has "^POST /v1/chat/completions 413 [0-9.]+ ms slot 0: context_length_exceeded: the prompt is [0-9]+ tokens; the context \\(-c\\) is $CTX" \
+  "the 413 of a prompt over the context says so, with both numbers"
+chat "$CONV"
+if grep -qE '"ttft_ms":[0-9]+(\.[0-9]{1,3})?[,}]' "$WORK/body" &&
+   grep -qE '"total_ms":[0-9]+(\.[0-9]{1,3})?[,}]' "$WORK/body"; then
+  pass "ttft_ms and total_ms to the microsecond, not 17 digits"
+else
+  fail "ttft_ms and total_ms to the microsecond, not 17 digits" "$(grep -oE '"(ttft|total)_ms":[^,}]*' "$WORK/body")"
+fi
 
 # ---- 503 + Retry-After: --slots 1 --queue 0 with a long request in flight -----------------
 # The long request: greedy on "1, 2, 3, 4," does not end by itself for thousands of tokens; 1500

@@ -107,19 +107,19 @@ static const struct ftype_desc {
 };
 enum { N_FTYPES = sizeof ftypes / sizeof ftypes[0] };
 
-/* Names llama-quantize also accepts for a mix (plumb keeps its earlier Q4_K/Q5_K meaning). */
+/* Names llama-quantize also accepts for a mix, meaning what they mean there. */
 static const struct {
     const char *name;
     pl_ftype ftype;
 } ftype_aliases[] = {
     {"Q3_K", PL_FTYPE_Q3_K_M},
-    {"Q4_K", PL_FTYPE_Q4_K_S},
-    {"Q5_K", PL_FTYPE_Q5_K_S},
+    {"Q4_K", PL_FTYPE_Q4_K_M},
+    {"Q5_K", PL_FTYPE_Q5_K_M},
 };
 
 #define FTYPE_CHOICES                                                                              \
     "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q2_K_S, Q3_K (= Q3_K_M), Q3_K_S, "        \
-    "Q3_K_M, Q3_K_L, Q4_K (= Q4_K_S), Q4_K_S, Q4_K_M, Q5_K (= Q5_K_S), Q5_K_S, Q5_K_M, Q6_K, "     \
+    "Q3_K_M, Q3_K_L, Q4_K (= Q4_K_M), Q4_K_S, Q4_K_M, Q5_K (= Q5_K_M), Q5_K_S, Q5_K_M, Q6_K, "     \
     "IQ4_NL, IQ4_XS"
 
 static const struct ftype_desc *ftype_desc(uint32_t f)

@@ -276,6 +276,11 @@ typedef struct pl_model_params {
                           * another; NULL: PLUMB_KERNELS, else the best this CPU runs */
 } pl_model_params;
 
+/* Whether name is a kernel set for pl_model_params.kernels and the sessions' and samplers':
+ * PL_OK if this CPU runs it; PL_ERR_NOT_FOUND (the message lists the compiled sets) if no set
+ * has the name; PL_ERR_UNSUPPORTED (it lists those this CPU runs) if this CPU cannot run it. */
+pl_status pl_kernel_set_check(const char *name, pl_error *err);
+
 /* params may be NULL for defaults. The file is mapped read-only. Weights run from the mapping,
  * except that the matmul weights of the types the kernel set repacks (rows interleaved so one
  * activation load feeds several rows) are copied once into that layout, at load: it costs load
@@ -372,7 +377,9 @@ int32_t pl_vocab_eos(const pl_model *m);
 int32_t pl_vocab_eot(const pl_model *m);
 int32_t pl_vocab_pad(const pl_model *m);
 int32_t pl_vocab_unk(const pl_model *m);
-/* 1 if generation should stop at the token (EOS, EOT or end of message), else 0. */
+/* 1 if generation should stop at the token, else 0: llama.cpp's end-of-generation set, EOS, EOT,
+ * end of message and the control tokens named like an end (<|endoftext|>, <|im_end|>,
+ * <|eot_id|>, <|end|>, <end_of_turn>, <|eom_id|>, <|end_of_text|>, <EOT>, ...). */
 int pl_vocab_is_eog(const pl_model *m, int32_t token);
 pl_token_type pl_vocab_token_type(const pl_model *m, int32_t token);
 /* The token's text as stored in the file (e.g. "Ġthe", "▁the", "<0x0A>"); {"", 0} out of range. */
@@ -480,8 +487,12 @@ pl_status pl_chat_render(const pl_model *m, const char *name, const pl_chat_mess
  * The loader binds every tensor of a file to a role of its architecture and refuses the rest; these
  * calls tell a writer (`plumb mkmodel`, a converter of one's own) what that set is. */
 
-/* "llama, qwen2, qwen3": the values of general.architecture plumb runs. */
+/* The values of general.architecture plumb runs, from its architecture table, joined by ", "
+ * ("llama, qwen2, qwen3, ..."). */
 const char *pl_arch_list(void);
+/* The Hugging Face classes (config.json "architectures") pl_convert_hf reads, joined by ", "
+ * ("LlamaForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, ..."). */
+const char *pl_arch_hf_list(void);
 
 /* Experts a token may use at most (<arch>.expert_used_count). */
 #define PL_ARCH_MAX_EXPERT_USED 64
@@ -525,7 +536,7 @@ pl_status pl_arch_tensors(const char *arch, const pl_arch_shape *shape, pl_arch_
 
 /* What the model binds from its file (zeros for a PL_MODEL_VOCAB_ONLY model). */
 typedef struct pl_model_info {
-    char arch[16]; /* "llama", "qwen2", "qwen3" */
+    char arch[16]; /* general.architecture: one of pl_arch_list() */
     int64_t n_vocab;
     int64_t n_ctx_train; /* <arch>.context_length */
     int64_t n_embd;
@@ -692,7 +703,8 @@ const char *pl_stop_reason_str(pl_stop_reason r);
 
 typedef struct pl_gen_params {
     int64_t max_tokens;       /* 256; 0: prefill only; 1 <= ... <= INT32_MAX */
-    int ignore_eog;           /* 1: an end-of-generation token is an ordinary token */
+    int ignore_eog;           /* 1: no end-of-generation token can be drawn (their logits are
+                                 -inf before sampling, as llama.cpp's ignore_eos) */
     const char *const *stops; /* n_stops NUL-terminated strings, 1..PL_GEN_MAX_STOP_LEN bytes */
     size_t n_stops;
 } pl_gen_params;
@@ -832,8 +844,9 @@ typedef enum pl_ftype {
 
 /* "Q4_K_M", "F16", …; NULL for values plumb does not write. */
 const char *pl_ftype_name(uint32_t ftype);
-/* Parses a name, case-insensitively: the names above, "Q3_K" (= Q3_K_M), "Q4_K" (= Q4_K_S),
- * "Q5_K" (= Q5_K_S). PL_ERR_UNSUPPORTED with a message listing the valid names. */
+/* Parses a name, case-insensitively: the names above, "Q3_K" (= Q3_K_M), "Q4_K" (= Q4_K_M),
+ * "Q5_K" (= Q5_K_M), as llama-quantize reads them. PL_ERR_UNSUPPORTED with a message listing the
+ * valid names. */
 pl_status pl_ftype_from_name(const char *name, pl_ftype *out, pl_error *err);
 /* The ftype's main tensor type (PL_TYPE_Q4_K for Q4_K_M, PL_TYPE_Q2_K for Q2_K_S, PL_TYPE_Q3_K
  * for the Q3_K mixes); PL_TYPE_COUNT if unknown. */

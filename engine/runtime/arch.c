@@ -1,8 +1,9 @@
-/* arch.c — the architecture table (arch.h): tensors, keys and recipes of llama, qwen2, qwen3,
- * gemma2, gemma3 and phi3, and the list of metadata keys that change nothing. Data and lookups
+/* arch.c — the architecture table (arch.h): tensors, keys and recipes of every architecture
+ * plumb runs (pl_arch_names), and the list of metadata keys that change nothing. Data and lookups
  * only; binding is model.c. */
 #include <assert.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -321,16 +322,38 @@ const pl_arch *pl_arch_find_hf(const char *hf_class)
     return NULL;
 }
 
+/* The lists below are joined from the table once; like the table they never change after. */
+static char arch_names[256], arch_hf_names[768];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void join(char *buf, size_t cap, size_t *len, const char *name)
+{
+    int k = snprintf(buf + *len, cap - *len, "%s%s", *len ? ", " : "", name);
+    assert(k > 0 && (size_t)k < cap - *len); /* the buffers hold the table's names */
+    *len += (size_t)k;
+}
+
+static void join_names(void)
+{
+    size_t n = 0, h = 0;
+    for (size_t i = 0; i < N_OF(archs); i++) {
+        join(arch_names, sizeof arch_names, &n, archs[i].name);
+        join(arch_hf_names, sizeof arch_hf_names, &h, archs[i].hf_class);
+        if (archs[i].hf_moe_class)
+            join(arch_hf_names, sizeof arch_hf_names, &h, archs[i].hf_moe_class);
+    }
+}
+
 const char *pl_arch_names(void)
 {
-    return "llama, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3, phi3";
+    pthread_once(&names_once, join_names);
+    return arch_names;
 }
 
 const char *pl_arch_hf_names(void)
 {
-    return "LlamaForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-           "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
-           "Phi3ForCausalLM";
+    pthread_once(&names_once, join_names);
+    return arch_hf_names;
 }
 
 int pl_arch_layer_is_local(const pl_arch *a, int64_t l)
@@ -577,6 +600,11 @@ static int desc_visit(void *user, const pl_arch_tensor *r, int64_t l)
 const char *pl_arch_list(void)
 {
     return pl_arch_names();
+}
+
+const char *pl_arch_hf_list(void)
+{
+    return pl_arch_hf_names();
 }
 
 pl_status pl_arch_tensors(const char *arch, const pl_arch_shape *shape, pl_arch_tensor_desc *out,

@@ -228,9 +228,10 @@ const pl_arch *pl_arch_at(size_t i);
  * hf_moe_class); NULL: unknown. */
 const pl_arch *pl_arch_find(const char *name, size_t len);
 const pl_arch *pl_arch_find_hf(const char *hf_class);
-/* "llama, qwen2, qwen3" */
+/* The table's names in its order, joined by ", " ("llama, qwen2, ..."). */
 const char *pl_arch_names(void);
-/* "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM" */
+/* The table's HF classes, each hf_class followed by its hf_moe_class ("LlamaForCausalLM,
+ * MixtralForCausalLM, Qwen2ForCausalLM, ..."). */
 const char *pl_arch_hf_names(void);
 
 /* The keys under "<arch>." every architecture reads (and their defaults and ranges). */

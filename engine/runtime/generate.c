@@ -1,5 +1,6 @@
 /* generate.c — pl_generate: prefill, then draw, evaluate and stream tokens until a stop, with
  * stop strings held back until decided. Not the chat paths (chat.c) and not the sampler math. */
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -221,6 +222,9 @@ pl_status pl_generate(pl_session *ss, const int32_t *prompt, int64_t n_prompt, p
     int64_t V = m->hp.n_vocab;
     float *logits = pl_malloc((size_t)V * sizeof *logits);
     if (!logits) return pl_fail(err, PL_ERR_NOMEM, "no memory for %lld logits", (long long)V);
+    /* ignore_eog: the end-of-generation ids, whose logits become -inf before every draw. */
+    const struct pl_tokenizer *tk = pl_model_tokenizer(m);
+    int n_eog = p.ignore_eog && tk ? tk->n_eog : 0;
 
     /* The prompt; with none, the last held token again (its logits are not kept). */
     if (n_prompt > 0)
@@ -239,6 +243,7 @@ pl_status pl_generate(pl_session *ss, const int32_t *prompt, int64_t n_prompt, p
     int done = 0;
     while (!done && n_gen < p.max_tokens) {
         int32_t tok;
+        for (int i = 0; i < n_eog; i++) logits[tk->eog[i]] = -INFINITY;
         if (sampler) {
             if ((s = pl_sampler_sample(sampler, logits, h->ids, h->n, &tok, err))) break;
         } else {
@@ -248,7 +253,8 @@ pl_status pl_generate(pl_session *ss, const int32_t *prompt, int64_t n_prompt, p
             tok = (int32_t)best;
         }
         if (n_gen == 0) t_first = now_ms();
-        if (!p.ignore_eog && pl_vocab_is_eog(m, tok)) {
+        /* With ignore_eog only when every logit is -inf (a tie the sampler breaks). */
+        if (pl_vocab_is_eog(m, tok)) {
             stop = PL_STOP_EOG;
             break;
         }

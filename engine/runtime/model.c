@@ -553,6 +553,12 @@ static pl_status bind_arch(pl_model *m, pl_error *err)
 {
     const pl_gguf *g = m->gguf;
     pl_str an;
+    if (pl_gguf_find_key(g, "general.architecture") < 0 && pl_gguf_n_tensors(g) == 0 &&
+        pl_gguf_find_key(g, "tokenizer.ggml.model") >= 0)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "the file holds only a tokenizer (a vocabulary-only GGUF: no "
+                       "general.architecture, no tensors): `plumb tokenize -m` reads it, but "
+                       "there is no model to run");
     pl_status s = pl_gguf_get_string(g, "general.architecture", &an, err);
     if (s) return s;
     pl_hparams *hp = &m->hp;
@@ -805,4 +811,12 @@ pl_status pl_model_get_info(const pl_model *m, pl_model_info *out, pl_error *err
     out->repack_bytes = m->packed_bytes;
     out->repack_ms = m->repack_ms;
     return pl_ok(err);
+}
+
+pl_status pl_kernel_set_check(const char *name, pl_error *err)
+{
+    if (!name || !*name)
+        return pl_fail(err, PL_ERR_INVALID_ARG, "kernel set name is NULL or empty");
+    const struct pl_kernels *set;
+    return pl_kernels_select(&set, name, err);
 }

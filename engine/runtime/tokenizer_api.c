@@ -127,7 +127,10 @@ int32_t pl_vocab_unk(const pl_model *m)
 int pl_vocab_is_eog(const pl_model *m, int32_t token)
 {
     const struct pl_tokenizer *t = tok_of(m);
-    return t && token >= 0 && (token == t->eos || token == t->eot || token == t->eom);
+    if (!t || token < 0) return 0;
+    for (int i = 0; i < t->n_eog; i++)
+        if (t->eog[i] == token) return 1;
+    return 0;
 }
 
 pl_token_type pl_vocab_token_type(const pl_model *m, int32_t token)

@@ -693,6 +693,36 @@ static int32_t find_control(const struct pl_tokenizer *t, const char *const *nam
     return -1;
 }
 
+static void add_eog(struct pl_tokenizer *t, int32_t id)
+{
+    if (id < 0 || (uint32_t)id >= t->n_vocab || t->n_eog == PL_TOK_MAX_EOG) return;
+    for (int i = 0; i < t->n_eog; i++)
+        if (t->eog[i] == id) return;
+    t->eog[t->n_eog++] = id;
+}
+
+/* llama.cpp's end-of-generation set (llama-vocab.cpp): eos, eot, eom and every control token
+ * with one of these names, so that a model whose eos is <|im_end|> still ends at <|endoftext|>.
+ * As there, <|end|> is not an end where <|return|> and <|call|> exist (gpt-oss's harmony). */
+static void collect_eog(struct pl_tokenizer *t)
+{
+    static const char *const names[] = {"<|eot_id|>",    "<|im_end|>",      "<|end|>",
+                                        "<|return|>",    "<|call|>",        "<end_of_turn>",
+                                        "<|endoftext|>", "<|eom_id|>",      "<EOT>",
+                                        "_<EOT>",        "<|end_of_text|>", "<end_of_utterance>"};
+    const char *const ret[] = {"<|return|>", NULL}, *const call[] = {"<|call|>", NULL};
+    int harmony = find_control(t, ret) >= 0 && find_control(t, call) >= 0;
+    t->n_eog = 0;
+    add_eog(t, t->eos);
+    add_eog(t, t->eot);
+    add_eog(t, t->eom);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (harmony && strcmp(names[i], "<|end|>") == 0) continue;
+        const char *const one[] = {names[i], NULL};
+        add_eog(t, find_control(t, one));
+    }
+}
+
 static pl_status load_specials_and_flags(struct loader *L)
 {
     struct pl_tokenizer *t = L->t;
@@ -729,6 +759,7 @@ static pl_status load_specials_and_flags(struct loader *L)
         static const char *const eom_names[] = {"<|eom_id|>", NULL};
         t->eom = find_control(t, eom_names);
     }
+    collect_eog(t);
 
     int explicit_bos, explicit_eos;
     t->add_bos = t->kind == PL_TOK_SPM ? 1 : t->pre.def->add_bos;

@@ -62,6 +62,8 @@ struct pl_tok_merge {
     uint32_t rank;
 };
 
+enum { PL_TOK_MAX_EOG = 16 };
+
 struct pl_tokenizer {
     enum pl_tok_kind kind;
     uint32_t n_vocab;
@@ -88,6 +90,10 @@ struct pl_tokenizer {
     uint32_t max_match_len;    /* longest match bytes of a matchable token */
 
     int32_t bos, eos, eot, eom, pad, unk, sep; /* -1 when absent */
+    /* End of generation, as llama.cpp's set: eos, eot, eom and the control tokens named like an
+     * end (<|endoftext|>, <|im_end|>, ...), each once. */
+    int32_t eog[PL_TOK_MAX_EOG];
+    int n_eog;
     int add_bos, add_eos, add_space_prefix;
     int spm_words; /* SPM: no token has a ▁ right after another character (see spm_encode) */
 

@@ -146,7 +146,7 @@ chat_context_full_resets_and_goes_on)
     long=$(printf 'word %.0s' $(seq 1 80))
     chat "Tell me a story.\nAnd what happened to everyone after that?\n$long\nok\n" \
         -m "$tmp/m.gguf" -c 64 -n 6 --seed 7 -t 1 --system "Hi."
-    expect_rc 0 "chat -c 64 with more than fits"
+    expect_rc 1 "chat -c 64 with more than fits (a message dropped)"
     grep -qE '^plumb chat: the conversation is [0-9]+ tokens; the context \(-c\) is 64$' "$tmp/err" ||
         fail "no 'the conversation is N tokens; the context (-c) is 64' line"
     expect_in "$tmp/err" "plumb chat: resetting the conversation (the system message is kept) and sending the message again"
@@ -157,9 +157,16 @@ chat_context_full_resets_and_goes_on)
     [ "$(n_turns)" -eq 3 ] || fail "$(n_turns) turns, want 3 (the long line dropped)"
     # Turn 2 and "ok" each needed a reset; the line that cannot fit did not cost one.
     expect_in "$tmp/err" "2 context resets"
+    # after the summary: the exit status 1 says why
+    tail -n 1 "$tmp/err" | grep -qF "plumb chat: error: 1 message dropped: too long for the context" ||
+        fail "the last line does not say a message was dropped: $(tail -n 1 "$tmp/err")"
+    # nothing dropped: 0
+    chat "Tell me a story.\nAnd what happened to everyone after that?\nok\n" \
+        -m "$tmp/m.gguf" -c 64 -n 6 --seed 7 -t 1 --system "Hi."
+    expect_rc 0 "chat -c 64 with resets but nothing dropped"
     # A first message that cannot fit: dropped, the next one answered.
     chat "$long\nok\n" -m "$tmp/m.gguf" -c 64 -n 6 --seed 7 -t 1
-    expect_rc 0 "chat -c 64, first message too long"
+    expect_rc 1 "chat -c 64, first message too long"
     expect_in "$tmp/err" "even in a new conversation; it was dropped"
     [ "$(n_turns)" -eq 1 ] || fail "$(n_turns) turns, want 1"
     ;;

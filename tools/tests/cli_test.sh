@@ -19,6 +19,13 @@ expect_re() { # expect_re FILE EXTENDED-REGEX
     fi
 }
 
+expect_not_in() { # expect_not_in FILE FIXED-STRING
+    if grep -qF -- "$2" "$1"; then
+        fail "$(basename "$1") should not contain: $2"
+        sed 's/^/  | /' "$1" | head -n 40 >&2
+    fi
+}
+
 expect_empty() { # expect_empty FILE
     if [ -s "$1" ]; then
         fail "$(basename "$1") should be empty"
@@ -113,6 +120,79 @@ cli_unknown_command_exits_2)
     expect_in "$tmp/err" "unknown option '--bogus'"
     run help frobnicate
     expect_rc 2 "plumb help frobnicate"
+    ;;
+
+cli_unknown_last_option_is_unknown_not_missing_a_value)
+    # A mistyped option at the end of the line is unknown in every command, as it is in the
+    # middle; a known option there is the one that needs a value.
+    run --help
+    cmds=$(sed -n '/^commands:/,/^$/p' "$tmp/out" | awk 'NR > 1 && NF { print $1 }')
+    for c in $cmds "logits compare"; do
+        [ "$c" = help ] || [ "$c" = version ] && continue
+        # shellcheck disable=SC2086 # "logits compare" is two words
+        run $c --ignore-eoss
+        expect_rc 2 "plumb $c ... --ignore-eoss"
+        expect_in "$tmp/err" "unknown option '--ignore-eoss'"
+    done
+    for c in run chat serve bench perplexity logits; do
+        run "$c" -m x.gguf --threads
+        expect_rc 2 "plumb $c ... --threads"
+        expect_in "$tmp/err" "plumb $c: error: option '--threads' needs a value"
+        [ "$(wc -l <"$tmp/err")" -eq 2 ] || fail "plumb $c --threads: $(wc -l <"$tmp/err") lines, want 2"
+        run "$c" -m
+        expect_rc 2 "plumb $c -m"
+        expect_in "$tmp/err" "option '-m' needs a value"
+        run "$c" -m x.gguf --kv-type=
+        expect_rc 2 "plumb $c --kv-type="
+        expect_in "$tmp/err" "--kv-type"
+    done
+    ;;
+
+cli_help_lists_every_architecture)
+    # The architecture lists of the help texts are the library's table, not a copy: every
+    # name that mkmodel's refusal lists (pl_arch_list) is in run, chat and serve --help, and
+    # convert --help names every class of the table's gemma3 and phi3 as well as llama's.
+    run mkmodel --arch no-such-arch "$tmp/x.gguf"
+    archs=$(sed -n "s/.*(known: \(.*\))$/\1/p" "$tmp/err" | tr -d ,)
+    [ -n "$archs" ] || fail "no architecture list in: $(cat "$tmp/err")"
+    case " $archs " in *" phi3 "*) ;; *) fail "phi3 is not in the list: $archs" ;; esac
+    for c in run chat serve; do
+        run "$c" --help
+        for a in $archs; do
+            grep -qE "(^| )$a(,|$)" "$tmp/out" || fail "plumb $c --help does not list $a"
+        done
+    done
+    run convert --help
+    for k in LlamaForCausalLM MixtralForCausalLM Qwen3MoeForCausalLM Gemma3ForCausalLM Phi3ForCausalLM; do
+        expect_in "$tmp/out" "$k"
+    done
+    ;;
+
+cli_bad_values_are_usage_errors_and_messages_have_one_prefix)
+    # A kernel set no build has is a bad command-line value (2) in every command that takes one,
+    # said before any model is read.
+    for c in run chat serve perplexity logits; do
+        run "$c" -m "$tmp/no-model.gguf" --kernels neon
+        expect_rc 2 "plumb $c --kernels neon"
+        expect_in "$tmp/err" "plumb $c: error: --kernels: kernel set 'neon': no kernel set has that name (compiled: "
+        expect_not_in "$tmp/err" "no-model.gguf"
+    done
+    # logits compare: every message starts "plumb logits compare: "
+    run logits compare "$tmp/a.logits" "$tmp/b.logits"
+    expect_rc 1 "plumb logits compare (missing files)"
+    expect_in "$tmp/err" "plumb logits compare: error: "
+    run logits compare --max-kld x "$tmp/a.logits" "$tmp/b.logits"
+    expect_rc 2 "plumb logits compare --max-kld x"
+    expect_in "$tmp/err" "plumb logits compare: error: "
+    # inspect takes -m like every other model command
+    make_fixture good "$tmp/good.gguf"
+    run inspect "$tmp/good.gguf"
+    cp "$tmp/out" "$tmp/positional"
+    run inspect -m "$tmp/good.gguf"
+    expect_rc 0 "plumb inspect -m FILE"
+    cmp -s "$tmp/out" "$tmp/positional" || fail "inspect -m FILE differs from inspect FILE"
+    run inspect -m "$tmp/good.gguf" "$tmp/good.gguf"
+    expect_rc 2 "plumb inspect -m FILE FILE"
     ;;
 
 cli_unknown_option_exits_2)

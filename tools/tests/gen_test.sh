@@ -145,26 +145,118 @@ gen_penalties_change_the_draw)
     ;;
 
 gen_control_tokens_only_with_special)
-    [ -f "$demo" ] || { echo "no demo model at $demo" >&2; exit 77; }
-    for s in 42 1 2 3 4 5; do
+    # The tiny preset's <|im_start|> is a control token that does not end generation: a nearly
+    # uniform draw with --ignore-eos reaches it; without --special its text is not printed.
+    mkmodel "$m"
+    u="--temp 50 --top-k 0 --top-p 1 --min-p 0 --ignore-eos"
+    for s in 1 2 3 4 5 6 7 8; do
+        # shellcheck disable=SC2086 # word splitting is the point
         printf 'Hello! Who are you?\nTell me a story.\n' |
-            "$plumb" chat -m "$demo" -n 16 --ignore-eos -s $s --special >"$tmp/special" 2>"$tmp/err"
-        grep -q '<|endoftext|>' "$tmp/special" && break
+            "$plumb" chat -m "$m" -n 64 $u -s $s --special >"$tmp/special" 2>"$tmp/err"
+        grep -q '<|im_start|>' "$tmp/special" && break
     done
-    grep -q '<|endoftext|>' "$tmp/special" || { echo "no control token drawn" >&2; exit 77; }
+    grep -q '<|im_start|>' "$tmp/special" || fail "chat: no control token drawn in 8 seeds"
+    # shellcheck disable=SC2086
     printf 'Hello! Who are you?\nTell me a story.\n' |
-        "$plumb" chat -m "$demo" -n 16 --ignore-eos -s $s >"$tmp/out" 2>"$tmp/err"
-    sed 's/<|endoftext|>//g' "$tmp/special" >"$tmp/want"
+        "$plumb" chat -m "$m" -n 64 $u -s $s >"$tmp/out" 2>"$tmp/err"
+    sed 's/<|im_start|>//g' "$tmp/special" >"$tmp/want"
     cmp -s "$tmp/out" "$tmp/want" || fail "chat without --special is not the --special text without its control tokens"
-    expect_not_in "$tmp/out" "<|endoftext|>"
-    for s in 42 1 2 3 4 5; do
-        run run -m "$demo" -p "Once upon a time" -n 64 -s $s --ignore-eos --special
-        grep -q '<|endoftext|>' "$tmp/out" && break
+    expect_not_in "$tmp/out" "<|im_start|>"
+    for s in 1 2 3 4 5 6 7 8; do
+        # shellcheck disable=SC2086
+        run run -m "$m" -p "Once upon a time" -n 64 -s $s $u --special
+        grep -q '<|im_start|>' "$tmp/out" && break
     done
-    grep -q '<|endoftext|>' "$tmp/out" || { echo "no control token drawn" >&2; exit 77; }
-    sed 's/<|endoftext|>//g' "$tmp/out" >"$tmp/want"
-    run run -m "$demo" -p "Once upon a time" -n 64 -s $s --ignore-eos
+    grep -q '<|im_start|>' "$tmp/out" || fail "run: no control token drawn in 8 seeds"
+    sed 's/<|im_start|>//g' "$tmp/out" >"$tmp/want"
+    # shellcheck disable=SC2086
+    run run -m "$m" -p "Once upon a time" -n 64 -s $s $u
     cmp -s "$tmp/out" "$tmp/want" || fail "run without --special is not the --special text without its control tokens"
+    ;;
+
+gen_ignore_eos_never_draws_an_end_token)
+    # --ignore-eos makes every end-of-generation token impossible to draw (llama.cpp's meaning):
+    # the demo model ends these runs early without it; with it each runs to -n and no end token
+    # is drawn (--special would print it) in run or chat.
+    [ -f "$demo" ] || { echo "no demo model at $demo" >&2; exit 77; }
+    for s in 1 2 3 4; do
+        run run -m "$demo" -p "Once upon a time" -n 64 -s $s --special
+        expect_in "$tmp/err" "stopped: end of generation"
+        run run -m "$demo" -p "Once upon a time" -n 64 -s $s --special --ignore-eos
+        expect_rc 0 "plumb run --ignore-eos -s $s"
+        expect_in "$tmp/err" "stopped: 64 tokens generated (-n 64)"
+        sed '1s/^<|endoftext|>Once upon a time//' "$tmp/out" >"$tmp/gen" # the echoed BOS
+        expect_not_in "$tmp/gen" "<|endoftext|>"
+    done
+    # the tiny preset: eos is <|im_end|>, and <|endoftext|> ends generation too
+    mkmodel "$m"
+    u="--temp 50 --top-k 0 --top-p 1 --min-p 0"
+    for s in 1 2 3 4; do
+        # shellcheck disable=SC2086
+        run run -m "$m" -p "Once upon a time" -n 200 -s $s $u --special --ignore-eos
+        expect_in "$tmp/err" "stopped: 200 tokens generated (-n 200)"
+        expect_not_in "$tmp/out" "<|endoftext|>"
+        # shellcheck disable=SC2086
+        printf 'Hello!\nTell me a story.\n' |
+            "$plumb" chat -m "$m" -n 100 -s $s $u --special --ignore-eos >"$tmp/out" 2>"$tmp/err"
+        expect_not_in "$tmp/out" "<|endoftext|>"
+        expect_not_in "$tmp/out" "<|im_end|>"
+    done
+    ;;
+
+gen_run_ctrl_c_prints_the_stop_line_and_timings)
+    # Ctrl-C ends an endless run (a sliding window, -n -1) with the report a finished run has,
+    # then exit 130; -k: a run that ignores SIGINT is killed (and fails here).
+    command -v timeout >/dev/null || { echo "no timeout(1)" >&2; exit 77; }
+    mkmodel "$m"
+    timeout --preserve-status -k 20 -s INT 1 "$plumb" run -m "$m" -p "Once upon a time" -n -1 \
+        --ignore-eos --sliding-window 64 >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    expect_rc 130 "plumb run interrupted by SIGINT"
+    grep -qE "^prefill: [0-9]+ tokens? in" "$tmp/err" || fail "no prefill line"
+    expect_in "$tmp/err" "decode: "
+    grep -qE '^stopped: interrupted \(Ctrl-C\) after [0-9]+ tokens$' "$tmp/err" ||
+        fail "no stop line: $(tail -n 3 "$tmp/err")"
+    ;;
+
+gen_run_reads_the_prompt_from_stdin_and_names_a_bad_file)
+    mkmodel "$m"
+    run run -m "$m" -p "Once upon a time" -n 4 -s 1 --temp 0
+    cp "$tmp/out" "$tmp/want"
+    printf 'Once upon a time' | "$plumb" run -m "$m" -f - -n 4 -s 1 --temp 0 >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    expect_rc 0 "plumb run -f -"
+    cmp -s "$tmp/out" "$tmp/want" || fail "run -f - differs from -p: $(head -c 200 "$tmp/out")"
+    printf 'Once upon a time' | "$plumb" run -m "$m" --chat -f - -n 1 -s 1 --special >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    expect_rc 0 "plumb run --chat -f -"
+    expect_in "$tmp/out" "user
+Once upon a time<|im_end|>"
+    # a folder, a missing file: the path and the reason, before the model loads
+    for bad in "$tmp" "$tmp/missing.txt"; do
+        run run -m "$tmp/no-model.gguf" -f "$bad" -n 1
+        expect_rc 1 "plumb run -f $bad"
+        expect_in "$tmp/err" "plumb run: error: cannot read '$bad': "
+        expect_not_in "$tmp/err" "no-model.gguf"
+    done
+    expect_in "$tmp/err" "No such file or directory"
+    run run -m "$tmp/no-model.gguf" -f "$tmp" -n 1
+    expect_in "$tmp/err" "it is a directory"
+    ;;
+
+gen_vocab_only_file_is_named_as_a_tokenizer)
+    # A vocabulary-only GGUF (convert --vocab-only) given where a model is needed says what it is.
+    "$plumb" convert --vocab-only "$src/conformance/data/hf/qwen2-tok" "$tmp/v.gguf" >/dev/null 2>&1 ||
+        { fail "convert --vocab-only failed"; finish; }
+    run run -m "$tmp/v.gguf" -p hi -n 1
+    expect_rc 1 "plumb run on a vocabulary-only file"
+    expect_in "$tmp/err" "plumb run: error: $tmp/v.gguf: the file holds only a tokenizer (a vocabulary-only GGUF"
+    expect_not_in "$tmp/err" "general.architecture' (string) not found"
+    run chat -m "$tmp/v.gguf" </dev/null
+    expect_rc 1 "plumb chat on a vocabulary-only file"
+    expect_in "$tmp/err" "holds only a tokenizer"
+    run tokenize -m "$tmp/v.gguf" "hello"
+    expect_rc 0 "plumb tokenize on the same file"
     ;;
 
 gen_run_chat_renders_the_prompt_with_the_template)
