@@ -95,7 +95,15 @@ bench_md_and_csv_have_rows)
     run bench -m "$tmp/m.gguf" -p 8 -n 0 -t 1 -r 1 -d 4 --background-load 1 --no-probe -o csv
     expect_rc 0 "bench -o csv -d 4 --background-load 1"
     expect_in "$tmp/out" ",pp8 @ d4,8,0,"
-    tail -n 1 "$tmp/out" | grep -q ',4,1$' || fail "csv: the row does not end with depth 4, load 1"
+    dl=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
+                  NR == 2 { print $c["depth"] "," $c["background_load"] }' "$tmp/out")
+    [ "$dl" = "4,1" ] || fail "csv: depth,background_load is '$dl', want 4,1"
+    # The profile columns: shares in [0, 1] (or empty), regions per token, benched regions.
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
+             NR == 2 { w = $c["wait_share"]; s = $c["serial_share"]
+                       exit !(c["runs_per_token"] && c["benched_runs"] && (w == "" || (w >= 0 && w <= 1)) &&
+                              (s == "" || (s >= 0 && s <= 1))) }' "$tmp/out" ||
+        fail "csv: wait_share/serial_share/runs_per_token/benched_runs missing or out of range"
     ;;
 
 bench_bad_usage_exits_2)
