@@ -169,6 +169,59 @@ static void quant_worker(void *ctx, int64_t t0, int64_t t1, int thread)
     }
 }
 
+/* A gated unit's rows made by column blocks (GLU_COLS elements, every thread a share of each
+ * row): a decode step's one row of F elements is otherwise a single item, on the caller alone
+ * while the other threads wait. The activation is elementwise, so a block's bits are those of the
+ * whole row's (blocks are whole vectors but the row's last, whose tail is the row's own). */
+#define GLU_COLS 256
+
+typedef struct glu_job {
+    const struct pl_kernels *k;
+    const pre_op *pre;
+    float *x;
+    int64_t K, nb; /* nb: blocks per row */
+} glu_job;
+
+static void glu_worker(void *ctx, int64_t i0, int64_t i1, int thread)
+{
+    (void)thread;
+    const glu_job *j = ctx;
+    for (int64_t i = i0; i < i1; i++) {
+        const int64_t t = i / j->nb, c0 = i % j->nb * GLU_COLS;
+        const int64_t n = j->K - c0 < GLU_COLS ? j->K - c0 : GLU_COLS;
+        const size_t at = (size_t)(t * j->K + c0);
+        if (j->pre->act == PL_ACT_GELU_TANH)
+            j->k->geglu(j->x + at, j->pre->a + at, j->pre->b + at, n);
+        else
+            j->k->swiglu(j->x + at, j->pre->a + at, j->pre->b + at, n);
+    }
+}
+
+/* A few rows quantized by column blocks (QUANT_COLS elements, whole blocks of the dot type, the
+ * row's last block where the row's is): blocks are quantized each on its own, so the bytes are
+ * the whole row's. For rows without a prepared layout (x_prep reads a whole row). */
+#define QUANT_COLS 1024
+
+typedef struct qcols_job {
+    pl_quantize_row_fn fn;
+    uint8_t *out;
+    size_t row, block_bytes;
+    const float *x;
+    int64_t K, nb, block; /* nb: column blocks per row; block: the dot type's elements */
+} qcols_job;
+
+static void qcols_worker(void *ctx, int64_t i0, int64_t i1, int thread)
+{
+    (void)thread;
+    const qcols_job *j = ctx;
+    for (int64_t i = i0; i < i1; i++) {
+        const int64_t t = i / j->nb, c0 = i % j->nb * QUANT_COLS;
+        const int64_t n = j->K - c0 < QUANT_COLS ? j->K - c0 : QUANT_COLS;
+        j->fn(j->out + (size_t)t * j->row + (size_t)(c0 / j->block) * j->block_bytes,
+              j->x + t * j->K + c0, n);
+    }
+}
+
 /* The T input rows of matmuls with w's type and layout, made in one dispatch: pre first (when
  * given), then quantized to the dot type and prepared for a repacked layout. *xr and *xrow say
  * where the matmul reads them (x itself for F32 rows). Weights sharing a dispatch share one
@@ -179,6 +232,11 @@ static void make_inputs(pl_session *ss, const pl_tensor *w, float *x, int64_t T,
     const struct pl_kernels *k = &ss->kt.k;
     const int64_t K = w->ne[0];
     const pl_type dot = pl_type_traits_of(w->type)->dot_type;
+    if (pre && pre->b && T < pl_pool_size(ss->pool)) {
+        glu_job g = {.k = k, .pre = pre, .x = x, .K = K, .nb = (K + GLU_COLS - 1) / GLU_COLS};
+        pl_pool_run(ss->pool, glu_worker, &g, T * g.nb, 1);
+        pre = NULL; /* x's rows are made */
+    }
     quant_job q = {.k = k, .x = x, .K = K, .pre = pre};
     *xr = x;
     *xrow = (size_t)K * sizeof(float);
@@ -196,6 +254,25 @@ static void make_inputs(pl_session *ss, const pl_tensor *w, float *x, int64_t T,
             *xr = ss->s.xp;
             *xrow = q.xp_row;
         }
+    }
+    const struct pl_type_traits *dt = pl_type_traits_of(dot);
+    if (q.fn && !q.prep && T < pl_pool_size(ss->pool) && K > QUANT_COLS &&
+        QUANT_COLS % dt->block_size == 0) {
+        if (pre) { /* the norm needs the whole row: its rows first (decode: on the caller) */
+            quant_job n = q;
+            n.fn = NULL;
+            pl_pool_run(ss->pool, quant_worker, &n, T, 8);
+        }
+        qcols_job c = {.fn = q.fn,
+                       .out = q.out,
+                       .row = q.row,
+                       .block_bytes = dt->block_bytes,
+                       .x = x,
+                       .K = K,
+                       .nb = (K + QUANT_COLS - 1) / QUANT_COLS,
+                       .block = dt->block_size};
+        pl_pool_run(ss->pool, qcols_worker, &c, T * c.nb, 1);
+        return;
     }
     if (q.fn || pre) pl_pool_run(ss->pool, quant_worker, &q, T, 8);
 }
