@@ -19,6 +19,8 @@ static void usage(FILE *out)
           "request goes to the idle slot whose whole cached text its prompt extends (the longest\n"
           "such), else to the least recently used idle slot, so each conversation keeps its fast\n"
           "path. Requests beyond the slots wait in a bounded queue; beyond it they get 503.\n"
+          "By default one slot with every core: a request runs as fast as `plumb run`, and\n"
+          "others wait for it; --slots N runs N at once, the cores shared among them.\n"
           "Prints one line on stdout when listening, one log line per request on stderr;\n"
           "SIGINT/SIGTERM stop it. GET / is the chat page (web/README.md): embedded in the\n"
           "binary; its in-browser engine (plumb-engine.mjs, *.wasm) comes from --web-dir.\n"
@@ -30,7 +32,8 @@ static void usage(FILE *out)
         "  --host ADDR              address or name to listen on (default 127.0.0.1: this\n"
         "                           machine only; localhost is loopback; 0.0.0.0: everywhere)\n"
         "  --port N                 port (default 8080; 0: a free one)\n"
-        "  --slots N                sessions, each with its prefix cache (default 2)\n"
+        "  --slots N                sessions, each with its prefix cache, that generate at\n"
+        "                           once (default 1)\n"
         "  --queue N                requests that may wait for a slot (default 16)\n"
         "  --api-key KEY            require 'Authorization: Bearer KEY' (not on /health and\n"
         "                           /metrics)\n"
@@ -54,7 +57,8 @@ static void usage(FILE *out)
         "  --chat-template NAME     a built-in template instead: chatml, qwen2, qwen2.5,\n"
         "                           llama3, llama2, mistral (--template NAME: the same)\n"
         "  -t, --threads N          threads per slot (default: the physical cores, or\n"
-        "                           PLUMB_THREADS, shared among the slots, at least 1 each)\n"
+        "                           PLUMB_THREADS, shared among the slots, at least 1 each:\n"
+        "                           all of them with one slot)\n"
         "  -c, --ctx N              context window per slot in tokens (default min(train, 4096))\n"
         "  --sliding-window N       sliding window instead of a context window\n"
         "  --sinks N                attention sinks kept by the sliding window (default 4)\n"
@@ -197,7 +201,7 @@ int cmd_serve(int argc, char **argv)
 {
     serve_opts o = {.host = "127.0.0.1",
                     .port = 8080,
-                    .slots = 2,
+                    .slots = 1,
                     .queue = 16,
                     .max_body = 1 << 20,
                     .timeout = 30,
@@ -232,7 +236,8 @@ int cmd_serve(int argc, char **argv)
     }
     /* A model whose template does not compile still serves completions. */
     if ((rc = cli_tmpl_load(m, o.model, &o.tmpl, 0, &tmpl, tmpl_desc, sizeof tmpl_desc))) goto out;
-    if (!o.g.threads) o.g.threads = default_threads(m, o.slots);
+    const int threads_given = o.g.threads != 0;
+    if (!threads_given) o.g.threads = default_threads(m, o.slots);
     if (!o.alias && !(alias = default_alias(o.model))) {
         rc = cli_errorf("out of memory");
         goto out;
@@ -266,15 +271,25 @@ int cmd_serve(int argc, char **argv)
     }
     pl_session_info si = {0};
     pl_session_get_info(sv_slots_session(sv_server_slots(srv), 0), &si, NULL);
-    fprintf(
-        stderr,
-        "plumb serve: model %s (id '%s', chat template %s), %lld slots of %lld tokens%s, "
-        "%d threads each, kernels %s, queue %lld, max body %lld bytes, timeout %lld s%s%s%s%s\n",
-        o.model, cfg.api.alias, tmpl_desc, (long long)o.slots, (long long)si.kv_capacity,
-        o.g.window ? " (sliding window)" : "", si.n_threads, si.kernels, (long long)o.queue,
-        (long long)o.max_body, (long long)o.timeout, o.api_key ? ", API key required" : "",
-        o.metrics_key ? ", metrics key required" : "", o.cors ? ", CORS origin " : "",
-        o.cors ? o.cors : "");
+    /* What one request gets, and why: the line a user reads to know the server's speed. */
+    const char *pool = getenv("PLUMB_THREADS") ? "PLUMB_THREADS" : "the physical cores";
+    char why[128];
+    if (threads_given)
+        snprintf(why, sizeof why, "-t");
+    else if (o.slots == 1)
+        snprintf(why, sizeof why, "all of %s; --slots N serves N at once", pool);
+    else
+        snprintf(why, sizeof why, "%s shared among the slots", pool);
+    fprintf(stderr,
+            "plumb serve: model %s (id '%s', chat template %s), %lld slot%s of %lld tokens%s: a "
+            "request gets %d thread%s (%s), kernels %s, queue %lld, max body %lld bytes, timeout "
+            "%lld s%s%s%s%s\n",
+            o.model, cfg.api.alias, tmpl_desc, (long long)o.slots, o.slots == 1 ? "" : "s",
+            (long long)si.kv_capacity, o.g.window ? " (sliding window)" : "", si.n_threads,
+            si.n_threads == 1 ? "" : "s", why, si.kernels, (long long)o.queue,
+            (long long)o.max_body, (long long)o.timeout, o.api_key ? ", API key required" : "",
+            o.metrics_key ? ", metrics key required" : "", o.cors ? ", CORS origin " : "",
+            o.cors ? o.cors : "");
     int v6 = strchr(o.host, ':') != NULL;
     printf("plumb serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", o.host, v6 ? "]" : "",
            sv_server_port(srv));
