@@ -1,10 +1,12 @@
 /* cmd_serve.c — `plumb serve`: the command line of the OpenAI-compatible HTTP server; the
  * server itself is serve/ (plumb_serve). Parses options, loads the model, waits for a signal. */
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "serve.h"
@@ -44,9 +46,10 @@ static void usage(FILE *out)
         "  --max-body BYTES         largest request body (default 1048576)\n"
         "  --timeout S              close a connection idle, or whose request is not whole, this "
         "long (default 30)\n"
-        "  --web-dir DIR            the wasm engine files the page loads (`make wasm`'s\n"
-        "                           build-wasm/web; default: that folder of the source tree\n"
-        "                           plumb was built from, when it exists)\n"
+        "  --web-dir DIR            the wasm engine files the page loads (default: the\n"
+        "                           installed ones, ../share/plumb/web from this program,\n"
+        "                           when they are there; else `make wasm`'s build-wasm/web\n"
+        "                           of the source tree plumb was built from, if it exists)\n"
         "  --alias NAME             model id in responses (default: the file's name without\n"
         "                           .gguf)\n"
         "  --max-tokens N           tokens per reply when a request gives no max_tokens\n"
@@ -182,6 +185,37 @@ static int default_threads(const pl_model *m, int64_t slots)
     return n < 1 ? 1 : (int)n;
 }
 
+static int has_engine(const char *dir)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    return snprintf(path, sizeof path, "%s/plumb-engine.mjs", dir) < (int)sizeof path &&
+           !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
+/* --web-dir's default: the installed page beside this program (bin/../share/plumb/web) when it
+ * holds the engine, else the source tree's build-wasm/web when it exists, else none. buf:
+ * PATH_MAX bytes. */
+static const char *default_web_dir(char *buf)
+{
+#ifdef PLUMB_WEB_DIR_FROM_BIN
+    char exe[PATH_MAX], joined[2 * PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash = n > 0 ? (exe[n] = 0, strrchr(exe, '/')) : NULL;
+    if (slash) {
+        *slash = 0;
+        snprintf(joined, sizeof joined, "%s/%s", exe, PLUMB_WEB_DIR_FROM_BIN);
+        if (realpath(joined, buf) && has_engine(buf)) return buf;
+    }
+#endif
+#ifdef PLUMB_WEB_DIR_DEFAULT
+    struct stat st;
+    if (!stat(PLUMB_WEB_DIR_DEFAULT, &st) && S_ISDIR(st.st_mode)) return PLUMB_WEB_DIR_DEFAULT;
+#endif
+    (void)buf;
+    return NULL;
+}
+
 /* The file's name without its folders and ".gguf": the default model id. */
 static char *default_alias(const char *path)
 {
@@ -260,11 +294,8 @@ int cmd_serve(int argc, char **argv)
         .log = stderr,
         .web_dir = o.web_dir,
     };
-#ifdef PLUMB_WEB_DIR_DEFAULT
-    struct stat wst;
-    if (!cfg.web_dir && !stat(PLUMB_WEB_DIR_DEFAULT, &wst) && S_ISDIR(wst.st_mode))
-        cfg.web_dir = PLUMB_WEB_DIR_DEFAULT;
-#endif
+    char web_dir[PATH_MAX];
+    if (!cfg.web_dir) cfg.web_dir = default_web_dir(web_dir);
     if ((st = sv_server_start(&srv, m, &cfg, &err))) {
         rc = cli_fail(st, &err);
         goto out;
