@@ -1,4 +1,4 @@
-# Makefile — the front door. CMake does the building; this file names the jobs.
+# Makefile — the front door. CMake does the building; this file names the jobs (`make help`).
 #   make deps   install missing Debian packages      make        configure + build (build/)
 #   make test   deps + build + ctest                 make demo   the main job on a built-in model
 #   make fuzz   AFL++ campaigns                      make perf   paired A/B regression report
@@ -31,7 +31,7 @@ DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build deps deps-wasm test demo fuzz perf perf-scaling perf-micro perf-baseline perf-history perf-instr perf-web perf-pretok clean format tsan wasm
+.PHONY: help all build deps deps-wasm test demo fuzz perf perf-scaling perf-micro perf-baseline perf-history perf-instr perf-web perf-pretok clean format tsan wasm
 
 all: build
 
@@ -175,6 +175,38 @@ tsan: deps
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+
+# Every job, one line each (the ctest make_help_names_every_target fails when one is missing).
+help:
+	@echo 'make [target] [VAR=value ...]   variables: BUILD (build) BUILD_TYPE (Release) JOBS CMAKE_FLAGS CTEST_ARGS'
+	@echo 'build and test:'
+	@echo '  all, build      configure + build into $$(BUILD) (the default target)'
+	@echo '  deps            install the missing Debian packages (sudo when not root)'
+	@echo '  test            deps + build + ctest (CTEST_ARGS="-R regex" for a part)'
+	@echo '  demo            the main job on the built-in 8M model: run, then a 4-turn chat'
+	@echo '  tsan            ThreadSanitizer over chat sessions, the thread pool, the HTTP server'
+	@echo '  format          clang-format every tracked .c and .h'
+	@echo '  clean           remove $$(BUILD)'
+	@echo 'the browser (web/README.md):'
+	@echo '  wasm            the emscripten build into build-wasm/web/ (WASM_VARIANTS)'
+	@echo '  deps-wasm       the wasm build'"'"'s libraries from their Debian sources'
+	@echo 'fuzzing (fuzz/README.md; FUZZ_HARNESSES, FUZZ_SECONDS):'
+	@echo '  fuzz            AFL++ campaigns on every harness'
+	@echo '  fuzz-replay     the replay drivers over the checked-in corpora'
+	@echo '  fuzz-cmin       minimize the corpora'
+	@echo '  fuzz-coverage   source coverage (clang) of each harness'"'"'s corpus, per file'
+	@echo '  fuzz-cflite     the ClusterFuzzLite libFuzzer build over its seed corpora'
+	@echo '  fuzz-sync-test  two AFL++ instance groups through one FUZZ_SYNC_DIR'
+	@echo 'performance (perf/README.md, perf/NOTES.md):'
+	@echo '  perf            paired A/B regression report, work tree vs BASE (HEAD~1)'
+	@echo '  perf-baseline   absolute medians of the quick suite for this commit'
+	@echo '  perf-history    tok/s per commit (REVS="a b c")'
+	@echo '  perf-scaling    plumb vs the peers at 1, 2, 4, ... threads'
+	@echo '  perf-micro      tokenizer, pool, one run and chat micro-benchmarks'
+	@echo '  perf-pretok     tokenization MB/s per pre-tokenizer vs HF tokenizers'
+	@echo '  perf-instr      instruction counts under callgrind'
+	@echo '  perf-web        the wasm build vs wllama in headless Chromium (after make wasm)'
+	@echo '  help            this list'
 
 clean:
 	rm -rf $(BUILD)

@@ -70,6 +70,40 @@ check_all() { # DIR: the three examples built there
     check_chat "$1/chat"
 }
 
+# The chat page is installed in share/plumb/web (the engine too when `make wasm` built it), and
+# the installed `plumb serve` reads the engine from there without --web-dir: an engine file put
+# there is what it serves, and its start line names the folder.
+web=$prefix/share/plumb/web
+for f in index.html app.js worker.js ring.js style.css; do
+    [ -f "$web/$f" ] || die "not installed: share/plumb/web/$f"
+done
+if [ -f "$src/build-wasm/web/plumb-engine.mjs" ]; then
+    for f in "$src"/build-wasm/web/plumb-*; do
+        cmp -s "$f" "$web/${f##*/}" || die "not installed: share/plumb/web/${f##*/} (make wasm built it)"
+    done
+else
+    printf 'export const installed = "%s";\n' "$tmp" >"$web/plumb-engine.mjs"
+fi
+"$prefix/bin/plumb" serve -m "$tmp/tiny.gguf" --port 0 -t 1 >"$tmp/serve.out" 2>"$tmp/serve.err" &
+serve_pid=$!
+for _ in $(seq 1 300); do
+    grep -q '^plumb serve: listening on http://' "$tmp/serve.out" && break
+    kill -0 $serve_pid 2>/dev/null || break
+    sleep 0.1
+done
+base=$(sed -n 's|^plumb serve: listening on \(http://[^ ]*\)$|\1|p' "$tmp/serve.out")
+served=""
+[ -n "$base" ] && command -v curl >/dev/null 2>&1 &&
+    served=$(curl -s -o "$tmp/engine.mjs" -w '%{http_code}' "$base/plumb-engine.mjs")
+kill -TERM $serve_pid 2>/dev/null
+wait $serve_pid
+grep -qF "its wasm engine files from $(cd "$web" && pwd -P)" "$tmp/serve.err" ||
+    { cat "$tmp/serve.out" "$tmp/serve.err" >&2; die "installed plumb serve: --web-dir is not $web"; }
+if [ -n "$served" ]; then
+    [ "$served" = 200 ] && cmp -s "$tmp/engine.mjs" "$web/plumb-engine.mjs" ||
+        die "installed plumb serve: GET /plumb-engine.mjs is $served, not the installed file"
+fi
+
 case $mode in
 cmake)
     # CMAKE_PREFIX_PATH only: find_package must find the package in the prefix by itself.

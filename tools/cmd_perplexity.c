@@ -224,9 +224,10 @@ int cmd_perplexity(int argc, char **argv)
 
     const pl_ppl_plan *p = &res.plan;
     printf("model: %s, text: %s (%lld tokens)\n", base_name(o.model), o.text, (long long)n_tok);
-    printf("windows: %lld of %lld tokens%s, tokens [%lld, %lld) scored in each: %lld tokens\n",
-           (long long)p->n_windows, (long long)p->n_ctx, res.bos ? " (BOS first)" : "",
-           (long long)p->first + 1, (long long)p->n_ctx, (long long)p->n_scored);
+    char span[128]; /* the words of the KLD report's file lines, for the same span */
+    logits_report_span(span, sizeof span, p->first, p->n_ctx);
+    printf("windows: %lld of %lld tokens%s, %s scored: %lld tokens\n", (long long)p->n_windows,
+           (long long)p->n_ctx, res.bos ? " (BOS first)" : "", span, (long long)p->n_scored);
     printf("PPL = %.4f ± %.5f\n", res.ppl, res.ppl_se);
     fprintf(stderr, "eval: %lld tokens in %.2f s = %.1f tok/s\n",
             (long long)(p->n_windows * (p->n_ctx - 1)), res.eval_ms * 1e-3,

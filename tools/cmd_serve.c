@@ -1,10 +1,12 @@
 /* cmd_serve.c — `plumb serve`: the command line of the OpenAI-compatible HTTP server; the
  * server itself is serve/ (plumb_serve). Parses options, loads the model, waits for a signal. */
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "serve.h"
@@ -19,6 +21,8 @@ static void usage(FILE *out)
           "request goes to the idle slot whose whole cached text its prompt extends (the longest\n"
           "such), else to the least recently used idle slot, so each conversation keeps its fast\n"
           "path. Requests beyond the slots wait in a bounded queue; beyond it they get 503.\n"
+          "By default one slot with every core: a request runs as fast as `plumb run`, and\n"
+          "others wait for it; --slots N runs N at once, the cores shared among them.\n"
           "Prints one line on stdout when listening, one log line per request on stderr;\n"
           "SIGINT/SIGTERM stop it. GET / is the chat page (web/README.md): embedded in the\n"
           "binary; its in-browser engine (plumb-engine.mjs, *.wasm) comes from --web-dir.\n"
@@ -30,7 +34,8 @@ static void usage(FILE *out)
         "  --host ADDR              address or name to listen on (default 127.0.0.1: this\n"
         "                           machine only; localhost is loopback; 0.0.0.0: everywhere)\n"
         "  --port N                 port (default 8080; 0: a free one)\n"
-        "  --slots N                sessions, each with its prefix cache (default 2)\n"
+        "  --slots N                sessions, each with its prefix cache, that generate at\n"
+        "                           once (default 1)\n"
         "  --queue N                requests that may wait for a slot (default 16)\n"
         "  --api-key KEY            require 'Authorization: Bearer KEY' (not on /health and\n"
         "                           /metrics)\n"
@@ -41,9 +46,10 @@ static void usage(FILE *out)
         "  --max-body BYTES         largest request body (default 1048576)\n"
         "  --timeout S              close a connection idle, or whose request is not whole, this "
         "long (default 30)\n"
-        "  --web-dir DIR            the wasm engine files the page loads (`make wasm`'s\n"
-        "                           build-wasm/web; default: that folder of the source tree\n"
-        "                           plumb was built from, when it exists)\n"
+        "  --web-dir DIR            the wasm engine files the page loads (default: the\n"
+        "                           installed ones, ../share/plumb/web from this program,\n"
+        "                           when they are there; else `make wasm`'s build-wasm/web\n"
+        "                           of the source tree plumb was built from, if it exists)\n"
         "  --alias NAME             model id in responses (default: the file's name without\n"
         "                           .gguf)\n"
         "  --max-tokens N           tokens per reply when a request gives no max_tokens\n"
@@ -54,7 +60,8 @@ static void usage(FILE *out)
         "  --chat-template NAME     a built-in template instead: chatml, qwen2, qwen2.5,\n"
         "                           llama3, llama2, mistral (--template NAME: the same)\n"
         "  -t, --threads N          threads per slot (default: the physical cores, or\n"
-        "                           PLUMB_THREADS, shared among the slots, at least 1 each)\n"
+        "                           PLUMB_THREADS, shared among the slots, at least 1 each:\n"
+        "                           all of them with one slot)\n"
         "  -c, --ctx N              context window per slot in tokens (default min(train, 4096))\n"
         "  --sliding-window N       sliding window instead of a context window\n"
         "  --sinks N                attention sinks kept by the sliding window (default 4)\n"
@@ -178,6 +185,37 @@ static int default_threads(const pl_model *m, int64_t slots)
     return n < 1 ? 1 : (int)n;
 }
 
+static int has_engine(const char *dir)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    return snprintf(path, sizeof path, "%s/plumb-engine.mjs", dir) < (int)sizeof path &&
+           !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
+/* --web-dir's default: the installed page beside this program (bin/../share/plumb/web) when it
+ * holds the engine, else the source tree's build-wasm/web when it exists, else none. buf:
+ * PATH_MAX bytes. */
+static const char *default_web_dir(char *buf)
+{
+#ifdef PLUMB_WEB_DIR_FROM_BIN
+    char exe[PATH_MAX], joined[2 * PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash = n > 0 ? (exe[n] = 0, strrchr(exe, '/')) : NULL;
+    if (slash) {
+        *slash = 0;
+        snprintf(joined, sizeof joined, "%s/%s", exe, PLUMB_WEB_DIR_FROM_BIN);
+        if (realpath(joined, buf) && has_engine(buf)) return buf;
+    }
+#endif
+#ifdef PLUMB_WEB_DIR_DEFAULT
+    struct stat st;
+    if (!stat(PLUMB_WEB_DIR_DEFAULT, &st) && S_ISDIR(st.st_mode)) return PLUMB_WEB_DIR_DEFAULT;
+#endif
+    (void)buf;
+    return NULL;
+}
+
 /* The file's name without its folders and ".gguf": the default model id. */
 static char *default_alias(const char *path)
 {
@@ -197,7 +235,7 @@ int cmd_serve(int argc, char **argv)
 {
     serve_opts o = {.host = "127.0.0.1",
                     .port = 8080,
-                    .slots = 2,
+                    .slots = 1,
                     .queue = 16,
                     .max_body = 1 << 20,
                     .timeout = 30,
@@ -232,7 +270,8 @@ int cmd_serve(int argc, char **argv)
     }
     /* A model whose template does not compile still serves completions. */
     if ((rc = cli_tmpl_load(m, o.model, &o.tmpl, 0, &tmpl, tmpl_desc, sizeof tmpl_desc))) goto out;
-    if (!o.g.threads) o.g.threads = default_threads(m, o.slots);
+    const int threads_given = o.g.threads != 0;
+    if (!threads_given) o.g.threads = default_threads(m, o.slots);
     if (!o.alias && !(alias = default_alias(o.model))) {
         rc = cli_errorf("out of memory");
         goto out;
@@ -255,26 +294,33 @@ int cmd_serve(int argc, char **argv)
         .log = stderr,
         .web_dir = o.web_dir,
     };
-#ifdef PLUMB_WEB_DIR_DEFAULT
-    struct stat wst;
-    if (!cfg.web_dir && !stat(PLUMB_WEB_DIR_DEFAULT, &wst) && S_ISDIR(wst.st_mode))
-        cfg.web_dir = PLUMB_WEB_DIR_DEFAULT;
-#endif
+    char web_dir[PATH_MAX];
+    if (!cfg.web_dir) cfg.web_dir = default_web_dir(web_dir);
     if ((st = sv_server_start(&srv, m, &cfg, &err))) {
         rc = cli_fail(st, &err);
         goto out;
     }
     pl_session_info si = {0};
     pl_session_get_info(sv_slots_session(sv_server_slots(srv), 0), &si, NULL);
-    fprintf(
-        stderr,
-        "plumb serve: model %s (id '%s', chat template %s), %lld slots of %lld tokens%s, "
-        "%d threads each, kernels %s, queue %lld, max body %lld bytes, timeout %lld s%s%s%s%s\n",
-        o.model, cfg.api.alias, tmpl_desc, (long long)o.slots, (long long)si.kv_capacity,
-        o.g.window ? " (sliding window)" : "", si.n_threads, si.kernels, (long long)o.queue,
-        (long long)o.max_body, (long long)o.timeout, o.api_key ? ", API key required" : "",
-        o.metrics_key ? ", metrics key required" : "", o.cors ? ", CORS origin " : "",
-        o.cors ? o.cors : "");
+    /* What one request gets, and why: the line a user reads to know the server's speed. */
+    const char *pool = getenv("PLUMB_THREADS") ? "PLUMB_THREADS" : "the physical cores";
+    char why[128];
+    if (threads_given)
+        snprintf(why, sizeof why, "-t");
+    else if (o.slots == 1)
+        snprintf(why, sizeof why, "all of %s; --slots N serves N at once", pool);
+    else
+        snprintf(why, sizeof why, "%s shared among the slots", pool);
+    fprintf(stderr,
+            "plumb serve: model %s (id '%s', chat template %s), %lld slot%s of %lld tokens%s: a "
+            "request gets %d thread%s (%s), kernels %s, queue %lld, max body %lld bytes, timeout "
+            "%lld s%s%s%s%s\n",
+            o.model, cfg.api.alias, tmpl_desc, (long long)o.slots, o.slots == 1 ? "" : "s",
+            (long long)si.kv_capacity, o.g.window ? " (sliding window)" : "", si.n_threads,
+            si.n_threads == 1 ? "" : "s", why, si.kernels, (long long)o.queue,
+            (long long)o.max_body, (long long)o.timeout, o.api_key ? ", API key required" : "",
+            o.metrics_key ? ", metrics key required" : "", o.cors ? ", CORS origin " : "",
+            o.cors ? o.cors : "");
     int v6 = strchr(o.host, ':') != NULL;
     printf("plumb serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", o.host, v6 ? "]" : "",
            sv_server_port(srv));

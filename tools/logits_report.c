@@ -5,14 +5,22 @@
 
 #include "logits_report.h"
 
+void logits_report_span(char *buf, size_t size, int64_t first, int64_t window)
+{
+    snprintf(buf, size, "positions [%lld, %lld) of each (predicting tokens [%lld, %lld))",
+             (long long)first, (long long)(window - 1), (long long)first + 1, (long long)window);
+}
+
 void logits_report_file(FILE *out, const char *tag, const char *path, const pl_logits *l)
 {
     fprintf(out, "%s: %s (model '%s', tokenizer %016" PRIx64 ", ", tag, path, l->model_name,
             l->tokenizer_hash);
+    char span[128];
+    logits_report_span(span, sizeof span, l->first_row, l->window);
     if (l->window)
-        fprintf(out, "%lld windows of %lld tokens, positions [%lld, %lld) of each: %lld rows)\n",
-                (long long)(l->n_tokens / l->window), (long long)l->window, (long long)l->first_row,
-                (long long)(l->window - 1), (long long)l->n_rows);
+        fprintf(out, "%lld windows of %lld tokens, %s: %lld rows)\n",
+                (long long)(l->n_tokens / l->window), (long long)l->window, span,
+                (long long)l->n_rows);
     else
         fprintf(out, "rows [%lld, %lld) of %lld tokens)\n", (long long)l->first_row,
                 (long long)(l->first_row + l->n_rows), (long long)l->n_tokens);

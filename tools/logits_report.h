@@ -7,6 +7,9 @@
 
 #include "plumb.h"
 
+/* The span a windowed file keeps, as both reports name it: "positions [first, window - 1) of
+ * each (predicting tokens [first + 1, window))" — position i's logits predict token i + 1. */
+void logits_report_span(char *buf, size_t size, int64_t first, int64_t window);
 /* "A: PATH (model 'NAME', tokenizer HASH, rows [lo, hi) of N tokens)", or for a windowed file
  * its windows and the positions kept in each. */
 void logits_report_file(FILE *out, const char *tag, const char *path, const pl_logits *l);

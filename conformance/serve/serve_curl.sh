@@ -485,8 +485,8 @@ start_server() {
   BASE=$(sed -n 's|^plumb serve: listening on \(http://[^ ]*\)$|\1|p' "$WORK/stdout2" | head -1)
 }
 stop_server() { kill -TERM $SERVER_PID; wait $SERVER_PID; SERVER_PID=""; }
-# threads_each: the "N threads each" of the start line.
-threads_each() { sed -n 's/.* \([0-9][0-9]*\) threads each,.*/\1/p' "$WORK/stderr2" | head -1; }
+# threads_each: the "a request gets N threads" of the start line.
+threads_each() { sed -n 's/.*: a request gets \([0-9][0-9]*\) threads\{0,1\} (.*/\1/p' "$WORK/stderr2" | head -1; }
 
 # ---- --host localhost, --cors, --metrics-key, threads per slot --------------------------
 ORIGIN=https://app.example
@@ -536,6 +536,23 @@ CPUS=$(nproc)
 if [ -n "$T" ] && [ "$T" -ge 1 ] && { [ $((2 * T)) -le "$CPUS" ] || [ "$T" = 1 ]; }; then
   pass "default threads per slot: 2 slots × $T ≤ $CPUS CPUs"
 else fail "default threads per slot: 2 slots × T ≤ CPUs" "T '$T', CPUs $CPUS: $(head -2 "$WORK/stderr2")"; fi
+stop_server
+
+# Default: one slot, and a lone request gets every thread of the pool (PLUMB_THREADS here);
+# the start line says so, and /health counts one slot.
+start_server env PLUMB_THREADS=2 "$PLUMB" serve -m "$MODEL" --port 0
+T=$(threads_each)
+if [ "$T" = 2 ] && grep -q ' 1 slot of [0-9]* tokens: a request gets 2 threads (all of PLUMB_THREADS; --slots N serves N at once)' "$WORK/stderr2"; then
+  pass "default: 1 slot, a request gets all PLUMB_THREADS=2 threads, and the start line says so"
+else fail "default: 1 slot, a request gets all 2 threads" "'$T' (base '$BASE'): $(head -2 "$WORK/stderr2")"; fi
+if curl -s "$BASE/health" | jq -e '.slots_total == 1' >/dev/null; then pass "default: /health slots_total 1"
+else fail "default: /health slots_total 1" "$(curl -s "$BASE/health")"; fi
+stop_server
+# -t N is what a request gets, whatever the slots.
+start_server env PLUMB_THREADS=4 "$PLUMB" serve -m "$MODEL" --port 0 --slots 3 -t 1
+if grep -q ' 3 slots of [0-9]* tokens: a request gets 1 thread (-t)' "$WORK/stderr2"; then
+  pass "--slots 3 -t 1: the start line says a request gets 1 thread (-t)"
+else fail "--slots 3 -t 1: a request gets 1 thread (-t)" "$(head -2 "$WORK/stderr2")"; fi
 stop_server
 
 # ---- --chat-template-file: the template from a file sees the request's tools -------------

@@ -31,7 +31,7 @@ perplexity_prints_windows_and_ppl)
     run perplexity -m "$tmp/f32.gguf" -f "$tmp/text.txt" -c 64
     expect_rc 0 "perplexity"
     expect_in "$tmp/out" "windows: "
-    expect_in "$tmp/out" " of 64 tokens, tokens [33, 64) scored in each"
+    expect_in "$tmp/out" " of 64 tokens, positions [32, 63) of each (predicting tokens [33, 64)) scored"
     grep -qE '^PPL = [0-9]+\.[0-9]{4} ± [0-9]+\.[0-9]{5}$' "$tmp/out" ||
         fail "no 'PPL = X ± SE' line"
     expect_in "$tmp/err" "tok/s"
@@ -68,11 +68,15 @@ perplexity_kld_base_of_itself_is_zero)
     run perplexity -m "$tmp/q8.gguf" -f "$tmp/text.txt" --kl-divergence-base "$tmp/base.logits" \
         --save-logits "$tmp/q8.logits" --chunks 2
     expect_rc 0 "Q8_0 against the F32 base, 2 windows"
+    # The PPL line and both file lines of the KLD block name the scored span in the same words.
+    span="positions [32, 63) of each (predicting tokens [33, 64))"
+    [ "$(grep -cF "$span" "$tmp/out")" = 3 ] ||
+        fail "the windows line and the A and B lines do not all say '$span': $(head -8 "$tmp/out")"
     expect_in "$tmp/out" "compared: 62 positions (2 windows)"
     grep -q "^Mean    KLD: *0\.000000 " "$tmp/out" && fail "Q8_0's KLD is 0"
     run logits compare "$tmp/base.logits" "$tmp/base.logits"
     expect_rc 0 "logits compare of two windowed files"
-    expect_in "$tmp/out" "windows of 64 tokens, positions [32, 63) of each"
+    expect_in "$tmp/out" "windows of 64 tokens, positions [32, 63) of each (predicting tokens [33, 64))"
     ;;
 
 perplexity_bad_input_exits_1_or_2)
