@@ -509,6 +509,16 @@ static void nap_fn(void *ctx, int64_t i0, int64_t i1, int thread)
     }
 }
 
+/* A run of 64 nap items, checked exact; 1 when thread 1 took part (and so napped 2 ms). */
+static int stalled_run(pl_pool *p)
+{
+    nap z;
+    memset(&z, 0, sizeof z);
+    pl_pool_run(p, nap_fn, &z, 64, 1);
+    for (int i = 0; i < 64; i++) CU_ASSERT_EQUAL(atomic_load(&z.count[i]), 1);
+    return atomic_load(&z.napped);
+}
+
 /* After a run whose caller waited >= 200 us for a worker, the next runs go to the caller
  * alone (one call over everything) and are as exact; turning the back-off off ends that. */
 static void pool_backs_off_to_the_caller_after_a_stall(void)
@@ -519,13 +529,10 @@ static void pool_backs_off_to_the_caller_after_a_stall(void)
      * whole 2 ms back-off between the two gets another try) */
     int stalled = 0, solo = 0;
     for (int attempt = 0; attempt < 100 && !solo; attempt++) {
-        nap z;
-        memset(&z, 0, sizeof z);
-        pl_pool_run(p, nap_fn, &z, 64, 1);
-        for (int i = 0; i < 64; i++) CU_ASSERT_EQUAL(atomic_load(&z.count[i]), 1);
-        if (!atomic_load(&z.napped)) continue; /* thread 1 did not take part */
+        if (!stalled_run(p)) continue; /* thread 1 did not take part */
         stalled = 1;
         const uint64_t solo0 = pl_pool_get_stats(p).solo;
+        nap z;
         memset(&z, 0, sizeof z);
         atomic_store(&z.napped, 1);
         pl_pool_run(p, nap_fn, &z, 64, 1);
@@ -553,11 +560,7 @@ static void pool_benches_only_the_stalled_worker(void)
     pl_pool_set_spin_us(p, 2000); /* the stall is seen while spinning, 200 us in */
     int stalled = 0, benched = 0;
     for (int attempt = 0; attempt < 100 && !benched; attempt++) {
-        nap z;
-        memset(&z, 0, sizeof z);
-        pl_pool_run(p, nap_fn, &z, 64, 1);
-        for (int i = 0; i < 64; i++) CU_ASSERT_EQUAL(atomic_load(&z.count[i]), 1);
-        if (!atomic_load(&z.napped)) continue; /* thread 1 did not take part */
+        if (!stalled_run(p)) continue; /* thread 1 did not take part */
         stalled = 1;
         const pl_pool_stats s0 = pl_pool_get_stats(p);
         visit v;

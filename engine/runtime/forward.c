@@ -175,6 +175,15 @@ static void quant_worker(void *ctx, int64_t t0, int64_t t1, int thread)
  * whole row's (blocks are whole vectors but the row's last, whose tail is the row's own). */
 #define GLU_COLS 256
 
+/* Item i of rows of K elements cut in blocks of `cols` (nb per row): its row *t, first column
+ * *c0 and length (the row's last block may be short). */
+static int64_t col_block(int64_t i, int64_t nb, int64_t K, int64_t cols, int64_t *t, int64_t *c0)
+{
+    *t = i / nb;
+    *c0 = i % nb * cols;
+    return K - *c0 < cols ? K - *c0 : cols;
+}
+
 typedef struct glu_job {
     const struct pl_kernels *k;
     const pre_op *pre;
@@ -187,8 +196,8 @@ static void glu_worker(void *ctx, int64_t i0, int64_t i1, int thread)
     (void)thread;
     const glu_job *j = ctx;
     for (int64_t i = i0; i < i1; i++) {
-        const int64_t t = i / j->nb, c0 = i % j->nb * GLU_COLS;
-        const int64_t n = j->K - c0 < GLU_COLS ? j->K - c0 : GLU_COLS;
+        int64_t t, c0;
+        const int64_t n = col_block(i, j->nb, j->K, GLU_COLS, &t, &c0);
         const size_t at = (size_t)(t * j->K + c0);
         if (j->pre->act == PL_ACT_GELU_TANH)
             j->k->geglu(j->x + at, j->pre->a + at, j->pre->b + at, n);
@@ -215,8 +224,8 @@ static void qcols_worker(void *ctx, int64_t i0, int64_t i1, int thread)
     (void)thread;
     const qcols_job *j = ctx;
     for (int64_t i = i0; i < i1; i++) {
-        const int64_t t = i / j->nb, c0 = i % j->nb * QUANT_COLS;
-        const int64_t n = j->K - c0 < QUANT_COLS ? j->K - c0 : QUANT_COLS;
+        int64_t t, c0;
+        const int64_t n = col_block(i, j->nb, j->K, QUANT_COLS, &t, &c0);
         j->fn(j->out + (size_t)t * j->row + (size_t)(c0 / j->block) * j->block_bytes,
               j->x + t * j->K + c0, n);
     }
