@@ -466,6 +466,7 @@ static int check_message(json_t *msg, size_t i, msg_state *st, sv_error *e)
     while (ri < sizeof roles / sizeof roles[0] && strcmp(roles[ri], r) != 0) ri++;
     if (ri == sizeof roles / sizeof roles[0])
         return bad_field(e, field, "'%.40s' is not a role: one of " ROLE_LIST, r);
+    r = roles[ri]; /* the request's string goes when developer becomes system */
     int assistant = strcmp(r, "assistant") == 0, tool = strcmp(r, "tool") == 0;
     if (strcmp(r, "developer") == 0 && !st->developer_as_is &&
         json_object_set_new(msg, "role", json_string("system")))

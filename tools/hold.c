@@ -84,6 +84,7 @@ static size_t open_tail(const hold *h)
 
 static void consume(hold *h, size_t n)
 {
+    if (n == 0) return; /* h->buf may still be NULL (nothing pushed yet) */
     memmove(h->buf, h->buf + n, h->len - n);
     h->len -= n;
 }
@@ -99,8 +100,10 @@ int hold_push(hold *h, FILE *f, const char *text, size_t n)
         h->buf = nb;
         h->cap = cap;
     }
-    memcpy(h->buf + h->len, text, n);
-    h->len += n;
+    if (n > 0) { /* an empty piece may come before the buffer exists (h->buf NULL) */
+        memcpy(h->buf + h->len, text, n);
+        h->len += n;
+    }
     for (;;) {
         size_t plen = 0, at = find_first(h, &plen);
         if (at == h->len) break;
