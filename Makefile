@@ -1,5 +1,5 @@
 # Makefile — the front door. CMake does the building; this file names the jobs (`make help`).
-#   make deps   install missing Debian packages      make        configure + build (build/)
+#   make deps   missing Debian packages + wasm libs   make        configure + build (build/)
 #   make test   deps + build + ctest                 make demo   the main job on a built-in model
 #   make fuzz   AFL++ campaigns                      make perf   paired A/B regression report
 #   make perf-instr   instruction counts (callgrind), JSON + table
@@ -31,7 +31,7 @@ DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help all build deps deps-wasm test demo fuzz perf perf-scaling perf-micro perf-baseline perf-history perf-instr perf-web perf-pretok clean format tsan wasm
+.PHONY: help all build deps deps-pkgs deps-wasm test check demo fuzz perf perf-scaling perf-micro perf-baseline perf-history perf-instr perf-web perf-pretok clean format tsan wasm
 
 all: build
 
@@ -39,7 +39,12 @@ build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-deps:
+# deps: the packages, then the browser build's libraries from their Debian sources (once per
+# machine: tools/wasm/deps.sh caches them in ~/.cache/plumb/wasm-deps). deps-pkgs: the packages.
+deps: deps-pkgs
+	JOBS=$(JOBS) nice tools/wasm/deps.sh
+
+deps-pkgs:
 	@missing=""; for p in $(DEPS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
@@ -52,10 +57,9 @@ deps:
 	else echo "deps: all present ($(DEPS))"; fi
 	@tools/wasm/deps.sh --apt
 
-# The wasm build's libraries from their Debian sources (adds a deb-src entry once; cached);
-# make wasm runs it too.
-deps-wasm: deps
-	JOBS=$(JOBS) nice tools/wasm/deps.sh build-wasm/deps
+# The wasm build's libraries alone (make deps builds them too; make wasm checks them).
+deps-wasm: deps-pkgs
+	JOBS=$(JOBS) nice tools/wasm/deps.sh
 
 # The browser build: build-wasm/web/plumb-{simd-threads,simd,scalar}.{mjs,wasm} (+ .worker.js),
 # with each SIMD tree's relaxed-SIMD module (simd-relaxed-threads, simd-relaxed), and
@@ -66,6 +70,11 @@ wasm:
 
 test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j 2 $(CTEST_ARGS)
+
+# The edit loop (conformance/README.md, "The quick label"): a wrong kernel, a broken parser, a
+# broken chat cache, in under a minute on 2 cores. Not a substitute for make test before a push.
+check: build
+	cd $(BUILD) && ctest --output-on-failure -j 2 -L quick $(CTEST_ARGS)
 
 # The demo model: 8 M parameters trained on English text (tools/train/README.md), converted
 # from its Hugging Face checkpoint (models/plumb-en-8m-hf) with `plumb convert --type Q8_0`.
@@ -79,7 +88,7 @@ DEMO_CHAT = $(BUILD)/tools/plumb chat -m $(DEMO_MODEL) --system "You are a helpf
             -n 16 --ignore-eos --seed 42
 # One line per turn of a --stats-json file: turn path reused prefilled ttft_ms.
 DEMO_TURNS = sed -n 's/.*"turn": \([0-9]*\), "path": "\([a-z]*\)", "reused": \([0-9]*\), "prefilled": \([0-9]*\),.*"ttft_ms": \([0-9.]*\),.*/\1 \2 \3 \4 \5/p'
-demo: deps build
+demo: deps-pkgs build
 	$(BUILD)/tools/plumb run -m $(DEMO_MODEL) -p "Once upon a time" -n 64 --temp 0.7 --top-p 0.9 --seed 42
 	@echo; echo "== plumb chat: 4 user lines piped in; the prefix cache keeps the conversation"
 	printf '%s\n' $(DEMO_CHAT_LINES) | $(DEMO_CHAT) --stats-json $(BUILD)/demo-chat.json
@@ -103,11 +112,11 @@ FUZZ_ENV = FUZZ_HARNESSES="$(FUZZ_HARNESSES)" FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZ
 # its seed corpus from the output directory alone; and two AFL++ instance groups through one
 # FUZZ_SYNC_DIR (fuzz/README.md).
 .PHONY: fuzz-cflite fuzz-sync-test
-fuzz-cflite: deps
+fuzz-cflite: deps-pkgs
 	fuzz/cflite-check.sh
-fuzz-sync-test: deps
+fuzz-sync-test: deps-pkgs
 	fuzz/sync-test.sh
-fuzz: deps
+fuzz: deps-pkgs
 	$(FUZZ_ENV) fuzz/campaign.sh all
 fuzz-replay:
 	$(FUZZ_ENV) fuzz/campaign.sh replay
@@ -123,7 +132,7 @@ fuzz-coverage:
 PERF_VARS = $(foreach v,BASE SUITE PAIRS ROUNDS THRESHOLD THREADS CPUS LOAD_MAX REVS,$(if $($(v)),$(v)="$($(v))"))
 perf:
 	@dpkg-query -W -f='$${Status}' gnuplot-nox 2>/dev/null | grep -q "install ok installed" || \
-	  command -v gnuplot >/dev/null || $(MAKE) deps
+	  command -v gnuplot >/dev/null || $(MAKE) deps-pkgs
 	perf/perf.sh ab $(PERF_VARS) JOBS=$(JOBS)
 # plumb against the peers at 1, 2, 4, ... threads up to the cores (% of roofline and of the int8
 # peak per row; exit 1 when more threads are slower than fewer): perf/reports/scaling-*.md.
@@ -160,12 +169,12 @@ perf-web: build
 # per prefilled/decoded token on tiny and qwen2-0.5b, per kernel call on fixed shapes, ref and
 # avx2 sets; writes $(BUILD)/perf-instr.json. Compare two: perf/perf_instr.sh compare A.json B.json
 PERF_INSTR_ARGS ?=
-perf-instr: deps build
+perf-instr: deps-pkgs build
 	perf/perf_instr.sh -b $(BUILD) $(PERF_INSTR_ARGS)
 
 # ThreadSanitizer over what runs on several threads: sessions sharing one model (chat), the
 # thread pool, and the HTTP server (connections, slots, streams). CI runs it after the ASan build.
-tsan: deps
+tsan: deps-pkgs
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
 	  -DPLUMB_SANITIZE=thread $(CMAKE_FLAGS)
 	cmake --build build-tsan -j $(JOBS) --target test_chat_cache test_threads test_serve_http
@@ -181,15 +190,17 @@ help:
 	@echo 'make [target] [VAR=value ...]   variables: BUILD (build) BUILD_TYPE (Release) JOBS CMAKE_FLAGS CTEST_ARGS'
 	@echo 'build and test:'
 	@echo '  all, build      configure + build into $$(BUILD) (the default target)'
-	@echo '  deps            install the missing Debian packages (sudo when not root)'
+	@echo '  deps            the missing Debian packages (sudo when not root), then deps-wasm'
+	@echo '  deps-pkgs       only the missing Debian packages'
 	@echo '  test            deps + build + ctest (CTEST_ARGS="-R regex" for a part)'
+	@echo '  check           build + ctest -L quick: the edit loop, under a minute'
 	@echo '  demo            the main job on the built-in 8M model: run, then a 4-turn chat'
 	@echo '  tsan            ThreadSanitizer over chat sessions, the thread pool, the HTTP server'
 	@echo '  format          clang-format every tracked .c and .h'
 	@echo '  clean           remove $$(BUILD)'
 	@echo 'the browser (web/README.md):'
 	@echo '  wasm            the emscripten build into build-wasm/web/ (WASM_VARIANTS)'
-	@echo '  deps-wasm       the wasm build'"'"'s libraries from their Debian sources'
+	@echo '  deps-wasm       the wasm build'"'"'s libraries from their Debian sources (cached per machine)'
 	@echo 'fuzzing (fuzz/README.md; FUZZ_HARNESSES, FUZZ_SECONDS):'
 	@echo '  fuzz            AFL++ campaigns on every harness'
 	@echo '  fuzz-replay     the replay drivers over the checked-in corpora'

@@ -3,9 +3,9 @@
 # (kernels/matmul_id.c) over every set's dense matmul (issue 33).
 set(PLUMB_QUANT_COMMON ${CMAKE_CURRENT_SOURCE_DIR}/quant_inputs.c
                        ${CMAKE_CURRENT_SOURCE_DIR}/refs/ref_matmul.c)
-plumb_test(test_quant LABELS conformance
+plumb_test(test_quant LABELS conformance quick
            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_quant.c ${PLUMB_QUANT_COMMON})
-plumb_test(test_matmul LABELS conformance
+plumb_test(test_matmul LABELS conformance quick
            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_matmul.c ${PLUMB_QUANT_COMMON})
 plumb_test(test_matmul_id LABELS conformance
            SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_matmul_id.c ${PLUMB_QUANT_COMMON})

@@ -148,6 +148,88 @@ static const struct {
 static const char *archs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"};
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
+/* The supported kernel sets, best first, ref last (kernel_sets.h), collected once. */
+static const char *sets[16];
+static int n_sets;
+
+static void collect_set(const struct pl_kernels *ks, void *ctx)
+{
+    (void)ctx;
+    if (n_sets < (int)(sizeof sets / sizeof sets[0])) sets[n_sets++] = ks->name;
+}
+
+static void collect_sets(void)
+{
+    if (!n_sets) for_each_supported_set(collect_set, NULL);
+}
+
+/* One file on every supported set: it is built, and the reference evaluated, once (they are
+ * most of a case's cost and do not depend on the set); each set then loads the same bytes,
+ * evaluates the same tokens in chunks of `chunk` and is compared with the same reference
+ * logits. A reference whose routing margin is under min_margin (MoE: see moe_reference) is not
+ * compared: returns 1. 0: compared. */
+static int e2e_spec(const tiny_spec *spec, const char *label, double tol, pl_type kv,
+                    int64_t window, int64_t sinks, int64_t chunk, double min_margin, worst *out)
+{
+    size_t size;
+    void *buf = NULL;
+    TU_CHECK(tiny_build(spec, &buf, &size) == 0, "%s: tiny model did not build", label);
+    if (!buf) return 0;
+    const int64_t V = spec->V;
+    int32_t tok[N_TOK];
+    random_tokens(tok, N_TOK, V, spec->seed);
+    float *y = malloc((size_t)(N_TOK * V) * sizeof *y);
+    double *r = malloc((size_t)(N_TOK * V) * sizeof *r);
+    const ref_window w = {window, sinks, window ? window : 128};
+    int have_ref = 0, ambiguous = 0;
+    collect_sets();
+    for (int si = 0; si < n_sets && !ambiguous; si++) {
+        pl_model *m = NULL;
+        pl_error e;
+        const pl_model_params mp = {.flags = g_model_flags, .kernels = sets[si]};
+        TU_CHECK(pl_model_load_memory(&m, buf, size, &mp, &e) == PL_OK, "set %s %s: load: %s",
+                 sets[si], label, e.msg);
+        if (!m) continue;
+        if (!have_ref) {
+            ref_model *rm = NULL;
+            char msg[256];
+            TU_CHECK(ref_model_load(&rm, pl_model_gguf(m), msg, sizeof msg) == 0, "ref load: %s",
+                     msg);
+            double margin = INFINITY;
+            if (rm) ref_model_forward(rm, tok, N_TOK, &w, r, min_margin > 0 ? &margin : NULL);
+            have_ref = rm != NULL;
+            ambiguous = margin < min_margin;
+            ref_model_free(rm);
+            if (ambiguous) {
+                pl_model_free(m);
+                break;
+            }
+        }
+        g_set = sets[si];
+        pl_session *s = session(m, 2, chunk, kv, 128, window, sinks);
+        g_set = NULL;
+        TU_CHECK(s && pl_session_eval(s, tok, N_TOK, y, PL_EVAL_ALL_LOGITS, &e) == PL_OK,
+                 "set %s %s: eval failed", sets[si], label);
+        if (have_ref && s) {
+            char what[160];
+            snprintf(what, sizeof what, "set %s %s kv=%s window=%lld sinks=%lld", sets[si], label,
+                     kv == PL_TYPE_F16 ? "F16" : "F32", (long long)window, (long long)sinks);
+            int bad;
+            worst wr = compare(y, r, N_TOK, V, tol, what, &bad);
+            TU_CHECK(bad == 0, "%s: argmax differs at %d positions with a clear top-2 gap", what,
+                     bad);
+            if (wr.ratio > out->ratio) out->ratio = wr.ratio;
+            if (wr.abs > out->abs) out->abs = wr.abs;
+        }
+        pl_session_free(s);
+        pl_model_free(m);
+    }
+    pl_buffer_free(buf);
+    free(y);
+    free(r);
+    return ambiguous;
+}
+
 static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64_t sinks,
                      worst *out)
 {
@@ -157,44 +239,9 @@ static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64
     spec.tied = ti % 2;
     spec.edit = g_edit;
     spec.edit_user = g_edit_user;
-    void *buf = NULL;
-    pl_model *m = load(&spec, &buf);
-    TU_CHECK(m != NULL, "%s %s: model did not load", arch, types[ti].name);
-    if (!m) {
-        pl_buffer_free(buf);
-        return;
-    }
-    int64_t V = spec.V;
-    int32_t tok[N_TOK];
-    random_tokens(tok, N_TOK, V, spec.seed);
-    float *y = malloc((size_t)(N_TOK * V) * sizeof *y);
-    double *r = malloc((size_t)(N_TOK * V) * sizeof *r);
-    pl_session *s = session(m, 2, 64, kv, 128, window, sinks);
-    pl_error e;
-    TU_CHECK(s && pl_session_eval(s, tok, N_TOK, y, PL_EVAL_ALL_LOGITS, &e) == PL_OK,
-             "%s %s: eval failed", arch, types[ti].name);
-    ref_model *rm = NULL;
-    char msg[256];
-    TU_CHECK(ref_model_load(&rm, pl_model_gguf(m), msg, sizeof msg) == 0, "ref load: %s", msg);
-    ref_window w = {window, sinks, window ? window : 128};
-    if (rm && s) {
-        ref_model_forward(rm, tok, N_TOK, &w, r, NULL);
-        char what[128];
-        snprintf(what, sizeof what, "set %s %s %s kv=%s window=%lld sinks=%lld",
-                 g_set ? g_set : "default", arch, types[ti].name, kv == PL_TYPE_F16 ? "F16" : "F32",
-                 (long long)window, (long long)sinks);
-        int bad;
-        worst wr = compare(y, r, N_TOK, V, type_tol(types[ti].t, types[ti].mix, kv), what, &bad);
-        TU_CHECK(bad == 0, "%s: argmax differs at %d positions with a clear top-2 gap", what, bad);
-        if (wr.ratio > out->ratio) out->ratio = wr.ratio;
-        if (wr.abs > out->abs) out->abs = wr.abs;
-    }
-    ref_model_free(rm);
-    pl_session_free(s);
-    pl_model_free(m);
-    pl_buffer_free(buf);
-    free(y);
-    free(r);
+    char label[64];
+    snprintf(label, sizeof label, "%s %s", arch, types[ti].name);
+    e2e_spec(&spec, label, type_tol(types[ti].t, types[ti].mix, kv), kv, window, sinks, 64, 0, out);
 }
 
 /* ---- RoPE scaling: each as llama.cpp's keys and tensors carry it, against the reference's
@@ -273,7 +320,7 @@ static const rope_variant rope_variants[] = {
     {"longrope, 128 within original 4096", "phi3", NULL, 0, 0, 4096, 1.19f, 2},
 };
 
-static void e2e_rope_scaling_one_set(void)
+static void e2e_rope_scaling_matches_reference(void)
 {
     static const int type_idx[] = {0, 2}; /* F32, Q8_0 */
     for (size_t v = 0; v < sizeof rope_variants / sizeof rope_variants[0]; v++) {
@@ -284,7 +331,7 @@ static void e2e_rope_scaling_one_set(void)
             e2e_case(rope_variants[v].arch, type_idx[t], PL_TYPE_F32, 0, 0, &w);
         g_edit = NULL;
         g_edit_user = NULL;
-        printf("\n  set %s, rope %s (%s): max|err| %.3g, worst ratio to bound %.3f", g_set,
+        printf("\n  rope %s (%s), every set: max|err| %.3g, worst ratio to bound %.3f",
                rope_variants[v].name, rope_variants[v].arch, w.abs, w.ratio);
     }
 }
@@ -302,25 +349,20 @@ static void for_each_set(void (*fn)(void))
     g_set = NULL;
 }
 
-static void e2e_logits_match_reference_for_every_arch_and_type_one_set(void)
+static void e2e_logits_match_reference_for_every_arch_and_type(void)
 {
     worst per_type[sizeof types / sizeof types[0]] = {{0, 0}};
     for (size_t a = 0; a < N_ARCHS; a++)
         for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
             e2e_case(archs[a], (int)t, PL_TYPE_F32, 0, 0, &per_type[t]);
-    printf("\n  e2e max error per weight type (F32 KV, %zu archs, %d positions):\n", N_ARCHS,
-           N_TOK);
+    printf("\n  e2e max error per weight type (F32 KV, %zu archs, %d sets, %d positions):\n",
+           N_ARCHS, n_sets, N_TOK);
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         printf("    %-5s max|err| %.3g  worst ratio to bound %.3f\n", types[t].name,
                per_type[t].abs, per_type[t].ratio);
 }
 
-static void e2e_logits_match_reference_for_every_arch_and_type(void)
-{
-    for_each_set(e2e_logits_match_reference_for_every_arch_and_type_one_set);
-}
-
-static void e2e_f16_kv_matches_reference_one_set(void)
+static void e2e_f16_kv_matches_reference(void)
 {
     worst w = {0, 0}, wq = {0, 0};
     for (size_t a = 0; a < N_ARCHS; a++) {
@@ -331,12 +373,7 @@ static void e2e_f16_kv_matches_reference_one_set(void)
            w.abs, w.ratio, wq.abs, wq.ratio);
 }
 
-static void e2e_f16_kv_matches_reference(void)
-{
-    for_each_set(e2e_f16_kv_matches_reference_one_set);
-}
-
-static void e2e_sliding_window_with_sinks_matches_reference_one_set(void)
+static void e2e_sliding_window_with_sinks_matches_reference(void)
 {
     worst w = {0, 0};
     static const int64_t cfg[][2] = {{16, 4}, {16, 0}, {9, 1}, {100, 3}};
@@ -344,16 +381,6 @@ static void e2e_sliding_window_with_sinks_matches_reference_one_set(void)
         for (size_t c = 0; c < 4; c++)
             e2e_case(archs[a], (int)(c % 2 ? 0 : 2), PL_TYPE_F32, cfg[c][0], cfg[c][1], &w);
     printf("\n  sliding window: max|err| %.3g, worst ratio %.3f\n", w.abs, w.ratio);
-}
-
-static void e2e_rope_scaling_matches_reference(void)
-{
-    for_each_set(e2e_rope_scaling_one_set);
-}
-
-static void e2e_sliding_window_with_sinks_matches_reference(void)
-{
-    for_each_set(e2e_sliding_window_with_sinks_matches_reference_one_set);
 }
 
 /* ---- determinism ---- */
@@ -407,34 +434,37 @@ static void check_invariance_spec(tiny_spec spec, int64_t window, int64_t sinks)
     pl_session *s = session(m, 1, 64, PL_TYPE_F16, 128, window, sinks);
     eval_pieces(s, tok, N_TOK, N_TOK, base, V);
     pl_session_free(s);
+    /* Threads x chunk x piece as a covering array of strength 2 (conformance/README.md): every
+     * chunk with every piece, and the thread count cycling so that every count meets every chunk
+     * and every piece (each count splits a matmul's rows the same way whatever the chunking, so
+     * the triples add nothing the pairs miss); each against the 1-thread, one-call base. */
     static const int64_t chunks[] = {1, 3, 7, 16, 64};
     static const int64_t pieces[] = {1, 5, 13, 64};
     int counts[3], n_counts = thread_counts(counts);
-    for (int ti = 0; ti < n_counts; ti++) {
-        const int threads = counts[ti];
-        for (size_t c = 0; c < 5; c++)
-            for (size_t p = 0; p < 4; p++) {
-                s = session(m, threads, chunks[c], PL_TYPE_F16, 128, window, sinks);
-                memset(y, 0, bytes);
-                eval_pieces(s, tok, N_TOK, pieces[p], y, V);
-                TU_CHECK(memcmp(y, base, bytes) == 0,
-                         "set %s %s %s window=%lld: logits differ with threads=%d chunk=%lld "
-                         "piece=%lld",
-                         g_set, arch, pl_type_name(type), (long long)window, threads,
-                         (long long)chunks[c], (long long)pieces[p]);
-                pl_session_free(s);
-                if (c % 2 || p % 2 == 0)
-                    continue; /* last logits only: chunks 1, 7, 64, pieces 5, 64 */
-                s = session(m, threads, chunks[c], PL_TYPE_F16, 128, window, sinks);
-                const int bad = last_logits_differ(s, tok, N_TOK, pieces[p], base, V);
-                TU_CHECK(bad == 0,
-                         "set %s %s %s window=%lld: %d last-token logits differ from the "
-                         "all-position ones with threads=%d chunk=%lld piece=%lld",
-                         g_set, arch, pl_type_name(type), (long long)window, bad, threads,
-                         (long long)chunks[c], (long long)pieces[p]);
-                pl_session_free(s);
-            }
-    }
+    for (size_t c = 0; c < 5; c++)
+        for (size_t p = 0; p < 4; p++) {
+            const int threads = counts[(c + p) % (size_t)n_counts];
+            s = session(m, threads, chunks[c], PL_TYPE_F16, 128, window, sinks);
+            memset(y, 0, bytes);
+            eval_pieces(s, tok, N_TOK, pieces[p], y, V);
+            TU_CHECK(memcmp(y, base, bytes) == 0,
+                     "set %s %s %s window=%lld: logits differ with threads=%d chunk=%lld "
+                     "piece=%lld",
+                     g_set, arch, pl_type_name(type), (long long)window, threads,
+                     (long long)chunks[c], (long long)pieces[p]);
+            pl_session_free(s);
+            if (c % 2 || p % 2 == 0) continue; /* last logits only: chunks 1, 7, 64, pieces 5, 64 */
+            /* every count meets every chunk and every piece of these six too */
+            const int last_threads = counts[(c / 2 + p / 2) % (size_t)n_counts];
+            s = session(m, last_threads, chunks[c], PL_TYPE_F16, 128, window, sinks);
+            const int bad = last_logits_differ(s, tok, N_TOK, pieces[p], base, V);
+            TU_CHECK(bad == 0,
+                     "set %s %s %s window=%lld: %d last-token logits differ from the "
+                     "all-position ones with threads=%d chunk=%lld piece=%lld",
+                     g_set, arch, pl_type_name(type), (long long)window, bad, last_threads,
+                     (long long)chunks[c], (long long)pieces[p]);
+            pl_session_free(s);
+        }
     /* Truncate to every k and re-evaluate the suffix: the same bits. */
     s = session(m, 2, 7, PL_TYPE_F16, 128, window, sinks);
     eval_pieces(s, tok, N_TOK, N_TOK, y, V);
@@ -569,7 +599,7 @@ static tiny_spec moe_spec(const char *name, uint32_t type)
  * cases whose reference margin is under 2e-5 are counted and skipped (not silently: the
  * test reports how many, and fails if most are). Quantized experts are proven by the kernels'
  * suites and, below, by bit identity across threads, chunks and layouts. */
-static void moe_reference_one_set(void)
+static void e2e_moe_matches_reference(void)
 {
     static const uint32_t wt[] = {PL_TYPE_F32, PL_TYPE_F16};
     int run = 0, ambiguous = 0;
@@ -580,61 +610,19 @@ static void moe_reference_one_set(void)
                 tiny_spec spec = moe_spec(moe_names[a], wt[t]);
                 spec.seed = tu_seed() + 0x3e0 + 7 * a + 3 * t + seed;
                 spec.tied = (int)seed;
-                void *buf = NULL;
-                pl_model *m = load(&spec, &buf);
-                TU_CHECK(m != NULL, "%s %s: model did not load", moe_names[a], pl_type_name(wt[t]));
-                if (!m) {
-                    pl_buffer_free(buf);
-                    continue;
-                }
-                const int64_t V = spec.V;
-                int32_t tok[N_TOK];
-                random_tokens(tok, N_TOK, V, spec.seed);
-                float *y = malloc((size_t)(N_TOK * V) * sizeof *y);
-                double *r = malloc((size_t)(N_TOK * V) * sizeof *r);
-                pl_session *s = session(m, 2, 16, PL_TYPE_F32, 128, 0, 0);
-                pl_error e;
-                TU_CHECK(s && pl_session_eval(s, tok, N_TOK, y, PL_EVAL_ALL_LOGITS, &e) == PL_OK,
-                         "%s: eval failed", moe_names[a]);
-                ref_model *rm = NULL;
-                char msg[256];
-                TU_CHECK(ref_model_load(&rm, pl_model_gguf(m), msg, sizeof msg) == 0,
-                         "ref load: %s", msg);
-                ref_window w = {0, 0, 128};
-                if (rm && s) {
-                    double margin;
-                    ref_model_forward(rm, tok, N_TOK, &w, r, &margin);
-                    if (margin < 2e-5) {
-                        ambiguous++;
-                    } else {
-                        char what[128];
-                        snprintf(what, sizeof what, "set %s %s %s", g_set ? g_set : "default",
-                                 moe_names[a], pl_type_name(wt[t]));
-                        int bad;
-                        const worst c =
-                            compare(y, r, N_TOK, V, type_tol(wt[t], 0, PL_TYPE_F32), what, &bad);
-                        TU_CHECK(bad == 0, "%s: argmax differs at %d positions", what, bad);
-                        if (c.ratio > wr.ratio) wr = c;
-                        run++;
-                    }
-                }
-                ref_model_free(rm);
-                pl_session_free(s);
-                pl_model_free(m);
-                pl_buffer_free(buf);
-                free(y);
-                free(r);
+                char label[64];
+                snprintf(label, sizeof label, "%s %s", moe_names[a], pl_type_name(wt[t]));
+                if (e2e_spec(&spec, label, type_tol(wt[t], 0, PL_TYPE_F32), PL_TYPE_F32, 0, 0, 16,
+                             2e-5, &wr))
+                    ambiguous++;
+                else
+                    run++;
             }
-    printf("    set %s: %d MoE models against the reference (worst |err|/bound %.3f), %d with an "
-           "ambiguous route skipped\n",
-           g_set ? g_set : "default", run, wr.ratio, ambiguous);
-    TU_CHECK(run >= 3 * ambiguous && run > 0, "set %s: %d of %d MoE cases were ambiguous",
-             g_set ? g_set : "default", ambiguous, run + ambiguous);
-}
-
-static void e2e_moe_matches_reference(void)
-{
-    for_each_set(moe_reference_one_set);
+    printf("    %d MoE models against the reference on %d sets (worst |err|/bound %.3f), %d with "
+           "an ambiguous route skipped\n",
+           run, n_sets, wr.ratio, ambiguous);
+    TU_CHECK(run >= 3 * ambiguous && run > 0, "%d of %d MoE cases were ambiguous", ambiguous,
+             run + ambiguous);
 }
 
 static void moe_invariance_one_set(void)

@@ -17,15 +17,37 @@ uint64_t tu_seed(void)
     return 0x706c756d62ull; /* "plumb" */
 }
 
+/* Whether name contains one of the comma-separated substrings of filters. */
+static int name_matches(const char *name, const char *filters)
+{
+    for (const char *f = filters;;) {
+        const char *end = strchr(f, ',');
+        const size_t n = end ? (size_t)(end - f) : strlen(f);
+        if (n == 0) return 1; /* an empty filter, as strstr's "", matches every name */
+        for (const char *p = name; *p; p++)
+            if (strncmp(p, f, n) == 0) return 1;
+        if (!end) return 0;
+        f = end + 1;
+    }
+}
+
 int tu_run(const char *suite, const tu_test *tests)
 {
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
     CU_pSuite s = CU_add_suite(suite, NULL, NULL);
     if (!s) return 2;
-    /* PLUMB_TEST=<substring> runs only the tests whose name contains it. */
+    /* PLUMB_TEST_LIST=1 prints the test names, one a line, and runs nothing (the ctest cases
+     * that split a binary check with it that they run every test: split_cases.sh). */
+    const char *list = getenv("PLUMB_TEST_LIST");
+    if (list && strcmp(list, "1") == 0) {
+        for (const tu_test *t = tests; t->name; t++) printf("%s\n", t->name);
+        CU_cleanup_registry();
+        return 0;
+    }
+    /* PLUMB_TEST=<substring>[,<substring>...] runs only the tests whose name contains one. */
     const char *only = getenv("PLUMB_TEST");
     for (const tu_test *t = tests; t->name; t++)
-        if ((!only || strstr(t->name, only)) && !CU_add_test(s, t->name, t->fn)) return 2;
+        if ((!only || name_matches(t->name, only)) && !CU_add_test(s, t->name, t->fn)) return 2;
     printf("%s: seed %" PRIu64 " (replay with PLUMB_SEED=%" PRIu64 ")\n", suite, tu_seed(),
            tu_seed());
     CU_basic_set_mode(CU_BRM_VERBOSE);

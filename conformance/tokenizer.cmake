@@ -7,6 +7,7 @@ foreach(t test_tokenizer test_tokenizer_hostile test_tokenizer_props test_tokeni
   plumb_test(${t} LABELS unit conformance SOURCES ${t}.c tokfix.c)
   target_link_libraries(${t} PRIVATE plumb_synth)
 endforeach()
+set_property(TEST test_tokenizer test_tokenizer_hostile test_chat APPEND PROPERTY LABELS quick)
 target_compile_definitions(test_chat PRIVATE PLUMB_JINJA_CORPUS="${CMAKE_CURRENT_SOURCE_DIR}/jinja")
 # plumb convert names a tokenizer.json's pre-tokenizer by content (features/pretok_id.c), on
 # the pre_tokenizer sections of the HF oracle fixtures (data/tokparity/pretok; issue 31).

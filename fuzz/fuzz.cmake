@@ -60,4 +60,10 @@ if(PLUMB_BUILD_TESTS AND NOT PLUMB_FUZZ_ENGINE_ARGS)
     set_tests_properties(fuzz_replay_${h} PROPERTIES LABELS fuzz-replay TIMEOUT 120
       ENVIRONMENT_MODIFICATION "PLUMB_KERNELS=unset:;PLUMB_THREADS=unset:")
   endforeach()
+  # The parsers' corpora replay in a second or two: part of the edit loop (ctest -L quick).
+  foreach(h gguf tokenizer jinja http safetensors quant)
+    if(TARGET fuzz_${h})
+      set_property(TEST fuzz_replay_${h} APPEND PROPERTY LABELS quick)
+    endif()
+  endforeach()
 endif()

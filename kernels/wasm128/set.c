@@ -3,11 +3,16 @@
  * the relaxed integer dot. In the browser the best set the module has; natively it runs
  * through SIMDe, chosen only by name, to prove the sources. Entries left NULL fall back to
  * ref, explicitly (the registry records and reports them). */
+#include "cpu.h"
 #include "wasm128.h"
 
 static int wasm128_supported(void)
 {
+#if defined(__AVX2__) && !defined(__wasm_simd128__)
+    return pl_cpu_avx2(); /* natively on x86, SIMDe compiled for AVX2 (kernels/CMakeLists.txt) */
+#else
     return 1; /* compiled for SIMD128 (emcc -msimd128) or portable through SIMDe */
+#endif
 }
 
 const struct pl_kernels PL_WQ(pl_kernels) = {

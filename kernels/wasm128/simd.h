@@ -33,11 +33,32 @@
 #endif
 /* c + the 4 products a_j b_j of each int32 lane; b must be in [0, 127] (see above). */
 #define pl_w_dot_i8_u7_add(a, b, c) wasm_i32x4_relaxed_dot_i8x16_i7x16_add(a, b, c)
-#elif PL_W_RELAXED
+#elif PL_W_RELAXED && defined(__SSE2__)
+#include <emmintrin.h>
 /* Natively (SIMDe has no relaxed dot): the x86 engines' lowering (pmaddubsw, then pmaddwd by
  * ones): b read as unsigned bytes, each pair sum saturated to int16. For b in [0, 127] that
  * is the exact value every engine computes; outside it, it differs from the signed reading
- * of other CPUs, so a misuse (operands swapped, an offset not removed) fails the suites. */
+ * of other CPUs, so a misuse (operands swapped, an offset not removed) fails the suites.
+ * In SSE2 (the native build's baseline; pmaddubsw is SSSE3): the even and odd bytes apart as
+ * int16 (every product of an int8 and a uint8 fits), their sums saturated, then pairs of
+ * those summed exactly into int32 lanes, as the scalar loop below defines. */
+PL_W_INLINE v128_t pl_w_dot_i8_u7_add(v128_t a, v128_t b, v128_t c)
+{
+    __m128i va, vb, vc;
+    memcpy(&va, &a, 16);
+    memcpy(&vb, &b, 16);
+    memcpy(&vc, &c, 16);
+    const __m128i a_even = _mm_srai_epi16(_mm_slli_epi16(va, 8), 8), a_odd = _mm_srai_epi16(va, 8);
+    const __m128i b_even = _mm_and_si128(vb, _mm_set1_epi16(0xff)), b_odd = _mm_srli_epi16(vb, 8);
+    const __m128i pairs =
+        _mm_adds_epi16(_mm_mullo_epi16(a_even, b_even), _mm_mullo_epi16(a_odd, b_odd));
+    const __m128i r = _mm_add_epi32(vc, _mm_madd_epi16(pairs, _mm_set1_epi16(1)));
+    v128_t out;
+    memcpy(&out, &r, 16);
+    return out;
+}
+#elif PL_W_RELAXED
+/* Natively without SSE2: the definition itself (see above). */
 PL_W_INLINE v128_t pl_w_dot_i8_u7_add(v128_t a, v128_t b, v128_t c)
 {
     int8_t av[16];

@@ -24,8 +24,10 @@ for v in "${variants[@]}"; do
   esac
 done
 start=$(date +%s)
+# The libraries, from the machine's cache (deps.sh: make deps builds them; built here if not).
+DEPS_DIR=${PLUMB_WASM_DEPS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/plumb/wasm-deps}
 DEPS_FLAVOURS=$(tr ' ' '\n' <<<"$flavours" | sort -u | xargs) JOBS=$JOBS \
-  "$ROOT/tools/wasm/deps.sh" "$OUT/deps"
+  "$ROOT/tools/wasm/deps.sh" "$DEPS_DIR"
 
 mkdir -p "$OUT/web"
 for v in "${variants[@]}"; do
@@ -38,9 +40,15 @@ for v in "${variants[@]}"; do
   echo "== wasm: $v"
   relaxed=OFF
   case $v in simd*) relaxed=${PLUMB_WASM_RELAXED:-ON} ;; esac
-  emcmake cmake -S "$ROOT" -B "$OUT/$v" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "${flags[@]}" \
-    -DPLUMB_WASM_RELAXED="$relaxed" -DPLUMB_WASM_DEPS="$OUT/deps/prefix-$deps" \
-    >"$OUT/$v.configure.log" 2>&1 || { tail -30 "$OUT/$v.configure.log" >&2; exit 1; }
+  # Configured once per set of options (emcmake's compiler checks cost seconds a tree); after
+  # that, cmake --build re-runs the configuration itself when a CMakeLists.txt changes.
+  options="$BUILD_TYPE ${flags[*]} relaxed=$relaxed deps=$DEPS_DIR/prefix-$deps"
+  if [ ! -f "$OUT/$v/CMakeCache.txt" ] || [ "$(cat "$OUT/$v/.configured" 2>/dev/null)" != "$options" ]; then
+    emcmake cmake -S "$ROOT" -B "$OUT/$v" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "${flags[@]}" \
+      -DPLUMB_WASM_RELAXED="$relaxed" -DPLUMB_WASM_DEPS="$DEPS_DIR/prefix-$deps" \
+      >"$OUT/$v.configure.log" 2>&1 || { tail -30 "$OUT/$v.configure.log" >&2; exit 1; }
+    echo "$options" >"$OUT/$v/.configured"
+  fi
   targets=(plumb_web)
   modules=("$v")
   if [ "$relaxed" = ON ]; then

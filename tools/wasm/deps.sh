@@ -5,14 +5,20 @@
 # Not a downloader of anything but Debian sources: the deb-src entry it adds names the same
 # mirrors as the system's deb entries.
 #
-#   tools/wasm/deps.sh [BUILD_DIR]      (default build-wasm/deps)
-#   tools/wasm/deps.sh --apt            only the deb-src entry (make deps runs this)
+#   tools/wasm/deps.sh [BUILD_DIR]      (default: the machine's cache, below)
+#   tools/wasm/deps.sh --apt            only the deb-src entry
+#
+# The default BUILD_DIR is a per-user cache, ${XDG_CACHE_HOME:-~/.cache}/plumb/wasm-deps
+# (PLUMB_WASM_DEPS_DIR overrides; tools/wasm/build.sh reads the same): libraries built from
+# Debian's sources are dependencies, like the packages, so `make deps` builds them once per
+# machine, and every clone and worktree then links them instead of building them again.
 #
 # Two flavours, each in its own prefix: BUILD_DIR/prefix-single (plain wasm32) and
 # BUILD_DIR/prefix-threads (-pthread: atomics + bulk memory; wasm-ld refuses to link objects
 # without them into a module with shared memory). DEPS_FLAVOURS="single threads" picks.
-# Cache: PREFIX/.stamp-<pkg> holds the source version built; a library whose stamp
-# matches a version apt offers (with its sources still here) is skipped. Needs root (or sudo) only to add the deb-src entry.
+# Cache: PREFIX/.stamp-<pkg> holds the source version built and the recipe (this script's hash
+# and emcc's version); a library whose stamp has a version apt offers (with its sources still
+# here) and this recipe is skipped. One build at a time per BUILD_DIR (flock). Needs root (or sudo) only to add the deb-src entry.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,7 +27,7 @@ if [ "${1:-}" = --apt ]; then
   APT_ONLY=1
   shift
 fi
-DEPS=${1:-$ROOT/build-wasm/deps}
+DEPS=${1:-${PLUMB_WASM_DEPS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/plumb/wasm-deps}}
 mkdir -p "$DEPS"
 DEPS=$(cd "$DEPS" && pwd)
 SRC=$DEPS/src
@@ -63,6 +69,10 @@ if ! have_debsrc; then
 fi
 [ "$APT_ONLY" = 0 ] || { echo "deps.sh: deb-src entries present"; exit 0; }
 command -v emcc >/dev/null || { echo "deps.sh: emcc not found (apt-get install emscripten)" >&2; exit 1; }
+exec 9>"$DEPS/.lock"
+flock 9
+# The recipe a stamp records (sed, not head: head closing the pipe early fails it under pipefail).
+RECIPE="$(sha256sum "$0" | cut -c1-16) $(emcc --version 2>/dev/null | sed -n '1{s/  */ /g;p}')"
 # apt-get source needs dpkg-source (dpkg-dev).
 command -v dpkg-source >/dev/null ||
   { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends dpkg-dev; }
@@ -94,10 +104,13 @@ build_cmake() {
   vers=$(srcvers "$pkg")
   [ -n "$vers" ] || { echo "deps.sh: no source package $pkg (deb-src missing?)" >&2; exit 1; }
   stamp=$PREFIX/.stamp-$pkg
-  # Cached: the stamp names a version apt still offers whose sources are here.
-  if [ -f "$stamp" ] && grep -qxF "$(cat "$stamp")" <<<"$vers" &&
-    [ -d "$SRC/$pkg-$(cat "$stamp")" ]; then
-    echo "deps.sh: $pkg $(cat "$stamp") ($FLAVOUR) already built"
+  # Cached: the stamp names a version apt still offers whose sources are here, built by this
+  # recipe.
+  local built=""
+  [ -f "$stamp" ] && built=$(head -1 "$stamp")
+  if [ -n "$built" ] && grep -qxF "$built" <<<"$vers" && [ -d "$SRC/$pkg-$built" ] &&
+    [ "$(sed -n 2p "$stamp")" = "$RECIPE" ]; then
+    echo "deps.sh: $pkg $built ($FLAVOUR) already built"
     return
   fi
   dir=""
@@ -116,7 +129,7 @@ build_cmake() {
     { tail -30 "$log" >&2; exit 1; }
   { emmake cmake --build "$bdir" -j "$JOBS" && cmake --install "$bdir"; } >>"$log" 2>&1 ||
     { tail -30 "$log" >&2; exit 1; }
-  echo "$ver" >"$stamp"
+  printf '%s\n%s\n' "$ver" "$RECIPE" >"$stamp"
 }
 
 for FLAVOUR in ${DEPS_FLAVOURS:-single threads}; do
