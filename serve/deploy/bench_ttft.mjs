@@ -166,12 +166,15 @@ async function runMode(mode, round) {
   const farm = mode === 'single' ? await startSingle() : await startFarm();
   const shuffle = shuffler(1000 + round); // the same orders in every mode
   const convs = Array.from({ length: CONVS }, (_, c) => ({
+    name: ['Ann', 'Bob', 'Cleo', 'Dan', 'Eve', 'Finn', 'Gus', 'Hana', 'Ivo', 'Jon', 'Kai', 'Lea'][c % 12] + (c >= 12 ? ` ${c}` : ''),
     key: mode === 'affinity' ? `bench-${round}-${c}` : null, messages: [{ role: 'system', content: SYSTEM }], ttft: [], sttft: [], prefilled: [], path: [],
   }));
   try {
     for (let t = 0; t < TURNS; t++) {
       for (const cv of shuffle(convs)) {
-        cv.messages.push({ role: 'user', content: LINES[t % LINES.length] });
+        // Each conversation its own from its first line on (the same lines and greedy replies
+        // would make every conversation one text, and any instance's cache would serve it).
+        cv.messages.push({ role: 'user', content: t === 0 ? `I am reader ${cv.name}. ${LINES[0]}` : LINES[t % LINES.length] });
         const r = await turn(farm.base, cv.key, cv.messages);
         cv.messages.push({ role: 'assistant', content: r.text });
         cv.ttft[t] = r.ttft;
