@@ -6,14 +6,17 @@
 // usage: node serve/deploy/bench_ttft.mjs [--plumb build/tools/plumb] [--model FILE]
 //          [--instances 3] [--slots 4] [--threads 1] [--convs 8] [--turns 10] [--reply 48]
 //          [--rounds 2] [--modes single,affinity,round-robin] [--json FILE]
-// Each mode runs --rounds times on fresh instances; each round runs --convs conversations of
-// --turns turns, interleaved (every conversation's turn 1, then every turn 2, ...), streaming,
-// temperature 0, exactly --reply tokens per reply (ignore_eos), one request at a time, with a
-// system prompt of ~350 tokens so that a turn's prompt grows as a real chat's does. TTFT is the
-// client's: from sending the request to the first content piece, through the balancer. The table
-// gives the median over conversations and rounds of turns 2 and 10 per mode, and the cache paths
-// the instances reported (the stream's final chunk): the server's own ttft_ms, the prompt tokens it
-// prefilled (not reused from a slot) and the cache path.
+// Each mode runs --rounds times on fresh instances (the modes interleaved round by round); each
+// round runs --convs conversations of --turns turns, interleaved (every conversation's turn 1,
+// then every turn 2, ..., in a new seeded order each time), streaming, temperature 0, exactly
+// --reply tokens per reply (ignore_eos), one request at a time, with a shared system prompt (228
+// tokens with the demo model's tokenizer) so that a turn's prompt grows as a real chat's does.
+// Modes: single (one instance of instances x slots slots, no balancer), affinity (X-Session-Id
+// per conversation), round-robin (no key). TTFT is the client's: from sending the request to the
+// first content piece, through the balancer. The table gives, per mode, the median over
+// conversations and rounds for turns 2 and 10 of that, of the server's own ttft_ms and of the
+// prompt tokens it prefilled (not reused from a slot), and the cache paths it reported (all from
+// the stream's final chunk).
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import net from 'node:net';
