@@ -21,13 +21,15 @@ CTEST_ARGS ?=
 # tools/wasm/deps.sh adds the deb-src entry); clang-19 compiles the relaxed-SIMD kernel files
 # (emscripten's clang-14 encodes relaxed SIMD with prototype opcodes that node and Chromium
 # reject: web/README.md); zip and unzip pack and open the seed corpora of the ClusterFuzzLite
-# build (.clusterfuzzlite/build.sh, make fuzz-cflite). node and npm (the OpenAI SDK and puppeteer-core
+# build (.clusterfuzzlite/build.sh, make fuzz-cflite); haproxy is the load balancer of
+# serve/deploy/haproxy.cfg, which the serve_balance test runs as shipped in front of several
+# `plumb serve` (its own process on loopback ports; the system service is not used). node and npm (the OpenAI SDK and puppeteer-core
 # tests) are checked as commands, not packages: a node from elsewhere (e.g. NodeSource, which
 # bundles npm) is kept; Debian's nodejs/npm otherwise.
 DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
        libcunit1-dev libgsl-dev afl++ libhwloc-dev libpcre2-dev \
        libutf8proc-dev libjansson-dev libmicrohttpd-dev gnuplot-nox valgrind curl jq \
-       emscripten dpkg-dev libsimde-dev chromium clang-19 zip unzip
+       emscripten dpkg-dev libsimde-dev chromium clang-19 zip unzip haproxy
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

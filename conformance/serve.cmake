@@ -32,6 +32,13 @@ set_tests_properties(serve_sdk PROPERTIES FIXTURES_REQUIRED serve_npm)
 serve_add(serve_utf8 120 sh ${SERVE_DIR}/node_test.sh ${SERVE_DIR}/serve_utf8.mjs)
 # 4 conversations x 6 turns over 2 and 4 slots: fast paths, texts = fresh single-session runs.
 serve_add(serve_multiconv 180 sh ${SERVE_DIR}/node_test.sh ${SERVE_DIR}/serve_multiconv.mjs)
+# Several instances behind HAProxy with serve/deploy/haproxy.cfg (issue 51): 3 instances, 6
+# conversations x 4 turns through the balancer with the SDK; affinity keeps each on its instance's
+# fast path (per /metrics), answers = a lone instance's, SIGTERM mid-stream drains one instance and
+# moves only its conversations. About 2-3 s.
+serve_add(serve_balance 60 sh ${SERVE_DIR}/node_test.sh ${SERVE_DIR}/serve_balance.mjs)
+set_tests_properties(serve_balance PROPERTIES FIXTURES_REQUIRED serve_npm
+  ENVIRONMENT "${SERVE_ENV};PLUMB_HAPROXY_CFG=${PROJECT_SOURCE_DIR}/serve/deploy/haproxy.cfg")
 # 64 concurrent clients, a few hundred requests: none lost or duplicated, RSS flat, p50/p99.
 serve_add(serve_load 300 sh ${SERVE_DIR}/node_test.sh ${SERVE_DIR}/serve_load.mjs)
 # Raw sockets: disconnects at random points, slow loris, cut bodies, huge headers, garbage, pipelining.

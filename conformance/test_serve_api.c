@@ -579,7 +579,9 @@ static void metrics_text_is_prometheus_with_cumulative_buckets(void)
     sv_metrics_reject(&m, SV_REJ_CONTEXT);
     sv_metrics_cancel(&m);
     sv_metrics_generation(&m, PL_CHAT_FAST, 10, 5, 8, 0.02);
-    char *t = sv_metrics_text(&m, 3, 1, 2);
+    sv_metrics_generation(&m, PL_CHAT_SLOW, 7, 1, 0, 0.03);
+    sv_gauges g = {.queue = 3, .busy = 1, .total = 2, .in_flight = 4, .state = SV_DRAINING};
+    char *t = sv_metrics_text(&m, &g);
     TU_CHECK(t != NULL, "text");
     if (!t) return;
     char why[256] = "";
@@ -588,11 +590,17 @@ static void metrics_text_is_prometheus_with_cumulative_buckets(void)
         "plumb_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 2\n",
         "plumb_requests_total{endpoint=\"/v1/chat/completions\",status=\"413\"} 1\n",
         "plumb_requests_total{endpoint=\"other\",status=\"404\"} 1\n",
-        "plumb_prompt_tokens_total 10\n",
-        "plumb_completion_tokens_total 5\n",
+        "plumb_prompt_tokens_total 17\n",
+        "plumb_completion_tokens_total 6\n",
         "plumb_cached_tokens_total 8\n",
+        "plumb_prefilled_tokens_total 9\n", /* (10 - 8) + (7 - 0) */
         "plumb_cache_path_total{path=\"fast\"} 1\n",
-        "plumb_cache_path_total{path=\"slow\"} 0\n",
+        "plumb_cache_path_total{path=\"partial\"} 0\n",
+        "plumb_cache_path_total{path=\"slow\"} 1\n",
+        "plumb_requests_in_flight 4\n",
+        "plumb_state{state=\"loading\"} 0\n",
+        "plumb_state{state=\"ready\"} 0\n",
+        "plumb_state{state=\"draining\"} 1\n",
         "plumb_rejected_total{reason=\"context\"} 1\n",
         "plumb_rejected_total{reason=\"overload\"} 0\n",
         "plumb_cancelled_total 1\n",
@@ -605,7 +613,7 @@ static void metrics_text_is_prometheus_with_cumulative_buckets(void)
         "plumb_request_duration_seconds_bucket{le=\"+Inf\"} 3\n",
         "plumb_request_duration_seconds_count 3\n",
         "plumb_ttft_seconds_bucket{le=\"0.025\"} 1\n",
-        "plumb_ttft_seconds_count 1\n",
+        "plumb_ttft_seconds_count 2\n",
         "# TYPE plumb_ttft_seconds histogram\n",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)

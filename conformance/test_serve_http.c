@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -864,6 +865,187 @@ static void full_queue_is_503_with_retry_after(void)
     close(a);
 }
 
+/* A server started without a model listens at once and is LOADING: /health 503 "loading" (a
+ * balancer's check fails), generation and /slots 503 with Retry-After, /metrics and
+ * /v1/models answered; once the model is attached, 200 and a reply. */
+static void health_is_503_loading_until_the_model_is_attached(void)
+{
+    sv_config cfg = {.host = "127.0.0.1",
+                     .n_slots = 2,
+                     .queue = 2,
+                     .max_body = 1 << 20,
+                     .timeout_s = 5,
+                     .api = {.alias = "tiny", .max_tokens = 16}};
+    sv_server *s = NULL;
+    pl_error e = {0};
+    TU_CHECK(sv_server_start(&s, NULL, &cfg, &e) == PL_OK, "start without a model: %s", e.msg);
+    if (!s) return;
+    int port = sv_server_port(s);
+    TU_CHECK(sv_server_state(s) == SV_LOADING, "state %d", (int)sv_server_state(s));
+    reply r;
+    char v[64];
+    TU_CHECK(request(port, "GET", "/health", NULL, &r) == 0 && r.status == 503 &&
+                 strstr(r.body, "\"status\":\"loading\"") && strstr(r.body, "\"reason\":") &&
+                 header_of(&r, "Retry-After", v, sizeof v),
+             "health while loading: %d %s", r.status, r.body);
+    reply_free(&r);
+    TU_CHECK(request(port, "POST", "/v1/chat/completions", CHAT1 "}", &r) == 0 && r.status == 503 &&
+                 strstr(r.body, "\"code\":\"loading\"") &&
+                 header_of(&r, "Retry-After", v, sizeof v),
+             "chat while loading: %d %s", r.status, r.body);
+    reply_free(&r);
+    TU_CHECK(request(port, "GET", "/slots", NULL, &r) == 0 && r.status == 503,
+             "slots while loading: %d", r.status);
+    reply_free(&r);
+    TU_CHECK(request(port, "GET", "/metrics", NULL, &r) == 0 && r.status == 200 &&
+                 strstr(r.body, "plumb_state{state=\"loading\"} 1\n") &&
+                 strstr(r.body, "plumb_state{state=\"ready\"} 0\n") &&
+                 strstr(r.body, "plumb_slots_total 0\n"),
+             "metrics while loading: %d", r.status);
+    reply_free(&r);
+    TU_CHECK(request(port, "GET", "/v1/models", NULL, &r) == 0 && r.status == 200 &&
+                 strstr(r.body, "\"id\":\"tiny\""),
+             "models while loading: %d %s", r.status, r.body);
+    reply_free(&r);
+
+    pl_session_params sp = pl_session_default_params(model);
+    sp.n_threads = 1;
+    sp.context_window = 256;
+    TU_CHECK(sv_server_attach(s, model, chatml, &sp, &e) == PL_OK, "attach: %s", e.msg);
+    TU_CHECK(sv_server_attach(s, model, chatml, &sp, &e) == PL_ERR_INVALID_ARG &&
+                 strstr(e.msg, "already"),
+             "a second attach is refused: %s", e.msg);
+    TU_CHECK(sv_server_state(s) == SV_READY, "ready after attach");
+    TU_CHECK(request(port, "GET", "/health", NULL, &r) == 0 && r.status == 200 &&
+                 strstr(r.body, "\"status\":\"ok\"") && strstr(r.body, "\"slots_total\":2") &&
+                 !header_of(&r, "Retry-After", v, sizeof v),
+             "health when ready: %d %s", r.status, r.body);
+    reply_free(&r);
+    TU_CHECK(request(port, "POST", "/v1/chat/completions", CHAT1 ",\"max_tokens\":4}", &r) == 0 &&
+                 r.status == 200,
+             "chat when ready: %d %s", r.status, r.body);
+    reply_free(&r);
+    sv_server_stop(s);
+}
+
+/* Reads one socket until its peer closes it (a reply sent with Connection: close). */
+static void *read_to_end(void *p)
+{
+    int *fd = p;
+    reply *r = calloc(1, sizeof *r);
+    if (read_reply(*fd, r)) r->status = -1;
+    return r;
+}
+
+static int64_t metric_value(int port, const char *series)
+{
+    reply r;
+    int64_t v = -1;
+    if (request(port, "GET", "/metrics", NULL, &r) == 0) {
+        const char *at = strstr(r.body, series);
+        if (at) v = strtoll(at + strlen(series), NULL, 10);
+    }
+    reply_free(&r);
+    return v;
+}
+
+/* A drain (what SIGTERM does): /health 503 "draining", a new generation request 503 "draining"
+ * with Retry-After, every answer closing its connection; the stream running and the request
+ * waiting for the slot both finish whole, and only then is nothing in flight. */
+static void drain_finishes_what_it_has_and_refuses_new_requests(void)
+{
+    sv_server *s = start(1, 2, 1, 1 << 20);
+    if (!s) return;
+    int port = sv_server_port(s);
+    /* A: a stream that holds the only slot for a while; B: waits in the queue behind it. */
+    int a = connect_to(port);
+    send_request(a, "POST", "/v1/chat/completions",
+                 "{\"messages\":[{\"role\":\"user\",\"content\":\"go\"}],\"max_tokens\":1000,"
+                 "\"ignore_eos\":true,\"stream\":true}");
+    char first[64];
+    TU_CHECK(recv(a, first, sizeof first, MSG_PEEK) > 0, "A streams");
+    int b = connect_to(port);
+    send_request(b, "POST", "/v1/chat/completions", CHAT1 ",\"max_tokens\":4}");
+    int queued = 0;
+    for (int i = 0; i < 500 && !queued; i++, sleep_ms(10))
+        sv_slots_counts(sv_server_slots(s), NULL, &queued);
+    TU_CHECK(queued == 1, "B waits for the slot");
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, read_to_end, &a);
+    pthread_create(&tb, NULL, read_to_end, &b);
+
+    sv_server_drain(s);
+    TU_CHECK(sv_server_state(s) == SV_DRAINING, "draining");
+    TU_CHECK(sv_server_in_flight(s) == 2, "A and B in flight: %d", sv_server_in_flight(s));
+    reply r;
+    char v[64];
+    /* A kept-alive request (no Connection: close of its own): the server closes after it. */
+    int h = connect_to(port);
+    struct timeval tv = {.tv_sec = 3};
+    setsockopt(h, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const char *get = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    send(h, get, strlen(get), MSG_NOSIGNAL);
+    TU_CHECK(read_reply(h, &r) == 0 && r.status == 503 &&
+                 strstr(r.body, "\"status\":\"draining\"") && strstr(r.body, "\"in_flight\":2") &&
+                 header_of(&r, "Connection", v, sizeof v) && strcasecmp(v, "close") == 0,
+             "health while draining (kept alive): %d %s", r.status, r.body);
+    close(h);
+    reply_free(&r);
+    TU_CHECK(request(port, "POST", "/v1/chat/completions", CHAT1 "}", &r) == 0 && r.status == 503 &&
+                 strstr(r.body, "\"code\":\"draining\"") &&
+                 header_of(&r, "Retry-After", v, sizeof v),
+             "a new request while draining: %d %s", r.status, r.body);
+    reply_free(&r);
+    TU_CHECK(metric_value(port, "\nplumb_state{state=\"draining\"} ") == 1 &&
+                 metric_value(port, "\nplumb_requests_in_flight ") == 2,
+             "metrics say draining, 2 in flight");
+
+    reply *ra = NULL, *rb = NULL;
+    pthread_join(ta, (void **)&ra);
+    pthread_join(tb, (void **)&rb);
+    TU_CHECK(ra->status == 200 && strstr(ra->body, "\"finish_reason\":\"length\"") &&
+                 strstr(ra->body, "data: [DONE]\n\n"),
+             "A's stream ends whole: %d ...%s", ra->status,
+             ra->body ? ra->body + (ra->len > 200 ? ra->len - 200 : 0) : "");
+    TU_CHECK(rb->status == 200 && strstr(rb->body, "\"chat.completion\""), "B answered: %d %s",
+             rb->status, rb->body);
+    reply_free(ra);
+    reply_free(rb);
+    free(ra);
+    free(rb);
+    close(a);
+    close(b);
+    int n = -1;
+    for (int i = 0; i < 500 && n; i++, sleep_ms(10)) n = sv_server_in_flight(s);
+    TU_CHECK(n == 0, "nothing in flight after both ended: %d", n);
+    TU_CHECK(cancelled(s) == 0, "nothing cancelled");
+    sv_server_stop(s);
+}
+
+/* --queue 0: every slot busy is a 503 at once, with Retry-After. */
+static void busy_slots_without_a_queue_are_503_with_retry_after(void)
+{
+    sv_server *s = start(1, 0, 1, 1 << 20);
+    if (!s) return;
+    int port = sv_server_port(s);
+    int a = endless(port, 1);
+    char buf[64];
+    TU_CHECK(recv(a, buf, sizeof buf, 0) > 0, "A streams");
+    reply r;
+    char v[16];
+    TU_CHECK(request(port, "POST", "/v1/chat/completions", CHAT1 "}", &r) == 0 && r.status == 503 &&
+                 header_of(&r, "Retry-After", v, sizeof v) && atoi(v) >= 1 &&
+                 strstr(r.body, "\"code\":\"overloaded\""),
+             "B: %d %s", r.status, r.body);
+    reply_free(&r);
+    TU_CHECK(request(port, "GET", "/health", NULL, &r) == 0 && r.status == 200 &&
+                 strstr(r.body, "\"slots_idle\":0"),
+             "a busy server is still healthy: %d %s", r.status, r.body);
+    reply_free(&r);
+    sv_server_stop(s);
+    close(a);
+}
+
 /* The slot manager alone: first come first served, FULL, GONE, STOPPING. */
 typedef struct waiter_arg {
     sv_slots *sl;
@@ -933,6 +1115,12 @@ int main(void)
         {"disconnect_cancels_and_the_slot_stays_consistent",
          disconnect_cancels_and_the_slot_stays_consistent},
         {"full_queue_is_503_with_retry_after", full_queue_is_503_with_retry_after},
+        {"busy_slots_without_a_queue_are_503_with_retry_after",
+         busy_slots_without_a_queue_are_503_with_retry_after},
+        {"health_is_503_loading_until_the_model_is_attached",
+         health_is_503_loading_until_the_model_is_attached},
+        {"drain_finishes_what_it_has_and_refuses_new_requests",
+         drain_finishes_what_it_has_and_refuses_new_requests},
         {"slot_queue_waits_refuses_and_stops", slot_queue_waits_refuses_and_stops},
         {"cors_headers_on_every_answer_and_preflight", cors_headers_on_every_answer_and_preflight},
         {"head_answers_the_get_headers_without_a_body",

@@ -67,6 +67,7 @@ void sv_metrics_generation(sv_metrics *m, int path, int64_t prompt, int64_t comp
     m->prompt_tokens += (uint64_t)(prompt > 0 ? prompt : 0);
     m->completion_tokens += (uint64_t)(completion > 0 ? completion : 0);
     m->cached_tokens += (uint64_t)(cached > 0 ? cached : 0);
+    if (prompt > cached && cached >= 0) m->prefilled_tokens += (uint64_t)(prompt - cached);
     if (ttft_seconds >= 0) hist_add(&m->ttft, ttft_seconds);
     pthread_mutex_unlock(&m->mu);
 }
@@ -125,7 +126,12 @@ static void put_hist(buf *b, const char *name, const char *help, const sv_hist *
         (unsigned long long)cum, name, h->sum, name, (unsigned long long)h->n);
 }
 
-char *sv_metrics_text(sv_metrics *m, int queue_length, int slots_busy, int slots_total)
+const char *sv_state_str(sv_state st)
+{
+    return st == SV_LOADING ? "loading" : st == SV_READY ? "ready" : "draining";
+}
+
+char *sv_metrics_text(sv_metrics *m, const sv_gauges *g)
 {
     static const char *const paths[4] = {"", "fast", "partial", "slow"};
     static const char *const reasons[SV_REJ_COUNT] = {"overload", "context", "body", "auth",
@@ -146,10 +152,13 @@ char *sv_metrics_text(sv_metrics *m, int queue_length, int slots_busy, int slots
         "# TYPE plumb_completion_tokens_total counter\nplumb_completion_tokens_total %llu\n"
         "# HELP plumb_cached_tokens_total Prompt tokens reused from a slot's prefix cache.\n"
         "# TYPE plumb_cached_tokens_total counter\nplumb_cached_tokens_total %llu\n"
+        "# HELP plumb_prefilled_tokens_total Prompt tokens prefilled (not found in a slot's "
+        "prefix cache).\n"
+        "# TYPE plumb_prefilled_tokens_total counter\nplumb_prefilled_tokens_total %llu\n"
         "# HELP plumb_cache_path_total Generations by the prefix-cache path they took.\n"
         "# TYPE plumb_cache_path_total counter\n",
         (unsigned long long)m->prompt_tokens, (unsigned long long)m->completion_tokens,
-        (unsigned long long)m->cached_tokens);
+        (unsigned long long)m->cached_tokens, (unsigned long long)m->prefilled_tokens);
     for (int p = 1; p <= 3; p++)
         put(&b, "plumb_cache_path_total{path=\"%s\"} %llu\n", paths[p],
             (unsigned long long)m->path[p]);
@@ -166,8 +175,16 @@ char *sv_metrics_text(sv_metrics *m, int queue_length, int slots_busy, int slots
         "# HELP plumb_slots_busy Slots generating.\n"
         "# TYPE plumb_slots_busy gauge\nplumb_slots_busy %d\n"
         "# HELP plumb_slots_total Slots (sessions).\n"
-        "# TYPE plumb_slots_total gauge\nplumb_slots_total %d\n",
-        (unsigned long long)m->cancelled, queue_length, slots_busy, slots_total);
+        "# TYPE plumb_slots_total gauge\nplumb_slots_total %d\n"
+        "# HELP plumb_requests_in_flight Generation requests accepted and not yet answered to "
+        "the end (waiting ones included).\n"
+        "# TYPE plumb_requests_in_flight gauge\nplumb_requests_in_flight %d\n"
+        "# HELP plumb_state The server's state: 1 for the one it is in (ready: /health is 200).\n"
+        "# TYPE plumb_state gauge\n",
+        (unsigned long long)m->cancelled, g->queue, g->busy, g->total, g->in_flight);
+    for (int st = SV_LOADING; st <= SV_DRAINING; st++)
+        put(&b, "plumb_state{state=\"%s\"} %d\n", sv_state_str((sv_state)st),
+            g->state == (sv_state)st);
     put_hist(&b, "plumb_request_duration_seconds",
              "Time from a generation request's arrival to its last byte.", &m->duration);
     put_hist(&b, "plumb_ttft_seconds",

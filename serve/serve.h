@@ -163,13 +163,28 @@ enum {
     SV_REJ_COUNT
 };
 
+/* What the server is doing, as /health and /metrics say: LOADING (listening, no model yet:
+ * /health 503), READY, DRAINING (SIGTERM: the requests accepted before it finish, new ones
+ * are refused with 503, /health 503, so that a balancer sends them elsewhere). */
+typedef enum sv_state { SV_LOADING = 0, SV_READY, SV_DRAINING } sv_state;
+
+/* "loading", "ready", "draining". */
+const char *sv_state_str(sv_state st);
+
+/* The gauges /metrics reports beside the counters: read when it is asked. */
+typedef struct sv_gauges {
+    int queue, busy, total; /* requests waiting for a slot, slots generating, slots in all */
+    int in_flight;          /* generation requests accepted and not yet answered to the end */
+    sv_state state;
+} sv_gauges;
+
 typedef struct sv_metrics {
     pthread_mutex_t mu;
     struct {
         int status;
         uint64_t n;
     } req[SV_EP_COUNT][SV_MAX_STATUS];
-    uint64_t prompt_tokens, completion_tokens, cached_tokens;
+    uint64_t prompt_tokens, completion_tokens, cached_tokens, prefilled_tokens;
     uint64_t path[4]; /* by pl_chat_path */
     uint64_t rejected[SV_REJ_COUNT];
     uint64_t cancelled;
@@ -187,7 +202,7 @@ void sv_metrics_cancel(sv_metrics *m);
 void sv_metrics_generation(sv_metrics *m, int path, int64_t prompt, int64_t completion,
                            int64_t cached, double ttft_seconds);
 /* The Prometheus text exposition (version 0.0.4), malloc'd; NULL when out of memory. */
-char *sv_metrics_text(sv_metrics *m, int queue_length, int slots_busy, int slots_total);
+char *sv_metrics_text(sv_metrics *m, const sv_gauges *g);
 
 /* ---- the slot manager ------------------------------------------------------------------- */
 /* Condition variables on CLOCK_MONOTONIC (a wall-clock jump neither stalls nor hurries a
@@ -271,9 +286,25 @@ typedef struct sv_config {
 
 typedef struct sv_server sv_server;
 
-/* Loads nothing: m must outlive the server. Listens before it returns. */
+/* Loads nothing: m must outlive the server. Listens before it returns. m NULL: the server
+ * listens at once and is LOADING (/health 503 "loading", generation requests and /slots 503
+ * with Retry-After, /metrics and /v1/models answered) until sv_server_attach gives it the
+ * model; cfg->api.model, cfg->api.tmpl and cfg->session are then not read. */
 pl_status sv_server_start(sv_server **out, const pl_model *m, const sv_config *cfg, pl_error *err);
+/* The model of a server started LOADING, its chat template (NULL: the model's own) and the
+ * slots' session params: creates the slots and makes it READY. PL_ERR_INVALID_ARG when the
+ * server already has a model. */
+pl_status sv_server_attach(sv_server *s, const pl_model *m, const pl_chat_template *tmpl,
+                           const pl_session_params *sp, pl_error *err);
 int sv_server_port(const sv_server *s);
+sv_state sv_server_state(sv_server *s);
+/* DRAINING from now on: /health says 503 "draining", a new generation request is a 503
+ * (code "draining", Retry-After) and every answer closes its connection; the requests already
+ * accepted (running, streaming or waiting for a slot) go on to their end. */
+void sv_server_drain(sv_server *s);
+/* Generation requests accepted and not yet answered to their last byte (the queue included):
+ * a drain is over when this is 0. */
+int sv_server_in_flight(sv_server *s);
 /* Stops accepting, cancels the generations running and the requests waiting, waits for every
  * connection to end and frees everything. */
 void sv_server_stop(sv_server *s);

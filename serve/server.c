@@ -26,6 +26,11 @@ struct sv_server {
     sv_slots *slots;
     sv_metrics metrics;
     int port;
+    /* LOADING until the model is attached, READY, DRAINING after sv_server_drain. The slots,
+     * the model and cfg.api.model/tmpl/session are written before READY is stored and read
+     * only by a request that found the state past LOADING. */
+    atomic_int state;
+    atomic_int in_flight;         /* generation requests accepted, not yet answered to their end */
     int64_t created;              /* the model's "created" time: server start */
     atomic_uint_fast64_t counter; /* ids and default seeds */
     uint64_t nonce;
@@ -141,6 +146,7 @@ typedef struct conn {
     char method[8];
     int status;
     int counted;   /* the generation path logged and counted the request itself */
+    int in_flight; /* counted in srv->in_flight until the request completes */
     char path[80]; /* the URL's path as asked for (printable ASCII), for the log */
     char why[360]; /* an error's code (or type) and message, for the log */
 } conn;
@@ -181,6 +187,10 @@ static void add_server_headers(const sv_server *srv, struct MHD_Response *r)
     snprintf(v, sizeof v, "timeout=%u", srv->cfg.timeout_s);
     MHD_add_response_header(r, "Keep-Alive", v);
     if (srv->cfg.cors) MHD_add_response_header(r, "Access-Control-Allow-Origin", srv->cfg.cors);
+    /* Draining: no connection outlives its answer, so a client (or a balancer) that keeps
+     * connections sends its next request to an instance that takes it. */
+    if (atomic_load((atomic_int *)&srv->state) == SV_DRAINING)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 }
 
 static enum MHD_Result send_text(struct MHD_Connection *c, conn *q, int status, const char *type,
@@ -460,6 +470,19 @@ static enum MHD_Result generate(struct MHD_Connection *c, conn *q, sv_request *r
 {
     sv_server *srv = q->srv;
     sv_error e;
+    /* Counted before the state is read (both sequentially consistent): either this request
+     * sees DRAINING and is refused, or the drain sees it in flight and waits for it. */
+    atomic_fetch_add(&srv->in_flight, 1);
+    if (atomic_load(&srv->state) == SV_DRAINING) {
+        atomic_fetch_sub(&srv->in_flight, 1);
+        sv_request_free(req);
+        sv_error_set(&e, 503, "overloaded_error", "draining", NULL,
+                     "the server is draining (shutting down): it finishes the requests it has and "
+                     "takes no new ones; send this one to another instance");
+        e.retry_after = 1;
+        return send_error(c, q, &e);
+    }
+    q->in_flight = 1;
     job *j = calloc(1, sizeof *j);
     if (!j) {
         sv_request_free(req);
@@ -580,14 +603,31 @@ static enum MHD_Result generate(struct MHD_Connection *c, conn *q, sv_request *r
 
 /* ---- the access handler --------------------------------------------------------------------- */
 
-static char *health_json(sv_server *srv)
+/* /health: 200 {"status":"ok",...} only when READY (a busy server is still healthy: its
+ * requests queue); else 503 with the state and why, which is what a balancer's check reads. */
+static char *health_json(sv_server *srv, int *status)
 {
+    sv_state st = (sv_state)atomic_load(&srv->state);
+    char *s = malloc(320);
+    if (!s) return NULL;
+    *status = st == SV_READY ? 200 : 503;
+    if (st == SV_LOADING) {
+        snprintf(s, 320,
+                 "{\"status\":\"loading\",\"reason\":\"the model is loading; /health answers 200 "
+                 "once it is ready\"}");
+        return s;
+    }
     int busy, queued;
     sv_slots_counts(srv->slots, &busy, &queued);
     int total = sv_slots_total(srv->slots);
-    char *s = malloc(160);
-    if (s)
-        snprintf(s, 160, "{\"status\":\"ok\",\"slots_total\":%d,\"slots_idle\":%d,\"queue\":%d}",
+    if (st == SV_DRAINING)
+        snprintf(s, 320,
+                 "{\"status\":\"draining\",\"reason\":\"the server is shutting down: it finishes "
+                 "the requests in flight and takes no new ones\",\"in_flight\":%d,"
+                 "\"slots_total\":%d,\"slots_idle\":%d,\"queue\":%d}",
+                 atomic_load(&srv->in_flight), total, total - busy, queued);
+    else
+        snprintf(s, 320, "{\"status\":\"ok\",\"slots_total\":%d,\"slots_idle\":%d,\"queue\":%d}",
                  total, total - busy, queued);
     return s;
 }
@@ -777,6 +817,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     enum MHD_Result page;
     if (serve_page(c, q, method, url, &page)) return page;
 
+    /* No model yet: the request path cannot render a prompt, and there are no slots. */
+    if (atomic_load(&srv->state) == SV_LOADING &&
+        (q->ep == SV_EP_CHAT || q->ep == SV_EP_COMPLETIONS || q->ep == SV_EP_SLOTS) &&
+        strcmp(method, "OPTIONS") != 0) {
+        sv_error e;
+        sv_error_set(&e, 503, "overloaded_error", "loading", NULL,
+                     "the model is loading; retry when /health answers 200");
+        e.retry_after = 1;
+        return send_error(c, q, &e);
+    }
     sv_header h[2] = {
         {"Authorization", MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization")},
         {"Content-Type", MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type")},
@@ -792,17 +842,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     /* HEAD: the GET's answer; libmicrohttpd sends its headers (Content-Length included) and
      * leaves out the body. */
     switch (req.ep) {
-    case SV_EP_HEALTH:
-        return send_text(c, q, 200, "application/json", health_json(srv), 0);
+    case SV_EP_HEALTH: {
+        int status = 503;
+        char *body = health_json(srv, &status);
+        return send_text(c, q, status, "application/json", body, status == 503 ? 1 : 0);
+    }
     case SV_EP_MODELS:
         return send_text(c, q, 200, "application/json", sv_models_json(&srv->cfg.api, srv->created),
                          0);
     case SV_EP_METRICS: {
-        int busy, queued;
-        sv_slots_counts(srv->slots, &busy, &queued);
+        sv_gauges g = {.state = (sv_state)atomic_load(&srv->state),
+                       .in_flight = atomic_load(&srv->in_flight)};
+        if (g.state != SV_LOADING) {
+            sv_slots_counts(srv->slots, &g.busy, &g.queue);
+            g.total = sv_slots_total(srv->slots);
+        }
         return send_text(c, q, 200, "text/plain; version=0.0.4; charset=utf-8",
-                         sv_metrics_text(&srv->metrics, queued, busy, sv_slots_total(srv->slots)),
-                         0);
+                         sv_metrics_text(&srv->metrics, &g), 0);
     }
     case SV_EP_SLOTS:
         return send_text(c, q, 200, "application/json", sv_slots_json(srv->slots), 0);
@@ -819,6 +875,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)toe;
     set_deadline(srv, c, 1); /* a kept-alive connection's next request */
     if (!q) return;
+    if (q->in_flight) atomic_fetch_sub(&srv->in_flight, 1);
     if (!q->counted && q->status) {
         double ms = (now_s() - q->t0) * 1e3;
         sv_metrics_request(&srv->metrics, q->ep, q->status, ms * 1e-3);
@@ -926,7 +983,6 @@ pl_status sv_server_start(sv_server **out, const pl_model *m, const sv_config *c
     sv_server *s = calloc(1, sizeof *s);
     if (!s) return fail(err, PL_ERR_NOMEM, "no memory for the server");
     s->cfg = *cfg;
-    s->m = m;
     s->created = (int64_t)time(NULL);
     s->nonce = mix64((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)s);
     atomic_init(&s->counter, 0);
@@ -937,10 +993,16 @@ pl_status sv_server_start(sv_server **out, const pl_model *m, const sv_config *c
         server_free(s);
         return fail(err, PL_ERR_NOMEM, "cannot set up the metrics");
     }
-    pl_status st = sv_slots_new(&s->slots, m, &cfg->session, cfg->n_slots, cfg->queue, err);
-    if (st) {
-        server_free(s);
-        return st;
+    atomic_init(&s->state, SV_LOADING);
+    atomic_init(&s->in_flight, 0);
+    s->cfg.api.model = NULL;
+    s->cfg.api.tmpl = NULL;
+    if (m) {
+        pl_status st = sv_server_attach(s, m, cfg->api.tmpl, &cfg->session, err);
+        if (st) {
+            server_free(s);
+            return st;
+        }
     }
     if (pthread_create(&s->wd, NULL, watchdog, s)) {
         server_free(s);
@@ -965,6 +1027,37 @@ pl_status sv_server_start(sv_server **out, const pl_model *m, const sv_config *c
     return PL_OK;
 }
 
+pl_status sv_server_attach(sv_server *s, const pl_model *m, const pl_chat_template *tmpl,
+                           const pl_session_params *sp, pl_error *err)
+{
+    if (!m || !sp) return fail(err, PL_ERR_INVALID_ARG, "sv_server_attach: no model");
+    if (atomic_load(&s->state) != SV_LOADING || s->slots)
+        return fail(err, PL_ERR_INVALID_ARG, "sv_server_attach: the server has a model already");
+    pl_status st = sv_slots_new(&s->slots, m, sp, s->cfg.n_slots, s->cfg.queue, err);
+    if (st) return st;
+    s->m = m;
+    s->cfg.api.model = m;
+    s->cfg.api.tmpl = tmpl;
+    s->cfg.session = *sp;
+    atomic_store(&s->state, SV_READY);
+    return PL_OK;
+}
+
+sv_state sv_server_state(sv_server *s)
+{
+    return (sv_state)atomic_load(&s->state);
+}
+
+void sv_server_drain(sv_server *s)
+{
+    if (s) atomic_store(&s->state, SV_DRAINING);
+}
+
+int sv_server_in_flight(sv_server *s)
+{
+    return s ? atomic_load(&s->in_flight) : 0;
+}
+
 int sv_server_port(const sv_server *s)
 {
     return s->port;
@@ -984,7 +1077,7 @@ void sv_server_stop(sv_server *s)
 {
     if (!s) return;
     MHD_socket ls = MHD_quiesce_daemon(s->d);
-    sv_slots_stop(s->slots);
+    if (s->slots) sv_slots_stop(s->slots);
     MHD_stop_daemon(s->d);
     s->d = NULL;
     if (ls != MHD_INVALID_SOCKET) close(ls);

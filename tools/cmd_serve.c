@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -23,8 +24,13 @@ static void usage(FILE *out)
           "path. Requests beyond the slots wait in a bounded queue; beyond it they get 503.\n"
           "By default one slot with every core: a request runs as fast as `plumb run`, and\n"
           "others wait for it; --slots N runs N at once, the cores shared among them.\n"
-          "Prints one line on stdout when listening, one log line per request on stderr;\n"
-          "SIGINT/SIGTERM stop it. GET / is the chat page (web/README.md): embedded in the\n"
+          "It listens before the model is loaded: /health answers 503 \"loading\" until the\n"
+          "model is ready, then 200; one line on stdout says it is ready, one log line per\n"
+          "request goes to stderr. SIGTERM drains: /health turns 503 \"draining\", new\n"
+          "requests get 503 (with Retry-After), the ones accepted finish (within\n"
+          "--drain-timeout), then it exits 0; SIGINT, or a second signal, stops at once\n"
+          "(cancelling what runs). serve/deploy/ puts several behind HAProxy.\n"
+          "GET / is the chat page (web/README.md): embedded in the\n"
           "binary; its in-browser engine (plumb-engine.mjs, *.wasm) comes from --web-dir.\n"
           "\n"
           "options:\n",
@@ -46,6 +52,10 @@ static void usage(FILE *out)
         "  --max-body BYTES         largest request body (default 1048576)\n"
         "  --timeout S              close a connection idle, or whose request is not whole, this "
         "long (default 30)\n"
+        "  --drain-timeout S        on SIGTERM, how long the requests in flight may take to\n"
+        "                           finish before they are cancelled (default 20: within the\n"
+        "                           30 s an orchestrator such as Kubernetes waits before\n"
+        "                           SIGKILL; 0: cancel at once)\n"
         "  --web-dir DIR            the wasm engine files the page loads (default: the\n"
         "                           installed ones, ../share/plumb/web from this program,\n"
         "                           when they are there; else `make wasm`'s build-wasm/web\n"
@@ -79,7 +89,7 @@ static void usage(FILE *out)
 typedef struct serve_opts {
     const char *model, *host, *api_key, *metrics_key, *cors, *alias, *web_dir;
     cli_tmpl_opts tmpl;
-    int64_t port, slots, queue, max_body, timeout, max_tokens;
+    int64_t port, slots, queue, max_body, timeout, max_tokens, drain_timeout;
     int no_repack;
     cli_gen_opts g;
 } serve_opts;
@@ -127,6 +137,8 @@ static int parse(int argc, char **argv, serve_opts *o)
             rc = cli_parse_i64(&a, v, 1, INT32_MAX, &o->max_body);
         else if (cli_is(&a, NULL, "--timeout"))
             rc = cli_parse_i64(&a, v, 1, 86400, &o->timeout);
+        else if (cli_is(&a, NULL, "--drain-timeout"))
+            rc = cli_parse_i64(&a, v, 0, 86400, &o->drain_timeout);
         else if (cli_is(&a, NULL, "--web-dir"))
             o->web_dir = v;
         else if (cli_is(&a, NULL, "--alias"))
@@ -231,6 +243,41 @@ static char *default_alias(const char *path)
     return s;
 }
 
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* SIGTERM: refuse new requests (503, /health "draining") and wait, at most timeout_s, for those
+ * in flight to finish; a second SIGTERM or a SIGINT ends the wait at once. */
+static void drain(sv_server *srv, const sigset_t *sigs, int64_t timeout_s)
+{
+    sv_server_drain(srv);
+    int n = sv_server_in_flight(srv);
+    fprintf(stderr,
+            "plumb serve: SIGTERM: draining (/health 503, new requests 503): %d request%s in "
+            "flight, waiting up to %lld s (--drain-timeout)\n",
+            n, n == 1 ? "" : "s", (long long)timeout_s);
+    const double t0 = mono_s(), end = t0 + (double)timeout_s;
+    const struct timespec tick = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
+    while ((n = sv_server_in_flight(srv)) > 0 && mono_s() < end) {
+        int sig = sigtimedwait(sigs, NULL, &tick);
+        if (sig > 0) {
+            fprintf(stderr, "plumb serve: %s during the drain: stopping now\n",
+                    sig == SIGINT ? "SIGINT" : "SIGTERM");
+            return;
+        }
+    }
+    if (n > 0)
+        fprintf(stderr,
+                "plumb serve: drain: %d request%s still in flight after %lld s: cancelling\n", n,
+                n == 1 ? "" : "s", (long long)timeout_s);
+    else
+        fprintf(stderr, "plumb serve: drained in %.2f s\n", mono_s() - t0);
+}
+
 int cmd_serve(int argc, char **argv)
 {
     serve_opts o = {.host = "127.0.0.1",
@@ -240,6 +287,7 @@ int cmd_serve(int argc, char **argv)
                     .max_body = 1 << 20,
                     .timeout = 30,
                     .max_tokens = 256,
+                    .drain_timeout = 20,
                     .g = cli_gen_defaults()};
     int rc = parse(argc, argv, &o);
     if (rc) return rc >= 100 ? rc - 100 : rc;
@@ -262,6 +310,39 @@ int cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    if (!o.alias && !(alias = default_alias(o.model))) {
+        rc = cli_errorf("out of memory");
+        goto out;
+    }
+    /* Listening first, the model loaded after: a balancer (or an orchestrator) sees the
+     * instance up and its /health 503 "loading" until the model is ready, rather than
+     * connections refused that look like a dead one; a taken port fails before the load. */
+    sv_config cfg = {
+        .host = o.host,
+        .cors = o.cors,
+        .port = (int)o.port,
+        .n_slots = (int)o.slots,
+        .queue = (int)o.queue,
+        .max_body = (size_t)o.max_body,
+        .timeout_s = (unsigned)o.timeout,
+        .api = {.alias = o.alias ? o.alias : alias,
+                .api_key = o.api_key,
+                .metrics_key = o.metrics_key,
+                .max_tokens = o.max_tokens},
+        .log = stderr,
+        .web_dir = o.web_dir,
+    };
+    char web_dir[PATH_MAX];
+    if (!cfg.web_dir) cfg.web_dir = default_web_dir(web_dir);
+    if ((st = sv_server_start(&srv, NULL, &cfg, &err))) {
+        rc = cli_fail(st, &err);
+        goto out;
+    }
+    int v6 = strchr(o.host, ':') != NULL;
+    fprintf(stderr,
+            "plumb serve: on http://%s%s%s:%d, loading the model (/health: 503 until it "
+            "is ready)\n",
+            v6 ? "[" : "", o.host, v6 ? "]" : "", sv_server_port(srv));
     const pl_model_params mp = {.flags = o.no_repack ? PL_MODEL_NO_REPACK : 0u,
                                 .kernels = o.g.kernels};
     if ((st = pl_model_load(&m, o.model, &mp, &err))) {
@@ -272,31 +353,8 @@ int cmd_serve(int argc, char **argv)
     if ((rc = cli_tmpl_load(m, o.model, &o.tmpl, 0, &tmpl, tmpl_desc, sizeof tmpl_desc))) goto out;
     const int threads_given = o.g.threads != 0;
     if (!threads_given) o.g.threads = default_threads(m, o.slots);
-    if (!o.alias && !(alias = default_alias(o.model))) {
-        rc = cli_errorf("out of memory");
-        goto out;
-    }
-    sv_config cfg = {
-        .host = o.host,
-        .cors = o.cors,
-        .port = (int)o.port,
-        .n_slots = (int)o.slots,
-        .queue = (int)o.queue,
-        .max_body = (size_t)o.max_body,
-        .timeout_s = (unsigned)o.timeout,
-        .session = cli_gen_session(&o.g, m),
-        .api = {.model = m,
-                .tmpl = tmpl,
-                .alias = o.alias ? o.alias : alias,
-                .api_key = o.api_key,
-                .metrics_key = o.metrics_key,
-                .max_tokens = o.max_tokens},
-        .log = stderr,
-        .web_dir = o.web_dir,
-    };
-    char web_dir[PATH_MAX];
-    if (!cfg.web_dir) cfg.web_dir = default_web_dir(web_dir);
-    if ((st = sv_server_start(&srv, m, &cfg, &err))) {
+    const pl_session_params sp = cli_gen_session(&o.g, m);
+    if ((st = sv_server_attach(srv, m, tmpl, &sp, &err))) {
         rc = cli_fail(st, &err);
         goto out;
     }
@@ -321,7 +379,6 @@ int cmd_serve(int argc, char **argv)
             (long long)o.max_body, (long long)o.timeout, o.api_key ? ", API key required" : "",
             o.metrics_key ? ", metrics key required" : "", o.cors ? ", CORS origin " : "",
             o.cors ? o.cors : "");
-    int v6 = strchr(o.host, ':') != NULL;
     printf("plumb serve: listening on http://%s%s%s:%d\n", v6 ? "[" : "", o.host, v6 ? "]" : "",
            sv_server_port(srv));
     fflush(stdout);
@@ -331,6 +388,7 @@ int cmd_serve(int argc, char **argv)
 
     int sig = 0;
     sigwait(&sigs, &sig);
+    if (sig == SIGTERM && o.drain_timeout > 0) drain(srv, &sigs, o.drain_timeout);
     fprintf(stderr, "plumb serve: %s: stopping (cancelling the generations running)\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
     sv_server_stop(srv);

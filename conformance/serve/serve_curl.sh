@@ -555,6 +555,53 @@ if grep -q ' 3 slots of [0-9]* tokens: a request gets 1 thread (-t)' "$WORK/stde
 else fail "--slots 3 -t 1: a request gets 1 thread (-t)" "$(head -2 "$WORK/stderr2")"; fi
 stop_server
 
+# ---- SIGTERM drains (issue 51): the stream in flight ends whole, /health says draining, a
+# new request is a 503 with Retry-After, then exit 0; --drain-timeout bounds it --------------
+# drain_stream N: a stream of N tokens (ignore_eos: exactly N) into $WORK/drain, in the
+# background (DRAIN_PID); returns once its first bytes are in.
+drain_stream() {
+  curl -sN "$BASE/v1/chat/completions" -H 'Content-Type: application/json' --data-binary \
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"go\"}],\"max_tokens\":$1,\"ignore_eos\":true,\"stream\":true}" \
+    >"$WORK/drain" &
+  DRAIN_PID=$!
+  for _ in $(seq 1 200); do [ -s "$WORK/drain" ] && break; sleep 0.02; done
+}
+start_server "$PLUMB" serve -m "$MODEL" --port 0 --slots 1 -t 1 --sliding-window 64
+drain_stream 3000
+kill -TERM $SERVER_PID
+for _ in $(seq 1 100); do
+  STATUS=$(curl -s -o "$WORK/body" -D "$WORK/headers" -w '%{http_code}' "$BASE/health")
+  [ "$STATUS" = 503 ] && break; sleep 0.02
+done
+status_is 503 "SIGTERM with a stream in flight: /health"
+expect "draining: /health says why" '.status == "draining" and (.reason | length > 0) and .in_flight == 1'
+call POST /v1/chat/completions -H 'Content-Type: application/json' --data-binary '{"messages":[{"role":"user","content":"hi"}],"max_tokens":2}'
+error_is 503 overloaded_error draining null "draining: a new request"
+header_has 'Retry-After: ' "draining: the 503 carries Retry-After"
+wait $DRAIN_PID
+if tail -c 200 "$WORK/drain" | grep -q 'data: \[DONE\]' && grep -q '"finish_reason":"length"' "$WORK/drain"; then
+  pass "draining: the stream in flight ends whole (finish_reason length, [DONE])"
+else fail "draining: the stream in flight ends whole" "$(tail -c 300 "$WORK/drain")"; fi
+wait $SERVER_PID
+RC=$?
+SERVER_PID=""
+if [ $RC = 0 ] && grep -q '^plumb serve: drained in ' "$WORK/stderr2"; then pass "drained, then exit 0"
+else fail "drained, then exit 0" "exit $RC: $(tail -3 "$WORK/stderr2")"; fi
+# A generation longer than --drain-timeout 1: cancelled after ~1 s, still exit 0.
+start_server "$PLUMB" serve -m "$MODEL" --port 0 --slots 1 -t 1 --sliding-window 64 --drain-timeout 1
+drain_stream 100000000
+T0=$(date +%s%N)
+kill -TERM $SERVER_PID
+wait $SERVER_PID
+RC=$?
+SERVER_PID=""
+MS=$((($(date +%s%N) - T0) / 1000000))
+wait $DRAIN_PID
+if [ $RC = 0 ] && [ $MS -ge 900 ] && [ $MS -lt 6000 ] &&
+   grep -q 'drain: 1 request still in flight after 1 s: cancelling' "$WORK/stderr2"; then
+  pass "--drain-timeout 1: a longer generation is cancelled after ~1 s ($MS ms), exit 0"
+else fail "--drain-timeout 1: cancelled after ~1 s, exit 0" "exit $RC, $MS ms: $(tail -3 "$WORK/stderr2")"; fi
+
 # ---- --chat-template-file: the template from a file sees the request's tools -------------
 printf '%s' "{% if tools %}{{ raise_exception('tools: ' ~ tools[0].function.name) }}{% endif %}{% for m in messages %}<|im_start|>{{ m.role }}
 {{ m.content }}<|im_end|>
@@ -586,6 +633,7 @@ RC=$?
 if [ $RC = 2 ]; then pass "a bad option → exit 2"; else fail "a bad option → exit 2" "exit $RC"; fi
 for bad in "--cors=" "--cors=a b" "--metrics-key=" "--api-key=" "--host=" "--host=300.1.2.3." \
     "--port=70000" "--port=x" "--slots=0" "--queue=-1" "--threads=0" "--timeout=0" "--temp=0.5" \
+    "--drain-timeout=-1" "--drain-timeout=x" \
     "--chat-template=bogus"; do
   "$PLUMB" serve -m "$MODEL" --port 0 "$bad" >/dev/null 2>"$WORK/err"
   RC=$?
