@@ -14,7 +14,7 @@ plumb_test(test_e2e LABELS e2e conformance TIMEOUT 900
     # mixture of experts against the reference, every set
     moe=e2e_moe_matches_reference
     # the same bits whatever the chunking, threads, pieces and truncation, every set
-    invariance=logits_identical_across_chunks_threads_and_truncation
+    invariance=^logits_identical_across_chunks_threads_and_truncation
     invariance_window=sliding_window_logits_identical_across_chunks_and_threads
     invariance_moe=moe_logits_identical_across_chunks_threads_and_truncation
     # repacked weights and experts give the same bits, every set

@@ -11,10 +11,9 @@
 
 #define N_TOK 64
 
-/* The kernel set the models and sessions below use: the reference-matching and invariance
- * suites run once per set the CPU supports (NULL: the default choice). */
+/* The kernel set the models and sessions below use (NULL: the default choice); the suites that
+ * run on every set the CPU supports build each file once and set it per set. */
 static const char *g_set;
-static uint32_t g_model_flags;
 /* A variant of the tiny files (RoPE scaling keys and tensors): applied by e2e_case. */
 static void (*g_edit)(pl_gguf_writer *w, const tiny_spec *s);
 static const void *g_edit_user;
@@ -47,7 +46,7 @@ static pl_model *load(const tiny_spec *spec, void **buf)
     if (tiny_build(spec, buf, &size)) return NULL;
     pl_model *m = NULL;
     pl_error e;
-    const pl_model_params mp = {.flags = g_model_flags, .kernels = g_set};
+    const pl_model_params mp = {.kernels = g_set};
     if (pl_model_load_memory(&m, *buf, size, &mp, &e)) {
         fprintf(stderr, "load: %s\n", e.msg);
         return NULL;
@@ -186,7 +185,7 @@ static int e2e_spec(const tiny_spec *spec, const char *label, double tol, pl_typ
     for (int si = 0; si < n_sets && !ambiguous; si++) {
         pl_model *m = NULL;
         pl_error e;
-        const pl_model_params mp = {.flags = g_model_flags, .kernels = sets[si]};
+        const pl_model_params mp = {.kernels = sets[si]};
         TU_CHECK(pl_model_load_memory(&m, buf, size, &mp, &e) == PL_OK, "set %s %s: load: %s",
                  sets[si], label, e.msg);
         if (!m) continue;
@@ -336,19 +335,6 @@ static void e2e_rope_scaling_matches_reference(void)
     }
 }
 
-/* Runs fn once per kernel set this CPU supports, with g_set naming it. */
-static void each_set_visit(const struct pl_kernels *ks, void *ctx)
-{
-    g_set = ks->name;
-    ((void (*)(void))ctx)();
-}
-
-static void for_each_set(void (*fn)(void))
-{
-    for_each_supported_set(each_set_visit, (void *)fn);
-    g_set = NULL;
-}
-
 static void e2e_logits_match_reference_for_every_arch_and_type(void)
 {
     worst per_type[sizeof types / sizeof types[0]] = {{0, 0}};
@@ -418,14 +404,12 @@ static int last_logits_differ(pl_session *s, const int32_t *tok, int64_t n, int6
     return bad;
 }
 
-static void check_invariance_spec(tiny_spec spec, int64_t window, int64_t sinks)
+/* The invariance checks on one model, loaded for the set g_set names. */
+static void check_invariance_model(const pl_model *m, const tiny_spec spec, int64_t window,
+                                   int64_t sinks)
 {
     const char *arch = spec.arch;
     const uint32_t type = spec.wtype;
-    void *buf = NULL;
-    pl_model *m = load(&spec, &buf);
-    TU_CHECK(m != NULL, "model did not load");
-    if (!m) return;
     int64_t V = spec.V;
     int32_t tok[N_TOK];
     random_tokens(tok, N_TOK, V, spec.seed);
@@ -483,7 +467,29 @@ static void check_invariance_spec(tiny_spec spec, int64_t window, int64_t sinks)
     pl_session_free(s);
     free(base);
     free(y);
-    pl_model_free(m);
+}
+
+/* The file is built once and loaded for every supported set. */
+static void check_invariance_spec(tiny_spec spec, int64_t window, int64_t sinks)
+{
+    size_t size;
+    void *buf = NULL;
+    TU_CHECK(tiny_build(&spec, &buf, &size) == 0, "%s %s: tiny model did not build", spec.arch,
+             pl_type_name(spec.wtype));
+    if (!buf) return;
+    collect_sets();
+    for (int si = 0; si < n_sets; si++) {
+        pl_model *m = NULL;
+        pl_error e;
+        const pl_model_params mp = {.kernels = sets[si]};
+        TU_CHECK(pl_model_load_memory(&m, buf, size, &mp, &e) == PL_OK, "set %s %s: load: %s",
+                 sets[si], spec.arch, e.msg);
+        if (!m) continue;
+        g_set = sets[si];
+        check_invariance_model(m, spec, window, sinks);
+        g_set = NULL;
+        pl_model_free(m);
+    }
     pl_buffer_free(buf);
 }
 
@@ -494,7 +500,7 @@ static void check_invariance(const char *arch, uint32_t type, int64_t window, in
     check_invariance_spec(spec, window, sinks);
 }
 
-static void invariance_one_set(void)
+static void logits_identical_across_chunks_threads_and_truncation(void)
 {
     check_invariance("qwen2", PL_TYPE_Q4_K, 0, 0);
     check_invariance("llama", PL_TYPE_Q8_0, 0, 0);
@@ -506,12 +512,7 @@ static void invariance_one_set(void)
     check_invariance("qwen3", PL_TYPE_IQ4_XS, 0, 0);
 }
 
-static void logits_identical_across_chunks_threads_and_truncation(void)
-{
-    for_each_set(invariance_one_set);
-}
-
-static void window_invariance_one_set(void)
+static void sliding_window_logits_identical_across_chunks_and_threads(void)
 {
     check_invariance("llama", PL_TYPE_Q4_0, 16, 4);
     check_invariance("qwen3", PL_TYPE_F32, 10, 0);
@@ -519,19 +520,14 @@ static void window_invariance_one_set(void)
     check_invariance("phi3", PL_TYPE_Q8_0, 6, 1);   /* a session window inside the layers' */
 }
 
-static void sliding_window_logits_identical_across_chunks_and_threads(void)
+/* All-position logits of N_TOK random tokens, the file in buf loaded for set under flags. */
+static float *logits_with_flags(const tiny_spec *spec, const void *buf, size_t size,
+                                const char *set, uint32_t flags, int *n_repacked)
 {
-    for_each_set(window_invariance_one_set);
-}
-
-/* All-position logits of N_TOK random tokens with the model loaded under flags. */
-static float *logits_with_flags(const tiny_spec *spec, uint32_t flags, int *n_repacked)
-{
-    g_model_flags = flags;
-    void *buf = NULL;
-    pl_model *m = load(spec, &buf);
-    g_model_flags = 0;
-    TU_CHECK(m != NULL, "model did not load");
+    pl_model *m = NULL;
+    pl_error e;
+    const pl_model_params mp = {.flags = flags, .kernels = set};
+    TU_CHECK(pl_model_load_memory(&m, buf, size, &mp, &e) == PL_OK, "set %s: load: %s", set, e.msg);
     if (!m) return NULL;
     pl_model_info info;
     pl_model_get_info(m, &info, NULL);
@@ -539,16 +535,40 @@ static float *logits_with_flags(const tiny_spec *spec, uint32_t flags, int *n_re
     int32_t tok[N_TOK];
     random_tokens(tok, N_TOK, spec->V, spec->seed);
     float *y = calloc((size_t)(N_TOK * spec->V), sizeof *y);
+    g_set = set;
     pl_session *s = session(m, 2, 5, PL_TYPE_F16, 128, 0, 0);
+    g_set = NULL;
     eval_pieces(s, tok, N_TOK, 13, y, spec->V);
     pl_session_free(s);
     pl_model_free(m);
-    pl_buffer_free(buf);
     return y;
 }
 
-/* DESIGN.md: repacking changes where the weights sit, never a bit of the logits. */
-static void repack_one_set(void)
+/* DESIGN.md: repacking changes where the weights sit, never a bit of the logits. One file, built
+ * once, loaded with repacking on and off on every set. */
+static void check_repack(const tiny_spec *spec, const char *what)
+{
+    size_t size;
+    void *buf = NULL;
+    TU_CHECK(tiny_build(spec, &buf, &size) == 0, "%s: tiny model did not build", what);
+    if (!buf) return;
+    collect_sets();
+    for (int si = 0; si < n_sets; si++) {
+        int n_on = 0, n_off = 0;
+        float *on = logits_with_flags(spec, buf, size, sets[si], 0, &n_on);
+        float *off = logits_with_flags(spec, buf, size, sets[si], PL_MODEL_NO_REPACK, &n_off);
+        TU_CHECK(n_off == 0, "set %s %s: PL_MODEL_NO_REPACK still repacked %d tensors", sets[si],
+                 what, n_off);
+        TU_CHECK(on && off && memcmp(on, off, (size_t)(N_TOK * spec->V) * sizeof(float)) == 0,
+                 "set %s %s (%d tensors repacked): logits differ with repacking on and off",
+                 sets[si], what, n_on);
+        free(on);
+        free(off);
+    }
+    pl_buffer_free(buf);
+}
+
+static void repacked_weights_give_identical_logits(void)
 {
     static const struct {
         uint32_t type;
@@ -560,21 +580,8 @@ static void repack_one_set(void)
         tiny_spec spec = tiny_default(i % 2 ? "llama" : "qwen2", wtypes[i].type);
         spec.seed = tu_seed() ^ (0x5e7 + i);
         spec.mix = wtypes[i].mix;
-        int n_on = 0, n_off = 0;
-        float *on = logits_with_flags(&spec, 0, &n_on);
-        float *off = logits_with_flags(&spec, PL_MODEL_NO_REPACK, &n_off);
-        TU_CHECK(n_off == 0, "set %s: PL_MODEL_NO_REPACK still repacked %d tensors", g_set, n_off);
-        TU_CHECK(on && off && memcmp(on, off, (size_t)(N_TOK * spec.V) * sizeof(float)) == 0,
-                 "set %s %s (%d tensors repacked): logits differ with repacking on and off", g_set,
-                 pl_type_name(wtypes[i].type), n_on);
-        free(on);
-        free(off);
+        check_repack(&spec, pl_type_name(wtypes[i].type));
     }
-}
-
-static void repacked_weights_give_identical_logits(void)
-{
-    for_each_set(repack_one_set);
 }
 
 /* ---- mixture of experts ---- */
@@ -625,7 +632,8 @@ static void e2e_moe_matches_reference(void)
              run + ambiguous);
 }
 
-static void moe_invariance_one_set(void)
+/* DESIGN.md: grouping a prefill's tokens by expert never changes a token's row. */
+static void moe_logits_identical_across_chunks_threads_and_truncation(void)
 {
     static const uint32_t wt[] = {PL_TYPE_Q4_K, PL_TYPE_Q8_0, PL_TYPE_IQ4_XS};
     for (size_t a = 0; a < sizeof moe_names / sizeof moe_names[0]; a++) {
@@ -635,32 +643,16 @@ static void moe_invariance_one_set(void)
     }
 }
 
-/* DESIGN.md: grouping a prefill's tokens by expert never changes a token's row. */
-static void moe_logits_identical_across_chunks_threads_and_truncation(void)
-{
-    for_each_set(moe_invariance_one_set);
-}
-
-static void moe_repack_one_set(void)
+static void moe_repacked_experts_give_identical_logits(void)
 {
     static const uint32_t wt[] = {PL_TYPE_Q4_0, PL_TYPE_Q4_K, PL_TYPE_IQ4_NL};
     for (size_t a = 0; a < sizeof moe_names / sizeof moe_names[0]; a++) {
         tiny_spec spec = moe_spec(moe_names[a], wt[a]);
         spec.seed = tu_seed() ^ (0x5e8 + a);
-        int n_on = 0, n_off = 0;
-        float *on = logits_with_flags(&spec, 0, &n_on);
-        float *off = logits_with_flags(&spec, PL_MODEL_NO_REPACK, &n_off);
-        TU_CHECK(on && off && memcmp(on, off, (size_t)(N_TOK * spec.V) * sizeof(float)) == 0,
-                 "set %s %s %s (%d tensors repacked): logits differ with repacking on and off",
-                 g_set, moe_names[a], pl_type_name(wt[a]), n_on);
-        free(on);
-        free(off);
+        char what[64];
+        snprintf(what, sizeof what, "%s %s", moe_names[a], pl_type_name(wt[a]));
+        check_repack(&spec, what);
     }
-}
-
-static void moe_repacked_experts_give_identical_logits(void)
-{
-    for_each_set(moe_repack_one_set);
 }
 
 /* ---- session edges ---- */

@@ -17,15 +17,20 @@ uint64_t tu_seed(void)
     return 0x706c756d62ull; /* "plumb" */
 }
 
-/* Whether name contains one of the comma-separated substrings of filters. */
+/* Whether name contains one of the comma-separated substrings of filters ('^' first: starts
+ * with it). */
 static int name_matches(const char *name, const char *filters)
 {
     for (const char *f = filters;;) {
         const char *end = strchr(f, ',');
-        const size_t n = end ? (size_t)(end - f) : strlen(f);
+        size_t n = end ? (size_t)(end - f) : strlen(f);
         if (n == 0) return 1; /* an empty filter, as strstr's "", matches every name */
-        for (const char *p = name; *p; p++)
-            if (strncmp(p, f, n) == 0) return 1;
+        if (f[0] == '^') {
+            if (strncmp(name, f + 1, n - 1) == 0) return 1;
+        } else {
+            for (const char *p = name; *p; p++)
+                if (strncmp(p, f, n) == 0) return 1;
+        }
         if (!end) return 0;
         f = end + 1;
     }
@@ -44,7 +49,8 @@ int tu_run(const char *suite, const tu_test *tests)
         CU_cleanup_registry();
         return 0;
     }
-    /* PLUMB_TEST=<substring>[,<substring>...] runs only the tests whose name contains one. */
+    /* PLUMB_TEST=<substring>[,<substring>...] runs only the tests whose name contains one
+     * (^<prefix>: whose name starts with it). */
     const char *only = getenv("PLUMB_TEST");
     for (const tu_test *t = tests; t->name; t++)
         if ((!only || name_matches(t->name, only)) && !CU_add_test(s, t->name, t->fn)) return 2;
