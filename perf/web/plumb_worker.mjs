@@ -1,7 +1,8 @@
 // plumb_worker.mjs — plumb's engine module in a dedicated Worker for perf/web/bench.html (the
 // engine's calls are synchronous; the chat page runs it in a Worker too). Messages:
 // {cmd:'load', url, threads, kernels} -> model info; {cmd:'turn', user, maxTokens, sampler,
-// system, nCtx} -> the turn's stats (a fresh chat each time: no prefix cache across rounds).
+// system, nCtx, ignoreEos} -> the turn's stats (a fresh chat each time: no prefix cache across
+// rounds; ignoreEos: decode runs to maxTokens, as wllama's ignore_eos).
 import { createEngine } from '/plumb/plumb-engine.mjs';
 
 let eng = null;
@@ -30,7 +31,7 @@ onmessage = async (e) => {
         throw new Error(`${err.message} (memory ${JSON.stringify(eng.memory())})`);
       }
       let st;
-      try { st = chat.turn(m.user, { maxTokens: m.maxTokens }); } catch (err) {
+      try { st = chat.turn(m.user, { maxTokens: m.maxTokens, ignoreEos: !!m.ignoreEos }); } catch (err) {
         chat.free();
         throw new Error(`${err.message} (memory ${JSON.stringify(eng.memory())})`);
       }
