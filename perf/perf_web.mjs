@@ -14,7 +14,8 @@
 //
 //   node perf/perf_web.mjs            (env: ROUNDS=3 N=32 THREADS=1,2 MODELS=a,b NPM=build/perf-web-npm
 //                                      WEB=build-wasm/web PLUMB=build/tools/plumb OUT=perf/reports
-//                                      GROUP_TIMEOUT_MS=600000 (a list: one per group, the last repeats)
+//                                      GROUP_TIMEOUT_MS=1200000 (a list: one per group, the last repeats)
+//                                      WEB_B=DIR (A/B of two wasm builds) ENGINES=plumb,wllama,native
 //                                      NATIVE_KERNELS= (default: the best) SMOKE=1: R=1, N=4, demo model, no page)
 // Exit 0 with a full report; 3 with a partial one (a group timed out or failed: the report says
 // which); 2 (a FAIL line first) when something needed is missing.
@@ -41,9 +42,13 @@ const OUT = path.resolve(env.OUT || path.join(ROOT, SMOKE ? 'build/perf-web-smok
 const CHROMIUM = env.PLUMB_CHROMIUM || '/usr/bin/chromium';
 const N_CTX = Number(env.N_CTX || 2048);
 const TIMEOUT_MS = Number(env.TIMEOUT_MS || 60 * 60 * 1000); // the whole run (a backstop)
-const GROUP_TIMEOUT_MS = (env.GROUP_TIMEOUT_MS || String(10 * 60 * 1000)).split(',').map(Number);
+const GROUP_TIMEOUT_MS = (env.GROUP_TIMEOUT_MS || String(20 * 60 * 1000)).split(',').map(Number);
 const groupLimit = (i) => GROUP_TIMEOUT_MS[Math.min(i, GROUP_TIMEOUT_MS.length - 1)];
 const NATIVE_KERNELS = env.NATIVE_KERNELS || '';
+// An A/B run of two wasm builds: WEB_B (another build-wasm/web) adds its plumb rows, "<set> B",
+// interleaved with WEB's in every round; ENGINES=plumb leaves out wllama and native.
+const WEB_B = env.WEB_B ? path.resolve(env.WEB_B) : null;
+const ENGINES = (env.ENGINES || 'plumb,wllama,native').split(',');
 const SYSTEM = 'You are a helpful assistant.';
 // ~100 prompt tokens with the chat template (both engines report what they saw).
 const USER = 'The jury said it did find that the city executive committee, which had over-all charge ' +
@@ -81,7 +86,8 @@ const wllamaVersion = JSON.parse(readFileSync(path.join(WLLAMA, 'package.json'),
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8',
   '.mjs': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.wasm': 'application/wasm' };
 const MOUNTS = { '/bench/': [path.join(ROOT, 'perf/web')], '/plumb/': [WEB], '/wllama/': [path.join(WLLAMA, 'esm')],
-  '/page/': [path.join(ROOT, 'web'), WEB], '/m/': MODELS.map((m) => path.dirname(m)) };
+  '/page/': [path.join(ROOT, 'web'), WEB], '/m/': MODELS.map((m) => path.dirname(m)),
+  ...(WEB_B ? { '/plumb-b/': [WEB_B] } : {}) };
 function resolveUrl(pathname) {
   for (const [pre, dirs] of Object.entries(MOUNTS)) {
     if (!pathname.startsWith(pre)) continue;
@@ -170,18 +176,19 @@ async function runGroup(g, ctx) {
   // wasm128r: the relaxed-SIMD module (its own Worker), interleaved with wasm128's.
   if (RELAXED) sets.push('wasm128r');
   if (model === DEMO && !SMOKE && env.REF !== '0') sets.push('ref');
-  for (const k of sets) {
-    const id = `p-${t}-${k}`;
+  for (const [k, base, label] of [...sets.map((k) => [k, '/plumb/', k]),
+    ...(WEB_B ? sets.filter((k) => k !== 'ref').map((k) => [k, '/plumb-b/', `${k} B`]) : [])]) {
+    const id = `p-${t}-${label.replace(' ', '-')}`;
     const v = k === 'wasm128r' ? 'simd-relaxed-threads' : env.VARIANT;
-    const r = await step(page.evaluate((id, url, t, k, v) => window.bench.plumbLoad(id, url, t, k, v), id, url, t, k, v));
+    const r = await step(page.evaluate((id, url, t, k, v, base) => window.bench.plumbLoad(id, url, t, k, v, base), id, url, t, k, v, base));
     if (r.model.kernels !== k) throw new Error(`plumb loaded kernels ${r.model.kernels}, asked ${k}`);
     // One untimed turn: the first runs cold (wasm tier-up, the heap growing).
     await step(page.evaluate((id, o) => window.bench.plumbTurn(id, o), id, o));
-    g.cfgs.push({ engine: 'plumb', kernels: k, variant: v || 'simd-threads', threads: t, id, pre: [], dec: [], prompt: [], gen: [] });
+    g.cfgs.push({ engine: 'plumb', kernels: label, variant: v || 'simd-threads', threads: t, id, pre: [], dec: [], prompt: [], gen: [] });
   }
   const id = `w-${t}`;
   let w = null;
-  try {
+  if (ENGINES.includes('wllama')) try {
     w = await step(page.evaluate((id, url, t, c) => window.bench.wllamaLoad(id, url, t, c), id, url, t, N_CTX));
   } catch (e) {
     if (e instanceof Abort) throw e;
@@ -193,7 +200,8 @@ async function runGroup(g, ctx) {
     g.cfgs.push({ engine: 'wllama', kernels: w.multithread ? 'multi-thread' : 'single-thread', threads: t,
       wllamaThreads: w.threads, id, pre: [], dec: [], prompt: [], gen: [] });
   }
-  g.cfgs.push({ engine: 'native', kernels: NATIVE_KERNELS || 'best', threads: t, pre: [], dec: [], prompt: [], gen: [] });
+  if (ENGINES.includes('native'))
+    g.cfgs.push({ engine: 'native', kernels: NATIVE_KERNELS || 'best', threads: t, pre: [], dec: [], prompt: [], gen: [] });
   for (let r = 0; r < ROUNDS; r++) {
     const l0 = load1();
     // A round's samples are kept only once the whole round is in: every row has the same rounds.
@@ -292,6 +300,19 @@ function writeReport() {
         `${f1(rx && rx[test])} | ${f1(ref && ref[test])} | ${n ? `${f1(n[test])} (${n.kernels})` : '—'} | ` +
         `${ratio(p && p[test], w && w[test])} | ${ratio(rx && rx[test], w && w[test])} | ${ratio(p && p[test], n && n[test])} | ${ratio(rx && rx[test], n && n[test])} | ${status} |\n`;
     }
+  if (WEB_B) {
+    md += `\nA/B: B is ${WEB_B}, interleaved with ${WEB} in every round (medians; the per-round ratio's median in brackets):\n\n` +
+      '| file | threads | test | set | A | B | B/A |\n| --- | ---: | --- | --- | ---: | ---: | ---: |\n';
+    for (const g of groups.filter((x) => x.model))
+      for (const test of ['prefill', 'decode'])
+        for (const k of ['wasm128', 'wasm128r']) {
+          const a = get(g.name, 'plumb', g.threads, k), b = get(g.name, 'plumb', g.threads, `${k} B`);
+          if (!a || !b) continue;
+          const sa = a[`${test}Samples`], sb = b[`${test}Samples`];
+          const per = med(sa.map((x, i) => sb[i] / x));
+          md += `| ${g.name} | ${g.threads} | ${test} | ${k} | ${f1(a[test])} | ${f1(b[test])} | ${f2(b[test] / a[test])} [${f2(per)}] |\n`;
+        }
+  }
   for (const g of groups) if (g.why) md += `\n${g.name}, ${g.threads} thread(s): ${g.why}\n`;
   if (turns.length) {
     md += `\nThe chat page (web/index.html, engine in its Worker; ${turns.env}), demo model, greedy, 32 tokens a reply, prefix cache on:\n\n` +
