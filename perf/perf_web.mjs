@@ -282,7 +282,8 @@ function writeReport() {
   const ratio = (a, b) => (a && b ? f2(a / b) : '—');
   const get = (m, e, t, k) => rows.find((r) => r.model === m && r.engine === e && r.threads === t && (!k || r.kernels === k) && r.rounds > 0);
   const flat = loads.flat();
-  let md = `plumb wasm (wasm128: simd-threads; wasm128r: simd-relaxed-threads) vs wllama ${wllamaVersion} (${chromeVersion}, headless, one session) vs native plumb (${NATIVE_KERNELS || 'the best kernel set'});\n` +
+  let md = `plumb wasm (wasm128: simd-threads; wasm128r: simd-relaxed-threads; ${chromeVersion}, headless, one session)` +
+    `${ENGINES.includes('wllama') ? ` vs wllama ${wllamaVersion}` : ''}${ENGINES.includes('native') ? ` vs native plumb (${NATIVE_KERNELS || 'the best kernel set'})` : ''};\n` +
     `${ROUNDS} interleaved rounds, medians; ${SAMPLER}; decode over ${N} tokens as llama.cpp counts it (${N} tokens over the ${N - 1} decode steps from the first token drawn to the last); ` +
     `load average (1 min) ${flat.length ? `${f2(Math.min(...flat))}-${f2(Math.max(...flat))}` : '—'}; ` +
     `${os.cpus().length} CPUs (${os.cpus()[0].model}); started ${runStart.toISOString()}, written ${new Date().toISOString()}\n\n` +
