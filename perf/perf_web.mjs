@@ -1,14 +1,25 @@
-// perf_web.mjs — `make perf-web` (issue 30): plumb's wasm build against wllama in ONE headless
-// chromium session, plus native plumb (avx2) on the same files, interleaved round by round
-// (plumb-wasm, wllama, native; per file x threads) so the machine's load hits all alike; medians.
-// Then the chat page (web/index.html, engine in its Worker) for 10 turns: time to first token of
-// turn 10 against turn 2, with the prefix cache. Not a test: a measurement (see perf/NOTES.md).
+// perf_web.mjs — `make perf-web` (issues 30, 52): plumb's wasm build (wasm128 and wasm128r)
+// against wllama in ONE headless chromium session, plus native plumb (the machine's best kernel
+// set) on the same files, interleaved round by round (per file x threads: a group) so the
+// machine's load hits all alike; medians. Then the chat page (web/index.html, engine in its
+// Worker) for 10 turns. Not a test: a measurement (see perf/NOTES.md).
 //
-//   node perf/perf_web.mjs            (env: ROUNDS=3 PROMPT_REPEAT N=32 THREADS=1,2 MODELS=a,b
-//                                      NPM=build/perf-web-npm WEB=build-wasm/web PLUMB=build/tools/plumb
-//                                      OUT=perf/reports SMOKE=1: R=1, N=4, demo model, no page)
-// Exit 0 with a report; 2 (a FAIL line first) when something needed is missing or a run failed.
-import { execFileSync } from 'node:child_process';
+// Measured the same way on every engine: greedy decoding to N tokens (no end-of-generation:
+// plumb's ignoreEos, wllama's ignore_eos); prefill = prompt tokens / prompt time; decode =
+// llama.cpp's predicted_per_second: N tokens over the time from the first token drawn to the
+// N-th, i.e. N - 1 decode steps (plumb, which also evaluates the N-th token into its cache, gives
+// its N steps' time: scaled by (N-1)/N; native bench gives N steps too).
+// The report (md + json) is rewritten after every round of every group: a group that fails or
+// runs past its own limit (GROUP_TIMEOUT_MS) loses only itself, and a killed run keeps its rows.
+//
+//   node perf/perf_web.mjs            (env: ROUNDS=3 N=32 THREADS=1,2 MODELS=a,b NPM=build/perf-web-npm
+//                                      WEB=build-wasm/web PLUMB=build/tools/plumb OUT=perf/reports
+//                                      GROUP_TIMEOUT_MS=1200000 (a list: one per group, the last repeats)
+//                                      WEB_B=DIR (A/B of two wasm builds) ENGINES=plumb,wllama,native
+//                                      NATIVE_KERNELS= (default: the best) SMOKE=1: R=1, N=4, demo model, no page)
+// Exit 0 with a full report; 3 with a partial one (a group timed out or failed: the report says
+// which); 2 (a FAIL line first) when something needed is missing.
+import { execFile, execFileSync } from 'node:child_process';
 import { createReadStream, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import http from 'node:http';
@@ -30,19 +41,32 @@ const PLUMB = path.resolve(env.PLUMB || path.join(ROOT, 'build/tools/plumb'));
 const OUT = path.resolve(env.OUT || path.join(ROOT, SMOKE ? 'build/perf-web-smoke' : 'perf/reports'));
 const CHROMIUM = env.PLUMB_CHROMIUM || '/usr/bin/chromium';
 const N_CTX = Number(env.N_CTX || 2048);
-const TIMEOUT_MS = Number(env.TIMEOUT_MS || 20 * 60 * 1000);
+const TIMEOUT_MS = Number(env.TIMEOUT_MS || 60 * 60 * 1000); // the whole run (a backstop)
+const GROUP_TIMEOUT_MS = (env.GROUP_TIMEOUT_MS || String(20 * 60 * 1000)).split(',').map(Number);
+const groupLimit = (i) => GROUP_TIMEOUT_MS[Math.min(i, GROUP_TIMEOUT_MS.length - 1)];
+const NATIVE_KERNELS = env.NATIVE_KERNELS || '';
+// An A/B run of two wasm builds: WEB_B (another build-wasm/web) adds its plumb rows, "<set> B",
+// interleaved with WEB's in every round; ENGINES=plumb leaves out wllama and native.
+const WEB_B = env.WEB_B ? path.resolve(env.WEB_B) : null;
+const ENGINES = (env.ENGINES || 'plumb,wllama,native').split(',');
 const SYSTEM = 'You are a helpful assistant.';
 // ~100 prompt tokens with the chat template (both engines report what they saw).
 const USER = 'The jury said it did find that the city executive committee, which had over-all charge ' +
   'of the election, deserves the praise and thanks of the city for the manner in which the election ' +
   'was conducted. The jury further said in term-end presentments that the city council had done a ' +
   'good job. Tell me more about the election and the committee.';
-// plumb's engine has no ignore-EOS: its decode rows sample (temp 1.5, seed 38, no truncation) so
-// that replies run to N; wllama decodes greedy with ignore_eos. Sampling costs plumb a softmax a token.
-const PLUMB_SAMPLER = { temp: 1.5, topK: 0, topP: 1, minP: 0, seed: 38 };
+// Greedy on both engines (wllama: temperature 0), to N tokens whatever is drawn.
+const PLUMB_SAMPLER = { temp: 0, topK: 0, topP: 1, minP: 0, seed: 38 };
+const SAMPLER = 'greedy (plumb temp 0, wllama temperature 0), end-of-generation off (ignoreEos / ignore_eos)';
 
 function fail(why) { console.log(`FAIL: ${why}`); process.exit(2); }
-const watchdog = setTimeout(() => fail(`timed out after ${TIMEOUT_MS / 1000} s`), TIMEOUT_MS);
+// The backstop: the report as it stands, then exit 3.
+const watchdog = setTimeout(() => {
+  console.log(`the whole run passed TIMEOUT_MS (${TIMEOUT_MS / 1000} s): writing what was measured`);
+  for (const g of groups) if (g.status === 'running' || g.status === 'pending') g.status = 'not run (TIMEOUT_MS)';
+  writeReport();
+  process.exit(3);
+}, TIMEOUT_MS);
 watchdog.unref();
 
 // ---- what is needed ------------------------------------------------------------------------
@@ -62,7 +86,8 @@ const wllamaVersion = JSON.parse(readFileSync(path.join(WLLAMA, 'package.json'),
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8',
   '.mjs': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.wasm': 'application/wasm' };
 const MOUNTS = { '/bench/': [path.join(ROOT, 'perf/web')], '/plumb/': [WEB], '/wllama/': [path.join(WLLAMA, 'esm')],
-  '/page/': [path.join(ROOT, 'web'), WEB], '/m/': MODELS.map((m) => path.dirname(m)) };
+  '/page/': [path.join(ROOT, 'web'), WEB], '/m/': MODELS.map((m) => path.dirname(m)),
+  ...(WEB_B ? { '/plumb-b/': [WEB_B] } : {}) };
 function resolveUrl(pathname) {
   for (const [pre, dirs] of Object.entries(MOUNTS)) {
     if (!pathname.startsWith(pre)) continue;
@@ -92,113 +117,222 @@ const puppeteer = createRequire(path.join(NPM, 'node_modules/puppeteer-core/pack
 const browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true,
   args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'], protocolTimeout: TIMEOUT_MS });
 const chromeVersion = await browser.version();
-const done = async (code) => { await browser.close().catch(() => {}); server.close(); process.exit(code); };
 
 const load1 = () => Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
 const med = (a) => { const s = a.filter(Number.isFinite).sort((x, y) => x - y); return s.length ? s[(s.length - 1) >> 1] : NaN; };
 const loads = [];
+const runStart = new Date();
+const sha = (() => { try { return execFileSync('git', ['rev-parse', '--short=8', 'HEAD'], { cwd: ROOT }).toString().trim(); } catch { return 'nogit'; } })();
+const stem = path.join(OUT, `${runStart.toISOString().slice(0, 10)}-${sha}-web${SMOKE ? '-smoke' : ''}`);
 
-function native(model, threads) {
-  const out = execFileSync(PLUMB, ['bench', '-m', model, '-p', String(P_NATIVE[model] || 64), '-n', String(N),
-    '-t', String(threads), '-r', '1', '--kernels', 'avx2', '--no-probe', '-o', 'json'], { stdio: ['ignore', 'pipe', 'ignore'] });
-  const j = JSON.parse(out);
-  const row = (t) => j.results.find((r) => r.test === t);
-  return { prefill: row(`pp${P_NATIVE[model] || 64}`).tok_s.median, decode: row(`tg${N}`).tok_s.median };
+// llama.cpp's decode figure: N tokens over N - 1 decode steps. plumb's stats: decodeTokS =
+// (n - 1) tokens over its n steps (it evaluates the n-th token too); native bench: n over n steps.
+const llamaDecodeFromPlumb = (st) => (st.generated > 1 && st.decodeTokS > 0
+  ? st.decodeTokS * (st.generated * st.generated) / ((st.generated - 1) * (st.generated - 1)) : NaN);
+const llamaDecodeFromSteps = (tokS, n) => (n > 1 ? tokS * n / (n - 1) : NaN);
+
+// Native plumb bench, asynchronous (a group's limit must be able to stop it); the set it ran.
+function native(ctx, model, threads) {
+  const p = P_NATIVE[model] || 64;
+  const args = ['bench', '-m', model, '-p', String(p), '-n', String(N), '-t', String(threads), '-r', '1',
+    '--no-probe', '-o', 'json', ...(NATIVE_KERNELS ? ['--kernels', NATIVE_KERNELS] : [])];
+  return new Promise((resolve, reject) => {
+    const child = execFile(PLUMB, args, { maxBuffer: 64 << 20 }, (err, out) => {
+      ctx.children.delete(child);
+      if (err) return reject(new Error(`plumb bench: ${err.message}`));
+      const j = JSON.parse(out);
+      const row = (t) => j.results.find((r) => r.test === t);
+      resolve({ prefill: row(`pp${p}`).tok_s.median, decode: llamaDecodeFromSteps(row(`tg${N}`).tok_s.median, N),
+        kernels: row(`tg${N}`).kernels });
+    });
+    ctx.children.add(child);
+  });
 }
 const P_NATIVE = {};
-const P_LOGITS = Number(env.P_LOGITS || 108); // the demo file's prompt length with the chat template
 
-const rows = [];
-let page;
-try {
-  // One page (tab) per file and thread count, closed after: the engines' wasm memories of one
-  // group are gone before the next loads.
-  for (const model of MODELS) for (const t of THREADS) {
-    page = await browser.newPage();
-    page.on('pageerror', (e) => console.log(`  [page error] ${e.message}`));
-    page.on('console', (m) => { if (m.type() === 'error' || env.PLUMB_WEB_VERBOSE) console.log(`  [page ${m.type()}] ${m.text()}`); });
-    await page.goto(`${BASE}/bench/bench.html`, { waitUntil: 'load' });
-    await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
-    if (!(await page.evaluate(() => window.bench.isolated()))) fail('the bench page is not cross-origin isolated');
-    const name = path.basename(model);
-    const url = `/m/${name}`;
-    console.log(`== ${name}, ${t} thread(s): loading plumb, wllama`);
-    const cfgs = [];
-    {
-      const sets = ['wasm128'];
-      // wasm128r: the relaxed-SIMD module (its own Worker), interleaved with wasm128's.
-      if (RELAXED) sets.push('wasm128r');
-      if (model === DEMO && !SMOKE && env.REF !== '0') sets.push('ref');
-      for (const k of sets) {
-        const id = `p-${t}-${k}`;
-        const v = k === 'wasm128r' ? 'simd-relaxed-threads' : env.VARIANT;
-        const r = await page.evaluate((id, url, t, k, v) => window.bench.plumbLoad(id, url, t, k, v), id, url, t, k, v);
-        if (r.model.kernels !== k) fail(`plumb loaded kernels ${r.model.kernels}, asked ${k}`);
-        // One untimed turn: the first runs cold (wasm tier-up, the heap growing). A file whose
-        // chat turn the engine refuses is measured through eng.logits instead (mode 'logits').
-        let mode = 'chat', why = null;
-        try {
-          await page.evaluate((id, o) => window.bench.plumbTurn(id, o), id, { system: SYSTEM, user: USER, maxTokens: N, nCtx: N_CTX, sampler: PLUMB_SAMPLER });
-        } catch (e) {
-          mode = 'logits'; why = e.message;
-          console.log(`  plumb's chat turn failed on ${name} (${why}): measuring through eng.logits`);
-          await page.evaluate((id, p) => window.bench.plumbLogits(id, p, 2), id, P_LOGITS);
-        }
-        cfgs.push({ engine: 'plumb', kernels: k, threads: t, id, mode, why, pre: [], dec: [], prompt: [], gen: [] });
-      }
-      const id = `w-${t}`;
-      let w;
-      try {
-        w = await page.evaluate((id, url, t, c) => window.bench.wllamaLoad(id, url, t, c), id, url, t, N_CTX);
-      } catch (e) {
-        console.log(`  wllama could not load ${name} with ${t} threads: ${e.message}`);
-        rows.push({ model: name, engine: 'wllama', threads: t, error: e.message });
-      }
-      if (w) await page.evaluate((id, o) => window.bench.wllamaTurn(id, o), id, { system: SYSTEM, user: USER, maxTokens: N });
-      if (w) cfgs.push({ engine: 'wllama', kernels: w.multithread ? 'multi-thread' : 'single-thread', threads: t,
-        wllamaThreads: w.threads, id, pre: [], dec: [], prompt: [], gen: [] });
-      cfgs.push({ engine: 'native', kernels: 'avx2', threads: t, pre: [], dec: [], prompt: [], gen: [] });
-    }
-    for (let r = 0; r < ROUNDS; r++) {
-      const l0 = load1();
-      for (const c of cfgs) {
-        const o = { system: SYSTEM, user: USER, maxTokens: N, nCtx: N_CTX, sampler: PLUMB_SAMPLER };
-        if (c.engine === 'plumb') {
-          const st = c.mode === 'logits' ? await page.evaluate((id, p, n) => window.bench.plumbLogits(id, p, n), c.id, P_LOGITS, N)
-            : await page.evaluate((id, o) => window.bench.plumbTurn(id, o), c.id, o);
-          c.pre.push(st.prefillTokS); c.prompt.push(st.prefilled); c.gen.push(st.generated);
-          if (st.generated >= Math.min(8, N)) c.dec.push(st.decodeTokS);
-          P_NATIVE[model] = st.prefilled;
-        } else if (c.engine === 'wllama') {
-          const st = await page.evaluate((id, o) => window.bench.wllamaTurn(id, o), c.id, o);
-          c.pre.push(st.timings.prompt_per_second); c.dec.push(st.timings.predicted_per_second);
-          c.prompt.push(st.timings.prompt_n); c.gen.push(st.timings.predicted_n);
-        } else {
-          const st = native(model, c.threads);
-          c.pre.push(st.prefill); c.dec.push(st.decode); c.prompt.push(P_NATIVE[model]); c.gen.push(N);
-        }
-      }
-      loads.push([l0, load1()]);
-      console.log(`  round ${r + 1}/${ROUNDS} (load ${l0.toFixed(2)} -> ${load1().toFixed(2)})`);
-    }
-    for (const c of cfgs) {
-      rows.push({ model: name, engine: c.engine, mode: c.mode, why: c.why, kernels: c.kernels, threads: c.threads, wllamaThreads: c.wllamaThreads,
-        prefill: med(c.pre), decode: med(c.dec), prefillSamples: c.pre, decodeSamples: c.dec,
-        promptTokens: [...new Set(c.prompt)], genTokens: [...new Set(c.gen)] });
-      if (c.engine === 'plumb') await page.evaluate((id) => window.bench.plumbFree(id), c.id);
-      if (c.engine === 'wllama') await page.evaluate((id) => window.bench.wllamaFree(id), c.id);
-      const r = rows[rows.length - 1];
-      console.log(`  ${r.engine} ${r.kernels}: prefill ${r.prefill.toFixed(1)} tok/s (${r.promptTokens} tokens), decode ${r.decode.toFixed(1)} tok/s (${r.genTokens} tokens)`);
-    }
-    await page.close();
+// One group per file x threads, each in its own tab (its wasm heaps are gone before the next
+// loads) and under its own time limit.
+const groups = [];
+for (const model of MODELS) for (const t of THREADS)
+  groups.push({ model, name: path.basename(model), threads: t, status: 'pending', why: null, rounds: 0, cfgs: [], ms: 0 });
+
+class Abort extends Error {}
+async function runGroup(g, ctx) {
+  // Every await goes through step: once the group's limit has passed nothing more is recorded.
+  const step = async (p) => { const r = await p; if (ctx.aborted) throw new Abort('aborted'); return r; };
+  const page = await browser.newPage();
+  ctx.page = page;
+  if (ctx.aborted) { await page.close().catch(() => {}); throw new Abort('aborted'); } // the limit passed while it opened
+  page.on('pageerror', (e) => console.log(`  [page error] ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error' || env.PLUMB_WEB_VERBOSE) console.log(`  [page ${m.type()}] ${m.text()}`); });
+  await step(page.goto(`${BASE}/bench/bench.html`, { waitUntil: 'load' }));
+  await step(page.waitForSelector('body[data-ready="1"]', { timeout: 30000 }));
+  if (!(await step(page.evaluate(() => window.bench.isolated())))) throw new Error('the bench page is not cross-origin isolated');
+  const { model, name, threads: t } = g;
+  const url = `/m/${name}`;
+  const o = { system: SYSTEM, user: USER, maxTokens: N, nCtx: N_CTX, sampler: PLUMB_SAMPLER, ignoreEos: true };
+  console.log(`== ${name}, ${t} thread(s): loading plumb, wllama (limit ${groupLimit(groups.indexOf(g)) / 1000} s)`);
+  const sets = ['wasm128'];
+  // wasm128r: the relaxed-SIMD module (its own Worker), interleaved with wasm128's.
+  if (RELAXED) sets.push('wasm128r');
+  if (model === DEMO && !SMOKE && env.REF !== '0') sets.push('ref');
+  for (const [k, base, label] of [...sets.map((k) => [k, '/plumb/', k]),
+    ...(WEB_B ? sets.filter((k) => k !== 'ref').map((k) => [k, '/plumb-b/', `${k} B`]) : [])]) {
+    const id = `p-${t}-${label.replace(' ', '-')}`;
+    const v = k === 'wasm128r' ? 'simd-relaxed-threads' : env.VARIANT;
+    const r = await step(page.evaluate((id, url, t, k, v, base) => window.bench.plumbLoad(id, url, t, k, v, base), id, url, t, k, v, base));
+    if (r.model.kernels !== k) throw new Error(`plumb loaded kernels ${r.model.kernels}, asked ${k}`);
+    // One untimed turn: the first runs cold (wasm tier-up, the heap growing).
+    await step(page.evaluate((id, o) => window.bench.plumbTurn(id, o), id, o));
+    g.cfgs.push({ engine: 'plumb', kernels: label, variant: v || 'simd-threads', threads: t, id, pre: [], dec: [], prompt: [], gen: [] });
   }
-} catch (e) {
-  console.log(`FAIL: ${e.stack || e}`);
-  await done(2);
+  const id = `w-${t}`;
+  let w = null;
+  if (ENGINES.includes('wllama')) try {
+    w = await step(page.evaluate((id, url, t, c) => window.bench.wllamaLoad(id, url, t, c), id, url, t, N_CTX));
+  } catch (e) {
+    if (e instanceof Abort) throw e;
+    console.log(`  wllama could not load ${name} with ${t} threads: ${e.message}`);
+    g.cfgs.push({ engine: 'wllama', threads: t, error: e.message, pre: [], dec: [], prompt: [], gen: [] });
+  }
+  if (w) {
+    await step(page.evaluate((id, o) => window.bench.wllamaTurn(id, o), id, o));
+    g.cfgs.push({ engine: 'wllama', kernels: w.multithread ? 'multi-thread' : 'single-thread', threads: t,
+      wllamaThreads: w.threads, id, pre: [], dec: [], prompt: [], gen: [] });
+  }
+  if (ENGINES.includes('native'))
+    g.cfgs.push({ engine: 'native', kernels: NATIVE_KERNELS || 'best', threads: t, pre: [], dec: [], prompt: [], gen: [] });
+  for (let r = 0; r < ROUNDS; r++) {
+    const l0 = load1();
+    // A round's samples are kept only once the whole round is in: every row has the same rounds.
+    const got = [];
+    for (const c of g.cfgs) {
+      if (c.error) continue;
+      if (c.engine === 'plumb') {
+        const st = await step(page.evaluate((id, o) => window.bench.plumbTurn(id, o), c.id, o));
+        if (st.generated !== N) throw new Error(`plumb ${c.kernels} generated ${st.generated} of ${N} tokens (finish ${st.finish})`);
+        got.push([c, st.prefillTokS, llamaDecodeFromPlumb(st), st.prefilled, st.generated]);
+        P_NATIVE[model] = st.prefilled;
+      } else if (c.engine === 'wllama') {
+        const st = await step(page.evaluate((id, o) => window.bench.wllamaTurn(id, o), c.id, o));
+        got.push([c, st.timings.prompt_per_second, st.timings.predicted_per_second, st.timings.prompt_n, st.timings.predicted_n]);
+      } else {
+        const st = await step(native(ctx, model, c.threads));
+        c.kernels = st.kernels;
+        got.push([c, st.prefill, st.decode, P_NATIVE[model] || 64, N]);
+      }
+    }
+    for (const [c, pre, dec, prompt, gen] of got) { c.pre.push(pre); c.dec.push(dec); c.prompt.push(prompt); c.gen.push(gen); }
+    g.rounds = r + 1;
+    loads.push([l0, load1()]);
+    console.log(`  round ${r + 1}/${ROUNDS} (load ${l0.toFixed(2)} -> ${load1().toFixed(2)})`);
+    writeReport();
+  }
+  for (const c of g.cfgs) {
+    if (c.engine === 'plumb') await step(page.evaluate((id) => window.bench.plumbFree(id), c.id));
+    if (c.engine === 'wllama' && !c.error) await step(page.evaluate((id) => window.bench.wllamaFree(id), c.id));
+    if (!c.error) console.log(`  ${c.engine} ${c.kernels}: prefill ${med(c.pre).toFixed(1)} tok/s, decode ${med(c.dec).toFixed(1)} tok/s`);
+  }
 }
 
-// ---- the chat page: 10 turns on the demo model, per-turn stats ------------------------------
+// Runs a group under its limit; whatever happens, its tab and its native child end with it.
+async function runLimited(g, limitMs) {
+  const ctx = { aborted: false, children: new Set(), page: null };
+  const t0 = Date.now();
+  g.status = 'running';
+  let timer;
+  const limit = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out: past its limit of ${limitMs / 1000} s`)), limitMs);
+  });
+  const work = runGroup(g, ctx);
+  work.catch(() => {}); // after a timeout its rejection (the tab closed under it) is expected
+  try {
+    await Promise.race([work, limit]);
+    g.status = 'done';
+  } catch (e) {
+    g.status = /timed out/.test(e.message) ? 'timed out' : 'failed';
+    g.why = e.message;
+    console.log(`  ${g.name}, ${g.threads} thread(s): ${e.message}; ${g.rounds} of ${ROUNDS} rounds kept`);
+  } finally {
+    clearTimeout(timer);
+    ctx.aborted = true;
+    for (const c of ctx.children) c.kill('SIGKILL');
+    if (ctx.page) await ctx.page.close().catch(() => {});
+    g.ms = Date.now() - t0;
+    writeReport();
+  }
+}
+
+// ---- the report: rewritten as rows come in ---------------------------------------------------
 let turns = [];
+function rowsOf() {
+  const rows = [];
+  for (const g of groups)
+    for (const c of g.cfgs)
+      rows.push({ model: g.name, engine: c.engine, kernels: c.kernels, variant: c.variant, threads: c.threads,
+        wllamaThreads: c.wllamaThreads, error: c.error || null, group: g.status, rounds: c.pre.length,
+        prefill: med(c.pre), decode: med(c.dec), prefillSamples: c.pre, decodeSamples: c.dec,
+        promptTokens: [...new Set(c.prompt)], genTokens: [...new Set(c.gen)] });
+  return rows;
+}
+function writeReport() {
+  const rows = rowsOf();
+  const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : '—');
+  const f2 = (x) => (Number.isFinite(x) ? x.toFixed(2) : '—');
+  const ratio = (a, b) => (a && b ? f2(a / b) : '—');
+  const get = (m, e, t, k) => rows.find((r) => r.model === m && r.engine === e && r.threads === t && (!k || r.kernels === k) && r.rounds > 0);
+  const flat = loads.flat();
+  let md = `plumb wasm (wasm128: simd-threads; wasm128r: simd-relaxed-threads; ${chromeVersion}, headless, one session)` +
+    `${ENGINES.includes('wllama') ? ` vs wllama ${wllamaVersion}` : ''}${ENGINES.includes('native') ? ` vs native plumb (${NATIVE_KERNELS || 'the best kernel set'})` : ''};\n` +
+    `${ROUNDS} interleaved rounds, medians; ${SAMPLER}; decode over ${N} tokens as llama.cpp counts it (${N} tokens over the ${N - 1} decode steps from the first token drawn to the last); ` +
+    `load average (1 min) ${flat.length ? `${f2(Math.min(...flat))}-${f2(Math.max(...flat))}` : '—'}; ` +
+    `${os.cpus().length} CPUs (${os.cpus()[0].model}); started ${runStart.toISOString()}, written ${new Date().toISOString()}\n\n` +
+    '| file | threads | test | prompt tok | wllama | plumb wasm128 | plumb wasm128r | plumb wasm ref | native | wasm128/wllama | wasm128r/wllama | wasm128/native | wasm128r/native | group |\n' +
+    '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n';
+  for (const g of groups.filter((x) => x.model))
+    for (const test of ['prefill', 'decode']) {
+      const m = g.name, t = g.threads;
+      const w = get(m, 'wllama', t), p = get(m, 'plumb', t, 'wasm128'), rx = get(m, 'plumb', t, 'wasm128r');
+      const ref = get(m, 'plumb', t, 'ref'), n = get(m, 'native', t);
+      const we = rows.find((r) => r.model === m && r.engine === 'wllama' && r.threads === t && r.error);
+      const toks = `${p ? p.promptTokens.join('/') : '?'}${w ? ` (wllama ${w.promptTokens.join('/')})` : ''}`;
+      const status = g.status === 'done' ? `done (${g.rounds})` : `${g.status}${g.rounds ? ` after ${g.rounds} of ${ROUNDS} rounds` : ', no round'}`;
+      md += `| ${m} | ${t} | ${test} | ${test === 'prefill' ? toks : `${N} gen`} | ${we ? 'no load' : f1(w && w[test])} | ${f1(p && p[test])} | ` +
+        `${f1(rx && rx[test])} | ${f1(ref && ref[test])} | ${n ? `${f1(n[test])} (${n.kernels})` : '—'} | ` +
+        `${ratio(p && p[test], w && w[test])} | ${ratio(rx && rx[test], w && w[test])} | ${ratio(p && p[test], n && n[test])} | ${ratio(rx && rx[test], n && n[test])} | ${status} |\n`;
+    }
+  if (WEB_B) {
+    md += `\nA/B: B is ${WEB_B}, interleaved with ${WEB} in every round (medians; the per-round ratio's median in brackets):\n\n` +
+      '| file | threads | test | set | A | B | B/A |\n| --- | ---: | --- | --- | ---: | ---: | ---: |\n';
+    for (const g of groups.filter((x) => x.model))
+      for (const test of ['prefill', 'decode'])
+        for (const k of ['wasm128', 'wasm128r']) {
+          const a = get(g.name, 'plumb', g.threads, k), b = get(g.name, 'plumb', g.threads, `${k} B`);
+          if (!a || !b) continue;
+          const sa = a[`${test}Samples`], sb = b[`${test}Samples`];
+          const per = med(sa.map((x, i) => sb[i] / x));
+          md += `| ${g.name} | ${g.threads} | ${test} | ${k} | ${f1(a[test])} | ${f1(b[test])} | ${f2(b[test] / a[test])} [${f2(per)}] |\n`;
+        }
+  }
+  for (const g of groups) if (g.why) md += `\n${g.name}, ${g.threads} thread(s): ${g.why}\n`;
+  if (turns.length) {
+    md += `\nThe chat page (web/index.html, engine in its Worker; ${turns.env}), demo model, greedy, 32 tokens a reply, prefix cache on:\n\n` +
+      '| turn | path | reused | prefilled | generated | ttft ms |\n| ---: | --- | ---: | ---: | ---: | ---: |\n';
+    turns.forEach((s, i) => { md += `| ${i + 1} | ${s.path} | ${s.reused} | ${s.prefilled} | ${s.generated} | ${f1(s.ttftMs)} |\n`; });
+  }
+  mkdirSync(OUT, { recursive: true });
+  writeFileSync(`${stem}.md`, md);
+  writeFileSync(`${stem}.json`, JSON.stringify({ commit: sha, date: runStart.toISOString(), written: new Date().toISOString(),
+    chromium: chromeVersion, wllama: wllamaVersion, node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0].model,
+    rounds: ROUNDS, n: N, threads: THREADS, system: SYSTEM, user: USER, sampler: SAMPLER, plumbSampler: PLUMB_SAMPLER,
+    decode: 'llama.cpp predicted_per_second: N tokens over the N-1 decode steps after the first draw',
+    groups: groups.map(({ cfgs, ...g }) => g), loads, rows, pageTurns: turns }, null, 1));
+  return md;
+}
+
+for (const [i, g] of groups.entries()) await runLimited(g, groupLimit(i));
+
+// ---- the chat page: 10 turns on the demo model, per-turn stats ------------------------------
 if (!SMOKE && env.PAGE !== '0') {
   try {
     const TURNS = ['Hello! Who are you?', 'Tell me a story about a small cat.', 'What did the cat find?',
@@ -222,46 +356,15 @@ if (!SMOKE && env.PAGE !== '0') {
     turns.env = await p.$eval('#env', (el) => el.textContent);
     await p.close();
   } catch (e) {
-    console.log(`FAIL: the chat page: ${e.stack || e}`);
-    await done(2);
+    console.log(`the chat page failed: ${e.stack || e}`);
+    groups.push({ name: 'chat page', threads: 0, status: 'failed', why: String(e.message || e), rounds: 0, cfgs: [] });
   }
 }
 await browser.close();
 server.close();
-
-// ---- the report -----------------------------------------------------------------------------
-const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : '—');
-const f2 = (x) => (Number.isFinite(x) ? x.toFixed(2) : '—');
-const get = (m, e, t, k) => rows.find((r) => r.model === m && r.engine === e && r.threads === t && (!k || r.kernels === k));
-const notes = new Set();
-let md = `plumb wasm (simd-threads; wasm128r: simd-relaxed-threads) vs wllama ${wllamaVersion} (${chromeVersion}, headless, one session) vs native plumb (avx2);\n` +
-  `${ROUNDS} interleaved rounds, medians; decode over ${N} tokens; load average (1 min) ${f2(Math.min(...loads.flat()))}-${f2(Math.max(...loads.flat()))}; ` +
-  `${os.cpus().length} CPUs (${os.cpus()[0].model}); ${new Date().toISOString()}\n\n` +
-  '| file | threads | test | prompt tok | wllama | plumb wasm128 | plumb/wllama | plumb wasm128r (relaxed) | wasm128r/wasm128 | plumb wasm ref | native avx2 | wasm128/native |\n' +
-  '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n';
-for (const m of MODELS.map((x) => path.basename(x)))
-  for (const t of THREADS)
-    for (const test of ['prefill', 'decode']) {
-      const w = get(m, 'wllama', t), p = get(m, 'plumb', t, 'wasm128'), ref = get(m, 'plumb', t, 'ref'), n = get(m, 'native', t);
-      const rx = get(m, 'plumb', t, 'wasm128r');
-      const toks = `${p ? p.promptTokens.join('/') : '?'}${w && w.promptTokens ? ` (wllama ${w.promptTokens.join('/')})` : ''}`;
-      if (p && p.mode === 'logits') notes.add(`${m}: plumb's chat turn failed (${p.why}); its rows are eng.logits of ${P_LOGITS} tokens (prefill) and of 1 token from a fresh session (decode column: a depth-0 step, not a decode in a chat)`);
-      md += `| ${m} | ${t} | ${test} | ${test === 'prefill' ? toks : `${N} gen`} | ${w && !w.error ? f1(w[test]) : 'no load'} | ${f1(p && p[test])} | ` +
-        `${w && !w.error ? f2(p[test] / w[test]) : '—'} | ${rx ? f1(rx[test]) : '—'} | ${rx ? f2(rx[test] / p[test]) : '—'} | ${ref ? f1(ref[test]) : '—'} | ${f1(n && n[test])} | ${n ? f2(p[test] / n[test]) : '—'} |\n`;
-    }
-for (const x of notes) md += `\nNote: ${x}\n`;
-if (turns.length) {
-  md += `\nThe chat page (web/index.html, engine in its Worker; ${turns.env}), demo model, greedy, 32 tokens a reply, prefix cache on:\n\n` +
-    '| turn | path | reused | prefilled | generated | ttft ms |\n| ---: | --- | ---: | ---: | ---: | ---: |\n';
-  turns.forEach((s, i) => { md += `| ${i + 1} | ${s.path} | ${s.reused} | ${s.prefilled} | ${s.generated} | ${f1(s.ttftMs ?? s.ttft_ms ?? s.ttft)} |\n`; });
-}
+const md = writeReport();
 console.log(`\n${md}`);
-mkdirSync(OUT, { recursive: true });
-const sha = (() => { try { return execFileSync('git', ['rev-parse', '--short=8', 'HEAD'], { cwd: ROOT }).toString().trim(); } catch { return 'nogit'; } })();
-const stem = path.join(OUT, `${new Date().toISOString().slice(0, 10)}-${sha}-web${SMOKE ? '-smoke' : ''}`);
-writeFileSync(`${stem}.md`, md);
-writeFileSync(`${stem}.json`, JSON.stringify({ commit: sha, date: new Date().toISOString(), chromium: chromeVersion,
-  wllama: wllamaVersion, node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0].model, rounds: ROUNDS, n: N,
-  threads: THREADS, system: SYSTEM, user: USER, plumbSampler: PLUMB_SAMPLER, loads, rows, pageTurns: turns }, null, 1));
 console.log(`report: ${stem}.md, ${stem}.json`);
-process.exit(0);
+const partial = groups.filter((g) => g.status !== 'done');
+if (partial.length) console.log(`PARTIAL: ${partial.map((g) => `${g.name} ${g.threads}t ${g.status}`).join('; ')}`);
+process.exit(partial.length ? 3 : 0);

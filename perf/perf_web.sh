@@ -2,8 +2,10 @@
 # perf_web.sh — `make perf-web`: installs the pinned npm packages (puppeteer-core, @wllama/wllama)
 # into build/perf-web-npm, makes the larger model (qwen2-0.5b Q4_0, plumb mkmodel) into
 # build/perf-web-models, then runs perf/perf_web.mjs (report: perf/reports/<date>-<sha>-web.{md,json}).
-# Usage: perf/perf_web.sh [-b BUILD]   env: ROUNDS N THREADS MODELS SMOKE=1 (see perf_web.mjs)
-# Exit 2 with a FAIL line when node, npm, chromium, build-wasm/web or plumb is missing.
+# Usage: perf/perf_web.sh [-b BUILD]   env: ROUNDS N THREADS MODELS GROUP_TIMEOUT_MS NATIVE_KERNELS OUT WEB_B ENGINES
+# SMOKE=1 (see perf_web.mjs). Exit 0 with a full report, 3 with a partial one (a group timed out or
+# failed; its rows so far are in it), 2 with a FAIL line when node, npm, chromium, build-wasm/web or
+# plumb is missing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build

@@ -18,6 +18,7 @@ static const char *const ep_paths[SV_EP_COUNT] = {
     [SV_EP_COMPLETIONS] = "/v1/completions",
     [SV_EP_METRICS] = "/metrics",
     [SV_EP_SLOTS] = "/slots",
+    [SV_EP_MODEL_FILE] = "/model.gguf",
 };
 
 const char *sv_endpoint_path(sv_endpoint ep)
@@ -122,6 +123,7 @@ static int route(const char *url, size_t *path_len, int *is_post)
         {"/v1/completions", SV_EP_COMPLETIONS, 1},
         {"/metrics", SV_EP_METRICS, 0},
         {"/slots", SV_EP_SLOTS, 0},
+        {"/model.gguf", SV_EP_MODEL_FILE, 0},
     };
     *path_len = strcspn(url, "?#");
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
@@ -702,7 +704,7 @@ int sv_parse_request(const sv_api *api, const char *method, const char *url,
     if (ep == SV_EP_NONE)
         return sv_error_set(err, 404, "invalid_request_error", "not_found", NULL,
                             "no endpoint %.*s (known: /v1/chat/completions, /v1/completions, "
-                            "/v1/models, /health, /metrics, /slots)",
+                            "/v1/models, /health, /metrics, /slots, /model.gguf)",
                             (int)(path_len > 120 ? 120 : path_len), url);
     /* A preflight carries no credentials: it is answered before the key is asked. */
     if (strcmp(method, "OPTIONS") == 0) {

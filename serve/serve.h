@@ -25,6 +25,7 @@ typedef enum sv_endpoint {
     SV_EP_COMPLETIONS, /* POST /v1/completions */
     SV_EP_METRICS,
     SV_EP_SLOTS,
+    SV_EP_MODEL_FILE, /* GET /model.gguf: the served model's file, for the page's wasm engine */
     SV_EP_COUNT
 } sv_endpoint;
 
@@ -282,6 +283,9 @@ typedef struct sv_config {
     sv_api api;
     FILE *log;           /* one line per request; NULL: none */
     const char *web_dir; /* the wasm engine files (plumb-engine.mjs, *.wasm); NULL: none */
+    /* The model's file, answered at GET /model.gguf (with the API key when one is set) so the
+     * page can run the same file in the browser; NULL: not offered (404). */
+    const char *model_file;
 } sv_config;
 
 typedef struct sv_server sv_server;

@@ -748,6 +748,42 @@ static int serve_page(struct MHD_Connection *c, conn *q, const char *method, con
     return 1;
 }
 
+/* GET /model.gguf: the file the server runs, read again from its path (the page's wasm engine
+ * loads it into its own heap). The API key was checked by the request path. */
+static enum MHD_Result send_model_file(struct MHD_Connection *c, conn *q)
+{
+    sv_server *srv = q->srv;
+    sv_error e;
+    int fd = srv->cfg.model_file ? open(srv->cfg.model_file, O_RDONLY | O_CLOEXEC) : -1;
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
+    if (fd < 0) {
+        if (srv->cfg.model_file)
+            sv_error_set(&e, 404, "invalid_request_error", "not_found", NULL,
+                         "the model file '%.200s' can no longer be read: %s", srv->cfg.model_file,
+                         strerror(errno));
+        else
+            sv_error_set(&e, 404, "invalid_request_error", "not_found", NULL,
+                         "this server does not offer its model file (started with "
+                         "--no-model-file)");
+        return send_error(c, q, &e);
+    }
+    struct MHD_Response *r = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+    if (!r) {
+        close(fd);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+    page_headers(srv, r);
+    q->status = 200;
+    enum MHD_Result ok = MHD_queue_response(c, 200, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -862,6 +898,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     case SV_EP_SLOTS:
         return send_text(c, q, 200, "application/json", sv_slots_json(srv->slots), 0);
+    case SV_EP_MODEL_FILE:
+        return send_model_file(c, q);
     default:
         return generate(c, q, &req);
     }

@@ -60,6 +60,9 @@ static void usage(FILE *out)
         "                           installed ones, ../share/plumb/web from this program,\n"
         "                           when they are there; else `make wasm`'s build-wasm/web\n"
         "                           of the source tree plumb was built from, if it exists)\n"
+        "  --no-model-file          do not offer the model's file at GET /model.gguf (the\n"
+        "                           page's 'run it in this browser'; it needs the API key\n"
+        "                           when one is set)\n"
         "  --alias NAME             model id in responses (default: the file's name without\n"
         "                           .gguf)\n"
         "  --max-tokens N           tokens per reply when a request gives no max_tokens\n"
@@ -88,6 +91,7 @@ static void usage(FILE *out)
 
 typedef struct serve_opts {
     const char *model, *host, *api_key, *metrics_key, *cors, *alias, *web_dir;
+    int no_model_file;
     cli_tmpl_opts tmpl;
     int64_t port, slots, queue, max_body, timeout, max_tokens, drain_timeout;
     int no_repack;
@@ -105,6 +109,11 @@ static int parse(int argc, char **argv, serve_opts *o)
         if (cli_is(&a, NULL, "--no-repack")) {
             if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
             o->no_repack = 1;
+            continue;
+        }
+        if (cli_is(&a, NULL, "--no-model-file")) {
+            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
+            o->no_model_file = 1;
             continue;
         }
         /* Sampling is the request's, not the server's. */
@@ -331,6 +340,7 @@ int cmd_serve(int argc, char **argv)
                 .max_tokens = o.max_tokens},
         .log = stderr,
         .web_dir = o.web_dir,
+        .model_file = o.no_model_file ? NULL : o.model,
     };
     char web_dir[PATH_MAX];
     if (!cfg.web_dir) cfg.web_dir = default_web_dir(web_dir);

@@ -13,7 +13,7 @@ const state = {
   isolated: ringSupported(),
   wasm: { available: false, why: '', worker: null, reader: null, variant: null, info: null,
           model: null, source: null, chatReady: false, loading: false },
-  server: { available: false, model: null },
+  server: { available: false, model: null, file: null }, // file: { bytes } when /model.gguf is offered
   messages: [], // server mode: the conversation sent with each request
   turns: [],
   busy: false,
@@ -42,6 +42,27 @@ function notice(text) {
   $('notice').hidden = !text;
 }
 function settingsError(text) { $('settings-error').textContent = text || ''; }
+// A message the page did not take: said beside the input, which keeps the text.
+function inputError(text) { $('input-error').textContent = text || ''; }
+
+// The line under the title: which backend the next message goes to, and which model it runs.
+function showOn() {
+  const w = state.wasm;
+  let text, model = '';
+  if (state.backend === 'server') {
+    model = state.server.model || '';
+    text = `On the server (plumb serve): ${model ? `model ${model}` : 'its model id needs the API key (Server, left)'}`;
+  } else if (w.model) {
+    model = w.name || '';
+    text = `In this browser (WebAssembly${w.info ? `, ${w.info.variant}, ${w.info.threads} thread${w.info.threads > 1 ? 's' : ''}` : ''}): ` +
+      `model ${model}, kernels ${w.model.kernels}`;
+  } else {
+    text = `In this browser (WebAssembly): ${w.loading ? 'loading a model…' : 'no model loaded yet'}`;
+  }
+  $('on').textContent = text;
+  document.body.dataset.on = state.backend || '';
+  document.body.dataset.onModel = model;
+}
 function samplerSettings() {
   return { temp: num('temp'), topK: num('top-k'), topP: num('top-p'), minP: num('min-p'), seed: num('seed') };
 }
@@ -189,6 +210,8 @@ function onRecord(kind, bytes) {
     appendText(turn, turn.decoder.decode());
     state.wasm.memory = ev.memory;
     endTurn(turn, { stats: ev.stats, text: ev.stats.text });
+    // A prompt that did not fit: the engine kept nothing of it, so the user gets it back.
+    if (ev.stats.path === 'none') giveBack(turn.user, 'the message does not fit in the context');
   } else if (ev.type === 'error') {
     const full = /context/i.test(ev.message) && /full|fit|exceed/i.test(ev.message);
     endTurn(turn, { error: ev.message, finish: full ? 'context_full' : 'error' });
@@ -265,19 +288,21 @@ async function loadModel(source) {
   if (state.busy || w.loading) return;
   w.loading = true;
   settingsError('');
+  showOn();
   $('model-info').textContent = 'starting the engine…';
   try {
     if (!w.worker) await startWorker();
     const kernels = $('kernels').value; // ?kernels= was copied into the select
     const r = source.file
       ? await ask({ type: 'loadFile', file: source.file, kernels })
-      : await ask({ type: 'loadUrl', url: source.url, kernels });
+      : await ask({ type: 'loadUrl', url: source.url, kernels, headers: source.headers });
     w.source = source;
     w.model = r.model;
+    w.name = source.name || r.name;
     w.memory = r.memory;
     $('progress').hidden = true;
     const md = r.model;
-    $('model-info').textContent = `${r.name}: ${md.arch}, ${(md.nParams / 1e6).toFixed(1)} M params, ` +
+    $('model-info').textContent = `${w.name}: ${md.arch}, ${(md.nParams / 1e6).toFixed(1)} M params, ` +
       `vocab ${md.vocab}, trained context ${md.nCtxTrain}, kernels ${md.kernels}, ${fmtBytes(md.bytes)}` +
       (md.chatTemplate === 'ok' ? '' : ` — chat template: ${md.chatTemplate}`);
     document.body.dataset.model = '1';
@@ -288,6 +313,7 @@ async function loadModel(source) {
     settingsError(e.message);
   } finally {
     w.loading = false;
+    showOn();
     refreshMemory();
   }
 }
@@ -311,12 +337,23 @@ async function newChat() {
   }
 }
 
+// Why the in-browser engine cannot take a message now ('' when it can).
+function wasmRefusal() {
+  const w = state.wasm;
+  if (!w.available) return `the in-browser engine is off here: ${w.why}`;
+  if (w.loading) return 'the model is still loading: send once it has loaded';
+  if (!w.model) {
+    const srv = state.server.model ? ` (it runs ${state.server.model})` : '';
+    return 'no model is loaded in this browser: choose a GGUF (Model, left)' +
+      (state.server.file ? `, run the server's model here${srv}` : '') +
+      (state.server.available ? `, or switch to the server${state.server.file ? '' : srv}` : '');
+  }
+  if (!w.chatReady) return 'the engine refused the settings (under Settings): fix them and Apply';
+  return '';
+}
+
 function wasmTurn(text) {
   const w = state.wasm;
-  if (!w.chatReady) {
-    settingsError(w.model ? 'fix the settings above (Apply) before chatting' : 'load a model first');
-    return;
-  }
   beginTurn(text);
   if (w.reader) w.reader.clearStop();
   w.worker.postMessage({ type: 'turn', text, maxTokens: num('max-tokens') });
@@ -364,11 +401,23 @@ async function probeServer() {
     const m = await fetch('/v1/models', { headers: authHeaders() });
     const mj = m.ok ? await m.json() : null;
     state.server.model = mj && mj.data && mj.data[0] ? mj.data[0].id : null;
+    // The server's file for the in-browser engine (GET /model.gguf; 404 with --no-model-file).
+    const f = await fetch('/model.gguf', { method: 'HEAD', headers: authHeaders() }).catch(() => null);
+    state.server.file = f && f.ok ? { bytes: Number(f.headers.get('Content-Length')) || 0 } : null;
     $('server-info').textContent = `plumb serve at ${location.host}: ${h.slots_total} slot(s)` +
       (state.server.model ? `, model ${state.server.model}` : m.status === 401 ? ', an API key is needed' : '') +
       '. Context and window are the server\'s (-c, --sliding-window).';
     return true;
   } catch { return false; }
+}
+
+// The offer to run the server's own file in this browser (when it serves one and wasm is here).
+function showServerModel() {
+  const b = $('load-server-model');
+  const f = state.server.file;
+  b.hidden = !(state.wasm.available && f);
+  if (f) b.textContent = `Run the server's model${state.server.model ? ` (${state.server.model})` : ''} in this browser` +
+    (f.bytes ? `, ${fmtBytes(f.bytes)}` : '');
 }
 
 function serverStats(plumb, usage, totalMs) {
@@ -404,6 +453,7 @@ async function serverTurn(text) {
       try { const j = await r.json(); msg = j.error.message; code = j.error.code; } catch { /* not JSON */ }
       state.messages.pop(); // the server kept nothing of it
       endTurn(turn, { error: msg, finish: code === 'context_length_exceeded' ? 'context_full' : 'error' });
+      giveBack(text, msg);
       if (code === 'context_length_exceeded') notice(`${msg} — reset to start a new conversation.`);
       return;
     }
@@ -448,12 +498,31 @@ async function serverTurn(text) {
 }
 
 // ---- the controls -----------------------------------------------------------------------------
+// A message leaves the input only once a backend has taken it; a refusal is said beside the
+// input, which keeps the text.
 function send() {
   const text = $('input').value;
-  if (!text.trim() || state.busy) return;
+  if (state.busy) return;
+  if (!text.trim()) { inputError('type a message first'); return; }
+  const why = state.backend === 'server'
+    ? (state.server.available ? '' : 'no plumb serve behind this page: the server backend is off')
+    : wasmRefusal();
+  if (why) {
+    inputError(why);
+    $('input').focus();
+    return;
+  }
+  inputError('');
   $('input').value = '';
   if (state.backend === 'server') serverTurn(text);
   else wasmTurn(text);
+}
+
+// A message the backend refused after all (the server's error, a prompt over the context):
+// back into the input unless the user has typed something else since.
+function giveBack(text, why) {
+  if (!$('input').value) $('input').value = text;
+  inputError(why);
 }
 
 function stop() {
@@ -486,6 +555,8 @@ function setBackend(b) {
   document.body.classList.toggle('backend-server', b === 'server');
   document.body.classList.toggle('backend-wasm', b === 'wasm');
   document.body.dataset.backend = b;
+  inputError('');
+  showOn();
   $('log').textContent = '';
   notice('');
   state.messages = [];
@@ -512,6 +583,18 @@ function wire() {
   });
   $('file').addEventListener('change', () => { if ($('file').files[0]) loadModel({ file: $('file').files[0] }); });
   $('load-url').addEventListener('click', () => { if ($('url').value) loadModel({ url: $('url').value }); });
+  $('load-server-model').addEventListener('click', () => {
+    if (state.busy) return;
+    if (state.backend !== 'wasm') setBackend('wasm');
+    const h = authHeaders();
+    delete h['Content-Type'];
+    loadModel({ url: 'model.gguf', name: state.server.model || 'model.gguf', headers: h });
+  });
+  $('input').addEventListener('input', () => inputError(''));
+  // A key typed after the page opened: ask again for the model's id and file.
+  $('api-key').addEventListener('change', async () => {
+    if (await probeServer()) { showServerModel(); showOn(); }
+  });
   // A file dropped anywhere on the page (the drop zone only shows where).
   const body = document.body;
   body.addEventListener('dragover', (e) => { e.preventDefault(); $('drop').classList.add('over'); });
@@ -553,9 +636,13 @@ async function main() {
   }
   $('backend-why').textContent = w.why || (server ? '' : 'the server backend needs the page served by plumb serve');
   if (!state.isolated) $('env').textContent = 'not cross-origin isolated: tokens come by postMessage';
+  // Served by plumb serve with a model, the page starts on it: the server backend, unless the
+  // URL asks for the in-browser engine (?backend=wasm, or a ?model= to load).
   const want = params.get('backend');
-  setBackend(want === 'server' && server ? 'server' : want === 'wasm' && w.available ? 'wasm'
-    : w.available ? 'wasm' : 'server');
+  const wantWasm = (want === 'wasm' || (!want && params.get('model'))) && w.available;
+  setBackend(want === 'server' && server ? 'server' : wantWasm ? 'wasm'
+    : server ? 'server' : w.available ? 'wasm' : 'server');
+  showServerModel();
   document.body.dataset.ready = '1';
   if (state.backend === 'wasm' && params.get('model')) loadModel({ url: params.get('model') });
   else if (state.backend === 'wasm' && server)

@@ -202,7 +202,7 @@ export async function createEngine(opts = {}) {
           const out = M._malloc(4) >>> 0;
           try {
             withStrings([userText], (u) =>
-              check(M._pw_chat_turn(handle, u, t.maxTokens ?? 256, out, errPtr)));
+              check(M._pw_chat_turn(handle, u, t.maxTokens ?? 256, t.ignoreEos ? 1 : 0, out, errPtr)));
             const st = takeJSON(heapU32()[out >>> 2]);
             // The reply's bytes, decoded as the streamed pieces are (U+FFFD for bytes that
             // are not UTF-8: a reply may end inside a character).

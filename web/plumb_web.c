@@ -276,12 +276,13 @@ static double per_s(double n, double ms)
 
 /* One turn: the user's message is added, the conversation rendered by the model's template and
  * run through pl_chat (the prefix cache), the reply streamed and added. *stats_json (malloc'd):
- * {path, reused, prefilled, generated, ttftMs, prefillTokS, decodeTokS, finish, totalMs}; the
+ * {path, reused, prefilled, generated, ttftMs, prefillTokS, decodeTokS, finish, totalMs}
+ * (decodeTokS: generated - 1 tokens over the generated evaluations after the first draw); the
  * reply's bytes are pw_chat_reply / pw_chat_reply_len (JSON could not carry a reply that is not
  * UTF-8). A prompt the context window cannot hold is finish "context_full" with the session and
  * the conversation as before the call; other errors are returned with the same guarantee. */
 EMSCRIPTEN_KEEPALIVE pl_status pw_chat_turn(pw_chat *c, const char *user, double max_tokens,
-                                            char **stats_json, pl_error *err)
+                                            int ignore_eog, char **stats_json, pl_error *err)
 {
     *stats_json = NULL;
     size_t n_before = c->n_msgs;
@@ -289,6 +290,7 @@ EMSCRIPTEN_KEEPALIVE pl_status pw_chat_turn(pw_chat *c, const char *user, double
         return fail(err, PL_ERR_NOMEM, "chat: out of memory");
     pl_gen_params gp = pl_gen_default_params();
     gp.max_tokens = max_tokens >= 1 ? (int64_t)max_tokens : gp.max_tokens;
+    gp.ignore_eog = ignore_eog != 0; /* llama.cpp's ignore_eos: timing runs decode to max_tokens */
     c->reply_len = 0;
     c->reply_oom = 0;
     pl_chat_stats cs;

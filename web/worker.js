@@ -35,8 +35,8 @@ async function loadFile(file, kernels) {
 // From a URL: a ReadableStream, each chunk copied into the heap at once. Without a
 // Content-Length (compressed or chunked answers) the size is unknown up front: the chunks are
 // held until the end, then copied (the one case with a transient second copy).
-async function loadUrl(url, kernels) {
-  const res = await fetch(url);
+async function loadUrl(url, kernels, headers) {
+  const res = await fetch(url, { headers: headers || {} });
   if (!res.ok) throw new Error(`${url}: HTTP ${res.status} ${res.statusText}`);
   const total = Number(res.headers.get('Content-Length')) || 0;
   const enc = res.headers.get('Content-Encoding');
@@ -92,7 +92,7 @@ self.onmessage = async (ev) => {
       reply({ type: 'loaded', ...(await loadFile(m.file, m.kernels)) });
       break;
     case 'loadUrl':
-      reply({ type: 'loaded', ...(await loadUrl(m.url, m.kernels)) });
+      reply({ type: 'loaded', ...(await loadUrl(m.url, m.kernels, m.headers)) });
       break;
     case 'newChat':
       if (!model) throw new Error('no model loaded');

@@ -4,7 +4,10 @@
 // the simd module's wasm128 logits and native `plumb logits --kernels wasm128r`'s; a 3-turn
 // greedy chat equals native `plumb chat --kernels wasm128r`; then the chat page served by plumb
 // serve (cross-origin isolated) with the engine menu on auto starts simd-relaxed-threads (2
-// threads) and its greedy turns with kernels=wasm128r equal native's. Needs make wasm.
+// threads) and its greedy turns with kernels=wasm128r equal native's. The 32-block types with an
+// offset or a min (Q4_0, Q4_1, Q5_0, Q5_1: tiny mkmodel files) through the decode path (prompts of
+// at most 4 tokens, and greedy chat steps): wasm128r's logits = wasm128's = native wasm128r's,
+// and the two modules' replies are equal. Needs make wasm.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,15 +28,24 @@ const LINES = ['Hello! Who are you?', 'Tell me a story about a small cat.', 'Tha
 const N = 24;
 
 const dir = mkdtempSync(path.join(tmpdir(), 'web_relaxed.'));
-const native = PROMPTS.map((p, i) => {
+const nativeLogits = (m, p, i) => {
   const out = path.join(dir, `p${i}.logits`);
-  execFileSync(cli, ['logits', '-m', model, '-p', p, '--last', '--kernels', 'wasm128r', '-t', '1', '-o', out],
+  execFileSync(cli, ['logits', '-m', m, '-p', p, '--last', '--kernels', 'wasm128r', '-t', '1', '-o', out],
     { stdio: ['ignore', 'ignore', 'pipe'] });
   const b = readFileSync(out); // plumb.h, "logit files": the last row
   const nV = Number(b.readBigUInt64LE(16)), nT = Number(b.readBigUInt64LE(24));
   const nR = Number(b.readBigUInt64LE(40)), nl = b.readUInt32LE(56);
   const at = 64 + nl + 4 * nT + 4 * nV * (nR - 1);
   return Array.from({ length: nV }, (_, j) => b.readUInt32LE(at + 4 * j));
+};
+const native = PROMPTS.map((p, i) => nativeLogits(model, p, i));
+// Short prompts (BOS + 1-3 tokens: a matmul of T <= 4 tokens, the decode path) on tiny files of
+// the offset/min types.
+const SHORT = ['Hi', 'Go!']; // tiny's vocabulary is bytes: BOS + 2 or 3 tokens
+const small = ['Q4_0', 'Q4_1', 'Q5_0', 'Q5_1'].map((t) => {
+  const f = path.join(dir, `tiny-${t}.gguf`);
+  execFileSync(cli, ['mkmodel', f, '--preset', 'tiny', '--type', t], { stdio: ['ignore', 'ignore', 'pipe'] });
+  return { t, f, url: `/tiny-${t}.gguf`, native: SHORT.map((p, i) => nativeLogits(f, p, 100 + i)) };
 });
 const nativeChat = execFileSync(cli, ['chat', '-m', model, '--system', SYSTEM, '--temp', '0', '-n', String(N),
   '--kernels', 'wasm128r', '-t', '1'], { input: LINES.join('\n') + '\n', stdio: ['pipe', 'pipe', 'ignore'] }).toString();
@@ -42,10 +54,10 @@ execFileSync(cli, ['chat', '-m', model, '--kernels', 'wasm128r', '--system', SYS
   '--temp', '0', '--seed', '7', '-c', '2048', '-t', '1'], { input: `${LINES.join('\n')}\n/save ${save}\n`, stdio: ['pipe', 'ignore', 'ignore'] });
 const conv = JSON.parse(readFileSync(save, 'utf8'));
 const nativeSaved = (conv.messages || conv).filter((m) => m.role === 'assistant').map((m) => m.content);
-rmSync(dir, { recursive: true, force: true });
 
 const firstDiff = (a, b) => (a.length !== b.length ? 0 : a.findIndex((x, j) => x !== b[j]));
-const stat = await startStatic([engineDir, path.dirname(new URL(import.meta.url).pathname)], { '/model.gguf': model });
+const stat = await startStatic([engineDir, path.dirname(new URL(import.meta.url).pathname)],
+  { '/model.gguf': model, ...Object.fromEntries(small.map((x) => [x.url, x.f])) });
 const browser = await launch();
 try {
   const page = await openPage(browser, `${stat.base}/relaxed.html`);
@@ -63,6 +75,16 @@ try {
   });
   const text = rx.replies.map((r) => r + '\n').join('');
   check(text === nativeChat, 'greedy chat on simd-relaxed/wasm128r equals native plumb chat --kernels wasm128r', { wasm: text, native: nativeChat });
+  for (const x of small) {
+    const runT = (v, k) => page.evaluate((v, k, p, s, l, n, u) => window.relaxed.run(v, k, p, s, l, n, u), v, k, SHORT, SYSTEM, LINES.slice(0, 2), 8, x.url);
+    const a = await runT('simd', 'wasm128'), b = await runT('simd-relaxed', 'wasm128r');
+    SHORT.forEach((p, i) => {
+      check(firstDiff(b.logits[i], a.logits[i]) < 0 && firstDiff(b.logits[i], x.native[i]) < 0,
+        `${x.t} '${p}' (decode path): wasm128r logits = wasm128's = native wasm128r's`,
+        { wasm128: firstDiff(b.logits[i], a.logits[i]), native: firstDiff(b.logits[i], x.native[i]) });
+    });
+    check(b.replies.join('\n') === a.replies.join('\n'), `${x.t}: greedy replies (decode steps) equal on both modules`, { a: a.replies, b: b.replies });
+  }
   await page.close();
 
   // The chat page, isolated (plumb serve's COOP/COEP), engine on auto: the Worker's module.
@@ -87,5 +109,6 @@ try {
 } finally {
   await browser.close();
   stat.close();
+  rmSync(dir, { recursive: true, force: true });
 }
 finish('web_relaxed');

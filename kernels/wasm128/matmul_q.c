@@ -21,7 +21,9 @@
  * simd.h requires), the offsets taken off after: q - o as dot(x, q) - dot(x, o) (Q4_0, Q5_0,
  * Q3_K, Q6_K); an int8 weight w (Q8_0, IQ4_NL's and IQ4_XS's levels) as
  * dot(x, w & 0x7f) - 128 dot(x, [w < 0]). Equal integers give equal floats: bit-identical to
- * wasm128. */
+ * wasm128. Decode (T <= NT): the activation side of those offsets and of Q4_1/Q5_1's mins is
+ * sum(x) per block, the same for every row: taken once per call (x_sums) instead of once per
+ * row and block (two dots each); the integers are the same, so are the bits. */
 #include "simd.h"
 #include "wasm128.h"
 
@@ -181,11 +183,37 @@ PL_W_INLINE void grp_load(grp *g, pl_type type, const uint8_t *w, size_t wbytes,
     g->mw = f16x4(mw[0], mw[1], mw[2], mw[3]);
 }
 
+#if PL_W_RELAXED
+#define XS_MAX 512 /* blocks of one row whose sums x_sums keeps (K <= 16384): 8 KiB of stack */
+
+/* Whether the type's term needs sum(x) per block: an offset (Q4_0, Q5_0) or a min. */
+PL_W_INLINE int needs_xsum(pl_type type)
+{
+    return type == PL_TYPE_Q4_0 || type == PL_TYPE_Q5_0 || type == PL_TYPE_Q4_1 ||
+           type == PL_TYPE_Q5_1;
+}
+
+/* xs[t * nb + b] = sum of token t's block b (|sum| <= 32 * 128: exact). */
+static void x_sums(int32_t *restrict xs, const uint8_t *restrict x, size_t xrb, int64_t nb,
+                   int64_t nt)
+{
+    for (int64_t t = 0; t < nt; t++) {
+        const pl_block_q8_0 *xb = (const pl_block_q8_0 *)(x + (size_t)t * xrb);
+        for (int64_t b = 0; b < nb; b++) {
+            const v128_t x0 = wasm_v128_load(xb[b].qs), x1 = wasm_v128_load(xb[b].qs + 16);
+            xs[t * nb + b] = pl_w_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_add(
+                wasm_i16x8_extadd_pairwise_i8x16(x0), wasm_i16x8_extadd_pairwise_i8x16(x1))));
+        }
+    }
+}
+#endif
+
 /* One group's (n <= 4 blocks) terms against one token's blocks xb, block i's in lane i (+0
  * for missing blocks). |isum| <= 32 * 128 * 128 = 2^19 (Q8_0), the sums of x <= 32 * 128:
- * exact in int32 and as floats. */
+ * exact in int32 and as floats. xsum (relaxed, needs_xsum types; NULL: none): the blocks'
+ * sum(x), lane i for block i (0 for missing blocks), in place of the per-block offset dots. */
 PL_W_INLINE v128_t grp_terms(const grp *g, pl_type type, const pl_block_q8_0 *restrict xb,
-                             const int n)
+                             const int n, const int32_t *restrict xsum)
 {
     const int has_min = type == PL_TYPE_Q4_1 || type == PL_TYPE_Q5_1;
     v128_t s[GROUP], xs[GROUP];
@@ -202,12 +230,12 @@ PL_W_INLINE v128_t grp_terms(const grp *g, pl_type type, const pl_block_q8_0 *re
             const v128_t neg =
                 pl_w_dot_i8_u7_add(x1, g->hb[i][1], pl_w_dot_i8_u7_add(x0, g->hb[i][0], z));
             s[i] = wasm_i32x4_sub(s[i], wasm_i32x4_shl(neg, 7));
-        } else if (type == PL_TYPE_Q4_0 || type == PL_TYPE_Q5_0) { /* q - 8, q - 16 */
+        } else if (!xsum && (type == PL_TYPE_Q4_0 || type == PL_TYPE_Q5_0)) { /* q - 8, q - 16 */
             const v128_t off = wasm_i8x16_splat(type == PL_TYPE_Q4_0 ? 8 : 16);
             s[i] =
                 wasm_i32x4_sub(s[i], pl_w_dot_i8_u7_add(x1, off, pl_w_dot_i8_u7_add(x0, off, z)));
         }
-        if (has_min) {
+        if (has_min && !xsum) {
             const v128_t one = wasm_i8x16_splat(1);
             xs[i] = pl_w_dot_i8_u7_add(x1, one, pl_w_dot_i8_u7_add(x0, one, z));
         }
@@ -223,11 +251,22 @@ PL_W_INLINE v128_t grp_terms(const grp *g, pl_type type, const pl_block_q8_0 *re
 #endif
     }
     const v128_t vdx = f16x4(dx[0], dx[1], dx[2], dx[3]);
-    const v128_t isum = wasm_f32x4_convert_i32x4(pl_w_hsum4x4_i32(s[0], s[1], s[2], s[3]));
+    v128_t is = pl_w_hsum4x4_i32(s[0], s[1], s[2], s[3]);
+    v128_t xsv = has_min ? pl_w_hsum4x4_i32(xs[0], xs[1], xs[2], xs[3]) : wasm_i32x4_splat(0);
+#if PL_W_RELAXED
+    if (xsum) {
+        xsv = wasm_v128_load(xsum);
+        if (type == PL_TYPE_Q4_0 || type == PL_TYPE_Q5_0) /* sum (q - o) x = dot(q, x) - o sum(x) */
+            is = wasm_i32x4_sub(is, wasm_i32x4_shl(xsv, type == PL_TYPE_Q4_0 ? 3 : 4));
+    }
+#else
+    (void)xsum;
+#endif
+    const v128_t isum = wasm_f32x4_convert_i32x4(is);
     v128_t term = wasm_f32x4_mul(wasm_f32x4_mul(g->dw, vdx), isum);
     if (has_min) {
-        const v128_t xsum = wasm_f32x4_convert_i32x4(pl_w_hsum4x4_i32(xs[0], xs[1], xs[2], xs[3]));
-        term = wasm_f32x4_add(term, wasm_f32x4_mul(wasm_f32x4_mul(g->mw, vdx), xsum));
+        const v128_t xsumf = wasm_f32x4_convert_i32x4(xsv);
+        term = wasm_f32x4_add(term, wasm_f32x4_mul(wasm_f32x4_mul(g->mw, vdx), xsumf));
     }
     return term;
 }
@@ -245,10 +284,11 @@ PL_W_INLINE void grp_add(v128_t *acc, float *s, pl_type type, v128_t term, const
         *acc = wasm_f32x4_add(*acc, term);
 }
 
-/* One weight row of nb blocks against nt tokens (a constant at every call). */
+/* One weight row of nb blocks against nt tokens (a constant at every call). xs: x_sums of
+ * the nt tokens (nb a token), or NULL. */
 PL_W_INLINE void row_32(pl_type type, size_t wbytes, float *restrict y, int64_t ldy,
                         const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb,
-                        int64_t nb, const int nt)
+                        int64_t nb, const int nt, const int32_t *restrict xs)
 {
     v128_t acc[NT];
     float s[NT];
@@ -259,15 +299,22 @@ PL_W_INLINE void row_32(pl_type type, size_t wbytes, float *restrict y, int64_t 
         grp_load(&g, type, w + (size_t)b * wbytes, wbytes, GROUP);
         for (int t = 0; t < nt; t++)
             grp_add(&acc[t], &s[t], type,
-                    grp_terms(&g, type, (const pl_block_q8_0 *)(x + (size_t)t * xrb) + b, GROUP),
+                    grp_terms(&g, type, (const pl_block_q8_0 *)(x + (size_t)t * xrb) + b, GROUP,
+                              xs ? xs + t * nb + b : NULL),
                     GROUP);
     }
     if (full < nb) { /* the last group, padded with zero blocks */
         const int n = (int)(nb - full);
         grp_load(&g, type, w + (size_t)full * wbytes, wbytes, n);
-        for (int t = 0; t < nt; t++)
+        for (int t = 0; t < nt; t++) {
+            int32_t last[GROUP] = {0}; /* the missing blocks' sums are 0, never read */
+            if (xs)
+                for (int i = 0; i < n; i++) last[i] = xs[t * nb + full + i];
             grp_add(&acc[t], &s[t], type,
-                    grp_terms(&g, type, (const pl_block_q8_0 *)(x + (size_t)t * xrb) + full, n), n);
+                    grp_terms(&g, type, (const pl_block_q8_0 *)(x + (size_t)t * xrb) + full, n,
+                              xs ? last : NULL),
+                    n);
+        }
     }
     for (int t = 0; t < nt; t++) y[t * ldy] = type == PL_TYPE_IQ4_NL ? s[t] : pl_w_hsum(acc[t]);
 }
@@ -295,15 +342,42 @@ PL_W_INLINE void row_32(pl_type type, size_t wbytes, float *restrict y, int64_t 
         }                                                                                          \
     }
 
+#if PL_W_RELAXED
+/* Decode (T <= NT tokens, every row): the sums of x once, then each row. */
+#define ROWS_XS(n)                                                                                 \
+    for (int64_t r = r0; r < r1; r++)                                                              \
+        row_32(ty, wb, y + r, ldy, (const uint8_t *)w + (size_t)r * w_row_bytes, x, x_row_bytes,   \
+               nb, n, xs);
+#define DECODE_XS                                                                                  \
+    if (needs_xsum(ty) && T <= NT && nb <= XS_MAX) {                                               \
+        int32_t xs[NT * XS_MAX];                                                                   \
+        x_sums(xs, x, x_row_bytes, nb, T);                                                         \
+        switch (T) {                                                                               \
+        case 1:                                                                                    \
+            ROWS_XS(1) break;                                                                      \
+        case 2:                                                                                    \
+            ROWS_XS(2) break;                                                                      \
+        case 3:                                                                                    \
+            ROWS_XS(3) break;                                                                      \
+        default:                                                                                   \
+            ROWS_XS(4) break;                                                                      \
+        }                                                                                          \
+        return;                                                                                    \
+    }
+#else
+#define DECODE_XS
+#endif
+
 #define MATMUL_32(name, type, block)                                                               \
     void name(PL_WASM128_MATMUL_ARGS)                                                              \
     {                                                                                              \
         const int64_t nb = K / 32;                                                                 \
         const pl_type ty = type;                                                                   \
         const size_t wb = sizeof(block);                                                           \
+        DECODE_XS                                                                                  \
         TILE(CALL_32)                                                                              \
     }
-#define CALL_32(n) row_32(ty, wb, yt, ldy, wr, xt, x_row_bytes, nb, n)
+#define CALL_32(n) row_32(ty, wb, yt, ldy, wr, xt, x_row_bytes, nb, n, NULL)
 
 MATMUL_32(PL_WQ(matmul_q8_0_q8_0), PL_TYPE_Q8_0, pl_block_q8_0)
 MATMUL_32(PL_WQ(matmul_q4_0_q8_0), PL_TYPE_Q4_0, pl_block_q4_0)

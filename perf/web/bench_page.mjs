@@ -18,10 +18,11 @@ function call(w, msg) {
 
 window.bench = {
   isolated: () => globalThis.crossOriginIsolated === true,
-  async plumbLoad(id, url, threads, kernels, variant) {
+  // base: where the engine module is served ('/plumb/'; '/plumb-b/' for the second build of an A/B run).
+  async plumbLoad(id, url, threads, kernels, variant, base = '/plumb/') {
     const w = new Worker('/bench/plumb_worker.mjs', { type: 'module' });
     plumbs.set(id, w);
-    return call(w, { cmd: 'load', url, threads, kernels, variant });
+    return call(w, { cmd: 'load', url, threads, kernels, variant, base });
   },
   plumbLogits(id, p, steps) { return call(plumbs.get(id), { cmd: 'logits', p, steps }); },
   plumbTurn(id, o) { return call(plumbs.get(id), { cmd: 'turn', ...o }); },

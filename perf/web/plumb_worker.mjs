@@ -1,14 +1,15 @@
 // plumb_worker.mjs — plumb's engine module in a dedicated Worker for perf/web/bench.html (the
 // engine's calls are synchronous; the chat page runs it in a Worker too). Messages:
-// {cmd:'load', url, threads, kernels} -> model info; {cmd:'turn', user, maxTokens, sampler,
-// system, nCtx} -> the turn's stats (a fresh chat each time: no prefix cache across rounds).
-import { createEngine } from '/plumb/plumb-engine.mjs';
+// {cmd:'load', url, threads, kernels, base (the engine module's folder)} -> model info; {cmd:'turn', user, maxTokens, sampler,
+// system, nCtx, ignoreEos} -> the turn's stats (a fresh chat each time: no prefix cache across
+// rounds; ignoreEos: decode runs to maxTokens, as wllama's ignore_eos).
 
 let eng = null;
 onmessage = async (e) => {
   const m = e.data;
   try {
     if (m.cmd === 'load') {
+      const { createEngine } = await import(`${m.base || '/plumb/'}plumb-engine.mjs`);
       eng = await createEngine({ variant: m.variant || 'simd-threads', threads: m.threads });
       const resp = await fetch(m.url);
       const size = Number(resp.headers.get('Content-Length'));
@@ -30,7 +31,7 @@ onmessage = async (e) => {
         throw new Error(`${err.message} (memory ${JSON.stringify(eng.memory())})`);
       }
       let st;
-      try { st = chat.turn(m.user, { maxTokens: m.maxTokens }); } catch (err) {
+      try { st = chat.turn(m.user, { maxTokens: m.maxTokens, ignoreEos: !!m.ignoreEos }); } catch (err) {
         chat.free();
         throw new Error(`${err.message} (memory ${JSON.stringify(eng.memory())})`);
       }

@@ -2,7 +2,8 @@
 // a three-turn greedy conversation equals native `plumb chat --kernels ref` byte for byte, turns 2
 // and 3 take the prefix cache's fast path, the streamed text is the reply; a window the engine
 // refuses throws its own message; a full context is finish 'context_full' and the chat works
-// after reset(); shouldStop() mid-stream is finish 'cancel'. Usage: node chat.mjs WEB PLUMB MODEL
+// after reset(); shouldStop() mid-stream is finish 'cancel'; ignoreEos runs a reply that ended
+// to maxTokens. Usage: node chat.mjs WEB PLUMB MODEL
 import path from 'node:path';
 import { MODEL, check, done, engine, load, plumb, tmp } from './util.mjs';
 
@@ -32,6 +33,17 @@ const native = plumb(['chat', '-m', MODEL, '--system', system, '--temp', '0', '-
 check(native === replies.map((r) => r + '\n').join(''),
   `greedy replies equal native plumb chat --kernels ref (${JSON.stringify(native)})`);
 chat.free();
+
+// 1b. ignoreEos (llama.cpp's ignore_eos, for timing runs): the reply that ended on an
+// end-of-generation token runs to maxTokens instead.
+const eos = eng.newChat({ system, sampler: { temp: 0 } });
+const plain = eos.turn(lines[2], { maxTokens: 64 });
+eos.reset();
+const forced = eos.turn(lines[2], { maxTokens: 64, ignoreEos: true });
+check(plain.finish === 'stop' && plain.generated < 64 && forced.finish === 'length' && forced.generated === 64 &&
+  forced.text.startsWith(plain.text),
+  `ignoreEos: ${plain.generated} tokens (${plain.finish}) without, ${forced.generated} (${forced.finish}) with, same start`);
+eos.free();
 
 // 2. A window the engine refuses: its own message.
 for (const cfg of [{ window: 8, sinks: 8 }, { window: 16, sinks: -1 }]) {
