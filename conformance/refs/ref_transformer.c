@@ -163,7 +163,8 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
         return fail(msg, len, "missing key", "attention.layer_norm_rms_epsilon");
     }
     /* the recipe's numbers, from their definitions (Gemma: the 27B's 1/sqrt(n_embd/n_head)) */
-    const int big = arch->recipe.scale_embd_layers && m->L == arch->recipe.scale_embd_layers;
+    const pl_arch_quirk_model qm = {.n_layer = m->L, .n_head = H, .n_head_kv = Hkv};
+    const int big = pl_arch_quirk_of(arch, PL_QUIRK_ATTN_SCALE_EMBD, &qm) != NULL;
     m->scale = 1.0 / sqrt(big ? (double)(m->E / H) : (double)m->D);
     m->attn_cap = meta(g, an, PL_HP_ATTN_SOFTCAP, 0);
     m->final_cap = meta(g, an, PL_HP_FINAL_SOFTCAP, 0);

@@ -319,7 +319,8 @@ static pl_status read_rope(hf_config *c, const jfile *f, pl_error *err)
         return rope_num(f, field, o, "factor", NAN, &c->rope_factor, err);
     }
     double orig;
-    if (strcmp(type, "llama3") == 0 && strcmp(c->arch->name, "llama") == 0) {
+    /* llama3: where the architecture has rope_freqs.weight to carry its divisors */
+    if (strcmp(type, "llama3") == 0 && has_global(c->arch, PL_G_ROPE_FREQS)) {
         c->rope = ROPE_LLAMA3;
         if ((s = rope_num(f, field, o, "factor", NAN, &c->rope_factor, err)) ||
             (s = rope_num(f, field, o, "low_freq_factor", NAN, &c->rope_low, err)) ||
@@ -364,7 +365,7 @@ static pl_status read_rope(hf_config *c, const jfile *f, pl_error *err)
                    "%s: %s.rope_type '%.32s' is not one plumb converts for %s (default, linear, "
                    "yarn%s)",
                    f->name, field, type, c->arch->name,
-                   strcmp(c->arch->name, "llama") == 0   ? ", llama3"
+                   has_global(c->arch, PL_G_ROPE_FREQS)  ? ", llama3"
                    : has_global(c->arch, PL_G_ROPE_LONG) ? ", longrope"
                                                          : "");
 }
@@ -393,7 +394,9 @@ static pl_status read_local(hf_config *c, const jfile *f, pl_error *err)
                      rc->window_by_shape ? 0 : -1, &c->window, err)))
         return s;
     double qpas;
-    const double scale_dim = rc->scale_embd_layers && c->L == rc->scale_embd_layers
+    const pl_arch_quirk_model qm = {
+        .n_layer = c->L, .n_ctx = c->ctx, .n_head = c->H, .n_head_kv = c->Hkv};
+    const double scale_dim = pl_arch_quirk_of(c->arch, PL_QUIRK_ATTN_SCALE_EMBD, &qm)
                                  ? (double)(c->E / c->H)
                                  : (double)c->D;
     if ((s = get_num(f, "query_pre_attn_scalar", scale_dim, &qpas, err))) return s;
@@ -499,7 +502,7 @@ static pl_status read_moe(hf_config *c, const jfile *f, const char *an, pl_error
                        "%s: norm_topk_prob %s: llama.cpp's %s %s the chosen experts' weights",
                        f->name, norm ? "true" : "false", c->arch->name,
                        c->arch->recipe.moe_norm ? "renormalises" : "does not renormalise");
-    if (strcmp(c->arch->name, "qwen2moe") == 0 &&
+    if (pl_arch_has_layer_role(c->arch, PL_L_GATE_SHEXP, 0) &&
         (s = get_int(f, "shared_expert_intermediate_size", 1, 1 << 18, -1, &c->FS, err)))
         return s;
     return PL_OK;
@@ -576,8 +579,9 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
                        f->name, json_array_size(lt), (long long)c->L);
     if ((s = read_moe(c, f, an, err))) return s;
     int flag;
-    if (strcmp(c->arch->name, "qwen2") != 0 &&
-        strcmp(c->arch->name, "qwen2moe") != 0) { /* (llama's would bias o_proj too) */
+    /* attention_bias: where the table requires the q/k/v biases (llama's optional ones are not
+     * HF's attention_bias, which would bias o_proj too) */
+    if (!pl_arch_has_layer_role(c->arch, PL_L_BQ, 1)) {
         if ((s = get_bool(f, "attention_bias", 0, &flag, err))) return s;
         if (flag)
             return pl_fail(err, PL_ERR_UNSUPPORTED,

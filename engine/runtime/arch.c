@@ -216,9 +216,65 @@ static const pl_arch_key keys_phi3[] = {
     {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, OPT, NAN, 0, INT32_MAX},
 };
 
-#define LAYER(a) a, N_OF(a)
-#define NO_KEYS  NULL, 0
-#define KEYS(k)  k, N_OF(k)
+/* ---- size rules (quirks), each with where llama.cpp has it ---- */
+
+/* Gemma's 27B: llama.cpp scales the scores by 1/sqrt(n_embd / n_head) where the model has this
+ * many layers (GGUF carries no query_pre_attn_scalar). */
+static const pl_arch_quirk quirks_gemma2[] = {
+    {.kind = PL_QUIRK_ATTN_SCALE_EMBD,
+     .n_layer = 46,
+     .source = "llama.cpp llm_build_gemma2_iswa: LLM_TYPE_27B (46 layers)"},
+};
+static const pl_arch_quirk quirks_gemma3[] = {
+    {.kind = PL_QUIRK_ATTN_SCALE_EMBD,
+     .n_layer = 62,
+     .source = "llama.cpp llm_build_gemma3_iswa: LLM_TYPE_27B (62 layers)"},
+};
+/* The Phi-3 releases converted before attention.sliding_window existed: llama.cpp's windows
+ * by layer count, training context (and KV heads). */
+static const pl_arch_quirk quirks_phi3[] = {
+    {.kind = PL_QUIRK_DEFAULT_WINDOW,
+     .n_layer = 32,
+     .n_ctx = 4096,
+     .value = 2047,
+     .source = "llama.cpp llm_load_hparams LLM_ARCH_PHI3: mini-4k"},
+    {.kind = PL_QUIRK_DEFAULT_WINDOW,
+     .n_layer = 40,
+     .n_ctx = 4096,
+     .value = 2047,
+     .source = "llama.cpp llm_load_hparams LLM_ARCH_PHI3: medium-4k"},
+    {.kind = PL_QUIRK_DEFAULT_WINDOW,
+     .n_layer = 32,
+     .n_ctx = 131072,
+     .n_head_kv = 32,
+     .value = 262144,
+     .source = "llama.cpp llm_load_hparams LLM_ARCH_PHI3: mini-128k"},
+    {.kind = PL_QUIRK_DEFAULT_WINDOW,
+     .n_layer = 40,
+     .n_ctx = 131072,
+     .value = 131072,
+     .source = "llama.cpp llm_load_hparams LLM_ARCH_PHI3: medium-128k"},
+};
+/* llama-quantize's LLM_TYPE_70B: 80 layers (llama: with grouped-query attention, else 65B,
+ * and not the 8-expert models) */
+static const pl_arch_quirk quirks_llama[] = {
+    {.kind = PL_QUIRK_QUANT_70B,
+     .n_layer = 80,
+     .gqa = 1,
+     .n_expert_not = 8,
+     .source = "llama.cpp llm_load_hparams LLM_ARCH_LLAMA: case 80, n_head != n_head_kv"},
+};
+static const pl_arch_quirk quirks_qwen2[] = {
+    {.kind = PL_QUIRK_QUANT_70B,
+     .n_layer = 80,
+     .source = "llama.cpp llm_load_hparams LLM_ARCH_QWEN2: case 80"},
+};
+
+#define LAYER(a)  a, N_OF(a)
+#define QUIRKS(q) q, N_OF(q)
+#define NO_QUIRKS NULL, 0
+#define NO_KEYS   NULL, 0
+#define KEYS(k)   k, N_OF(k)
 static const pl_arch archs[] = {
     {"llama",
      "LlamaForCausalLM",
@@ -231,7 +287,8 @@ static const pl_arch archs[] = {
       .act = PL_ACT_SILU,
       .full_rotary = 1,
       .moe = PL_MOE_OPTIONAL,
-      .moe_norm = 1}},
+      .moe_norm = 1},
+     QUIRKS(quirks_llama)},
     {"qwen2",
      "Qwen2ForCausalLM",
      NULL,
@@ -239,7 +296,8 @@ static const pl_arch archs[] = {
      N_OF(globals_common),
      LAYER(layer_qwen2),
      NO_KEYS,
-     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU}},
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU},
+     QUIRKS(quirks_qwen2)},
     {"qwen3",
      "Qwen3ForCausalLM",
      NULL,
@@ -247,7 +305,8 @@ static const pl_arch archs[] = {
      N_OF(globals_common),
      LAYER(layer_qwen3),
      NO_KEYS,
-     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU}},
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU},
+     NO_QUIRKS},
     {"qwen2moe",
      "Qwen2MoeForCausalLM",
      NULL,
@@ -255,7 +314,8 @@ static const pl_arch archs[] = {
      N_OF(globals_common),
      LAYER(layer_qwen2moe),
      KEYS(keys_qwen2moe),
-     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .moe = PL_MOE_REQUIRED, .moe_norm = 0}},
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .moe = PL_MOE_REQUIRED, .moe_norm = 0},
+     NO_QUIRKS},
     {"qwen3moe",
      "Qwen3MoeForCausalLM",
      NULL,
@@ -263,7 +323,8 @@ static const pl_arch archs[] = {
      N_OF(globals_common),
      LAYER(layer_qwen3moe),
      KEYS(keys_qwen3moe),
-     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .moe = PL_MOE_REQUIRED, .moe_norm = 1}},
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .moe = PL_MOE_REQUIRED, .moe_norm = 1},
+     NO_QUIRKS},
     {"gemma2",
      "Gemma2ForCausalLM",
      NULL,
@@ -275,8 +336,8 @@ static const pl_arch archs[] = {
       .act = PL_ACT_GELU_TANH,
       .post_norms = 1,
       .emb_sqrt = 1,
-      .scale_embd_layers = 46,
-      .swa_period = 2}},
+      .swa_period = 2},
+     QUIRKS(quirks_gemma2)},
     {"gemma3",
      "Gemma3ForCausalLM",
      NULL,
@@ -288,9 +349,9 @@ static const pl_arch archs[] = {
       .act = PL_ACT_GELU_TANH,
       .post_norms = 1,
       .emb_sqrt = 1,
-      .scale_embd_layers = 62,
       .swa_period = 6,
-      .swa_rope_base = 10000.0f}},
+      .swa_rope_base = 10000.0f},
+     QUIRKS(quirks_gemma3)},
     {"phi3",
      "Phi3ForCausalLM",
      NULL,
@@ -298,7 +359,8 @@ static const pl_arch archs[] = {
      N_OF(globals_phi3),
      LAYER(layer_phi3),
      KEYS(keys_phi3),
-     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .swa_period = 1, .window_by_shape = 1}},
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .swa_period = 1, .window_by_shape = 1},
+     QUIRKS(quirks_phi3)},
 };
 
 const pl_arch *pl_arch_at(size_t i)
@@ -354,6 +416,34 @@ const char *pl_arch_hf_names(void)
 {
     pthread_once(&names_once, join_names);
     return arch_hf_names;
+}
+
+const pl_arch_quirk *pl_arch_quirk_of(const pl_arch *a, int kind, const pl_arch_quirk_model *m)
+{
+    for (size_t i = 0; i < a->n_quirks; i++) {
+        const pl_arch_quirk *q = &a->quirks[i];
+        if (q->kind == kind && (!q->n_layer || q->n_layer == m->n_layer) &&
+            (!q->n_ctx || q->n_ctx == m->n_ctx) &&
+            (!q->n_head_kv || q->n_head_kv == m->n_head_kv) &&
+            (!q->gqa || m->n_head != m->n_head_kv) &&
+            (!q->n_expert_not || q->n_expert_not != m->n_expert))
+            return q;
+    }
+    return NULL;
+}
+
+int pl_arch_has_layer_role(const pl_arch *a, int role, int required)
+{
+    for (size_t i = 0; i < a->n_layer; i++)
+        if (a->layer[i].role == role && (!required || a->layer[i].required == PL_REQ_ALL)) return 1;
+    return 0;
+}
+
+int pl_arch_has_global_role(const pl_arch *a, int role)
+{
+    for (size_t i = 0; i < a->n_globals; i++)
+        if (a->globals[i].role == role) return 1;
+    return 0;
 }
 
 int pl_arch_layer_is_local(const pl_arch *a, int64_t l)

@@ -187,10 +187,6 @@ typedef struct pl_arch_recipe {
     uint8_t post_norms;  /* 1: attn_post_norm / ffn_post_norm on each branch before the residual */
     uint8_t full_rotary; /* 1: rope.dimension_count must equal the head dimension (llama) */
     uint8_t emb_sqrt;    /* 1: the embedding rows are multiplied by sqrt(n_embd) (Gemma) */
-    /* The attention scale is 1/sqrt(head_dim), except with exactly this many layers (> 0):
-     * 1/sqrt(n_embd / n_head), Gemma's 27B as llama.cpp identifies it (GGUF carries no
-     * query_pre_attn_scalar). */
-    uint16_t scale_embd_layers;
     /* Local (sliding-window) layers: layer l is local iff swa_period > 0 and l % swa_period <
      * swa_period - 1, or swa_period == 1: every layer (Gemma 2: 2, even layers; Gemma 3: 6, five
      * of six; Phi-3: 1). Their RoPE has base swa_rope_base and no scaling when swa_rope_base >
@@ -200,6 +196,8 @@ typedef struct pl_arch_recipe {
      * Phi-3 releases converted before the key existed (by layer count and training context) */
     uint8_t window_by_shape;
     float swa_rope_base;
+    /* The attention scale is 1/sqrt(head_dim), except where a PL_QUIRK_ATTN_SCALE_EMBD row of
+     * the architecture matches the model: 1/sqrt(n_embd / n_head). */
     /* Mixture-of-experts routing (with expert_count > 0): p = softmax(router logits) over
      * all experts, the expert_used_count largest kept (ties: the lower expert first), and
      * with moe_norm the kept p divided by their sum (Mixtral, Qwen3-MoE; Qwen2-MoE keeps
@@ -207,6 +205,30 @@ typedef struct pl_arch_recipe {
     uint8_t moe_norm;
     uint8_t moe; /* enum pl_moe */
 } pl_arch_recipe;
+
+/* A rule llama.cpp applies by a model's size rather than by a key: data, with its source, so
+ * that no code compares an architecture's name. A row matches a model when every nonzero
+ * condition holds. */
+enum pl_quirk_kind {
+    PL_QUIRK_ATTN_SCALE_EMBD, /* attention scale 1/sqrt(n_embd / n_head), not 1/sqrt(head_dim) */
+    PL_QUIRK_DEFAULT_WINDOW,  /* an absent attention.sliding_window is `value` */
+    PL_QUIRK_QUANT_70B        /* pl_ftype_* mixes treat the model as llama.cpp's LLM_TYPE_70B */
+};
+typedef struct pl_arch_quirk {
+    uint8_t kind;         /* enum pl_quirk_kind */
+    uint8_t gqa;          /* 1: only with grouped-query attention (n_head != n_head_kv) */
+    int64_t n_layer;      /* block_count */
+    int64_t n_ctx;        /* context_length */
+    int64_t n_head_kv;    /* of layer 0 */
+    int64_t n_expert_not; /* > 0: not with exactly this many experts */
+    int64_t value;
+    const char *source; /* where llama.cpp has it */
+} pl_arch_quirk;
+
+/* What a quirk row is matched against; a field of 0 is unknown and fails a condition on it. */
+typedef struct pl_arch_quirk_model {
+    int64_t n_layer, n_ctx, n_head, n_head_kv, n_expert;
+} pl_arch_quirk_model;
 
 typedef struct pl_arch {
     const char *name;         /* general.architecture and the key prefix */
@@ -220,6 +242,8 @@ typedef struct pl_arch {
     const pl_arch_key *keys; /* its own keys under "<arch>.", beyond pl_arch_keys()' */
     size_t n_keys;
     pl_arch_recipe recipe;
+    const pl_arch_quirk *quirks; /* its size rules (see pl_arch_quirk_of) */
+    size_t n_quirks;
 } pl_arch;
 
 /* The architectures plumb runs, in table order; NULL past the end. */
@@ -239,6 +263,12 @@ const pl_arch_key *pl_arch_keys(size_t *n);
 /* The row of hp: the architecture's own (a may be NULL), else the common one; NULL if none. */
 const pl_arch_key *pl_arch_key_of_arch(const pl_arch *a, int hp);
 const pl_arch_key *pl_arch_key_of(int hp);
+/* The first of a's quirk rows of this kind that matches m; NULL: none. */
+const pl_arch_quirk *pl_arch_quirk_of(const pl_arch *a, int kind, const pl_arch_quirk_model *m);
+/* 1 when a has a per-layer (layer != 0) or whole-model tensor row of this role; with
+ * required, only a row that must be there (PL_REQ_ALL). */
+int pl_arch_has_layer_role(const pl_arch *a, int role, int required);
+int pl_arch_has_global_role(const pl_arch *a, int role);
 /* 1 when the architecture layer l is a local (sliding-window) layer. */
 int pl_arch_layer_is_local(const pl_arch *a, int64_t l);
 /* 1 and *why set when "<arch>." + suffix is a key that changes nothing (arch.c). */
