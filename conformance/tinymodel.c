@@ -102,48 +102,6 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
     tu_rng_init(&b.rng, s->seed);
     pl_error e;
     if (pl_gguf_writer_new(&b.w, 3, &e)) return -1;
-    char key[128];
-    pl_gguf_writer_set_string(b.w, "general.architecture", s->arch, strlen(s->arch), &e);
-#define U32(suffix, v)                                                                             \
-    snprintf(key, sizeof key, "%s.%s", s->arch, suffix);                                           \
-    pl_gguf_writer_set_u32(b.w, key, (uint32_t)(v), &e);
-    U32("context_length", s->ctx)
-    U32("embedding_length", s->E)
-    U32("block_count", s->L)
-    U32("feed_forward_length", s->F)
-    U32("attention.head_count", s->H)
-    U32("attention.head_count_kv", s->Hkv)
-    U32("attention.key_length", s->D)
-    U32("attention.value_length", s->D)
-    U32("rope.dimension_count", s->n_rot ? s->n_rot : s->D)
-    if (s->X) {
-        U32("expert_count", s->X)
-        U32("expert_used_count", s->U)
-    }
-    if (s->X && strcmp(s->arch, "llama") != 0) {
-        U32("expert_feed_forward_length", s->FX)
-    }
-    if (s->FS) {
-        U32("expert_shared_feed_forward_length", s->FS)
-    }
-#undef U32
-    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", s->arch);
-    pl_gguf_writer_set_f32(b.w, key, 1e-6f, &e);
-    if (s->window) {
-        snprintf(key, sizeof key, "%s.attention.sliding_window", s->arch);
-        pl_gguf_writer_set_u32(b.w, key, (uint32_t)s->window, &e);
-    }
-    if (s->attn_softcap) {
-        snprintf(key, sizeof key, "%s.attn_logit_softcapping", s->arch);
-        pl_gguf_writer_set_f32(b.w, key, s->attn_softcap, &e);
-    }
-    if (s->final_softcap) {
-        snprintf(key, sizeof key, "%s.final_logit_softcapping", s->arch);
-        pl_gguf_writer_set_f32(b.w, key, s->final_softcap, &e);
-    }
-    snprintf(key, sizeof key, "%s.rope.freq_base", s->arch);
-    pl_gguf_writer_set_f32(b.w, key, strcmp(s->arch, "llama") == 0 ? 10000.0f : 1e6f, &e);
-
     /* the tensors, their shapes and kinds from the architecture table (an architecture plumb
      * does not know gets llama's, for the refusal tests) */
     const pl_arch_shape shape = {.n_embd = s->E,
@@ -159,10 +117,20 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
                                  .n_expert_used = s->U,
                                  .n_ff_exp = s->FX,
                                  .n_ff_shexp = s->FS};
+    /* the keys through the table's one writer: llama's rows for a name plumb does not know,
+     * then its name as general.architecture */
+    const pl_arch_hparams hp = {.n_ctx = s->ctx,
+                                .rms_eps = 1e-6f,
+                                .rope_base = strcmp(s->arch, "llama") == 0 ? 10000.0f : 1e6f,
+                                .window = s->window,
+                                .attn_softcap = s->attn_softcap,
+                                .final_softcap = s->final_softcap};
     pl_arch_tensor_desc *ts = NULL;
     size_t n = 0;
     const char *arch = strstr(pl_arch_list(), s->arch) ? s->arch : "llama";
-    if (pl_arch_tensors(arch, &shape, NULL, 0, &n, &e) || !(ts = calloc(n, sizeof *ts)) ||
+    if (pl_arch_write_keys(b.w, arch, &shape, &hp, &e) ||
+        pl_gguf_writer_set_string(b.w, "general.architecture", s->arch, strlen(s->arch), &e) ||
+        pl_arch_tensors(arch, &shape, NULL, 0, &n, &e) || !(ts = calloc(n, sizeof *ts)) ||
         pl_arch_tensors(arch, &shape, ts, n, &n, &e)) {
         fprintf(stderr, "tiny_build: %s\n", e.msg);
         b.failed = 1;

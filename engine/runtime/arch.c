@@ -142,14 +142,17 @@ static const pl_arch_tensor layer_qwen3moe[] = {
 };
 
 /* The MoE architectures' own keys: the expert FFN widths (llama.cpp's converters write them). */
+#define KEY_EXPERT_FF                                                                              \
+    {                                                                                              \
+        PL_HP_EXPERT_FF_LENGTH, "expert_feed_forward_length", PL_KEY_INT, REQ, 0, 1, 1 << 18,      \
+            "moe_intermediate_size", PL_HF_READ, NAN, PL_W_GIVEN                                   \
+    }
 static const pl_arch_key keys_qwen2moe[] = {
-    {PL_HP_EXPERT_FF_LENGTH, "expert_feed_forward_length", PL_KEY_INT, REQ, 0, 1, 1 << 18},
+    KEY_EXPERT_FF,
     {PL_HP_EXPERT_SHARED_FF_LENGTH, "expert_shared_feed_forward_length", PL_KEY_INT, OPT, NAN, 1,
-     1 << 18},
+     1 << 18, "shared_expert_intermediate_size", PL_HF_READ, NAN, PL_W_GIVEN},
 };
-static const pl_arch_key keys_qwen3moe[] = {
-    {PL_HP_EXPERT_FF_LENGTH, "expert_feed_forward_length", PL_KEY_INT, REQ, 0, 1, 1 << 18},
-};
+static const pl_arch_key keys_qwen3moe[] = {KEY_EXPERT_FF};
 
 /* Gemma: tied embeddings only (no output.weight row), every norm stored as its multiplier
  * 1 + w (convert adds the one), a norm on each branch's output too, GeGLU. */
@@ -202,18 +205,24 @@ static const pl_arch_tensor layer_phi3[] = {
 
 /* Their own keys, with llama.cpp's defaults (Gemma 2: caps 50 and 30, window 4096). */
 static const pl_arch_key keys_gemma2[] = {
-    {PL_HP_ATTN_SOFTCAP, "attn_logit_softcapping", PL_KEY_FLOAT, OPT, 50.0, 0.0, 1e6},
-    {PL_HP_FINAL_SOFTCAP, "final_logit_softcapping", PL_KEY_FLOAT, OPT, 30.0, 0.0, 1e6},
-    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, OPT, 4096, 1, INT32_MAX},
+    {PL_HP_ATTN_SOFTCAP, "attn_logit_softcapping", PL_KEY_FLOAT, OPT, 50.0, 0.0, 1e6,
+     "attn_logit_softcapping (null: none)", PL_HF_DERIVED, NAN, PL_W_UNLESS_DEFAULT},
+    {PL_HP_FINAL_SOFTCAP, "final_logit_softcapping", PL_KEY_FLOAT, OPT, 30.0, 0.0, 1e6,
+     "final_logit_softcapping (null: none)", PL_HF_DERIVED, NAN, PL_W_UNLESS_DEFAULT},
+    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, OPT, 4096, 1, INT32_MAX,
+     "sliding_window", PL_HF_DERIVED, NAN, PL_W_GIVEN},
 };
 static const pl_arch_key keys_gemma3[] = {
-    {PL_HP_FINAL_SOFTCAP, "final_logit_softcapping", PL_KEY_FLOAT, OPT, 0.0, 0.0, 1e6},
-    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, REQ, 0, 1, INT32_MAX},
+    {PL_HP_FINAL_SOFTCAP, "final_logit_softcapping", PL_KEY_FLOAT, OPT, 0.0, 0.0, 1e6,
+     "final_logit_softcapping (null: none)", PL_HF_DERIVED, NAN, PL_W_UNLESS_DEFAULT},
+    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, REQ, 0, 1, INT32_MAX,
+     "sliding_window", PL_HF_DERIVED, NAN, PL_W_GIVEN},
 };
 
 /* Phi-3: 0 is no window (Phi-4); absent: by shape (window_by_shape) */
 static const pl_arch_key keys_phi3[] = {
-    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, OPT, NAN, 0, INT32_MAX},
+    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, OPT, NAN, 0, INT32_MAX,
+     "sliding_window (null: 0, none)", PL_HF_DERIVED, NAN, PL_W_GIVEN},
 };
 
 /* ---- size rules (quirks), each with where llama.cpp has it ---- */
@@ -509,34 +518,58 @@ int pl_arch_row_applies(const pl_arch_tensor *row, int64_t n_expert, int *requir
 /* ---- keys under "<arch>." ---- */
 
 /* Ranges keep scratch sizing and int32 positions sane; real models are far below them. */
+#define NONE_HF NULL, PL_HF_NONE, NAN
+#define G_      PL_W_GIVEN
+#define UD_     PL_W_UNLESS_DEFAULT
 static const pl_arch_key keys[] = {
-    {PL_HP_CONTEXT_LENGTH, "context_length", PL_KEY_INT, OPT, 2048, 1, INT32_MAX},
-    {PL_HP_EMBEDDING_LENGTH, "embedding_length", PL_KEY_INT, REQ, 0, 1, 1 << 16},
-    {PL_HP_BLOCK_COUNT, "block_count", PL_KEY_INT, REQ, 0, 1, 1024},
-    {PL_HP_FEED_FORWARD_LENGTH, "feed_forward_length", PL_KEY_PER_LAYER, REQ, 0, 1, 1 << 18},
-    {PL_HP_HEAD_COUNT, "attention.head_count", PL_KEY_PER_LAYER, REQ, 0, 1, 1024},
-    {PL_HP_HEAD_COUNT_KV, "attention.head_count_kv", PL_KEY_PER_LAYER, OPT, NAN, 1, 1024},
-    {PL_HP_KEY_LENGTH, "attention.key_length", PL_KEY_INT, OPT, NAN, 2, 4096},
-    {PL_HP_VALUE_LENGTH, "attention.value_length", PL_KEY_INT, OPT, NAN, 1, 4096},
-    {PL_HP_ROPE_DIMS, "rope.dimension_count", PL_KEY_INT, OPT, NAN, 2, 4096},
+    {PL_HP_CONTEXT_LENGTH, "context_length", PL_KEY_INT, OPT, 2048, 1, INT32_MAX,
+     "max_position_embeddings", PL_HF_READ, NAN, G_},
+    {PL_HP_EMBEDDING_LENGTH, "embedding_length", PL_KEY_INT, REQ, 0, 1, 1 << 16, "hidden_size",
+     PL_HF_READ, NAN, G_},
+    {PL_HP_BLOCK_COUNT, "block_count", PL_KEY_INT, REQ, 0, 1, 1024, "num_hidden_layers", PL_HF_READ,
+     NAN, G_},
+    {PL_HP_FEED_FORWARD_LENGTH, "feed_forward_length", PL_KEY_PER_LAYER, REQ, 0, 1, 1 << 18,
+     "intermediate_size", PL_HF_READ, NAN, G_},
+    {PL_HP_HEAD_COUNT, "attention.head_count", PL_KEY_PER_LAYER, REQ, 0, 1, 1024,
+     "num_attention_heads", PL_HF_READ, NAN, G_},
+    {PL_HP_HEAD_COUNT_KV, "attention.head_count_kv", PL_KEY_PER_LAYER, OPT, NAN, 1, 1024,
+     "num_key_value_heads (else num_attention_heads; at most it)", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_KEY_LENGTH, "attention.key_length", PL_KEY_INT, OPT, NAN, 2, 4096,
+     "head_dim (else hidden_size / num_attention_heads)", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_VALUE_LENGTH, "attention.value_length", PL_KEY_INT, OPT, NAN, 1, 4096,
+     "head_dim: the key length", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_ROPE_DIMS, "rope.dimension_count", PL_KEY_INT, OPT, NAN, 2, 4096,
+     "partial_rotary_factor x head_dim", PL_HF_DERIVED, NAN, G_},
     /* llama.cpp requires the epsilon too: a default would be a guess (1e-5 vs 1e-6) */
-    {PL_HP_RMS_EPS, "attention.layer_norm_rms_epsilon", PL_KEY_FLOAT, REQ, 0, 1e-12, 1.0},
-    {PL_HP_ROPE_FREQ_BASE, "rope.freq_base", PL_KEY_FLOAT, OPT, 10000.0, 1.0001, 1e12},
-    {PL_HP_VOCAB_SIZE, "vocab_size", PL_KEY_INT, OPT, NAN, 1, 1 << 22},
-    {PL_HP_ROPE_SCALING_TYPE, "rope.scaling.type", PL_KEY_STRING, OPT, 0, 0, 0},
-    {PL_HP_ROPE_SCALING_FACTOR, "rope.scaling.factor", PL_KEY_FLOAT, OPT, 0.0, 0.0, 1e6},
-    {PL_HP_ROPE_SCALE_LINEAR, "rope.scale_linear", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6},
+    {PL_HP_RMS_EPS, "attention.layer_norm_rms_epsilon", PL_KEY_FLOAT, REQ, 0, 1e-12, 1.0,
+     "rms_norm_eps", PL_HF_READ, 1e-6, G_},
+    {PL_HP_ROPE_FREQ_BASE, "rope.freq_base", PL_KEY_FLOAT, OPT, 10000.0, 1.0001, 1e12, "rope_theta",
+     PL_HF_READ, 10000.0, G_},
+    {PL_HP_VOCAB_SIZE, "vocab_size", PL_KEY_INT, OPT, NAN, 1, 1 << 22, "vocab_size", PL_HF_READ,
+     NAN, G_},
+    {PL_HP_ROPE_SCALING_TYPE, "rope.scaling.type", PL_KEY_STRING, OPT, 0, 0, 0,
+     "rope_scaling / rope_parameters: rope_type (linear, yarn)", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_ROPE_SCALING_FACTOR, "rope.scaling.factor", PL_KEY_FLOAT, OPT, 0.0, 0.0, 1e6,
+     "rope_scaling.factor", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_ROPE_SCALE_LINEAR, "rope.scale_linear", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6, NONE_HF, G_},
     {PL_HP_ROPE_ORIG_CTX, "rope.scaling.original_context_length", PL_KEY_INT, OPT, NAN, 1,
-     INT32_MAX},
-    {PL_HP_ROPE_ATTN_FACTOR, "rope.scaling.attn_factor", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6},
-    {PL_HP_YARN_EXT_FACTOR, "rope.scaling.yarn_ext_factor", PL_KEY_FLOAT, OPT, -1.0, -1.0, 1e6},
-    {PL_HP_YARN_ATTN_FACTOR, "rope.scaling.yarn_attn_factor", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6},
-    {PL_HP_YARN_BETA_FAST, "rope.scaling.yarn_beta_fast", PL_KEY_FLOAT, OPT, 32.0, 0.0, 1e6},
-    {PL_HP_YARN_BETA_SLOW, "rope.scaling.yarn_beta_slow", PL_KEY_FLOAT, OPT, 1.0, 0.0, 1e6},
+     INT32_MAX, "rope_scaling.original_max_position_embeddings", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_ROPE_ATTN_FACTOR, "rope.scaling.attn_factor", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6,
+     "rope_scaling.attention_factor (longrope)", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_YARN_EXT_FACTOR, "rope.scaling.yarn_ext_factor", PL_KEY_FLOAT, OPT, -1.0, -1.0, 1e6,
+     NONE_HF, G_},
+    {PL_HP_YARN_ATTN_FACTOR, "rope.scaling.yarn_attn_factor", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6,
+     NONE_HF, G_},
+    {PL_HP_YARN_BETA_FAST, "rope.scaling.yarn_beta_fast", PL_KEY_FLOAT, OPT, 32.0, 0.0, 1e6,
+     "rope_scaling.beta_fast", PL_HF_DERIVED, NAN, UD_},
+    {PL_HP_YARN_BETA_SLOW, "rope.scaling.yarn_beta_slow", PL_KEY_FLOAT, OPT, 1.0, 0.0, 1e6,
+     "rope_scaling.beta_slow", PL_HF_DERIVED, NAN, UD_},
     /* mixture-of-experts: 0 is a dense model; more where the recipe has experts */
-    {PL_HP_EXPERT_COUNT, "expert_count", PL_KEY_INT, OPT, 0, 0, 1 << 12},
-    {PL_HP_EXPERT_USED_COUNT, "expert_used_count", PL_KEY_INT, OPT, 0, 0, PL_MOE_MAX_USED},
-    {PL_HP_CAUSAL, "attention.causal", PL_KEY_BOOL, OPT, 1, 0, 1},
+    {PL_HP_EXPERT_COUNT, "expert_count", PL_KEY_INT, OPT, 0, 0, 1 << 12,
+     "num_experts | num_local_experts", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_EXPERT_USED_COUNT, "expert_used_count", PL_KEY_INT, OPT, 0, 0, PL_MOE_MAX_USED,
+     "num_experts_per_tok", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_CAUSAL, "attention.causal", PL_KEY_BOOL, OPT, 1, 0, 1, NONE_HF, G_},
 };
 
 const pl_arch_key *pl_arch_keys(size_t *n)

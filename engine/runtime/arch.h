@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "kernels.h"
+#include "plumb.h"
 
 /* Dimension symbols of a tensor's shape, resolved per layer (Q = H*D, KV = Hkv*D). */
 enum pl_dim {
@@ -160,15 +161,33 @@ enum pl_key_kind {
     PL_KEY_BOOL
 };
 
+/* How convert gets a key's value from a Hugging Face config.json: */
+enum pl_hf_how {
+    PL_HF_NONE,   /* nothing in config.json says it: the key is left to its default */
+    PL_HF_READ,   /* the number at `hf` (hf_def when absent; NAN: required), in [lo, hi] */
+    PL_HF_DERIVED /* computed by convert from the fields `hf` names (convert.c) */
+};
+
+/* How pl_arch_write_keys writes a value it is given: */
+enum pl_write_how {
+    PL_W_GIVEN,         /* whenever given */
+    PL_W_UNLESS_DEFAULT /* when given and not `def` (an absent key reads as def) */
+};
+
 /* A key under "<arch>.". A key whose value equals `neutral` changes nothing and is accepted
- * even where plumb implements no other value (e.g. expert_count = 0). */
+ * even where plumb implements no other value (e.g. expert_count = 0). The last four say where
+ * its value comes from in a config.json and how a writer puts it. */
 typedef struct pl_arch_key {
     int hp;             /* enum pl_hp */
     const char *suffix; /* after "<arch>." */
-    uint8_t kind;       /* enum pl_key_kind */
+    uint8_t kind;       /* enum pl_key_kind; written as u32, f32, string or bool */
     uint8_t required;
     double def; /* when absent and not required (NAN: computed, see enum pl_hp) */
     double lo, hi;
+    const char *hf; /* config.json field(s): read (PL_HF_READ) or derived from */
+    uint8_t hf_how; /* enum pl_hf_how */
+    double hf_def;  /* PL_HF_READ: the value when the field is absent; NAN: required */
+    uint8_t write;  /* enum pl_write_how */
 } pl_arch_key;
 
 enum pl_act { PL_ACT_SILU, PL_ACT_GELU_TANH };
@@ -294,5 +313,19 @@ typedef struct pl_arch_dims {
  * absent; *required: whether it must be present. */
 int pl_arch_row_applies(const pl_arch_tensor *row, int64_t n_expert, int *required);
 int64_t pl_arch_dim(const pl_arch_dims *d, int dim);
+
+/* The values of an architecture's keys, for the one writer (arch_write.c) that convert, the
+ * public pl_arch_write_keys (mkmodel, the tests' tiny models, the seed maker) go through. */
+typedef struct pl_arch_values {
+    double num[PL_HP_COUNT];      /* NAN: not given */
+    const char *str[PL_HP_COUNT]; /* PL_KEY_STRING keys; NULL: not given */
+} pl_arch_values;
+void pl_arch_values_init(pl_arch_values *v);
+/* Writes general.architecture and every given value under "<arch>." in the table's order
+ * (the common keys, then a's own), each as its row's kind says. A value for a key a does not
+ * have is PL_ERR_UNSUPPORTED, one outside its row's range PL_ERR_INVALID_ARG, both naming it. */
+struct pl_gguf_writer;
+pl_status pl_arch_values_write(struct pl_gguf_writer *w, const pl_arch *a, const pl_arch_values *v,
+                               pl_error *err);
 
 #endif
