@@ -455,6 +455,49 @@ int pl_arch_has_global_role(const pl_arch *a, int role)
     return 0;
 }
 
+/* ---- a layer as a list of steps ---- */
+
+size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, pl_step *out)
+{
+    size_t n = 0;
+#define STEP(k, r, x) (out[n++] = (pl_step){.kind = (k), .role = (uint8_t)(r), .arg = (x)})
+#define ROLE_IF(r)    (has[r] ? (r) : PL_STEP_NO_ROLE)
+    STEP(PL_STEP_NORM, PL_L_ATTN_NORM, 0);
+    STEP(PL_STEP_QKV, PL_STEP_NO_ROLE, 0);
+    if (has[PL_L_BQ] || has[PL_L_BK] || has[PL_L_BV]) STEP(PL_STEP_QKV_BIAS, PL_STEP_NO_ROLE, 0);
+    if (has[PL_L_Q_NORM] || has[PL_L_K_NORM]) STEP(PL_STEP_HEAD_NORM, PL_STEP_NO_ROLE, 0);
+    STEP(PL_STEP_ROPE, PL_STEP_NO_ROLE, 0);
+    STEP(PL_STEP_KV_STORE, PL_STEP_NO_ROLE, 0);
+    STEP(PL_STEP_ATTENTION, PL_STEP_NO_ROLE, 0);
+    STEP(PL_STEP_ATTN_OUT, PL_L_WO, 0);
+    STEP(PL_STEP_RESIDUAL, ROLE_IF(PL_L_ATTN_POST_NORM), 0);
+    STEP(PL_STEP_NORM, PL_L_FFN_NORM, 0);
+    STEP(has[PL_L_GATE_EXPS] ? PL_STEP_FFN_MOE : PL_STEP_FFN_GATED, PL_STEP_NO_ROLE, a->recipe.act);
+    STEP(PL_STEP_RESIDUAL, ROLE_IF(PL_L_FFN_POST_NORM), 0);
+#undef STEP
+#undef ROLE_IF
+    assert(n <= PL_MAX_STEPS);
+    return n;
+}
+
+int pl_step_per_token(int kind)
+{
+    return kind == PL_STEP_QKV_BIAS || kind == PL_STEP_HEAD_NORM || kind == PL_STEP_ROPE ||
+           kind == PL_STEP_KV_STORE;
+}
+
+const char *pl_step_name(int kind)
+{
+    static const char *const names[PL_STEP_COUNT] = {
+        [PL_STEP_NORM] = "norm",           [PL_STEP_QKV] = "qkv",
+        [PL_STEP_QKV_BIAS] = "qkv_bias",   [PL_STEP_HEAD_NORM] = "head_norm",
+        [PL_STEP_ROPE] = "rope",           [PL_STEP_KV_STORE] = "kv_store",
+        [PL_STEP_ATTENTION] = "attention", [PL_STEP_ATTN_OUT] = "attn_out",
+        [PL_STEP_RESIDUAL] = "residual",   [PL_STEP_FFN_GATED] = "ffn_gated",
+        [PL_STEP_FFN_MOE] = "ffn_moe"};
+    return kind >= 0 && kind < PL_STEP_COUNT && names[kind] ? names[kind] : "?";
+}
+
 int pl_arch_layer_is_local(const pl_arch *a, int64_t l)
 {
     const int64_t p = a->recipe.swa_period;

@@ -314,6 +314,40 @@ typedef struct pl_arch_dims {
 int pl_arch_row_applies(const pl_arch_tensor *row, int64_t n_expert, int *required);
 int64_t pl_arch_dim(const pl_arch_dims *d, int dim);
 
+/* ---- a layer as a list of steps ----
+ * At load, the tensors bound in a layer compile into the steps it runs (pl_arch_compile_layer);
+ * the forward pass (forward.c) and the double-precision reference transformer
+ * (conformance/refs/ref_transformer.c) both execute that list, each with a case per kind and
+ * no default, so a new mechanism is a new kind here, its compile rule, and a case in both. */
+enum pl_step_kind {
+    PL_STEP_NORM,      /* xn = rmsnorm(x) * w[role]: the input of the next projection step */
+    PL_STEP_QKV,       /* q, k, v = wq xn, wk xn, wv xn */
+    PL_STEP_QKV_BIAS,  /* per token: q, k, v += bq, bk, bv (those bound) */
+    PL_STEP_HEAD_NORM, /* per token: per-head RMSNorm of q (q_norm) and k (k_norm) */
+    PL_STEP_ROPE,      /* per token: q and k rotated at the token's position (the layer's RoPE) */
+    PL_STEP_KV_STORE,  /* per token: k and v into the cache */
+    PL_STEP_ATTENTION, /* att = softmax(scale q K^T, soft-capped, masked to the window) V */
+    PL_STEP_ATTN_OUT,  /* tmp = wo att */
+    PL_STEP_RESIDUAL,  /* x += rmsnorm(tmp) * w[role] (a post norm), or x += tmp (role none) */
+    PL_STEP_FFN_GATED, /* tmp = down (act(gate xn) * up xn), act = arg (enum pl_act) */
+    PL_STEP_FFN_MOE,   /* tmp = the routed experts' gated FFNs of xn (and the shared expert's) */
+    PL_STEP_COUNT
+};
+#define PL_STEP_NO_ROLE PL_L_COUNT
+enum { PL_MAX_STEPS = 16 };
+typedef struct pl_step {
+    uint8_t kind; /* enum pl_step_kind */
+    uint8_t role; /* the layer tensor it reads (enum pl_layer_role), or PL_STEP_NO_ROLE */
+    uint8_t arg;  /* PL_STEP_FFN_*: enum pl_act */
+} pl_step;
+/* The steps of a layer of a whose bound tensors are has[role] != 0 (PL_L_COUNT entries), into
+ * out (PL_MAX_STEPS); returns their count. */
+size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, pl_step *out);
+/* 1 for the kinds that work token by token, between QKV and ATTENTION (one pass over the
+ * tokens runs a sequence of them). */
+int pl_step_per_token(int kind);
+const char *pl_step_name(int kind);
+
 /* The values of an architecture's keys, for the one writer (arch_write.c) that convert, the
  * public pl_arch_write_keys (mkmodel, the tests' tiny models, the seed maker) go through. */
 typedef struct pl_arch_values {

@@ -535,6 +535,10 @@ static pl_status bind_tensors(pl_model *m, uint8_t *bound, pl_error *err)
             else if (row->split == PL_SPLIT_GATE_UP)
                 split_rows(&L->t[row->role], L->t + PL_L_GATE, L->t + PL_L_UP, NULL, L->n_ff, 0);
         }
+        /* what the layer computes follows from what it binds */
+        uint8_t has[PL_L_COUNT];
+        for (int r = 0; r < PL_L_COUNT; r++) has[r] = L->t[r].data != NULL;
+        L->n_steps = pl_arch_compile_layer(a, has, L->steps);
     }
     if (!m->output.data) {
         m->output = m->tok_embd;
