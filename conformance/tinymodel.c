@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "runtime/arch.h"
 #include "testutil.h"
 #include "tinymodel.h"
 
@@ -23,23 +24,26 @@ tiny_spec tiny_default(const char *arch, uint32_t wtype)
                    .wtype = wtype,
                    .embd_type = wtype,
                    .seed = 1};
-    /* Gemma: a window the 64-token tests cross, caps the tiny logits reach, and for Gemma 3 six
-     * layers so that one is global; Phi-3 likewise */
-    if (strcmp(arch, "gemma2") == 0) {
-        s.window = 8;
+    /* from the architecture's table row, so that a new row gets a model that loads: a window
+     * the 64-token tests cross where it has local layers, caps the tiny logits reach where it
+     * has an attention soft-cap, one global layer past a period of local ones, experts where
+     * every layer has them (and the widths it has keys for) */
+    const pl_arch *a = pl_arch_find(arch, strlen(arch));
+    if (!a) return s; /* for the refusal tests */
+    const pl_arch_recipe *rc = &a->recipe;
+    if (rc->swa_period) s.window = 8;
+    if (pl_arch_key_of_arch(a, PL_HP_ATTN_SOFTCAP)) {
         s.attn_softcap = 5.0f;
         s.final_softcap = 20.0f; /* logits here reach ~16: bent, not saturated */
-    } else if (strcmp(arch, "gemma3") == 0) {
-        s.window = 8;
-        s.L = 6;
-    } else if (strcmp(arch, "phi3") == 0) { /* every layer local; Phi-4-mini's 3/4 rotary */
-        s.window = 8;
-        s.n_rot = 48;
-    } else if (strcmp(arch, "qwen2moe") == 0 || strcmp(arch, "qwen3moe") == 0) {
+    }
+    if (rc->swa_period > 2) s.L = rc->swa_period;
+    /* Phi-4-mini's 3/4 rotary where the head is not rotated whole and every layer is local */
+    if (!rc->full_rotary && rc->swa_period == 1) s.n_rot = 48;
+    if (rc->moe == PL_MOE_REQUIRED) {
         s.X = 8;
         s.U = 2;
         s.FX = 256; /* the super-block types' rows */
-        s.FS = strcmp(arch, "qwen2moe") == 0 ? 512 : 0;
+        s.FS = pl_arch_has_layer_role(a, PL_L_GATE_SHEXP, 0) ? 512 : 0;
     }
     return s;
 }
