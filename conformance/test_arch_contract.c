@@ -309,8 +309,8 @@ static void contract_every_arch_has_a_fuzz_seed_that_loads(void)
     if (d) closedir(d);
     for (size_t i = 0; i < n_archs; i++)
         TU_CHECK(seeds[i] > 0,
-                 "%s: no seed in fuzz/corpus/gguf loads as it (fuzz/mkseeds.c writes one per "
-                 "architecture; add it and rerun the seeding)",
+                 "%s: no seed in fuzz/corpus/gguf loads as it (give it a base in "
+                 "fuzz/mkseeds.c and rerun the seeding)",
                  pl_arch_at(i)->name);
     free(seeds);
 }

@@ -1,6 +1,7 @@
-/* arch.c — the architecture table (arch.h): tensors, keys and recipes of every architecture
- * plumb runs (pl_arch_names), and the list of metadata keys that change nothing. Data and lookups
- * only; binding is model.c. */
+/* arch.c — the architecture table (arch.h): tensors, keys (with their config.json fields),
+ * recipes, quirk rows and the layer step compiler of every architecture plumb runs
+ * (pl_arch_names), and the list of metadata keys that change nothing. Data and lookups only;
+ * binding is model.c, writing arch_write.c. */
 #include <assert.h>
 #include <math.h>
 #include <pthread.h>

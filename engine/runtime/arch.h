@@ -1,8 +1,9 @@
 /* arch.h — the architectures plumb runs, as data: per architecture its key prefix, its tensors
- * (GGUF and Hugging Face names, shapes, required or not), hyperparameter keys and defaults, and
- * the block recipe the forward pass follows; and the one list of metadata keys that change
- * nothing. Read by the loader, `convert`, the public tensor plan, and the tests' builders and
- * reference transformer. Not the forward pass and no I/O: pure tables and lookups. */
+ * (GGUF and Hugging Face names, shapes, required or not), hyperparameter keys with their defaults
+ * and config.json fields, the block recipe, size rules (quirks) naming their source, and the step
+ * list a layer compiles to; and the one list of metadata keys that change nothing. Read by the
+ * loader, `convert`, the key writer (arch_write.c), the public tensor plan, the forward pass and
+ * the tests' builders and reference transformer. No I/O: tables, lookups and the step compiler. */
 #ifndef PLUMB_RUNTIME_ARCH_H
 #define PLUMB_RUNTIME_ARCH_H
 
