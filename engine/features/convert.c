@@ -509,9 +509,8 @@ static pl_status read_moe(hf_config *c, const jfile *f, const char *an, pl_error
     }
     int norm = 0;
     int64_t step = 1;
-    /* the architecture's own keys: the experts' widths (moe_intermediate_size, and the shared
-     * expert's where it has one) */
-    if ((s = read_hf_keys(c, f, c->arch->keys, c->arch->n_keys, err))) return s;
+    /* the experts' widths: the architecture's own keys (moe_intermediate_size, and the shared
+     * expert's where it has one), read with the others */
     c->FX = (int64_t)c->v.num[PL_HP_EXPERT_FF_LENGTH];
     if (!isnan(c->v.num[PL_HP_EXPERT_SHARED_FF_LENGTH]))
         c->FS = (int64_t)c->v.num[PL_HP_EXPERT_SHARED_FF_LENGTH];
@@ -555,7 +554,9 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
     size_t n_keys;
     const pl_arch_key *keys = pl_arch_keys(&n_keys);
     pl_arch_values_init(&c->v);
-    if ((s = read_hf_keys(c, f, keys, n_keys, err))) return s;
+    if ((s = read_hf_keys(c, f, keys, n_keys, err)) ||
+        (s = read_hf_keys(c, f, c->arch->keys, c->arch->n_keys, err)))
+        return s;
     const double *v = c->v.num;
     c->E = (int64_t)v[PL_HP_EMBEDDING_LENGTH];
     c->F = (int64_t)v[PL_HP_FEED_FORWARD_LENGTH];
