@@ -28,3 +28,12 @@ plumb_test(test_sampler_chain LABELS unit conformance
 # compute are refused by name; the keys listed as changing nothing change no logit.
 plumb_test(test_arch LABELS unit conformance
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_arch.c ${CMAKE_CURRENT_SOURCE_DIR}/tinymodel.c)
+# What every architecture of the table must have (test_arch_contract.c): a tiny model that loads
+# and matches the reference on every kernel set, a checkpoint convert reads, a fuzz seed, an
+# oracle case or a reasoned none.
+plumb_test(test_arch_contract LABELS unit conformance
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_arch_contract.c ${CMAKE_CURRENT_SOURCE_DIR}/tinymodel.c
+          ${CMAKE_CURRENT_SOURCE_DIR}/kernel_sets.c
+          ${CMAKE_CURRENT_SOURCE_DIR}/refs/ref_transformer.c)
+set_property(TEST test_arch_contract APPEND PROPERTY ENVIRONMENT
+  "PLUMB_SOURCE_DIR=${PROJECT_SOURCE_DIR}")

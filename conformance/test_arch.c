@@ -355,10 +355,125 @@ static void arch_lists_are_the_tables_names(void)
              pl_arch_hf_list(), want_hf);
 }
 
+/* The one key writer refuses what the loader would refuse, naming it. */
+static void arch_write_keys_refuses_what_the_loader_would(void)
+{
+    const pl_arch_shape shape = {
+        .n_embd = 64, .n_layer = 1, .n_head = 2, .n_head_kv = 1, .n_ff = 64, .n_vocab = 320};
+    static const struct {
+        const char *arch;
+        pl_arch_hparams hp;
+        pl_status want;
+        const char *named;
+    } cases[] = {
+        {"llama",
+         {.rms_eps = 1e-6f, .attn_softcap = 5},
+         PL_ERR_UNSUPPORTED,
+         "attn_logit_softcapping"},
+        {"qwen2", {.rms_eps = 1e-6f, .window = 8}, PL_ERR_UNSUPPORTED, "sliding_window"},
+        {"llama",
+         {.rms_eps = 1e-6f, .n_ctx = (int64_t)INT32_MAX + 1},
+         PL_ERR_INVALID_ARG,
+         "context_length"},
+        {"llama", {.rms_eps = 0}, PL_ERR_INVALID_ARG, "rms_eps"},
+        {"gpt-j", {.rms_eps = 1e-6f}, PL_ERR_UNSUPPORTED, "gpt-j"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pl_gguf_writer *w = NULL;
+        pl_error e = {0};
+        TU_CHECK(pl_gguf_writer_new(&w, 3, &e) == PL_OK, "writer: %s", e.msg);
+        pl_status st = pl_arch_write_keys(w, cases[i].arch, &shape, &cases[i].hp, &e);
+        TU_CHECK(st == cases[i].want && strstr(e.msg, cases[i].named),
+                 "case %zu (%s): status %d '%s', want %d naming '%s'", i, cases[i].arch, st, e.msg,
+                 cases[i].want, cases[i].named);
+        pl_gguf_writer_free(w);
+    }
+}
+
+/* Every architecture's rows say where convert gets the value (a field read as it is names
+ * it), and every size rule names its source. */
+static void arch_rows_name_their_sources(void)
+{
+    for (size_t i = 0; pl_arch_at(i); i++) {
+        const pl_arch *a = pl_arch_at(i);
+        size_t n;
+        const pl_arch_key *common = pl_arch_keys(&n);
+        for (size_t pass = 0; pass < 2; pass++) {
+            const pl_arch_key *k = pass ? a->keys : common;
+            for (size_t j = 0; j < (pass ? a->n_keys : n); j++)
+                TU_CHECK(k[j].hf_how == PL_HF_NONE ? k[j].hf == NULL : k[j].hf && k[j].hf[0],
+                         "%s: key '%s' (hf_how %d) and its config.json field disagree", a->name,
+                         k[j].suffix, k[j].hf_how);
+        }
+        for (size_t j = 0; j < a->n_quirks; j++)
+            TU_CHECK(a->quirks[j].source && strstr(a->quirks[j].source, "llama.cpp"),
+                     "%s: quirk %zu names no source", a->name, j);
+    }
+}
+
+/* What each architecture's layer compiles to, from the tensors it must bind (arch.h): the list
+ * forward.c and the reference transformer both run. */
+static void arch_layers_compile_to_their_steps(void)
+{
+    static const struct {
+        const char *arch, *steps;
+    } want[] = {
+        {"llama", "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
+        {"qwen2",
+         "norm qkv qkv_bias rope kv_store attention attn_out residual norm ffn_gated residual"},
+        {"qwen3",
+         "norm qkv head_norm rope kv_store attention attn_out residual norm ffn_gated residual"},
+        {"qwen2moe",
+         "norm qkv qkv_bias rope kv_store attention attn_out residual norm ffn_moe residual"},
+        {"qwen3moe",
+         "norm qkv head_norm rope kv_store attention attn_out residual norm ffn_moe residual"},
+        {"gemma2", "norm qkv rope kv_store attention attn_out residual+attn_post_norm norm "
+                   "ffn_gated residual+ffn_post_norm"},
+        {"gemma3", "norm qkv head_norm rope kv_store attention attn_out residual+attn_post_norm "
+                   "norm ffn_gated residual+ffn_post_norm"},
+        {"phi3", "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
+    };
+    size_t n_want = sizeof want / sizeof want[0], n_archs = 0;
+    for (size_t i = 0; pl_arch_at(i); i++, n_archs++) {
+        const pl_arch *a = pl_arch_at(i);
+        uint8_t has[PL_L_COUNT] = {0};
+        const int64_t X = a->recipe.moe == PL_MOE_REQUIRED ? 8 : 0;
+        for (size_t j = 0; j < a->n_layer; j++) {
+            int required;
+            if (pl_arch_row_applies(&a->layer[j], X, &required) && required)
+                has[a->layer[j].role] = 1;
+            if (a->layer[j].split == PL_SPLIT_QKV) has[PL_L_WK] = has[PL_L_WV] = 1;
+            if (a->layer[j].split == PL_SPLIT_GATE_UP) has[PL_L_UP] = 1;
+        }
+        pl_step st[PL_MAX_STEPS];
+        const size_t n = pl_arch_compile_layer(a, has, st);
+        char got[512] = "";
+        size_t k = 0;
+        for (size_t j = 0; j < n; j++) {
+            k += (size_t)snprintf(got + k, sizeof got - k, "%s%s", j ? " " : "",
+                                  pl_step_name(st[j].kind));
+            if (st[j].kind == PL_STEP_RESIDUAL && st[j].role != PL_STEP_NO_ROLE)
+                k += (size_t)snprintf(got + k, sizeof got - k, "+%s",
+                                      st[j].role == PL_L_ATTN_POST_NORM ? "attn_post_norm"
+                                                                        : "ffn_post_norm");
+        }
+        const char *w = NULL;
+        for (size_t j = 0; j < n_want; j++)
+            if (strcmp(want[j].arch, a->name) == 0) w = want[j].steps;
+        TU_CHECK(w && strcmp(got, w) == 0, "%s compiles to '%s', want '%s'", a->name, got,
+                 w ? w : "(no row in this test: add one)");
+    }
+    TU_CHECK(n_archs == n_want, "the table has %zu architectures, this test %zu", n_archs, n_want);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
         {"arch_lists_are_the_tables_names", arch_lists_are_the_tables_names},
+        {"arch_write_keys_refuses_what_the_loader_would",
+         arch_write_keys_refuses_what_the_loader_would},
+        {"arch_rows_name_their_sources", arch_rows_name_their_sources},
+        {"arch_layers_compile_to_their_steps", arch_layers_compile_to_their_steps},
         {"arch_refuses_a_tensor_without_a_role", arch_refuses_a_tensor_without_a_role},
         {"arch_refuses_an_unknown_rope_scaling_type", arch_refuses_an_unknown_rope_scaling_type},
         {"arch_phi3_window_and_factor_rules", arch_phi3_window_and_factor_rules},

@@ -6,6 +6,7 @@
 
 #include "kernel_sets.h"
 #include "ref_transformer.h"
+#include "runtime/arch.h"
 #include "testutil.h"
 #include "tinymodel.h"
 
@@ -144,8 +145,18 @@ static const struct {
     {PL_TYPE_Q4_K, 1, "mix"},      {PL_TYPE_Q2_K, 0, "Q2_K"},     {PL_TYPE_Q3_K, 0, "Q3_K"},
     {PL_TYPE_IQ4_NL, 0, "IQ4_NL"}, {PL_TYPE_IQ4_XS, 0, "IQ4_XS"}, {PL_TYPE_Q2_K, 2, "mix2"},
 };
-static const char *archs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"};
-#define N_ARCHS (sizeof archs / sizeof archs[0])
+/* The dense architectures, in the table's order (those with experts in every layer run in
+ * e2e_moe_matches_reference) */
+static const char *archs[32];
+static size_t dense_archs(void)
+{
+    static size_t n, done;
+    for (size_t i = 0; !done && pl_arch_at(i) && n < sizeof archs / sizeof archs[0]; i++)
+        if (pl_arch_at(i)->recipe.moe != PL_MOE_REQUIRED) archs[n++] = pl_arch_at(i)->name;
+    done = 1;
+    return n;
+}
+#define N_ARCHS dense_archs()
 
 /* The supported kernel sets, best first, ref last (kernel_sets.h), collected once. */
 static const char *sets[16];

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "runtime/arch.h"
 #include "testutil.h"
 #include "tinymodel.h"
 
@@ -23,23 +24,26 @@ tiny_spec tiny_default(const char *arch, uint32_t wtype)
                    .wtype = wtype,
                    .embd_type = wtype,
                    .seed = 1};
-    /* Gemma: a window the 64-token tests cross, caps the tiny logits reach, and for Gemma 3 six
-     * layers so that one is global; Phi-3 likewise */
-    if (strcmp(arch, "gemma2") == 0) {
-        s.window = 8;
+    /* from the architecture's table row, so that a new row gets a model that loads: a window
+     * the 64-token tests cross where it has local layers, caps the tiny logits reach where it
+     * has an attention soft-cap, one global layer past a period of local ones, experts where
+     * every layer has them (and the widths it has keys for) */
+    const pl_arch *a = pl_arch_find(arch, strlen(arch));
+    if (!a) return s; /* for the refusal tests */
+    const pl_arch_recipe *rc = &a->recipe;
+    if (rc->swa_period) s.window = 8;
+    if (pl_arch_key_of_arch(a, PL_HP_ATTN_SOFTCAP)) {
         s.attn_softcap = 5.0f;
         s.final_softcap = 20.0f; /* logits here reach ~16: bent, not saturated */
-    } else if (strcmp(arch, "gemma3") == 0) {
-        s.window = 8;
-        s.L = 6;
-    } else if (strcmp(arch, "phi3") == 0) { /* every layer local; Phi-4-mini's 3/4 rotary */
-        s.window = 8;
-        s.n_rot = 48;
-    } else if (strcmp(arch, "qwen2moe") == 0 || strcmp(arch, "qwen3moe") == 0) {
+    }
+    if (rc->swa_period > 2) s.L = rc->swa_period;
+    /* Phi-4-mini's 3/4 rotary where the head is not rotated whole and every layer is local */
+    if (!rc->full_rotary && rc->swa_period == 1) s.n_rot = 48;
+    if (rc->moe == PL_MOE_REQUIRED) {
         s.X = 8;
         s.U = 2;
         s.FX = 256; /* the super-block types' rows */
-        s.FS = strcmp(arch, "qwen2moe") == 0 ? 512 : 0;
+        s.FS = pl_arch_has_layer_role(a, PL_L_GATE_SHEXP, 0) ? 512 : 0;
     }
     return s;
 }
@@ -102,48 +106,6 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
     tu_rng_init(&b.rng, s->seed);
     pl_error e;
     if (pl_gguf_writer_new(&b.w, 3, &e)) return -1;
-    char key[128];
-    pl_gguf_writer_set_string(b.w, "general.architecture", s->arch, strlen(s->arch), &e);
-#define U32(suffix, v)                                                                             \
-    snprintf(key, sizeof key, "%s.%s", s->arch, suffix);                                           \
-    pl_gguf_writer_set_u32(b.w, key, (uint32_t)(v), &e);
-    U32("context_length", s->ctx)
-    U32("embedding_length", s->E)
-    U32("block_count", s->L)
-    U32("feed_forward_length", s->F)
-    U32("attention.head_count", s->H)
-    U32("attention.head_count_kv", s->Hkv)
-    U32("attention.key_length", s->D)
-    U32("attention.value_length", s->D)
-    U32("rope.dimension_count", s->n_rot ? s->n_rot : s->D)
-    if (s->X) {
-        U32("expert_count", s->X)
-        U32("expert_used_count", s->U)
-    }
-    if (s->X && strcmp(s->arch, "llama") != 0) {
-        U32("expert_feed_forward_length", s->FX)
-    }
-    if (s->FS) {
-        U32("expert_shared_feed_forward_length", s->FS)
-    }
-#undef U32
-    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", s->arch);
-    pl_gguf_writer_set_f32(b.w, key, 1e-6f, &e);
-    if (s->window) {
-        snprintf(key, sizeof key, "%s.attention.sliding_window", s->arch);
-        pl_gguf_writer_set_u32(b.w, key, (uint32_t)s->window, &e);
-    }
-    if (s->attn_softcap) {
-        snprintf(key, sizeof key, "%s.attn_logit_softcapping", s->arch);
-        pl_gguf_writer_set_f32(b.w, key, s->attn_softcap, &e);
-    }
-    if (s->final_softcap) {
-        snprintf(key, sizeof key, "%s.final_logit_softcapping", s->arch);
-        pl_gguf_writer_set_f32(b.w, key, s->final_softcap, &e);
-    }
-    snprintf(key, sizeof key, "%s.rope.freq_base", s->arch);
-    pl_gguf_writer_set_f32(b.w, key, strcmp(s->arch, "llama") == 0 ? 10000.0f : 1e6f, &e);
-
     /* the tensors, their shapes and kinds from the architecture table (an architecture plumb
      * does not know gets llama's, for the refusal tests) */
     const pl_arch_shape shape = {.n_embd = s->E,
@@ -159,10 +121,20 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
                                  .n_expert_used = s->U,
                                  .n_ff_exp = s->FX,
                                  .n_ff_shexp = s->FS};
+    /* the keys through the table's one writer: llama's rows for a name plumb does not know,
+     * then its name as general.architecture */
+    const pl_arch_hparams hp = {.n_ctx = s->ctx,
+                                .rms_eps = 1e-6f,
+                                .rope_base = strcmp(s->arch, "llama") == 0 ? 10000.0f : 1e6f,
+                                .window = s->window,
+                                .attn_softcap = s->attn_softcap,
+                                .final_softcap = s->final_softcap};
     pl_arch_tensor_desc *ts = NULL;
     size_t n = 0;
     const char *arch = strstr(pl_arch_list(), s->arch) ? s->arch : "llama";
-    if (pl_arch_tensors(arch, &shape, NULL, 0, &n, &e) || !(ts = calloc(n, sizeof *ts)) ||
+    if (pl_arch_write_keys(b.w, arch, &shape, &hp, &e) ||
+        pl_gguf_writer_set_string(b.w, "general.architecture", s->arch, strlen(s->arch), &e) ||
+        pl_arch_tensors(arch, &shape, NULL, 0, &n, &e) || !(ts = calloc(n, sizeof *ts)) ||
         pl_arch_tensors(arch, &shape, ts, n, &n, &e)) {
         fprintf(stderr, "tiny_build: %s\n", e.msg);
         b.failed = 1;

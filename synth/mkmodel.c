@@ -516,52 +516,30 @@ static void add(mtensor *t, uint64_t *n, const char *name, enum gen_kind kind, f
 
 static pl_status put_metadata(pl_gguf_writer *w, const mk_config *c, pl_error *err)
 {
-    const char *arch = c->arch;
-    char key[96];
+    /* the keys under "<arch>." through the architecture table's one writer */
+    const pl_arch_shape shape = {.n_embd = c->n_embd,
+                                 .n_layer = c->n_layer,
+                                 .n_head = c->n_head,
+                                 .n_head_kv = c->n_head_kv,
+                                 .n_ff = c->n_ff,
+                                 .n_vocab = c->n_vocab,
+                                 .head_dim = mk_head_dim(c),
+                                 .tied = c->tied,
+                                 .n_expert = c->n_expert,
+                                 .n_expert_used = c->n_expert_used,
+                                 .n_ff_exp = c->n_ff_exp,
+                                 .n_ff_shexp = c->n_ff_shexp};
+    const pl_arch_hparams hp = {.n_ctx = c->n_ctx,
+                                .rms_eps = c->rms_eps,
+                                .rope_base = c->rope_base,
+                                .window = c->local_window,
+                                .attn_softcap = c->attn_softcap,
+                                .final_softcap = c->final_softcap};
     pl_status s;
-#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
-    if ((s = pl_gguf_writer_set_string(w, "general.architecture", arch, strlen(arch), err)) ||
+    if ((s = pl_arch_write_keys(w, c->arch, &shape, &hp, err)) ||
         (s = pl_gguf_writer_set_string(w, "general.name", c->name, strlen(c->name), err)) ||
-        (s = pl_gguf_writer_set_u32(w, "general.file_type", (uint32_t)c->ftype, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)c->n_ctx, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)c->n_embd, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)c->n_layer, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)c->n_ff, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)c->n_head, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->n_head_kv,
-                                    err)) ||
-        (s = pl_gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->rms_eps, err)) ||
-        (s = pl_gguf_writer_set_f32(w, KEY("rope.freq_base"), c->rope_base, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)mk_head_dim(c),
-                                    err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)mk_head_dim(c),
-                                    err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)mk_head_dim(c),
-                                    err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("vocab_size"), (uint32_t)c->n_vocab, err)))
+        (s = pl_gguf_writer_set_u32(w, "general.file_type", (uint32_t)c->ftype, err)))
         return s;
-    /* llama.cpp's converters: the expert widths only where the architecture has keys for them
-     * (Mixtral's experts are feed_forward_length wide) */
-    const int qwen_moe = strcmp(arch, "qwen2moe") == 0 || strcmp(arch, "qwen3moe") == 0;
-    if (c->n_expert > 0 &&
-        ((s = pl_gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)c->n_expert, err)) ||
-         (s = pl_gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)c->n_expert_used,
-                                     err)) ||
-         (qwen_moe &&
-          (s = pl_gguf_writer_set_u32(w, KEY("expert_feed_forward_length"),
-                                      (uint32_t)(c->n_ff_exp ? c->n_ff_exp : c->n_ff), err))) ||
-         (strcmp(arch, "qwen2moe") == 0 &&
-          (s = pl_gguf_writer_set_u32(w, KEY("expert_shared_feed_forward_length"),
-                                      (uint32_t)(c->n_ff_shexp ? c->n_ff_shexp : c->n_ff), err)))))
-        return s;
-    if ((c->local_window > 0 && (s = pl_gguf_writer_set_u32(w, KEY("attention.sliding_window"),
-                                                            (uint32_t)c->local_window, err))) ||
-        (c->attn_softcap > 0 &&
-         (s = pl_gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), c->attn_softcap, err))) ||
-        (c->final_softcap > 0 &&
-         (s = pl_gguf_writer_set_f32(w, KEY("final_logit_softcapping"), c->final_softcap, err))))
-        return s;
-#undef KEY
     s = demo_vocab_write(w, c->vocab, (uint32_t)c->n_vocab, err);
     if (!s && c->chat_template)
         s = pl_gguf_writer_set_string(w, "tokenizer.chat_template", c->chat_template,

@@ -17,9 +17,12 @@
 
 typedef struct ref_layer {
     int64_t H, Hkv, F;
-    gsl_matrix *m[PL_L_COUNT];  /* (out, in) matrices by enum pl_layer_role, NULL when absent */
-    gsl_vector *v[PL_L_COUNT];  /* vectors (norms, biases) by role */
-    gsl_matrix **x[PL_L_COUNT]; /* stacked experts by role: X matrices (out, in), or NULL */
+    gsl_matrix *m[PL_L_COUNT];   /* (out, in) matrices by enum pl_layer_role, NULL when absent */
+    gsl_vector *v[PL_L_COUNT];   /* vectors (norms, biases) by role */
+    gsl_matrix **x[PL_L_COUNT];  /* stacked experts by role: X matrices (out, in), or NULL */
+    pl_step steps[PL_MAX_STEPS]; /* the engine's step list of the layer (arch.h), run here in
+                                    double precision */
+    size_t n_steps;
 } ref_layer;
 
 struct ref_model {
@@ -163,7 +166,8 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
         return fail(msg, len, "missing key", "attention.layer_norm_rms_epsilon");
     }
     /* the recipe's numbers, from their definitions (Gemma: the 27B's 1/sqrt(n_embd/n_head)) */
-    const int big = arch->recipe.scale_embd_layers && m->L == arch->recipe.scale_embd_layers;
+    const pl_arch_quirk_model qm = {.n_layer = m->L, .n_head = H, .n_head_kv = Hkv};
+    const int big = pl_arch_quirk_of(arch, PL_QUIRK_ATTN_SCALE_EMBD, &qm) != NULL;
     m->scale = 1.0 / sqrt(big ? (double)(m->E / H) : (double)m->D);
     m->attn_cap = meta(g, an, PL_HP_ATTN_SOFTCAP, 0);
     m->final_cap = meta(g, an, PL_HP_FINAL_SOFTCAP, 0);
@@ -229,6 +233,9 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
             }
             if (row->split != PL_SPLIT_NONE && R->m[row->role]) split(R, row->split, m->D);
         }
+        uint8_t has[PL_L_COUNT];
+        for (int r = 0; r < PL_L_COUNT; r++) has[r] = R->m[r] || R->v[r] || R->x[r];
+        R->n_steps = pl_arch_compile_layer(arch, has, R->steps);
     }
     *out = m;
     return 0;
@@ -437,6 +444,21 @@ static void moe_ffn(const ref_model *m, const ref_layer *R, const double *xn, do
     free(taken);
 }
 
+static void add_bias(double *y, const gsl_vector *b, int64_t n)
+{
+    for (int64_t i = 0; b && i < n; i++) y[i] += gsl_vector_get(b, (size_t)i);
+}
+
+/* Per-head RMSNorm of heads rows of D in place (w NULL: none); tmp holds D. */
+static void head_norm(double *x, const gsl_vector *w, int64_t heads, int64_t D, double *tmp,
+                      double eps)
+{
+    for (int64_t h = 0; w && h < heads; h++) {
+        rmsnorm(tmp, x + h * D, w, D, eps);
+        memcpy(x + h * D, tmp, (size_t)D * sizeof *tmp);
+    }
+}
+
 int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, const ref_window *w,
                       double *logits, double *margin)
 {
@@ -463,75 +485,99 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
             int64_t H = R->H, Hkv = R->Hkv, group = H / Hkv;
             const int local = pl_arch_layer_is_local(m->arch, l);
             double *kp = K + ((l * n + p) * Hkvmax) * D, *vp = Vc + ((l * n + p) * Hkvmax) * D;
-            rmsnorm(xn, x, R->v[PL_L_ATTN_NORM], E, m->eps);
-            gemv(q, R->m[PL_L_WQ], xn, R->v[PL_L_BQ]);
-            gemv(kp, R->m[PL_L_WK], xn, R->v[PL_L_BK]);
-            gemv(vp, R->m[PL_L_WV], xn, R->v[PL_L_BV]);
-            if (R->v[PL_L_Q_NORM]) {
-                for (int64_t h = 0; h < H; h++) {
-                    rmsnorm(tmp, q + h * D, R->v[PL_L_Q_NORM], D, m->eps);
-                    memcpy(q + h * D, tmp, (size_t)D * sizeof *tmp);
+            for (size_t i = 0; i < R->n_steps; i++) {
+                const pl_step *st = &R->steps[i];
+                switch ((enum pl_step_kind)st->kind) {
+                case PL_STEP_NORM:
+                    rmsnorm(xn, x, R->v[st->role], E, m->eps);
+                    break;
+                case PL_STEP_QKV:
+                    gemv(q, R->m[PL_L_WQ], xn, NULL);
+                    gemv(kp, R->m[PL_L_WK], xn, NULL);
+                    gemv(vp, R->m[PL_L_WV], xn, NULL);
+                    break;
+                case PL_STEP_QKV_BIAS:
+                    add_bias(q, R->v[PL_L_BQ], H * D);
+                    add_bias(kp, R->v[PL_L_BK], Hkv * D);
+                    add_bias(vp, R->v[PL_L_BV], Hkv * D);
+                    break;
+                case PL_STEP_HEAD_NORM:
+                    head_norm(q, R->v[PL_L_Q_NORM], H, D, tmp, m->eps);
+                    head_norm(kp, R->v[PL_L_K_NORM], Hkv, D, tmp, m->eps);
+                    break;
+                case PL_STEP_ROPE: {
+                    /* local layers with their own base (Gemma 3), else the global table:
+                     * longrope's long factors where the session's context exceeds the
+                     * original */
+                    const int own = local && m->arch->recipe.swa_rope_base > 0;
+                    const int lng = m->inv_freq_long && w && w->n_ctx > m->orig_ctx;
+                    const double *inv = own   ? m->inv_freq_local
+                                        : lng ? m->inv_freq_long
+                                              : m->inv_freq;
+                    rope(q, H, m, p, inv, own ? m->mscale_local : m->mscale);
+                    rope(kp, Hkv, m, p, inv, own ? m->mscale_local : m->mscale);
+                    break;
                 }
-                for (int64_t h = 0; h < Hkv; h++) {
-                    rmsnorm(tmp, kp + h * D, R->v[PL_L_K_NORM], D, m->eps);
-                    memcpy(kp + h * D, tmp, (size_t)D * sizeof *tmp);
+                case PL_STEP_KV_STORE:
+                    break; /* kp and vp are this position's cache rows already */
+                case PL_STEP_ATTENTION:
+                    for (int64_t h = 0; h < H; h++) {
+                        int64_t hk = h / group;
+                        double mx = -INFINITY;
+                        for (int64_t j = 0; j <= p; j++) {
+                            int visible = (recent == 0 || j < w->sinks || p - j < recent) &&
+                                          (!local || !m->window || p - j < m->window);
+                            scores[j] = -INFINITY;
+                            if (!visible) continue;
+                            const double *kj = K + ((l * n + j) * Hkvmax + hk) * D;
+                            gsl_vector_const_view a =
+                                gsl_vector_const_view_array(q + h * D, (size_t)D);
+                            gsl_vector_const_view b = gsl_vector_const_view_array(kj, (size_t)D);
+                            double sc;
+                            gsl_blas_ddot(&a.vector, &b.vector, &sc);
+                            scores[j] = sc * m->scale;
+                            if (m->attn_cap)
+                                scores[j] = m->attn_cap * tanh(scores[j] / m->attn_cap);
+                            if (scores[j] > mx) mx = scores[j];
+                        }
+                        double sum = 0.0;
+                        for (int64_t j = 0; j <= p; j++) {
+                            scores[j] = scores[j] == -INFINITY ? 0.0 : exp(scores[j] - mx);
+                            sum += scores[j];
+                        }
+                        for (int64_t d = 0; d < D; d++) {
+                            double acc = 0.0;
+                            for (int64_t j = 0; j <= p; j++)
+                                acc += scores[j] * Vc[((l * n + j) * Hkvmax + hk) * D + d];
+                            att[h * D + d] = acc / sum;
+                        }
+                    }
+                    break;
+                case PL_STEP_ATTN_OUT:
+                    gemv(tmp, R->m[st->role], att, NULL);
+                    break;
+                case PL_STEP_RESIDUAL:
+                    post_add(x, tmp, xn, st->role < PL_L_COUNT ? R->v[st->role] : NULL, E, m->eps);
+                    break;
+                case PL_STEP_FFN_GATED:
+                    gemv(g, R->m[PL_L_GATE], xn, NULL);
+                    gemv(u, R->m[PL_L_UP], xn, NULL);
+                    for (int64_t i2 = 0; i2 < R->F; i2++)
+                        g[i2] = (st->arg == PL_ACT_GELU_TANH
+                                     ? 0.5 * g[i2] *
+                                           (1 + tanh(sqrt(2 / M_PI) *
+                                                     (g[i2] + 0.044715 * g[i2] * g[i2] * g[i2])))
+                                     : g[i2] / (1.0 + exp(-g[i2]))) *
+                                u[i2];
+                    gemv(tmp, R->m[PL_L_DOWN], g, NULL);
+                    break;
+                case PL_STEP_FFN_MOE:
+                    moe_ffn(m, R, xn, tmp, g, u, &least);
+                    break;
+                case PL_STEP_COUNT:
+                    break;
                 }
             }
-            /* local layers with their own base (Gemma 3), else the global table: longrope's
-             * long factors where the session's context exceeds the original */
-            const int own = local && m->arch->recipe.swa_rope_base > 0;
-            const int lng = m->inv_freq_long && w && w->n_ctx > m->orig_ctx;
-            const double *inv = own ? m->inv_freq_local : lng ? m->inv_freq_long : m->inv_freq;
-            rope(q, H, m, p, inv, own ? m->mscale_local : m->mscale);
-            rope(kp, Hkv, m, p, inv, own ? m->mscale_local : m->mscale);
-            for (int64_t h = 0; h < H; h++) {
-                int64_t hk = h / group;
-                double mx = -INFINITY;
-                for (int64_t j = 0; j <= p; j++) {
-                    int visible = (recent == 0 || j < w->sinks || p - j < recent) &&
-                                  (!local || !m->window || p - j < m->window);
-                    scores[j] = -INFINITY;
-                    if (!visible) continue;
-                    const double *kj = K + ((l * n + j) * Hkvmax + hk) * D;
-                    gsl_vector_const_view a = gsl_vector_const_view_array(q + h * D, (size_t)D);
-                    gsl_vector_const_view b = gsl_vector_const_view_array(kj, (size_t)D);
-                    double s;
-                    gsl_blas_ddot(&a.vector, &b.vector, &s);
-                    scores[j] = s * m->scale;
-                    if (m->attn_cap) scores[j] = m->attn_cap * tanh(scores[j] / m->attn_cap);
-                    if (scores[j] > mx) mx = scores[j];
-                }
-                double sum = 0.0;
-                for (int64_t j = 0; j <= p; j++) {
-                    scores[j] = scores[j] == -INFINITY ? 0.0 : exp(scores[j] - mx);
-                    sum += scores[j];
-                }
-                for (int64_t d = 0; d < D; d++) {
-                    double acc = 0.0;
-                    for (int64_t j = 0; j <= p; j++)
-                        acc += scores[j] * Vc[((l * n + j) * Hkvmax + hk) * D + d];
-                    att[h * D + d] = acc / sum;
-                }
-            }
-            gemv(tmp, R->m[PL_L_WO], att, NULL);
-            post_add(x, tmp, xn, R->v[PL_L_ATTN_POST_NORM], E, m->eps);
-            rmsnorm(xn, x, R->v[PL_L_FFN_NORM], E, m->eps);
-            if (R->x[PL_L_GATE_EXPS]) {
-                moe_ffn(m, R, xn, tmp, g, u, &least);
-                post_add(x, tmp, xn, R->v[PL_L_FFN_POST_NORM], E, m->eps);
-                continue;
-            }
-            gemv(g, R->m[PL_L_GATE], xn, NULL);
-            gemv(u, R->m[PL_L_UP], xn, NULL);
-            for (int64_t i = 0; i < R->F; i++)
-                g[i] =
-                    (m->arch->recipe.act == PL_ACT_GELU_TANH
-                         ? 0.5 * g[i] *
-                               (1 + tanh(sqrt(2 / M_PI) * (g[i] + 0.044715 * g[i] * g[i] * g[i])))
-                         : g[i] / (1.0 + exp(-g[i]))) *
-                    u[i];
-            gemv(tmp, R->m[PL_L_DOWN], g, NULL);
-            post_add(x, tmp, xn, R->v[PL_L_FFN_POST_NORM], E, m->eps);
         }
         rmsnorm(xn, x, m->out_norm, E, m->eps);
         gemv(logits + p * V, m->output, xn, NULL);

@@ -42,6 +42,8 @@ typedef struct hf_config {
     /* mixture of experts (X 0: dense): experts, used per token, their FFN width, the shared
      * expert's (qwen2moe) */
     int64_t X, U, FX, FS;
+    /* the values written under "<arch>." (the table's rows: read or derived from config.json) */
+    pl_arch_values v;
 } hf_config;
 
 /* One JSON file of the model directory. */
@@ -319,7 +321,8 @@ static pl_status read_rope(hf_config *c, const jfile *f, pl_error *err)
         return rope_num(f, field, o, "factor", NAN, &c->rope_factor, err);
     }
     double orig;
-    if (strcmp(type, "llama3") == 0 && strcmp(c->arch->name, "llama") == 0) {
+    /* llama3: where the architecture has rope_freqs.weight to carry its divisors */
+    if (strcmp(type, "llama3") == 0 && has_global(c->arch, PL_G_ROPE_FREQS)) {
         c->rope = ROPE_LLAMA3;
         if ((s = rope_num(f, field, o, "factor", NAN, &c->rope_factor, err)) ||
             (s = rope_num(f, field, o, "low_freq_factor", NAN, &c->rope_low, err)) ||
@@ -364,7 +367,7 @@ static pl_status read_rope(hf_config *c, const jfile *f, pl_error *err)
                    "%s: %s.rope_type '%.32s' is not one plumb converts for %s (default, linear, "
                    "yarn%s)",
                    f->name, field, type, c->arch->name,
-                   strcmp(c->arch->name, "llama") == 0   ? ", llama3"
+                   has_global(c->arch, PL_G_ROPE_FREQS)  ? ", llama3"
                    : has_global(c->arch, PL_G_ROPE_LONG) ? ", longrope"
                                                          : "");
 }
@@ -393,7 +396,9 @@ static pl_status read_local(hf_config *c, const jfile *f, pl_error *err)
                      rc->window_by_shape ? 0 : -1, &c->window, err)))
         return s;
     double qpas;
-    const double scale_dim = rc->scale_embd_layers && c->L == rc->scale_embd_layers
+    const pl_arch_quirk_model qm = {
+        .n_layer = c->L, .n_ctx = c->ctx, .n_head = c->H, .n_head_kv = c->Hkv};
+    const double scale_dim = pl_arch_quirk_of(c->arch, PL_QUIRK_ATTN_SCALE_EMBD, &qm)
                                  ? (double)(c->E / c->H)
                                  : (double)c->D;
     if ((s = get_num(f, "query_pre_attn_scalar", scale_dim, &qpas, err))) return s;
@@ -442,6 +447,33 @@ static pl_status read_local(hf_config *c, const jfile *f, pl_error *err)
     return PL_OK;
 }
 
+/* The rows of keys[0..n) whose value config.json gives as it is (PL_HF_READ), into c->v: the
+ * field the row names, its default when absent (NAN: required), the key's range. A common row
+ * the architecture redefines is read from the architecture's own. */
+static pl_status read_hf_keys(hf_config *c, const jfile *f, const pl_arch_key *k, size_t n,
+                              pl_error *err)
+{
+    pl_status s;
+    for (size_t i = 0; i < n; i++) {
+        if (k[i].hf_how != PL_HF_READ || pl_arch_key_of_arch(c->arch, k[i].hp) != &k[i]) continue;
+        if (k[i].kind == PL_KEY_FLOAT) {
+            double x;
+            if ((s = get_num(f, k[i].hf, k[i].hf_def, &x, err))) return s;
+            if (isnan(x))
+                return pl_fail(err, PL_ERR_NOT_FOUND, "%s: '%s' is missing", f->name, k[i].hf);
+            c->v.num[k[i].hp] = x;
+        } else {
+            int64_t x;
+            const int64_t lo = (int64_t)k[i].lo;
+            if ((s = get_int(f, k[i].hf, lo, (int64_t)k[i].hi,
+                             isnan(k[i].hf_def) ? lo - 1 : (int64_t)k[i].hf_def, &x, err)))
+                return s;
+            c->v.num[k[i].hp] = (double)x;
+        }
+    }
+    return PL_OK;
+}
+
 /* The experts of a mixture-of-experts class: Mixtral (num_local_experts, every layer, its
  * experts intermediate_size wide, top-k renormalised), Qwen2-MoE and Qwen3-MoE (num_experts of
  * moe_intermediate_size; Qwen2's shared expert). Only what llama.cpp's recipes compute:
@@ -477,8 +509,12 @@ static pl_status read_moe(hf_config *c, const jfile *f, const char *an, pl_error
     }
     int norm = 0;
     int64_t step = 1;
-    if ((s = get_int(f, "moe_intermediate_size", 1, 1 << 18, -1, &c->FX, err)) ||
-        (s = get_int(f, "decoder_sparse_step", 1, 4096, 1, &step, err)) ||
+    /* the experts' widths: the architecture's own keys (moe_intermediate_size, and the shared
+     * expert's where it has one), read with the others */
+    c->FX = (int64_t)c->v.num[PL_HP_EXPERT_FF_LENGTH];
+    if (!isnan(c->v.num[PL_HP_EXPERT_SHARED_FF_LENGTH]))
+        c->FS = (int64_t)c->v.num[PL_HP_EXPERT_SHARED_FF_LENGTH];
+    if ((s = get_int(f, "decoder_sparse_step", 1, 4096, 1, &step, err)) ||
         (s = get_bool(f, "norm_topk_prob", 0, &norm, err)))
         return s;
     if (step != 1)
@@ -499,9 +535,6 @@ static pl_status read_moe(hf_config *c, const jfile *f, const char *an, pl_error
                        "%s: norm_topk_prob %s: llama.cpp's %s %s the chosen experts' weights",
                        f->name, norm ? "true" : "false", c->arch->name,
                        c->arch->recipe.moe_norm ? "renormalises" : "does not renormalise");
-    if (strcmp(c->arch->name, "qwen2moe") == 0 &&
-        (s = get_int(f, "shared_expert_intermediate_size", 1, 1 << 18, -1, &c->FS, err)))
-        return s;
     return PL_OK;
 }
 
@@ -518,15 +551,22 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
                        "%s: architecture '%.64s' is not one plumb converts (%s)", f->name, an,
                        pl_arch_hf_names());
     pl_status s;
-    if ((s = get_int(f, "hidden_size", 1, 1 << 16, -1, &c->E, err)) ||
-        (s = get_int(f, "intermediate_size", 1, 1 << 18, -1, &c->F, err)) ||
-        (s = get_int(f, "num_hidden_layers", 1, 1024, -1, &c->L, err)) ||
-        (s = get_int(f, "num_attention_heads", 1, 1024, -1, &c->H, err)) ||
-        (s = get_int(f, "num_key_value_heads", 1, c->H, c->H, &c->Hkv, err)) ||
-        (s = get_int(f, "max_position_embeddings", 1, INT32_MAX, -1, &c->ctx, err)) ||
-        (s = get_int(f, "vocab_size", 1, PL_GGUF_MAX_ARRAY, -1, &c->V, err)) ||
-        (s = get_num(f, "rms_norm_eps", 1e-6, &c->rms_eps, err)) ||
-        (s = get_num(f, "rope_theta", 10000.0, &c->rope_theta, err)) ||
+    size_t n_keys;
+    const pl_arch_key *keys = pl_arch_keys(&n_keys);
+    pl_arch_values_init(&c->v);
+    if ((s = read_hf_keys(c, f, keys, n_keys, err)) ||
+        (s = read_hf_keys(c, f, c->arch->keys, c->arch->n_keys, err)))
+        return s;
+    const double *v = c->v.num;
+    c->E = (int64_t)v[PL_HP_EMBEDDING_LENGTH];
+    c->F = (int64_t)v[PL_HP_FEED_FORWARD_LENGTH];
+    c->L = (int64_t)v[PL_HP_BLOCK_COUNT];
+    c->H = (int64_t)v[PL_HP_HEAD_COUNT];
+    c->ctx = (int64_t)v[PL_HP_CONTEXT_LENGTH];
+    c->V = (int64_t)v[PL_HP_VOCAB_SIZE];
+    c->rms_eps = v[PL_HP_RMS_EPS];
+    c->rope_theta = v[PL_HP_ROPE_FREQ_BASE];
+    if ((s = get_int(f, "num_key_value_heads", 1, c->H, c->H, &c->Hkv, err)) ||
         (s = get_bool(f, "tie_word_embeddings", 0, &c->tied, err)) ||
         (s = get_token_id(f, "bos_token_id", &c->bos_id, err)) ||
         (s = get_token_id(f, "eos_token_id", &c->eos_id, err)))
@@ -576,8 +616,9 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
                        f->name, json_array_size(lt), (long long)c->L);
     if ((s = read_moe(c, f, an, err))) return s;
     int flag;
-    if (strcmp(c->arch->name, "qwen2") != 0 &&
-        strcmp(c->arch->name, "qwen2moe") != 0) { /* (llama's would bias o_proj too) */
+    /* attention_bias: where the table requires the q/k/v biases (llama's optional ones are not
+     * HF's attention_bias, which would bias o_proj too) */
+    if (!pl_arch_has_layer_role(c->arch, PL_L_BQ, 1)) {
         if ((s = get_bool(f, "attention_bias", 0, &flag, err))) return s;
         if (flag)
             return pl_fail(err, PL_ERR_UNSUPPORTED,
@@ -1038,74 +1079,48 @@ static pl_status set_bool(pl_gguf_writer *w, const char *key, int v, pl_error *e
     return pl_gguf_writer_set(w, key, PL_GGUF_BOOL, &b, err);
 }
 
-static pl_status write_metadata(pl_gguf_writer *w, const hf_config *c, const char *name,
-                                pl_ftype ftype, pl_error *err)
+/* The derived rows' values (arch.c: PL_HF_DERIVED), beside those read as they are. */
+static void derive_values(hf_config *c)
 {
-    const char *a = c->arch->name;
-    char key[96];
-    pl_status s;
-#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, a), key)
-    if ((s = pl_gguf_writer_set_string(w, "general.architecture", a, strlen(a), err)) ||
-        (s = pl_gguf_writer_set_string(w, "general.name", name, strlen(name), err)) ||
-        (s = pl_gguf_writer_set_u32(w, "general.file_type", (uint32_t)ftype, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)c->ctx, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)c->E, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)c->L, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)c->F, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)c->H, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->Hkv, err)) ||
-        (s = pl_gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), (float)c->rms_eps,
-                                    err)) ||
-        (s = pl_gguf_writer_set_f32(w, KEY("rope.freq_base"), (float)c->rope_theta, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)c->n_rot, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)c->D, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)c->D, err)) ||
-        (s = pl_gguf_writer_set_u32(w, KEY("vocab_size"), (uint32_t)c->V, err)))
-        return s;
+    double *v = c->v.num;
+    v[PL_HP_HEAD_COUNT_KV] = (double)c->Hkv;
+    v[PL_HP_KEY_LENGTH] = v[PL_HP_VALUE_LENGTH] = (double)c->D;
+    v[PL_HP_ROPE_DIMS] = (double)c->n_rot;
+    v[PL_HP_ROPE_FREQ_BASE] = c->rope_theta; /* rope_parameters' wins over the top level's */
     /* experts as llama.cpp's converters write them (Mixtral's width is feed_forward_length) */
-    if (c->X && ((s = pl_gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)c->X, err)) ||
-                 (s = pl_gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)c->U, err)) ||
-                 (c->arch->recipe.moe == PL_MOE_REQUIRED &&
-                  (s = pl_gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), (uint32_t)c->FX,
-                                              err))) ||
-                 (c->FS && (s = pl_gguf_writer_set_u32(w, KEY("expert_shared_feed_forward_length"),
-                                                       (uint32_t)c->FS, err)))))
-        return s;
+    if (c->X) {
+        v[PL_HP_EXPERT_COUNT] = (double)c->X;
+        v[PL_HP_EXPERT_USED_COUNT] = (double)c->U;
+    }
     /* the recipe's own keys (Gemma): caps and the local window (Phi-3: always, 0 for none) */
-    if ((c->window || c->arch->recipe.window_by_shape) &&
-        ((s = pl_gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)c->window,
-                                     err)) ||
-         (pl_arch_key_of_arch(c->arch, PL_HP_ATTN_SOFTCAP) &&
-          (s = pl_gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), (float)c->attn_cap,
-                                      err))) ||
-         ((c->final_cap || pl_arch_key_of_arch(c->arch, PL_HP_ATTN_SOFTCAP)) &&
-          (s = pl_gguf_writer_set_f32(w, KEY("final_logit_softcapping"), (float)c->final_cap,
-                                      err)))))
-        return s;
+    if (c->arch->recipe.swa_period) v[PL_HP_SLIDING_WINDOW] = (double)c->window;
+    if (pl_arch_key_of_arch(c->arch, PL_HP_ATTN_SOFTCAP)) v[PL_HP_ATTN_SOFTCAP] = c->attn_cap;
+    if (pl_arch_key_of_arch(c->arch, PL_HP_FINAL_SOFTCAP)) v[PL_HP_FINAL_SOFTCAP] = c->final_cap;
     /* RoPE scaling as llama.cpp's converter writes it (llama3: the rope_freqs.weight tensor) */
     if (c->rope == ROPE_LINEAR || c->rope == ROPE_YARN) {
-        const char *type = c->rope == ROPE_LINEAR ? "linear" : "yarn";
-        if ((s = pl_gguf_writer_set_string(w, KEY("rope.scaling.type"), type, strlen(type), err)) ||
-            (s = pl_gguf_writer_set_f32(w, KEY("rope.scaling.factor"), (float)c->rope_factor, err)))
-            return s;
+        c->v.str[PL_HP_ROPE_SCALING_TYPE] = c->rope == ROPE_LINEAR ? "linear" : "yarn";
+        v[PL_HP_ROPE_SCALING_FACTOR] = c->rope_factor;
     }
-    if (c->rope == ROPE_LONGROPE &&
-        ((s = pl_gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"),
-                                     (uint32_t)c->rope_orig_ctx, err)) ||
-         (s = pl_gguf_writer_set_f32(w, KEY("rope.scaling.attn_factor"), (float)c->rope_attn,
-                                     err))))
+    if (c->rope == ROPE_LONGROPE) {
+        v[PL_HP_ROPE_ORIG_CTX] = (double)c->rope_orig_ctx;
+        v[PL_HP_ROPE_ATTN_FACTOR] = c->rope_attn;
+    }
+    if (c->rope == ROPE_YARN) {
+        v[PL_HP_ROPE_ORIG_CTX] = (double)c->rope_orig_ctx;
+        v[PL_HP_YARN_BETA_FAST] = c->rope_beta_fast;
+        v[PL_HP_YARN_BETA_SLOW] = c->rope_beta_slow;
+    }
+}
+
+static pl_status write_metadata(pl_gguf_writer *w, hf_config *c, const char *name, pl_ftype ftype,
+                                pl_error *err)
+{
+    derive_values(c);
+    pl_status s;
+    if ((s = pl_arch_values_write(w, c->arch, &c->v, err)) ||
+        (s = pl_gguf_writer_set_string(w, "general.name", name, strlen(name), err)) ||
+        (s = pl_gguf_writer_set_u32(w, "general.file_type", (uint32_t)ftype, err)))
         return s;
-    if (c->rope == ROPE_YARN &&
-        ((s = pl_gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"),
-                                     (uint32_t)c->rope_orig_ctx, err)) ||
-         (c->rope_beta_fast != 32 &&
-          (s = pl_gguf_writer_set_f32(w, KEY("rope.scaling.yarn_beta_fast"),
-                                      (float)c->rope_beta_fast, err))) ||
-         (c->rope_beta_slow != 1 &&
-          (s = pl_gguf_writer_set_f32(w, KEY("rope.scaling.yarn_beta_slow"),
-                                      (float)c->rope_beta_slow, err)))))
-        return s;
-#undef KEY
     return PL_OK;
 }
 

@@ -9,6 +9,7 @@
 #include "core/core.h"
 #include "kernels.h"
 #include "registry.h"
+#include "runtime/arch.h"
 #include "runtime/threads.h"
 
 /* The best set this CPU runs, with ref for the entries it leaves out. Quantizers of every
@@ -269,13 +270,15 @@ static pl_type fallback_type(pl_type t)
     }
 }
 
-/* llama.cpp's model.type == LLM_TYPE_70B, for the architectures plumb reads: llama with 80
- * layers and grouped-query attention (without it, 65B), qwen2 with 80 layers. */
+/* llama.cpp's model.type == LLM_TYPE_70B: the architecture table's size rule (arch.c). */
 static int is_70b(const pl_plan_model *m)
 {
-    if (!m->arch || m->n_layer != 80) return 0;
-    if (strcmp(m->arch, "qwen2") == 0) return 1;
-    return strcmp(m->arch, "llama") == 0 && m->n_expert != 8 && m->n_head != m->n_head_kv;
+    const pl_arch *a = m->arch ? pl_arch_find(m->arch, strlen(m->arch)) : NULL;
+    const pl_arch_quirk_model qm = {.n_layer = m->n_layer,
+                                    .n_head = m->n_head,
+                                    .n_head_kv = m->n_head_kv,
+                                    .n_expert = m->n_expert};
+    return a && pl_arch_quirk_of(a, PL_QUIRK_QUANT_70B, &qm) != NULL;
 }
 
 static int64_t n_gqa(const pl_plan_model *m)

@@ -534,6 +534,25 @@ typedef struct pl_arch_tensor_desc {
 pl_status pl_arch_tensors(const char *arch, const pl_arch_shape *shape, pl_arch_tensor_desc *out,
                           size_t cap, size_t *n, pl_error *err);
 
+/* The values under "<arch>." a writer gives beside the shape. */
+typedef struct pl_arch_hparams {
+    int64_t n_ctx;   /* context_length; 0: left out (read as 2048) */
+    float rms_eps;   /* attention.layer_norm_rms_epsilon: > 0 */
+    float rope_base; /* rope.freq_base; 0: left out (read as 10000) */
+    int64_t window;  /* > 0: attention.sliding_window (the local layers'); 0: left out */
+    float attn_softcap, final_softcap; /* > 0: the soft-caps; 0: left out (the architecture's
+                                          default); a cap equal to that default is left out */
+} pl_arch_hparams;
+
+/* Writes general.architecture and the keys under "<arch>." a file of this shape needs, from the
+ * architecture table (the one writer `convert`, `plumb mkmodel` and the tests go through):
+ * sizes, head and RoPE dims, vocab_size, the expert counts and the widths the architecture has
+ * keys for, and hp. PL_ERR_UNSUPPORTED for an unknown arch or a value whose key it lacks (a
+ * window or a soft-cap), PL_ERR_INVALID_ARG for a shape pl_arch_tensors refuses or a value
+ * outside the key's range, naming it. */
+pl_status pl_arch_write_keys(pl_gguf_writer *w, const char *arch, const pl_arch_shape *shape,
+                             const pl_arch_hparams *hp, pl_error *err);
+
 /* What the model binds from its file (zeros for a PL_MODEL_VOCAB_ONLY model). */
 typedef struct pl_model_info {
     char arch[16]; /* general.architecture: one of pl_arch_list() */

@@ -1,6 +1,7 @@
-/* arch.c — the architecture table (arch.h): tensors, keys and recipes of every architecture
- * plumb runs (pl_arch_names), and the list of metadata keys that change nothing. Data and lookups
- * only; binding is model.c. */
+/* arch.c — the architecture table (arch.h): tensors, keys (with their config.json fields),
+ * recipes, quirk rows and the layer step compiler of every architecture plumb runs
+ * (pl_arch_names), and the list of metadata keys that change nothing. Data and lookups only;
+ * binding is model.c, writing arch_write.c. */
 #include <assert.h>
 #include <math.h>
 #include <pthread.h>
@@ -142,14 +143,17 @@ static const pl_arch_tensor layer_qwen3moe[] = {
 };
 
 /* The MoE architectures' own keys: the expert FFN widths (llama.cpp's converters write them). */
+#define KEY_EXPERT_FF                                                                              \
+    {                                                                                              \
+        PL_HP_EXPERT_FF_LENGTH, "expert_feed_forward_length", PL_KEY_INT, REQ, 0, 1, 1 << 18,      \
+            "moe_intermediate_size", PL_HF_READ, NAN, PL_W_GIVEN                                   \
+    }
 static const pl_arch_key keys_qwen2moe[] = {
-    {PL_HP_EXPERT_FF_LENGTH, "expert_feed_forward_length", PL_KEY_INT, REQ, 0, 1, 1 << 18},
+    KEY_EXPERT_FF,
     {PL_HP_EXPERT_SHARED_FF_LENGTH, "expert_shared_feed_forward_length", PL_KEY_INT, OPT, NAN, 1,
-     1 << 18},
+     1 << 18, "shared_expert_intermediate_size", PL_HF_READ, NAN, PL_W_GIVEN},
 };
-static const pl_arch_key keys_qwen3moe[] = {
-    {PL_HP_EXPERT_FF_LENGTH, "expert_feed_forward_length", PL_KEY_INT, REQ, 0, 1, 1 << 18},
-};
+static const pl_arch_key keys_qwen3moe[] = {KEY_EXPERT_FF};
 
 /* Gemma: tied embeddings only (no output.weight row), every norm stored as its multiplier
  * 1 + w (convert adds the one), a norm on each branch's output too, GeGLU. */
@@ -202,23 +206,85 @@ static const pl_arch_tensor layer_phi3[] = {
 
 /* Their own keys, with llama.cpp's defaults (Gemma 2: caps 50 and 30, window 4096). */
 static const pl_arch_key keys_gemma2[] = {
-    {PL_HP_ATTN_SOFTCAP, "attn_logit_softcapping", PL_KEY_FLOAT, OPT, 50.0, 0.0, 1e6},
-    {PL_HP_FINAL_SOFTCAP, "final_logit_softcapping", PL_KEY_FLOAT, OPT, 30.0, 0.0, 1e6},
-    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, OPT, 4096, 1, INT32_MAX},
+    {PL_HP_ATTN_SOFTCAP, "attn_logit_softcapping", PL_KEY_FLOAT, OPT, 50.0, 0.0, 1e6,
+     "attn_logit_softcapping (null: none)", PL_HF_DERIVED, NAN, PL_W_UNLESS_DEFAULT},
+    {PL_HP_FINAL_SOFTCAP, "final_logit_softcapping", PL_KEY_FLOAT, OPT, 30.0, 0.0, 1e6,
+     "final_logit_softcapping (null: none)", PL_HF_DERIVED, NAN, PL_W_UNLESS_DEFAULT},
+    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, OPT, 4096, 1, INT32_MAX,
+     "sliding_window", PL_HF_DERIVED, NAN, PL_W_GIVEN},
 };
 static const pl_arch_key keys_gemma3[] = {
-    {PL_HP_FINAL_SOFTCAP, "final_logit_softcapping", PL_KEY_FLOAT, OPT, 0.0, 0.0, 1e6},
-    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, REQ, 0, 1, INT32_MAX},
+    {PL_HP_FINAL_SOFTCAP, "final_logit_softcapping", PL_KEY_FLOAT, OPT, 0.0, 0.0, 1e6,
+     "final_logit_softcapping (null: none)", PL_HF_DERIVED, NAN, PL_W_UNLESS_DEFAULT},
+    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, REQ, 0, 1, INT32_MAX,
+     "sliding_window", PL_HF_DERIVED, NAN, PL_W_GIVEN},
 };
 
 /* Phi-3: 0 is no window (Phi-4); absent: by shape (window_by_shape) */
 static const pl_arch_key keys_phi3[] = {
-    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, OPT, NAN, 0, INT32_MAX},
+    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, OPT, NAN, 0, INT32_MAX,
+     "sliding_window (null: 0, none)", PL_HF_DERIVED, NAN, PL_W_GIVEN},
 };
 
-#define LAYER(a) a, N_OF(a)
-#define NO_KEYS  NULL, 0
-#define KEYS(k)  k, N_OF(k)
+/* ---- size rules (quirks), each with where llama.cpp has it ---- */
+
+/* Gemma's 27B: llama.cpp scales the scores by 1/sqrt(n_embd / n_head) where the model has this
+ * many layers (GGUF carries no query_pre_attn_scalar). */
+static const pl_arch_quirk quirks_gemma2[] = {
+    {.kind = PL_QUIRK_ATTN_SCALE_EMBD,
+     .n_layer = 46,
+     .source = "llama.cpp llm_build_gemma2_iswa: LLM_TYPE_27B (46 layers)"},
+};
+static const pl_arch_quirk quirks_gemma3[] = {
+    {.kind = PL_QUIRK_ATTN_SCALE_EMBD,
+     .n_layer = 62,
+     .source = "llama.cpp llm_build_gemma3_iswa: LLM_TYPE_27B (62 layers)"},
+};
+/* The Phi-3 releases converted before attention.sliding_window existed: llama.cpp's windows
+ * by layer count, training context (and KV heads). */
+static const pl_arch_quirk quirks_phi3[] = {
+    {.kind = PL_QUIRK_DEFAULT_WINDOW,
+     .n_layer = 32,
+     .n_ctx = 4096,
+     .value = 2047,
+     .source = "llama.cpp llm_load_hparams LLM_ARCH_PHI3: mini-4k"},
+    {.kind = PL_QUIRK_DEFAULT_WINDOW,
+     .n_layer = 40,
+     .n_ctx = 4096,
+     .value = 2047,
+     .source = "llama.cpp llm_load_hparams LLM_ARCH_PHI3: medium-4k"},
+    {.kind = PL_QUIRK_DEFAULT_WINDOW,
+     .n_layer = 32,
+     .n_ctx = 131072,
+     .n_head_kv = 32,
+     .value = 262144,
+     .source = "llama.cpp llm_load_hparams LLM_ARCH_PHI3: mini-128k"},
+    {.kind = PL_QUIRK_DEFAULT_WINDOW,
+     .n_layer = 40,
+     .n_ctx = 131072,
+     .value = 131072,
+     .source = "llama.cpp llm_load_hparams LLM_ARCH_PHI3: medium-128k"},
+};
+/* llama-quantize's LLM_TYPE_70B: 80 layers (llama: with grouped-query attention, else 65B,
+ * and not the 8-expert models) */
+static const pl_arch_quirk quirks_llama[] = {
+    {.kind = PL_QUIRK_QUANT_70B,
+     .n_layer = 80,
+     .gqa = 1,
+     .n_expert_not = 8,
+     .source = "llama.cpp llm_load_hparams LLM_ARCH_LLAMA: case 80, n_head != n_head_kv"},
+};
+static const pl_arch_quirk quirks_qwen2[] = {
+    {.kind = PL_QUIRK_QUANT_70B,
+     .n_layer = 80,
+     .source = "llama.cpp llm_load_hparams LLM_ARCH_QWEN2: case 80"},
+};
+
+#define LAYER(a)  a, N_OF(a)
+#define QUIRKS(q) q, N_OF(q)
+#define NO_QUIRKS NULL, 0
+#define NO_KEYS   NULL, 0
+#define KEYS(k)   k, N_OF(k)
 static const pl_arch archs[] = {
     {"llama",
      "LlamaForCausalLM",
@@ -231,7 +297,8 @@ static const pl_arch archs[] = {
       .act = PL_ACT_SILU,
       .full_rotary = 1,
       .moe = PL_MOE_OPTIONAL,
-      .moe_norm = 1}},
+      .moe_norm = 1},
+     QUIRKS(quirks_llama)},
     {"qwen2",
      "Qwen2ForCausalLM",
      NULL,
@@ -239,7 +306,8 @@ static const pl_arch archs[] = {
      N_OF(globals_common),
      LAYER(layer_qwen2),
      NO_KEYS,
-     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU}},
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU},
+     QUIRKS(quirks_qwen2)},
     {"qwen3",
      "Qwen3ForCausalLM",
      NULL,
@@ -247,7 +315,8 @@ static const pl_arch archs[] = {
      N_OF(globals_common),
      LAYER(layer_qwen3),
      NO_KEYS,
-     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU}},
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU},
+     NO_QUIRKS},
     {"qwen2moe",
      "Qwen2MoeForCausalLM",
      NULL,
@@ -255,7 +324,8 @@ static const pl_arch archs[] = {
      N_OF(globals_common),
      LAYER(layer_qwen2moe),
      KEYS(keys_qwen2moe),
-     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .moe = PL_MOE_REQUIRED, .moe_norm = 0}},
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .moe = PL_MOE_REQUIRED, .moe_norm = 0},
+     NO_QUIRKS},
     {"qwen3moe",
      "Qwen3MoeForCausalLM",
      NULL,
@@ -263,7 +333,8 @@ static const pl_arch archs[] = {
      N_OF(globals_common),
      LAYER(layer_qwen3moe),
      KEYS(keys_qwen3moe),
-     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .moe = PL_MOE_REQUIRED, .moe_norm = 1}},
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .moe = PL_MOE_REQUIRED, .moe_norm = 1},
+     NO_QUIRKS},
     {"gemma2",
      "Gemma2ForCausalLM",
      NULL,
@@ -275,8 +346,8 @@ static const pl_arch archs[] = {
       .act = PL_ACT_GELU_TANH,
       .post_norms = 1,
       .emb_sqrt = 1,
-      .scale_embd_layers = 46,
-      .swa_period = 2}},
+      .swa_period = 2},
+     QUIRKS(quirks_gemma2)},
     {"gemma3",
      "Gemma3ForCausalLM",
      NULL,
@@ -288,9 +359,9 @@ static const pl_arch archs[] = {
       .act = PL_ACT_GELU_TANH,
       .post_norms = 1,
       .emb_sqrt = 1,
-      .scale_embd_layers = 62,
       .swa_period = 6,
-      .swa_rope_base = 10000.0f}},
+      .swa_rope_base = 10000.0f},
+     QUIRKS(quirks_gemma3)},
     {"phi3",
      "Phi3ForCausalLM",
      NULL,
@@ -298,7 +369,8 @@ static const pl_arch archs[] = {
      N_OF(globals_phi3),
      LAYER(layer_phi3),
      KEYS(keys_phi3),
-     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .swa_period = 1, .window_by_shape = 1}},
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .swa_period = 1, .window_by_shape = 1},
+     QUIRKS(quirks_phi3)},
 };
 
 const pl_arch *pl_arch_at(size_t i)
@@ -354,6 +426,77 @@ const char *pl_arch_hf_names(void)
 {
     pthread_once(&names_once, join_names);
     return arch_hf_names;
+}
+
+const pl_arch_quirk *pl_arch_quirk_of(const pl_arch *a, int kind, const pl_arch_quirk_model *m)
+{
+    for (size_t i = 0; i < a->n_quirks; i++) {
+        const pl_arch_quirk *q = &a->quirks[i];
+        if (q->kind == kind && (!q->n_layer || q->n_layer == m->n_layer) &&
+            (!q->n_ctx || q->n_ctx == m->n_ctx) &&
+            (!q->n_head_kv || q->n_head_kv == m->n_head_kv) &&
+            (!q->gqa || m->n_head != m->n_head_kv) &&
+            (!q->n_expert_not || q->n_expert_not != m->n_expert))
+            return q;
+    }
+    return NULL;
+}
+
+int pl_arch_has_layer_role(const pl_arch *a, int role, int required)
+{
+    for (size_t i = 0; i < a->n_layer; i++)
+        if (a->layer[i].role == role && (!required || a->layer[i].required == PL_REQ_ALL)) return 1;
+    return 0;
+}
+
+int pl_arch_has_global_role(const pl_arch *a, int role)
+{
+    for (size_t i = 0; i < a->n_globals; i++)
+        if (a->globals[i].role == role) return 1;
+    return 0;
+}
+
+/* ---- a layer as a list of steps ---- */
+
+size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, pl_step *out)
+{
+    size_t n = 0;
+#define STEP(k, r, x) (out[n++] = (pl_step){.kind = (k), .role = (uint8_t)(r), .arg = (x)})
+#define ROLE_IF(r)    (has[r] ? (r) : PL_STEP_NO_ROLE)
+    STEP(PL_STEP_NORM, PL_L_ATTN_NORM, 0);
+    STEP(PL_STEP_QKV, PL_STEP_NO_ROLE, 0);
+    if (has[PL_L_BQ] || has[PL_L_BK] || has[PL_L_BV]) STEP(PL_STEP_QKV_BIAS, PL_STEP_NO_ROLE, 0);
+    if (has[PL_L_Q_NORM] || has[PL_L_K_NORM]) STEP(PL_STEP_HEAD_NORM, PL_STEP_NO_ROLE, 0);
+    STEP(PL_STEP_ROPE, PL_STEP_NO_ROLE, 0);
+    STEP(PL_STEP_KV_STORE, PL_STEP_NO_ROLE, 0);
+    STEP(PL_STEP_ATTENTION, PL_STEP_NO_ROLE, 0);
+    STEP(PL_STEP_ATTN_OUT, PL_L_WO, 0);
+    STEP(PL_STEP_RESIDUAL, ROLE_IF(PL_L_ATTN_POST_NORM), 0);
+    STEP(PL_STEP_NORM, PL_L_FFN_NORM, 0);
+    STEP(has[PL_L_GATE_EXPS] ? PL_STEP_FFN_MOE : PL_STEP_FFN_GATED, PL_STEP_NO_ROLE, a->recipe.act);
+    STEP(PL_STEP_RESIDUAL, ROLE_IF(PL_L_FFN_POST_NORM), 0);
+#undef STEP
+#undef ROLE_IF
+    assert(n <= PL_MAX_STEPS);
+    return n;
+}
+
+int pl_step_per_token(int kind)
+{
+    return kind == PL_STEP_QKV_BIAS || kind == PL_STEP_HEAD_NORM || kind == PL_STEP_ROPE ||
+           kind == PL_STEP_KV_STORE;
+}
+
+const char *pl_step_name(int kind)
+{
+    static const char *const names[PL_STEP_COUNT] = {
+        [PL_STEP_NORM] = "norm",           [PL_STEP_QKV] = "qkv",
+        [PL_STEP_QKV_BIAS] = "qkv_bias",   [PL_STEP_HEAD_NORM] = "head_norm",
+        [PL_STEP_ROPE] = "rope",           [PL_STEP_KV_STORE] = "kv_store",
+        [PL_STEP_ATTENTION] = "attention", [PL_STEP_ATTN_OUT] = "attn_out",
+        [PL_STEP_RESIDUAL] = "residual",   [PL_STEP_FFN_GATED] = "ffn_gated",
+        [PL_STEP_FFN_MOE] = "ffn_moe"};
+    return kind >= 0 && kind < PL_STEP_COUNT && names[kind] ? names[kind] : "?";
 }
 
 int pl_arch_layer_is_local(const pl_arch *a, int64_t l)
@@ -419,34 +562,58 @@ int pl_arch_row_applies(const pl_arch_tensor *row, int64_t n_expert, int *requir
 /* ---- keys under "<arch>." ---- */
 
 /* Ranges keep scratch sizing and int32 positions sane; real models are far below them. */
+#define NONE_HF NULL, PL_HF_NONE, NAN
+#define G_      PL_W_GIVEN
+#define UD_     PL_W_UNLESS_DEFAULT
 static const pl_arch_key keys[] = {
-    {PL_HP_CONTEXT_LENGTH, "context_length", PL_KEY_INT, OPT, 2048, 1, INT32_MAX},
-    {PL_HP_EMBEDDING_LENGTH, "embedding_length", PL_KEY_INT, REQ, 0, 1, 1 << 16},
-    {PL_HP_BLOCK_COUNT, "block_count", PL_KEY_INT, REQ, 0, 1, 1024},
-    {PL_HP_FEED_FORWARD_LENGTH, "feed_forward_length", PL_KEY_PER_LAYER, REQ, 0, 1, 1 << 18},
-    {PL_HP_HEAD_COUNT, "attention.head_count", PL_KEY_PER_LAYER, REQ, 0, 1, 1024},
-    {PL_HP_HEAD_COUNT_KV, "attention.head_count_kv", PL_KEY_PER_LAYER, OPT, NAN, 1, 1024},
-    {PL_HP_KEY_LENGTH, "attention.key_length", PL_KEY_INT, OPT, NAN, 2, 4096},
-    {PL_HP_VALUE_LENGTH, "attention.value_length", PL_KEY_INT, OPT, NAN, 1, 4096},
-    {PL_HP_ROPE_DIMS, "rope.dimension_count", PL_KEY_INT, OPT, NAN, 2, 4096},
+    {PL_HP_CONTEXT_LENGTH, "context_length", PL_KEY_INT, OPT, 2048, 1, INT32_MAX,
+     "max_position_embeddings", PL_HF_READ, NAN, G_},
+    {PL_HP_EMBEDDING_LENGTH, "embedding_length", PL_KEY_INT, REQ, 0, 1, 1 << 16, "hidden_size",
+     PL_HF_READ, NAN, G_},
+    {PL_HP_BLOCK_COUNT, "block_count", PL_KEY_INT, REQ, 0, 1, 1024, "num_hidden_layers", PL_HF_READ,
+     NAN, G_},
+    {PL_HP_FEED_FORWARD_LENGTH, "feed_forward_length", PL_KEY_PER_LAYER, REQ, 0, 1, 1 << 18,
+     "intermediate_size", PL_HF_READ, NAN, G_},
+    {PL_HP_HEAD_COUNT, "attention.head_count", PL_KEY_PER_LAYER, REQ, 0, 1, 1024,
+     "num_attention_heads", PL_HF_READ, NAN, G_},
+    {PL_HP_HEAD_COUNT_KV, "attention.head_count_kv", PL_KEY_PER_LAYER, OPT, NAN, 1, 1024,
+     "num_key_value_heads (else num_attention_heads; at most it)", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_KEY_LENGTH, "attention.key_length", PL_KEY_INT, OPT, NAN, 2, 4096,
+     "head_dim (else hidden_size / num_attention_heads)", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_VALUE_LENGTH, "attention.value_length", PL_KEY_INT, OPT, NAN, 1, 4096,
+     "head_dim: the key length", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_ROPE_DIMS, "rope.dimension_count", PL_KEY_INT, OPT, NAN, 2, 4096,
+     "partial_rotary_factor x head_dim", PL_HF_DERIVED, NAN, G_},
     /* llama.cpp requires the epsilon too: a default would be a guess (1e-5 vs 1e-6) */
-    {PL_HP_RMS_EPS, "attention.layer_norm_rms_epsilon", PL_KEY_FLOAT, REQ, 0, 1e-12, 1.0},
-    {PL_HP_ROPE_FREQ_BASE, "rope.freq_base", PL_KEY_FLOAT, OPT, 10000.0, 1.0001, 1e12},
-    {PL_HP_VOCAB_SIZE, "vocab_size", PL_KEY_INT, OPT, NAN, 1, 1 << 22},
-    {PL_HP_ROPE_SCALING_TYPE, "rope.scaling.type", PL_KEY_STRING, OPT, 0, 0, 0},
-    {PL_HP_ROPE_SCALING_FACTOR, "rope.scaling.factor", PL_KEY_FLOAT, OPT, 0.0, 0.0, 1e6},
-    {PL_HP_ROPE_SCALE_LINEAR, "rope.scale_linear", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6},
+    {PL_HP_RMS_EPS, "attention.layer_norm_rms_epsilon", PL_KEY_FLOAT, REQ, 0, 1e-12, 1.0,
+     "rms_norm_eps", PL_HF_READ, 1e-6, G_},
+    {PL_HP_ROPE_FREQ_BASE, "rope.freq_base", PL_KEY_FLOAT, OPT, 10000.0, 1.0001, 1e12, "rope_theta",
+     PL_HF_READ, 10000.0, G_},
+    {PL_HP_VOCAB_SIZE, "vocab_size", PL_KEY_INT, OPT, NAN, 1, 1 << 22, "vocab_size", PL_HF_READ,
+     NAN, G_},
+    {PL_HP_ROPE_SCALING_TYPE, "rope.scaling.type", PL_KEY_STRING, OPT, 0, 0, 0,
+     "rope_scaling / rope_parameters: rope_type (linear, yarn)", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_ROPE_SCALING_FACTOR, "rope.scaling.factor", PL_KEY_FLOAT, OPT, 0.0, 0.0, 1e6,
+     "rope_scaling.factor", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_ROPE_SCALE_LINEAR, "rope.scale_linear", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6, NONE_HF, G_},
     {PL_HP_ROPE_ORIG_CTX, "rope.scaling.original_context_length", PL_KEY_INT, OPT, NAN, 1,
-     INT32_MAX},
-    {PL_HP_ROPE_ATTN_FACTOR, "rope.scaling.attn_factor", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6},
-    {PL_HP_YARN_EXT_FACTOR, "rope.scaling.yarn_ext_factor", PL_KEY_FLOAT, OPT, -1.0, -1.0, 1e6},
-    {PL_HP_YARN_ATTN_FACTOR, "rope.scaling.yarn_attn_factor", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6},
-    {PL_HP_YARN_BETA_FAST, "rope.scaling.yarn_beta_fast", PL_KEY_FLOAT, OPT, 32.0, 0.0, 1e6},
-    {PL_HP_YARN_BETA_SLOW, "rope.scaling.yarn_beta_slow", PL_KEY_FLOAT, OPT, 1.0, 0.0, 1e6},
+     INT32_MAX, "rope_scaling.original_max_position_embeddings", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_ROPE_ATTN_FACTOR, "rope.scaling.attn_factor", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6,
+     "rope_scaling.attention_factor (longrope)", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_YARN_EXT_FACTOR, "rope.scaling.yarn_ext_factor", PL_KEY_FLOAT, OPT, -1.0, -1.0, 1e6,
+     NONE_HF, G_},
+    {PL_HP_YARN_ATTN_FACTOR, "rope.scaling.yarn_attn_factor", PL_KEY_FLOAT, OPT, 1.0, 1e-6, 1e6,
+     NONE_HF, G_},
+    {PL_HP_YARN_BETA_FAST, "rope.scaling.yarn_beta_fast", PL_KEY_FLOAT, OPT, 32.0, 0.0, 1e6,
+     "rope_scaling.beta_fast", PL_HF_DERIVED, NAN, UD_},
+    {PL_HP_YARN_BETA_SLOW, "rope.scaling.yarn_beta_slow", PL_KEY_FLOAT, OPT, 1.0, 0.0, 1e6,
+     "rope_scaling.beta_slow", PL_HF_DERIVED, NAN, UD_},
     /* mixture-of-experts: 0 is a dense model; more where the recipe has experts */
-    {PL_HP_EXPERT_COUNT, "expert_count", PL_KEY_INT, OPT, 0, 0, 1 << 12},
-    {PL_HP_EXPERT_USED_COUNT, "expert_used_count", PL_KEY_INT, OPT, 0, 0, PL_MOE_MAX_USED},
-    {PL_HP_CAUSAL, "attention.causal", PL_KEY_BOOL, OPT, 1, 0, 1},
+    {PL_HP_EXPERT_COUNT, "expert_count", PL_KEY_INT, OPT, 0, 0, 1 << 12,
+     "num_experts | num_local_experts", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_EXPERT_USED_COUNT, "expert_used_count", PL_KEY_INT, OPT, 0, 0, PL_MOE_MAX_USED,
+     "num_experts_per_tok", PL_HF_DERIVED, NAN, G_},
+    {PL_HP_CAUSAL, "attention.causal", PL_KEY_BOOL, OPT, 1, 0, 1, NONE_HF, G_},
 };
 
 const pl_arch_key *pl_arch_keys(size_t *n)

@@ -1,8 +1,9 @@
 /* arch.h — the architectures plumb runs, as data: per architecture its key prefix, its tensors
- * (GGUF and Hugging Face names, shapes, required or not), hyperparameter keys and defaults, and
- * the block recipe the forward pass follows; and the one list of metadata keys that change
- * nothing. Read by the loader, `convert`, the public tensor plan, and the tests' builders and
- * reference transformer. Not the forward pass and no I/O: pure tables and lookups. */
+ * (GGUF and Hugging Face names, shapes, required or not), hyperparameter keys with their defaults
+ * and config.json fields, the block recipe, size rules (quirks) naming their source, and the step
+ * list a layer compiles to; and the one list of metadata keys that change nothing. Read by the
+ * loader, `convert`, the key writer (arch_write.c), the public tensor plan, the forward pass and
+ * the tests' builders and reference transformer. No I/O: tables, lookups and the step compiler. */
 #ifndef PLUMB_RUNTIME_ARCH_H
 #define PLUMB_RUNTIME_ARCH_H
 
@@ -10,6 +11,7 @@
 #include <stdint.h>
 
 #include "kernels.h"
+#include "plumb.h"
 
 /* Dimension symbols of a tensor's shape, resolved per layer (Q = H*D, KV = Hkv*D). */
 enum pl_dim {
@@ -160,15 +162,33 @@ enum pl_key_kind {
     PL_KEY_BOOL
 };
 
+/* How convert gets a key's value from a Hugging Face config.json: */
+enum pl_hf_how {
+    PL_HF_NONE,   /* nothing in config.json says it: the key is left to its default */
+    PL_HF_READ,   /* the number at `hf` (hf_def when absent; NAN: required), in [lo, hi] */
+    PL_HF_DERIVED /* computed by convert from the fields `hf` names (convert.c) */
+};
+
+/* How pl_arch_write_keys writes a value it is given: */
+enum pl_write_how {
+    PL_W_GIVEN,         /* whenever given */
+    PL_W_UNLESS_DEFAULT /* when given and not `def` (an absent key reads as def) */
+};
+
 /* A key under "<arch>.". A key whose value equals `neutral` changes nothing and is accepted
- * even where plumb implements no other value (e.g. expert_count = 0). */
+ * even where plumb implements no other value (e.g. expert_count = 0). The last four say where
+ * its value comes from in a config.json and how a writer puts it. */
 typedef struct pl_arch_key {
     int hp;             /* enum pl_hp */
     const char *suffix; /* after "<arch>." */
-    uint8_t kind;       /* enum pl_key_kind */
+    uint8_t kind;       /* enum pl_key_kind; written as u32, f32, string or bool */
     uint8_t required;
     double def; /* when absent and not required (NAN: computed, see enum pl_hp) */
     double lo, hi;
+    const char *hf; /* config.json field(s): read (PL_HF_READ) or derived from */
+    uint8_t hf_how; /* enum pl_hf_how */
+    double hf_def;  /* PL_HF_READ: the value when the field is absent; NAN: required */
+    uint8_t write;  /* enum pl_write_how */
 } pl_arch_key;
 
 enum pl_act { PL_ACT_SILU, PL_ACT_GELU_TANH };
@@ -187,10 +207,6 @@ typedef struct pl_arch_recipe {
     uint8_t post_norms;  /* 1: attn_post_norm / ffn_post_norm on each branch before the residual */
     uint8_t full_rotary; /* 1: rope.dimension_count must equal the head dimension (llama) */
     uint8_t emb_sqrt;    /* 1: the embedding rows are multiplied by sqrt(n_embd) (Gemma) */
-    /* The attention scale is 1/sqrt(head_dim), except with exactly this many layers (> 0):
-     * 1/sqrt(n_embd / n_head), Gemma's 27B as llama.cpp identifies it (GGUF carries no
-     * query_pre_attn_scalar). */
-    uint16_t scale_embd_layers;
     /* Local (sliding-window) layers: layer l is local iff swa_period > 0 and l % swa_period <
      * swa_period - 1, or swa_period == 1: every layer (Gemma 2: 2, even layers; Gemma 3: 6, five
      * of six; Phi-3: 1). Their RoPE has base swa_rope_base and no scaling when swa_rope_base >
@@ -200,6 +216,8 @@ typedef struct pl_arch_recipe {
      * Phi-3 releases converted before the key existed (by layer count and training context) */
     uint8_t window_by_shape;
     float swa_rope_base;
+    /* The attention scale is 1/sqrt(head_dim), except where a PL_QUIRK_ATTN_SCALE_EMBD row of
+     * the architecture matches the model: 1/sqrt(n_embd / n_head). */
     /* Mixture-of-experts routing (with expert_count > 0): p = softmax(router logits) over
      * all experts, the expert_used_count largest kept (ties: the lower expert first), and
      * with moe_norm the kept p divided by their sum (Mixtral, Qwen3-MoE; Qwen2-MoE keeps
@@ -207,6 +225,30 @@ typedef struct pl_arch_recipe {
     uint8_t moe_norm;
     uint8_t moe; /* enum pl_moe */
 } pl_arch_recipe;
+
+/* A rule llama.cpp applies by a model's size rather than by a key: data, with its source, so
+ * that no code compares an architecture's name. A row matches a model when every nonzero
+ * condition holds. */
+enum pl_quirk_kind {
+    PL_QUIRK_ATTN_SCALE_EMBD, /* attention scale 1/sqrt(n_embd / n_head), not 1/sqrt(head_dim) */
+    PL_QUIRK_DEFAULT_WINDOW,  /* an absent attention.sliding_window is `value` */
+    PL_QUIRK_QUANT_70B        /* pl_ftype_* mixes treat the model as llama.cpp's LLM_TYPE_70B */
+};
+typedef struct pl_arch_quirk {
+    uint8_t kind;         /* enum pl_quirk_kind */
+    uint8_t gqa;          /* 1: only with grouped-query attention (n_head != n_head_kv) */
+    int64_t n_layer;      /* block_count */
+    int64_t n_ctx;        /* context_length */
+    int64_t n_head_kv;    /* of layer 0 */
+    int64_t n_expert_not; /* > 0: not with exactly this many experts */
+    int64_t value;
+    const char *source; /* where llama.cpp has it */
+} pl_arch_quirk;
+
+/* What a quirk row is matched against; a field of 0 is unknown and fails a condition on it. */
+typedef struct pl_arch_quirk_model {
+    int64_t n_layer, n_ctx, n_head, n_head_kv, n_expert;
+} pl_arch_quirk_model;
 
 typedef struct pl_arch {
     const char *name;         /* general.architecture and the key prefix */
@@ -220,6 +262,8 @@ typedef struct pl_arch {
     const pl_arch_key *keys; /* its own keys under "<arch>.", beyond pl_arch_keys()' */
     size_t n_keys;
     pl_arch_recipe recipe;
+    const pl_arch_quirk *quirks; /* its size rules (see pl_arch_quirk_of) */
+    size_t n_quirks;
 } pl_arch;
 
 /* The architectures plumb runs, in table order; NULL past the end. */
@@ -239,6 +283,12 @@ const pl_arch_key *pl_arch_keys(size_t *n);
 /* The row of hp: the architecture's own (a may be NULL), else the common one; NULL if none. */
 const pl_arch_key *pl_arch_key_of_arch(const pl_arch *a, int hp);
 const pl_arch_key *pl_arch_key_of(int hp);
+/* The first of a's quirk rows of this kind that matches m; NULL: none. */
+const pl_arch_quirk *pl_arch_quirk_of(const pl_arch *a, int kind, const pl_arch_quirk_model *m);
+/* 1 when a has a per-layer (layer != 0) or whole-model tensor row of this role; with
+ * required, only a row that must be there (PL_REQ_ALL). */
+int pl_arch_has_layer_role(const pl_arch *a, int role, int required);
+int pl_arch_has_global_role(const pl_arch *a, int role);
 /* 1 when the architecture layer l is a local (sliding-window) layer. */
 int pl_arch_layer_is_local(const pl_arch *a, int64_t l);
 /* 1 and *why set when "<arch>." + suffix is a key that changes nothing (arch.c). */
@@ -264,5 +314,53 @@ typedef struct pl_arch_dims {
  * absent; *required: whether it must be present. */
 int pl_arch_row_applies(const pl_arch_tensor *row, int64_t n_expert, int *required);
 int64_t pl_arch_dim(const pl_arch_dims *d, int dim);
+
+/* ---- a layer as a list of steps ----
+ * At load, the tensors bound in a layer compile into the steps it runs (pl_arch_compile_layer);
+ * the forward pass (forward.c) and the double-precision reference transformer
+ * (conformance/refs/ref_transformer.c) both execute that list, each with a case per kind and
+ * no default, so a new mechanism is a new kind here, its compile rule, and a case in both. */
+enum pl_step_kind {
+    PL_STEP_NORM,      /* xn = rmsnorm(x) * w[role]: the input of the next projection step */
+    PL_STEP_QKV,       /* q, k, v = wq xn, wk xn, wv xn */
+    PL_STEP_QKV_BIAS,  /* per token: q, k, v += bq, bk, bv (those bound) */
+    PL_STEP_HEAD_NORM, /* per token: per-head RMSNorm of q (q_norm) and k (k_norm) */
+    PL_STEP_ROPE,      /* per token: q and k rotated at the token's position (the layer's RoPE) */
+    PL_STEP_KV_STORE,  /* per token: k and v into the cache */
+    PL_STEP_ATTENTION, /* att = softmax(scale q K^T, soft-capped, masked to the window) V */
+    PL_STEP_ATTN_OUT,  /* tmp = wo att */
+    PL_STEP_RESIDUAL,  /* x += rmsnorm(tmp) * w[role] (a post norm), or x += tmp (role none) */
+    PL_STEP_FFN_GATED, /* tmp = down (act(gate xn) * up xn), act = arg (enum pl_act) */
+    PL_STEP_FFN_MOE,   /* tmp = the routed experts' gated FFNs of xn (and the shared expert's) */
+    PL_STEP_COUNT
+};
+#define PL_STEP_NO_ROLE PL_L_COUNT
+enum { PL_MAX_STEPS = 16 };
+typedef struct pl_step {
+    uint8_t kind; /* enum pl_step_kind */
+    uint8_t role; /* the layer tensor it reads (enum pl_layer_role), or PL_STEP_NO_ROLE */
+    uint8_t arg;  /* PL_STEP_FFN_*: enum pl_act */
+} pl_step;
+/* The steps of a layer of a whose bound tensors are has[role] != 0 (PL_L_COUNT entries), into
+ * out (PL_MAX_STEPS); returns their count. */
+size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, pl_step *out);
+/* 1 for the kinds that work token by token, between QKV and ATTENTION (one pass over the
+ * tokens runs a sequence of them). */
+int pl_step_per_token(int kind);
+const char *pl_step_name(int kind);
+
+/* The values of an architecture's keys, for the one writer (arch_write.c) that convert, the
+ * public pl_arch_write_keys (mkmodel, the tests' tiny models, the seed maker) go through. */
+typedef struct pl_arch_values {
+    double num[PL_HP_COUNT];      /* NAN: not given */
+    const char *str[PL_HP_COUNT]; /* PL_KEY_STRING keys; NULL: not given */
+} pl_arch_values;
+void pl_arch_values_init(pl_arch_values *v);
+/* Writes general.architecture and every given value under "<arch>." in the table's order
+ * (the common keys, then a's own), each as its row's kind says. A value for a key a does not
+ * have is PL_ERR_UNSUPPORTED, one outside its row's range PL_ERR_INVALID_ARG, both naming it. */
+struct pl_gguf_writer;
+pl_status pl_arch_values_write(struct pl_gguf_writer *w, const pl_arch *a, const pl_arch_values *v,
+                               pl_error *err);
 
 #endif

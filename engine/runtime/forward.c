@@ -350,11 +350,14 @@ static void head_norm(const pl_session *ss, float *x, const pl_tensor *w, int64_
     }
 }
 
-/* What follows the q/k/v projections, token by token over the pool: biases, head norms, RoPE
- * at the token's position, and its K and V into the cache (each token its own slot). */
+/* The per-token steps that follow the q/k/v projections (biases, head norms, RoPE at the
+ * token's position, its K and V into the cache), token by token over the pool: each token runs
+ * steps [0, n) in order. */
 typedef struct qkv_job {
     pl_session *ss;
     const pl_layer *L;
+    const pl_step *steps;
+    size_t n;
     int64_t l, p0;
 } qkv_job;
 
@@ -368,14 +371,35 @@ static void qkv_worker(void *ctx, int64_t t0, int64_t t1, int thread)
     float *tmp = ss->s.att_scratch + (size_t)thread * PL_ATTN_SCRATCH(ss->kv.cap, D);
     for (int64_t t = t0; t < t1; t++) {
         float *q = ss->s.q + t * H * D, *kk = ss->s.k + t * Hkv * D, *v = ss->s.v + t * Hkv * D;
-        if (L->bq.data) add_into(q, L->bq.data, H * D);
-        if (L->bk.data) add_into(kk, L->bk.data, Hkv * D);
-        if (L->bv.data) add_into(v, L->bv.data, Hkv * D);
-        head_norm(ss, q, &L->q_norm, H, tmp);
-        head_norm(ss, kk, &L->k_norm, Hkv, tmp);
-        k->rope(q, H, D, (int32_t)(j->p0 + t), &ss->rope[L->rope_local]);
-        k->rope(kk, Hkv, D, (int32_t)(j->p0 + t), &ss->rope[L->rope_local]);
-        pl_kvcache_store(&ss->kv, j->l, j->p0 + t, kk, v);
+        for (size_t i = 0; i < j->n; i++) {
+            switch ((enum pl_step_kind)j->steps[i].kind) {
+            case PL_STEP_QKV_BIAS:
+                if (L->bq.data) add_into(q, L->bq.data, H * D);
+                if (L->bk.data) add_into(kk, L->bk.data, Hkv * D);
+                if (L->bv.data) add_into(v, L->bv.data, Hkv * D);
+                break;
+            case PL_STEP_HEAD_NORM:
+                head_norm(ss, q, &L->q_norm, H, tmp);
+                head_norm(ss, kk, &L->k_norm, Hkv, tmp);
+                break;
+            case PL_STEP_ROPE:
+                k->rope(q, H, D, (int32_t)(j->p0 + t), &ss->rope[L->rope_local]);
+                k->rope(kk, Hkv, D, (int32_t)(j->p0 + t), &ss->rope[L->rope_local]);
+                break;
+            case PL_STEP_KV_STORE:
+                pl_kvcache_store(&ss->kv, j->l, j->p0 + t, kk, v);
+                break;
+            case PL_STEP_NORM:
+            case PL_STEP_QKV:
+            case PL_STEP_ATTENTION:
+            case PL_STEP_ATTN_OUT:
+            case PL_STEP_RESIDUAL:
+            case PL_STEP_FFN_GATED:
+            case PL_STEP_FFN_MOE:
+            case PL_STEP_COUNT:
+                break; /* not per token: layer_forward runs them */
+            }
+        }
     }
 }
 
@@ -496,7 +520,7 @@ static void combine_worker(void *ctx, int64_t t0, int64_t t1, int thread)
  * largest, normalised where the recipe says); gate and up of the chosen experts; down of
  * silu(gate) * up; the outputs times their weights, added in slot order; then, with a shared
  * expert (qwen2moe), its output times sigmoid(gate_inp_shexp . x) added last. */
-static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *ffn_norm)
+static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *ffn_norm, int act)
 {
     const pl_hparams *hp = &ss->m->hp;
     const struct pl_kernels *k = &ss->kt.k;
@@ -522,7 +546,7 @@ static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *
             matmul(ss, w[0], y[0], s->xn, T, NULL);
             matmul(ss, w[1], y[1], s->xn, T, NULL);
         }
-        const pre_op gated = {s->gate, s->up, NULL, 0.0f, hp->arch->recipe.act};
+        const pre_op gated = {s->gate, s->up, NULL, 0.0f, act};
         matmul(ss, &L->down_shexp, s->ysh, s->ffh, T, &gated);
     }
     const pl_tensor *w[2] = {&L->gate_exps, &L->up_exps};
@@ -534,7 +558,7 @@ static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *
         matmul_id_n(ss, w + 1, y + 1, 1, s->xn, T, s->ids, U, NULL);
     }
     /* down: each (token, slot) row is a token of its own with one expert */
-    const pre_op gated = {s->gate, s->up, NULL, 0.0f, hp->arch->recipe.act};
+    const pre_op gated = {s->gate, s->up, NULL, 0.0f, act};
     const pl_tensor *wd = &L->down_exps;
     matmul_id_n(ss, &wd, &s->yx, 1, s->ffh, T * U, s->ids, 1, &gated);
     pl_pool_run(ss->pool, combine_worker, &mj, T, 4);
@@ -542,39 +566,13 @@ static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *
 
 /* ---- one step: T tokens at positions [p0, p0 + T) ---- */
 
-/* Layer l over the T tokens at positions [p0, p0 + T): every token's K and V go to the cache;
- * past them only rows [keep0, T) are carried on (the last layer, where only those rows' logits
- * are wanted: llama.cpp prunes the same way), moved to rows [0, T - keep0) of x. Each row's
- * bits are those of the full layer (every kernel is batch-invariant, attention per query). */
-static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0, int64_t keep0)
+/* Attention of the T query rows q (positions q_pos) of layer l into att, over the cache. */
+static void attention(pl_session *ss, const pl_layer *L, int64_t l, int64_t T, const float *q,
+                      const int32_t *q_pos)
 {
-    const pl_model *m = ss->m;
-    const pl_hparams *hp = &m->hp;
-    const pl_layer *L = &m->layers[l];
-    scratch *s = &ss->s;
-    int64_t D = hp->head_dim, H = L->n_head, Hkv = L->n_head_kv;
-
-    const pre_op attn_norm = {s->x, NULL, L->attn_norm.data, hp->rms_eps, 0};
-    if (L->wq.type == L->wk.type && L->wq.type == L->wv.type) {
-        const pl_tensor *w[3] = {&L->wq, &L->wk, &L->wv};
-        float *const y[3] = {s->q, s->k, s->v};
-        matmul_n(ss, w, y, 3, s->xn, T, &attn_norm);
-    } else {
-        matmul(ss, &L->wq, s->q, s->xn, T, &attn_norm);
-        matmul(ss, &L->wk, s->k, s->xn, T, NULL);
-        matmul(ss, &L->wv, s->v, s->xn, T, NULL);
-    }
-    qkv_job qj = {.ss = ss, .L = L, .l = l, .p0 = p0};
-    pl_pool_run(ss->pool, qkv_worker, &qj, T, 2);
-    if (keep0 >= T) return; /* nothing past the cache is wanted */
-    const float *q = s->q + keep0 * H * D;
-    const int32_t *q_pos = s->q_pos + keep0;
-    if (keep0 > 0) {
-        T -= keep0;
-        memmove(s->x, s->x + keep0 * hp->n_embd, sizeof(float) * (size_t)(T * hp->n_embd));
-    }
-
-    att_job j = {.ss = ss, .out = s->att};
+    const pl_hparams *hp = &ss->m->hp;
+    const int64_t D = hp->head_dim, H = L->n_head, Hkv = L->n_head_kv;
+    att_job j = {.ss = ss, .out = ss->s.att};
     j.a = (pl_attn_args){
         .T = T,
         .H = H,
@@ -601,27 +599,95 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0, int6
     const uint64_t t_att = now_ns();
     pl_pool_run(ss->pool, att_worker, &j, (H + j.hc - 1) / j.hc * j.n_tb, 1);
     ss->attention_ns += now_ns() - t_att;
+}
 
-    matmul(ss, &L->wo, s->tmp, s->att, T, NULL);
-    branch_out(ss, L->attn_post_norm.data, T);
+/* Layer l over the T tokens at positions [p0, p0 + T): its steps (L->steps, arch.h) in order.
+ * A norm step becomes the input transform of the projection after it (fused into its
+ * quantization pass); a run of per-token steps is one pass over the tokens. Every token's K
+ * and V go to the cache; from attention on only rows [keep0, T) are carried on (the last
+ * layer, where only those rows' logits are wanted: llama.cpp prunes the same way), moved to
+ * rows [0, T - keep0) of x. Each row's bits are those of the full layer (every kernel is
+ * batch-invariant, attention per query). */
+static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0, int64_t keep0)
+{
+    const pl_model *m = ss->m;
+    const pl_hparams *hp = &m->hp;
+    const pl_layer *L = &m->layers[l];
+    scratch *s = &ss->s;
+    const int64_t D = hp->head_dim, H = L->n_head;
+    pre_op norm = {0};
+    const pre_op *in = NULL; /* the pending norm of x, for the next projection */
 
-    const pre_op ffn_norm = {s->x, NULL, L->ffn_norm.data, hp->rms_eps, 0};
-    if (L->gate_exps.data) {
-        ffn_moe(ss, L, T, &ffn_norm);
-        branch_out(ss, L->ffn_post_norm.data, T);
-        return;
+    for (size_t i = 0; i < L->n_steps; i++) {
+        const pl_step *st = &L->steps[i];
+        switch ((enum pl_step_kind)st->kind) {
+        case PL_STEP_NORM:
+            norm = (pre_op){s->x, NULL, L->t[st->role].data, hp->rms_eps, 0};
+            in = &norm;
+            break;
+        case PL_STEP_QKV:
+            if (L->wq.type == L->wk.type && L->wq.type == L->wv.type) {
+                const pl_tensor *w[3] = {&L->wq, &L->wk, &L->wv};
+                float *const y[3] = {s->q, s->k, s->v};
+                matmul_n(ss, w, y, 3, s->xn, T, in);
+            } else {
+                matmul(ss, &L->wq, s->q, s->xn, T, in);
+                matmul(ss, &L->wk, s->k, s->xn, T, NULL);
+                matmul(ss, &L->wv, s->v, s->xn, T, NULL);
+            }
+            in = NULL;
+            break;
+        case PL_STEP_QKV_BIAS:
+        case PL_STEP_HEAD_NORM:
+        case PL_STEP_ROPE:
+        case PL_STEP_KV_STORE: {
+            size_t e = i;
+            while (e < L->n_steps && pl_step_per_token(L->steps[e].kind)) e++;
+            qkv_job qj = {.ss = ss, .L = L, .steps = st, .n = e - i, .l = l, .p0 = p0};
+            pl_pool_run(ss->pool, qkv_worker, &qj, T, 2);
+            i = e - 1;
+            break;
+        }
+        case PL_STEP_ATTENTION: {
+            if (keep0 >= T) return; /* nothing past the cache is wanted */
+            const float *q = s->q + keep0 * H * D;
+            const int32_t *q_pos = s->q_pos + keep0;
+            if (keep0 > 0) {
+                T -= keep0;
+                memmove(s->x, s->x + keep0 * hp->n_embd, sizeof(float) * (size_t)(T * hp->n_embd));
+                keep0 = 0;
+            }
+            attention(ss, L, l, T, q, q_pos);
+            break;
+        }
+        case PL_STEP_ATTN_OUT:
+            matmul(ss, &L->t[st->role], s->tmp, s->att, T, NULL);
+            break;
+        case PL_STEP_RESIDUAL:
+            branch_out(ss, st->role < PL_L_COUNT ? L->t[st->role].data : NULL, T);
+            break;
+        case PL_STEP_FFN_GATED: {
+            if (L->w_gate.type == L->w_up.type) {
+                const pl_tensor *w[2] = {&L->w_gate, &L->w_up};
+                float *const y[2] = {s->gate, s->up};
+                matmul_n(ss, w, y, 2, s->xn, T, in);
+            } else {
+                matmul(ss, &L->w_gate, s->gate, s->xn, T, in);
+                matmul(ss, &L->w_up, s->up, s->xn, T, NULL);
+            }
+            in = NULL;
+            const pre_op gated = {s->gate, s->up, NULL, 0.0f, st->arg};
+            matmul(ss, &L->w_down, s->tmp, s->ffh, T, &gated);
+            break;
+        }
+        case PL_STEP_FFN_MOE:
+            ffn_moe(ss, L, T, in, st->arg);
+            in = NULL;
+            break;
+        case PL_STEP_COUNT:
+            break;
+        }
     }
-    if (L->w_gate.type == L->w_up.type) {
-        const pl_tensor *w[2] = {&L->w_gate, &L->w_up};
-        float *const y[2] = {s->gate, s->up};
-        matmul_n(ss, w, y, 2, s->xn, T, &ffn_norm);
-    } else {
-        matmul(ss, &L->w_gate, s->gate, s->xn, T, &ffn_norm);
-        matmul(ss, &L->w_up, s->up, s->xn, T, NULL);
-    }
-    const pre_op gated = {s->gate, s->up, NULL, 0.0f, hp->arch->recipe.act};
-    matmul(ss, &L->w_down, s->tmp, s->ffh, T, &gated);
-    branch_out(ss, L->ffn_post_norm.data, T);
 }
 
 /* Evaluates tokens[0..T) at positions [p0, ...); writes logits of tokens [out0, T) to

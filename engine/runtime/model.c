@@ -374,21 +374,20 @@ static pl_status read_window(const pl_model *m, const hp_read *r, int64_t *out, 
     const pl_hparams *hp = &m->hp;
     const double w = r->v[PL_HP_SLIDING_WINDOW];
     const int64_t L = hp->n_layer, ctx = hp->n_ctx_train;
+    const pl_arch_quirk_model qm = {
+        .n_layer = L, .n_ctx = ctx, .n_head_kv = m->layers[0].n_head_kv};
+    const pl_arch_quirk *q;
     if (!isnan(w))
         *out = (int64_t)w;
     else if (!hp->arch->recipe.window_by_shape)
         *out = -1;
-    else if ((L == 32 || L == 40) && ctx == 4096)
-        *out = 2047;
-    else if (L == 32 && m->layers[0].n_head_kv == 32 && ctx == 131072)
-        *out = 262144;
-    else if (L == 40 && ctx == 131072)
-        *out = 131072;
+    else if ((q = pl_arch_quirk_of(hp->arch, PL_QUIRK_DEFAULT_WINDOW, &qm)))
+        *out = q->value;
     else
         return pl_fail(err, PL_ERR_NOT_FOUND,
                        "required metadata key '%s.attention.sliding_window' is missing (%lld "
-                       "layers, context %lld: no Phi-3 release whose window llama.cpp assumes)",
-                       hp->arch->name, (long long)L, (long long)ctx);
+                       "layers, context %lld: no %s release whose window llama.cpp assumes)",
+                       hp->arch->name, (long long)L, (long long)ctx, hp->arch->name);
     if (*out < (hp->arch->recipe.window_by_shape ? 0 : 1))
         return pl_fail(err, PL_ERR_FORMAT, "%s.attention.sliding_window = %lld must be >= 1",
                        hp->arch->name, (long long)*out);
@@ -401,7 +400,11 @@ static pl_status read_block(pl_model *m, const hp_read *r, pl_error *err)
 {
     pl_hparams *hp = &m->hp;
     const pl_arch_recipe *rc = &hp->arch->recipe;
-    const double d = rc->scale_embd_layers && hp->n_layer == rc->scale_embd_layers
+    const pl_arch_quirk_model qm = {.n_layer = hp->n_layer,
+                                    .n_ctx = hp->n_ctx_train,
+                                    .n_head = m->layers[0].n_head,
+                                    .n_head_kv = m->layers[0].n_head_kv};
+    const double d = pl_arch_quirk_of(hp->arch, PL_QUIRK_ATTN_SCALE_EMBD, &qm)
                          ? (double)(hp->n_embd / m->layers[0].n_head)
                          : (double)hp->head_dim;
     hp->attn_scale = (float)(1.0 / sqrt(d));
@@ -532,6 +535,10 @@ static pl_status bind_tensors(pl_model *m, uint8_t *bound, pl_error *err)
             else if (row->split == PL_SPLIT_GATE_UP)
                 split_rows(&L->t[row->role], L->t + PL_L_GATE, L->t + PL_L_UP, NULL, L->n_ff, 0);
         }
+        /* what the layer computes follows from what it binds */
+        uint8_t has[PL_L_COUNT];
+        for (int r = 0; r < PL_L_COUNT; r++) has[r] = L->t[r].data != NULL;
+        L->n_steps = pl_arch_compile_layer(a, has, L->steps);
     }
     if (!m->output.data) {
         m->output = m->tok_embd;

@@ -33,6 +33,8 @@ typedef struct pl_layer {
     int64_t n_head, n_head_kv, n_ff;
     int64_t window; /* 0: attends to the whole cache; else a local layer's own sliding window */
     int rope_local; /* 1: the local layers' RoPE (hp.rope_local), 0: hp.rope */
+    pl_step steps[PL_MAX_STEPS]; /* what the layer computes, in order (arch.h), from its tensors */
+    size_t n_steps;
     union {
         struct {
             pl_tensor attn_norm;      /* (E) f32 */
