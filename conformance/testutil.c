@@ -19,6 +19,12 @@ uint64_t tu_seed(void)
 
 int tu_run(const char *suite, const tu_test *tests)
 {
+    /* PLUMB_TEST_LIST=1 prints the test names, one a line, and runs nothing. */
+    const char *list = getenv("PLUMB_TEST_LIST");
+    if (list && *list && strcmp(list, "0") != 0) {
+        for (const tu_test *t = tests; t->name; t++) printf("%s\n", t->name);
+        return 0;
+    }
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;
     CU_pSuite s = CU_add_suite(suite, NULL, NULL);
     if (!s) return 2;
