@@ -264,39 +264,12 @@ int cli_finish(int rc)
 
 /* ---- text -------------------------------------------------------------------------- */
 
-size_t cli_utf8_seq_len(const unsigned char *s, size_t n)
-{
-    if (n == 0) return 0;
-    unsigned c = s[0];
-    if (c < 0x80) return 1;
-    size_t len;
-    unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0) lo = 0xA0; /* overlong */
-        if (c == 0xED) hi = 0x9F; /* surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0) lo = 0x90; /* overlong */
-        if (c == 0xF4) hi = 0x8F; /* past U+10FFFF */
-    } else {
-        return 0;
-    }
-    if (n < len) return 0;
-    if (s[1] < lo || s[1] > hi) return 0;
-    for (size_t k = 2; k < len; k++)
-        if ((s[k] & 0xC0) != 0x80) return 0;
-    return len;
-}
-
 size_t cli_utf8_prefix(const char *s, size_t n, size_t max)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
-        size_t l = cli_utf8_seq_len(u + i, n - i);
+        size_t l = pl_utf8_char(u + i, n - i);
         if (l == 0) l = 1; /* an invalid byte stands alone */
         if (i + l > max) break;
         i += l;
@@ -348,7 +321,7 @@ static size_t escape_one(FILE *f, const unsigned char *s, size_t n, size_t *widt
         *width += strlen(out);
         return 1;
     }
-    size_t len = cli_utf8_seq_len(s, n);
+    size_t len = pl_utf8_char(s, n);
     if (len == 0) {
         snprintf(buf, sizeof buf, "\\x%02x", c);
         if (f) fputs(buf, f);
@@ -383,50 +356,15 @@ size_t cli_escaped_width(const char *s, size_t n)
 
 void cli_put_json_string(FILE *f, const char *s, size_t n)
 {
+    /* One character (or stray byte) at a time: its escape is at most 6 bytes. */
     const unsigned char *u = (const unsigned char *)s;
+    char e[8];
     fputc('"', f);
     for (size_t i = 0; i < n;) {
-        unsigned c = u[i];
-        if (c >= 0x80) {
-            size_t len = cli_utf8_seq_len(u + i, n - i);
-            if (len == 0) {
-                fputs("\\ufffd", f);
-                i++;
-            } else {
-                fwrite(u + i, 1, len, f);
-                i += len;
-            }
-            continue;
-        }
-        switch (c) {
-        case '"':
-            fputs("\\\"", f);
-            break;
-        case '\\':
-            fputs("\\\\", f);
-            break;
-        case '\b':
-            fputs("\\b", f);
-            break;
-        case '\f':
-            fputs("\\f", f);
-            break;
-        case '\n':
-            fputs("\\n", f);
-            break;
-        case '\r':
-            fputs("\\r", f);
-            break;
-        case '\t':
-            fputs("\\t", f);
-            break;
-        default:
-            if (c < 0x20 || c == 0x7F)
-                fprintf(f, "\\u%04x", c);
-            else
-                fputc((int)c, f);
-        }
-        i++;
+        size_t len = pl_utf8_char(u + i, n - i);
+        if (len == 0) len = 1;
+        fwrite(e, 1, pl_json_escape(e, sizeof e, s + i, len), f);
+        i += len;
     }
     fputc('"', f);
 }

@@ -134,9 +134,7 @@ int cli_same_file(const char *a, const char *b);
 int cli_finish(int rc);
 
 /* ---- text ------------------------------------------------------------------------ */
-/* Length of the valid UTF-8 sequence at s[0..n), or 0 if s does not start with one
- * (overlong forms, surrogates and code points past U+10FFFF are invalid). */
-size_t cli_utf8_seq_len(const unsigned char *s, size_t n);
+/* (The length of a UTF-8 character is the library's pl_utf8_char.) */
 /* The longest prefix of s[0..n) of at most max bytes that does not split a UTF-8
  * sequence. */
 size_t cli_utf8_prefix(const char *s, size_t n, size_t max);
@@ -196,8 +194,9 @@ void cli_put_wrapped(FILE *out, int indent, int width, const char *text);
  * runs, from the library's table (pl_arch_list). */
 void cli_put_model_option(FILE *out);
 
-/* A JSON string literal, quotes included: control characters escaped, invalid UTF-8
- * replaced by \ufffd (one per bad byte), so the output is always valid JSON. */
+/* A JSON string literal, quotes included: pl_json_escape's escapes (control characters
+ * escaped, invalid UTF-8 replaced by \ufffd, one per bad byte), so the output is always valid
+ * JSON. */
 void cli_put_json_string(FILE *f, const char *s, size_t n);
 
 /* "512 B", "1.50 KiB", "3.25 GiB". */

@@ -71,13 +71,6 @@ static void on_sigint(int sig)
     interrupted = 1;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 typedef struct run_opts {
     const char *model, *prompt, *prompt_file, *system;
     int32_t *tokens;
@@ -172,13 +165,13 @@ int cmd_run(int argc, char **argv)
     struct sigaction old_int;
     int sig_set = 0;
 
-    double t0 = now_s();
+    double t0 = pl_clock_s();
     /* The repacked layouts built at load are those of the set the session will use. */
     const pl_model_params mp = {.flags = o.no_repack ? PL_MODEL_NO_REPACK : 0u,
                                 .kernels = o.g.kernels};
     pl_status st = pl_model_load(&m, o.model, &mp, &err);
     if (st) goto fail;
-    double t_load = now_s() - t0;
+    double t_load = pl_clock_s() - t0;
     pl_model_info info;
     pl_model_get_info(m, &info, NULL);
 
@@ -259,14 +252,14 @@ int cmd_run(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sig_set = 1;
-    double t1 = now_s();
+    double t1 = pl_clock_s();
     if ((st = pl_session_eval(s, o.tokens, o.n_tokens, logits, 0, &err))) goto fail;
-    double t_prefill = now_s() - t1;
+    double t_prefill = pl_clock_s() - t1;
     if ((st = run_text_echo_prompt(text, o.tokens, o.n_tokens, &err))) goto fail;
 
     int64_t n_gen = 0;
     pl_stop_reason why = PL_STOP_NONE;
-    double t2 = now_s();
+    double t2 = pl_clock_s();
     while (n_gen < n_predict) {
         int32_t tok;
         if (interrupted) {
@@ -304,7 +297,7 @@ int cmd_run(int argc, char **argv)
         if (st) goto fail;
     }
     if (why == PL_STOP_NONE && o.n_predict == 0) why = PL_STOP_MAX_TOKENS;
-    double t_decode = now_s() - t2;
+    double t_decode = pl_clock_s() - t2;
     run_text_finish(text);
 
     fprintf(stderr, "\nprefill: %lld token%s in %.3f s = %.2f tok/s\n", (long long)o.n_tokens,

@@ -64,13 +64,6 @@ struct pl_session {
     void *arena;
 };
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- parallel helpers ---- */
 
 /* Up to 3 matmuls over the same activations in one pool dispatch (q, k, v; gate, up): their
@@ -598,9 +591,9 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0, int6
     j.n_tb = (T + ATT_TBLOCK - 1) / ATT_TBLOCK;
     const int64_t nt = pl_pool_size(ss->pool);
     j.hc = Hkv >= nt || Hkv * j.n_tb >= 2 * nt ? H / Hkv : 1;
-    const uint64_t t_att = now_ns();
+    const uint64_t t_att = pl_clock_ns();
     pl_pool_run(ss->pool, att_worker, &j, (H + j.hc - 1) / j.hc * j.n_tb, 1);
-    ss->attention_ns += now_ns() - t_att;
+    ss->attention_ns += pl_clock_ns() - t_att;
 
     matmul(ss, &L->wo, s->tmp, s->att, T, NULL);
     branch_out(ss, L->attn_post_norm.data, T);
@@ -631,9 +624,9 @@ static void step_body(pl_session *ss, const int32_t *tokens, int64_t T, int64_t 
 
 static void step(pl_session *ss, const int32_t *tokens, int64_t T, int64_t out0, float *logits)
 {
-    const uint64_t t0 = now_ns();
+    const uint64_t t0 = pl_clock_ns();
     step_body(ss, tokens, T, out0, logits);
-    ss->eval_ns += now_ns() - t0;
+    ss->eval_ns += pl_clock_ns() - t0;
 }
 
 static void step_body(pl_session *ss, const int32_t *tokens, int64_t T, int64_t out0, float *logits)
