@@ -90,6 +90,25 @@ int cli_help(const cli_args *a)
     return CLI_EXIT_OK;
 }
 
+int cli_parse_options(cli_args *a, const cli_flag *flags, cli_option_fn option, void *user)
+{
+    for (int k; (k = cli_next(a)) != CLI_ARG_END;) {
+        if (k == CLI_ARG_POSITIONAL) return cli_usage_error(a, "unexpected argument '%s'", a->arg);
+        if (cli_is_help(a)) return cli_help(a) + CLI_HELP_SHOWN;
+        const cli_flag *f = flags;
+        while (f && f->flag && !cli_is(a, f->short_name, f->long_name)) f++;
+        if (f && f->flag) {
+            if (cli_reject_value(a)) return CLI_EXIT_USAGE;
+            *f->flag = 1;
+            continue;
+        }
+        int rc = option(a, user);
+        if (rc == CLI_OPTION_UNKNOWN) return cli_unknown_option(a);
+        if (rc || (rc = cli_value_given(a))) return rc;
+    }
+    return 0;
+}
+
 /* The command the messages name ("plumb run: error: ..."); main sets it before dispatch. The
  * tools' one piece of process state: a message printed deep in a helper still names it. */
 static const char *cli_cmd_name;

@@ -105,6 +105,25 @@ int cli_parse_kernels(const cli_args *a, const char *v, const char **out);
 /* "1,2,3" -> a malloc'd array of token ids; the count, or -1 after a usage error. */
 int64_t cli_parse_tokens(const cli_args *a, const char *v, int32_t **out);
 
+/* The options loop of a command that takes no positional argument, one for all of them:
+ *     cli_args a;
+ *     cli_args_init(&a, argc, argv, "run", usage);
+ *     const cli_flag flags[] = {{"-v", "--verbose", &o->verbose}, {NULL, NULL, NULL}};
+ *     int rc = cli_parse_options(&a, flags, option, o);
+ * A positional is "unexpected argument"; -h/--help prints the usage (returns CLI_HELP_SHOWN:
+ * the command exits 0); a flag of flags[] (NULL-terminated; may be NULL) is set to 1 and refuses
+ * a value; any other option goes to option(a, user), which takes its value (cli_value_ahead, or
+ * first a check of its own) and returns 0, an exit code after a usage error, or
+ * CLI_OPTION_UNKNOWN ("unknown option"); then a missing value is said (cli_value_given).
+ * Returns 0 when the whole line was read, else the exit code (+ 100 for help). */
+enum { CLI_OPTION_UNKNOWN = -1, CLI_HELP_SHOWN = CLI_EXIT_OK + 100 };
+typedef struct cli_flag {
+    const char *short_name, *long_name;
+    int *flag;
+} cli_flag;
+typedef int (*cli_option_fn)(cli_args *a, void *user);
+int cli_parse_options(cli_args *a, const cli_flag *flags, cli_option_fn option, void *user);
+
 /* ---- errors ---------------------------------------------------------------------- */
 /* Every message of a command starts "plumb CMD: error: " (main sets CMD before dispatch;
  * "plumb: error: " before that). */

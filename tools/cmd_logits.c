@@ -115,49 +115,52 @@ typedef struct logits_opts {
     int last, all; /* --last, --all: one of them at most */
 } logits_opts;
 
+/* One option of the command line (cli_parse_options). */
+static int option(cli_args *a, void *user)
+{
+    logits_opts *o = user;
+    if (cli_is(a, NULL, "--all") || cli_is(a, NULL, "--last")) {
+        if (cli_reject_value(a)) return CLI_EXIT_USAGE;
+        if (cli_is(a, NULL, "--last"))
+            o->last = 1;
+        else
+            o->all = 1;
+        if (o->last && o->all) return cli_usage_error(a, "give --all or --last, not both");
+        return 0;
+    }
+    const char *v = cli_value_ahead(a);
+    int rc = 0;
+    if (cli_is(a, "-m", "--model"))
+        o->model = v;
+    else if (cli_is(a, "-p", "--prompt"))
+        o->prompt = v;
+    else if (cli_is(a, "-f", "--file"))
+        o->prompt_file = v;
+    else if (cli_is(a, "-o", "--output"))
+        o->output = v;
+    else if (cli_is(a, NULL, "--tokens")) {
+        free(o->tokens);
+        o->tokens = NULL;
+        if ((o->n_tokens = cli_parse_tokens(a, v, &o->tokens)) < 0) return CLI_EXIT_USAGE;
+    } else if (cli_is(a, "-t", "--threads"))
+        rc = cli_parse_i64(a, v, 1, 4096, &o->threads);
+    else if (cli_is(a, "-c", "--ctx"))
+        rc = cli_parse_i64(a, v, 1, INT32_MAX / 2, &o->ctx);
+    else if (cli_is(a, NULL, "--kv-type"))
+        rc = cli_parse_kv(a, v, &o->kv);
+    else if (cli_is(a, NULL, "--kernels"))
+        rc = cli_parse_kernels(a, v, &o->kernels);
+    else
+        return CLI_OPTION_UNKNOWN;
+    return rc;
+}
+
 static int parse(int argc, char **argv, logits_opts *o)
 {
     cli_args a;
     cli_args_init(&a, argc, argv, "logits", usage);
-    for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
-        const char *v;
-        if (k == CLI_ARG_POSITIONAL) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
-        if (cli_is_help(&a)) return cli_help(&a) + 100;
-        if (cli_is(&a, NULL, "--all") || cli_is(&a, NULL, "--last")) {
-            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
-            if (cli_is(&a, NULL, "--last"))
-                o->last = 1;
-            else
-                o->all = 1;
-            if (o->last && o->all) return cli_usage_error(&a, "give --all or --last, not both");
-            continue;
-        }
-        v = cli_value_ahead(&a);
-        int rc = 0;
-        if (cli_is(&a, "-m", "--model"))
-            o->model = v;
-        else if (cli_is(&a, "-p", "--prompt"))
-            o->prompt = v;
-        else if (cli_is(&a, "-f", "--file"))
-            o->prompt_file = v;
-        else if (cli_is(&a, "-o", "--output"))
-            o->output = v;
-        else if (cli_is(&a, NULL, "--tokens")) {
-            free(o->tokens);
-            o->tokens = NULL;
-            if ((o->n_tokens = cli_parse_tokens(&a, v, &o->tokens)) < 0) return CLI_EXIT_USAGE;
-        } else if (cli_is(&a, "-t", "--threads"))
-            rc = cli_parse_i64(&a, v, 1, 4096, &o->threads);
-        else if (cli_is(&a, "-c", "--ctx"))
-            rc = cli_parse_i64(&a, v, 1, INT32_MAX / 2, &o->ctx);
-        else if (cli_is(&a, NULL, "--kv-type"))
-            rc = cli_parse_kv(&a, v, &o->kv);
-        else if (cli_is(&a, NULL, "--kernels"))
-            rc = cli_parse_kernels(&a, v, &o->kernels);
-        else
-            return cli_unknown_option(&a);
-        if (rc || (rc = cli_value_given(&a))) return rc;
-    }
+    int rc = cli_parse_options(&a, NULL, option, o);
+    if (rc) return rc;
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
     if (!o->output) return cli_usage_error(&a, "no output: give -o OUT.logits");
     if (!!o->prompt + !!o->prompt_file + !!o->tokens != 1)
