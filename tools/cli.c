@@ -90,6 +90,39 @@ int cli_help(const cli_args *a)
     return CLI_EXIT_OK;
 }
 
+int cli_text_option(cli_args *a, const char *v, cli_text_opts *t, int *rc)
+{
+    if (cli_is(a, "-p", "--prompt"))
+        t->prompt = v;
+    else if (cli_is(a, "-f", "--file"))
+        t->file = v;
+    else if (cli_is(a, NULL, "--tokens")) {
+        free(t->tokens);
+        t->tokens = NULL;
+        if ((t->n_tokens = cli_parse_tokens(a, v, &t->tokens)) < 0) *rc = CLI_EXIT_USAGE;
+    } else
+        return 0;
+    return 1;
+}
+
+int cli_text_sources(const cli_text_opts *t)
+{
+    return !!t->prompt + !!t->file + !!t->tokens;
+}
+
+int cli_engine_option(cli_args *a, const char *v, cli_engine_opts *e, int *rc)
+{
+    if (cli_is(a, "-t", "--threads"))
+        *rc = cli_parse_i64(a, v, 1, 4096, &e->threads);
+    else if (cli_is(a, NULL, "--kv-type"))
+        *rc = cli_parse_kv(a, v, &e->kv);
+    else if (cli_is(a, NULL, "--kernels"))
+        *rc = cli_parse_kernels(a, v, &e->kernels);
+    else
+        return 0;
+    return 1;
+}
+
 int cli_parse_options(cli_args *a, const cli_flag *flags, cli_option_fn option, void *user)
 {
     for (int k; (k = cli_next(a)) != CLI_ARG_END;) {

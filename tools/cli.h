@@ -198,6 +198,27 @@ typedef struct cli_tmpl_opts {
 } cli_tmpl_opts;
 /* 1 if a's current option is one of them (*rc as cli_gen_option), else 0. */
 int cli_tmpl_option(cli_args *a, const char *v, cli_tmpl_opts *t, int *rc);
+/* The text a command evaluates: -p/--prompt TEXT, -f/--file FILE or --tokens LIST (run,
+ * logits). tokens is malloc'd (the command frees it). */
+typedef struct cli_text_opts {
+    const char *prompt, *file;
+    int32_t *tokens;
+    int64_t n_tokens;
+} cli_text_opts;
+/* 1 if a's current option is one of them (*rc as cli_gen_option), else 0. */
+int cli_text_option(cli_args *a, const char *v, cli_text_opts *t, int *rc);
+/* How many of the three were given (a command wants exactly one). */
+int cli_text_sources(const cli_text_opts *t);
+
+/* How a command that evaluates without generating runs: -t/--threads N, --kv-type f16|f32,
+ * --kernels SET (logits, perplexity). */
+typedef struct cli_engine_opts {
+    int64_t threads;
+    const char *kv, *kernels;
+} cli_engine_opts;
+/* 1 if a's current option is one of them (*rc as cli_gen_option), else 0. */
+int cli_engine_option(cli_args *a, const char *v, cli_engine_opts *e, int *rc);
+
 /* The template the options choose, for model m (loaded from path): *out NULL means the model's
  * own. Prints one line on stderr saying which template renders the chats, or why the model's
  * does not compile (then *out is NULL and, when required, the exit code is returned). desc gets

@@ -50,8 +50,9 @@ static void usage(FILE *out)
 }
 
 typedef struct ppl_opts {
-    const char *model, *text, *save, *base, *kv, *kernels;
-    int64_t ctx, chunks, batch, threads;
+    const char *model, *text, *save, *base;
+    cli_engine_opts eng;
+    int64_t ctx, chunks, batch;
     int no_repack;
 } ppl_opts;
 
@@ -75,12 +76,8 @@ static int option(cli_args *a, void *user)
         rc = cli_parse_i64(a, v, 1, INT32_MAX, &o->chunks);
     else if (cli_is(a, "-b", "--batch"))
         rc = cli_parse_i64(a, v, 1, 4096, &o->batch);
-    else if (cli_is(a, "-t", "--threads"))
-        rc = cli_parse_i64(a, v, 1, 4096, &o->threads);
-    else if (cli_is(a, NULL, "--kv-type"))
-        rc = cli_parse_kv(a, v, &o->kv);
-    else if (cli_is(a, NULL, "--kernels"))
-        rc = cli_parse_kernels(a, v, &o->kernels);
+    else if (cli_engine_option(a, v, &o->eng, &rc))
+        ;
     else
         return CLI_OPTION_UNKNOWN;
     return rc;
@@ -182,7 +179,7 @@ int cmd_perplexity(int argc, char **argv)
         (rc = cli_check_input(o.text)))
         goto out;
     const pl_model_params mp = {.flags = o.no_repack ? PL_MODEL_NO_REPACK : 0u,
-                                .kernels = o.kernels};
+                                .kernels = o.eng.kernels};
     if ((st = pl_model_load(&m, o.model, &mp, &err))) goto fail;
     pl_model_info info;
     if ((st = pl_model_get_info(m, &info, &err))) goto fail;
@@ -194,9 +191,9 @@ int cmd_perplexity(int argc, char **argv)
     pp.n_ctx = o.ctx;
     pp.max_windows = o.chunks;
     if (o.batch) pp.session.prefill_chunk = o.batch;
-    pp.session.n_threads = (int)o.threads;
-    if (o.kv) pp.session.kv_type = strcmp(o.kv, "f32") == 0 ? PL_TYPE_F32 : PL_TYPE_F16;
-    pp.session.kernels = o.kernels;
+    pp.session.n_threads = (int)o.eng.threads;
+    if (o.eng.kv) pp.session.kv_type = strcmp(o.eng.kv, "f32") == 0 ? PL_TYPE_F32 : PL_TYPE_F16;
+    pp.session.kernels = o.eng.kernels;
     if (o.base) {
         if ((st = pl_logits_read(&base, o.base, &err))) goto fail;
         if (!pp.n_ctx) pp.n_ctx = base->window;

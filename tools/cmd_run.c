@@ -72,9 +72,9 @@ static void on_sigint(int sig)
 }
 
 typedef struct run_opts {
-    const char *model, *prompt, *prompt_file, *system;
-    int32_t *tokens;
-    int64_t n_tokens, n_predict;
+    const char *model, *system;
+    cli_text_opts text;
+    int64_t n_predict;
     int ignore_eos, verbose, no_repack, special, chat;
     cli_tmpl_opts tmpl;
     cli_gen_opts g;
@@ -88,19 +88,13 @@ static int option(cli_args *a, void *user)
     int rc = 0;
     if (cli_is(a, "-m", "--model"))
         o->model = v;
-    else if (cli_is(a, "-p", "--prompt"))
-        o->prompt = v;
-    else if (cli_is(a, "-f", "--file"))
-        o->prompt_file = v;
+    else if (cli_text_option(a, v, &o->text, &rc))
+        ;
     else if (cli_is(a, NULL, "--system"))
         o->system = v;
     else if (cli_tmpl_option(a, v, &o->tmpl, &rc))
         ;
-    else if (cli_is(a, NULL, "--tokens")) {
-        free(o->tokens);
-        o->tokens = NULL;
-        if ((o->n_tokens = cli_parse_tokens(a, v, &o->tokens)) < 0) return CLI_EXIT_USAGE;
-    } else if (cli_is(a, "-n", "--n-predict"))
+    else if (cli_is(a, "-n", "--n-predict"))
         rc = cli_parse_i64(a, v, -1, 1 << 30, &o->n_predict);
     else if (cli_gen_option(a, v, &o->g, &rc))
         ;
@@ -126,12 +120,12 @@ static int parse(int argc, char **argv, run_opts *o)
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
     rc = cli_gen_check(&a, &o->g);
     if (rc) return rc;
-    int sources = !!o->prompt + !!o->prompt_file + !!o->tokens;
+    int sources = cli_text_sources(&o->text);
     if (sources != 1)
         return cli_usage_error(&a, "give exactly one prompt: -p TEXT, -f FILE or --tokens LIST");
     if (!o->chat && (o->system || o->tmpl.name || o->tmpl.file))
         return cli_usage_error(&a, "--system and the chat template options need --chat");
-    if (o->chat && o->tokens)
+    if (o->chat && o->text.tokens)
         return cli_usage_error(&a, "--chat renders text: give -p TEXT or -f FILE, not --tokens");
     return 0;
 }
@@ -148,11 +142,11 @@ int cmd_run(int argc, char **argv)
     run_opts o = {.n_predict = 32, .g = cli_gen_defaults()};
     int rc = parse(argc, argv, &o);
     if (rc) {
-        free(o.tokens);
+        free(o.text.tokens);
         return rc >= 100 ? rc - 100 : rc;
     }
     /* the prompt file before the model's load, named as typed */
-    if (o.prompt_file && strcmp(o.prompt_file, "-") != 0 && cli_check_input(o.prompt_file))
+    if (o.text.file && strcmp(o.text.file, "-") != 0 && cli_check_input(o.text.file))
         return CLI_EXIT_FAIL;
     pl_error err;
     pl_model *m = NULL;
@@ -180,15 +174,17 @@ int cmd_run(int argc, char **argv)
         char desc[128];
         if ((rc = cli_tmpl_load(m, o.model, &o.tmpl, 1, &tmpl, desc, sizeof desc))) goto out;
         fprintf(stderr, "chat template: %s\n", desc);
-        st = run_text_tokenize_chat(text, tmpl, o.system, o.prompt, o.prompt_file, &o.tokens,
-                                    &o.n_tokens, &err);
+        st = run_text_tokenize_chat(text, tmpl, o.system, o.text.prompt, o.text.file,
+                                    &o.text.tokens, &o.text.n_tokens, &err);
         if (st) goto fail;
-    } else if (!o.tokens) {
-        st = o.prompt ? run_text_tokenize(text, o.prompt, &o.tokens, &o.n_tokens, &err)
-                      : run_text_tokenize_file(text, o.prompt_file, &o.tokens, &o.n_tokens, &err);
+    } else if (!o.text.tokens) {
+        st =
+            o.text.prompt
+                ? run_text_tokenize(text, o.text.prompt, &o.text.tokens, &o.text.n_tokens, &err)
+                : run_text_tokenize_file(text, o.text.file, &o.text.tokens, &o.text.n_tokens, &err);
         if (st) goto fail;
     }
-    if (o.n_tokens == 0) {
+    if (o.text.n_tokens == 0) {
         rc = cli_errorf("the prompt is empty (no tokens)");
         goto out;
     }
@@ -198,10 +194,11 @@ int cmd_run(int argc, char **argv)
     if ((st = pl_session_new(&s, m, &sp, &err))) goto fail;
     pl_session_info si;
     pl_session_get_info(s, &si, NULL);
-    if (sp.context_window > 0 && o.n_tokens > sp.context_window) {
+    if (sp.context_window > 0 && o.text.n_tokens > sp.context_window) {
         rc = cli_errorf("the prompt is %lld token%s; the context (-c) is %lld: raise -c or "
                         "shorten the prompt",
-                        (long long)o.n_tokens, cli_s(o.n_tokens), (long long)sp.context_window);
+                        (long long)o.text.n_tokens, cli_s(o.text.n_tokens),
+                        (long long)sp.context_window);
         goto out;
     }
     pl_sampler_params smp_params = cli_gen_sampler(&o.g, si.kv_capacity);
@@ -232,20 +229,20 @@ int cmd_run(int argc, char **argv)
 
     /* -n -1: until the end of generation or, with a context window, a full one. */
     int64_t n_predict = o.n_predict >= 0 ? o.n_predict : INT64_MAX;
-    int64_t n_hist_cap = o.n_tokens + 1 + (o.n_predict >= 0 ? o.n_predict : si.kv_capacity);
+    int64_t n_hist_cap = o.text.n_tokens + 1 + (o.n_predict >= 0 ? o.n_predict : si.kv_capacity);
     logits = malloc((size_t)info.n_vocab * sizeof *logits);
     hist = malloc((size_t)n_hist_cap * sizeof *hist);
     if (!logits || !hist) {
         rc = cli_errorf("out of memory");
         goto out;
     }
-    memcpy(hist, o.tokens, (size_t)o.n_tokens * sizeof *hist);
+    memcpy(hist, o.text.tokens, (size_t)o.text.n_tokens * sizeof *hist);
     /* --ignore-eos: the end-of-generation ids, whose logits become -inf before every draw. */
     int32_t eog[16];
     int n_eog = 0;
     for (int32_t i = 0; o.ignore_eos && i < info.n_vocab && n_eog < 16; i++)
         if (run_text_is_eog(text, i)) eog[n_eog++] = i;
-    int64_t n_hist = o.n_tokens;
+    int64_t n_hist = o.text.n_tokens;
 
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
@@ -253,9 +250,9 @@ int cmd_run(int argc, char **argv)
     sigaction(SIGINT, &sa, &old_int);
     sig_set = 1;
     double t1 = pl_clock_s();
-    if ((st = pl_session_eval(s, o.tokens, o.n_tokens, logits, 0, &err))) goto fail;
+    if ((st = pl_session_eval(s, o.text.tokens, o.text.n_tokens, logits, 0, &err))) goto fail;
     double t_prefill = pl_clock_s() - t1;
-    if ((st = run_text_echo_prompt(text, o.tokens, o.n_tokens, &err))) goto fail;
+    if ((st = run_text_echo_prompt(text, o.text.tokens, o.text.n_tokens, &err))) goto fail;
 
     int64_t n_gen = 0;
     pl_stop_reason why = PL_STOP_NONE;
@@ -300,8 +297,8 @@ int cmd_run(int argc, char **argv)
     double t_decode = pl_clock_s() - t2;
     run_text_finish(text);
 
-    fprintf(stderr, "\nprefill: %lld token%s in %.3f s = %.2f tok/s\n", (long long)o.n_tokens,
-            cli_s(o.n_tokens), t_prefill, (double)o.n_tokens / t_prefill);
+    fprintf(stderr, "\nprefill: %lld token%s in %.3f s = %.2f tok/s\n", (long long)o.text.n_tokens,
+            cli_s(o.text.n_tokens), t_prefill, (double)o.text.n_tokens / t_prefill);
     if (n_gen > 1)
         fprintf(stderr, "decode:  %lld token%s in %.3f s = %.2f tok/s\n", (long long)(n_gen - 1),
                 cli_s(n_gen - 1), t_decode, (double)(n_gen - 1) / t_decode);
@@ -334,7 +331,7 @@ out:
     if (sig_set) sigaction(SIGINT, &old_int, NULL);
     free(logits);
     free(hist);
-    free(o.tokens);
+    free(o.text.tokens);
     run_text_free(text);
     pl_chat_template_free(tmpl);
     pl_sampler_free(smp);
