@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tokenizer/pretok.h"
 #include "tokenizer/tokenizer.h"

@@ -2,7 +2,6 @@
  * Not a logger: with stderr redirected it prints nothing. */
 #include <signal.h>
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "plumb.h"

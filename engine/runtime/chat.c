@@ -2,7 +2,6 @@
  * holds (fast, partial or slow path), keep what matches, then generate. Not the template
  * rendering (tokenizer/template.c) and not the decode loop (generate.c). */
 #include <string.h>
-#include <time.h>
 
 #include "chat_template.h"
 #include "session.h"

@@ -2,7 +2,6 @@
  * stop strings held back until decided. Not the chat paths (chat.c) and not the sampler math. */
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "session.h"
 #include "tokenizer/tokenizer.h"

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "gguf/gguf.h"
 #include "model.h"
