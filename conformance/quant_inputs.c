@@ -4,11 +4,9 @@
 
 #include "quant_inputs.h"
 
-const pl_type qi_types[QI_N_TYPES] = {
-    PL_TYPE_F32,  PL_TYPE_F16,    PL_TYPE_Q4_0,   PL_TYPE_Q4_1, PL_TYPE_Q5_0, PL_TYPE_Q5_1,
-    PL_TYPE_Q8_0, PL_TYPE_Q2_K,   PL_TYPE_Q3_K,   PL_TYPE_Q4_K, PL_TYPE_Q5_K, PL_TYPE_Q6_K,
-    PL_TYPE_Q8_K, PL_TYPE_IQ4_NL, PL_TYPE_IQ4_XS, PL_TYPE_BF16,
-};
+#define TYPE_ID(T, ...) PL_TYPE_##T,
+const pl_type qi_types[QI_N_TYPES] = {PL_TYPES(TYPE_ID)};
+#undef TYPE_ID
 
 int qi_load_tables(pl_kernel_table *tables, int max)
 {
@@ -135,23 +133,16 @@ void qi_fill(float *x, int64_t n, int pattern, int64_t block, tu_rng *rng)
     }
 }
 
-/* c of |y - y_ref| <= c u K sum|a_i b_i| + K eta, per weight type; the derivation is in
- * kernels/ref/matmul.c and holds for any summation order of the same block terms. */
-static const struct {
-    pl_type type;
-    double c;
-} matmul_cs[] = {
-    {PL_TYPE_F32, 1.01},   {PL_TYPE_F16, 1.01},   {PL_TYPE_BF16, 1.01},    {PL_TYPE_Q4_0, 0.064},
-    {PL_TYPE_Q5_0, 0.064}, {PL_TYPE_Q8_0, 0.064}, {PL_TYPE_Q4_1, 0.095},   {PL_TYPE_Q5_1, 0.095},
-    {PL_TYPE_Q4_K, 0.016}, {PL_TYPE_Q5_K, 0.016}, {PL_TYPE_Q6_K, 0.012},   {PL_TYPE_Q8_K, 0.008},
-    {PL_TYPE_Q2_K, 0.012}, {PL_TYPE_Q3_K, 0.008}, {PL_TYPE_IQ4_NL, 0.064}, {PL_TYPE_IQ4_XS, 0.012},
-};
+/* c of |y - y_ref| <= c u K sum|a_i b_i| + K eta, per weight type (types.h PL_TYPES); the
+ * derivation is in kernels/ref/matmul.c and holds for any summation order of the same block
+ * terms. */
+#define MATMUL_C(T, t, block, bytes, dot, mm, weight, fallback, c) [PL_TYPE_##T] = c,
+static const double matmul_cs[PL_TYPE_COUNT] = {PL_TYPES(MATMUL_C)};
+#undef MATMUL_C
 
 double qi_matmul_c(pl_type t)
 {
-    for (size_t i = 0; i < sizeof matmul_cs / sizeof matmul_cs[0]; i++)
-        if (matmul_cs[i].type == t) return matmul_cs[i].c;
-    return 0.0;
+    return (unsigned)t < PL_TYPE_COUNT ? matmul_cs[t] : 0.0;
 }
 
 double qi_matmul_eta(pl_type t)

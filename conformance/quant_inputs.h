@@ -9,8 +9,8 @@
 #include "testutil.h"
 #include "types.h"
 
-/* Every type with a quantizer, dequantizer and matmul, in pl_type order. */
-#define QI_N_TYPES 16
+/* Every type with a quantizer, dequantizer and matmul: kernels/types.h's PL_TYPES, in its order. */
+#define QI_N_TYPES PL_TYPE_LIST_COUNT
 extern const pl_type qi_types[QI_N_TYPES];
 
 /* Resolves every compiled kernel set this CPU supports into tables[0..n); returns n, or -1

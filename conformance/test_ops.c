@@ -5,8 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "kernel_sets.h"
 #include "refs/refs_ops.h"
+#include "registry.h"
 #include "testutil.h"
 
 #define U    REF_U
@@ -768,6 +771,67 @@ OVER_SETS(weighted_sum_suite)
 OVER_SETS(sigmoid_suite)
 OVER_SETS(moe_route_suite)
 
+/* ---- every kernel family has its conformance case ---- */
+
+/* The suites beside this one that hold the cases of the families tested elsewhere (attention,
+ * sampling, quantizers, matmul): binaries in this binary's folder, asked for their case names
+ * with PLUMB_TEST_LIST=1. */
+static const char *const other_suites[] = {"test_attention", "test_sample", "test_quant",
+                                           "test_matmul"};
+static const tu_test *own_tests; /* main's table */
+
+/* 1 if a case named name covers the family: its name is "<family>_...". */
+static int names_family(const char *name, const char *family)
+{
+    const size_t n = strlen(family);
+    return strncmp(name, family, n) == 0 && name[n] == '_';
+}
+
+static void mark_case(const char *name, char *found)
+{
+    for (int f = 0; f < pl_kernel_family_count(); f++)
+        if (names_family(name, pl_kernel_family_name(f))) found[f] = 1;
+}
+
+static void every_kernel_family_has_a_case(void)
+{
+    enum { MAX_FAMILIES = 64 };
+    char found[MAX_FAMILIES] = {0};
+    const int n = pl_kernel_family_count();
+    TU_CHECK(n > 0 && n <= MAX_FAMILIES, "%d kernel families (this check holds %d)", n,
+             MAX_FAMILIES);
+    if (n <= 0 || n > MAX_FAMILIES) return;
+    for (const tu_test *t = own_tests; t->name; t++) mark_case(t->name, found);
+
+    char dir[4096];
+    const ssize_t len = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    TU_CHECK(len > 0, "cannot find this binary's folder (/proc/self/exe)");
+    if (len <= 0) return;
+    dir[len] = '\0';
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    for (size_t i = 0; i < sizeof other_suites / sizeof other_suites[0]; i++) {
+        char cmd[4200], line[512];
+        snprintf(cmd, sizeof cmd, "PLUMB_TEST_LIST=1 '%s/%s'", dir, other_suites[i]);
+        FILE *p = popen(cmd, "r");
+        TU_CHECK(p != NULL, "cannot run %s", cmd);
+        if (!p) continue;
+        int names = 0;
+        while (fgets(line, sizeof line, p)) {
+            line[strcspn(line, "\n")] = '\0';
+            mark_case(line, found);
+            names++;
+        }
+        const int rc = pclose(p);
+        TU_CHECK(rc == 0 && names > 0, "%s listed %d cases and exited with %d", cmd, names, rc);
+    }
+    for (int f = 0; f < n; f++)
+        TU_CHECK(found[f],
+                 "kernel family '%s' (kernels/kernels.h, PL_KERNEL_FAMILIES) has no conformance "
+                 "case: name one '%s_...' in conformance/test_ops.c (or the suite that tests it)",
+                 pl_kernel_family_name(f), pl_kernel_family_name(f));
+}
+
 int main(void)
 {
     ref_init();
@@ -791,8 +855,10 @@ int main(void)
         {"moe_route_matches_gsl_softmax_top_k_ties_lower_and_renormalises", test_moe_route_suite},
         {"softcap_bounded_over_a_dense_sweep_to_20_caps_and_infinities",
          test_softcap_sweep_and_stress},
+        {"every_kernel_family_has_a_case_named_after_it", every_kernel_family_has_a_case},
         {NULL, NULL},
     };
+    own_tests = tests;
     int rc = tu_run("ops", tests);
     ref_ledger_print(stdout);
     return rc;

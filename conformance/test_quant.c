@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plumb.h"
 #include "quant_inputs.h"
 #include "refs/refs.h"
 #include "testutil.h"
@@ -19,15 +20,20 @@ static int n_tables;
  * over the block's largest |x|. The max bounds of F16/BF16 and the 32-blocks follow from the
  * rounding rule (half a step, or a full step where ggml clamps the top level, plus the f16
  * rounding of d and m); those of the K-quants and IQ4 types are measured, with margin. */
+/* F32 is exact: no entry (set 0). Every other type of kernels/types.h's PL_TYPES needs one:
+ * every_listed_type_is_in_every_quant_table fails without it. */
 static const struct {
-    pl_type type;
     double rms, max;
-} bounds[] = {
-    {PL_TYPE_F16, 0x1p-12, 0x1p-11}, {PL_TYPE_BF16, 0x1p-9, 0x1p-8}, {PL_TYPE_Q4_0, 0.100, 0.130},
-    {PL_TYPE_Q4_1, 0.090, 0.070},    {PL_TYPE_Q5_0, 0.050, 0.065},   {PL_TYPE_Q5_1, 0.045, 0.035},
-    {PL_TYPE_Q8_0, 0.0062, 0.0045},  {PL_TYPE_Q4_K, 0.082, 0.150},   {PL_TYPE_Q5_K, 0.042, 0.080},
-    {PL_TYPE_Q6_K, 0.021, 0.035},    {PL_TYPE_Q8_K, 0.0082, 0.0040}, {PL_TYPE_Q2_K, 0.34, 0.50},
-    {PL_TYPE_Q3_K, 0.17, 0.32},      {PL_TYPE_IQ4_NL, 0.086, 0.16},  {PL_TYPE_IQ4_XS, 0.086, 0.16},
+    int set;
+} bounds[PL_TYPE_COUNT] = {
+    [PL_TYPE_F16] = {0x1p-12, 0x1p-11, 1}, [PL_TYPE_BF16] = {0x1p-9, 0x1p-8, 1},
+    [PL_TYPE_Q4_0] = {0.100, 0.130, 1},    [PL_TYPE_Q4_1] = {0.090, 0.070, 1},
+    [PL_TYPE_Q5_0] = {0.050, 0.065, 1},    [PL_TYPE_Q5_1] = {0.045, 0.035, 1},
+    [PL_TYPE_Q8_0] = {0.0062, 0.0045, 1},  [PL_TYPE_Q4_K] = {0.082, 0.150, 1},
+    [PL_TYPE_Q5_K] = {0.042, 0.080, 1},    [PL_TYPE_Q6_K] = {0.021, 0.035, 1},
+    [PL_TYPE_Q8_K] = {0.0082, 0.0040, 1},  [PL_TYPE_Q2_K] = {0.34, 0.50, 1},
+    [PL_TYPE_Q3_K] = {0.17, 0.32, 1},      [PL_TYPE_IQ4_NL] = {0.086, 0.16, 1},
+    [PL_TYPE_IQ4_XS] = {0.086, 0.16, 1},
 };
 
 /* Smallest block amax for which the scale is a normal number, so that the relative bound
@@ -97,14 +103,10 @@ static size_t row_bytes(pl_type t, int64_t n)
 
 static int bound_of(pl_type t, double *rms, double *max)
 {
-    for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
-        if (bounds[i].type == t) {
-            *rms = bounds[i].rms;
-            *max = bounds[i].max;
-            return 1;
-        }
-    }
-    return 0;
+    if ((unsigned)t >= PL_TYPE_COUNT || !bounds[t].set) return 0;
+    *rms = bounds[t].rms;
+    *max = bounds[t].max;
+    return 1;
 }
 
 static uint64_t test_seed(uint64_t salt)
@@ -336,8 +338,9 @@ static void quant_dequantize_is_exact_value_rounded_once(void)
     }
 }
 
-/* The documented NaN block: zero bytes but for NaN scales (kernels/ref/quant.c). */
-static void nan_block(pl_type t, unsigned char *b)
+/* The documented NaN block: zero bytes but for NaN scales (kernels/ref/quant.c). Returns 0 for a
+ * type this table does not know. */
+static int nan_block(pl_type t, unsigned char *b)
 {
     const uint16_t h = 0x7e00;
     memset(b, 0, tr(t)->block_bytes);
@@ -374,8 +377,9 @@ static void nan_block(pl_type t, unsigned char *b)
         break;
     }
     default:
-        break;
+        return 0;
     }
+    return 1;
 }
 
 static void quant_nonfinite_input_gives_nan_block(void)
@@ -938,6 +942,51 @@ static void print_summary(void)
     }
 }
 
+/* One row of kernels/types.h's PL_TYPES against the per-type tables of the quantization code and
+ * its tests, naming the table that lacks it. */
+static void check_listed_type(pl_type t, const char *name, int64_t block, size_t bytes, pl_type dot,
+                              int weight)
+{
+    const struct pl_type_traits *x = tr(t);
+    TU_CHECK(x && strcmp(x->name, name) == 0 && x->block_size == block && x->block_bytes == bytes &&
+                 x->dot_type == dot,
+             "type %s: the traits (kernels/types.c) are not the list's", name);
+    double rms, max;
+    TU_CHECK(t == PL_TYPE_F32 || bound_of(t, &rms, &max),
+             "type %s (kernels/types.h PL_TYPES) has no round-trip bound: add it to bounds[] in "
+             "conformance/test_quant.c",
+             name);
+    unsigned char b[512];
+    TU_CHECK(block == 1 || (bytes <= sizeof b && nan_block(t, b)),
+             "type %s has no documented NaN block: add it to nan_block() in "
+             "conformance/test_quant.c",
+             name);
+    TU_CHECK(qi_matmul_c(t) > 0, "type %s has no matmul bound c (conformance/quant_inputs.c)",
+             name);
+    int base = 0;
+    for (uint32_t f = 0; f < 256 && !base; f++)
+        base = pl_ftype_name(f) != NULL && pl_ftype_base_type(f) == t;
+    TU_CHECK(!weight || base,
+             "weight type %s is no file type's base: `plumb quantize` cannot make it (add it to "
+             "pl_ftype in plumb.h and ftypes[] in engine/features/quantize.c)",
+             name);
+    float zeros[256] = {0}, back[256];
+    unsigned char q[512];
+    pl_error err = {0};
+    TU_CHECK(block > 256 || bytes > sizeof q ||
+                 (pl_quantize_rows(t, q, zeros, 1, block, &err) == PL_OK &&
+                  pl_dequantize_rows(t, back, q, 1, block, &err) == PL_OK),
+             "type %s: pl_quantize_rows / pl_dequantize_rows refuse it: %s", name, err.msg);
+}
+
+static void every_listed_type_is_in_every_quant_table(void)
+{
+#define CHECK_LISTED(T, t, block, bytes, dot, mm, weight, ...)                                     \
+    check_listed_type(PL_TYPE_##T, #T, block, bytes, PL_TYPE_##dot, weight);
+    PL_TYPES(CHECK_LISTED)
+#undef CHECK_LISTED
+}
+
 int main(void)
 {
     n_tables = qi_load_tables(tables, MAX_TABLES);
@@ -948,8 +997,9 @@ int main(void)
         {"quant_stress_inputs_roundtrip_finite_and_bounded",
          quant_stress_inputs_roundtrip_finite_and_bounded},
         {"quant_zero_input_roundtrips_to_exact_zero", quant_zero_input_roundtrips_to_exact_zero},
-        {"quant_every_set_bit_exact_with_ref", quant_every_set_bit_exact_with_ref},
-        {"quant_dequantize_is_exact_value_rounded_once",
+        {"quantize_row_of_every_set_bit_exact_with_ref", quant_every_set_bit_exact_with_ref},
+        {"every_listed_type_is_in_every_quant_table", every_listed_type_is_in_every_quant_table},
+        {"dequantize_row_is_exact_value_rounded_once",
          quant_dequantize_is_exact_value_rounded_once},
         {"quant_nonfinite_input_gives_nan_block", quant_nonfinite_input_gives_nan_block},
         {"quant_blocks_are_quantized_independently", quant_blocks_are_quantized_independently},

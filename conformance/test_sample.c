@@ -5,9 +5,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "kernel_sets.h"
+#include "plumb.h"
 #include "refs/refs_ops.h"
 #include "testutil.h"
 
@@ -87,13 +87,6 @@ static void verdict(const char *set, const char *kernel, double worst, const cha
     ref_ledger_note(set, kernel, worst, where);
     TU_CHECK(worst <= 1.0, "set %s %s seed %llu %s: error/bound=%.3g", set, kernel, SEED, where,
              worst);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ---- temperature ---- */
@@ -199,9 +192,9 @@ static void cand_softmax_case(const struct pl_kernels *ks, const float *x, int64
     int32_t *ids = malloc((size_t)n * sizeof *ids);
     double *p = malloc((size_t)n * sizeof *p);
     ref_cand_softmax(ids, p, c, n);
-    double t0 = now_s();
+    double t0 = pl_clock_s();
     ks->cand_softmax(c, n);
-    double dt = now_s() - t0;
+    double dt = pl_clock_s() - t0;
     int64_t bad_order = -1;
     double worst = 0.0;
     int64_t wi = 0;

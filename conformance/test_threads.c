@@ -310,13 +310,6 @@ typedef struct tid_log {
     _Atomic int ran; /* calls by workers in the current run */
 } tid_log;
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Empty grains: thread 0 would steal them all before a worker arrives, so its first call
  * waits (up to 1 ms) for the workers to run theirs. */
 static void log_fn(void *ctx, int64_t i0, int64_t i1, int thread)
@@ -332,8 +325,8 @@ static void log_fn(void *ctx, int64_t i0, int64_t i1, int thread)
     if (thread != 0) {
         atomic_fetch_add(&l->ran, 1);
     } else if (i0 == 0) {
-        uint64_t end = mono_ns() + 1000000;
-        while (atomic_load(&l->ran) < l->size - 1 && mono_ns() < end) {
+        uint64_t end = pl_clock_ns() + 1000000;
+        while (atomic_load(&l->ran) < l->size - 1 && pl_clock_ns() < end) {
         }
     }
 }
@@ -501,10 +494,8 @@ static void nap_fn(void *ctx, int64_t i0, int64_t i1, int thread)
     }
     for (int64_t i = i0; i < i1; i++) {
         /* 20 us of work per item, so a worker has time to join before the caller is done */
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        do clock_gettime(CLOCK_MONOTONIC, &t1);
-        while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 20000);
+        const uint64_t t0 = pl_clock_ns();
+        while (pl_clock_ns() - t0 < 20000) continue;
         atomic_fetch_add(&z->count[i], 1);
     }
 }
@@ -592,11 +583,8 @@ static void slow_fn(void *ctx, int64_t i0, int64_t i1, int thread)
 {
     slow_items *z = ctx;
     for (int64_t i = i0; i < i1; i++) {
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        do clock_gettime(CLOCK_MONOTONIC, &t1);
-        while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) <
-               z->us[i] * 1000L);
+        const uint64_t t0 = pl_clock_ns();
+        while (pl_clock_ns() - t0 < (uint64_t)z->us[i] * 1000u) continue;
         atomic_store(&z->by[i], thread);
     }
 }

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "demo_vocab.h"
 #include "testutil.h"
@@ -548,13 +547,6 @@ static void pretok_splits_as_hf_tokenizers_on_held_out_text(void)
 /* ---- pathological inputs: 200 kB of one character class (or a short period of two) through
  * every pre-tokenizer in at most 0.4 s each, so no regex backtracks catastrophically. */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static pl_status count_piece(void *user, const char *p, size_t n)
 {
     (void)p;
@@ -622,9 +614,9 @@ static void pretok_pathological_inputs_split_within_bound(void)
             double dt = 1e9;
             pl_status st = PL_OK;
             for (int rep = 0; rep < 5 && dt > 0.4 && st == PL_OK; rep++) {
-                double a = now_s();
+                double a = pl_clock_s();
                 st = pl_pretok_split(&p, s, buf, n, count_piece, &pieces, &err);
-                double d = now_s() - a;
+                double d = pl_clock_s() - a;
                 if (d < dt) dt = d;
             }
             TU_CHECK(st == PL_OK, "%s on '%s' x %zu: %s", tab[t].name, units[u], n / k, err.msg);

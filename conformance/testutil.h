@@ -15,7 +15,9 @@ typedef struct tu_test {
 } tu_test;
 
 /* Runs the tests (NULL-terminated array) as one CUnit suite named `suite`, prints the
- * CUnit summary, and returns the process exit code (0 only if all passed). */
+ * CUnit summary, and returns the process exit code (0 only if all passed).
+ * PLUMB_TEST=<substring>[,<substring>...] runs only the tests whose name holds one (^<prefix>:
+ * starts with it); PLUMB_TEST_LIST=1 prints the names and runs none. */
 int tu_run(const char *suite, const tu_test *tests);
 
 /* The base seed: PLUMB_SEED from the environment if set (to replay), else a fixed

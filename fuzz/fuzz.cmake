@@ -58,7 +58,7 @@ if(PLUMB_BUILD_TESTS AND NOT PLUMB_FUZZ_ENGINE_ARGS)
               ${PLUMB_FUZZ_DIR}/regressions/${h})
     # The harness picks its kernel sets itself; the caller's PLUMB_* must not change it.
     set_tests_properties(fuzz_replay_${h} PROPERTIES LABELS fuzz-replay TIMEOUT 120
-      ENVIRONMENT_MODIFICATION "PLUMB_KERNELS=unset:;PLUMB_THREADS=unset:")
+      ENVIRONMENT_MODIFICATION "PLUMB_KERNELS=unset:;PLUMB_THREADS=unset:;PLUMB_FUZZ_REPLAY_CHECK=set:1")
   endforeach()
   # The parsers' corpora replay in a second or two: part of the edit loop (ctest -L quick).
   foreach(h gguf tokenizer jinja http safetensors quant)

@@ -13,6 +13,13 @@ void fuzz_init(void);
 /* One input. Returns normally when every oracle holds; FUZZ_CHECK aborts otherwise, so
  * AFL++ records a crash and the replay driver fails. */
 void fuzz_one(const uint8_t *data, size_t size);
+/* Optional: after a replay that passed, with PLUMB_FUZZ_REPLAY_CHECK=1 (as the fuzz_replay_*
+ * tests run), says whether the inputs covered what the harness must cover (every listed quant
+ * type, say): 0 yes, else 1 after naming what is missing on stderr. */
+#if defined(__GNUC__)
+__attribute__((weak))
+#endif
+int fuzz_replay_done(void);
 
 /* An oracle: when it fails, says which and where, then aborts. */
 #define FUZZ_CHECK(cond, ...)                                                                      \

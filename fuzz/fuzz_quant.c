@@ -28,32 +28,18 @@ static int n_tables;
 static uint32_t types[PL_TYPE_COUNT];
 static int n_types;
 
-/* c of |y - y_ref| <= c u K sum|a_i b_i| + K eta (conformance/test_matmul.c). */
+/* c of |y - y_ref| <= c u K sum|a_i b_i| + K eta (kernels/types.h PL_TYPES, the bound
+ * conformance/test_matmul.c holds every set to). */
+#define MATMUL_C(T, t, block, bytes, dot, mm, weight, fallback, c) [PL_TYPE_##T] = c,
+static const double matmul_c[PL_TYPE_COUNT] = {PL_TYPES(MATMUL_C)};
+#undef MATMUL_C
+
+/* Inputs seen of each type: the replay fails when the corpus leaves a listed type out. */
+static uint64_t seen[PL_TYPE_COUNT];
+
 static double c_of(uint32_t t)
 {
-    switch (t) {
-    case PL_TYPE_Q4_0:
-    case PL_TYPE_Q5_0:
-    case PL_TYPE_Q8_0:
-        return 0.064;
-    case PL_TYPE_Q4_1:
-    case PL_TYPE_Q5_1:
-        return 0.095;
-    case PL_TYPE_Q4_K:
-    case PL_TYPE_Q5_K:
-        return 0.016;
-    case PL_TYPE_Q6_K:
-    case PL_TYPE_Q2_K:
-    case PL_TYPE_IQ4_XS:
-        return 0.012;
-    case PL_TYPE_Q8_K:
-    case PL_TYPE_Q3_K:
-        return 0.008;
-    case PL_TYPE_IQ4_NL:
-        return 0.064;
-    default:
-        return 1.01;
-    }
+    return t < PL_TYPE_COUNT ? matmul_c[t] : 0.0;
 }
 
 void fuzz_init(void)
@@ -70,6 +56,23 @@ void fuzz_init(void)
     }
     for (uint32_t t = 0; t < PL_TYPE_COUNT; t++)
         if (pl_type_supported(t)) types[n_types++] = t;
+}
+
+int fuzz_replay_done(void)
+{
+    int missing = 0;
+#define SEEN(T, ...)                                                                               \
+    if (!seen[PL_TYPE_##T]) {                                                                      \
+        fprintf(                                                                                   \
+            stderr,                                                                                \
+            "fuzz_quant: no input of the corpus exercises type %s (kernels/types.h PL_TYPES): "    \
+            "add seeds for it (fuzz/mkseeds.c)\n",                                                 \
+            #T);                                                                                   \
+        missing++;                                                                                 \
+    }
+    PL_TYPES(SEEN)
+#undef SEEN
+    return missing ? 1 : 0;
 }
 
 static uint32_t fbits(float f)
@@ -159,6 +162,7 @@ void fuzz_one(const uint8_t *data, size_t size)
     fuzz_data d = fuzz_data_init(data, size);
     const uint32_t wt = types[fuzz_data_u32_range(&d, 0, (uint32_t)n_types - 1)];
     const uint32_t xt = pl_type_traits_of(wt)->dot_type;
+    seen[wt]++;
     const int64_t bs = pl_type_block_size(wt);
     /* up to 20 blocks of 32: the SIMD sets take groups of 8 blocks, then a tail */
     const int64_t K = bs > 1 ? bs * (int64_t)fuzz_data_u32_range(&d, 1, bs == 32 ? 20 : 3)

@@ -203,32 +203,53 @@ int pl_matmul_id(pl_matmul_fn mm, float *restrict y, int64_t ldy, const void *re
 size_t pl_matmul_id_scratch(int64_t T, int64_t n_used, int64_t n_expert, size_t x_row_bytes,
                             int64_t r0, int64_t r1);
 
+/* The kernel families: the one list of them, in report order (the per-type ones first). A row is
+ *   X(field, fn_type, SLOTS)
+ * field: the family's name and its field in struct pl_kernels; fn_type: its typedef above; SLOTS:
+ * ONE (one function) or PER_TYPE (an array indexed by pl_type, one entry per row of PL_TYPES).
+ * Generated from it: struct pl_kernels' fields (below), the registry's family rows (resolving,
+ * fallbacks, `plumb kernels`), the reference set (kernels/ref/set.c: a family whose ref kernel,
+ * <field>_ref or per type its REF_<field> row, is missing does not compile) and the check that
+ * every family has a conformance case named after it (conformance/test_ops.c). */
+#define PL_KERNEL_FAMILIES(X)                                                                      \
+    X(quantize_row, pl_quantize_row_fn, PER_TYPE)                                                  \
+    X(dequantize_row, pl_dequantize_row_fn, PER_TYPE)                                              \
+    X(matmul, pl_matmul_fn, PER_TYPE)                                                              \
+    X(rmsnorm, pl_rmsnorm_fn, ONE)                                                                 \
+    X(rope, pl_rope_fn, ONE)                                                                       \
+    X(softmax, pl_softmax_fn, ONE)                                                                 \
+    X(moe_route, pl_moe_route_fn, ONE)                                                             \
+    X(weighted_sum, pl_weighted_sum_fn, ONE)                                                       \
+    X(sigmoid, pl_sigmoid_fn, ONE)                                                                 \
+    X(swiglu, pl_swiglu_fn, ONE)                                                                   \
+    X(geglu, pl_geglu_fn, ONE)                                                                     \
+    X(softcap, pl_softcap_fn, ONE)                                                                 \
+    X(attention, pl_attention_fn, ONE)                                                             \
+    X(temperature, pl_temperature_fn, ONE)                                                         \
+    X(penalties, pl_penalties_fn, ONE)                                                             \
+    X(cand_softmax, pl_cand_softmax_fn, ONE)                                                       \
+    X(top_k, pl_top_k_fn, ONE)                                                                     \
+    X(top_p, pl_top_p_fn, ONE)                                                                     \
+    X(min_p, pl_min_p_fn, ONE)                                                                     \
+    X(draw, pl_draw_fn, ONE)
+
+/* 1 for a PER_TYPE family, 0 for a ONE family (PL_KERNEL_PER_TYPE_##SLOTS). */
+#define PL_KERNEL_PER_TYPE_ONE      0
+#define PL_KERNEL_PER_TYPE_PER_TYPE 1
+
+#define PL_KERNEL_FIELD_ONE(field, fn_type)      fn_type field;
+#define PL_KERNEL_FIELD_PER_TYPE(field, fn_type) fn_type field[PL_TYPE_COUNT];
+#define PL_KERNEL_FIELD(field, fn_type, slots)   PL_KERNEL_FIELD_##slots(field, fn_type)
+
 struct pl_kernels {
     const char *name;       /* "ref", "avx2", "avx512", "wasm128", "wasm128r" */
     int (*supported)(void); /* 1 if this CPU can run the set */
-    /* Indexed by pl_type; NULL where the set leaves the entry to the reference set. */
-    pl_quantize_row_fn quantize_row[PL_TYPE_COUNT];
-    pl_dequantize_row_fn dequantize_row[PL_TYPE_COUNT];
-    pl_matmul_fn matmul[PL_TYPE_COUNT];
-    /* NULL: the type runs straight from the mapping (never a fallback: ref has none). */
+    /* Indexed by pl_type; NULL: the type runs straight from the mapping (never a fallback: ref
+     * has none). Not a family: a layout of the set's own. */
     const pl_repack *repack[PL_TYPE_COUNT];
-    pl_rmsnorm_fn rmsnorm;
-    pl_rope_fn rope;
-    pl_softmax_fn softmax;
-    pl_moe_route_fn moe_route;
-    pl_weighted_sum_fn weighted_sum;
-    pl_sigmoid_fn sigmoid;
-    pl_swiglu_fn swiglu;
-    pl_geglu_fn geglu;
-    pl_softcap_fn softcap;
-    pl_attention_fn attention;
-    pl_temperature_fn temperature;
-    pl_penalties_fn penalties;
-    pl_cand_softmax_fn cand_softmax;
-    pl_top_k_fn top_k;
-    pl_top_p_fn top_p;
-    pl_min_p_fn min_p;
-    pl_draw_fn draw;
+    /* One field per family; per-type ones indexed by pl_type. NULL where the set leaves the
+     * entry to the reference set. */
+    PL_KERNEL_FAMILIES(PL_KERNEL_FIELD)
 };
 
 /* The reference set: portable scalar C, the definition of correct. */

@@ -26,20 +26,10 @@ static const struct pl_kernels *const sets[] = {
 };
 #define N_SETS ((int)(sizeof sets / sizeof sets[0]))
 
-#define FAMILY(field, per_type)                                                                    \
-    {                                                                                              \
-#field, offsetof(struct pl_kernels, field), per_type                                       \
-    }
-/* Table order is report order: the per-type families first. */
-static const pl_kernel_family families[] = {
-    FAMILY(quantize_row, 1), FAMILY(dequantize_row, 1), FAMILY(matmul, 1),
-    FAMILY(rmsnorm, 0),      FAMILY(rope, 0),           FAMILY(softmax, 0),
-    FAMILY(moe_route, 0),    FAMILY(weighted_sum, 0),   FAMILY(sigmoid, 0),
-    FAMILY(swiglu, 0),       FAMILY(geglu, 0),          FAMILY(softcap, 0),
-    FAMILY(attention, 0),    FAMILY(temperature, 0),    FAMILY(penalties, 0),
-    FAMILY(cand_softmax, 0), FAMILY(top_k, 0),          FAMILY(top_p, 0),
-    FAMILY(min_p, 0),        FAMILY(draw, 0),
-};
+#define FAMILY(field, fn_type, slots)                                                              \
+    {#field, offsetof(struct pl_kernels, field), PL_KERNEL_PER_TYPE_##slots},
+/* Table order is report order: the per-type families first (kernels.h's list). */
+static const pl_kernel_family families[] = {PL_KERNEL_FAMILIES(FAMILY)};
 #undef FAMILY
 #define N_FAMILIES ((int)(sizeof families / sizeof families[0]))
 

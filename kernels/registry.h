@@ -8,9 +8,9 @@
 
 #include "kernels.h"
 
-/* The kernel families: one row each, naming a field of struct pl_kernels. A new family is a
- * typedef and a field in kernels.h plus a row in registry.c; resolving, fallbacks and the
- * report go through the rows (offsetof), never through a switch per family. */
+/* The kernel families: one row each, naming a field of struct pl_kernels, made from kernels.h's
+ * PL_KERNEL_FAMILIES. A new family is a typedef and a row of that list (and its ref kernel);
+ * resolving, fallbacks and the report go through the rows (offsetof), never a switch per family. */
 typedef struct pl_kernel_family {
     const char *name; /* "quantize_row", "matmul", "rmsnorm", … */
     size_t offset;    /* offsetof(struct pl_kernels, <field>) */

@@ -7,64 +7,13 @@
 const int8_t pl_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                     1,    13,   25,  38,  53,  69,  89,  113};
 
+#define TRAITS(T, t, block, bytes, dot, ...)                                                       \
+    [PL_TYPE_##                                                                                    \
+        T] = {.name = #T, .block_size = block, .block_bytes = bytes, .dot_type = PL_TYPE_##dot},
 static const struct pl_type_traits traits[PL_TYPE_COUNT] = {
-    [PL_TYPE_F32] = {.name = "F32", .block_size = 1, .block_bytes = 4, .dot_type = PL_TYPE_F32},
-    [PL_TYPE_F16] = {.name = "F16", .block_size = 1, .block_bytes = 2, .dot_type = PL_TYPE_F32},
-    [PL_TYPE_BF16] = {.name = "BF16", .block_size = 1, .block_bytes = 2, .dot_type = PL_TYPE_F32},
-    [PL_TYPE_Q4_0] = {.name = "Q4_0",
-                      .block_size = PL_QK4_0,
-                      .block_bytes = sizeof(pl_block_q4_0),
-                      .dot_type = PL_TYPE_Q8_0},
-    [PL_TYPE_Q4_1] = {.name = "Q4_1",
-                      .block_size = PL_QK4_1,
-                      .block_bytes = sizeof(pl_block_q4_1),
-                      .dot_type = PL_TYPE_Q8_0},
-    [PL_TYPE_Q5_0] = {.name = "Q5_0",
-                      .block_size = PL_QK5_0,
-                      .block_bytes = sizeof(pl_block_q5_0),
-                      .dot_type = PL_TYPE_Q8_0},
-    [PL_TYPE_Q5_1] = {.name = "Q5_1",
-                      .block_size = PL_QK5_1,
-                      .block_bytes = sizeof(pl_block_q5_1),
-                      .dot_type = PL_TYPE_Q8_0},
-    [PL_TYPE_Q8_0] = {.name = "Q8_0",
-                      .block_size = PL_QK8_0,
-                      .block_bytes = sizeof(pl_block_q8_0),
-                      .dot_type = PL_TYPE_Q8_0},
-    [PL_TYPE_Q4_K] = {.name = "Q4_K",
-                      .block_size = PL_QK_K,
-                      .block_bytes = sizeof(pl_block_q4_k),
-                      .dot_type = PL_TYPE_Q8_K},
-    [PL_TYPE_Q5_K] = {.name = "Q5_K",
-                      .block_size = PL_QK_K,
-                      .block_bytes = sizeof(pl_block_q5_k),
-                      .dot_type = PL_TYPE_Q8_K},
-    [PL_TYPE_Q6_K] = {.name = "Q6_K",
-                      .block_size = PL_QK_K,
-                      .block_bytes = sizeof(pl_block_q6_k),
-                      .dot_type = PL_TYPE_Q8_K},
-    [PL_TYPE_Q8_K] = {.name = "Q8_K",
-                      .block_size = PL_QK_K,
-                      .block_bytes = sizeof(pl_block_q8_k),
-                      .dot_type = PL_TYPE_Q8_K},
-    [PL_TYPE_Q2_K] = {.name = "Q2_K",
-                      .block_size = PL_QK_K,
-                      .block_bytes = sizeof(pl_block_q2_k),
-                      .dot_type = PL_TYPE_Q8_K},
-    [PL_TYPE_Q3_K] = {.name = "Q3_K",
-                      .block_size = PL_QK_K,
-                      .block_bytes = sizeof(pl_block_q3_k),
-                      .dot_type = PL_TYPE_Q8_K},
-    [PL_TYPE_IQ4_NL] = {.name = "IQ4_NL",
-                        .block_size = PL_QK4_NL,
-                        .block_bytes = sizeof(pl_block_iq4_nl),
-                        .dot_type = PL_TYPE_Q8_0},
-    [PL_TYPE_IQ4_XS] = {.name = "IQ4_XS",
-                        .block_size = PL_QK_K,
-                        .block_bytes = sizeof(pl_block_iq4_xs),
-                        .dot_type = PL_TYPE_Q8_K},
-    /* ggml ids plumb knows by name only, so errors can say what a file holds. */
-    [9] = {.name = "Q8_1"},
+    PL_TYPES(TRAITS)
+        /* ggml ids plumb knows by name only, so errors can say what a file holds. */
+        [9] = {.name = "Q8_1"},
     [16] = {.name = "IQ2_XXS"},
     [17] = {.name = "IQ2_XS"},
     [18] = {.name = "IQ3_XXS"},
@@ -81,6 +30,7 @@ static const struct pl_type_traits traits[PL_TYPE_COUNT] = {
     [35] = {.name = "TQ2_0"},
     [39] = {.name = "MXFP4"},
 };
+#undef TRAITS
 
 const struct pl_type_traits *pl_type_traits_of(uint32_t type)
 {

@@ -140,6 +140,43 @@ typedef struct {
 } pl_block_q8_k;
 static_assert(sizeof(pl_block_q8_k) == 292, "block_q8_k size");
 
+/* The implemented tensor types: the one list of them, in pl_type order. A row is
+ *   X(T, t, block, bytes, dot, mm, weight, fallback, mm_c)
+ * T         the ggml name and PL_TYPE_<T>; t its lower case, as kernel names spell it
+ * block     elements per block; bytes, bytes per block (the block struct above)
+ * dot       the type activations are quantized to for matmul (PL_TYPE_<dot>)
+ * mm        the matmul's name between "matmul_" and the set: matmul_<mm>_ref
+ * weight    1: a weight type a file may be quantized to (a pl_ftype has it as its base); 0: an
+ *           activation dot type only
+ * fallback  the type llama.cpp's quantizer stores a tensor in when its rows are no multiple of
+ *           block (engine/features/quantize.c)
+ * mm_c      c of the matmul bound |y - y_ref| <= c u K sum|a_i b_i| (kernels/README.md)
+ * Read by: the traits (types.c), the reference set (ref/set.c: a row without its ref kernels
+ * does not compile), the quantizer (engine/features/quantize.c), the conformance suites
+ * (conformance/quant_inputs.c, test_quant.c, test_matmul.c) and fuzz/fuzz_quant.c; each of them
+ * fails a test when it lacks a listed type (README.md, "Where new things go"). */
+#define PL_TYPES(X)                                                                                \
+    X(F32, f32, 1, 4, F32, f32, 1, F16, 1.01)                                                      \
+    X(F16, f16, 1, 2, F32, f16, 1, F16, 1.01)                                                      \
+    X(Q4_0, q4_0, PL_QK4_0, sizeof(pl_block_q4_0), Q8_0, q4_0_q8_0, 1, F16, 0.064)                 \
+    X(Q4_1, q4_1, PL_QK4_1, sizeof(pl_block_q4_1), Q8_0, q4_1_q8_0, 1, F16, 0.095)                 \
+    X(Q5_0, q5_0, PL_QK5_0, sizeof(pl_block_q5_0), Q8_0, q5_0_q8_0, 1, F16, 0.064)                 \
+    X(Q5_1, q5_1, PL_QK5_1, sizeof(pl_block_q5_1), Q8_0, q5_1_q8_0, 1, F16, 0.095)                 \
+    X(Q8_0, q8_0, PL_QK8_0, sizeof(pl_block_q8_0), Q8_0, q8_0_q8_0, 1, F16, 0.064)                 \
+    X(Q2_K, q2_k, PL_QK_K, sizeof(pl_block_q2_k), Q8_K, q2_k_q8_k, 1, IQ4_NL, 0.012)               \
+    X(Q3_K, q3_k, PL_QK_K, sizeof(pl_block_q3_k), Q8_K, q3_k_q8_k, 1, IQ4_NL, 0.008)               \
+    X(Q4_K, q4_k, PL_QK_K, sizeof(pl_block_q4_k), Q8_K, q4_k_q8_k, 1, Q5_0, 0.016)                 \
+    X(Q5_K, q5_k, PL_QK_K, sizeof(pl_block_q5_k), Q8_K, q5_k_q8_k, 1, Q5_1, 0.016)                 \
+    X(Q6_K, q6_k, PL_QK_K, sizeof(pl_block_q6_k), Q8_K, q6_k_q8_k, 1, Q8_0, 0.012)                 \
+    X(Q8_K, q8_k, PL_QK_K, sizeof(pl_block_q8_k), Q8_K, q8_k_q8_k, 0, F16, 0.008)                  \
+    X(IQ4_NL, iq4_nl, PL_QK4_NL, sizeof(pl_block_iq4_nl), Q8_0, iq4_nl_q8_0, 1, F16, 0.064)        \
+    X(IQ4_XS, iq4_xs, PL_QK_K, sizeof(pl_block_iq4_xs), Q8_K, iq4_xs_q8_k, 1, IQ4_NL, 0.012)       \
+    X(BF16, bf16, 1, 2, F32, bf16, 1, F16, 1.01)
+
+/* How many rows PL_TYPES has. */
+#define PL_TYPE_LIST_ONE(T, ...) +1
+#define PL_TYPE_LIST_COUNT       (0 PL_TYPES(PL_TYPE_LIST_ONE))
+
 struct pl_type_traits {
     const char *name;   /* ggml's name, e.g. "Q4_K" */
     int64_t block_size; /* elements per block; 0 marks a type plumb does not implement */

@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "plumb.h"
 
@@ -221,13 +220,6 @@ static void replay_chat(bench *b, int cache, run *r)
         if (strcmp(msgs[i].role, "assistant") == 0) free((char *)msgs[i].content);
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 /* Without the cache, on the cached run's prompts: reset, prefill the turn's whole prompt,
  * generate as the cached run did (probed reps - 1 times first, as replay_chat does). */
 static void replay_ids(bench *b, int n_turns, run *r)
@@ -247,7 +239,7 @@ static void replay_ids(bench *b, int n_turns, run *r)
         for (int k = 0; k < b->reps && !s; k++) {
             int last = k == b->reps - 1;
             pl_chat_reset(b->s);
-            t0 = now_ms();
+            t0 = (1e3 * pl_clock_s());
             s = pl_generate(b->s, b->ids[t], b->n_ids[t], NULL, last ? &gp : &probe, NULL, NULL,
                             &gs, &err);
             if (!s) tr->ttft[tr->n_ttft++] = gs.ttft_ms;
@@ -260,27 +252,25 @@ static void replay_ids(bench *b, int n_turns, run *r)
                                  .n_prefilled = gs.n_prompt,
                                  .n_generated = gs.n_generated,
                                  .gen = gs,
-                                 .total_ms = now_ms() - t0};
+                                 .total_ms = (1e3 * pl_clock_s()) - t0};
         tr->st.gen.ttft_ms = median(tr->ttft, tr->n_ttft);
         progress(r->name, t, tr);
         r->n_done = t + 1;
     }
 }
 
-/* A JSON string literal of a file name: quotes, backslashes and control bytes escaped. */
+/* A JSON string literal of a file name (pl_json_escape). */
 static void put_str(FILE *f, const char *s)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
+    const size_t n = strlen(s), len = pl_json_escape(NULL, 0, s, n);
+    char *e = malloc(len + 1);
+    if (!e) {
+        fputs("null", f);
+        return;
     }
-    fputc('"', f);
+    pl_json_escape(e, len + 1, s, n);
+    fprintf(f, "\"%s\"", e);
+    free(e);
 }
 
 static void put_num(FILE *f, double v)

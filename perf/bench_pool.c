@@ -14,16 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "runtime/threads.h"
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Items that meet: each waits until every thread has started one (10 ms at most). */
 typedef struct meet {
@@ -39,7 +31,7 @@ static void empty(void *ctx, int64_t i0, int64_t i1, int thread)
         atomic_fetch_add(&m->arrived, 1);
         uint64_t until = 0;
         while (atomic_load(&m->arrived) < m->size) {
-            uint64_t t = now_ns();
+            uint64_t t = pl_clock_ns();
             if (!until) until = t + 10000000u;
             if (t > until) break;
         }
@@ -69,13 +61,13 @@ static void series(pl_pool *p, int calls, uint64_t gap_ns, const char *label)
     pl_pool_stats s0 = pl_pool_get_stats(p);
     for (int k = 0; k < calls; k++) {
         if (gap_ns) {
-            uint64_t until = now_ns() + gap_ns;
-            while (now_ns() < until) {
+            uint64_t until = pl_clock_ns() + gap_ns;
+            while (pl_clock_ns() < until) {
             }
         }
-        uint64_t a = now_ns();
+        uint64_t a = pl_clock_ns();
         run_once(p, size);
-        t[k] = now_ns() - a;
+        t[k] = pl_clock_ns() - a;
     }
     pl_pool_stats s1 = pl_pool_get_stats(p);
     qsort(t, (size_t)calls, sizeof *t, cmp_u64);
@@ -98,12 +90,12 @@ int main(int argc, char **argv)
     if (calls < 100) calls = 100;
     pl_pool *p = NULL;
     pl_error err;
-    uint64_t a = now_ns();
+    uint64_t a = pl_clock_ns();
     if (pl_pool_new(&p, threads, &err) != PL_OK) {
         fprintf(stderr, "pl_pool_new: %s\n", err.msg);
         return 1;
     }
-    uint64_t new_ns = now_ns() - a;
+    uint64_t new_ns = pl_clock_ns() - a;
     if (bind_caller) pl_pool_bind_caller(p, NULL);
     if (spin >= 0) pl_pool_set_spin_us(p, spin);
     char buf[8192];

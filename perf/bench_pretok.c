@@ -9,17 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tokenizer/pretok.h"
 #include "tokenizer/tokenizer.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -133,7 +125,7 @@ int main(int argc, char **argv)
         if (pl_pretok_scratch_new(&s, &t->pre, &err)) return 1;
         size_t n_bytes = 0;
         for (int r = -1; r < runs; r++) {
-            double a = now_s();
+            double a = pl_clock_s();
             n = 0;
             for (size_t p = 0, q; p < len; p = q + 1) { /* each line, without its '\n' */
                 const char *nl = memchr(text + p, '\n', len - p);
@@ -146,7 +138,7 @@ int main(int argc, char **argv)
                 }
                 if (q > p) n += got;
             }
-            double b = now_s();
+            double b = pl_clock_s();
             pieces = n_bytes = 0;
             for (size_t p = 0, q; p < len; p = q + 1) {
                 const char *nl = memchr(text + p, '\n', len - p);
@@ -155,7 +147,7 @@ int main(int argc, char **argv)
                 if (pl_pretok_split(&t->pre, s, text + p, q - p, count_piece, &pieces, &err))
                     return 1;
             }
-            double c = now_s();
+            double c = pl_clock_s();
             if (r >= 0) enc[r] = b - a, pre[r] = c - b;
         }
         qsort(enc, (size_t)runs, sizeof enc[0], cmp_double);

@@ -11,17 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "demo_vocab.h"
 #include "tokenizer/tokenizer.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static uint64_t rnd(uint64_t *x)
 {
@@ -114,7 +106,7 @@ static int bench(const char *label, enum demo_vocab_kind kind, uint32_t n_vocab,
     size_t size;
     pl_gguf *g = NULL;
     struct pl_tokenizer *t = NULL;
-    double t0 = now_s();
+    double t0 = pl_clock_s();
     if (pl_gguf_writer_new(&w, 3, &err) || demo_vocab_write(w, kind, n_vocab, &err) ||
         pl_gguf_writer_write_memory(w, &bytes, &size, &err) ||
         pl_gguf_parse(&g, bytes, size, &err)) {
@@ -122,23 +114,23 @@ static int bench(const char *label, enum demo_vocab_kind kind, uint32_t n_vocab,
         return 1;
     }
     pl_gguf_writer_free(w);
-    double t1 = now_s();
+    double t1 = pl_clock_s();
     if (pl_tokenizer_load(&t, g, &err)) {
         fprintf(stderr, "bench_tokenize: %s: load: %s\n", label, err.msg);
         return 1;
     }
-    double load_s = now_s() - t1;
+    double load_s = pl_clock_s() - t1;
     int32_t *ids = malloc((len + 1) * sizeof *ids), *first = malloc((len + 1) * sizeof *ids);
     if (!ids || !first) return 1;
     size_t n = 0, n0 = 0;
     double secs[16];
     for (int r = -1; r < runs; r++) { /* run -1 warms caches and page-faults the buffers */
-        double a = now_s();
+        double a = pl_clock_s();
         if (pl_tok_encode(t, text, len, 0, ids, len + 1, &n, &err)) {
             fprintf(stderr, "bench_tokenize: %s: %s\n", label, err.msg);
             return 1;
         }
-        double b = now_s();
+        double b = pl_clock_s();
         if (r < 0) {
             n0 = n;
             memcpy(first, ids, n * sizeof *ids);

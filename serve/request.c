@@ -153,32 +153,10 @@ static int bad_field(sv_error *e, const char *field, const char *fmt, ...)
                         what);
 }
 
-static const char *json_kind(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-        return "an integer";
-    case JSON_REAL:
-        return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    case JSON_NULL:
-        return "null";
-    }
-    return "a value";
-}
-
 static int wrong_type(sv_error *e, const char *field, const json_t *v, const char *want)
 {
     return sv_error_set(e, 400, "invalid_request_error", "invalid_type", field,
-                        "'%s' must be %s, not %s", field, want, json_kind(v));
+                        "'%s' must be %s, not %s", field, want, pl_json_kind(v));
 }
 
 /* A number field in [lo, hi] (lo excluded when lo_open). 1 absent, 0 read, -1 error. */
@@ -628,21 +606,17 @@ static int render_chat(const sv_api *api, const json_t *body, sv_request *r, sv_
 {
     json_t *ctx = template_vars(api, body, e);
     if (!ctx) return -1;
-    char *text = json_dumps(ctx, JSON_COMPACT);
-    json_decref(ctx);
-    if (!text) return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
     pl_error pe = {0};
-    size_t need = 0, len = strlen(text);
-    pl_status st = pl_chat_render_json(api->model, api->tmpl, text, len, 1, NULL, 0, &need, &pe);
+    size_t need = 0;
+    pl_status st = pl_chat_render_jansson(api->model, api->tmpl, ctx, 1, NULL, 0, &need, &pe);
     if (st == PL_ERR_BUFFER_TOO_SMALL || st == PL_OK) {
         if (!(r->prompt = malloc(need + 1))) {
-            free(text);
+            json_decref(ctx);
             return sv_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
         }
-        st = pl_chat_render_json(api->model, api->tmpl, text, len, 1, r->prompt, need + 1, &need,
-                                 &pe);
+        st = pl_chat_render_jansson(api->model, api->tmpl, ctx, 1, r->prompt, need + 1, &need, &pe);
     }
-    free(text);
+    json_decref(ctx);
     if (st == PL_ERR_INVALID_ARG || st == PL_ERR_LIMIT || st == PL_ERR_UNSUPPORTED)
         return bad_field(e, "messages", "the chat template rejects them: %s", pe.msg);
     if (st)
@@ -737,7 +711,7 @@ int sv_parse_request(const sv_api *api, const char *method, const char *url,
     }
     if (!json_is_object(root)) {
         sv_error_set(err, 400, "invalid_request_error", "invalid_json", NULL,
-                     "the body must be a JSON object, not %s", json_kind(root));
+                     "the body must be a JSON object, not %s", pl_json_kind(root));
         goto fail;
     }
     if (get_common(api, root, req, err) < 0) goto fail;

@@ -52,13 +52,6 @@ typedef struct watch {
     double deadline; /* 0: none (the request is whole, or the socket was shut down) */
 } watch;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint64_t mix64(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ull;
@@ -74,7 +67,7 @@ static void *watchdog(void *arg)
     sv_server *srv = arg;
     pthread_mutex_lock(&srv->wd_mu);
     while (!srv->wd_stop) {
-        double now = now_s();
+        double now = pl_clock_s();
         for (watch *w = srv->watched; w; w = w->next)
             if (w->deadline > 0 && now >= w->deadline) {
                 /* Under wd_mu the socket is still open: libmicrohttpd reports the close
@@ -100,7 +93,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         if (!ci || !(w = calloc(1, sizeof *w)))
             return; /* unwatched: the idle timeout still holds */
         w->fd = ci->connect_fd;
-        w->deadline = now_s() + srv->cfg.timeout_s;
+        w->deadline = pl_clock_s() + srv->cfg.timeout_s;
         pthread_mutex_lock(&srv->wd_mu);
         w->next = srv->watched;
         if (w->next) w->next->prev = w;
@@ -128,7 +121,7 @@ static void set_deadline(sv_server *srv, struct MHD_Connection *c, int arm)
     watch *w = ci ? ci->socket_context : NULL;
     if (!w) return;
     pthread_mutex_lock(&srv->wd_mu);
-    w->deadline = arm ? now_s() + srv->cfg.timeout_s : 0;
+    w->deadline = arm ? pl_clock_s() + srv->cfg.timeout_s : 0;
     pthread_mutex_unlock(&srv->wd_mu);
 }
 
@@ -338,7 +331,7 @@ static void run_chat(job *j)
     gp.ignore_eog = j->req.ignore_eos;
     gp.stops = stops;
     gp.n_stops = j->req.n_stops;
-    double t_start = now_s();
+    double t_start = pl_clock_s();
     j->st = pl_chat(sv_slots_session(srv->slots, j->slot), j->req.prompt, j->req.prompt_len, j->smp,
                     &gp, j->req.stream ? on_text_stream : on_text_plain, j, &j->stats, &j->err);
     sv_slots_release(srv->slots, j->slot);
@@ -403,7 +396,7 @@ static void *stream_thread(void *arg)
     fill_result(j, &r);
     /* Counted before the last bytes are released: a client that reads /metrics right after its
      * [DONE] finds its request there. */
-    double ms = (now_s() - j->t0) * 1e3;
+    double ms = (pl_clock_s() - j->t0) * 1e3;
     if (j->started || j->st == PL_OK)
         sv_metrics_request(&j->srv->metrics, j->req.ep, 200, ms * 1e-3);
     pthread_mutex_lock(&j->mu);
@@ -544,7 +537,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, conn *q, sv_request *r
                            sv_response_json(j->req.ep, srv->cfg.api.alias, &r, j->out, j->out_len),
                            0);
         }
-        double ms = (now_s() - q->t0) * 1e3;
+        double ms = (pl_clock_s() - q->t0) * 1e3;
         sv_metrics_request(&srv->metrics, j->req.ep, q->status, ms * 1e-3);
         log_line(srv, j->method, q->path, q->status, ms, j->slot,
                  j->st ? NULL : pl_chat_path_str(j->stats.path), q->why);
@@ -580,7 +573,7 @@ static enum MHD_Result generate(struct MHD_Connection *c, conn *q, sv_request *r
         pthread_join(j->thread, NULL);
         chat_error(j, &e);
         enum MHD_Result ok = send_error(c, q, &e);
-        double ms = (now_s() - q->t0) * 1e3;
+        double ms = (pl_clock_s() - q->t0) * 1e3;
         sv_metrics_request(&srv->metrics, j->req.ep, q->status, ms * 1e-3);
         log_line(srv, j->method, q->path, q->status, ms, j->slot, NULL, q->why);
         job_free(j);
@@ -794,7 +787,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!q) {
         if (!(q = calloc(1, sizeof *q))) return MHD_NO;
         q->srv = srv;
-        q->t0 = now_s();
+        q->t0 = pl_clock_s();
         q->fd = -1;
         snprintf(q->method, sizeof q->method, "%s", method);
         const union MHD_ConnectionInfo *ci =
@@ -915,7 +908,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (!q) return;
     if (q->in_flight) atomic_fetch_sub(&srv->in_flight, 1);
     if (!q->counted && q->status) {
-        double ms = (now_s() - q->t0) * 1e3;
+        double ms = (pl_clock_s() - q->t0) * 1e3;
         sv_metrics_request(&srv->metrics, q->ep, q->status, ms * 1e-3);
         log_line(srv, q->method, q->path, q->status, ms, -1, NULL, q->why);
     }

@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -142,13 +141,6 @@ typedef struct worker {
     pthread_t tid;
 } worker;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int pin_self(int pu)
 {
 #if defined(__linux__)
@@ -175,20 +167,20 @@ static void *worker_main(void *arg)
     uint64_t acc = 0;
     for (int pass = 0; pass <= READ_PASSES; pass++) { /* pass 0 warms up */
         pthread_barrier_wait(&sh->bar);
-        double t0 = now_s();
+        double t0 = pl_clock_s();
         acc += sh->read(mine, per);
         pthread_barrier_wait(&sh->bar);
-        if (w->index == 0) sh->t_read[pass] = now_s() - t0;
+        if (w->index == 0) sh->t_read[pass] = pl_clock_s() - t0;
     }
     uint8_t src[64];
     for (int i = 0; i < 64; i++) src[i] = (uint8_t)((acc >> (i % 8)) ^ (uint64_t)i);
     for (int rep = 0; sh->int8 && rep <= INT8_REPS; rep++) {
         pthread_barrier_wait(&sh->bar);
-        double t0 = now_s(), macs = 0;
+        double t0 = pl_clock_s(), macs = 0;
         acc += sh->int8(sh->int8_iters, src, &macs);
         pthread_barrier_wait(&sh->bar);
         if (w->index == 0) {
-            sh->t_int8[rep] = now_s() - t0;
+            sh->t_int8[rep] = pl_clock_s() - t0;
             sh->macs_per_thread = macs;
         }
     }
@@ -215,10 +207,10 @@ static int64_t calibrate_int8(int8_fn f)
     for (int i = 0; i < 64; i++) src[i] = (uint8_t)(i * 37 + 1);
     int64_t iters = 1 << 12;
     for (;;) {
-        double macs, t0 = now_s();
+        double macs, t0 = pl_clock_s();
         volatile uint64_t sink = f(iters, src, &macs);
         (void)sink;
-        double dt = now_s() - t0;
+        double dt = pl_clock_s() - t0;
         if (dt >= INT8_TARGET_S / 4 || iters > ((int64_t)1 << 40))
             return (int64_t)((double)iters * INT8_TARGET_S / (dt > 0 ? dt : 1e-9)) + 1;
         iters *= 4;

@@ -90,6 +90,58 @@ int cli_help(const cli_args *a)
     return CLI_EXIT_OK;
 }
 
+int cli_text_option(cli_args *a, const char *v, cli_text_opts *t, int *rc)
+{
+    if (cli_is(a, "-p", "--prompt"))
+        t->prompt = v;
+    else if (cli_is(a, "-f", "--file"))
+        t->file = v;
+    else if (cli_is(a, NULL, "--tokens")) {
+        free(t->tokens);
+        t->tokens = NULL;
+        if ((t->n_tokens = cli_parse_tokens(a, v, &t->tokens)) < 0) *rc = CLI_EXIT_USAGE;
+    } else
+        return 0;
+    return 1;
+}
+
+int cli_text_sources(const cli_text_opts *t)
+{
+    return !!t->prompt + !!t->file + !!t->tokens;
+}
+
+int cli_engine_option(cli_args *a, const char *v, cli_engine_opts *e, int *rc)
+{
+    if (cli_is(a, "-t", "--threads"))
+        *rc = cli_parse_i64(a, v, 1, 4096, &e->threads);
+    else if (cli_is(a, NULL, "--kv-type"))
+        *rc = cli_parse_kv(a, v, &e->kv);
+    else if (cli_is(a, NULL, "--kernels"))
+        *rc = cli_parse_kernels(a, v, &e->kernels);
+    else
+        return 0;
+    return 1;
+}
+
+int cli_parse_options(cli_args *a, const cli_flag *flags, cli_option_fn option, void *user)
+{
+    for (int k; (k = cli_next(a)) != CLI_ARG_END;) {
+        if (k == CLI_ARG_POSITIONAL) return cli_usage_error(a, "unexpected argument '%s'", a->arg);
+        if (cli_is_help(a)) return cli_help(a) + CLI_HELP_SHOWN;
+        const cli_flag *f = flags;
+        while (f && f->flag && !cli_is(a, f->short_name, f->long_name)) f++;
+        if (f && f->flag) {
+            if (cli_reject_value(a)) return CLI_EXIT_USAGE;
+            *f->flag = 1;
+            continue;
+        }
+        int rc = option(a, user);
+        if (rc == CLI_OPTION_UNKNOWN) return cli_unknown_option(a);
+        if (rc || (rc = cli_value_given(a))) return rc;
+    }
+    return 0;
+}
+
 /* The command the messages name ("plumb run: error: ..."); main sets it before dispatch. The
  * tools' one piece of process state: a message printed deep in a helper still names it. */
 static const char *cli_cmd_name;
@@ -264,39 +316,12 @@ int cli_finish(int rc)
 
 /* ---- text -------------------------------------------------------------------------- */
 
-size_t cli_utf8_seq_len(const unsigned char *s, size_t n)
-{
-    if (n == 0) return 0;
-    unsigned c = s[0];
-    if (c < 0x80) return 1;
-    size_t len;
-    unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0) lo = 0xA0; /* overlong */
-        if (c == 0xED) hi = 0x9F; /* surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0) lo = 0x90; /* overlong */
-        if (c == 0xF4) hi = 0x8F; /* past U+10FFFF */
-    } else {
-        return 0;
-    }
-    if (n < len) return 0;
-    if (s[1] < lo || s[1] > hi) return 0;
-    for (size_t k = 2; k < len; k++)
-        if ((s[k] & 0xC0) != 0x80) return 0;
-    return len;
-}
-
 size_t cli_utf8_prefix(const char *s, size_t n, size_t max)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
-        size_t l = cli_utf8_seq_len(u + i, n - i);
+        size_t l = pl_utf8_char(u + i, n - i);
         if (l == 0) l = 1; /* an invalid byte stands alone */
         if (i + l > max) break;
         i += l;
@@ -348,7 +373,7 @@ static size_t escape_one(FILE *f, const unsigned char *s, size_t n, size_t *widt
         *width += strlen(out);
         return 1;
     }
-    size_t len = cli_utf8_seq_len(s, n);
+    size_t len = pl_utf8_char(s, n);
     if (len == 0) {
         snprintf(buf, sizeof buf, "\\x%02x", c);
         if (f) fputs(buf, f);
@@ -383,50 +408,15 @@ size_t cli_escaped_width(const char *s, size_t n)
 
 void cli_put_json_string(FILE *f, const char *s, size_t n)
 {
+    /* One character (or stray byte) at a time: its escape is at most 6 bytes. */
     const unsigned char *u = (const unsigned char *)s;
+    char e[8];
     fputc('"', f);
     for (size_t i = 0; i < n;) {
-        unsigned c = u[i];
-        if (c >= 0x80) {
-            size_t len = cli_utf8_seq_len(u + i, n - i);
-            if (len == 0) {
-                fputs("\\ufffd", f);
-                i++;
-            } else {
-                fwrite(u + i, 1, len, f);
-                i += len;
-            }
-            continue;
-        }
-        switch (c) {
-        case '"':
-            fputs("\\\"", f);
-            break;
-        case '\\':
-            fputs("\\\\", f);
-            break;
-        case '\b':
-            fputs("\\b", f);
-            break;
-        case '\f':
-            fputs("\\f", f);
-            break;
-        case '\n':
-            fputs("\\n", f);
-            break;
-        case '\r':
-            fputs("\\r", f);
-            break;
-        case '\t':
-            fputs("\\t", f);
-            break;
-        default:
-            if (c < 0x20 || c == 0x7F)
-                fprintf(f, "\\u%04x", c);
-            else
-                fputc((int)c, f);
-        }
-        i++;
+        size_t len = pl_utf8_char(u + i, n - i);
+        if (len == 0) len = 1;
+        fwrite(e, 1, pl_json_escape(e, sizeof e, s + i, len), f);
+        i += len;
     }
     fputc('"', f);
 }

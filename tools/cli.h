@@ -105,6 +105,25 @@ int cli_parse_kernels(const cli_args *a, const char *v, const char **out);
 /* "1,2,3" -> a malloc'd array of token ids; the count, or -1 after a usage error. */
 int64_t cli_parse_tokens(const cli_args *a, const char *v, int32_t **out);
 
+/* The options loop of a command that takes no positional argument, one for all of them:
+ *     cli_args a;
+ *     cli_args_init(&a, argc, argv, "run", usage);
+ *     const cli_flag flags[] = {{"-v", "--verbose", &o->verbose}, {NULL, NULL, NULL}};
+ *     int rc = cli_parse_options(&a, flags, option, o);
+ * A positional is "unexpected argument"; -h/--help prints the usage (returns CLI_HELP_SHOWN:
+ * the command exits 0); a flag of flags[] (NULL-terminated; may be NULL) is set to 1 and refuses
+ * a value; any other option goes to option(a, user), which takes its value (cli_value_ahead, or
+ * first a check of its own) and returns 0, an exit code after a usage error, or
+ * CLI_OPTION_UNKNOWN ("unknown option"); then a missing value is said (cli_value_given).
+ * Returns 0 when the whole line was read, else the exit code (+ 100 for help). */
+enum { CLI_OPTION_UNKNOWN = -1, CLI_HELP_SHOWN = CLI_EXIT_OK + 100 };
+typedef struct cli_flag {
+    const char *short_name, *long_name;
+    int *flag;
+} cli_flag;
+typedef int (*cli_option_fn)(cli_args *a, void *user);
+int cli_parse_options(cli_args *a, const cli_flag *flags, cli_option_fn option, void *user);
+
 /* ---- errors ---------------------------------------------------------------------- */
 /* Every message of a command starts "plumb CMD: error: " (main sets CMD before dispatch;
  * "plumb: error: " before that). */
@@ -134,9 +153,7 @@ int cli_same_file(const char *a, const char *b);
 int cli_finish(int rc);
 
 /* ---- text ------------------------------------------------------------------------ */
-/* Length of the valid UTF-8 sequence at s[0..n), or 0 if s does not start with one
- * (overlong forms, surrogates and code points past U+10FFFF are invalid). */
-size_t cli_utf8_seq_len(const unsigned char *s, size_t n);
+/* (The length of a UTF-8 character is the library's pl_utf8_char.) */
 /* The longest prefix of s[0..n) of at most max bytes that does not split a UTF-8
  * sequence. */
 size_t cli_utf8_prefix(const char *s, size_t n, size_t max);
@@ -181,6 +198,27 @@ typedef struct cli_tmpl_opts {
 } cli_tmpl_opts;
 /* 1 if a's current option is one of them (*rc as cli_gen_option), else 0. */
 int cli_tmpl_option(cli_args *a, const char *v, cli_tmpl_opts *t, int *rc);
+/* The text a command evaluates: -p/--prompt TEXT, -f/--file FILE or --tokens LIST (run,
+ * logits). tokens is malloc'd (the command frees it). */
+typedef struct cli_text_opts {
+    const char *prompt, *file;
+    int32_t *tokens;
+    int64_t n_tokens;
+} cli_text_opts;
+/* 1 if a's current option is one of them (*rc as cli_gen_option), else 0. */
+int cli_text_option(cli_args *a, const char *v, cli_text_opts *t, int *rc);
+/* How many of the three were given (a command wants exactly one). */
+int cli_text_sources(const cli_text_opts *t);
+
+/* How a command that evaluates without generating runs: -t/--threads N, --kv-type f16|f32,
+ * --kernels SET (logits, perplexity). */
+typedef struct cli_engine_opts {
+    int64_t threads;
+    const char *kv, *kernels;
+} cli_engine_opts;
+/* 1 if a's current option is one of them (*rc as cli_gen_option), else 0. */
+int cli_engine_option(cli_args *a, const char *v, cli_engine_opts *e, int *rc);
+
 /* The template the options choose, for model m (loaded from path): *out NULL means the model's
  * own. Prints one line on stderr saying which template renders the chats, or why the model's
  * does not compile (then *out is NULL and, when required, the exit code is returned). desc gets
@@ -196,8 +234,9 @@ void cli_put_wrapped(FILE *out, int indent, int width, const char *text);
  * runs, from the library's table (pl_arch_list). */
 void cli_put_model_option(FILE *out);
 
-/* A JSON string literal, quotes included: control characters escaped, invalid UTF-8
- * replaced by \ufffd (one per bad byte), so the output is always valid JSON. */
+/* A JSON string literal, quotes included: pl_json_escape's escapes (control characters
+ * escaped, invalid UTF-8 replaced by \ufffd, one per bad byte), so the output is always valid
+ * JSON. */
 void cli_put_json_string(FILE *f, const char *s, size_t n);
 
 /* "512 B", "1.50 KiB", "3.25 GiB". */

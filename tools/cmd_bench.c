@@ -11,7 +11,6 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -64,13 +63,6 @@ static void usage(FILE *out)
         "Exit status: 0 success, 1 failure (a model that does not load, a kernel set this CPU\n"
         "does not run, depth + test past the model's context), 2 bad command line.\n",
         out);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ---- options ---- */
@@ -326,10 +318,10 @@ static pl_status run_test(runner *r, pl_session *s, bench_row *row, const int32_
         double t_sum = 0;
         if (!tg) {
             pl_session_get_info(s, &i0, NULL);
-            double t0 = now_s();
+            double t0 = pl_clock_s();
             /* the last token's logits, as a prompt before sampling (and llama-bench) */
             if ((st = pl_session_eval(s, tokens + d, n, logits, 0, err))) return st;
-            t_sum = now_s() - t0;
+            t_sum = pl_clock_s() - t0;
             pl_session_get_info(s, &i1, NULL);
             if (rep > 0) ADD_PROFILE();
         } else {
@@ -337,9 +329,9 @@ static pl_status run_test(runner *r, pl_session *s, bench_row *row, const int32_
             for (int64_t i = 0; i < n; i++) {
                 int32_t tok = argmax(logits, n_vocab);
                 pl_session_get_info(s, &i0, NULL);
-                double t0 = now_s();
+                double t0 = pl_clock_s();
                 if ((st = pl_session_eval(s, &tok, 1, logits, 0, err))) return st;
-                double dt = now_s() - t0;
+                double dt = pl_clock_s() - t0;
                 pl_session_get_info(s, &i1, NULL);
                 if (rep > 0) ADD_PROFILE();
                 t_sum += dt;
@@ -580,9 +572,9 @@ static int bench_load(runner *r, const char *path, const char *set)
     pl_model_params mp = {.flags = o->no_repack ? PL_MODEL_NO_REPACK : 0, .kernels = set};
     fprintf(stderr, "%sloading %s (set %s)%s", r->tty ? "\r\033[K" : "", path, r->set,
             r->tty ? "" : "\n");
-    double t0 = now_s();
+    double t0 = pl_clock_s();
     if ((st = pl_model_load(&m, path, &mp, &err))) goto fail;
-    base.load_ms = (now_s() - t0) * 1e3;
+    base.load_ms = (pl_clock_s() - t0) * 1e3;
     if ((st = pl_model_get_info(m, &base.mi, &err))) goto fail;
     const pl_gguf *g = pl_model_gguf(m);
     base.file_bytes = (uint64_t)pl_gguf_size(g);

@@ -117,45 +117,42 @@ static void on_sigint(int sig)
     interrupted = 1;
 }
 
+/* One option of the command line (cli_parse_options). */
+static int option(cli_args *a, void *user)
+{
+    chat_opts *o = user;
+    const char *v = cli_value_ahead(a);
+    int rc = 0;
+    if (cli_is(a, "-m", "--model"))
+        o->model = v;
+    else if (cli_is(a, NULL, "--system"))
+        o->system = v;
+    else if (cli_tmpl_option(a, v, &o->tmpl, &rc))
+        ;
+    else if (cli_is(a, "-n", "--n-predict"))
+        rc = cli_parse_i64(a, v, -1, INT32_MAX, &o->n_predict);
+    else if (cli_gen_option(a, v, &o->g, &rc))
+        ;
+    else if (cli_is(a, NULL, "--stats-json"))
+        o->stats_json = v;
+    else
+        return CLI_OPTION_UNKNOWN;
+    return rc;
+}
+
 static int parse(int argc, char **argv, chat_opts *o)
 {
     cli_args a;
     cli_args_init(&a, argc, argv, "chat", usage);
-    for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
-        const char *v;
-        if (k == CLI_ARG_POSITIONAL) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
-        if (cli_is_help(&a)) return cli_help(&a) + 100;
-        int *flag = cli_is(&a, NULL, "--ignore-eos")  ? &o->ignore_eos
-                    : cli_is(&a, "-v", "--verbose")   ? &o->verbose
-                    : cli_is(&a, NULL, "--no-repack") ? &o->no_repack
-                    : cli_is(&a, NULL, "--no-cache")  ? &o->no_cache
-                    : cli_is(&a, NULL, "--special")   ? &o->special
-                                                      : NULL;
-        if (flag) {
-            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
-            *flag = 1;
-            continue;
-        }
-        v = cli_value_ahead(&a);
-        int rc = 0;
-        if (cli_is(&a, "-m", "--model"))
-            o->model = v;
-        else if (cli_is(&a, NULL, "--system"))
-            o->system = v;
-        else if (cli_tmpl_option(&a, v, &o->tmpl, &rc))
-            ;
-        else if (cli_is(&a, "-n", "--n-predict"))
-            rc = cli_parse_i64(&a, v, -1, INT32_MAX, &o->n_predict);
-        else if (cli_gen_option(&a, v, &o->g, &rc))
-            ;
-        else if (cli_is(&a, NULL, "--stats-json"))
-            o->stats_json = v;
-        else
-            return cli_unknown_option(&a);
-        if (rc || (rc = cli_value_given(&a))) return rc;
-    }
+    const cli_flag flags[] = {
+        {NULL, "--ignore-eos", &o->ignore_eos}, {"-v", "--verbose", &o->verbose},
+        {NULL, "--no-repack", &o->no_repack},   {NULL, "--no-cache", &o->no_cache},
+        {NULL, "--special", &o->special},       {NULL, NULL, NULL},
+    };
+    int rc = cli_parse_options(&a, flags, option, o);
+    if (rc) return rc;
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
-    int rc = cli_gen_check(&a, &o->g);
+    rc = cli_gen_check(&a, &o->g);
     if (rc) return rc;
     return 0;
 }

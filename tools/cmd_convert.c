@@ -120,6 +120,6 @@ int cmd_convert(int argc, char **argv)
     printf("converted %s -> %s: %s, %s%s, %" PRIu64 " tensors, %" PRIu64 " parameters, %" PRIu64
            " tokens (pre-tokenizer %s), %s, %.2f s\n",
            pos[0], pos[1], st.arch, pl_ftype_name(ftype), pure ? " (pure)" : "", st.n_tensors,
-           st.n_params, st.n_vocab, st.pre, size, progress_now() - bar.t0);
+           st.n_params, st.n_vocab, st.pre, size, pl_clock_s() - bar.t0);
     return CLI_EXIT_OK;
 }

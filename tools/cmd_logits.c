@@ -109,58 +109,52 @@ out:
 /* ---- evaluate ------------------------------------------------------------------------- */
 
 typedef struct logits_opts {
-    const char *model, *prompt, *prompt_file, *output, *kv, *kernels;
-    int32_t *tokens;
-    int64_t n_tokens, threads, ctx;
+    const char *model, *output;
+    cli_text_opts text;
+    cli_engine_opts eng;
+    int64_t ctx;
     int last, all; /* --last, --all: one of them at most */
 } logits_opts;
+
+/* One option of the command line (cli_parse_options). */
+static int option(cli_args *a, void *user)
+{
+    logits_opts *o = user;
+    if (cli_is(a, NULL, "--all") || cli_is(a, NULL, "--last")) {
+        if (cli_reject_value(a)) return CLI_EXIT_USAGE;
+        if (cli_is(a, NULL, "--last"))
+            o->last = 1;
+        else
+            o->all = 1;
+        if (o->last && o->all) return cli_usage_error(a, "give --all or --last, not both");
+        return 0;
+    }
+    const char *v = cli_value_ahead(a);
+    int rc = 0;
+    if (cli_is(a, "-m", "--model"))
+        o->model = v;
+    else if (cli_text_option(a, v, &o->text, &rc))
+        ;
+    else if (cli_is(a, "-o", "--output"))
+        o->output = v;
+    else if (cli_engine_option(a, v, &o->eng, &rc))
+        ;
+    else if (cli_is(a, "-c", "--ctx"))
+        rc = cli_parse_i64(a, v, 1, INT32_MAX / 2, &o->ctx);
+    else
+        return CLI_OPTION_UNKNOWN;
+    return rc;
+}
 
 static int parse(int argc, char **argv, logits_opts *o)
 {
     cli_args a;
     cli_args_init(&a, argc, argv, "logits", usage);
-    for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
-        const char *v;
-        if (k == CLI_ARG_POSITIONAL) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
-        if (cli_is_help(&a)) return cli_help(&a) + 100;
-        if (cli_is(&a, NULL, "--all") || cli_is(&a, NULL, "--last")) {
-            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
-            if (cli_is(&a, NULL, "--last"))
-                o->last = 1;
-            else
-                o->all = 1;
-            if (o->last && o->all) return cli_usage_error(&a, "give --all or --last, not both");
-            continue;
-        }
-        v = cli_value_ahead(&a);
-        int rc = 0;
-        if (cli_is(&a, "-m", "--model"))
-            o->model = v;
-        else if (cli_is(&a, "-p", "--prompt"))
-            o->prompt = v;
-        else if (cli_is(&a, "-f", "--file"))
-            o->prompt_file = v;
-        else if (cli_is(&a, "-o", "--output"))
-            o->output = v;
-        else if (cli_is(&a, NULL, "--tokens")) {
-            free(o->tokens);
-            o->tokens = NULL;
-            if ((o->n_tokens = cli_parse_tokens(&a, v, &o->tokens)) < 0) return CLI_EXIT_USAGE;
-        } else if (cli_is(&a, "-t", "--threads"))
-            rc = cli_parse_i64(&a, v, 1, 4096, &o->threads);
-        else if (cli_is(&a, "-c", "--ctx"))
-            rc = cli_parse_i64(&a, v, 1, INT32_MAX / 2, &o->ctx);
-        else if (cli_is(&a, NULL, "--kv-type"))
-            rc = cli_parse_kv(&a, v, &o->kv);
-        else if (cli_is(&a, NULL, "--kernels"))
-            rc = cli_parse_kernels(&a, v, &o->kernels);
-        else
-            return cli_unknown_option(&a);
-        if (rc || (rc = cli_value_given(&a))) return rc;
-    }
+    int rc = cli_parse_options(&a, NULL, option, o);
+    if (rc) return rc;
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
     if (!o->output) return cli_usage_error(&a, "no output: give -o OUT.logits");
-    if (!!o->prompt + !!o->prompt_file + !!o->tokens != 1)
+    if (cli_text_sources(&o->text) != 1)
         return cli_usage_error(&a, "give exactly one text: -p TEXT, -f FILE or --tokens LIST");
     return 0;
 }
@@ -176,7 +170,7 @@ static int evaluate(int argc, char **argv)
     logits_opts o = {0};
     int rc = parse(argc, argv, &o);
     if (rc) {
-        free(o.tokens);
+        free(o.text.tokens);
         return rc >= 100 ? rc - 100 : rc;
     }
     pl_error err;
@@ -189,67 +183,70 @@ static int evaluate(int argc, char **argv)
     if ((st = pl_model_load(&m, o.model, NULL, &err))) goto fail;
     pl_model_info info;
     if ((st = pl_model_get_info(m, &info, &err))) goto fail;
-    if (!o.tokens) {
+    if (!o.text.tokens) {
         if ((st = run_text_new(&text, m, 0, NULL, 0, &err))) goto fail;
-        st = o.prompt ? run_text_tokenize(text, o.prompt, &o.tokens, &o.n_tokens, &err)
-                      : run_text_tokenize_file(text, o.prompt_file, &o.tokens, &o.n_tokens, &err);
+        st =
+            o.text.prompt
+                ? run_text_tokenize(text, o.text.prompt, &o.text.tokens, &o.text.n_tokens, &err)
+                : run_text_tokenize_file(text, o.text.file, &o.text.tokens, &o.text.n_tokens, &err);
         if (st) goto fail;
     }
-    if (o.n_tokens == 0) {
+    if (o.text.n_tokens == 0) {
         rc = cli_errorf("the text is empty (no tokens)");
         goto out;
     }
-    for (int64_t i = 0; i < o.n_tokens; i++)
-        if (o.tokens[i] >= info.n_vocab) {
+    for (int64_t i = 0; i < o.text.n_tokens; i++)
+        if (o.text.tokens[i] >= info.n_vocab) {
             rc = cli_errorf("token %lld is %d, outside the vocabulary [0, %lld)", (long long)i,
-                            o.tokens[i], (long long)info.n_vocab);
+                            o.text.tokens[i], (long long)info.n_vocab);
             goto out;
         }
     uint64_t hash = 0;
     if ((st = pl_logits_tokenizer_hash(pl_model_gguf(m), &hash, &err))) goto fail;
 
     pl_session_params sp = pl_session_default_params(m);
-    sp.n_threads = (int)o.threads;
-    sp.context_window = o.ctx ? o.ctx : o.n_tokens;
-    if (o.kv) sp.kv_type = strcmp(o.kv, "f32") == 0 ? PL_TYPE_F32 : PL_TYPE_F16;
-    sp.kernels = o.kernels;
-    if (o.n_tokens > sp.context_window) {
+    sp.n_threads = (int)o.eng.threads;
+    sp.context_window = o.ctx ? o.ctx : o.text.n_tokens;
+    if (o.eng.kv) sp.kv_type = strcmp(o.eng.kv, "f32") == 0 ? PL_TYPE_F32 : PL_TYPE_F16;
+    sp.kernels = o.eng.kernels;
+    if (o.text.n_tokens > sp.context_window) {
         rc = cli_errorf("the text is %lld token%s; the context (-c) is %lld: raise -c or shorten "
                         "the text",
-                        (long long)o.n_tokens, cli_s(o.n_tokens), (long long)sp.context_window);
+                        (long long)o.text.n_tokens, cli_s(o.text.n_tokens),
+                        (long long)sp.context_window);
         goto out;
     }
     if ((st = pl_session_new(&s, m, &sp, &err))) goto fail;
-    int64_t rows = o.last ? 1 : o.n_tokens;
+    int64_t rows = o.last ? 1 : o.text.n_tokens;
     logits = malloc((size_t)rows * (size_t)info.n_vocab * sizeof *logits);
     if (!logits) {
         rc = cli_errorf("out of memory for %lld x %lld logits", (long long)rows,
                         (long long)info.n_vocab);
         goto out;
     }
-    if ((st = pl_session_eval(s, o.tokens, o.n_tokens, logits, o.last ? 0 : PL_EVAL_ALL_LOGITS,
-                              &err)))
+    if ((st = pl_session_eval(s, o.text.tokens, o.text.n_tokens, logits,
+                              o.last ? 0 : PL_EVAL_ALL_LOGITS, &err)))
         goto fail;
     pl_logits l = {.n_vocab = info.n_vocab,
-                   .n_tokens = o.n_tokens,
-                   .first_row = o.n_tokens - rows,
+                   .n_tokens = o.text.n_tokens,
+                   .first_row = o.text.n_tokens - rows,
                    .n_rows = rows,
                    .tokenizer_hash = hash,
                    .model_name = base_name(o.model),
-                   .tokens = o.tokens,
+                   .tokens = o.text.tokens,
                    .logits = logits};
     if ((st = pl_logits_write(&l, o.output, &err))) goto fail;
     fprintf(stderr,
             "wrote %s: %lld tokens, rows [%lld, %lld), vocab %lld, tokenizer %016" PRIx64 "\n",
-            o.output, (long long)o.n_tokens, (long long)l.first_row, (long long)o.n_tokens,
-            (long long)info.n_vocab, hash);
+            o.output, (long long)o.text.n_tokens, (long long)l.first_row,
+            (long long)o.text.n_tokens, (long long)info.n_vocab, hash);
     rc = CLI_EXIT_OK;
     goto out;
 fail:
     rc = cli_fail(st, &err);
 out:
     free(logits);
-    free(o.tokens);
+    free(o.text.tokens);
     run_text_free(text);
     pl_session_free(s);
     pl_model_free(m);

@@ -201,6 +201,6 @@ int cmd_mkmodel(int argc, char **argv)
     printf("wrote %s: %s %s, %s%s, %" PRIu64 " tensors, %.2f M parameters, %" PRIu64
            " fallbacks, %s, %.2f s\n",
            out, preset, c.arch, pl_ftype_name(c.ftype), c.pure ? " (pure)" : "", st.n_tensors,
-           (double)st.n_params / 1e6, st.n_fallback, size, progress_now() - bar.t0);
+           (double)st.n_params / 1e6, st.n_fallback, size, pl_clock_s() - bar.t0);
     return CLI_EXIT_OK;
 }

@@ -50,50 +50,46 @@ static void usage(FILE *out)
 }
 
 typedef struct ppl_opts {
-    const char *model, *text, *save, *base, *kv, *kernels;
-    int64_t ctx, chunks, batch, threads;
+    const char *model, *text, *save, *base;
+    cli_engine_opts eng;
+    int64_t ctx, chunks, batch;
     int no_repack;
 } ppl_opts;
+
+/* One option of the command line (cli_parse_options). */
+static int option(cli_args *a, void *user)
+{
+    ppl_opts *o = user;
+    const char *v = cli_value_ahead(a);
+    int rc = 0;
+    if (cli_is(a, "-m", "--model"))
+        o->model = v;
+    else if (cli_is(a, "-f", "--file"))
+        o->text = v;
+    else if (cli_is(a, NULL, "--save-logits"))
+        o->save = v;
+    else if (cli_is(a, NULL, "--kl-divergence-base"))
+        o->base = v;
+    else if (cli_is(a, "-c", "--ctx"))
+        rc = cli_parse_i64(a, v, 3, INT32_MAX / 2, &o->ctx);
+    else if (cli_is(a, NULL, "--chunks"))
+        rc = cli_parse_i64(a, v, 1, INT32_MAX, &o->chunks);
+    else if (cli_is(a, "-b", "--batch"))
+        rc = cli_parse_i64(a, v, 1, 4096, &o->batch);
+    else if (cli_engine_option(a, v, &o->eng, &rc))
+        ;
+    else
+        return CLI_OPTION_UNKNOWN;
+    return rc;
+}
 
 static int parse(int argc, char **argv, ppl_opts *o)
 {
     cli_args a;
     cli_args_init(&a, argc, argv, "perplexity", usage);
-    for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
-        const char *v;
-        if (k == CLI_ARG_POSITIONAL) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
-        if (cli_is_help(&a)) return cli_help(&a) + 100;
-        if (cli_is(&a, NULL, "--no-repack")) {
-            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
-            o->no_repack = 1;
-            continue;
-        }
-        v = cli_value_ahead(&a);
-        int rc = 0;
-        if (cli_is(&a, "-m", "--model"))
-            o->model = v;
-        else if (cli_is(&a, "-f", "--file"))
-            o->text = v;
-        else if (cli_is(&a, NULL, "--save-logits"))
-            o->save = v;
-        else if (cli_is(&a, NULL, "--kl-divergence-base"))
-            o->base = v;
-        else if (cli_is(&a, "-c", "--ctx"))
-            rc = cli_parse_i64(&a, v, 3, INT32_MAX / 2, &o->ctx);
-        else if (cli_is(&a, NULL, "--chunks"))
-            rc = cli_parse_i64(&a, v, 1, INT32_MAX, &o->chunks);
-        else if (cli_is(&a, "-b", "--batch"))
-            rc = cli_parse_i64(&a, v, 1, 4096, &o->batch);
-        else if (cli_is(&a, "-t", "--threads"))
-            rc = cli_parse_i64(&a, v, 1, 4096, &o->threads);
-        else if (cli_is(&a, NULL, "--kv-type"))
-            rc = cli_parse_kv(&a, v, &o->kv);
-        else if (cli_is(&a, NULL, "--kernels"))
-            rc = cli_parse_kernels(&a, v, &o->kernels);
-        else
-            return cli_unknown_option(&a);
-        if (rc || (rc = cli_value_given(&a))) return rc;
-    }
+    const cli_flag flags[] = {{NULL, "--no-repack", &o->no_repack}, {NULL, NULL, NULL}};
+    int rc = cli_parse_options(&a, flags, option, o);
+    if (rc) return rc;
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
     if (!o->text) return cli_usage_error(&a, "no text: give -f FILE");
     return 0;
@@ -183,7 +179,7 @@ int cmd_perplexity(int argc, char **argv)
         (rc = cli_check_input(o.text)))
         goto out;
     const pl_model_params mp = {.flags = o.no_repack ? PL_MODEL_NO_REPACK : 0u,
-                                .kernels = o.kernels};
+                                .kernels = o.eng.kernels};
     if ((st = pl_model_load(&m, o.model, &mp, &err))) goto fail;
     pl_model_info info;
     if ((st = pl_model_get_info(m, &info, &err))) goto fail;
@@ -195,9 +191,9 @@ int cmd_perplexity(int argc, char **argv)
     pp.n_ctx = o.ctx;
     pp.max_windows = o.chunks;
     if (o.batch) pp.session.prefill_chunk = o.batch;
-    pp.session.n_threads = (int)o.threads;
-    if (o.kv) pp.session.kv_type = strcmp(o.kv, "f32") == 0 ? PL_TYPE_F32 : PL_TYPE_F16;
-    pp.session.kernels = o.kernels;
+    pp.session.n_threads = (int)o.eng.threads;
+    if (o.eng.kv) pp.session.kv_type = strcmp(o.eng.kv, "f32") == 0 ? PL_TYPE_F32 : PL_TYPE_F16;
+    pp.session.kernels = o.eng.kernels;
     if (o.base) {
         if ((st = pl_logits_read(&base, o.base, &err))) goto fail;
         if (!pp.n_ctx) pp.n_ctx = base->window;

@@ -135,6 +135,6 @@ int cmd_quantize(int argc, char **argv)
     printf("quantized %s -> %s: %s%s, %" PRIu64 " tensors (%" PRIu64 " converted, %" PRIu64
            " fallbacks; %s), %s -> %s, %.2f s\n",
            pos[0], pos[1], pl_ftype_name(ftype), pure ? " (pure)" : "", st.n_tensors,
-           st.n_converted, st.n_fallback, types, in_size, out_size, progress_now() - bar.t0);
+           st.n_converted, st.n_fallback, types, in_size, out_size, pl_clock_s() - bar.t0);
     return CLI_EXIT_OK;
 }

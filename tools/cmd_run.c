@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "run_text.h"
@@ -71,74 +70,61 @@ static void on_sigint(int sig)
     interrupted = 1;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 typedef struct run_opts {
-    const char *model, *prompt, *prompt_file, *system;
-    int32_t *tokens;
-    int64_t n_tokens, n_predict;
+    const char *model, *system;
+    cli_text_opts text;
+    int64_t n_predict;
     int ignore_eos, verbose, no_repack, special, chat;
     cli_tmpl_opts tmpl;
     cli_gen_opts g;
 } run_opts;
 
+/* One option of the command line (cli_parse_options). */
+static int option(cli_args *a, void *user)
+{
+    run_opts *o = user;
+    const char *v = cli_value_ahead(a);
+    int rc = 0;
+    if (cli_is(a, "-m", "--model"))
+        o->model = v;
+    else if (cli_text_option(a, v, &o->text, &rc))
+        ;
+    else if (cli_is(a, NULL, "--system"))
+        o->system = v;
+    else if (cli_tmpl_option(a, v, &o->tmpl, &rc))
+        ;
+    else if (cli_is(a, "-n", "--n-predict"))
+        rc = cli_parse_i64(a, v, -1, 1 << 30, &o->n_predict);
+    else if (cli_gen_option(a, v, &o->g, &rc))
+        ;
+    else
+        return CLI_OPTION_UNKNOWN;
+    return rc;
+}
+
 static int parse(int argc, char **argv, run_opts *o)
 {
     cli_args a;
     cli_args_init(&a, argc, argv, "run", usage);
-    for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
-        const char *v;
-        if (k == CLI_ARG_POSITIONAL) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
-        if (cli_is_help(&a)) return cli_help(&a) + 100;
-        int *flag = cli_is(&a, NULL, "--ignore-eos")  ? &o->ignore_eos
-                    : cli_is(&a, "-v", "--verbose")   ? &o->verbose
-                    : cli_is(&a, NULL, "--no-repack") ? &o->no_repack
-                    : cli_is(&a, NULL, "--special")   ? &o->special
-                    : cli_is(&a, NULL, "--chat")      ? &o->chat
-                                                      : NULL;
-        if (flag) {
-            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
-            *flag = 1;
-            continue;
-        }
-        v = cli_value_ahead(&a);
-        int rc = 0;
-        if (cli_is(&a, "-m", "--model"))
-            o->model = v;
-        else if (cli_is(&a, "-p", "--prompt"))
-            o->prompt = v;
-        else if (cli_is(&a, "-f", "--file"))
-            o->prompt_file = v;
-        else if (cli_is(&a, NULL, "--system"))
-            o->system = v;
-        else if (cli_tmpl_option(&a, v, &o->tmpl, &rc))
-            ;
-        else if (cli_is(&a, NULL, "--tokens")) {
-            free(o->tokens);
-            o->tokens = NULL;
-            if ((o->n_tokens = cli_parse_tokens(&a, v, &o->tokens)) < 0) return CLI_EXIT_USAGE;
-        } else if (cli_is(&a, "-n", "--n-predict"))
-            rc = cli_parse_i64(&a, v, -1, 1 << 30, &o->n_predict);
-        else if (cli_gen_option(&a, v, &o->g, &rc))
-            ;
-        else
-            return cli_unknown_option(&a);
-        if (rc || (rc = cli_value_given(&a))) return rc;
-    }
-    if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
-    int rc = cli_gen_check(&a, &o->g);
+    const cli_flag flags[] = {
+        {NULL, "--ignore-eos", &o->ignore_eos},
+        {"-v", "--verbose", &o->verbose},
+        {NULL, "--no-repack", &o->no_repack},
+        {NULL, "--special", &o->special},
+        {NULL, "--chat", &o->chat},
+        {NULL, NULL, NULL},
+    };
+    int rc = cli_parse_options(&a, flags, option, o);
     if (rc) return rc;
-    int sources = !!o->prompt + !!o->prompt_file + !!o->tokens;
+    if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
+    rc = cli_gen_check(&a, &o->g);
+    if (rc) return rc;
+    int sources = cli_text_sources(&o->text);
     if (sources != 1)
         return cli_usage_error(&a, "give exactly one prompt: -p TEXT, -f FILE or --tokens LIST");
     if (!o->chat && (o->system || o->tmpl.name || o->tmpl.file))
         return cli_usage_error(&a, "--system and the chat template options need --chat");
-    if (o->chat && o->tokens)
+    if (o->chat && o->text.tokens)
         return cli_usage_error(&a, "--chat renders text: give -p TEXT or -f FILE, not --tokens");
     return 0;
 }
@@ -155,11 +141,11 @@ int cmd_run(int argc, char **argv)
     run_opts o = {.n_predict = 32, .g = cli_gen_defaults()};
     int rc = parse(argc, argv, &o);
     if (rc) {
-        free(o.tokens);
+        free(o.text.tokens);
         return rc >= 100 ? rc - 100 : rc;
     }
     /* the prompt file before the model's load, named as typed */
-    if (o.prompt_file && strcmp(o.prompt_file, "-") != 0 && cli_check_input(o.prompt_file))
+    if (o.text.file && strcmp(o.text.file, "-") != 0 && cli_check_input(o.text.file))
         return CLI_EXIT_FAIL;
     pl_error err;
     pl_model *m = NULL;
@@ -172,13 +158,13 @@ int cmd_run(int argc, char **argv)
     struct sigaction old_int;
     int sig_set = 0;
 
-    double t0 = now_s();
+    double t0 = pl_clock_s();
     /* The repacked layouts built at load are those of the set the session will use. */
     const pl_model_params mp = {.flags = o.no_repack ? PL_MODEL_NO_REPACK : 0u,
                                 .kernels = o.g.kernels};
     pl_status st = pl_model_load(&m, o.model, &mp, &err);
     if (st) goto fail;
-    double t_load = now_s() - t0;
+    double t_load = pl_clock_s() - t0;
     pl_model_info info;
     pl_model_get_info(m, &info, NULL);
 
@@ -187,15 +173,17 @@ int cmd_run(int argc, char **argv)
         char desc[128];
         if ((rc = cli_tmpl_load(m, o.model, &o.tmpl, 1, &tmpl, desc, sizeof desc))) goto out;
         fprintf(stderr, "chat template: %s\n", desc);
-        st = run_text_tokenize_chat(text, tmpl, o.system, o.prompt, o.prompt_file, &o.tokens,
-                                    &o.n_tokens, &err);
+        st = run_text_tokenize_chat(text, tmpl, o.system, o.text.prompt, o.text.file,
+                                    &o.text.tokens, &o.text.n_tokens, &err);
         if (st) goto fail;
-    } else if (!o.tokens) {
-        st = o.prompt ? run_text_tokenize(text, o.prompt, &o.tokens, &o.n_tokens, &err)
-                      : run_text_tokenize_file(text, o.prompt_file, &o.tokens, &o.n_tokens, &err);
+    } else if (!o.text.tokens) {
+        st =
+            o.text.prompt
+                ? run_text_tokenize(text, o.text.prompt, &o.text.tokens, &o.text.n_tokens, &err)
+                : run_text_tokenize_file(text, o.text.file, &o.text.tokens, &o.text.n_tokens, &err);
         if (st) goto fail;
     }
-    if (o.n_tokens == 0) {
+    if (o.text.n_tokens == 0) {
         rc = cli_errorf("the prompt is empty (no tokens)");
         goto out;
     }
@@ -205,10 +193,11 @@ int cmd_run(int argc, char **argv)
     if ((st = pl_session_new(&s, m, &sp, &err))) goto fail;
     pl_session_info si;
     pl_session_get_info(s, &si, NULL);
-    if (sp.context_window > 0 && o.n_tokens > sp.context_window) {
+    if (sp.context_window > 0 && o.text.n_tokens > sp.context_window) {
         rc = cli_errorf("the prompt is %lld token%s; the context (-c) is %lld: raise -c or "
                         "shorten the prompt",
-                        (long long)o.n_tokens, cli_s(o.n_tokens), (long long)sp.context_window);
+                        (long long)o.text.n_tokens, cli_s(o.text.n_tokens),
+                        (long long)sp.context_window);
         goto out;
     }
     pl_sampler_params smp_params = cli_gen_sampler(&o.g, si.kv_capacity);
@@ -239,34 +228,34 @@ int cmd_run(int argc, char **argv)
 
     /* -n -1: until the end of generation or, with a context window, a full one. */
     int64_t n_predict = o.n_predict >= 0 ? o.n_predict : INT64_MAX;
-    int64_t n_hist_cap = o.n_tokens + 1 + (o.n_predict >= 0 ? o.n_predict : si.kv_capacity);
+    int64_t n_hist_cap = o.text.n_tokens + 1 + (o.n_predict >= 0 ? o.n_predict : si.kv_capacity);
     logits = malloc((size_t)info.n_vocab * sizeof *logits);
     hist = malloc((size_t)n_hist_cap * sizeof *hist);
     if (!logits || !hist) {
         rc = cli_errorf("out of memory");
         goto out;
     }
-    memcpy(hist, o.tokens, (size_t)o.n_tokens * sizeof *hist);
+    memcpy(hist, o.text.tokens, (size_t)o.text.n_tokens * sizeof *hist);
     /* --ignore-eos: the end-of-generation ids, whose logits become -inf before every draw. */
     int32_t eog[16];
     int n_eog = 0;
     for (int32_t i = 0; o.ignore_eos && i < info.n_vocab && n_eog < 16; i++)
         if (run_text_is_eog(text, i)) eog[n_eog++] = i;
-    int64_t n_hist = o.n_tokens;
+    int64_t n_hist = o.text.n_tokens;
 
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sig_set = 1;
-    double t1 = now_s();
-    if ((st = pl_session_eval(s, o.tokens, o.n_tokens, logits, 0, &err))) goto fail;
-    double t_prefill = now_s() - t1;
-    if ((st = run_text_echo_prompt(text, o.tokens, o.n_tokens, &err))) goto fail;
+    double t1 = pl_clock_s();
+    if ((st = pl_session_eval(s, o.text.tokens, o.text.n_tokens, logits, 0, &err))) goto fail;
+    double t_prefill = pl_clock_s() - t1;
+    if ((st = run_text_echo_prompt(text, o.text.tokens, o.text.n_tokens, &err))) goto fail;
 
     int64_t n_gen = 0;
     pl_stop_reason why = PL_STOP_NONE;
-    double t2 = now_s();
+    double t2 = pl_clock_s();
     while (n_gen < n_predict) {
         int32_t tok;
         if (interrupted) {
@@ -304,11 +293,11 @@ int cmd_run(int argc, char **argv)
         if (st) goto fail;
     }
     if (why == PL_STOP_NONE && o.n_predict == 0) why = PL_STOP_MAX_TOKENS;
-    double t_decode = now_s() - t2;
+    double t_decode = pl_clock_s() - t2;
     run_text_finish(text);
 
-    fprintf(stderr, "\nprefill: %lld token%s in %.3f s = %.2f tok/s\n", (long long)o.n_tokens,
-            cli_s(o.n_tokens), t_prefill, (double)o.n_tokens / t_prefill);
+    fprintf(stderr, "\nprefill: %lld token%s in %.3f s = %.2f tok/s\n", (long long)o.text.n_tokens,
+            cli_s(o.text.n_tokens), t_prefill, (double)o.text.n_tokens / t_prefill);
     if (n_gen > 1)
         fprintf(stderr, "decode:  %lld token%s in %.3f s = %.2f tok/s\n", (long long)(n_gen - 1),
                 cli_s(n_gen - 1), t_decode, (double)(n_gen - 1) / t_decode);
@@ -341,7 +330,7 @@ out:
     if (sig_set) sigaction(SIGINT, &old_int, NULL);
     free(logits);
     free(hist);
-    free(o.tokens);
+    free(o.text.tokens);
     run_text_free(text);
     pl_chat_template_free(tmpl);
     pl_sampler_free(smp);

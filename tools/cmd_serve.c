@@ -98,72 +98,68 @@ typedef struct serve_opts {
     cli_gen_opts g;
 } serve_opts;
 
+/* One option of the command line (cli_parse_options). */
+static int option(cli_args *a, void *user)
+{
+    serve_opts *o = user;
+    /* Sampling is the request's, not the server's. */
+    if (cli_is(a, NULL, "--temp") || cli_is(a, NULL, "--top-k") || cli_is(a, NULL, "--top-p") ||
+        cli_is(a, NULL, "--min-p") || cli_is(a, NULL, "--repeat-penalty") ||
+        cli_is(a, "-s", "--seed"))
+        return cli_usage_error(a,
+                               "%s: sampling is set per request (temperature, top_p, "
+                               "top_k, min_p, seed in the JSON body)",
+                               a->arg);
+    const char *v = cli_value_ahead(a);
+    int rc = 0;
+    if (cli_is(a, "-m", "--model"))
+        o->model = v;
+    else if (cli_is(a, NULL, "--host"))
+        o->host = v;
+    else if (cli_is(a, NULL, "--port"))
+        rc = cli_parse_i64(a, v, 0, 65535, &o->port);
+    else if (cli_is(a, NULL, "--slots"))
+        rc = cli_parse_i64(a, v, 1, 256, &o->slots);
+    else if (cli_is(a, NULL, "--queue"))
+        rc = cli_parse_i64(a, v, 0, 4096, &o->queue);
+    else if (cli_is(a, NULL, "--api-key"))
+        o->api_key = v;
+    else if (cli_is(a, NULL, "--metrics-key"))
+        o->metrics_key = v;
+    else if (cli_is(a, NULL, "--cors"))
+        o->cors = v;
+    else if (cli_is(a, NULL, "--max-body"))
+        rc = cli_parse_i64(a, v, 1, INT32_MAX, &o->max_body);
+    else if (cli_is(a, NULL, "--timeout"))
+        rc = cli_parse_i64(a, v, 1, 86400, &o->timeout);
+    else if (cli_is(a, NULL, "--drain-timeout"))
+        rc = cli_parse_i64(a, v, 0, 86400, &o->drain_timeout);
+    else if (cli_is(a, NULL, "--web-dir"))
+        o->web_dir = v;
+    else if (cli_is(a, NULL, "--alias"))
+        o->alias = v;
+    else if (cli_is(a, NULL, "--max-tokens"))
+        rc = cli_parse_i64(a, v, 1, INT32_MAX, &o->max_tokens);
+    else if (cli_tmpl_option(a, v, &o->tmpl, &rc))
+        ;
+    else if (cli_gen_option(a, v, &o->g, &rc))
+        ;
+    else
+        return CLI_OPTION_UNKNOWN;
+    return rc;
+}
+
 static int parse(int argc, char **argv, serve_opts *o)
 {
     cli_args a;
     cli_args_init(&a, argc, argv, "serve", usage);
-    for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
-        const char *v;
-        if (k == CLI_ARG_POSITIONAL) return cli_usage_error(&a, "unexpected argument '%s'", a.arg);
-        if (cli_is_help(&a)) return cli_help(&a) + 100;
-        if (cli_is(&a, NULL, "--no-repack")) {
-            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
-            o->no_repack = 1;
-            continue;
-        }
-        if (cli_is(&a, NULL, "--no-model-file")) {
-            if (cli_reject_value(&a)) return CLI_EXIT_USAGE;
-            o->no_model_file = 1;
-            continue;
-        }
-        /* Sampling is the request's, not the server's. */
-        if (cli_is(&a, NULL, "--temp") || cli_is(&a, NULL, "--top-k") ||
-            cli_is(&a, NULL, "--top-p") || cli_is(&a, NULL, "--min-p") ||
-            cli_is(&a, NULL, "--repeat-penalty") || cli_is(&a, "-s", "--seed"))
-            return cli_usage_error(&a,
-                                   "%s: sampling is set per request (temperature, top_p, "
-                                   "top_k, min_p, seed in the JSON body)",
-                                   a.arg);
-        v = cli_value_ahead(&a);
-        int rc = 0;
-        if (cli_is(&a, "-m", "--model"))
-            o->model = v;
-        else if (cli_is(&a, NULL, "--host"))
-            o->host = v;
-        else if (cli_is(&a, NULL, "--port"))
-            rc = cli_parse_i64(&a, v, 0, 65535, &o->port);
-        else if (cli_is(&a, NULL, "--slots"))
-            rc = cli_parse_i64(&a, v, 1, 256, &o->slots);
-        else if (cli_is(&a, NULL, "--queue"))
-            rc = cli_parse_i64(&a, v, 0, 4096, &o->queue);
-        else if (cli_is(&a, NULL, "--api-key"))
-            o->api_key = v;
-        else if (cli_is(&a, NULL, "--metrics-key"))
-            o->metrics_key = v;
-        else if (cli_is(&a, NULL, "--cors"))
-            o->cors = v;
-        else if (cli_is(&a, NULL, "--max-body"))
-            rc = cli_parse_i64(&a, v, 1, INT32_MAX, &o->max_body);
-        else if (cli_is(&a, NULL, "--timeout"))
-            rc = cli_parse_i64(&a, v, 1, 86400, &o->timeout);
-        else if (cli_is(&a, NULL, "--drain-timeout"))
-            rc = cli_parse_i64(&a, v, 0, 86400, &o->drain_timeout);
-        else if (cli_is(&a, NULL, "--web-dir"))
-            o->web_dir = v;
-        else if (cli_is(&a, NULL, "--alias"))
-            o->alias = v;
-        else if (cli_is(&a, NULL, "--max-tokens"))
-            rc = cli_parse_i64(&a, v, 1, INT32_MAX, &o->max_tokens);
-        else if (cli_tmpl_option(&a, v, &o->tmpl, &rc))
-            ;
-        else if (cli_gen_option(&a, v, &o->g, &rc))
-            ;
-        else
-            return cli_unknown_option(&a);
-        if (rc || (rc = cli_value_given(&a))) return rc;
-    }
+    const cli_flag flags[] = {{NULL, "--no-repack", &o->no_repack},
+                              {NULL, "--no-model-file", &o->no_model_file},
+                              {NULL, NULL, NULL}};
+    int rc = cli_parse_options(&a, flags, option, o);
+    if (rc) return rc;
     if (!o->model) return cli_usage_error(&a, "no model: give -m FILE");
-    int rc = cli_gen_check(&a, &o->g);
+    rc = cli_gen_check(&a, &o->g);
     if (rc) return rc;
     if (o->api_key && !o->api_key[0]) return cli_usage_error(&a, "--api-key: empty key");
     if (o->metrics_key && !o->metrics_key[0])

@@ -2,9 +2,9 @@
  * Not a logger: with stderr redirected it prints nothing. */
 #include <signal.h>
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "plumb.h"
 #include "progress.h"
 
 static volatile sig_atomic_t interrupted;
@@ -16,20 +16,13 @@ static void on_sigint(int sig)
     interrupted = 1;
 }
 
-double progress_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void progress_bar_init(progress_bar *p, const char *label)
 {
     p->label = label;
     p->tty = isatty(fileno(stderr));
     p->drawn = 0;
     p->last_permille = -1;
-    p->t0 = progress_now();
+    p->t0 = pl_clock_s();
     interrupted = 0;
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
@@ -54,7 +47,7 @@ int progress_bar_update(progress_bar *p, uint64_t done, uint64_t total, const ch
     int fill = permille * WIDTH / 1000;
     for (int i = 0; i < WIDTH; i++) bar[i] = i < fill ? '#' : '.';
     bar[WIDTH] = 0;
-    double el = progress_now() - p->t0;
+    double el = pl_clock_s() - p->t0;
     fprintf(stderr, "\r%s [%s] %5.1f%%%s%s  %.1f s", p->label, bar, permille / 10.0,
             note ? "  " : "", note ? note : "", el);
     if (permille > 0 && permille < 1000)

@@ -13,8 +13,6 @@ typedef struct progress_bar {
     double t0;
 } progress_bar;
 
-/* Seconds on a monotonic clock. */
-double progress_now(void);
 /* Starts the clock and, until progress_bar_finish, makes SIGINT request cancellation
  * (progress_bar_cb then returns nonzero, so the library stops and removes its output). */
 void progress_bar_init(progress_bar *p, const char *label);

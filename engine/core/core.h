@@ -51,6 +51,16 @@ static inline int pl_mul_i64(int64_t a, int64_t b, int64_t *out)
     return !__builtin_mul_overflow(a, b, out);
 }
 
+/* pl_clock_ns in milliseconds, for the engine's timings (pl_gen_stats, load times). */
+static inline double pl_clock_ms(void)
+{
+    return 1e-6 * (double)pl_clock_ns();
+}
+
+/* UTF-8 lead byte c: the length of the character it starts (1 to 4; 0: none) and the range
+ * [*lo, *hi] its second byte must fall in (text.c; pl_utf8_char in plumb.h checks the rest). */
+size_t pl_utf8_lead(unsigned c, unsigned *lo, unsigned *hi);
+
 /* Whole-file mapping (read-only mmap). */
 typedef struct pl_mapping {
     const void *data;

@@ -3,20 +3,12 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/core.h"
 #include "runtime/model.h"
 #include "tokenizer/tokenizer.h"
 
 #define DEFAULT_CTX 512
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 pl_status pl_ppl_plan_windows(int64_t n_tokens, int64_t n_ctx, int64_t max_windows,
                               pl_ppl_plan *out, pl_error *err)
@@ -137,7 +129,7 @@ pl_status pl_perplexity(const pl_model *m, const int32_t *tokens, int64_t n_toke
         if (bos >= 0) win[0] = bos;
         pl_session_reset(sess);
         /* The first half only fills the cache; the last token is only a target. */
-        double t0 = now_ms();
+        double t0 = pl_clock_ms();
         if ((s = pl_session_eval(sess, win, first, NULL, 0, err)) ||
             (s = pl_session_eval(sess, win + first, S, logits, PL_EVAL_ALL_LOGITS, err))) {
             char where[64];
@@ -145,7 +137,7 @@ pl_status pl_perplexity(const pl_model *m, const int32_t *tokens, int64_t n_toke
             pl_error_prefix(err, where);
             goto out;
         }
-        eval_ms += now_ms() - t0;
+        eval_ms += pl_clock_ms() - t0;
         double *x = nll + w * S;
         for (int64_t k = 0; k < S; k++) {
             x[k] = pl_logits_nll(logits + k * V, V, win[first + k + 1]);

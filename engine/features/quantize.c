@@ -223,51 +223,31 @@ static int use_more_bits(int64_t i, int64_t n)
     return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
 }
 
+/* Per type, from kernels/types.h's list: block size, and llama.cpp's fallback for a tensor whose
+ * rows are no multiple of the block (the plan is pure arithmetic on names and shapes). */
+#define TYPE_BLOCK(T, t, block, ...) [PL_TYPE_##T] = block,
+static const int64_t type_block[PL_TYPE_COUNT] = {PL_TYPES(TYPE_BLOCK)};
+#undef TYPE_BLOCK
+#define TYPE_FALLBACK(T, t, block, bytes, dot, mm, weight, fallback, ...)                          \
+    [PL_TYPE_##T] = PL_TYPE_##fallback + 1,
+/* + 1: 0 marks a type the list does not have */
+static const int type_fallback[PL_TYPE_COUNT] = {PL_TYPES(TYPE_FALLBACK)};
+#undef TYPE_FALLBACK
+
 static int is_quantized(pl_type t)
 {
-    return t != PL_TYPE_F32 && t != PL_TYPE_F16 && t != PL_TYPE_BF16;
+    return (unsigned)t < PL_TYPE_COUNT && type_block[t] > 1;
 }
 
-/* ggml's block sizes of the types the rules choose, known before any kernel set implements
- * them (the plan is pure arithmetic on names and shapes). */
 static int64_t block_of(pl_type t)
 {
-    switch (t) {
-    case PL_TYPE_Q2_K:
-    case PL_TYPE_Q3_K:
-    case PL_TYPE_Q4_K:
-    case PL_TYPE_Q5_K:
-    case PL_TYPE_Q6_K:
-    case PL_TYPE_IQ4_XS:
-        return 256;
-    case PL_TYPE_Q4_0:
-    case PL_TYPE_Q4_1:
-    case PL_TYPE_Q5_0:
-    case PL_TYPE_Q5_1:
-    case PL_TYPE_Q8_0:
-    case PL_TYPE_IQ4_NL:
-        return 32;
-    default:
-        return 1;
-    }
+    return (unsigned)t < PL_TYPE_COUNT && type_block[t] > 0 ? type_block[t] : 1;
 }
 
 static pl_type fallback_type(pl_type t)
 {
-    switch (t) {
-    case PL_TYPE_Q2_K:
-    case PL_TYPE_Q3_K:
-    case PL_TYPE_IQ4_XS:
-        return PL_TYPE_IQ4_NL;
-    case PL_TYPE_Q4_K:
-        return PL_TYPE_Q5_0;
-    case PL_TYPE_Q5_K:
-        return PL_TYPE_Q5_1;
-    case PL_TYPE_Q6_K:
-        return PL_TYPE_Q8_0;
-    default:
-        return PL_TYPE_F16;
-    }
+    return (unsigned)t < PL_TYPE_COUNT && type_fallback[t] ? (pl_type)(type_fallback[t] - 1)
+                                                           : PL_TYPE_F16;
 }
 
 /* llama.cpp's model.type == LLM_TYPE_70B: the architecture table's size rule (arch.c). */

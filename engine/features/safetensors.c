@@ -64,29 +64,6 @@ static char *dup_cstr(const char *s, size_t n)
     return p;
 }
 
-/* hf_util.h */
-const char *pl_json_kind(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-        return "an integer";
-    case JSON_REAL:
-        return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    case JSON_NULL:
-        return "null";
-    }
-    return "a JSON value";
-}
-
 /* Parses len bytes of JSON text that must be one object, duplicate keys rejected. */
 static pl_status load_object(json_t **out, const void *text, size_t len, const char *label,
                              const char *what, pl_error *err)

@@ -78,6 +78,29 @@ typedef enum pl_type {
 /* "PL_ERR_FORMAT" etc.; "PL_ERR_UNKNOWN" for values that are not a pl_status. */
 const char *pl_status_str(pl_status s);
 
+/* ---- small helpers the library uses and shares with its clients (the CLI, the server,
+ * benchmarks), so that each exists once ---- */
+
+/* Nanoseconds of the monotonic clock (CLOCK_MONOTONIC) from an unspecified start: the one clock
+ * plumb times anything with (timings, deadlines). Never goes back with the wall clock. */
+uint64_t pl_clock_ns(void);
+/* The same clock in seconds. */
+double pl_clock_s(void);
+/* The length of the valid UTF-8 character at s (n bytes available): 1 to 4, or 0 when s[0..n)
+ * does not start with one. Strict: no overlong forms, no surrogates, nothing above U+10FFFF. */
+size_t pl_utf8_char(const unsigned char *s, size_t n);
+/* s[0..n) as the inside of a JSON string literal (no quotes): '"' and '\\' escaped, \b \f \n
+ * \r \t, other control bytes and DEL as \u00XX, valid UTF-8 as it is, each byte that starts no
+ * valid character (pl_utf8_char) as \ufffd. Writes at most cap bytes into buf, NUL-terminated
+ * when cap > 0 (buf may be NULL when cap is 0); returns the length of the whole escape, so a
+ * return >= cap means it was cut (snprintf style). */
+size_t pl_json_escape(char *buf, size_t cap, const char *s, size_t n);
+/* The kind of a jansson value in words, for messages ("must be a string, not an array"): "an
+ * object", "an array", "a string", "an integer", "a real number", "a boolean", "null"; "a JSON
+ * value" for NULL. (plumb links jansson; this header does not include it.) */
+struct json_t;
+const char *pl_json_kind(const struct json_t *v);
+
 /* ---------------------------------------------------------------------------------
  * Tensor element types (pl_type above): names, traits and row sizes. */
 /* "Q4_K", "F16", …; ggml names for ids plumb knows but does not implement ("IQ2_XXS");
@@ -464,6 +487,13 @@ int pl_chat_template_knows_role(const pl_model *m, const pl_chat_template *t, co
 pl_status pl_chat_render_json(const pl_model *m, const pl_chat_template *t, const char *json,
                               size_t len, int add_generation_prompt, char *buf, size_t cap,
                               size_t *n_out, pl_error *err);
+/* pl_chat_render_json of a conversation its caller already holds as a jansson value (a json_t
+ * object with a "messages" array, as `plumb serve` holds a request), without printing it to JSON
+ * text and parsing it again: the same prompt, the same errors but for the parse's. conversation
+ * is not changed. */
+pl_status pl_chat_render_jansson(const pl_model *m, const pl_chat_template *t,
+                                 const struct json_t *conversation, int add_generation_prompt,
+                                 char *buf, size_t cap, size_t *n_out, pl_error *err);
 /* Renders n messages of role and content: pl_chat_render_json of {"messages": [...]}, with t
  * (NULL: the model's template). Bytes of a role or content that are not UTF-8 (a model's raw
  * reply cut inside a character) reach the prompt unchanged, as surrogateescape would carry them

@@ -2,7 +2,6 @@
  * holds (fast, partial or slow path), keep what matches, then generate. Not the template
  * rendering (tokenizer/template.c) and not the decode loop (generate.c). */
 #include <string.h>
-#include <time.h>
 
 #include "chat_template.h"
 #include "session.h"
@@ -20,13 +19,6 @@ const char *pl_chat_path_str(pl_chat_path p)
     default:
         return "none";
     }
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 /* ids of text (control tokens parsed, no BOS added) into a new array. */
@@ -129,7 +121,7 @@ pl_status pl_chat(pl_session *ss, const char *text, size_t len, pl_sampler *samp
                   const pl_gen_params *params, pl_text_fn on_text, void *user, pl_chat_stats *stats,
                   pl_error *err)
 {
-    double t0 = now_ms();
+    double t0 = pl_clock_ms();
     if (stats) memset(stats, 0, sizeof *stats);
     if (!ss || (!text && len > 0))
         return pl_fail(err, PL_ERR_INVALID_ARG, "session is NULL, or text is NULL");
@@ -191,7 +183,7 @@ static pl_status chat_turn(pl_session *ss, const pl_history *h, const char *text
         pl_free(pl.ids);
         return s;
     }
-    double t_plan = now_ms();
+    double t_plan = pl_clock_ms();
     /* Everything is known to fit: from here the session changes. */
     if (pl.keep < h->n) s = pl_session_truncate(ss, pl.keep, err);
     pl_gen_stats gs = {0};
@@ -204,7 +196,7 @@ static pl_status chat_turn(pl_session *ss, const pl_history *h, const char *text
         stats->n_generated = gs.n_generated;
         stats->tokenize_ms = t_plan - t0;
         stats->gen = gs;
-        stats->total_ms = now_ms() - t0;
+        stats->total_ms = pl_clock_ms() - t0;
     }
     return s;
 }

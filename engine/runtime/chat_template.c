@@ -316,6 +316,14 @@ static pl_status deliver(char *text, size_t len, char *buf, size_t cap, size_t *
     return pl_ok(err);
 }
 
+static pl_status check_conversation(const json_t *ctx, pl_error *err)
+{
+    if (!json_is_object(ctx) || !json_is_array(json_object_get(ctx, "messages")))
+        return pl_fail(err, PL_ERR_INVALID_ARG,
+                       "the conversation JSON must be an object with a \"messages\" array");
+    return PL_OK;
+}
+
 pl_status pl_chat_parse_conversation(const char *json, size_t len, json_t **out, pl_error *err)
 {
     *out = NULL;
@@ -325,31 +333,59 @@ pl_status pl_chat_parse_conversation(const char *json, size_t len, json_t **out,
     if (!ctx)
         return pl_fail(err, PL_ERR_INVALID_ARG, "the conversation JSON: line %d, column %d: %s",
                        je.line, je.column, je.text);
-    if (!json_is_object(ctx) || !json_is_array(json_object_get(ctx, "messages"))) {
+    pl_status s = check_conversation(ctx, err);
+    if (s) {
         json_decref(ctx);
-        return pl_fail(err, PL_ERR_INVALID_ARG,
-                       "the conversation JSON must be an object with a \"messages\" array");
+        return s;
     }
     *out = ctx;
     return PL_OK;
+}
+
+static pl_status check_out(char *buf, size_t cap, size_t *n_out, pl_error *err)
+{
+    if (n_out) *n_out = 0;
+    if (!n_out) return pl_fail(err, PL_ERR_INVALID_ARG, "n_out is NULL");
+    if (!buf && cap > 0) return pl_fail(err, PL_ERR_INVALID_ARG, "buf is NULL but cap is %zu", cap);
+    return PL_OK;
+}
+
+/* Renders ctx (which the render extends with its variables, at the top level) and drops it. */
+static pl_status render_and_drop(const pl_model *m, const pl_chat_template *t, json_t *ctx,
+                                 int add_generation_prompt, char *buf, size_t cap, size_t *n_out,
+                                 pl_error *err)
+{
+    char *text;
+    size_t n;
+    pl_status s = pl_chat_render_ctx(m, t, ctx, add_generation_prompt != 0, &text, &n, err);
+    json_decref(ctx);
+    if (s) return s;
+    return deliver(text, n, buf, cap, n_out, err);
 }
 
 pl_status pl_chat_render_json(const pl_model *m, const pl_chat_template *t, const char *json,
                               size_t len, int add_generation_prompt, char *buf, size_t cap,
                               size_t *n_out, pl_error *err)
 {
-    if (n_out) *n_out = 0;
-    if (!n_out) return pl_fail(err, PL_ERR_INVALID_ARG, "n_out is NULL");
-    if (!buf && cap > 0) return pl_fail(err, PL_ERR_INVALID_ARG, "buf is NULL but cap is %zu", cap);
+    pl_status s = check_out(buf, cap, n_out, err);
+    if (s) return s;
     json_t *ctx;
-    pl_status s = pl_chat_parse_conversation(json, len, &ctx, err);
+    if ((s = pl_chat_parse_conversation(json, len, &ctx, err))) return s;
+    return render_and_drop(m, t, ctx, add_generation_prompt, buf, cap, n_out, err);
+}
+
+pl_status pl_chat_render_jansson(const pl_model *m, const pl_chat_template *t,
+                                 const struct json_t *conversation, int add_generation_prompt,
+                                 char *buf, size_t cap, size_t *n_out, pl_error *err)
+{
+    pl_status s = check_out(buf, cap, n_out, err);
     if (s) return s;
-    char *text;
-    size_t n;
-    s = pl_chat_render_ctx(m, t, ctx, add_generation_prompt != 0, &text, &n, err);
-    json_decref(ctx);
-    if (s) return s;
-    return deliver(text, n, buf, cap, n_out, err);
+    if (!conversation) return pl_fail(err, PL_ERR_INVALID_ARG, "conversation is NULL");
+    if ((s = check_conversation(conversation, err))) return s;
+    /* A shallow copy: the render adds its variables at the top level and reads the rest. */
+    json_t *ctx = json_copy((json_t *)conversation);
+    if (!ctx) return pl_fail(err, PL_ERR_NOMEM, "no memory for the template's variables");
+    return render_and_drop(m, t, ctx, add_generation_prompt, buf, cap, n_out, err);
 }
 
 /* Bytes that are not UTF-8 (a model's raw output cut inside a character, say) cannot be Jinja

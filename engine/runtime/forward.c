@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "kvcache.h"
 #include "model.h"
@@ -63,13 +62,6 @@ struct pl_session {
     scratch s;
     void *arena;
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- parallel helpers ---- */
 
@@ -596,9 +588,9 @@ static void attention(pl_session *ss, const pl_layer *L, int64_t l, int64_t T, c
     j.n_tb = (T + ATT_TBLOCK - 1) / ATT_TBLOCK;
     const int64_t nt = pl_pool_size(ss->pool);
     j.hc = Hkv >= nt || Hkv * j.n_tb >= 2 * nt ? H / Hkv : 1;
-    const uint64_t t_att = now_ns();
+    const uint64_t t_att = pl_clock_ns();
     pl_pool_run(ss->pool, att_worker, &j, (H + j.hc - 1) / j.hc * j.n_tb, 1);
-    ss->attention_ns += now_ns() - t_att;
+    ss->attention_ns += pl_clock_ns() - t_att;
 }
 
 /* Layer l over the T tokens at positions [p0, p0 + T): its steps (L->steps, arch.h) in order.
@@ -697,9 +689,9 @@ static void step_body(pl_session *ss, const int32_t *tokens, int64_t T, int64_t 
 
 static void step(pl_session *ss, const int32_t *tokens, int64_t T, int64_t out0, float *logits)
 {
-    const uint64_t t0 = now_ns();
+    const uint64_t t0 = pl_clock_ns();
     step_body(ss, tokens, T, out0, logits);
-    ss->eval_ns += now_ns() - t0;
+    ss->eval_ns += pl_clock_ns() - t0;
 }
 
 static void step_body(pl_session *ss, const int32_t *tokens, int64_t T, int64_t out0, float *logits)

@@ -2,7 +2,6 @@
  * stop strings held back until decided. Not the chat paths (chat.c) and not the sampler math. */
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "session.h"
 #include "tokenizer/tokenizer.h"
@@ -32,13 +31,6 @@ const char *pl_stop_reason_str(pl_stop_reason r)
     default:
         return "none";
     }
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 pl_status pl_gen_check(const pl_gen_params *p, pl_error *err)
@@ -203,7 +195,7 @@ pl_status pl_generate(pl_session *ss, const int32_t *prompt, int64_t n_prompt, p
                       const pl_gen_params *params, pl_text_fn on_text, void *user,
                       pl_gen_stats *stats, pl_error *err)
 {
-    double t0 = now_ms();
+    double t0 = pl_clock_ms();
     if (stats) memset(stats, 0, sizeof *stats);
     if (!ss || (!prompt && n_prompt > 0) || n_prompt < 0)
         return pl_fail(err, PL_ERR_INVALID_ARG,
@@ -235,7 +227,7 @@ pl_status pl_generate(pl_session *ss, const int32_t *prompt, int64_t n_prompt, p
         pl_free(logits);
         return s;
     }
-    double t_prefill = now_ms(), t_first = 0;
+    double t_prefill = pl_clock_ms(), t_first = 0;
     gen g = {.ss = ss, .p = &p, .on_text = on_text, .user = user, .start = h->len, .floor = h->n};
     pl_stop_reason stop = PL_STOP_NONE;
     size_t cut = SIZE_MAX;
@@ -252,7 +244,7 @@ pl_status pl_generate(pl_session *ss, const int32_t *prompt, int64_t n_prompt, p
                 if (logits[i] > logits[best]) best = i;
             tok = (int32_t)best;
         }
-        if (n_gen == 0) t_first = now_ms();
+        if (n_gen == 0) t_first = pl_clock_ms();
         /* With ignore_eog only when every logit is -inf (a tie the sampler breaks). */
         if (pl_vocab_is_eog(m, tok)) {
             stop = PL_STOP_EOG;
@@ -272,7 +264,7 @@ pl_status pl_generate(pl_session *ss, const int32_t *prompt, int64_t n_prompt, p
     }
     if (!s && cut != SIZE_MAX) s = cut_to(ss, g.floor, cut, err);
     pl_free(logits);
-    double t_end = now_ms();
+    double t_end = pl_clock_ms();
     if (stats) {
         stats->stop = stop;
         stats->n_prompt = n_prompt;

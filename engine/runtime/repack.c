@@ -4,18 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "gguf/gguf.h"
 #include "model.h"
 #include "registry.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static size_t align64(size_t n)
 {
@@ -78,7 +70,7 @@ pl_status pl_model_repack(pl_model *m, pl_error *err)
     if (!m || m->vocab_only) return pl_fail(err, PL_ERR_INVALID_ARG, "no model weights to repack");
     if (m->packed) return pl_fail(err, PL_ERR_INVALID_ARG, "model is repacked already");
     const pl_kernel_table kt = m->kt;
-    const double t0 = now_ms();
+    const double t0 = pl_clock_ms();
     plan p = {.gguf = m->gguf, .set = kt.set};
     each_matmul_weight(m, visit, &p);
     if (p.n == 0) return pl_ok(err);
@@ -102,6 +94,6 @@ pl_status pl_model_repack(pl_model *m, pl_error *err)
     m->packed_bytes = p.total;
     m->n_repacked = p.n;
     snprintf(m->repack_set, sizeof m->repack_set, "%s", kt.set->name);
-    m->repack_ms = now_ms() - t0;
+    m->repack_ms = pl_clock_ms() - t0;
     return pl_ok(err);
 }

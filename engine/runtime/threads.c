@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #if PLUMB_HAVE_HWLOC
@@ -154,13 +153,6 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Spin-wait pacing: pause between checks until the budget is spent. The clock is read every
  * 32 pauses, so a quick arrival costs no clock reads. No sched_yield phase: measured on a loaded
  * host it turned every wait into a lost time slice (perf/NOTES.md); oversubscribed pools do not
@@ -181,7 +173,7 @@ static int spinner_step(spinner *s)
 {
     cpu_relax();
     if ((++s->i & 31) != 0) return 1;
-    uint64_t t = now_ns();
+    uint64_t t = pl_clock_ns();
     if (s->deadline == 0) s->deadline = t + s->budget_ns;
     return t < s->deadline;
 }
@@ -707,7 +699,7 @@ int pl_pool_size(const pl_pool *p)
 static void note_wait(pl_pool *p, uint64_t waited, uint64_t worked, const uint8_t *suspects)
 {
     if (!p->backoff) return;
-    const uint64_t now = now_ns();
+    const uint64_t now = pl_clock_ns();
     if (waited < STALL_NS || 2 * waited < worked || !suspects) {
         if (p->bench_ns && now - p->last_stall > 4 * (uint64_t)BENCH_MAX_NS) p->bench_ns = 0;
         return;
@@ -730,7 +722,7 @@ static int deal_lanes(pl_pool *p, int want, int64_t g, int *limit)
 {
     uint64_t now = 0;
     if (p->n_benched > 0) {
-        now = now_ns();
+        now = pl_clock_ns();
         p->n_benched = 0;
         for (int t = 1; t < p->size; t++) p->n_benched += p->workers[t]->benched_until > now;
     }
@@ -762,7 +754,7 @@ void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain)
         fn(ctx, 0, n, 0);
         return;
     }
-    const uint64_t t0 = now_ns();
+    const uint64_t t0 = pl_clock_ns();
     /* Every worker of the last run has left (refs 0, closed), and a late one cannot join it,
      * so the job and the lanes are the caller's to rewrite. */
     int limit = 1;
@@ -770,7 +762,7 @@ void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain)
     if (active == 1) { /* every worker benched: the caller alone */
         p->solo_runs++;
         fn(ctx, 0, n, 0);
-        p->work_ns += now_ns() - t0;
+        p->work_ns += pl_clock_ns() - t0;
         return;
     }
     p->job_fn = fn;
@@ -790,7 +782,7 @@ void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain)
     /* Every grain is claimed: close the run to latecomers and wait for those inside, who hold
      * the last grains (or are about to find nothing left). */
     uint64_t s = atomic_fetch_or(&p->state, STATE_CLOSED);
-    const uint64_t t_wait = now_ns();
+    const uint64_t t_wait = pl_clock_ns();
     p->work_ns += t_wait - t0;
     if (STATE_REFS(s) == 0) return;
     /* Who is still inside once STALL_NS have passed: the suspects, should this be a stall. */
@@ -804,7 +796,7 @@ void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain)
             break;
         }
         const int more = spin > 0 && spinner_step(&sp);
-        if (!suspects && (!more || ((sp.i & 31) == 0 && now_ns() - t_wait >= STALL_NS))) {
+        if (!suspects && (!more || ((sp.i & 31) == 0 && pl_clock_ns() - t_wait >= STALL_NS))) {
             suspects = p->size <= (int)sizeof few ? few : NULL;
             if (suspects)
                 for (int t = 0; t < p->size; t++)
@@ -825,7 +817,7 @@ void pl_pool_run(pl_pool *p, pl_pool_fn fn, void *ctx, int64_t n, int64_t grain)
         pthread_mutex_unlock(&p->mu);
         if (slept) atomic_fetch_add_explicit(&p->caller_sleeps, 1, memory_order_relaxed);
     }
-    const uint64_t waited = now_ns() - t_wait;
+    const uint64_t waited = pl_clock_ns() - t_wait;
     p->wait_ns += waited;
     note_wait(p, waited, t_wait - t0, suspects);
 }
@@ -932,14 +924,8 @@ static void sb_printf(sbuf *s, const char *fmt, ...)
 static void sb_json_str(sbuf *s, const char *str)
 {
     sb_printf(s, "\"");
-    for (const unsigned char *c = (const unsigned char *)str; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            sb_printf(s, "\\%c", *c);
-        else if (*c < 0x20)
-            sb_printf(s, "\\u%04x", *c);
-        else
-            sb_printf(s, "%c", *c);
-    }
+    char *dst = s->len < s->size ? s->buf + s->len : NULL;
+    s->len += pl_json_escape(dst, dst ? s->size - s->len : 0, str, strlen(str));
     sb_printf(s, "\"");
 }
 

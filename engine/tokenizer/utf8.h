@@ -6,9 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Length of the valid character starting at p (n bytes available), 0 if invalid.
- * Strict: no overlong forms, no surrogates, nothing above U+10FFFF. */
-size_t pl_utf8_char(const unsigned char *p, size_t n);
+#include "plumb.h" /* pl_utf8_char: the length of the valid character at p, 0 if invalid */
+
 /* 1 if p[0..n) could still become a valid character with more bytes (a strict prefix). */
 int pl_utf8_incomplete(const unsigned char *p, size_t n);
 /* The code point of the valid character at p, len bytes (len from pl_utf8_char). */

@@ -82,6 +82,21 @@ cli_every_command_has_help)
     done
     ;;
 
+cli_every_command_refuses_an_unknown_option)
+    # Every command listed by --help reads its line through the shared options loop: an unknown
+    # option is the two-line usage error, exit 2, nothing on stdout.
+    run --help
+    cmds=$(sed -n '/^commands:/,/^$/p' "$tmp/out" | awk 'NR > 1 && NF { print $1 }')
+    [ -n "$cmds" ] || fail "no commands found in plumb --help"
+    for c in $cmds; do
+        run "$c" --no-such-option
+        expect_rc 2 "plumb $c --no-such-option"
+        expect_in "$tmp/err" "plumb $c: error: unknown option '--no-such-option'"
+        [ "$(wc -l <"$tmp/err")" -eq 2 ] || fail "plumb $c: a usage error is 2 lines"
+        expect_empty "$tmp/out"
+    done
+    ;;
+
 cli_version_matches_library)
     run --version
     expect_rc 0 "plumb --version"
