@@ -22,6 +22,8 @@ plumb_test(test_e2e LABELS e2e conformance TIMEOUT 900
     # session and model edges: full context, bad configs and tokens, refused files, the set
     # chosen once, info, allocation failure at every n
     edges=context_full,bad_kv,eval_rejects,model_rejects,model_info,kernel_set_is,session_survives=quick)
+# The longest cases start first when ctest has no timings yet (a fresh clone).
+set_tests_properties(test_e2e_invariance test_e2e_reference PROPERTIES COST 100)
 plumb_test(test_sampler_chain LABELS unit conformance
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_sampler_chain.c ${CMAKE_CURRENT_SOURCE_DIR}/tinymodel.c)
 # No file runs silently wrong: tensors without a role, keys plumb does not read, values it does not
