@@ -16,7 +16,13 @@ static void usage(FILE *out)
           "\n"
           "Writes a synthetic model in llama.cpp's GGUF conventions (metadata keys, tensor\n"
           "names and shapes): seeded random weights at scales that give non-degenerate\n"
-          "logits, and a real tokenizer vocabulary. The preset is applied first; the other\n"
+          "logits, and a working tokenizer in the real formats (--vocab) but not the\n"
+          "model's own: its regular tokens are merges learned from a small English text\n"
+          "(long pieces pad it to --n-vocab), and the special tokens (<|im_start|> ...)\n"
+          "take the last ids, not the real model's (Qwen2's <|im_start|> is 151644; the\n"
+          "qwen2-0.5b preset's is 151934 of 151936). The chat template\n"
+          "is the one of the vocabulary's family (bpe: ChatML, llama3: Llama 3's, spm:\n"
+          "Llama 2's), whatever the architecture. The preset is applied first; the other\n"
           "options override its values, whatever their order.\n"
           "\n"
           "options:\n"
@@ -61,8 +67,8 @@ static void usage(FILE *out)
           "  -t, --threads N    threads (default: every CPU); the bytes do not depend on it\n"
           "  -h, --help         show this help\n"
           "\n"
-          "A progress bar is drawn on stderr when it is a terminal; Ctrl-C cancels and\n"
-          "leaves no file. Exit status: 0 success, 1 failure, 2 bad command line.\n",
+          "Progress goes to stderr: a bar on a terminal, else a line every 5 s; Ctrl-C\n"
+          "cancels and leaves no file. Exit status: 0 success, 1 failure, 2 bad command line.\n",
           out);
 }
 

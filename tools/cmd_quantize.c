@@ -38,7 +38,8 @@ static void usage(FILE *out)
           "  -h, --help         show this help\n"
           "\n"
           "OUT is written to OUT.tmp and renamed when complete; on failure or Ctrl-C nothing\n"
-          "is left behind. A progress bar is drawn on stderr when it is a terminal.\n"
+          "is left behind. Progress goes to stderr: a bar on a terminal, else a line every\n"
+          "5 s.\n"
           "Exit status: 0 success, 1 failure, 2 bad command line.\n",
           out);
 }

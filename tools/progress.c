@@ -1,7 +1,8 @@
-/* progress.c — the terminal progress bar and the SIGINT-to-cancel bridge of progress.h.
- * Not a logger: with stderr redirected it prints nothing. */
+/* progress.c — the terminal progress bar, the plain lines when stderr is not a terminal, and the
+ * SIGINT-to-cancel bridge of progress.h. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "plumb.h"
@@ -23,6 +24,14 @@ void progress_bar_init(progress_bar *p, const char *label)
     p->drawn = 0;
     p->last_permille = -1;
     p->t0 = pl_clock_s();
+    p->every = PROGRESS_LINE_S;
+    const char *every = getenv("PLUMB_PROGRESS_LINE_S");
+    if (every && *every) {
+        char *end;
+        const double v = strtod(every, &end);
+        if (!*end && v > 0 && v < 3600) p->every = v;
+    }
+    p->next_line = p->t0 + p->every;
     interrupted = 0;
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
@@ -38,8 +47,20 @@ int progress_bar_cb(void *user, uint64_t done, uint64_t total)
 int progress_bar_update(progress_bar *p, uint64_t done, uint64_t total, const char *note)
 {
     if (interrupted) return 1;
-    if (!p->tty || total == 0) return 0;
+    if (total == 0) return 0;
     int permille = (int)(done >= total ? 1000 : (double)done * 1000.0 / (double)total);
+    if (!p->tty) {
+        /* One line every PROGRESS_LINE_S seconds (none for a command that ends sooner). */
+        const double now = pl_clock_s(), el = now - p->t0;
+        if (now < p->next_line || permille >= 1000) return 0;
+        p->next_line = now + p->every;
+        fprintf(stderr, "%s: %.1f%%%s%s after %.0f s", p->label, permille / 10.0, note ? ", " : "",
+                note ? note : "", el);
+        if (permille > 0) fprintf(stderr, ", ~%.0f s left", el * (1000 - permille) / permille);
+        fputc('\n', stderr);
+        fflush(stderr);
+        return 0;
+    }
     if (permille == p->last_permille && !note) return 0;
     p->last_permille = permille;
     enum { WIDTH = 30 };

@@ -1,5 +1,7 @@
-/* progress.h — a progress bar on stderr for long commands (mkmodel, quantize, perplexity), drawn
- * only when stderr is a terminal, and Ctrl-C turned into a clean cancellation. Tools only. */
+/* progress.h — progress on stderr for long commands (mkmodel, quantize, perplexity): a bar
+ * redrawn in place when stderr is a terminal, else a plain line every PROGRESS_LINE_S seconds
+ * (a log or a pipe sees that the command is alive and how far it is); Ctrl-C turned into a clean
+ * cancellation. Tools only. */
 #ifndef PLUMB_TOOLS_PROGRESS_H
 #define PLUMB_TOOLS_PROGRESS_H
 
@@ -11,7 +13,13 @@ typedef struct progress_bar {
     int drawn;         /* something is on the line */
     int last_permille;
     double t0;
+    double every;     /* not a terminal: seconds between lines */
+    double next_line; /* when the next line is due */
 } progress_bar;
+
+/* Not a terminal: the first line after this many seconds, then one as often
+ * (PLUMB_PROGRESS_LINE_S in the environment overrides: the tests' short runs). */
+#define PROGRESS_LINE_S 5.0
 
 /* Starts the clock and, until progress_bar_finish, makes SIGINT request cancellation
  * (progress_bar_cb then returns nonzero, so the library stops and removes its output). */

@@ -55,6 +55,18 @@ mkmodel_tiny_is_small_and_complete)
     done
     ;;
 
+mkmodel_progress_is_a_line_when_not_a_terminal)
+    # stderr is a file here: plain lines (every 5 s by default; every millisecond here), no bar
+    PLUMB_PROGRESS_LINE_S=0.001 run mkmodel --preset tiny --type Q4_K_M -t 1 "$tmp/p.gguf"
+    expect_rc 0 "mkmodel with progress lines"
+    grep -Eq '^mkmodel: [0-9]+\.[0-9]% after [0-9]+ s' "$tmp/err" ||
+        fail "no 'mkmodel: N% after S s' line on stderr"
+    grep -q "$(printf '\r')" "$tmp/err" && fail "a carriage return (the terminal's bar) on stderr"
+    run mkmodel --preset tiny "$tmp/q.gguf"
+    expect_rc 0 "mkmodel --preset tiny"
+    expect_not_in "$tmp/err" "% after" # done within the first 5 s: no line
+    ;;
+
 mkmodel_arch_tensors_follow_llama_cpp)
     run mkmodel --arch qwen2 "$tmp/q2.gguf"
     expect_rc 0 "mkmodel --arch qwen2"
