@@ -514,21 +514,27 @@ static void add(mtensor *t, uint64_t *n, const char *name, enum gen_kind kind, f
 
 /* ---- metadata ---- */
 
+/* The shape the architecture table reads (its keys and its tensors) from a config. */
+static pl_arch_shape mk_shape(const mk_config *c)
+{
+    return (pl_arch_shape){.n_embd = c->n_embd,
+                           .n_layer = c->n_layer,
+                           .n_head = c->n_head,
+                           .n_head_kv = c->n_head_kv,
+                           .n_ff = c->n_ff,
+                           .n_vocab = c->n_vocab,
+                           .head_dim = mk_head_dim(c),
+                           .tied = c->tied,
+                           .n_expert = c->n_expert,
+                           .n_expert_used = c->n_expert_used,
+                           .n_ff_exp = c->n_ff_exp,
+                           .n_ff_shexp = c->n_ff_shexp};
+}
+
 static pl_status put_metadata(pl_gguf_writer *w, const mk_config *c, pl_error *err)
 {
     /* the keys under "<arch>." through the architecture table's one writer */
-    const pl_arch_shape shape = {.n_embd = c->n_embd,
-                                 .n_layer = c->n_layer,
-                                 .n_head = c->n_head,
-                                 .n_head_kv = c->n_head_kv,
-                                 .n_ff = c->n_ff,
-                                 .n_vocab = c->n_vocab,
-                                 .head_dim = mk_head_dim(c),
-                                 .tied = c->tied,
-                                 .n_expert = c->n_expert,
-                                 .n_expert_used = c->n_expert_used,
-                                 .n_ff_exp = c->n_ff_exp,
-                                 .n_ff_shexp = c->n_ff_shexp};
+    const pl_arch_shape shape = mk_shape(c);
     const pl_arch_hparams hp = {.n_ctx = c->n_ctx,
                                 .rms_eps = c->rms_eps,
                                 .rope_base = c->rope_base,
@@ -577,18 +583,7 @@ pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress
      * final norm: peaked enough that argmax comparisons mean something; in-projections keep
      * unit variance; the two that write the residual stream are scaled by 1/sqrt(2 n_layer)
      * so it stays O(1) through depth */
-    const pl_arch_shape shape = {.n_embd = c->n_embd,
-                                 .n_layer = c->n_layer,
-                                 .n_head = c->n_head,
-                                 .n_head_kv = c->n_head_kv,
-                                 .n_ff = c->n_ff,
-                                 .n_vocab = c->n_vocab,
-                                 .head_dim = mk_head_dim(c),
-                                 .tied = c->tied,
-                                 .n_expert = c->n_expert,
-                                 .n_expert_used = c->n_expert_used,
-                                 .n_ff_exp = c->n_ff_exp,
-                                 .n_ff_shexp = c->n_ff_shexp};
+    const pl_arch_shape shape = mk_shape(c);
     size_t n_plan = 0;
     if ((s = pl_arch_tensors(c->arch, &shape, NULL, 0, &n_plan, err))) goto done;
     if (n_plan > cap) {

@@ -25,18 +25,10 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  check, finish, startServer, stopServer, metrics, metricSum, sleep, SKIP_CODE,
+  check, finish, startServer, stopServer, metrics, metricSum, sleep, skip,
 } from './serve_lib.mjs';
 
 const t0 = Date.now();
-function skip(why) {
-  if (process.env.PLUMB_NO_SKIP === '1') {
-    console.log(`FAIL: ${why} (PLUMB_NO_SKIP=1 forbids skipping)`);
-    process.exit(1);
-  }
-  console.log(`SKIP: ${why}`);
-  process.exit(SKIP_CODE);
-}
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const CFG = process.env.PLUMB_HAPROXY_CFG ?? path.join(here, '..', '..', 'serve', 'deploy', 'haproxy.cfg');

@@ -6,6 +6,16 @@ import { readFileSync } from 'node:fs';
 
 export const SKIP_CODE = 77; // ctest SKIP_RETURN_CODE of every serve test
 
+// A test whose tools are missing skips (exit 77), unless PLUMB_NO_SKIP=1 (CI) makes that a failure.
+export function skip(why) {
+  if (process.env.PLUMB_NO_SKIP === '1') {
+    console.log(`FAIL: ${why} (PLUMB_NO_SKIP=1 forbids skipping)`);
+    process.exit(1);
+  }
+  console.log(`SKIP: ${why}`);
+  process.exit(SKIP_CODE);
+}
+
 // The environment ctest gives every serve test (conformance/serve.cmake).
 export function env() {
   const cli = process.env.PLUMB_CLI;

@@ -8,18 +8,10 @@ import { createRequire } from 'node:module';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  check, finish, startServer, stopAndCheck, checkSettled, SKIP_CODE,
+  check, finish, startServer, stopAndCheck, checkSettled, skip,
 } from './serve_lib.mjs';
 
 const npmDir = process.env.PLUMB_SERVE_NPM;
-function skip(why) {
-  if (process.env.PLUMB_NO_SKIP === '1') {
-    console.log(`FAIL: ${why} (PLUMB_NO_SKIP=1 forbids skipping)`);
-    process.exit(1);
-  }
-  console.log(`SKIP: ${why}`);
-  process.exit(SKIP_CODE);
-}
 if (!npmDir || !existsSync(path.join(npmDir, 'node_modules', 'openai', 'package.json'))) {
   skip(`npm package openai not installed in '${npmDir}' (the serve_npm_setup fixture skipped or failed)`);
 }
