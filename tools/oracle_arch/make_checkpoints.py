@@ -315,7 +315,157 @@ def cases():
                              use_sliding_window=False), 1e6, None),
         expect={"global": inv_default(1e6, HD)},
         ablate={"no_norm_topk_prob": ("set", {"norm_topk_prob": False})})
+    # ---- issue 49: the next families (dimensions shrunk, every structural feature kept) ----
+    fam = dict(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+               num_attention_heads=2, num_key_value_heads=1, hidden_act="silu",
+               max_position_embeddings=4096, **SPECIAL)
+    # SmolLM3-3B: llama with every 4th layer without RoPE (no_rope_layers: 1 = RoPE, 0 = NoPE).
+    C["smollm3"] = dict(
+        cls=("SmolLM3Config", "SmolLM3ForCausalLM"),
+        spell=spellings(dict(fam, num_hidden_layers=4, rms_norm_eps=1e-6,
+                             no_rope_layers=[1, 1, 1, 0], no_rope_layer_interval=4,
+                             use_sliding_window=False, attention_bias=False, mlp_bias=False,
+                             tie_word_embeddings=True), 2000000.0, None),
+        expect={"global": inv_default(2e6, HD)},
+        ablate={"rope_everywhere": ("set", {"no_rope_layers": [1, 1, 1, 1]})})
+    # OLMo 2 (7B/13B MHA, 32B GQA): no pre-norms; RMSNorm after attention and after the MLP,
+    # q/k norms over the whole projection (heads x head_dim), untied.
+    C["olmo2"] = dict(
+        cls=("Olmo2Config", "Olmo2ForCausalLM"),
+        spell=spellings(dict(fam, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                             rms_norm_eps=1e-6, attention_bias=False,
+                             tie_word_embeddings=False), 500000.0, None),
+        expect={"global": inv_default(5e5, HD)}, ablate={})
+    # Granite 3.x: embedding, residual, attention and logit multipliers (3.1 8B: 12, 0.22,
+    # 1/128, 16), tied.
+    gr = dict(fam, rms_norm_eps=1e-5, attention_bias=False, mlp_bias=False,
+              tie_word_embeddings=True, embedding_multiplier=12.0, residual_multiplier=0.22,
+              attention_multiplier=0.0625, logits_scaling=2.0)
+    C["granite"] = dict(
+        cls=("GraniteConfig", "GraniteForCausalLM"),
+        spell=spellings(gr, 10000.0, None),
+        expect={"global": inv_default(1e4, HD)},
+        ablate={"no_multipliers": ("set", {"embedding_multiplier": 1.0,
+                                           "residual_multiplier": 1.0,
+                                           "attention_multiplier": HD ** -0.5,
+                                           "logits_scaling": 1.0})})
+    # Command R7B: LayerNorm (mean-centred, no bias), attention and MLP in parallel from one
+    # norm, 3 sliding layers : 1 global, the global layers without RoPE, logit_scale, tied.
+    c2_layers = ["sliding_attention"] * 3 + ["full_attention"]
+    C["cohere2"] = dict(
+        cls=("Cohere2Config", "Cohere2ForCausalLM"),
+        spell=spellings(dict(fam, num_hidden_layers=4, num_attention_heads=2,
+                             num_key_value_heads=1, layer_norm_eps=1e-5, logit_scale=0.5,
+                             sliding_window=8, layer_types=c2_layers, attention_bias=False,
+                             tie_word_embeddings=True), 50000.0, None),
+        expect={"global": inv_default(5e4, HD)}, expect_layers=c2_layers,
+        ablate={"no_sliding_window": ("set", {"sliding_window": 4096}),
+                "logit_scale_1": ("set", {"logit_scale": 1.0})})
+    # EXAONE 4.0 32B: post-norms with per-head q/k norms, 3 sliding : 1 global, the global
+    # layers without RoPE, untied.
+    C["exaone4"] = dict(
+        cls=("Exaone4Config", "Exaone4ForCausalLM"),
+        spell=spellings(dict(fam, num_hidden_layers=4, head_dim=HD, rms_norm_eps=1e-5,
+                             sliding_window=8, sliding_window_pattern=4, layer_types=c2_layers,
+                             tie_word_embeddings=False), 1000000.0, None),
+        expect={"global": inv_default(1e6, HD)}, expect_layers=c2_layers,
+        ablate={"no_sliding_window": ("set", {"sliding_window": 4096})})
+    # GLM-4-9B-0414: partial rotary (half of head_dim), q/k/v biases, fused gate_up_proj,
+    # norms after attention and after the MLP as well as before, GQA, untied.
+    C["glm4"] = dict(
+        cls=("Glm4Config", "Glm4ForCausalLM"), partial=0.5,
+        spell=[(n + "+partial_rotary_factor", dict(kw, partial_rotary_factor=0.5))
+               for n, kw in spellings(dict(fam, num_attention_heads=4, num_key_value_heads=2,
+                                           head_dim=HD, rms_norm_eps=1e-5, attention_bias=True,
+                                           tie_word_embeddings=False), 10000.0, None,
+                                      extra_rp={"partial_rotary_factor": 0.5})],
+        expect={"global": inv_default(1e4, HD // 2)}, ablate={})
+    # gpt-oss-20b: 8 experts (32 in the release), top-4 with a router bias and a softmax over
+    # the chosen four, expert and attention biases, learned attention sinks, sliding (even) /
+    # full layers, YaRN factor 32 over 4096 (truncate false), the clamped SwiGLU; the experts
+    # are saved as MXFP4 blocks and scales as the released checkpoint holds them ("gpt-oss"),
+    # or dense as transformers saves them ("gpt-oss-dense", the layout of BF16 re-releases).
+    go_layers = ["sliding_attention", "full_attention"] * 2
+    go_yarn = {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+               "truncate": False, "original_max_position_embeddings": 4096}
+    go = dict(fam, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+              head_dim=HD, intermediate_size=64, num_local_experts=8, num_experts_per_tok=4,
+              rms_norm_eps=1e-5, sliding_window=8, layer_types=go_layers, attention_bias=True,
+              max_position_embeddings=131072, swiglu_limit=7.0, tie_word_embeddings=False)
+    for nm, mx in (("gpt-oss", True), ("gpt-oss-dense", False)):
+        C[nm] = dict(
+            cls=("GptOssConfig", "GptOssForCausalLM"), gptoss=True, mxfp4=mx,
+            spell=spellings(go, 150000.0, go_yarn),
+            expect={"global": ("yarn", [inv_yarn(150000.0, HD, 32.0, 4096, False)],
+                               inv_default(150000.0, HD))},
+            expect_scale=0.1 * math.log(32.0) + 1.0, expect_layers=go_layers,
+            ablate={"no_sliding_window": ("set", {"sliding_window": 4096}),
+                    "no_rope_scaling": ("rope_default", 150000.0)})
     return C
+
+
+# ---- MXFP4 (OCP microscaling: 32 E2M1 values sharing one E8M0 scale) -------------------------
+
+FP4 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
+                -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0], dtype=np.float64)
+
+
+def mxfp4_quantize(w):
+    """w: (..., K) float, K a multiple of 32. Returns (blocks uint8 (..., K/32, 16), scales uint8
+    (..., K/32), dequantized float32 (..., K)) in transformers' checkpoint layout: byte j of a
+    block holds element 2j in its low nibble, 2j+1 in its high nibble; value = FP4[code] *
+    2^(scale - 127). The scale puts the block's largest magnitude at or under 6; each value
+    takes the nearest level (ties to the lower code)."""
+    w = np.asarray(w, dtype=np.float64)
+    blk = w.reshape(w.shape[:-1] + (w.shape[-1] // 32, 32))
+    amax = np.abs(blk).max(-1)
+    e = np.where(amax > 0, np.ceil(np.log2(np.maximum(amax, 1e-30) / 6.0)), 0).astype(np.int64)
+    e = np.clip(e, -127, 127)
+    x = blk / np.ldexp(1.0, e)[..., None]
+    codes = np.abs(x[..., None] - FP4[None, :]).argmin(-1).astype(np.uint8)
+    deq = FP4[codes] * np.ldexp(1.0, e)[..., None]
+    packed = (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+    return packed, (e + 127).astype(np.uint8), deq.reshape(w.shape).astype(np.float32)
+
+
+def mxfp4_experts(model):
+    """Replaces every expert weight by its MXFP4 round trip (the model then IS the quantized
+    one) and returns the hub tensors {name_blocks, name_scales} for each, checked against
+    transformers' own unpacking (integrations.mxfp4.convert_moe_packed_tensors)."""
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+    hub = {}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.ndim != 3 or not name.endswith(("gate_up_proj", "down_proj")):
+                continue
+            rows = p.detach().double().numpy().transpose(0, 2, 1)  # (E, out, in)
+            blocks, scales, deq = mxfp4_quantize(rows)
+            p.copy_(torch.from_numpy(deq.transpose(0, 2, 1).copy()))
+            back = convert_moe_packed_tensors(torch.from_numpy(blocks), torch.from_numpy(scales),
+                                              dtype=torch.float32)
+            if not torch.equal(back, p.detach()):
+                raise RuntimeError("MXFP4 packing of %s disagrees with transformers" % name)
+            hub[name + "_blocks"] = torch.from_numpy(blocks)
+            hub[name + "_scales"] = torch.from_numpy(scales)
+    return hub
+
+
+def hubify_mxfp4(d, hub):
+    from safetensors.torch import load_file, save_file
+    path = os.path.join(d, "model.safetensors")
+    sd = load_file(path)
+    out = {k: v.contiguous() for k, v in sd.items() if k not in
+           {h[: -len("_blocks")] for h in hub if h.endswith("_blocks")}}
+    out.update({k: v.contiguous() for k, v in hub.items()})
+    save_file(out, path, metadata={"format": "pt"})
+    cp = os.path.join(d, "config.json")
+    cfg = json.load(open(cp))
+    cfg["quantization_config"] = {
+        "quant_method": "mxfp4",
+        "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                   "model.embed_tokens", "lm_head"]}
+    with open(cp, "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
 
 
 # ---- building, checking, saving ------------------------------------------------------------------
@@ -395,12 +545,16 @@ def randomize(model, case, seed):
     with torch.no_grad():
         for name, p in model.named_parameters():
             r = torch.randn(p.shape, generator=g, dtype=torch.float32)
-            if "norm" in name and p.ndim == 1:
+            if name.endswith("sinks"):  # gpt-oss: one logit per head joining the softmax
+                p.copy_(2.0 * r)
+            elif "norm" in name and p.ndim == 1:
                 p.copy_(0.1 * r if case.get("gemma") else 1 + 0.1 * r)
             elif name.endswith("bias"):
                 p.copy_(0.2 * r)
             elif "embed_tokens" in name or "lm_head" in name:
                 p.copy_(r)
+            elif p.ndim == 3 and case.get("gptoss"):  # GptOssExperts: (experts, in, out)
+                p.copy_(r / math.sqrt(p.shape[1]))
             elif p.ndim == 3:  # fused experts (transformers 5): (experts, out, in)
                 p.copy_(r / math.sqrt(p.shape[2]))
             elif p.ndim == 2:
@@ -449,6 +603,10 @@ def ablated_kwargs(kw, how):
                     return keep
                 return {k: strip(v) for k, v in d.items()}
             kw["rope_parameters"] = strip(rp)
+    elif op == "rope_default":  # a config class whose default is itself a scaling (gpt-oss)
+        kw.pop("rope_scaling", None)
+        kw.pop("rope_theta", None)
+        kw["rope_parameters"] = {"rope_type": "default", "rope_theta": how[1]}
     elif op == "local_base":
         if "rope_parameters" in kw:
             kw["rope_parameters"]["sliding_attention"]["rope_theta"] = how[1]
@@ -532,6 +690,25 @@ def from_pretrained(cls, d):
         return cls.from_pretrained(d, torch_dtype=torch.float32, attn_implementation="eager").eval()
 
 
+RELOAD_NOTES = []
+
+
+def reload_mxfp4(cls, d, model):
+    """The MXFP4 checkpoint reloaded by transformers with dequantize=True where this version
+    can on the CPU; otherwise the in-memory model (whose expert weights are the exact MXFP4
+    values, checked against transformers' unpacking when the hub tensors were made)."""
+    try:
+        q = transformers.Mxfp4Config(dequantize=True)
+        m = cls.from_pretrained(d, dtype=torch.float32, attn_implementation="eager",
+                                quantization_config=q).eval().float()
+        RELOAD_NOTES.append("reloaded with Mxfp4Config(dequantize=True)")
+        return m
+    except Exception as e:
+        RELOAD_NOTES.append("reload with Mxfp4Config(dequantize=True) failed (%s: %s); the "
+                            "oracle is the in-memory model" % (type(e).__name__, str(e)[:200]))
+        return model
+
+
 def make_case(out, name, case, seed, seqs):
     errors = []
     for entry in case["spell"] + case.get("fallback", []):
@@ -558,9 +735,12 @@ def make_case(out, name, case, seed, seqs):
     else:
         return {"name": name, "skipped": True, "errors": errors}
     randomize(model, case, seed)
+    hub = mxfp4_experts(model) if case.get("mxfp4") else None
     d = os.path.join(out, name)
     shutil.rmtree(d, ignore_errors=True)
     model.save_pretrained(d, safe_serialization=True)
+    if hub:
+        hubify_mxfp4(d, hub)
     if case.get("moe"):  # the hub's layout: one 2-D tensor per expert, as released checkpoints
         hubify_experts(d, case)
     # The tokenizer files are the demo model's, linked (relative) rather than copied: 10 copies
@@ -570,7 +750,10 @@ def make_case(out, name, case, seed, seqs):
     mem = logits_of(model, seqs)
     loose = list(LOOSE)
     mdl_cls = getattr(transformers, case["cls"][1])
-    reloaded = from_pretrained(mdl_cls, d).float()
+    if hub:
+        reloaded = reload_mxfp4(mdl_cls, d, model)
+    else:
+        reloaded = from_pretrained(mdl_cls, d).float()
     rest_ok, _ = check_rope(reloaded, case["expect"])
     rest_bufs = {k: v.tolist() for k, v in rope_buffers(reloaded).items()}
     ref = logits_of(reloaded, seqs)
@@ -586,7 +769,9 @@ def make_case(out, name, case, seed, seqs):
             "mean_top1_prob": float(np.mean(np.concatenate([
                 torch.softmax(torch.from_numpy(l).double(), -1).max(-1).values.numpy()
                 for l in ref]))),
-            "ids": seqs}
+            "ids": seqs,
+            "reload_notes": list(RELOAD_NOTES)}
+    del RELOAD_NOTES[:]
     meta.update(case.get("notes", {}))
     meta["reloaded_rope_matches_definition"] = rest_ok
     if "expect_scale" in case:
