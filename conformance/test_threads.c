@@ -707,6 +707,44 @@ static void threads_env_rejects_values_that_are_not_positive_integers(void)
     }
 }
 
+static void spin_env_sets_the_budget_and_rejects_other_values(void)
+{
+    int us = -5;
+    pl_error err;
+    CU_ASSERT(pl_pool_resolve_spin(NULL, 1000, &us, &err) == PL_OK && us == 1000);
+    CU_ASSERT(pl_pool_resolve_spin("", 1000, &us, &err) == PL_OK && us == 1000);
+    CU_ASSERT(pl_pool_resolve_spin("0", 1000, &us, &err) == PL_OK && us == 0);
+    CU_ASSERT(pl_pool_resolve_spin("250", 1000, &us, &err) == PL_OK && us == 250);
+    CU_ASSERT(pl_pool_resolve_spin("1000000", 0, &us, &err) == PL_OK && us == 1000000);
+    static const char *bad[] = {"-1", "abc", "1000001", "99999999999999999999", " 2", "2 ",
+                                "+2", "1e3", "3.0"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pl_status st = pl_pool_resolve_spin(bad[i], 1000, &us, &err);
+        TU_CHECK(st == PL_ERR_CONFIG && strstr(err.msg, "PLUMB_SPIN_US") && strstr(err.msg, bad[i]),
+                 "PLUMB_SPIN_US='%s': %s '%s'", bad[i], pl_status_str(st), err.msg);
+    }
+    const char *saved = getenv("PLUMB_SPIN_US");
+    char keep[32] = "";
+    if (saved) snprintf(keep, sizeof keep, "%s", saved);
+    pl_pool *p = NULL;
+    setenv("PLUMB_SPIN_US", "0", 1);
+    CU_ASSERT(pl_pool_new(&p, 1, &err) == PL_OK && pl_pool_spin_us(p) == 0);
+    pl_pool_free(p);
+    p = NULL;
+    setenv("PLUMB_SPIN_US", "1234", 1);
+    CU_ASSERT(pl_pool_new(&p, 1, &err) == PL_OK && pl_pool_spin_us(p) == 1234);
+    pl_pool_free(p);
+    setenv("PLUMB_SPIN_US", "fast", 1);
+    p = (pl_pool *)&err;
+    pl_status st = pl_pool_new(&p, 1, &err);
+    TU_CHECK(st == PL_ERR_CONFIG && p == NULL && strstr(err.msg, "PLUMB_SPIN_US='fast'"),
+             "PLUMB_SPIN_US=fast: %s '%s'", pl_status_str(st), err.msg);
+    if (saved)
+        setenv("PLUMB_SPIN_US", keep, 1);
+    else
+        unsetenv("PLUMB_SPIN_US");
+}
+
 static void pool_new_reads_plumb_threads_only_for_the_default(void)
 {
     int base = os_threads();
@@ -1108,6 +1146,8 @@ int main(int argc, char **argv)
          threads_env_rejects_values_that_are_not_positive_integers},
         {"pool_new_reads_plumb_threads_only_for_the_default",
          pool_new_reads_plumb_threads_only_for_the_default},
+        {"spin_env_sets_the_budget_and_rejects_other_values",
+         spin_env_sets_the_budget_and_rejects_other_values},
         {"pool_topology_and_bindings_are_consistent", pool_topology_and_bindings_are_consistent},
         {"pool_format_fills_the_buffer_or_says_the_size_needed",
          pool_format_fills_the_buffer_or_says_the_size_needed},

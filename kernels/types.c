@@ -45,28 +45,6 @@ static uint32_t f32_bits(float f)
     return u;
 }
 
-static float bits_f32(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-float pl_f16_to_f32(pl_f16 h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t man = h & 0x3ffu;
-    if (exp == 0x1f) return bits_f32(sign | 0x7f800000u | (man << 13)); /* inf / nan */
-    if (exp == 0) {
-        if (man == 0) return bits_f32(sign);
-        /* subnormal: man * 2^-24, exact in float */
-        float v = (float)man * 0x1p-24f;
-        return sign ? -v : v;
-    }
-    return bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
-}
-
 pl_f16 pl_f32_to_f16(float f)
 {
     uint32_t u = f32_bits(f);
@@ -92,11 +70,6 @@ pl_f16 pl_f32_to_f16(float f)
     uint32_t rem = r & 0x1fffu;
     if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;
     return (pl_f16)(sign | q);
-}
-
-float pl_bf16_to_f32(pl_bf16 h)
-{
-    return bits_f32((uint32_t)h << 16);
 }
 
 pl_bf16 pl_f32_to_bf16(float f)

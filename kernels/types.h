@@ -6,6 +6,7 @@
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pl_base.h"
 
@@ -188,10 +189,37 @@ struct pl_type_traits {
  * id returns traits with block_size 0 and its ggml name. */
 const struct pl_type_traits *pl_type_traits_of(uint32_t type);
 
-/* IEEE half and bfloat16 conversions (exact; round-to-nearest-even on the way down). */
-float pl_f16_to_f32(pl_f16 h);
+/* IEEE half and bfloat16 conversions (exact; round-to-nearest-even on the way down). The
+ * widening ones are inline: the reference kernels call them per element (out of line, the call
+ * was a fifth of the reference set's time in test_e2e). */
+static inline float pl_bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline float pl_f16_to_f32(pl_f16 h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    if (exp == 0x1f) return pl_bits_f32(sign | 0x7f800000u | (man << 13)); /* inf / nan */
+    if (exp == 0) {
+        if (man == 0) return pl_bits_f32(sign);
+        /* subnormal: man * 2^-24, exact in float */
+        float v = (float)man * 0x1p-24f;
+        return sign ? -v : v;
+    }
+    return pl_bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+static inline float pl_bf16_to_f32(pl_bf16 h)
+{
+    return pl_bits_f32((uint32_t)h << 16);
+}
+
 pl_f16 pl_f32_to_f16(float f);
-float pl_bf16_to_f32(pl_bf16 h);
 pl_bf16 pl_f32_to_bf16(float f);
 
 #endif

@@ -253,6 +253,22 @@ pl_status pl_pool_resolve_threads(int n_threads, const char *env_value, int defa
     return pl_ok(err);
 }
 
+pl_status pl_pool_resolve_spin(const char *env_value, int default_us, int *out, pl_error *err)
+{
+    if (!out) return pl_fail(err, PL_ERR_INVALID_ARG, "out is NULL");
+    *out = default_us;
+    if (!env_value || !env_value[0]) return pl_ok(err);
+    long v = 0;
+    const char *s = env_value;
+    for (; *s >= '0' && *s <= '9' && v <= PL_POOL_MAX_SPIN_US; s++) v = v * 10 + (*s - '0');
+    if (*s != '\0' || v > PL_POOL_MAX_SPIN_US)
+        return pl_fail(err, PL_ERR_CONFIG,
+                       "PLUMB_SPIN_US='%.64s' is not an integer from 0 to %d (microseconds)",
+                       env_value, PL_POOL_MAX_SPIN_US);
+    *out = (int)v;
+    return pl_ok(err);
+}
+
 /* ---- topology ------------------------------------------------------------------ */
 
 static void topology_fallback(pl_pool *p, const char *what, int e)
@@ -643,8 +659,16 @@ pl_status pl_pool_new(pl_pool **out, int n_threads, pl_error *err)
         pool_destroy(p);
         return st;
     }
+    int spin = 0;
+    st =
+        pl_pool_resolve_spin(getenv("PLUMB_SPIN_US"),
+                             size > p->topo.n_pus_usable ? 0 : PL_POOL_DEFAULT_SPIN_US, &spin, err);
+    if (st != PL_OK) {
+        pool_destroy(p);
+        return st;
+    }
     p->size = size;
-    atomic_store(&p->spin_us, size > p->topo.n_pus_usable ? 0 : PL_POOL_DEFAULT_SPIN_US);
+    atomic_store(&p->spin_us, spin);
     p->backoff = 1;
     p->bind = pl_calloc((size_t)size, sizeof *p->bind);
     p->workers = pl_calloc((size_t)size, sizeof *p->workers);

@@ -19,6 +19,8 @@
  * wake (tens of microseconds in VMs, more with many threads): below that, one hiccup makes every
  * following run slow enough for the workers to fall asleep again (measured: perf/NOTES.md). */
 #define PL_POOL_DEFAULT_SPIN_US 1000
+/* The largest spin budget PLUMB_SPIN_US may ask for (one second). */
+#define PL_POOL_MAX_SPIN_US 1000000
 
 /* The machine as hwloc sees it. "Usable" means inside the process's CPU affinity mask (taskset,
  * cpuset cgroups): the pool only ever places threads there. */
@@ -143,6 +145,10 @@ void pl_pool_set_stall_backoff(pl_pool *p, int on);
 /* Spin budget in microseconds (0: sleep at once); see PL_POOL_DEFAULT_SPIN_US. Safe to change
  * at any time; waits that start afterwards use the new value. */
 void pl_pool_set_spin_us(pl_pool *p, int us);
+/* The spin budget a new pool starts with: env_value (PLUMB_SPIN_US, microseconds, 0..
+ * PL_POOL_MAX_SPIN_US; 0 sleeps at once: for machines shared with other work) or, when NULL or
+ * empty, default_us. Anything else is PL_ERR_CONFIG naming the value. */
+pl_status pl_pool_resolve_spin(const char *env_value, int default_us, int *out, pl_error *err);
 int pl_pool_spin_us(const pl_pool *p);
 
 const pl_topology *pl_pool_topology(const pl_pool *p);
