@@ -488,12 +488,106 @@ static void threads_render_the_models_template_as_one_thread_does(void)
     free(tmpl);
 }
 
+/* ---- mkmodel's family vocabularies (issue 47 item 13) ---- */
+
+static int is_eog(const pl_model *m, const char *text)
+{
+    int32_t id[4];
+    size_t n = 0;
+    if (pl_tokenize(m, text, strlen(text), PL_TOKENIZE_PARSE_SPECIAL, id, 4, &n, NULL) || n != 1)
+        return -1;
+    return pl_vocab_is_eog(m, id[0]);
+}
+
+/* Each family vocabulary carries its family's real template, byte for byte the corpus file; its
+ * turn markers are one special token each, at the last ids; the template renders a conversation
+ * whose markers tokenize to those ids; the end-of-turn marker ends generation. */
+static void family_vocabularies_carry_their_real_template_and_turn_tokens(void)
+{
+    static const struct {
+        enum demo_vocab_kind v;
+        const char *file, *json, *first_turn, *end_turn;
+        int n_tail; /* the markers' distance from the end: first_turn's, end_turn's */
+        int first_at, end_at;
+    } fam[] = {
+        {DEMO_VOCAB_GEMMA, "gemma-2-it.jinja",
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", "<start_of_turn>",
+         "<end_of_turn>", 2, 2, 1},
+        {DEMO_VOCAB_PHI3, "phi-3.jinja", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+         "<|user|>", "<|end|>", 5, 1, 2},
+    };
+    for (size_t i = 0; i < N(fam); i++) {
+        char *want = corpus(fam[i].file);
+        pl_model *m = model_with(fam[i].v, NULL);
+        TU_CHECK(want && m, "%s: corpus file or model missing", fam[i].file);
+        if (!want || !m) {
+            free(want);
+            pl_model_free(m);
+            continue;
+        }
+        const char *src = NULL;
+        size_t len = 0;
+        CU_ASSERT(pl_model_chat_template(m, &src, &len, NULL) == PL_OK);
+        TU_CHECK(src && len == strlen(want) && memcmp(src, want, len) == 0,
+                 "%s: the vocabulary's template is not the corpus file", fam[i].file);
+        pl_model_info info;
+        CU_ASSERT_FATAL(pl_model_get_info(m, &info, NULL) == PL_OK);
+        pl_error err;
+        size_t n = 0;
+        char *text = render_json(m, NULL, fam[i].json, 1, &n, &err);
+        TU_CHECK(text && strstr(text, fam[i].first_turn) && strstr(text, fam[i].end_turn),
+                 "%s: render: %s", fam[i].file, text ? text : err.msg);
+        int32_t ids[64];
+        size_t nid = 0;
+        if (text &&
+            pl_tokenize(m, text, n, PL_TOKENIZE_PARSE_SPECIAL, ids, 64, &nid, &err) == PL_OK) {
+            int saw_first = 0, saw_end = 0;
+            for (size_t k = 0; k < nid; k++) {
+                saw_first |= ids[k] == (int32_t)(info.n_vocab - fam[i].first_at);
+                saw_end |= ids[k] == (int32_t)(info.n_vocab - fam[i].end_at);
+            }
+            TU_CHECK(saw_first && saw_end,
+                     "%s: the rendered turn markers are not the ids %lld "
+                     "and %lld",
+                     fam[i].file, (long long)(info.n_vocab - fam[i].first_at),
+                     (long long)(info.n_vocab - fam[i].end_at));
+        } else {
+            TU_CHECK(0, "%s: tokenize: %s", fam[i].file, err.msg);
+        }
+        TU_CHECK(is_eog(m, fam[i].end_turn) == 1, "%s: %s does not end generation", fam[i].file,
+                 fam[i].end_turn);
+        TU_CHECK(is_eog(m, fam[i].first_turn) == 0, "%s: %s ends generation", fam[i].file,
+                 fam[i].first_turn);
+        free(text);
+        free(want);
+        pl_model_free(m);
+    }
+    /* the presets' own templates, for families that share a vocabulary layout */
+    static const struct {
+        const char *text, *file;
+    } own[] = {{demo_tmpl_gemma3, "gemma-3.jinja"}, {demo_tmpl_mistral, "mistral-instruct.jinja"}};
+    for (size_t i = 0; i < N(own); i++) {
+        char *want = corpus(own[i].file);
+        TU_CHECK(want && strcmp(want, own[i].text) == 0, "%s: the preset's template differs",
+                 own[i].file);
+        free(want);
+    }
+    mk_config c;
+    CU_ASSERT(mk_preset("gemma3-1b", &c) == 0 && c.vocab == DEMO_VOCAB_GEMMA &&
+              c.chat_template == demo_tmpl_gemma3);
+    CU_ASSERT(mk_preset("gemma2-2b", &c) == 0 && c.vocab == DEMO_VOCAB_GEMMA && !c.chat_template);
+    CU_ASSERT(mk_preset("phi3-mini", &c) == 0 && c.vocab == DEMO_VOCAB_PHI3);
+    CU_ASSERT(mk_preset("mixtral-8x7b", &c) == 0 && c.chat_template == demo_tmpl_mistral);
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
         {"a_template_that_does_not_compile_is_reported_and_the_model_still_runs",
          a_template_that_does_not_compile_is_reported_and_the_model_still_runs},
         {"an_empty_template_is_no_template", an_empty_template_is_no_template},
+        {"family_vocabularies_carry_their_real_template_and_turn_tokens",
+         family_vocabularies_carry_their_real_template_and_turn_tokens},
         {"json_conversations_reach_the_template_as_transformers_passes_them",
          json_conversations_reach_the_template_as_transformers_passes_them},
         {"bad_json_conversations_are_refused_with_their_position",

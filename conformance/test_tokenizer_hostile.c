@@ -9,6 +9,7 @@
 
 #include "testutil.h"
 #include "tokfix.h"
+#include "demo_vocab.h"
 
 /* Keys a base vocabulary may leave out. */
 enum { NO_MODEL = 1, NO_TOKENS = 2, NO_MERGES = 4, NO_TYPES = 8, NO_SCORES = 16 };
@@ -431,7 +432,7 @@ static void tok_load_fails_cleanly_at_every_allocation(void)
 /* Encoding allocates its scratch per call: a failure there is PL_ERR_NOMEM too. */
 static void tok_encode_fails_cleanly_at_every_allocation(void)
 {
-    for (int kind = 0; kind <= 2; kind++) {
+    for (int kind = 0; kind < DEMO_VOCAB_COUNT; kind++) {
         tf_file f;
         pl_error err;
         TU_CHECK(tf_demo(&f, kind, 700, &err) == PL_OK, "demo: %s", err.msg);

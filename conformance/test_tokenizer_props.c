@@ -427,7 +427,7 @@ static void stream_check(const struct pl_tokenizer *t, const int32_t *ids, size_
 
 static void streaming_equals_one_shot_and_never_splits_a_character(void)
 {
-    for (int kind = 0; kind <= 2; kind++) {
+    for (int kind = 0; kind < DEMO_VOCAB_COUNT; kind++) {
         tf_file f;
         pl_error err;
         TU_CHECK(tf_demo(&f, kind, 900, &err) == PL_OK, "demo: %s", err.msg);
@@ -540,7 +540,7 @@ static void *encode_job(void *p)
 
 static void encode_is_thread_safe_on_a_shared_tokenizer(void)
 {
-    for (int kind = 0; kind <= 2; kind++) {
+    for (int kind = 0; kind < DEMO_VOCAB_COUNT; kind++) {
         tf_file f;
         pl_error err;
         TU_CHECK(tf_demo(&f, kind, 2000, &err) == PL_OK, "demo: %s", err.msg);
@@ -566,7 +566,7 @@ static void encode_is_thread_safe_on_a_shared_tokenizer(void)
 static void demo_vocab_is_deterministic_and_exactly_sized(void)
 {
     static const uint32_t sizes[] = {0, 320, 1000, 5000, 32000};
-    for (int kind = 0; kind <= 2; kind++)
+    for (int kind = 0; kind < DEMO_VOCAB_COUNT; kind++)
         for (int i = 0; i < 5; i++) {
             uint32_t n = sizes[i] ? sizes[i] : demo_vocab_min((enum demo_vocab_kind)kind);
             void *a = NULL, *b = NULL;
@@ -604,7 +604,7 @@ static void demo_vocab_tokenizes_its_corpus_compactly(void)
     const char *text = demo_vocab_corpus(&len);
     int32_t *ids = malloc((len + 8) * sizeof *ids);
     if (!ids) abort();
-    for (int kind = 0; kind <= 2; kind++) {
+    for (int kind = 0; kind < DEMO_VOCAB_COUNT; kind++) {
         tf_file f;
         pl_error err;
         TU_CHECK(tf_demo(&f, kind, 4096, &err) == PL_OK, "demo: %s", err.msg);

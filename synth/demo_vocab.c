@@ -177,6 +177,117 @@ static const char tmpl_llama2[] =
     "content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + "
     "content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}";
 
+/* conformance/jinja/templates/gemma-2-it.jinja */
+static const char tmpl_gemma2[] =
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not "
+    "supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != "
+    "(loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate "
+    "user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% "
+    "set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ "
+    "'<start_of_turn>' + role + '\n"
+    "' + message['content'] | trim + '<end_of_turn>\n"
+    "' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n"
+    "'}}{% endif %}";
+/* conformance/jinja/templates/gemma-3.jinja */
+const char demo_tmpl_gemma3[] =
+    "{{ bos_token }}\n"
+    "{%- if messages[0]['role'] == 'system' -%}\n"
+    "    {%- if messages[0]['content'] is string -%}\n"
+    "        {%- set first_user_prefix = messages[0]['content'] + '\n"
+    "\n"
+    "' -%}\n"
+    "    {%- else -%}\n"
+    "        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n"
+    "\n"
+    "' -%}\n"
+    "    {%- endif -%}\n"
+    "    {%- set loop_messages = messages[1:] -%}\n"
+    "{%- else -%}\n"
+    "    {%- set first_user_prefix = \"\" -%}\n"
+    "    {%- set loop_messages = messages -%}\n"
+    "{%- endif -%}\n"
+    "{%- for message in loop_messages -%}\n"
+    "    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}\n"
+    "        {{ raise_exception(\"Conversation roles must alternate "
+    "user/assistant/user/assistant/...\") }}\n"
+    "    {%- endif -%}\n"
+    "    {%- if (message['role'] == 'assistant') -%}\n"
+    "        {%- set role = \"model\" -%}\n"
+    "    {%- else -%}\n"
+    "        {%- set role = message['role'] -%}\n"
+    "    {%- endif -%}\n"
+    "    {{ '<start_of_turn>' + role + '\n"
+    "' + (first_user_prefix if loop.first else \"\") }}\n"
+    "    {%- if message['content'] is string -%}\n"
+    "        {{ message['content'] | trim }}\n"
+    "    {%- elif message['content'] is iterable -%}\n"
+    "        {%- for item in message['content'] -%}\n"
+    "            {%- if item['type'] == 'image' -%}\n"
+    "                {{ '<start_of_image>' }}\n"
+    "            {%- elif item['type'] == 'text' -%}\n"
+    "                {{ item['text'] | trim }}\n"
+    "            {%- endif -%}\n"
+    "        {%- endfor -%}\n"
+    "    {%- else -%}\n"
+    "        {{ raise_exception(\"Invalid content type\") }}\n"
+    "    {%- endif -%}\n"
+    "    {{ '<end_of_turn>\n"
+    "' }}\n"
+    "{%- endfor -%}\n"
+    "{%- if add_generation_prompt -%}\n"
+    "    {{'<start_of_turn>model\n"
+    "'}}\n"
+    "{%- endif -%}\n";
+/* conformance/jinja/templates/phi-3.jinja */
+static const char tmpl_phi3[] =
+    "{% if messages[0]['role'] == 'system' %}\n"
+    "    {% set offset = 1 %}\n"
+    "{% else %}\n"
+    "    {% set offset = 0 %}\n"
+    "{% endif %}\n"
+    "\n"
+    "{% for message in messages %}\n"
+    "    {% if (message['role'] == 'user') != (loop.index0 % 2 == offset) %}\n"
+    "        {{ raise_exception('Conversation roles must alternate "
+    "user/assistant/user/assistant/...') }}\n"
+    "    {% endif %}\n"
+    "\n"
+    "    {{ '<|' + message['role'] + '|>\\n' + message['content'] | trim + '<|end|>' + '\\n' }}\n"
+    "{% endfor %}\n"
+    "\n"
+    "{% if add_generation_prompt %}\n"
+    "    {{ '<|assistant|>\\n' }}\n"
+    "{% endif %}\n";
+/* conformance/jinja/templates/mistral-instruct.jinja */
+const char demo_tmpl_mistral[] =
+    "{% if messages[0]['role'] == 'system' %}\n"
+    "    {% set loop_messages = messages[1:] %}\n"
+    "    {% set system_message = messages[0]['content'].strip() + '\\n\\n' %}\n"
+    "{% else %}\n"
+    "    {% set loop_messages = messages %}\n"
+    "    {% set system_message = '' %}\n"
+    "{% endif %}\n"
+    "\n"
+    "{{ bos_token }}\n"
+    "{% for message in loop_messages %}\n"
+    "    {% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}\n"
+    "        {{ raise_exception('Conversation roles must alternate "
+    "user/assistant/user/assistant/...') }}\n"
+    "    {% endif %}\n"
+    "    \n"
+    "    {% if loop.index0 == 0 %}\n"
+    "        {% set content = system_message + message['content'] %}\n"
+    "    {% else %}\n"
+    "        {% set content = message['content'] %}\n"
+    "    {% endif %}\n"
+    "    \n"
+    "    {% if message['role'] == 'user' %}\n"
+    "        {{ '[INST] ' + content.strip() + ' [/INST]' }}\n"
+    "    {% elif message['role'] == 'assistant' %}\n"
+    "        {{ ' '  + content.strip() + ' ' + eos_token }}\n"
+    "    {% endif %}\n"
+    "{% endfor %}";
+
 /* GGUF token types (tokenizer.ggml.token_type). */
 enum { T_NORMAL = 1, T_UNKNOWN = 2, T_CONTROL = 3, T_BYTE = 6 };
 
@@ -705,6 +816,10 @@ uint32_t demo_vocab_min(enum demo_vocab_kind kind)
     switch (kind) {
     case DEMO_VOCAB_SPM:
         return 3 + 256 + 1; /* specials, bytes, and the U+2581 piece */
+    case DEMO_VOCAB_GEMMA:
+        return 4 + 256 + 1 + 2;
+    case DEMO_VOCAB_PHI3:
+        return 3 + 256 + 1 + 5;
     case DEMO_VOCAB_BPE:
         return 256 + 3;
     case DEMO_VOCAB_BPE_LLAMA3:
@@ -840,9 +955,23 @@ oom:
     return -1;
 }
 
-static pl_status write_spm(pl_gguf_writer *w, uint32_t n_vocab, pl_error *err)
+/* The layout of a SentencePiece vocabulary: its leading specials (the first ids), the 256 byte
+ * tokens, the pieces, then its trailing specials (control, the last ids). */
+struct spm_layout {
+    const char *const *head; /* the first is <unk> unless unk says otherwise */
+    uint32_t n_head;
+    const char *const *tail;
+    uint32_t n_tail;
+    uint32_t bos, eos, unk; /* ids; a tail special's is n_vocab - n_tail + i */
+    int64_t pad;            /* -1: none */
+    int add_bos, add_space_prefix;
+    const char *tmpl;
+};
+
+static pl_status write_spm(pl_gguf_writer *w, const struct spm_layout *l, uint32_t n_vocab,
+                           pl_error *err)
 {
-    uint32_t n_fixed = 3 + 256, budget = n_vocab - n_fixed;
+    uint32_t n_fixed = l->n_head + 256, budget = n_vocab - n_fixed - l->n_tail;
     struct trainer tr = {.rng = 0x706c756d62ull};
     struct texts toks = {0};
     int32_t *types = NULL;
@@ -855,18 +984,17 @@ static pl_status write_spm(pl_gguf_writer *w, uint32_t n_vocab, pl_error *err)
     types = malloc(n_vocab * sizeof *types);
     scores = malloc(n_vocab * sizeof *scores);
     if (!types || !scores || texts_init(&toks, n_vocab)) goto done;
-    static const char *const fixed[] = {"<unk>", "<s>", "</s>"};
-    for (uint32_t i = 0; i < 3; i++) {
-        if (tx_add(&toks, fixed[i], strlen(fixed[i]), 0)) goto done;
-        types[i] = i == 0 ? T_UNKNOWN : T_CONTROL;
+    for (uint32_t i = 0; i < l->n_head; i++) {
+        if (tx_add(&toks, l->head[i], strlen(l->head[i]), 0)) goto done;
+        types[i] = i == l->unk ? T_UNKNOWN : T_CONTROL;
         scores[i] = 0.0f;
     }
     for (uint32_t b = 0; b < 256; b++) {
         char name[8];
         snprintf(name, sizeof name, "<0x%02X>", b);
         if (tx_add(&toks, name, 6, 0)) goto done;
-        types[3 + b] = T_BYTE;
-        scores[3 + b] = 0.0f;
+        types[l->n_head + b] = T_BYTE;
+        scores[l->n_head + b] = 0.0f;
     }
     /* Merged pieces in the order they were made (score -rank), then the characters. */
     uint32_t o = n_fixed;
@@ -880,20 +1008,27 @@ static pl_status write_spm(pl_gguf_writer *w, uint32_t n_vocab, pl_error *err)
         types[o] = T_NORMAL;
         scores[o] = -1e6f - (float)i;
     }
+    for (uint32_t i = 0; i < l->n_tail; i++, o++) {
+        if (tx_add(&toks, l->tail[i], strlen(l->tail[i]), 0)) goto done;
+        types[o] = T_CONTROL;
+        scores[o] = 0.0f;
+    }
     if ((s = pl_gguf_writer_set_string(w, "tokenizer.ggml.model", "llama", 5, err)) ||
         (s = put_array_str(w, "tokenizer.ggml.tokens", &toks, err)) ||
         (s = pl_gguf_writer_set_array(w, "tokenizer.ggml.scores", PL_GGUF_FLOAT32, scores, n_vocab,
                                       err)) ||
         (s = pl_gguf_writer_set_array(w, "tokenizer.ggml.token_type", PL_GGUF_INT32, types, n_vocab,
                                       err)) ||
-        (s = pl_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1, err)) ||
-        (s = pl_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2, err)) ||
-        (s = pl_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0, err)) ||
-        (s = put_bool(w, "tokenizer.ggml.add_bos_token", 1, err)) ||
+        (s = pl_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", l->bos, err)) ||
+        (s = pl_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", l->eos, err)) ||
+        (s = pl_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", l->unk, err)) ||
+        (l->pad >= 0 && (s = pl_gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id",
+                                                    (uint32_t)l->pad, err))) ||
+        (s = put_bool(w, "tokenizer.ggml.add_bos_token", l->add_bos, err)) ||
         (s = put_bool(w, "tokenizer.ggml.add_eos_token", 0, err)) ||
-        (s = put_bool(w, "tokenizer.ggml.add_space_prefix", 1, err)) ||
-        (s = pl_gguf_writer_set_string(w, "tokenizer.chat_template", tmpl_llama2,
-                                       strlen(tmpl_llama2), err)))
+        (s = put_bool(w, "tokenizer.ggml.add_space_prefix", l->add_space_prefix, err)) ||
+        (s = pl_gguf_writer_set_string(w, "tokenizer.chat_template", l->tmpl, strlen(l->tmpl),
+                                       err)))
         goto done;
     s = PL_OK;
 done:
@@ -904,6 +1039,23 @@ done:
     free(types);
     free(scores);
     return s;
+}
+
+static pl_status write_spm_kind(pl_gguf_writer *w, enum demo_vocab_kind kind, uint32_t n_vocab,
+                                pl_error *err)
+{
+    static const char *const llama_head[] = {"<unk>", "<s>", "</s>"};
+    static const char *const gemma_head[] = {"<pad>", "<eos>", "<bos>", "<unk>"};
+    static const char *const gemma_tail[] = {"<start_of_turn>", "<end_of_turn>"};
+    static const char *const phi3_tail[] = {"<|endoftext|>", "<|assistant|>", "<|system|>",
+                                            "<|end|>", "<|user|>"};
+    struct spm_layout l = {llama_head, 3, NULL, 0, 1, 2, 0, -1, 1, 1, tmpl_llama2};
+    if (kind == DEMO_VOCAB_GEMMA)
+        l = (struct spm_layout){gemma_head, 4, gemma_tail, 2, 2, 1, 3, 0, 1, 0, tmpl_gemma2};
+    else if (kind == DEMO_VOCAB_PHI3)
+        l = (struct spm_layout){llama_head, 3,  phi3_tail, 5, 1,        n_vocab - 5,
+                                0,          -1, 0,         1, tmpl_phi3};
+    return write_spm(w, &l, n_vocab, err);
 }
 
 pl_status demo_vocab_write(pl_gguf_writer *w, enum demo_vocab_kind kind, uint32_t n_vocab,
@@ -921,5 +1073,7 @@ pl_status demo_vocab_write(pl_gguf_writer *w, enum demo_vocab_kind kind, uint32_
         }
         return PL_ERR_INVALID_ARG;
     }
-    return kind == DEMO_VOCAB_SPM ? write_spm(w, n_vocab, err) : write_bpe(w, kind, n_vocab, err);
+    return kind == DEMO_VOCAB_BPE || kind == DEMO_VOCAB_BPE_LLAMA3
+               ? write_bpe(w, kind, n_vocab, err)
+               : write_spm_kind(w, kind, n_vocab, err);
 }

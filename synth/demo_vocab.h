@@ -23,7 +23,23 @@ enum demo_vocab_kind {
      * (<|begin_of_text|> <|end_of_text|> <|start_header_id|> <|end_header_id|> <|eot_id|>),
      * BOS added, the Llama 3 chat template. */
     DEMO_VOCAB_BPE_LLAMA3 = 2,
+    /* As DEMO_VOCAB_SPM but Gemma's layout: <pad> <eos> <bos> <unk> first (ids 0-3 as in
+     * Gemma), no space prefix, <start_of_turn> <end_of_turn> (control) as the last ids; the
+     * Gemma 2 chat template. */
+    DEMO_VOCAB_GEMMA = 3,
+    /* As DEMO_VOCAB_SPM (<unk> <s> </s>, space prefix) with Phi-3's specials as the last ids:
+     * <|endoftext|> (eos) <|assistant|> <|system|> <|end|> <|user|>; no BOS added; the Phi-3
+     * chat template. */
+    DEMO_VOCAB_PHI3 = 4,
 };
+#define DEMO_VOCAB_COUNT 5
+
+/* Real chat templates (tokenizer_config.json) for presets whose family shares a vocabulary
+ * layout with another: Gemma 3's (DEMO_VOCAB_GEMMA carries Gemma 2's) and Mistral Instruct's
+ * (DEMO_VOCAB_SPM carries Llama 2's). Byte for byte the files of conformance/jinja/templates/
+ * (test_chat_template checks it). */
+extern const char demo_tmpl_gemma3[];
+extern const char demo_tmpl_mistral[];
 
 /* The smallest n_vocab demo_vocab_write accepts for the kind (no merges at all). */
 uint32_t demo_vocab_min(enum demo_vocab_kind kind);

@@ -119,7 +119,7 @@ static const struct preset {
       .local_window = 4096,
       .attn_softcap = 50.0f,
       .final_softcap = 30.0f,
-      .vocab = DEMO_VOCAB_BPE}},
+      .vocab = DEMO_VOCAB_GEMMA}},
     /* google/gemma-3-1b-pt: one KV head, q/k norms, local layers of 512 (five of six). */
     {"gemma3-1b",
      {.name = "plumb gemma3-1b (random weights)",
@@ -136,9 +136,10 @@ static const struct preset {
       .rms_eps = 1e-6f,
       .tied = 1,
       .local_window = 512,
-      .vocab = DEMO_VOCAB_BPE}},
+      .vocab = DEMO_VOCAB_GEMMA,
+      .chat_template = demo_tmpl_gemma3}},
     /* microsoft/Phi-3-mini-4k-instruct: fused qkv and gate/up, 32 KV heads, every layer local
-     * with a window of 2047, untied, a SentencePiece vocabulary as Llama 2's. */
+     * with a window of 2047, untied, a SentencePiece vocabulary with Phi-3's specials. */
     {"phi3-mini",
      {.name = "plumb phi3-mini (random weights)",
       .arch = "phi3",
@@ -153,7 +154,7 @@ static const struct preset {
       .rms_eps = 1e-5f,
       .tied = 0,
       .local_window = 2047,
-      .vocab = DEMO_VOCAB_SPM}},
+      .vocab = DEMO_VOCAB_PHI3}},
     /* tiny-moe: for tests, qwen3moe with 8 experts of 64, 2 used per token, < 3 MB at F32 */
     {"tiny-moe",
      {.name = "plumb tiny-moe",
@@ -228,7 +229,8 @@ static const struct preset {
       .tied = 0,
       .n_expert = 8,
       .n_expert_used = 2,
-      .vocab = DEMO_VOCAB_SPM}},
+      .vocab = DEMO_VOCAB_SPM,
+      .chat_template = demo_tmpl_mistral}},
 };
 enum { N_PRESETS = sizeof presets / sizeof presets[0] };
 
@@ -265,16 +267,16 @@ int mk_arch_from_name(const char *name, mk_config *c)
     return 0;
 }
 
-static const char *const vocab_names[] = {"spm", "bpe", "llama3"};
+static const char *const vocab_names[DEMO_VOCAB_COUNT] = {"spm", "bpe", "llama3", "gemma", "phi3"};
 
 const char *mk_vocab_name(enum demo_vocab_kind k)
 {
-    return (unsigned)k < 3 ? vocab_names[k] : "unknown";
+    return (unsigned)k < DEMO_VOCAB_COUNT ? vocab_names[k] : "unknown";
 }
 
 int mk_vocab_from_name(const char *name, enum demo_vocab_kind *out)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < DEMO_VOCAB_COUNT; i++)
         if (strcmp(vocab_names[i], name) == 0) {
             *out = (enum demo_vocab_kind)i;
             return 0;
@@ -342,7 +344,7 @@ pl_status mk_validate(const mk_config *c, pl_error *err)
     if (!(c->rms_eps > 0.0f) || !isfinite(c->rms_eps))
         return mk_fail(err, PL_ERR_INVALID_ARG, "rms_eps %g must be finite and > 0",
                        (double)c->rms_eps);
-    if ((unsigned)c->vocab > DEMO_VOCAB_BPE_LLAMA3)
+    if ((unsigned)c->vocab >= DEMO_VOCAB_COUNT)
         return mk_fail(err, PL_ERR_INVALID_ARG, "vocabulary kind %d is unknown", (int)c->vocab);
     if (c->n_vocab < (int64_t)demo_vocab_min(c->vocab))
         return mk_fail(err, PL_ERR_INVALID_ARG,
