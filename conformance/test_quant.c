@@ -256,6 +256,48 @@ static int same_float_bits(float a, float b)
     return memcmp(&a, &b, sizeof a) == 0;
 }
 
+/* The Q4_K/Q5_K/Q6_K searches compare weighted errors that differ in their last bits: a set that
+ * rounds one product differently (a fused multiply-add) picks another grid only now and then,
+ * so these three types are compared over 1024 super-blocks of every pattern, not 3. */
+static void k_quant_searches_bit_exact_with_ref_over_many_blocks(void)
+{
+    enum { NB = 1024, N = NB * PL_QK_K };
+    float *x = malloc(N * sizeof *x);
+    unsigned char *qa = malloc(NB * sizeof(pl_block_q6_k)),
+                  *qb = malloc(NB * sizeof(pl_block_q6_k));
+    CU_ASSERT_FATAL(x && qa && qb);
+    static const pl_type types[] = {PL_TYPE_Q4_K, PL_TYPE_Q5_K, PL_TYPE_Q6_K};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const pl_type t = types[ti];
+        for (int p = 0; p < QI_COUNT; p++) {
+            const uint64_t seed = test_seed(900 + 16 * (uint64_t)t + (uint64_t)p);
+            tu_rng rng;
+            tu_rng_init(&rng, seed);
+            qi_fill(x, N, p, PL_QK_K, &rng);
+            pl_kernels_ref.quantize_row[t](qb, x, N);
+            for (int s = 0; s < n_tables; s++) {
+                const struct pl_kernels *k = &tables[s].k;
+                if (!k->quantize_row[t] || k->quantize_row[t] == pl_kernels_ref.quantize_row[t])
+                    continue;
+                memset(qa, 0xa5, NB * sizeof(pl_block_q6_k));
+                k->quantize_row[t](qa, x, N);
+                const size_t nbytes = row_bytes(t, N);
+                size_t at = 0;
+                while (at < nbytes && qa[at] == qb[at]) at++;
+                TU_CHECK(at == nbytes,
+                         "set %s type %s pattern %s seed %" PRIu64 ": byte %zu (block %zu) is "
+                         "0x%02x, ref wrote 0x%02x",
+                         k->name, tr(t)->name, qi_pattern_name(p), seed, at,
+                         at / tr(t)->block_bytes, at < nbytes ? qa[at] : 0,
+                         at < nbytes ? qb[at] : 0);
+            }
+        }
+    }
+    free(x);
+    free(qa);
+    free(qb);
+}
+
 static void quant_every_set_bit_exact_with_ref(void)
 {
     const int64_t n = 768;
@@ -998,6 +1040,8 @@ int main(void)
          quant_stress_inputs_roundtrip_finite_and_bounded},
         {"quant_zero_input_roundtrips_to_exact_zero", quant_zero_input_roundtrips_to_exact_zero},
         {"quantize_row_of_every_set_bit_exact_with_ref", quant_every_set_bit_exact_with_ref},
+        {"k_quant_searches_bit_exact_with_ref_over_many_blocks",
+         k_quant_searches_bit_exact_with_ref_over_many_blocks},
         {"every_listed_type_is_in_every_quant_table", every_listed_type_is_in_every_quant_table},
         {"dequantize_row_is_exact_value_rounded_once",
          quant_dequantize_is_exact_value_rounded_once},

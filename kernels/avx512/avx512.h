@@ -102,5 +102,8 @@ void rope_avx512(float *restrict x, int64_t n_heads, int64_t D, int32_t pos, con
 /* quant.c: activation quantizers, bit-exact with ref */
 void quantize_row_q8_0_avx512(void *restrict y, const float *restrict x, int64_t n);
 void quantize_row_q8_k_avx512(void *restrict y, const float *restrict x, int64_t n);
+void quantize_row_q4_k_avx512(void *restrict y, const float *restrict x, int64_t n);
+void quantize_row_q5_k_avx512(void *restrict y, const float *restrict x, int64_t n);
+void quantize_row_q6_k_avx512(void *restrict y, const float *restrict x, int64_t n);
 
 #endif

@@ -28,6 +28,9 @@ const struct pl_kernels pl_kernels_avx512 = {
         {
             [PL_TYPE_Q8_0] = quantize_row_q8_0_avx512,
             [PL_TYPE_Q8_K] = quantize_row_q8_k_avx512,
+            [PL_TYPE_Q4_K] = quantize_row_q4_k_avx512,
+            [PL_TYPE_Q5_K] = quantize_row_q5_k_avx512,
+            [PL_TYPE_Q6_K] = quantize_row_q6_k_avx512,
         },
     .matmul =
         {

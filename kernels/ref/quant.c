@@ -522,15 +522,14 @@ static void put_scale_min_k4(uint8_t s[PL_K_SCALE_SIZE], const uint8_t sc[8], co
     }
 }
 
-/* Shared by Q4_K (nmax 15) and Q5_K (nmax 31): per-sub-block fits, 6-bit scale/min
- * quantization against the super-block maxima, then re-quantization of every element
- * against the stored (f16, 6-bit) scale and min. Writes d, dmin, scales and L[256]. */
-static void quantize_k_scale_min(const float *x, int nmax, float rmin, float rdelta, int nstep,
-                                 pl_f16 *d_out, pl_f16 *dmin_out, uint8_t scales_out[12],
-                                 uint8_t L[PL_QK_K])
+/* The fits of a Q4_K/Q5_K super-block's 8 sub-blocks: scales[j], mins[j] (the negated
+ * offset) and the fit's quants in L. The fit's parameters: ggml's make_qkx2_quants as Q4_K
+ * (nmax 15: rmin -1, rdelta 0.1, 20 steps) and Q5_K (nmax 31: -0.5, 0.1, 15) call it. */
+static void fit_k_sub_blocks(const float *x, int nmax, float rmin, float rdelta, int nstep,
+                             float scales[PL_QK_K / 32], float mins[PL_QK_K / 32],
+                             uint8_t L[PL_QK_K])
 {
-    float scales[PL_QK_K / 32], mins[PL_QK_K / 32], weights[32];
-    float max_scale = 0, max_min = 0;
+    float weights[32];
     for (int j = 0; j < PL_QK_K / 32; j++) {
         const float *xs = x + 32 * j;
         float sum_x2 = 0;
@@ -539,6 +538,18 @@ static void quantize_k_scale_min(const float *x, int nmax, float rmin, float rde
         for (int l = 0; l < 32; l++) weights[l] = av_x + fabsf(xs[l]);
         scales[j] =
             fit_scale_min(32, nmax, xs, weights, L + 32 * j, &mins[j], rmin, rdelta, nstep, 0);
+    }
+}
+
+/* The rest of a Q4_K/Q5_K super-block from its sub-blocks' fits: 6-bit scale/min
+ * quantization against the super-block maxima, then re-quantization of every element against
+ * the stored (f16, 6-bit) scale and min. Writes d, dmin, scales and L[256]. */
+static void finish_k_scale_min(const float *x, int nmax, const float scales[PL_QK_K / 32],
+                               const float mins[PL_QK_K / 32], pl_f16 *d_out, pl_f16 *dmin_out,
+                               uint8_t scales_out[12], uint8_t L[PL_QK_K])
+{
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < PL_QK_K / 32; j++) {
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
@@ -566,21 +577,36 @@ static void quantize_k_scale_min(const float *x, int nmax, float rmin, float rde
 }
 
 /* q4_k: element 64p + l is the low nibble of qs[32p + l], element 64p + 32 + l the high. */
+void pl_ref_q4_k_block(void *vb, const float *x, const float scales[8], const float mins[8],
+                       uint8_t L[PL_QK_K])
+{
+    pl_block_q4_k *b = vb;
+    memset(b, 0, sizeof *b);
+    finish_k_scale_min(x, 15, scales, mins, &b->d, &b->dmin, b->scales, L);
+    for (int p = 0; p < PL_QK_K / 64; p++)
+        for (int l = 0; l < 32; l++)
+            b->qs[32 * p + l] = (uint8_t)(L[64 * p + l] | L[64 * p + 32 + l] << 4);
+}
+
+void pl_ref_k_nonfinite_block(void *vb, size_t size)
+{
+    memset(vb, 0, size);
+    pl_f16 *d = vb; /* d and dmin lead both Q4_K and Q5_K blocks */
+    d[0] = d[1] = F16_NAN;
+}
+
 void quantize_row_q4_k_ref(void *restrict vy, const float *restrict x, int64_t n)
 {
     pl_block_q4_k *y = vy;
     for (int64_t i = 0; i < n / PL_QK_K; i++, x += PL_QK_K) {
-        pl_block_q4_k *b = &y[i];
-        memset(b, 0, sizeof *b);
         if (!all_finite(x, PL_QK_K)) {
-            b->d = b->dmin = F16_NAN;
+            pl_ref_k_nonfinite_block(&y[i], sizeof y[i]);
             continue;
         }
+        float scales[PL_QK_K / 32], mins[PL_QK_K / 32];
         uint8_t L[PL_QK_K];
-        quantize_k_scale_min(x, 15, -1.0f, 0.1f, 20, &b->d, &b->dmin, b->scales, L);
-        for (int p = 0; p < PL_QK_K / 64; p++)
-            for (int l = 0; l < 32; l++)
-                b->qs[32 * p + l] = (uint8_t)(L[64 * p + l] | L[64 * p + 32 + l] << 4);
+        fit_k_sub_blocks(x, 15, -1.0f, 0.1f, 20, scales, mins, L);
+        pl_ref_q4_k_block(&y[i], x, scales, mins, L);
     }
 }
 
@@ -605,25 +631,33 @@ void dequantize_row_q4_k_ref(float *restrict y, const void *restrict vx, int64_t
 
 /* q5_k: low nibbles as q4_k; the fifth bit of element 64p + l is bit 2p of qh[l], of
  * element 64p + 32 + l bit 2p + 1 of qh[l]. */
+void pl_ref_q5_k_block(void *vb, const float *x, const float scales[8], const float mins[8],
+                       uint8_t L[PL_QK_K])
+{
+    pl_block_q5_k *b = vb;
+    memset(b, 0, sizeof *b);
+    finish_k_scale_min(x, 31, scales, mins, &b->d, &b->dmin, b->scales, L);
+    for (int p = 0; p < PL_QK_K / 64; p++) {
+        for (int l = 0; l < 32; l++) {
+            const int lo = L[64 * p + l], hi = L[64 * p + 32 + l];
+            b->qs[32 * p + l] = (uint8_t)((lo & 0x0f) | (hi & 0x0f) << 4);
+            b->qh[l] |= (uint8_t)((lo >> 4) << (2 * p) | (hi >> 4) << (2 * p + 1));
+        }
+    }
+}
+
 void quantize_row_q5_k_ref(void *restrict vy, const float *restrict x, int64_t n)
 {
     pl_block_q5_k *y = vy;
     for (int64_t i = 0; i < n / PL_QK_K; i++, x += PL_QK_K) {
-        pl_block_q5_k *b = &y[i];
-        memset(b, 0, sizeof *b);
         if (!all_finite(x, PL_QK_K)) {
-            b->d = b->dmin = F16_NAN;
+            pl_ref_k_nonfinite_block(&y[i], sizeof y[i]);
             continue;
         }
+        float scales[PL_QK_K / 32], mins[PL_QK_K / 32];
         uint8_t L[PL_QK_K];
-        quantize_k_scale_min(x, 31, -0.5f, 0.1f, 15, &b->d, &b->dmin, b->scales, L);
-        for (int p = 0; p < PL_QK_K / 64; p++) {
-            for (int l = 0; l < 32; l++) {
-                const int lo = L[64 * p + l], hi = L[64 * p + 32 + l];
-                b->qs[32 * p + l] = (uint8_t)((lo & 0x0f) | (hi & 0x0f) << 4);
-                b->qh[l] |= (uint8_t)((lo >> 4) << (2 * p) | (hi >> 4) << (2 * p + 1));
-            }
-        }
+        fit_k_sub_blocks(x, 31, -0.5f, 0.1f, 15, scales, mins, L);
+        pl_ref_q5_k_block(&y[i], x, scales, mins, L);
     }
 }
 
@@ -651,37 +685,53 @@ void dequantize_row_q5_k_ref(float *restrict y, const void *restrict vx, int64_t
 /* q6_k: 16 sub-blocks of 16, x = d * scales[s] * (q - 32). In each half h (128 elements),
  * element 128h + 32g + l (g = 0..3) has its low 4 bits in ql[64h + l + 32 * (g & 1)]
  * (low nibble for g < 2, high for g >= 2) and its top 2 bits at bit 2g of qh[32h + l]. */
+/* q6_k from its 16 sub-blocks' fits (scales[s], the fit's offset quants L): the super-block
+ * scale from the fit of largest magnitude (the first of equal ones), 8-bit sub-block scales,
+ * every element re-quantized against its stored scale, then packed. */
+void pl_ref_q6_k_block(void *vb, const float *x, const float scales[PL_QK_K / 16],
+                       int8_t L[PL_QK_K])
+{
+    pl_block_q6_k *b = vb;
+    memset(b, 0, sizeof *b);
+    float max_scale = 0, max_abs_scale = 0;
+    for (int j = 0; j < PL_QK_K / 16; j++)
+        if (fabsf(scales[j]) > max_abs_scale) {
+            max_abs_scale = fabsf(scales[j]);
+            max_scale = scales[j];
+        }
+    if (max_abs_scale < GROUP_EPS) return; /* all zero: d = 0, nothing else */
+    const float iscale = -128.f / max_scale;
+    b->d = pl_f32_to_f16(1 / iscale);
+    for (int s = 0; s < PL_QK_K / 16; s++)
+        b->scales[s] = (int8_t)wrap_i8(imin(127, nearest_int(iscale * scales[s])));
+    int sc[PL_QK_K / 16];
+    for (int s = 0; s < PL_QK_K / 16; s++) sc[s] = b->scales[s];
+    requantize_sub_blocks(L, x, pl_f16_to_f32(b->d), sc, 32);
+    for (int h = 0; h < PL_QK_K / 128; h++) {
+        const int8_t *Lh = L + 128 * h;
+        for (int l = 0; l < 32; l++) {
+            b->ql[64 * h + l] = (uint8_t)((Lh[l] & 0x0f) | (Lh[l + 64] & 0x0f) << 4);
+            b->ql[64 * h + l + 32] = (uint8_t)((Lh[l + 32] & 0x0f) | (Lh[l + 96] & 0x0f) << 4);
+            b->qh[32 * h + l] = (uint8_t)(Lh[l] >> 4 | (Lh[l + 32] >> 4) << 2 |
+                                          (Lh[l + 64] >> 4) << 4 | (Lh[l + 96] >> 4) << 6);
+        }
+    }
+}
+
 void quantize_row_q6_k_ref(void *restrict vy, const float *restrict x, int64_t n)
 {
     pl_block_q6_k *y = vy;
     for (int64_t i = 0; i < n / PL_QK_K; i++, x += PL_QK_K) {
-        pl_block_q6_k *b = &y[i];
-        memset(b, 0, sizeof *b);
         if (!all_finite(x, PL_QK_K)) {
-            b->d = F16_NAN;
+            memset(&y[i], 0, sizeof y[i]);
+            y[i].d = F16_NAN;
             continue;
         }
         int8_t L[PL_QK_K];
-        float scales[PL_QK_K / 16], max_abs_scale;
-        const float max_scale =
-            fit_sub_blocks(scales, L, x, fit_scale_symmetric, 32, &max_abs_scale);
-        if (max_abs_scale < GROUP_EPS) continue; /* all zero: d = 0, nothing else */
-        const float iscale = -128.f / max_scale;
-        b->d = pl_f32_to_f16(1 / iscale);
-        for (int s = 0; s < PL_QK_K / 16; s++)
-            b->scales[s] = (int8_t)wrap_i8(imin(127, nearest_int(iscale * scales[s])));
-        int sc[PL_QK_K / 16];
-        for (int s = 0; s < PL_QK_K / 16; s++) sc[s] = b->scales[s];
-        requantize_sub_blocks(L, x, pl_f16_to_f32(b->d), sc, 32);
-        for (int h = 0; h < PL_QK_K / 128; h++) {
-            const int8_t *Lh = L + 128 * h;
-            for (int l = 0; l < 32; l++) {
-                b->ql[64 * h + l] = (uint8_t)((Lh[l] & 0x0f) | (Lh[l + 64] & 0x0f) << 4);
-                b->ql[64 * h + l + 32] = (uint8_t)((Lh[l + 32] & 0x0f) | (Lh[l + 96] & 0x0f) << 4);
-                b->qh[32 * h + l] = (uint8_t)(Lh[l] >> 4 | (Lh[l + 32] >> 4) << 2 |
-                                              (Lh[l + 64] >> 4) << 4 | (Lh[l + 96] >> 4) << 6);
-            }
-        }
+        float scales[PL_QK_K / 16];
+        for (int j = 0; j < PL_QK_K / 16; j++)
+            scales[j] = fit_scale_symmetric(16, 32, x + 16 * j, L + 16 * j);
+        pl_ref_q6_k_block(&y[i], x, scales, L);
     }
 }
 

@@ -23,6 +23,20 @@ void quantize_row_q3_k_ref(void *restrict y, const float *restrict x, int64_t n)
 void quantize_row_iq4_nl_ref(void *restrict y, const float *restrict x, int64_t n);
 void quantize_row_iq4_xs_ref(void *restrict y, const float *restrict x, int64_t n);
 
+/* Q4_K / Q5_K super-blocks from their 8 sub-blocks' fits (scales, mins: the negated offsets,
+ * L: the fit's quants, re-quantized here in place): the part of quantize_row_q4_k_ref /
+ * quantize_row_q5_k_ref after the fits, shared with the sets that fit several sub-blocks at
+ * once (bit-identical fits give bit-identical blocks). A block of non-finite input is
+ * pl_ref_k_nonfinite_block: zeros with d = dmin = NaN. */
+void pl_ref_q4_k_block(void *b, const float *x, const float scales[8], const float mins[8],
+                       uint8_t L[256]);
+void pl_ref_q5_k_block(void *b, const float *x, const float scales[8], const float mins[8],
+                       uint8_t L[256]);
+void pl_ref_k_nonfinite_block(void *b, size_t size);
+/* Q6_K from its 16 sub-blocks' fits (ggml's make_qx_quants, nmax 32: scales, offset quants L,
+ * re-quantized here in place). */
+void pl_ref_q6_k_block(void *b, const float *x, const float scales[16], int8_t L[256]);
+
 void dequantize_row_f32_ref(float *restrict y, const void *restrict x, int64_t n);
 void dequantize_row_f16_ref(float *restrict y, const void *restrict x, int64_t n);
 void dequantize_row_bf16_ref(float *restrict y, const void *restrict x, int64_t n);
