@@ -145,9 +145,12 @@ double qi_matmul_c(pl_type t)
     return (unsigned)t < PL_TYPE_COUNT ? matmul_cs[t] : 0.0;
 }
 
+/* 2^-130 where a block's dw * dx may underflow (kernels/ref/matmul.c): Q8_K's float scale,
+ * MXFP4's 2^(e - 128) against a small f16; 2^-149 otherwise. */
 double qi_matmul_eta(pl_type t)
 {
-    return pl_type_traits_of(t)->dot_type == PL_TYPE_Q8_K ? 0x1p-130 : 0x1p-149;
+    return pl_type_traits_of(t)->dot_type == PL_TYPE_Q8_K || t == PL_TYPE_MXFP4 ? 0x1p-130
+                                                                                : 0x1p-149;
 }
 
 int qi_add_repacked_views(pl_kernel_table *tables, const struct pl_kernels **repacked,

@@ -34,7 +34,8 @@ void qi_fill(float *x, int64_t n, int pattern, int64_t block, tu_rng *rng);
 
 /* The matmul bound |y - y_ref| <= c u K sum|a_i b_i| + K eta (kernels/README.md): c per weight
  * type (0 for a type without one), and eta, the underflow allowance per element (Q8_K
- * activation scales may be denormal: kernels/ref/matmul.c). */
+ * activation scales may be denormal, MXFP4's 2^(e - 128) times an f16 may underflow:
+ * kernels/ref/matmul.c). */
 double qi_matmul_c(pl_type t);
 double qi_matmul_eta(pl_type t);
 
