@@ -1,5 +1,6 @@
 /* quant.c — reference row quantizers and dequantizers for every weight and dot type:
- * ggml's `quantize_row_*_ref` algorithms and block layouts, bit for bit. Not fast, not SIMD.
+ * ggml's `quantize_row_*_ref` algorithms and block layouts, bit for bit (MXFP4: ggml's layout,
+ * plumb's own quantizer, at the end of the file). Not fast, not SIMD.
  *
  * Bit-exactness with ggml holds for every finite input (ggml built without FP contraction).
  * Where ggml's C is undefined we do, with defined arithmetic, what its x86 builds do, and
@@ -7,9 +8,9 @@
  *
  *  - Non-finite input. A block (a super-block of 256 for the K-quants) holding any NaN or
  *    +-Inf is stored as a "NaN block": every scale and min is NaN (f16 0x7e00, or a float
- *    NaN for Q8_K), every quant and bsum is 0. Dequantizing it gives NaN for every element,
- *    and a matmul over it gives NaN, so a poisoned weight or activation never turns into a
- *    plausible number. (ggml folds Inf into a scale and leaks garbage into the neighbours.)
+ *    NaN for Q8_K; MXFP4's E8M0 e = 255), every quant and bsum is 0. Dequantizing it gives NaN for
+ * every element, and a matmul over it gives NaN, so a poisoned weight or activation never turns
+ * into a plausible number. (ggml folds Inf into a scale and leaks garbage into the neighbours.)
  *    F32/F16/BF16 convert element by element (NaN stays NaN, Inf stays Inf; F16 overflows
  *    to Inf past 65504).
  *  - Float -> int8 casts. ggml writes `(int8_t)v`, UB when v is NaN or Inf, which happens
@@ -36,6 +37,7 @@
  *     Q5_1  0.045  0.035       Q2_K  0.34   0.50        BF16    2^-9     2^-8  (relative)
  *                              Q3_K  0.17   0.32        IQ4_NL  0.086    0.16
  *                                                       IQ4_XS  0.086    0.16
+ *                                                       MXFP4   0.13     0.20 (proved)
  */
 #include <math.h>
 #include <string.h>
