@@ -564,8 +564,8 @@ static void matmul_repacked_k_quants_are_bit_identical_to_ref(void)
     for (int s = 0; s < n_tables; s++)
         if (strcmp(tables[s].k.name, "ref") == 0) ref = &tables[s].k;
     TU_CHECK(ref != NULL, "the ref set is under test");
-    static const pl_type ktypes[] = {PL_TYPE_Q4_K, PL_TYPE_Q5_K,   PL_TYPE_Q6_K,  PL_TYPE_Q2_K,
-                                     PL_TYPE_Q3_K, PL_TYPE_IQ4_XS, PL_TYPE_IQ4_NL};
+    static const pl_type ktypes[] = {PL_TYPE_Q4_K, PL_TYPE_Q5_K,   PL_TYPE_Q6_K,   PL_TYPE_Q2_K,
+                                     PL_TYPE_Q3_K, PL_TYPE_IQ4_XS, PL_TYPE_IQ4_NL, PL_TYPE_MXFP4};
     for (int s = 0; ref && s < n_tables; s++) {
         if (!repacked[s] || strcmp(repacked[s]->name, "avx512") != 0) continue;
         for (size_t ti = 0; ti < sizeof ktypes / sizeof ktypes[0]; ti++)

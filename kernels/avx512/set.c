@@ -2,8 +2,8 @@
  * NULL fall back to ref, explicitly: the registry records them and `plumb kernels` prints
  * them. BF16 instructions are not used: vdpbf16ps rounds differently from IEEE FMA and
  * flushes denormals, so BF16 weights are widened exactly and go through FMA instead.
- * Q2_K, Q3_K, IQ4_NL and IQ4_XS straight from the mapping (repacking off), and MXFP4 always, run
- * the avx2 kernels, bit-identical to ref as the repacked ones are. */
+ * Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4 straight from the mapping (repacking off) run the avx2
+ * kernels, bit-identical to ref as the repacked ones are. */
 #include "avx512.h"
 #include "cpu.h"
 #include "avx2/avx2.h"
@@ -65,5 +65,6 @@ const struct pl_kernels pl_kernels_avx512 = {
             [PL_TYPE_Q3_K] = &pl_repack_q3_k_avx512,
             [PL_TYPE_IQ4_NL] = &pl_repack_iq4_nl_avx512,
             [PL_TYPE_IQ4_XS] = &pl_repack_iq4_xs_avx512,
+            [PL_TYPE_MXFP4] = &pl_repack_mxfp4_avx512,
         },
 };
