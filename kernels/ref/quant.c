@@ -8,9 +8,10 @@
  *
  *  - Non-finite input. A block (a super-block of 256 for the K-quants) holding any NaN or
  *    +-Inf is stored as a "NaN block": every scale and min is NaN (f16 0x7e00, or a float
- *    NaN for Q8_K; MXFP4's E8M0 e = 255), every quant and bsum is 0. Dequantizing it gives NaN for
- * every element, and a matmul over it gives NaN, so a poisoned weight or activation never turns
- * into a plausible number. (ggml folds Inf into a scale and leaks garbage into the neighbours.)
+ *    NaN for Q8_K, e = 255 for MXFP4), every quant and bsum is 0. Dequantizing it gives
+ *    NaN for every element, and a matmul over it gives NaN, so a poisoned weight or
+ *    activation never turns into a plausible number. (ggml folds Inf into a scale and leaks
+ *    garbage into the neighbours.)
  *    F32/F16/BF16 convert element by element (NaN stays NaN, Inf stays Inf; F16 overflows
  *    to Inf past 65504).
  *  - Float -> int8 casts. ggml writes `(int8_t)v`, UB when v is NaN or Inf, which happens
