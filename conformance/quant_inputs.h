@@ -26,7 +26,7 @@ enum qi_pattern {
     QI_OUTLIER,    /* one element of magnitude ~1e4 */
     QI_DENORMAL,   /* a block of denormals, one of tiny normals, scattered denormals */
     QI_NEG_ZERO,   /* one block of -0, and some scattered ones */
-    QI_BOUNDARY,   /* values exactly on q4/q5/q8 rounding ties and f16/bf16 midpoints */
+    QI_BOUNDARY,   /* values exactly on q4/q5/q8/E2M1 rounding ties and f16/bf16 midpoints */
     QI_COUNT
 };
 const char *qi_pattern_name(int pattern);
