@@ -266,8 +266,8 @@ static void matmul_within_bound_on_stress_inputs(void)
 }
 
 /* Overwrites the scale fields of every block of a row with finite f16 (or, for Q8_K, f32)
- * values in [2^-10, 2^4) (MXFP4: an E8M0 byte for 2^-12 .. 2^3), and makes Q8_K bsums agree
- * with the quants. */
+ * values in [2^-10, 2^4) (MXFP4: an E8M0 byte for 2^-12 .. 2^3, or one of the three smallest),
+ * and makes Q8_K bsums agree with the quants. */
 static void sanitize_row(pl_type t, unsigned char *row, int64_t K, tu_rng *rng)
 {
     const size_t bb = tr(t)->block_bytes;
@@ -294,8 +294,9 @@ static void sanitize_row(pl_type t, unsigned char *row, int64_t K, tu_rng *rng)
         case PL_TYPE_Q3_K: /* d after hmask[32], qs[64] and scales[12] */
             at[0] = 108;
             break;
-        case PL_TYPE_MXFP4:
-            blk[0] = (uint8_t)tu_rng_range(rng, 115, 130);
+        case PL_TYPE_MXFP4: /* now and then e = 0..2: 2^-128 .. 2^-126, dw dx subnormal */
+            blk[0] = (uint8_t)(tu_rng_range(rng, 0, 7) ? tu_rng_range(rng, 115, 130)
+                                                       : tu_rng_range(rng, 0, 2));
             continue;
         case PL_TYPE_Q8_K: {
             const float d = (float)ldexp(1.0 + tu_rng_uniform(rng), (int)tu_rng_range(rng, -10, 3));

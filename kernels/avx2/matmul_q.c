@@ -759,12 +759,21 @@ INLINE void row_iq4_xs(float *restrict y, int64_t ldy, const pl_block_iq4_xs *re
     for (int t = 0; t < nt; t++) y[t * ldy] = s[t];
 }
 
-/* MXFP4's scales 2^(e - 128) (pl_e8m0_half) of blocks w, w + s, ..., w + 7s; lanes n.. are 0. */
+/* MXFP4's scales 2^(e - 128) (pl_e8m0_half, lane by lane) of the blocks whose e bytes are at
+ * p, p + s, ..., p + 7s; lanes n.. hold e = 0 and are not read. (e - 1) << 23 as float bits,
+ * the subnormals 0x00200000 << e for e < 2, NaN for 255. */
 INLINE __m256 e8m0x8(const uint8_t *p, size_t s, const int n)
 {
-    float d[GROUP];
-    for (int i = 0; i < GROUP; i++) d[i] = i < n ? pl_e8m0_half(p[(size_t)i * s]) : 0.0f;
-    return _mm256_loadu_ps(d);
+    uint64_t b = 0;
+    for (int i = 0; i < GROUP; i++)
+        if (i < n) b |= (uint64_t)p[(size_t)i * s] << (8 * i);
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)b));
+    __m256i u = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    u = _mm256_blendv_epi8(u, _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e),
+                           _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e));
+    u = _mm256_blendv_epi8(u, _mm256_set1_epi32(0x7fc00000),
+                           _mm256_cmpeq_epi32(e, _mm256_set1_epi32(255)));
+    return _mm256_castsi256_ps(u);
 }
 
 /* One IQ4_NL or MXFP4 (mx) weight row against nt tokens: a 32-block of 4-bit codes in Q4_0's
