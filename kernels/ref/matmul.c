@@ -435,10 +435,11 @@ REF_MATMUL(matmul_iq4_xs_q8_k_ref, dot_iq4_xs_q8_k)
 
 /* ---- MXFP4 x Q8_0 ---------------------------------------------------------------------------- */
 /* isum = sum_l v[q_l] x_l over the doubled E2M1 values (|v| <= 12): |isum| <= 12 * 128 * 32 <
- * 2^16, exact. Term (dw * dx) * isum, dw = 2^(e - 128): dw * dx is exact but where it falls
- * below 2^-126 (e < 128 - 126 + 24 with a small f16 dx), an absolute error 2^-150 that isum
- * carries to 2^-134 per block, 2^-139 per element: eta 2^-130, as for Q8_K. m = 2, c = 0.064.
- * e = 255 (E8M0's NaN) gives dw NaN: the row's output is NaN. */
+ * 2^16, exact. Term (dw * dx) * isum, dw = 2^(e - 128) (ggml's order): dw * dx is a power of two
+ * times an f16, exact unless it falls below 2^-126 (a small e times a small dx); there it rounds
+ * with an absolute error <= 2^-150, which isum carries to < 2^-134 per block, 2^-139 per
+ * element: eta 2^-130, as for Q8_K. Then one rounding in the product and one in the sum: m = 2,
+ * c = 0.064. e = 255 (E8M0's NaN) gives dw NaN: the row's output is NaN. */
 static float dot_mxfp4_q8_0(const void *vw, const void *vx, int64_t K)
 {
     const pl_block_mxfp4 *w = vw;
