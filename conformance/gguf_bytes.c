@@ -257,6 +257,7 @@ const gb_ttype gb_ttypes[GB_N_TTYPES] = {
     {PL_TYPE_Q6_K, "Q6_K", 256, 210},   {PL_TYPE_Q8_K, "Q8_K", 256, 292},
     {PL_TYPE_Q2_K, "Q2_K", 256, 84},    {PL_TYPE_Q3_K, "Q3_K", 256, 110},
     {PL_TYPE_IQ4_NL, "IQ4_NL", 32, 18}, {PL_TYPE_IQ4_XS, "IQ4_XS", 256, 136},
+    {PL_TYPE_MXFP4, "MXFP4", 32, 17},
 };
 
 static char tmpdir[64];

@@ -77,7 +77,7 @@ typedef struct gb_ttype {
     size_t bytes;
 } gb_ttype;
 extern const gb_ttype gb_ttypes[];
-#define GB_N_TTYPES 16
+#define GB_N_TTYPES 17
 
 /* A path inside a per-process temporary directory (created on first use), the directory,
  * whether a path exists, and removal of the (emptied) directory at exit. */

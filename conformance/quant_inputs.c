@@ -38,7 +38,8 @@ const char *qi_pattern_name(int pattern)
 static void fill_boundary_group(float *x, int n, tu_rng *rng)
 {
     const int e = (int)tu_rng_range(rng, -4, 4);
-    const int variant = (int)tu_rng_range(rng, 0, 5);
+    const int variant = (int)tu_rng_range(rng, 0, 6);
+    static const double e2m1_ties[7] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0};
     for (int j = 0; j < n; j++) {
         double v;
         switch (variant) {
@@ -57,7 +58,11 @@ static void fill_boundary_group(float *x, int n, tu_rng *rng)
         case 4:
             v = -5.0 + (double)tu_rng_range(rng, 0, 30) + 0.5;
             break; /* q5_1 over [-5, 26] */
-        default:   /* f16 and bf16 midpoints */
+        case 6:    /* MXFP4: E2M1's midpoints at scale 2^e (amax 6: e0's levels) */
+            v = e2m1_ties[tu_rng_range(rng, 0, 6)];
+            if (tu_rng_u64(rng) & 1) v = -v;
+            break;
+        default: /* f16 and bf16 midpoints */
             v = (j & 1) ? 1.0 + (2.0 * (double)tu_rng_range(rng, 0, 1023) + 1.0) * 0x1p-11
                         : 1.0 + (2.0 * (double)tu_rng_range(rng, 0, 127) + 1.0) * 0x1p-8;
             if (tu_rng_u64(rng) & 1) v = -v;
@@ -83,6 +88,9 @@ static void fill_boundary_group(float *x, int n, tu_rng *rng)
     case 4:
         x[0] = (float)ldexp(-5.0, e);
         if (n > 1) x[1] = (float)ldexp(26.0, e);
+        break;
+    case 6:
+        x[0] = (float)ldexp(6.0, e);
         break;
     default:
         break;
@@ -145,9 +153,12 @@ double qi_matmul_c(pl_type t)
     return (unsigned)t < PL_TYPE_COUNT ? matmul_cs[t] : 0.0;
 }
 
+/* 2^-130 where a block's dw * dx may underflow (kernels/ref/matmul.c): Q8_K's float scale,
+ * MXFP4's 2^(e - 128) against a small f16; 2^-149 otherwise. */
 double qi_matmul_eta(pl_type t)
 {
-    return pl_type_traits_of(t)->dot_type == PL_TYPE_Q8_K ? 0x1p-130 : 0x1p-149;
+    return pl_type_traits_of(t)->dot_type == PL_TYPE_Q8_K || t == PL_TYPE_MXFP4 ? 0x1p-130
+                                                                                : 0x1p-149;
 }
 
 int qi_add_repacked_views(pl_kernel_table *tables, const struct pl_kernels **repacked,

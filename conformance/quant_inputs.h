@@ -26,7 +26,7 @@ enum qi_pattern {
     QI_OUTLIER,    /* one element of magnitude ~1e4 */
     QI_DENORMAL,   /* a block of denormals, one of tiny normals, scattered denormals */
     QI_NEG_ZERO,   /* one block of -0, and some scattered ones */
-    QI_BOUNDARY,   /* values exactly on q4/q5/q8 rounding ties and f16/bf16 midpoints */
+    QI_BOUNDARY,   /* values exactly on q4/q5/q8/E2M1 rounding ties and f16/bf16 midpoints */
     QI_COUNT
 };
 const char *qi_pattern_name(int pattern);
@@ -34,7 +34,8 @@ void qi_fill(float *x, int64_t n, int pattern, int64_t block, tu_rng *rng);
 
 /* The matmul bound |y - y_ref| <= c u K sum|a_i b_i| + K eta (kernels/README.md): c per weight
  * type (0 for a type without one), and eta, the underflow allowance per element (Q8_K
- * activation scales may be denormal: kernels/ref/matmul.c). */
+ * activation scales may be denormal, MXFP4's 2^(e - 128) times an f16 may underflow:
+ * kernels/ref/matmul.c). */
 double qi_matmul_c(pl_type t);
 double qi_matmul_eta(pl_type t);
 

@@ -144,6 +144,7 @@ static const struct {
     {PL_TYPE_Q4_0, 0, "Q4_0"},     {PL_TYPE_Q4_K, 0, "Q4_K"},     {PL_TYPE_Q6_K, 0, "Q6_K"},
     {PL_TYPE_Q4_K, 1, "mix"},      {PL_TYPE_Q2_K, 0, "Q2_K"},     {PL_TYPE_Q3_K, 0, "Q3_K"},
     {PL_TYPE_IQ4_NL, 0, "IQ4_NL"}, {PL_TYPE_IQ4_XS, 0, "IQ4_XS"}, {PL_TYPE_Q2_K, 2, "mix2"},
+    {PL_TYPE_MXFP4, 0, "MXFP4"},
 };
 /* The dense architectures, in the table's order (those with experts in every layer run in
  * e2e_moe_matches_reference) */
@@ -652,16 +653,21 @@ static void moe_logits_identical_across_chunks_threads_and_truncation(void)
         spec.seed = tu_seed() ^ (0x77e + a);
         check_invariance_spec(spec, 0, 0);
     }
+    /* MXFP4 experts, as gpt-oss ships them (every matrix MXFP4 here) */
+    tiny_spec mx = moe_spec("qwen3moe", PL_TYPE_MXFP4);
+    mx.seed = tu_seed() ^ 0x77d;
+    check_invariance_spec(mx, 0, 0);
 }
 
 static void moe_repacked_experts_give_identical_logits(void)
 {
-    static const uint32_t wt[] = {PL_TYPE_Q4_0, PL_TYPE_Q4_K, PL_TYPE_IQ4_NL};
-    for (size_t a = 0; a < sizeof moe_names / sizeof moe_names[0]; a++) {
-        tiny_spec spec = moe_spec(moe_names[a], wt[a]);
+    static const uint32_t wt[] = {PL_TYPE_Q4_0, PL_TYPE_Q4_K, PL_TYPE_IQ4_NL, PL_TYPE_MXFP4};
+    for (size_t a = 0; a < sizeof wt / sizeof wt[0]; a++) {
+        const char *arch = moe_names[a % (sizeof moe_names / sizeof moe_names[0])];
+        tiny_spec spec = moe_spec(arch, wt[a]);
         spec.seed = tu_seed() ^ (0x5e8 + a);
         char what[64];
-        snprintf(what, sizeof what, "%s %s", moe_names[a], pl_type_name(wt[a]));
+        snprintf(what, sizeof what, "%s %s", arch, pl_type_name(wt[a]));
         check_repack(&spec, what);
     }
 }

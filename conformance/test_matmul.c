@@ -266,7 +266,8 @@ static void matmul_within_bound_on_stress_inputs(void)
 }
 
 /* Overwrites the scale fields of every block of a row with finite f16 (or, for Q8_K, f32)
- * values in [2^-10, 2^4), and makes Q8_K bsums agree with the quants. */
+ * values in [2^-10, 2^4) (MXFP4: an E8M0 byte for 2^-12 .. 2^3, or one of the three smallest),
+ * and makes Q8_K bsums agree with the quants. */
 static void sanitize_row(pl_type t, unsigned char *row, int64_t K, tu_rng *rng)
 {
     const size_t bb = tr(t)->block_bytes;
@@ -293,6 +294,10 @@ static void sanitize_row(pl_type t, unsigned char *row, int64_t K, tu_rng *rng)
         case PL_TYPE_Q3_K: /* d after hmask[32], qs[64] and scales[12] */
             at[0] = 108;
             break;
+        case PL_TYPE_MXFP4: /* now and then e = 0..2: 2^-128 .. 2^-126, dw dx subnormal */
+            blk[0] = (uint8_t)(tu_rng_range(rng, 0, 7) ? tu_rng_range(rng, 115, 130)
+                                                       : tu_rng_range(rng, 0, 2));
+            continue;
         case PL_TYPE_Q8_K: {
             const float d = (float)ldexp(1.0 + tu_rng_uniform(rng), (int)tu_rng_range(rng, -10, 3));
             memcpy(blk, &d, 4);
@@ -560,8 +565,8 @@ static void matmul_repacked_k_quants_are_bit_identical_to_ref(void)
     for (int s = 0; s < n_tables; s++)
         if (strcmp(tables[s].k.name, "ref") == 0) ref = &tables[s].k;
     TU_CHECK(ref != NULL, "the ref set is under test");
-    static const pl_type ktypes[] = {PL_TYPE_Q4_K, PL_TYPE_Q5_K,   PL_TYPE_Q6_K,  PL_TYPE_Q2_K,
-                                     PL_TYPE_Q3_K, PL_TYPE_IQ4_XS, PL_TYPE_IQ4_NL};
+    static const pl_type ktypes[] = {PL_TYPE_Q4_K, PL_TYPE_Q5_K,   PL_TYPE_Q6_K,   PL_TYPE_Q2_K,
+                                     PL_TYPE_Q3_K, PL_TYPE_IQ4_XS, PL_TYPE_IQ4_NL, PL_TYPE_MXFP4};
     for (int s = 0; ref && s < n_tables; s++) {
         if (!repacked[s] || strcmp(repacked[s]->name, "avx512") != 0) continue;
         for (size_t ti = 0; ti < sizeof ktypes / sizeof ktypes[0]; ti++)
@@ -570,7 +575,7 @@ static void matmul_repacked_k_quants_are_bit_identical_to_ref(void)
     }
 }
 
-/* Q2_K, Q3_K, IQ4_NL and IQ4_XS: every set forms each block's integer sums exactly and its
+/* Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4: every set forms each block's integer sums exactly and its
  * float term with ref's operations (kernels/README.md), so every set, repacked or not, gives
  * ref's bits: on quantized rows and on arbitrary quant bits (q8 -128 activations, every scale
  * and level), random shapes and slices. */
@@ -580,7 +585,8 @@ static void matmul_low_bit_types_are_bit_identical_to_ref(void)
     for (int s = 0; s < n_tables; s++)
         if (strcmp(tables[s].k.name, "ref") == 0) ref = &tables[s].k;
     TU_CHECK(ref != NULL, "the ref set is under test");
-    static const pl_type ltypes[] = {PL_TYPE_Q2_K, PL_TYPE_Q3_K, PL_TYPE_IQ4_NL, PL_TYPE_IQ4_XS};
+    static const pl_type ltypes[] = {PL_TYPE_Q2_K, PL_TYPE_Q3_K, PL_TYPE_IQ4_NL, PL_TYPE_IQ4_XS,
+                                     PL_TYPE_MXFP4};
     for (int s = 0; ref && s < n_tables; s++) {
         const struct pl_kernels *k = &tables[s].k;
         if (k == ref) continue;
@@ -670,7 +676,8 @@ static void matmul_wasm128r_is_bit_identical_to_wasm128(void)
     /* the types whose matmul matmul_q.c implements (float weights: the same functions) */
     static const pl_type qtypes[] = {PL_TYPE_Q4_0, PL_TYPE_Q4_1, PL_TYPE_Q5_0,   PL_TYPE_Q5_1,
                                      PL_TYPE_Q8_0, PL_TYPE_Q4_K, PL_TYPE_Q5_K,   PL_TYPE_Q6_K,
-                                     PL_TYPE_Q2_K, PL_TYPE_Q3_K, PL_TYPE_IQ4_NL, PL_TYPE_IQ4_XS};
+                                     PL_TYPE_Q2_K, PL_TYPE_Q3_K, PL_TYPE_IQ4_NL, PL_TYPE_IQ4_XS,
+                                     PL_TYPE_MXFP4};
     for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++) {
         const pl_type t = qtypes[ti];
         TU_CHECK(relaxed->matmul[t] != plain->matmul[t], "type %s: wasm128r has its own matmul",
@@ -679,15 +686,15 @@ static void matmul_wasm128r_is_bit_identical_to_wasm128(void)
     }
 }
 
-/* wasm128's super-block types and IQ4_NL form each block's exact integer sum and ref's float
+/* wasm128's super-block types, IQ4_NL and MXFP4 form each block's exact integer sum and ref's float
  * term, added in block order (kernels/wasm128/matmul_q.c): ref's bits, for wasm128 and
  * wasm128r. */
 static void matmul_wasm128_k_quants_and_iq4_are_bit_identical_to_ref(void)
 {
     const struct pl_kernels *ref = table_named("ref");
     TU_CHECK(ref != NULL, "the ref set is under test");
-    static const pl_type types[] = {PL_TYPE_Q2_K, PL_TYPE_Q3_K,   PL_TYPE_Q4_K,  PL_TYPE_Q5_K,
-                                    PL_TYPE_Q6_K, PL_TYPE_IQ4_NL, PL_TYPE_IQ4_XS};
+    static const pl_type types[] = {PL_TYPE_Q2_K, PL_TYPE_Q3_K,   PL_TYPE_Q4_K,   PL_TYPE_Q5_K,
+                                    PL_TYPE_Q6_K, PL_TYPE_IQ4_NL, PL_TYPE_IQ4_XS, PL_TYPE_MXFP4};
     static const char *const sets[] = {"wasm128", "wasm128r"};
     for (size_t si = 0; ref && si < sizeof sets / sizeof sets[0]; si++) {
         const struct pl_kernels *k = table_named(sets[si]);

@@ -33,7 +33,7 @@ static const struct {
     [PL_TYPE_Q5_K] = {0.042, 0.080, 1},    [PL_TYPE_Q6_K] = {0.021, 0.035, 1},
     [PL_TYPE_Q8_K] = {0.0082, 0.0040, 1},  [PL_TYPE_Q2_K] = {0.34, 0.50, 1},
     [PL_TYPE_Q3_K] = {0.17, 0.32, 1},      [PL_TYPE_IQ4_NL] = {0.086, 0.16, 1},
-    [PL_TYPE_IQ4_XS] = {0.086, 0.16, 1},
+    [PL_TYPE_IQ4_XS] = {0.086, 0.16, 1},   [PL_TYPE_MXFP4] = {0.13, 0.20, 1},
 };
 
 /* Smallest block amax for which the scale is a normal number, so that the relative bound
@@ -57,6 +57,8 @@ static double normal_min(pl_type t)
         return 0x1p-1;
     case PL_TYPE_IQ4_NL: /* d ~ amax / 127 */
         return 0x1p-6;
+    case PL_TYPE_MXFP4: /* e0 >= 1: amax > 12 * 2^-129 (below, e = 0 and values round to 0) */
+        return 0x1p-124;
     default:
         return 0x1p-7;
     }
@@ -412,6 +414,9 @@ static int nan_block(pl_type t, unsigned char *b)
     case PL_TYPE_IQ4_NL:
     case PL_TYPE_IQ4_XS:
         memcpy(b, &h, 2);
+        break;
+    case PL_TYPE_MXFP4: /* e = 255, E8M0's NaN */
+        b[0] = 255;
         break;
     case PL_TYPE_Q8_K: {
         const float f = NAN;
@@ -859,6 +864,59 @@ static void quant_iq4_known_vectors(void)
     }
 }
 
+/* MXFP4 on two blocks worked by hand through plumb's search (kernels/ref/quant.c). Block 0:
+ * amax 6 gives e0 = 127 (levels 0.5 x {0, 1, 2, 3, 4, 6, 8, 12}); e0 - 1 would clip 6 and -6 to 3
+ * (squared error >= 18 against 4.82), so e = 127 (0x7f). Every tie goes to the even code: 0.25 ->
+ * 0, 0.75 -> 1 (code 2), 1.25 -> 1 (2), 1.75 -> 2 (4), 2.5 -> 2 (4), 3.5 -> 4 (6), 5 -> 4 (6);
+ * -0.25 -> code 0, not -0 (8); -5 -> 14, -6 -> 15, 0.1 -> 0. Element 16 (-1.5, code 11) and 31 (3,
+ * code 5) sit in the high nibbles of qs[0] and qs[15]. Block 1: 6.5 then 31 x 0.5: at e0 = 128
+ * every 0.5 is a tie that goes to 0 (error 8); at 127, 6.5 clips to 6 and the 0.5s are exact
+ * (error 0.25), so e = 127, codes 7 and 1. */
+static void quant_mxfp4_known_vectors(void)
+{
+    float x[64] = {6, 0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5, -0.25f, -5, -6, 0.1f};
+    x[16] = -1.5f;
+    x[31] = 3.0f;
+    x[32] = 6.5f;
+    for (int j = 33; j < 64; j++) x[j] = 0.5f;
+    static const unsigned char want[34] = {0x7f, 0xb7, 0x00, 0x02, 0x02, 0x04, 0x04, 0x06, 0x06,
+                                           0x00, 0x0e, 0x0f, 0x00, 0x00, 0x00, 0x00, 0x50, 0x7f,
+                                           0x17, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
+                                           0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11};
+    float want_y[64] = {6, 0, 1, 1, 2, 2, 4, 4, 0, -4, -6, 0};
+    want_y[16] = -1.5f;
+    want_y[31] = 3.0f;
+    want_y[32] = 6.0f;
+    for (int j = 33; j < 64; j++) want_y[j] = 0.5f;
+    for (int s = 0; s < n_tables; s++) {
+        const struct pl_kernels *k = &tables[s].k;
+        unsigned char q[34];
+        float y[64];
+        k->quantize_row[PL_TYPE_MXFP4](q, x, 64);
+        size_t at = 0;
+        while (at < sizeof q && q[at] == want[at]) at++;
+        TU_CHECK(at == sizeof q, "set %s: MXFP4 byte %zu is 0x%02x, want 0x%02x", k->name, at,
+                 at < sizeof q ? q[at] : 0, at < sizeof q ? want[at] : 0);
+        k->dequantize_row[PL_TYPE_MXFP4](y, want, 64);
+        for (int j = 0; j < 64; j++)
+            TU_CHECK(y[j] == want_y[j] && (y[j] != 0 || !signbit(y[j])),
+                     "set %s: MXFP4 element %d is %g, want %g", k->name, j, y[j], want_y[j]);
+        /* the scale's ends: e = 0 is 2^-128 (a subnormal half scale), e = 254 2^126 (code 7,
+         * 12 x 2^126, overflows to Inf; code 3 is 1.5 x 2^127), e = 255 NaN whatever the codes */
+        static const unsigned char ends[3][17] = {{0, 0x21}, {254, 0x37}, {255, 0x00}};
+        const float lo = ldexpf(1.0f, -128), hi = ldexpf(1.0f, 126);
+        const float want_e[3][2] = {{lo, 2 * lo}, {12 * hi, 3 * hi}, {NAN, NAN}};
+        float ye[32];
+        for (int c = 0; c < 3; c++) {
+            k->dequantize_row[PL_TYPE_MXFP4](ye, ends[c], 32);
+            const int ok = c == 2 ? isnan(ye[0]) && isnan(ye[16]) && isnan(ye[5])
+                                  : ye[0] == want_e[c][0] && ye[16] == want_e[c][1] && ye[5] == 0;
+            TU_CHECK(ok, "set %s: MXFP4 e = %d gives %a, %a, %a", k->name, ends[c][0], ye[0],
+                     ye[16], ye[5]);
+        }
+    }
+}
+
 /* ---- byte identity with llama-quantize (conformance/data/quant_oracle/README.md) ------- */
 
 /* Reads the whole file dir/name into buf (cap bytes); returns its size, or -1. */
@@ -1061,6 +1119,7 @@ int main(void)
         {"quant_q6_k_known_vector", quant_q6_k_known_vector},
         {"quant_q8_k_known_vector", quant_q8_k_known_vector},
         {"quant_iq4_known_vectors", quant_iq4_known_vectors},
+        {"quant_mxfp4_known_vectors", quant_mxfp4_known_vectors},
         {"quant_matches_llama_quantize_bytes", quant_matches_llama_quantize_bytes},
         {"quant_roundtrip_bound_holds_across_magnitudes",
          quant_roundtrip_bound_holds_across_magnitudes},

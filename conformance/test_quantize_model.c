@@ -75,6 +75,9 @@ static const struct tol {
     {PL_TYPE_Q3_K, 0.23, 0.38},
     {PL_TYPE_IQ4_NL, 0.124, 0.19},
     {PL_TYPE_IQ4_XS, 0.121, 0.21},
+    /* rms: the worst of seeds 1-20 of test_quant (0.112) x1.5; max: kernels/ref/quant.c's
+     * proof (amax / 5) */
+    {PL_TYPE_MXFP4, 0.17, 0.20},
 };
 enum { N_TOLS = sizeof tols / sizeof tols[0] };
 
@@ -198,15 +201,19 @@ static void ftype_names_parse_and_print(void)
     static const struct {
         const char *name;
         pl_ftype f;
-    } cases[] = {
-        {"F32", PL_FTYPE_F32},       {"f16", PL_FTYPE_F16},       {"BF16", PL_FTYPE_BF16},
-        {"Q8_0", PL_FTYPE_Q8_0},     {"q4_0", PL_FTYPE_Q4_0},     {"Q4_1", PL_FTYPE_Q4_1},
-        {"Q5_0", PL_FTYPE_Q5_0},     {"Q5_1", PL_FTYPE_Q5_1},     {"Q4_K", PL_FTYPE_Q4_K_M},
-        {"Q4_K_S", PL_FTYPE_Q4_K_S}, {"q4_k_m", PL_FTYPE_Q4_K_M}, {"Q5_K", PL_FTYPE_Q5_K_M},
-        {"Q5_K_S", PL_FTYPE_Q5_K_S}, {"Q5_K_M", PL_FTYPE_Q5_K_M}, {"Q6_K", PL_FTYPE_Q6_K},
-        {"Q2_K", PL_FTYPE_Q2_K},     {"q2_k_s", PL_FTYPE_Q2_K_S}, {"Q3_K", PL_FTYPE_Q3_K_M},
-        {"Q3_K_S", PL_FTYPE_Q3_K_S}, {"Q3_K_M", PL_FTYPE_Q3_K_M}, {"Q3_K_L", PL_FTYPE_Q3_K_L},
-        {"iq4_nl", PL_FTYPE_IQ4_NL}, {"IQ4_XS", PL_FTYPE_IQ4_XS}};
+    } cases[] = {{"F32", PL_FTYPE_F32},        {"f16", PL_FTYPE_F16},
+                 {"BF16", PL_FTYPE_BF16},      {"Q8_0", PL_FTYPE_Q8_0},
+                 {"q4_0", PL_FTYPE_Q4_0},      {"Q4_1", PL_FTYPE_Q4_1},
+                 {"Q5_0", PL_FTYPE_Q5_0},      {"Q5_1", PL_FTYPE_Q5_1},
+                 {"Q4_K", PL_FTYPE_Q4_K_M},    {"Q4_K_S", PL_FTYPE_Q4_K_S},
+                 {"q4_k_m", PL_FTYPE_Q4_K_M},  {"Q5_K", PL_FTYPE_Q5_K_M},
+                 {"Q5_K_S", PL_FTYPE_Q5_K_S},  {"Q5_K_M", PL_FTYPE_Q5_K_M},
+                 {"Q6_K", PL_FTYPE_Q6_K},      {"Q2_K", PL_FTYPE_Q2_K},
+                 {"q2_k_s", PL_FTYPE_Q2_K_S},  {"Q3_K", PL_FTYPE_Q3_K_M},
+                 {"Q3_K_S", PL_FTYPE_Q3_K_S},  {"Q3_K_M", PL_FTYPE_Q3_K_M},
+                 {"Q3_K_L", PL_FTYPE_Q3_K_L},  {"iq4_nl", PL_FTYPE_IQ4_NL},
+                 {"IQ4_XS", PL_FTYPE_IQ4_XS},  {"MXFP4_MOE", PL_FTYPE_MXFP4_MOE},
+                 {"mxfp4", PL_FTYPE_MXFP4_MOE}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pl_ftype f = (pl_ftype)-1;
         pl_error err;
@@ -227,6 +234,8 @@ static void ftype_names_parse_and_print(void)
     CU_ASSERT_EQUAL(PL_FTYPE_Q2_K_S, 21);
     CU_ASSERT_EQUAL(PL_FTYPE_IQ4_NL, 25);
     CU_ASSERT_EQUAL(PL_FTYPE_IQ4_XS, 30);
+    CU_ASSERT_EQUAL(PL_FTYPE_MXFP4_MOE, 38);
+    CU_ASSERT_EQUAL(pl_ftype_base_type(PL_FTYPE_MXFP4_MOE), PL_TYPE_MXFP4);
     CU_ASSERT_EQUAL(pl_ftype_base_type(PL_FTYPE_Q4_K_M), PL_TYPE_Q4_K);
     CU_ASSERT_EQUAL(pl_ftype_base_type(PL_FTYPE_Q2_K_S), PL_TYPE_Q2_K);
     CU_ASSERT_EQUAL(pl_ftype_base_type(PL_FTYPE_Q3_K_L), PL_TYPE_Q3_K);
@@ -820,10 +829,11 @@ static void tm_write(const tmodel *m, const char *path)
 }
 
 static const pl_ftype all_ftypes[] = {
-    PL_FTYPE_F32,    PL_FTYPE_F16,    PL_FTYPE_BF16,   PL_FTYPE_Q8_0,   PL_FTYPE_Q4_0,
-    PL_FTYPE_Q4_1,   PL_FTYPE_Q5_0,   PL_FTYPE_Q5_1,   PL_FTYPE_Q4_K_S, PL_FTYPE_Q4_K_M,
-    PL_FTYPE_Q5_K_S, PL_FTYPE_Q5_K_M, PL_FTYPE_Q6_K,   PL_FTYPE_Q2_K,   PL_FTYPE_Q2_K_S,
-    PL_FTYPE_Q3_K_S, PL_FTYPE_Q3_K_M, PL_FTYPE_Q3_K_L, PL_FTYPE_IQ4_NL, PL_FTYPE_IQ4_XS,
+    PL_FTYPE_F32,       PL_FTYPE_F16,    PL_FTYPE_BF16,   PL_FTYPE_Q8_0,   PL_FTYPE_Q4_0,
+    PL_FTYPE_Q4_1,      PL_FTYPE_Q5_0,   PL_FTYPE_Q5_1,   PL_FTYPE_Q4_K_S, PL_FTYPE_Q4_K_M,
+    PL_FTYPE_Q5_K_S,    PL_FTYPE_Q5_K_M, PL_FTYPE_Q6_K,   PL_FTYPE_Q2_K,   PL_FTYPE_Q2_K_S,
+    PL_FTYPE_Q3_K_S,    PL_FTYPE_Q3_K_M, PL_FTYPE_Q3_K_L, PL_FTYPE_IQ4_NL, PL_FTYPE_IQ4_XS,
+    PL_FTYPE_MXFP4_MOE,
 };
 enum { N_FTYPES = sizeof all_ftypes / sizeof all_ftypes[0] };
 
@@ -1035,6 +1045,146 @@ static void model_quantize_tied_embedding_takes_output_type(void)
     remove(in);
     remove(out);
     tm_free(&m);
+}
+
+/* MXFP4_MOE as llama.cpp plans it: a tensor with ne[2] > 1 (the experts) MXFP4, every other
+ * weight matrix Q8_0 (output.weight too), norms and the router as they are; a row that is no
+ * multiple of 32 falls back to F16; pure: every weight matrix MXFP4. */
+static void plan_mxfp4_moe_takes_the_experts(void)
+{
+    const pl_plan_model m = {
+        .arch = "llama", .n_layer = 2, .n_head = 8, .n_head_kv = 2, .n_expert = 32};
+    static const struct {
+        const char *name;
+        uint32_t n_dims;
+        int64_t ne[3];
+        int quantize;
+        pl_type mix, pure;
+    } cases[] = {
+        {"blk.1.ffn_down_exps.weight", 3, {2880, 2880, 32}, 1, PL_TYPE_MXFP4, PL_TYPE_MXFP4},
+        {"blk.0.ffn_gate_exps.weight", 3, {64, 96, 2}, 1, PL_TYPE_MXFP4, PL_TYPE_MXFP4},
+        {"blk.0.ffn_up_exps.weight", 3, {40, 96, 4}, 1, PL_TYPE_F16, PL_TYPE_F16},
+        {"blk.0.ffn_up_exps.weight", 3, {64, 96, 1}, 1, PL_TYPE_Q8_0, PL_TYPE_MXFP4},
+        {"blk.0.attn_v.weight", 2, {2880, 512, 1}, 1, PL_TYPE_Q8_0, PL_TYPE_MXFP4},
+        {"blk.0.attn_output.weight", 2, {4096, 2880, 1}, 1, PL_TYPE_Q8_0, PL_TYPE_MXFP4},
+        {"output.weight", 2, {2880, 201088, 1}, 1, PL_TYPE_Q8_0, PL_TYPE_MXFP4},
+        {"token_embd.weight", 2, {2880, 201088, 1}, 1, PL_TYPE_Q8_0, PL_TYPE_MXFP4},
+        {"blk.0.ffn_gate_inp.weight", 2, {2880, 32, 1}, 0, PL_TYPE_COUNT, PL_TYPE_COUNT},
+        {"blk.0.attn_norm.weight", 1, {2880, 1, 1}, 0, PL_TYPE_COUNT, PL_TYPE_COUNT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int pure = 0; pure < 2; pure++) {
+            pl_tensor_plan p;
+            pl_error err;
+            const pl_status s =
+                pl_ftype_tensor_plan(PL_FTYPE_MXFP4_MOE, pure, cases[i].name, cases[i].n_dims,
+                                     cases[i].ne, &m, 0, 0, &p, &err);
+            const pl_type want = pure ? cases[i].pure : cases[i].mix;
+            TU_CHECK(s == PL_OK && p.quantize == cases[i].quantize &&
+                         (!p.quantize || p.type == want),
+                     "MXFP4_MOE%s %s [%lld, %lld, %lld]: %s, quantize %d, type %s, want %s",
+                     pure ? " pure" : "", cases[i].name, (long long)cases[i].ne[0],
+                     (long long)cases[i].ne[1], (long long)cases[i].ne[2], pl_status_str(s),
+                     p.quantize, pl_type_name(p.type), pl_type_name(want));
+        }
+}
+
+/* A file with 3-D expert tensors to MXFP4_MOE and back to Q8_0: each written tensor holds the
+ * bytes pl_quantize_rows gives on the input's rows (the experts' ne[1] ne[2] rows, MXFP4's
+ * quantizer), and from MXFP4 the bytes of Q8_0 on MXFP4's exact dequantized values. */
+static void model_quantize_mxfp4_moe_experts_and_back(void)
+{
+    enum { E = 64, F = 32, X = 4, V = 16 };
+    static const struct {
+        const char *name;
+        uint32_t n_dims;
+        int64_t ne[3];
+        pl_type moe, back; /* MXFP4_MOE, then Q8_0 from that */
+    } ts[] = {
+        {"token_embd.weight", 2, {E, V, 1}, PL_TYPE_Q8_0, PL_TYPE_Q8_0},
+        {"blk.0.attn_norm.weight", 1, {E, 1, 1}, PL_TYPE_F32, PL_TYPE_F32},
+        {"blk.0.attn_q.weight", 2, {E, E, 1}, PL_TYPE_Q8_0, PL_TYPE_Q8_0},
+        {"blk.0.ffn_gate_inp.weight", 2, {E, X, 1}, PL_TYPE_F32, PL_TYPE_F32},
+        {"blk.0.ffn_up_exps.weight", 3, {E, F, X}, PL_TYPE_MXFP4, PL_TYPE_Q8_0},
+        {"blk.0.ffn_down_exps.weight", 3, {F, E, X}, PL_TYPE_MXFP4, PL_TYPE_Q8_0},
+        {"blk.0.ffn_gate_exps.weight", 3, {40, F, X}, PL_TYPE_F16, PL_TYPE_F16},
+        {"output.weight", 2, {E, V, 1}, PL_TYPE_Q8_0, PL_TYPE_Q8_0},
+    };
+    enum { NT = sizeof ts / sizeof ts[0] };
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x4d58);
+    float *data[NT];
+    pl_gguf_writer *w = NULL;
+    pl_error err;
+    CU_ASSERT_FATAL(pl_gguf_writer_new(&w, 3, &err) == PL_OK);
+    pl_status s = pl_gguf_writer_set_string(w, "general.architecture", "llama", 5, &err);
+    if (!s) s = pl_gguf_writer_set_u32(w, "llama.block_count", 1, &err);
+    for (int i = 0; i < NT; i++) {
+        const int64_t n = ts[i].ne[0] * ts[i].ne[1] * ts[i].ne[2];
+        data[i] = malloc(sizeof(float) * (size_t)n);
+        fill_normal(&r, data[i], n, 0.05);
+        if (!s)
+            s = pl_gguf_writer_add_tensor(w, ts[i].name, PL_TYPE_F32, ts[i].n_dims, ts[i].ne,
+                                          data[i], &err);
+    }
+    char in[PATH_LEN], mid[PATH_LEN], out[PATH_LEN];
+    tmp_path(in, "moe-in.gguf");
+    tmp_path(mid, "moe-mxfp4.gguf");
+    tmp_path(out, "moe-q8.gguf");
+    if (!s) s = pl_gguf_writer_write_file(w, in, &err);
+    pl_gguf_writer_free(w);
+    TU_CHECK(s == PL_OK, "writing the test model: %s", err.msg);
+    pl_quantize_params p = {.ftype = PL_FTYPE_MXFP4_MOE};
+    s = pl_model_quantize(in, mid, &p, &err);
+    TU_CHECK(s == PL_OK, "to MXFP4_MOE: %s", err.msg);
+    p.ftype = PL_FTYPE_Q8_0;
+    if (!s) s = pl_model_quantize(mid, out, &p, &err);
+    TU_CHECK(s == PL_OK, "MXFP4_MOE to Q8_0: %s", err.msg);
+    pl_gguf *gm = NULL, *go = NULL;
+    if (!s) s = pl_gguf_open(&gm, mid, &err);
+    if (!s) s = pl_gguf_open(&go, out, &err);
+    for (int i = 0; i < NT && !s; i++) {
+        const int64_t K = ts[i].ne[0], rows = ts[i].ne[1] * ts[i].ne[2];
+        pl_tensor_info a, b;
+        TU_CHECK(pl_gguf_tensor(gm, (uint64_t)pl_gguf_find_tensor(gm, ts[i].name), &a, NULL) ==
+                         PL_OK &&
+                     pl_gguf_tensor(go, (uint64_t)pl_gguf_find_tensor(go, ts[i].name), &b, NULL) ==
+                         PL_OK,
+                 "%s missing", ts[i].name);
+        TU_CHECK(a.type == ts[i].moe && b.type == ts[i].back && a.n_dims == ts[i].n_dims &&
+                     a.ne[2] == ts[i].ne[2] && b.ne[2] == ts[i].ne[2],
+                 "%s: %s then %s, want %s then %s", ts[i].name, pl_type_name(a.type),
+                 pl_type_name(b.type), pl_type_name(ts[i].moe), pl_type_name(ts[i].back));
+        if (a.type != ts[i].moe || b.type != ts[i].back) continue;
+        size_t ra, rb;
+        CU_ASSERT_FATAL(pl_type_row_bytes(a.type, K, &ra, NULL) == PL_OK);
+        CU_ASSERT_FATAL(pl_type_row_bytes(b.type, K, &rb, NULL) == PL_OK);
+        uint8_t *qa = malloc(ra * (size_t)rows), *qb = malloc(rb * (size_t)rows);
+        float *y = malloc(sizeof(float) * (size_t)(K * rows));
+        CU_ASSERT_FATAL(pl_quantize_rows(a.type, qa, data[i], rows, K, NULL) == PL_OK);
+        TU_CHECK(a.n_bytes == ra * (size_t)rows && memcmp(qa, a.data, a.n_bytes) == 0,
+                 "%s: the MXFP4_MOE file's %s bytes are not pl_quantize_rows'", ts[i].name,
+                 pl_type_name(a.type));
+        CU_ASSERT_FATAL(pl_dequantize_rows(a.type, y, a.data, rows, K, NULL) == PL_OK);
+        CU_ASSERT_FATAL(pl_quantize_rows(b.type, qb, y, rows, K, NULL) == PL_OK);
+        TU_CHECK(b.n_bytes == rb * (size_t)rows && memcmp(qb, b.data, b.n_bytes) == 0,
+                 "%s: %s from %s is not the requantized dequantization", ts[i].name,
+                 pl_type_name(b.type), pl_type_name(a.type));
+        if (a.type == PL_TYPE_MXFP4) {
+            const double e = rms_rel(data[i], y, K * rows);
+            TU_CHECK(e <= tol_of(PL_TYPE_MXFP4)->rms, "%s: MXFP4 rms_rel %.4g", ts[i].name, e);
+        }
+        free(qa);
+        free(qb);
+        free(y);
+    }
+    TU_CHECK(s == PL_OK, "%s", err.msg);
+    pl_gguf_free(gm);
+    pl_gguf_free(go);
+    for (int i = 0; i < NT; i++) free(data[i]);
+    remove(in);
+    remove(mid);
+    remove(out);
 }
 
 static int read_all(const char *path, uint8_t **out, size_t *size)
@@ -1389,8 +1539,10 @@ int main(void)
         {"plan_attn_v_reads_gqa_and_model_size", plan_attn_v_reads_gqa_and_model_size},
         {"plan_eight_experts_follow_llama_cpp", plan_eight_experts_follow_llama_cpp},
         {"plan_counters_follow_llama_quantize_order", plan_counters_follow_llama_quantize_order},
+        {"plan_mxfp4_moe_takes_the_experts", plan_mxfp4_moe_takes_the_experts},
         {"model_quantize_writes_every_target", model_quantize_writes_every_target},
         {"model_quantize_q4_k_m_mixes_per_tensor", model_quantize_q4_k_m_mixes_per_tensor},
+        {"model_quantize_mxfp4_moe_experts_and_back", model_quantize_mxfp4_moe_experts_and_back},
         {"model_quantize_tied_embedding_takes_output_type",
          model_quantize_tied_embedding_takes_output_type},
         {"model_quantize_same_bytes_for_any_thread_count",

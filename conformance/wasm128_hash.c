@@ -52,6 +52,8 @@ static uint8_t *weights(pl_type type, int64_t k, size_t *row_bytes)
             memcpy(p, &v, 4);
         else if (type == PL_TYPE_F16 || type == PL_TYPE_BF16)
             memcpy(p, &h, 2);
+        else if (type == PL_TYPE_MXFP4)
+            p[0] = (uint8_t)(120 + rnd() % 12); /* E8M0 scale 2^(e - 127) near 1 */
         else if (type == PL_TYPE_Q6_K)
             memcpy(p + offsetof(pl_block_q6_k, d), &d, 2);
         else if (type == PL_TYPE_Q3_K)
@@ -90,6 +92,7 @@ static void matmuls(void)
         {PL_TYPE_Q3_K, matmul_q3_k_q8_k_wasm128},
         {PL_TYPE_IQ4_NL, matmul_iq4_nl_q8_0_wasm128},
         {PL_TYPE_IQ4_XS, matmul_iq4_xs_q8_k_wasm128},
+        {PL_TYPE_MXFP4, matmul_mxfp4_q8_0_wasm128},
     };
     static float xf[T][KK], y[T * R];
     for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {

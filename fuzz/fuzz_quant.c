@@ -224,7 +224,9 @@ void fuzz_one(const uint8_t *data, size_t size)
     const int64_t ldy = R + 2;
     float *yref = sentinels(T * ldy);
     tables[0].k.matmul[wt](yref, ldy, w, wrb, x, xrb, K, 0, R, T);
-    const double c = c_of(wt), eta = xt == PL_TYPE_Q8_K ? 0x1p-130 : 0x1p-149;
+    /* eta: 2^-130 where dw * dx may underflow (Q8_K's float scale, MXFP4's 2^(e - 128)) */
+    const double c = c_of(wt),
+                 eta = xt == PL_TYPE_Q8_K || wt == PL_TYPE_MXFP4 ? 0x1p-130 : 0x1p-149;
     for (int s = 0; s < n_tables; s++) {
         const struct pl_kernels *k = &tables[s].k;
         float *y = sentinels(T * ldy);

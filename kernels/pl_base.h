@@ -55,7 +55,8 @@ typedef enum pl_type {
     PL_TYPE_IQ4_NL = 20,
     PL_TYPE_IQ4_XS = 23,
     PL_TYPE_BF16 = 30,
-    PL_TYPE_COUNT = 40 /* one past the largest ggml id plumb knows a name for */
+    PL_TYPE_MXFP4 = 39, /* OCP microscaling FP4: E2M1 codes, one E8M0 scale per 32 */
+    PL_TYPE_COUNT = 40  /* one past the largest ggml id plumb knows a name for */
 } pl_type;
 #endif /* PL_BASE_TYPES_DEFINED */
 

@@ -7,6 +7,8 @@
 const int8_t pl_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                     1,    13,   25,  38,  53,  69,  89,  113};
 
+const int8_t pl_mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
 #define TRAITS(T, t, block, bytes, dot, ...)                                                       \
     [PL_TYPE_##                                                                                    \
         T] = {.name = #T, .block_size = block, .block_bytes = bytes, .dot_type = PL_TYPE_##dot},
@@ -28,7 +30,6 @@ static const struct pl_type_traits traits[PL_TYPE_COUNT] = {
     [29] = {.name = "IQ1_M"},
     [34] = {.name = "TQ1_0"},
     [35] = {.name = "TQ2_0"},
-    [39] = {.name = "MXFP4"},
 };
 #undef TRAITS
 

@@ -20,6 +20,7 @@ typedef uint16_t pl_bf16; /* bfloat16, stored as its bits */
 #define PL_QK8_0        32
 #define PL_QK_K         256
 #define PL_QK4_NL       32
+#define PL_QK_MXFP4     32
 #define PL_K_SCALE_SIZE 12
 
 /* x = d * (q - 8), q in 0..15; element j in low nibble of qs[j], j + 16 in the high. */
@@ -133,6 +134,33 @@ typedef struct {
 } pl_block_iq4_xs;
 static_assert(sizeof(pl_block_iq4_xs) == 136, "block_iq4_xs size");
 
+/* OCP microscaling FP4 (MXFP4, ggml type 39; gpt-oss's expert weights): 32 E2M1 codes sharing
+ * one E8M0 scale byte e. x = pl_mxfp4_values[q] * 2^(e - 128): the values are the E2M1 ones
+ * (+-{0, 0.5, 1, 1.5, 2, 3, 4, 6}, bit 3 the sign) doubled to integers, so the scale is half
+ * of E8M0's 2^(e - 127) (pl_e8m0_half). Nibble order as q4_0: element j (0..15) in the low
+ * nibble of qs[j], element j + 16 in its high nibble (ggml's GGUF order; transformers' blocks
+ * hold elements 2j, 2j + 1 in byte j, which a converter reorders). e = 255 is E8M0's NaN:
+ * every element of the block is NaN (ggml reads it as 2^127; no ggml quantizer writes it). */
+typedef struct {
+    uint8_t e;
+    uint8_t qs[PL_QK_MXFP4 / 2];
+} pl_block_mxfp4;
+static_assert(sizeof(pl_block_mxfp4) == 17, "block_mxfp4 size");
+
+/* The 16 E2M1 values of MXFP4 doubled (ggml's kvalues_mxfp4): codes 0..7 are
+ * 0, 1, 2, 3, 4, 6, 8, 12, codes 8..15 their negatives (code 8 is -0, stored as 0). */
+extern const int8_t pl_mxfp4_values[16];
+
+/* MXFP4's block scale 2^(e - 128) as a float (ggml's ggml_e8m0_to_fp32_half), NaN for e = 255.
+ * e = 0 and 1 give the subnormals 2^-128 and 2^-127; every value is exact. */
+static inline float pl_e8m0_half(uint8_t e)
+{
+    const uint32_t u = e == 255 ? 0x7fc00000u : e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 /* Activation dot type of the K-quants: x = d * q; bsums[i] = sum of qs[16i .. 16i+15]. */
 typedef struct {
     float d;
@@ -172,7 +200,8 @@ static_assert(sizeof(pl_block_q8_k) == 292, "block_q8_k size");
     X(Q8_K, q8_k, PL_QK_K, sizeof(pl_block_q8_k), Q8_K, q8_k_q8_k, 0, F16, 0.008)                  \
     X(IQ4_NL, iq4_nl, PL_QK4_NL, sizeof(pl_block_iq4_nl), Q8_0, iq4_nl_q8_0, 1, F16, 0.064)        \
     X(IQ4_XS, iq4_xs, PL_QK_K, sizeof(pl_block_iq4_xs), Q8_K, iq4_xs_q8_k, 1, IQ4_NL, 0.012)       \
-    X(BF16, bf16, 1, 2, F32, bf16, 1, F16, 1.01)
+    X(BF16, bf16, 1, 2, F32, bf16, 1, F16, 1.01)                                                   \
+    X(MXFP4, mxfp4, PL_QK_MXFP4, sizeof(pl_block_mxfp4), Q8_0, mxfp4_q8_0, 1, F16, 0.064)
 
 /* How many rows PL_TYPES has. */
 #define PL_TYPE_LIST_ONE(T, ...) +1

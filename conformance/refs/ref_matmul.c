@@ -52,6 +52,15 @@ static int k4_scale(const uint8_t *s, int j, int which)
 static const int iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                    1,    13,   25,  38,  53,  69,  89,  113};
 
+/* An E2M1 code's value from its fields (OCP MX spec): sign bit 3, exponent bits 2..1 (bias 1),
+ * mantissa bit 0; exponent 0 is subnormal (0 or 0.5). */
+static double e2m1(int c)
+{
+    const int ex = (c >> 1) & 3, m = c & 1;
+    const double v = ex == 0 ? 0.5 * m : ldexp(1.0 + 0.5 * m, ex - 1);
+    return c & 8 ? -v : v;
+}
+
 /* Two-bit quant of element e of a Q2_K/Q3_K block whose 64 qs bytes start at qs: the
  * elements 128 h + 32 g + l (g = 0..3) share byte qs[32 h + l], at bits 2 g, 2 g + 1. */
 static int two_bits(const uint8_t *qs, int e)
@@ -149,6 +158,11 @@ static void element(pl_type type, const uint8_t *b, int e, double *sc, double *o
         const uint8_t byte = b[8 + 16 * ib + l % 16];
         const int q = l < 16 ? byte % 16 : byte / 16;
         *sc = half(rd16(b)) * (ls - 32) * iq4_levels[q];
+        return;
+    }
+    case PL_TYPE_MXFP4: { /* e (E8M0: 2^(e - 127), 255 NaN) | qs[16]; nibbles as Q4_0 */
+        const int q = e < 16 ? b[1 + e] % 16 : b[1 + e - 16] / 16;
+        *sc = b[0] == 255 ? NAN : e2m1(q) * ldexp(1.0, b[0] - 127);
         return;
     }
     case PL_TYPE_Q8_K: { /* float d | qs[256] | bsums[16] */

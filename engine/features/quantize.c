@@ -95,16 +95,27 @@ static const struct ftype_desc {
     const char *name;
     pl_type base;
 } ftypes[] = {
-    {PL_FTYPE_F32, "F32", PL_TYPE_F32},          {PL_FTYPE_F16, "F16", PL_TYPE_F16},
-    {PL_FTYPE_BF16, "BF16", PL_TYPE_BF16},       {PL_FTYPE_Q8_0, "Q8_0", PL_TYPE_Q8_0},
-    {PL_FTYPE_Q4_0, "Q4_0", PL_TYPE_Q4_0},       {PL_FTYPE_Q4_1, "Q4_1", PL_TYPE_Q4_1},
-    {PL_FTYPE_Q5_0, "Q5_0", PL_TYPE_Q5_0},       {PL_FTYPE_Q5_1, "Q5_1", PL_TYPE_Q5_1},
-    {PL_FTYPE_Q2_K, "Q2_K", PL_TYPE_Q2_K},       {PL_FTYPE_Q2_K_S, "Q2_K_S", PL_TYPE_Q2_K},
-    {PL_FTYPE_Q3_K_S, "Q3_K_S", PL_TYPE_Q3_K},   {PL_FTYPE_Q3_K_M, "Q3_K_M", PL_TYPE_Q3_K},
-    {PL_FTYPE_Q3_K_L, "Q3_K_L", PL_TYPE_Q3_K},   {PL_FTYPE_Q4_K_S, "Q4_K_S", PL_TYPE_Q4_K},
-    {PL_FTYPE_Q4_K_M, "Q4_K_M", PL_TYPE_Q4_K},   {PL_FTYPE_Q5_K_S, "Q5_K_S", PL_TYPE_Q5_K},
-    {PL_FTYPE_Q5_K_M, "Q5_K_M", PL_TYPE_Q5_K},   {PL_FTYPE_Q6_K, "Q6_K", PL_TYPE_Q6_K},
-    {PL_FTYPE_IQ4_NL, "IQ4_NL", PL_TYPE_IQ4_NL}, {PL_FTYPE_IQ4_XS, "IQ4_XS", PL_TYPE_IQ4_XS},
+    {PL_FTYPE_F32, "F32", PL_TYPE_F32},
+    {PL_FTYPE_F16, "F16", PL_TYPE_F16},
+    {PL_FTYPE_BF16, "BF16", PL_TYPE_BF16},
+    {PL_FTYPE_Q8_0, "Q8_0", PL_TYPE_Q8_0},
+    {PL_FTYPE_Q4_0, "Q4_0", PL_TYPE_Q4_0},
+    {PL_FTYPE_Q4_1, "Q4_1", PL_TYPE_Q4_1},
+    {PL_FTYPE_Q5_0, "Q5_0", PL_TYPE_Q5_0},
+    {PL_FTYPE_Q5_1, "Q5_1", PL_TYPE_Q5_1},
+    {PL_FTYPE_Q2_K, "Q2_K", PL_TYPE_Q2_K},
+    {PL_FTYPE_Q2_K_S, "Q2_K_S", PL_TYPE_Q2_K},
+    {PL_FTYPE_Q3_K_S, "Q3_K_S", PL_TYPE_Q3_K},
+    {PL_FTYPE_Q3_K_M, "Q3_K_M", PL_TYPE_Q3_K},
+    {PL_FTYPE_Q3_K_L, "Q3_K_L", PL_TYPE_Q3_K},
+    {PL_FTYPE_Q4_K_S, "Q4_K_S", PL_TYPE_Q4_K},
+    {PL_FTYPE_Q4_K_M, "Q4_K_M", PL_TYPE_Q4_K},
+    {PL_FTYPE_Q5_K_S, "Q5_K_S", PL_TYPE_Q5_K},
+    {PL_FTYPE_Q5_K_M, "Q5_K_M", PL_TYPE_Q5_K},
+    {PL_FTYPE_Q6_K, "Q6_K", PL_TYPE_Q6_K},
+    {PL_FTYPE_IQ4_NL, "IQ4_NL", PL_TYPE_IQ4_NL},
+    {PL_FTYPE_IQ4_XS, "IQ4_XS", PL_TYPE_IQ4_XS},
+    {PL_FTYPE_MXFP4_MOE, "MXFP4_MOE", PL_TYPE_MXFP4},
 };
 enum { N_FTYPES = sizeof ftypes / sizeof ftypes[0] };
 
@@ -116,12 +127,13 @@ static const struct {
     {"Q3_K", PL_FTYPE_Q3_K_M},
     {"Q4_K", PL_FTYPE_Q4_K_M},
     {"Q5_K", PL_FTYPE_Q5_K_M},
+    {"MXFP4", PL_FTYPE_MXFP4_MOE},
 };
 
 #define FTYPE_CHOICES                                                                              \
     "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q2_K_S, Q3_K (= Q3_K_M), Q3_K_S, "        \
     "Q3_K_M, Q3_K_L, Q4_K (= Q4_K_M), Q4_K_S, Q4_K_M, Q5_K (= Q5_K_M), Q5_K_S, Q5_K_M, Q6_K, "     \
-    "IQ4_NL, IQ4_XS"
+    "IQ4_NL, IQ4_XS, MXFP4_MOE (= MXFP4)"
 
 static const struct ftype_desc *ftype_desc(uint32_t f)
 {
@@ -410,7 +422,10 @@ static pl_status plan_one(pl_ftype ftype, int pure, const char *name, uint32_t n
     if (!out->quantize) return pl_ok(err);
 
     pl_type t = d->base;
-    if (!pure && is_quantized(d->base)) {
+    if (!pure && ftype == PL_FTYPE_MXFP4_MOE) {
+        /* llama.cpp's first rule for it: the experts (a third dimension) MXFP4, the rest Q8_0 */
+        t = n_dims >= 3 && ne[2] > 1 ? PL_TYPE_MXFP4 : PL_TYPE_Q8_0;
+    } else if (!pure && is_quantized(d->base)) {
         pl_status s =
             mix_type(ftype, d->base, name, ne, m, i_attention_wv, i_ffn_down, &t, rule, err);
         if (s) return s;

@@ -70,7 +70,8 @@ typedef enum pl_type {
     PL_TYPE_IQ4_NL = 20,
     PL_TYPE_IQ4_XS = 23,
     PL_TYPE_BF16 = 30,
-    PL_TYPE_COUNT = 40 /* one past the largest ggml id plumb knows a name for */
+    PL_TYPE_MXFP4 = 39, /* OCP microscaling FP4: E2M1 codes, one E8M0 scale per 32 */
+    PL_TYPE_COUNT = 40  /* one past the largest ggml id plumb knows a name for */
 } pl_type;
 #endif /* PL_BASE_TYPES_DEFINED */
 /* ---- end of the shared vocabulary ---- */
@@ -889,13 +890,14 @@ typedef enum pl_ftype {
     PL_FTYPE_IQ4_NL = 25,
     PL_FTYPE_IQ4_XS = 30,
     PL_FTYPE_BF16 = 32,
+    PL_FTYPE_MXFP4_MOE = 38, /* also "MXFP4": expert tensors MXFP4, the rest Q8_0 (--pure: all) */
 } pl_ftype;
 
 /* "Q4_K_M", "F16", …; NULL for values plumb does not write. */
 const char *pl_ftype_name(uint32_t ftype);
 /* Parses a name, case-insensitively: the names above, "Q3_K" (= Q3_K_M), "Q4_K" (= Q4_K_M),
- * "Q5_K" (= Q5_K_M), as llama-quantize reads them. PL_ERR_UNSUPPORTED with a message listing the
- * valid names. */
+ * "Q5_K" (= Q5_K_M), as llama-quantize reads them, and "MXFP4" (= MXFP4_MOE). PL_ERR_UNSUPPORTED
+ * with a message listing the valid names. */
 pl_status pl_ftype_from_name(const char *name, pl_ftype *out, pl_error *err);
 /* The ftype's main tensor type (PL_TYPE_Q4_K for Q4_K_M, PL_TYPE_Q2_K for Q2_K_S, PL_TYPE_Q3_K
  * for the Q3_K mixes); PL_TYPE_COUNT if unknown. */
@@ -921,9 +923,11 @@ pl_type pl_ftype_base_type(uint32_t ftype);
  * - attn_output: n_expert == 8: Q5_K for Q2_K, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M, IQ4_NL, IQ4_XS;
  *   otherwise Q2_K -> Q3_K, Q3_K_M -> Q4_K, Q3_K_L -> Q5_K.
  * - attn_qkv: Q3_K_M/Q3_K_L -> Q4_K, Q4_K_M -> Q5_K, Q5_K_M -> Q6_K.
+ * - MXFP4_MOE: before any rule above, a tensor with ne[2] > 1 (the experts of an MoE layer) ->
+ *   MXFP4, every other one (output.weight included) -> Q8_0.
  * A type whose block does not divide ne[0] falls back as in llama.cpp: Q2_K, Q3_K, IQ4_XS ->
- * IQ4_NL; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; then F16 (legacy types and IQ4_NL fall
- * back to F16). Falcon's rules are left out: plumb has no falcon architecture. */
+ * IQ4_NL; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; then F16 (legacy types, IQ4_NL and MXFP4
+ * fall back to F16). Falcon's rules are left out: plumb has no falcon architecture. */
 typedef struct pl_tensor_plan {
     int quantize;   /* 0: not a weight matrix; the tensor keeps its type and bytes */
     pl_type type;   /* the type to write (when quantize) */

@@ -22,6 +22,7 @@ void matmul_q2_k_q8_k_avx2(PL_AVX2_MATMUL_ARGS);
 void matmul_q3_k_q8_k_avx2(PL_AVX2_MATMUL_ARGS);
 void matmul_iq4_xs_q8_k_avx2(PL_AVX2_MATMUL_ARGS);
 void matmul_iq4_nl_q8_0_avx2(PL_AVX2_MATMUL_ARGS);
+void matmul_mxfp4_q8_0_avx2(PL_AVX2_MATMUL_ARGS);
 /* matmul_f.c: float weights against f32 activations */
 void matmul_f32_avx2(PL_AVX2_MATMUL_ARGS);
 void matmul_f16_avx2(PL_AVX2_MATMUL_ARGS);

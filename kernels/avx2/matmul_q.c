@@ -584,7 +584,7 @@ void matmul_q6_k_q8_k_avx2(PL_AVX2_MATMUL_ARGS)
 #undef CALL
 }
 
-/* ---- Q2_K, Q3_K, IQ4_XS (x Q8_K) and IQ4_NL (x Q8_0): bit-identical to ref -------------- */
+/* ---- Q2_K, Q3_K, IQ4_XS (x Q8_K), IQ4_NL and MXFP4 (x Q8_0): bit-identical to ref ------- */
 /* Each keeps ref's operations exactly: the integer sums are exact (any order), then per block
  * the float term of kernels/ref/matmul.c, added into one float in block order. */
 
@@ -594,8 +594,8 @@ INLINE __m256i iq4_levels(void)
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)pl_iq4nl_values));
 }
 
-/* v . x in int16 pairs for signed levels v (|v| <= 127) and any int8 x (-128 included):
- * maddubs(|x|, sign(v, x)), |x| <= 128 as an unsigned byte and v negated never overflows
+/* v . x in int16 pairs for signed levels v (|v| <= 127: IQ4's, MXFP4's) and any int8 x (-128
+ * included): maddubs(|x|, sign(v, x)), |x| <= 128 as an unsigned byte and v negated never overflows
  * (no level is -128); a pair at most 2 * 128 * 127 = 32512 < 2^15. */
 INLINE __m256i dot_levels(__m256i ax, __m256i v, __m256i x)
 {
@@ -759,21 +759,48 @@ INLINE void row_iq4_xs(float *restrict y, int64_t ldy, const pl_block_iq4_xs *re
     for (int t = 0; t < nt; t++) y[t * ldy] = s[t];
 }
 
-/* One IQ4_NL weight row against nt tokens, blocks in groups of 8 decoded once: per token the
- * 8 exact block sums come out in lanes (hsum8x8 of dot_levels' pairs widened by madd), each
- * term (dw * dx) * float(isum) is formed in its lane as ref forms it, and the terms are added
- * into one float in block order, as ref adds them. */
-INLINE void row_iq4_nl(float *restrict y, int64_t ldy, const pl_block_iq4_nl *restrict w,
-                       const uint8_t *restrict x, size_t xrb, int64_t nb, const int nt)
+/* MXFP4's scales 2^(e - 128) (pl_e8m0_half, lane by lane) of the blocks whose e bytes are at
+ * p, p + s, ..., p + 7s; lanes n.. hold e = 0 and are not read. (e - 1) << 23 as float bits,
+ * the subnormals 0x00200000 << e for e < 2, NaN for 255. */
+INLINE __m256 e8m0x8(const uint8_t *p, size_t s, const int n)
+{
+    uint64_t b = 0;
+    for (int i = 0; i < GROUP; i++)
+        if (i < n) b |= (uint64_t)p[(size_t)i * s] << (8 * i);
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)b));
+    __m256i u = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    u = _mm256_blendv_epi8(u, _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e),
+                           _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e));
+    u = _mm256_blendv_epi8(u, _mm256_set1_epi32(0x7fc00000),
+                           _mm256_cmpeq_epi32(e, _mm256_set1_epi32(255)));
+    return _mm256_castsi256_ps(u);
+}
+
+/* One IQ4_NL or MXFP4 (mx) weight row against nt tokens: a 32-block of 4-bit codes in Q4_0's
+ * nibble order, each mapped to an int8 level (IQ4_NL's 16, |v| <= 127; MXFP4's doubled E2M1
+ * values, |v| <= 12) by shuffle_epi8, and one scale (IQ4_NL: f16 d first; MXFP4: E8M0 e
+ * first). Blocks in groups of 8 decoded once: per token the 8 exact block sums come out in
+ * lanes (hsum8x8 of dot_levels' pairs widened by madd), each term (dw * dx) * float(isum) is
+ * formed in its lane as ref forms it, and the terms are added into one float in block order,
+ * as ref adds them. */
+INLINE void row_levels32(float *restrict y, int64_t ldy, const uint8_t *restrict w, size_t wbytes,
+                         const int mx, const uint8_t *restrict x, size_t xrb, int64_t nb,
+                         const int nt)
 {
     float s[NT];
     for (int t = 0; t < nt; t++) s[t] = 0.0f;
-    const __m256i lv = iq4_levels(), one = _mm256_set1_epi16(1);
+    const __m256i lv =
+        mx ? _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)pl_mxfp4_values))
+           : iq4_levels();
+    const __m256i one = _mm256_set1_epi16(1);
+    const size_t qs_at = mx ? offsetof(pl_block_mxfp4, qs) : offsetof(pl_block_iq4_nl, qs);
     for (int64_t b = 0; b < nb; b += GROUP) {
         const int n = nb - b < GROUP ? (int)(nb - b) : GROUP;
+        const uint8_t *wb = w + (size_t)b * wbytes;
         __m256i v[GROUP];
-        for (int i = 0; i < n; i++) v[i] = _mm256_shuffle_epi8(lv, nibbles32(w[b + i].qs));
-        const __m256 dw = f16x8((const uint8_t *)&w[b].d, sizeof(pl_block_iq4_nl), n);
+        for (int i = 0; i < n; i++)
+            v[i] = _mm256_shuffle_epi8(lv, nibbles32(wb + (size_t)i * wbytes + qs_at));
+        const __m256 dw = mx ? e8m0x8(wb, wbytes, n) : f16x8(wb, wbytes, n);
         for (int t = 0; t < nt; t++) {
             const pl_block_q8_0 *xb = (const pl_block_q8_0 *)(x + (size_t)t * xrb) + b;
             __m256i p[GROUP];
@@ -820,7 +847,15 @@ void matmul_iq4_xs_q8_k_avx2(PL_AVX2_MATMUL_ARGS)
 void matmul_iq4_nl_q8_0_avx2(PL_AVX2_MATMUL_ARGS)
 {
     const int64_t nb = K / PL_QK4_NL;
-#define CALL(n) row_iq4_nl(yt, ldy, (const pl_block_iq4_nl *)wr, xt, x_row_bytes, nb, n)
+#define CALL(n) row_levels32(yt, ldy, wr, sizeof(pl_block_iq4_nl), 0, xt, x_row_bytes, nb, n)
+    TILE_K(CALL)
+#undef CALL
+}
+
+void matmul_mxfp4_q8_0_avx2(PL_AVX2_MATMUL_ARGS)
+{
+    const int64_t nb = K / PL_QK_MXFP4;
+#define CALL(n) row_levels32(yt, ldy, wr, sizeof(pl_block_mxfp4), 1, xt, x_row_bytes, nb, n)
     TILE_K(CALL)
 #undef CALL
 }

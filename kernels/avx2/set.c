@@ -42,6 +42,7 @@ const struct pl_kernels pl_kernels_avx2 = {
             [PL_TYPE_Q3_K] = matmul_q3_k_q8_k_avx2,
             [PL_TYPE_IQ4_NL] = matmul_iq4_nl_q8_0_avx2,
             [PL_TYPE_IQ4_XS] = matmul_iq4_xs_q8_k_avx2,
+            [PL_TYPE_MXFP4] = matmul_mxfp4_q8_0_avx2,
         },
     .repack =
         {

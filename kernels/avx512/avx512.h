@@ -87,9 +87,9 @@ extern const pl_repack pl_repack_q4_0_avx512, pl_repack_q4_1_avx512, pl_repack_q
 extern const pl_repack pl_repack_f32_avx512, pl_repack_f16_avx512, pl_repack_bf16_avx512;
 /* repack_k.c: the same for Q4_K, Q5_K and Q6_K, bit-identical to ref */
 extern const pl_repack pl_repack_q4_k_avx512, pl_repack_q5_k_avx512, pl_repack_q6_k_avx512;
-/* repack_k.c: Q2_K, Q3_K, IQ4_XS and IQ4_NL, bit-identical to ref */
+/* repack_k.c: Q2_K, Q3_K, IQ4_XS; repack.c: IQ4_NL and MXFP4; bit-identical to ref */
 extern const pl_repack pl_repack_q2_k_avx512, pl_repack_q3_k_avx512, pl_repack_iq4_xs_avx512,
-    pl_repack_iq4_nl_avx512;
+    pl_repack_iq4_nl_avx512, pl_repack_mxfp4_avx512;
 /* attention.c: tiles of queries sharing each K/V row */
 void attention_avx512(float *restrict out, const pl_attn_args *a, int64_t h0, int64_t h1,
                       float *restrict scratch);

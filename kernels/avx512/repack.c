@@ -1,12 +1,13 @@
 /* repack.c — the avx512 set's repacked layout for the 32-block types (Q4_0, Q4_1, Q5_0,
- * Q5_1, Q8_0, IQ4_NL), its prepared activations and its matmul: 8 rows interleaved and two
+ * Q5_1, Q8_0, IQ4_NL, MXFP4), its prepared activations and its matmul: 8 rows interleaved and two
  * consecutive blocks side by side, so that a 512-bit vector holds 8 rows x 2 blocks.
  * Not a new format: every block's bytes are a permutation of ggml's (Q8_0 quants stored +128).
  *
  * Weights, per group of 8 rows, per pair p of blocks (2p, 2p + 1; past the row's last block a
  * zero block), in a unit of 16 ggml blocks' bytes. Lane l = 2r + h is row r's block 2p + h:
- *   d[16] f16 (lane l), [m[16] f16 for Q4_1/Q5_1], [hmask[8] u64 for Q5_0/Q5_1], quants
- *   Q4/Q5/IQ4_NL: 4 x 64 bytes; bytes 4l..4l+3 of vector k are lane l's qs[4k..4k+3]: low
+ *   d[16] f16 (lane l) (MXFP4: e[16], E8M0 bytes, then 16 bytes of 0), [m[16] f16 for
+ *   Q4_1/Q5_1], [hmask[8] u64 for Q5_0/Q5_1], quants
+ *   Q4/Q5/IQ4_NL/MXFP4: 4 x 64 bytes; bytes 4l..4l+3 of vector k are lane l's qs[4k..4k+3]: low
  *          nibbles elements 4k.., high nibbles elements 16 + 4k.. (IQ4_NL: indices of levels,
  *          looked up as level + 128 when the vector is used)
  *   Q5: bit 4l + e of hmask[c] is lane l's fifth bit of element 4c + e (c < 8 chunks).
@@ -30,7 +31,10 @@
  * float per row, blocks in order. Row r's running s sits in both lanes 2r and 2r + 1; with
  * the pair's terms t, s + t in lane 2r copied to both lanes, then t's lane 2r + 1 added, is
  * (s + t_2p) + t_2p+1 as ref adds them. The pad block's term is +0 (d = 0, isum = 0), which
- * leaves s as it is (s starts at +0 and never becomes -0). */
+ * leaves s as it is (s starts at +0 and never becomes -0). MXFP4 is IQ4_NL with its own
+ * levels (the doubled E2M1 values, + 128) and dw = 2^(e - 128) (pl_e8m0_half, NaN for e = 255)
+ * made from the e bytes in the lanes; its pad block has e = 0 but dx = 0 and isum = 0, so its
+ * term is +0 as well. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -61,6 +65,8 @@ static layout layout_of(pl_type t)
         return (layout){24, 384, 32, 64, 128, 0};
     case PL_TYPE_IQ4_NL: /* levels + 128, unsigned */
         return (layout){18, 288, 0, 0, 32, 128};
+    case PL_TYPE_MXFP4: /* levels + 128, unsigned; e[16] where the others have d[16] */
+        return (layout){17, 288, 0, 0, 32, 128};
     default: /* Q8_0 */
         return (layout){34, 544, 0, 0, 32, 128};
     }
@@ -78,6 +84,8 @@ static const uint8_t *blk_qs(pl_type t, const uint8_t *b)
         return b + 6;
     case PL_TYPE_Q5_1:
         return b + 8;
+    case PL_TYPE_MXFP4:
+        return b + 1;
     default: /* Q4_0, Q8_0, IQ4_NL */
         return b + 2;
     }
@@ -114,11 +122,15 @@ static void pack_32(pl_type t, uint8_t *restrict dst, const uint8_t *restrict sr
             uint8_t *o = dst + ((size_t)g * (size_t)np + (size_t)p) * L.unit;
             uint32_t q[128];
             uint64_t h[8] = {0};
+            if (t == PL_TYPE_MXFP4) memset(o + 16, 0, 16); /* after e[16]: padding, zeroed */
             for (int l = 0; l < 2 * G; l++) {
                 const int64_t row = g * G + l / 2, b = 2 * p + l % 2;
                 const uint8_t *blk =
                     row < R && b < nb ? src + (size_t)row * srb + (size_t)b * L.block : zero;
-                memcpy(o + 2 * l, blk, 2); /* d */
+                if (t == PL_TYPE_MXFP4)
+                    o[l] = blk[0]; /* e */
+                else
+                    memcpy(o + 2 * l, blk, 2); /* d */
                 if (L.m_off) memcpy(o + L.m_off + 2 * l, blk + 2, 2);
                 const uint8_t *qs = blk_qs(t, blk);
                 if (t == PL_TYPE_Q8_0) {
@@ -233,10 +245,11 @@ INLINE __m512i wvec(pl_type t, const layout *L, const uint8_t *restrict o, int j
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512i u = hi ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
     *chunk = 4 * hi + k;
-    if (t == PL_TYPE_IQ4_NL) {
-        const __m512i lv = _mm512_add_epi8(
-            _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)pl_iq4nl_values)),
-            _mm512_set1_epi8((char)0x80));
+    if (t == PL_TYPE_IQ4_NL || t == PL_TYPE_MXFP4) {
+        const int8_t *levels = t == PL_TYPE_MXFP4 ? pl_mxfp4_values : pl_iq4nl_values;
+        const __m512i lv =
+            _mm512_add_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)levels)),
+                            _mm512_set1_epi8((char)0x80));
         return _mm512_shuffle_epi8(lv, u);
     }
     if (L->h_off) {
@@ -269,7 +282,29 @@ INLINE void finish(const __m512 a[4], float *restrict y, int64_t lo, int64_t hi)
     _mm256_mask_storeu_ps(y, rows, _mm512_castps512_ps256(_mm512_permutexvar_ps(even, f)));
 }
 
-/* IQ4_NL: s (row r in lanes 2r, 2r + 1) + the pair's two terms, in block order. */
+/* MXFP4's 16 lanes' scales 2^(e - 128) from the e bytes at p: (e - 1) << 23 as float bits, the
+ * subnormals 2^-128, 2^-127 for e = 0, 1, NaN for e = 255 (pl_e8m0_half, lane by lane). */
+INLINE __m512 e8m0x16(const uint8_t *p)
+{
+    const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+    __m512i u = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    u = _mm512_mask_sllv_epi32(u, _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)),
+                               _mm512_set1_epi32(0x00200000), e);
+    u = _mm512_mask_mov_epi32(u, _mm512_cmpeq_epu32_mask(e, _mm512_set1_epi32(255)),
+                              _mm512_set1_epi32(0x7fc00000));
+    return _mm512_castsi512_ps(u);
+}
+
+/* The pair unit's 16 block scales as floats: f16 d, or MXFP4's E8M0 e. */
+INLINE __m512 dw16(pl_type t, const uint8_t *o)
+{
+    return t == PL_TYPE_MXFP4 ? e8m0x16(o) : f16x16(o);
+}
+
+/* One float chain per row, blocks in ref's order (IQ4_NL, MXFP4). */
+#define SEQ(t) ((t) == PL_TYPE_IQ4_NL || (t) == PL_TYPE_MXFP4)
+
+/* IQ4_NL, MXFP4: s (row r in lanes 2r, 2r + 1) + the pair's two terms, in block order. */
 INLINE __m512 seq_term(__m512i is, __m512 dw, const xrow *x, int64_t p, __m512 s)
 {
     is = _mm512_sub_epi32(is, pl_avx512_bcast8(x->corr + 2 * p));
@@ -277,7 +312,7 @@ INLINE __m512 seq_term(__m512i is, __m512 dw, const xrow *x, int64_t p, __m512 s
     return _mm512_add_ps(_mm512_moveldup_ps(_mm512_add_ps(s, t)), _mm512_movehdup_ps(t));
 }
 
-/* IQ4_NL: rows [lo, hi) of s (lane 2r) stored. */
+/* IQ4_NL, MXFP4: rows [lo, hi) of s (lane 2r) stored. */
 INLINE void finish_seq(__m512 s, float *restrict y, int64_t lo, int64_t hi)
 {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
@@ -298,8 +333,8 @@ INLINE __m512 gemv_pair(pl_type t, const layout *L, const uint8_t *restrict o, c
         const __m512i w = wvec(t, L, o, j, &c);
         is = _mm512_dpbusd_epi32(is, w, pl_avx512_bcast8(x->q + 64 * p + 8 * c));
     }
-    const __m512 dw = f16x16(o), mw = L->m_off ? f16x16(o + L->m_off) : dw;
-    if (t == PL_TYPE_IQ4_NL) return seq_term(is, dw, x, p, acc);
+    const __m512 dw = dw16(t, o), mw = L->m_off ? f16x16(o + L->m_off) : dw;
+    if (SEQ(t)) return seq_term(is, dw, x, p, acc);
     return pair_term(L, is, dw, mw, x, p, acc);
 }
 
@@ -307,7 +342,7 @@ INLINE __m512 gemv_pair(pl_type t, const layout *L, const uint8_t *restrict o, c
 INLINE void gemv(pl_type t, const layout *L, const uint8_t *restrict base, int64_t np,
                  const xrow *x, float *restrict y, int64_t lo, int64_t hi)
 {
-    if (t == PL_TYPE_IQ4_NL) { /* one chain, pairs in order */
+    if (SEQ(t)) { /* one chain, pairs in order */
         __m512 s = _mm512_setzero_ps();
         for (int64_t p = 0; p < np; p++) s = gemv_pair(t, L, base + (size_t)p * L->unit, x, p, s);
         finish_seq(s, y, lo, hi);
@@ -330,10 +365,11 @@ INLINE void gemv(pl_type t, const layout *L, const uint8_t *restrict base, int64
     finish(acc, y, lo, hi);
 }
 
-/* Tokens per register tile: 6 (two accumulator classes each), IQ4_NL's one chain per token 8. */
+/* Tokens per register tile: 6 (two accumulator classes each), IQ4_NL's and MXFP4's one chain
+ * per token 8. */
 #define NT         8
 #define NT_ACC     6
-#define tile_of(t) ((t) == PL_TYPE_IQ4_NL ? NT : NT_ACC)
+#define tile_of(t) (SEQ(t) ? NT : NT_ACC)
 
 /* acc[k] + pair p's terms for the tile's n tokens: each weight vector is loaded and expanded
  * once for the n tokens. */
@@ -348,10 +384,10 @@ INLINE void tile_pair(pl_type t, const layout *L, const uint8_t *restrict o, con
         for (int k = 0; k < n; k++)
             is[k] = _mm512_dpbusd_epi32(is[k], w, pl_avx512_bcast8(x[k].q + 64 * p + 8 * c));
     }
-    const __m512 dw = f16x16(o), mw = L->m_off ? f16x16(o + L->m_off) : dw;
+    const __m512 dw = dw16(t, o), mw = L->m_off ? f16x16(o + L->m_off) : dw;
     for (int k = 0; k < n; k++)
-        acc[k] = t == PL_TYPE_IQ4_NL ? seq_term(is[k], dw, &x[k], p, acc[k])
-                                     : pair_term(L, is[k], dw, mw, &x[k], p, acc[k]);
+        acc[k] = SEQ(t) ? seq_term(is[k], dw, &x[k], p, acc[k])
+                        : pair_term(L, is[k], dw, mw, &x[k], p, acc[k]);
 }
 
 /* A tile of n <= NT tokens x one group of 8 rows, pair class by pair class: class q holds
@@ -364,7 +400,7 @@ INLINE void tile(pl_type t, const layout *L, const uint8_t *restrict base, int64
                  const xrow *x, const int n, float *restrict y, int64_t ldy, int64_t lo, int64_t hi,
                  int first)
 {
-    if (t == PL_TYPE_IQ4_NL) { /* one chain per token, pairs in order */
+    if (SEQ(t)) { /* one chain per token, pairs in order */
         __m512 s[NT];
         for (int k = 0; k < n; k++) s[k] = _mm512_setzero_ps();
         for (int64_t p = 0; p < np; p++) {
@@ -447,7 +483,7 @@ INLINE void matmul_packed(pl_type t, PL_AVX512_MATMUL_ARGS)
                 case 6:
                     tile(t, &L, base, np, xr, 6, yt, ldy, lo, hi, k0 == 0);
                     break;
-                case 7: /* IQ4_NL only (its tile is 8): the others never get here */
+                case 7: /* IQ4_NL and MXFP4 only (their tile is 8): the others never get here */
                     if (tile_of(t) > 6) tile(t, &L, base, np, xr, 7, yt, ldy, lo, hi, k0 == 0);
                     break;
                 default:
@@ -486,3 +522,4 @@ REPACK(q5_0, PL_TYPE_Q5_0)
 REPACK(q5_1, PL_TYPE_Q5_1)
 REPACK(q8_0, PL_TYPE_Q8_0)
 REPACK(iq4_nl, PL_TYPE_IQ4_NL)
+REPACK(mxfp4, PL_TYPE_MXFP4)

@@ -2,7 +2,7 @@
  * NULL fall back to ref, explicitly: the registry records them and `plumb kernels` prints
  * them. BF16 instructions are not used: vdpbf16ps rounds differently from IEEE FMA and
  * flushes denormals, so BF16 weights are widened exactly and go through FMA instead.
- * Q2_K, Q3_K, IQ4_NL and IQ4_XS straight from the mapping (repacking off) run the avx2
+ * Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4 straight from the mapping (repacking off) run the avx2
  * kernels, bit-identical to ref as the repacked ones are. */
 #include "avx512.h"
 #include "cpu.h"
@@ -49,6 +49,7 @@ const struct pl_kernels pl_kernels_avx512 = {
             [PL_TYPE_Q3_K] = matmul_q3_k_q8_k_avx2,
             [PL_TYPE_IQ4_NL] = matmul_iq4_nl_q8_0_avx2,
             [PL_TYPE_IQ4_XS] = matmul_iq4_xs_q8_k_avx2,
+            [PL_TYPE_MXFP4] = matmul_mxfp4_q8_0_avx2,
         },
     .repack =
         {
@@ -67,5 +68,6 @@ const struct pl_kernels pl_kernels_avx512 = {
             [PL_TYPE_Q3_K] = &pl_repack_q3_k_avx512,
             [PL_TYPE_IQ4_NL] = &pl_repack_iq4_nl_avx512,
             [PL_TYPE_IQ4_XS] = &pl_repack_iq4_xs_avx512,
+            [PL_TYPE_MXFP4] = &pl_repack_mxfp4_avx512,
         },
 };

@@ -432,3 +432,29 @@ REF_MATMUL(matmul_q3_k_q8_k_ref, dot_q3_k_q8_k)
 REF_MATMUL(matmul_iq4_nl_q8_0_ref, dot_iq4_nl_q8_0)
 
 REF_MATMUL(matmul_iq4_xs_q8_k_ref, dot_iq4_xs_q8_k)
+
+/* ---- MXFP4 x Q8_0 ---------------------------------------------------------------------------- */
+/* isum = sum_l v[q_l] x_l over the doubled E2M1 values (|v| <= 12): |isum| <= 12 * 128 * 32 <
+ * 2^16, exact. Term (dw * dx) * isum, dw = 2^(e - 128) (ggml's order): dw * dx is a power of two
+ * times an f16, exact unless it falls below 2^-126 (a small e times a small dx); there it rounds
+ * with an absolute error <= 2^-150, which isum carries to < 2^-134 per block, 2^-139 per
+ * element: eta 2^-130, as for Q8_K. Then one rounding in the product and one in the sum: m = 2,
+ * c = 0.064. e = 255 (E8M0's NaN) gives dw NaN: the row's output is NaN. */
+static float dot_mxfp4_q8_0(const void *vw, const void *vx, int64_t K)
+{
+    const pl_block_mxfp4 *w = vw;
+    const pl_block_q8_0 *x = vx;
+    float s = 0.0f;
+    for (int64_t b = 0; b < K / PL_QK_MXFP4; b++) {
+        int32_t isum = 0;
+        for (int j = 0; j < PL_QK_MXFP4 / 2; j++) {
+            isum += pl_mxfp4_values[w[b].qs[j] & 0x0f] * x[b].qs[j];
+            isum += pl_mxfp4_values[w[b].qs[j] >> 4] * x[b].qs[j + PL_QK_MXFP4 / 2];
+        }
+        const float d = pl_e8m0_half(w[b].e) * pl_f16_to_f32(x[b].d);
+        s += d * (float)isum;
+    }
+    return s;
+}
+
+REF_MATMUL(matmul_mxfp4_q8_0_ref, dot_mxfp4_q8_0)

@@ -1,5 +1,6 @@
 /* quant.c — reference row quantizers and dequantizers for every weight and dot type:
- * ggml's `quantize_row_*_ref` algorithms and block layouts, bit for bit. Not fast, not SIMD.
+ * ggml's `quantize_row_*_ref` algorithms and block layouts, bit for bit (MXFP4: ggml's layout,
+ * plumb's own quantizer, at the end of the file). Not fast, not SIMD.
  *
  * Bit-exactness with ggml holds for every finite input (ggml built without FP contraction).
  * Where ggml's C is undefined we do, with defined arithmetic, what its x86 builds do, and
@@ -7,9 +8,10 @@
  *
  *  - Non-finite input. A block (a super-block of 256 for the K-quants) holding any NaN or
  *    +-Inf is stored as a "NaN block": every scale and min is NaN (f16 0x7e00, or a float
- *    NaN for Q8_K), every quant and bsum is 0. Dequantizing it gives NaN for every element,
- *    and a matmul over it gives NaN, so a poisoned weight or activation never turns into a
- *    plausible number. (ggml folds Inf into a scale and leaks garbage into the neighbours.)
+ *    NaN for Q8_K, e = 255 for MXFP4), every quant and bsum is 0. Dequantizing it gives
+ *    NaN for every element, and a matmul over it gives NaN, so a poisoned weight or
+ *    activation never turns into a plausible number. (ggml folds Inf into a scale and leaks
+ *    garbage into the neighbours.)
  *    F32/F16/BF16 convert element by element (NaN stays NaN, Inf stays Inf; F16 overflows
  *    to Inf past 65504).
  *  - Float -> int8 casts. ggml writes `(int8_t)v`, UB when v is NaN or Inf, which happens
@@ -36,6 +38,7 @@
  *     Q5_1  0.045  0.035       Q2_K  0.34   0.50        BF16    2^-9     2^-8  (relative)
  *                              Q3_K  0.17   0.32        IQ4_NL  0.086    0.16
  *                                                       IQ4_XS  0.086    0.16
+ *                                                       MXFP4   0.13     0.20 (proved)
  */
 #include <math.h>
 #include <string.h>
@@ -1161,6 +1164,88 @@ void dequantize_row_iq4_xs_ref(float *restrict y, const void *restrict vx, int64
                 y[j] = dl * (float)pl_iq4nl_values[qs[j] & 0x0f];
                 y[j + 16] = dl * (float)pl_iq4nl_values[qs[j] >> 4];
             }
+        }
+    }
+}
+
+/* ---- MXFP4: E2M1 codes, one E8M0 scale per 32 ---------------------------------------------- */
+/* Not ggml's quantizer (whose exponent is floor(log2(amax)) - 2 and whose bytes no test here
+ * pins): plumb's own, a search over the two scales worth trying. For a block with largest
+ * |x| amax, e0 is the smallest exponent whose top level 12 h (h = 2^(e0 - 128): E2M1's 6 at
+ * E8M0's 2^(e0 - 127)) reaches amax, so nothing clips; any e > e0 only coarsens the levels that
+ * matter. e0 - 1 halves the steps below 2 h but clips everything past 6 h to 6 h; it is tried
+ * only when amax <= 7.5 h, so the clipped error is at most amax / 5. The largest error in a
+ * block is then at most amax / 5 either way (at e0 half the widest gap used, 2 h between 8 h
+ * and 12 h, over an amax of at least 10 h; at e0 - 1 the clip, or 1 h over amax > 6 h). Each
+ * candidate rounds every |x| to the nearest E2M1 level, a tie to the even code (OCP's round half to
+ * even: 0.25 -> 0, 0.75 -> 1, 1.25 -> 1, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4 in E2M1 units),
+ * the sign in bit 3 unless the code is 0 (no -0 is written); the candidate with the smaller
+ * sum of squared errors (in double) is stored, e0 on a tie. e stays in 0..252: 12 * 2^(e - 128)
+ * is finite there (the largest level any float block can use is 1.5 * 2^127, so a block
+ * past it clips). A block holding NaN or +-Inf is the NaN block: e = 255 (E8M0's NaN), qs 0. */
+
+/* The code 0..7 of the doubled E2M1 magnitude {0, 1, 2, 3, 4, 6, 8, 12} nearest v >= 0, a tie
+ * to the even code. mid[c] is halfway between the levels of codes c and c + 1. */
+static int e2m1_code(double v)
+{
+    static const double mid[7] = {0.5, 1.5, 2.5, 3.5, 5.0, 7.0, 10.0};
+    int c = 0;
+    while (c < 7 && (v > mid[c] || (v == mid[c] && (c + 1) % 2 == 0))) c++;
+    return c;
+}
+
+/* Codes of the 32 values at scale 2^(e - 128), packed as the block stores them; returns the
+ * sum of squared errors (every step exact in double but the squares' sum). */
+static double mxfp4_fit(const float *x, int e, uint8_t qs[PL_QK_MXFP4 / 2])
+{
+    double err = 0.0;
+    int q[PL_QK_MXFP4];
+    for (int j = 0; j < PL_QK_MXFP4; j++) {
+        const double a = fabs((double)x[j]);
+        const int c = e2m1_code(ldexp(a, 128 - e));
+        const double diff = a - ldexp(pl_mxfp4_values[c], e - 128);
+        err += diff * diff;
+        q[j] = c != 0 && signbit(x[j]) ? c | 8 : c;
+    }
+    for (int j = 0; j < PL_QK_MXFP4 / 2; j++) qs[j] = (uint8_t)(q[j] | q[j + PL_QK_MXFP4 / 2] << 4);
+    return err;
+}
+
+void quantize_row_mxfp4_ref(void *restrict vy, const float *restrict x, int64_t n)
+{
+    pl_block_mxfp4 *y = vy;
+    for (int64_t i = 0; i < n / PL_QK_MXFP4; i++, x += PL_QK_MXFP4) {
+        pl_block_mxfp4 *b = &y[i];
+        memset(b, 0, sizeof *b);
+        if (!all_finite(x, PL_QK_MXFP4)) {
+            b->e = 255;
+            continue;
+        }
+        double amax = 0.0;
+        for (int j = 0; j < PL_QK_MXFP4; j++) amax = fmax(amax, fabs((double)x[j]));
+        int e0 = 128; /* then the smallest e in 0..252 with 12 * 2^(e - 128) >= amax */
+        while (e0 < 252 && ldexp(12.0, e0 - 128) < amax) e0++;
+        while (e0 > 0 && ldexp(12.0, e0 - 129) >= amax) e0--;
+        const double err0 = mxfp4_fit(x, e0, b->qs);
+        b->e = (uint8_t)e0;
+        if (e0 > 0 && amax <= ldexp(7.5, e0 - 128)) { /* e0 - 1 clips amax by <= amax / 5 */
+            uint8_t qs[PL_QK_MXFP4 / 2];
+            if (mxfp4_fit(x, e0 - 1, qs) < err0) {
+                b->e = (uint8_t)(e0 - 1);
+                memcpy(b->qs, qs, sizeof qs);
+            }
+        }
+    }
+}
+
+void dequantize_row_mxfp4_ref(float *restrict y, const void *restrict vx, int64_t n)
+{
+    const pl_block_mxfp4 *x = vx;
+    for (int64_t i = 0; i < n / PL_QK_MXFP4; i++, y += PL_QK_MXFP4) {
+        const float d = pl_e8m0_half(x[i].e); /* every product exact, or +-Inf past the range */
+        for (int j = 0; j < PL_QK_MXFP4 / 2; j++) {
+            y[j] = d * (float)pl_mxfp4_values[x[i].qs[j] & 0x0f];
+            y[j + PL_QK_MXFP4 / 2] = d * (float)pl_mxfp4_values[x[i].qs[j] >> 4];
         }
     }
 }

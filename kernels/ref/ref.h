@@ -22,6 +22,7 @@ void quantize_row_q2_k_ref(void *restrict y, const float *restrict x, int64_t n)
 void quantize_row_q3_k_ref(void *restrict y, const float *restrict x, int64_t n);
 void quantize_row_iq4_nl_ref(void *restrict y, const float *restrict x, int64_t n);
 void quantize_row_iq4_xs_ref(void *restrict y, const float *restrict x, int64_t n);
+void quantize_row_mxfp4_ref(void *restrict y, const float *restrict x, int64_t n);
 
 /* Q4_K / Q5_K super-blocks from their 8 sub-blocks' fits (scales, mins: the negated offsets,
  * L: the fit's quants, re-quantized here in place): the part of quantize_row_q4_k_ref /
@@ -53,6 +54,7 @@ void dequantize_row_q2_k_ref(float *restrict y, const void *restrict x, int64_t 
 void dequantize_row_q3_k_ref(float *restrict y, const void *restrict x, int64_t n);
 void dequantize_row_iq4_nl_ref(float *restrict y, const void *restrict x, int64_t n);
 void dequantize_row_iq4_xs_ref(float *restrict y, const void *restrict x, int64_t n);
+void dequantize_row_mxfp4_ref(float *restrict y, const void *restrict x, int64_t n);
 
 /* matmul.c: weights of each type against activations in the type's dot type. */
 #define PL_REF_MATMUL_ARGS                                                                         \
@@ -74,6 +76,7 @@ void matmul_q2_k_q8_k_ref(PL_REF_MATMUL_ARGS);
 void matmul_q3_k_q8_k_ref(PL_REF_MATMUL_ARGS);
 void matmul_iq4_nl_q8_0_ref(PL_REF_MATMUL_ARGS);
 void matmul_iq4_xs_q8_k_ref(PL_REF_MATMUL_ARGS);
+void matmul_mxfp4_q8_0_ref(PL_REF_MATMUL_ARGS);
 
 /* ops.c */
 void rmsnorm_ref(float *restrict y, const float *restrict x, const float *restrict w, int64_t n,

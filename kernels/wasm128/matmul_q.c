@@ -4,12 +4,14 @@
  *
  * Order of operations, the same for every (r, t) whatever r0, r1, T or the thread (the tokens
  * of a tile share only the decoded weights; each token has its own accumulators):
- * - 32-blocks x Q8_0 (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL): each block's integer dot is exact.
+ * - 32-blocks x Q8_0 (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4): each block's integer dot
+ *   is exact.
  *   Blocks go in groups of 4, block 4g + i's term in float lane i: (dw dx) float(isum) (+ (mw
  *   dx) float(xsum) inside the term for the types with a min, as ref forms it). In the last
  *   group the missing blocks are zero blocks (+0), never read. Q4_0 .. Q8_0 add block 4g + i
- *   into lane i and sum the 4 lanes once, at the end, as (l0 + l2) + (l1 + l3); IQ4_NL adds
- *   the terms to one float in block order, as ref does: bit-identical to ref.
+ *   into lane i and sum the 4 lanes once, at the end, as (l0 + l2) + (l1 + l3); IQ4_NL and
+ *   MXFP4 (dw = 2^(e - 128), pl_e8m0_half) add the terms to one float in block order, as ref
+ *   does: bit-identical to ref.
  * - super-blocks x Q8_K (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS): the integer sums are exact and
  *   the float term is formed and summed exactly as ref does it: bit-identical to ref.
  * Bound: ref's (kernels/ref/matmul.c) with the same c: each block term is formed with as many
@@ -19,7 +21,7 @@
  * PL_W_RELAXED (matmul_q_relaxed.c, the wasm128r set): the same integer sums, exact, by the
  * relaxed dot of the int8 activations with the weights' unsigned quants (< 128, in [0, 127] as
  * simd.h requires), the offsets taken off after: q - o as dot(x, q) - dot(x, o) (Q4_0, Q5_0,
- * Q3_K, Q6_K); an int8 weight w (Q8_0, IQ4_NL's and IQ4_XS's levels) as
+ * Q3_K, Q6_K); an int8 weight w (Q8_0, IQ4_NL's, IQ4_XS's and MXFP4's levels) as
  * dot(x, w & 0x7f) - 128 dot(x, [w < 0]). Equal integers give equal floats: bit-identical to
  * wasm128. Decode (T <= NT): the activation side of those offsets and of Q4_1/Q5_1's mins is
  * sum(x) per block, the same for every row: taken once per call (x_sums) instead of once per
@@ -37,7 +39,7 @@
 typedef struct grp {
 #if PL_W_RELAXED
     v128_t u[GROUP][2];  /* unsigned quants as bytes (no offset; int8 w: w & 0x7f), 16 a vector */
-    v128_t hb[GROUP][2]; /* Q8_0, IQ4_NL: 1 where w < 0 */
+    v128_t hb[GROUP][2]; /* Q8_0, IQ4_NL, MXFP4: 1 where w < 0 */
 #else
     v128_t q[GROUP][4]; /* int16 quants (q - offset where the type has one), 8 per vector */
 #endif
@@ -68,7 +70,8 @@ PL_W_INLINE v128_t f16x4(uint32_t h0, uint32_t h1, uint32_t h2, uint32_t h3)
 }
 
 /* The 32 values of the block at b as bytes, elements 0..15 in *lo, 16..31 in *hi: Q8_0's int8
- * weights and IQ4_NL's levels (signed_32), else the unsigned quants, the offset not taken. */
+ * weights and IQ4_NL's and MXFP4's levels (signed_32), else the unsigned quants, the offset
+ * not taken. */
 PL_W_INLINE void bytes_32(v128_t *lo, v128_t *hi, pl_type type, const uint8_t *b)
 {
     if (type == PL_TYPE_Q8_0) {
@@ -94,6 +97,9 @@ PL_W_INLINE void bytes_32(v128_t *lo, v128_t *hi, pl_type type, const uint8_t *b
         qs = ((const pl_block_q5_1 *)b)->qs;
         memcpy(&h, ((const pl_block_q5_1 *)b)->qh, 4);
         break;
+    case PL_TYPE_MXFP4:
+        qs = ((const pl_block_mxfp4 *)b)->qs;
+        break;
     default: /* PL_TYPE_IQ4_NL */
         qs = ((const pl_block_iq4_nl *)b)->qs;
         break;
@@ -105,8 +111,9 @@ PL_W_INLINE void bytes_32(v128_t *lo, v128_t *hi, pl_type type, const uint8_t *b
         *lo = wasm_v128_or(*lo, fifth_bits16(h, 0));
         *hi = wasm_v128_or(*hi, fifth_bits16(h, 16));
     }
-    if (type == PL_TYPE_IQ4_NL) {
-        const v128_t levels = wasm_v128_load(pl_iq4nl_values);
+    if (type == PL_TYPE_IQ4_NL || type == PL_TYPE_MXFP4) {
+        const v128_t levels =
+            wasm_v128_load(type == PL_TYPE_MXFP4 ? pl_mxfp4_values : pl_iq4nl_values);
         *lo = wasm_i8x16_swizzle(levels, *lo);
         *hi = wasm_i8x16_swizzle(levels, *hi);
     }
@@ -116,7 +123,7 @@ PL_W_INLINE void bytes_32(v128_t *lo, v128_t *hi, pl_type type, const uint8_t *b
 /* Whether bytes_32 gives the type's values as int8 (else unsigned quants). */
 PL_W_INLINE int signed_32(pl_type type)
 {
-    return type == PL_TYPE_Q8_0 || type == PL_TYPE_IQ4_NL;
+    return type == PL_TYPE_Q8_0 || type == PL_TYPE_IQ4_NL || type == PL_TYPE_MXFP4;
 }
 
 /* Block i of the group: 32 unsigned quants as 2 byte vectors (elements 16k .. 16k + 15 in
@@ -161,6 +168,7 @@ PL_W_INLINE pl_f16 blk_d(const uint8_t *b)
 PL_W_INLINE void grp_load(grp *g, pl_type type, const uint8_t *w, size_t wbytes, const int n)
 {
     uint32_t dw[GROUP] = {0}, mw[GROUP] = {0}; /* half bits; +0 for missing blocks */
+    float ew[GROUP] = {0};                     /* MXFP4: 2^(e - 128) (pl_e8m0_half) */
     for (int i = 0; i < GROUP; i++) {
         if (i >= n) {
 #if PL_W_RELAXED
@@ -176,10 +184,14 @@ PL_W_INLINE void grp_load(grp *g, pl_type type, const uint8_t *w, size_t wbytes,
 #else
         decode_32(g->q[i], type, b);
 #endif
-        dw[i] = blk_d(b);
+        if (type == PL_TYPE_MXFP4)
+            ew[i] = pl_e8m0_half(b[0]);
+        else
+            dw[i] = blk_d(b);
         if (type == PL_TYPE_Q4_1 || type == PL_TYPE_Q5_1) mw[i] = blk_d(b + 2);
     }
-    g->dw = f16x4(dw[0], dw[1], dw[2], dw[3]);
+    g->dw = type == PL_TYPE_MXFP4 ? wasm_f32x4_make(ew[0], ew[1], ew[2], ew[3])
+                                  : f16x4(dw[0], dw[1], dw[2], dw[3]);
     g->mw = f16x4(mw[0], mw[1], mw[2], mw[3]);
 }
 
@@ -271,11 +283,11 @@ PL_W_INLINE v128_t grp_terms(const grp *g, pl_type type, const pl_block_q8_0 *re
     return term;
 }
 
-/* Adds a group's terms: IQ4_NL into s[t] one block after the other, as ref does (the new
+/* Adds a group's terms: IQ4_NL and MXFP4 into s[t] one block after the other, as ref does (the new
  * types are bit-identical to ref); the others block i into lane i of acc[t]. */
 PL_W_INLINE void grp_add(v128_t *acc, float *s, pl_type type, v128_t term, const int n)
 {
-    if (type == PL_TYPE_IQ4_NL) {
+    if (type == PL_TYPE_IQ4_NL || type == PL_TYPE_MXFP4) {
         *s += wasm_f32x4_extract_lane(term, 0);
         if (n > 1) *s += wasm_f32x4_extract_lane(term, 1);
         if (n > 2) *s += wasm_f32x4_extract_lane(term, 2);
@@ -316,7 +328,8 @@ PL_W_INLINE void row_32(pl_type type, size_t wbytes, float *restrict y, int64_t 
                     n);
         }
     }
-    for (int t = 0; t < nt; t++) y[t * ldy] = type == PL_TYPE_IQ4_NL ? s[t] : pl_w_hsum(acc[t]);
+    for (int t = 0; t < nt; t++)
+        y[t * ldy] = type == PL_TYPE_IQ4_NL || type == PL_TYPE_MXFP4 ? s[t] : pl_w_hsum(acc[t]);
 }
 
 #define TILE(call)                                                                                 \
@@ -385,6 +398,7 @@ MATMUL_32(PL_WQ(matmul_q4_1_q8_0), PL_TYPE_Q4_1, pl_block_q4_1)
 MATMUL_32(PL_WQ(matmul_q5_0_q8_0), PL_TYPE_Q5_0, pl_block_q5_0)
 MATMUL_32(PL_WQ(matmul_q5_1_q8_0), PL_TYPE_Q5_1, pl_block_q5_1)
 MATMUL_32(PL_WQ(matmul_iq4_nl_q8_0), PL_TYPE_IQ4_NL, pl_block_iq4_nl)
+MATMUL_32(PL_WQ(matmul_mxfp4_q8_0), PL_TYPE_MXFP4, pl_block_mxfp4)
 
 /* ---- super-blocks ---------------------------------------------------------------------- */
 

@@ -47,6 +47,7 @@ const struct pl_kernels PL_WQ(pl_kernels) = {
             [PL_TYPE_Q3_K] = PL_WQ(matmul_q3_k_q8_k),
             [PL_TYPE_IQ4_NL] = PL_WQ(matmul_iq4_nl_q8_0),
             [PL_TYPE_IQ4_XS] = PL_WQ(matmul_iq4_xs_q8_k),
+            [PL_TYPE_MXFP4] = PL_WQ(matmul_mxfp4_q8_0),
         },
 };
 

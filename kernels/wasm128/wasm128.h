@@ -31,6 +31,7 @@
     void matmul_q5_k_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
     void matmul_q6_k_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
     void matmul_iq4_nl_q8_0_##suffix(PL_WASM128_MATMUL_ARGS);                                      \
+    void matmul_mxfp4_q8_0_##suffix(PL_WASM128_MATMUL_ARGS);                                       \
     void matmul_q2_k_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
     void matmul_q3_k_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);                                        \
     void matmul_iq4_xs_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);

@@ -129,6 +129,29 @@ quantize_takes_the_k_and_iq4_mixes)
     expect_in "$tmp/out" "IQ4_NL"
     ;;
 
+quantize_takes_mxfp4_moe)
+    # llama.cpp's MXFP4_MOE (also "MXFP4"): the experts (3-D) MXFP4, the other matrices Q8_0;
+    # the same bytes as mkmodel --type; from MXFP4 on to Q8_0 only with --allow-requantize
+    run mkmodel --preset tiny-moe "$tmp/f32.gguf"
+    expect_rc 0 "mkmodel tiny-moe"
+    run mkmodel --preset tiny-moe --type MXFP4_MOE "$tmp/direct.gguf"
+    expect_rc 0 "mkmodel --type MXFP4_MOE"
+    run quantize "$tmp/f32.gguf" "$tmp/mx.gguf" MXFP4
+    expect_rc 0 "quantize MXFP4"
+    expect_in "$tmp/out" "quantized $tmp/f32.gguf -> $tmp/mx.gguf: MXFP4_MOE"
+    expect_in "$tmp/out" "Q8_0 10, MXFP4 6"
+    expect_same "$tmp/direct.gguf" "$tmp/mx.gguf"
+    run quantize "$tmp/mx.gguf" "$tmp/q8.gguf" Q8_0
+    expect_rc 1 "quantize an MXFP4 file without --allow-requantize"
+    expect_in "$tmp/err" "already quantized"
+    run quantize --allow-requantize "$tmp/mx.gguf" "$tmp/q8.gguf" Q8_0
+    expect_rc 0 "quantize MXFP4 to Q8_0"
+    expect_in "$tmp/out" "Q8_0 16"
+    run quantize --pure "$tmp/f32.gguf" "$tmp/pure.gguf" mxfp4_moe
+    expect_rc 0 "quantize --pure MXFP4_MOE"
+    expect_in "$tmp/out" "MXFP4 16"
+    ;;
+
 quantize_reports_types_and_fallbacks)
     run mkmodel "$tmp/f32.gguf"
     run quantize "$tmp/f32.gguf" "$tmp/q.gguf" Q4_K_M --threads 2
