@@ -268,6 +268,8 @@ enum {
     B_PHI3_32, /* the shapes whose window llama.cpp assumes when the key is absent */
     B_PHI3_40,
     B_PHI3_32_128K,
+    /* issue 49 (archA) */
+    B_GRANITE,
     N_BASES
 };
 
@@ -438,6 +440,12 @@ static void gguf_model_seeds(void)
     c[B_PHI3_32_128K].n_ctx = 131072;
     c[B_PHI3_32_128K].n_head = 32;
     c[B_PHI3_32_128K].n_head_kv = 32;
+    c[B_GRANITE] =
+        config("s-granite-multipliers", "granite", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 1);
+    c[B_GRANITE].mult[0] = 12.0f;
+    c[B_GRANITE].mult[1] = 0.22f;
+    c[B_GRANITE].mult[2] = 0.015625f;
+    c[B_GRANITE].mult[3] = 8.0f;
     void *bases[N_BASES];
     size_t sizes[N_BASES];
     for (int b = 0; b < N_BASES; b++) {

@@ -154,6 +154,22 @@ static const struct preset {
       .tied = 0,
       .local_window = 2047,
       .vocab = DEMO_VOCAB_SPM}},
+    /* ibm-granite/granite-3.0-2b-base: llama's shape with its four multipliers, tied. */
+    {"granite-3-2b",
+     {.name = "plumb granite-3-2b (random weights)",
+      .arch = "granite",
+      .n_embd = 2048,
+      .n_layer = 40,
+      .n_head = 32,
+      .n_head_kv = 8,
+      .n_ff = 8192,
+      .n_vocab = 49155,
+      .n_ctx = 4096,
+      .rope_base = 10000.0f,
+      .rms_eps = 1e-5f,
+      .tied = 1,
+      .mult = {12.0f, 0.22f, 0.015625f, 8.0f},
+      .vocab = DEMO_VOCAB_BPE}},
     /* tiny-moe: for tests, qwen3moe with 8 experts of 64, 2 used per token, < 3 MB at F32 */
     {"tiny-moe",
      {.name = "plumb tiny-moe",
@@ -246,7 +262,8 @@ int mk_preset(const char *name, mk_config *out)
 
 const char *mk_preset_list(void)
 {
-    return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b, phi3-mini, tiny-moe, "
+    return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b, phi3-mini, granite-3-2b, "
+           "tiny-moe, "
            "qwen3-30b-a3b, qwen2-moe-a2.7b, mixtral-8x7b";
 }
 
@@ -531,6 +548,8 @@ static pl_arch_shape mk_shape(const mk_config *c)
                            .n_ff_shexp = c->n_ff_shexp};
 }
 
+#define MULT(c, i) ((c)->mult[i])
+
 static pl_status put_metadata(pl_gguf_writer *w, const mk_config *c, pl_error *err)
 {
     /* the keys under "<arch>." through the architecture table's one writer */
@@ -540,7 +559,11 @@ static pl_status put_metadata(pl_gguf_writer *w, const mk_config *c, pl_error *e
                                 .rope_base = c->rope_base,
                                 .window = c->local_window,
                                 .attn_softcap = c->attn_softcap,
-                                .final_softcap = c->final_softcap};
+                                .final_softcap = c->final_softcap,
+                                .embedding_scale = MULT(c, 0),
+                                .residual_scale = MULT(c, 1),
+                                .attention_scale = MULT(c, 2),
+                                .logit_scale = MULT(c, 3)};
     pl_status s;
     if ((s = pl_arch_write_keys(w, c->arch, &shape, &hp, err)) ||
         (s = pl_gguf_writer_set_string(w, "general.name", c->name, strlen(c->name), err)) ||

@@ -27,7 +27,10 @@ typedef struct mk_config {
     int tied;             /* no output.weight: token_embd doubles as the output projection */
     int64_t local_window; /* > 0: <arch>.attention.sliding_window (Gemma's local layers) */
     float attn_softcap, final_softcap; /* > 0: Gemma 2's soft-cap keys */
-    enum demo_vocab_kind vocab;        /* the tokenizer section (demo_vocab.h) */
+    /* > 0: Granite's embedding, residual, attention and logit multipliers (keys granite
+     * requires: the granite-3-2b preset gives them); 0: left out */
+    float mult[4];
+    enum demo_vocab_kind vocab; /* the tokenizer section (demo_vocab.h) */
     pl_ftype ftype;
     int pure; /* every weight matrix in the ftype's base type (no llama.cpp mix) */
     uint64_t seed;

@@ -226,6 +226,36 @@ static const pl_arch_key keys_phi3[] = {
      "sliding_window (null: 0, none)", PL_HF_DERIVED, NAN, PL_W_GIVEN},
 };
 
+/* ---- issue 49 (archA): Granite 3, SmolLM3, OLMo 2, EXAONE 4, GLM-4 ---- */
+
+/* granite and smollm3: llama's tensors (normal RoPE, q/k rows permuted on conversion) without
+ * biases. */
+static const pl_arch_tensor layer_llama_plain[] = {
+    ROW_ATTN_NORM,
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, PERMUTE_Q),
+    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, PERMUTE_K),
+    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    ROW_WO,
+    ROW_FFN_NORM,
+    ROW_GATE,
+    ROW_UP,
+    ROW_DOWN,
+};
+#define KEY_MULT(hp, suffix, hf)                                                                   \
+    {                                                                                              \
+        PL_HP_##hp, suffix, PL_KEY_FLOAT, REQ, 1.0, 1e-6, 1e6, hf, PL_HF_READ, 1.0, PL_W_GIVEN     \
+    }
+/* granite: four multipliers, each a key llama.cpp requires: embedding rows times
+ * embedding_scale, each branch's output times residual_scale before the add, scores times
+ * attention.scale (not 1/sqrt(head_dim)), logits divided by logit_scale (transformers'
+ * GraniteForCausalLM). */
+static const pl_arch_key keys_granite[] = {
+    KEY_MULT(EMBEDDING_SCALE, "embedding_scale", "embedding_multiplier"),
+    KEY_MULT(RESIDUAL_SCALE, "residual_scale", "residual_multiplier"),
+    KEY_MULT(ATTENTION_SCALE, "attention.scale", "attention_multiplier"),
+    KEY_MULT(LOGIT_DIVISOR, "logit_scale", "logits_scaling"),
+};
+
 /* ---- size rules (quirks), each with where llama.cpp has it ---- */
 
 /* Gemma's 27B: llama.cpp scales the scores by 1/sqrt(n_embd / n_head) where the model has this
@@ -371,6 +401,16 @@ static const pl_arch archs[] = {
      KEYS(keys_phi3),
      {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .swa_period = 1, .window_by_shape = 1},
      QUIRKS(quirks_phi3)},
+    /* issue 49 (archA) */
+    {"granite",
+     "GraniteForCausalLM",
+     NULL,
+     globals_common,
+     N_OF(globals_common),
+     LAYER(layer_llama_plain),
+     KEYS(keys_granite),
+     {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU, .full_rotary = 1},
+     NO_QUIRKS},
 };
 
 const pl_arch *pl_arch_at(size_t i)

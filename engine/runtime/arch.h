@@ -151,6 +151,11 @@ enum pl_hp {
     PL_HP_ATTN_SOFTCAP,   /* attention scores: cap * tanh(s / cap); 0: none */
     PL_HP_FINAL_SOFTCAP,  /* logits: cap * tanh(l / cap); 0: none */
     PL_HP_SLIDING_WINDOW, /* the local layers' window (Phi-3: 0, none) */
+    /* issue 49 (archA): Granite's multipliers, each a key of its own */
+    PL_HP_EMBEDDING_SCALE, /* the embedding rows times it */
+    PL_HP_RESIDUAL_SCALE,  /* each branch's output times it before the residual add */
+    PL_HP_ATTENTION_SCALE, /* the scores' scale itself, replacing 1/sqrt(head_dim) */
+    PL_HP_LOGIT_DIVISOR,   /* the logits divided by it (granite.logit_scale) */
     PL_HP_COUNT
 };
 

@@ -400,6 +400,7 @@ static void qkv_worker(void *ctx, int64_t t0, int64_t t1, int thread)
 typedef struct branch_job {
     pl_session *ss;
     const float *post_norm;
+    float scale; /* Granite's residual multiplier (1: none) */
 } branch_job;
 
 static void branch_worker(void *ctx, int64_t t0, int64_t t1, int thread)
@@ -414,13 +415,18 @@ static void branch_worker(void *ctx, int64_t t0, int64_t t1, int thread)
             j->ss->kt.k.rmsnorm(s->xn + t * E, b, j->post_norm, E, j->ss->m->hp.rms_eps);
             b = s->xn + t * E;
         }
-        add_into(s->x + t * E, b, E);
+        if (j->scale != 1.0f) {
+            float *y = s->x + t * E;
+            for (int64_t i = 0; i < E; i++) y[i] += b[i] * j->scale;
+        } else {
+            add_into(s->x + t * E, b, E);
+        }
     }
 }
 
 static void branch_out(pl_session *ss, const float *post_norm, int64_t T)
 {
-    branch_job j = {ss, post_norm};
+    branch_job j = {ss, post_norm, ss->m->hp.residual_scale};
     pl_pool_run(ss->pool, branch_worker, &j, T, 4);
 }
 
@@ -721,6 +727,8 @@ static void step_body(pl_session *ss, const int32_t *tokens, int64_t T, int64_t 
     matmul(ss, &m->output, logits, s->xn, n_out, &out_norm);
     if (m->hp.final_softcap != 0.0f)
         k->softcap(logits, logits, n_out * m->hp.n_vocab, m->hp.final_softcap);
+    if (m->hp.logit_div != 0.0f) /* Granite: logits / logits_scaling, as transformers */
+        for (int64_t i = 0; i < n_out * m->hp.n_vocab; i++) logits[i] /= m->hp.logit_div;
 }
 
 pl_status pl_session_eval(pl_session *ss, const int32_t *tokens, int64_t n, float *logits,

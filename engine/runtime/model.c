@@ -411,6 +411,11 @@ static pl_status read_block(pl_model *m, const hp_read *r, pl_error *err)
     hp->attn_softcap = (float)r->v[PL_HP_ATTN_SOFTCAP];
     hp->final_softcap = (float)r->v[PL_HP_FINAL_SOFTCAP];
     hp->emb_scale = rc->emb_sqrt ? sqrtf((float)hp->n_embd) : 0.0f;
+    /* Granite's multipliers (0 where the architecture has no such key: none) */
+    if (r->v[PL_HP_EMBEDDING_SCALE] > 0) hp->emb_scale = (float)r->v[PL_HP_EMBEDDING_SCALE];
+    if (r->v[PL_HP_ATTENTION_SCALE] > 0) hp->attn_scale = (float)r->v[PL_HP_ATTENTION_SCALE];
+    hp->residual_scale = r->v[PL_HP_RESIDUAL_SCALE] > 0 ? (float)r->v[PL_HP_RESIDUAL_SCALE] : 1.0f;
+    hp->logit_div = (float)r->v[PL_HP_LOGIT_DIVISOR];
     int64_t window = 0;
     pl_status s;
     if (rc->swa_period && (s = read_window(m, r, &window, err))) return s;
