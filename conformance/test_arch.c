@@ -434,6 +434,7 @@ static void arch_layers_compile_to_their_steps(void)
         {"phi3", "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
         /* issue 49 (archA) */
         {"granite", "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
+        {"smollm3", "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
     };
     size_t n_want = sizeof want / sizeof want[0], n_archs = 0;
     for (size_t i = 0; pl_arch_at(i); i++, n_archs++) {
@@ -448,7 +449,7 @@ static void arch_layers_compile_to_their_steps(void)
             if (a->layer[j].split == PL_SPLIT_GATE_UP) has[PL_L_UP] = 1;
         }
         pl_step st[PL_MAX_STEPS];
-        const size_t n = pl_arch_compile_layer(a, has, st);
+        const size_t n = pl_arch_compile_layer(a, has, 1, st);
         char got[512] = "";
         size_t k = 0;
         for (size_t j = 0; j < n; j++) {

@@ -37,6 +37,7 @@ tiny_spec tiny_default(const char *arch, uint32_t wtype)
         s.final_softcap = 20.0f; /* logits here reach ~16: bent, not saturated */
     }
     if (rc->swa_period > 2) s.L = rc->swa_period;
+    if (rc->nope_period) s.L = rc->nope_period; /* the last layer without RoPE (SmolLM3) */
     /* Granite's multipliers, none of them 1: embeddings x4, branches x0.5, scores / 16 (not
      * 1/sqrt(64) = / 8), logits / 3 */
     if (pl_arch_key_of_arch(a, PL_HP_RESIDUAL_SCALE)) {

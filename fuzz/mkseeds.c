@@ -270,6 +270,7 @@ enum {
     B_PHI3_32_128K,
     /* issue 49 (archA) */
     B_GRANITE,
+    B_SMOLLM3,
     N_BASES
 };
 
@@ -446,6 +447,10 @@ static void gguf_model_seeds(void)
     c[B_GRANITE].mult[1] = 0.22f;
     c[B_GRANITE].mult[2] = 0.015625f;
     c[B_GRANITE].mult[3] = 8.0f;
+    /* four layers: the last without RoPE */
+    c[B_SMOLLM3] =
+        config("s-smollm3-nope", "smollm3", DEMO_VOCAB_BPE_LLAMA3, PL_FTYPE_Q8_0, 32, 32, 1);
+    c[B_SMOLLM3].n_layer = 4;
     void *bases[N_BASES];
     size_t sizes[N_BASES];
     for (int b = 0; b < N_BASES; b++) {

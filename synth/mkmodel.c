@@ -170,6 +170,21 @@ static const struct preset {
       .tied = 1,
       .mult = {12.0f, 0.22f, 0.015625f, 8.0f},
       .vocab = DEMO_VOCAB_BPE}},
+    /* HuggingFaceTB/SmolLM3-3B: llama's shape, every 4th layer without RoPE, tied. */
+    {"smollm3-3b",
+     {.name = "plumb smollm3-3b (random weights)",
+      .arch = "smollm3",
+      .n_embd = 2048,
+      .n_layer = 36,
+      .n_head = 16,
+      .n_head_kv = 4,
+      .n_ff = 11008,
+      .n_vocab = 128256,
+      .n_ctx = 65536,
+      .rope_base = 5000000.0f,
+      .rms_eps = 1e-6f,
+      .tied = 1,
+      .vocab = DEMO_VOCAB_BPE_LLAMA3}},
     /* tiny-moe: for tests, qwen3moe with 8 experts of 64, 2 used per token, < 3 MB at F32 */
     {"tiny-moe",
      {.name = "plumb tiny-moe",
@@ -263,6 +278,7 @@ int mk_preset(const char *name, mk_config *out)
 const char *mk_preset_list(void)
 {
     return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b, phi3-mini, granite-3-2b, "
+           "smollm3-3b, "
            "tiny-moe, "
            "qwen3-30b-a3b, qwen2-moe-a2.7b, mixtral-8x7b";
 }

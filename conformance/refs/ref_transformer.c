@@ -242,7 +242,8 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
         }
         uint8_t has[PL_L_COUNT];
         for (int r = 0; r < PL_L_COUNT; r++) has[r] = R->m[r] || R->v[r] || R->x[r];
-        R->n_steps = pl_arch_compile_layer(arch, has, R->steps);
+        R->n_steps = pl_arch_compile_layer(
+            arch, has, pl_arch_layer_has_rope(arch, l, m->window > 0), R->steps);
     }
     *out = m;
     return 0;

@@ -447,6 +447,43 @@ static pl_status read_local(hf_config *c, const jfile *f, pl_error *err)
     return PL_OK;
 }
 
+/* The layers without RoPE as config.json says them (SmolLM3's no_rope_layers: 1 rotates, 0 does
+ * not; absent: every no_rope_layer_interval-th layer without) must be the recipe's
+ * (pl_arch_layer_has_rope): GGUF has no key to say another pattern. */
+static pl_status read_nope(hf_config *c, const jfile *f, pl_error *err)
+{
+    const pl_arch_recipe *rc = &c->arch->recipe;
+    const json_t *nr = json_object_get(f->root, "no_rope_layers");
+    if (nr && json_is_null(nr)) nr = NULL;
+    if (!nr && !rc->nope_period) return PL_OK;
+    if (nr && !json_is_array(nr))
+        return pl_fail(err, PL_ERR_TYPE, "%s: 'no_rope_layers' is %s, not a list", f->name,
+                       pl_json_kind(nr));
+    if (nr && json_array_size(nr) != (size_t)c->L)
+        return pl_fail(err, PL_ERR_FORMAT, "%s: no_rope_layers has %zu entries for %lld layers",
+                       f->name, json_array_size(nr), (long long)c->L);
+    int64_t every = 0;
+    pl_status s;
+    if (!nr && (s = get_int(f, "no_rope_layer_interval", 1, 4096, rc->nope_period, &every, err)))
+        return s;
+    for (int64_t l = 0; l < c->L; l++) {
+        const json_t *e = nr ? json_array_get(nr, (size_t)l) : NULL;
+        if (nr && !(json_is_integer(e) || json_is_boolean(e)))
+            return pl_fail(err, PL_ERR_TYPE, "%s: no_rope_layers[%lld] is %s, not 0 or 1", f->name,
+                           (long long)l, pl_json_kind(e));
+        const int have = nr ? (json_is_boolean(e) ? json_is_true(e) : json_integer_value(e) != 0)
+                            : (l + 1) % every != 0;
+        if (have != pl_arch_layer_has_rope(c->arch, l, c->window > 0))
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: layer %lld %s RoPE (%s): llama.cpp's %s %s it, and GGUF has no key "
+                           "to say otherwise",
+                           f->name, (long long)l, have ? "has" : "has no",
+                           nr ? "no_rope_layers" : "no_rope_layer_interval", c->arch->name,
+                           have ? "does not rotate" : "rotates");
+    }
+    return PL_OK;
+}
+
 /* The rows of keys[0..n) whose value config.json gives as it is (PL_HF_READ), into c->v: the
  * field the row names, its default when absent (NAN: required), the key's range. A common row
  * the architecture redefines is read from the architecture's own. */
@@ -599,7 +636,8 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
                            json_is_string(act) ? json_string_value(act) : pl_json_kind(act),
                            json_is_string(act) ? "'" : "", want_act, c->arch->name);
     }
-    if ((s = read_rope(c, f, err)) || (s = read_local(c, f, err))) return s;
+    if ((s = read_rope(c, f, err)) || (s = read_local(c, f, err)) || (s = read_nope(c, f, err)))
+        return s;
     /* every layer's attention as the recipe places it: local layers only where it has them */
     const json_t *lt = json_object_get(f->root, "layer_types");
     for (size_t i = 0; json_is_array(lt) && i < json_array_size(lt); i++) {

@@ -411,6 +411,16 @@ static const pl_arch archs[] = {
      KEYS(keys_granite),
      {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU, .full_rotary = 1},
      NO_QUIRKS},
+    /* smollm3: every 4th layer without RoPE (llama.cpp: n_no_rope_layer_step 4, no key) */
+    {"smollm3",
+     "SmolLM3ForCausalLM",
+     NULL,
+     globals_common,
+     N_OF(globals_common),
+     LAYER(layer_llama_plain),
+     NO_KEYS,
+     {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU, .full_rotary = 1, .nope_period = 4},
+     NO_QUIRKS},
 };
 
 const pl_arch *pl_arch_at(size_t i)
@@ -498,7 +508,7 @@ int pl_arch_has_global_role(const pl_arch *a, int role)
 
 /* ---- a layer as a list of steps ---- */
 
-size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, pl_step *out)
+size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, int rope, pl_step *out)
 {
     size_t n = 0;
 #define STEP(k, r, x) (out[n++] = (pl_step){.kind = (k), .role = (uint8_t)(r), .arg = (x)})
@@ -507,7 +517,7 @@ size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, pl_step *out)
     STEP(PL_STEP_QKV, PL_STEP_NO_ROLE, 0);
     if (has[PL_L_BQ] || has[PL_L_BK] || has[PL_L_BV]) STEP(PL_STEP_QKV_BIAS, PL_STEP_NO_ROLE, 0);
     if (has[PL_L_Q_NORM] || has[PL_L_K_NORM]) STEP(PL_STEP_HEAD_NORM, PL_STEP_NO_ROLE, 0);
-    STEP(PL_STEP_ROPE, PL_STEP_NO_ROLE, 0);
+    if (rope) STEP(PL_STEP_ROPE, PL_STEP_NO_ROLE, 0);
     STEP(PL_STEP_KV_STORE, PL_STEP_NO_ROLE, 0);
     STEP(PL_STEP_ATTENTION, PL_STEP_NO_ROLE, 0);
     STEP(PL_STEP_ATTN_OUT, PL_L_WO, 0);
@@ -543,6 +553,13 @@ int pl_arch_layer_is_local(const pl_arch *a, int64_t l)
 {
     const int64_t p = a->recipe.swa_period;
     return p == 1 || (p > 1 && l % p < p - 1);
+}
+
+int pl_arch_layer_has_rope(const pl_arch *a, int64_t l, int windowed)
+{
+    const int64_t p = a->recipe.nope_period;
+    if (p > 0 && (l + 1) % p == 0) return 0;
+    return !(a->recipe.nope_global && windowed && !pl_arch_layer_is_local(a, l));
 }
 
 int pl_arch_walk(const pl_arch *a, int64_t n_layer, pl_arch_visit_fn fn, void *user)

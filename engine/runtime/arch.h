@@ -229,6 +229,12 @@ typedef struct pl_arch_recipe {
      * them as they are). */
     uint8_t moe_norm;
     uint8_t moe; /* enum pl_moe */
+    /* issue 49 (archA): layers without RoPE (pl_arch_layer_has_rope): with nope_period > 0,
+     * layer l iff (l + 1) % nope_period == 0 (SmolLM3: 4, llama.cpp's n_no_rope_layer_step,
+     * which no key carries); with nope_global, the global (non-local) layers of a model whose
+     * local layers have a window (EXAONE 4) */
+    uint8_t nope_period;
+    uint8_t nope_global;
 } pl_arch_recipe;
 
 /* A rule llama.cpp applies by a model's size rather than by a key: data, with its source, so
@@ -296,6 +302,9 @@ int pl_arch_has_layer_role(const pl_arch *a, int role, int required);
 int pl_arch_has_global_role(const pl_arch *a, int role);
 /* 1 when the architecture layer l is a local (sliding-window) layer. */
 int pl_arch_layer_is_local(const pl_arch *a, int64_t l);
+/* 1 when layer l rotates q and k (the recipe's NoPE layers do not); windowed: the model's local
+ * layers have a window. */
+int pl_arch_layer_has_rope(const pl_arch *a, int64_t l, int windowed);
 /* 1 and *why set when "<arch>." + suffix is a key that changes nothing (arch.c). */
 int pl_arch_key_inert(const char *suffix, const char **why);
 
@@ -347,8 +356,9 @@ typedef struct pl_step {
     uint8_t arg;  /* PL_STEP_FFN_*: enum pl_act */
 } pl_step;
 /* The steps of a layer of a whose bound tensors are has[role] != 0 (PL_L_COUNT entries), into
- * out (PL_MAX_STEPS); returns their count. */
-size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, pl_step *out);
+ * out (PL_MAX_STEPS); returns their count. rope: 0 for a layer without RoPE
+ * (pl_arch_layer_has_rope), whose list has no rope step. */
+size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, int rope, pl_step *out);
 /* 1 for the kinds that work token by token, between QKV and ATTENTION (one pass over the
  * tokens runs a sequence of them). */
 int pl_step_per_token(int kind);

@@ -420,9 +420,15 @@ static pl_status read_block(pl_model *m, const hp_read *r, pl_error *err)
     pl_status s;
     if (rc->swa_period && (s = read_window(m, r, &window, err))) return s;
     for (int64_t l = 0; l < hp->n_layer; l++) {
+        pl_layer *L = &m->layers[l];
         const int local = pl_arch_layer_is_local(hp->arch, l);
-        m->layers[l].window = local ? window : 0;
-        m->layers[l].rope_local = local;
+        L->window = local ? window : 0;
+        L->rope_local = local;
+        /* what the layer computes follows from what it binds (and whether it rotates) */
+        uint8_t has[PL_L_COUNT];
+        for (int t = 0; t < PL_L_COUNT; t++) has[t] = L->t[t].data != NULL;
+        L->n_steps = pl_arch_compile_layer(
+            hp->arch, has, pl_arch_layer_has_rope(hp->arch, l, window > 0), L->steps);
     }
     return PL_OK;
 }
@@ -540,10 +546,6 @@ static pl_status bind_tensors(pl_model *m, uint8_t *bound, pl_error *err)
             else if (row->split == PL_SPLIT_GATE_UP)
                 split_rows(&L->t[row->role], L->t + PL_L_GATE, L->t + PL_L_UP, NULL, L->n_ff, 0);
         }
-        /* what the layer computes follows from what it binds */
-        uint8_t has[PL_L_COUNT];
-        for (int r = 0; r < PL_L_COUNT; r++) has[r] = L->t[r].data != NULL;
-        L->n_steps = pl_arch_compile_layer(a, has, L->steps);
     }
     if (!m->output.data) {
         m->output = m->tok_embd;
