@@ -251,7 +251,12 @@ static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64
     spec.edit_user = g_edit_user;
     char label[64];
     snprintf(label, sizeof label, "%s %s", arch, types[ti].name);
-    e2e_spec(&spec, label, type_tol(types[ti].t, types[ti].mix, kv), kv, window, sinks, 64, 0, out);
+    /* quantized weights: each layer's activations are quantized on their own, so the error
+     * grows as the square root of the depth past the default 2 layers (SmolLM3's tiny model
+     * has 4, for its layer without RoPE) */
+    double tol = type_tol(types[ti].t, types[ti].mix, kv);
+    if (tol >= 0.1 && spec.L > 2) tol *= sqrt((double)spec.L / 2.0);
+    e2e_spec(&spec, label, tol, kv, window, sinks, 64, 0, out);
 }
 
 /* ---- RoPE scaling: each as llama.cpp's keys and tensors carry it, against the reference's
