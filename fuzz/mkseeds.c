@@ -271,6 +271,7 @@ enum {
     /* issue 49 (archA) */
     B_GRANITE,
     B_SMOLLM3,
+    B_OLMO2,
     N_BASES
 };
 
@@ -451,6 +452,7 @@ static void gguf_model_seeds(void)
     c[B_SMOLLM3] =
         config("s-smollm3-nope", "smollm3", DEMO_VOCAB_BPE_LLAMA3, PL_FTYPE_Q8_0, 32, 32, 1);
     c[B_SMOLLM3].n_layer = 4;
+    c[B_OLMO2] = config("s-olmo2-post-norms", "olmo2", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 0);
     void *bases[N_BASES];
     size_t sizes[N_BASES];
     for (int b = 0; b < N_BASES; b++) {

@@ -185,6 +185,22 @@ static const struct preset {
       .rms_eps = 1e-6f,
       .tied = 1,
       .vocab = DEMO_VOCAB_BPE_LLAMA3}},
+    /* allenai/OLMo-2-1124-7B: norms after each branch only, q/k norms over the whole
+     * projection, untied. */
+    {"olmo2-7b",
+     {.name = "plumb olmo2-7b (random weights)",
+      .arch = "olmo2",
+      .n_embd = 4096,
+      .n_layer = 32,
+      .n_head = 32,
+      .n_head_kv = 32,
+      .n_ff = 11008,
+      .n_vocab = 100352,
+      .n_ctx = 4096,
+      .rope_base = 500000.0f,
+      .rms_eps = 1e-6f,
+      .tied = 0,
+      .vocab = DEMO_VOCAB_BPE}},
     /* tiny-moe: for tests, qwen3moe with 8 experts of 64, 2 used per token, < 3 MB at F32 */
     {"tiny-moe",
      {.name = "plumb tiny-moe",
@@ -278,7 +294,8 @@ int mk_preset(const char *name, mk_config *out)
 const char *mk_preset_list(void)
 {
     return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b, phi3-mini, granite-3-2b, "
-           "smollm3-3b, "
+           "smollm3-3b, olmo2-7b, "
+           ""
            "tiny-moe, "
            "qwen3-30b-a3b, qwen2-moe-a2.7b, mixtral-8x7b";
 }

@@ -293,6 +293,8 @@ static const struct {
      "hidden_act"},
     {"granite", "\"logits_scaling\": 2.0", "\"logits_scaling\": 0.0", PL_ERR_LIMIT,
      "logits_scaling"},
+    {"olmo2", "\"attention_bias\": false", "\"attention_bias\": true", PL_ERR_UNSUPPORTED,
+     "attention_bias"},
     /* layer 2 without RoPE, layer 3 with it: not llama.cpp's every-4th rule */
     {"smollm3", "1,\n    1,\n    0\n", "1,\n    0,\n    1\n", PL_ERR_UNSUPPORTED, "no_rope_layers"},
     {"smollm3", "\"no_rope_layers\": [", "\"no_rope_layers_was\": [", PL_OK, NULL},

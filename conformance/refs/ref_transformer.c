@@ -497,7 +497,10 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                 const pl_step *st = &R->steps[i];
                 switch ((enum pl_step_kind)st->kind) {
                 case PL_STEP_NORM:
-                    rmsnorm(xn, x, R->v[st->role], E, m->eps);
+                    if (st->role == PL_STEP_NO_ROLE) /* no pre-norm (OLMo 2) */
+                        memcpy(xn, x, (size_t)E * sizeof *xn);
+                    else
+                        rmsnorm(xn, x, R->v[st->role], E, m->eps);
                     break;
                 case PL_STEP_QKV:
                     gemv(q, R->m[PL_L_WQ], xn, NULL);
@@ -512,6 +515,10 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                 case PL_STEP_HEAD_NORM:
                     head_norm(q, R->v[PL_L_Q_NORM], H, D, tmp, m->eps);
                     head_norm(kp, R->v[PL_L_K_NORM], Hkv, D, tmp, m->eps);
+                    break;
+                case PL_STEP_QK_NORM: /* the whole projections, one row each (att: free) */
+                    head_norm(q, R->v[PL_L_Q_NORM], 1, H * D, att, m->eps);
+                    head_norm(kp, R->v[PL_L_K_NORM], 1, Hkv * D, att, m->eps);
                     break;
                 case PL_STEP_ROPE: {
                     /* local layers with their own base (Gemma 3), else the global table:

@@ -245,6 +245,25 @@ static const pl_arch_tensor layer_llama_plain[] = {
     {                                                                                              \
         PL_HP_##hp, suffix, PL_KEY_FLOAT, REQ, 1.0, 1e-6, 1e6, hf, PL_HF_READ, 1.0, PL_W_GIVEN     \
     }
+/* olmo2: no norm before either branch: RMSNorm on each branch's output instead (HF's
+ * post_attention_layernorm is GGUF's post_attention_norm here, not ffn_norm), q and k
+ * normalised over the whole projection before the heads split, NeoX RoPE. */
+static const pl_arch_tensor layer_olmo2[] = {
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
+    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    T(Q_NORM, "attn_q_norm.weight", "self_attn.q_norm.weight", Q, 1, NORM, REQ, NONE),
+    T(K_NORM, "attn_k_norm.weight", "self_attn.k_norm.weight", KV, 1, NORM, REQ, NONE),
+    ROW_WO,
+    T(ATTN_POST_NORM, "post_attention_norm.weight", "post_attention_layernorm.weight", E, 1, NORM,
+      REQ, NONE),
+    ROW_GATE,
+    ROW_UP,
+    ROW_DOWN,
+    T(FFN_POST_NORM, "post_ffw_norm.weight", "post_feedforward_layernorm.weight", E, 1, NORM, REQ,
+      NONE),
+};
+
 /* granite: four multipliers, each a key llama.cpp requires: embedding rows times
  * embedding_scale, each branch's output times residual_scale before the add, scores times
  * attention.scale (not 1/sqrt(head_dim)), logits divided by logit_scale (transformers'
@@ -421,6 +440,15 @@ static const pl_arch archs[] = {
      NO_KEYS,
      {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU, .full_rotary = 1, .nope_period = 4},
      NO_QUIRKS},
+    {"olmo2",
+     "Olmo2ForCausalLM",
+     NULL,
+     globals_common,
+     N_OF(globals_common),
+     LAYER(layer_olmo2),
+     NO_KEYS,
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .full_rotary = 1},
+     NO_QUIRKS},
 };
 
 const pl_arch *pl_arch_at(size_t i)
@@ -508,21 +536,32 @@ int pl_arch_has_global_role(const pl_arch *a, int role)
 
 /* ---- a layer as a list of steps ---- */
 
+/* 1 when the architecture's q norm spans the whole projection (its row is Q wide, not D). */
+static int qk_norm_whole(const pl_arch *a)
+{
+    for (size_t i = 0; i < a->n_layer; i++)
+        if (a->layer[i].role == PL_L_Q_NORM) return a->layer[i].ne0 == PL_DIM_Q;
+    return 0;
+}
+
 size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, int rope, pl_step *out)
 {
     size_t n = 0;
 #define STEP(k, r, x) (out[n++] = (pl_step){.kind = (k), .role = (uint8_t)(r), .arg = (x)})
 #define ROLE_IF(r)    (has[r] ? (r) : PL_STEP_NO_ROLE)
-    STEP(PL_STEP_NORM, PL_L_ATTN_NORM, 0);
+    STEP(PL_STEP_NORM, ROLE_IF(PL_L_ATTN_NORM), 0);
     STEP(PL_STEP_QKV, PL_STEP_NO_ROLE, 0);
     if (has[PL_L_BQ] || has[PL_L_BK] || has[PL_L_BV]) STEP(PL_STEP_QKV_BIAS, PL_STEP_NO_ROLE, 0);
-    if (has[PL_L_Q_NORM] || has[PL_L_K_NORM]) STEP(PL_STEP_HEAD_NORM, PL_STEP_NO_ROLE, 0);
+    /* q/k norms per head (D wide), or over the whole projection (OLMo 2: the table's row is Q
+     * wide) */
+    if (has[PL_L_Q_NORM] || has[PL_L_K_NORM])
+        STEP(qk_norm_whole(a) ? PL_STEP_QK_NORM : PL_STEP_HEAD_NORM, PL_STEP_NO_ROLE, 0);
     if (rope) STEP(PL_STEP_ROPE, PL_STEP_NO_ROLE, 0);
     STEP(PL_STEP_KV_STORE, PL_STEP_NO_ROLE, 0);
     STEP(PL_STEP_ATTENTION, PL_STEP_NO_ROLE, 0);
     STEP(PL_STEP_ATTN_OUT, PL_L_WO, 0);
     STEP(PL_STEP_RESIDUAL, ROLE_IF(PL_L_ATTN_POST_NORM), 0);
-    STEP(PL_STEP_NORM, PL_L_FFN_NORM, 0);
+    STEP(PL_STEP_NORM, ROLE_IF(PL_L_FFN_NORM), 0);
     STEP(has[PL_L_GATE_EXPS] ? PL_STEP_FFN_MOE : PL_STEP_FFN_GATED, PL_STEP_NO_ROLE, a->recipe.act);
     STEP(PL_STEP_RESIDUAL, ROLE_IF(PL_L_FFN_POST_NORM), 0);
 #undef STEP
@@ -534,7 +573,7 @@ size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, int rope, pl_
 int pl_step_per_token(int kind)
 {
     return kind == PL_STEP_QKV_BIAS || kind == PL_STEP_HEAD_NORM || kind == PL_STEP_ROPE ||
-           kind == PL_STEP_KV_STORE;
+           kind == PL_STEP_KV_STORE || kind == PL_STEP_QK_NORM;
 }
 
 const char *pl_step_name(int kind)
@@ -545,7 +584,7 @@ const char *pl_step_name(int kind)
         [PL_STEP_ROPE] = "rope",           [PL_STEP_KV_STORE] = "kv_store",
         [PL_STEP_ATTENTION] = "attention", [PL_STEP_ATTN_OUT] = "attn_out",
         [PL_STEP_RESIDUAL] = "residual",   [PL_STEP_FFN_GATED] = "ffn_gated",
-        [PL_STEP_FFN_MOE] = "ffn_moe"};
+        [PL_STEP_FFN_MOE] = "ffn_moe",     [PL_STEP_QK_NORM] = "qk_norm"};
     return kind >= 0 && kind < PL_STEP_COUNT && names[kind] ? names[kind] : "?";
 }
 

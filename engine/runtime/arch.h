@@ -335,7 +335,8 @@ int64_t pl_arch_dim(const pl_arch_dims *d, int dim);
  * (conformance/refs/ref_transformer.c) both execute that list, each with a case per kind and
  * no default, so a new mechanism is a new kind here, its compile rule, and a case in both. */
 enum pl_step_kind {
-    PL_STEP_NORM,      /* xn = rmsnorm(x) * w[role]: the input of the next projection step */
+    PL_STEP_NORM,      /* xn = rmsnorm(x) * w[role]: the input of the next projection step;
+                          role none (a block without a pre-norm, OLMo 2): xn = x */
     PL_STEP_QKV,       /* q, k, v = wq xn, wk xn, wv xn */
     PL_STEP_QKV_BIAS,  /* per token: q, k, v += bq, bk, bv (those bound) */
     PL_STEP_HEAD_NORM, /* per token: per-head RMSNorm of q (q_norm) and k (k_norm) */
@@ -346,6 +347,9 @@ enum pl_step_kind {
     PL_STEP_RESIDUAL,  /* x += rmsnorm(tmp) * w[role] (a post norm), or x += tmp (role none) */
     PL_STEP_FFN_GATED, /* tmp = down (act(gate xn) * up xn), act = arg (enum pl_act) */
     PL_STEP_FFN_MOE,   /* tmp = the routed experts' gated FFNs of xn (and the shared expert's) */
+    /* issue 49 (archA) */
+    PL_STEP_QK_NORM, /* per token: RMSNorm of the whole q (H*D, q_norm) and k (Hkv*D, k_norm)
+                        projections, before the heads are split (OLMo 2) */
     PL_STEP_COUNT
 };
 #define PL_STEP_NO_ROLE PL_L_COUNT
