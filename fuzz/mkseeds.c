@@ -272,6 +272,7 @@ enum {
     B_GRANITE,
     B_SMOLLM3,
     B_OLMO2,
+    B_EXAONE4,
     N_BASES
 };
 
@@ -453,6 +454,11 @@ static void gguf_model_seeds(void)
         config("s-smollm3-nope", "smollm3", DEMO_VOCAB_BPE_LLAMA3, PL_FTYPE_Q8_0, 32, 32, 1);
     c[B_SMOLLM3].n_layer = 4;
     c[B_OLMO2] = config("s-olmo2-post-norms", "olmo2", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 0);
+    /* four layers: three local (window 2), the last global without RoPE */
+    c[B_EXAONE4] =
+        config("s-exaone4-swa-nope", "exaone4", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 0);
+    c[B_EXAONE4].n_layer = 4;
+    c[B_EXAONE4].local_window = 2;
     void *bases[N_BASES];
     size_t sizes[N_BASES];
     for (int b = 0; b < N_BASES; b++) {

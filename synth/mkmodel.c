@@ -201,6 +201,24 @@ static const struct preset {
       .rms_eps = 1e-6f,
       .tied = 0,
       .vocab = DEMO_VOCAB_BPE}},
+    /* LGAI-EXAONE/EXAONE-4.0-32B: post-norms, per-head q/k norms, 3 local layers (window 4096)
+     * to 1 global without RoPE, untied. */
+    {"exaone4-32b",
+     {.name = "plumb exaone4-32b (random weights)",
+      .arch = "exaone4",
+      .n_embd = 5120,
+      .n_layer = 64,
+      .n_head = 40,
+      .n_head_kv = 8,
+      .head_dim = 128,
+      .n_ff = 27392,
+      .n_vocab = 102400,
+      .n_ctx = 131072,
+      .rope_base = 1000000.0f,
+      .rms_eps = 1e-5f,
+      .tied = 0,
+      .local_window = 4096,
+      .vocab = DEMO_VOCAB_BPE}},
     /* tiny-moe: for tests, qwen3moe with 8 experts of 64, 2 used per token, < 3 MB at F32 */
     {"tiny-moe",
      {.name = "plumb tiny-moe",
@@ -295,7 +313,7 @@ const char *mk_preset_list(void)
 {
     return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b, phi3-mini, granite-3-2b, "
            "smollm3-3b, olmo2-7b, "
-           ""
+           "exaone4-32b, "
            "tiny-moe, "
            "qwen3-30b-a3b, qwen2-moe-a2.7b, mixtral-8x7b";
 }

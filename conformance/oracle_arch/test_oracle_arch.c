@@ -295,6 +295,15 @@ static const struct {
      "logits_scaling"},
     {"olmo2", "\"attention_bias\": false", "\"attention_bias\": true", PL_ERR_UNSUPPORTED,
      "attention_bias"},
+    {"exaone4", "\"sliding_window_pattern\": 4", "\"sliding_window_pattern\": 2",
+     PL_ERR_UNSUPPORTED, "sliding_window_pattern"},
+    {"exaone4", "\"sliding_window_pattern\": 4", "\"sliding_window_pattern\": \"LLGG\"",
+     PL_ERR_UNSUPPORTED, "sliding_window_pattern"},
+    {"exaone4", "\"sliding_window_pattern\": 4", "\"sliding_window_pattern\": \"LLLG\"", PL_OK,
+     NULL},
+    /* no window while layer_types says local layers: refused by layer_types */
+    {"exaone4", "\"sliding_window\": 8", "\"sliding_window\": null", PL_ERR_UNSUPPORTED,
+     "layer_types"},
     /* layer 2 without RoPE, layer 3 with it: not llama.cpp's every-4th rule */
     {"smollm3", "1,\n    1,\n    0\n", "1,\n    0,\n    1\n", PL_ERR_UNSUPPORTED, "no_rope_layers"},
     {"smollm3", "\"no_rope_layers\": [", "\"no_rope_layers_was\": [", PL_OK, NULL},

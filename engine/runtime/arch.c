@@ -264,6 +264,33 @@ static const pl_arch_tensor layer_olmo2[] = {
       NONE),
 };
 
+/* exaone4: OLMo 2's post-norms with per-head q/k norms; 3 local layers to 1 global, RoPE only
+ * on the local layers when the model has a window (transformers' Exaone4Attention), NeoX
+ * RoPE; llama3 RoPE divisors as llama's. */
+static const pl_arch_tensor layer_exaone4[] = {
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
+    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    T(Q_NORM, "attn_q_norm.weight", "self_attn.q_norm.weight", D, 1, NORM, REQ, NONE),
+    T(K_NORM, "attn_k_norm.weight", "self_attn.k_norm.weight", D, 1, NORM, REQ, NONE),
+    ROW_WO,
+    T(ATTN_POST_NORM, "post_attention_norm.weight", "post_attention_layernorm.weight", E, 1, NORM,
+      REQ, NONE),
+    ROW_GATE,
+    ROW_UP,
+    ROW_DOWN,
+    T(FFN_POST_NORM, "post_ffw_norm.weight", "post_feedforward_layernorm.weight", E, 1, NORM, REQ,
+      NONE),
+};
+/* The window is optional (absent: none); the pattern key llama.cpp's converter writes (one bool
+ * per layer) or its loader reads (a period) must be the recipe's. */
+static const pl_arch_key keys_exaone4[] = {
+    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, OPT, 0, 1, INT32_MAX,
+     "sliding_window (null: none)", PL_HF_DERIVED, NAN, PL_W_GIVEN},
+    {PL_HP_SWA_PATTERN, "attention.sliding_window_pattern", PL_KEY_PATTERN, OPT, 4, 0, 1,
+     "sliding_window_pattern / layer_types: checked, not written", PL_HF_DERIVED, NAN, PL_W_GIVEN},
+};
+
 /* granite: four multipliers, each a key llama.cpp requires: embedding rows times
  * embedding_scale, each branch's output times residual_scale before the add, scores times
  * attention.scale (not 1/sqrt(head_dim)), logits divided by logit_scale (transformers'
@@ -448,6 +475,20 @@ static const pl_arch archs[] = {
      LAYER(layer_olmo2),
      NO_KEYS,
      {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .full_rotary = 1},
+     NO_QUIRKS},
+    {"exaone4",
+     "Exaone4ForCausalLM",
+     NULL,
+     globals_llama,
+     N_OF(globals_llama),
+     LAYER(layer_exaone4),
+     KEYS(keys_exaone4),
+     {.rope_style = PL_ROPE_NEOX,
+      .act = PL_ACT_SILU,
+      .full_rotary = 1,
+      .swa_period = 4,
+      .nope_global = 1,
+      .window_optional = 1},
      NO_QUIRKS},
 };
 

@@ -156,6 +156,7 @@ enum pl_hp {
     PL_HP_RESIDUAL_SCALE,  /* each branch's output times it before the residual add */
     PL_HP_ATTENTION_SCALE, /* the scores' scale itself, replacing 1/sqrt(head_dim) */
     PL_HP_LOGIT_DIVISOR,   /* the logits divided by it (granite.logit_scale) */
+    PL_HP_SWA_PATTERN,     /* EXAONE 4's local/global pattern: checked against the recipe's */
     PL_HP_COUNT
 };
 
@@ -164,7 +165,10 @@ enum pl_key_kind {
     PL_KEY_PER_LAYER, /* an integer, or an array of one integer per layer */
     PL_KEY_FLOAT,     /* float32 or float64 */
     PL_KEY_STRING,
-    PL_KEY_BOOL
+    PL_KEY_BOOL,
+    /* issue 49 (archA): a layer pattern, a period or one bool per layer (llama.cpp's
+     * sliding_window_pattern), checked against the recipe's at load (model.c); never written */
+    PL_KEY_PATTERN
 };
 
 /* How convert gets a key's value from a Hugging Face config.json: */
@@ -235,6 +239,9 @@ typedef struct pl_arch_recipe {
      * local layers have a window (EXAONE 4) */
     uint8_t nope_period;
     uint8_t nope_global;
+    /* 1: an absent attention.sliding_window is none: no window, every layer global (EXAONE 4's
+     * sliding_window null) */
+    uint8_t window_optional;
 } pl_arch_recipe;
 
 /* A rule llama.cpp applies by a model's size rather than by a key: data, with its source, so
