@@ -439,6 +439,8 @@ static void arch_layers_compile_to_their_steps(void)
                   "ffn_gated residual+ffn_post_norm"},
         {"exaone4", "norm qkv head_norm rope kv_store attention attn_out residual+attn_post_norm "
                     "norm ffn_gated residual+ffn_post_norm"},
+        {"glm4", "norm qkv qkv_bias rope kv_store attention attn_out residual+attn_post_norm norm "
+                 "ffn_gated residual+ffn_post_norm"},
     };
     size_t n_want = sizeof want / sizeof want[0], n_archs = 0;
     for (size_t i = 0; pl_arch_at(i); i++, n_archs++) {

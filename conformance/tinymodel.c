@@ -48,6 +48,8 @@ tiny_spec tiny_default(const char *arch, uint32_t wtype)
     }
     /* Phi-4-mini's 3/4 rotary where the head is not rotated whole and every layer is local */
     if (!rc->full_rotary && rc->swa_period == 1) s.n_rot = 48;
+    /* GLM-4's half rotary: normal RoPE over part of the head, its branches post-normed */
+    if (!rc->full_rotary && rc->rope_style == PL_ROPE_NORMAL) s.n_rot = s.D / 2;
     if (rc->moe == PL_MOE_REQUIRED) {
         s.X = 8;
         s.U = 2;

@@ -273,6 +273,7 @@ enum {
     B_SMOLLM3,
     B_OLMO2,
     B_EXAONE4,
+    B_GLM4,
     N_BASES
 };
 
@@ -459,6 +460,9 @@ static void gguf_model_seeds(void)
         config("s-exaone4-swa-nope", "exaone4", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 0);
     c[B_EXAONE4].n_layer = 4;
     c[B_EXAONE4].local_window = 2;
+    /* RoPE over half the head */
+    c[B_GLM4] = config("s-glm4-partial-rotary", "glm4", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 0);
+    c[B_GLM4].n_rot = 8;
     void *bases[N_BASES];
     size_t sizes[N_BASES];
     for (int b = 0; b < N_BASES; b++) {

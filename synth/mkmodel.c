@@ -219,6 +219,24 @@ static const struct preset {
       .tied = 0,
       .local_window = 4096,
       .vocab = DEMO_VOCAB_BPE}},
+    /* THUDM/GLM-4-9B-0414: q/k/v biases, fused gate/up, four norms, RoPE over half the head,
+     * untied. */
+    {"glm4-9b",
+     {.name = "plumb glm4-9b (random weights)",
+      .arch = "glm4",
+      .n_embd = 4096,
+      .n_layer = 40,
+      .n_head = 32,
+      .n_head_kv = 2,
+      .head_dim = 128,
+      .n_rot = 64,
+      .n_ff = 13696,
+      .n_vocab = 151552,
+      .n_ctx = 32768,
+      .rope_base = 10000.0f,
+      .rms_eps = 1e-5f,
+      .tied = 0,
+      .vocab = DEMO_VOCAB_BPE}},
     /* tiny-moe: for tests, qwen3moe with 8 experts of 64, 2 used per token, < 3 MB at F32 */
     {"tiny-moe",
      {.name = "plumb tiny-moe",
@@ -313,7 +331,7 @@ const char *mk_preset_list(void)
 {
     return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b, phi3-mini, granite-3-2b, "
            "smollm3-3b, olmo2-7b, "
-           "exaone4-32b, "
+           "exaone4-32b, glm4-9b, "
            "tiny-moe, "
            "qwen3-30b-a3b, qwen2-moe-a2.7b, mixtral-8x7b";
 }
@@ -592,6 +610,7 @@ static pl_arch_shape mk_shape(const mk_config *c)
                            .n_ff = c->n_ff,
                            .n_vocab = c->n_vocab,
                            .head_dim = mk_head_dim(c),
+                           .n_rot = c->n_rot,
                            .tied = c->tied,
                            .n_expert = c->n_expert,
                            .n_expert_used = c->n_expert_used,

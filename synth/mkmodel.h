@@ -16,6 +16,7 @@ typedef struct mk_config {
     int64_t n_head;
     int64_t n_head_kv;
     int64_t head_dim; /* 0: n_embd / n_head */
+    int64_t n_rot;    /* rope.dimension_count (GLM-4: half the head); 0: the whole head */
     int64_t n_ff;
     int64_t n_vocab;
     int64_t n_ctx;

@@ -304,6 +304,10 @@ static const struct {
     /* no window while layer_types says local layers: refused by layer_types */
     {"exaone4", "\"sliding_window\": 8", "\"sliding_window\": null", PL_ERR_UNSUPPORTED,
      "layer_types"},
+    {"glm4", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", PL_ERR_UNSUPPORTED,
+     "hidden_act"},
+    {"glm4", "\"partial_rotary_factor\": 0.5,\n    \"rope_theta\"",
+     "\"partial_rotary_factor\": 0.1,\n    \"rope_theta\"", PL_ERR_FORMAT, "partial_rotary_factor"},
     /* layer 2 without RoPE, layer 3 with it: not llama.cpp's every-4th rule */
     {"smollm3", "1,\n    1,\n    0\n", "1,\n    0,\n    1\n", PL_ERR_UNSUPPORTED, "no_rope_layers"},
     {"smollm3", "\"no_rope_layers\": [", "\"no_rope_layers_was\": [", PL_OK, NULL},

@@ -291,6 +291,28 @@ static const pl_arch_key keys_exaone4[] = {
      "sliding_window_pattern / layer_types: checked, not written", PL_HF_DERIVED, NAN, PL_W_GIVEN},
 };
 
+/* glm4: pre-norms and a norm on each branch's output too (HF's post_self_attn_layernorm is
+ * GGUF's post_attention_norm, its post_attention_layernorm the FFN's pre-norm ffn_norm, its
+ * post_mlp_layernorm post_ffw_norm), q/k/v biases, gate and up fused in ffn_up (the gate's rows
+ * first, HF's gate_up_proj), normal RoPE (transformers' GLM rotates adjacent pairs: no row
+ * permutation) over rope.dimension_count dims (partial_rotary_factor of the head). */
+static const pl_arch_tensor layer_glm4[] = {
+    ROW_ATTN_NORM,
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
+    BIAS(BQ, "attn_q.bias", "self_attn.q_proj.bias", Q, REQ),
+    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    BIAS(BK, "attn_k.bias", "self_attn.k_proj.bias", KV, REQ),
+    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    BIAS(BV, "attn_v.bias", "self_attn.v_proj.bias", KV, REQ),
+    ROW_WO,
+    T(ATTN_POST_NORM, "post_attention_norm.weight", "post_self_attn_layernorm.weight", E, 1, NORM,
+      REQ, NONE),
+    ROW_FFN_NORM,
+    TS(GATE, "ffn_up.weight", "mlp.gate_up_proj.weight", E, F2, MATRIX_IN, REQ, NONE, GATE_UP),
+    ROW_DOWN,
+    T(FFN_POST_NORM, "post_ffw_norm.weight", "post_mlp_layernorm.weight", E, 1, NORM, REQ, NONE),
+};
+
 /* granite: four multipliers, each a key llama.cpp requires: embedding rows times
  * embedding_scale, each branch's output times residual_scale before the add, scores times
  * attention.scale (not 1/sqrt(head_dim)), logits divided by logit_scale (transformers'
@@ -489,6 +511,15 @@ static const pl_arch archs[] = {
       .swa_period = 4,
       .nope_global = 1,
       .window_optional = 1},
+     NO_QUIRKS},
+    {"glm4",
+     "Glm4ForCausalLM",
+     NULL,
+     globals_common,
+     N_OF(globals_common),
+     LAYER(layer_glm4),
+     NO_KEYS,
+     {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU},
      NO_QUIRKS},
 };
 
