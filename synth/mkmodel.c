@@ -377,6 +377,8 @@ int64_t mk_head_dim(const mk_config *c)
  * fits the uint32 metadata llama.cpp writes. */
 #define MK_MAX_DIM ((int64_t)1 << 20)
 
+static pl_arch_shape mk_shape(const mk_config *c);
+
 pl_status mk_validate(const mk_config *c, pl_error *err)
 {
     const struct {
@@ -438,6 +440,29 @@ pl_status mk_validate(const mk_config *c, pl_error *err)
     if (!pl_ftype_name(c->ftype))
         return mk_fail(err, PL_ERR_INVALID_ARG, "file type %u is not one plumb writes",
                        (unsigned)c->ftype);
+    if (c->n_rot < 0 || c->n_rot > hd || c->n_rot % 2 != 0)
+        return mk_fail(err, PL_ERR_INVALID_ARG, "n_rot %lld must be even and in 0..%lld",
+                       (long long)c->n_rot, (long long)hd);
+    /* an architecture that requires Granite's multipliers (its table writes a residual scale)
+     * gets all four, or none is written and the file would not load */
+    const int n_mult = (c->mult[0] > 0) + (c->mult[1] > 0) + (c->mult[2] > 0) + (c->mult[3] > 0);
+    if (n_mult < 4) {
+        pl_gguf_writer *w = NULL;
+        pl_error e = {0};
+        const pl_arch_shape shape = mk_shape(c);
+        const pl_arch_hparams probe_hp = {.rms_eps = 1e-5f, .residual_scale = 1.0f};
+        int has = pl_gguf_writer_new(&w, 3, &e) == PL_OK &&
+                  pl_arch_write_keys(w, c->arch, &shape, &probe_hp, &e) == PL_OK;
+        pl_gguf_writer_free(w);
+        if (has)
+            return mk_fail(err, PL_ERR_INVALID_ARG,
+                           "arch '%.16s' requires its embedding, residual, attention and logit "
+                           "multipliers: give all four (--multipliers E,R,A,L)",
+                           c->arch);
+        if (n_mult)
+            return mk_fail(err, PL_ERR_INVALID_ARG,
+                           "arch '%.16s' has no multipliers (Granite's): leave them out", c->arch);
+    }
     return PL_OK;
 }
 
