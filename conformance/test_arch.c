@@ -377,6 +377,9 @@ static void arch_write_keys_refuses_what_the_loader_would(void)
          "context_length"},
         {"llama", {.rms_eps = 0}, PL_ERR_INVALID_ARG, "rms_eps"},
         {"gpt-j", {.rms_eps = 1e-6f}, PL_ERR_UNSUPPORTED, "gpt-j"},
+        /* issue 49 (archA): Granite's multipliers only where the table has them, in range */
+        {"qwen2", {.rms_eps = 1e-6f, .residual_scale = 0.5f}, PL_ERR_UNSUPPORTED, "residual_scale"},
+        {"granite", {.rms_eps = 1e-6f, .logit_scale = 2e6f}, PL_ERR_INVALID_ARG, "logit_scale"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pl_gguf_writer *w = NULL;
@@ -493,6 +496,30 @@ static void pattern_edit(pl_gguf_writer *w, const tiny_spec *s)
     pl_gguf_writer_set_array(w, key, PL_GGUF_BOOL, b, 4, &e);
 }
 
+/* Granite's four multipliers are keys llama.cpp requires: a file without one is refused by
+ * name, one with all four loads. */
+static void arch_granite_requires_its_multipliers(void)
+{
+    for (int gone = -1; gone < 4; gone++) {
+        tiny_spec s = tiny_default("granite", PL_TYPE_F32);
+        TU_CHECK(s.mult[0] > 0 && s.mult[3] > 0, "granite's tiny model has its multipliers");
+        if (gone >= 0) s.mult[gone] = 0.0f;
+        void *buf = NULL;
+        size_t size = 0;
+        pl_error e = {0};
+        pl_model *m = NULL;
+        TU_CHECK(tiny_build(&s, &buf, &size) == 0, "tiny_build without multiplier %d", gone);
+        const pl_status st = pl_model_load_memory(&m, buf, size, NULL, &e);
+        static const char *const names[] = {"embedding_scale", "residual_scale", "attention.scale",
+                                            "logit_scale"};
+        TU_CHECK(gone < 0 ? st == PL_OK
+                          : st == PL_ERR_NOT_FOUND && strstr(e.msg, names[gone]) != NULL,
+                 "without multiplier %d: %s '%s'", gone, pl_status_str(st), e.msg);
+        pl_model_free(m);
+        pl_buffer_free(buf);
+    }
+}
+
 static void arch_exaone4_pattern_key_is_the_recipes(void)
 {
     static const struct {
@@ -536,6 +563,7 @@ int main(void)
         {"arch_refuses_an_unknown_rope_scaling_type", arch_refuses_an_unknown_rope_scaling_type},
         {"arch_phi3_window_and_factor_rules", arch_phi3_window_and_factor_rules},
         {"arch_exaone4_pattern_key_is_the_recipes", arch_exaone4_pattern_key_is_the_recipes},
+        {"arch_granite_requires_its_multipliers", arch_granite_requires_its_multipliers},
         {"arch_refuses_an_unknown_key_that_changes_the_math",
          arch_refuses_an_unknown_key_that_changes_the_math},
         {"arch_refuses_values_it_does_not_compute", arch_refuses_values_it_does_not_compute},
