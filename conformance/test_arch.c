@@ -377,6 +377,9 @@ static void arch_write_keys_refuses_what_the_loader_would(void)
          "context_length"},
         {"llama", {.rms_eps = 0}, PL_ERR_INVALID_ARG, "rms_eps"},
         {"gpt-j", {.rms_eps = 1e-6f}, PL_ERR_UNSUPPORTED, "gpt-j"},
+        /* issue 49 (archA): Granite's multipliers only where the table has them, in range */
+        {"qwen2", {.rms_eps = 1e-6f, .residual_scale = 0.5f}, PL_ERR_UNSUPPORTED, "residual_scale"},
+        {"granite", {.rms_eps = 1e-6f, .logit_scale = 2e6f}, PL_ERR_INVALID_ARG, "logit_scale"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pl_gguf_writer *w = NULL;
@@ -432,6 +435,15 @@ static void arch_layers_compile_to_their_steps(void)
         {"gemma3", "norm qkv head_norm rope kv_store attention attn_out residual+attn_post_norm "
                    "norm ffn_gated residual+ffn_post_norm"},
         {"phi3", "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
+        /* issue 49 (archA) */
+        {"granite", "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
+        {"smollm3", "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
+        {"olmo2", "norm qkv qk_norm rope kv_store attention attn_out residual+attn_post_norm norm "
+                  "ffn_gated residual+ffn_post_norm"},
+        {"exaone4", "norm qkv head_norm rope kv_store attention attn_out residual+attn_post_norm "
+                    "norm ffn_gated residual+ffn_post_norm"},
+        {"glm4", "norm qkv qkv_bias rope kv_store attention attn_out residual+attn_post_norm norm "
+                 "ffn_gated residual+ffn_post_norm"},
     };
     size_t n_want = sizeof want / sizeof want[0], n_archs = 0;
     for (size_t i = 0; pl_arch_at(i); i++, n_archs++) {
@@ -446,7 +458,7 @@ static void arch_layers_compile_to_their_steps(void)
             if (a->layer[j].split == PL_SPLIT_GATE_UP) has[PL_L_UP] = 1;
         }
         pl_step st[PL_MAX_STEPS];
-        const size_t n = pl_arch_compile_layer(a, has, st);
+        const size_t n = pl_arch_compile_layer(a, has, 1, st);
         char got[512] = "";
         size_t k = 0;
         for (size_t j = 0; j < n; j++) {
@@ -466,6 +478,79 @@ static void arch_layers_compile_to_their_steps(void)
     TU_CHECK(n_archs == n_want, "the table has %zu architectures, this test %zu", n_archs, n_want);
 }
 
+/* ---- issue 49 (archA) ---- */
+
+/* EXAONE 4's sliding_window_pattern, as llama.cpp's loader reads it (a period) or its converter
+ * writes it (one bool per layer), loads only as the recipe's 3 local : 1 global. */
+static void pattern_edit(pl_gguf_writer *w, const tiny_spec *s)
+{
+    const int *v = s->edit_user;
+    const char *key = "exaone4.attention.sliding_window_pattern";
+    pl_error e;
+    if (v[0] == 0) {
+        pl_gguf_writer_set_u32(w, key, (uint32_t)v[1], &e);
+        return;
+    }
+    uint8_t b[4];
+    for (int i = 0; i < 4; i++) b[i] = (uint8_t)v[1 + i];
+    pl_gguf_writer_set_array(w, key, PL_GGUF_BOOL, b, 4, &e);
+}
+
+/* Granite's four multipliers are keys llama.cpp requires: a file without one is refused by
+ * name, one with all four loads. */
+static void arch_granite_requires_its_multipliers(void)
+{
+    for (int gone = -1; gone < 4; gone++) {
+        tiny_spec s = tiny_default("granite", PL_TYPE_F32);
+        TU_CHECK(s.mult[0] > 0 && s.mult[3] > 0, "granite's tiny model has its multipliers");
+        if (gone >= 0) s.mult[gone] = 0.0f;
+        void *buf = NULL;
+        size_t size = 0;
+        pl_error e = {0};
+        pl_model *m = NULL;
+        TU_CHECK(tiny_build(&s, &buf, &size) == 0, "tiny_build without multiplier %d", gone);
+        const pl_status st = pl_model_load_memory(&m, buf, size, NULL, &e);
+        static const char *const names[] = {"embedding_scale", "residual_scale", "attention.scale",
+                                            "logit_scale"};
+        TU_CHECK(gone < 0 ? st == PL_OK
+                          : st == PL_ERR_NOT_FOUND && strstr(e.msg, names[gone]) != NULL,
+                 "without multiplier %d: %s '%s'", gone, pl_status_str(st), e.msg);
+        pl_model_free(m);
+        pl_buffer_free(buf);
+    }
+}
+
+static void arch_exaone4_pattern_key_is_the_recipes(void)
+{
+    static const struct {
+        int v[5]; /* 0, period | 1, one bool per layer */
+        pl_status want;
+    } cases[] = {
+        {{0, 4}, PL_OK},
+        {{0, 2}, PL_ERR_UNSUPPORTED},
+        {{1, 1, 1, 1, 0}, PL_OK},
+        {{1, 1, 0, 1, 0}, PL_ERR_UNSUPPORTED},
+        {{1, 1, 1, 1, 1}, PL_ERR_UNSUPPORTED},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tiny_spec s = tiny_default("exaone4", PL_TYPE_F32);
+        TU_CHECK(s.L == 4 && s.window > 0, "exaone4's tiny model: 4 layers with a window");
+        s.edit = pattern_edit;
+        s.edit_user = cases[i].v;
+        void *buf = NULL;
+        size_t size = 0;
+        pl_error e = {0};
+        pl_model *m = NULL;
+        TU_CHECK(tiny_build(&s, &buf, &size) == 0, "case %zu: tiny_build", i);
+        const pl_status st = pl_model_load_memory(&m, buf, size, NULL, &e);
+        TU_CHECK(st == cases[i].want && (st == PL_OK || strstr(e.msg, "sliding_window_pattern")),
+                 "case %zu: %s '%s', want %s naming the key", i, pl_status_str(st), e.msg,
+                 pl_status_str(cases[i].want));
+        pl_model_free(m);
+        pl_buffer_free(buf);
+    }
+}
+
 int main(void)
 {
     static const tu_test tests[] = {
@@ -477,6 +562,8 @@ int main(void)
         {"arch_refuses_a_tensor_without_a_role", arch_refuses_a_tensor_without_a_role},
         {"arch_refuses_an_unknown_rope_scaling_type", arch_refuses_an_unknown_rope_scaling_type},
         {"arch_phi3_window_and_factor_rules", arch_phi3_window_and_factor_rules},
+        {"arch_exaone4_pattern_key_is_the_recipes", arch_exaone4_pattern_key_is_the_recipes},
+        {"arch_granite_requires_its_multipliers", arch_granite_requires_its_multipliers},
         {"arch_refuses_an_unknown_key_that_changes_the_math",
          arch_refuses_an_unknown_key_that_changes_the_math},
         {"arch_refuses_values_it_does_not_compute", arch_refuses_values_it_does_not_compute},

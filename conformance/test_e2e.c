@@ -30,8 +30,12 @@ static const void *g_edit_user;
  * moves logits by O(100%). F16 KV adds 2^-11 relative per cached element. */
 static double type_tol(uint32_t wtype, int mix, pl_type kv)
 {
-    double t = wtype == PL_TYPE_F32 || wtype == PL_TYPE_F16 ? 1e-4 : 0.1;
-    if (mix) t = 0.1;
+    /* quantized: 0.125 of the logit RMS. The tiny models of issue 49's families (post-norms,
+     * no pre-norms, a NoPE layer) reached 1.02-1.07 of 0.1 at one logit of 64 positions at
+     * Q4_K or Q2_K, every kernel set alike within 0.005 (F32 within 1e-4 of the reference);
+     * the families before them stayed within 0.93 of it. A step computed wrong is O(100%). */
+    double t = wtype == PL_TYPE_F32 || wtype == PL_TYPE_F16 ? 1e-4 : 0.125;
+    if (mix) t = 0.125;
     if (kv == PL_TYPE_F16) t += 2e-3;
     return t;
 }
@@ -252,7 +256,12 @@ static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64
     spec.edit_user = g_edit_user;
     char label[64];
     snprintf(label, sizeof label, "%s %s", arch, types[ti].name);
-    e2e_spec(&spec, label, type_tol(types[ti].t, types[ti].mix, kv), kv, window, sinks, 64, 0, out);
+    /* quantized weights: each layer's activations are quantized on their own, so the error
+     * grows as the square root of the depth past the default 2 layers (the 4-layer tiny models
+     * of SmolLM3 and EXAONE 4, for their layers without RoPE) */
+    double tol = type_tol(types[ti].t, types[ti].mix, kv);
+    if (tol >= 0.1 && spec.L > 2) tol *= sqrt((double)spec.L / 2.0);
+    e2e_spec(&spec, label, tol, kv, window, sinks, 64, 0, out);
 }
 
 /* ---- RoPE scaling: each as llama.cpp's keys and tensors carry it, against the reference's

@@ -37,8 +37,19 @@ tiny_spec tiny_default(const char *arch, uint32_t wtype)
         s.final_softcap = 20.0f; /* logits here reach ~16: bent, not saturated */
     }
     if (rc->swa_period > 2) s.L = rc->swa_period;
+    if (rc->nope_period) s.L = rc->nope_period; /* the last layer without RoPE (SmolLM3) */
+    /* Granite's multipliers, none of them 1: embeddings x4, branches x0.5, scores / 16 (not
+     * 1/sqrt(64) = / 8), logits / 3 */
+    if (pl_arch_key_of_arch(a, PL_HP_RESIDUAL_SCALE)) {
+        s.mult[0] = 4.0f;
+        s.mult[1] = 0.5f;
+        s.mult[2] = 0.0625f;
+        s.mult[3] = 3.0f;
+    }
     /* Phi-4-mini's 3/4 rotary where the head is not rotated whole and every layer is local */
     if (!rc->full_rotary && rc->swa_period == 1) s.n_rot = 48;
+    /* GLM-4's half rotary: normal RoPE over part of the head, its branches post-normed */
+    if (!rc->full_rotary && rc->rope_style == PL_ROPE_NORMAL) s.n_rot = s.D / 2;
     if (rc->moe == PL_MOE_REQUIRED) {
         s.X = 8;
         s.U = 2;
@@ -128,7 +139,11 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
                                 .rope_base = strcmp(s->arch, "llama") == 0 ? 10000.0f : 1e6f,
                                 .window = s->window,
                                 .attn_softcap = s->attn_softcap,
-                                .final_softcap = s->final_softcap};
+                                .final_softcap = s->final_softcap,
+                                .embedding_scale = s->mult[0],
+                                .residual_scale = s->mult[1],
+                                .attention_scale = s->mult[2],
+                                .logit_scale = s->mult[3]};
     pl_arch_tensor_desc *ts = NULL;
     size_t n = 0;
     const char *arch = strstr(pl_arch_list(), s->arch) ? s->arch : "llama";

@@ -268,6 +268,12 @@ enum {
     B_PHI3_32, /* the shapes whose window llama.cpp assumes when the key is absent */
     B_PHI3_40,
     B_PHI3_32_128K,
+    /* issue 49 (archA) */
+    B_GRANITE,
+    B_SMOLLM3,
+    B_OLMO2,
+    B_EXAONE4,
+    B_GLM4,
     N_BASES
 };
 
@@ -438,6 +444,25 @@ static void gguf_model_seeds(void)
     c[B_PHI3_32_128K].n_ctx = 131072;
     c[B_PHI3_32_128K].n_head = 32;
     c[B_PHI3_32_128K].n_head_kv = 32;
+    c[B_GRANITE] =
+        config("s-granite-multipliers", "granite", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 1);
+    c[B_GRANITE].mult[0] = 12.0f;
+    c[B_GRANITE].mult[1] = 0.22f;
+    c[B_GRANITE].mult[2] = 0.015625f;
+    c[B_GRANITE].mult[3] = 8.0f;
+    /* four layers: the last without RoPE */
+    c[B_SMOLLM3] =
+        config("s-smollm3-nope", "smollm3", DEMO_VOCAB_BPE_LLAMA3, PL_FTYPE_Q8_0, 32, 32, 1);
+    c[B_SMOLLM3].n_layer = 4;
+    c[B_OLMO2] = config("s-olmo2-post-norms", "olmo2", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 0);
+    /* four layers: three local (window 2), the last global without RoPE */
+    c[B_EXAONE4] =
+        config("s-exaone4-swa-nope", "exaone4", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 0);
+    c[B_EXAONE4].n_layer = 4;
+    c[B_EXAONE4].local_window = 2;
+    /* RoPE over half the head */
+    c[B_GLM4] = config("s-glm4-partial-rotary", "glm4", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 0);
+    c[B_GLM4].n_rot = 8;
     void *bases[N_BASES];
     size_t sizes[N_BASES];
     for (int b = 0; b < N_BASES; b++) {

@@ -155,6 +155,89 @@ static const struct preset {
       .tied = 0,
       .local_window = 2047,
       .vocab = DEMO_VOCAB_PHI3}},
+    /* ibm-granite/granite-3.0-2b-base: llama's shape with its four multipliers, tied. */
+    {"granite-3-2b",
+     {.name = "plumb granite-3-2b (random weights)",
+      .arch = "granite",
+      .n_embd = 2048,
+      .n_layer = 40,
+      .n_head = 32,
+      .n_head_kv = 8,
+      .n_ff = 8192,
+      .n_vocab = 49155,
+      .n_ctx = 4096,
+      .rope_base = 10000.0f,
+      .rms_eps = 1e-5f,
+      .tied = 1,
+      .mult = {12.0f, 0.22f, 0.015625f, 8.0f},
+      .vocab = DEMO_VOCAB_BPE}},
+    /* HuggingFaceTB/SmolLM3-3B: llama's shape, every 4th layer without RoPE, tied. */
+    {"smollm3-3b",
+     {.name = "plumb smollm3-3b (random weights)",
+      .arch = "smollm3",
+      .n_embd = 2048,
+      .n_layer = 36,
+      .n_head = 16,
+      .n_head_kv = 4,
+      .n_ff = 11008,
+      .n_vocab = 128256,
+      .n_ctx = 65536,
+      .rope_base = 5000000.0f,
+      .rms_eps = 1e-6f,
+      .tied = 1,
+      .vocab = DEMO_VOCAB_BPE_LLAMA3}},
+    /* allenai/OLMo-2-1124-7B: norms after each branch only, q/k norms over the whole
+     * projection, untied. */
+    {"olmo2-7b",
+     {.name = "plumb olmo2-7b (random weights)",
+      .arch = "olmo2",
+      .n_embd = 4096,
+      .n_layer = 32,
+      .n_head = 32,
+      .n_head_kv = 32,
+      .n_ff = 11008,
+      .n_vocab = 100352,
+      .n_ctx = 4096,
+      .rope_base = 500000.0f,
+      .rms_eps = 1e-6f,
+      .tied = 0,
+      .vocab = DEMO_VOCAB_BPE}},
+    /* LGAI-EXAONE/EXAONE-4.0-32B: post-norms, per-head q/k norms, 3 local layers (window 4096)
+     * to 1 global without RoPE, untied. */
+    {"exaone4-32b",
+     {.name = "plumb exaone4-32b (random weights)",
+      .arch = "exaone4",
+      .n_embd = 5120,
+      .n_layer = 64,
+      .n_head = 40,
+      .n_head_kv = 8,
+      .head_dim = 128,
+      .n_ff = 27392,
+      .n_vocab = 102400,
+      .n_ctx = 131072,
+      .rope_base = 1000000.0f,
+      .rms_eps = 1e-5f,
+      .tied = 0,
+      .local_window = 4096,
+      .vocab = DEMO_VOCAB_BPE}},
+    /* THUDM/GLM-4-9B-0414: q/k/v biases, fused gate/up, four norms, RoPE over half the head,
+     * untied. */
+    {"glm4-9b",
+     {.name = "plumb glm4-9b (random weights)",
+      .arch = "glm4",
+      .n_embd = 4096,
+      .n_layer = 40,
+      .n_head = 32,
+      .n_head_kv = 2,
+      .head_dim = 128,
+      .n_rot = 64,
+      .n_ff = 13696,
+      .n_vocab = 151552,
+      .n_ctx = 32768,
+      .rope_base = 10000.0f,
+      .rms_eps = 1e-5f,
+      .tied = 0,
+      .vocab = DEMO_VOCAB_BPE}},
     /* tiny-moe: for tests, qwen3moe with 8 experts of 64, 2 used per token, < 3 MB at F32 */
     {"tiny-moe",
      {.name = "plumb tiny-moe",
@@ -248,7 +331,10 @@ int mk_preset(const char *name, mk_config *out)
 
 const char *mk_preset_list(void)
 {
-    return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b, phi3-mini, tiny-moe, "
+    return "tiny, qwen2-0.5b, llama-1b, qwen3-0.6b, gemma2-2b, gemma3-1b, phi3-mini, granite-3-2b, "
+           "smollm3-3b, olmo2-7b, "
+           "exaone4-32b, glm4-9b, "
+           "tiny-moe, "
            "qwen3-30b-a3b, qwen2-moe-a2.7b, mixtral-8x7b";
 }
 
@@ -292,6 +378,8 @@ int64_t mk_head_dim(const mk_config *c)
 /* Dimensions are bounded so every product below stays far from overflow and every count
  * fits the uint32 metadata llama.cpp writes. */
 #define MK_MAX_DIM ((int64_t)1 << 20)
+
+static pl_arch_shape mk_shape(const mk_config *c);
 
 pl_status mk_validate(const mk_config *c, pl_error *err)
 {
@@ -354,6 +442,29 @@ pl_status mk_validate(const mk_config *c, pl_error *err)
     if (!pl_ftype_name(c->ftype))
         return mk_fail(err, PL_ERR_INVALID_ARG, "file type %u is not one plumb writes",
                        (unsigned)c->ftype);
+    if (c->n_rot < 0 || c->n_rot > hd || c->n_rot % 2 != 0)
+        return mk_fail(err, PL_ERR_INVALID_ARG, "n_rot %lld must be even and in 0..%lld",
+                       (long long)c->n_rot, (long long)hd);
+    /* an architecture that requires Granite's multipliers (its table writes a residual scale)
+     * gets all four, or none is written and the file would not load */
+    const int n_mult = (c->mult[0] > 0) + (c->mult[1] > 0) + (c->mult[2] > 0) + (c->mult[3] > 0);
+    if (n_mult < 4) {
+        pl_gguf_writer *w = NULL;
+        pl_error e = {0};
+        const pl_arch_shape shape = mk_shape(c);
+        const pl_arch_hparams probe_hp = {.rms_eps = 1e-5f, .residual_scale = 1.0f};
+        int has = pl_gguf_writer_new(&w, 3, &e) == PL_OK &&
+                  pl_arch_write_keys(w, c->arch, &shape, &probe_hp, &e) == PL_OK;
+        pl_gguf_writer_free(w);
+        if (has)
+            return mk_fail(err, PL_ERR_INVALID_ARG,
+                           "arch '%.16s' requires its embedding, residual, attention and logit "
+                           "multipliers: give all four (--multipliers E,R,A,L)",
+                           c->arch);
+        if (n_mult)
+            return mk_fail(err, PL_ERR_INVALID_ARG,
+                           "arch '%.16s' has no multipliers (Granite's): leave them out", c->arch);
+    }
     return PL_OK;
 }
 
@@ -526,12 +637,15 @@ static pl_arch_shape mk_shape(const mk_config *c)
                            .n_ff = c->n_ff,
                            .n_vocab = c->n_vocab,
                            .head_dim = mk_head_dim(c),
+                           .n_rot = c->n_rot,
                            .tied = c->tied,
                            .n_expert = c->n_expert,
                            .n_expert_used = c->n_expert_used,
                            .n_ff_exp = c->n_ff_exp,
                            .n_ff_shexp = c->n_ff_shexp};
 }
+
+#define MULT(c, i) ((c)->mult[i])
 
 static pl_status put_metadata(pl_gguf_writer *w, const mk_config *c, pl_error *err)
 {
@@ -542,7 +656,11 @@ static pl_status put_metadata(pl_gguf_writer *w, const mk_config *c, pl_error *e
                                 .rope_base = c->rope_base,
                                 .window = c->local_window,
                                 .attn_softcap = c->attn_softcap,
-                                .final_softcap = c->final_softcap};
+                                .final_softcap = c->final_softcap,
+                                .embedding_scale = MULT(c, 0),
+                                .residual_scale = MULT(c, 1),
+                                .attention_scale = MULT(c, 2),
+                                .logit_scale = MULT(c, 3)};
     pl_status s;
     if ((s = pl_arch_write_keys(w, c->arch, &shape, &hp, err)) ||
         (s = pl_gguf_writer_set_string(w, "general.name", c->name, strlen(c->name), err)) ||

@@ -16,6 +16,7 @@ typedef struct mk_config {
     int64_t n_head;
     int64_t n_head_kv;
     int64_t head_dim; /* 0: n_embd / n_head */
+    int64_t n_rot;    /* rope.dimension_count (GLM-4: half the head); 0: the whole head */
     int64_t n_ff;
     int64_t n_vocab;
     int64_t n_ctx;
@@ -27,7 +28,10 @@ typedef struct mk_config {
     int tied;             /* no output.weight: token_embd doubles as the output projection */
     int64_t local_window; /* > 0: <arch>.attention.sliding_window (Gemma's local layers) */
     float attn_softcap, final_softcap; /* > 0: Gemma 2's soft-cap keys */
-    enum demo_vocab_kind vocab;        /* the tokenizer section (demo_vocab.h) */
+    /* > 0: Granite's embedding, residual, attention and logit multipliers (keys granite
+     * requires: the granite-3-2b preset gives them); 0: left out */
+    float mult[4];
+    enum demo_vocab_kind vocab; /* the tokenizer section (demo_vocab.h) */
     pl_ftype ftype;
     int pure; /* every weight matrix in the ftype's base type (no llama.cpp mix) */
     uint64_t seed;

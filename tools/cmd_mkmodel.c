@@ -3,6 +3,7 @@
 #include <math.h>
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,14 +31,21 @@ static void usage(FILE *out)
           "options:\n"
           "  --preset NAME      tiny (default; < 2 MB at F32), qwen2-0.5b, llama-1b,\n"
           "                     qwen3-0.6b, gemma2-2b, gemma3-1b, phi3-mini,\n"
-          "                     qwen3-30b-a3b, qwen2-moe-a2.7b, mixtral-8x7b (real\n"
-          "                     dimensions, random weights; --n-layer to shrink), tiny-moe\n"
+          "                     granite-3-2b, smollm3-3b, olmo2-7b, exaone4-32b,\n"
+          "                     glm4-9b, qwen3-30b-a3b, qwen2-moe-a2.7b, mixtral-8x7b\n"
+          "                     (real dimensions, random weights; --n-layer to shrink),\n"
+          "                     tiny-moe\n"
           "  --arch NAME        llama, qwen2 (q/k/v biases), qwen3 (per-head q/k norms),\n"
           "                     gemma2, gemma3 (need --local-window unless the preset\n"
           "                     is theirs), phi3 (fused q/k/v and gate/up; without\n"
           "                     --local-window, llama.cpp's window for Phi-3's shapes),\n"
-          "                     qwen2moe, qwen3moe (mixtures of experts)\n"
-          "  --local-window N   the local layers' sliding window (Gemma, Phi-3)\n"
+          "                     qwen2moe, qwen3moe (mixtures of experts), granite (with\n"
+          "                     --multipliers unless the preset is its), smollm3, olmo2,\n"
+          "                     exaone4 (--local-window optional), glm4\n"
+          "  --local-window N   the local layers' sliding window (Gemma, Phi-3, EXAONE 4)\n"
+          "  --n-rot N          rotated dims of a head (GLM-4: half of it; default: all)\n"
+          "  --multipliers E,R,A,L  Granite's embedding, residual, attention and logit\n"
+          "                     multipliers (granite requires them)\n"
           "  --n-embd N         embedding length\n"
           "  --n-layer N        blocks\n"
           "  --n-head N         query heads\n"
@@ -93,6 +101,7 @@ static const struct int_opt {
     {"--n-vocab", offsetof(mk_config, n_vocab), 1},
     {"--ctx", offsetof(mk_config, n_ctx), 1},
     {"--local-window", offsetof(mk_config, local_window), 1},
+    {"--n-rot", offsetof(mk_config, n_rot), 2},
     {"--n-expert", offsetof(mk_config, n_expert), 0},
     {"--n-expert-used", offsetof(mk_config, n_expert_used), 0},
     {"--n-ff-exp", offsetof(mk_config, n_ff_exp), 1},
@@ -105,15 +114,12 @@ int cmd_mkmodel(int argc, char **argv)
     cli_args a;
     cli_args_init(&a, argc, argv, "mkmodel", usage);
     const char *out = NULL, *preset = "tiny", *arch = NULL, *type = NULL, *vocab = NULL;
-    const char *name = NULL;
+    const char *name = NULL, *mult = NULL;
     const struct {
         const char *name;
         const char **dst;
-    } str_opts[] = {{"--preset", &preset},
-                    {"--arch", &arch},
-                    {"--type", &type},
-                    {"--vocab", &vocab},
-                    {"--name", &name}};
+    } str_opts[] = {{"--preset", &preset}, {"--arch", &arch}, {"--type", &type},
+                    {"--vocab", &vocab},   {"--name", &name}, {"--multipliers", &mult}};
     enum { N_STR_OPTS = sizeof str_opts / sizeof str_opts[0] };
     int64_t ints[N_INT_OPTS];
     int given[N_INT_OPTS] = {0};
@@ -194,6 +200,13 @@ int cmd_mkmodel(int argc, char **argv)
     c.pure = pure;
     c.n_threads = (int)threads;
     if (name) snprintf(c.name, sizeof c.name, "%s", name);
+    if (mult) {
+        char end = 0;
+        if (sscanf(mult, "%f,%f,%f,%f%c", &c.mult[0], &c.mult[1], &c.mult[2], &c.mult[3], &end) !=
+                4 ||
+            !(c.mult[0] > 0 && c.mult[1] > 0 && c.mult[2] > 0 && c.mult[3] > 0))
+            return cli_usage_error(&a, "--multipliers '%s': four positive numbers E,R,A,L", mult);
+    }
     if (vocab && mk_vocab_from_name(vocab, &c.vocab) != 0)
         return cli_usage_error(&a, "unknown vocabulary '%s' (known: spm, bpe, llama3)", vocab);
     pl_error err = {0};

@@ -278,6 +278,91 @@ static void unexpected_cases_are_refused_as_unsupported(void)
     }
 }
 
+/* ---- issue 49 (archA): configs whose math GGUF cannot carry are refused by name ---- */
+
+/* One edit of a 'yes' case's config.json: the text `from` (first occurrence) becomes `to`;
+ * pl_convert_hf must then refuse the copy with `code`, its message naming `names`. */
+static const struct {
+    const char *name, *from, *to;
+    pl_status code;
+    const char *names;
+} edits[] = {
+    {"granite", "\"attention_bias\": false", "\"attention_bias\": true", PL_ERR_UNSUPPORTED,
+     "attention_bias"},
+    {"granite", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", PL_ERR_UNSUPPORTED,
+     "hidden_act"},
+    {"granite", "\"logits_scaling\": 2.0", "\"logits_scaling\": 0.0", PL_ERR_LIMIT,
+     "logits_scaling"},
+    {"olmo2", "\"attention_bias\": false", "\"attention_bias\": true", PL_ERR_UNSUPPORTED,
+     "attention_bias"},
+    {"exaone4", "\"sliding_window_pattern\": 4", "\"sliding_window_pattern\": 2",
+     PL_ERR_UNSUPPORTED, "sliding_window_pattern"},
+    {"exaone4", "\"sliding_window_pattern\": 4", "\"sliding_window_pattern\": \"LLGG\"",
+     PL_ERR_UNSUPPORTED, "sliding_window_pattern"},
+    {"exaone4", "\"sliding_window_pattern\": 4", "\"sliding_window_pattern\": \"LLLG\"", PL_OK,
+     NULL},
+    /* no window while layer_types says local layers: refused by layer_types */
+    {"exaone4", "\"sliding_window\": 8", "\"sliding_window\": null", PL_ERR_UNSUPPORTED,
+     "layer_types"},
+    {"glm4", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", PL_ERR_UNSUPPORTED,
+     "hidden_act"},
+    {"glm4", "\"partial_rotary_factor\": 0.5,\n    \"rope_theta\"",
+     "\"partial_rotary_factor\": 0.1,\n    \"rope_theta\"", PL_ERR_FORMAT, "partial_rotary_factor"},
+    /* layer 2 without RoPE, layer 3 with it: not llama.cpp's every-4th rule */
+    {"smollm3", "1,\n    1,\n    0\n", "1,\n    0,\n    1\n", PL_ERR_UNSUPPORTED, "no_rope_layers"},
+    {"smollm3", "\"no_rope_layers\": [", "\"no_rope_layers_was\": [", PL_OK, NULL},
+    {"smollm3", "\"no_rope_layer_interval\": 4,\n  \"no_rope_layers\": [",
+     "\"no_rope_layer_interval\": 3,\n  \"no_rope_layers_was\": [", PL_ERR_UNSUPPORTED,
+     "no_rope_layer_interval"},
+};
+
+static char *slurp_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *t = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (t) t[fread(t, 1, (size_t)n, f)] = '\0';
+    fclose(f);
+    return t;
+}
+
+static void issue49_configs_gguf_cannot_say_are_refused(void)
+{
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+        char dir[1024], path[1200], cmd[2600], gguf[1200];
+        snprintf(dir, sizeof dir, "%s/edit-%zu", tmpdir, i);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -rL '%s/%s' '%s'", dir, oracle_dir,
+                 edits[i].name, dir);
+        TU_CHECK(system(cmd) == 0, "%s", cmd);
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        char *t = slurp_text(path);
+        char *at = t ? strstr(t, edits[i].from) : NULL;
+        TU_CHECK(at != NULL, "edit %zu: '%s' not in %s", i, edits[i].from, path);
+        if (!at) {
+            free(t);
+            continue;
+        }
+        FILE *f = fopen(path, "wb");
+        fprintf(f, "%.*s%s%s", (int)(at - t), t, edits[i].to, at + strlen(edits[i].from));
+        fclose(f);
+        free(t);
+        snprintf(gguf, sizeof gguf, "%s/edit.gguf", tmpdir);
+        pl_error err = {0};
+        const pl_convert_params cp = {.ftype = PL_FTYPE_F32};
+        const pl_status st = pl_convert_hf(dir, gguf, &cp, &err);
+        TU_CHECK(st == edits[i].code && (!edits[i].names || strstr(err.msg, edits[i].names)),
+                 "edit %zu of %s: %s \"%s\", want %s naming '%s'", i, edits[i].name,
+                 pl_status_str(st), err.msg, pl_status_str(edits[i].code),
+                 edits[i].names ? edits[i].names : "");
+        remove(gguf);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        TU_CHECK(system(cmd) == 0, "%s", cmd);
+    }
+}
+
 /* Every case named on the command line is a row of cases.txt (a typo must not pass). */
 static void named_cases_exist(void)
 {
@@ -298,6 +383,8 @@ int main(int argc, char **argv)
     if (!mkdtemp(tmpdir)) return fprintf(stderr, "mkdtemp: %s\n", strerror(errno)), 1;
     static const tu_test tests[] = {
         {"named_cases_exist", named_cases_exist},
+        {"issue49_configs_gguf_cannot_say_are_refused",
+         issue49_configs_gguf_cannot_say_are_refused},
         {"expected_cases_match_transformers", expected_cases_match_transformers},
         {"unexpected_cases_are_refused_as_unsupported",
          unexpected_cases_are_refused_as_unsupported},

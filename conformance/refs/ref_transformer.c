@@ -37,9 +37,10 @@ struct ref_model {
     const pl_arch *arch;
     double scale, attn_cap, final_cap; /* attention scale; soft-caps (0: none) */
     double emb_scale;                  /* 0, or the embedding rows times it */
-    int64_t X, U, FX, FS;              /* experts, used per token, their widths (0: dense) */
-    int64_t window;                    /* the local layers' window */
-    gsl_matrix *embd, *output;         /* (V, E) */
+    double res_scale, logit_div; /* Granite: each branch times res_scale; logits / logit_div */
+    int64_t X, U, FX, FS;        /* experts, used per token, their widths (0: dense) */
+    int64_t window;              /* the local layers' window */
+    gsl_matrix *embd, *output;   /* (V, E) */
     gsl_vector *out_norm;
     ref_layer *layers;
 };
@@ -172,6 +173,12 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
     m->attn_cap = meta(g, an, PL_HP_ATTN_SOFTCAP, 0);
     m->final_cap = meta(g, an, PL_HP_FINAL_SOFTCAP, 0);
     m->emb_scale = arch->recipe.emb_sqrt ? sqrt((double)m->E) : 0;
+    /* Granite's multipliers (transformers' GraniteModel): keys of the architecture, where it has
+     * them */
+    m->emb_scale = meta(g, an, PL_HP_EMBEDDING_SCALE, m->emb_scale);
+    m->scale = meta(g, an, PL_HP_ATTENTION_SCALE, m->scale);
+    m->res_scale = meta(g, an, PL_HP_RESIDUAL_SCALE, 1.0);
+    m->logit_div = meta(g, an, PL_HP_LOGIT_DIVISOR, 1.0);
     m->window = arch->recipe.swa_period ? (int64_t)meta(g, an, PL_HP_SLIDING_WINDOW, 0) : 0;
     if (rope_freqs(m, g, an)) {
         ref_model_free(m);
@@ -235,7 +242,8 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
         }
         uint8_t has[PL_L_COUNT];
         for (int r = 0; r < PL_L_COUNT; r++) has[r] = R->m[r] || R->v[r] || R->x[r];
-        R->n_steps = pl_arch_compile_layer(arch, has, R->steps);
+        R->n_steps = pl_arch_compile_layer(
+            arch, has, pl_arch_layer_has_rope(arch, l, m->window > 0), R->steps);
     }
     *out = m;
     return 0;
@@ -373,10 +381,10 @@ static int rope_freqs(ref_model *m, const pl_gguf *g, const char *an)
 /* x += branch, the branch normalised by its post norm first when the layer has one (Gemma);
  * scratch: E doubles. */
 static void post_add(double *x, const double *branch, double *scratch, const gsl_vector *post,
-                     int64_t E, double eps)
+                     int64_t E, double eps, double scale)
 {
     if (post) rmsnorm(scratch, branch, post, E, eps);
-    for (int64_t i = 0; i < E; i++) x[i] += post ? scratch[i] : branch[i];
+    for (int64_t i = 0; i < E; i++) x[i] += (post ? scratch[i] : branch[i]) * scale;
 }
 
 /* silu(g) * u into g, n elements. */
@@ -489,7 +497,10 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                 const pl_step *st = &R->steps[i];
                 switch ((enum pl_step_kind)st->kind) {
                 case PL_STEP_NORM:
-                    rmsnorm(xn, x, R->v[st->role], E, m->eps);
+                    if (st->role == PL_STEP_NO_ROLE) /* no pre-norm (OLMo 2) */
+                        memcpy(xn, x, (size_t)E * sizeof *xn);
+                    else
+                        rmsnorm(xn, x, R->v[st->role], E, m->eps);
                     break;
                 case PL_STEP_QKV:
                     gemv(q, R->m[PL_L_WQ], xn, NULL);
@@ -504,6 +515,10 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                 case PL_STEP_HEAD_NORM:
                     head_norm(q, R->v[PL_L_Q_NORM], H, D, tmp, m->eps);
                     head_norm(kp, R->v[PL_L_K_NORM], Hkv, D, tmp, m->eps);
+                    break;
+                case PL_STEP_QK_NORM: /* the whole projections, one row each (att: free) */
+                    head_norm(q, R->v[PL_L_Q_NORM], 1, H * D, att, m->eps);
+                    head_norm(kp, R->v[PL_L_K_NORM], 1, Hkv * D, att, m->eps);
                     break;
                 case PL_STEP_ROPE: {
                     /* local layers with their own base (Gemma 3), else the global table:
@@ -557,7 +572,8 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                     gemv(tmp, R->m[st->role], att, NULL);
                     break;
                 case PL_STEP_RESIDUAL:
-                    post_add(x, tmp, xn, st->role < PL_L_COUNT ? R->v[st->role] : NULL, E, m->eps);
+                    post_add(x, tmp, xn, st->role < PL_L_COUNT ? R->v[st->role] : NULL, E, m->eps,
+                             m->res_scale);
                     break;
                 case PL_STEP_FFN_GATED:
                     gemv(g, R->m[PL_L_GATE], xn, NULL);
@@ -583,6 +599,7 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
         gemv(logits + p * V, m->output, xn, NULL);
         for (int64_t i = 0; m->final_cap && i < V; i++)
             logits[p * V + i] = m->final_cap * tanh(logits[p * V + i] / m->final_cap);
+        for (int64_t i = 0; i < V; i++) logits[p * V + i] /= m->logit_div;
     }
     free(x);
     free(xn);

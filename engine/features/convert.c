@@ -392,8 +392,11 @@ static pl_status read_local(hf_config *c, const jfile *f, pl_error *err)
                            c->arch->name);
         c->tied = 1;
     }
-    if ((s = get_int(f, "sliding_window", rc->window_by_shape ? 0 : 1, INT32_MAX,
-                     rc->window_by_shape ? 0 : -1, &c->window, err)))
+    const json_t *sw = json_object_get(f->root, "sliding_window");
+    if (rc->window_optional && (!sw || json_is_null(sw)))
+        c->window = 0; /* none: every layer global (EXAONE 4) */
+    else if ((s = get_int(f, "sliding_window", rc->window_by_shape ? 0 : 1, INT32_MAX,
+                          rc->window_by_shape ? 0 : -1, &c->window, err)))
         return s;
     double qpas;
     const pl_arch_quirk_model qm = {
@@ -408,7 +411,24 @@ static pl_status read_local(hf_config *c, const jfile *f, pl_error *err)
                        "layers, and GGUF has no key to say otherwise",
                        f->name, qpas, c->arch->name, scale_dim, (long long)c->L);
     int64_t period;
-    if ((s = get_int(f, "sliding_window_pattern", 1, 4096, rc->swa_period, &period, err))) return s;
+    const json_t *pat = json_object_get(f->root, "sliding_window_pattern");
+    if (json_is_string(pat)) { /* EXAONE 4: "LLLG", repeated; the last layer global */
+        const char *p = json_string_value(pat);
+        const size_t n = strlen(p);
+        for (int64_t l = 0; l < c->L && c->window > 0; l++) {
+            const int local = n > 0 && p[l % (int64_t)n] == 'L' && l != c->L - 1;
+            if (n == 0 || local != pl_arch_layer_is_local(c->arch, l))
+                return pl_fail(err, PL_ERR_UNSUPPORTED,
+                               "%s: sliding_window_pattern '%.32s' makes layer %lld %s; %s's is "
+                               "%d layers, the last of them global",
+                               f->name, p, (long long)l, local ? "local" : "global", c->arch->name,
+                               rc->swa_period);
+        }
+        pat = NULL;
+    }
+    if (pat && (s = get_int(f, "sliding_window_pattern", 1, 4096, rc->swa_period, &period, err)))
+        return s;
+    if (!pat) period = rc->swa_period;
     if (period != rc->swa_period && rc->swa_period > 1)
         return pl_fail(err, PL_ERR_UNSUPPORTED, "%s: sliding_window_pattern %lld: %s's is %d",
                        f->name, (long long)period, c->arch->name, rc->swa_period);
@@ -444,6 +464,43 @@ static pl_status read_local(hf_config *c, const jfile *f, pl_error *err)
         return pl_fail(err, PL_ERR_UNSUPPORTED,
                        "%s: the local layers' RoPE base %g: llama.cpp's %s uses %g", f->name, lbase,
                        c->arch->name, rc->swa_rope_base ? rc->swa_rope_base : c->rope_theta);
+    return PL_OK;
+}
+
+/* The layers without RoPE as config.json says them (SmolLM3's no_rope_layers: 1 rotates, 0 does
+ * not; absent: every no_rope_layer_interval-th layer without) must be the recipe's
+ * (pl_arch_layer_has_rope): GGUF has no key to say another pattern. */
+static pl_status read_nope(hf_config *c, const jfile *f, pl_error *err)
+{
+    const pl_arch_recipe *rc = &c->arch->recipe;
+    const json_t *nr = json_object_get(f->root, "no_rope_layers");
+    if (nr && json_is_null(nr)) nr = NULL;
+    if (!nr && !rc->nope_period) return PL_OK;
+    if (nr && !json_is_array(nr))
+        return pl_fail(err, PL_ERR_TYPE, "%s: 'no_rope_layers' is %s, not a list", f->name,
+                       pl_json_kind(nr));
+    if (nr && json_array_size(nr) != (size_t)c->L)
+        return pl_fail(err, PL_ERR_FORMAT, "%s: no_rope_layers has %zu entries for %lld layers",
+                       f->name, json_array_size(nr), (long long)c->L);
+    int64_t every = 0;
+    pl_status s;
+    if (!nr && (s = get_int(f, "no_rope_layer_interval", 1, 4096, rc->nope_period, &every, err)))
+        return s;
+    for (int64_t l = 0; l < c->L; l++) {
+        const json_t *e = nr ? json_array_get(nr, (size_t)l) : NULL;
+        if (nr && !(json_is_integer(e) || json_is_boolean(e)))
+            return pl_fail(err, PL_ERR_TYPE, "%s: no_rope_layers[%lld] is %s, not 0 or 1", f->name,
+                           (long long)l, pl_json_kind(e));
+        const int have = nr ? (json_is_boolean(e) ? json_is_true(e) : json_integer_value(e) != 0)
+                            : (l + 1) % every != 0;
+        if (have != pl_arch_layer_has_rope(c->arch, l, c->window > 0))
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: layer %lld %s RoPE (%s): llama.cpp's %s %s it, and GGUF has no key "
+                           "to say otherwise",
+                           f->name, (long long)l, have ? "has" : "has no",
+                           nr ? "no_rope_layers" : "no_rope_layer_interval", c->arch->name,
+                           have ? "does not rotate" : "rotates");
+    }
     return PL_OK;
 }
 
@@ -599,13 +656,16 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
                            json_is_string(act) ? json_string_value(act) : pl_json_kind(act),
                            json_is_string(act) ? "'" : "", want_act, c->arch->name);
     }
-    if ((s = read_rope(c, f, err)) || (s = read_local(c, f, err))) return s;
+    if ((s = read_rope(c, f, err)) || (s = read_local(c, f, err)) || (s = read_nope(c, f, err)))
+        return s;
     /* every layer's attention as the recipe places it: local layers only where it has them */
     const json_t *lt = json_object_get(f->root, "layer_types");
     for (size_t i = 0; json_is_array(lt) && i < json_array_size(lt); i++) {
         const json_t *e = json_array_get(lt, i);
-        const char *want =
-            pl_arch_layer_is_local(c->arch, (int64_t)i) ? "sliding_attention" : "full_attention";
+        /* no window (EXAONE 4's null): every layer global */
+        const int local = pl_arch_layer_is_local(c->arch, (int64_t)i) &&
+                          !(c->arch->recipe.window_optional && c->window == 0);
+        const char *want = local ? "sliding_attention" : "full_attention";
         if (!json_is_string(e) || strcmp(json_string_value(e), want) != 0)
             return pl_fail(err, PL_ERR_UNSUPPORTED,
                            "%s: layer_types[%zu] is not \"%s\", the layer pattern %s has", f->name,
@@ -1093,7 +1153,8 @@ static void derive_values(hf_config *c)
         v[PL_HP_EXPERT_USED_COUNT] = (double)c->U;
     }
     /* the recipe's own keys (Gemma): caps and the local window (Phi-3: always, 0 for none) */
-    if (c->arch->recipe.swa_period) v[PL_HP_SLIDING_WINDOW] = (double)c->window;
+    if (c->arch->recipe.swa_period && !(c->arch->recipe.window_optional && c->window == 0))
+        v[PL_HP_SLIDING_WINDOW] = (double)c->window;
     if (pl_arch_key_of_arch(c->arch, PL_HP_ATTN_SOFTCAP)) v[PL_HP_ATTN_SOFTCAP] = c->attn_cap;
     if (pl_arch_key_of_arch(c->arch, PL_HP_FINAL_SOFTCAP)) v[PL_HP_FINAL_SOFTCAP] = c->final_cap;
     /* RoPE scaling as llama.cpp's converter writes it (llama3: the rope_freqs.weight tensor) */

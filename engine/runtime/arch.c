@@ -226,6 +226,104 @@ static const pl_arch_key keys_phi3[] = {
      "sliding_window (null: 0, none)", PL_HF_DERIVED, NAN, PL_W_GIVEN},
 };
 
+/* ---- issue 49 (archA): Granite 3, SmolLM3, OLMo 2, EXAONE 4, GLM-4 ---- */
+
+/* granite and smollm3: llama's tensors (normal RoPE, q/k rows permuted on conversion) without
+ * biases. */
+static const pl_arch_tensor layer_llama_plain[] = {
+    ROW_ATTN_NORM,
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, PERMUTE_Q),
+    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, PERMUTE_K),
+    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    ROW_WO,
+    ROW_FFN_NORM,
+    ROW_GATE,
+    ROW_UP,
+    ROW_DOWN,
+};
+#define KEY_MULT(hp, suffix, hf)                                                                   \
+    {                                                                                              \
+        PL_HP_##hp, suffix, PL_KEY_FLOAT, REQ, 1.0, 1e-6, 1e6, hf, PL_HF_READ, 1.0, PL_W_GIVEN     \
+    }
+/* olmo2: no norm before either branch: RMSNorm on each branch's output instead (HF's
+ * post_attention_layernorm is GGUF's post_attention_norm here, not ffn_norm), q and k
+ * normalised over the whole projection before the heads split, NeoX RoPE. */
+static const pl_arch_tensor layer_olmo2[] = {
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
+    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    T(Q_NORM, "attn_q_norm.weight", "self_attn.q_norm.weight", Q, 1, NORM, REQ, NONE),
+    T(K_NORM, "attn_k_norm.weight", "self_attn.k_norm.weight", KV, 1, NORM, REQ, NONE),
+    ROW_WO,
+    T(ATTN_POST_NORM, "post_attention_norm.weight", "post_attention_layernorm.weight", E, 1, NORM,
+      REQ, NONE),
+    ROW_GATE,
+    ROW_UP,
+    ROW_DOWN,
+    T(FFN_POST_NORM, "post_ffw_norm.weight", "post_feedforward_layernorm.weight", E, 1, NORM, REQ,
+      NONE),
+};
+
+/* exaone4: OLMo 2's post-norms with per-head q/k norms; 3 local layers to 1 global, RoPE only
+ * on the local layers when the model has a window (transformers' Exaone4Attention), NeoX
+ * RoPE; llama3 RoPE divisors as llama's. */
+static const pl_arch_tensor layer_exaone4[] = {
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
+    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    T(Q_NORM, "attn_q_norm.weight", "self_attn.q_norm.weight", D, 1, NORM, REQ, NONE),
+    T(K_NORM, "attn_k_norm.weight", "self_attn.k_norm.weight", D, 1, NORM, REQ, NONE),
+    ROW_WO,
+    T(ATTN_POST_NORM, "post_attention_norm.weight", "post_attention_layernorm.weight", E, 1, NORM,
+      REQ, NONE),
+    ROW_GATE,
+    ROW_UP,
+    ROW_DOWN,
+    T(FFN_POST_NORM, "post_ffw_norm.weight", "post_feedforward_layernorm.weight", E, 1, NORM, REQ,
+      NONE),
+};
+/* The window is optional (absent: none); the pattern key llama.cpp's converter writes (one bool
+ * per layer) or its loader reads (a period) must be the recipe's. */
+static const pl_arch_key keys_exaone4[] = {
+    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, OPT, 0, 1, INT32_MAX,
+     "sliding_window (null: none)", PL_HF_DERIVED, NAN, PL_W_GIVEN},
+    {PL_HP_SWA_PATTERN, "attention.sliding_window_pattern", PL_KEY_PATTERN, OPT, 4, 0, 1,
+     "sliding_window_pattern / layer_types: checked, not written", PL_HF_DERIVED, NAN, PL_W_GIVEN},
+};
+
+/* glm4: pre-norms and a norm on each branch's output too (HF's post_self_attn_layernorm is
+ * GGUF's post_attention_norm, its post_attention_layernorm the FFN's pre-norm ffn_norm, its
+ * post_mlp_layernorm post_ffw_norm), q/k/v biases, gate and up fused in ffn_up (the gate's rows
+ * first, HF's gate_up_proj), normal RoPE (transformers' GLM rotates adjacent pairs: no row
+ * permutation) over rope.dimension_count dims (partial_rotary_factor of the head). */
+static const pl_arch_tensor layer_glm4[] = {
+    ROW_ATTN_NORM,
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
+    BIAS(BQ, "attn_q.bias", "self_attn.q_proj.bias", Q, REQ),
+    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    BIAS(BK, "attn_k.bias", "self_attn.k_proj.bias", KV, REQ),
+    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    BIAS(BV, "attn_v.bias", "self_attn.v_proj.bias", KV, REQ),
+    ROW_WO,
+    T(ATTN_POST_NORM, "post_attention_norm.weight", "post_self_attn_layernorm.weight", E, 1, NORM,
+      REQ, NONE),
+    ROW_FFN_NORM,
+    TS(GATE, "ffn_up.weight", "mlp.gate_up_proj.weight", E, F2, MATRIX_IN, REQ, NONE, GATE_UP),
+    ROW_DOWN,
+    T(FFN_POST_NORM, "post_ffw_norm.weight", "post_mlp_layernorm.weight", E, 1, NORM, REQ, NONE),
+};
+
+/* granite: four multipliers, each a key llama.cpp requires: embedding rows times
+ * embedding_scale, each branch's output times residual_scale before the add, scores times
+ * attention.scale (not 1/sqrt(head_dim)), logits divided by logit_scale (transformers'
+ * GraniteForCausalLM). */
+static const pl_arch_key keys_granite[] = {
+    KEY_MULT(EMBEDDING_SCALE, "embedding_scale", "embedding_multiplier"),
+    KEY_MULT(RESIDUAL_SCALE, "residual_scale", "residual_multiplier"),
+    KEY_MULT(ATTENTION_SCALE, "attention.scale", "attention_multiplier"),
+    KEY_MULT(LOGIT_DIVISOR, "logit_scale", "logits_scaling"),
+};
+
 /* ---- size rules (quirks), each with where llama.cpp has it ---- */
 
 /* Gemma's 27B: llama.cpp scales the scores by 1/sqrt(n_embd / n_head) where the model has this
@@ -371,6 +469,58 @@ static const pl_arch archs[] = {
      KEYS(keys_phi3),
      {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .swa_period = 1, .window_by_shape = 1},
      QUIRKS(quirks_phi3)},
+    /* issue 49 (archA) */
+    {"granite",
+     "GraniteForCausalLM",
+     NULL,
+     globals_common,
+     N_OF(globals_common),
+     LAYER(layer_llama_plain),
+     KEYS(keys_granite),
+     {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU, .full_rotary = 1},
+     NO_QUIRKS},
+    /* smollm3: every 4th layer without RoPE (llama.cpp: n_no_rope_layer_step 4, no key) */
+    {"smollm3",
+     "SmolLM3ForCausalLM",
+     NULL,
+     globals_common,
+     N_OF(globals_common),
+     LAYER(layer_llama_plain),
+     NO_KEYS,
+     {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU, .full_rotary = 1, .nope_period = 4},
+     NO_QUIRKS},
+    {"olmo2",
+     "Olmo2ForCausalLM",
+     NULL,
+     globals_common,
+     N_OF(globals_common),
+     LAYER(layer_olmo2),
+     NO_KEYS,
+     {.rope_style = PL_ROPE_NEOX, .act = PL_ACT_SILU, .full_rotary = 1},
+     NO_QUIRKS},
+    {"exaone4",
+     "Exaone4ForCausalLM",
+     NULL,
+     globals_llama,
+     N_OF(globals_llama),
+     LAYER(layer_exaone4),
+     KEYS(keys_exaone4),
+     {.rope_style = PL_ROPE_NEOX,
+      .act = PL_ACT_SILU,
+      .full_rotary = 1,
+      .swa_period = 4,
+      .nope_global = 1,
+      .window_optional = 1},
+     NO_QUIRKS},
+    {"glm4",
+     "Glm4ForCausalLM",
+     NULL,
+     globals_common,
+     N_OF(globals_common),
+     LAYER(layer_glm4),
+     NO_KEYS,
+     {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU},
+     NO_QUIRKS},
 };
 
 const pl_arch *pl_arch_at(size_t i)
@@ -458,21 +608,32 @@ int pl_arch_has_global_role(const pl_arch *a, int role)
 
 /* ---- a layer as a list of steps ---- */
 
-size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, pl_step *out)
+/* 1 when the architecture's q norm spans the whole projection (its row is Q wide, not D). */
+static int qk_norm_whole(const pl_arch *a)
+{
+    for (size_t i = 0; i < a->n_layer; i++)
+        if (a->layer[i].role == PL_L_Q_NORM) return a->layer[i].ne0 == PL_DIM_Q;
+    return 0;
+}
+
+size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, int rope, pl_step *out)
 {
     size_t n = 0;
 #define STEP(k, r, x) (out[n++] = (pl_step){.kind = (k), .role = (uint8_t)(r), .arg = (x)})
 #define ROLE_IF(r)    (has[r] ? (r) : PL_STEP_NO_ROLE)
-    STEP(PL_STEP_NORM, PL_L_ATTN_NORM, 0);
+    STEP(PL_STEP_NORM, ROLE_IF(PL_L_ATTN_NORM), 0);
     STEP(PL_STEP_QKV, PL_STEP_NO_ROLE, 0);
     if (has[PL_L_BQ] || has[PL_L_BK] || has[PL_L_BV]) STEP(PL_STEP_QKV_BIAS, PL_STEP_NO_ROLE, 0);
-    if (has[PL_L_Q_NORM] || has[PL_L_K_NORM]) STEP(PL_STEP_HEAD_NORM, PL_STEP_NO_ROLE, 0);
-    STEP(PL_STEP_ROPE, PL_STEP_NO_ROLE, 0);
+    /* q/k norms per head (D wide), or over the whole projection (OLMo 2: the table's row is Q
+     * wide) */
+    if (has[PL_L_Q_NORM] || has[PL_L_K_NORM])
+        STEP(qk_norm_whole(a) ? PL_STEP_QK_NORM : PL_STEP_HEAD_NORM, PL_STEP_NO_ROLE, 0);
+    if (rope) STEP(PL_STEP_ROPE, PL_STEP_NO_ROLE, 0);
     STEP(PL_STEP_KV_STORE, PL_STEP_NO_ROLE, 0);
     STEP(PL_STEP_ATTENTION, PL_STEP_NO_ROLE, 0);
     STEP(PL_STEP_ATTN_OUT, PL_L_WO, 0);
     STEP(PL_STEP_RESIDUAL, ROLE_IF(PL_L_ATTN_POST_NORM), 0);
-    STEP(PL_STEP_NORM, PL_L_FFN_NORM, 0);
+    STEP(PL_STEP_NORM, ROLE_IF(PL_L_FFN_NORM), 0);
     STEP(has[PL_L_GATE_EXPS] ? PL_STEP_FFN_MOE : PL_STEP_FFN_GATED, PL_STEP_NO_ROLE, a->recipe.act);
     STEP(PL_STEP_RESIDUAL, ROLE_IF(PL_L_FFN_POST_NORM), 0);
 #undef STEP
@@ -484,7 +645,7 @@ size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, pl_step *out)
 int pl_step_per_token(int kind)
 {
     return kind == PL_STEP_QKV_BIAS || kind == PL_STEP_HEAD_NORM || kind == PL_STEP_ROPE ||
-           kind == PL_STEP_KV_STORE;
+           kind == PL_STEP_KV_STORE || kind == PL_STEP_QK_NORM;
 }
 
 const char *pl_step_name(int kind)
@@ -495,7 +656,7 @@ const char *pl_step_name(int kind)
         [PL_STEP_ROPE] = "rope",           [PL_STEP_KV_STORE] = "kv_store",
         [PL_STEP_ATTENTION] = "attention", [PL_STEP_ATTN_OUT] = "attn_out",
         [PL_STEP_RESIDUAL] = "residual",   [PL_STEP_FFN_GATED] = "ffn_gated",
-        [PL_STEP_FFN_MOE] = "ffn_moe"};
+        [PL_STEP_FFN_MOE] = "ffn_moe",     [PL_STEP_QK_NORM] = "qk_norm"};
     return kind >= 0 && kind < PL_STEP_COUNT && names[kind] ? names[kind] : "?";
 }
 
@@ -503,6 +664,13 @@ int pl_arch_layer_is_local(const pl_arch *a, int64_t l)
 {
     const int64_t p = a->recipe.swa_period;
     return p == 1 || (p > 1 && l % p < p - 1);
+}
+
+int pl_arch_layer_has_rope(const pl_arch *a, int64_t l, int windowed)
+{
+    const int64_t p = a->recipe.nope_period;
+    if (p > 0 && (l + 1) % p == 0) return 0;
+    return !(a->recipe.nope_global && windowed && !pl_arch_layer_is_local(a, l));
 }
 
 int pl_arch_walk(const pl_arch *a, int64_t n_layer, pl_arch_visit_fn fn, void *user)

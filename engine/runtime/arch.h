@@ -151,6 +151,12 @@ enum pl_hp {
     PL_HP_ATTN_SOFTCAP,   /* attention scores: cap * tanh(s / cap); 0: none */
     PL_HP_FINAL_SOFTCAP,  /* logits: cap * tanh(l / cap); 0: none */
     PL_HP_SLIDING_WINDOW, /* the local layers' window (Phi-3: 0, none) */
+    /* issue 49 (archA): Granite's multipliers, each a key of its own */
+    PL_HP_EMBEDDING_SCALE, /* the embedding rows times it */
+    PL_HP_RESIDUAL_SCALE,  /* each branch's output times it before the residual add */
+    PL_HP_ATTENTION_SCALE, /* the scores' scale itself, replacing 1/sqrt(head_dim) */
+    PL_HP_LOGIT_DIVISOR,   /* the logits divided by it (granite.logit_scale) */
+    PL_HP_SWA_PATTERN,     /* EXAONE 4's local/global pattern: checked against the recipe's */
     PL_HP_COUNT
 };
 
@@ -159,7 +165,10 @@ enum pl_key_kind {
     PL_KEY_PER_LAYER, /* an integer, or an array of one integer per layer */
     PL_KEY_FLOAT,     /* float32 or float64 */
     PL_KEY_STRING,
-    PL_KEY_BOOL
+    PL_KEY_BOOL,
+    /* issue 49 (archA): a layer pattern, a period or one bool per layer (llama.cpp's
+     * sliding_window_pattern), checked against the recipe's at load (model.c); never written */
+    PL_KEY_PATTERN
 };
 
 /* How convert gets a key's value from a Hugging Face config.json: */
@@ -224,6 +233,15 @@ typedef struct pl_arch_recipe {
      * them as they are). */
     uint8_t moe_norm;
     uint8_t moe; /* enum pl_moe */
+    /* issue 49 (archA): layers without RoPE (pl_arch_layer_has_rope): with nope_period > 0,
+     * layer l iff (l + 1) % nope_period == 0 (SmolLM3: 4, llama.cpp's n_no_rope_layer_step,
+     * which no key carries); with nope_global, the global (non-local) layers of a model whose
+     * local layers have a window (EXAONE 4) */
+    uint8_t nope_period;
+    uint8_t nope_global;
+    /* 1: an absent attention.sliding_window is none: no window, every layer global (EXAONE 4's
+     * sliding_window null) */
+    uint8_t window_optional;
 } pl_arch_recipe;
 
 /* A rule llama.cpp applies by a model's size rather than by a key: data, with its source, so
@@ -291,6 +309,9 @@ int pl_arch_has_layer_role(const pl_arch *a, int role, int required);
 int pl_arch_has_global_role(const pl_arch *a, int role);
 /* 1 when the architecture layer l is a local (sliding-window) layer. */
 int pl_arch_layer_is_local(const pl_arch *a, int64_t l);
+/* 1 when layer l rotates q and k (the recipe's NoPE layers do not); windowed: the model's local
+ * layers have a window. */
+int pl_arch_layer_has_rope(const pl_arch *a, int64_t l, int windowed);
 /* 1 and *why set when "<arch>." + suffix is a key that changes nothing (arch.c). */
 int pl_arch_key_inert(const char *suffix, const char **why);
 
@@ -321,7 +342,8 @@ int64_t pl_arch_dim(const pl_arch_dims *d, int dim);
  * (conformance/refs/ref_transformer.c) both execute that list, each with a case per kind and
  * no default, so a new mechanism is a new kind here, its compile rule, and a case in both. */
 enum pl_step_kind {
-    PL_STEP_NORM,      /* xn = rmsnorm(x) * w[role]: the input of the next projection step */
+    PL_STEP_NORM,      /* xn = rmsnorm(x) * w[role]: the input of the next projection step;
+                          role none (a block without a pre-norm, OLMo 2): xn = x */
     PL_STEP_QKV,       /* q, k, v = wq xn, wk xn, wv xn */
     PL_STEP_QKV_BIAS,  /* per token: q, k, v += bq, bk, bv (those bound) */
     PL_STEP_HEAD_NORM, /* per token: per-head RMSNorm of q (q_norm) and k (k_norm) */
@@ -332,6 +354,9 @@ enum pl_step_kind {
     PL_STEP_RESIDUAL,  /* x += rmsnorm(tmp) * w[role] (a post norm), or x += tmp (role none) */
     PL_STEP_FFN_GATED, /* tmp = down (act(gate xn) * up xn), act = arg (enum pl_act) */
     PL_STEP_FFN_MOE,   /* tmp = the routed experts' gated FFNs of xn (and the shared expert's) */
+    /* issue 49 (archA) */
+    PL_STEP_QK_NORM, /* per token: RMSNorm of the whole q (H*D, q_norm) and k (Hkv*D, k_norm)
+                        projections, before the heads are split (OLMo 2) */
     PL_STEP_COUNT
 };
 #define PL_STEP_NO_ROLE PL_L_COUNT
@@ -342,8 +367,9 @@ typedef struct pl_step {
     uint8_t arg;  /* PL_STEP_FFN_*: enum pl_act */
 } pl_step;
 /* The steps of a layer of a whose bound tensors are has[role] != 0 (PL_L_COUNT entries), into
- * out (PL_MAX_STEPS); returns their count. */
-size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, pl_step *out);
+ * out (PL_MAX_STEPS); returns their count. rope: 0 for a layer without RoPE
+ * (pl_arch_layer_has_rope), whose list has no rope step. */
+size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, int rope, pl_step *out);
 /* 1 for the kinds that work token by token, between QKV and ATTENTION (one pass over the
  * tokens runs a sequence of them). */
 int pl_step_per_token(int kind);

@@ -130,5 +130,9 @@ pl_status pl_arch_write_keys(pl_gguf_writer *w, const char *arch, const pl_arch_
     if (hp->window > 0) v.num[PL_HP_SLIDING_WINDOW] = (double)hp->window;
     if (hp->attn_softcap > 0) v.num[PL_HP_ATTN_SOFTCAP] = hp->attn_softcap;
     if (hp->final_softcap > 0) v.num[PL_HP_FINAL_SOFTCAP] = hp->final_softcap;
+    if (hp->embedding_scale > 0) v.num[PL_HP_EMBEDDING_SCALE] = hp->embedding_scale;
+    if (hp->residual_scale > 0) v.num[PL_HP_RESIDUAL_SCALE] = hp->residual_scale;
+    if (hp->attention_scale > 0) v.num[PL_HP_ATTENTION_SCALE] = hp->attention_scale;
+    if (hp->logit_scale > 0) v.num[PL_HP_LOGIT_DIVISOR] = hp->logit_scale;
     return pl_arch_values_write(w, a, &v, err);
 }

@@ -374,6 +374,21 @@ static void qkv_worker(void *ctx, int64_t t0, int64_t t1, int thread)
                 head_norm(ss, q, &L->q_norm, H, tmp);
                 head_norm(ss, kk, &L->k_norm, Hkv, tmp);
                 break;
+            case PL_STEP_QK_NORM: {
+                /* the whole projections (OLMo 2), through the token's attention output row
+                 * (H*D, written only by the attention step after these) */
+                float *w = ss->s.att + t * H * D;
+                const float eps = ss->m->hp.rms_eps;
+                if (L->q_norm.data) {
+                    k->rmsnorm(w, q, L->q_norm.data, H * D, eps);
+                    memcpy(q, w, (size_t)(H * D) * sizeof(float));
+                }
+                if (L->k_norm.data) {
+                    k->rmsnorm(w, kk, L->k_norm.data, Hkv * D, eps);
+                    memcpy(kk, w, (size_t)(Hkv * D) * sizeof(float));
+                }
+                break;
+            }
             case PL_STEP_ROPE:
                 k->rope(q, H, D, (int32_t)(j->p0 + t), &ss->rope[L->rope_local]);
                 k->rope(kk, Hkv, D, (int32_t)(j->p0 + t), &ss->rope[L->rope_local]);
@@ -400,6 +415,7 @@ static void qkv_worker(void *ctx, int64_t t0, int64_t t1, int thread)
 typedef struct branch_job {
     pl_session *ss;
     const float *post_norm;
+    float scale; /* Granite's residual multiplier (1: none) */
 } branch_job;
 
 static void branch_worker(void *ctx, int64_t t0, int64_t t1, int thread)
@@ -414,13 +430,18 @@ static void branch_worker(void *ctx, int64_t t0, int64_t t1, int thread)
             j->ss->kt.k.rmsnorm(s->xn + t * E, b, j->post_norm, E, j->ss->m->hp.rms_eps);
             b = s->xn + t * E;
         }
-        add_into(s->x + t * E, b, E);
+        if (j->scale != 1.0f) {
+            float *y = s->x + t * E;
+            for (int64_t i = 0; i < E; i++) y[i] += b[i] * j->scale;
+        } else {
+            add_into(s->x + t * E, b, E);
+        }
     }
 }
 
 static void branch_out(pl_session *ss, const float *post_norm, int64_t T)
 {
-    branch_job j = {ss, post_norm};
+    branch_job j = {ss, post_norm, ss->m->hp.residual_scale};
     pl_pool_run(ss->pool, branch_worker, &j, T, 4);
 }
 
@@ -614,6 +635,11 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0, int6
         const pl_step *st = &L->steps[i];
         switch ((enum pl_step_kind)st->kind) {
         case PL_STEP_NORM:
+            if (st->role == PL_STEP_NO_ROLE) { /* no pre-norm (OLMo 2): the projections read x */
+                memcpy(s->xn, s->x, sizeof(float) * (size_t)(T * hp->n_embd));
+                in = NULL;
+                break;
+            }
             norm = (pre_op){s->x, NULL, L->t[st->role].data, hp->rms_eps, 0};
             in = &norm;
             break;
@@ -631,6 +657,7 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0, int6
             break;
         case PL_STEP_QKV_BIAS:
         case PL_STEP_HEAD_NORM:
+        case PL_STEP_QK_NORM:
         case PL_STEP_ROPE:
         case PL_STEP_KV_STORE: {
             size_t e = i;
@@ -721,6 +748,8 @@ static void step_body(pl_session *ss, const int32_t *tokens, int64_t T, int64_t 
     matmul(ss, &m->output, logits, s->xn, n_out, &out_norm);
     if (m->hp.final_softcap != 0.0f)
         k->softcap(logits, logits, n_out * m->hp.n_vocab, m->hp.final_softcap);
+    if (m->hp.logit_div != 0.0f) /* Granite: logits / logits_scaling, as transformers */
+        for (int64_t i = 0; i < n_out * m->hp.n_vocab; i++) logits[i] /= m->hp.logit_div;
 }
 
 pl_status pl_session_eval(pl_session *ss, const int32_t *tokens, int64_t n, float *logits,

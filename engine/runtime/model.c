@@ -89,6 +89,8 @@ static pl_status read_key(const pl_gguf *g, const pl_arch_key *k, hp_read *r, pl
     switch (k->kind) {
     case PL_KEY_PER_LAYER:
         return PL_OK; /* read with the layer count known (read_per_layer) */
+    case PL_KEY_PATTERN:
+        return PL_OK; /* checked against the recipe with the window known (read_block) */
     case PL_KEY_INT: {
         int64_t x;
         if ((s = kv_int_at(g, i, key, &x, err))) return s;
@@ -377,6 +379,10 @@ static pl_status read_window(const pl_model *m, const hp_read *r, int64_t *out, 
     const pl_arch_quirk_model qm = {
         .n_layer = L, .n_ctx = ctx, .n_head_kv = m->layers[0].n_head_kv};
     const pl_arch_quirk *q;
+    if (!r->present[PL_HP_SLIDING_WINDOW] && hp->arch->recipe.window_optional) {
+        *out = 0; /* none: every layer attends to the whole cache (EXAONE 4) */
+        return PL_OK;
+    }
     if (!isnan(w))
         *out = (int64_t)w;
     else if (!hp->arch->recipe.window_by_shape)
@@ -391,6 +397,49 @@ static pl_status read_window(const pl_model *m, const hp_read *r, int64_t *out, 
     if (*out < (hp->arch->recipe.window_by_shape ? 0 : 1))
         return pl_fail(err, PL_ERR_FORMAT, "%s.attention.sliding_window = %lld must be >= 1",
                        hp->arch->name, (long long)*out);
+    return PL_OK;
+}
+
+/* EXAONE 4's sliding_window_pattern, where the file has it: a period (llama.cpp's loader) or
+ * one bool per layer (llama.cpp's converter), either the recipe's layers exactly; with no
+ * window every layer is global. */
+static pl_status check_pattern(const pl_model *m, int64_t window, pl_error *err)
+{
+    const pl_hparams *hp = &m->hp;
+    const pl_arch_key *k = pl_arch_key_of_arch(hp->arch, PL_HP_SWA_PATTERN);
+    if (!k || k == pl_arch_key_of(PL_HP_SWA_PATTERN)) return PL_OK;
+    char key[128];
+    key_name(key, sizeof key, hp->arch->name, k);
+    const int64_t i = pl_gguf_find_key(m->gguf, key);
+    if (i < 0) return PL_OK;
+    const int64_t period = hp->arch->recipe.swa_period;
+    if (pl_gguf_kv_type(m->gguf, (uint64_t)i) != PL_GGUF_ARRAY) {
+        int64_t v;
+        pl_status s = kv_int_at(m->gguf, i, key, &v, err);
+        if (s) return s;
+        if (v != period)
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s = %lld: plumb runs %s with a period of %lld", key, (long long)v,
+                           hp->arch->name, (long long)period);
+        return PL_OK;
+    }
+    pl_gguf_array a;
+    pl_status s = pl_gguf_kv_array(m->gguf, (uint64_t)i, &a, err);
+    if (s) return s;
+    if (a.type != PL_GGUF_BOOL || a.count != (uint64_t)hp->n_layer)
+        return pl_fail(err, PL_ERR_FORMAT, "%s is an array of %llu %s, expected %lld bools", key,
+                       (unsigned long long)a.count, pl_gguf_type_name(a.type),
+                       (long long)hp->n_layer);
+    for (int64_t l = 0; l < hp->n_layer; l++) {
+        uint8_t b = 0;
+        pl_gguf_array_elem(&a, (uint64_t)l, &b, NULL);
+        const int want = window > 0 && pl_arch_layer_is_local(hp->arch, l);
+        if ((b != 0) != want)
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s[%lld] = %s: plumb runs layer %lld of %s as a %s layer", key,
+                           (long long)l, b ? "true" : "false", (long long)l, hp->arch->name,
+                           want ? "local" : "global");
+    }
     return PL_OK;
 }
 
@@ -411,13 +460,25 @@ static pl_status read_block(pl_model *m, const hp_read *r, pl_error *err)
     hp->attn_softcap = (float)r->v[PL_HP_ATTN_SOFTCAP];
     hp->final_softcap = (float)r->v[PL_HP_FINAL_SOFTCAP];
     hp->emb_scale = rc->emb_sqrt ? sqrtf((float)hp->n_embd) : 0.0f;
+    /* Granite's multipliers (0 where the architecture has no such key: none) */
+    if (r->v[PL_HP_EMBEDDING_SCALE] > 0) hp->emb_scale = (float)r->v[PL_HP_EMBEDDING_SCALE];
+    if (r->v[PL_HP_ATTENTION_SCALE] > 0) hp->attn_scale = (float)r->v[PL_HP_ATTENTION_SCALE];
+    hp->residual_scale = r->v[PL_HP_RESIDUAL_SCALE] > 0 ? (float)r->v[PL_HP_RESIDUAL_SCALE] : 1.0f;
+    hp->logit_div = (float)r->v[PL_HP_LOGIT_DIVISOR];
     int64_t window = 0;
     pl_status s;
     if (rc->swa_period && (s = read_window(m, r, &window, err))) return s;
+    if ((s = check_pattern(m, window, err))) return s;
     for (int64_t l = 0; l < hp->n_layer; l++) {
+        pl_layer *L = &m->layers[l];
         const int local = pl_arch_layer_is_local(hp->arch, l);
-        m->layers[l].window = local ? window : 0;
-        m->layers[l].rope_local = local;
+        L->window = local ? window : 0;
+        L->rope_local = local;
+        /* what the layer computes follows from what it binds (and whether it rotates) */
+        uint8_t has[PL_L_COUNT];
+        for (int t = 0; t < PL_L_COUNT; t++) has[t] = L->t[t].data != NULL;
+        L->n_steps = pl_arch_compile_layer(
+            hp->arch, has, pl_arch_layer_has_rope(hp->arch, l, window > 0), L->steps);
     }
     return PL_OK;
 }
@@ -535,10 +596,6 @@ static pl_status bind_tensors(pl_model *m, uint8_t *bound, pl_error *err)
             else if (row->split == PL_SPLIT_GATE_UP)
                 split_rows(&L->t[row->role], L->t + PL_L_GATE, L->t + PL_L_UP, NULL, L->n_ff, 0);
         }
-        /* what the layer computes follows from what it binds */
-        uint8_t has[PL_L_COUNT];
-        for (int r = 0; r < PL_L_COUNT; r++) has[r] = L->t[r].data != NULL;
-        L->n_steps = pl_arch_compile_layer(a, has, L->steps);
     }
     if (!m->output.data) {
         m->output = m->tok_embd;

@@ -87,6 +87,9 @@ typedef struct pl_hparams {
     float attn_softcap;  /* 0, or scores capped: c tanh(s / c) */
     float final_softcap; /* 0, or logits capped */
     float emb_scale;     /* 0, or the embedding rows multiplied by it (sqrt(n_embd)) */
+    /* issue 49 (archA): Granite's residual multiplier and logit divisor */
+    float residual_scale; /* each branch's output times it before the add (1: none) */
+    float logit_div;      /* 0, or the logits divided by it */
 } pl_hparams;
 
 struct pl_model {
