@@ -1,5 +1,6 @@
-/* test_ops.c — rmsnorm, rope, softmax, swiglu, geglu and softcap of every supported kernel set
- * against GSL double references, within each kernel's documented bound. Not a speed test. */
+/* test_ops.c — rmsnorm, layernorm, rope, softmax, swiglu, geglu and softcap of every supported
+ * kernel set against GSL double references, within each kernel's documented bound. Not a speed
+ * test. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -747,6 +748,100 @@ static void moe_route_suite(const struct pl_kernels *ks, void *ctx)
                  ks->name, u, ids[u], (double)w[u]);
 }
 
+/* ---- layernorm (issue 49: cohere2) ---- */
+
+/* The worst error / bound of fn over one row (ref's bound, kernels/ref/ops.c:
+ * (n + 8) u (|y_ref| + |w| s_ref max|x|) + FLT_MIN); *wi its element. */
+static double layernorm_worst(pl_layernorm_fn fn, const float *x, const float *w, float *y,
+                              double *ref, int64_t n, float eps, int64_t *wi)
+{
+    fn(y, x, w, n, eps);
+    ref_layernorm(ref, x, w, n, eps);
+    double mean = 0.0, var = 0.0, mx = 0.0;
+    for (int64_t i = 0; i < n; i++) mean += x[i];
+    mean /= (double)n;
+    for (int64_t i = 0; i < n; i++) {
+        var += ((double)x[i] - mean) * ((double)x[i] - mean);
+        mx = fabs((double)x[i]) > mx ? fabs((double)x[i]) : mx;
+    }
+    const double s_ref = 1.0 / sqrt(var / (double)n + (double)eps);
+    double worst = 0.0;
+    *wi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double b = (double)(n + 8) * U * (fabs(ref[i]) + fabs((double)w[i]) * s_ref * mx);
+        double q = ref_ratio(y[i], ref[i], b + FMIN);
+        if (!(q <= worst)) worst = q, *wi = i;
+    }
+    return worst;
+}
+
+static void layernorm_case(const struct pl_kernels *ks, int64_t n, enum fill f, double scale,
+                           double offset, float eps, tu_rng *r)
+{
+    float *x = malloc((size_t)n * sizeof *x), *w = malloc((size_t)n * sizeof *w);
+    float *y = malloc((size_t)n * sizeof *y);
+    double *ref = malloc((size_t)n * sizeof *ref);
+    fill(x, n, f, scale, r);
+    for (int64_t i = 0; i < n; i++) x[i] += (float)offset; /* a mean to take out */
+    for (int64_t i = 0; i < n; i++) w[i] = (float)(1.0 + 0.5 * tu_rng_normal(r));
+    int64_t wi;
+    const double worst = layernorm_worst(ks->layernorm, x, w, y, ref, n, eps, &wi);
+    char where[160];
+    snprintf(where, sizeof where, "n=%" PRId64 " %s scale=%.3g offset=%.3g eps=%g i=%" PRId64, n,
+             fill_name[f], scale, offset, eps, wi);
+    verdict(ks->name, "layernorm", worst, where, y[wi], ref[wi]);
+    free(x), free(w), free(y), free(ref);
+}
+
+static void layernorm_random(const struct pl_kernels *ks, void *ctx)
+{
+    (void)ctx;
+    if (!ks->layernorm) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6c6e6f726dull);
+    for (int64_t k = 0; k < N_EDGE + N_RANDOM; k++) {
+        const int64_t n = shape_n(k, &r);
+        const double scale = pow(10.0, tu_rng_uniform(&r) * 6.0 - 3.0);
+        const double offset = k % 3 == 0 ? 0.0 : scale * 4.0 * tu_rng_normal(&r);
+        layernorm_case(ks, n, F_NORMAL, scale, offset, k % 2 ? 1e-5f : 1e-6f, &r);
+    }
+}
+
+static void layernorm_stress(const struct pl_kernels *ks, void *ctx)
+{
+    (void)ctx;
+    if (!ks->layernorm) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6c6e6f726d32ull);
+    static const int64_t ns[] = {1, 7, 4096};
+    for (int f = 1; f < F_COUNT; f++)
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+            layernorm_case(ks, ns[k], (enum fill)f, 3.0, 0.0, 1e-6f, &r);
+            layernorm_case(ks, ns[k], (enum fill)f, 3.0, 1000.0, 1e-5f, &r);
+        }
+}
+
+/* The check is sharp: rmsnorm in layernorm's place (no mean taken out) fails it on a row with
+ * a mean, and so does a layernorm whose epsilon is dropped on a row of small variance. */
+static void layernorm_check_catches_a_norm_without_the_mean(void)
+{
+    enum { N = 256 };
+    float x[N], w[N], y[N];
+    double ref[N];
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6c6e66ull);
+    for (int i = 0; i < N; i++) {
+        x[i] = (float)(2.0 + tu_rng_normal(&r));
+        w[i] = (float)(1.0 + 0.5 * tu_rng_normal(&r));
+    }
+    int64_t wi;
+    const double no_mean = layernorm_worst(pl_kernels_ref.rmsnorm, x, w, y, ref, N, 1e-5f, &wi);
+    TU_CHECK(no_mean > 1e3, "seed %llu: rmsnorm passed as layernorm (error/bound %.3g)", SEED,
+             no_mean);
+    const double ok = layernorm_worst(pl_kernels_ref.layernorm, x, w, y, ref, N, 1e-5f, &wi);
+    TU_CHECK(ok <= 1.0, "seed %llu: ref layernorm error/bound %.3g", SEED, ok);
+}
+
 /* ---- runner ---- */
 
 #define OVER_SETS(fn)                                                                              \
@@ -770,6 +865,8 @@ OVER_SETS(softcap_sweep_and_stress)
 OVER_SETS(weighted_sum_suite)
 OVER_SETS(sigmoid_suite)
 OVER_SETS(moe_route_suite)
+OVER_SETS(layernorm_random)
+OVER_SETS(layernorm_stress)
 
 /* ---- every kernel family has its conformance case ---- */
 
@@ -855,6 +952,10 @@ int main(void)
         {"moe_route_matches_gsl_softmax_top_k_ties_lower_and_renormalises", test_moe_route_suite},
         {"softcap_bounded_over_a_dense_sweep_to_20_caps_and_infinities",
          test_softcap_sweep_and_stress},
+        {"layernorm_matches_gsl_on_random_and_edge_lengths_with_a_mean", test_layernorm_random},
+        {"layernorm_bounded_on_equal_zero_outlier_denormal_inputs", test_layernorm_stress},
+        {"layernorm_check_catches_a_norm_without_the_mean",
+         layernorm_check_catches_a_norm_without_the_mean},
         {"every_kernel_family_has_a_case_named_after_it", every_kernel_family_has_a_case},
         {NULL, NULL},
     };

@@ -40,6 +40,11 @@ enum pl_rope_style {
     PL_ROPE_NORMAL = 0, /* rotate pairs (2i, 2i+1) — llama */
     PL_ROPE_NEOX = 1    /* rotate pairs (i, i + n_rot/2) — qwen2, qwen3 */
 };
+/* y = (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * w, one row of n: LayerNorm with a
+ * weight and no bias (Cohere's Command R7B, transformers' Cohere2LayerNorm). */
+typedef void (*pl_layernorm_fn)(float *restrict y, const float *restrict x, const float *restrict w,
+                                int64_t n, float eps);
+
 /* RoPE parameters, ggml_rope_ext's. For pair i in [0, n_rot/2):
  *     theta_extrap = pos * freq_base^(-2i/n_rot) / freq_factors[i],
  *     theta_interp = freq_scale * theta_extrap;
@@ -231,7 +236,9 @@ size_t pl_matmul_id_scratch(int64_t T, int64_t n_used, int64_t n_expert, size_t 
     X(top_k, pl_top_k_fn, ONE)                                                                     \
     X(top_p, pl_top_p_fn, ONE)                                                                     \
     X(min_p, pl_min_p_fn, ONE)                                                                     \
-    X(draw, pl_draw_fn, ONE)
+    X(draw, pl_draw_fn, ONE)                                                                       \
+    /* issue 49 (cohere2, gpt-oss): */                                                             \
+    X(layernorm, pl_layernorm_fn, ONE)
 
 /* 1 for a PER_TYPE family, 0 for a ONE family (PL_KERNEL_PER_TYPE_##SLOTS). */
 #define PL_KERNEL_PER_TYPE_ONE      0

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <gsl/gsl_blas.h>
+#include <gsl/gsl_statistics_double.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_math.h>
 #include <gsl/gsl_sf_exp.h>
@@ -32,6 +33,21 @@ void ref_rmsnorm(double *y, const float *x, const float *w, int64_t n, float eps
     double ss = 0.0;
     gsl_blas_ddot(xv, xv, &ss);
     double s = 1.0 / sqrt(ss / (double)n + (double)eps);
+    for (int64_t i = 0; i < n; i++) y[i] = gsl_vector_get(xv, (size_t)i) * s * (double)w[i];
+    gsl_vector_free(xv);
+}
+
+/* LayerNorm (issue 49, cohere2): the mean by GSL's gsl_stats_mean, the variance of x - mean
+ * by a dot product, in double from the float inputs. */
+void ref_layernorm(double *y, const float *x, const float *w, int64_t n, float eps)
+{
+    gsl_vector *xv = gsl_vector_alloc((size_t)n);
+    for (int64_t i = 0; i < n; i++) gsl_vector_set(xv, (size_t)i, x[i]);
+    const double mean = gsl_stats_mean(xv->data, 1, (size_t)n);
+    gsl_vector_add_constant(xv, -mean);
+    double ss = 0.0;
+    gsl_blas_ddot(xv, xv, &ss);
+    const double s = 1.0 / sqrt(ss / (double)n + (double)eps);
     for (int64_t i = 0; i < n; i++) y[i] = gsl_vector_get(xv, (size_t)i) * s * (double)w[i];
     gsl_vector_free(xv);
 }

@@ -17,6 +17,8 @@ void ref_init(void);
 
 /* ---- ops (ref_ops.c) ---- */
 void ref_rmsnorm(double *y, const float *x, const float *w, int64_t n, float eps);
+/* y = (x - mean) / sqrt(mean((x - mean)^2) + eps) * w (LayerNorm, weight only). */
+void ref_layernorm(double *y, const float *x, const float *w, int64_t n, float eps);
 /* The rotation of pair i (of n_rot = min(a->n_rot, D) dims) at pos, from pl_rope_args's
  * definition in double: theta_extrap, theta_interp, the final theta, and mscale. */
 typedef struct ref_rope_angle {

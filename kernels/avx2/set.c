@@ -14,6 +14,7 @@ const struct pl_kernels pl_kernels_avx2 = {
     .name = "avx2",
     .supported = avx2_supported,
     .rmsnorm = rmsnorm_avx2,
+    .layernorm = layernorm_avx2, /* issue 49 (cohere2) */
     .rope = rope_avx2,
     .softmax = softmax_avx2,
     .swiglu = swiglu_avx2,

@@ -18,6 +18,7 @@ const struct pl_kernels pl_kernels_avx512 = {
     .name = "avx512",
     .supported = avx512_supported,
     .rmsnorm = rmsnorm_avx2,
+    .layernorm = layernorm_avx2, /* issue 49 (cohere2) */
     .rope = rope_avx512,
     .softmax = softmax_avx2,
     .swiglu = swiglu_avx2,

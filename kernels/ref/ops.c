@@ -128,3 +128,27 @@ void softcap_ref(float *y, const float *x, int64_t n, float cap)
 {
     for (int64_t i = 0; i < n; i++) y[i] = (float)((double)cap * tanh((double)x[i] / (double)cap));
 }
+
+/* ---- issue 49 (cohere2) ---- */
+
+/* y = (x - mean) / sqrt(var + eps) * w, mean and var (the mean of (x - mean)^2) over the row.
+ * Bound: |y - y_ref| <= (n + 8) u (|y_ref| + |w| s_ref max|x|) + FLT_MIN, s_ref =
+ * 1/sqrt(var + eps). Why: the sums run in double (relative n 2^-53 of sum |x| and of the
+ * squares), so x - mean is off by <= n 2^-52 max|x| — which s and w carry into y (the second
+ * term, what a row of nearly equal values amplifies) — and the rest is rounded once to float.
+ * This set: double throughout, in element order, two passes. */
+void layernorm_ref(float *restrict y, const float *restrict x, const float *restrict w, int64_t n,
+                   float eps)
+{
+    if (n <= 0) return;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double)x[i];
+    const double mean = sum / (double)n;
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = (double)x[i] - mean;
+        ss += d * d;
+    }
+    const double s = 1.0 / sqrt(ss / (double)n + (double)eps);
+    for (int64_t i = 0; i < n; i++) y[i] = (float)(((double)x[i] - mean) * s * (double)w[i]);
+}

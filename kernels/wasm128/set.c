@@ -19,6 +19,7 @@ const struct pl_kernels PL_WQ(pl_kernels) = {
     .name = PL_W_RELAXED ? "wasm128r" : "wasm128",
     .supported = wasm128_supported,
     .rmsnorm = rmsnorm_wasm128,
+    .layernorm = layernorm_wasm128, /* issue 49 (cohere2) */
     .rope = rope_wasm128,
     .softmax = softmax_wasm128,
     .swiglu = swiglu_wasm128,
