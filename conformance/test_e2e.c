@@ -251,7 +251,16 @@ static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64
     spec.edit_user = g_edit_user;
     char label[64];
     snprintf(label, sizeof label, "%s %s", arch, types[ti].name);
-    e2e_spec(&spec, label, type_tol(types[ti].t, types[ti].mix, kv), kv, window, sinks, 64, 0, out);
+    /* A parallel block (cohere2) quantizes the same normalised rows for attention and the FFN,
+     * so their 8-bit activation errors add in step: measured 10.0% of the RMS (Q2_K, 4 layers,
+     * the default seed) where sequential blocks stay under 7.3%; a quarter more room, still an
+     * order below a binding or kernel bug's O(100%). F32/F16 keep their 1e-4. */
+    const pl_arch *a = pl_arch_find(arch, strlen(arch));
+    const double tol =
+        type_tol(types[ti].t, types[ti].mix, kv) *
+        (a && a->recipe.parallel && types[ti].t != PL_TYPE_F32 && types[ti].t != PL_TYPE_F16 ? 1.25
+                                                                                             : 1.0);
+    e2e_spec(&spec, label, tol, kv, window, sinks, 64, 0, out);
 }
 
 /* ---- RoPE scaling: each as llama.cpp's keys and tensors carry it, against the reference's
@@ -521,14 +530,18 @@ static void logits_identical_across_chunks_threads_and_truncation(void)
     check_invariance("phi3", PL_TYPE_Q6_K, 0, 0); /* fused tensors, every layer local */
     check_invariance("llama", PL_TYPE_Q2_K, 0, 0);
     check_invariance("qwen3", PL_TYPE_IQ4_XS, 0, 0);
+    /* issue 49: cohere2's parallel block (the FFN reads the pruned rows' norm), LayerNorm, RoPE
+     * on the local layers only */
+    check_invariance("cohere2", PL_TYPE_Q4_K, 0, 0);
 }
 
 static void sliding_window_logits_identical_across_chunks_and_threads(void)
 {
     check_invariance("llama", PL_TYPE_Q4_0, 16, 4);
     check_invariance("qwen3", PL_TYPE_F32, 10, 0);
-    check_invariance("gemma2", PL_TYPE_F32, 12, 2); /* a layer window inside a session window */
-    check_invariance("phi3", PL_TYPE_Q8_0, 6, 1);   /* a session window inside the layers' */
+    check_invariance("gemma2", PL_TYPE_F32, 12, 2);   /* a layer window inside a session window */
+    check_invariance("phi3", PL_TYPE_Q8_0, 6, 1);     /* a session window inside the layers' */
+    check_invariance("cohere2", PL_TYPE_Q8_0, 12, 2); /* issue 49 */
 }
 
 /* All-position logits of N_TOK random tokens, the file in buf loaded for set under flags. */

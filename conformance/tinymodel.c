@@ -37,6 +37,8 @@ tiny_spec tiny_default(const char *arch, uint32_t wtype)
         s.final_softcap = 20.0f; /* logits here reach ~16: bent, not saturated */
     }
     if (rc->swa_period > 2) s.L = rc->swa_period;
+    /* issue 49: a logit scale that moves the logits (cohere2) */
+    if (pl_arch_key_of_arch(a, PL_HP_LOGIT_SCALE)) s.logit_scale = 0.5f;
     /* Phi-4-mini's 3/4 rotary where the head is not rotated whole and every layer is local */
     if (!rc->full_rotary && rc->swa_period == 1) s.n_rot = 48;
     if (rc->moe == PL_MOE_REQUIRED) {
@@ -128,7 +130,8 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
                                 .rope_base = strcmp(s->arch, "llama") == 0 ? 10000.0f : 1e6f,
                                 .window = s->window,
                                 .attn_softcap = s->attn_softcap,
-                                .final_softcap = s->final_softcap};
+                                .final_softcap = s->final_softcap,
+                                .logit_scale = s->logit_scale};
     pl_arch_tensor_desc *ts = NULL;
     size_t n = 0;
     const char *arch = strstr(pl_arch_list(), s->arch) ? s->arch : "llama";

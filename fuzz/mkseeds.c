@@ -268,6 +268,8 @@ enum {
     B_PHI3_32, /* the shapes whose window llama.cpp assumes when the key is absent */
     B_PHI3_40,
     B_PHI3_32_128K,
+    /* issue 49 */
+    B_COHERE2,
     N_BASES
 };
 
@@ -438,6 +440,12 @@ static void gguf_model_seeds(void)
     c[B_PHI3_32_128K].n_ctx = 131072;
     c[B_PHI3_32_128K].n_head = 32;
     c[B_PHI3_32_128K].n_head_kv = 32;
+    /* issue 49: cohere2 (LayerNorm, parallel block, RoPE on the 3 local layers of 4 only) */
+    c[B_COHERE2] =
+        config("s-cohere2-swa-logit-scale", "cohere2", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 1);
+    c[B_COHERE2].n_layer = 4;
+    c[B_COHERE2].local_window = 3;
+    c[B_COHERE2].logit_scale = 0.25f;
     void *bases[N_BASES];
     size_t sizes[N_BASES];
     for (int b = 0; b < N_BASES; b++) {

@@ -540,7 +540,8 @@ static pl_status put_metadata(pl_gguf_writer *w, const mk_config *c, pl_error *e
                                 .rope_base = c->rope_base,
                                 .window = c->local_window,
                                 .attn_softcap = c->attn_softcap,
-                                .final_softcap = c->final_softcap};
+                                .final_softcap = c->final_softcap,
+                                .logit_scale = c->logit_scale};
     pl_status s;
     if ((s = pl_arch_write_keys(w, c->arch, &shape, &hp, err)) ||
         (s = pl_gguf_writer_set_string(w, "general.name", c->name, strlen(c->name), err)) ||

@@ -27,6 +27,7 @@ typedef struct mk_config {
     int tied;             /* no output.weight: token_embd doubles as the output projection */
     int64_t local_window; /* > 0: <arch>.attention.sliding_window (Gemma's local layers) */
     float attn_softcap, final_softcap; /* > 0: Gemma 2's soft-cap keys */
+    float logit_scale;                 /* > 0: the logits times it (cohere2's logit_scale) */
     enum demo_vocab_kind vocab;        /* the tokenizer section (demo_vocab.h) */
     pl_ftype ftype;
     int pure; /* every weight matrix in the ftype's base type (no llama.cpp mix) */

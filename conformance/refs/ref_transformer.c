@@ -37,6 +37,7 @@ struct ref_model {
     const pl_arch *arch;
     double scale, attn_cap, final_cap; /* attention scale; soft-caps (0: none) */
     double emb_scale;                  /* 0, or the embedding rows times it */
+    double logit_scale;                /* 0, or the logits times it (cohere2) */
     int64_t X, U, FX, FS;              /* experts, used per token, their widths (0: dense) */
     int64_t window;                    /* the local layers' window */
     gsl_matrix *embd, *output;         /* (V, E) */
@@ -172,6 +173,7 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
     m->attn_cap = meta(g, an, PL_HP_ATTN_SOFTCAP, 0);
     m->final_cap = meta(g, an, PL_HP_FINAL_SOFTCAP, 0);
     m->emb_scale = arch->recipe.emb_sqrt ? sqrt((double)m->E) : 0;
+    m->logit_scale = meta(g, an, PL_HP_LOGIT_SCALE, 0);
     m->window = arch->recipe.swa_period ? (int64_t)meta(g, an, PL_HP_SLIDING_WINDOW, 0) : 0;
     if (rope_freqs(m, g, an)) {
         ref_model_free(m);
@@ -235,7 +237,7 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
         }
         uint8_t has[PL_L_COUNT];
         for (int r = 0; r < PL_L_COUNT; r++) has[r] = R->m[r] || R->v[r] || R->x[r];
-        R->n_steps = pl_arch_compile_layer(arch, has, R->steps);
+        R->n_steps = pl_arch_compile_layer(arch, l, has, R->steps);
     }
     *out = m;
     return 0;
@@ -274,6 +276,27 @@ static void rmsnorm(double *y, const double *x, const gsl_vector *w, int64_t n, 
     double ss = gsl_blas_dnrm2(&xv.vector);
     double scale = 1.0 / sqrt(ss * ss / (double)n + eps);
     for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale * gsl_vector_get(w, (size_t)i);
+}
+
+/* y = (x - mean) / sqrt(mean((x - mean)^2) + eps) * w over n doubles (LayerNorm, weight only:
+ * transformers' Cohere2LayerNorm). */
+static void layernorm(double *y, const double *x, const gsl_vector *w, int64_t n, double eps)
+{
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; i++) mean += x[i];
+    mean /= (double)n;
+    for (int64_t i = 0; i < n; i++) var += (x[i] - mean) * (x[i] - mean);
+    const double scale = 1.0 / sqrt(var / (double)n + eps);
+    for (int64_t i = 0; i < n; i++) y[i] = (x[i] - mean) * scale * gsl_vector_get(w, (size_t)i);
+}
+
+/* The model's norm (enum pl_norm_kind). */
+static void norm(double *y, const double *x, const gsl_vector *w, int64_t n, double eps, int kind)
+{
+    if (kind == PL_NORM_LAYER)
+        layernorm(y, x, w, n, eps);
+    else
+        rmsnorm(y, x, w, n, eps);
 }
 
 /* y (rows of W) = W x (+ b). */
@@ -373,9 +396,9 @@ static int rope_freqs(ref_model *m, const pl_gguf *g, const char *an)
 /* x += branch, the branch normalised by its post norm first when the layer has one (Gemma);
  * scratch: E doubles. */
 static void post_add(double *x, const double *branch, double *scratch, const gsl_vector *post,
-                     int64_t E, double eps)
+                     int64_t E, double eps, int kind)
 {
-    if (post) rmsnorm(scratch, branch, post, E, eps);
+    if (post) norm(scratch, branch, post, E, eps, kind);
     for (int64_t i = 0; i < E; i++) x[i] += post ? scratch[i] : branch[i];
 }
 
@@ -489,7 +512,7 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                 const pl_step *st = &R->steps[i];
                 switch ((enum pl_step_kind)st->kind) {
                 case PL_STEP_NORM:
-                    rmsnorm(xn, x, R->v[st->role], E, m->eps);
+                    norm(xn, x, R->v[st->role], E, m->eps, st->arg);
                     break;
                 case PL_STEP_QKV:
                     gemv(q, R->m[PL_L_WQ], xn, NULL);
@@ -557,7 +580,8 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                     gemv(tmp, R->m[st->role], att, NULL);
                     break;
                 case PL_STEP_RESIDUAL:
-                    post_add(x, tmp, xn, st->role < PL_L_COUNT ? R->v[st->role] : NULL, E, m->eps);
+                    post_add(x, tmp, xn, st->role < PL_L_COUNT ? R->v[st->role] : NULL, E, m->eps,
+                             m->arch->recipe.norm);
                     break;
                 case PL_STEP_FFN_GATED:
                     gemv(g, R->m[PL_L_GATE], xn, NULL);
@@ -579,10 +603,11 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                 }
             }
         }
-        rmsnorm(xn, x, m->out_norm, E, m->eps);
+        norm(xn, x, m->out_norm, E, m->eps, m->arch->recipe.norm);
         gemv(logits + p * V, m->output, xn, NULL);
         for (int64_t i = 0; m->final_cap && i < V; i++)
             logits[p * V + i] = m->final_cap * tanh(logits[p * V + i] / m->final_cap);
+        for (int64_t i = 0; m->logit_scale && i < V; i++) logits[p * V + i] *= m->logit_scale;
     }
     free(x);
     free(xn);

@@ -572,6 +572,7 @@ typedef struct pl_arch_hparams {
     int64_t window;  /* > 0: attention.sliding_window (the local layers'); 0: left out */
     float attn_softcap, final_softcap; /* > 0: the soft-caps; 0: left out (the architecture's
                                           default); a cap equal to that default is left out */
+    float logit_scale; /* > 0: logit_scale (cohere2: the logits times it); 0: left out */
 } pl_arch_hparams;
 
 /* Writes general.architecture and the keys under "<arch>." a file of this shape needs, from the

@@ -151,6 +151,8 @@ enum pl_hp {
     PL_HP_ATTN_SOFTCAP,   /* attention scores: cap * tanh(s / cap); 0: none */
     PL_HP_FINAL_SOFTCAP,  /* logits: cap * tanh(l / cap); 0: none */
     PL_HP_SLIDING_WINDOW, /* the local layers' window (Phi-3: 0, none) */
+    /* issue 49 (cohere2, gpt-oss): */
+    PL_HP_LOGIT_SCALE, /* cohere2: the logits are multiplied by it */
     PL_HP_COUNT
 };
 
@@ -193,6 +195,10 @@ typedef struct pl_arch_key {
 
 enum pl_act { PL_ACT_SILU, PL_ACT_GELU_TANH };
 
+/* The normalisation of every norm of a model (issue 49): RMSNorm, or LayerNorm with a weight
+ * and no bias (mean-centred; cohere2). */
+enum pl_norm_kind { PL_NORM_RMS, PL_NORM_LAYER };
+
 /* Whether an architecture's layers have experts: */
 enum pl_moe {
     PL_MOE_NONE,     /* dense only: expert_count must be 0 */
@@ -224,6 +230,14 @@ typedef struct pl_arch_recipe {
      * them as they are). */
     uint8_t moe_norm;
     uint8_t moe; /* enum pl_moe */
+    /* ---- issue 49 (cohere2, gpt-oss) ---- */
+    uint8_t norm; /* enum pl_norm_kind: the layers' norms and the output norm */
+    /* 1: attention and the FFN both read the one attn_norm of x, and both outputs are added to
+     * x (cohere2: x + attn(n) + ffn(n)); the layer has no ffn_norm */
+    uint8_t parallel;
+    /* 1: only the local (sliding-window) layers rotate q and k; the global layers have no RoPE
+     * (cohere2) */
+    uint8_t rope_local_only;
 } pl_arch_recipe;
 
 /* A rule llama.cpp applies by a model's size rather than by a key: data, with its source, so
@@ -339,11 +353,11 @@ enum { PL_MAX_STEPS = 16 };
 typedef struct pl_step {
     uint8_t kind; /* enum pl_step_kind */
     uint8_t role; /* the layer tensor it reads (enum pl_layer_role), or PL_STEP_NO_ROLE */
-    uint8_t arg;  /* PL_STEP_FFN_*: enum pl_act */
+    uint8_t arg;  /* PL_STEP_FFN_*: enum pl_act; PL_STEP_NORM: enum pl_norm_kind */
 } pl_step;
-/* The steps of a layer of a whose bound tensors are has[role] != 0 (PL_L_COUNT entries), into
- * out (PL_MAX_STEPS); returns their count. */
-size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, pl_step *out);
+/* The steps of layer l of a whose bound tensors are has[role] != 0 (PL_L_COUNT entries), into
+ * out (PL_MAX_STEPS); returns their count. A norm step's arg is the recipe's enum pl_norm_kind. */
+size_t pl_arch_compile_layer(const pl_arch *a, int64_t l, const uint8_t *has, pl_step *out);
 /* 1 for the kinds that work token by token, between QKV and ATTENTION (one pass over the
  * tokens runs a sequence of them). */
 int pl_step_per_token(int kind);

@@ -233,8 +233,9 @@ static pl_status check_keys(const pl_gguf *g, const char *arch, int vocab_only, 
         if (!vocab_only && strncmp(key, arch, alen) == 0 && key[alen] == '.') {
             const char *suffix = key + alen + 1;
             int found = pl_arch_key_inert(suffix, NULL);
-            for (size_t j = 0; !found && j < n_keys; j++)
-                found = strcmp(keys[j].suffix, suffix) == 0;
+            for (size_t j = 0; !found && j < n_keys; j++) /* not one the arch redefines */
+                found = strcmp(keys[j].suffix, suffix) == 0 &&
+                        (!own || pl_arch_key_of_arch(own, keys[j].hp) == &keys[j]);
             for (size_t j = 0; !found && own && j < own->n_keys; j++)
                 found = strcmp(own->keys[j].suffix, suffix) == 0;
             if (found) continue;
@@ -410,6 +411,8 @@ static pl_status read_block(pl_model *m, const hp_read *r, pl_error *err)
     hp->attn_scale = (float)(1.0 / sqrt(d));
     hp->attn_softcap = (float)r->v[PL_HP_ATTN_SOFTCAP];
     hp->final_softcap = (float)r->v[PL_HP_FINAL_SOFTCAP];
+    hp->logit_scale =
+        pl_arch_key_of_arch(hp->arch, PL_HP_LOGIT_SCALE) ? (float)r->v[PL_HP_LOGIT_SCALE] : 0.0f;
     hp->emb_scale = rc->emb_sqrt ? sqrtf((float)hp->n_embd) : 0.0f;
     int64_t window = 0;
     pl_status s;
@@ -538,7 +541,7 @@ static pl_status bind_tensors(pl_model *m, uint8_t *bound, pl_error *err)
         /* what the layer computes follows from what it binds */
         uint8_t has[PL_L_COUNT];
         for (int r = 0; r < PL_L_COUNT; r++) has[r] = L->t[r].data != NULL;
-        L->n_steps = pl_arch_compile_layer(a, has, L->steps);
+        L->n_steps = pl_arch_compile_layer(a, l, has, L->steps);
     }
     if (!m->output.data) {
         m->output = m->tok_embd;
@@ -582,8 +585,10 @@ static pl_status bind_arch(pl_model *m, pl_error *err)
     snprintf(r.arch, sizeof r.arch, "%s", arch);
     size_t n_keys;
     const pl_arch_key *keys = pl_arch_keys(&n_keys);
-    for (size_t i = 0; i < n_keys; i++)
-        if ((s = read_key(g, &keys[i], &r, err))) return s;
+    for (size_t i = 0; i < n_keys; i++) /* a common key the architecture redefines: its own */
+        if (pl_arch_key_of_arch(hp->arch, keys[i].hp) == &keys[i] &&
+            (s = read_key(g, &keys[i], &r, err)))
+            return s;
     for (size_t i = 0; i < hp->arch->n_keys; i++)
         if ((s = read_key(g, &hp->arch->keys[i], &r, err))) return s;
     if ((s = check_values(&r, err))) return s;

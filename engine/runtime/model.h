@@ -87,6 +87,7 @@ typedef struct pl_hparams {
     float attn_softcap;  /* 0, or scores capped: c tanh(s / c) */
     float final_softcap; /* 0, or logits capped */
     float emb_scale;     /* 0, or the embedding rows multiplied by it (sqrt(n_embd)) */
+    float logit_scale;   /* 0, or the logits multiplied by it (cohere2, issue 49) */
 } pl_hparams;
 
 struct pl_model {
