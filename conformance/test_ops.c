@@ -1,6 +1,6 @@
-/* test_ops.c — rmsnorm, layernorm, rope, softmax, swiglu, geglu and softcap of every supported
- * kernel set against GSL double references, within each kernel's documented bound. Not a speed
- * test. */
+/* test_ops.c — rmsnorm, layernorm, rope, swiglu_oai, softmax, swiglu, geglu and softcap of every
+ * supported kernel set against GSL double references, within each kernel's documented bound. Not a
+ * speed test. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -842,6 +842,128 @@ static void layernorm_check_catches_a_norm_without_the_mean(void)
     TU_CHECK(ok <= 1.0, "seed %llu: ref layernorm error/bound %.3g", SEED, ok);
 }
 
+/* ---- swiglu_oai (issue 49: gpt-oss) ---- */
+
+/* The worst error / bound of fn over one row (ref's bound, kernels/ref/ops.c:
+ * (16 + 4 |alpha g| w) u |y_ref| + 2^-120 |u + 1| + FLT_MIN, w = 1 / (1 + exp(alpha g))). */
+static double swiglu_oai_worst(pl_swiglu_oai_fn fn, const float *g, const float *up, int64_t n,
+                               float alpha, float limit, float *y, double *ref, int64_t *wi)
+{
+    fn(y, g, up, n, alpha, limit);
+    ref_swiglu_oai(ref, g, up, n, alpha, limit);
+    double worst = 0.0;
+    *wi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double gc = g[i] > limit ? (double)limit : (double)g[i];
+        const double uc = up[i] > limit ? (double)limit : up[i] < -limit ? -(double)limit : up[i];
+        const double z = (double)alpha * gc, w = z > 700 ? 0.0 : 1.0 / (1.0 + exp(z));
+        const double b =
+            (16.0 + 4.0 * fabs(z) * w) * U * fabs(ref[i]) + 0x1p-120 * fabs(uc + 1.0) + FMIN;
+        const double q = ref_ratio(y[i], ref[i], b);
+        if (!(q <= worst)) worst = q, *wi = i;
+    }
+    return worst;
+}
+
+static void swiglu_oai_case(const struct pl_kernels *ks, const float *g, const float *up, int64_t n,
+                            float alpha, float limit, const char *what)
+{
+    float *y = malloc((size_t)n * sizeof *y);
+    double *ref = malloc((size_t)n * sizeof *ref);
+    int64_t wi;
+    const double worst = swiglu_oai_worst(ks->swiglu_oai, g, up, n, alpha, limit, y, ref, &wi);
+    char where[192];
+    snprintf(where, sizeof where,
+             "n=%" PRId64 " %s alpha=%g limit=%g i=%" PRId64 " gate=%.9g up=%.9g", n, what, alpha,
+             limit, wi, g[wi], up[wi]);
+    verdict(ks->name, "swiglu_oai", worst, where, y[wi], ref[wi]);
+    free(y), free(ref);
+}
+
+static const float oai_params[][2] = {{1.702f, 7.0f}, {1.0f, 3.0f}, {2.5f, 100.0f}};
+
+static void swiglu_oai_random(const struct pl_kernels *ks, void *ctx)
+{
+    (void)ctx;
+    if (!ks->swiglu_oai) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6f6169ull);
+    for (int64_t k = 0; k < N_EDGE + N_RANDOM; k++) {
+        const int64_t n = shape_n(k, &r);
+        const double scale = pow(10.0, tu_rng_uniform(&r) * 2.5 - 1.0); /* |x| to ~1e2 */
+        float *g = malloc((size_t)n * sizeof *g), *up = malloc((size_t)n * sizeof *up);
+        fill(g, n, F_NORMAL, scale, &r);
+        fill(up, n, F_NORMAL, scale, &r);
+        char what[64];
+        snprintf(what, sizeof what, "normal scale=%.3g", scale);
+        const float *pa = oai_params[k % 3];
+        swiglu_oai_case(ks, g, up, n, pa[0], pa[1], what);
+        free(g), free(up);
+    }
+}
+
+/* Every gate and up on a grid of 2^-8 over [-20, 20] (both clamps, the sigmoid's tails, up at
+ * -1 where the product vanishes), and saturating, zero and denormal inputs. */
+static void swiglu_oai_sweep_and_stress(const struct pl_kernels *ks, void *ctx)
+{
+    (void)ctx;
+    if (!ks->swiglu_oai) return;
+    const int64_t n = 40 * 256 + 1;
+    float *g = malloc((size_t)n * sizeof *g), *up = malloc((size_t)n * sizeof *up);
+    for (int64_t i = 0; i < n; i++) {
+        g[i] = -20.0f + (float)i / 256.0f;
+        up[i] = 20.0f - (float)i / 256.0f;
+    }
+    for (size_t p = 0; p < 3; p++)
+        swiglu_oai_case(ks, g, up, n, oai_params[p][0], oai_params[p][1], "sweep [-20, 20]");
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6f616932ull);
+    static const int64_t ns[] = {1, 7, 4096};
+    for (int f = 1; f < F_COUNT; f++)
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+            fill(g, ns[k], (enum fill)f, 50.0, &r);
+            fill(up, ns[k], (enum fill)((f + 2) % F_COUNT), 50.0, &r);
+            swiglu_oai_case(ks, g, up, ns[k], 1.702f, 7.0f, fill_name[f]);
+        }
+    free(g), free(up);
+}
+
+/* The check is sharp: a SwiGLU without the clamps, or without the + 1 on up, fails it. */
+static void unclamped_oai(float *restrict y, const float *restrict gate, const float *restrict up,
+                          int64_t n, float alpha, float limit)
+{
+    (void)limit;
+    pl_kernels_ref.swiglu_oai(y, gate, up, n, alpha, INFINITY);
+}
+static void no_plus_one_oai(float *restrict y, const float *restrict gate, const float *restrict up,
+                            int64_t n, float alpha, float limit)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float u1 = up[i] - 1.0f; /* so that the kernel's u + 1 gives back up */
+        pl_kernels_ref.swiglu_oai(y + i, gate + i, &u1, 1, alpha, limit);
+    }
+}
+static void swiglu_oai_check_catches_a_missing_clamp_or_plus_one(void)
+{
+    enum { N = 512 };
+    float g[N], up[N], y[N];
+    double ref[N];
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6f616933ull);
+    for (int i = 0; i < N; i++) {
+        g[i] = (float)(6.0 * tu_rng_normal(&r));
+        up[i] = (float)(0.5 * tu_rng_normal(&r));
+    }
+    int64_t wi;
+    TU_CHECK(swiglu_oai_worst(pl_kernels_ref.swiglu_oai, g, up, N, 1.702f, 7.0f, y, ref, &wi) <=
+                 1.0,
+             "seed %llu: ref swiglu_oai fails its own bound", SEED);
+    TU_CHECK(swiglu_oai_worst(unclamped_oai, g, up, N, 1.702f, 7.0f, y, ref, &wi) > 1e3,
+             "seed %llu: swiglu_oai without the gate clamp passed", SEED);
+    TU_CHECK(swiglu_oai_worst(no_plus_one_oai, g, up, N, 1.702f, 7.0f, y, ref, &wi) > 1e3,
+             "seed %llu: swiglu_oai without up + 1 passed", SEED);
+}
+
 /* ---- runner ---- */
 
 #define OVER_SETS(fn)                                                                              \
@@ -867,6 +989,8 @@ OVER_SETS(sigmoid_suite)
 OVER_SETS(moe_route_suite)
 OVER_SETS(layernorm_random)
 OVER_SETS(layernorm_stress)
+OVER_SETS(swiglu_oai_random)
+OVER_SETS(swiglu_oai_sweep_and_stress)
 
 /* ---- every kernel family has its conformance case ---- */
 
@@ -956,6 +1080,11 @@ int main(void)
         {"layernorm_bounded_on_equal_zero_outlier_denormal_inputs", test_layernorm_stress},
         {"layernorm_check_catches_a_norm_without_the_mean",
          layernorm_check_catches_a_norm_without_the_mean},
+        {"swiglu_oai_matches_gsl_on_random_lengths_and_clamp_settings", test_swiglu_oai_random},
+        {"swiglu_oai_bounded_over_a_sweep_through_both_clamps_and_stress_inputs",
+         test_swiglu_oai_sweep_and_stress},
+        {"swiglu_oai_check_catches_a_missing_clamp_or_plus_one",
+         swiglu_oai_check_catches_a_missing_clamp_or_plus_one},
         {"every_kernel_family_has_a_case_named_after_it", every_kernel_family_has_a_case},
         {NULL, NULL},
     };

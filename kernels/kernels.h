@@ -94,6 +94,12 @@ typedef void (*pl_sigmoid_fn)(float *restrict y, const float *restrict x, int64_
 typedef void (*pl_swiglu_fn)(float *restrict y, const float *restrict gate,
                              const float *restrict up, int64_t n);
 
+/* gpt-oss's clamped SwiGLU (transformers' GptOssExperts._apply_gate, llama.cpp's swiglu_oai),
+ * n elements: g = min(gate, limit), u = clamp(up, -limit, limit) (a NaN stays NaN),
+ *     y = g sigmoid(alpha g) (u + 1)         (gpt-oss: alpha 1.702, limit 7) */
+typedef void (*pl_swiglu_oai_fn)(float *restrict y, const float *restrict gate,
+                                 const float *restrict up, int64_t n, float alpha, float limit);
+
 /* y = gelu_tanh(gate) * up, gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))),
  * n elements: Gemma's gated unit (transformers' gelu_pytorch_tanh). */
 typedef void (*pl_geglu_fn)(float *restrict y, const float *restrict gate, const float *restrict up,
@@ -129,6 +135,11 @@ typedef struct pl_attn_args {
     /* 1: the caller promises kv_pos[0..N) non-decreasing (a cache that is not a ring), so a
      * kernel may skip the entries a window excludes without reading them; 0: any order */
     int kv_sorted;
+    /* ---- issue 49 (gpt-oss) ---- */
+    /* NULL: none; else [H] learned sink logits: head h's softmax denominator gains
+     * exp(sinks[h] - m), m the max over the visible scores and sinks[h] (a weight with no value
+     * row: the outputs shrink by it). A query that sees no entry still gets zeros. */
+    const float *sinks;
 } pl_attn_args;
 /* out[t][h][d] for query heads h in [h0, h1), all t. scratch holds PL_ATTN_SCRATCH(N, D)
  * floats. */
@@ -238,7 +249,8 @@ size_t pl_matmul_id_scratch(int64_t T, int64_t n_used, int64_t n_expert, size_t 
     X(min_p, pl_min_p_fn, ONE)                                                                     \
     X(draw, pl_draw_fn, ONE)                                                                       \
     /* issue 49 (cohere2, gpt-oss): */                                                             \
-    X(layernorm, pl_layernorm_fn, ONE)
+    X(layernorm, pl_layernorm_fn, ONE)                                                             \
+    X(swiglu_oai, pl_swiglu_oai_fn, ONE)
 
 /* 1 for a PER_TYPE family, 0 for a ONE family (PL_KERNEL_PER_TYPE_##SLOTS). */
 #define PL_KERNEL_PER_TYPE_ONE      0

@@ -52,6 +52,21 @@ void ref_layernorm(double *y, const float *x, const float *w, int64_t n, float e
     gsl_vector_free(xv);
 }
 
+/* gpt-oss's clamped SwiGLU (issue 49): the clamps, then g sigmoid(alpha g) (u + 1) with GSL's
+ * exp, in double. */
+void ref_swiglu_oai(double *y, const float *gate, const float *up, int64_t n, float alpha,
+                    float limit)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double g = gate[i] > limit ? (double)limit : (double)gate[i];
+        const double u = up[i] > limit ? (double)limit : up[i] < -limit ? -(double)limit : up[i];
+        const double z = (double)alpha * g;
+        const double sig = z >= 0 ? 1.0 / (1.0 + gsl_sf_exp(-z))
+                                  : (z < -700 ? 0.0 : gsl_sf_exp(z) / (1.0 + gsl_sf_exp(z)));
+        y[i] = g * sig * (u + 1.0);
+    }
+}
+
 ref_rope_angle ref_rope_theta(const pl_rope_args *a, int64_t n_rot, int64_t i, int32_t pos)
 {
     ref_rope_angle r;

@@ -330,3 +330,32 @@ void layernorm_avx2(float *restrict y, const float *restrict x, const float *res
     }
     for (; i < n; i++) y[i] = (float)(((double)x[i] - mean) * s * (double)w[i]);
 }
+
+/* ---- issue 49 (gpt-oss) ---- */
+
+/* g sigmoid(alpha g) (u + 1) with the clamps, 8 elements in the same operations: min/max with
+ * the limit first so that a NaN lane stays NaN (the second operand is returned on NaN). */
+static __m256 swiglu_oai8(__m256 g, __m256 up, __m256 alpha, __m256 lim)
+{
+    g = _mm256_min_ps(lim, g);
+    up = _mm256_max_ps(_mm256_sub_ps(_mm256_setzero_ps(), lim), _mm256_min_ps(lim, up));
+    const __m256 e = pl_avx2_exp(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), alpha), g));
+    const __m256 s = _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    return _mm256_mul_ps(s, _mm256_add_ps(up, _mm256_set1_ps(1.0f)));
+}
+
+/* y = g sigmoid(alpha g) (u + 1): ref's bound (kernels/ref/ops.c).
+ * Why: -alpha g rounds once (u |alpha g|, passed on as w of it), exp within 2.3 u, 1 + e, the
+ * division, u + 1 and the product one rounding each: <= 7.3 u + 4 |alpha g| w u. Below
+ * alpha g = -88.72 exp overflows to +inf and the product is -0. */
+void swiglu_oai_avx2(float *restrict y, const float *restrict gate, const float *restrict up,
+                     int64_t n, float alpha, float limit)
+{
+    const __m256 av = _mm256_set1_ps(alpha), lv = _mm256_set1_ps(limit);
+    for (int64_t i = 0; i < n; i += 8) {
+        const __m256i mask = tail_mask(n - i < 8 ? n - i : 8);
+        const __m256 yv = swiglu_oai8(_mm256_maskload_ps(gate + i, mask),
+                                      _mm256_maskload_ps(up + i, mask), av, lv);
+        _mm256_maskstore_ps(y + i, mask, yv);
+    }
+}

@@ -152,3 +152,25 @@ void layernorm_ref(float *restrict y, const float *restrict x, const float *rest
     const double s = 1.0 / sqrt(ss / (double)n + (double)eps);
     for (int64_t i = 0; i < n; i++) y[i] = (float)(((double)x[i] - mean) * s * (double)w[i]);
 }
+
+/* ---- issue 49 (gpt-oss) ---- */
+
+/* y = g sigmoid(alpha g) (u + 1), g = min(gate, limit), u = clamp(up, -limit, limit).
+ * Bound: |y - y_ref| <= (16 + 4 |alpha g| w) u |y_ref| + 2^-120 |u + 1| + FLT_MIN,
+ *     w = 1 / (1 + exp(alpha g)), the share of an error in alpha g that reaches y.
+ * Why: the clamps are exact; u + 1 rounds once (no error grows from it: its inputs are exact);
+ * alpha g rounds in a float set (u |alpha g|, passed on as w of it), exp, 1 + e, the division
+ * and two products round once each, a vector exp a few ulp. A float exp(-alpha g) overflows
+ * below alpha g = -88.7, where |g sigmoid| < 2^-121: such a set may return 0 there.
+ * This set: double throughout, one rounding to float. */
+void swiglu_oai_ref(float *restrict y, const float *restrict gate, const float *restrict up,
+                    int64_t n, float alpha, float limit)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double g = gate[i] > limit ? (double)limit : (double)gate[i];
+        const double u = up[i] > limit ? (double)limit : up[i] < -limit ? -(double)limit : up[i];
+        const double z = (double)alpha * g;
+        const double sig = z >= 0 ? 1.0 / (1.0 + exp(-z)) : exp(z) / (1.0 + exp(z));
+        y[i] = (float)(g * sig * (u + 1.0));
+    }
+}

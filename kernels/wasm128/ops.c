@@ -301,3 +301,36 @@ void layernorm_wasm128(float *restrict y, const float *restrict x, const float *
     }
     for (; i < n; i++) y[i] = (float)(((double)x[i] - mean) * s * (double)w[i]);
 }
+
+/* ---- issue 49 (gpt-oss) ---- */
+
+/* y = g sigmoid(alpha g) (u + 1), g = min(gate, limit), u = clamp(up, -limit, limit): ref's
+ * bound (kernels/ref/ops.c). The clamps in float by comparisons (a NaN lane stays NaN), the rest
+ * in f64x2 lanes with one rounding to float, as swiglu's. */
+void swiglu_oai_wasm128(float *restrict y, const float *restrict gate, const float *restrict up,
+                        int64_t n, float alpha, float limit)
+{
+    const v128_t lim = wasm_f32x4_splat(limit), nlim = wasm_f32x4_splat(-limit);
+    const v128_t ad = wasm_f64x2_splat((double)alpha), one = wasm_f64x2_splat(1.0);
+    for (int64_t i = 0; i < n; i += 4) {
+        const int64_t k = n - i < 4 ? n - i : 4;
+        v128_t g = k == 4 ? wasm_v128_load(gate + i) : load_part(gate + i, k);
+        v128_t u = k == 4 ? wasm_v128_load(up + i) : load_part(up + i, k);
+        g = wasm_v128_bitselect(lim, g, wasm_f32x4_gt(g, lim));
+        u = wasm_v128_bitselect(lim, u, wasm_f32x4_gt(u, lim));
+        u = wasm_v128_bitselect(nlim, u, wasm_f32x4_lt(u, nlim));
+        v128_t r[2];
+        for (int h = 0; h < 2; h++) {
+            const v128_t gd = h ? pl_w_hi_f64(g) : pl_w_lo_f64(g);
+            const v128_t ud = h ? pl_w_hi_f64(u) : pl_w_lo_f64(u);
+            const v128_t e = pl_w_exp_f64(wasm_f64x2_neg(wasm_f64x2_mul(ad, gd)));
+            r[h] =
+                wasm_f64x2_mul(wasm_f64x2_div(gd, wasm_f64x2_add(one, e)), wasm_f64x2_add(ud, one));
+        }
+        const v128_t yv = pl_w_to_f32(r[0], r[1]);
+        if (k == 4)
+            wasm_v128_store(y + i, yv);
+        else
+            store_part(y + i, yv, k);
+    }
+}
