@@ -282,6 +282,9 @@ static void arch_refuses_values_it_does_not_compute(void)
     expect_refused("qwen2", causal, "qwen2.attention.causal = false", NULL);
     const edit split[] = {{"split.count", E_U32, NULL, 3}, {0}};
     expect_refused("llama", split, "split.count = 3", "merge the parts");
+    /* issue 49: how YaRN rounds its range, in a file without YaRN */
+    const edit untrunc[] = {{"qwen2.rope.scaling.yarn_truncate", E_BOOL, NULL, 0}, {0}};
+    expect_refused("qwen2", untrunc, "qwen2.rope.scaling.yarn_truncate = false", "YaRN");
 }
 
 /* Each key listed as changing nothing, at once: the file loads and its logits are bit for bit

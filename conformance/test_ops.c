@@ -186,11 +186,12 @@ static void rope_case(const struct pl_kernels *ks, int64_t H, int64_t D, int32_t
     char where[320];
     snprintf(where, sizeof where,
              "H=%" PRId64 " D=%" PRId64 " n_rot=%" PRId64
-             " pos=%d base=%g %s freq_scale=%g factors=%s ext=%g attn=%g beta=%g/%g"
+             " pos=%d base=%g %s freq_scale=%g factors=%s ext=%g%s attn=%g beta=%g/%g"
              " n_ctx_orig=%" PRId64 " %s i=%" PRId64,
              H, D, n_rot, (int)pos, ra->freq_base, style == PL_ROPE_NEOX ? "neox" : "normal",
-             ra->freq_scale, ra->freq_factors ? "yes" : "no", ra->ext_factor, ra->attn_factor,
-             ra->beta_fast, ra->beta_slow, ra->n_ctx_orig, fill_name[f], wi);
+             ra->freq_scale, ra->freq_factors ? "yes" : "no", ra->ext_factor,
+             ra->yarn_no_truncate ? " untruncated" : "", ra->attn_factor, ra->beta_fast,
+             ra->beta_slow, ra->n_ctx_orig, fill_name[f], wi);
     verdict(ks->name, rope_scaled(ra) ? "rope_scaled" : "rope", worst, where, y[wi], ref[wi]);
     TU_CHECK(passthrough_ok, "set %s rope seed %llu %s: dims past n_rot changed", ks->name, SEED,
              where);
@@ -281,6 +282,7 @@ static void rope_scaling(const struct pl_kernels *ks, void *ctx)
             ra.beta_fast = (float)(8.0 + 56.0 * tu_rng_uniform(&r));
             ra.beta_slow = (float)(0.5 + 1.5 * tu_rng_uniform(&r));
             ra.n_ctx_orig = tu_rng_range(&r, 256, 131072);
+            ra.yarn_no_truncate = k % 4 == 1; /* issue 49: transformers' truncate = false */
         }
         if (tu_rng_range(&r, 0, 1)) ra.attn_factor = (float)(0.25 + 1.75 * tu_rng_uniform(&r));
         rope_case(ks, tu_rng_range(&r, 1, 8), D, pos, &ra, k % 7 ? F_NORMAL : F_MIXED, &r);

@@ -49,7 +49,8 @@ typedef void (*pl_layernorm_fn)(float *restrict y, const float *restrict x, cons
  *     theta_extrap = pos * freq_base^(-2i/n_rot) / freq_factors[i],
  *     theta_interp = freq_scale * theta_extrap;
  * ext_factor == 0: theta = theta_interp and mscale = attn_factor. Otherwise YaRN: with the
- * correction dims lo = max(0, floor(c(beta_fast))), hi = min(n_rot - 1, ceil(c(beta_slow))),
+ * correction dims lo = max(0, floor(c(beta_fast))), hi = min(n_rot - 1, ceil(c(beta_slow)))
+ * (with yarn_no_truncate: c(beta_fast) and c(beta_slow) as they are, clamped the same way),
  * c(b) = n_rot ln(n_ctx_orig / (2 pi b)) / (2 ln freq_base), the ramp
  * r = 1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1) mixes
  *     theta = theta_interp (1 - r ext_factor) + theta_extrap r ext_factor,
@@ -66,6 +67,10 @@ typedef struct pl_rope_args {
     float beta_fast, beta_slow; /* YaRN correction range */
     int64_t n_ctx_orig;         /* YaRN: the original training context */
     enum pl_rope_style style;
+    /* ---- issue 49 (gpt-oss) ---- */
+    /* 1: YaRN's correction dims are not rounded (transformers' rope_parameters.truncate = false,
+     * gpt-oss); 0: floor and ceil, as llama.cpp always rounds them */
+    int yarn_no_truncate;
 } pl_rope_args;
 /* In place over one token's heads: x[h * D + ...] for h in [0, n_heads); the first a->n_rot
  * dims of each head rotate as pl_rope_args says, the rest pass. */

@@ -80,15 +80,17 @@ ref_rope_angle ref_rope_theta(const pl_rope_args *a, int64_t n_rot, int64_t i, i
     if (a->ext_factor != 0.0f) {
         /* YaRN: the pair index where a wavelength 2 pi / theta_1 fits b rotations in the
          * original context, n_rot ln(n_ctx_orig / (2 pi b)) / (2 ln base), for b = beta_fast
-         * (floored) and beta_slow (ceiled), clamped to the dims. */
+         * (floored) and beta_slow (ceiled) unless yarn_no_truncate (transformers' truncate =
+         * false: as they are), clamped to the dims. */
         const double c_fast = (double)n_rot *
                               gsl_sf_log((double)a->n_ctx_orig / (2.0 * M_PI * a->beta_fast)) /
                               (2.0 * ln_base);
         const double c_slow = (double)n_rot *
                               gsl_sf_log((double)a->n_ctx_orig / (2.0 * M_PI * a->beta_slow)) /
                               (2.0 * ln_base);
-        const double lo = GSL_MAX_DBL(0.0, floor(c_fast));
-        const double hi = GSL_MIN_DBL((double)(n_rot - 1), ceil(c_slow));
+        const double lo = GSL_MAX_DBL(0.0, a->yarn_no_truncate ? c_fast : floor(c_fast));
+        const double hi =
+            GSL_MIN_DBL((double)(n_rot - 1), a->yarn_no_truncate ? c_slow : ceil(c_slow));
         const double ramp =
             1.0 -
             GSL_MIN_DBL(1.0, GSL_MAX_DBL(0.0, ((double)i - lo) / GSL_MAX_DBL(0.001, hi - lo)));

@@ -359,9 +359,18 @@ static int rope_freqs(ref_model *m, const pl_gguf *g, const char *an)
     const double b_fast = meta(g, an, PL_HP_YARN_BETA_FAST, NAN);
     const double b_slow = meta(g, an, PL_HP_YARN_BETA_SLOW, NAN);
     double lo = 0, hi = 0;
+    /* transformers' truncate (plumb's rope.scaling.yarn_truncate, a bool; absent: true) */
+    int truncate = 1;
+    snprintf(key, sizeof key, "%s.rope.scaling.yarn_truncate", an);
+    const int64_t ki = pl_gguf_find_key(g, key);
+    uint8_t tb = 1;
+    if (ki >= 0 && pl_gguf_kv_type(g, (uint64_t)ki) == PL_GGUF_BOOL &&
+        pl_gguf_kv_scalar(g, (uint64_t)ki, PL_GGUF_BOOL, &tb, NULL) == PL_OK)
+        truncate = tb != 0;
     if (yarn) {
-        lo = floor(d * log(orig / (b_fast * 2 * M_PI)) / (2 * log(m->base)));
-        hi = ceil(d * log(orig / (b_slow * 2 * M_PI)) / (2 * log(m->base)));
+        lo = d * log(orig / (b_fast * 2 * M_PI)) / (2 * log(m->base));
+        hi = d * log(orig / (b_slow * 2 * M_PI)) / (2 * log(m->base));
+        if (truncate) lo = floor(lo), hi = ceil(hi);
         if (lo < 0) lo = 0;
         if (hi > d - 1) hi = (double)(d - 1);
         if (hi == lo) hi += 0.001;

@@ -662,6 +662,10 @@ static const pl_arch_key keys[] = {
     {PL_HP_EXPERT_USED_COUNT, "expert_used_count", PL_KEY_INT, OPT, 0, 0, PL_MOE_MAX_USED,
      "num_experts_per_tok", PL_HF_DERIVED, NAN, G_},
     {PL_HP_CAUSAL, "attention.causal", PL_KEY_BOOL, OPT, 1, 0, 1, NONE_HF, G_},
+    /* issue 49: plumb's own key (llama.cpp always rounds the range), written only when false */
+    {PL_HP_YARN_TRUNCATE, "rope.scaling.yarn_truncate", PL_KEY_BOOL, OPT, 1, 0, 1,
+     "rope_scaling.truncate (yarn; false: the correction range unrounded)", PL_HF_DERIVED, NAN,
+     UD_},
 };
 
 const pl_arch_key *pl_arch_keys(size_t *n)

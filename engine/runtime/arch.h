@@ -153,6 +153,9 @@ enum pl_hp {
     PL_HP_SLIDING_WINDOW, /* the local layers' window (Phi-3: 0, none) */
     /* issue 49 (cohere2, gpt-oss): */
     PL_HP_LOGIT_SCALE, /* cohere2: the logits are multiplied by it */
+    /* YaRN's correction range rounded (1, llama.cpp's only way) or not (0: transformers'
+     * rope_parameters.truncate = false, gpt-oss); plumb's own key, llama.cpp has none */
+    PL_HP_YARN_TRUNCATE,
     PL_HP_COUNT
 };
 

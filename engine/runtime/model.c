@@ -302,6 +302,11 @@ static pl_status check_values(const hp_read *r, pl_error *err)
     if (nx != 0 && (nu < 1 || nu > nx))
         return pl_fail(err, PL_ERR_FORMAT, "%s.expert_used_count = %.0f is outside [1, %.0f]", a,
                        nu, nx);
+    if (r->present[PL_HP_YARN_TRUNCATE] && r->v[PL_HP_YARN_TRUNCATE] != 1.0 && !yarn)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s.rope.scaling.yarn_truncate = false without yarn scaling: it says how "
+                       "YaRN rounds its correction range, and nothing here is YaRN",
+                       a);
     if (r->v[PL_HP_CAUSAL] != 1.0)
         return pl_fail(err, PL_ERR_UNSUPPORTED,
                        "%s.attention.causal = false: plumb runs causal decoders only", a);
@@ -338,6 +343,7 @@ static pl_status read_rope(pl_model *m, const hp_read *r, pl_error *err)
     a->n_ctx_orig =
         r->present[PL_HP_ROPE_ORIG_CTX] ? (int64_t)r->v[PL_HP_ROPE_ORIG_CTX] : hp->n_ctx_train;
     a->style = hp->arch->recipe.rope_style;
+    a->yarn_no_truncate = yarn && r->v[PL_HP_YARN_TRUNCATE] == 0.0;
     if (!m->rope_long.data != !m->rope_short.data)
         return pl_fail(
             err, PL_ERR_FORMAT, "tensor '%s' is missing: longrope needs both factor sets",
