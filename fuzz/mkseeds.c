@@ -471,6 +471,10 @@ static void gguf_model_seeds(void)
                 F32(".rope.scaling.yarn_ext_factor", 0.5), F32(".rope.scaling.yarn_beta_fast", 16),
                 F32(".rope.scaling.yarn_beta_slow", 2), F32(".rope.scaling.attn_factor", 1.25)},
          .add = {{"rope_freqs.weight", PL_TYPE_F32, 8, 0, 1.5f}}},
+        /* issue 49: YaRN's correction range unrounded (transformers' truncate = false) */
+        KEYS("s-rope-yarn-untruncated", B_LLAMA, STR(".rope.scaling.type", "yarn"),
+             F32(".rope.scaling.factor", 4), U32(".rope.scaling.original_context_length", 16),
+             AS(".rope.scaling.yarn_truncate", BOOL, 0)),
         KEYS("s-rope-linear", B_LLAMA, STR(".rope.scaling.type", "linear"),
              F32(".rope.scale_linear", 2)),
         KEYS("s-rope-none", B_LLAMA, STR(".rope.scaling.type", "none"),
