@@ -282,6 +282,9 @@ static void arch_refuses_values_it_does_not_compute(void)
     expect_refused("qwen2", causal, "qwen2.attention.causal = false", NULL);
     const edit split[] = {{"split.count", E_U32, NULL, 3}, {0}};
     expect_refused("llama", split, "split.count = 3", "merge the parts");
+    /* issue 49: how YaRN rounds its range, in a file without YaRN */
+    const edit untrunc[] = {{"qwen2.rope.scaling.yarn_truncate", E_BOOL, NULL, 0}, {0}};
+    expect_refused("qwen2", untrunc, "qwen2.rope.scaling.yarn_truncate = false", "YaRN");
 }
 
 /* Each key listed as changing nothing, at once: the file loads and its logits are bit for bit
@@ -379,7 +382,7 @@ static void arch_write_keys_refuses_what_the_loader_would(void)
         {"gpt-j", {.rms_eps = 1e-6f}, PL_ERR_UNSUPPORTED, "gpt-j"},
         /* issue 49 (archA): Granite's multipliers only where the table has them, in range */
         {"qwen2", {.rms_eps = 1e-6f, .residual_scale = 0.5f}, PL_ERR_UNSUPPORTED, "residual_scale"},
-        {"granite", {.rms_eps = 1e-6f, .logit_scale = 2e6f}, PL_ERR_INVALID_ARG, "logit_scale"},
+        {"granite", {.rms_eps = 1e-6f, .logit_divisor = 2e6f}, PL_ERR_INVALID_ARG, "logit_scale"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pl_gguf_writer *w = NULL;
@@ -414,40 +417,64 @@ static void arch_rows_name_their_sources(void)
     }
 }
 
-/* What each architecture's layer compiles to, from the tensors it must bind (arch.h): the list
- * forward.c and the reference transformer both run. */
+/* What each architecture's layers compile to, from the tensors they must bind (arch.h): the list
+ * forward.c and the reference transformer both run. Layer 0 of every architecture, and the
+ * layers that differ from it (cohere2's global layer 3: no RoPE). A LayerNorm step reads
+ * "norm:layer". */
 static void arch_layers_compile_to_their_steps(void)
 {
     static const struct {
-        const char *arch, *steps;
+        const char *arch;
+        int64_t layer;
+        const char *steps;
     } want[] = {
-        {"llama", "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
-        {"qwen2",
+        {"llama", 0, "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
+        {"qwen2", 0,
          "norm qkv qkv_bias rope kv_store attention attn_out residual norm ffn_gated residual"},
-        {"qwen3",
+        {"qwen3", 0,
          "norm qkv head_norm rope kv_store attention attn_out residual norm ffn_gated residual"},
-        {"qwen2moe",
+        {"qwen2moe", 0,
          "norm qkv qkv_bias rope kv_store attention attn_out residual norm ffn_moe residual"},
-        {"qwen3moe",
+        {"qwen3moe", 0,
          "norm qkv head_norm rope kv_store attention attn_out residual norm ffn_moe residual"},
-        {"gemma2", "norm qkv rope kv_store attention attn_out residual+attn_post_norm norm "
-                   "ffn_gated residual+ffn_post_norm"},
-        {"gemma3", "norm qkv head_norm rope kv_store attention attn_out residual+attn_post_norm "
-                   "norm ffn_gated residual+ffn_post_norm"},
-        {"phi3", "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
+        {"gemma2", 0,
+         "norm qkv rope kv_store attention attn_out residual+attn_post_norm norm "
+         "ffn_gated residual+ffn_post_norm"},
+        {"gemma3", 0,
+         "norm qkv head_norm rope kv_store attention attn_out residual+attn_post_norm "
+         "norm ffn_gated residual+ffn_post_norm"},
+        {"phi3", 0, "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
         /* issue 49 (archA) */
-        {"granite", "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
-        {"smollm3", "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
-        {"olmo2", "norm qkv qk_norm rope kv_store attention attn_out residual+attn_post_norm norm "
-                  "ffn_gated residual+ffn_post_norm"},
-        {"exaone4", "norm qkv head_norm rope kv_store attention attn_out residual+attn_post_norm "
-                    "norm ffn_gated residual+ffn_post_norm"},
-        {"glm4", "norm qkv qkv_bias rope kv_store attention attn_out residual+attn_post_norm norm "
-                 "ffn_gated residual+ffn_post_norm"},
+        {"granite", 0,
+         "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
+        {"smollm3", 0,
+         "norm qkv rope kv_store attention attn_out residual norm ffn_gated residual"},
+        {"smollm3", 3, "norm qkv kv_store attention attn_out residual norm ffn_gated residual"},
+        {"olmo2", 0,
+         "norm qkv qk_norm rope kv_store attention attn_out residual+attn_post_norm norm "
+         "ffn_gated residual+ffn_post_norm"},
+        {"exaone4", 0,
+         "norm qkv head_norm rope kv_store attention attn_out residual+attn_post_norm "
+         "norm ffn_gated residual+ffn_post_norm"},
+        {"exaone4", 3,
+         "norm qkv head_norm kv_store attention attn_out residual+attn_post_norm "
+         "norm ffn_gated residual+ffn_post_norm"},
+        {"glm4", 0,
+         "norm qkv qkv_bias rope kv_store attention attn_out residual+attn_post_norm norm "
+         "ffn_gated residual+ffn_post_norm"},
+        /* issue 49: cohere2's parallel block (one LayerNorm), RoPE on the local layers only */
+        {"cohere2", 0,
+         "norm:layer qkv rope kv_store attention attn_out residual ffn_gated residual"},
+        {"cohere2", 3, "norm:layer qkv kv_store attention attn_out residual ffn_gated residual"},
     };
-    size_t n_want = sizeof want / sizeof want[0], n_archs = 0;
-    for (size_t i = 0; pl_arch_at(i); i++, n_archs++) {
-        const pl_arch *a = pl_arch_at(i);
+    const size_t n_want = sizeof want / sizeof want[0];
+    size_t n_archs = 0, n_first = 0;
+    for (size_t i = 0; pl_arch_at(i); i++) n_archs++;
+    for (size_t r = 0; r < n_want; r++) {
+        const pl_arch *a = pl_arch_find(want[r].arch, strlen(want[r].arch));
+        TU_CHECK(a != NULL, "no architecture '%s'", want[r].arch);
+        if (!a) continue;
+        n_first += want[r].layer == 0;
         uint8_t has[PL_L_COUNT] = {0};
         const int64_t X = a->recipe.moe == PL_MOE_REQUIRED ? 8 : 0;
         for (size_t j = 0; j < a->n_layer; j++) {
@@ -458,24 +485,25 @@ static void arch_layers_compile_to_their_steps(void)
             if (a->layer[j].split == PL_SPLIT_GATE_UP) has[PL_L_UP] = 1;
         }
         pl_step st[PL_MAX_STEPS];
-        const size_t n = pl_arch_compile_layer(a, has, 1, st);
+        const size_t n =
+            pl_arch_compile_layer(a, has, pl_arch_layer_has_rope(a, want[r].layer, 1), st);
         char got[512] = "";
         size_t k = 0;
         for (size_t j = 0; j < n; j++) {
             k += (size_t)snprintf(got + k, sizeof got - k, "%s%s", j ? " " : "",
                                   pl_step_name(st[j].kind));
+            if (st[j].kind == PL_STEP_NORM && st[j].arg == PL_NORM_LAYER)
+                k += (size_t)snprintf(got + k, sizeof got - k, ":layer");
             if (st[j].kind == PL_STEP_RESIDUAL && st[j].role != PL_STEP_NO_ROLE)
                 k += (size_t)snprintf(got + k, sizeof got - k, "+%s",
                                       st[j].role == PL_L_ATTN_POST_NORM ? "attn_post_norm"
                                                                         : "ffn_post_norm");
         }
-        const char *w = NULL;
-        for (size_t j = 0; j < n_want; j++)
-            if (strcmp(want[j].arch, a->name) == 0) w = want[j].steps;
-        TU_CHECK(w && strcmp(got, w) == 0, "%s compiles to '%s', want '%s'", a->name, got,
-                 w ? w : "(no row in this test: add one)");
+        TU_CHECK(strcmp(got, want[r].steps) == 0, "%s layer %lld compiles to '%s', want '%s'",
+                 a->name, (long long)want[r].layer, got, want[r].steps);
     }
-    TU_CHECK(n_archs == n_want, "the table has %zu architectures, this test %zu", n_archs, n_want);
+    TU_CHECK(n_archs == n_first, "the table has %zu architectures, this test %zu layer-0 rows",
+             n_archs, n_first);
 }
 
 /* ---- issue 49 (archA) ---- */

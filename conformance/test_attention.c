@@ -40,6 +40,8 @@ typedef struct attn_case {
     float softcap;        /* pl_attn_args.softcap: 0 none */
     int64_t layer_window; /* pl_attn_args.layer_window: 0 none */
     int kv_sorted;        /* ask for pl_attn_args.kv_sorted (granted where positions ascend) */
+    float sink_sd;        /* > 0: learned sinks N(sink_mean, sink_sd^2) per head (gpt-oss) */
+    float sink_mean;
 } attn_case;
 
 typedef struct attn_data {
@@ -47,6 +49,7 @@ typedef struct attn_data {
     float *q;
     int32_t *q_pos, *kv_pos;
     void *k, *v;
+    float *sinks; /* [H] or NULL */
 } attn_data;
 
 static float fill_one(enum fill f, float same, tu_rng *r)
@@ -130,11 +133,17 @@ static void make_case(attn_data *d, const attn_case *c, tu_rng *r)
         .layer_window = c->layer_window,
         .kv_sorted = c->kv_sorted && c->pos != POS_RANDOM,
     };
+    if (c->sink_sd > 0) {
+        d->sinks = malloc((size_t)(c->H > 0 ? c->H : 1) * sizeof *d->sinks);
+        for (int64_t h = 0; h < c->H; h++)
+            d->sinks[h] = (float)(c->sink_mean + c->sink_sd * tu_rng_normal(r));
+        d->a.sinks = d->sinks;
+    }
 }
 
 static void free_case(attn_data *d)
 {
-    free(d->q), free(d->q_pos), free(d->kv_pos), free(d->k), free(d->v);
+    free(d->q), free(d->q_pos), free(d->kv_pos), free(d->k), free(d->v), free(d->sinks);
 }
 
 static void describe(char *buf, size_t size, const attn_case *c)
@@ -142,9 +151,9 @@ static void describe(char *buf, size_t size, const attn_case *c)
     snprintf(buf, size,
              "T=%" PRId64 " H=%" PRId64 " Hkv=%" PRId64 " D=%" PRId64 " N=%" PRId64
              " window=%" PRId64 " sinks=%" PRId64 " layer_window=%" PRId64
-             " sorted=%d softcap=%g kv=%s pos=%s q/k/v=%s/%s/%s",
+             " sorted=%d softcap=%g sinks~N(%g,%g) kv=%s pos=%s q/k/v=%s/%s/%s",
              c->T, c->H, c->Hkv, c->D, c->N, c->window, c->n_sinks, c->layer_window,
-             c->kv_sorted && c->pos != POS_RANDOM, c->softcap,
+             c->kv_sorted && c->pos != POS_RANDOM, c->softcap, c->sink_mean, c->sink_sd,
              c->kv_type == PL_TYPE_F32 ? "f32" : "f16", pos_name[c->pos], fill_name[c->fq],
              fill_name[c->fk], fill_name[c->fv]);
 }
@@ -193,7 +202,8 @@ static void check_case(const struct pl_kernels *ks, const attn_case *c, tu_rng *
     snprintf(where, sizeof where, "%s at t=%" PRId64 " h=%" PRId64 " d=%" PRId64, shape, wt, wh,
              wd);
     ref_ledger_note(ks->name,
-                    c->softcap != 0.0f     ? "attention_softcap"
+                    c->sink_sd > 0         ? "attention_sinks"
+                    : c->softcap != 0.0f   ? "attention_softcap"
                     : c->layer_window != 0 ? "attention_layer_window"
                                            : "attention",
                     worst, where);
@@ -357,6 +367,76 @@ static void attention_softcap(const struct pl_kernels *ks, void *ctx)
         c.kv_sorted = (int)tu_rng_range(&r, 0, 1);
         check_case(ks, &c, &r);
     }
+}
+
+/* gpt-oss's learned sinks (issue 49): one logit per head in the softmax's max and denominator,
+ * from far below the scores (no effect) to far above them (the outputs shrink toward zero), with
+ * every window kind, GQA, F16 KV, and queries that see nothing (still zeros). */
+static void attention_sinks(const struct pl_kernels *ks, void *ctx)
+{
+    (void)ctx;
+    if (!ks->attention) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x73696e6bull);
+    static const float means[] = {0.0f, -30.0f, 8.0f, 2.0f};
+    for (int k = 0; k < 48; k++) {
+        attn_case c = {
+            .Hkv = tu_rng_range(&r, 1, 3),
+            .D = k < 2 ? 257 + 300 * k : tu_rng_range(&r, 1, 160),
+            .T = tu_rng_range(&r, 1, 12),
+            .N = tu_rng_range(&r, 0, 150),
+            .kv_type = tu_rng_range(&r, 0, 1) ? PL_TYPE_F16 : PL_TYPE_F32,
+            .pos = (enum pos_mode)tu_rng_range(&r, 0, POS_COUNT - 1),
+            .softcap = k % 8 == 7 ? 20.0f : 0.0f,
+            .sink_sd = 2.0f,
+            .sink_mean = means[k % 4],
+        };
+        c.H = c.Hkv * tu_rng_range(&r, 1, 8);
+        if (tu_rng_range(&r, 0, 1)) {
+            c.window = tu_rng_range(&r, 1, 200);
+            c.n_sinks = tu_rng_range(&r, 0, c.window - 1 < 8 ? c.window - 1 : 8);
+        }
+        c.layer_window = layer_window_of((int)tu_rng_range(&r, 0, 4), c.N, &r);
+        c.kv_sorted = (int)tu_rng_range(&r, 0, 1);
+        check_case(ks, &c, &r);
+    }
+}
+
+/* The sink check is sharp: a kernel that ignores the sinks (run on the same arguments without
+ * them) is outside the bound of the reference with them. */
+static void attention_sinks_check_catches_an_ignored_sink(void)
+{
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x73696e6cull);
+    attn_case c = {.T = 4,
+                   .H = 4,
+                   .Hkv = 2,
+                   .D = 64,
+                   .N = 24,
+                   .kv_type = PL_TYPE_F32,
+                   .pos = POS_PREFILL,
+                   .sink_sd = 1.0f,
+                   .sink_mean = 1.0f};
+    attn_data d;
+    make_case(&d, &c, &r);
+    pl_attn_args no_sinks = d.a;
+    no_sinks.sinks = NULL;
+    float *out = run_all(&pl_kernels_ref, &no_sinks);
+    double ref[64], pv[64], pvs[64], A, worst = 0.0;
+    for (int64_t t = 0; t < c.T; t++)
+        for (int64_t h = 0; h < c.H; h++) {
+            const int64_t M = ref_attention_row(ref, pv, pvs, &A, &d.a, t, h);
+            for (int64_t k = 0; k < c.D; k++) {
+                const double bound =
+                    U * (pv[k] * (4.0 * (c.D + 2.0) * A + 2.0 * (double)M + 16.0) + pvs[k]) + FMIN;
+                const double q = ref_ratio(out[(t * c.H + h) * c.D + k], ref[k], bound);
+                if (q > worst) worst = q;
+            }
+        }
+    TU_CHECK(worst > 1e3, "seed %llu: attention without its sinks passed (error/bound %.3g)", SEED,
+             worst);
+    free(out);
+    free_case(&d);
 }
 
 /* Gemma 2/3's local layers: every kind of layer window (1, 2, small, past N) against every
@@ -659,6 +739,7 @@ OVER_SETS(attention_layer_window_reads_no_row_outside)
 OVER_SETS(attention_blind)
 OVER_SETS(attention_f16_exhaustive)
 OVER_SETS(attention_batch_invariance)
+OVER_SETS(attention_sinks)
 
 int main(void)
 {
@@ -673,6 +754,9 @@ int main(void)
         {"attention_sorted_decode_reads_no_kv_row_outside_the_layer_window",
          test_attention_layer_window_reads_no_row_outside},
         {"attention_query_seeing_nothing_gets_zeros", test_attention_blind},
+        {"attention_sinks_match_gsl_in_max_and_denominator_every_window", test_attention_sinks},
+        {"attention_sinks_check_catches_an_ignored_sink",
+         attention_sinks_check_catches_an_ignored_sink},
         {"attention_reads_every_f16_kv_value_exactly", test_attention_f16_exhaustive},
         {"attention_rows_bit_identical_alone_after_prefix_and_over_head_slices",
          test_attention_batch_invariance},

@@ -724,6 +724,37 @@ static void convert_reads_gpt2_pre_added_tokens_and_generation_config(void)
              err.msg);
     pl_gguf_free(g);
 
+    /* issue 49: yarn with truncate = false (gpt-oss) is plumb's rope.scaling.yarn_truncate =
+     * false; true (or absent) writes no key, as llama.cpp's files have none */
+    for (int tr = 0; tr < 2; tr++) {
+        edit_json(dir, "config.json", "rope_parameters",
+                  json_pack("{s:s,s:f,s:f,s:i,s:b}", "rope_type", "yarn", "rope_theta", 150000.0,
+                            "factor", 32.0, "original_max_position_embeddings", 4096, "truncate",
+                            tr));
+        s = convert(dir, out, PL_FTYPE_F32, &err);
+        g = NULL;
+        TU_CHECK(s == PL_OK && pl_gguf_open(&g, out, &err) == PL_OK, "yarn truncate %d -> %s (%s)",
+                 tr, pl_status_str(s), err.msg);
+        const int64_t ki = g ? pl_gguf_find_key(g, "llama.rope.scaling.yarn_truncate") : -1;
+        uint8_t b = 1;
+        if (ki >= 0) pl_gguf_kv_scalar(g, (uint64_t)ki, PL_GGUF_BOOL, &b, NULL);
+        TU_CHECK(tr ? ki < 0 : ki >= 0 && b == 0, "yarn truncate %d: key at %lld = %d", tr,
+                 (long long)ki, b);
+        pl_model *m = NULL;
+        TU_CHECK(s == PL_OK && pl_model_load(&m, out, NULL, &err) == PL_OK,
+                 "yarn truncate %d: the file does not load (%s)", tr, err.msg);
+        pl_model_free(m);
+        pl_gguf_free(g);
+    }
+    edit_json(dir, "config.json", "rope_parameters",
+              json_pack("{s:s,s:f,s:f,s:s}", "rope_type", "yarn", "rope_theta", 1e4, "factor", 4.0,
+                        "truncate", "no"));
+    s = convert(dir, out, PL_FTYPE_F32, &err);
+    TU_CHECK(s == PL_ERR_TYPE && strstr(err.msg, "truncate"), "truncate \"no\" -> %s %s",
+             pl_status_str(s), err.msg);
+    edit_json(dir, "config.json", "rope_parameters",
+              json_pack("{s:s,s:f}", "rope_type", "default", "rope_theta", 500000.0));
+
     /* other pre-tokenizers, SentencePiece-style BPE and shared ids are refused by name */
     put_text(dir, "tokenizer.json",
              "{\"pre_tokenizer\":{\"type\":\"Metaspace\"},\"model\":{\"type\":\"BPE\","

@@ -275,6 +275,7 @@ typedef struct rope_variant {
     uint32_t orig_ctx; /* rope.scaling.original_context_length, 0: absent */
     float attn_factor; /* 0: absent */
     int freqs;         /* 1: a rope_freqs.weight tensor (llama3); 2: longrope's two sets */
+    int untruncated;   /* 1: rope.scaling.yarn_truncate = false (transformers' truncate) */
 } rope_variant;
 
 /* llama3-style divisors: 1 for the high frequencies, the factor for the low, a smooth band
@@ -295,6 +296,10 @@ static void rope_edit(pl_gguf_writer *w, const tiny_spec *s)
         pl_gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"), v->orig_ctx, &e);
     if (v->attn_factor)
         pl_gguf_writer_set_f32(w, KEY("rope.scaling.attn_factor"), v->attn_factor, &e);
+    if (v->untruncated) {
+        const uint8_t no = 0;
+        pl_gguf_writer_set(w, KEY("rope.scaling.yarn_truncate"), PL_GGUF_BOOL, &no, &e);
+    }
 #undef KEY
     if (v->freqs == 1) {
         const int64_t half = s->D / 2;
@@ -329,15 +334,17 @@ static void rope_edit(pl_gguf_writer *w, const tiny_spec *s)
 }
 
 static const rope_variant rope_variants[] = {
-    {"llama3 factors", "llama", NULL, 0, 0, 0, 0, 1},
-    {"linear 4", "llama", "linear", 4, 0, 0, 0, 0},
-    {"absent type, scale_linear 2", "llama", NULL, 0, 2, 0, 0, 0},
-    {"yarn 8 over 32", "llama", "yarn", 8, 0, 32, 0, 0},
-    {"yarn 4 over 16, attn_factor 0.9", "qwen2", "yarn", 4, 0, 16, 0.9f, 0},
-    {"linear 2", "qwen3", "linear", 2, 0, 0, 0, 0},
+    {"llama3 factors", "llama", NULL, 0, 0, 0, 0, 1, 0},
+    {"linear 4", "llama", "linear", 4, 0, 0, 0, 0, 0},
+    {"absent type, scale_linear 2", "llama", NULL, 0, 2, 0, 0, 0, 0},
+    {"yarn 8 over 32", "llama", "yarn", 8, 0, 32, 0, 0, 0},
+    /* issue 49: gpt-oss's truncate = false, the correction range unrounded (5.65, not 6) */
+    {"yarn 8 over 32, untruncated", "llama", "yarn", 8, 0, 32, 0, 0, 1},
+    {"yarn 4 over 16, attn_factor 0.9", "qwen2", "yarn", 4, 0, 16, 0.9f, 0, 0},
+    {"linear 2", "qwen3", "linear", 2, 0, 0, 0, 0, 0},
     /* the session's context (128) beyond the original: the long factors; within: the short */
-    {"longrope, 128 over original 64", "phi3", NULL, 0, 0, 64, 1.19f, 2},
-    {"longrope, 128 within original 4096", "phi3", NULL, 0, 0, 4096, 1.19f, 2},
+    {"longrope, 128 over original 64", "phi3", NULL, 0, 0, 64, 1.19f, 2, 0},
+    {"longrope, 128 within original 4096", "phi3", NULL, 0, 0, 4096, 1.19f, 2, 0},
 };
 
 static void e2e_rope_scaling_matches_reference(void)
@@ -531,14 +538,18 @@ static void logits_identical_across_chunks_threads_and_truncation(void)
     check_invariance("phi3", PL_TYPE_Q6_K, 0, 0); /* fused tensors, every layer local */
     check_invariance("llama", PL_TYPE_Q2_K, 0, 0);
     check_invariance("qwen3", PL_TYPE_IQ4_XS, 0, 0);
+    /* issue 49: cohere2's parallel block (the FFN reads the pruned rows' norm), LayerNorm, RoPE
+     * on the local layers only */
+    check_invariance("cohere2", PL_TYPE_Q4_K, 0, 0);
 }
 
 static void sliding_window_logits_identical_across_chunks_and_threads(void)
 {
     check_invariance("llama", PL_TYPE_Q4_0, 16, 4);
     check_invariance("qwen3", PL_TYPE_F32, 10, 0);
-    check_invariance("gemma2", PL_TYPE_F32, 12, 2); /* a layer window inside a session window */
-    check_invariance("phi3", PL_TYPE_Q8_0, 6, 1);   /* a session window inside the layers' */
+    check_invariance("gemma2", PL_TYPE_F32, 12, 2);   /* a layer window inside a session window */
+    check_invariance("phi3", PL_TYPE_Q8_0, 6, 1);     /* a session window inside the layers' */
+    check_invariance("cohere2", PL_TYPE_Q8_0, 12, 2); /* issue 49 */
 }
 
 /* All-position logits of N_TOK random tokens, the file in buf loaded for set under flags. */

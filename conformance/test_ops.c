@@ -1,5 +1,6 @@
-/* test_ops.c — rmsnorm, rope, softmax, swiglu, geglu and softcap of every supported kernel set
- * against GSL double references, within each kernel's documented bound. Not a speed test. */
+/* test_ops.c — rmsnorm, layernorm, rope, swiglu_oai, softmax, swiglu, geglu and softcap of every
+ * supported kernel set against GSL double references, within each kernel's documented bound. Not a
+ * speed test. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -185,11 +186,12 @@ static void rope_case(const struct pl_kernels *ks, int64_t H, int64_t D, int32_t
     char where[320];
     snprintf(where, sizeof where,
              "H=%" PRId64 " D=%" PRId64 " n_rot=%" PRId64
-             " pos=%d base=%g %s freq_scale=%g factors=%s ext=%g attn=%g beta=%g/%g"
+             " pos=%d base=%g %s freq_scale=%g factors=%s ext=%g%s attn=%g beta=%g/%g"
              " n_ctx_orig=%" PRId64 " %s i=%" PRId64,
              H, D, n_rot, (int)pos, ra->freq_base, style == PL_ROPE_NEOX ? "neox" : "normal",
-             ra->freq_scale, ra->freq_factors ? "yes" : "no", ra->ext_factor, ra->attn_factor,
-             ra->beta_fast, ra->beta_slow, ra->n_ctx_orig, fill_name[f], wi);
+             ra->freq_scale, ra->freq_factors ? "yes" : "no", ra->ext_factor,
+             ra->yarn_no_truncate ? " untruncated" : "", ra->attn_factor, ra->beta_fast,
+             ra->beta_slow, ra->n_ctx_orig, fill_name[f], wi);
     verdict(ks->name, rope_scaled(ra) ? "rope_scaled" : "rope", worst, where, y[wi], ref[wi]);
     TU_CHECK(passthrough_ok, "set %s rope seed %llu %s: dims past n_rot changed", ks->name, SEED,
              where);
@@ -280,6 +282,7 @@ static void rope_scaling(const struct pl_kernels *ks, void *ctx)
             ra.beta_fast = (float)(8.0 + 56.0 * tu_rng_uniform(&r));
             ra.beta_slow = (float)(0.5 + 1.5 * tu_rng_uniform(&r));
             ra.n_ctx_orig = tu_rng_range(&r, 256, 131072);
+            ra.yarn_no_truncate = k % 4 == 1; /* issue 49: transformers' truncate = false */
         }
         if (tu_rng_range(&r, 0, 1)) ra.attn_factor = (float)(0.25 + 1.75 * tu_rng_uniform(&r));
         rope_case(ks, tu_rng_range(&r, 1, 8), D, pos, &ra, k % 7 ? F_NORMAL : F_MIXED, &r);
@@ -747,6 +750,222 @@ static void moe_route_suite(const struct pl_kernels *ks, void *ctx)
                  ks->name, u, ids[u], (double)w[u]);
 }
 
+/* ---- layernorm (issue 49: cohere2) ---- */
+
+/* The worst error / bound of fn over one row (ref's bound, kernels/ref/ops.c:
+ * (n + 8) u (|y_ref| + |w| s_ref max|x|) + FLT_MIN); *wi its element. */
+static double layernorm_worst(pl_layernorm_fn fn, const float *x, const float *w, float *y,
+                              double *ref, int64_t n, float eps, int64_t *wi)
+{
+    fn(y, x, w, n, eps);
+    ref_layernorm(ref, x, w, n, eps);
+    double mean = 0.0, var = 0.0, mx = 0.0;
+    for (int64_t i = 0; i < n; i++) mean += x[i];
+    mean /= (double)n;
+    for (int64_t i = 0; i < n; i++) {
+        var += ((double)x[i] - mean) * ((double)x[i] - mean);
+        mx = fabs((double)x[i]) > mx ? fabs((double)x[i]) : mx;
+    }
+    const double s_ref = 1.0 / sqrt(var / (double)n + (double)eps);
+    double worst = 0.0;
+    *wi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double b = (double)(n + 8) * U * (fabs(ref[i]) + fabs((double)w[i]) * s_ref * mx);
+        double q = ref_ratio(y[i], ref[i], b + FMIN);
+        if (!(q <= worst)) worst = q, *wi = i;
+    }
+    return worst;
+}
+
+static void layernorm_case(const struct pl_kernels *ks, int64_t n, enum fill f, double scale,
+                           double offset, float eps, tu_rng *r)
+{
+    float *x = malloc((size_t)n * sizeof *x), *w = malloc((size_t)n * sizeof *w);
+    float *y = malloc((size_t)n * sizeof *y);
+    double *ref = malloc((size_t)n * sizeof *ref);
+    fill(x, n, f, scale, r);
+    for (int64_t i = 0; i < n; i++) x[i] += (float)offset; /* a mean to take out */
+    for (int64_t i = 0; i < n; i++) w[i] = (float)(1.0 + 0.5 * tu_rng_normal(r));
+    int64_t wi;
+    const double worst = layernorm_worst(ks->layernorm, x, w, y, ref, n, eps, &wi);
+    char where[160];
+    snprintf(where, sizeof where, "n=%" PRId64 " %s scale=%.3g offset=%.3g eps=%g i=%" PRId64, n,
+             fill_name[f], scale, offset, eps, wi);
+    verdict(ks->name, "layernorm", worst, where, y[wi], ref[wi]);
+    free(x), free(w), free(y), free(ref);
+}
+
+static void layernorm_random(const struct pl_kernels *ks, void *ctx)
+{
+    (void)ctx;
+    if (!ks->layernorm) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6c6e6f726dull);
+    for (int64_t k = 0; k < N_EDGE + N_RANDOM; k++) {
+        const int64_t n = shape_n(k, &r);
+        const double scale = pow(10.0, tu_rng_uniform(&r) * 6.0 - 3.0);
+        const double offset = k % 3 == 0 ? 0.0 : scale * 4.0 * tu_rng_normal(&r);
+        layernorm_case(ks, n, F_NORMAL, scale, offset, k % 2 ? 1e-5f : 1e-6f, &r);
+    }
+}
+
+static void layernorm_stress(const struct pl_kernels *ks, void *ctx)
+{
+    (void)ctx;
+    if (!ks->layernorm) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6c6e6f726d32ull);
+    static const int64_t ns[] = {1, 7, 4096};
+    for (int f = 1; f < F_COUNT; f++)
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+            layernorm_case(ks, ns[k], (enum fill)f, 3.0, 0.0, 1e-6f, &r);
+            layernorm_case(ks, ns[k], (enum fill)f, 3.0, 1000.0, 1e-5f, &r);
+        }
+}
+
+/* The check is sharp: rmsnorm in layernorm's place (no mean taken out) fails it on a row with
+ * a mean, and so does a layernorm whose epsilon is dropped on a row of small variance. */
+static void layernorm_check_catches_a_norm_without_the_mean(void)
+{
+    enum { N = 256 };
+    float x[N], w[N], y[N];
+    double ref[N];
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6c6e66ull);
+    for (int i = 0; i < N; i++) {
+        x[i] = (float)(2.0 + tu_rng_normal(&r));
+        w[i] = (float)(1.0 + 0.5 * tu_rng_normal(&r));
+    }
+    int64_t wi;
+    const double no_mean = layernorm_worst(pl_kernels_ref.rmsnorm, x, w, y, ref, N, 1e-5f, &wi);
+    TU_CHECK(no_mean > 1e3, "seed %llu: rmsnorm passed as layernorm (error/bound %.3g)", SEED,
+             no_mean);
+    const double ok = layernorm_worst(pl_kernels_ref.layernorm, x, w, y, ref, N, 1e-5f, &wi);
+    TU_CHECK(ok <= 1.0, "seed %llu: ref layernorm error/bound %.3g", SEED, ok);
+}
+
+/* ---- swiglu_oai (issue 49: gpt-oss) ---- */
+
+/* The worst error / bound of fn over one row (ref's bound, kernels/ref/ops.c:
+ * (16 + 4 |alpha g| w) u |y_ref| + 2^-120 |u + 1| + FLT_MIN, w = 1 / (1 + exp(alpha g))). */
+static double swiglu_oai_worst(pl_swiglu_oai_fn fn, const float *g, const float *up, int64_t n,
+                               float alpha, float limit, float *y, double *ref, int64_t *wi)
+{
+    fn(y, g, up, n, alpha, limit);
+    ref_swiglu_oai(ref, g, up, n, alpha, limit);
+    double worst = 0.0;
+    *wi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double gc = g[i] > limit ? (double)limit : (double)g[i];
+        const double uc = up[i] > limit ? (double)limit : up[i] < -limit ? -(double)limit : up[i];
+        const double z = (double)alpha * gc, w = z > 700 ? 0.0 : 1.0 / (1.0 + exp(z));
+        const double b =
+            (16.0 + 4.0 * fabs(z) * w) * U * fabs(ref[i]) + 0x1p-120 * fabs(uc + 1.0) + FMIN;
+        const double q = ref_ratio(y[i], ref[i], b);
+        if (!(q <= worst)) worst = q, *wi = i;
+    }
+    return worst;
+}
+
+static void swiglu_oai_case(const struct pl_kernels *ks, const float *g, const float *up, int64_t n,
+                            float alpha, float limit, const char *what)
+{
+    float *y = malloc((size_t)n * sizeof *y);
+    double *ref = malloc((size_t)n * sizeof *ref);
+    int64_t wi;
+    const double worst = swiglu_oai_worst(ks->swiglu_oai, g, up, n, alpha, limit, y, ref, &wi);
+    char where[192];
+    snprintf(where, sizeof where,
+             "n=%" PRId64 " %s alpha=%g limit=%g i=%" PRId64 " gate=%.9g up=%.9g", n, what, alpha,
+             limit, wi, g[wi], up[wi]);
+    verdict(ks->name, "swiglu_oai", worst, where, y[wi], ref[wi]);
+    free(y), free(ref);
+}
+
+static const float oai_params[][2] = {{1.702f, 7.0f}, {1.0f, 3.0f}, {2.5f, 100.0f}};
+
+static void swiglu_oai_random(const struct pl_kernels *ks, void *ctx)
+{
+    (void)ctx;
+    if (!ks->swiglu_oai) return;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6f6169ull);
+    for (int64_t k = 0; k < N_EDGE + N_RANDOM; k++) {
+        const int64_t n = shape_n(k, &r);
+        const double scale = pow(10.0, tu_rng_uniform(&r) * 2.5 - 1.0); /* |x| to ~1e2 */
+        float *g = malloc((size_t)n * sizeof *g), *up = malloc((size_t)n * sizeof *up);
+        fill(g, n, F_NORMAL, scale, &r);
+        fill(up, n, F_NORMAL, scale, &r);
+        char what[64];
+        snprintf(what, sizeof what, "normal scale=%.3g", scale);
+        const float *pa = oai_params[k % 3];
+        swiglu_oai_case(ks, g, up, n, pa[0], pa[1], what);
+        free(g), free(up);
+    }
+}
+
+/* Every gate and up on a grid of 2^-8 over [-20, 20] (both clamps, the sigmoid's tails, up at
+ * -1 where the product vanishes), and saturating, zero and denormal inputs. */
+static void swiglu_oai_sweep_and_stress(const struct pl_kernels *ks, void *ctx)
+{
+    (void)ctx;
+    if (!ks->swiglu_oai) return;
+    const int64_t n = 40 * 256 + 1;
+    float *g = malloc((size_t)n * sizeof *g), *up = malloc((size_t)n * sizeof *up);
+    for (int64_t i = 0; i < n; i++) {
+        g[i] = -20.0f + (float)i / 256.0f;
+        up[i] = 20.0f - (float)i / 256.0f;
+    }
+    for (size_t p = 0; p < 3; p++)
+        swiglu_oai_case(ks, g, up, n, oai_params[p][0], oai_params[p][1], "sweep [-20, 20]");
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6f616932ull);
+    static const int64_t ns[] = {1, 7, 4096};
+    for (int f = 1; f < F_COUNT; f++)
+        for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+            fill(g, ns[k], (enum fill)f, 50.0, &r);
+            fill(up, ns[k], (enum fill)((f + 2) % F_COUNT), 50.0, &r);
+            swiglu_oai_case(ks, g, up, ns[k], 1.702f, 7.0f, fill_name[f]);
+        }
+    free(g), free(up);
+}
+
+/* The check is sharp: a SwiGLU without the clamps, or without the + 1 on up, fails it. */
+static void unclamped_oai(float *restrict y, const float *restrict gate, const float *restrict up,
+                          int64_t n, float alpha, float limit)
+{
+    (void)limit;
+    pl_kernels_ref.swiglu_oai(y, gate, up, n, alpha, INFINITY);
+}
+static void no_plus_one_oai(float *restrict y, const float *restrict gate, const float *restrict up,
+                            int64_t n, float alpha, float limit)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float u1 = up[i] - 1.0f; /* so that the kernel's u + 1 gives back up */
+        pl_kernels_ref.swiglu_oai(y + i, gate + i, &u1, 1, alpha, limit);
+    }
+}
+static void swiglu_oai_check_catches_a_missing_clamp_or_plus_one(void)
+{
+    enum { N = 512 };
+    float g[N], up[N], y[N];
+    double ref[N];
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() ^ 0x6f616933ull);
+    for (int i = 0; i < N; i++) {
+        g[i] = (float)(6.0 * tu_rng_normal(&r));
+        up[i] = (float)(0.5 * tu_rng_normal(&r));
+    }
+    int64_t wi;
+    TU_CHECK(swiglu_oai_worst(pl_kernels_ref.swiglu_oai, g, up, N, 1.702f, 7.0f, y, ref, &wi) <=
+                 1.0,
+             "seed %llu: ref swiglu_oai fails its own bound", SEED);
+    TU_CHECK(swiglu_oai_worst(unclamped_oai, g, up, N, 1.702f, 7.0f, y, ref, &wi) > 1e3,
+             "seed %llu: swiglu_oai without the gate clamp passed", SEED);
+    TU_CHECK(swiglu_oai_worst(no_plus_one_oai, g, up, N, 1.702f, 7.0f, y, ref, &wi) > 1e3,
+             "seed %llu: swiglu_oai without up + 1 passed", SEED);
+}
+
 /* ---- runner ---- */
 
 #define OVER_SETS(fn)                                                                              \
@@ -770,6 +989,10 @@ OVER_SETS(softcap_sweep_and_stress)
 OVER_SETS(weighted_sum_suite)
 OVER_SETS(sigmoid_suite)
 OVER_SETS(moe_route_suite)
+OVER_SETS(layernorm_random)
+OVER_SETS(layernorm_stress)
+OVER_SETS(swiglu_oai_random)
+OVER_SETS(swiglu_oai_sweep_and_stress)
 
 /* ---- every kernel family has its conformance case ---- */
 
@@ -855,6 +1078,15 @@ int main(void)
         {"moe_route_matches_gsl_softmax_top_k_ties_lower_and_renormalises", test_moe_route_suite},
         {"softcap_bounded_over_a_dense_sweep_to_20_caps_and_infinities",
          test_softcap_sweep_and_stress},
+        {"layernorm_matches_gsl_on_random_and_edge_lengths_with_a_mean", test_layernorm_random},
+        {"layernorm_bounded_on_equal_zero_outlier_denormal_inputs", test_layernorm_stress},
+        {"layernorm_check_catches_a_norm_without_the_mean",
+         layernorm_check_catches_a_norm_without_the_mean},
+        {"swiglu_oai_matches_gsl_on_random_lengths_and_clamp_settings", test_swiglu_oai_random},
+        {"swiglu_oai_bounded_over_a_sweep_through_both_clamps_and_stress_inputs",
+         test_swiglu_oai_sweep_and_stress},
+        {"swiglu_oai_check_catches_a_missing_clamp_or_plus_one",
+         swiglu_oai_check_catches_a_missing_clamp_or_plus_one},
         {"every_kernel_family_has_a_case_named_after_it", every_kernel_family_has_a_case},
         {NULL, NULL},
     };

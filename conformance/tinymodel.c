@@ -46,6 +46,8 @@ tiny_spec tiny_default(const char *arch, uint32_t wtype)
         s.mult[2] = 0.0625f;
         s.mult[3] = 3.0f;
     }
+    /* issue 49: a logit scale that moves the logits (cohere2) */
+    if (pl_arch_key_of_arch(a, PL_HP_LOGIT_SCALE)) s.logit_scale = 0.5f;
     /* Phi-4-mini's 3/4 rotary where the head is not rotated whole and every layer is local */
     if (!rc->full_rotary && rc->swa_period == 1) s.n_rot = 48;
     /* GLM-4's half rotary: normal RoPE over part of the head, its branches post-normed */
@@ -143,7 +145,8 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
                                 .embedding_scale = s->mult[0],
                                 .residual_scale = s->mult[1],
                                 .attention_scale = s->mult[2],
-                                .logit_scale = s->mult[3]};
+                                .logit_divisor = s->mult[3],
+                                .logit_scale = s->logit_scale};
     pl_arch_tensor_desc *ts = NULL;
     size_t n = 0;
     const char *arch = strstr(pl_arch_list(), s->arch) ? s->arch : "llama";

@@ -20,7 +20,8 @@ struct tiny_spec {
     int64_t window;     /* > 0: <arch>.attention.sliding_window (the local layers') */
     int64_t n_rot;      /* rope.dimension_count; 0: D */
     float attn_softcap, final_softcap; /* > 0: Gemma 2's soft-cap keys */
-    float mult[4]; /* > 0: Granite's embedding, residual, attention and logit multipliers */
+    float mult[4];     /* > 0: Granite's embedding, residual, attention and logit multipliers */
+    float logit_scale; /* > 0: the logit_scale key (cohere2, issue 49) */
     /* mixture of experts (0: dense): experts, used per token, their widths (qwen2moe's shared
      * expert FS); qwen2moe/qwen3moe get 8, 2, 256 (FS 512) by default, llama none */
     int64_t X, U, FX, FS;

@@ -274,6 +274,8 @@ enum {
     B_OLMO2,
     B_EXAONE4,
     B_GLM4,
+    /* issue 49 */
+    B_COHERE2,
     N_BASES
 };
 
@@ -463,6 +465,12 @@ static void gguf_model_seeds(void)
     /* RoPE over half the head */
     c[B_GLM4] = config("s-glm4-partial-rotary", "glm4", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 0);
     c[B_GLM4].n_rot = 8;
+    /* issue 49: cohere2 (LayerNorm, parallel block, RoPE on the 3 local layers of 4 only) */
+    c[B_COHERE2] =
+        config("s-cohere2-swa-logit-scale", "cohere2", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 1);
+    c[B_COHERE2].n_layer = 4;
+    c[B_COHERE2].local_window = 3;
+    c[B_COHERE2].logit_scale = 0.25f;
     void *bases[N_BASES];
     size_t sizes[N_BASES];
     for (int b = 0; b < N_BASES; b++) {
@@ -488,6 +496,10 @@ static void gguf_model_seeds(void)
                 F32(".rope.scaling.yarn_ext_factor", 0.5), F32(".rope.scaling.yarn_beta_fast", 16),
                 F32(".rope.scaling.yarn_beta_slow", 2), F32(".rope.scaling.attn_factor", 1.25)},
          .add = {{"rope_freqs.weight", PL_TYPE_F32, 8, 0, 1.5f}}},
+        /* issue 49: YaRN's correction range unrounded (transformers' truncate = false) */
+        KEYS("s-rope-yarn-untruncated", B_LLAMA, STR(".rope.scaling.type", "yarn"),
+             F32(".rope.scaling.factor", 4), U32(".rope.scaling.original_context_length", 16),
+             AS(".rope.scaling.yarn_truncate", BOOL, 0)),
         KEYS("s-rope-linear", B_LLAMA, STR(".rope.scaling.type", "linear"),
              F32(".rope.scale_linear", 2)),
         KEYS("s-rope-none", B_LLAMA, STR(".rope.scaling.type", "none"),

@@ -40,11 +40,17 @@ enum pl_rope_style {
     PL_ROPE_NORMAL = 0, /* rotate pairs (2i, 2i+1) — llama */
     PL_ROPE_NEOX = 1    /* rotate pairs (i, i + n_rot/2) — qwen2, qwen3 */
 };
+/* y = (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * w, one row of n: LayerNorm with a
+ * weight and no bias (Cohere's Command R7B, transformers' Cohere2LayerNorm). */
+typedef void (*pl_layernorm_fn)(float *restrict y, const float *restrict x, const float *restrict w,
+                                int64_t n, float eps);
+
 /* RoPE parameters, ggml_rope_ext's. For pair i in [0, n_rot/2):
  *     theta_extrap = pos * freq_base^(-2i/n_rot) / freq_factors[i],
  *     theta_interp = freq_scale * theta_extrap;
  * ext_factor == 0: theta = theta_interp and mscale = attn_factor. Otherwise YaRN: with the
- * correction dims lo = max(0, floor(c(beta_fast))), hi = min(n_rot - 1, ceil(c(beta_slow))),
+ * correction dims lo = max(0, floor(c(beta_fast))), hi = min(n_rot - 1, ceil(c(beta_slow)))
+ * (with yarn_no_truncate: c(beta_fast) and c(beta_slow) as they are, clamped the same way),
  * c(b) = n_rot ln(n_ctx_orig / (2 pi b)) / (2 ln freq_base), the ramp
  * r = 1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1) mixes
  *     theta = theta_interp (1 - r ext_factor) + theta_extrap r ext_factor,
@@ -61,6 +67,10 @@ typedef struct pl_rope_args {
     float beta_fast, beta_slow; /* YaRN correction range */
     int64_t n_ctx_orig;         /* YaRN: the original training context */
     enum pl_rope_style style;
+    /* ---- issue 49 (gpt-oss) ---- */
+    /* 1: YaRN's correction dims are not rounded (transformers' rope_parameters.truncate = false,
+     * gpt-oss); 0: floor and ceil, as llama.cpp always rounds them */
+    int yarn_no_truncate;
 } pl_rope_args;
 /* In place over one token's heads: x[h * D + ...] for h in [0, n_heads); the first a->n_rot
  * dims of each head rotate as pl_rope_args says, the rest pass. */
@@ -88,6 +98,12 @@ typedef void (*pl_sigmoid_fn)(float *restrict y, const float *restrict x, int64_
 /* y = silu(gate) * up = gate / (1 + exp(-gate)) * up, n elements. */
 typedef void (*pl_swiglu_fn)(float *restrict y, const float *restrict gate,
                              const float *restrict up, int64_t n);
+
+/* gpt-oss's clamped SwiGLU (transformers' GptOssExperts._apply_gate, llama.cpp's swiglu_oai),
+ * n elements: g = min(gate, limit), u = clamp(up, -limit, limit) (a NaN stays NaN),
+ *     y = g sigmoid(alpha g) (u + 1)         (gpt-oss: alpha 1.702, limit 7) */
+typedef void (*pl_swiglu_oai_fn)(float *restrict y, const float *restrict gate,
+                                 const float *restrict up, int64_t n, float alpha, float limit);
 
 /* y = gelu_tanh(gate) * up, gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))),
  * n elements: Gemma's gated unit (transformers' gelu_pytorch_tanh). */
@@ -124,6 +140,11 @@ typedef struct pl_attn_args {
     /* 1: the caller promises kv_pos[0..N) non-decreasing (a cache that is not a ring), so a
      * kernel may skip the entries a window excludes without reading them; 0: any order */
     int kv_sorted;
+    /* ---- issue 49 (gpt-oss) ---- */
+    /* NULL: none; else [H] learned sink logits: head h's softmax denominator gains
+     * exp(sinks[h] - m), m the max over the visible scores and sinks[h] (a weight with no value
+     * row: the outputs shrink by it). A query that sees no entry still gets zeros. */
+    const float *sinks;
 } pl_attn_args;
 /* out[t][h][d] for query heads h in [h0, h1), all t. scratch holds PL_ATTN_SCRATCH(N, D)
  * floats. */
@@ -231,7 +252,10 @@ size_t pl_matmul_id_scratch(int64_t T, int64_t n_used, int64_t n_expert, size_t 
     X(top_k, pl_top_k_fn, ONE)                                                                     \
     X(top_p, pl_top_p_fn, ONE)                                                                     \
     X(min_p, pl_min_p_fn, ONE)                                                                     \
-    X(draw, pl_draw_fn, ONE)
+    X(draw, pl_draw_fn, ONE)                                                                       \
+    /* issue 49 (cohere2, gpt-oss): */                                                             \
+    X(layernorm, pl_layernorm_fn, ONE)                                                             \
+    X(swiglu_oai, pl_swiglu_oai_fn, ONE)
 
 /* 1 for a PER_TYPE family, 0 for a ONE family (PL_KERNEL_PER_TYPE_##SLOTS). */
 #define PL_KERNEL_PER_TYPE_ONE      0

@@ -16,7 +16,8 @@ typedef struct pl_rope_plan {
 
 /* YaRN's correction dims for n_rot rotated dims: [lo, hi] of the pair indices where the ramp
  * runs, c(b) = n_rot ln(n_ctx_orig / (2 pi b)) / (2 ln freq_base), lo = max(0,
- * floor(c(beta_fast))), hi = min(n_rot - 1, ceil(c(beta_slow))). In double (ggml uses float: the
+ * floor(c(beta_fast))), hi = min(n_rot - 1, ceil(c(beta_slow))) (yarn_no_truncate: not rounded,
+ * transformers' truncate = false). In double (ggml uses float: the
  * two may differ only where c(b) lands within a float rounding of an integer). */
 static inline pl_rope_plan pl_rope_plan_of(const pl_rope_args *a, int64_t D)
 {
@@ -29,8 +30,8 @@ static inline pl_rope_plan pl_rope_plan_of(const pl_rope_args *a, int64_t D)
             (double)p.n_rot * log((double)a->n_ctx_orig / (two_pi * a->beta_fast)) / den;
         const double c_slow =
             (double)p.n_rot * log((double)a->n_ctx_orig / (two_pi * a->beta_slow)) / den;
-        p.lo = fmax(0.0, floor(c_fast));
-        p.hi = fmin((double)(p.n_rot - 1), ceil(c_slow));
+        p.lo = fmax(0.0, a->yarn_no_truncate ? c_fast : floor(c_fast));
+        p.hi = fmin((double)(p.n_rot - 1), a->yarn_no_truncate ? c_slow : ceil(c_slow));
         p.mscale *= 1.0 + 0.1 * log(1.0 / (double)a->freq_scale);
     }
     return p;

@@ -660,7 +660,8 @@ static pl_status put_metadata(pl_gguf_writer *w, const mk_config *c, pl_error *e
                                 .embedding_scale = MULT(c, 0),
                                 .residual_scale = MULT(c, 1),
                                 .attention_scale = MULT(c, 2),
-                                .logit_scale = MULT(c, 3)};
+                                .logit_divisor = MULT(c, 3),
+                                .logit_scale = c->logit_scale};
     pl_status s;
     if ((s = pl_arch_write_keys(w, c->arch, &shape, &hp, err)) ||
         (s = pl_gguf_writer_set_string(w, "general.name", c->name, strlen(c->name), err)) ||

@@ -31,6 +31,7 @@ typedef struct mk_config {
     /* > 0: Granite's embedding, residual, attention and logit multipliers (keys granite
      * requires: the granite-3-2b preset gives them); 0: left out */
     float mult[4];
+    float logit_scale;          /* > 0: the logits times it (cohere2's logit_scale) */
     enum demo_vocab_kind vocab; /* the tokenizer section (demo_vocab.h) */
     pl_ftype ftype;
     int pure; /* every weight matrix in the ftype's base type (no llama.cpp mix) */

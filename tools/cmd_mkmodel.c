@@ -41,8 +41,10 @@ static void usage(FILE *out)
           "                     --local-window, llama.cpp's window for Phi-3's shapes),\n"
           "                     qwen2moe, qwen3moe (mixtures of experts), granite (with\n"
           "                     --multipliers unless the preset is its), smollm3, olmo2,\n"
-          "                     exaone4 (--local-window optional), glm4\n"
-          "  --local-window N   the local layers' sliding window (Gemma, Phi-3, EXAONE 4)\n"
+          "                     exaone4 (--local-window optional), glm4, cohere2 (needs\n"
+          "                     --local-window and --logit-scale)\n"
+          "  --local-window N   the local layers' sliding window (Gemma, Phi-3, EXAONE 4,\n"
+          "                     Command R7B)\n"
           "  --n-rot N          rotated dims of a head (GLM-4: half of it; default: all)\n"
           "  --multipliers E,R,A,L  Granite's embedding, residual, attention and logit\n"
           "                     multipliers (granite requires them)\n"
@@ -59,7 +61,8 @@ static void usage(FILE *out)
           "  --n-vocab N        vocabulary size\n"
           "  --ctx N            context length written to the file\n"
           "  --rope-base F      RoPE frequency base\n"
-          "  --rms-eps F        RMSNorm epsilon\n"
+          "  --rms-eps F        RMSNorm epsilon (cohere2: LayerNorm's)\n"
+          "  --logit-scale F    the logits times F (cohere2's logit_scale)\n"
           "  --type T           F32 (default), F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,\n"
           "                     Q2_K, Q2_K_S, Q3_K (= Q3_K_M), Q3_K_S, Q3_K_M, Q3_K_L,\n"
           "                     Q4_K (= Q4_K_M), Q4_K_S, Q4_K_M, Q5_K (= Q5_K_M), Q5_K_S,\n"
@@ -123,7 +126,7 @@ int cmd_mkmodel(int argc, char **argv)
     enum { N_STR_OPTS = sizeof str_opts / sizeof str_opts[0] };
     int64_t ints[N_INT_OPTS];
     int given[N_INT_OPTS] = {0};
-    float rope_base = 0, rms_eps = 0;
+    float rope_base = 0, rms_eps = 0, logit_scale = 0;
     int64_t seed = -1, threads = 0;
     int tied = -1, pure = 0;
     for (int k; (k = cli_next(&a)) != CLI_ARG_END;) {
@@ -150,9 +153,10 @@ int cmd_mkmodel(int argc, char **argv)
             if (!(*str_dst = cli_value(&a))) return CLI_EXIT_USAGE;
             continue;
         }
-        float *f_dst = cli_is(&a, NULL, "--rope-base") ? &rope_base
-                       : cli_is(&a, NULL, "--rms-eps") ? &rms_eps
-                                                       : NULL;
+        float *f_dst = cli_is(&a, NULL, "--rope-base")     ? &rope_base
+                       : cli_is(&a, NULL, "--rms-eps")     ? &rms_eps
+                       : cli_is(&a, NULL, "--logit-scale") ? &logit_scale
+                                                           : NULL;
         if (f_dst) {
             if (!(v = cli_value(&a)) || cli_parse_f32(&a, v, 1e-30, INFINITY, f_dst))
                 return CLI_EXIT_USAGE;
@@ -195,6 +199,7 @@ int cmd_mkmodel(int argc, char **argv)
         if (given[i]) memcpy((char *)&c + int_opts[i].offset, &ints[i], sizeof ints[i]);
     if (rope_base > 0) c.rope_base = rope_base;
     if (rms_eps > 0) c.rms_eps = rms_eps;
+    if (logit_scale > 0) c.logit_scale = logit_scale;
     if (seed >= 0) c.seed = (uint64_t)seed;
     if (tied >= 0) c.tied = tied;
     c.pure = pure;

@@ -70,10 +70,14 @@ int64_t ref_attention_row(double *out, double *pv, double *pvs, double *A, const
         if (M == 0 || s[j] > m) m = s[j];
         M++;
     }
+    /* a learned sink (gpt-oss): in the max and in the denominator, with no value row */
+    const double sk = a->sinks ? (double)a->sinks[h] : -INFINITY;
+    if (M > 0 && sk > m) m = sk;
     if (M > 0) {
         double sum = 0.0;
         for (int64_t j = 0; j < N; j++)
             if (ref_attn_visible(a, t, j)) sum += s[j] == m ? 1.0 : dexp(s[j] - m);
+        if (a->sinks) sum += sk == m ? 1.0 : dexp(sk - m);
         for (int64_t j = 0; j < N; j++) {
             if (!ref_attn_visible(a, t, j)) continue;
             double p = (s[j] == m ? 1.0 : dexp(s[j] - m)) / sum;
@@ -85,6 +89,9 @@ int64_t ref_attention_row(double *out, double *pv, double *pvs, double *A, const
             }
             gsl_blas_daxpy(p, vv, ov); /* o += p v */
         }
+        /* the sink's weight is rounded as a score's: its |s - m| and the exp's constant join
+         * the bound's |s_j - m| term (pvs) */
+        for (int64_t d = 0; a->sinks && d < D; d++) pvs[d] += pv[d] * (fabs(sk - m) + 8.0);
         for (int64_t d = 0; d < D; d++) out[d] = gsl_vector_get(ov, (size_t)d);
     }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <gsl/gsl_blas.h>
+#include <gsl/gsl_statistics_double.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_math.h>
 #include <gsl/gsl_sf_exp.h>
@@ -36,6 +37,36 @@ void ref_rmsnorm(double *y, const float *x, const float *w, int64_t n, float eps
     gsl_vector_free(xv);
 }
 
+/* LayerNorm (issue 49, cohere2): the mean by GSL's gsl_stats_mean, the variance of x - mean
+ * by a dot product, in double from the float inputs. */
+void ref_layernorm(double *y, const float *x, const float *w, int64_t n, float eps)
+{
+    gsl_vector *xv = gsl_vector_alloc((size_t)n);
+    for (int64_t i = 0; i < n; i++) gsl_vector_set(xv, (size_t)i, x[i]);
+    const double mean = gsl_stats_mean(xv->data, 1, (size_t)n);
+    gsl_vector_add_constant(xv, -mean);
+    double ss = 0.0;
+    gsl_blas_ddot(xv, xv, &ss);
+    const double s = 1.0 / sqrt(ss / (double)n + (double)eps);
+    for (int64_t i = 0; i < n; i++) y[i] = gsl_vector_get(xv, (size_t)i) * s * (double)w[i];
+    gsl_vector_free(xv);
+}
+
+/* gpt-oss's clamped SwiGLU (issue 49): the clamps, then g sigmoid(alpha g) (u + 1) with GSL's
+ * exp, in double. */
+void ref_swiglu_oai(double *y, const float *gate, const float *up, int64_t n, float alpha,
+                    float limit)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double g = gate[i] > limit ? (double)limit : (double)gate[i];
+        const double u = up[i] > limit ? (double)limit : up[i] < -limit ? -(double)limit : up[i];
+        const double z = (double)alpha * g;
+        const double sig = z >= 0 ? 1.0 / (1.0 + gsl_sf_exp(-z))
+                                  : (z < -700 ? 0.0 : gsl_sf_exp(z) / (1.0 + gsl_sf_exp(z)));
+        y[i] = g * sig * (u + 1.0);
+    }
+}
+
 ref_rope_angle ref_rope_theta(const pl_rope_args *a, int64_t n_rot, int64_t i, int32_t pos)
 {
     ref_rope_angle r;
@@ -49,15 +80,17 @@ ref_rope_angle ref_rope_theta(const pl_rope_args *a, int64_t n_rot, int64_t i, i
     if (a->ext_factor != 0.0f) {
         /* YaRN: the pair index where a wavelength 2 pi / theta_1 fits b rotations in the
          * original context, n_rot ln(n_ctx_orig / (2 pi b)) / (2 ln base), for b = beta_fast
-         * (floored) and beta_slow (ceiled), clamped to the dims. */
+         * (floored) and beta_slow (ceiled) unless yarn_no_truncate (transformers' truncate =
+         * false: as they are), clamped to the dims. */
         const double c_fast = (double)n_rot *
                               gsl_sf_log((double)a->n_ctx_orig / (2.0 * M_PI * a->beta_fast)) /
                               (2.0 * ln_base);
         const double c_slow = (double)n_rot *
                               gsl_sf_log((double)a->n_ctx_orig / (2.0 * M_PI * a->beta_slow)) /
                               (2.0 * ln_base);
-        const double lo = GSL_MAX_DBL(0.0, floor(c_fast));
-        const double hi = GSL_MIN_DBL((double)(n_rot - 1), ceil(c_slow));
+        const double lo = GSL_MAX_DBL(0.0, a->yarn_no_truncate ? c_fast : floor(c_fast));
+        const double hi =
+            GSL_MIN_DBL((double)(n_rot - 1), a->yarn_no_truncate ? c_slow : ceil(c_slow));
         const double ramp =
             1.0 -
             GSL_MIN_DBL(1.0, GSL_MAX_DBL(0.0, ((double)i - lo) / GSL_MAX_DBL(0.001, hi - lo)));

@@ -38,6 +38,7 @@ struct ref_model {
     double scale, attn_cap, final_cap; /* attention scale; soft-caps (0: none) */
     double emb_scale;                  /* 0, or the embedding rows times it */
     double res_scale, logit_div; /* Granite: each branch times res_scale; logits / logit_div */
+    double logit_scale;          /* 0, or the logits times it (cohere2) */
     int64_t X, U, FX, FS;        /* experts, used per token, their widths (0: dense) */
     int64_t window;              /* the local layers' window */
     gsl_matrix *embd, *output;   /* (V, E) */
@@ -179,6 +180,7 @@ int ref_model_load(ref_model **out, const pl_gguf *g, char *msg, size_t len)
     m->scale = meta(g, an, PL_HP_ATTENTION_SCALE, m->scale);
     m->res_scale = meta(g, an, PL_HP_RESIDUAL_SCALE, 1.0);
     m->logit_div = meta(g, an, PL_HP_LOGIT_DIVISOR, 1.0);
+    m->logit_scale = meta(g, an, PL_HP_LOGIT_SCALE, 0);
     m->window = arch->recipe.swa_period ? (int64_t)meta(g, an, PL_HP_SLIDING_WINDOW, 0) : 0;
     if (rope_freqs(m, g, an)) {
         ref_model_free(m);
@@ -284,6 +286,27 @@ static void rmsnorm(double *y, const double *x, const gsl_vector *w, int64_t n, 
     for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale * gsl_vector_get(w, (size_t)i);
 }
 
+/* y = (x - mean) / sqrt(mean((x - mean)^2) + eps) * w over n doubles (LayerNorm, weight only:
+ * transformers' Cohere2LayerNorm). */
+static void layernorm(double *y, const double *x, const gsl_vector *w, int64_t n, double eps)
+{
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; i++) mean += x[i];
+    mean /= (double)n;
+    for (int64_t i = 0; i < n; i++) var += (x[i] - mean) * (x[i] - mean);
+    const double scale = 1.0 / sqrt(var / (double)n + eps);
+    for (int64_t i = 0; i < n; i++) y[i] = (x[i] - mean) * scale * gsl_vector_get(w, (size_t)i);
+}
+
+/* The model's norm (enum pl_norm_kind). */
+static void norm(double *y, const double *x, const gsl_vector *w, int64_t n, double eps, int kind)
+{
+    if (kind == PL_NORM_LAYER)
+        layernorm(y, x, w, n, eps);
+    else
+        rmsnorm(y, x, w, n, eps);
+}
+
 /* y (rows of W) = W x (+ b). */
 static void gemv(double *y, const gsl_matrix *W, const double *x, const gsl_vector *b)
 {
@@ -344,9 +367,18 @@ static int rope_freqs(ref_model *m, const pl_gguf *g, const char *an)
     const double b_fast = meta(g, an, PL_HP_YARN_BETA_FAST, NAN);
     const double b_slow = meta(g, an, PL_HP_YARN_BETA_SLOW, NAN);
     double lo = 0, hi = 0;
+    /* transformers' truncate (plumb's rope.scaling.yarn_truncate, a bool; absent: true) */
+    int truncate = 1;
+    snprintf(key, sizeof key, "%s.rope.scaling.yarn_truncate", an);
+    const int64_t ki = pl_gguf_find_key(g, key);
+    uint8_t tb = 1;
+    if (ki >= 0 && pl_gguf_kv_type(g, (uint64_t)ki) == PL_GGUF_BOOL &&
+        pl_gguf_kv_scalar(g, (uint64_t)ki, PL_GGUF_BOOL, &tb, NULL) == PL_OK)
+        truncate = tb != 0;
     if (yarn) {
-        lo = floor(d * log(orig / (b_fast * 2 * M_PI)) / (2 * log(m->base)));
-        hi = ceil(d * log(orig / (b_slow * 2 * M_PI)) / (2 * log(m->base)));
+        lo = d * log(orig / (b_fast * 2 * M_PI)) / (2 * log(m->base));
+        hi = d * log(orig / (b_slow * 2 * M_PI)) / (2 * log(m->base));
+        if (truncate) lo = floor(lo), hi = ceil(hi);
         if (lo < 0) lo = 0;
         if (hi > d - 1) hi = (double)(d - 1);
         if (hi == lo) hi += 0.001;
@@ -381,9 +413,9 @@ static int rope_freqs(ref_model *m, const pl_gguf *g, const char *an)
 /* x += branch, the branch normalised by its post norm first when the layer has one (Gemma);
  * scratch: E doubles. */
 static void post_add(double *x, const double *branch, double *scratch, const gsl_vector *post,
-                     int64_t E, double eps, double scale)
+                     int64_t E, double eps, int kind, double scale)
 {
-    if (post) rmsnorm(scratch, branch, post, E, eps);
+    if (post) norm(scratch, branch, post, E, eps, kind);
     for (int64_t i = 0; i < E; i++) x[i] += (post ? scratch[i] : branch[i]) * scale;
 }
 
@@ -500,7 +532,7 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                     if (st->role == PL_STEP_NO_ROLE) /* no pre-norm (OLMo 2) */
                         memcpy(xn, x, (size_t)E * sizeof *xn);
                     else
-                        rmsnorm(xn, x, R->v[st->role], E, m->eps);
+                        norm(xn, x, R->v[st->role], E, m->eps, st->arg);
                     break;
                 case PL_STEP_QKV:
                     gemv(q, R->m[PL_L_WQ], xn, NULL);
@@ -573,7 +605,7 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                     break;
                 case PL_STEP_RESIDUAL:
                     post_add(x, tmp, xn, st->role < PL_L_COUNT ? R->v[st->role] : NULL, E, m->eps,
-                             m->res_scale);
+                             m->arch->recipe.norm, m->res_scale);
                     break;
                 case PL_STEP_FFN_GATED:
                     gemv(g, R->m[PL_L_GATE], xn, NULL);
@@ -595,11 +627,12 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                 }
             }
         }
-        rmsnorm(xn, x, m->out_norm, E, m->eps);
+        norm(xn, x, m->out_norm, E, m->eps, m->arch->recipe.norm);
         gemv(logits + p * V, m->output, xn, NULL);
         for (int64_t i = 0; m->final_cap && i < V; i++)
             logits[p * V + i] = m->final_cap * tanh(logits[p * V + i] / m->final_cap);
         for (int64_t i = 0; i < V; i++) logits[p * V + i] /= m->logit_div;
+        for (int64_t i = 0; m->logit_scale && i < V; i++) logits[p * V + i] *= m->logit_scale;
     }
     free(x);
     free(xn);

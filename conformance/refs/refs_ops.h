@@ -17,6 +17,11 @@ void ref_init(void);
 
 /* ---- ops (ref_ops.c) ---- */
 void ref_rmsnorm(double *y, const float *x, const float *w, int64_t n, float eps);
+/* y = g sigmoid(alpha g) (u + 1), g = min(gate, limit), u = clamp(up, -limit, limit). */
+void ref_swiglu_oai(double *y, const float *gate, const float *up, int64_t n, float alpha,
+                    float limit);
+/* y = (x - mean) / sqrt(mean((x - mean)^2) + eps) * w (LayerNorm, weight only). */
+void ref_layernorm(double *y, const float *x, const float *w, int64_t n, float eps);
 /* The rotation of pair i (of n_rot = min(a->n_rot, D) dims) at pos, from pl_rope_args's
  * definition in double: theta_extrap, theta_interp, the final theta, and mscale. */
 typedef struct ref_rope_angle {
@@ -36,9 +41,9 @@ void ref_softcap(double *y, const float *x, int64_t n, float cap);
 
 /* ---- attention (ref_attention.c) ---- */
 /* One query token t and head h: out[D] in double. Also the terms of the documented bound:
- * pv[d] = sum_j p_j |v_jd|, pvs[d] = sum_j p_j |v_jd| |s_j - m|, *A = max_j scale sum_i
- * |q_i k_ji| (before any soft-cap, which only shrinks a score). Returns M, the entries visible (0:
- * out, pv, pvs are zeros). */
+ * pv[d] = sum_j p_j |v_jd|, pvs[d] = sum_j p_j |v_jd| |s_j - m| (with sinks: plus pv[d] (|sink - m|
+ * + 8)), *A = max_j scale sum_i |q_i k_ji| (before any soft-cap, which only shrinks a score).
+ * Returns M, the entries visible (0: out, pv, pvs are zeros). */
 int64_t ref_attention_row(double *out, double *pv, double *pvs, double *A, const pl_attn_args *a,
                           int64_t t, int64_t h);
 /* The visibility rule of pl_attn_args, written out independently. */

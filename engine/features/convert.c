@@ -35,7 +35,8 @@ typedef struct hf_config {
     double rope_attn;                        /* longrope: cos and sin times it */
     float *rope_long, *rope_short;           /* longrope: n_rot / 2 divisors each (owned) */
     double rope_beta_fast, rope_beta_slow;   /* yarn; 0: llama.cpp's defaults (32, 1) */
-    int64_t rope_orig_ctx;                   /* original_max_position_embeddings */
+    int rope_no_truncate;  /* yarn with truncate = false: the correction range unrounded */
+    int64_t rope_orig_ctx; /* original_max_position_embeddings */
     /* the recipe's own keys (Gemma): soft-caps (0: none) and the local layers' window */
     double attn_cap, final_cap;
     int64_t window;
@@ -353,11 +354,16 @@ static pl_status read_rope(hf_config *c, const jfile *f, pl_error *err)
             return s;
         const json_t *tr = json_object_get(o, "truncate");
         if (fabs(af - (0.1 * log(c->rope_factor) + 1)) > 1e-6 || json_object_get(o, "mscale") ||
-            json_object_get(o, "mscale_all_dim") || (tr && !json_is_true(tr)))
+            json_object_get(o, "mscale_all_dim"))
             return pl_fail(err, PL_ERR_UNSUPPORTED,
-                           "%s: %s: yarn with attention_factor, mscale or truncate = false is not "
-                           "what plumb's (and llama.cpp's) yarn computes",
+                           "%s: %s: yarn with attention_factor or mscale is not what plumb's (and "
+                           "llama.cpp's) yarn computes",
                            f->name, field);
+        if (tr && !json_is_boolean(tr))
+            return pl_fail(err, PL_ERR_TYPE, "%s: %s.truncate is %s, not a boolean", f->name, field,
+                           pl_json_kind(tr));
+        /* truncate = false (gpt-oss): the range unrounded, in plumb's own key */
+        c->rope_no_truncate = tr && json_is_false(tr);
         return PL_OK;
     }
     if ((strcmp(type, "longrope") == 0 || strcmp(type, "su") == 0) && c->arch->n_globals &&
@@ -1170,6 +1176,7 @@ static void derive_values(hf_config *c)
         v[PL_HP_ROPE_ORIG_CTX] = (double)c->rope_orig_ctx;
         v[PL_HP_YARN_BETA_FAST] = c->rope_beta_fast;
         v[PL_HP_YARN_BETA_SLOW] = c->rope_beta_slow;
+        if (c->rope_no_truncate) v[PL_HP_YARN_TRUNCATE] = 0;
     }
 }
 

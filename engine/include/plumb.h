@@ -573,9 +573,10 @@ typedef struct pl_arch_hparams {
     int64_t window;  /* > 0: attention.sliding_window (the local layers'); 0: left out */
     float attn_softcap, final_softcap; /* > 0: the soft-caps; 0: left out (the architecture's
                                           default); a cap equal to that default is left out */
-    /* > 0: Granite's multipliers (embedding_scale, residual_scale, attention.scale,
+    /* > 0: Granite's multipliers (embedding_scale, residual_scale, attention.scale, and
      * logit_scale: the logits are divided by it); 0: left out */
-    float embedding_scale, residual_scale, attention_scale, logit_scale;
+    float embedding_scale, residual_scale, attention_scale, logit_divisor;
+    float logit_scale; /* > 0: logit_scale (cohere2: the logits times it); 0: left out */
 } pl_arch_hparams;
 
 /* Writes general.architecture and the keys under "<arch>." a file of this shape needs, from the

@@ -378,6 +378,36 @@ static const pl_arch_quirk quirks_qwen2[] = {
      .source = "llama.cpp llm_load_hparams LLM_ARCH_QWEN2: case 80"},
 };
 
+/* ---- issue 49: cohere2 (Command R7B), gpt-oss ---- */
+
+/* cohere2: tied embeddings only (llama.cpp duplicates token_embd.weight as the output), every
+ * norm a LayerNorm weight (no bias), attention and the FFN in parallel from the one attn_norm
+ * (no ffn_norm), RoPE on adjacent pairs as transformers' rotate_half interleaves them (so no q/k
+ * permutation), and only on the local layers (3 of every 4). */
+static const pl_arch_tensor globals_cohere2[] = {
+    G(TOK_EMBD, "token_embd.weight", "model.embed_tokens.weight", E, V, EMBD, REQ),
+    G(OUT_NORM, "output_norm.weight", "model.norm.weight", E, 1, NORM, REQ),
+};
+static const pl_arch_tensor layer_cohere2[] = {
+    ROW_ATTN_NORM,
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
+    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    ROW_WO,
+    ROW_GATE,
+    ROW_UP,
+    ROW_DOWN,
+};
+/* llama.cpp's LLM_ARCH_COHERE2 requires all three; the epsilon is LayerNorm's key, not RMSNorm's */
+static const pl_arch_key keys_cohere2[] = {
+    {PL_HP_RMS_EPS, "attention.layer_norm_epsilon", PL_KEY_FLOAT, REQ, 0, 1e-12, 1.0,
+     "layer_norm_eps", PL_HF_READ, 1e-5, PL_W_GIVEN},
+    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, REQ, 0, 1, INT32_MAX,
+     "sliding_window", PL_HF_DERIVED, NAN, PL_W_GIVEN},
+    {PL_HP_LOGIT_SCALE, "logit_scale", PL_KEY_FLOAT, REQ, 1.0, 1e-6, 1e6, "logit_scale", PL_HF_READ,
+     0.0625, PL_W_GIVEN}, /* Cohere2Config's default */
+};
+
 #define LAYER(a)  a, N_OF(a)
 #define QUIRKS(q) q, N_OF(q)
 #define NO_QUIRKS NULL, 0
@@ -521,6 +551,21 @@ static const pl_arch archs[] = {
      NO_KEYS,
      {.rope_style = PL_ROPE_NORMAL, .act = PL_ACT_SILU},
      NO_QUIRKS},
+    /* ---- issue 49: cohere2, gpt-oss ---- */
+    {"cohere2",
+     "Cohere2ForCausalLM",
+     NULL,
+     globals_cohere2,
+     N_OF(globals_cohere2),
+     LAYER(layer_cohere2),
+     KEYS(keys_cohere2),
+     {.rope_style = PL_ROPE_NORMAL,
+      .act = PL_ACT_SILU,
+      .swa_period = 4,
+      .norm = PL_NORM_LAYER,
+      .parallel = 1,
+      .nope_global = 1},
+     NO_QUIRKS},
 };
 
 const pl_arch *pl_arch_at(size_t i)
@@ -619,9 +664,10 @@ static int qk_norm_whole(const pl_arch *a)
 size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, int rope, pl_step *out)
 {
     size_t n = 0;
+    const pl_arch_recipe *rc = &a->recipe;
 #define STEP(k, r, x) (out[n++] = (pl_step){.kind = (k), .role = (uint8_t)(r), .arg = (x)})
 #define ROLE_IF(r)    (has[r] ? (r) : PL_STEP_NO_ROLE)
-    STEP(PL_STEP_NORM, ROLE_IF(PL_L_ATTN_NORM), 0);
+    STEP(PL_STEP_NORM, ROLE_IF(PL_L_ATTN_NORM), rc->norm);
     STEP(PL_STEP_QKV, PL_STEP_NO_ROLE, 0);
     if (has[PL_L_BQ] || has[PL_L_BK] || has[PL_L_BV]) STEP(PL_STEP_QKV_BIAS, PL_STEP_NO_ROLE, 0);
     /* q/k norms per head (D wide), or over the whole projection (OLMo 2: the table's row is Q
@@ -633,7 +679,8 @@ size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, int rope, pl_
     STEP(PL_STEP_ATTENTION, PL_STEP_NO_ROLE, 0);
     STEP(PL_STEP_ATTN_OUT, PL_L_WO, 0);
     STEP(PL_STEP_RESIDUAL, ROLE_IF(PL_L_ATTN_POST_NORM), 0);
-    STEP(PL_STEP_NORM, ROLE_IF(PL_L_FFN_NORM), 0);
+    /* a parallel block's FFN reads the attention's normalised input, still in xn */
+    if (!rc->parallel) STEP(PL_STEP_NORM, ROLE_IF(PL_L_FFN_NORM), rc->norm);
     STEP(has[PL_L_GATE_EXPS] ? PL_STEP_FFN_MOE : PL_STEP_FFN_GATED, PL_STEP_NO_ROLE, a->recipe.act);
     STEP(PL_STEP_RESIDUAL, ROLE_IF(PL_L_FFN_POST_NORM), 0);
 #undef STEP
@@ -782,6 +829,10 @@ static const pl_arch_key keys[] = {
     {PL_HP_EXPERT_USED_COUNT, "expert_used_count", PL_KEY_INT, OPT, 0, 0, PL_MOE_MAX_USED,
      "num_experts_per_tok", PL_HF_DERIVED, NAN, G_},
     {PL_HP_CAUSAL, "attention.causal", PL_KEY_BOOL, OPT, 1, 0, 1, NONE_HF, G_},
+    /* issue 49: plumb's own key (llama.cpp always rounds the range), written only when false */
+    {PL_HP_YARN_TRUNCATE, "rope.scaling.yarn_truncate", PL_KEY_BOOL, OPT, 1, 0, 1,
+     "rope_scaling.truncate (yarn; false: the correction range unrounded)", PL_HF_DERIVED, NAN,
+     UD_},
 };
 
 const pl_arch_key *pl_arch_keys(size_t *n)

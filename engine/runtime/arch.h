@@ -157,6 +157,11 @@ enum pl_hp {
     PL_HP_ATTENTION_SCALE, /* the scores' scale itself, replacing 1/sqrt(head_dim) */
     PL_HP_LOGIT_DIVISOR,   /* the logits divided by it (granite.logit_scale) */
     PL_HP_SWA_PATTERN,     /* EXAONE 4's local/global pattern: checked against the recipe's */
+    /* issue 49 (cohere2, gpt-oss): */
+    PL_HP_LOGIT_SCALE, /* cohere2: the logits are multiplied by it */
+    /* YaRN's correction range rounded (1, llama.cpp's only way) or not (0: transformers'
+     * rope_parameters.truncate = false, gpt-oss); plumb's own key, llama.cpp has none */
+    PL_HP_YARN_TRUNCATE,
     PL_HP_COUNT
 };
 
@@ -202,6 +207,10 @@ typedef struct pl_arch_key {
 
 enum pl_act { PL_ACT_SILU, PL_ACT_GELU_TANH };
 
+/* The normalisation of every norm of a model (issue 49): RMSNorm, or LayerNorm with a weight
+ * and no bias (mean-centred; cohere2). */
+enum pl_norm_kind { PL_NORM_RMS, PL_NORM_LAYER };
+
 /* Whether an architecture's layers have experts: */
 enum pl_moe {
     PL_MOE_NONE,     /* dense only: expert_count must be 0 */
@@ -242,6 +251,11 @@ typedef struct pl_arch_recipe {
     /* 1: an absent attention.sliding_window is none: no window, every layer global (EXAONE 4's
      * sliding_window null) */
     uint8_t window_optional;
+    /* ---- issue 49 (cohere2, gpt-oss) ---- */
+    uint8_t norm; /* enum pl_norm_kind: the layers' norms and the output norm */
+    /* 1: attention and the FFN both read the one attn_norm of x, and both outputs are added to
+     * x (cohere2: x + attn(n) + ffn(n)); the layer has no ffn_norm */
+    uint8_t parallel;
 } pl_arch_recipe;
 
 /* A rule llama.cpp applies by a model's size rather than by a key: data, with its source, so
@@ -364,11 +378,12 @@ enum { PL_MAX_STEPS = 16 };
 typedef struct pl_step {
     uint8_t kind; /* enum pl_step_kind */
     uint8_t role; /* the layer tensor it reads (enum pl_layer_role), or PL_STEP_NO_ROLE */
-    uint8_t arg;  /* PL_STEP_FFN_*: enum pl_act */
+    uint8_t arg;  /* PL_STEP_FFN_*: enum pl_act; PL_STEP_NORM: enum pl_norm_kind */
 } pl_step;
 /* The steps of a layer of a whose bound tensors are has[role] != 0 (PL_L_COUNT entries), into
  * out (PL_MAX_STEPS); returns their count. rope: 0 for a layer without RoPE
- * (pl_arch_layer_has_rope), whose list has no rope step. */
+ * (pl_arch_layer_has_rope), whose list has no rope step. A norm step's arg is the recipe's enum
+ * pl_norm_kind. */
 size_t pl_arch_compile_layer(const pl_arch *a, const uint8_t *has, int rope, pl_step *out);
 /* 1 for the kinds that work token by token, between QKV and ATTENTION (one pass over the
  * tokens runs a sequence of them). */

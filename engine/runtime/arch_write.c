@@ -133,6 +133,15 @@ pl_status pl_arch_write_keys(pl_gguf_writer *w, const char *arch, const pl_arch_
     if (hp->embedding_scale > 0) v.num[PL_HP_EMBEDDING_SCALE] = hp->embedding_scale;
     if (hp->residual_scale > 0) v.num[PL_HP_RESIDUAL_SCALE] = hp->residual_scale;
     if (hp->attention_scale > 0) v.num[PL_HP_ATTENTION_SCALE] = hp->attention_scale;
-    if (hp->logit_scale > 0) v.num[PL_HP_LOGIT_DIVISOR] = hp->logit_scale;
+    if (hp->logit_divisor > 0) v.num[PL_HP_LOGIT_DIVISOR] = hp->logit_divisor;
+    if (hp->logit_scale > 0) v.num[PL_HP_LOGIT_SCALE] = hp->logit_scale;
+    /* a key the architecture requires and nothing here defaults: the loader would refuse the
+     * file, so it is refused here, by name (cohere2's logit_scale) */
+    for (size_t i = 0; i < a->n_keys; i++)
+        if (a->keys[i].hp == PL_HP_LOGIT_SCALE && a->keys[i].required &&
+            !given(&v, PL_HP_LOGIT_SCALE))
+            return pl_fail(err, PL_ERR_INVALID_ARG,
+                           "architecture '%s' needs hp->logit_scale > 0 (%s.%s)", a->name, a->name,
+                           a->keys[i].suffix);
     return pl_arch_values_write(w, a, &v, err);
 }

@@ -125,7 +125,8 @@ static void mm_worker(void *ctx, int64_t r0, int64_t r1, int thread)
 typedef struct pre_op {
     const float *a, *b, *w;
     float eps;
-    int act; /* enum pl_act of the gated unit (with b) */
+    int act;  /* enum pl_act of the gated unit (with b) */
+    int norm; /* enum pl_norm_kind of the norm (with w): RMSNorm or LayerNorm */
 } pre_op;
 
 typedef struct quant_job {
@@ -149,7 +150,10 @@ static void quant_worker(void *ctx, int64_t t0, int64_t t1, int thread)
     for (int64_t t = t0; t < t1; t++) {
         float *x = j->x + t * K;
         const pre_op *p = j->pre;
-        if (p && p->w) j->k->rmsnorm(x, p->a + t * K, p->w, K, p->eps);
+        if (p && p->w && p->norm == PL_NORM_LAYER)
+            j->k->layernorm(x, p->a + t * K, p->w, K, p->eps);
+        else if (p && p->w)
+            j->k->rmsnorm(x, p->a + t * K, p->w, K, p->eps);
         if (p && p->b && p->act == PL_ACT_GELU_TANH)
             j->k->geglu(x, p->a + t * K, p->b + t * K, K);
         else if (p && p->b)
@@ -427,7 +431,10 @@ static void branch_worker(void *ctx, int64_t t0, int64_t t1, int thread)
     for (int64_t t = t0; t < t1; t++) {
         const float *b = s->tmp + t * E;
         if (j->post_norm) {
-            j->ss->kt.k.rmsnorm(s->xn + t * E, b, j->post_norm, E, j->ss->m->hp.rms_eps);
+            const pl_layernorm_fn norm = j->ss->m->hp.arch->recipe.norm == PL_NORM_LAYER
+                                             ? j->ss->kt.k.layernorm
+                                             : j->ss->kt.k.rmsnorm;
+            norm(s->xn + t * E, b, j->post_norm, E, j->ss->m->hp.rms_eps);
             b = s->xn + t * E;
         }
         if (j->scale != 1.0f) {
@@ -559,7 +566,7 @@ static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *
             matmul(ss, w[0], y[0], s->xn, T, NULL);
             matmul(ss, w[1], y[1], s->xn, T, NULL);
         }
-        const pre_op gated = {s->gate, s->up, NULL, 0.0f, act};
+        const pre_op gated = {s->gate, s->up, NULL, 0.0f, act, 0};
         matmul(ss, &L->down_shexp, s->ysh, s->ffh, T, &gated);
     }
     const pl_tensor *w[2] = {&L->gate_exps, &L->up_exps};
@@ -571,7 +578,7 @@ static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *
         matmul_id_n(ss, w + 1, y + 1, 1, s->xn, T, s->ids, U, NULL);
     }
     /* down: each (token, slot) row is a token of its own with one expert */
-    const pre_op gated = {s->gate, s->up, NULL, 0.0f, act};
+    const pre_op gated = {s->gate, s->up, NULL, 0.0f, act, 0};
     const pl_tensor *wd = &L->down_exps;
     matmul_id_n(ss, &wd, &s->yx, 1, s->ffh, T * U, s->ids, 1, &gated);
     pl_pool_run(ss->pool, combine_worker, &mj, T, 4);
@@ -640,7 +647,7 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0, int6
                 in = NULL;
                 break;
             }
-            norm = (pre_op){s->x, NULL, L->t[st->role].data, hp->rms_eps, 0};
+            norm = (pre_op){s->x, NULL, L->t[st->role].data, hp->rms_eps, 0, st->arg};
             in = &norm;
             break;
         case PL_STEP_QKV:
@@ -674,6 +681,10 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0, int6
             if (keep0 > 0) {
                 T -= keep0;
                 memmove(s->x, s->x + keep0 * hp->n_embd, sizeof(float) * (size_t)(T * hp->n_embd));
+                /* a parallel block's FFN reads the same normalised rows after attention */
+                if (hp->arch->recipe.parallel)
+                    memmove(s->xn, s->xn + keep0 * hp->n_embd,
+                            sizeof(float) * (size_t)(T * hp->n_embd));
                 keep0 = 0;
             }
             attention(ss, L, l, T, q, q_pos);
@@ -695,7 +706,7 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0, int6
                 matmul(ss, &L->w_up, s->up, s->xn, T, NULL);
             }
             in = NULL;
-            const pre_op gated = {s->gate, s->up, NULL, 0.0f, st->arg};
+            const pre_op gated = {s->gate, s->up, NULL, 0.0f, st->arg, 0};
             matmul(ss, &L->w_down, s->tmp, s->ffh, T, &gated);
             break;
         }
@@ -744,12 +755,15 @@ static void step_body(pl_session *ss, const int32_t *tokens, int64_t T, int64_t 
 
     if (!logits || out0 >= T) return;
     int64_t n_out = T - out0; /* x's rows [0, n_out) since the last layer */
-    const pre_op out_norm = {s->x, NULL, m->out_norm.data, m->hp.rms_eps, 0};
+    const pre_op out_norm = {s->x,          NULL, m->out_norm.data,
+                             m->hp.rms_eps, 0,    m->hp.arch->recipe.norm};
     matmul(ss, &m->output, logits, s->xn, n_out, &out_norm);
     if (m->hp.final_softcap != 0.0f)
         k->softcap(logits, logits, n_out * m->hp.n_vocab, m->hp.final_softcap);
     if (m->hp.logit_div != 0.0f) /* Granite: logits / logits_scaling, as transformers */
         for (int64_t i = 0; i < n_out * m->hp.n_vocab; i++) logits[i] /= m->hp.logit_div;
+    if (m->hp.logit_scale != 0.0f) /* cohere2: in float, as transformers and llama.cpp scale */
+        for (int64_t i = 0; i < n_out * m->hp.n_vocab; i++) logits[i] *= m->hp.logit_scale;
 }
 
 pl_status pl_session_eval(pl_session *ss, const int32_t *tokens, int64_t n, float *logits,

@@ -235,8 +235,9 @@ static pl_status check_keys(const pl_gguf *g, const char *arch, int vocab_only, 
         if (!vocab_only && strncmp(key, arch, alen) == 0 && key[alen] == '.') {
             const char *suffix = key + alen + 1;
             int found = pl_arch_key_inert(suffix, NULL);
-            for (size_t j = 0; !found && j < n_keys; j++)
-                found = strcmp(keys[j].suffix, suffix) == 0;
+            for (size_t j = 0; !found && j < n_keys; j++) /* not one the arch redefines */
+                found = strcmp(keys[j].suffix, suffix) == 0 &&
+                        (!own || pl_arch_key_of_arch(own, keys[j].hp) == &keys[j]);
             for (size_t j = 0; !found && own && j < own->n_keys; j++)
                 found = strcmp(own->keys[j].suffix, suffix) == 0;
             if (found) continue;
@@ -303,6 +304,11 @@ static pl_status check_values(const hp_read *r, pl_error *err)
     if (nx != 0 && (nu < 1 || nu > nx))
         return pl_fail(err, PL_ERR_FORMAT, "%s.expert_used_count = %.0f is outside [1, %.0f]", a,
                        nu, nx);
+    if (r->present[PL_HP_YARN_TRUNCATE] && r->v[PL_HP_YARN_TRUNCATE] != 1.0 && !yarn)
+        return pl_fail(err, PL_ERR_UNSUPPORTED,
+                       "%s.rope.scaling.yarn_truncate = false without yarn scaling: it says how "
+                       "YaRN rounds its correction range, and nothing here is YaRN",
+                       a);
     if (r->v[PL_HP_CAUSAL] != 1.0)
         return pl_fail(err, PL_ERR_UNSUPPORTED,
                        "%s.attention.causal = false: plumb runs causal decoders only", a);
@@ -339,6 +345,7 @@ static pl_status read_rope(pl_model *m, const hp_read *r, pl_error *err)
     a->n_ctx_orig =
         r->present[PL_HP_ROPE_ORIG_CTX] ? (int64_t)r->v[PL_HP_ROPE_ORIG_CTX] : hp->n_ctx_train;
     a->style = hp->arch->recipe.rope_style;
+    a->yarn_no_truncate = yarn && r->v[PL_HP_YARN_TRUNCATE] == 0.0;
     if (!m->rope_long.data != !m->rope_short.data)
         return pl_fail(
             err, PL_ERR_FORMAT, "tensor '%s' is missing: longrope needs both factor sets",
@@ -459,6 +466,8 @@ static pl_status read_block(pl_model *m, const hp_read *r, pl_error *err)
     hp->attn_scale = (float)(1.0 / sqrt(d));
     hp->attn_softcap = (float)r->v[PL_HP_ATTN_SOFTCAP];
     hp->final_softcap = (float)r->v[PL_HP_FINAL_SOFTCAP];
+    hp->logit_scale =
+        pl_arch_key_of_arch(hp->arch, PL_HP_LOGIT_SCALE) ? (float)r->v[PL_HP_LOGIT_SCALE] : 0.0f;
     hp->emb_scale = rc->emb_sqrt ? sqrtf((float)hp->n_embd) : 0.0f;
     /* Granite's multipliers (0 where the architecture has no such key: none) */
     if (r->v[PL_HP_EMBEDDING_SCALE] > 0) hp->emb_scale = (float)r->v[PL_HP_EMBEDDING_SCALE];
@@ -639,8 +648,10 @@ static pl_status bind_arch(pl_model *m, pl_error *err)
     snprintf(r.arch, sizeof r.arch, "%s", arch);
     size_t n_keys;
     const pl_arch_key *keys = pl_arch_keys(&n_keys);
-    for (size_t i = 0; i < n_keys; i++)
-        if ((s = read_key(g, &keys[i], &r, err))) return s;
+    for (size_t i = 0; i < n_keys; i++) /* a common key the architecture redefines: its own */
+        if (pl_arch_key_of_arch(hp->arch, keys[i].hp) == &keys[i] &&
+            (s = read_key(g, &keys[i], &r, err)))
+            return s;
     for (size_t i = 0; i < hp->arch->n_keys; i++)
         if ((s = read_key(g, &hp->arch->keys[i], &r, err))) return s;
     if ((s = check_values(&r, err))) return s;

@@ -90,6 +90,7 @@ typedef struct pl_hparams {
     /* issue 49 (archA): Granite's residual multiplier and logit divisor */
     float residual_scale; /* each branch's output times it before the add (1: none) */
     float logit_div;      /* 0, or the logits divided by it */
+    float logit_scale;    /* 0, or the logits multiplied by it (cohere2, issue 49) */
 } pl_hparams;
 
 struct pl_model {

@@ -222,7 +222,9 @@ static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int6
         memset(o, 0, (size_t)D * sizeof *o);
         return;
     }
-    pl_attn_span_clip(&vr.span, b_first, b_last + 1); /* passes 2 and 3: visible blocks only */
+    pl_attn_span_clip(&vr.span, b_first, b_last + 1);    /* passes 2 and 3: visible blocks only */
+    const float sk = a->sinks ? a->sinks[h] : -INFINITY; /* gpt-oss: the sink joins the max */
+    if (a->sinks && sk > m) m = sk;
 
     /* Pass 2: weights in place of the scores (the max and its ties weigh exactly 1), summed
      * in lane j mod 8; invisible lanes are neither read nor written and add +0. */
@@ -238,7 +240,10 @@ static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int6
         _mm256_maskstore_ps(scratch + j0, vis, e);
         acc = _mm256_add_ps(acc, e);
     }
-    const __m256 sum = _mm256_set1_ps(hsum8(acc));
+    float total = hsum8(acc);
+    if (a->sinks) /* ... and the denominator (ref's rule: at the max it weighs 1) */
+        total += sk == m ? 1.0f : _mm256_cvtss_f32(pl_avx2_exp(_mm256_set1_ps(sk - m)));
+    const __m256 sum = _mm256_set1_ps(total);
 
     /* Pass 3: weighted sum of V rows, 64 dims (8 registers) per sweep over the entries. */
     int64_t d0 = 0;

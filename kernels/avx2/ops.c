@@ -270,3 +270,92 @@ void rope_avx2(float *restrict x, int64_t n_heads, int64_t D, int32_t pos, const
         }
     }
 }
+
+/* ---- issue 49 (cohere2) ---- */
+
+/* The sum over n of f(x[i]) in double, 16 lanes (4 accumulators of 4, element i into
+ * accumulator (i / 4) mod 4 of the 16-element steps), then ((a0 + a1) + (a2 + a3)), lanes
+ * (0 + 1) + (2 + 3), then the last < 16 in order (4 at a time into a0 first): the order is n's
+ * alone. sq: f = (x - c)^2 by FMA, else f = x. */
+static double sum_pd(const float *restrict x, int64_t n, int sq, double c)
+{
+    const __m256d cv = _mm256_set1_pd(c);
+    __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+#define TERM(acc, off)                                                                             \
+    do {                                                                                           \
+        const __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(x + i + (off)));                            \
+        if (sq) {                                                                                  \
+            const __m256d d = _mm256_sub_pd(v, cv);                                                \
+            acc = _mm256_fmadd_pd(d, d, acc);                                                      \
+        } else {                                                                                   \
+            acc = _mm256_add_pd(acc, v);                                                           \
+        }                                                                                          \
+    } while (0)
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        TERM(a0, 0);
+        TERM(a1, 4);
+        TERM(a2, 8);
+        TERM(a3, 12);
+    }
+    for (; i + 4 <= n; i += 4) TERM(a0, 0);
+#undef TERM
+    const __m256d a = _mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3));
+    double l[4];
+    _mm256_storeu_pd(l, a);
+    double s = (l[0] + l[1]) + (l[2] + l[3]);
+    for (; i < n; i++) {
+        const double d = (double)x[i] - (sq ? c : 0.0);
+        s = sq ? fma(d, d, s) : s + d;
+    }
+    return s;
+}
+
+/* y = (x - mean) / sqrt(var + eps) * w: ref's bound (kernels/ref/ops.c).
+ * Why: both sums are in double (sum_pd: relative n 2^-53), the scale in double, and
+ * y = (float)((x - mean) s w) in double: one float rounding. */
+void layernorm_avx2(float *restrict y, const float *restrict x, const float *restrict w, int64_t n,
+                    float eps)
+{
+    if (n <= 0) return;
+    const double mean = sum_pd(x, n, 0, 0.0) / (double)n;
+    const double s = 1.0 / sqrt(sum_pd(x, n, 1, mean) / (double)n + (double)eps);
+    const __m256d mv = _mm256_set1_pd(mean), sv = _mm256_set1_pd(s);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const __m256d xv = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
+        const __m256d wv = _mm256_cvtps_pd(_mm_loadu_ps(w + i));
+        const __m256d d = _mm256_mul_pd(_mm256_sub_pd(xv, mv), sv);
+        _mm_storeu_ps(y + i, _mm256_cvtpd_ps(_mm256_mul_pd(d, wv)));
+    }
+    for (; i < n; i++) y[i] = (float)(((double)x[i] - mean) * s * (double)w[i]);
+}
+
+/* ---- issue 49 (gpt-oss) ---- */
+
+/* g sigmoid(alpha g) (u + 1) with the clamps, 8 elements in the same operations: min/max with
+ * the limit first so that a NaN lane stays NaN (the second operand is returned on NaN). */
+static __m256 swiglu_oai8(__m256 g, __m256 up, __m256 alpha, __m256 lim)
+{
+    g = _mm256_min_ps(lim, g);
+    up = _mm256_max_ps(_mm256_sub_ps(_mm256_setzero_ps(), lim), _mm256_min_ps(lim, up));
+    const __m256 e = pl_avx2_exp(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), alpha), g));
+    const __m256 s = _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    return _mm256_mul_ps(s, _mm256_add_ps(up, _mm256_set1_ps(1.0f)));
+}
+
+/* y = g sigmoid(alpha g) (u + 1): ref's bound (kernels/ref/ops.c).
+ * Why: -alpha g rounds once (u |alpha g|, passed on as w of it), exp within 2.3 u, 1 + e, the
+ * division, u + 1 and the product one rounding each: <= 7.3 u + 4 |alpha g| w u. Below
+ * alpha g = -88.72 exp overflows to +inf and the product is -0. */
+void swiglu_oai_avx2(float *restrict y, const float *restrict gate, const float *restrict up,
+                     int64_t n, float alpha, float limit)
+{
+    const __m256 av = _mm256_set1_ps(alpha), lv = _mm256_set1_ps(limit);
+    for (int64_t i = 0; i < n; i += 8) {
+        const __m256i mask = tail_mask(n - i < 8 ? n - i : 8);
+        const __m256 yv = swiglu_oai8(_mm256_maskload_ps(gate + i, mask),
+                                      _mm256_maskload_ps(up + i, mask), av, lv);
+        _mm256_maskstore_ps(y + i, mask, yv);
+    }
+}

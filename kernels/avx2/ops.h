@@ -8,6 +8,10 @@
 /* ops.c */
 void rmsnorm_avx2(float *restrict y, const float *restrict x, const float *restrict w, int64_t n,
                   float eps);
+void layernorm_avx2(float *restrict y, const float *restrict x, const float *restrict w, int64_t n,
+                    float eps);
+void swiglu_oai_avx2(float *restrict y, const float *restrict gate, const float *restrict up,
+                     int64_t n, float alpha, float limit);
 void rope_avx2(float *restrict x, int64_t n_heads, int64_t D, int32_t pos, const pl_rope_args *a);
 void softmax_avx2(float *restrict y, const float *restrict x, int64_t n);
 void swiglu_avx2(float *restrict y, const float *restrict gate, const float *restrict up,

@@ -213,6 +213,8 @@ typedef struct tile {
     const float *q[QT];
     float *o[QT];
     int32_t qp[QT];
+    int sinks; /* 1: sink[] holds each query's head's sink logit (gpt-oss) */
+    float sink[QT];
 } tile;
 
 static void v_pass(const tile *tl, float *const *e, const uint16_t *const *vis, const float *sum,
@@ -328,7 +330,8 @@ static void attend_tile(const pl_attn_args *a, const tile *tl, int64_t g, float 
         }
         /* the max of the visible scores: exact in any order (NaN scores are not kept, as in
          * ref's first-then-greater rule only when the first is NaN: see below) */
-        const float m = _mm512_reduce_max_ps(mx);
+        float m = _mm512_reduce_max_ps(mx);
+        if (tl->sinks && tl->sink[i] > m) m = tl->sink[i]; /* gpt-oss: the sink joins the max */
         const __m512 mv = _mm512_set1_ps(m);
         __m512 acc = _mm512_setzero_ps();
         FOR_SPAN (&sp, b) {
@@ -342,6 +345,9 @@ static void attend_tile(const pl_attn_args *a, const tile *tl, int64_t g, float 
             acc = _mm512_add_ps(acc, w);
         }
         sum[i] = tree16(acc);
+        if (tl->sinks) /* ... and the denominator (ref's rule: at the max it weighs 1) */
+            sum[i] +=
+                tl->sink[i] == m ? 1.0f : _mm512_cvtss_f32(exp16(_mm512_set1_ps(tl->sink[i] - m)));
     }
 
     /* Pass 3: the weighted sums of V rows. Queries that saw nothing have no visible bits. */
@@ -364,6 +370,8 @@ void attention_avx512(float *restrict out, const pl_attn_args *a, int64_t h0, in
                         tl.q[tl.n] = a->q + (t * a->H + h) * a->D;
                         tl.o[tl.n] = out + (t * a->H + h) * a->D;
                         tl.qp[tl.n] = a->q_pos[t];
+                        tl.sink[tl.n] = a->sinks ? a->sinks[h] : 0.0f;
+                        tl.sinks = a->sinks != NULL;
                         tl.n++;
                     }
                 attend_tile(a, &tl, g, scratch);

@@ -5,7 +5,9 @@
  *     s_j = scale * q[t][h] . k[j][g]            for every entry j visible to t
  *     s_j = softcap * tanh(s_j / softcap)        when softcap != 0 (Gemma 2)
  *     out[t][h] = sum_j exp(s_j - m) v[j][g] / sum_j exp(s_j - m),   m = max_j s_j
- * Visibility is pl_attn_args's rule; a query that sees nothing gets zeros.
+ * Visibility is pl_attn_args's rule; a query that sees nothing gets zeros. With sinks
+ * (gpt-oss), m = max(max_j s_j, sinks[h]) and the denominator gains exp(sinks[h] - m); the
+ * bound gains u sum_j p_j |v_jd| (|sinks[h] - m| + 8) (the sink's weight, rounded as a score's).
  *
  * Bound (u = 2^-24; the contract for every set, checked in conformance/test_attention.c):
  *     |out_d - ref_d| <= u * sum_j p_j |v_jd| * (4 (D + 2) A + |s_j - m| + 2 M + 16) + FLT_MIN
@@ -119,6 +121,8 @@ static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int6
         return;
     }
 
+    if (a->sinks && a->sinks[h] > m) m = a->sinks[h]; /* the sink joins the max (gpt-oss) */
+
     /* Pass 2: unnormalised weights in place of the scores; entries at the max get 1. */
     double sum = 0.0;
     for (int r = 0; r < sp.n; r++)
@@ -128,6 +132,8 @@ static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int6
             scratch[j] = e;
             sum += e;
         }
+    /* a learned sink (gpt-oss): one more term of the denominator, at the max of both */
+    if (a->sinks) sum += a->sinks[h] == m ? 1.0 : exp((double)a->sinks[h] - (double)m);
     const double inv = 1.0 / sum;
 
     /* Pass 3: weighted sum of V rows, ATTN_DCHUNK output dims at a time. */

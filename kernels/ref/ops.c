@@ -128,3 +128,49 @@ void softcap_ref(float *y, const float *x, int64_t n, float cap)
 {
     for (int64_t i = 0; i < n; i++) y[i] = (float)((double)cap * tanh((double)x[i] / (double)cap));
 }
+
+/* ---- issue 49 (cohere2) ---- */
+
+/* y = (x - mean) / sqrt(var + eps) * w, mean and var (the mean of (x - mean)^2) over the row.
+ * Bound: |y - y_ref| <= (n + 8) u (|y_ref| + |w| s_ref max|x|) + FLT_MIN, s_ref =
+ * 1/sqrt(var + eps). Why: the sums run in double (relative n 2^-53 of sum |x| and of the
+ * squares), so x - mean is off by <= n 2^-52 max|x| — which s and w carry into y (the second
+ * term, what a row of nearly equal values amplifies) — and the rest is rounded once to float.
+ * This set: double throughout, in element order, two passes. */
+void layernorm_ref(float *restrict y, const float *restrict x, const float *restrict w, int64_t n,
+                   float eps)
+{
+    if (n <= 0) return;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double)x[i];
+    const double mean = sum / (double)n;
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = (double)x[i] - mean;
+        ss += d * d;
+    }
+    const double s = 1.0 / sqrt(ss / (double)n + (double)eps);
+    for (int64_t i = 0; i < n; i++) y[i] = (float)(((double)x[i] - mean) * s * (double)w[i]);
+}
+
+/* ---- issue 49 (gpt-oss) ---- */
+
+/* y = g sigmoid(alpha g) (u + 1), g = min(gate, limit), u = clamp(up, -limit, limit).
+ * Bound: |y - y_ref| <= (16 + 4 |alpha g| w) u |y_ref| + 2^-120 |u + 1| + FLT_MIN,
+ *     w = 1 / (1 + exp(alpha g)), the share of an error in alpha g that reaches y.
+ * Why: the clamps are exact; u + 1 rounds once (no error grows from it: its inputs are exact);
+ * alpha g rounds in a float set (u |alpha g|, passed on as w of it), exp, 1 + e, the division
+ * and two products round once each, a vector exp a few ulp. A float exp(-alpha g) overflows
+ * below alpha g = -88.7, where |g sigmoid| < 2^-121: such a set may return 0 there.
+ * This set: double throughout, one rounding to float. */
+void swiglu_oai_ref(float *restrict y, const float *restrict gate, const float *restrict up,
+                    int64_t n, float alpha, float limit)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double g = gate[i] > limit ? (double)limit : (double)gate[i];
+        const double u = up[i] > limit ? (double)limit : up[i] < -limit ? -(double)limit : up[i];
+        const double z = (double)alpha * g;
+        const double sig = z >= 0 ? 1.0 / (1.0 + exp(-z)) : exp(z) / (1.0 + exp(z));
+        y[i] = (float)(g * sig * (u + 1.0));
+    }
+}

@@ -81,6 +81,10 @@ void matmul_mxfp4_q8_0_ref(PL_REF_MATMUL_ARGS);
 /* ops.c */
 void rmsnorm_ref(float *restrict y, const float *restrict x, const float *restrict w, int64_t n,
                  float eps);
+void layernorm_ref(float *restrict y, const float *restrict x, const float *restrict w, int64_t n,
+                   float eps);
+void swiglu_oai_ref(float *restrict y, const float *restrict gate, const float *restrict up,
+                    int64_t n, float alpha, float limit);
 void rope_ref(float *restrict x, int64_t n_heads, int64_t D, int32_t pos, const pl_rope_args *a);
 void softmax_ref(float *restrict y, const float *restrict x, int64_t n);
 void moe_route_ref(int32_t *restrict ids, float *restrict w, float *restrict p,

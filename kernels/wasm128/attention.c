@@ -194,7 +194,9 @@ static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int6
         memset(o, 0, (size_t)D * sizeof *o);
         return;
     }
-    pl_attn_span_clip(&sp, b_first, b_last + 1); /* passes 2 and 3: visible blocks only */
+    pl_attn_span_clip(&sp, b_first, b_last + 1);         /* passes 2 and 3: visible blocks only */
+    const float sk = a->sinks ? a->sinks[h] : -INFINITY; /* gpt-oss: the sink joins the max */
+    if (a->sinks && sk > m) m = sk;
 
     /* Pass 2: weights in place of the scores (the max and its ties weigh exactly 1), in
      * double, summed in lane j mod 4; invisible lanes add +0. */
@@ -218,7 +220,12 @@ static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int6
             scratch[j0 + __builtin_ctz(b)] = ev[__builtin_ctz(b)];
         acc = wasm_f32x4_add(acc, e);
     }
-    const v128_t sum = wasm_f32x4_splat(pl_w_hsum(acc));
+    float total = pl_w_hsum(acc);
+    if (a->sinks) /* ... and the denominator (ref's rule: at the max it weighs 1) */
+        total += sk == m ? 1.0f
+                         : (float)wasm_f64x2_extract_lane(
+                               pl_w_exp_f64(wasm_f64x2_splat((double)sk - md)), 0);
+    const v128_t sum = wasm_f32x4_splat(total);
 
     /* Pass 3: weighted sum of V rows, 32 dims (8 vectors) per sweep over the entries. */
     int64_t d0 = 0;

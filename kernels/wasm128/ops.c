@@ -247,3 +247,90 @@ void softcap_wasm128(float *y, const float *x, int64_t n, float cap)
     for (; i + 4 <= n; i += 4) wasm_v128_store(y + i, softcap4(wasm_v128_load(x + i), c));
     if (i < n) store_part(y + i, softcap4(load_part(x + i, n - i), c), n - i);
 }
+
+/* ---- issue 49 (cohere2) ---- */
+
+/* The sum over n of f(x[i]) in double, 4 x 2 lanes (8 elements per step, chunk i into
+ * accumulator i mod 4), then ((a0 + a1) + (a2 + a3)), lane 0 + lane 1, then the last < 8 in
+ * order: the order is n's alone. sq: f = (x - c)^2, else f = x. */
+static double sum_f64(const float *restrict x, int64_t n, int sq, double c)
+{
+    const v128_t cv = wasm_f64x2_splat(c);
+    v128_t a[4] = {wasm_f64x2_splat(0.0), wasm_f64x2_splat(0.0), wasm_f64x2_splat(0.0),
+                   wasm_f64x2_splat(0.0)};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const v128_t v0 = wasm_v128_load(x + i), v1 = wasm_v128_load(x + i + 4);
+        const v128_t d[4] = {pl_w_lo_f64(v0), pl_w_hi_f64(v0), pl_w_lo_f64(v1), pl_w_hi_f64(v1)};
+        for (int k = 0; k < 4; k++) {
+            if (sq) {
+                const v128_t e = wasm_f64x2_sub(d[k], cv);
+                a[k] = wasm_f64x2_add(a[k], wasm_f64x2_mul(e, e));
+            } else {
+                a[k] = wasm_f64x2_add(a[k], d[k]);
+            }
+        }
+    }
+    const v128_t t = wasm_f64x2_add(wasm_f64x2_add(a[0], a[1]), wasm_f64x2_add(a[2], a[3]));
+    double s = wasm_f64x2_extract_lane(t, 0) + wasm_f64x2_extract_lane(t, 1);
+    for (; i < n; i++) {
+        const double e = (double)x[i] - (sq ? c : 0.0);
+        s += sq ? e * e : e;
+    }
+    return s;
+}
+
+/* y = (x - mean) / sqrt(var + eps) * w: ref's bound (kernels/ref/ops.c).
+ * Why: both sums in double (sum_f64: relative n 2^-53), the scale in double, and
+ * y = (float)((x - mean) s w) in double: one float rounding. */
+void layernorm_wasm128(float *restrict y, const float *restrict x, const float *restrict w,
+                       int64_t n, float eps)
+{
+    if (n <= 0) return;
+    const double mean = sum_f64(x, n, 0, 0.0) / (double)n;
+    const double s = 1.0 / sqrt(sum_f64(x, n, 1, mean) / (double)n + (double)eps);
+    const v128_t mv = wasm_f64x2_splat(mean), sv = wasm_f64x2_splat(s);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const v128_t xv = wasm_v128_load(x + i), wv = wasm_v128_load(w + i);
+        const v128_t lo = wasm_f64x2_mul(wasm_f64x2_mul(wasm_f64x2_sub(pl_w_lo_f64(xv), mv), sv),
+                                         pl_w_lo_f64(wv));
+        const v128_t hi = wasm_f64x2_mul(wasm_f64x2_mul(wasm_f64x2_sub(pl_w_hi_f64(xv), mv), sv),
+                                         pl_w_hi_f64(wv));
+        wasm_v128_store(y + i, pl_w_to_f32(lo, hi));
+    }
+    for (; i < n; i++) y[i] = (float)(((double)x[i] - mean) * s * (double)w[i]);
+}
+
+/* ---- issue 49 (gpt-oss) ---- */
+
+/* y = g sigmoid(alpha g) (u + 1), g = min(gate, limit), u = clamp(up, -limit, limit): ref's
+ * bound (kernels/ref/ops.c). The clamps in float by comparisons (a NaN lane stays NaN), the rest
+ * in f64x2 lanes with one rounding to float, as swiglu's. */
+void swiglu_oai_wasm128(float *restrict y, const float *restrict gate, const float *restrict up,
+                        int64_t n, float alpha, float limit)
+{
+    const v128_t lim = wasm_f32x4_splat(limit), nlim = wasm_f32x4_splat(-limit);
+    const v128_t ad = wasm_f64x2_splat((double)alpha), one = wasm_f64x2_splat(1.0);
+    for (int64_t i = 0; i < n; i += 4) {
+        const int64_t k = n - i < 4 ? n - i : 4;
+        v128_t g = k == 4 ? wasm_v128_load(gate + i) : load_part(gate + i, k);
+        v128_t u = k == 4 ? wasm_v128_load(up + i) : load_part(up + i, k);
+        g = wasm_v128_bitselect(lim, g, wasm_f32x4_gt(g, lim));
+        u = wasm_v128_bitselect(lim, u, wasm_f32x4_gt(u, lim));
+        u = wasm_v128_bitselect(nlim, u, wasm_f32x4_lt(u, nlim));
+        v128_t r[2];
+        for (int h = 0; h < 2; h++) {
+            const v128_t gd = h ? pl_w_hi_f64(g) : pl_w_lo_f64(g);
+            const v128_t ud = h ? pl_w_hi_f64(u) : pl_w_lo_f64(u);
+            const v128_t e = pl_w_exp_f64(wasm_f64x2_neg(wasm_f64x2_mul(ad, gd)));
+            r[h] =
+                wasm_f64x2_mul(wasm_f64x2_div(gd, wasm_f64x2_add(one, e)), wasm_f64x2_add(ud, one));
+        }
+        const v128_t yv = pl_w_to_f32(r[0], r[1]);
+        if (k == 4)
+            wasm_v128_store(y + i, yv);
+        else
+            store_part(y + i, yv, k);
+    }
+}

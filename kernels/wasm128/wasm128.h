@@ -45,6 +45,10 @@ void matmul_bf16_wasm128(PL_WASM128_MATMUL_ARGS);
 void quantize_row_q8_0_wasm128(void *restrict y, const float *restrict x, int64_t n);
 void quantize_row_q8_k_wasm128(void *restrict y, const float *restrict x, int64_t n);
 /* ops.c */
+void layernorm_wasm128(float *restrict y, const float *restrict x, const float *restrict w,
+                       int64_t n, float eps);
+void swiglu_oai_wasm128(float *restrict y, const float *restrict gate, const float *restrict up,
+                        int64_t n, float alpha, float limit);
 void rmsnorm_wasm128(float *restrict y, const float *restrict x, const float *restrict w, int64_t n,
                      float eps);
 void rope_wasm128(float *restrict x, int64_t n_heads, int64_t D, int32_t pos,
