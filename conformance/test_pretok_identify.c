@@ -196,7 +196,15 @@ static void identify_ignore_merges_moot_where_merges_build_every_token(void)
         {"{\"ignore_merges\":true,\"vocab\":{\"a\":0,\"aa\":1,\"aaa\":2},"
          "\"merges\":[\"a a\",\"aa a\"]}",
          "gpt-4o"},
-        {"{\"ignore_merges\":true}", "no merges to check"},
+        {"{\"ignore_merges\":true}", "no vocab and merges it can check"},
+        /* hostile: an empty key, a merge that is a number, one of three parts, vocab a list */
+        {"{\"ignore_merges\":true,\"vocab\":{\"\":0,\"a\":1},\"merges\":[]}", "gpt-4o"},
+        {"{\"ignore_merges\":true,\"vocab\":{\"ab\":0},\"merges\":[1]}",
+         "no vocab and merges it can check"},
+        {"{\"ignore_merges\":true,\"vocab\":{\"ab\":0},\"merges\":[[\"a\",\"b\",\"c\"]]}",
+         "no vocab and merges it can check"},
+        {"{\"ignore_merges\":true,\"vocab\":[\"a\"],\"merges\":[]}",
+         "no vocab and merges it can check"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_error_t je;

@@ -4,6 +4,7 @@
  * and the literal characters are taken as one). */
 #include "pretok_id.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -220,6 +221,7 @@ static pl_status merges_build_every_token(const json_t *tok, int *all, const cha
         } else {
             goto done; /* not merges plumb reads: nothing is proven (convert refuses them later) */
         }
+        if (la > SIZE_MAX / 4 || lb > SIZE_MAX / 4) goto done; /* keeps the sums below exact */
         size_t len = b ? la + 1 + lb : la;
         if (len > key_cap) {
             char *q = pl_realloc(key, len);
@@ -241,6 +243,7 @@ static pl_status merges_build_every_token(const json_t *tok, int *all, const cha
     json_object_keylen_foreach((json_t *)vocab, k, klen, val)
     {
         if (s) break;
+        if (klen > SIZE_MAX / 16) goto done; /* keeps the sizes below exact */
         if (klen + 1 > start_cap || 2 * klen + 1 > key_cap) {
             size_t *q = pl_realloc(start, (klen + 1) * sizeof *start);
             if (q) start = q, start_cap = klen + 1;
@@ -346,13 +349,13 @@ pl_status pl_pretok_identify(const json_t *tok, const char *file, const struct p
             *out = form_norm ? form_norm : form_only;
             return PL_OK;
         }
-        return pl_fail(err, PL_ERR_UNSUPPORTED,
-                       "%s: model.ignore_merges is %s, but the '%s' pre-tokenizer implies %s, and "
-                       "it matters: %s%.*s%s",
-                       file, ignore ? "true" : "false", form_only->name, ignore ? "false" : "true",
-                       bad ? "the merges do not build the token '" : "no merges to check",
-                       bad ? (int)(bad_len < 48 ? bad_len : 48) : 0, bad ? bad : "",
-                       bad ? "' whole" : "");
+        return pl_fail(
+            err, PL_ERR_UNSUPPORTED,
+            "%s: model.ignore_merges is %s, but the '%s' pre-tokenizer implies %s, and "
+            "it matters: %s%.*s%s",
+            file, ignore ? "true" : "false", form_only->name, ignore ? "false" : "true",
+            bad ? "the merges do not build the token '" : "no vocab and merges it can check",
+            bad ? (int)(bad_len < 48 ? bad_len : 48) : 0, bad ? bad : "", bad ? "' whole" : "");
     }
     return pl_fail(err, PL_ERR_UNSUPPORTED,
                    "%s: pre_tokenizer [%s%s%.60s] is not one plumb knows (known: %s)", file, f.what,
