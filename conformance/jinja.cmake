@@ -11,3 +11,9 @@ add_executable(jinja_render jinja_render.c)
 target_include_directories(jinja_render PRIVATE ${PROJECT_SOURCE_DIR}/engine)
 target_compile_options(jinja_render PRIVATE ${PLUMB_WARNINGS})
 target_link_libraries(jinja_render PRIVATE plumb)
+# gpt-oss's harmony template taken from a GGUF's tokenizer.chat_template by the chat path, its
+# end-of-generation tokens (<|return|>, <|call|>, <|endoftext|>; not <|end|>)
+plumb_test(test_jinja_harmony LABELS unit conformance SOURCES test_jinja_harmony.c tokfix.c)
+target_link_libraries(test_jinja_harmony PRIVATE plumb_synth)
+target_compile_definitions(test_jinja_harmony PRIVATE
+  PLUMB_JINJA_CORPUS="${CMAKE_CURRENT_SOURCE_DIR}/jinja")

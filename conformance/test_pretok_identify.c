@@ -168,6 +168,68 @@ static void identify_accepts_removed_inverted_only_without_gaps(void)
     json_decref(t);
 }
 
+/* gpt-oss's tokenizer.json is the o200k form with ignore_merges true; the 'gpt-4o' entry (as
+ * llama.cpp's) applies merges. The flag is moot where the merges build every token whole (then a
+ * word that is a token comes out whole either way), which identification checks; where one token
+ * is not built, the flag changes ids and the file is refused naming it. */
+static void identify_ignore_merges_moot_where_merges_build_every_token(void)
+{
+    const char *dir = getenv("PLUMB_TEST_DATA");
+    TU_CHECK(dir != NULL, "PLUMB_TEST_DATA is not set");
+    if (!dir) return;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tokparity/pretok/gpt-4o.json", dir);
+    static const struct {
+        const char *model, *want; /* want: the name, or a phrase of the refusal */
+    } cases[] = {
+        {"{\"ignore_merges\":true,\"vocab\":{\"a\":0,\"b\":1,\"c\":2,\"ab\":3,\"abc\":4,"
+         "\"\u0120\":5,\"\u0120a\":6},\"merges\":[\"a b\",\"ab c\",[\"\u0120\",\"a\"]]}",
+         "gpt-4o"},
+        /* b c (rank 0) first: [a, bc], and no merge joins those: 'abc' is not built */
+        {"{\"ignore_merges\":true,\"vocab\":{\"a\":0,\"b\":1,\"c\":2,\"ab\":3,\"abc\":4,"
+         "\"bc\":5},\"merges\":[\"b c\",\"a b\",\"ab c\"]}",
+         "do not build the token 'abc' whole"},
+        /* equal pairs: the leftmost first, a a | a -> [aa, a]; 'aaa' needs aa a */
+        {"{\"ignore_merges\":true,\"vocab\":{\"a\":0,\"aa\":1,\"aaa\":2},"
+         "\"merges\":[\"a a\",\"a aa\"]}",
+         "do not build the token 'aaa' whole"},
+        {"{\"ignore_merges\":true,\"vocab\":{\"a\":0,\"aa\":1,\"aaa\":2},"
+         "\"merges\":[\"a a\",\"aa a\"]}",
+         "gpt-4o"},
+        {"{\"ignore_merges\":true}", "no vocab and merges it can check"},
+        /* hostile: an empty key, a merge that is a number, one of three parts, vocab a list */
+        {"{\"ignore_merges\":true,\"vocab\":{\"\":0,\"a\":1},\"merges\":[]}", "gpt-4o"},
+        {"{\"ignore_merges\":true,\"vocab\":{\"ab\":0},\"merges\":[1]}",
+         "no vocab and merges it can check"},
+        {"{\"ignore_merges\":true,\"vocab\":{\"ab\":0},\"merges\":[[\"a\",\"b\",\"c\"]]}",
+         "no vocab and merges it can check"},
+        {"{\"ignore_merges\":true,\"vocab\":[\"a\"],\"merges\":[]}",
+         "no vocab and merges it can check"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_error_t je;
+        json_t *t = json_load_file(path, 0, &je), *m = json_loads(cases[i].model, 0, &je);
+        TU_CHECK(t != NULL && m != NULL, "%s / case %zu: %s", path, i, je.text);
+        if (!t || !m) {
+            json_decref(t);
+            json_decref(m);
+            continue;
+        }
+        json_object_set_new(t, "model", m);
+        const struct pl_pretok_def *d = NULL;
+        pl_error err = {0};
+        pl_status st = pl_pretok_identify(t, path, &d, &err);
+        if (strcmp(cases[i].want, "gpt-4o") == 0)
+            TU_CHECK(st == PL_OK && d && strcmp(d->name, "gpt-4o") == 0, "case %zu: %s (%s)", i,
+                     d ? d->name : "nothing", err.msg);
+        else
+            TU_CHECK(st == PL_ERR_UNSUPPORTED && d == NULL && strstr(err.msg, cases[i].want) &&
+                         strstr(err.msg, "ignore_merges is true"),
+                     "case %zu: %d '%s' (want '%s')", i, st, err.msg, cases[i].want);
+        json_decref(t);
+    }
+}
+
 /* normalizer: absent, null or an empty Sequence is none; one form alone or as a Sequence's
  * only entry is that form; anything else is refused. */
 static void normalizer_forms(void)
@@ -240,6 +302,8 @@ int main(void)
         {"identify_refuses_forms_it_does_not_run", identify_refuses_forms_it_does_not_run},
         {"identify_accepts_removed_inverted_only_without_gaps",
          identify_accepts_removed_inverted_only_without_gaps},
+        {"identify_ignore_merges_moot_where_merges_build_every_token",
+         identify_ignore_merges_moot_where_merges_build_every_token},
         {"normalizer_forms", normalizer_forms},
         {"names_list_every_entry_and_refusals_say_why",
          names_list_every_entry_and_refusals_say_why},

@@ -45,6 +45,7 @@ tokparity_vocab(qwen3)
 tokparity_vocab(claude)
 tokparity_vocab(gpt4)
 tokparity_vocab(gpt4o)
+tokparity_vocab(gptoss)
 tokparity_vocab(deepseek_v3)
 
 add_test(NAME tokparity_npm_setup COMMAND bash ${TOKPARITY_DIR}/npm_setup.sh ${TOKPARITY_NPM}

@@ -4,6 +4,7 @@
  * and the literal characters are taken as one). */
 #include "pretok_id.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -187,6 +188,109 @@ pl_status pl_tok_json_norm(const json_t *tok, const char *file, int *norm, pl_er
                    file);
 }
 
+/* Does BPE over model.merges (lowest rank first, the leftmost among equals, as the tokenizers
+ * library merges) build every key of model.vocab whole from its characters? Then
+ * model.ignore_merges changes no tokenization: a word that is a token comes out whole with merges
+ * applied too (tiktoken-derived vocabularies: gpt-oss's o200k declares ignore_merges, llama.cpp's
+ * gpt-4o applies merges, and both give the same ids). *all = 0 and *bad the first key it does not
+ * build (NULL when vocab or merges are not there to check). */
+static pl_status merges_build_every_token(const json_t *tok, int *all, const char **bad,
+                                          size_t *bad_len, pl_error *err)
+{
+    *all = 0;
+    *bad = NULL;
+    *bad_len = 0;
+    const json_t *model = json_object_get(tok, "model");
+    const json_t *vocab = json_object_get(model, "vocab"),
+                 *merges = json_object_get(model, "merges");
+    if (!json_is_object(vocab) || !json_is_array(merges)) return PL_OK;
+    json_t *rank = json_object();
+    char *key = NULL;
+    size_t *start = NULL, key_cap = 0, start_cap = 0;
+    pl_status s = PL_OK;
+    if (!rank) return pl_fail(err, PL_ERR_NOMEM, "no memory for the merge ranks");
+    for (size_t i = 0; i < json_array_size(merges) && !s; i++) {
+        const json_t *m = json_array_get(merges, i), *a = NULL, *b = NULL;
+        size_t la = 0, lb = 0;
+        if (json_is_string(m)) {
+            a = m, la = json_string_length(m);
+        } else if (json_is_array(m) && json_array_size(m) == 2 &&
+                   json_is_string(json_array_get(m, 0)) && json_is_string(json_array_get(m, 1))) {
+            a = json_array_get(m, 0), b = json_array_get(m, 1);
+            la = json_string_length(a), lb = json_string_length(b);
+        } else {
+            goto done; /* not merges plumb reads: nothing is proven (convert refuses them later) */
+        }
+        if (la > SIZE_MAX / 4 || lb > SIZE_MAX / 4) goto done; /* keeps the sums below exact */
+        size_t len = b ? la + 1 + lb : la;
+        if (len > key_cap) {
+            char *q = pl_realloc(key, len);
+            if (!q) {
+                s = pl_fail(err, PL_ERR_NOMEM, "no memory for the merge ranks");
+                break;
+            }
+            key = q, key_cap = len;
+        }
+        memcpy(key, json_string_value(a), la);
+        if (b) key[la] = ' ', memcpy(key + la + 1, json_string_value(b), lb);
+        if (!json_object_getn(rank, key, len) &&
+            json_object_setn_new(rank, key, len, json_integer((json_int_t)i)))
+            s = pl_fail(err, PL_ERR_NOMEM, "no memory for the merge ranks");
+    }
+    const char *k;
+    size_t klen;
+    json_t *val;
+    json_object_keylen_foreach((json_t *)vocab, k, klen, val)
+    {
+        if (s) break;
+        if (klen > SIZE_MAX / 16) goto done; /* keeps the sizes below exact */
+        if (klen + 1 > start_cap || 2 * klen + 1 > key_cap) {
+            size_t *q = pl_realloc(start, (klen + 1) * sizeof *start);
+            if (q) start = q, start_cap = klen + 1;
+            char *c = q ? pl_realloc(key, 2 * klen + 1) : NULL;
+            if (c) key = c, key_cap = 2 * klen + 1;
+            if (!q || !c) {
+                s = pl_fail(err, PL_ERR_NOMEM, "no memory to check the merges");
+                break;
+            }
+        }
+        size_t n = 0; /* the parts: [start[i], start[i + 1]) */
+        for (size_t i = 0; i < klen; n++) {
+            start[n] = i;
+            unsigned char c = (unsigned char)k[i];
+            size_t step = c < 0xC0 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+            i += step < klen - i ? step : klen - i;
+        }
+        start[n] = klen;
+        while (n > 1) {
+            size_t best = n;
+            json_int_t best_rank = 0;
+            for (size_t i = 0; i + 1 < n; i++) {
+                size_t la = start[i + 1] - start[i], lb = start[i + 2] - start[i + 1];
+                memcpy(key, k + start[i], la);
+                key[la] = ' ';
+                memcpy(key + la + 1, k + start[i + 1], lb);
+                const json_t *r = json_object_getn(rank, key, la + 1 + lb);
+                if (r && (best == n || json_integer_value(r) < best_rank))
+                    best = i, best_rank = json_integer_value(r);
+            }
+            if (best == n) break;
+            memmove(start + best + 1, start + best + 2, (n - best - 1) * sizeof *start);
+            n--;
+        }
+        if (n > 1) {
+            *bad = k, *bad_len = klen;
+            goto done;
+        }
+    }
+    if (!s) *all = 1;
+done:
+    pl_free(start);
+    pl_free(key);
+    json_decref(rank);
+    return s;
+}
+
 pl_status pl_pretok_identify(const json_t *tok, const char *file, const struct pl_pretok_def **out,
                              pl_error *err)
 {
@@ -209,7 +313,7 @@ pl_status pl_pretok_identify(const json_t *tok, const char *file, const struct p
     int norm;
     if ((s = pl_tok_json_norm(tok, file, &norm, err))) return s;
     size_t n;
-    const struct pl_pretok_def *tab = pl_pretok_table(&n), *form_only = NULL;
+    const struct pl_pretok_def *tab = pl_pretok_table(&n), *form_only = NULL, *form_norm = NULL;
     int gap_at = -1; /* a Removed-inverted step whose regex leaves gaps */
     for (size_t i = 0; i < n; i++) {
         if (!same_steps(&f, &tab[i])) continue;
@@ -221,6 +325,7 @@ pl_status pl_pretok_identify(const json_t *tok, const char *file, const struct p
             }
         if (!gapless) continue;
         if (!form_only) form_only = &tab[i];
+        if (!form_norm && tab[i].norm == norm) form_norm = &tab[i];
         if (tab[i].ignore_merges != ignore) continue;
         if (tab[i].norm == norm) {
             *out = &tab[i];
@@ -234,10 +339,24 @@ pl_status pl_pretok_identify(const json_t *tok, const char *file, const struct p
                        "%s: Split '%.48s' (Removed, inverted) drops the text its regex does not "
                        "match, and it does not match every character: plumb keeps every byte",
                        file, f.step[gap_at]);
-    if (form_only)
-        return pl_fail(err, PL_ERR_UNSUPPORTED,
-                       "%s: model.ignore_merges is %s, but the '%s' pre-tokenizer implies %s", file,
-                       ignore ? "true" : "false", form_only->name, ignore ? "false" : "true");
+    if (form_only) {
+        /* ignore_merges is moot where the merges build every token: take the form's entry */
+        int all;
+        const char *bad;
+        size_t bad_len;
+        if ((s = merges_build_every_token(tok, &all, &bad, &bad_len, err))) return s;
+        if (all) {
+            *out = form_norm ? form_norm : form_only;
+            return PL_OK;
+        }
+        return pl_fail(
+            err, PL_ERR_UNSUPPORTED,
+            "%s: model.ignore_merges is %s, but the '%s' pre-tokenizer implies %s, and "
+            "it matters: %s%.*s%s",
+            file, ignore ? "true" : "false", form_only->name, ignore ? "false" : "true",
+            bad ? "the merges do not build the token '" : "no vocab and merges it can check",
+            bad ? (int)(bad_len < 48 ? bad_len : 48) : 0, bad ? bad : "", bad ? "' whole" : "");
+    }
     return pl_fail(err, PL_ERR_UNSUPPORTED,
                    "%s: pre_tokenizer [%s%s%.60s] is not one plumb knows (known: %s)", file, f.what,
                    f.n && f.step[0] != pl_pretok_bytelevel ? ": " : "",

@@ -703,24 +703,31 @@ static void add_eog(struct pl_tokenizer *t, int32_t id)
 
 /* llama.cpp's end-of-generation set (llama-vocab.cpp): eos, eot, eom and every control token
  * with one of these names, so that a model whose eos is <|im_end|> still ends at <|endoftext|>.
- * As there, <|end|> is not an end where <|return|> and <|call|> exist (gpt-oss's harmony). */
+ * As there, <|end|> is not an end where <|return|> and <|call|> exist (gpt-oss's harmony, where
+ * <|end|> closes every message, the analysis included), even as the eot token it is found as:
+ * gpt-oss ends at <|return|>, <|call|> and <|endoftext|>. */
 static void collect_eog(struct pl_tokenizer *t)
 {
     static const char *const names[] = {"<|eot_id|>",    "<|im_end|>",      "<|end|>",
                                         "<|return|>",    "<|call|>",        "<end_of_turn>",
                                         "<|endoftext|>", "<|eom_id|>",      "<EOT>",
                                         "_<EOT>",        "<|end_of_text|>", "<end_of_utterance>"};
-    const char *const ret[] = {"<|return|>", NULL}, *const call[] = {"<|call|>", NULL};
-    int harmony = find_control(t, ret) >= 0 && find_control(t, call) >= 0;
+    const char *const ret[] = {"<|return|>", NULL}, *const call[] = {"<|call|>", NULL},
+                      *const end[] = {"<|end|>", NULL};
+    int32_t not_an_end =
+        find_control(t, ret) >= 0 && find_control(t, call) >= 0 ? find_control(t, end) : -1;
     t->n_eog = 0;
-    add_eog(t, t->eos);
-    add_eog(t, t->eot);
-    add_eog(t, t->eom);
+    int32_t ids[3 + sizeof names / sizeof names[0]];
+    size_t n = 0;
+    ids[n++] = t->eos;
+    ids[n++] = t->eot;
+    ids[n++] = t->eom;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (harmony && strcmp(names[i], "<|end|>") == 0) continue;
         const char *const one[] = {names[i], NULL};
-        add_eog(t, find_control(t, one));
+        ids[n++] = find_control(t, one);
     }
+    for (size_t i = 0; i < n; i++)
+        if (not_an_end < 0 || ids[i] != not_an_end) add_eog(t, ids[i]);
 }
 
 static pl_status load_specials_and_flags(struct loader *L)
