@@ -34,3 +34,7 @@ set_property(TEST test_oracle APPEND PROPERTY ENVIRONMENT
   "PLUMB_ORACLE_DIR=${CMAKE_CURRENT_SOURCE_DIR}/oracle"
   "PLUMB_ORACLE_HF=${PROJECT_SOURCE_DIR}/models/plumb-en-8m-hf"
   "PLUMB_TOK_HF=${CMAKE_CURRENT_SOURCE_DIR}/data/hf")
+# tokenizer.model (SentencePiece's protobuf): the wire reader on hostile bytes, what is refused by
+# name, and parity with sentencepiece 0.2.2's own ids on the fixtures of data/spm.
+plumb_test(test_spm_model LABELS unit conformance quick
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_spm_model.c)

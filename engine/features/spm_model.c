@@ -40,12 +40,12 @@ static pl_status get_varint(rd *r, uint64_t *out, const char *what, pl_error *er
 {
     const uint8_t *start = r->p;
     uint64_t v = 0;
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0;; i++) {
         if (r->p >= r->end)
             return pl_fail(err, PL_ERR_FORMAT, FILE_NAME ": %s (a varint at byte %zu) is cut short",
                            what, off(r, start));
         const uint8_t b = *r->p++;
-        if (i == 9 && b > 1)
+        if (i == 9 && b > 1) /* more bytes, or bits past 63 */
             return pl_fail(err, PL_ERR_FORMAT,
                            FILE_NAME ": %s (a varint at byte %zu) is over 64 bits", what,
                            off(r, start));
@@ -55,8 +55,6 @@ static pl_status get_varint(rd *r, uint64_t *out, const char *what, pl_error *er
             return PL_OK;
         }
     }
-    return pl_fail(err, PL_ERR_FORMAT, FILE_NAME ": %s (a varint at byte %zu) is over 10 bytes",
-                   what, off(r, start));
 }
 
 /* The next field of the message: tag, then its value (a length-delimited value must lie inside
@@ -344,7 +342,7 @@ static int byte_piece(const pl_spm_piece *p)
     static const char hex[] = "0123456789ABCDEF";
     if (p->len != 6 || memcmp(p->text, "<0x", 3) != 0 || p->text[5] != '>') return -1;
     const char *hi = memchr(hex, p->text[3], 16), *lo = memchr(hex, p->text[4], 16);
-    if (!hi || !lo || !p->text[3] || !p->text[4]) return -1;
+    if (!hi || !lo) return -1;
     return (int)(hi - hex) * 16 + (int)(lo - hex);
 }
 
