@@ -9,7 +9,8 @@ plumb_test(test_convert LABELS unit conformance
 target_link_libraries(test_convert PRIVATE plumb_synth)
 set_property(TEST test_convert APPEND PROPERTY ENVIRONMENT "PLUMB_CLI=$<TARGET_FILE:plumb_cli>")
 # SentencePiece-style tokenizer.json and --vocab-only: keys, merge-rank scores, types, the ids,
-# refusals, allocation failure, the CLI the parity harness (tokparity.cmake) drives.
+# refusals, allocation failure, the CLI the parity harness (tokparity.cmake) drives;
+# tokenizer.model alone: pieces, scores, types, ids, refusals, a whole checkpoint, the CLI.
 plumb_test(test_convert_spm LABELS unit conformance
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_convert_spm.c)
 set_property(TEST test_convert_spm APPEND PROPERTY ENVIRONMENT "PLUMB_CLI=$<TARGET_FILE:plumb_cli>")
