@@ -426,7 +426,7 @@ static void model_refusals_name_what(void)
     static const struct {
         const char *name;
         void (*extra)(pb_buf *);
-        int added_json;  /* an added_tokens.json beside it */
+        int added_json;  /* an added_tokens.json beside it: 1 <pad> at 5, 2 <pad> at 300 */
         int no_model;    /* no tokenizer.model either */
         int rows;        /* config.json vocab_size (0: none) */
         const char *dec; /* added_tokens_decoder JSON */
@@ -435,7 +435,10 @@ static void model_refusals_name_what(void)
     } cases[] = {
         {"none", NULL, 0, 1, 0, NULL, PL_ERR_NOT_FOUND, "tokenizer.json is missing (and no "},
         {"unigram", x_unigram, 0, 0, 0, NULL, PL_ERR_UNSUPPORTED, "a unigram model"},
-        {"added-json", NULL, 1, 0, 0, NULL, PL_ERR_UNSUPPORTED, "added_tokens.json"},
+        {"added-json", NULL, 1, 0, 0, NULL, PL_ERR_FORMAT,
+         "added_tokens.json: '<pad>' is id 5, which is already '<0x02>'"},
+        {"added-json-rows", NULL, 2, 0, 300, NULL, PL_ERR_FORMAT,
+         "added_tokens.json: token id 300 has no row in the embedding (300 rows"},
         {"rows", NULL, 0, 0, 100, NULL, PL_ERR_FORMAT, "token id 264 has no row"},
         {"dec-text", NULL, 0, 0, 0, "{\"5\": {\"content\": \"x\"}}", PL_ERR_FORMAT,
          "piece 5 of tokenizer.model is '<0x02>'"},
@@ -451,7 +454,8 @@ static void model_refusals_name_what(void)
         mkdir(dir, 0755);
         if (!cases[i].no_model) write_model(dir, cases[i].extra);
         if (cases[i].added_json)
-            write_json(dir, "added_tokens.json", json_pack("{s:i}", "<pad>", 265));
+            write_json(dir, "added_tokens.json",
+                       json_pack("{s:i}", "<pad>", cases[i].added_json == 1 ? 5 : 300));
         if (cases[i].rows)
             write_json(dir, "config.json", json_pack("{s:i}", "vocab_size", cases[i].rows));
         if (cases[i].dec)
@@ -467,8 +471,9 @@ static void model_refusals_name_what(void)
 }
 
 /* A whole checkpoint (the transformers-made tiny llama of data/hf, 409 embedding rows) with
- * tokenizer.model instead of tokenizer.json: tokenizer_config.json's added_tokens_decoder adds
- * <pad> at 300 past the 265 pieces; the rest are [PADn]; the model loads and runs. */
+ * tokenizer.model instead of tokenizer.json: added_tokens.json adds <pad> at 300 and <extra2>
+ * at 303 past the 265 pieces (user-defined), tokenizer_config.json's added_tokens_decoder makes
+ * <pad> control and adds <extra> at 301; the rest are [PADn]; the model loads and runs. */
 static void model_full_checkpoint_converts_and_pads_to_embedding_rows(void)
 {
     const char *data = getenv("PLUMB_TEST_DATA");
@@ -483,6 +488,7 @@ static void model_full_checkpoint_converts_and_pads_to_embedding_rows(void)
              dir);
     TU_CHECK(system(cmd) == 0, "%s", cmd);
     write_model(dir, NULL);
+    write_json(dir, "added_tokens.json", json_pack("{s:i,s:i}", "<pad>", 300, "<extra2>", 303));
     write_json(dir, "tokenizer_config.json",
                json_pack("{s:s,s:{s:{s:s,s:b},s:{s:s,s:b},s:{s:s,s:b}}}", "pad_token", "<pad>",
                          "added_tokens_decoder", "0", "content", "<unk>", "special", 1, "300",
@@ -505,7 +511,10 @@ static void model_full_checkpoint_converts_and_pads_to_embedding_rows(void)
     s = pl_tokenize(m, "ab a<extra>", 11, PL_TOKENIZE_ADD_BOS, ids, 8, &n, &err);
     TU_CHECK(s == PL_OK && n == 4 && ids[0] == 1 && ids[1] == 264 && ids[2] == 262 && ids[3] == 301,
              "'ab a<extra>' -> %s, %zu ids", pl_status_str(s), n);
-    pl_str t302 = pl_vocab_token_text(m, 302);
+    pl_str t302 = pl_vocab_token_text(m, 302), t303 = pl_vocab_token_text(m, 303);
+    TU_CHECK(pl_vocab_token_type(m, 303) == PL_TOKEN_USER_DEFINED && t303.len == 8 &&
+                 memcmp(t303.ptr, "<extra2>", 8) == 0,
+             "added_tokens.json's <extra2>: type %d", pl_vocab_token_type(m, 303));
     TU_CHECK(pl_vocab_n_tokens(m) == 409 && pl_vocab_pad(m) == 300 && pl_vocab_bos(m) == 1 &&
                  pl_vocab_eos(m) == 2 && pl_vocab_unk(m) == 0 &&
                  pl_vocab_token_type(m, 300) == PL_TOKEN_CONTROL &&

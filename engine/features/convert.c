@@ -664,6 +664,7 @@ typedef struct vocab {
     /* tokenizer.model (read_model_vocab): the token texts (NUL-terminated), and the special ids
      * its trainer_spec names (bos, eos, pad, unk; -1: none), used where no JSON file names one */
     char *arena;
+    json_t *added_json; /* added_tokens.json beside tokenizer.model: its keys are token texts */
     int from_model;
     int64_t model_id[4];
 } vocab;
@@ -676,6 +677,7 @@ static void vocab_free(vocab *v)
     pl_free(v->score);
     pl_free(v->pad);
     pl_free(v->arena);
+    json_decref(v->added_json);
     for (uint64_t i = 0; v->merge_own && i < v->n_merges; i++) pl_free(v->merge_own[i]);
     pl_free(v->merge_own);
     pl_free(v->merges);
@@ -1024,25 +1026,22 @@ static pl_status read_vocab(vocab *v, const jfile *f, int64_t n_rows, pl_error *
 
 /* tokenizer.model's pieces as the vocabulary (a checkpoint without tokenizer.json), as llama.cpp's
  * converter lays out a SentencePiece model: the pieces with their scores and sentencepiece's
- * types (unknown, control, user-defined, byte; normal otherwise), then tokenizer_config.json's
- * added_tokens_decoder past the pieces (special: control, else user-defined, score -1000), then
- * [PADn] (unused, score -10000) up to n_rows. An added token at a piece's id must be that piece;
- * the piece's type stays (sentencepiece's, which the parity test follows). What plumb's encoder
+ * types (unknown, control, user-defined, byte; normal otherwise), then added_tokens.json's
+ * tokens past the pieces (user-defined, score -1000) and tokenizer_config.json's
+ * added_tokens_decoder (special: control, else user-defined), then [PADn] (unused, score
+ * -10000) up to n_rows. An added token at a piece's id must be that piece; the piece's type
+ * stays (sentencepiece's, which the parity test follows). What plumb's encoder
  * would not compute as sentencepiece does is refused (spm_model.c). */
 static pl_status read_model_vocab(vocab *v, const char *dir, const jfile *tc, int64_t n_rows,
                                   pl_error *err)
 {
     const char *file = "tokenizer.model";
-    char *path = pl_join_path(dir, "added_tokens.json");
-    if (!path) return pl_fail(err, PL_ERR_NOMEM, "no memory for a path");
+    jfile added = {0};
+    pl_status s = read_json(&added, dir, "added_tokens.json", 0, 0, err);
+    if (s) return s;
+    v->added_json = added.root; /* freed with v */
+    char *path;
     struct stat sb;
-    const int has_added = stat(path, &sb) == 0;
-    pl_free(path);
-    if (has_added)
-        return pl_fail(err, PL_ERR_UNSUPPORTED,
-                       "%s: added_tokens.json beside tokenizer.model is not read (plumb takes "
-                       "added tokens from tokenizer_config.json's added_tokens_decoder)",
-                       dir);
     if (!(path = pl_join_path(dir, file)))
         return pl_fail(err, PL_ERR_NOMEM, "no memory for a path");
     if (stat(path, &sb) != 0) {
@@ -1051,7 +1050,7 @@ static pl_status read_model_vocab(vocab *v, const char *dir, const jfile *tc, in
                        file);
     }
     pl_mapping map;
-    pl_status s = pl_map_file(&map, path, err);
+    s = pl_map_file(&map, path, err);
     pl_free(path);
     if (s) return s;
     pl_spm_model m;
@@ -1061,7 +1060,7 @@ static pl_status read_model_vocab(vocab *v, const char *dir, const jfile *tc, in
     }
     const json_t *dec = tc->root ? json_object_get(tc->root, "added_tokens_decoder") : NULL;
     int64_t max_id = (int64_t)m.n_pieces - 1;
-    const char *key;
+    const char *max_src = file, *key;
     json_t *val;
     uint64_t text_bytes = 0;
     if ((s = pl_spm_model_check(&m, file, err))) goto done;
@@ -1069,6 +1068,19 @@ static pl_status read_model_vocab(vocab *v, const char *dir, const jfile *tc, in
         s = pl_fail(err, PL_ERR_TYPE, "%s: added_tokens_decoder is %s, not an object", tc->name,
                     pl_json_kind(dec));
         goto done;
+    }
+    json_object_foreach(added.root, key, val)
+    {
+        if (!json_is_integer(val) || json_integer_value(val) < 0 ||
+            json_integer_value(val) >= PL_GGUF_MAX_ARRAY) {
+            s = pl_fail(err, PL_ERR_FORMAT, "%s: '%.40s' is not an id in 0..%u", added.name, key,
+                        PL_GGUF_MAX_ARRAY - 1);
+            goto done;
+        }
+        if (json_integer_value(val) > max_id) {
+            max_id = json_integer_value(val);
+            max_src = added.name;
+        }
     }
     json_object_foreach((json_t *)dec, key, val)
     {
@@ -1081,14 +1093,17 @@ static pl_status read_model_vocab(vocab *v, const char *dir, const jfile *tc, in
                         tc->name, key);
             goto done;
         }
-        if (id > max_id) max_id = id;
+        if (id > max_id) {
+            max_id = id;
+            max_src = tc->name;
+        }
     }
     if (n_rows <= 0) n_rows = max_id + 1; /* vocabulary only, no config.json */
     if (max_id >= n_rows) {
         s = pl_fail(err, PL_ERR_FORMAT,
                     "%s: token id %lld has no row in the embedding (%lld rows, config.json "
                     "vocab_size)",
-                    m.n_pieces > n_rows ? file : tc->name, (long long)max_id, (long long)n_rows);
+                    max_src, (long long)max_id, (long long)n_rows);
         goto done;
     }
     v->n = (uint64_t)n_rows;
@@ -1120,6 +1135,23 @@ static pl_status read_model_vocab(vocab *v, const char *dir, const jfile *tc, in
         v->score[i] = p->score;
         if (p->type == PL_SPM_UNKNOWN) v->model_id[3] = i;
         a += p->len + 1;
+    }
+    /* added_tokens.json (as llama.cpp's converter reads it: user-defined, score -1000), then
+     * added_tokens_decoder, which may make them control */
+    json_object_foreach(added.root, key, val)
+    {
+        const int64_t id = json_integer_value(val);
+        const size_t len = strlen(key);
+        if (v->tok[id] && (v->len[id] != len || memcmp(v->tok[id], key, len) != 0)) {
+            s = pl_fail(err, PL_ERR_FORMAT, "%s: '%.40s' is id %lld, which is already '%.40s'",
+                        added.name, key, (long long)id, v->tok[id]);
+            goto done;
+        }
+        if (id < (int64_t)m.n_pieces) continue; /* the piece itself: its type stays */
+        v->tok[id] = key;
+        v->len[id] = len;
+        v->type[id] = TT_USER_DEFINED;
+        v->score[id] = -1000.0f;
     }
     json_object_foreach((json_t *)dec, key, val)
     {
