@@ -313,11 +313,13 @@ pl_status pl_spm_model_parse(pl_spm_model *m, const void *data, size_t size, pl_
         return pl_fail(err, PL_ERR_NOMEM, "no memory for %llu pieces", (unsigned long long)n);
     /* Pass 2: the fields. */
     r = top;
+    s = PL_OK;
     while (r.p < r.end && !s) {
         if ((s = next_field(&r, &f, "ModelProto", err))) break;
-        if (f.num == 1)
-            s = parse_piece(&top, &f, &m->pieces[m->n_pieces], m->n_pieces, err), m->n_pieces++;
-        else if (f.num == 2)
+        if (f.num == 1) { /* pass 1 counted them: n_pieces stays below n */
+            s = parse_piece(&top, &f, &m->pieces[m->n_pieces], m->n_pieces, err);
+            m->n_pieces++;
+        } else if (f.num == 2)
             s = parse_trainer(m, &top, &f, err);
         else if (f.num == 3)
             s = parse_norm(&m->norm, &top, &f, "normalizer_spec", err);
