@@ -362,6 +362,11 @@ static void x_user_prefix(pb_buf *b)
 {
     pb_piece(b, "<mask>", 0, 4);
 }
+static void x_user_meta(pb_buf *b)
+{
+    pb_piece(b, "\xe2\x96\x81\xe2\x96\x81", 0, 4);
+    norm_int(b, 3, 0);
+}
 static void x_user_no_prefix(pb_buf *b)
 {
     pb_piece(b, "<mask>", 0, 4);
@@ -390,6 +395,8 @@ static void check_refuses_by_name(void)
         {x_denorm, PL_ERR_UNSUPPORTED, "denormalizer_spec 'nfkc_cf'"},
         {x_unused, PL_ERR_UNSUPPORTED, "typed unused"},
         {x_user_prefix, PL_ERR_UNSUPPORTED, "user-defined pieces with"},
+        {x_user_meta, PL_ERR_UNSUPPORTED,
+         "user-defined piece 265 '\xe2\x96\x81\xe2\x96\x81' holds U+2581"},
         {x_lower_byte, PL_ERR_FORMAT, "'<0xab>' is typed byte"},
         {x_bad_byte, PL_ERR_FORMAT, "'<0x4G>' is typed byte"},
         {x_two_unk, PL_ERR_FORMAT, "2 pieces are typed unknown"},

@@ -430,7 +430,17 @@ pl_status pl_spm_model_check(const pl_spm_model *m, const char *file, pl_error *
         const pl_spm_piece *p = &m->pieces[i];
         const int show = (int)(p->len < 40 ? p->len : 40);
         if (p->type == PL_SPM_UNKNOWN) n_unk++;
-        if (p->type == PL_SPM_USER_DEFINED) n_user++;
+        if (p->type == PL_SPM_USER_DEFINED) {
+            n_user++;
+            for (uint32_t k = 0; k + 3 <= p->len; k++)
+                if (memcmp(p->text + k, "\xe2\x96\x81", 3) == 0)
+                    return pl_fail(err, PL_ERR_UNSUPPORTED,
+                                   "%s: user-defined piece %u '%.*s' holds U+2581: sentencepiece "
+                                   "finds it in the text after spaces became U+2581, plumb's "
+                                   "splitter in the raw text (and its merges would not take it "
+                                   "leftmost-longest)",
+                                   file, i, show, p->text);
+        }
         if (p->type == PL_SPM_UNUSED)
             return pl_fail(err, PL_ERR_UNSUPPORTED,
                            "%s: piece %u '%.*s' is typed unused, which sentencepiece's BPE "
