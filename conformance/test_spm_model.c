@@ -367,6 +367,23 @@ static void x_user_meta(pb_buf *b)
     pb_piece(b, "\xe2\x96\x81\xe2\x96\x81", 0, 4);
     norm_int(b, 3, 0);
 }
+static void x_user_overlap(pb_buf *b)
+{
+    pb_piece(b, "<ab", 0, 4);
+    pb_piece(b, "b>", 0, 4);
+    norm_int(b, 3, 0);
+}
+static void x_user_runs(pb_buf *b)
+{
+    pb_piece(b, "\n\n", 0, 4);
+    pb_piece(b, "\n\n\n", 0, 4);
+    pb_piece(b, "\t\t", 0, 4);
+    pb_piece(b, "<tr>", 0, 4);
+    pb_piece(b, "<td>", 0, 4);
+    pb_piece(b, "\xc2\xa0\xc2\xa0", 0, 4);
+    pb_piece(b, "\xc2\xa0\xc2\xa0\xc2\xa0", 0, 4);
+    norm_int(b, 3, 0);
+}
 static void x_user_no_prefix(pb_buf *b)
 {
     pb_piece(b, "<mask>", 0, 4);
@@ -384,6 +401,7 @@ static void check_refuses_by_name(void)
     } cases[] = {
         {NULL, PL_OK, NULL},
         {x_user_no_prefix, PL_OK, NULL},
+        {x_user_runs, PL_OK, NULL},
         {x_unigram, PL_ERR_UNSUPPORTED, "a unigram model"},
         {x_word, PL_ERR_UNSUPPORTED, "a word model"},
         {x_char, PL_ERR_UNSUPPORTED, "a char model"},
@@ -395,6 +413,7 @@ static void check_refuses_by_name(void)
         {x_denorm, PL_ERR_UNSUPPORTED, "denormalizer_spec 'nfkc_cf'"},
         {x_unused, PL_ERR_UNSUPPORTED, "typed unused"},
         {x_user_prefix, PL_ERR_UNSUPPORTED, "user-defined pieces with"},
+        {x_user_overlap, PL_ERR_UNSUPPORTED, "user-defined pieces 265 '<ab' and 266 'b>' overlap"},
         {x_user_meta, PL_ERR_UNSUPPORTED,
          "user-defined piece 265 '\xe2\x96\x81\xe2\x96\x81' holds U+2581"},
         {x_lower_byte, PL_ERR_FORMAT, "'<0xab>' is typed byte"},
@@ -600,6 +619,7 @@ static void parse_and_check_survive_allocation_failure(void)
 {
     pb_buf b = {0};
     pb_small_model(&b);
+    x_user_runs(&b); /* user-defined pieces: the overlap check allocates too */
     pl_error err = {0};
     pl_spm_model m;
     tu_alloc_fail_at(0, 0);
@@ -608,7 +628,7 @@ static void parse_and_check_survive_allocation_failure(void)
     uint64_t n = tu_alloc_count();
     tu_alloc_reset();
     if (!s) pl_spm_model_free(&m);
-    TU_CHECK(s == PL_OK && n == 2, "without failures -> %s, %llu allocations", pl_status_str(s),
+    TU_CHECK(s == PL_OK && n == 3, "without failures -> %s, %llu allocations", pl_status_str(s),
              (unsigned long long)n);
     for (uint64_t k = 1; k <= n; k++) {
         tu_alloc_fail_at(k, 0);

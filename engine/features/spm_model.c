@@ -379,6 +379,61 @@ static pl_status check_unique(const pl_spm_model *m, const char *file, pl_error 
     return s;
 }
 
+/* 1 if p[0..n) is one character repeated (a run of spaces, newlines, tabs). */
+static int one_char_run(const char *p, uint32_t n)
+{
+    size_t c = pl_utf8_char((const unsigned char *)p, n);
+    if (!c || n % c) return 0;
+    for (uint32_t k = c; k < n; k += (uint32_t)c)
+        if (memcmp(p + k, p, c) != 0) return 0;
+    return 1;
+}
+
+/* Two user-defined pieces where a proper suffix of one is a proper prefix of the other ("ab",
+ * "bcd"): sentencepiece takes them leftmost-longest ("abcd" -> ab c d), plumb's splitter the
+ * longest first (a bcd), as llama.cpp's does. Runs of one same character ("\n\n", "\n\n\n")
+ * overlap but split alike either way (greedy from the left). PL_ERR_UNSUPPORTED naming a pair. */
+static pl_status check_user_overlaps(const pl_spm_model *m, uint32_t n_user, const char *file,
+                                     pl_error *err)
+{
+    uint32_t *ud = pl_malloc((size_t)n_user * sizeof *ud);
+    uint32_t first[257] = {0}; /* by first byte: ud[first[b] .. first[b + 1]) */
+    if (!ud) return pl_fail(err, PL_ERR_NOMEM, "no memory for %u user-defined pieces", n_user);
+    for (uint32_t i = 0; i < m->n_pieces; i++)
+        if (m->pieces[i].type == PL_SPM_USER_DEFINED)
+            first[(unsigned char)m->pieces[i].text[0] + 1]++;
+    for (int b = 0; b < 256; b++) first[b + 1] += first[b];
+    uint32_t fill[256];
+    memcpy(fill, first, sizeof fill);
+    for (uint32_t i = 0; i < m->n_pieces; i++)
+        if (m->pieces[i].type == PL_SPM_USER_DEFINED)
+            ud[fill[(unsigned char)m->pieces[i].text[0]]++] = i;
+    pl_status s = PL_OK;
+    for (uint32_t x = 0; x < n_user && !s; x++) {
+        const pl_spm_piece *a = &m->pieces[ud[x]];
+        for (uint32_t k = 1; k < a->len && !s; k++) {
+            const unsigned char c = (unsigned char)a->text[k];
+            for (uint32_t y = first[c]; y < first[c + 1]; y++) {
+                const pl_spm_piece *b = &m->pieces[ud[y]];
+                const uint32_t l = a->len - k; /* the overlap */
+                if (b == a || l >= b->len || memcmp(a->text + k, b->text, l) != 0) continue;
+                /* two runs that overlap are runs of the same character (UTF-8: a
+                 * continuation byte never equals a lead byte, so k is a boundary) */
+                if (one_char_run(a->text, a->len) && one_char_run(b->text, b->len)) continue;
+                s = pl_fail(err, PL_ERR_UNSUPPORTED,
+                            "%s: user-defined pieces %u '%.*s' and %u '%.*s' overlap: "
+                            "sentencepiece splits them leftmost-longest, plumb's splitter "
+                            "longest first",
+                            file, ud[x], (int)(a->len < 40 ? a->len : 40), a->text, ud[y],
+                            (int)(b->len < 40 ? b->len : 40), b->text);
+                break;
+            }
+        }
+    }
+    pl_free(ud);
+    return s;
+}
+
 pl_status pl_spm_model_check(const pl_spm_model *m, const char *file, pl_error *err)
 {
     static const char *const kinds[] = {"", "unigram", "BPE", "word", "char"};
@@ -474,6 +529,8 @@ pl_status pl_spm_model_check(const pl_spm_model *m, const char *file, pl_error *
                        "sentencepiece puts the dummy U+2581 only at the start of the text, "
                        "llama.cpp's and plumb's encoders also after each user-defined piece",
                        file);
+    pl_status s;
+    if (n_user > 1 && (s = check_user_overlaps(m, n_user, file, err))) return s;
     const int32_t ids[3] = {m->bos_id, m->eos_id, m->pad_id};
     static const char *const id_names[3] = {"bos_id", "eos_id", "pad_id"};
     for (int i = 0; i < 3; i++)

@@ -71,10 +71,10 @@ void pl_spm_model_free(pl_spm_model *m);
  * sentencepiece's BPE model does; PL_ERR_UNSUPPORTED naming what it does not (a unigram, word or
  * char model; a normalizer with a precompiled_charsmap, named; remove_extra_whitespaces;
  * escape_whitespaces off; treat_whitespace_as_suffix; a denormalizer; unused pieces;
- * user-defined pieces with add_dummy_prefix, or holding U+2581); PL_ERR_FORMAT for what sentencepiece refuses too
- * (no unknown piece or two, a piece text twice, byte pieces that are not <0xXX> or byte_fallback
- * without all 256 of them or byte pieces without byte_fallback, special ids past the pieces).
- * file names the file in messages. */
+ * user-defined pieces with add_dummy_prefix, or holding U+2581, or overlapping another);
+ * PL_ERR_FORMAT for what sentencepiece refuses too (no unknown piece or two, a piece text twice,
+ * byte pieces that are not <0xXX> or byte_fallback without all 256 of them or byte pieces without
+ * byte_fallback, special ids past the pieces). file names the file in messages. */
 pl_status pl_spm_model_check(const pl_spm_model *m, const char *file, pl_error *err);
 
 #endif
