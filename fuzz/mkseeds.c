@@ -950,7 +950,10 @@ static void spm_model_seeds(void)
 
     pb_small_model(&b);
     pb_str(&n, 1, "nmt_nfkc");
-    pb_bytes(&n, 2, "\x08\x00\x00\x00\x01\x02\x03\x04" "abcd", 12);
+    pb_bytes(&n, 2,
+             "\x08\x00\x00\x00\x01\x02\x03\x04"
+             "abcd",
+             12);
     pb_int(&n, 4, 1);
     pb_msg(&b, 3, &n);
     spm_put("nfkc-charsmap", &b);
@@ -976,7 +979,10 @@ static void spm_model_seeds(void)
 
     pb_small_model(&b);
     pb_str(&n, 1, "nfkc_cf");
-    pb_bytes(&n, 2, "\x04\x00\x00\x00" "abcd", 8);
+    pb_bytes(&n, 2,
+             "\x04\x00\x00\x00"
+             "abcd",
+             8);
     pb_msg(&b, 5, &n);
     spm_put("denormalizer", &b);
 
@@ -991,6 +997,43 @@ static void spm_model_seeds(void)
     pb_small_model(&b);
     b.n -= 7;
     spm_put("cut-short", &b);
+
+    /* user-defined pieces without the dummy prefix: runs of one character (taken), two that
+     * overlap, one holding U+2581 (both refused); a BOS id past the pieces; a piece too long */
+    pb_small_model(&b);
+    pb_int(&n, 3, 0);
+    pb_msg(&b, 3, &n);
+    pb_piece(&b, "\n\n", 0, 4);
+    pb_piece(&b, "\n\n\n", 0, 4);
+    pb_piece(&b, "\xc2\xa0\xc2\xa0", 0, 4);
+    spm_put("user-defined-runs", &b);
+
+    pb_small_model(&b);
+    pb_int(&n, 3, 0);
+    pb_msg(&b, 3, &n);
+    pb_piece(&b, "<ab", 0, 4);
+    pb_piece(&b, "b>", 0, 4);
+    spm_put("user-defined-overlap", &b);
+
+    pb_small_model(&b);
+    pb_int(&n, 3, 0);
+    pb_msg(&b, 3, &n);
+    pb_piece(&b, "\xe2\x96\x81\xe2\x96\x81", 0, 4);
+    spm_put("user-defined-meta", &b);
+
+    pb_small_model(&b);
+    pb_int(&t, 41, 400);
+    pb_msg(&b, 2, &t);
+    spm_put("bos-past-pieces", &b);
+
+    pb_small_model(&b);
+    {
+        char big[4098];
+        memset(big, 'a', 4097);
+        big[4097] = 0;
+        pb_piece(&b, big, 0, 1);
+    }
+    spm_put("piece-too-long", &b);
 }
 
 int main(int argc, char **argv)
