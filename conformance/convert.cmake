@@ -9,7 +9,8 @@ plumb_test(test_convert LABELS unit conformance
 target_link_libraries(test_convert PRIVATE plumb_synth)
 set_property(TEST test_convert APPEND PROPERTY ENVIRONMENT "PLUMB_CLI=$<TARGET_FILE:plumb_cli>")
 # SentencePiece-style tokenizer.json and --vocab-only: keys, merge-rank scores, types, the ids,
-# refusals, allocation failure, the CLI the parity harness (tokparity.cmake) drives.
+# refusals, allocation failure, the CLI the parity harness (tokparity.cmake) drives;
+# tokenizer.model alone: pieces, scores, types, ids, refusals, a whole checkpoint, the CLI.
 plumb_test(test_convert_spm LABELS unit conformance
   SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_convert_spm.c)
 set_property(TEST test_convert_spm APPEND PROPERTY ENVIRONMENT "PLUMB_CLI=$<TARGET_FILE:plumb_cli>")
@@ -34,3 +35,7 @@ set_property(TEST test_oracle APPEND PROPERTY ENVIRONMENT
   "PLUMB_ORACLE_DIR=${CMAKE_CURRENT_SOURCE_DIR}/oracle"
   "PLUMB_ORACLE_HF=${PROJECT_SOURCE_DIR}/models/plumb-en-8m-hf"
   "PLUMB_TOK_HF=${CMAKE_CURRENT_SOURCE_DIR}/data/hf")
+# tokenizer.model (SentencePiece's protobuf): the wire reader on hostile bytes, what is refused by
+# name, and parity with sentencepiece 0.2.2's own ids on the fixtures of data/spm.
+plumb_test(test_spm_model LABELS unit conformance quick
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_spm_model.c)

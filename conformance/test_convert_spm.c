@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "plumb.h"
+#include "spm_pb.h"
 #include "testutil.h"
 
 static char root[64];
@@ -329,6 +330,257 @@ static void spm_cli_vocab_only_and_tokenize_batch(void)
              want);
 }
 
+/* ---- tokenizer.model (no tokenizer.json) ---- */
+
+/* dir/tokenizer.model: spm_pb.h's small model, with extra fields appended (later ones win). */
+static void write_model(const char *dir, void (*extra)(pb_buf *))
+{
+    char path[512];
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/tokenizer.model", dir);
+    pb_buf b = {0};
+    pb_small_model(&b);
+    if (extra) extra(&b);
+    FILE *f = fopen(path, "wb");
+    TU_CHECK(f && fwrite(b.p, 1, b.n, f) == b.n, "cannot write %s", path);
+    if (f) fclose(f);
+    free(b.p);
+}
+
+/* A folder holding only tokenizer.model (and tokenizer_config.json naming nothing): the
+ * vocabulary, scores and types as sentencepiece has them, the ids from trainer_spec, BOS added
+ * (transformers' LlamaTokenizer default), the dummy prefix from normalizer_spec. */
+static void model_vocab_only_writes_pieces_scores_types_and_ids(void)
+{
+    char dir[256], out[300];
+    snprintf(dir, sizeof dir, "%s/model", root);
+    snprintf(out, sizeof out, "%s/model.gguf", root);
+    write_model(dir, NULL);
+    write_json(dir, "tokenizer_config.json",
+               json_pack("{s:s}", "tokenizer_class", "LlamaTokenizer"));
+    pl_error err = {0};
+    pl_convert_stats st;
+    pl_status s = convert_vocab(dir, out, &st, &err);
+    TU_CHECK(s == PL_OK && st.n_vocab == 265 && strcmp(st.pre, "default") == 0,
+             "convert -> %s (%s), %llu tokens", pl_status_str(s), err.msg,
+             (unsigned long long)st.n_vocab);
+    pl_gguf *g = NULL;
+    if (s || pl_gguf_open(&g, out, &err) != PL_OK) return;
+    pl_str model = {0};
+    pl_gguf_array scores = {0}, types = {0};
+    int prefix = 0, add_bos = 0;
+    uint32_t bos = 0, eos = 0, unk = 9;
+    pl_gguf_get_string(g, "tokenizer.ggml.model", &model, NULL);
+    pl_gguf_get_array(g, "tokenizer.ggml.scores", &scores, NULL);
+    pl_gguf_get_array(g, "tokenizer.ggml.token_type", &types, NULL);
+    pl_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &prefix, NULL);
+    pl_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &add_bos, NULL);
+    pl_gguf_get_u32(g, "tokenizer.ggml.bos_token_id", &bos, NULL);
+    pl_gguf_get_u32(g, "tokenizer.ggml.eos_token_id", &eos, NULL);
+    pl_gguf_get_u32(g, "tokenizer.ggml.unknown_token_id", &unk, NULL);
+    TU_CHECK(model.len == 5 && memcmp(model.ptr, "llama", 5) == 0, "model '%.*s'", (int)model.len,
+             model.ptr);
+    TU_CHECK(prefix == 1 && add_bos == 1 && bos == 1 && eos == 2 && unk == 0 &&
+                 pl_gguf_find_key(g, "tokenizer.ggml.padding_token_id") < 0 &&
+                 pl_gguf_find_key(g, "tokenizer.ggml.merges") < 0,
+             "prefix %d add_bos %d bos %u eos %u unk %u", prefix, add_bos, bos, eos, unk);
+    static const float want_score[6] = {-1, -2, -3, 0, -1, -2};
+    int bad = 0;
+    for (uint32_t i = 0; i < 265; i++) {
+        float sc = 1;
+        int32_t ty = 0;
+        pl_gguf_array_elem(&scores, i, &sc, NULL);
+        pl_gguf_array_elem(&types, i, &ty, NULL);
+        const int32_t wt = i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1;
+        const float ws = i < 259 ? 0 : want_score[i - 259];
+        if (ty != wt || sc != ws) {
+            if (bad++ < 3) fprintf(stderr, "  token %u: type %d score %g\n", i, ty, (double)sc);
+        }
+    }
+    TU_CHECK(bad == 0, "%d tokens with another type or score than the piece", bad);
+    pl_gguf_free(g);
+    pl_model *m = NULL;
+    pl_model_params mp = {.flags = PL_MODEL_VOCAB_ONLY};
+    if ((s = pl_model_load(&m, out, &mp, &err))) {
+        TU_CHECK(0, "load -> %s (%s)", pl_status_str(s), err.msg);
+        return;
+    }
+    int32_t ids[8];
+    size_t n = 0;
+    s = pl_tokenize(m, "ab a", 4, PL_TOKENIZE_ADD_BOS, ids, 8, &n, &err);
+    TU_CHECK(s == PL_OK && n == 3 && ids[0] == 1 && ids[1] == 264 && ids[2] == 262,
+             "'ab a' -> %s, %zu ids", pl_status_str(s), n);
+    pl_model_free(m);
+}
+
+static void x_unigram(pb_buf *b)
+{
+    pb_buf t = {0};
+    pb_int(&t, 3, 1);
+    pb_msg(b, 2, &t);
+}
+
+/* What the tokenizer.model path refuses, by name. */
+static void model_refusals_name_what(void)
+{
+    static const struct {
+        const char *name;
+        void (*extra)(pb_buf *);
+        int added_json;  /* an added_tokens.json beside it: 1 <pad> at 5, 2 <pad> at 300 */
+        int no_model;    /* no tokenizer.model either */
+        int rows;        /* config.json vocab_size (0: none) */
+        const char *dec; /* added_tokens_decoder JSON */
+        pl_status want;
+        const char *needle;
+    } cases[] = {
+        {"none", NULL, 0, 1, 0, NULL, PL_ERR_NOT_FOUND, "tokenizer.json is missing (and no "},
+        {"unigram", x_unigram, 0, 0, 0, NULL, PL_ERR_UNSUPPORTED, "a unigram model"},
+        {"added-json", NULL, 1, 0, 0, NULL, PL_ERR_FORMAT,
+         "added_tokens.json: '<pad>' is id 5, which is already '<0x02>'"},
+        {"added-json-rows", NULL, 2, 0, 300, NULL, PL_ERR_FORMAT,
+         "added_tokens.json: token id 300 has no row in the embedding (300 rows"},
+        {"rows", NULL, 0, 0, 100, NULL, PL_ERR_FORMAT, "token id 264 has no row"},
+        {"dec-text", NULL, 0, 0, 0, "{\"5\": {\"content\": \"x\"}}", PL_ERR_FORMAT,
+         "piece 5 of tokenizer.model is '<0x02>'"},
+        {"dec-id", NULL, 0, 0, 0, "{\"x5\": {\"content\": \"x\"}}", PL_ERR_FORMAT,
+         "added_tokens_decoder['x5']"},
+        {"dec-dup", NULL, 0, 0, 0, "{\"270\": {\"content\": \"ab\"}}", PL_ERR_FORMAT,
+         "are both 'ab'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char dir[256], out[300];
+        snprintf(dir, sizeof dir, "%s/model-%s", root, cases[i].name);
+        snprintf(out, sizeof out, "%s/model-%s.gguf", root, cases[i].name);
+        mkdir(dir, 0755);
+        if (!cases[i].no_model) write_model(dir, cases[i].extra);
+        if (cases[i].added_json)
+            write_json(dir, "added_tokens.json",
+                       json_pack("{s:i}", "<pad>", cases[i].added_json == 1 ? 5 : 300));
+        if (cases[i].rows)
+            write_json(dir, "config.json", json_pack("{s:i}", "vocab_size", cases[i].rows));
+        if (cases[i].dec)
+            write_json(
+                dir, "tokenizer_config.json",
+                json_pack("{s:o}", "added_tokens_decoder", json_loads(cases[i].dec, 0, NULL)));
+        pl_error err = {0};
+        pl_status s = convert_vocab(dir, out, NULL, &err);
+        TU_CHECK(s == cases[i].want && strstr(err.msg, cases[i].needle) && access(out, F_OK) != 0,
+                 "%s -> %s (%s), want %s '%s'", cases[i].name, pl_status_str(s), err.msg,
+                 pl_status_str(cases[i].want), cases[i].needle);
+    }
+}
+
+/* A whole checkpoint (the transformers-made tiny llama of data/hf, 409 embedding rows) with
+ * tokenizer.model instead of tokenizer.json: added_tokens.json adds <pad> at 300 and <extra2>
+ * at 303 past the 265 pieces (user-defined), tokenizer_config.json's added_tokens_decoder makes
+ * <pad> control and adds <extra> at 301; the rest are [PADn]; the model loads and runs. */
+static void model_full_checkpoint_converts_and_pads_to_embedding_rows(void)
+{
+    const char *data = getenv("PLUMB_TEST_DATA");
+    if (!data) {
+        fprintf(stderr, "PLUMB_TEST_DATA not set: skipped\n");
+        return;
+    }
+    char dir[256], out[300], cmd[800];
+    snprintf(dir, sizeof dir, "%s/model-llama", root);
+    snprintf(out, sizeof out, "%s/model-llama.gguf", root);
+    snprintf(cmd, sizeof cmd, "cp -r '%s/hf/llama-bf16' '%s' && rm '%s/tokenizer.json'", data, dir,
+             dir);
+    TU_CHECK(system(cmd) == 0, "%s", cmd);
+    write_model(dir, NULL);
+    write_json(dir, "added_tokens.json", json_pack("{s:i,s:i}", "<pad>", 300, "<extra2>", 303));
+    write_json(dir, "tokenizer_config.json",
+               json_pack("{s:s,s:{s:{s:s,s:b},s:{s:s,s:b},s:{s:s,s:b}}}", "pad_token", "<pad>",
+                         "added_tokens_decoder", "0", "content", "<unk>", "special", 1, "300",
+                         "content", "<pad>", "special", 1, "301", "content", "<extra>", "special",
+                         0));
+    pl_error err = {0};
+    pl_convert_stats st;
+    pl_convert_params p = {.ftype = PL_FTYPE_F32, .stats = &st};
+    pl_status s = pl_convert_hf(dir, out, &p, &err);
+    TU_CHECK(s == PL_OK && st.n_vocab == 409 && st.n_tensors > 0 && strcmp(st.arch, "llama") == 0,
+             "convert -> %s (%s), %llu tokens", pl_status_str(s), err.msg,
+             (unsigned long long)st.n_vocab);
+    if (s) return;
+    pl_model *m = NULL;
+    s = pl_model_load(&m, out, NULL, &err);
+    TU_CHECK(s == PL_OK, "load -> %s (%s)", pl_status_str(s), err.msg);
+    if (s) return;
+    int32_t ids[8];
+    size_t n = 0;
+    s = pl_tokenize(m, "ab a<extra>", 11, PL_TOKENIZE_ADD_BOS, ids, 8, &n, &err);
+    TU_CHECK(s == PL_OK && n == 4 && ids[0] == 1 && ids[1] == 264 && ids[2] == 262 && ids[3] == 301,
+             "'ab a<extra>' -> %s, %zu ids", pl_status_str(s), n);
+    pl_str t302 = pl_vocab_token_text(m, 302), t303 = pl_vocab_token_text(m, 303);
+    TU_CHECK(pl_vocab_token_type(m, 303) == PL_TOKEN_USER_DEFINED && t303.len == 8 &&
+                 memcmp(t303.ptr, "<extra2>", 8) == 0,
+             "added_tokens.json's <extra2>: type %d", pl_vocab_token_type(m, 303));
+    TU_CHECK(pl_vocab_n_tokens(m) == 409 && pl_vocab_pad(m) == 300 && pl_vocab_bos(m) == 1 &&
+                 pl_vocab_eos(m) == 2 && pl_vocab_unk(m) == 0 &&
+                 pl_vocab_token_type(m, 300) == PL_TOKEN_CONTROL &&
+                 pl_vocab_token_type(m, 301) == PL_TOKEN_USER_DEFINED &&
+                 pl_vocab_token_type(m, 0) == PL_TOKEN_UNKNOWN &&
+                 pl_vocab_token_type(m, 302) == PL_TOKEN_UNUSED && t302.len == 8 &&
+                 memcmp(t302.ptr, "[PAD302]", 8) == 0,
+             "vocabulary: %d tokens, pad %d, types %d %d %d", pl_vocab_n_tokens(m), pl_vocab_pad(m),
+             pl_vocab_token_type(m, 300), pl_vocab_token_type(m, 301), pl_vocab_token_type(m, 302));
+    pl_model_free(m);
+}
+
+/* plumb convert --vocab-only on a folder that has only tokenizer.model, then tokenize --batch. */
+static void model_cli_vocab_only_and_tokenize(void)
+{
+    const char *cli = getenv("PLUMB_CLI");
+    if (!cli) {
+        fprintf(stderr, "PLUMB_CLI not set: skipped\n");
+        return;
+    }
+    char dir[256], cmd[1400], log[300];
+    snprintf(dir, sizeof dir, "%s/model-cli", root);
+    snprintf(log, sizeof log, "%s/model-cli.log", root);
+    write_model(dir, NULL);
+    snprintf(cmd, sizeof cmd,
+             "'%s' convert --vocab-only '%s' '%s/model-cli.gguf' >/dev/null && printf 'ab a\\0c' "
+             "| '%s' tokenize -m '%s/model-cli.gguf' -f - --batch --no-bos >'%s'",
+             cli, dir, root, cli, root, log);
+    int rc = system(cmd);
+    FILE *f = fopen(log, "rb");
+    char text[512] = "";
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = 0;
+    if (f) fclose(f);
+    const char *want = "264 262\t2061622061\n259 102\t2063\n";
+    TU_CHECK(rc == 0 && strcmp(text, want) == 0, "exit %d, output \"%s\", want \"%s\"", rc, text,
+             want);
+}
+
+/* Allocation N fails (transient, then persistent): PL_ERR_NOMEM and nothing written. */
+static void model_vocab_only_survives_allocation_failure(void)
+{
+    char dir[256], out[300];
+    snprintf(dir, sizeof dir, "%s/model-alloc", root);
+    snprintf(out, sizeof out, "%s/model-alloc.gguf", root);
+    write_model(dir, NULL);
+    pl_error err = {0};
+    tu_alloc_fail_at(0, 0);
+    pl_status s = convert_vocab(dir, out, NULL, &err);
+    uint64_t n = tu_alloc_count();
+    tu_alloc_reset();
+    TU_CHECK(s == PL_OK && n > 0, "without failures -> %s (%s)", pl_status_str(s), err.msg);
+    remove(out);
+    for (int persistent = 0; persistent <= 1; persistent++)
+        for (uint64_t k = 1; k <= n; k++) {
+            tu_alloc_fail_at(k, persistent);
+            s = convert_vocab(dir, out, NULL, &err);
+            tu_alloc_reset();
+            TU_CHECK(s == PL_ERR_NOMEM && access(out, F_OK) != 0,
+                     "allocation %llu of %llu (%s) -> %s (%s)", (unsigned long long)k,
+                     (unsigned long long)n, persistent ? "persistent" : "transient",
+                     pl_status_str(s), err.msg);
+            if (s != PL_ERR_NOMEM) return;
+        }
+}
+
 static void cleanup(void)
 {
     char cmd[128];
@@ -350,6 +602,14 @@ int main(void)
          spm_full_checkpoint_converts_and_pads_to_embedding_rows},
         {"spm_vocab_only_survives_allocation_failure", spm_vocab_only_survives_allocation_failure},
         {"spm_cli_vocab_only_and_tokenize_batch", spm_cli_vocab_only_and_tokenize_batch},
+        {"model_vocab_only_writes_pieces_scores_types_and_ids",
+         model_vocab_only_writes_pieces_scores_types_and_ids},
+        {"model_refusals_name_what", model_refusals_name_what},
+        {"model_full_checkpoint_converts_and_pads_to_embedding_rows",
+         model_full_checkpoint_converts_and_pads_to_embedding_rows},
+        {"model_cli_vocab_only_and_tokenize", model_cli_vocab_only_and_tokenize},
+        {"model_vocab_only_survives_allocation_failure",
+         model_vocab_only_survives_allocation_failure},
         {NULL, NULL},
     };
     int rc = tu_run("convert_spm", tests);

@@ -40,6 +40,7 @@ target_files() {
     safetensors) echo engine/features/safetensors.c ;;
     http) echo serve/request.c serve/reply.c engine/runtime/chat_template.c ;;
     jinja) echo engine/jinja/*.c ;;
+    spm_model) echo engine/features/spm_model.c ;;
     *)
         echo "coverage: no target files for harness '$1' (add them to target_files in $0)" >&2
         return 1

@@ -4,7 +4,7 @@ include_guard(GLOBAL)
 set(PLUMB_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
 # Adding a harness: write fuzz_<name>.c and add <name> to this list (the Makefile and
 # campaign.sh find fuzz/fuzz_*.c themselves).
-set(PLUMB_FUZZ_HARNESSES gguf tokenizer quant sampler chat safetensors http jinja)
+set(PLUMB_FUZZ_HARNESSES gguf tokenizer quant sampler chat safetensors http jinja spm_model)
 # Extra sources per harness: fuzz_chat shares its operation decoder and oracle with the
 # property test in conformance/.
 set(PLUMB_FUZZ_EXTRA_chat ${PROJECT_SOURCE_DIR}/conformance/chat_ops.c)
@@ -61,7 +61,7 @@ if(PLUMB_BUILD_TESTS AND NOT PLUMB_FUZZ_ENGINE_ARGS)
       ENVIRONMENT_MODIFICATION "PLUMB_KERNELS=unset:;PLUMB_THREADS=unset:;PLUMB_FUZZ_REPLAY_CHECK=set:1")
   endforeach()
   # The parsers' corpora replay in a second or two: part of the edit loop (ctest -L quick).
-  foreach(h gguf tokenizer jinja http safetensors quant)
+  foreach(h gguf tokenizer jinja http safetensors quant spm_model)
     if(TARGET fuzz_${h})
       set_property(TEST fuzz_replay_${h} APPEND PROPERTY LABELS quick)
     endif()

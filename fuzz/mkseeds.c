@@ -8,9 +8,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../conformance/spm_pb.h"
 #include "mkmodel.h"
-#include "quirk_vocab.h"
 #include "plumb.h"
+#include "quirk_vocab.h"
 
 static const char *root;
 
@@ -938,6 +939,140 @@ static void safetensors_seeds(void)
     put("safetensors", "sharded", buf, n);
 }
 
+/* tokenizer.model seeds (fuzz_spm_model): spm_pb.h's small BPE model as the converter takes it,
+ * with a trainer_spec as sentencepiece writes it (strings, floats, every id), and variants the
+ * check refuses (unigram, nmt_nfkc charsmap, extra whitespace removed, a denormalizer, unused
+ * and user-defined pieces, lower-case byte pieces), a Gemma-like model without the dummy prefix,
+ * unknown fields of every wire type, and one cut short. */
+static void spm_put(const char *name, pb_buf *b)
+{
+    put("spm_model", name, b->p, b->n);
+    free(b->p);
+    *b = (pb_buf){0};
+}
+
+static void spm_model_seeds(void)
+{
+    pb_buf b = {0}, t = {0}, n = {0};
+    pb_small_model(&b);
+    spm_put("small-bpe", &b);
+
+    pb_small_model(&b);
+    pb_str(&t, 1, "text.txt");
+    pb_str(&t, 2, "/tmp/spm/m");
+    pb_int(&t, 3, 2);
+    pb_int(&t, 4, 265);
+    pb_float(&t, 10, 0.98f);
+    pb_int(&t, 16, 1);
+    pb_int(&t, 25, 1);
+    pb_int(&t, 26, 1);
+    pb_str(&t, 30, "<ctrl>");
+    pb_int(&t, 33, 0);
+    pb_int(&t, 35, 1);
+    pb_int(&t, 43, -1);
+    pb_str(&t, 45, "<unk>");
+    pb_msg(&b, 2, &t);
+    pb_str(&n, 6, "rule\ttsv");
+    pb_msg(&b, 3, &n);
+    pb_str(&n, 1, "x");
+    pb_str(&n, 2, "y");
+    pb_msg(&t, 1, &n);
+    pb_msg(&b, 4, &t);
+    spm_put("trainer-as-written", &b);
+
+    pb_small_model(&b);
+    pb_int(&t, 3, 1);
+    pb_msg(&b, 2, &t);
+    spm_put("unigram", &b);
+
+    pb_small_model(&b);
+    pb_str(&n, 1, "nmt_nfkc");
+    pb_bytes(&n, 2,
+             "\x08\x00\x00\x00\x01\x02\x03\x04"
+             "abcd",
+             12);
+    pb_int(&n, 4, 1);
+    pb_msg(&b, 3, &n);
+    spm_put("nfkc-charsmap", &b);
+
+    pb_small_model(&b);
+    pb_str(&n, 1, "identity");
+    pb_int(&n, 3, 0);
+    pb_msg(&b, 3, &n);
+    pb_piece(&b, "<start_of_turn>", 0, 4);
+    pb_piece(&b, "\n\n", 0, 4);
+    pb_piece(&b, "    ", 0, 4);
+    pb_piece(&b, "<pad>", 0, 3);
+    spm_put("gemma-like", &b);
+
+    pb_small_model(&b);
+    pb_piece(&b, "<mask>", 0, 4);
+    spm_put("user-defined-with-prefix", &b);
+
+    pb_small_model(&b);
+    pb_piece(&b, "zz", -9, 5);
+    pb_piece(&b, "<0xab>", 0, 6);
+    spm_put("unused-and-lower-byte", &b);
+
+    pb_small_model(&b);
+    pb_str(&n, 1, "nfkc_cf");
+    pb_bytes(&n, 2,
+             "\x04\x00\x00\x00"
+             "abcd",
+             8);
+    pb_msg(&b, 5, &n);
+    spm_put("denormalizer", &b);
+
+    pb_small_model(&b);
+    pb_int(&b, 99, 7);
+    pb_tag(&b, 98, 1);
+    pb_raw(&b, "12345678", 8);
+    pb_str(&b, 97, "skipped");
+    pb_float(&b, 96, 1.5f);
+    spm_put("unknown-fields", &b);
+
+    pb_small_model(&b);
+    b.n -= 7;
+    spm_put("cut-short", &b);
+
+    /* user-defined pieces without the dummy prefix: runs of one character (taken), two that
+     * overlap, one holding U+2581 (both refused); a BOS id past the pieces; a piece too long */
+    pb_small_model(&b);
+    pb_int(&n, 3, 0);
+    pb_msg(&b, 3, &n);
+    pb_piece(&b, "\n\n", 0, 4);
+    pb_piece(&b, "\n\n\n", 0, 4);
+    pb_piece(&b, "\xc2\xa0\xc2\xa0", 0, 4);
+    spm_put("user-defined-runs", &b);
+
+    pb_small_model(&b);
+    pb_int(&n, 3, 0);
+    pb_msg(&b, 3, &n);
+    pb_piece(&b, "<ab", 0, 4);
+    pb_piece(&b, "b>", 0, 4);
+    spm_put("user-defined-overlap", &b);
+
+    pb_small_model(&b);
+    pb_int(&n, 3, 0);
+    pb_msg(&b, 3, &n);
+    pb_piece(&b, "\xe2\x96\x81\xe2\x96\x81", 0, 4);
+    spm_put("user-defined-meta", &b);
+
+    pb_small_model(&b);
+    pb_int(&t, 41, 400);
+    pb_msg(&b, 2, &t);
+    spm_put("bos-past-pieces", &b);
+
+    pb_small_model(&b);
+    {
+        char big[4098];
+        memset(big, 'a', 4097);
+        big[4097] = 0;
+        pb_piece(&b, big, 0, 1);
+    }
+    spm_put("piece-too-long", &b);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -1100,5 +1235,6 @@ int main(int argc, char **argv)
     gguf_model_seeds();
     defect_seeds();
     vocab_seeds();
+    spm_model_seeds();
     return 0;
 }

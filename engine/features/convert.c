@@ -16,11 +16,19 @@
 #include "hf_util.h"
 #include "pretok_id.h"
 #include "runtime/arch.h"
+#include "spm_model.h"
 
 #define MAX_JSON_FILE (256u << 20) /* tokenizer.json of a 256k vocabulary is ~10 MB */
 
 /* GGUF token types (tokenizer.ggml.token_type), llama.cpp's numbers. */
-enum { TT_NORMAL = 1, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5, TT_BYTE = 6 };
+enum {
+    TT_NORMAL = 1,
+    TT_UNKNOWN = 2,
+    TT_CONTROL = 3,
+    TT_USER_DEFINED = 4,
+    TT_UNUSED = 5,
+    TT_BYTE = 6
+};
 
 typedef struct hf_config {
     const pl_arch *arch; /* the architecture table's row (runtime/arch.c) */
@@ -719,6 +727,12 @@ typedef struct vocab {
     int spm;                /* SentencePiece style: model "llama", scores, no merges written */
     int add_space_prefix;   /* spm: the normalizer's Prepend('▁') */
     float *score;           /* spm: n merge priorities (convert_spm.c) */
+    /* tokenizer.model (read_model_vocab): the token texts (NUL-terminated), and the special ids
+     * its trainer_spec names (bos, eos, pad, unk; -1: none), used where no JSON file names one */
+    char *arena;
+    json_t *added_json; /* added_tokens.json beside tokenizer.model: its keys are token texts */
+    int from_model;
+    int64_t model_id[4];
 } vocab;
 
 static void vocab_free(vocab *v)
@@ -728,6 +742,8 @@ static void vocab_free(vocab *v)
     pl_free(v->type);
     pl_free(v->score);
     pl_free(v->pad);
+    pl_free(v->arena);
+    json_decref(v->added_json);
     for (uint64_t i = 0; v->merge_own && i < v->n_merges; i++) pl_free(v->merge_own[i]);
     pl_free(v->merge_own);
     pl_free(v->merges);
@@ -1074,6 +1090,195 @@ static pl_status read_vocab(vocab *v, const jfile *f, int64_t n_rows, pl_error *
     return spm_types_scores(v, model, f->name, err);
 }
 
+/* tokenizer.model's pieces as the vocabulary (a checkpoint without tokenizer.json), as llama.cpp's
+ * converter lays out a SentencePiece model: the pieces with their scores and sentencepiece's
+ * types (unknown, control, user-defined, byte; normal otherwise), then added_tokens.json's
+ * tokens past the pieces (user-defined, score -1000) and tokenizer_config.json's
+ * added_tokens_decoder (special: control, else user-defined), then [PADn] (unused, score
+ * -10000) up to n_rows. An added token at a piece's id must be that piece; the piece's type
+ * stays (sentencepiece's, which the parity test follows). What plumb's encoder
+ * would not compute as sentencepiece does is refused (spm_model.c). */
+static pl_status read_model_vocab(vocab *v, const char *dir, const jfile *tc, int64_t n_rows,
+                                  pl_error *err)
+{
+    const char *file = "tokenizer.model";
+    jfile added = {0};
+    pl_status s = read_json(&added, dir, "added_tokens.json", 0, 0, err);
+    if (s) return s;
+    v->added_json = added.root; /* freed with v */
+    char *path;
+    struct stat sb;
+    if (!(path = pl_join_path(dir, file)))
+        return pl_fail(err, PL_ERR_NOMEM, "no memory for a path");
+    if (stat(path, &sb) != 0) {
+        pl_free(path);
+        return pl_fail(err, PL_ERR_NOT_FOUND, "%s: tokenizer.json is missing (and no %s)", dir,
+                       file);
+    }
+    pl_mapping map;
+    s = pl_map_file(&map, path, err);
+    pl_free(path);
+    if (s) return s;
+    pl_spm_model m;
+    if ((s = pl_spm_model_parse(&m, map.data, map.size, err))) {
+        pl_unmap_file(&map);
+        return s;
+    }
+    const json_t *dec = tc->root ? json_object_get(tc->root, "added_tokens_decoder") : NULL;
+    int64_t max_id = (int64_t)m.n_pieces - 1;
+    const char *max_src = file, *key;
+    json_t *val;
+    uint64_t text_bytes = 0;
+    if ((s = pl_spm_model_check(&m, file, err))) goto done;
+    if (dec && !json_is_object(dec)) {
+        s = pl_fail(err, PL_ERR_TYPE, "%s: added_tokens_decoder is %s, not an object", tc->name,
+                    pl_json_kind(dec));
+        goto done;
+    }
+    json_object_foreach(added.root, key, val)
+    {
+        if (!json_is_integer(val) || json_integer_value(val) < 0 ||
+            json_integer_value(val) >= PL_GGUF_MAX_ARRAY) {
+            s = pl_fail(err, PL_ERR_FORMAT, "%s: '%.40s' is not an id in 0..%u", added.name, key,
+                        PL_GGUF_MAX_ARRAY - 1);
+            goto done;
+        }
+        if (json_integer_value(val) > max_id) {
+            max_id = json_integer_value(val);
+            max_src = added.name;
+        }
+    }
+    json_object_foreach((json_t *)dec, key, val)
+    {
+        char *end = NULL;
+        const long long id = strtoll(key, &end, 10);
+        const json_t *content = json_object_get(val, "content");
+        if (!*key || *end || id < 0 || id >= PL_GGUF_MAX_ARRAY || !json_is_string(content)) {
+            s = pl_fail(err, PL_ERR_FORMAT,
+                        "%s: added_tokens_decoder['%.32s'] is not an id with a content string",
+                        tc->name, key);
+            goto done;
+        }
+        if (id > max_id) {
+            max_id = id;
+            max_src = tc->name;
+        }
+    }
+    if (n_rows <= 0) n_rows = max_id + 1; /* vocabulary only, no config.json */
+    if (max_id >= n_rows) {
+        s = pl_fail(err, PL_ERR_FORMAT,
+                    "%s: token id %lld has no row in the embedding (%lld rows, config.json "
+                    "vocab_size)",
+                    max_src, (long long)max_id, (long long)n_rows);
+        goto done;
+    }
+    v->n = (uint64_t)n_rows;
+    for (uint32_t i = 0; i < m.n_pieces; i++) text_bytes += m.pieces[i].len + 1;
+    v->tok = pl_calloc((size_t)v->n, sizeof *v->tok);
+    v->len = pl_calloc((size_t)v->n, sizeof *v->len);
+    v->type = pl_calloc((size_t)v->n, sizeof *v->type);
+    v->score = pl_malloc((size_t)v->n * sizeof *v->score);
+    v->arena = pl_malloc((size_t)text_bytes);
+    if (!v->tok || !v->len || !v->type || !v->score || !v->arena) {
+        s = pl_fail(err, PL_ERR_NOMEM, "no memory for %llu tokens", (unsigned long long)v->n);
+        goto done;
+    }
+    static const int32_t tt[7] = {0,         TT_NORMAL, TT_UNKNOWN, TT_CONTROL, TT_USER_DEFINED,
+                                  TT_UNUSED, TT_BYTE};
+    char *a = v->arena;
+    v->model_id[3] = -1;
+    for (uint32_t i = 0; i < m.n_pieces; i++) {
+        const pl_spm_piece *p = &m.pieces[i];
+        memcpy(a, p->text, p->len);
+        a[p->len] = 0;
+        v->tok[i] = a;
+        v->len[i] = p->len;
+        v->type[i] = tt[p->type];
+        /* sentencepiece's normalizer escapes the spaces of a user-defined piece it matched
+         * before the model looks for the piece, so a user-defined piece holding a space is never
+         * produced (Gemma-style "    "): unused, so plumb's splitter never claims it either */
+        if (p->type == PL_SPM_USER_DEFINED && memchr(p->text, ' ', p->len)) v->type[i] = TT_UNUSED;
+        v->score[i] = p->score;
+        if (p->type == PL_SPM_UNKNOWN) v->model_id[3] = i;
+        a += p->len + 1;
+    }
+    /* added_tokens.json (as llama.cpp's converter reads it: user-defined, score -1000), then
+     * added_tokens_decoder, which may make them control */
+    json_object_foreach(added.root, key, val)
+    {
+        const int64_t id = json_integer_value(val);
+        const size_t len = strlen(key);
+        if (v->tok[id] && (v->len[id] != len || memcmp(v->tok[id], key, len) != 0)) {
+            s = pl_fail(err, PL_ERR_FORMAT, "%s: '%.40s' is id %lld, which is already '%.40s'",
+                        added.name, key, (long long)id, v->tok[id]);
+            goto done;
+        }
+        if (id < (int64_t)m.n_pieces) continue; /* the piece itself: its type stays */
+        v->tok[id] = key;
+        v->len[id] = len;
+        v->type[id] = TT_USER_DEFINED;
+        v->score[id] = -1000.0f;
+    }
+    json_object_foreach((json_t *)dec, key, val)
+    {
+        const int64_t id = strtoll(key, NULL, 10);
+        const json_t *content = json_object_get(val, "content");
+        if (id < (int64_t)m.n_pieces) {
+            if (v->len[id] != json_string_length(content) ||
+                memcmp(v->tok[id], json_string_value(content), v->len[id]) != 0) {
+                s = pl_fail(err, PL_ERR_FORMAT,
+                            "%s: added_tokens_decoder names id %lld '%.40s', but piece %lld of "
+                            "%s is '%.40s'",
+                            tc->name, (long long)id, json_string_value(content), (long long)id,
+                            file, v->tok[id]);
+                goto done;
+            }
+            continue;
+        }
+        if ((s = put_token(v, id, content,
+                           bool_field(val, "special", 0) ? TT_CONTROL : TT_USER_DEFINED, tc->name,
+                           err)))
+            goto done;
+        v->score[id] = -1000.0f;
+    }
+    uint64_t n_pad = 0;
+    for (uint64_t t = 0; t < v->n; t++) n_pad += v->tok[t] == NULL;
+    if (n_pad && !(v->pad = pl_calloc((size_t)n_pad, sizeof *v->pad))) {
+        s = pl_fail(err, PL_ERR_NOMEM, "no memory for %llu padding tokens",
+                    (unsigned long long)n_pad);
+        goto done;
+    }
+    for (uint64_t t = 0, k = 0; t < v->n; t++)
+        if (!v->tok[t]) {
+            snprintf(v->pad[k], sizeof v->pad[k], "[PAD%llu]", (unsigned long long)t);
+            v->tok[t] = v->pad[k];
+            v->len[t] = strlen(v->pad[k++]);
+            v->type[t] = TT_UNUSED;
+            v->score[t] = -10000.0f;
+        }
+    if ((s = check_unique(v, file, err))) goto done;
+    v->spm = 1;
+    v->from_model = 1;
+    v->add_space_prefix = m.norm.add_dummy_prefix;
+    snprintf(v->pre, sizeof v->pre, "default");
+    v->model_id[0] = m.bos_id >= 0 ? m.bos_id : -1;
+    v->model_id[1] = m.eos_id >= 0 ? m.eos_id : -1;
+    v->model_id[2] = m.pad_id >= 0 ? m.pad_id : -1;
+done:
+    pl_spm_model_free(&m);
+    pl_unmap_file(&map);
+    return s;
+}
+
+/* tokenizer.json, else tokenizer.model. */
+static pl_status read_tokenizer(vocab *v, jfile *tok, const jfile *tc, const char *dir,
+                                int64_t n_rows, pl_error *err)
+{
+    pl_status s = read_json(tok, dir, "tokenizer.json", 0, 0, err);
+    if (s) return s;
+    return tok->root ? read_vocab(v, tok, n_rows, err) : read_model_vocab(v, dir, tc, n_rows, err);
+}
+
 /* The id of a special token named in tokenizer_config.json (a string or {"content": ...});
  * -1 when the field is absent or null. */
 static pl_status special_id(const vocab *v, const jfile *tc, const char *key, int64_t *out,
@@ -1232,6 +1437,13 @@ static pl_status write_tokenizer(pl_gguf_writer *w, const vocab *v, const jfile 
     if (s) return s;
     /* no file names the BOS token (ChatGLM 3): the one the post-processor puts first */
     if (bos < 0) bos = post_special(tok->root, v, 0);
+    /* tokenizer.model: its trainer_spec's ids where no JSON file names them */
+    if (v->from_model) {
+        if (bos < 0) bos = v->model_id[0];
+        if (eos < 0) eos = v->model_id[1];
+        if (pad < 0) pad = v->model_id[2];
+        if (unk < 0) unk = v->model_id[3];
+    }
     int64_t ids[4] = {bos, eos, pad, unk};
     for (int i = 0; i < 4; i++)
         if (ids[i] >= (int64_t)v->n)
@@ -1242,7 +1454,9 @@ static pl_status write_tokenizer(pl_gguf_writer *w, const vocab *v, const jfile 
     if ((s = get_bool(tc, "add_bos_token", -1, &add_bos, err)) ||
         (s = get_bool(tc, "add_eos_token", -1, &add_eos, err)))
         return s;
-    if (add_bos < 0) add_bos = post_adds(tok->root, v, bos, 0);
+    /* tokenizer.model: a BOS is added as transformers' LlamaTokenizer and GemmaTokenizer
+     * default (add_bos_token=True) */
+    if (add_bos < 0) add_bos = v->from_model ? bos >= 0 : post_adds(tok->root, v, bos, 0);
     if (add_eos < 0 && post_adds(tok->root, v, eos, 1)) add_eos = 1;
     const char *model = v->spm ? "llama" : "gpt2";
     if ((s = pl_gguf_writer_set_string(w, "tokenizer.ggml.model", model, strlen(model), err)) ||
@@ -1604,11 +1818,11 @@ static pl_status convert_vocab(const char *hf_dir, const char *out_path,
         (s = get_int(&cfg, "vocab_size", 0, PL_GGUF_MAX_ARRAY, 0, &c.V, err)) ||
         (s = get_token_id(&cfg, "bos_token_id", &c.bos_id, err)) ||
         (s = get_token_id(&cfg, "eos_token_id", &c.eos_id, err)) ||
-        (s = read_json(&tok, hf_dir, "tokenizer.json", 1, 0, err)) ||
         (s = read_json(&tc, hf_dir, "tokenizer_config.json", 0, JSON_DECODE_INT_AS_REAL, err)) ||
+        (s = read_tokenizer(&v, &tok, &tc, hf_dir, c.V, err)) ||
         (s = read_json(&gen, hf_dir, "generation_config.json", 0, 0, err)) ||
-        (s = read_jinja(&jinja, hf_dir, err)) || (s = read_vocab(&v, &tok, c.V, err)) ||
-        (s = chat_template(&tc, &jinja, &tmpl, err)) || (s = pl_gguf_writer_new(&w, 3, err)) ||
+        (s = read_jinja(&jinja, hf_dir, err)) || (s = chat_template(&tc, &jinja, &tmpl, err)) ||
+        (s = pl_gguf_writer_new(&w, 3, err)) ||
         (s = pl_gguf_writer_set_string(w, "general.name", name, strlen(name), err)) ||
         (s = write_tokenizer(w, &v, &tok, &tc, &gen, &c, tmpl, err)) ||
         (s = pl_gguf_write_streamed(w, out_path, NULL, 0, no_tensor, NULL, err)))
@@ -1661,11 +1875,10 @@ pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_conve
      * model_max_length as 1e30 in full digits, past any JSON integer type: read numbers as reals */
     if ((s = read_json(&cfg, hf_dir, "config.json", 1, 0, err)) ||
         (s = read_config(&c, &cfg, err)) ||
-        (s = read_json(&tok, hf_dir, "tokenizer.json", 1, 0, err)) ||
         (s = read_json(&tc, hf_dir, "tokenizer_config.json", 0, JSON_DECODE_INT_AS_REAL, err)) ||
+        (s = read_tokenizer(&v, &tok, &tc, hf_dir, c.V, err)) ||
         (s = read_json(&gen, hf_dir, "generation_config.json", 0, 0, err)) ||
-        (s = read_jinja(&jinja, hf_dir, err)) || (s = read_vocab(&v, &tok, c.V, err)) ||
-        (s = chat_template(&tc, &jinja, &tmpl, err)))
+        (s = read_jinja(&jinja, hf_dir, err)) || (s = chat_template(&tc, &jinja, &tmpl, err)))
         goto done;
     if ((s = pl_safetensors_open_dir(&st, hf_dir, err))) goto done;
     uint64_t n_max = c.arch->n_globals + (uint64_t)c.L * c.arch->n_layer;
