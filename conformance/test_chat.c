@@ -236,13 +236,7 @@ static char *slurp(const char *name, size_t *n)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/templates/%s", PLUMB_JINJA_CORPUS, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = malloc(1 << 20);
-    *n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-    fclose(f);
-    if (buf) buf[*n] = 0;
-    return buf;
+    return tu_read_file(path, n);
 }
 
 /* A built-in and one source it must render byte for byte: a literal, a demo vocabulary's

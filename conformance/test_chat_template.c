@@ -18,13 +18,8 @@ static char *corpus(const char *name)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/templates/%s", PLUMB_JINJA_CORPUS, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = malloc(1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-    fclose(f);
-    if (buf) buf[n] = 0;
-    return buf;
+    size_t n;
+    return tu_read_file(path, &n);
 }
 
 /* A small model of vocabulary v whose tokenizer.chat_template is tmpl (NULL: the vocabulary's). */

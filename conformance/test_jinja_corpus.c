@@ -17,29 +17,6 @@
 
 #define NOW 1721000000 /* render.py's NOW: strftime_now's fixed clock */
 
-static char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t cap = 0, len = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *nb = realloc(buf, cap);
-            if (!nb) break;
-            buf = nb;
-        }
-        size_t r = fread(buf + len, 1, cap - len - 1, f);
-        len += r;
-        if (r == 0) break;
-    }
-    fclose(f);
-    if (buf) buf[len] = 0;
-    *n = len;
-    return buf;
-}
-
 static int by_name(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -88,7 +65,7 @@ static void jinja_corpus_renders_as_jinja2(void)
     for (size_t i = 0; i < nt; i++) {
         size_t len;
         snprintf(path, sizeof path, "%s/templates/%s.jinja", PLUMB_JINJA_CORPUS, tmpls[i]);
-        char *src = slurp(path, &len);
+        char *src = tu_read_file(path, &len);
         TU_CHECK(src != NULL, "%s: unreadable", path);
         if (!src) continue;
         pl_jinja_template *t = NULL;
@@ -110,7 +87,7 @@ static void jinja_corpus_renders_as_jinja2(void)
             snprintf(path, sizeof path, "%s/expected/%s/%s.txt", PLUMB_JINJA_CORPUS, tmpls[i],
                      convs[k]);
             size_t want_len;
-            char *want = slurp(path, &want_len);
+            char *want = tu_read_file(path, &want_len);
             if (want) {
                 int eq = rs == PL_OK && out_len == want_len && !memcmp(out, want, want_len);
                 if (eq) {

@@ -62,29 +62,6 @@ enum {
     ID_CALL = 200012,
 };
 
-static char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t cap = 0, len = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *nb = realloc(buf, cap);
-            if (!nb) break;
-            buf = nb;
-        }
-        size_t r = fread(buf + len, 1, cap - len - 1, f);
-        len += r;
-        if (r == 0) break;
-    }
-    fclose(f);
-    if (buf) buf[len] = 0;
-    *n = len;
-    return buf;
-}
-
 typedef struct harmony_model {
     void *bytes;
     size_t size;
@@ -213,7 +190,7 @@ static void today(char date[11])
 static void harmony_chat_path_renders_the_ggufs_template_as_jinja2(void)
 {
     size_t tmpl_len;
-    char *tmpl = slurp(PLUMB_JINJA_CORPUS "/templates/gpt-oss.jinja", &tmpl_len);
+    char *tmpl = tu_read_file(PLUMB_JINJA_CORPUS "/templates/gpt-oss.jinja", &tmpl_len);
     TU_CHECK(tmpl != NULL, "gpt-oss.jinja unreadable");
     if (!tmpl) return;
     harmony_model h;
@@ -245,7 +222,7 @@ static void harmony_chat_path_renders_the_ggufs_template_as_jinja2(void)
         snprintf(conv, sizeof conv, "%.*s", (int)(strlen(e->d_name) - 5), e->d_name);
         snprintf(path, sizeof path, "%s/conversations/%s", PLUMB_JINJA_CORPUS, e->d_name);
         size_t json_len;
-        char *json = slurp(path, &json_len);
+        char *json = tu_read_file(path, &json_len);
         TU_CHECK(json != NULL, "%s", path);
         if (!json) continue;
         n_conv++;
@@ -254,7 +231,7 @@ static void harmony_chat_path_renders_the_ggufs_template_as_jinja2(void)
         int agp = strstr(json, "\"add_generation_prompt\": true") != NULL;
         snprintf(path, sizeof path, "%s/expected/gpt-oss/%s.txt", PLUMB_JINJA_CORPUS, conv);
         size_t want_len;
-        char *want = slurp(path, &want_len);
+        char *want = tu_read_file(path, &want_len);
         char d0[11], d1[11];
         size_t n = 0;
         pl_status s;

@@ -10,6 +10,29 @@
 #include "core/core.h"
 #include "testutil.h"
 
+char *tu_read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0, len = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 65536;
+            char *nb = realloc(buf, cap);
+            if (!nb) break;
+            buf = nb;
+        }
+        size_t r = fread(buf + len, 1, cap - len - 1, f);
+        len += r;
+        if (r == 0) break;
+    }
+    fclose(f);
+    if (buf) buf[len] = 0;
+    *n = len;
+    return buf;
+}
+
 uint64_t tu_seed(void)
 {
     const char *s = getenv("PLUMB_SEED");

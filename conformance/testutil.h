@@ -3,6 +3,7 @@
 #ifndef PLUMB_TESTUTIL_H
 #define PLUMB_TESTUTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -22,6 +23,8 @@ int tu_run(const char *suite, const tu_test *tests);
 
 /* The base seed: PLUMB_SEED from the environment if set (to replay), else a fixed
  * default so runs are deterministic. Printed by tu_run. */
+/* The whole file at path, NUL-terminated (malloc'd; *n its length), or NULL. */
+char *tu_read_file(const char *path, size_t *n);
 uint64_t tu_seed(void);
 
 /* A small deterministic generator (splitmix64 seeded, xoshiro256**). */

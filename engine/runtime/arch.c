@@ -51,6 +51,18 @@ static const pl_arch_tensor globals_llama[] = {
 #define ROW_GATE T(GATE, "ffn_gate.weight", "mlp.gate_proj.weight", E, F, MATRIX_IN, REQ, NONE)
 #define ROW_UP   T(UP, "ffn_up.weight", "mlp.up_proj.weight", E, F, MATRIX_IN, REQ, NONE)
 #define ROW_DOWN T(DOWN, "ffn_down.weight", "mlp.down_proj.weight", F, E, MATRIX_OUT, REQ, NONE)
+/* q, k, v as the checkpoint holds them (no q/k row permutation: NeoX RoPE, or none) */
+#define ROW_QKV                                                                                    \
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),                 \
+        T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),            \
+        T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE)
+/* RMSNorm of a branch's output before the residual add (OLMo 2, EXAONE 4) */
+#define ROW_ATTN_POST_NORM                                                                         \
+    T(ATTN_POST_NORM, "post_attention_norm.weight", "post_attention_layernorm.weight", E, 1, NORM, \
+      REQ, NONE)
+#define ROW_FFN_POST_NORM                                                                          \
+    T(FFN_POST_NORM, "post_ffw_norm.weight", "post_feedforward_layernorm.weight", E, 1, NORM, REQ, \
+      NONE)
 /* Stacked experts: X matrices in one tensor (ne2), HF's one per expert ("%d": the expert). */
 #define TX(role, gguf, hf, ne0, ne1, kind)                                                         \
     {                                                                                              \
@@ -249,38 +261,30 @@ static const pl_arch_tensor layer_llama_plain[] = {
  * post_attention_layernorm is GGUF's post_attention_norm here, not ffn_norm), q and k
  * normalised over the whole projection before the heads split, NeoX RoPE. */
 static const pl_arch_tensor layer_olmo2[] = {
-    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
-    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
-    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    ROW_QKV,
     T(Q_NORM, "attn_q_norm.weight", "self_attn.q_norm.weight", Q, 1, NORM, REQ, NONE),
     T(K_NORM, "attn_k_norm.weight", "self_attn.k_norm.weight", KV, 1, NORM, REQ, NONE),
     ROW_WO,
-    T(ATTN_POST_NORM, "post_attention_norm.weight", "post_attention_layernorm.weight", E, 1, NORM,
-      REQ, NONE),
+    ROW_ATTN_POST_NORM,
     ROW_GATE,
     ROW_UP,
     ROW_DOWN,
-    T(FFN_POST_NORM, "post_ffw_norm.weight", "post_feedforward_layernorm.weight", E, 1, NORM, REQ,
-      NONE),
+    ROW_FFN_POST_NORM,
 };
 
 /* exaone4: OLMo 2's post-norms with per-head q/k norms; 3 local layers to 1 global, RoPE only
  * on the local layers when the model has a window (transformers' Exaone4Attention), NeoX
  * RoPE; llama3 RoPE divisors as llama's. */
 static const pl_arch_tensor layer_exaone4[] = {
-    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
-    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
-    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    ROW_QKV,
     T(Q_NORM, "attn_q_norm.weight", "self_attn.q_norm.weight", D, 1, NORM, REQ, NONE),
     T(K_NORM, "attn_k_norm.weight", "self_attn.k_norm.weight", D, 1, NORM, REQ, NONE),
     ROW_WO,
-    T(ATTN_POST_NORM, "post_attention_norm.weight", "post_attention_layernorm.weight", E, 1, NORM,
-      REQ, NONE),
+    ROW_ATTN_POST_NORM,
     ROW_GATE,
     ROW_UP,
     ROW_DOWN,
-    T(FFN_POST_NORM, "post_ffw_norm.weight", "post_feedforward_layernorm.weight", E, 1, NORM, REQ,
-      NONE),
+    ROW_FFN_POST_NORM,
 };
 /* The window is optional (absent: none); the pattern key llama.cpp's converter writes (one bool
  * per layer) or its loader reads (a period) must be the recipe's. */
@@ -389,14 +393,7 @@ static const pl_arch_tensor globals_cohere2[] = {
     G(OUT_NORM, "output_norm.weight", "model.norm.weight", E, 1, NORM, REQ),
 };
 static const pl_arch_tensor layer_cohere2[] = {
-    ROW_ATTN_NORM,
-    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
-    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
-    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
-    ROW_WO,
-    ROW_GATE,
-    ROW_UP,
-    ROW_DOWN,
+    ROW_ATTN_NORM, ROW_QKV, ROW_WO, ROW_GATE, ROW_UP, ROW_DOWN,
 };
 /* llama.cpp's LLM_ARCH_COHERE2 requires all three; the epsilon is LayerNorm's key, not RMSNorm's */
 static const pl_arch_key keys_cohere2[] = {
