@@ -180,8 +180,8 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
         case PL_ARCH_T_NORM:
             add(&b, t->name, cols, 1, 1, 0.1, 1.0, PL_TYPE_F32);
             break;
-        case PL_ARCH_T_BIAS:
-            add(&b, t->name, cols, 1, 1, 0.1, 0.0, PL_TYPE_F32);
+        case PL_ARCH_T_BIAS: /* a vector, or one row per expert (gpt-oss) */
+            add(&b, t->name, cols, rows, 1, 0.1, 0.0, PL_TYPE_F32);
             break;
         case PL_ARCH_T_FACTORS: /* divisors >= 1, as llama3's */
             add(&b, t->name, cols, 1, 1, 0.5, 2.0, PL_TYPE_F32);

@@ -739,7 +739,8 @@ pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress
             add(job.t, &job.n, d->name, GEN_NORM, 0, d->ne[0], 0, 1);
             break;
         case PL_ARCH_T_BIAS:
-            add(job.t, &job.n, d->name, GEN_BIAS, 0, d->ne[0], 0, 1);
+            /* a vector, or one row per expert (gpt-oss's expert biases) */
+            add(job.t, &job.n, d->name, GEN_BIAS, 0, d->ne[0], d->n_dims == 2 ? d->ne[1] : 0, 1);
             break;
         }
     }

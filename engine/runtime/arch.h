@@ -387,11 +387,13 @@ enum pl_step_kind {
     PL_STEP_HEAD_NORM, /* per token: per-head RMSNorm of q (q_norm) and k (k_norm) */
     PL_STEP_ROPE,      /* per token: q and k rotated at the token's position (the layer's RoPE) */
     PL_STEP_KV_STORE,  /* per token: k and v into the cache */
-    PL_STEP_ATTENTION, /* att = softmax(scale q K^T, soft-capped, masked to the window) V */
-    PL_STEP_ATTN_OUT,  /* tmp = wo att */
+    PL_STEP_ATTENTION, /* att = softmax(scale q K^T, soft-capped, masked to the window) V;
+                          with sinks bound, each head's sink logit in the softmax (gpt-oss) */
+    PL_STEP_ATTN_OUT,  /* tmp = wo att (+ bo where bound) */
     PL_STEP_RESIDUAL,  /* x += rmsnorm(tmp) * w[role] (a post norm), or x += tmp (role none) */
     PL_STEP_FFN_GATED, /* tmp = down (act(gate xn) * up xn), act = arg (enum pl_act) */
-    PL_STEP_FFN_MOE,   /* tmp = the routed experts' gated FFNs of xn (and the shared expert's) */
+    PL_STEP_FFN_MOE,   /* tmp = the routed experts' gated FFNs of xn (and the shared expert's);
+                          the router's and the experts' biases where bound (gpt-oss) */
     /* issue 49 (archA) */
     PL_STEP_QK_NORM, /* per token: RMSNorm of the whole q (H*D, q_norm) and k (Hkv*D, k_norm)
                         projections, before the heads are split (OLMo 2) */
