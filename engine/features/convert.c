@@ -15,6 +15,7 @@
 #include "convert_spm.h"
 #include "hf_util.h"
 #include "pretok_id.h"
+#include "types.h"
 #include "runtime/arch.h"
 
 #define MAX_JSON_FILE (256u << 20) /* tokenizer.json of a 256k vocabulary is ~10 MB */
@@ -1522,6 +1523,12 @@ static pl_status want_fused(ctensor *t, uint64_t *n, const pl_safetensors *st, u
         if ((s = want_shape(&ct->src, st, used, nb, gname, "U8", 4, shb, err)) ||
             (s = want_shape(&ct->scales, st, used, ns, gname, "U8", 3, shs, err)))
             return s;
+        for (uint64_t i = 0; i < ct->scales->n_bytes; i++)
+            if (((const uint8_t *)ct->scales->data)[i] == 255) /* E8M0's NaN */
+                return pl_fail(err, PL_ERR_FORMAT,
+                               "tensor '%s': scale byte %llu is 255 (E8M0's NaN), which no "
+                               "weight is",
+                               ns, (unsigned long long)i);
         ct->fused = FUSED_MXFP4;
     } else {
         const int64_t sh[3] = {X, in, out * stride};
@@ -1543,6 +1550,29 @@ static pl_status want_fused(ctensor *t, uint64_t *n, const pl_safetensors *st, u
 static const float fp4_values[16] = {+0.0f, +0.5f, +1.0f, +1.5f, +2.0f, +3.0f, +4.0f, +6.0f,
                                      -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 
+/* An MXFP4 pair as GGUF's MXFP4 tensor, without a round trip through floats: transformers'
+ * FP4[c] 2^(s - 127) is ggml's 2 FP4[c] 2^(e - 128) (kernels/types.h), so e = s byte for byte
+ * and the codes are the same; only the nibbles move, from HF's (2j, 2j + 1) in byte j to
+ * ggml's (j, j + 16). A scale of 255 (E8M0's NaN) was refused at planning. */
+static void mxfp4_blocks(const ctensor *t, void *dst)
+{
+    const int64_t in = t->ne[0], out = t->ne[1], X = t->ne[2], W = out * t->stride, nb = in / 32;
+    pl_block_mxfp4 *d = dst;
+    for (int64_t e = 0; e < X; e++)
+        for (int64_t o = 0; o < out; o++) {
+            const int64_t r = e * W + o * t->stride + t->off;
+            for (int64_t b = 0; b < nb; b++, d++) {
+                const uint8_t *q = (const uint8_t *)t->src->data + (size_t)((r * nb + b) * 16);
+                d->e = ((const uint8_t *)t->scales->data)[r * nb + b];
+                for (int j = 0; j < 16; j++) {
+                    const int lo = (q[j / 2] >> (4 * (j & 1))) & 15;
+                    const int hi = (q[(j + 16) / 2] >> (4 * (j & 1))) & 15;
+                    d->qs[j] = (uint8_t)(lo | hi << 4);
+                }
+            }
+        }
+}
+
 /* One expert e of a fused tensor as F32 rows (out, in) into dst; tmp holds in * out * stride
  * floats (FUSED_DENSE). */
 static pl_status fused_expert(const ctensor *t, int64_t e, float *dst, float *tmp, void *staged,
@@ -1556,12 +1586,7 @@ static pl_status fused_expert(const ctensor *t, int64_t e, float *dst, float *tm
         for (int64_t o = 0; o < out; o++) {
             const int64_t r = o * t->stride + t->off;
             for (int64_t b = 0; b < nb; b++) {
-                const uint8_t s8 = sc[r * nb + b];
-                if (s8 == 255) /* E8M0's NaN */
-                    return pl_fail(err, PL_ERR_FORMAT,
-                                   "%s_scales: expert %lld, row %lld, block %lld is 255 (NaN)",
-                                   t->name, (long long)e, (long long)r, (long long)b);
-                const float scale = ldexpf(1.0f, (int)s8 - 127);
+                const float scale = ldexpf(1.0f, (int)sc[r * nb + b] - 127); /* not 255 */
                 const uint8_t *q = blk + (r * nb + b) * 16;
                 for (int64_t j = 0; j < 16; j++) { /* byte j: elements 2j (low), 2j + 1 (high) */
                     dst[o * in + b * 32 + 2 * j] = fp4_values[q[j] & 15] * scale;
@@ -1730,6 +1755,11 @@ static pl_status cfill(void *user, uint64_t i, void *dst, uint64_t n_bytes, pl_e
                 d[e * cols + o] = tmp[e * W + o * t->stride + t->off];
         pl_free(tmp);
         j->done += (uint64_t)(rows * cols);
+        return PL_OK;
+    }
+    if (t->fused == FUSED_MXFP4 && t->type == PL_TYPE_MXFP4) { /* kept as they are */
+        mxfp4_blocks(t, dst);
+        j->done += (uint64_t)(rows * cols * t->ne[2]);
         return PL_OK;
     }
     if (t->fused) { /* fused experts, one matrix at a time */
