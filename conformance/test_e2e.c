@@ -820,6 +820,20 @@ static void model_rejects_missing_misshapen_and_mistyped_tensors(void)
     expect_load_error(s, PL_ERR_NOT_FOUND, "output_norm.weight");
     s = tiny_default("gpt-j", PL_TYPE_F32);
     expect_load_error(s, PL_ERR_UNSUPPORTED, "gpt-j");
+    /* gpt-oss (issue 49): its sinks required, an expert bias shaped and typed as a matrix of
+     * one F32 row per expert */
+    s = tiny_default("gpt-oss", PL_TYPE_Q8_0);
+    s.omit = "blk.1.attn_sinks.weight";
+    expect_load_error(s, PL_ERR_NOT_FOUND, "blk.1.attn_sinks.weight");
+    s = tiny_default("gpt-oss", PL_TYPE_Q8_0);
+    s.misshape = "blk.0.ffn_up_exps.bias";
+    expect_load_error(s, PL_ERR_TYPE, "blk.0.ffn_up_exps.bias");
+    s = tiny_default("gpt-oss", PL_TYPE_Q8_0);
+    s.f16_norm = "blk.1.ffn_down_exps.bias";
+    expect_load_error(s, PL_ERR_TYPE, "blk.1.ffn_down_exps.bias");
+    s = tiny_default("gpt-oss", PL_TYPE_Q8_0);
+    s.omit = "blk.0.ffn_gate_inp.bias";
+    expect_load_error(s, PL_ERR_NOT_FOUND, "blk.0.ffn_gate_inp.bias");
 }
 
 /* The kernel set is chosen once, when the model loads: PLUMB_KERNELS read then, or the model's
