@@ -428,6 +428,41 @@ static void gpt_oss_mxfp4_experts_convert_byte_for_byte(void)
     remove(mx);
 }
 
+/* An MXFP4 scale of 255 (E8M0's NaN, which transformers would read as 2^128) is refused by
+ * name, for every target type: no weight is NaN. */
+static void gpt_oss_mxfp4_nan_scale_is_refused(void)
+{
+    char dir[1024], path[1200], cmd[2600], gguf[1200];
+    snprintf(dir, sizeof dir, "%s/oss-nan", tmpdir);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -rL '%s/gpt-oss' '%s'", dir, oracle_dir, dir);
+    TU_CHECK(system(cmd) == 0, "%s", cmd);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    pl_safetensors *st = NULL;
+    pl_error err = {0};
+    TU_CHECK(pl_safetensors_open(&st, path, &err) == PL_OK, "%s", err.msg);
+    const pl_st_tensor *t =
+        st ? pl_safetensors_find(st, "model.layers.2.mlp.experts.down_proj_scales") : NULL;
+    TU_CHECK(t != NULL, "no down_proj_scales in layer 2");
+    const uint64_t at = t ? t->offset + t->n_bytes / 2 : 0;
+    pl_safetensors_free(st);
+    if (!t) return;
+    FILE *f = fopen(path, "r+b");
+    TU_CHECK(f && fseek(f, (long)at, SEEK_SET) == 0 && fputc(255, f) == 255, "patch %s", path);
+    if (f) fclose(f);
+    static const pl_ftype types[] = {PL_FTYPE_F32, PL_FTYPE_MXFP4_MOE};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(gguf, sizeof gguf, "%s/nan.gguf", tmpdir);
+        const pl_convert_params cp = {.ftype = types[i]};
+        const pl_status s = pl_convert_hf(dir, gguf, &cp, &err);
+        TU_CHECK(s == PL_ERR_FORMAT && strstr(err.msg, "down_proj_scales") &&
+                     strstr(err.msg, "255"),
+                 "type %zu: %s \"%s\", want FORMAT naming the scale", i, pl_status_str(s), err.msg);
+        remove(gguf);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    TU_CHECK(system(cmd) == 0, "%s", cmd);
+}
+
 /* Every case named on the command line is a row of cases.txt (a typo must not pass). */
 static void named_cases_exist(void)
 {
@@ -453,6 +488,7 @@ int main(int argc, char **argv)
         {"expected_cases_match_transformers", expected_cases_match_transformers},
         {"gpt_oss_mxfp4_experts_convert_byte_for_byte",
          gpt_oss_mxfp4_experts_convert_byte_for_byte},
+        {"gpt_oss_mxfp4_nan_scale_is_refused", gpt_oss_mxfp4_nan_scale_is_refused},
         {"unexpected_cases_are_refused_as_unsupported",
          unexpected_cases_are_refused_as_unsupported},
         {NULL, NULL},
