@@ -466,6 +466,10 @@ static void arch_layers_compile_to_their_steps(void)
         {"cohere2", 0,
          "norm:layer qkv rope kv_store attention attn_out residual ffn_gated residual"},
         {"cohere2", 3, "norm:layer qkv kv_store attention attn_out residual ffn_gated residual"},
+        /* issue 49: gpt-oss (its sinks, o bias, router and expert biases are read by the
+         * attention, attn_out and ffn_moe steps where bound) */
+        {"gpt-oss", 0,
+         "norm qkv qkv_bias rope kv_store attention attn_out residual norm ffn_moe residual"},
     };
     const size_t n_want = sizeof want / sizeof want[0];
     size_t n_archs = 0, n_first = 0;

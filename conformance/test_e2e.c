@@ -618,9 +618,10 @@ static void repacked_weights_give_identical_logits(void)
 
 /* ---- mixture of experts ---- */
 
-/* The MoE shapes: qwen3moe and qwen2moe (shared expert) as tiny_default makes them, and
- * Mixtral (llama with 8 experts of F, 2 used). */
-static const char *moe_names[] = {"qwen3moe", "qwen2moe", "mixtral"};
+/* The MoE shapes: qwen3moe and qwen2moe (shared expert) as tiny_default makes them, Mixtral
+ * (llama with 8 experts of F, 2 used), and gpt-oss (sinks, router and expert biases, the
+ * clamped SwiGLU, even layers local; issue 49). */
+static const char *moe_names[] = {"qwen3moe", "qwen2moe", "mixtral", "gpt-oss"};
 
 static tiny_spec moe_spec(const char *name, uint32_t type)
 {
@@ -667,7 +668,10 @@ static void e2e_moe_matches_reference(void)
 /* DESIGN.md: grouping a prefill's tokens by expert never changes a token's row. */
 static void moe_logits_identical_across_chunks_threads_and_truncation(void)
 {
-    static const uint32_t wt[] = {PL_TYPE_Q4_K, PL_TYPE_Q8_0, PL_TYPE_IQ4_XS};
+    /* gpt-oss's experts MXFP4, as it ships them */
+    static const uint32_t wt[] = {PL_TYPE_Q4_K, PL_TYPE_Q8_0, PL_TYPE_IQ4_XS, PL_TYPE_MXFP4};
+    static_assert(sizeof wt / sizeof wt[0] == sizeof moe_names / sizeof moe_names[0],
+                  "a weight type per MoE shape");
     for (size_t a = 0; a < sizeof moe_names / sizeof moe_names[0]; a++) {
         tiny_spec spec = moe_spec(moe_names[a], wt[a]);
         spec.seed = tu_seed() ^ (0x77e + a);
@@ -816,6 +820,20 @@ static void model_rejects_missing_misshapen_and_mistyped_tensors(void)
     expect_load_error(s, PL_ERR_NOT_FOUND, "output_norm.weight");
     s = tiny_default("gpt-j", PL_TYPE_F32);
     expect_load_error(s, PL_ERR_UNSUPPORTED, "gpt-j");
+    /* gpt-oss (issue 49): its sinks required, an expert bias shaped and typed as a matrix of
+     * one F32 row per expert */
+    s = tiny_default("gpt-oss", PL_TYPE_Q8_0);
+    s.omit = "blk.1.attn_sinks.weight";
+    expect_load_error(s, PL_ERR_NOT_FOUND, "blk.1.attn_sinks.weight");
+    s = tiny_default("gpt-oss", PL_TYPE_Q8_0);
+    s.misshape = "blk.0.ffn_up_exps.bias";
+    expect_load_error(s, PL_ERR_TYPE, "blk.0.ffn_up_exps.bias");
+    s = tiny_default("gpt-oss", PL_TYPE_Q8_0);
+    s.f16_norm = "blk.1.ffn_down_exps.bias";
+    expect_load_error(s, PL_ERR_TYPE, "blk.1.ffn_down_exps.bias");
+    s = tiny_default("gpt-oss", PL_TYPE_Q8_0);
+    s.omit = "blk.0.ffn_gate_inp.bias";
+    expect_load_error(s, PL_ERR_NOT_FOUND, "blk.0.ffn_gate_inp.bias");
 }
 
 /* The kernel set is chosen once, when the model loads: PLUMB_KERNELS read then, or the model's

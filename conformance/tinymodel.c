@@ -93,7 +93,8 @@ static void add(builder *b, const char *name, int64_t cols, int64_t rows, int64_
     if (b->failed) return;
     if (b->s->omit && strcmp(b->s->omit, name) == 0) return;
     if (b->s->misshape && strcmp(b->s->misshape, name) == 0) cols += 32;
-    if (rows == 1 && b->s->f16_norm && strcmp(b->s->f16_norm, name) == 0) type = PL_TYPE_F16;
+    if (type == PL_TYPE_F32 && b->s->f16_norm && strcmp(b->s->f16_norm, name) == 0)
+        type = PL_TYPE_F16;
     const int64_t n_rows = rows * mats;
     float *f = malloc((size_t)(cols * n_rows) * sizeof *f);
     for (int64_t i = 0; i < cols * n_rows; i++)
@@ -184,8 +185,8 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
         case PL_ARCH_T_NORM:
             add(&b, t->name, cols, 1, 1, 0.1, 1.0, PL_TYPE_F32);
             break;
-        case PL_ARCH_T_BIAS:
-            add(&b, t->name, cols, 1, 1, 0.1, 0.0, PL_TYPE_F32);
+        case PL_ARCH_T_BIAS: /* a vector, or one row per expert (gpt-oss) */
+            add(&b, t->name, cols, rows, 1, 0.1, 0.0, PL_TYPE_F32);
             break;
         case PL_ARCH_T_FACTORS: /* divisors >= 1, as llama3's */
             add(&b, t->name, cols, 1, 1, 0.5, 2.0, PL_TYPE_F32);

@@ -29,7 +29,8 @@ struct tiny_spec {
     /* Hostile variants for binding tests: skip or reshape one tensor by name. */
     const char *omit;
     const char *misshape;
-    const char *f16_norm; /* store this 1-D tensor as F16 (the engine wants F32) */
+    const char *f16_norm; /* store this F32 tensor (a norm, a bias) as F16 (the engine wants
+                             F32) */
     /* Called last, before the image is written: adds or replaces keys and tensors (data passed
      * to the writer must outlive tiny_build: static storage). */
     void (*edit)(pl_gguf_writer *w, const tiny_spec *s);

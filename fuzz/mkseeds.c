@@ -277,6 +277,7 @@ enum {
     B_GLM4,
     /* issue 49 */
     B_COHERE2,
+    B_GPT_OSS,
     N_BASES
 };
 
@@ -472,6 +473,13 @@ static void gguf_model_seeds(void)
     c[B_COHERE2].n_layer = 4;
     c[B_COHERE2].local_window = 3;
     c[B_COHERE2].logit_scale = 0.25f;
+    /* gpt-oss (sinks, o/router/expert biases, clamped SwiGLU, even layers local) */
+    c[B_GPT_OSS] = config("s-gpt-oss", "gpt-oss", DEMO_VOCAB_BPE, PL_FTYPE_Q8_0, 32, 32, 0);
+    c[B_GPT_OSS].n_layer = 2;
+    c[B_GPT_OSS].local_window = 4;
+    c[B_GPT_OSS].n_expert = 4;
+    c[B_GPT_OSS].n_expert_used = 2;
+    c[B_GPT_OSS].n_ff_exp = 32;
     void *bases[N_BASES];
     size_t sizes[N_BASES];
     for (int b = 0; b < N_BASES; b++) {

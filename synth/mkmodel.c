@@ -296,6 +296,31 @@ static const struct preset {
       .n_ff_exp = 1408,
       .n_ff_shexp = 5632,
       .vocab = DEMO_VOCAB_BPE}},
+    /* openai/gpt-oss-20b: 32 experts of 2880, 4 used (softmax over the chosen), router and
+     * expert biases, q/k/v/o biases, sinks, the clamped SwiGLU, even layers local (window 128),
+     * YaRN 32 over 4096 unrounded, untied; --type MXFP4_MOE makes the experts MXFP4 as shipped */
+    {"gpt-oss-20b",
+     {.name = "plumb gpt-oss-20b (random weights)",
+      .arch = "gpt-oss",
+      .n_embd = 2880,
+      .n_layer = 24,
+      .n_head = 64,
+      .n_head_kv = 8,
+      .head_dim = 64,
+      .n_ff = 2880,
+      .n_vocab = 201088,
+      .n_ctx = 131072,
+      .rope_base = 150000.0f,
+      .rms_eps = 1e-5f,
+      .tied = 0,
+      .local_window = 128,
+      .n_expert = 32,
+      .n_expert_used = 4,
+      .n_ff_exp = 2880,
+      .yarn_factor = 32.0f,
+      .yarn_orig_ctx = 4096,
+      .yarn_no_truncate = 1,
+      .vocab = DEMO_VOCAB_BPE}},
     /* mistralai/Mixtral-8x7B-v0.1: llama with 8 experts of 14336, 2 used (normalised). */
     {"mixtral-8x7b",
      {.name = "plumb mixtral-8x7b (random weights)",
@@ -335,7 +360,7 @@ const char *mk_preset_list(void)
            "smollm3-3b, olmo2-7b, "
            "exaone4-32b, glm4-9b, "
            "tiny-moe, "
-           "qwen3-30b-a3b, qwen2-moe-a2.7b, mixtral-8x7b";
+           "qwen3-30b-a3b, qwen2-moe-a2.7b, gpt-oss-20b, mixtral-8x7b";
 }
 
 /* The architecture table knows the name when it can list a tensor plan for it. */
@@ -661,7 +686,10 @@ static pl_status put_metadata(pl_gguf_writer *w, const mk_config *c, pl_error *e
                                 .residual_scale = MULT(c, 1),
                                 .attention_scale = MULT(c, 2),
                                 .logit_divisor = MULT(c, 3),
-                                .logit_scale = c->logit_scale};
+                                .logit_scale = c->logit_scale,
+                                .yarn_factor = c->yarn_factor,
+                                .yarn_orig_ctx = c->yarn_orig_ctx,
+                                .yarn_no_truncate = c->yarn_no_truncate};
     pl_status s;
     if ((s = pl_arch_write_keys(w, c->arch, &shape, &hp, err)) ||
         (s = pl_gguf_writer_set_string(w, "general.name", c->name, strlen(c->name), err)) ||
@@ -739,7 +767,8 @@ pl_status mk_write(const mk_config *c, const char *path, pl_progress_fn progress
             add(job.t, &job.n, d->name, GEN_NORM, 0, d->ne[0], 0, 1);
             break;
         case PL_ARCH_T_BIAS:
-            add(job.t, &job.n, d->name, GEN_BIAS, 0, d->ne[0], 0, 1);
+            /* a vector, or one row per expert (gpt-oss's expert biases) */
+            add(job.t, &job.n, d->name, GEN_BIAS, 0, d->ne[0], d->n_dims == 2 ? d->ne[1] : 0, 1);
             break;
         }
     }

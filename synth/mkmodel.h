@@ -31,7 +31,11 @@ typedef struct mk_config {
     /* > 0: Granite's embedding, residual, attention and logit multipliers (keys granite
      * requires: the granite-3-2b preset gives them); 0: left out */
     float mult[4];
-    float logit_scale;          /* > 0: the logits times it (cohere2's logit_scale) */
+    float logit_scale; /* > 0: the logits times it (cohere2's logit_scale) */
+    /* > 1: YaRN by this factor over yarn_orig_ctx, unrounded with yarn_no_truncate (gpt-oss) */
+    float yarn_factor;
+    int64_t yarn_orig_ctx;
+    int yarn_no_truncate;
     enum demo_vocab_kind vocab; /* the tokenizer section (demo_vocab.h) */
     pl_ftype ftype;
     int pure; /* every weight matrix in the ftype's base type (no llama.cpp mix) */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kernels.h"
 #include "plumb.h"
 #include "testutil.h"
 
@@ -314,6 +315,17 @@ static const struct {
     {"smollm3", "\"no_rope_layer_interval\": 4,\n  \"no_rope_layers\": [",
      "\"no_rope_layer_interval\": 3,\n  \"no_rope_layers_was\": [", PL_ERR_UNSUPPORTED,
      "no_rope_layer_interval"},
+    /* gpt-oss: a clamp llama.cpp does not apply, another quantization, a routing flag */
+    {"gpt-oss", "\"swiglu_limit\": 7.0", "\"swiglu_limit\": 8.0", PL_ERR_UNSUPPORTED,
+     "swiglu_limit"},
+    {"gpt-oss", "\"quant_method\": \"mxfp4\"", "\"quant_method\": \"fp8\"", PL_ERR_UNSUPPORTED,
+     "quant_method"},
+    {"gpt-oss-dense", "\"swiglu_limit\": 7.0", "\"swiglu_limit\": 7.0, \"norm_topk_prob\": true",
+     PL_ERR_UNSUPPORTED, "norm_topk_prob"},
+    /* the dense checkpoint said to be MXFP4: its _blocks are missing */
+    {"gpt-oss-dense", "\"swiglu_limit\": 7.0",
+     "\"swiglu_limit\": 7.0, \"quantization_config\": {\"quant_method\": \"mxfp4\"}",
+     PL_ERR_NOT_FOUND, "_blocks"},
 };
 
 static char *slurp_text(const char *path)
@@ -363,6 +375,94 @@ static void issue49_configs_gguf_cannot_say_are_refused(void)
     }
 }
 
+/* gpt-oss's MXFP4 experts converted to MXFP4 are its blocks as they are (the nibbles moved, the
+ * scale bytes kept): dequantized they equal the F32 conversion's values exactly, which
+ * transformers' own unpacking gives (FP4[c] 2^(s - 127)), and the logits match. */
+static void gpt_oss_mxfp4_experts_convert_byte_for_byte(void)
+{
+    char src[1024], f32[1200], mx[1200];
+    snprintf(src, sizeof src, "%s/gpt-oss", oracle_dir);
+    snprintf(f32, sizeof f32, "%s/oss-f32.gguf", tmpdir);
+    snprintf(mx, sizeof mx, "%s/oss-mxfp4.gguf", tmpdir);
+    pl_error err = {0};
+    const pl_convert_params pf = {.ftype = PL_FTYPE_F32}, pm = {.ftype = PL_FTYPE_MXFP4_MOE};
+    TU_CHECK(pl_convert_hf(src, f32, &pf, &err) == PL_OK, "F32: %s", err.msg);
+    TU_CHECK(pl_convert_hf(src, mx, &pm, &err) == PL_OK, "MXFP4_MOE: %s", err.msg);
+    pl_gguf *a = NULL, *b = NULL;
+    TU_CHECK(pl_gguf_open(&a, f32, &err) == PL_OK && pl_gguf_open(&b, mx, &err) == PL_OK, "%s",
+             err.msg);
+    int n = 0;
+    for (int l = 0; a && b && l < 4; l++)
+        for (int k = 0; k < 3; k++) {
+            static const char *const which[3] = {"gate", "up", "down"};
+            char name[64];
+            snprintf(name, sizeof name, "blk.%d.ffn_%s_exps.weight", l, which[k]);
+            const int64_t ia = pl_gguf_find_tensor(a, name), ib = pl_gguf_find_tensor(b, name);
+            pl_tensor_info ta, tb;
+            TU_CHECK(ia >= 0 && ib >= 0 && !pl_gguf_tensor(a, (uint64_t)ia, &ta, NULL) &&
+                         !pl_gguf_tensor(b, (uint64_t)ib, &tb, NULL),
+                     "%s missing", name);
+            if (ia < 0 || ib < 0) continue;
+            TU_CHECK(ta.type == PL_TYPE_F32 && tb.type == PL_TYPE_MXFP4, "%s: types %s, %s", name,
+                     pl_type_name(ta.type), pl_type_name(tb.type));
+            if (tb.type != PL_TYPE_MXFP4) continue;
+            const int64_t cols = ta.ne[0], rows = ta.ne[1] * ta.ne[2];
+            size_t rb;
+            pl_type_row_bytes(PL_TYPE_MXFP4, cols, &rb, NULL);
+            float *y = malloc((size_t)cols * sizeof *y);
+            int64_t bad = 0;
+            for (int64_t r = 0; r < rows; r++) {
+                pl_kernels_ref.dequantize_row[PL_TYPE_MXFP4](y, (const uint8_t *)tb.data + r * rb,
+                                                             cols);
+                bad += memcmp(y, (const float *)ta.data + r * cols, (size_t)cols * sizeof *y) != 0;
+            }
+            free(y);
+            TU_CHECK(bad == 0, "%s: %lld of %lld rows differ from the F32 conversion", name,
+                     (long long)bad, (long long)rows);
+            n++;
+        }
+    TU_CHECK(n == 12, "%d expert tensors compared, want 12", n);
+    pl_gguf_free(a);
+    pl_gguf_free(b);
+    remove(f32);
+    remove(mx);
+}
+
+/* An MXFP4 scale of 255 (E8M0's NaN, which transformers would read as 2^128) is refused by
+ * name, for every target type: no weight is NaN. */
+static void gpt_oss_mxfp4_nan_scale_is_refused(void)
+{
+    char dir[1024], path[1200], cmd[2600], gguf[1200];
+    snprintf(dir, sizeof dir, "%s/oss-nan", tmpdir);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -rL '%s/gpt-oss' '%s'", dir, oracle_dir, dir);
+    TU_CHECK(system(cmd) == 0, "%s", cmd);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    pl_safetensors *st = NULL;
+    pl_error err = {0};
+    TU_CHECK(pl_safetensors_open(&st, path, &err) == PL_OK, "%s", err.msg);
+    const pl_st_tensor *t =
+        st ? pl_safetensors_find(st, "model.layers.2.mlp.experts.down_proj_scales") : NULL;
+    TU_CHECK(t != NULL, "no down_proj_scales in layer 2");
+    const uint64_t at = t ? t->offset + t->n_bytes / 2 : 0;
+    pl_safetensors_free(st);
+    if (!t) return;
+    FILE *f = fopen(path, "r+b");
+    TU_CHECK(f && fseek(f, (long)at, SEEK_SET) == 0 && fputc(255, f) == 255, "patch %s", path);
+    if (f) fclose(f);
+    static const pl_ftype types[] = {PL_FTYPE_F32, PL_FTYPE_MXFP4_MOE};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(gguf, sizeof gguf, "%s/nan.gguf", tmpdir);
+        const pl_convert_params cp = {.ftype = types[i]};
+        const pl_status s = pl_convert_hf(dir, gguf, &cp, &err);
+        TU_CHECK(s == PL_ERR_FORMAT && strstr(err.msg, "down_proj_scales") &&
+                     strstr(err.msg, "255"),
+                 "type %zu: %s \"%s\", want FORMAT naming the scale", i, pl_status_str(s), err.msg);
+        remove(gguf);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    TU_CHECK(system(cmd) == 0, "%s", cmd);
+}
+
 /* Every case named on the command line is a row of cases.txt (a typo must not pass). */
 static void named_cases_exist(void)
 {
@@ -386,6 +486,9 @@ int main(int argc, char **argv)
         {"issue49_configs_gguf_cannot_say_are_refused",
          issue49_configs_gguf_cannot_say_are_refused},
         {"expected_cases_match_transformers", expected_cases_match_transformers},
+        {"gpt_oss_mxfp4_experts_convert_byte_for_byte",
+         gpt_oss_mxfp4_experts_convert_byte_for_byte},
+        {"gpt_oss_mxfp4_nan_scale_is_refused", gpt_oss_mxfp4_nan_scale_is_refused},
         {"unexpected_cases_are_refused_as_unsupported",
          unexpected_cases_are_refused_as_unsupported},
         {NULL, NULL},

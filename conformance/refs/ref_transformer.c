@@ -425,6 +425,8 @@ static void silu_mul(double *g, const double *u, int64_t n)
     for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
 }
 
+static void add_bias(double *y, const gsl_vector *b, int64_t n);
+
 /* One token's mixture-of-experts FFN of xn into out (E), from the definitions (transformers'
  * MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock): p = softmax of the
  * router logits, the U largest p (ties: the lower expert), renormalised where the recipe says;
@@ -437,6 +439,9 @@ static void moe_ffn(const ref_model *m, const ref_layer *R, const double *xn, do
     double *p = calloc((size_t)X, sizeof *p), *y = calloc((size_t)E, sizeof *y);
     int *taken = calloc((size_t)X, sizeof *taken);
     gemv(p, R->m[PL_L_GATE_INP], xn, NULL);
+    add_bias(p, R->v[PL_L_GATE_INP_B], X); /* gpt-oss's router bias */
+    double *logit = calloc((size_t)X, sizeof *logit);
+    memcpy(logit, p, (size_t)X * sizeof *p);
     double mx = -INFINITY, sum = 0;
     for (int64_t e = 0; e < X; e++) mx = p[e] > mx ? p[e] : mx;
     for (int64_t e = 0; e < X; e++) sum += p[e] = exp(p[e] - mx);
@@ -460,12 +465,29 @@ static void moe_ffn(const ref_model *m, const ref_layer *R, const double *xn, do
      * norm_topk_prob = true, Qwen2-MoE's false (its modeling code's default), written here from
      * the definitions, not read from plumb's recipe */
     const int norm = strcmp(m->arch->name, "qwen2moe") != 0;
+    /* gpt-oss (transformers' GptOssTopKRouter): softmax over the chosen k logits only */
+    const int oss = strcmp(m->arch->name, "gpt-oss") == 0;
+    double lmax = -INFINITY, lsum = 0;
+    for (int64_t k = 0; oss && k < U; k++) lmax = logit[ids[k]] > lmax ? logit[ids[k]] : lmax;
+    for (int64_t k = 0; oss && k < U; k++) lsum += exp(logit[ids[k]] - lmax);
     for (int64_t k = 0; k < U; k++) {
-        const double wk = norm ? w[k] / wsum : w[k];
+        const double wk = oss ? exp(logit[ids[k]] - lmax) / lsum : norm ? w[k] / wsum : w[k];
         gemv(g, R->x[PL_L_GATE_EXPS][ids[k]], xn, NULL);
         gemv(u, R->x[PL_L_UP_EXPS][ids[k]], xn, NULL);
-        silu_mul(g, u, m->FX);
+        if (oss) { /* the experts' biases, then the clamped SwiGLU (GptOssExperts) */
+            for (int64_t i = 0; i < m->FX; i++) {
+                g[i] += gsl_matrix_get(R->m[PL_L_GATE_EXPS_B], (size_t)ids[k], (size_t)i);
+                u[i] += gsl_matrix_get(R->m[PL_L_UP_EXPS_B], (size_t)ids[k], (size_t)i);
+                const double lim = 7.0, gi = g[i] < lim ? g[i] : lim;
+                const double ui = u[i] < -lim ? -lim : u[i] > lim ? lim : u[i];
+                g[i] = gi / (1.0 + exp(-1.702 * gi)) * (ui + 1.0);
+            }
+        } else {
+            silu_mul(g, u, m->FX);
+        }
         gemv(y, R->x[PL_L_DOWN_EXPS][ids[k]], g, NULL);
+        for (int64_t i = 0; oss && i < E; i++)
+            y[i] += gsl_matrix_get(R->m[PL_L_DOWN_EXPS_B], (size_t)ids[k], (size_t)i);
         for (int64_t i = 0; i < E; i++) out[i] += wk * y[i];
     }
     if (R->m[PL_L_GATE_SHEXP]) {
@@ -480,6 +502,7 @@ static void moe_ffn(const ref_model *m, const ref_layer *R, const double *xn, do
         for (int64_t i = 0; i < E; i++) out[i] += sg * y[i];
     }
     free(p);
+    free(logit);
     free(y);
     free(taken);
 }
@@ -587,7 +610,12 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                                 scores[j] = m->attn_cap * tanh(scores[j] / m->attn_cap);
                             if (scores[j] > mx) mx = scores[j];
                         }
-                        double sum = 0.0;
+                        /* gpt-oss: the head's sink logit joins the max and the denominator
+                         * (transformers' eager_attention_forward), with no value row */
+                        const gsl_vector *sk = R->v[PL_L_SINKS];
+                        const double sink = sk ? gsl_vector_get(sk, (size_t)h) : -INFINITY;
+                        if (sk && mx > -INFINITY && sink > mx) mx = sink;
+                        double sum = sk && mx > -INFINITY ? exp(sink - mx) : 0.0;
                         for (int64_t j = 0; j <= p; j++) {
                             scores[j] = scores[j] == -INFINITY ? 0.0 : exp(scores[j] - mx);
                             sum += scores[j];
@@ -602,6 +630,7 @@ int ref_model_forward(const ref_model *m, const int32_t *tokens, int64_t n, cons
                     break;
                 case PL_STEP_ATTN_OUT:
                     gemv(tmp, R->m[st->role], att, NULL);
+                    add_bias(tmp, R->v[PL_L_BO], E); /* gpt-oss's output bias */
                     break;
                 case PL_STEP_RESIDUAL:
                     post_add(x, tmp, xn, st->role < PL_L_COUNT ? R->v[st->role] : NULL, E, m->eps,

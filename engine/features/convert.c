@@ -15,6 +15,7 @@
 #include "convert_spm.h"
 #include "hf_util.h"
 #include "pretok_id.h"
+#include "types.h"
 #include "runtime/arch.h"
 #include "spm_model.h"
 
@@ -51,6 +52,7 @@ typedef struct hf_config {
     /* mixture of experts (X 0: dense): experts, used per token, their FFN width, the shared
      * expert's (qwen2moe) */
     int64_t X, U, FX, FS;
+    int mxfp4; /* quantization_config.quant_method "mxfp4": experts as _blocks and _scales */
     /* the values written under "<arch>." (the table's rows: read or derived from config.json) */
     pl_arch_values v;
 } hf_config;
@@ -71,7 +73,15 @@ typedef struct ctensor {
     pl_type type;          /* output type */
     float *computed;       /* non-NULL: F32 values computed from config.json (src NULL) */
     int add_one;           /* a Gemma norm: GGUF stores the multiplier 1 + w */
+    /* gpt-oss's fused experts (transformers 5): src [X, in, out * stride] (one matrix per expert,
+     * transposed), or its MXFP4 pair src = _blocks [X, out * stride, in/32, 16], scales =
+     * _scales [X, out * stride, in/32]; or a bias [X, out * stride] (ne[1] = X). Output o is
+     * HF's o * stride + off (gate_up's interleaved gate: stride 2, off 0; up: off 1). */
+    int fused;                  /* 0: none, else FUSED_* */
+    const pl_st_tensor *scales; /* FUSED_MXFP4 */
+    int64_t stride, off;
 } ctensor;
+enum { FUSED_DENSE = 1, FUSED_MXFP4, FUSED_BIAS };
 
 typedef struct cjob {
     ctensor *t;
@@ -601,7 +611,13 @@ static pl_status read_moe(hf_config *c, const jfile *f, const char *an, pl_error
                        "%s: mlp_only_layers is not empty: plumb runs %s with experts in every "
                        "layer",
                        f->name, an);
-    if (norm != c->arch->recipe.moe_norm)
+    if (c->arch->recipe.moe_topk_softmax) { /* gpt-oss: softmax over the chosen k, no flag */
+        if (json_object_get(f->root, "norm_topk_prob"))
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: norm_topk_prob is set; %s's router softmaxes its top-k logits, "
+                           "which no flag changes",
+                           f->name, an);
+    } else if (norm != c->arch->recipe.moe_norm)
         return pl_fail(err, PL_ERR_UNSUPPORTED,
                        "%s: norm_topk_prob %s: llama.cpp's %s %s the chosen experts' weights",
                        f->name, norm ? "true" : "false", c->arch->name,
@@ -659,7 +675,30 @@ static pl_status read_config(hf_config *c, const jfile *f, pl_error *err)
         return pl_fail(err, PL_ERR_FORMAT, "%s: head_dim %lld must be even (RoPE pairs)", f->name,
                        (long long)c->D);
     /* the gated unit's activation, under either name transformers uses */
+    /* gpt-oss's config says silu; its experts compute the clamped SwiGLU whatever it says */
     const char *want_act = c->arch->recipe.act == PL_ACT_GELU_TANH ? "gelu_pytorch_tanh" : "silu";
+    if (c->arch->recipe.act == PL_ACT_SWIGLU_OAI) {
+        double lim;
+        if ((s = get_num(f, "swiglu_limit", PL_OAI_LIMIT, &lim, err))) return s;
+        if (lim != PL_OAI_LIMIT)
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: swiglu_limit %g: llama.cpp's %s clamps at %g, and GGUF has no key "
+                           "to say otherwise",
+                           f->name, lim, c->arch->name, (double)PL_OAI_LIMIT);
+    }
+    /* quantized checkpoints: only gpt-oss's MXFP4 experts, which convert unpacks */
+    c->mxfp4 = 0;
+    const json_t *qc = json_object_get(f->root, "quantization_config");
+    if (qc && !json_is_null(qc)) {
+        const json_t *qm = json_is_object(qc) ? json_object_get(qc, "quant_method") : NULL;
+        const char *qs = json_is_string(qm) ? json_string_value(qm) : "?";
+        if (strcmp(qs, "mxfp4") != 0 || c->arch->recipe.act != PL_ACT_SWIGLU_OAI)
+            return pl_fail(err, PL_ERR_UNSUPPORTED,
+                           "%s: quantization_config.quant_method '%.32s': plumb converts "
+                           "unquantized checkpoints and gpt-oss's mxfp4 experts only",
+                           f->name, qs);
+        c->mxfp4 = 1;
+    }
     static const char *const act_keys[] = {"hidden_act", "hidden_activation"};
     for (size_t i = 0; i < 2; i++) {
         const json_t *act = json_object_get(f->root, act_keys[i]);
@@ -1626,6 +1665,164 @@ static pl_status want_stack(ctensor *t, uint64_t *n, const pl_safetensors *st, u
     return PL_OK;
 }
 
+/* "[a, b, ...]" of an HF tensor's shape, for messages. */
+static void shape_str(char *got, size_t cap, const pl_st_tensor *src)
+{
+    snprintf(got, cap, "[");
+    for (uint32_t d = 0; d < src->n_dims && d < 4; d++)
+        snprintf(got + strlen(got), cap - strlen(got), "%s%lld", d ? ", " : "",
+                 (long long)src->shape[d]);
+    snprintf(got + strlen(got), cap - strlen(got), "]");
+}
+
+/* *out = HF tensor name of the expected shape (n dims) and dtype (NULL: F32, F16 or BF16),
+ * marked used. */
+static pl_status want_shape(const pl_st_tensor **out, const pl_safetensors *st, uint8_t *used,
+                            const char *name, const char *gname, const char *dtype, uint32_t n,
+                            const int64_t *shape, pl_error *err)
+{
+    const pl_st_tensor *src = pl_safetensors_find(st, name);
+    if (!src)
+        return pl_fail(err, PL_ERR_NOT_FOUND, "tensor '%s' (for %s) is missing from the weights",
+                       name, gname);
+    int ok = src->n_dims == n;
+    for (uint32_t d = 0; ok && d < n; d++) ok = src->shape[d] == shape[d];
+    if (!ok) {
+        char got[96], want[96] = "[";
+        shape_str(got, sizeof got, src);
+        for (uint32_t d = 0; d < n; d++)
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", d ? ", " : "",
+                     (long long)shape[d]);
+        return pl_fail(err, PL_ERR_TYPE, "tensor '%s': shape %s, config.json says %s]", name, got,
+                       want);
+    }
+    if (dtype ? strcmp(src->dtype, dtype) != 0 : src->type == PL_TYPE_COUNT)
+        return pl_fail(err, PL_ERR_UNSUPPORTED, "tensor '%s': dtype %s; plumb converts %s here",
+                       name, src->dtype, dtype ? dtype : "F32, F16 and BF16 weights");
+    used[src - pl_safetensors_tensor(st, 0)] = 1;
+    *out = src;
+    return PL_OK;
+}
+
+/* Adds GGUF tensor gname from gpt-oss's fused HF experts hname (see ctensor.fused): X matrices
+ * (in) -> (out), or with in 0 the bias [X, out * stride] as a (out, X) matrix. */
+static pl_status want_fused(ctensor *t, uint64_t *n, const pl_safetensors *st, uint8_t *used,
+                            const hf_config *c, const char *gname, const char *hname, int64_t in,
+                            int64_t out, int xform, pl_error *err)
+{
+    const int64_t X = c->X, stride = xform == PL_XF_NONE ? 1 : 2, off = xform == PL_XF_ODD ? 1 : 0;
+    ctensor *ct = &t[*n];
+    memset(ct, 0, sizeof *ct);
+    snprintf(ct->name, sizeof ct->name, "%s", gname);
+    ct->stride = stride;
+    ct->off = off;
+    if (!in) {
+        const int64_t sh[2] = {X, out * stride};
+        pl_status s = want_shape(&ct->src, st, used, hname, gname, NULL, 2, sh, err);
+        if (s) return s;
+        ct->fused = FUSED_BIAS;
+        ct->n_dims = 2;
+        ct->ne[0] = out;
+        ct->ne[1] = X;
+        ct->ne[2] = 1;
+    } else if (c->mxfp4) {
+        if (in % 32 != 0)
+            return pl_fail(err, PL_ERR_FORMAT, "%s: MXFP4 rows of %lld, not whole blocks of 32",
+                           hname, (long long)in);
+        char nb[128], ns[128];
+        snprintf(nb, sizeof nb, "%s_blocks", hname);
+        snprintf(ns, sizeof ns, "%s_scales", hname);
+        const int64_t shb[4] = {X, out * stride, in / 32, 16}, shs[3] = {X, out * stride, in / 32};
+        pl_status s;
+        if ((s = want_shape(&ct->src, st, used, nb, gname, "U8", 4, shb, err)) ||
+            (s = want_shape(&ct->scales, st, used, ns, gname, "U8", 3, shs, err)))
+            return s;
+        for (uint64_t i = 0; i < ct->scales->n_bytes; i++)
+            if (((const uint8_t *)ct->scales->data)[i] == 255) /* E8M0's NaN */
+                return pl_fail(err, PL_ERR_FORMAT,
+                               "tensor '%s': scale byte %llu is 255 (E8M0's NaN), which no "
+                               "weight is",
+                               ns, (unsigned long long)i);
+        ct->fused = FUSED_MXFP4;
+    } else {
+        const int64_t sh[3] = {X, in, out * stride};
+        pl_status s = want_shape(&ct->src, st, used, hname, gname, NULL, 3, sh, err);
+        if (s) return s;
+        ct->fused = FUSED_DENSE;
+    }
+    if (in) {
+        ct->n_dims = 3;
+        ct->ne[0] = in;
+        ct->ne[1] = out;
+        ct->ne[2] = X;
+    }
+    (*n)++;
+    return PL_OK;
+}
+
+/* OCP MXFP4's E2M1 values (transformers' FP4_VALUES) */
+static const float fp4_values[16] = {+0.0f, +0.5f, +1.0f, +1.5f, +2.0f, +3.0f, +4.0f, +6.0f,
+                                     -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+/* An MXFP4 pair as GGUF's MXFP4 tensor, without a round trip through floats: transformers'
+ * FP4[c] 2^(s - 127) is ggml's 2 FP4[c] 2^(e - 128) (kernels/types.h), so e = s byte for byte
+ * and the codes are the same; only the nibbles move, from HF's (2j, 2j + 1) in byte j to
+ * ggml's (j, j + 16). A scale of 255 (E8M0's NaN) was refused at planning. */
+static void mxfp4_blocks(const ctensor *t, void *dst)
+{
+    const int64_t in = t->ne[0], out = t->ne[1], X = t->ne[2], W = out * t->stride, nb = in / 32;
+    pl_block_mxfp4 *d = dst;
+    for (int64_t e = 0; e < X; e++)
+        for (int64_t o = 0; o < out; o++) {
+            const int64_t r = e * W + o * t->stride + t->off;
+            for (int64_t b = 0; b < nb; b++, d++) {
+                const uint8_t *q = (const uint8_t *)t->src->data + (size_t)((r * nb + b) * 16);
+                d->e = ((const uint8_t *)t->scales->data)[r * nb + b];
+                for (int j = 0; j < 16; j++) {
+                    const int lo = (q[j / 2] >> (4 * (j & 1))) & 15;
+                    const int hi = (q[(j + 16) / 2] >> (4 * (j & 1))) & 15;
+                    d->qs[j] = (uint8_t)(lo | hi << 4);
+                }
+            }
+        }
+}
+
+/* One expert e of a fused tensor as F32 rows (out, in) into dst; tmp holds in * out * stride
+ * floats (FUSED_DENSE). */
+static pl_status fused_expert(const ctensor *t, int64_t e, float *dst, float *tmp, void *staged,
+                              pl_error *err)
+{
+    const int64_t in = t->ne[0], out = t->ne[1], W = out * t->stride;
+    if (t->fused == FUSED_MXFP4) {
+        const int64_t nb = in / 32;
+        const uint8_t *blk = (const uint8_t *)t->src->data + (size_t)(e * W * nb * 16);
+        const uint8_t *sc = (const uint8_t *)t->scales->data + (size_t)(e * W * nb);
+        for (int64_t o = 0; o < out; o++) {
+            const int64_t r = o * t->stride + t->off;
+            for (int64_t b = 0; b < nb; b++) {
+                const float scale = ldexpf(1.0f, (int)sc[r * nb + b] - 127); /* not 255 */
+                const uint8_t *q = blk + (r * nb + b) * 16;
+                for (int64_t j = 0; j < 16; j++) { /* byte j: elements 2j (low), 2j + 1 (high) */
+                    dst[o * in + b * 32 + 2 * j] = fp4_values[q[j] & 15] * scale;
+                    dst[o * in + b * 32 + 2 * j + 1] = fp4_values[q[j] >> 4] * scale;
+                }
+            }
+        }
+        return PL_OK;
+    }
+    /* FUSED_DENSE: [in, W] of expert e, transposed with the chosen outputs */
+    const size_t eb = t->src->n_bytes / (size_t)t->ne[2];
+    memcpy(staged, (const uint8_t *)t->src->data + (size_t)e * eb, eb);
+    pl_status s;
+    if (t->src->type == PL_TYPE_F32)
+        memcpy(tmp, staged, eb);
+    else if ((s = pl_dequantize_rows((pl_type)t->src->type, tmp, staged, in, W, err)))
+        return s;
+    for (int64_t o = 0; o < out; o++)
+        for (int64_t k = 0; k < in; k++) dst[o * in + k] = tmp[k * W + o * t->stride + t->off];
+    return PL_OK;
+}
+
 typedef struct plan_walk {
     ctensor *t;
     uint64_t *n;
@@ -1674,6 +1871,12 @@ static int plan_visit(void *user, const pl_arch_tensor *r, int64_t l)
     }
     int required;
     if (!pl_arch_row_applies(r, c->X, &required)) return 0;
+    if (r->ne2 != PL_DIM_1 && !strchr(r->hf, '%')) /* gpt-oss's fused experts */
+        return (int)want_fused(w->t, w->n, w->st, w->used, c, g, h, pl_arch_dim(w->d, r->ne0),
+                               pl_arch_dim(w->d, r->ne1), r->xform, w->err);
+    if (r->ne1 == PL_DIM_X) /* ... and their biases, one row per expert */
+        return (int)want_fused(w->t, w->n, w->st, w->used, c, g, h, 0, pl_arch_dim(w->d, r->ne0),
+                               r->xform, w->err);
     if (r->ne2 != PL_DIM_1)
         return (int)want_stack(w->t, w->n, w->st, w->used, g, r->hf, l, c->X,
                                pl_arch_dim(w->d, r->ne1), pl_arch_dim(w->d, r->ne0), w->err);
@@ -1747,6 +1950,51 @@ static pl_status cfill(void *user, uint64_t i, void *dst, uint64_t n_bytes, pl_e
     if (t->computed) { /* planned as F32: 1-D tensors are never quantized */
         memcpy(dst, t->computed, (size_t)n_bytes);
         j->done += (uint64_t)(rows * cols);
+        return PL_OK;
+    }
+    if (t->fused == FUSED_BIAS) { /* F32 always (a .bias is never quantized) */
+        const int64_t W = cols * t->stride;
+        float *tmp = pl_malloc((size_t)(rows * W) * sizeof *tmp);
+        if (!tmp) return pl_fail(err, PL_ERR_NOMEM, "no memory for %s", t->name);
+        memcpy(j->staged, src->data, (size_t)src->n_bytes);
+        if (src->type == PL_TYPE_F32)
+            memcpy(tmp, j->staged, (size_t)src->n_bytes);
+        else if ((s = pl_dequantize_rows((pl_type)src->type, tmp, j->staged, rows, W, err))) {
+            pl_free(tmp);
+            return s;
+        }
+        float *d = dst;
+        for (int64_t e = 0; e < rows; e++)
+            for (int64_t o = 0; o < cols; o++)
+                d[e * cols + o] = tmp[e * W + o * t->stride + t->off];
+        pl_free(tmp);
+        j->done += (uint64_t)(rows * cols);
+        return PL_OK;
+    }
+    if (t->fused == FUSED_MXFP4 && t->type == PL_TYPE_MXFP4) { /* kept as they are */
+        mxfp4_blocks(t, dst);
+        j->done += (uint64_t)(rows * cols * t->ne[2]);
+        return PL_OK;
+    }
+    if (t->fused) { /* fused experts, one matrix at a time */
+        const uint64_t per = n_bytes / (uint64_t)t->ne[2];
+        float *tmp = NULL;
+        if (t->fused == FUSED_DENSE &&
+            !(tmp = pl_malloc((size_t)(rows * cols * t->stride) * sizeof *tmp)))
+            return pl_fail(err, PL_ERR_NOMEM, "no memory for %s", t->name);
+        for (int64_t e = 0; e < t->ne[2]; e++) {
+            if ((s = fused_expert(t, e, j->f32, tmp, j->staged, err))) break;
+            uint8_t *de = (uint8_t *)dst + (uint64_t)e * per;
+            if (t->type == PL_TYPE_F32)
+                memcpy(de, j->f32, (size_t)per);
+            else if ((s = pl_quantize_rows(t->type, de, j->f32, rows, cols, err)))
+                break;
+            j->done += (uint64_t)(rows * cols);
+        }
+        pl_free(tmp);
+        if (s) return s;
+        if (j->p->progress && j->p->progress(j->p->progress_user, j->done, j->total) != 0)
+            return pl_fail(err, PL_ERR_CANCELLED, "conversion cancelled by the progress callback");
         return PL_OK;
     }
     if (t->xs) { /* stacked experts, one matrix at a time */
@@ -1924,7 +2172,12 @@ pl_status pl_convert_hf(const char *hf_dir, const char *out_path, const pl_conve
         ctensor *t = &job.t[i];
         uint64_t elems = (uint64_t)t->ne[0] * (uint64_t)t->ne[1]; /* one expert's */
         if (elems > max_elems) max_elems = elems;
-        if (t->src && t->src->n_bytes > max_src) max_src = t->src->n_bytes;
+        if (t->src && t->fused == FUSED_DENSE) { /* staged one expert at a time */
+            if (t->src->n_bytes / (uint64_t)t->ne[2] > max_src)
+                max_src = t->src->n_bytes / (uint64_t)t->ne[2];
+        } else if (t->src && t->src->n_bytes > max_src) {
+            max_src = t->src->n_bytes;
+        }
         for (int64_t e = 0; t->xs && e < t->ne[2]; e++)
             if (t->xs[e]->n_bytes > max_src) max_src = t->xs[e]->n_bytes;
         if (t->permute_heads && elems > max_perm) max_perm = elems;

@@ -577,6 +577,12 @@ typedef struct pl_arch_hparams {
      * logit_scale: the logits are divided by it); 0: left out */
     float embedding_scale, residual_scale, attention_scale, logit_divisor;
     float logit_scale; /* > 0: logit_scale (cohere2: the logits times it); 0: left out */
+    /* > 1: YaRN by this factor over yarn_orig_ctx positions (rope.scaling.type "yarn", factor,
+     * original_context_length), with yarn_no_truncate its correction range unrounded
+     * (rope.scaling.yarn_truncate = false: gpt-oss); 0: no scaling keys */
+    float yarn_factor;
+    int64_t yarn_orig_ctx;
+    int yarn_no_truncate;
 } pl_arch_hparams;
 
 /* Writes general.architecture and the keys under "<arch>." a file of this shape needs, from the

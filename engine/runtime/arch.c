@@ -405,6 +405,49 @@ static const pl_arch_key keys_cohere2[] = {
      0.0625, PL_W_GIVEN}, /* Cohere2Config's default */
 };
 
+/* gpt-oss: qwen2's attention with an output bias and one learned sink logit per head, NeoX
+ * RoPE (transformers' halves), the FFN's pre-norm named post_attention_norm in llama.cpp's
+ * files; every layer's FFN the router (with a bias) and the stacked experts (with biases), HF's
+ * experts fused in one tensor per projection (transformers 5: [X, in, out], gate and up
+ * interleaved along out) or MXFP4 (_blocks, _scales); even layers local. */
+#define TXF(role, gguf, hf, ne0, ne1, kind, xf)                                                    \
+    {                                                                                              \
+        PL_L_##role, gguf, hf, PL_DIM_##ne0, PL_DIM_##ne1, PL_TK_##kind, PL_REQ_MOE, PL_XF_##xf,   \
+            PL_SPLIT_NONE, PL_DIM_X                                                                \
+    }
+static const pl_arch_tensor layer_gpt_oss[] = {
+    ROW_ATTN_NORM,
+    T(WQ, "attn_q.weight", "self_attn.q_proj.weight", E, Q, MATRIX_IN, REQ, NONE),
+    BIAS(BQ, "attn_q.bias", "self_attn.q_proj.bias", Q, REQ),
+    T(WK, "attn_k.weight", "self_attn.k_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    BIAS(BK, "attn_k.bias", "self_attn.k_proj.bias", KV, REQ),
+    T(WV, "attn_v.weight", "self_attn.v_proj.weight", E, KV, MATRIX_IN, REQ, NONE),
+    BIAS(BV, "attn_v.bias", "self_attn.v_proj.bias", KV, REQ),
+    ROW_WO,
+    BIAS(BO, "attn_output.bias", "self_attn.o_proj.bias", E, REQ),
+    BIAS(SINKS, "attn_sinks.weight", "self_attn.sinks", H, REQ),
+    T(FFN_NORM, "post_attention_norm.weight", "post_attention_layernorm.weight", E, 1, NORM, REQ,
+      NONE),
+    T(GATE_INP, "ffn_gate_inp.weight", "mlp.router.weight", E, X, ROUTER, PL_REQ_MOE, NONE),
+    BIAS(GATE_INP_B, "ffn_gate_inp.bias", "mlp.router.bias", X, PL_REQ_MOE),
+    TXF(GATE_EXPS, "ffn_gate_exps.weight", "mlp.experts.gate_up_proj", E, FX, MATRIX_IN, EVEN),
+    TXF(UP_EXPS, "ffn_up_exps.weight", "mlp.experts.gate_up_proj", E, FX, MATRIX_IN, ODD),
+    TXF(DOWN_EXPS, "ffn_down_exps.weight", "mlp.experts.down_proj", FX, E, MATRIX_OUT, NONE),
+    T(GATE_EXPS_B, "ffn_gate_exps.bias", "mlp.experts.gate_up_proj_bias", FX, X, BIAS, PL_REQ_MOE,
+      EVEN),
+    T(UP_EXPS_B, "ffn_up_exps.bias", "mlp.experts.gate_up_proj_bias", FX, X, BIAS, PL_REQ_MOE, ODD),
+    T(DOWN_EXPS_B, "ffn_down_exps.bias", "mlp.experts.down_proj_bias", E, X, BIAS, PL_REQ_MOE,
+      NONE),
+};
+/* the experts' width is config.json's intermediate_size; llama.cpp's LLM_ARCH_OPENAI_MOE reads
+ * the window and the expert width as required keys */
+static const pl_arch_key keys_gpt_oss[] = {
+    {PL_HP_EXPERT_FF_LENGTH, "expert_feed_forward_length", PL_KEY_INT, REQ, 0, 1, 1 << 18,
+     "intermediate_size", PL_HF_READ, NAN, PL_W_GIVEN},
+    {PL_HP_SLIDING_WINDOW, "attention.sliding_window", PL_KEY_INT, REQ, 0, 1, INT32_MAX,
+     "sliding_window", PL_HF_DERIVED, NAN, PL_W_GIVEN},
+};
+
 #define LAYER(a)  a, N_OF(a)
 #define QUIRKS(q) q, N_OF(q)
 #define NO_QUIRKS NULL, 0
@@ -562,6 +605,21 @@ static const pl_arch archs[] = {
       .norm = PL_NORM_LAYER,
       .parallel = 1,
       .nope_global = 1},
+     NO_QUIRKS},
+    {"gpt-oss",
+     "GptOssForCausalLM",
+     NULL,
+     globals_common,
+     N_OF(globals_common),
+     LAYER(layer_gpt_oss),
+     KEYS(keys_gpt_oss),
+     {.rope_style = PL_ROPE_NEOX,
+      .act = PL_ACT_SWIGLU_OAI,
+      .full_rotary = 1,
+      .swa_period = 2,
+      .moe = PL_MOE_REQUIRED,
+      .moe_norm = 1,
+      .moe_topk_softmax = 1},
      NO_QUIRKS},
 };
 
@@ -759,6 +817,8 @@ int64_t pl_arch_dim(const pl_arch_dims *d, int dim)
         return d->FS;
     case PL_DIM_X:
         return d->X;
+    case PL_DIM_H:
+        return d->H;
     }
     return 0;
 }

@@ -27,7 +27,8 @@ enum pl_dim {
     PL_DIM_ROT2, /* n_rot / 2: RoPE frequency factors */
     PL_DIM_FX,   /* an expert's FFN width (expert_feed_forward_length, else n_ff) */
     PL_DIM_FS,   /* the shared expert's FFN width */
-    PL_DIM_X     /* n_expert: the experts of a stacked tensor (ne2) */
+    PL_DIM_X,    /* n_expert: the experts of a stacked tensor (ne2) */
+    PL_DIM_H     /* n_head: one value per query head (gpt-oss's attention sinks) */
 };
 
 /* Per-layer tensor roles; the order is pl_layer's (model.h pins it with static_asserts). */
@@ -57,6 +58,13 @@ enum pl_layer_role {
     PL_L_GATE_SHEXP,     /* (E) -> (FS) */
     PL_L_UP_SHEXP,       /* (E) -> (FS) */
     PL_L_DOWN_SHEXP,     /* (FS) -> (E) */
+    /* issue 49 (gpt-oss) */
+    PL_L_BO,          /* (E) f32: attn_output's bias */
+    PL_L_SINKS,       /* (H) f32: each head's learned sink logit (pl_attn_args.sinks) */
+    PL_L_GATE_INP_B,  /* (X) f32: the router's bias, added to its logits before routing */
+    PL_L_GATE_EXPS_B, /* (FX, X) f32: per expert, added to its gate rows */
+    PL_L_UP_EXPS_B,   /* (FX, X) f32: per expert, added to its up rows */
+    PL_L_DOWN_EXPS_B, /* (E, X) f32: per expert, added to its output before its weight */
     PL_L_COUNT
 };
 
@@ -87,7 +95,11 @@ enum pl_hf_xform {
     PL_XF_NONE,
     PL_XF_PERMUTE_Q, /* llama's q row permutation over n_head heads (normal RoPE pairs) */
     PL_XF_PERMUTE_K, /* the same over n_head_kv heads */
-    PL_XF_ADD_ONE    /* a Gemma norm: HF stores w of x * (1 + w), GGUF the multiplier 1 + w */
+    PL_XF_ADD_ONE,   /* a Gemma norm: HF stores w of x * (1 + w), GGUF the multiplier 1 + w */
+    /* gpt-oss's gate_up_proj interleaves gate and up along its output: the gate is outputs
+     * 0, 2, 4, ... (EVEN), up 1, 3, 5, ... (ODD), of the experts and of their biases */
+    PL_XF_EVEN,
+    PL_XF_ODD
 };
 
 /* A fused tensor: one file tensor whose consecutive row ranges are several roles' matrices
@@ -116,7 +128,10 @@ typedef struct pl_arch_tensor {
     uint8_t required; /* enum pl_req */
     uint8_t xform;    /* enum pl_hf_xform */
     uint8_t split;    /* enum pl_split */
-    uint8_t ne2;      /* PL_DIM_X: X stacked matrices (hf: "%d" is the expert); else PL_DIM_1 */
+    uint8_t ne2;      /* PL_DIM_X: X stacked matrices (hf: "%d" is the expert; without "%d" one
+                         fused HF tensor [X, in, out], transformers 5's layout, or its MXFP4
+                         pair hf_blocks [X, out, in/32, 16] and hf_scales [X, out, in/32]);
+                         else PL_DIM_1 */
 } pl_arch_tensor;
 
 /* Hyperparameters the table names; pl_hparams gets them from these. */
@@ -205,7 +220,12 @@ typedef struct pl_arch_key {
     uint8_t write;  /* enum pl_write_how */
 } pl_arch_key;
 
-enum pl_act { PL_ACT_SILU, PL_ACT_GELU_TANH };
+/* The gated FFN's activation; PL_ACT_SWIGLU_OAI: gpt-oss's clamped SwiGLU (kernels.h
+ * pl_swiglu_oai_fn) with alpha PL_OAI_ALPHA and limit PL_OAI_LIMIT, llama.cpp's constants (no key
+ * carries them; convert checks swiglu_limit) */
+enum pl_act { PL_ACT_SILU, PL_ACT_GELU_TANH, PL_ACT_SWIGLU_OAI };
+#define PL_OAI_ALPHA 1.702f
+#define PL_OAI_LIMIT 7.0f
 
 /* The normalisation of every norm of a model (issue 49): RMSNorm, or LayerNorm with a weight
  * and no bias (mean-centred; cohere2). */
@@ -256,6 +276,10 @@ typedef struct pl_arch_recipe {
     /* 1: attention and the FFN both read the one attn_norm of x, and both outputs are added to
      * x (cohere2: x + attn(n) + ffn(n)); the layer has no ffn_norm */
     uint8_t parallel;
+    /* 1: the router softmaxes its top-k logits only (transformers' GptOssTopKRouter, llama.cpp's
+     * SOFTMAX_WEIGHT): equal to the renormalised softmax over all (moe_norm must be 1); config.json
+     * has no norm_topk_prob to say it */
+    uint8_t moe_topk_softmax;
 } pl_arch_recipe;
 
 /* A rule llama.cpp applies by a model's size rather than by a key: data, with its source, so
@@ -363,11 +387,13 @@ enum pl_step_kind {
     PL_STEP_HEAD_NORM, /* per token: per-head RMSNorm of q (q_norm) and k (k_norm) */
     PL_STEP_ROPE,      /* per token: q and k rotated at the token's position (the layer's RoPE) */
     PL_STEP_KV_STORE,  /* per token: k and v into the cache */
-    PL_STEP_ATTENTION, /* att = softmax(scale q K^T, soft-capped, masked to the window) V */
-    PL_STEP_ATTN_OUT,  /* tmp = wo att */
+    PL_STEP_ATTENTION, /* att = softmax(scale q K^T, soft-capped, masked to the window) V;
+                          with sinks bound, each head's sink logit in the softmax (gpt-oss) */
+    PL_STEP_ATTN_OUT,  /* tmp = wo att (+ bo where bound) */
     PL_STEP_RESIDUAL,  /* x += rmsnorm(tmp) * w[role] (a post norm), or x += tmp (role none) */
     PL_STEP_FFN_GATED, /* tmp = down (act(gate xn) * up xn), act = arg (enum pl_act) */
-    PL_STEP_FFN_MOE,   /* tmp = the routed experts' gated FFNs of xn (and the shared expert's) */
+    PL_STEP_FFN_MOE,   /* tmp = the routed experts' gated FFNs of xn (and the shared expert's);
+                          the router's and the experts' biases where bound (gpt-oss) */
     /* issue 49 (archA) */
     PL_STEP_QK_NORM, /* per token: RMSNorm of the whole q (H*D, q_norm) and k (Hkv*D, k_norm)
                         projections, before the heads are split (OLMo 2) */

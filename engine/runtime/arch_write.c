@@ -135,6 +135,15 @@ pl_status pl_arch_write_keys(pl_gguf_writer *w, const char *arch, const pl_arch_
     if (hp->attention_scale > 0) v.num[PL_HP_ATTENTION_SCALE] = hp->attention_scale;
     if (hp->logit_divisor > 0) v.num[PL_HP_LOGIT_DIVISOR] = hp->logit_divisor;
     if (hp->logit_scale > 0) v.num[PL_HP_LOGIT_SCALE] = hp->logit_scale;
+    if (hp->yarn_factor > 1) {
+        if (hp->yarn_orig_ctx < 1)
+            return pl_fail(err, PL_ERR_INVALID_ARG, "hp: yarn_factor %g needs yarn_orig_ctx >= 1",
+                           hp->yarn_factor);
+        v.str[PL_HP_ROPE_SCALING_TYPE] = "yarn";
+        v.num[PL_HP_ROPE_SCALING_FACTOR] = hp->yarn_factor;
+        v.num[PL_HP_ROPE_ORIG_CTX] = (double)hp->yarn_orig_ctx;
+        if (hp->yarn_no_truncate) v.num[PL_HP_YARN_TRUNCATE] = 0;
+    }
     /* a key the architecture requires and nothing here defaults: the loader would refuse the
      * file, so it is refused here, by name (cohere2's logit_scale) */
     for (size_t i = 0; i < a->n_keys; i++)

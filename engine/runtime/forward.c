@@ -156,6 +156,8 @@ static void quant_worker(void *ctx, int64_t t0, int64_t t1, int thread)
             j->k->rmsnorm(x, p->a + t * K, p->w, K, p->eps);
         if (p && p->b && p->act == PL_ACT_GELU_TANH)
             j->k->geglu(x, p->a + t * K, p->b + t * K, K);
+        else if (p && p->b && p->act == PL_ACT_SWIGLU_OAI)
+            j->k->swiglu_oai(x, p->a + t * K, p->b + t * K, K, PL_OAI_ALPHA, PL_OAI_LIMIT);
         else if (p && p->b)
             j->k->swiglu(x, p->a + t * K, p->b + t * K, K);
         if (!j->fn) continue;
@@ -197,6 +199,9 @@ static void glu_worker(void *ctx, int64_t i0, int64_t i1, int thread)
         const size_t at = (size_t)(t * j->K + c0);
         if (j->pre->act == PL_ACT_GELU_TANH)
             j->k->geglu(j->x + at, j->pre->a + at, j->pre->b + at, n);
+        else if (j->pre->act == PL_ACT_SWIGLU_OAI)
+            j->k->swiglu_oai(j->x + at, j->pre->a + at, j->pre->b + at, n, PL_OAI_ALPHA,
+                             PL_OAI_LIMIT);
         else
             j->k->swiglu(j->x + at, j->pre->a + at, j->pre->b + at, n);
     }
@@ -505,9 +510,32 @@ static void matmul_id_n(pl_session *ss, const pl_tensor *const *w, float *const 
  * expert's last) into tmp. */
 typedef struct moe_job {
     pl_session *ss;
+    const pl_layer *L;
     int64_t U, W;
     int has_sh;
 } moe_job;
+
+/* gpt-oss's per-expert biases: row r = t * U + u of ys[i] (R_i wide) gains row ids[r] of b[i]
+ * (n of them: gate and up, or down). */
+typedef struct ebias_job {
+    const int32_t *ids;
+    const float *b[2];
+    float *y[2];
+    int64_t R;
+    int n;
+} ebias_job;
+
+static void ebias_worker(void *ctx, int64_t r0, int64_t r1, int thread)
+{
+    (void)thread;
+    const ebias_job *j = ctx;
+    for (int i = 0; i < j->n; i++)
+        for (int64_t r = r0; r < r1; r++) {
+            const float *b = j->b[i] + (int64_t)j->ids[r] * j->R;
+            float *y = j->y[i] + r * j->R;
+            for (int64_t c = 0; c < j->R; c++) y[c] += b[c];
+        }
+}
 
 static void route_worker(void *ctx, int64_t t0, int64_t t1, int thread)
 {
@@ -516,6 +544,9 @@ static void route_worker(void *ctx, int64_t t0, int64_t t1, int thread)
     const scratch *s = &j->ss->s;
     const pl_hparams *hp = &j->ss->m->hp;
     const int64_t X = hp->n_expert;
+    const float *rb = j->L->gate_inp_b.data; /* gpt-oss: the router's bias, before routing */
+    for (int64_t t = t0; rb && t < t1; t++)
+        for (int64_t e = 0; e < X; e++) s->router[t * X + e] += rb[e];
     for (int64_t t = t0; t < t1; t++)
         j->ss->kt.k.moe_route(s->ids + t * j->U, s->wts + t * j->W, s->probs + t * X,
                               s->router + t * X, X, j->U, hp->arch->recipe.moe_norm);
@@ -550,7 +581,7 @@ static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *
     const int64_t W = U + has_sh; /* rows combined per token */
 
     matmul(ss, &L->gate_inp, s->router, s->xn, T, ffn_norm); /* s->xn: the normalised rows */
-    moe_job mj = {.ss = ss, .U = U, .W = W, .has_sh = has_sh};
+    moe_job mj = {.ss = ss, .L = L, .U = U, .W = W, .has_sh = has_sh};
     pl_pool_run(ss->pool, route_worker, &mj, T, 8);
     if (has_sh) {
         /* the shared expert first (gate/up/ffh are free again after it): its gate's logits
@@ -577,10 +608,23 @@ static void ffn_moe(pl_session *ss, const pl_layer *L, int64_t T, const pre_op *
         matmul_id_n(ss, w, y, 1, s->xn, T, s->ids, U, NULL);
         matmul_id_n(ss, w + 1, y + 1, 1, s->xn, T, s->ids, U, NULL);
     }
+    if (L->gate_exps_b.data) { /* gpt-oss: each expert's gate and up biases, per (token, slot) */
+        ebias_job bj = {.ids = s->ids,
+                        .b = {L->gate_exps_b.data, L->up_exps_b.data},
+                        .y = {s->gate, s->up},
+                        .R = hp->n_ff_exp,
+                        .n = 2};
+        pl_pool_run(ss->pool, ebias_worker, &bj, T * U, 8);
+    }
     /* down: each (token, slot) row is a token of its own with one expert */
     const pre_op gated = {s->gate, s->up, NULL, 0.0f, act, 0};
     const pl_tensor *wd = &L->down_exps;
     matmul_id_n(ss, &wd, &s->yx, 1, s->ffh, T * U, s->ids, 1, &gated);
+    if (L->down_exps_b.data) { /* ... and its down bias, before the router's weight */
+        ebias_job bj = {
+            .ids = s->ids, .b = {L->down_exps_b.data}, .y = {s->yx}, .R = hp->n_embd, .n = 1};
+        pl_pool_run(ss->pool, ebias_worker, &bj, T * U, 8);
+    }
     pl_pool_run(ss->pool, combine_worker, &mj, T, 4);
 }
 
@@ -611,6 +655,7 @@ static void attention(pl_session *ss, const pl_layer *L, int64_t l, int64_t T, c
         .softcap = hp->attn_softcap,
         .layer_window = L->window,
         .kv_sorted = ss->kv.ring == 0, /* a context window keeps position p in slot p */
+        .sinks = L->sinks.data,        /* gpt-oss's learned sink logits, or NULL */
     };
     /* whole KV groups per thread where there are enough: their heads share each K/V read */
     j.n_tb = (T + ATT_TBLOCK - 1) / ATT_TBLOCK;
@@ -692,6 +737,10 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0, int6
         }
         case PL_STEP_ATTN_OUT:
             matmul(ss, &L->t[st->role], s->tmp, s->att, T, NULL);
+            if (L->bo.data) /* gpt-oss: the output projection's bias */
+                for (int64_t t = 0; t < T; t++)
+                    for (int64_t e = 0; e < hp->n_embd; e++)
+                        s->tmp[t * hp->n_embd + e] += ((const float *)L->bo.data)[e];
             break;
         case PL_STEP_RESIDUAL:
             branch_out(ss, st->role < PL_L_COUNT ? L->t[st->role].data : NULL, T);

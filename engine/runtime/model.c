@@ -572,8 +572,13 @@ static pl_status bind_row(pl_model *m, uint8_t *bound, const pl_arch_tensor *row
     int required;
     if (!pl_arch_row_applies(row, d->X, &required)) return PL_OK; /* left unbound: refused */
     const int64_t ne2 = row->ne2 == PL_DIM_1 ? 1 : pl_arch_dim(d, row->ne2);
-    return bind(m, bound, t, name, row->ne1 == PL_DIM_1, pl_arch_dim(d, row->ne0),
-                pl_arch_dim(d, row->ne1), ne2, required, err);
+    pl_status s = bind(m, bound, t, name, row->ne1 == PL_DIM_1, pl_arch_dim(d, row->ne0),
+                       pl_arch_dim(d, row->ne1), ne2, required, err);
+    /* a bias is F32 also as a matrix (gpt-oss's per-expert biases, one row per expert) */
+    if (!s && t->data && row->kind == PL_TK_BIAS && t->type != PL_TYPE_F32)
+        return pl_fail(err, PL_ERR_TYPE, "tensor '%s' has type %s, expected F32", name,
+                       pl_type_name(t->type));
+    return s;
 }
 
 static pl_status bind_tensors(pl_model *m, uint8_t *bound, pl_error *err)

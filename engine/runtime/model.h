@@ -55,6 +55,12 @@ typedef struct pl_layer {
             pl_tensor gate_inp_shexp;       /* (E) f32 */
             pl_tensor gate_shexp, up_shexp; /* (E) -> (FS) */
             pl_tensor down_shexp;           /* (FS) -> (E) */
+            /* gpt-oss (issue 49) */
+            pl_tensor bo;                     /* (E) f32 attn_output's bias */
+            pl_tensor sinks;                  /* (H) f32 the heads' sink logits */
+            pl_tensor gate_inp_b;             /* (X) f32 the router's bias */
+            pl_tensor gate_exps_b, up_exps_b; /* (FX, X) f32 per expert */
+            pl_tensor down_exps_b;            /* (E, X) f32 per expert */
         };
         pl_tensor t[PL_L_COUNT];
     };
@@ -62,9 +68,11 @@ typedef struct pl_layer {
 static_assert(offsetof(pl_layer, ffn_post_norm) - offsetof(pl_layer, attn_norm) ==
                   (PL_L_FFN_POST_NORM - PL_L_ATTN_NORM) * sizeof(pl_tensor),
               "pl_layer's named tensors follow enum pl_layer_role");
-static_assert(offsetof(pl_layer, down_shexp) - offsetof(pl_layer, attn_norm) ==
-                      (PL_L_DOWN_SHEXP - PL_L_ATTN_NORM) * sizeof(pl_tensor) &&
-                  PL_L_DOWN_SHEXP + 1 == PL_L_COUNT,
+static_assert(offsetof(pl_layer, down_exps_b) - offsetof(pl_layer, attn_norm) ==
+                      (PL_L_DOWN_EXPS_B - PL_L_ATTN_NORM) * sizeof(pl_tensor) &&
+                  offsetof(pl_layer, bo) - offsetof(pl_layer, attn_norm) ==
+                      (PL_L_BO - PL_L_ATTN_NORM) * sizeof(pl_tensor) &&
+                  PL_L_DOWN_EXPS_B + 1 == PL_L_COUNT,
               "pl_layer's named tensors follow enum pl_layer_role");
 static_assert(offsetof(pl_layer, wo) - offsetof(pl_layer, attn_norm) == PL_L_WO * sizeof(pl_tensor),
               "pl_layer's named tensors follow enum pl_layer_role");

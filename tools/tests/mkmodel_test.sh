@@ -84,6 +84,18 @@ mkmodel_arch_tensors_follow_llama_cpp)
     expect_in "$tmp/out" "blk.0.attn_k_norm.weight"
     expect_not_in "$tmp/out" " output.weight"
     expect_not_in "$tmp/out" "attn_q.bias"
+    # issue 49: the gpt-oss-20b preset (shrunk): sinks, biases, YaRN unrounded, MXFP4 experts
+    run mkmodel --preset gpt-oss-20b --n-layer 1 --n-embd 256 --n-head 8 --n-head-kv 2 \
+        --head-dim 32 --n-ff-exp 256 --n-vocab 4096 --type MXFP4_MOE "$tmp/oss.gguf"
+    expect_rc 0 "mkmodel --preset gpt-oss-20b --type MXFP4_MOE"
+    run inspect "$tmp/oss.gguf"
+    expect_in "$tmp/out" "gpt-oss.rope.scaling.yarn_truncate"
+    expect_in "$tmp/out" "blk.0.attn_sinks.weight"
+    expect_in "$tmp/out" "blk.0.attn_output.bias"
+    expect_in "$tmp/out" "blk.0.ffn_gate_inp.bias"
+    expect_in "$tmp/out" "blk.0.ffn_down_exps.bias"
+    grep "blk.0.ffn_up_exps.weight" "$tmp/out" | grep -qF MXFP4 ||
+        fail "gpt-oss-20b MXFP4_MOE: ffn_up_exps is not MXFP4"
     ;;
 
 mkmodel_is_deterministic)
