@@ -405,7 +405,7 @@ function writeReport() {
   if (memGroups.length) {
     md += '\nMemory rows (each file alone in a fresh tab, the module the page picks, 1 thread; a chat session at the default ' +
       'window and a 4-token turn; wasm32 holds at most 4096 MiB):\n\n' +
-      '| file | MiB | params | set | load s | malloc in use after load | wasm memory after load | malloc in use after a turn | wasm memory after a turn | within 4 GiB | status |\n' +
+      '| file | MiB | params | set | load s | malloc in use after load | wasm memory after load | malloc in use, chat open | wasm memory after the turn | within 4 GiB | status |\n' +
       '| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |\n';
     for (const g of memGroups) {
       const c = g.cfgs[0] || {};

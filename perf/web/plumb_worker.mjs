@@ -2,9 +2,10 @@
 // engine's calls are synchronous; the chat page runs it in a Worker too). Messages:
 // {cmd:'load', url, threads, kernels, base (the engine module's folder)} -> model info, memory;
 // {cmd:'turn', user, maxTokens, sampler, system, nCtx, ignoreEos} -> the turn's stats and the
-// memory after it (a fresh chat each time: no prefix cache across rounds; ignoreEos: decode runs
-// to maxTokens, as wllama's ignore_eos). Memory is eng.memory(): heapBytes (malloc's in use),
-// memoryBytes (the wasm memory's buffer.byteLength, which only grows), peakHeapBytes.
+// memory at its end, the chat still open (a fresh chat each time: no prefix cache across rounds;
+// ignoreEos: decode runs to maxTokens, as wllama's ignore_eos). Memory is eng.memory():
+// heapBytes (malloc's in use), memoryBytes (the wasm memory's buffer.byteLength, which only
+// grows), peakHeapBytes.
 
 let eng = null;
 onmessage = async (e) => {
@@ -37,9 +38,9 @@ onmessage = async (e) => {
         chat.free();
         throw new Error(`${err.message} (memory ${JSON.stringify(eng.memory())})`);
       }
+      st.memory = eng.memory(); // with the chat still open: its KV cache and scratch in use
       chat.free();
       delete st.text;
-      st.memory = eng.memory();
       postMessage({ ok: true, r: st });
     } else if (m.cmd === 'logits') {
       // Without a chat: eng.logits evaluates a token list from a fresh session. P tokens: a
