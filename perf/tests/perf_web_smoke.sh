@@ -72,6 +72,8 @@ for (const l of samples) {
 check(r.memory64 && typeof r.memory64.validates === 'boolean' && lines.some((l) => l.type === 'memory64') && /memory64 in this chromium/.test(text),
   'the memory64 probe\'s answer is in the report', r.memory64);
 check(/\| 1 \| prefill \|[^\n]*done/.test(text) && /\| 2 \| prefill \|[^\n]*timed out/.test(text), 'the markdown table has both groups, marked', text);
+check(new RegExp(`Headline, ${process.env.RELAXED === '1' ? 'wasm128r' : 'wasm128'} \\(the module the page picks\\):\\n- [^\\n]*1 thread\\(s\\): prefill [0-9.]+x wllama, [0-9.]+x native`).test(text),
+  'the headline ratios are on the module the page picks', text.slice(0, 800));
 check(/greedy/.test(r.sampler) && /N - 1 tokens after the first/.test(r.decode), 'the report states the sampler and the decode timing', [r.sampler, r.decode]);
 console.log(bad ? `perf_web_smoke: ${bad} check(s) failed` : 'perf_web_smoke: all checks passed');
 process.exit(bad ? 1 : 0);
