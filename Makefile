@@ -3,7 +3,7 @@
 #   make test   deps + build + ctest                 make demo   the main job on a built-in model
 #   make fuzz   AFL++ campaigns                      make perf   paired A/B regression report
 #   make perf-instr   instruction counts (callgrind), JSON + table
-#   make perf-web   plumb wasm vs wllama in headless chromium (+ native), perf/reports/
+#   make perf-web   plumb wasm vs wllama in headless chromium (+ native, memory), perf/reports/
 #   make wasm   the browser build (emscripten): build-wasm/web/ (web/README.md)
 BUILD      ?= build
 BUILD_TYPE ?= Release
@@ -165,9 +165,12 @@ perf-micro: build
 perf-pretok: build
 	perf/bench_pretok.sh -b $(BUILD)
 
-# plumb's wasm build against wllama (npm @wllama/wllama, pinned) in one headless chromium, and
-# native plumb (avx2) on the same files, interleaved; the chat page's TTFT turn 10 vs turn 2
-# (perf/perf_web.sh; perf/NOTES.md, "plumb in the browser vs wllama"). Needs `make wasm` first.
+# plumb's wasm build (wasm128 and wasm128r) against wllama (npm @wllama/wllama, pinned) in one
+# headless chromium, and native plumb (the best kernel set) on the same files, interleaved, greedy,
+# one decode rule; each group under its own limit (GROUP_TIMEOUT_MS), every sample to a .jsonl as
+# measured; the wasm memory of every row, and memory rows for a 1B Q8_0 and a 3B-shaped Q4_K_M;
+# the chat page's TTFT per turn (perf/perf_web.sh; web/README.md, "Benchmark"; perf/NOTES.md,
+# "Measured the same way (issue 52)"). Needs `make wasm` first.
 perf-web: build
 	perf/perf_web.sh -b $(BUILD)
 

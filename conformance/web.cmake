@@ -22,8 +22,10 @@ set_tests_properties(web_npm_setup PROPERTIES FIXTURES_SETUP web_npm)
 # The page with plumb serve as its backend: three turns, fast paths, errors, overflow, stop.
 web_add(web_server 240 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/web_server.mjs)
 set_tests_properties(web_server PROPERTIES FIXTURES_REQUIRED web_npm)
-# The page as `plumb serve -m FILE` serves it: starts on the server's model and names it; a
-# refused message stays in the input with the refusal beside it; the server's file in the browser.
+# The page as `plumb serve -m FILE` serves it: starts on the server's model, names it, and a
+# message gets the server's reply; a refused message (no model in the browser, the page still
+# starting, the server's 400) stays in the input with the refusal beside it; the server's file
+# in the browser.
 web_add(web_served 240 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/web_served.mjs)
 set_tests_properties(web_served PROPERTIES FIXTURES_REQUIRED web_npm)
 # The page with its engine in a Worker: the module's test double (always), then the real wasm

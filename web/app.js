@@ -504,7 +504,9 @@ function send() {
   const text = $('input').value;
   if (state.busy) return;
   if (!text.trim()) { inputError('type a message first'); return; }
-  const why = state.backend === 'server'
+  // Before main() has asked the server and looked for the engine, no backend is chosen yet.
+  const why = !state.backend ? 'the page is still starting: send again in a moment'
+    : state.backend === 'server'
     ? (state.server.available ? '' : 'no plumb serve behind this page: the server backend is off')
     : wasmRefusal();
   if (why) {

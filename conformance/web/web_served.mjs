@@ -66,8 +66,13 @@ try {
   await typeAndEnter(page, 'Hello! Who are you?');
   await page.waitForFunction(() => window.plumb.turns[0] && window.plumb.turns[0].done, { timeout: 60000 }).catch(() => {});
   s = await page$(page);
-  const t0 = await page.evaluate(() => { const t = window.plumb.turns[0]; return t ? { error: t.error, backend: t.backend } : null; });
+  const t0 = await page.evaluate(() => {
+    const t = window.plumb.turns[0];
+    return t ? { error: t.error, backend: t.backend, user: t.user, text: t.text, finish: t.finish, stats: t.stats } : null;
+  });
   check(t0 && t0.backend === 'server' && !t0.error && s.input === '' && !s.inputError, 'Enter on the server backend: a turn, the input cleared', { t0, s });
+  check(t0 && t0.user === 'Hello! Who are you?' && t0.text && t0.text.length > 0 && t0.stats && t0.stats.generated > 0 &&
+    ['length', 'stop'].includes(t0.finish) && s.logMessages === 2, 'the server\'s model replied (greedy, up to 8 tokens), shown in the conversation', { t0, s });
   // (The old page started on the in-browser engine: it cleared the input and showed nothing.)
   check(t0 || s.input === 'Hello! Who are you?', 'a message no backend took is still in the input', s);
 
@@ -115,6 +120,34 @@ try {
   const again = await say(page, 'And now?');
   check(again.done && !again.error, 'the chat goes on in the browser', again.error);
   await page.close();
+
+  // Enter before the page has asked the server (its /health held back): no backend yet, so the
+  // text stays and the page says why beside the input; once it has started, the same text goes.
+  {
+    const p = await browser.newPage();
+    p.on('pageerror', (e) => console.log(`  [page error] ${e.message}`));
+    await p.setRequestInterception(true);
+    let release;
+    const held = new Promise((r) => { release = r; });
+    p.on('request', (req) => {
+      if (new URL(req.url()).pathname === '/health') held.then(() => req.continue());
+      else req.continue();
+    });
+    await p.goto(`${server.base}/?temp=0&max_tokens=4`, { waitUntil: 'domcontentloaded' });
+    await p.waitForSelector('#input');
+    await typeAndEnter(p, 'Too early?');
+    s = await page$(p);
+    check(s.input === 'Too early?' && /starting/.test(s.inputError) && s.turns === 0,
+      'Enter before the page has started: the text stays, the reason beside the input', s);
+    release();
+    await p.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
+    await p.focus('#input');
+    await p.keyboard.press('Enter');
+    await p.waitForFunction(() => window.plumb.turns[0] && window.plumb.turns[0].done, { timeout: 60000 }).catch(() => {});
+    const t = await p.evaluate(() => { const t = window.plumb.turns[0]; return t ? { user: t.user, backend: t.backend, error: t.error } : null; });
+    check(t && t.user === 'Too early?' && t.backend === 'server' && !t.error, 'once started, the kept text goes to the server', t);
+    await p.close();
+  }
 
   // Behind --api-key: the page needs the key for the model id and the file.
   const p2 = await openPage(browser, `${keyed.base}/`);

@@ -2,8 +2,62 @@
 // a Worker, variant simd-threads) and wllama (its own Worker; multi-thread when n_threads > 1 and
 // the page is cross-origin isolated, which the harness's server makes it). Timing is each
 // engine's own: plumb's stats (prefillTokS, decodeTokS), wllama's llama.cpp timings
-// (prompt_per_second, predicted_per_second).
+// (prompt_per_second, predicted_n, predicted_ms), from which perf_web.mjs derives one rule for both.
+// Memory: plumb's eng.memory(); wllama's wasm memories' buffer.byteLength, read in its Worker by
+// a prelude this page puts before wllama's worker code (wllama exposes no memory figure).
 import { Wllama } from '/wllama/index.js';
+
+// wllama starts its engine in a module Worker made from a Blob of its code. Each such Worker is
+// made instead from a module that first imports a prelude (recording every WebAssembly.Memory
+// made or exported in that Worker), then wllama's code unchanged. A {plumbMemProbe} message is
+// answered by the prelude and never reaches wllama's own handlers, on either side.
+const PRELUDE = `const mems = [];
+const M = WebAssembly.Memory;
+const Memory = function Memory(d) { const m = new M(d); mems.push(m); return m; };
+Memory.prototype = M.prototype;
+WebAssembly.Memory = Memory;
+for (const k of ['instantiate', 'instantiateStreaming']) {
+  const f = WebAssembly[k];
+  WebAssembly[k] = async function (...a) {
+    const r = await f.apply(this, a);
+    const inst = r && r.instance ? r.instance : r;
+    for (const v of Object.values((inst && inst.exports) || {})) if (v instanceof M && !mems.includes(v)) mems.push(v);
+    return r;
+  };
+}
+self.addEventListener('message', (e) => {
+  if (!e.data || !e.data.plumbMemProbe) return;
+  e.stopImmediatePropagation();
+  postMessage({ plumbMemProbe: true, bytes: mems.map((m) => m.buffer.byteLength) });
+});`;
+const preludeUrl = URL.createObjectURL(new Blob([PRELUDE], { type: 'text/javascript' }));
+const probed = []; // wllama's Workers, in the order they were made
+const NativeWorker = globalThis.Worker;
+globalThis.Worker = class extends NativeWorker {
+  constructor(url, opts) {
+    const s = String(url);
+    if (!s.startsWith('blob:') || !opts || opts.type !== 'module') { super(url, opts); return; }
+    const code = `import ${JSON.stringify(preludeUrl)};\nimport ${JSON.stringify(s)};\n`;
+    super(URL.createObjectURL(new Blob([code], { type: 'text/javascript' })), opts);
+    this.plumbProbe = null;
+    this.addEventListener('message', (e) => {
+      if (!e.data || !e.data.plumbMemProbe) return;
+      e.stopImmediatePropagation();
+      if (this.plumbProbe) this.plumbProbe(e.data.bytes);
+      this.plumbProbe = null;
+    });
+    probed.push(this);
+  }
+};
+// The sum of a Worker's wasm memories (bytes), or null when it does not answer within 5 s.
+function probe(w) {
+  return new Promise((resolve) => {
+    const t = setTimeout(() => { w.plumbProbe = null; resolve(null); }, 5000);
+    w.plumbProbe = (bytes) => { clearTimeout(t); resolve(bytes.reduce((a, b) => a + b, 0)); };
+    w.postMessage({ plumbMemProbe: true });
+  });
+}
+const wllamaWorkers = new Map();
 
 const plumbs = new Map();
 const wllamas = new Map();
@@ -16,8 +70,54 @@ function call(w, msg) {
   });
 }
 
+// memory64 (wasm64) in this browser, hand-made (no toolchain here builds a wasm64 engine):
+// (module (memory (export "m") i64 1 131072)            ;; i64 addresses, at most 8 GiB
+//   (func (export "grow") (param i64) (result i64) local.get 0 memory.grow)
+//   (func (export "poke") (param i64 i32) local.get 0 local.get 1 i32.store8)
+//   (func (export "peek") (param i64) (result i32) local.get 0 i32.load8_u))
+const MEMORY64 = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0,
+  1, 16, 3, 0x60, 1, 0x7e, 1, 0x7e, 0x60, 2, 0x7e, 0x7f, 0, 0x60, 1, 0x7e, 1, 0x7f, // types
+  3, 4, 3, 0, 1, 2, // functions
+  5, 6, 1, 5, 1, 0x80, 0x80, 8, // memory: flags 5 (i64, a maximum), 1 page, 131072 pages
+  7, 26, 4, 1, 0x6d, 2, 0, 4, 0x67, 0x72, 0x6f, 0x77, 0, 0, 4, 0x70, 0x6f, 0x6b, 0x65, 0, 1,
+  4, 0x70, 0x65, 0x65, 0x6b, 0, 2, // exports m, grow, poke, peek
+  10, 26, 3, 6, 0, 0x20, 0, 0x40, 0, 0x0b, 9, 0, 0x20, 0, 0x20, 1, 0x3a, 0, 0, 0x0b,
+  7, 0, 0x20, 0, 0x2d, 0, 0, 0x0b]); // code
+// What this browser does with memory64 and how far a wasm32 memory grows: { validates,
+// instantiates, grewTo (bytes; past 4 GiB means wasm64 would hold what wasm32 cannot), beyond4GiB
+// (a byte stored at 4 GiB + 4097 reads back), wasm32Max (bytes a wasm32 memory reached), error }.
+function memory64Probe(grow) {
+  const r = { validates: false, instantiates: false, grewTo: 0, beyond4GiB: false, wasm32Max: 0, error: null };
+  try {
+    r.validates = WebAssembly.validate(MEMORY64);
+    const { exports: x } = new WebAssembly.Instance(new WebAssembly.Module(MEMORY64));
+    r.instantiates = true;
+    x.poke(7n, 42);
+    if (x.peek(7n) !== 42) throw new Error('a byte stored at address 7 did not read back');
+    if (grow) {
+      // 4 GiB + 64 KiB: one page past what a wasm32 memory can address.
+      const old = x.grow(65536n);
+      r.grewTo = x.m.buffer.byteLength;
+      if (old < 0n) throw new Error('memory.grow past 4 GiB failed');
+      const at = 4n * 1024n ** 3n + 4097n;
+      x.poke(at, 99);
+      r.beyond4GiB = x.peek(at) === 99 && x.peek(7n) === 42;
+    }
+  } catch (e) { r.error = String(e.message || e); }
+  if (grow) {
+    try {
+      const m = new WebAssembly.Memory({ initial: 1, maximum: 65536 });
+      for (const step of [32768, 16384, 8192, 4096, 2048, 1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1])
+        try { m.grow(step); } catch { /* smaller */ }
+      r.wasm32Max = m.buffer.byteLength;
+    } catch (e) { r.error = r.error || `wasm32: ${e.message}`; }
+  }
+  return r;
+}
+
 window.bench = {
   isolated: () => globalThis.crossOriginIsolated === true,
+  memory64: (grow) => memory64Probe(grow),
   // base: where the engine module is served ('/plumb/'; '/plumb-b/' for the second build of an A/B run).
   async plumbLoad(id, url, threads, kernels, variant, base = '/plumb/') {
     const w = new Worker('/bench/plumb_worker.mjs', { type: 'module' });
@@ -30,17 +130,25 @@ window.bench = {
   async wllamaLoad(id, url, threads, nCtx) {
     const blob = await (await fetch(url)).blob();
     const wl = new Wllama({ default: '/wllama/wasm/wllama.wasm' }, { suppressNativeLog: true });
+    const before = probed.length;
     await wl.loadModel([new File([blob], 'model.gguf')], { n_threads: threads, n_ctx: nCtx, n_gpu_layers: 0, n_batch: 512 });
     wllamas.set(id, wl);
-    return { multithread: wl.isMultithread(), threads: wl.getNumThreads() };
+    wllamaWorkers.set(id, probed.slice(before));
+    return { multithread: wl.isMultithread(), threads: wl.getNumThreads(), memoryBytes: await window.bench.wllamaMemory(id) };
+  },
+  // wllama's wasm memory (bytes, buffer.byteLength of every memory in its Worker), null if unknown.
+  async wllamaMemory(id) {
+    const ws = wllamaWorkers.get(id) || [];
+    const got = await Promise.all(ws.map(probe));
+    return ws.length && got.every((x) => x !== null) ? got.reduce((a, b) => a + b, 0) : null;
   },
   async wllamaTurn(id, o) {
     const wl = wllamas.get(id);
     const messages = [{ role: 'system', content: o.system }, { role: 'user', content: o.user }];
     const r = await wl.createChatCompletion({ messages, max_tokens: o.maxTokens, temperature: 0,
       ignore_eos: true, cache_prompt: false });
-    return { timings: r.timings, usage: r.usage, finish: r.choices[0].finish_reason };
+    return { timings: r.timings, usage: r.usage, finish: r.choices[0].finish_reason, memoryBytes: await window.bench.wllamaMemory(id) };
   },
-  async wllamaFree(id) { await wllamas.get(id).exit(); wllamas.delete(id); },
+  async wllamaFree(id) { await wllamas.get(id).exit(); wllamas.delete(id); wllamaWorkers.delete(id); },
 };
 document.body.dataset.ready = '1';

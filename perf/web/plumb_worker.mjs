@@ -1,8 +1,11 @@
 // plumb_worker.mjs — plumb's engine module in a dedicated Worker for perf/web/bench.html (the
 // engine's calls are synchronous; the chat page runs it in a Worker too). Messages:
-// {cmd:'load', url, threads, kernels, base (the engine module's folder)} -> model info; {cmd:'turn', user, maxTokens, sampler,
-// system, nCtx, ignoreEos} -> the turn's stats (a fresh chat each time: no prefix cache across
-// rounds; ignoreEos: decode runs to maxTokens, as wllama's ignore_eos).
+// {cmd:'load', url, threads, kernels, base (the engine module's folder)} -> model info, memory;
+// {cmd:'turn', user, maxTokens, sampler, system, nCtx, ignoreEos} -> the turn's stats and the
+// memory at its end, the chat still open (a fresh chat each time: no prefix cache across rounds;
+// ignoreEos: decode runs to maxTokens, as wllama's ignore_eos). Memory is eng.memory():
+// heapBytes (malloc's in use), memoryBytes (the wasm memory's buffer.byteLength, which only
+// grows), peakHeapBytes.
 
 let eng = null;
 onmessage = async (e) => {
@@ -24,7 +27,7 @@ onmessage = async (e) => {
       }
       if (off !== size) throw new Error(`read ${off} of ${size} bytes`);
       const model = eng.loadModel(buf, { kernels: m.kernels });
-      postMessage({ ok: true, r: { model, info: eng.info() } });
+      postMessage({ ok: true, r: { model, info: eng.info(), memory: eng.memory() } });
     } else if (m.cmd === 'turn') {
       let chat;
       try { chat = eng.newChat({ system: m.system, nCtx: m.nCtx, sampler: m.sampler }); } catch (err) {
@@ -35,6 +38,7 @@ onmessage = async (e) => {
         chat.free();
         throw new Error(`${err.message} (memory ${JSON.stringify(eng.memory())})`);
       }
+      st.memory = eng.memory(); // with the chat still open: its KV cache and scratch in use
       chat.free();
       delete st.text;
       postMessage({ ok: true, r: st });
