@@ -218,8 +218,8 @@ static void scale_min_k4(int j, const uint8_t *s, int32_t *sc, int32_t *m)
 }
 
 /* isum and summs of one Q4_K/Q5_K super-block whose 256 unsigned quants are q[]. */
-static float k4_block_term(const int q[PL_QK_K], const uint8_t scales[12], pl_f16 dw, pl_f16 dminw,
-                           const pl_block_q8_k *x)
+static float k4_block_term(const int16_t q[PL_QK_K], const uint8_t scales[12], pl_f16 dw,
+                           pl_f16 dminw, const pl_block_q8_k *x)
 {
     int32_t isum = 0, summs = 0;
     for (int j = 0; j < PL_QK_K / 32; j++) {
@@ -239,7 +239,7 @@ static float dot_q4_k_q8_k(const void *vw, const void *vx, int64_t K)
     const pl_block_q8_k *x = vx;
     float s = 0.0f;
     for (int64_t b = 0; b < K / PL_QK_K; b++) {
-        int q[PL_QK_K];
+        int16_t q[PL_QK_K];
         for (int p = 0; p < PL_QK_K / 64; p++) {
             for (int l = 0; l < 32; l++) {
                 q[64 * p + l] = w[b].qs[32 * p + l] & 0x0f;
@@ -257,7 +257,7 @@ static float dot_q5_k_q8_k(const void *vw, const void *vx, int64_t K)
     const pl_block_q8_k *x = vx;
     float s = 0.0f;
     for (int64_t b = 0; b < K / PL_QK_K; b++) {
-        int q[PL_QK_K];
+        int16_t q[PL_QK_K];
         for (int p = 0; p < PL_QK_K / 64; p++) {
             for (int l = 0; l < 32; l++) {
                 const int qs = w[b].qs[32 * p + l], qh = w[b].qh[l];
@@ -276,10 +276,10 @@ static float dot_q6_k_q8_k(const void *vw, const void *vx, int64_t K)
     const pl_block_q8_k *x = vx;
     float s = 0.0f;
     for (int64_t b = 0; b < K / PL_QK_K; b++) {
-        int q[PL_QK_K];
+        int16_t q[PL_QK_K];
         for (int h = 0; h < PL_QK_K / 128; h++) {
             const uint8_t *ql = w[b].ql + 64 * h, *qh = w[b].qh + 32 * h;
-            int *qq = q + 128 * h;
+            int16_t *qq = q + 128 * h;
             for (int l = 0; l < 32; l++) {
                 qq[l] = ((ql[l] & 0x0f) | (qh[l] >> 0 & 3) << 4) - 32;
                 qq[l + 32] = ((ql[l + 32] & 0x0f) | (qh[l] >> 2 & 3) << 4) - 32;
@@ -332,10 +332,12 @@ REF_MATMUL(matmul_q8_k_q8_k_ref, dot_q8_k_q8_k)
  * iq4_nl (32-blocks x Q8_0): |isum| <= 127 * 127 * 32 < 2^19, exact; (dw*dx) * isum: m = 2,
  *   c = 1.01 * 2 / 32 = 0.064. */
 
-static void unpack_q2_k(int q[PL_QK_K], const uint8_t qs[PL_QK_K / 4])
+/* Element 128 h + 32 s + l is bits 2s..2s+1 of byte 32 h + l. */
+static void unpack_q2_k(int16_t q[PL_QK_K], const uint8_t qs[PL_QK_K / 4])
 {
-    for (int e = 0; e < PL_QK_K; e++)
-        q[e] = qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4)) & 3;
+    for (int h = 0; h < PL_QK_K / 128; h++)
+        for (int sh = 0; sh < 4; sh++)
+            for (int l = 0; l < 32; l++) q[128 * h + 32 * sh + l] = qs[32 * h + l] >> (2 * sh) & 3;
 }
 
 static float dot_q2_k_q8_k(const void *vw, const void *vx, int64_t K)
@@ -344,7 +346,7 @@ static float dot_q2_k_q8_k(const void *vw, const void *vx, int64_t K)
     const pl_block_q8_k *x = vx;
     float s = 0.0f;
     for (int64_t b = 0; b < K / PL_QK_K; b++) {
-        int q[PL_QK_K];
+        int16_t q[PL_QK_K];
         unpack_q2_k(q, w[b].qs);
         int32_t isum = 0, summs = 0;
         for (int j = 0; j < PL_QK_K / 16; j++) {
@@ -365,9 +367,10 @@ static float dot_q3_k_q8_k(const void *vw, const void *vx, int64_t K)
     const pl_block_q8_k *x = vx;
     float s = 0.0f;
     for (int64_t b = 0; b < K / PL_QK_K; b++) {
-        int q[PL_QK_K];
+        int16_t q[PL_QK_K];
         unpack_q2_k(q, w[b].qs);
-        for (int e = 0; e < PL_QK_K; e++) q[e] -= w[b].hmask[e % 32] >> (e / 32) & 1 ? 0 : 4;
+        for (int e8 = 0; e8 < PL_QK_K / 32; e8++) /* element 32 e8 + l: bit e8 of hmask[l] */
+            for (int l = 0; l < 32; l++) q[32 * e8 + l] -= w[b].hmask[l] >> e8 & 1 ? 0 : 4;
         const uint8_t *sc = w[b].scales;
         int32_t isum = 0;
         for (int j = 0; j < PL_QK_K / 16; j++) {
