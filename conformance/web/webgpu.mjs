@@ -1,0 +1,138 @@
+// webgpu.mjs — the webgpu kernel set (kernels/webgpu/) against the conformance suite, in headless
+// chromium with its software WebGPU (SwiftShader): webgpu_cases (conformance/webgpu_cases.c)
+// writes randomized cases and their inputs to a folder; the page conformance/web/webgpu.html runs
+// the WGSL kernels on them and hands each output back here, into the same folder; webgpu_cases
+// then rebuilds the cases from the seed and holds every output to the CPU sets' bounds against
+// the GSL double references (the quantized matmuls also to ref's bits). Then each planted fault
+// (a kernel's source patched in the page) must make the checker fail on the cases it concerns.
+// Skips (77) without puppeteer-core, chromium or a WebGPU adapter, unless PLUMB_NO_SKIP=1.
+// Env: PLUMB_WEBGPU_CASES (the webgpu_cases binary), PLUMB_WEB_NPM (puppeteer-core's folder),
+// PLUMB_WEBGPU_ADAPTER (chromium's --use-webgpu-adapter, default swiftshader; "default": none).
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromiumPath, skip } from './web_lib.mjs';
+import { startStatic } from './static_server.mjs';
+
+const here = path.dirname(new URL(import.meta.url).pathname);
+const kernelsDir = path.resolve(here, '../../kernels/webgpu');
+const cases = process.env.PLUMB_WEBGPU_CASES;
+if (!cases || !existsSync(cases)) {
+  console.log(`FAIL: PLUMB_WEBGPU_CASES (${cases}) is not the webgpu_cases binary`);
+  process.exit(1);
+}
+const npm = process.env.PLUMB_WEB_NPM;
+const pkg = npm && path.resolve(npm, 'node_modules', 'puppeteer-core', 'package.json');
+if (!pkg || !existsSync(pkg)) skip(`puppeteer-core is not in ${npm} (the web_npm fixture installs it)`);
+const exe = chromiumPath();
+if (!exe) skip('chromium not found (Debian: chromium; or PLUMB_CHROMIUM=PATH)');
+const puppeteer = createRequire(pkg)('puppeteer-core');
+
+// The flags that give headless chromium a WebGPU adapter with no GPU: WebGPU on (Linux keeps it
+// behind --enable-unsafe-webgpu) and the SwiftShader adapter; the page must be a secure context
+// (http://127.0.0.1 is one; about:blank is not).
+const adapterFlag = process.env.PLUMB_WEBGPU_ADAPTER || 'swiftshader';
+const FLAGS = ['--no-sandbox', '--disable-dev-shm-usage', '--enable-unsafe-webgpu',
+  ...(adapterFlag === 'default' ? [] : [`--use-webgpu-adapter=${adapterFlag}`])];
+
+const root = mkdtempSync(path.join(tmpdir(), 'plumb-webgpu.'));
+process.on('exit', () => rmSync(root, { recursive: true, force: true }));
+
+function tool(args) {
+  const r = spawnSync(cases, args, { encoding: 'utf8', maxBuffer: 1 << 26 });
+  return { rc: r.status, out: (r.stdout || '') + (r.stderr || '') };
+}
+
+const tl = Date.now();
+const browser = await puppeteer.launch({ executablePath: exe, headless: true, args: FLAGS });
+let page;
+console.log(`chromium up in ${Date.now() - tl} ms`);
+// One run: cases (those whose name holds filter) generated into a fresh folder, run in the page
+// with the patches planted, outputs written back, then checked. Returns the checker's verdict.
+async function runCases(tag, filter, patches = [], only = undefined) {
+  const dir = path.join(root, tag);
+  spawnSync('mkdir', ['-p', dir]);
+  const g = tool(['gen', dir, ...(filter ? [filter] : [])]);
+  if (g.rc !== 0) throw new Error(`webgpu_cases gen failed: ${g.out}`);
+  const t0 = Date.now();
+  const stat = await startStatic([kernelsDir, here, dir]);
+  try {
+    page = await browser.newPage();
+    page.on('console', (m) => { if (m.type() === 'error' || process.env.PLUMB_WEB_VERBOSE) console.log(`  [page ${m.type()}] ${m.text()}`); });
+    page.on('pageerror', (e) => console.log(`  [page error] ${e.message}`));
+    await page.exposeFunction('saveOutput', (name, b64) => {
+      if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`bad output name ${name}`);
+      writeFileSync(path.join(dir, name), Buffer.from(b64, 'base64'));
+    });
+    await page.goto(`${stat.base}/webgpu.html`, { waitUntil: 'load' });
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
+    const t1 = Date.now();
+    const res = await page.evaluate((p, o) => window.wgpu.run(p, o), patches, only);
+    const t2 = Date.now();
+    await page.close();
+    if (process.env.PLUMB_WEB_VERBOSE) console.log(`  ${tag}: page ready ${t1 - t0} ms, run ${t2 - t1} ms, close ${Date.now() - t2} ms`);
+    if (res.error) return { noAdapter: res.error };
+    const c = tool(['check', dir, ...(filter ? [filter] : [])]);
+    return { ...res, rc: c.rc, out: c.out };
+  } finally {
+    stat.close(); // not awaited: it waits out chromium's keep-alive sockets (~90 s); exit ends them
+  }
+}
+
+let failures = 0;
+try {
+  const t0 = Date.now();
+  const main = await runCases('all', null);
+  if (main.noAdapter) {
+    await browser.close();
+    skip(`no WebGPU adapter in chromium (${FLAGS.join(' ')}): ${main.noAdapter}`);
+  }
+  console.log(`adapter: ${JSON.stringify(main.info)}; ${main.cases} cases in ${((Date.now() - t0) / 1000).toFixed(1)} s ` +
+    `(page ms by kind: ${JSON.stringify(Object.fromEntries(Object.entries(main.ms).map(([k, v]) => [k, Math.round(v)])))})`);
+  console.log(main.out);
+  if (main.rc !== 0) { console.log('FAIL: the webgpu set is outside its bounds (above)'); failures++; }
+
+  // Planted faults: each must fail the check of the cases it concerns.
+  const FAULTS = [
+    { name: 'Q4_0 nibble order swapped (high nibble as element j)', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'],
+      file: 'matmul_q4_0.wgsl', pairs: [['i32(q & 0xfu)', '@LO@'], ['i32(q >> 4u)', 'i32(q & 0xfu)'], ['@LO@', 'i32(q >> 4u)']] },
+    { name: 'Q4_K sub-block nibble order swapped', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
+      file: 'matmul_q4_k.wgsl', pairs: [['(j % 2u) * 4u', '(1u - j % 2u) * 4u']] },
+    { name: 'Q8_0 weight scale dropped', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
+      file: 'matmul_q8_0.wgsl', pairs: [['rnd(f16_to_f32(w16(wo)) * f16_to_f32(x16(xo)))', 'rnd(f16_to_f32(x16(xo)))']] },
+    { name: 'Q4_K min term dropped', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
+      file: 'matmul_q4_k.wgsl', pairs: [[' - rnd(dmin * f32(summs))', '']] },
+    { name: 'Q8_0 block terms added in reverse order (inside the bound, not ref\'s bits)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
+      file: 'matmul_q8_0.wgsl', pairs: [['for (var b = 0u; b < n; b++) { s = s + terms[b]; }', 'for (var b = n; b > 0u; b--) { s = s + terms[b - 1u]; }']] },
+    { name: 'F16 matmul drops the last element', filter: 'matmul_F16', only: ['matmul_F16'],
+      file: 'matmul_f16.wgsl', pairs: [['k < P.K', 'k + 1u < P.K']] },
+    { name: 'attention window off by one', filter: 'attention', only: ['attention'],
+      file: 'attention.wgsl', pairs: [['return diff <= P.wm1;', 'return diff <= P.wm1 + 1u;']] },
+    { name: 'attention sinks ignored', filter: 'attention', only: ['attention'],
+      file: 'attention.wgsl', pairs: [['|| j < P.n_sinks)', ')']] },
+    { name: 'attention not causal (kv_pos > q_pos seen)', filter: 'attention', only: ['attention'],
+      file: 'attention.wgsl', pairs: [['if (kp > qp) { return false; }', '']] },
+    { name: 'rope sin sign flipped', filter: 'rope', only: ['rope'],
+      file: 'rope.wgsl', pairs: [['xa * cs.x - xb * cs.y', 'xa * cs.x + xb * cs.y']] },
+    { name: 'rmsnorm eps dropped', filter: 'rmsnorm', only: ['rmsnorm'],
+      file: 'rmsnorm.wgsl', pairs: [[' + P.eps', '']] },
+    { name: 'softmax sum misses the last entry', filter: 'softmax', only: ['softmax'],
+      file: 'softmax.wgsl', pairs: [['for (var i = li; i < P.n; i += 256u) { s = s + weight(X[xo + i], m); }', 'for (var i = li; i + 1u < P.n; i += 256u) { s = s + weight(X[xo + i], m); }']] },
+    { name: 'swiglu sigmoid of +gate', filter: 'swiglu', only: ['swiglu'],
+      file: 'swiglu.wgsl', pairs: [['exp_f32(-g)', 'exp_f32(g)']] },
+  ];
+  for (const [i, f] of FAULTS.entries()) {
+    if (process.env.PLUMB_WEBGPU_FAULTS === '0') break; // a debugging aid: the clean run only
+    const r = await runCases(`fault${i}`, f.filter, [{ file: f.file, pairs: f.pairs }], f.only);
+    const failed = (r.out || '').match(/(\d+) of (\d+) cases failed/);
+    const caught = r.rc !== 0 && failed && Number(failed[1]) > 0;
+    console.log(`${caught ? 'ok  ' : 'FAIL'} planted fault caught: ${f.name} (${failed ? `${failed[1]} of ${failed[2]}` : '?'} cases failed)`);
+    if (!caught) { failures++; console.log(r.out); }
+  }
+} finally {
+  await browser.close();
+}
+console.log(failures ? `${failures} check(s) failed` : 'all checks passed');
+process.exit(failures ? 1 : 0);
