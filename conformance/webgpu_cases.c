@@ -3,17 +3,20 @@
  *
  *   webgpu_cases gen DIR [FILTER]    writes DIR/cases.json (what each case is) and each case's
  *                                     inputs as raw little-endian files DIR/c<i>_<name>.bin
- *   webgpu_cases check DIR [FILTER]  rebuilds the same cases from the seed, checks that the
+ *   webgpu_cases check DIR [FILTER [OUTDIR]]
+ *                                     rebuilds the same cases from the seed, checks that the
  *                                     input files are the bytes it would write (so the page saw
- *                                     exactly these inputs), reads each output DIR/c<i>.out (raw
+ *                                     exactly these inputs), reads each output OUTDIR/c<i>.out (raw
  *                                     f32) and holds it to the bound of the CPU sets' suites
  *                                     (test_matmul.c, test_ops.c, test_attention.c) against the
  *                                     GSL double references; the quantized matmuls also to ref's
  *                                     bits. Prints a line per case and a summary; exit 0 when all
  *                                     pass, 1 otherwise (a missing output fails).
  *
- * FILTER keeps the cases whose name holds it ("matmul_Q4_0", "attention"): the planted-fault runs
- * of conformance/web/webgpu.mjs use it. PLUMB_SEED replays another draw (testutil.h). */
+ * FILTER keeps the cases whose name holds it ("matmul_Q4_0", "attention"; "" all); OUTDIR (default
+ * DIR) holds the outputs: conformance/web/webgpu.mjs checks its clean run and each planted-fault
+ * run (one kernel's cases) from one generated folder. PLUMB_SEED replays another draw (testutil.h).
+ */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -716,7 +719,7 @@ static int check_case(const wcase *c, const float *y)
     return ok;
 }
 
-static int check(const char *dir, const char *filter)
+static int check(const char *dir, const char *filter, const char *outdir)
 {
     ref_init();
     char path[4096];
@@ -738,7 +741,7 @@ static int check(const char *dir, const char *filter)
             free(p);
         }
         size_t len = 0;
-        snprintf(path, sizeof path, "%s/c%d.out", dir, i);
+        snprintf(path, sizeof path, "%s/c%d.out", outdir, i);
         float *y = same ? read_all(path, &len) : NULL;
         if (!same) {
             printf("FAIL %s: input files of %s differ from this seed's (gen with another seed?)\n",
@@ -771,10 +774,11 @@ static int check(const char *dir, const char *filter)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3 || (strcmp(argv[1], "gen") && strcmp(argv[1], "check"))) {
-        fprintf(stderr, "usage: webgpu_cases gen|check DIR [FILTER]\n");
+    if (argc < 3 || argc > 5 || (strcmp(argv[1], "gen") && strcmp(argv[1], "check"))) {
+        fprintf(stderr, "usage: webgpu_cases gen DIR [FILTER] | check DIR [FILTER [OUTDIR]]\n");
         return 2;
     }
-    const char *filter = argc > 3 ? argv[3] : NULL;
-    return strcmp(argv[1], "gen") ? check(argv[2], filter) : gen(argv[2], filter);
+    const char *filter = argc > 3 && argv[3][0] ? argv[3] : NULL;
+    if (!strcmp(argv[1], "gen")) return gen(argv[2], filter);
+    return check(argv[2], filter, argc > 4 ? argv[4] : argv[2]);
 }

@@ -10,7 +10,7 @@
 // PLUMB_WEBGPU_ADAPTER (chromium's --use-webgpu-adapter, default swiftshader; "default": none).
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromiumPath, skip } from './web_lib.mjs';
@@ -47,38 +47,31 @@ function tool(args) {
 
 const tl = Date.now();
 const browser = await puppeteer.launch({ executablePath: exe, headless: true, args: FLAGS });
-let page;
 console.log(`chromium up in ${Date.now() - tl} ms`);
-// One run: cases (those whose name holds filter) generated into a fresh folder, run in the page
-// with the patches planted, outputs written back, then checked. Returns the checker's verdict.
+// Every case is generated once; each run (the clean one, then one per planted fault) writes its
+// outputs into a folder of its own, which the checker reads with the run's filter.
+const dir = path.join(root, 'cases');
+mkdirSync(dir);
+const g = tool(['gen', dir]);
+if (g.rc !== 0) throw new Error(`webgpu_cases gen failed: ${g.out}`);
+const stat = await startStatic([kernelsDir, here, dir]);
+const page = await browser.newPage();
+page.on('console', (m) => { if (m.type() === 'error' || process.env.PLUMB_WEB_VERBOSE) console.log(`  [page ${m.type()}] ${m.text()}`); });
+page.on('pageerror', (e) => console.log(`  [page error] ${e.message}`));
+await page.exposeFunction('saveOutput', (tag, name, b64) => {
+  if (!/^[A-Za-z0-9._-]+$/.test(tag + name)) throw new Error(`bad output name ${tag}/${name}`);
+  writeFileSync(path.join(root, tag, name), Buffer.from(b64, 'base64'));
+});
+await page.goto(`${stat.base}/webgpu.html`, { waitUntil: 'load' });
+await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
+
+// One run: the cases whose name holds filter, with the patches planted, then checked.
 async function runCases(tag, filter, patches = [], only = undefined) {
-  const dir = path.join(root, tag);
-  spawnSync('mkdir', ['-p', dir]);
-  const g = tool(['gen', dir, ...(filter ? [filter] : [])]);
-  if (g.rc !== 0) throw new Error(`webgpu_cases gen failed: ${g.out}`);
-  const t0 = Date.now();
-  const stat = await startStatic([kernelsDir, here, dir]);
-  try {
-    page = await browser.newPage();
-    page.on('console', (m) => { if (m.type() === 'error' || process.env.PLUMB_WEB_VERBOSE) console.log(`  [page ${m.type()}] ${m.text()}`); });
-    page.on('pageerror', (e) => console.log(`  [page error] ${e.message}`));
-    await page.exposeFunction('saveOutput', (name, b64) => {
-      if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`bad output name ${name}`);
-      writeFileSync(path.join(dir, name), Buffer.from(b64, 'base64'));
-    });
-    await page.goto(`${stat.base}/webgpu.html`, { waitUntil: 'load' });
-    await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
-    const t1 = Date.now();
-    const res = await page.evaluate((p, o) => window.wgpu.run(p, o), patches, only);
-    const t2 = Date.now();
-    await page.close();
-    if (process.env.PLUMB_WEB_VERBOSE) console.log(`  ${tag}: page ready ${t1 - t0} ms, run ${t2 - t1} ms, close ${Date.now() - t2} ms`);
-    if (res.error) return { noAdapter: res.error };
-    const c = tool(['check', dir, ...(filter ? [filter] : [])]);
-    return { ...res, rc: c.rc, out: c.out };
-  } finally {
-    stat.close(); // not awaited: it waits out chromium's keep-alive sockets (~90 s); exit ends them
-  }
+  mkdirSync(path.join(root, tag));
+  const res = await page.evaluate((t, f, p, o) => window.wgpu.run(t, f, p, o), tag, filter || '', patches, only);
+  if (res.error) return { noAdapter: res.error };
+  const c = tool(['check', dir, filter || '', path.join(root, tag)]);
+  return { ...res, rc: c.rc, out: c.out };
 }
 
 let failures = 0;
@@ -133,6 +126,7 @@ try {
   }
 } finally {
   await browser.close();
+  stat.close(); // not awaited: it waits out chromium's keep-alive sockets (~90 s); exit ends them
 }
 console.log(failures ? `${failures} check(s) failed` : 'all checks passed');
 process.exit(failures ? 1 : 0);
