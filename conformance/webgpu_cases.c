@@ -32,9 +32,9 @@
 #define U    REF_U
 #define FMIN REF_FLT_MIN
 
-enum kind { K_MATMUL, K_RMSNORM, K_ROPE, K_SOFTMAX, K_SWIGLU, K_ATTENTION };
-static const char *const kind_name[] = {"matmul",  "rmsnorm", "rope",
-                                        "softmax", "swiglu",  "attention"};
+enum kind { K_MATMUL, K_RMSNORM, K_ROPE, K_SOFTMAX, K_SWIGLU, K_ATTENTION, K_QUANTIZE };
+static const char *const kind_name[] = {"matmul", "rmsnorm",   "rope",    "softmax",
+                                        "swiglu", "attention", "quantize"};
 
 #define MAX_IN 8
 typedef struct wcase {
@@ -58,6 +58,7 @@ typedef struct wcase {
     void *in[MAX_IN];
     size_t in_bytes[MAX_IN];
     int64_t out_floats;
+    size_t out_bytes; /* quantize: the blocks' bytes (else 4 out_floats) */
 } wcase;
 
 static void add_in(wcase *c, const char *name, void *p, size_t bytes)
@@ -255,6 +256,34 @@ static void make_attention(wcase *c, attn_shape s, tu_rng *r)
     c->out_floats = s.T * s.H * s.D;
 }
 
+/* Activation rows to Q8_0 or Q8_K (the set's quantize, ref's bytes): one row per qi pattern
+ * (Gaussian, equal, a zero block, an outlier, denormals, -0, rounding ties), a row with a NaN
+ * and an Inf in two blocks, a row of magnitudes near FLT_MIN and below (subnormal scales and
+ * subnormal elements whose quants are not 0). */
+static void make_quantize(wcase *c, pl_type t, int variant, tu_rng *r)
+{
+    const int64_t bs = pl_type_traits_of(t)->block_size;
+    const int64_t n = variant == 0   ? bs
+                      : variant == 1 ? 2 * bs
+                                     : bs * tu_rng_range(r, 1, 4096 / bs);
+    const int64_t rows = QI_COUNT + 2;
+    c->kind = K_QUANTIZE, c->wt = t, c->n = n, c->rows = rows;
+    snprintf(c->name, sizeof c->name, "quantize_%s_n%" PRId64 "_rows%" PRId64,
+             pl_type_traits_of(t)->name, n, rows);
+    float *x = xalloc(sizeof(float) * (size_t)(rows * n));
+    for (int64_t row = 0; row < QI_COUNT; row++) qi_fill(x + row * n, n, (int)row, bs, r);
+    float *nan_row = x + QI_COUNT * n, *tiny = x + (QI_COUNT + 1) * n;
+    normal_fill(nan_row, n, 1.0, r);
+    nan_row[tu_rng_range(r, 0, n - 1)] = NAN;
+    nan_row[tu_rng_range(r, 0, n - 1)] = -INFINITY;
+    /* odd blocks: amax ~1e-36 (a finite 1/d), every 4th element subnormal (x / d of order 1);
+     * even blocks: all subnormal (1/d overflows) */
+    for (int64_t i = 0; i < n; i++)
+        tiny[i] = (float)(tu_rng_normal(r) * (i / bs % 2 ? (i % 4 ? 5e-37 : 5e-39) : 3e-39));
+    add_in(c, "x", x, sizeof(float) * (size_t)(rows * n));
+    c->out_bytes = (size_t)rows * row_bytes(t, n);
+}
+
 /* Case i of the list (0 <= i < n_cases()); returns 0 past the end. */
 static const pl_type mm_types[] = {PL_TYPE_Q8_0, PL_TYPE_Q4_0, PL_TYPE_Q4_K, PL_TYPE_F16};
 #define N_MM_TYPES  4
@@ -264,7 +293,9 @@ static const pl_type mm_types[] = {PL_TYPE_Q8_0, PL_TYPE_Q4_0, PL_TYPE_Q4_K, PL_
 #define N_SOFTMAX   14
 #define N_SWIGLU    8
 #define N_ATTN      14
-#define N_CASES     (N_MM_TYPES * MM_PER_TYPE + N_RMS + N_ROPE + N_SOFTMAX + N_SWIGLU + N_ATTN)
+#define N_QUANT     8
+#define N_CASES                                                                                    \
+    (N_MM_TYPES * MM_PER_TYPE + N_RMS + N_ROPE + N_SOFTMAX + N_SWIGLU + N_ATTN + N_QUANT)
 
 static void make_case(wcase *c, int i)
 {
@@ -391,7 +422,10 @@ static void make_case(wcase *c, int i)
             {2, 3, 1, 80, 129, 0, 1, 20, 0, 12}, {1, 2, 2, 256, 70, 1, 0, 0, 0, 0},
             {17, 4, 2, 8, 17, 0, 0, 5, 1, 0},    {2, 2, 1, 40, 1000, 1, 0, 100, 4, 0}};
         make_attention(c, shapes[k], &r);
+        return;
     }
+    k -= N_ATTN;
+    if (k < N_QUANT) make_quantize(c, k < 4 ? PL_TYPE_Q8_0 : PL_TYPE_Q8_K, k % 4, &r);
 }
 
 /* ---- gen ---- */
@@ -441,6 +475,10 @@ static void json_case(FILE *f, const wcase *c, int i)
                 a->yarn_no_truncate ? "true" : "false");
         break;
     }
+    case K_QUANTIZE:
+        fprintf(f, ",\"type\":\"%s\",\"rows\":%" PRId64 ",\"n\":%" PRId64 ",\"outBytes\":%zu",
+                pl_type_traits_of(c->wt)->name, c->rows, c->n, c->out_bytes);
+        break;
     case K_ATTENTION: {
         const pl_attn_args *a = &c->aa;
         fprintf(f,
@@ -686,6 +724,31 @@ static int check_case(const wcase *c, const float *y)
         note(scaled ? "rope (scaled)" : "rope", worst, c->T * n, ok && worst <= 1.0, 0, 1);
         break;
     }
+    case K_QUANTIZE: { /* ref's bytes, every one */
+        const size_t rb = row_bytes(c->wt, c->n);
+        unsigned char *want = xalloc(c->out_bytes);
+        for (int64_t row = 0; row < c->rows; row++)
+            pl_kernels_ref.quantize_row[c->wt](want + row * rb,
+                                               (const float *)c->in[0] + row * c->n, c->n);
+        const unsigned char *got = (const unsigned char *)y;
+        int64_t bad = -1;
+        for (size_t i = 0; i < c->out_bytes && bad < 0; i++)
+            if (got[i] != want[i]) bad = (int64_t)i;
+        bits_tested = 1;
+        bits_same = bad < 0;
+        if (bad >= 0)
+            snprintf(extra, sizeof extra,
+                     " byte %" PRId64 " (row %" PRId64 ", block %" PRId64
+                     ") is 0x%02x, ref's 0x%02x",
+                     bad, bad / (int64_t)rb,
+                     bad % (int64_t)rb / (int64_t)pl_type_traits_of(c->wt)->block_bytes, got[bad],
+                     want[bad]);
+        ok = bits_same;
+        free(want);
+        note(c->wt == PL_TYPE_Q8_0 ? "quantize Q8_0" : "quantize Q8_K", 0.0, c->rows * c->n, ok, 1,
+             bits_same);
+        break;
+    }
     case K_ATTENTION: { /* test_attention.c check_case */
         const pl_attn_args *a = &c->aa;
         const int64_t D = a->D;
@@ -747,7 +810,8 @@ static int check(const char *dir, const char *filter, const char *outdir)
             printf("FAIL %s: input files of %s differ from this seed's (gen with another seed?)\n",
                    c.name, dir);
             failed++;
-        } else if (!y || len != sizeof(float) * (size_t)c.out_floats) {
+        } else if (!y ||
+                   len != (c.out_bytes ? c.out_bytes : sizeof(float) * (size_t)c.out_floats)) {
             printf("FAIL %s: no output %s of %" PRId64 " floats (%zu bytes)\n", c.name, path,
                    c.out_floats, len);
             note(c.kind == K_MATMUL ? mm_kernel(c.wt) : kind_name[c.kind], INFINITY, 0, 0, 0, 1);

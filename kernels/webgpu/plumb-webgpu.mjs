@@ -14,6 +14,7 @@
 // kernels/webgpu/README.md; conformance/webgpu_cases.c is the judge.
 
 const MATMUL = { Q8_0: 'matmul_q8_0.wgsl', Q4_0: 'matmul_q4_0.wgsl', Q4_K: 'matmul_q4_k.wgsl' };
+const QUANT = { Q8_0: 'quantize_q8_0.wgsl', Q8_K: 'quantize_q8_k.wgsl' };
 const OPS = ['rmsnorm', 'softmax', 'swiglu', 'rope', 'attention'];
 export const MATMUL_TYPES = ['Q8_0', 'Q4_0', 'Q4_K', 'F16'];
 
@@ -62,6 +63,9 @@ export async function createKernels(device, options = {}) {
     if (want('matmul_' + t)) pipes['matmul_' + t] = await pipeline('matmul ' + t, f, driver + '\n' + await source(f));
   if (want('matmul_F16'))
     pipes.matmul_F16 = await pipeline('matmul F16', 'matmul_f16.wgsl', await source('matmul_f16.wgsl'));
+  const quant = await source('quantize.wgsl');
+  for (const [t, f] of Object.entries(QUANT))
+    if (want('quantize_' + t)) pipes['quantize_' + t] = await pipeline('quantize ' + t, f, quant + '\n' + await source(f));
   for (const op of OPS) if (want(op)) pipes[op] = await pipeline(op, op + '.wgsl', await source(op + '.wgsl'));
   const need = (k) => {
     if (!pipes[k]) throw new Error(`plumb-webgpu: no pipeline ${k} (not built, or no such kernel)`);
@@ -112,6 +116,19 @@ export async function createKernels(device, options = {}) {
     const p = new Uint32Array([a.K, a.R, a.T, a.wOff || 0, a.wRow, a.xOff || 0, a.xRow, a.yOff || 0,
       a.ldy ?? a.R, gx, 0, 0]);
     dispatch(enc, pipe, [a.w, a.x, a.y, uniform(p)], gx, gy, a.T);
+  }
+
+  // Activation rows to the dot type `type` (Q8_0 or Q8_K), ref's bytes: rows of n floats (x,
+  // from float xOff) to rows yRow bytes apart (default tight) from byte yOff (a multiple of 4).
+  // The bytes from yOff to the end of the last row, rounded up to 4, are cleared first.
+  function quantize(enc, type, a) {
+    const pipe = need('quantize_' + type);
+    const bs = type === 'Q8_K' ? 256 : 32, bb = type === 'Q8_K' ? 292 : 34;
+    const yRow = a.yRow ?? (a.n / bs) * bb, yOff = a.yOff || 0;
+    if (yOff % 4) throw new Error('plumb-webgpu: quantize: yOff must be a multiple of 4');
+    enc.clearBuffer(a.y, yOff, Math.ceil((a.rows * yRow) / 4) * 4);
+    const [gx, gy] = grid(Math.ceil((a.n / bs) * a.rows / 64));
+    dispatch(enc, pipe, [a.x, a.y, uniform(new Uint32Array([a.n, a.rows, a.xOff || 0, yOff, yRow, 0, 0, 0]))], gx, gy);
   }
 
   // y = x / sqrt(mean(x^2) + eps) * w, `rows` rows of n (x and y distinct buffers).
@@ -174,7 +191,7 @@ export async function createKernels(device, options = {}) {
     return out;
   }
 
-  return { device, upload, buffer, matmul, rmsnorm, softmax, swiglu, rope, attention, read };
+  return { device, upload, buffer, matmul, quantize, rmsnorm, softmax, swiglu, rope, attention, read };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----
