@@ -10,7 +10,7 @@
 // PLUMB_WEBGPU_ADAPTER (chromium's --use-webgpu-adapter, default swiftshader; "default": none).
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromiumPath, skip } from './web_lib.mjs';
@@ -129,6 +129,56 @@ try {
     const caught = r.rc !== 0 && failed && Number(failed[1]) > 0;
     console.log(`${caught ? 'ok  ' : 'FAIL'} planted fault caught: ${f.name} (${failed ? `${failed[1]} of ${failed[2]}` : '?'} cases failed)`);
     if (!caught) { failures++; console.log(r.out); }
+  }
+
+  // The forward pass (kernels/webgpu/llama.mjs) on tiny llama files against `plumb logits
+  // --kernels ref --kv-type f32` on the same tokens: 6 tokens of prefill, then 6 of decode over
+  // the GPU KV cache; every position within test_e2e.c's quantized tolerance (0.125 of the
+  // position's logit RMS), argmax equal where ref's top two are more than twice that apart.
+  const cli = process.env.PLUMB_CLI;
+  if (!cli || !existsSync(cli)) { console.log(`FAIL: PLUMB_CLI (${cli}) is not plumb`); failures++; }
+  else for (const [type, fault] of [['Q8_0'], ['Q4_0'], ['Q8_0', 'the residual add dropped (planted: must fail)']]) {
+    const name = `tiny-${type}.gguf`, file = path.join(dir, name);
+    spawnSync(cli, ['mkmodel', file, '--preset', 'tiny', '--type', type, '--pure']);
+    const tokens = Array.from({ length: 12 }, (_, i) => (i * 37 + 11) % 300);
+    const refFile = path.join(root, `${type}.ref.logits`);
+    const r = spawnSync(cli, ['logits', '-m', file, '--tokens', tokens.join(','), '--all', '--kernels', 'ref',
+      '--kv-type', 'f32', '-t', '1', '-o', refFile], { encoding: 'utf8' });
+    if (r.status !== 0) { console.log(`FAIL: plumb logits: ${r.stderr}`); failures++; continue; }
+    const b = readFileSync(refFile);
+    const V = Number(b.readBigUInt64LE(16)), nT = Number(b.readBigUInt64LE(24)), nR = Number(b.readBigUInt64LE(40));
+    const at = 64 + b.readUInt32LE(56) + 4 * nT;
+    const ref = new Float32Array(b.buffer.slice(b.byteOffset + at, b.byteOffset + at + 4 * V * nR));
+    const tag = `model-${type}${fault ? '-fault' : ''}`;
+    mkdirSync(path.join(root, tag));
+    const patches = fault ? [{ file: 'add.wgsl', pairs: [['X[P.x_off + i] + Yv[P.y_off + i]', 'X[P.x_off + i]']] }] : [];
+    const res = await page.evaluate((t, n, tk, p) => window.wgpu.model(t, n, tk, 6, p), tag, name, tokens, patches);
+    if (res.error) { console.log(`FAIL: ${res.error}`); failures++; continue; }
+    const gb = readFileSync(path.join(root, tag, name + '.logits'));
+    const gpu = new Float32Array(gb.buffer.slice(gb.byteOffset, gb.byteOffset + gb.length));
+    let worst = 0, argBad = 0, argTested = 0, maxAbs = 0, same = 0;
+    const ok = nR === tokens.length && gpu.length === V * nR;
+    for (let p = 0; ok && p < nR; p++) {
+      const rr = ref.subarray(p * V, (p + 1) * V), gg = gpu.subarray(p * V, (p + 1) * V);
+      const rms = Math.sqrt(rr.reduce((a, v) => a + v * v, 0) / V), bound = 0.125 * rms;
+      let a1 = 0, a2 = -1, ag = 0;
+      for (let i = 0; i < V; i++) {
+        worst = Math.max(worst, Math.abs(gg[i] - rr[i]) / bound);
+        maxAbs = Math.max(maxAbs, Math.abs(gg[i] - rr[i]));
+        same += gg[i] === rr[i];
+        if (rr[i] > rr[a1]) { a2 = a1; a1 = i; } else if (i !== a1 && (a2 < 0 || rr[i] > rr[a2])) a2 = i;
+        if (gg[i] > gg[ag]) ag = i;
+      }
+      if (rr[a1] - rr[a2] > 2 * bound) { argTested++; if (ag !== a1) argBad++; }
+    }
+    const pass = ok && worst <= 1 && argBad === 0;
+    const what = `tiny llama ${type} (E ${res.hp.E}, ${res.hp.L} layers, H ${res.hp.H}/${res.hp.Hkv}, ` +
+      `V ${res.hp.V}): ${nR} positions (6 prefill + 6 decode) against ref's logits, worst |err| / (0.125 rms) = ` +
+      `${worst.toPrecision(3)} (max |err| ${maxAbs.toPrecision(3)}, ${same} of ${V * nR} logits ref's bits), ` +
+      `argmax ${argTested - argBad} of ${argTested} clear positions`;
+    if (fault) console.log(`${pass ? 'FAIL' : 'ok  '} planted fault caught: forward pass with ${fault}: ${what}`);
+    else console.log(`${pass ? 'ok  ' : 'FAIL'} forward pass, ${what}`);
+    if (pass === !!fault) failures++;
   }
 } finally {
   await browser.close();

@@ -15,7 +15,7 @@
 
 const MATMUL = { Q8_0: 'matmul_q8_0.wgsl', Q4_0: 'matmul_q4_0.wgsl', Q4_K: 'matmul_q4_k.wgsl' };
 const QUANT = { Q8_0: 'quantize_q8_0.wgsl', Q8_K: 'quantize_q8_k.wgsl' };
-const OPS = ['rmsnorm', 'softmax', 'swiglu', 'rope', 'attention'];
+const OPS = ['rmsnorm', 'softmax', 'swiglu', 'rope', 'attention', 'add'];
 export const MATMUL_TYPES = ['Q8_0', 'Q4_0', 'Q4_K', 'F16'];
 
 const U = () => globalThis.GPUBufferUsage;
@@ -152,6 +152,12 @@ export async function createKernels(device, options = {}) {
       uniform(new Uint32Array([a.n, a.gateOff || 0, a.upOff || 0, a.yOff || 0]))], gx, gy);
   }
 
+  // x[xOff + i] += y[yOff + i], i < n (the residual add).
+  function add(enc, a) {
+    const [gx, gy] = grid(Math.ceil(a.n / 256));
+    dispatch(enc, need('add'), [a.x, a.y, uniform(new Uint32Array([a.n, a.xOff || 0, a.yOff || 0, 0]))], gx, gy);
+  }
+
   // In place over `tokens` rows of H heads of D at positions pos[] (an array of numbers), the
   // angles made here in double (ropeTable).
   function rope(enc, a) {
@@ -191,7 +197,7 @@ export async function createKernels(device, options = {}) {
     return out;
   }
 
-  return { device, upload, buffer, matmul, quantize, rmsnorm, softmax, swiglu, rope, attention, read };
+  return { device, upload, buffer, matmul, quantize, rmsnorm, softmax, swiglu, rope, attention, add, read };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----
