@@ -137,9 +137,11 @@ try {
   // position's logit RMS), argmax equal where ref's top two are more than twice that apart.
   const cli = process.env.PLUMB_CLI;
   if (!cli || !existsSync(cli)) { console.log(`FAIL: PLUMB_CLI (${cli}) is not plumb`); failures++; }
-  else for (const [type, fault] of [['Q8_0'], ['Q4_0'], ['Q8_0', 'the residual add dropped (planted: must fail)']]) {
+  else for (const [type, fault] of [['Q8_0'], ['Q4_0'], ['Q4_K'], ['Q8_0', 'the residual add dropped (planted: must fail)']]) {
     const name = `tiny-${type}.gguf`, file = path.join(dir, name);
-    spawnSync(cli, ['mkmodel', file, '--preset', 'tiny', '--type', type, '--pure']);
+    // Q4_K: every K a multiple of 256 (8 heads of 32, n_ff 256), so every matrix is Q4_K
+    spawnSync(cli, ['mkmodel', file, '--preset', 'tiny', '--type', type, '--pure',
+      ...(type === 'Q4_K' ? ['--n-head', '8', '--n-head-kv', '4', '--n-ff', '256'] : [])]);
     const tokens = Array.from({ length: 12 }, (_, i) => (i * 37 + 11) % 300);
     const refFile = path.join(root, `${type}.ref.logits`);
     const r = spawnSync(cli, ['logits', '-m', file, '--tokens', tokens.join(','), '--all', '--kernels', 'ref',

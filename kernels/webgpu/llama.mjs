@@ -94,6 +94,25 @@ function embedRow(t, r, out) {
     }
     return;
   }
+  if (t.type === 'Q4_K') { // ref: d1 = d sc, m1 = dmin m, then d1 q - m1, each rounded to float
+    const fr = Math.fround;
+    const u8 = (i) => dv.getUint8(i);
+    for (let k = 0; k < E / 256; k++) {
+      const o = 144 * k, d = f16(dv.getUint16(o, true)), dmin = f16(dv.getUint16(o + 2, true));
+      const sm = (j) => (j < 4 ? [u8(o + 4 + j) & 63, u8(o + 8 + j) & 63]
+        : [(u8(o + 8 + j) & 15) | ((u8(o + j) >> 6) << 4), (u8(o + 8 + j) >> 4) | ((u8(o + 4 + j) >> 6) << 4)]);
+      for (let p = 0; p < 4; p++) {
+        const [s1, n1] = sm(2 * p), [s2, n2] = sm(2 * p + 1);
+        const d1 = fr(d * s1), m1 = fr(dmin * n1), d2 = fr(d * s2), m2 = fr(dmin * n2);
+        for (let l = 0; l < 32; l++) {
+          const q = u8(o + 16 + 32 * p + l);
+          out[256 * k + 64 * p + l] = fr(fr(d1 * (q & 15)) - m1);
+          out[256 * k + 64 * p + 32 + l] = fr(fr(d2 * (q >> 4)) - m2);
+        }
+      }
+    }
+    return;
+  }
   throw new Error(`token_embd of type ${t.type}: not supported by the webgpu forward pass`);
 }
 
