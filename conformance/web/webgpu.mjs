@@ -137,7 +137,7 @@ try {
   // position's logit RMS), argmax equal where ref's top two are more than twice that apart.
   const cli = process.env.PLUMB_CLI;
   if (!cli || !existsSync(cli)) { console.log(`FAIL: PLUMB_CLI (${cli}) is not plumb`); failures++; }
-  else for (const [type, fault] of [['Q8_0'], ['Q4_0'], ['Q4_K'], ['Q8_0', 'the residual add dropped (planted: must fail)']]) {
+  else for (const [type, fault] of [['Q8_0'], ['Q4_0'], ['Q4_K'], ['Q8_0', 'the residual branches halved (planted: must fail)']]) {
     const name = `tiny-${type}.gguf`, file = path.join(dir, name);
     // Q4_K: every K a multiple of 256 (8 heads of 32, n_ff 256), so every matrix is Q4_K
     spawnSync(cli, ['mkmodel', file, '--preset', 'tiny', '--type', type, '--pure',
@@ -153,7 +153,7 @@ try {
     const ref = new Float32Array(b.buffer.slice(b.byteOffset + at, b.byteOffset + at + 4 * V * nR));
     const tag = `model-${type}${fault ? '-fault' : ''}`;
     mkdirSync(path.join(root, tag));
-    const patches = fault ? [{ file: 'add.wgsl', pairs: [['X[P.x_off + i] + Yv[P.y_off + i]', 'X[P.x_off + i]']] }] : [];
+    const patches = fault ? [{ file: 'add.wgsl', pairs: [['X[P.x_off + i] + Yv[P.y_off + i]', 'X[P.x_off + i] + 0.5 * Yv[P.y_off + i]']] }] : [];
     const res = await page.evaluate((t, n, tk, p) => window.wgpu.model(t, n, tk, 6, p), tag, name, tokens, patches);
     if (res.error) { console.log(`FAIL: ${res.error}`); failures++; continue; }
     const gb = readFileSync(path.join(root, tag, name + '.logits'));

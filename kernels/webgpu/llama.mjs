@@ -165,6 +165,7 @@ export async function forward(m, tokens) {
   const pos = Array.from({ length: T }, (_, t) => p0 + t);
   const rope = { n_rot: D, freq_base: hp.base, freq_scale: 1, factors: null, ext_factor: 0, attn_factor: 1,
     beta_fast: 0, beta_slow: 0, n_ctx_orig: 0, neox: false, yarn_no_truncate: false };
+  ks.device.pushErrorScope('validation');
   const enc = ks.device.createCommandEncoder();
   // y[T][R] = W . quantize(src[T][K])
   const mm = (w, src, K, y) => {
@@ -199,6 +200,8 @@ export async function forward(m, tokens) {
   ks.rmsnorm(enc, { x, w: m.outNorm.buf, y: xn, n: E, rows: T, eps: hp.eps });
   mm(m.output, xn, E, logits);
   ks.device.queue.submit([enc.finish()]);
+  const err = await ks.device.popErrorScope();
+  if (err) throw new Error(`webgpu forward pass: ${err.message}`);
   m.nPast = p0 + T;
   const out = new Float32Array(await ks.read(logits, 4 * T * V));
   for (const b of [x, xn, xq, q, k, v, att, tmp, gate, upb, ffh, qPos, scratch, logits]) b.destroy();
