@@ -5,8 +5,9 @@
 // then rebuilds the cases from the seed and holds every output to the CPU sets' bounds against
 // the GSL double references (the quantized matmuls also to ref's bits). Then each planted fault
 // (a kernel's source patched in the page) must make the checker fail on the cases it concerns.
-// Skips (77) without puppeteer-core, chromium or a WebGPU adapter, unless PLUMB_NO_SKIP=1.
-// Env: PLUMB_WEBGPU_CASES (the webgpu_cases binary), PLUMB_WEB_NPM (puppeteer-core's folder),
+// Last, the forward pass of kernels/webgpu/llama.mjs on tiny llama files against `plumb logits
+// --kernels ref` (PLUMB_CLI). Skips (77) without puppeteer-core, chromium or a WebGPU adapter, unless PLUMB_NO_SKIP=1.
+// Env: PLUMB_WEBGPU_CASES (the webgpu_cases binary), PLUMB_CLI (plumb), PLUMB_WEB_NPM (puppeteer-core's folder),
 // PLUMB_WEBGPU_ADAPTER (chromium's --use-webgpu-adapter, default swiftshader; "default": none).
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
