@@ -106,6 +106,8 @@ try {
       file: 'quantize_q8_0.wgsl', pairs: [['if ((xb & 0x7f800000u) == 0u && (xb & 0x7fffffu) != 0u) {', 'if (false) {']] },
     { name: 'Q8_K quantizer bsums over 15 quants', filter: 'quantize_Q8_K', only: ['quantize_Q8_K'],
       file: 'quantize_q8_k.wgsl', pairs: [['      sum += q;', '      if (l < 15u) { sum += q; }']] },
+    { name: 'matmul ignores the split grid\'s second dimension (rows past the first grid row)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
+      file: 'matmul_q8_0.wgsl', pairs: [['let r = wg.x + wg.y * P.rsplit;', 'let r = wg.x;']] },
     { name: 'F16 matmul drops the last element', filter: 'matmul_F16', only: ['matmul_F16'],
       file: 'matmul_f16.wgsl', pairs: [['k < P.K', 'k + 1u < P.K']] },
     { name: 'attention window off by one', filter: 'attention', only: ['attention'],

@@ -20,10 +20,11 @@ export const MATMUL_TYPES = ['Q8_0', 'Q4_0', 'Q4_K', 'F16'];
 
 const U = () => globalThis.GPUBufferUsage;
 
-// The 2-D grid for n workgroups (at most 65535 per dimension): [x, y] with x * y >= n.
-function grid(n) {
-  if (n <= 65535) return [Math.max(n, 1), 1];
-  const y = Math.ceil(n / 65535);
+// The 2-D grid for n workgroups, at most max per dimension (WebGPU's limit is 65535): [x, y]
+// with x * y >= n; the kernels take their index as x + y * (the grid's x).
+function gridOf(n, max) {
+  if (n <= max) return [Math.max(n, 1), 1];
+  const y = Math.ceil(n / max);
   return [Math.ceil(n / y), y];
 }
 
@@ -37,6 +38,10 @@ export async function createKernels(device, options = {}) {
     return r.text();
   });
   const patch = options.patch || ((name, text) => text);
+  // options.maxGrid: the largest grid dimension used (default 65535, the limit): the conformance
+  // run sets it small so that every kernel's split grid is tested on small shapes.
+  const maxGrid = options.maxGrid || 65535;
+  const grid = (n) => gridOf(n, maxGrid);
   const common = await source('common.wgsl');
   const driver = await source('matmul_q.wgsl');
 

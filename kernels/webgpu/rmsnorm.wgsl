@@ -10,8 +10,9 @@ struct PR { n: u32, rows: u32, eps: f32, x_off: u32, y_off: u32, pad0: u32, pad1
 var<workgroup> part: array<f32, 256>;
 
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32) {
-  let row = wg.x + wg.y * 65535u;
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
+        @builtin(local_invocation_index) li: u32) {
+  let row = wg.x + wg.y * nw.x;
   if (row >= P.rows) { return; }
   let xo = P.x_off + row * P.n;
   var s = 0.0;

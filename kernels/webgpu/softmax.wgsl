@@ -15,8 +15,9 @@ fn weight(v: f32, m: f32) -> f32 {
 }
 
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32) {
-  let row = wg.x + wg.y * 65535u;
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
+        @builtin(local_invocation_index) li: u32) {
+  let row = wg.x + wg.y * nw.x;
   if (row >= P.rows) { return; }
   let xo = P.x_off + row * P.n;
   var m = X[xo]; // the row's first entry (WGSL has no -inf literal)
