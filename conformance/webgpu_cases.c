@@ -620,7 +620,8 @@ static int check_case(const wcase *c, const float *y)
                 const double bound = cc * U * (double)K * mag[t * R + r] + (double)K * eta;
                 double q = fabs((double)y[t * ldy + r] - yref[t * R + r]) / bound;
                 if (isnan(q)) q = INFINITY;
-                if (q > worst || wi < 0) worst = q > worst ? q : worst, wi = t * ldy + r;
+                if (q > worst || wi < 0) /* the worst output, or the first */
+                    worst = fmax(q, worst), wi = t * ldy + r;
                 if (bits_tested && !sub && bits_of(y[t * ldy + r]) != bits_of(yr[t * ldy + r]) &&
                     first_diff < 0)
                     first_diff = t * ldy + r;

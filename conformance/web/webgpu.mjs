@@ -1,14 +1,17 @@
 // webgpu.mjs — the webgpu kernel set (kernels/webgpu/) against the conformance suite, in headless
 // chromium with its software WebGPU (SwiftShader): webgpu_cases (conformance/webgpu_cases.c)
 // writes randomized cases and their inputs to a folder; the page conformance/web/webgpu.html runs
-// the WGSL kernels on them and hands each output back here, into the same folder; webgpu_cases
+// the WGSL kernels on them and hands each output back here, into a folder per run; webgpu_cases
 // then rebuilds the cases from the seed and holds every output to the CPU sets' bounds against
-// the GSL double references (the quantized matmuls also to ref's bits). Then each planted fault
-// (a kernel's source patched in the page) must make the checker fail on the cases it concerns.
-// Last, the forward pass of kernels/webgpu/llama.mjs on tiny llama files against `plumb logits
-// --kernels ref` (PLUMB_CLI). Skips (77) without puppeteer-core, chromium or a WebGPU adapter, unless PLUMB_NO_SKIP=1.
-// Env: PLUMB_WEBGPU_CASES (the webgpu_cases binary), PLUMB_CLI (plumb), PLUMB_WEB_NPM (puppeteer-core's folder),
-// PLUMB_WEBGPU_ADAPTER (chromium's --use-webgpu-adapter, default swiftshader; "default": none).
+// the GSL double references (the quantized matmuls and quantizers also to ref's bits). Then each
+// planted fault (a kernel's source patched in the page) must make the checker fail on the cases
+// it concerns. Last, the forward pass of kernels/webgpu/llama.mjs on tiny llama files against
+// `plumb logits --kernels ref`. Skips (77) without puppeteer-core, chromium or a WebGPU adapter,
+// unless PLUMB_NO_SKIP=1.
+// Env: PLUMB_WEBGPU_CASES (the webgpu_cases binary), PLUMB_CLI (plumb), PLUMB_WEB_NPM
+// (puppeteer-core's folder), PLUMB_WEBGPU_ADAPTER (chromium's --use-webgpu-adapter, default
+// swiftshader; "default": none), PLUMB_WEBGPU_FAULTS=0 (debugging: skip the planted faults),
+// PLUMB_WEB_VERBOSE=1 (the page's console).
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
