@@ -1,0 +1,21 @@
+# The webgpu kernel set (kernels/webgpu/, WGSL) against the conformance suite (issue 50).
+# webgpu_cases (C) writes randomized cases to a folder and later judges the outputs against the
+# GSL double references with the CPU sets' bounds; conformance/web/webgpu.mjs runs the kernels on
+# them in headless chromium (software WebGPU: SwiftShader) through puppeteer-core (the web_npm
+# fixture of web.cmake) and plants faults that must be caught; then kernels/webgpu/llama.mjs runs
+# tiny llama files (plumb mkmodel) against `plumb logits --kernels ref`. Skips (77) without node,
+# chromium, puppeteer-core or a WebGPU adapter, unless PLUMB_NO_SKIP=1.
+add_executable(webgpu_cases ${CMAKE_CURRENT_SOURCE_DIR}/webgpu_cases.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/testutil.c ${CMAKE_CURRENT_SOURCE_DIR}/quant_inputs.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/refs/ref_matmul.c ${CMAKE_CURRENT_SOURCE_DIR}/refs/ref_ops.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/refs/ref_attention.c)
+target_include_directories(webgpu_cases PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
+  ${CMAKE_CURRENT_SOURCE_DIR}/refs ${PROJECT_SOURCE_DIR}/engine ${PROJECT_SOURCE_DIR}/kernels)
+target_compile_options(webgpu_cases PRIVATE ${PLUMB_WARNINGS})
+target_link_libraries(webgpu_cases PRIVATE plumb PkgConfig::CUNIT PkgConfig::GSL m)
+
+add_test(NAME webgpu_conformance
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${CMAKE_CURRENT_SOURCE_DIR}/web/webgpu.mjs)
+set_tests_properties(webgpu_conformance PROPERTIES LABELS "webgpu;browser;conformance"
+  TIMEOUT 300 SKIP_RETURN_CODE 77 FIXTURES_REQUIRED web_npm
+  ENVIRONMENT "PLUMB_WEBGPU_CASES=$<TARGET_FILE:webgpu_cases>;PLUMB_WEB_NPM=${CMAKE_BINARY_DIR}/web-npm;PLUMB_CLI=$<TARGET_FILE:plumb_cli>")

@@ -1,0 +1,47 @@
+// common.wgsl — helpers every plumb WGSL kernel shares; the runtime (plumb-webgpu.mjs) puts this
+// text in front of each kernel's source. No bindings here: a kernel's byte readers are its own.
+
+// An f16 (its 16 bits, in the low half of h) as f32: exact for every value, subnormals included
+// (m 2^-24 is a normal f32), Inf and NaN kept. Not unpack2x16float: WGSL lets that one flush
+// subnormals.
+fn f16_to_f32(h: u32) -> f32 {
+  let s = (h & 0x8000u) << 16u;
+  let e = (h >> 10u) & 0x1fu;
+  let m = h & 0x3ffu;
+  if (e == 0u) {
+    let v = f32(m) * 5.9604644775390625e-8; // m 2^-24, exact
+    return select(v, -v, s != 0u);
+  }
+  if (e == 31u) { return bitcast<f32>(s | 0x7f800000u | (m << 13u)); }
+  return bitcast<f32>(s | ((e + 112u) << 23u) | (m << 13u));
+}
+
+// A signed byte (the low 8 bits of b) as i32.
+fn i8_of(b: u32) -> i32 {
+  return bitcast<i32>(b << 24u) >> 24u;
+}
+
+// exp(x) in f32 without the GPU's exp: WGSL allows exp an error of 3 + 2|x| ulp, which grows past
+// the softmax and attention bounds for large |x|. Cody-Waite reduction x = k ln2 + r (ln2 split
+// so k ln2_hi is exact for |k| < 2^12), a degree-7 Taylor polynomial on |r| <= ln2/2 (truncation
+// < 2^-27 relative), then 2^k by exponent bits in two steps (no overflow of the scale itself).
+// Within 4 ulp over the whole range; exp(-inf) = 0, exp(+inf) = inf, NaN stays NaN.
+fn exp_f32(x: f32) -> f32 {
+  if (x != x) { return x; }
+  if (x > 88.72283935546875) { return x * 3.4028234663852886e38; } // inf (WGSL: no inf literal)
+  if (x < -103.97208404541016) { return 0.0; }
+  let k = round(x * 1.4426950408889634);
+  let r = (x - k * 0.693145751953125) - k * 1.428606765330187e-06;
+  var p = 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  let ki = i32(k);
+  let k1 = ki / 2;
+  let k2 = ki - k1;
+  return p * bitcast<f32>(u32(k1 + 127) << 23u) * bitcast<f32>(u32(k2 + 127) << 23u);
+}

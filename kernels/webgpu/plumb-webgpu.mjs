@@ -1,0 +1,245 @@
+// plumb-webgpu.mjs — the webgpu kernel set's runtime: compiles the WGSL kernels of this folder
+// into compute pipelines, makes buffers, records dispatches into a command encoder and reads
+// results back. Runs wherever WebGPU does (a page with navigator.gpu, or node with Dawn's
+// `webgpu` package): it only needs a GPUDevice and a way to load the .wgsl text.
+//
+//   const ks = await createKernels(device);           // sources fetched next to this module
+//   const w = ks.upload(bytes);                        // a storage buffer (padded to 4 bytes)
+//   const enc = device.createCommandEncoder();
+//   ks.matmul(enc, 'Q8_0', { w, x, y, K, R, T, wRow, xRow, ldy });
+//   device.queue.submit([enc.finish()]);
+//   const out = await ks.read(y, bytes);               // an ArrayBuffer
+//
+// What each kernel computes, and the bound it is held to, is in its .wgsl file and in
+// kernels/webgpu/README.md; conformance/webgpu_cases.c is the judge.
+
+const MATMUL = { Q8_0: 'matmul_q8_0.wgsl', Q4_0: 'matmul_q4_0.wgsl', Q4_K: 'matmul_q4_k.wgsl' };
+const QUANT = { Q8_0: 'quantize_q8_0.wgsl', Q8_K: 'quantize_q8_k.wgsl' };
+const OPS = ['rmsnorm', 'softmax', 'swiglu', 'rope', 'attention', 'add'];
+export const MATMUL_TYPES = ['Q8_0', 'Q4_0', 'Q4_K', 'F16'];
+
+const U = () => globalThis.GPUBufferUsage;
+
+// The 2-D grid for n workgroups, at most max per dimension (WebGPU's limit is 65535): [x, y]
+// with x * y >= n; the kernels take their index as x + y * (the grid's x).
+function gridOf(n, max) {
+  if (n <= max) return [Math.max(n, 1), 1];
+  const y = Math.ceil(n / max);
+  return [Math.ceil(n / y), y];
+}
+
+// options.source(name) -> Promise<string>: the text of a .wgsl file of this folder (default:
+// fetched next to this module). options.patch(name, text) -> text: a hook the conformance test
+// uses to plant faults in a kernel's source; production code leaves it out.
+export async function createKernels(device, options = {}) {
+  const source = options.source || (async (name) => {
+    const r = await fetch(new URL(name, import.meta.url));
+    if (!r.ok) throw new Error(`plumb-webgpu: cannot load ${name} (${r.status})`);
+    return r.text();
+  });
+  const patch = options.patch || ((name, text) => text);
+  // options.maxGrid: the largest grid dimension used (default 65535, the limit): the conformance
+  // run sets it small so that every kernel's split grid is tested on small shapes.
+  const maxGrid = options.maxGrid || 65535;
+  const grid = (n) => gridOf(n, maxGrid);
+  const common = await source('common.wgsl');
+  const driver = await source('matmul_q.wgsl');
+
+  async function pipeline(label, name, text) {
+    const code = patch(name, common + '\n' + text);
+    device.pushErrorScope('validation');
+    const module = device.createShaderModule({ label, code });
+    const info = await module.getCompilationInfo();
+    const errors = info.messages.filter((m) => m.type === 'error');
+    if (errors.length)
+      throw new Error(`plumb-webgpu: ${label} does not compile: ` +
+        errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join('; '));
+    const p = await device.createComputePipelineAsync({ label, layout: 'auto', compute: { module, entryPoint: 'main' } });
+    const err = await device.popErrorScope();
+    if (err) throw new Error(`plumb-webgpu: ${label}: ${err.message}`);
+    return p;
+  }
+
+  // options.only: the pipelines to build (names as in `pipes`: matmul_Q8_0, ..., attention);
+  // default all.
+  const want = (k) => !options.only || options.only.includes(k);
+  const pipes = {};
+  for (const [t, f] of Object.entries(MATMUL))
+    if (want('matmul_' + t)) pipes['matmul_' + t] = await pipeline('matmul ' + t, f, driver + '\n' + await source(f));
+  if (want('matmul_F16'))
+    pipes.matmul_F16 = await pipeline('matmul F16', 'matmul_f16.wgsl', await source('matmul_f16.wgsl'));
+  const quant = await source('quantize.wgsl');
+  for (const [t, f] of Object.entries(QUANT))
+    if (want('quantize_' + t)) pipes['quantize_' + t] = await pipeline('quantize ' + t, f, quant + '\n' + await source(f));
+  for (const op of OPS) if (want(op)) pipes[op] = await pipeline(op, op + '.wgsl', await source(op + '.wgsl'));
+  const need = (k) => {
+    if (!pipes[k]) throw new Error(`plumb-webgpu: no pipeline ${k} (not built, or no such kernel)`);
+    return pipes[k];
+  };
+
+  const storage = () => U().STORAGE | U().COPY_SRC | U().COPY_DST;
+
+  function buffer(bytes, usage = storage()) {
+    return device.createBuffer({ size: Math.max(4, Math.ceil(bytes / 4) * 4), usage });
+  }
+
+  // A storage buffer holding the bytes of data (an ArrayBuffer or a view), padded to 4 bytes.
+  function upload(data) {
+    const u8 = data instanceof ArrayBuffer ? new Uint8Array(data)
+      : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    const b = buffer(u8.byteLength);
+    const padded = new Uint8Array(Math.ceil(u8.byteLength / 4) * 4);
+    padded.set(u8);
+    device.queue.writeBuffer(b, 0, padded);
+    return b;
+  }
+
+  function uniform(words) {
+    const b = buffer(words.byteLength, U().UNIFORM | U().COPY_DST);
+    device.queue.writeBuffer(b, 0, words);
+    return b;
+  }
+
+  function dispatch(enc, pipe, resources, x, y = 1, z = 1) {
+    const bind = device.createBindGroup({
+      layout: pipe.getBindGroupLayout(0),
+      entries: resources.map((buffer, binding) => ({ binding, resource: { buffer } })),
+    });
+    const pass = enc.beginComputePass();
+    pass.setPipeline(pipe);
+    pass.setBindGroup(0, bind);
+    pass.dispatchWorkgroups(x, y, z);
+    pass.end();
+  }
+
+  // y[yOff + t ldy + r] = W[r] . X[t] (r < R, t < T). W: rows of K elements of `type` (ggml's
+  // blocks), wRow bytes apart from byte wOff; X: T rows of the type's dot type (Q8_0 blocks for
+  // Q8_0 and Q4_0, Q8_K blocks for Q4_K, f32 for F16), xRow bytes apart from byte xOff.
+  function matmul(enc, type, a) {
+    const pipe = need('matmul_' + type);
+    const [gx, gy] = grid(a.R);
+    const p = new Uint32Array([a.K, a.R, a.T, a.wOff || 0, a.wRow, a.xOff || 0, a.xRow, a.yOff || 0,
+      a.ldy ?? a.R, gx, 0, 0]);
+    dispatch(enc, pipe, [a.w, a.x, a.y, uniform(p)], gx, gy, a.T);
+  }
+
+  // Activation rows to the dot type `type` (Q8_0 or Q8_K), ref's bytes: rows of n floats (x,
+  // from float xOff) to rows yRow bytes apart (default tight) from byte yOff (a multiple of 4).
+  // The bytes from yOff to the end of the last row, rounded up to 4, are cleared first.
+  function quantize(enc, type, a) {
+    const pipe = need('quantize_' + type);
+    const bs = type === 'Q8_K' ? 256 : 32, bb = type === 'Q8_K' ? 292 : 34;
+    const yRow = a.yRow ?? (a.n / bs) * bb, yOff = a.yOff || 0;
+    if (yOff % 4) throw new Error('plumb-webgpu: quantize: yOff must be a multiple of 4');
+    enc.clearBuffer(a.y, yOff, Math.ceil((a.rows * yRow) / 4) * 4);
+    const [gx, gy] = grid(Math.ceil((a.n / bs) * a.rows / 64));
+    dispatch(enc, pipe, [a.x, a.y, uniform(new Uint32Array([a.n, a.rows, a.xOff || 0, yOff, yRow, 0, 0, 0]))], gx, gy);
+  }
+
+  // y = x / sqrt(mean(x^2) + eps) * w, `rows` rows of n (x and y distinct buffers).
+  function rmsnorm(enc, a) {
+    const p = new ArrayBuffer(32);
+    new Uint32Array(p).set([a.n, a.rows]);
+    new Float32Array(p, 8, 1)[0] = a.eps;
+    new Uint32Array(p, 12, 2).set([a.xOff || 0, a.yOff || 0]);
+    const [gx, gy] = grid(a.rows);
+    dispatch(enc, need('rmsnorm'), [a.x, a.w, a.y, uniform(new Uint32Array(p))], gx, gy);
+  }
+
+  function softmax(enc, a) {
+    const [gx, gy] = grid(a.rows);
+    dispatch(enc, need('softmax'), [a.x, a.y, uniform(new Uint32Array([a.n, a.rows, a.xOff || 0, a.yOff || 0]))], gx, gy);
+  }
+
+  function swiglu(enc, a) {
+    const [gx, gy] = grid(Math.ceil(a.n / 256));
+    dispatch(enc, need('swiglu'), [a.gate, a.up, a.y,
+      uniform(new Uint32Array([a.n, a.gateOff || 0, a.upOff || 0, a.yOff || 0]))], gx, gy);
+  }
+
+  // x[xOff + i] += y[yOff + i], i < n (the residual add).
+  function add(enc, a) {
+    const [gx, gy] = grid(Math.ceil(a.n / 256));
+    dispatch(enc, need('add'), [a.x, a.y, uniform(new Uint32Array([a.n, a.xOff || 0, a.yOff || 0, 0]))], gx, gy);
+  }
+
+  // In place over `tokens` rows of H heads of D at positions pos[] (an array of numbers), the
+  // angles made here in double (ropeTable).
+  function rope(enc, a) {
+    const plan = ropePlan(a.rope, a.D);
+    if (plan.half === 0 || a.tokens === 0) return;
+    const cs = upload(ropeTable(a.rope, plan, a.pos));
+    const n = a.tokens * a.H * plan.half;
+    const [gx, gy] = grid(Math.ceil(n / 64));
+    dispatch(enc, need('rope'), [a.x, cs, uniform(new Uint32Array([a.tokens, a.H, a.D, plan.half,
+      a.rope.neox ? 1 : 0, a.xOff || 0, 0, 0]))], gx, gy);
+  }
+
+  // out[t][h][d] over the KV cache (pl_attn_args): q [T][H][D] f32, k and v [N][Hkv][D] (f32, or
+  // f16 when kvF16), qPos [T] and kvPos [N] i32 buffers; scratch holds T H N floats.
+  function attention(enc, a) {
+    const clampW = (w) => (w <= 0 ? [0, 0] : [1, Math.min(w, 2 ** 32) - 1]);
+    const [won, wm1] = clampW(a.window || 0), [lon, lwm1] = clampW(a.layerWindow || 0);
+    const p = new ArrayBuffer(64);
+    new Uint32Array(p).set([a.T, a.H, a.Hkv, a.D, a.N, a.kvF16 ? 1 : 0, won, wm1,
+      Math.min(a.nSinks || 0, 2 ** 32 - 1), lon, lwm1]);
+    new Float32Array(p, 44, 1)[0] = a.scale;
+    new Uint32Array(p, 48, 1)[0] = a.scratchOff || 0;
+    dispatch(enc, need('attention'), [a.q, a.k, a.v, a.qPos, a.kvPos, a.scratch, a.out,
+      uniform(new Uint32Array(p))], a.H, a.T);
+  }
+
+  async function read(buf, bytes) {
+    const size = Math.ceil(bytes / 4) * 4;
+    const rb = device.createBuffer({ size, usage: U().MAP_READ | U().COPY_DST });
+    const enc = device.createCommandEncoder();
+    enc.copyBufferToBuffer(buf, 0, rb, 0, size);
+    device.queue.submit([enc.finish()]);
+    await rb.mapAsync(globalThis.GPUMapMode.READ);
+    const out = rb.getMappedRange().slice(0, bytes);
+    rb.unmap();
+    rb.destroy();
+    return out;
+  }
+
+  return { device, upload, buffer, matmul, quantize, rmsnorm, softmax, swiglu, rope, attention, add, read };
+}
+
+// ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----
+// r: { n_rot, freq_base, freq_scale, factors (array or null), ext_factor, attn_factor, beta_fast,
+// beta_slow, n_ctx_orig, neox, yarn_no_truncate }; the float fields hold float32 values.
+export function ropePlan(r, D) {
+  const nRot = r.n_rot > D ? D : r.n_rot;
+  const p = { nRot, half: Math.floor(nRot / 2), lo: 0, hi: 0, mscale: r.attn_factor };
+  if (r.ext_factor !== 0) {
+    const twoPi = 6.283185307179586476925286766559;
+    const den = 2 * Math.log(r.freq_base);
+    const cFast = nRot * Math.log(r.n_ctx_orig / (twoPi * r.beta_fast)) / den;
+    const cSlow = nRot * Math.log(r.n_ctx_orig / (twoPi * r.beta_slow)) / den;
+    p.lo = Math.max(0, r.yarn_no_truncate ? cFast : Math.floor(cFast));
+    p.hi = Math.min(nRot - 1, r.yarn_no_truncate ? cSlow : Math.ceil(cSlow));
+    p.mscale *= 1 + 0.1 * Math.log(1 / r.freq_scale);
+  }
+  return p;
+}
+
+// (cos, sin) times mscale per (token, pair), as f32 pairs: tokens x half x 2 floats.
+export function ropeTable(r, plan, pos) {
+  const out = new Float32Array(pos.length * plan.half * 2);
+  for (let t = 0; t < pos.length; t++)
+    for (let i = 0; i < plan.half; i++) {
+      let theta = pos[t] * Math.pow(r.freq_base, -2 * i / plan.nRot);
+      if (r.factors) theta /= r.factors[i];
+      const interp = r.freq_scale * theta;
+      if (r.ext_factor !== 0) {
+        const y = (i - plan.lo) / Math.max(0.001, plan.hi - plan.lo);
+        const mix = (1 - Math.min(1, Math.max(0, y))) * r.ext_factor;
+        theta = interp * (1 - mix) + theta * mix;
+      } else {
+        theta = interp;
+      }
+      out[2 * (t * plan.half + i)] = Math.cos(theta) * plan.mscale;
+      out[2 * (t * plan.half + i) + 1] = Math.sin(theta) * plan.mscale;
+    }
+  return out;
+}

@@ -1,0 +1,134 @@
+// quantize.wgsl — activation rows to Q8_0 or Q8_K blocks, ref's bytes (kernels/ref/quant.c's
+// quantize_row_q8_0_ref and quantize_row_q8_k_ref), one thread per block. The runtime appends
+// quantize_q8_0.wgsl or quantize_q8_k.wgsl (QB, BB and quantize_block).
+//
+// Everything that decides a byte is integer or correctly rounded float arithmetic with no
+// subnormal operand, so the bytes are ref's on any GPU: magnitudes compared as bits (a GPU may
+// treat subnormals as zero in comparisons), the divisions by div_rn below (WGSL allows `/` an
+// error of 2.5 ulp), f32 -> f16 by integer rounding, a subnormal x scaled by 2^64 from its bits
+// before its product, and the products rounded before their adds (rnd).
+//
+// Y is cleared by the runtime first; each block's bytes are OR-ed into it atomically (blocks of 34
+// bytes share words with their neighbours).
+struct PQ { n: u32, rows: u32, x_off: u32, y_off: u32, y_row: u32, zero: u32, pad0: u32, pad1: u32 }
+@group(0) @binding(0) var<storage, read> X: array<u32>;
+@group(0) @binding(1) var<storage, read_write> Y: array<atomic<u32>>;
+@group(0) @binding(2) var<uniform> P: PQ;
+
+fn rnd(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) ^ P.zero); }
+
+fn put8(i: u32, b: u32) {
+  atomicOr(&Y[i >> 2u], (b & 0xffu) << ((i & 3u) * 8u));
+}
+fn put16(i: u32, h: u32) { put8(i, h); put8(i + 1u, h >> 8u); }
+fn put32(i: u32, w: u32) { put16(i, w); put16(i + 2u, w >> 16u); }
+
+fn finite_bits(u: u32) -> bool { return (u & 0x7f800000u) != 0x7f800000u; }
+
+// |u| of a float's bits as (mantissa with its leading bit, exponent): value = m 2^e, m in
+// [2^23, 2^24). u's magnitude is nonzero and finite.
+fn unpack_mag(u: u32) -> vec2i {
+  let e = (u >> 23u) & 0xffu;
+  let m = u & 0x7fffffu;
+  if (e == 0u) {
+    let sh = countLeadingZeros(m) - 8u;
+    return vec2i(i32(m << sh), -149 - i32(sh));
+  }
+  return vec2i(i32(m | 0x800000u), i32(e) - 150);
+}
+
+// a / b correctly rounded (to nearest, ties to even), subnormal operands and results included,
+// from the bits by a 26-bit long division. a finite; b finite or infinite (a signed zero);
+// b == 0 gives a signed inf (a != 0) or NaN.
+fn div_rn(a: f32, b: f32) -> f32 {
+  let ua = bitcast<u32>(a);
+  let ub = bitcast<u32>(b);
+  let sign = (ua ^ ub) & 0x80000000u;
+  if ((ub & 0x7fffffffu) == 0u) {
+    if ((ua & 0x7fffffffu) == 0u) { return bitcast<f32>(P.zero | 0x7fc00000u); }
+    return bitcast<f32>(sign | 0x7f800000u);
+  }
+  if ((ua & 0x7fffffffu) == 0u || (ub & 0x7fffffffu) == 0x7f800000u) { return bitcast<f32>(sign); }
+  let pa = unpack_mag(ua);
+  let pb = unpack_mag(ub);
+  var ma = u32(pa.x);
+  let mb = u32(pb.x);
+  var e = pa.y - pb.y; // a / b = (ma / mb) 2^e
+  if (ma < mb) { ma = ma << 1u; e -= 1; }
+  // now ma / mb in [1, 2): q = floor(ma / mb 2^25), 26 bits
+  var r = ma;
+  var q = 0u;
+  for (var i = 0u; i < 26u; i++) {
+    q = q << 1u;
+    if (r >= mb) { r -= mb; q |= 1u; }
+    r = r << 1u;
+  }
+  let sticky = r != 0u;
+  // the value is q 2^(e - 25) (plus what sticky says); its leading bit is 2^e
+  if (e > 127) { return bitcast<f32>(sign | 0x7f800000u); }
+  if (e >= -126) {
+    var m = q >> 2u;
+    let guard = (q >> 1u) & 1u;
+    let rest = (q & 1u) != 0u || sticky;
+    if (guard == 1u && (rest || (m & 1u) == 1u)) { m += 1u; }
+    var eb = u32(e + 127);
+    if (m == 0x1000000u) { m = m >> 1u; eb += 1u; }
+    if (eb >= 255u) { return bitcast<f32>(sign | 0x7f800000u); }
+    return bitcast<f32>(sign | (eb << 23u) | (m & 0x7fffffu));
+  }
+  // subnormal: units of 2^-149, q 2^(e + 124)
+  let s = u32(-e - 124);
+  if (s >= 27u) { return bitcast<f32>(sign); } // below half the smallest subnormal
+  var m = q >> s;
+  let rem = q & ((1u << s) - 1u);
+  let half = 1u << (s - 1u);
+  if (rem > half || (rem == half && (sticky || (m & 1u) == 1u))) { m += 1u; }
+  return bitcast<f32>(sign | m); // m = 2^23 is the smallest normal, bits and all
+}
+
+// f32 -> f16 bits, round to nearest even (kernels/types.c pl_f32_to_f16, integer throughout).
+fn f32_to_f16(f: f32) -> u32 {
+  let u = bitcast<u32>(f);
+  let sign = (u >> 16u) & 0x8000u;
+  let a = u & 0x7fffffffu;
+  if (a >= 0x7f800000u) {
+    return sign | 0x7c00u | select(0u, 0x200u | ((a >> 13u) & 0x3ffu), a > 0x7f800000u);
+  }
+  if (a >= 0x477ff000u) { return sign | 0x7c00u; }
+  if (a < 0x38800000u) {
+    if (a < 0x33000000u) { return sign; }
+    let man = (a & 0x7fffffu) | 0x800000u;
+    let shift = 126u - (a >> 23u);
+    var q = man >> shift;
+    let rem = man & ((1u << shift) - 1u);
+    let half = 1u << (shift - 1u);
+    if (rem > half || (rem == half && (q & 1u) == 1u)) { q += 1u; }
+    return sign | q;
+  }
+  let r = a - 0x38000000u;
+  var q = r >> 13u;
+  let rem = r & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (q & 1u) == 1u)) { q += 1u; }
+  return sign | q;
+}
+
+// x v with x given by its bits: a subnormal x (which a GPU may flush in the product) is taken
+// times 2^64 from its bits and the product scaled back, the same rounding wherever x v is normal
+// (and below 2^-126 the callers round to 0 either way).
+fn mul_x(xb: u32, v: f32) -> f32 {
+  if ((xb & 0x7f800000u) == 0u && (xb & 0x7fffffu) != 0u) {
+    let s = f32(xb & 0x7fffffu) * 2.5849394142282115e-26; // m 2^-149 2^64
+    return rnd(select(s, -s, (xb >> 31u) != 0u) * v) * 5.421010862427522e-20;
+  }
+  return rnd(bitcast<f32>(xb) * v);
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let nb = P.n / QB;
+  let idx = gid.x + gid.y * nw.x * 64u;
+  if (idx >= nb * P.rows) { return; }
+  let row = idx / nb;
+  let b = idx % nb;
+  quantize_block(P.x_off + row * P.n + b * QB, P.y_off + row * P.y_row + b * BB);
+}

@@ -1,0 +1,39 @@
+// rmsnorm.wgsl — y = x / sqrt(mean(x^2) + eps) * w over rows of n, one workgroup per row.
+// The squares summed in f32: 256 strided partial sums, then a tree (log2 256 + n/256 additions
+// per path: inside the (n + 8) u |y| bound of kernels/ref/ops.c for any order). Rows whose
+// squares overflow f32 (|x| > 1.8e19) are outside what this set computes.
+struct PR { n: u32, rows: u32, eps: f32, x_off: u32, y_off: u32, pad0: u32, pad1: u32, pad2: u32 }
+@group(0) @binding(0) var<storage, read> X: array<f32>;
+@group(0) @binding(1) var<storage, read> Wt: array<f32>;
+@group(0) @binding(2) var<storage, read_write> Y: array<f32>;
+@group(0) @binding(3) var<uniform> P: PR;
+var<workgroup> part: array<f32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
+        @builtin(local_invocation_index) li: u32) {
+  let row = wg.x + wg.y * nw.x;
+  if (row >= P.rows) { return; }
+  let xo = P.x_off + row * P.n;
+  var s = 0.0;
+  for (var i = li; i < P.n; i += 256u) { let v = X[xo + i]; s = s + v * v; }
+  part[li] = s;
+  workgroupBarrier();
+  for (var h = 128u; h > 0u; h >>= 1u) {
+    if (li < h) { part[li] = part[li] + part[li + h]; }
+    workgroupBarrier();
+  }
+  let scale = 1.0 / sqrt(part[0] / f32(P.n) + P.eps);
+  let yo = P.y_off + row * P.n;
+  for (var i = li; i < P.n; i += 256u) {
+    let b = bitcast<u32>(X[xo + i]);
+    if ((b & 0x7f800000u) == 0u) {
+      // a subnormal (or zero) x: GPUs may flush it in a product (SwiftShader does), so it is
+      // taken from its bits times 2^64 (exact) and the result scaled back by 2^-64
+      let v = f32(b & 0x7fffffu) * 2.5849394142282115e-26;
+      Y[yo + i] = ((select(v, -v, (b >> 31u) != 0u) * scale) * Wt[i]) * 5.421010862427522e-20;
+    } else {
+      Y[yo + i] = (X[xo + i] * scale) * Wt[i];
+    }
+  }
+}
