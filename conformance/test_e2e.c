@@ -178,9 +178,9 @@ static void collect_sets(void)
     if (!n_sets) for_each_supported_set(collect_set, NULL);
 }
 
-/* -1: e2e_spec evaluates every supported set; else only sets[g_set_pick] (the covering array of
- * e2e_logits_match_reference_for_every_arch_and_type) */
-static int g_set_pick = -1;
+/* 0: e2e_spec evaluates every supported set; else only the sets whose bit is set (1u << index
+ * in sets[]: the covering arrays below) */
+static unsigned g_set_mask;
 
 /* One file on every supported set: it is built, and the reference evaluated, once (they are
  * most of a case's cost and do not depend on the set); each set then loads the same bytes,
@@ -203,7 +203,7 @@ static int e2e_spec(const tiny_spec *spec, const char *label, double tol, pl_typ
     int have_ref = 0, ambiguous = 0;
     collect_sets();
     for (int si = 0; si < n_sets && !ambiguous; si++) {
-        if (g_set_pick >= 0 && si != g_set_pick) continue;
+        if (g_set_mask && !(g_set_mask >> si & 1)) continue;
         pl_model *m = NULL;
         pl_error e;
         const pl_model_params mp = {.kernels = sets[si]};
@@ -381,10 +381,11 @@ static void e2e_logits_match_reference_for_every_arch_and_type(void)
     unsigned char arch_set[32][16] = {{0}}, type_set[N_TYPES][16] = {{0}};
     for (size_t a = 0; a < N_ARCHS; a++)
         for (size_t t = 0; t < N_TYPES; t++) {
-            g_set_pick = (int)((a + t) % (size_t)n_sets);
-            arch_set[a][g_set_pick] = type_set[t][g_set_pick] = 1;
+            const size_t si = (a + t) % (size_t)n_sets;
+            arch_set[a][si] = type_set[t][si] = 1;
+            g_set_mask = 1u << si;
             e2e_case(archs[a], (int)t, PL_TYPE_F32, 0, 0, &per_type[t]);
-            g_set_pick = -1;
+            g_set_mask = 0;
         }
     for (int si = 0; si < n_sets; si++) {
         for (size_t a = 0; a < N_ARCHS; a++)
@@ -412,14 +413,36 @@ static void e2e_f16_kv_matches_reference(void)
            w.abs, w.ratio, wq.abs, wq.ratio);
 }
 
+/* Every architecture with every window (the engine's masks meet the architecture's own local
+ * layers), each on two sets, a + c and a + c + 2: every architecture meets every set (the four
+ * windows reach five consecutive sets) and every window every set (the attention kernel is the
+ * set's); checked, as in e2e_logits_match_reference_for_every_arch_and_type. */
 static void e2e_sliding_window_with_sinks_matches_reference(void)
 {
     worst w = {0, 0};
-    static const int64_t cfg[][2] = {{16, 4}, {16, 0}, {9, 1}, {100, 3}};
+    enum { N_CFG = 4 };
+    static const int64_t cfg[N_CFG][2] = {{16, 4}, {16, 0}, {9, 1}, {100, 3}};
+    collect_sets();
+    unsigned arch_sets[32] = {0}, cfg_sets[N_CFG] = {0};
     for (size_t a = 0; a < N_ARCHS; a++)
-        for (size_t c = 0; c < 4; c++)
+        for (size_t c = 0; c < N_CFG; c++) {
+            g_set_mask = 1u << (a + c) % (size_t)n_sets | 1u << (a + c + 2) % (size_t)n_sets;
+            arch_sets[a] |= g_set_mask;
+            cfg_sets[c] |= g_set_mask;
             e2e_case(archs[a], (int)(c % 2 ? 0 : 2), PL_TYPE_F32, cfg[c][0], cfg[c][1], &w);
-    printf("\n  sliding window: max|err| %.3g, worst ratio %.3f\n", w.abs, w.ratio);
+            g_set_mask = 0;
+        }
+    const unsigned all = (1u << n_sets) - 1;
+    for (size_t a = 0; a < N_ARCHS; a++)
+        TU_CHECK(arch_sets[a] == all, "the covering left %s off a set (sets %#x)", archs[a],
+                 arch_sets[a]);
+    for (size_t c = 0; c < N_CFG; c++)
+        TU_CHECK(cfg_sets[c] == all,
+                 "the covering left window %lld sinks %lld off a set (sets %#x)",
+                 (long long)cfg[c][0], (long long)cfg[c][1], cfg_sets[c]);
+    printf("\n  sliding window: %zu architectures x %d windows, each on 2 of %d sets: max|err| "
+           "%.3g, worst ratio %.3f\n",
+           N_ARCHS, (int)N_CFG, n_sets, w.abs, w.ratio);
 }
 
 /* ---- determinism ---- */
