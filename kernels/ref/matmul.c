@@ -3,7 +3,8 @@
  *
  * Each (r, t) is one call of the type's dot function on weight row r and activation row t,
  * so the value cannot depend on r0, r1, T or the thread: batch- and slice-invariant by
- * construction. Inside a dot, quantized types sum integer products per block exactly (as
+ * construction. (The float types run four tokens' dots in one loop: each is the same
+ * operations in the same order as its one-token dot, REF_MATMUL_FLOAT below.) Inside a dot, quantized types sum integer products per block exactly (as
  * ggml does) and accumulate the per-block float terms in block order.
  *
  * Error bound documented per kernel (conformance/test_matmul.c enforces it against a GSL
@@ -73,11 +74,49 @@ static float dot_bf16(const void *vw, const void *vx, int64_t K)
     return s;
 }
 
-REF_MATMUL(matmul_f32_ref, dot_f32)
+/* The float weights' matmul: for each (r, t) the chain of dot_f32 / dot_f16 / dot_bf16 above,
+ * four tokens' chains interleaved in one pass over the row: each chain is the same operations in
+ * the same order (the same bits as the one-token dot, which the tail uses), and the four
+ * independent additions fill the adder latency that one chain leaves idle. */
+static float widen_f32(float v)
+{
+    return v;
+}
 
-REF_MATMUL(matmul_f16_ref, dot_f16)
+#define REF_MATMUL_FLOAT(name, wtype, widen, dot)                                                  \
+    void name(PL_REF_MATMUL_ARGS)                                                                  \
+    {                                                                                              \
+        for (int64_t r = r0; r < r1; r++) {                                                        \
+            const wtype *wr = (const wtype *)((const char *)w + (size_t)r * w_row_bytes);          \
+            int64_t t = 0;                                                                         \
+            for (; t + 4 <= T; t += 4) {                                                           \
+                const float *x0 = (const float *)((const char *)x + (size_t)t * x_row_bytes);      \
+                const float *x1 = (const float *)((const char *)x0 + x_row_bytes);                 \
+                const float *x2 = (const float *)((const char *)x1 + x_row_bytes);                 \
+                const float *x3 = (const float *)((const char *)x2 + x_row_bytes);                 \
+                float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;                                  \
+                for (int64_t k = 0; k < K; k++) {                                                  \
+                    const float wk = widen(wr[k]);                                                 \
+                    s0 += wk * x0[k];                                                              \
+                    s1 += wk * x1[k];                                                              \
+                    s2 += wk * x2[k];                                                              \
+                    s3 += wk * x3[k];                                                              \
+                }                                                                                  \
+                y[t * ldy + r] = s0;                                                               \
+                y[(t + 1) * ldy + r] = s1;                                                         \
+                y[(t + 2) * ldy + r] = s2;                                                         \
+                y[(t + 3) * ldy + r] = s3;                                                         \
+            }                                                                                      \
+            for (; t < T; t++)                                                                     \
+                y[t * ldy + r] = dot(wr, (const char *)x + (size_t)t * x_row_bytes, K);            \
+        }                                                                                          \
+    }
 
-REF_MATMUL(matmul_bf16_ref, dot_bf16)
+REF_MATMUL_FLOAT(matmul_f32_ref, float, widen_f32, dot_f32)
+
+REF_MATMUL_FLOAT(matmul_f16_ref, pl_f16, pl_f16_to_f32, dot_f16)
+
+REF_MATMUL_FLOAT(matmul_bf16_ref, pl_bf16, pl_bf16_to_f32, dot_bf16)
 
 /* ---- 32-blocks x Q8_0 ------------------------------------------------------------------ */
 /* Per block the integer sum is exact (|sum| <= 32 * 31 * 127 < 2^24, so also exact as a
