@@ -4,8 +4,9 @@
  * Each (r, t) is one call of the type's dot function on weight row r and activation row t,
  * so the value cannot depend on r0, r1, T or the thread: batch- and slice-invariant by
  * construction. (The float types run four tokens' dots in one loop: each is the same
- * operations in the same order as its one-token dot, REF_MATMUL_FLOAT below.) Inside a dot, quantized types sum integer products per block exactly (as
- * ggml does) and accumulate the per-block float terms in block order.
+ * operations in the same order as its one-token dot, REF_MATMUL_FLOAT below.) Inside a dot,
+ * quantized types sum integer products per block exactly (as ggml does) and accumulate the
+ * per-block float terms in block order.
  *
  * Error bound documented per kernel (conformance/test_matmul.c enforces it against a GSL
  * double reference on the exactly dequantized operands, u = 2^-24, K = reduction length):
@@ -425,17 +426,27 @@ static float dot_q3_k_q8_k(const void *vw, const void *vx, int64_t K)
     return s;
 }
 
+/* sum_l v[q_l] x_l over 32 elements whose 4-bit indices are packed as q4_0's (element l < 16
+ * in the low nibble of byte l, 16 + l in its high one), exact: IQ4_NL's, IQ4_XS's and MXFP4's
+ * integer sums. (Looking the levels up into an int16 array first and then taking a plain dot
+ * measured twice as slow: the array's 16-bit stores stall the vector loads that read them.) */
+static int32_t lut4_dot32(const int8_t v[16], const uint8_t qs[16], const int8_t x[32])
+{
+    int32_t sum = 0;
+    for (int l = 0; l < 16; l++) {
+        sum += v[qs[l] & 0x0f] * x[l];
+        sum += v[qs[l] >> 4] * x[l + 16];
+    }
+    return sum;
+}
+
 static float dot_iq4_nl_q8_0(const void *vw, const void *vx, int64_t K)
 {
     const pl_block_iq4_nl *w = vw;
     const pl_block_q8_0 *x = vx;
     float s = 0.0f;
     for (int64_t b = 0; b < K / PL_QK4_NL; b++) {
-        int32_t isum = 0;
-        for (int j = 0; j < PL_QK4_NL / 2; j++) {
-            isum += pl_iq4nl_values[w[b].qs[j] & 0x0f] * x[b].qs[j];
-            isum += pl_iq4nl_values[w[b].qs[j] >> 4] * x[b].qs[j + PL_QK4_NL / 2];
-        }
+        const int32_t isum = lut4_dot32(pl_iq4nl_values, w[b].qs, x[b].qs);
         const float d = pl_f16_to_f32(w[b].d) * pl_f16_to_f32(x[b].d);
         s += d * (float)isum;
     }
@@ -452,14 +463,7 @@ static float dot_iq4_xs_q8_k(const void *vw, const void *vx, int64_t K)
         for (int i = 0; i < PL_QK_K / 32; i++) {
             const int ls = (w[b].scales_l[i / 2] >> (4 * (i % 2)) & 0x0f) |
                            (w[b].scales_h >> (2 * i) & 3) << 4;
-            const uint8_t *qs = w[b].qs + 16 * i;
-            const int8_t *xq = x[b].qs + 32 * i;
-            int32_t sub = 0;
-            for (int l = 0; l < 16; l++) {
-                sub += pl_iq4nl_values[qs[l] & 0x0f] * xq[l];
-                sub += pl_iq4nl_values[qs[l] >> 4] * xq[l + 16];
-            }
-            isum += (ls - 32) * sub;
+            isum += (ls - 32) * lut4_dot32(pl_iq4nl_values, w[b].qs + 16 * i, x[b].qs + 32 * i);
         }
         const float d = pl_f16_to_f32(w[b].d) * x[b].d;
         s += d * (float)isum;
@@ -488,11 +492,7 @@ static float dot_mxfp4_q8_0(const void *vw, const void *vx, int64_t K)
     const pl_block_q8_0 *x = vx;
     float s = 0.0f;
     for (int64_t b = 0; b < K / PL_QK_MXFP4; b++) {
-        int32_t isum = 0;
-        for (int j = 0; j < PL_QK_MXFP4 / 2; j++) {
-            isum += pl_mxfp4_values[w[b].qs[j] & 0x0f] * x[b].qs[j];
-            isum += pl_mxfp4_values[w[b].qs[j] >> 4] * x[b].qs[j + PL_QK_MXFP4 / 2];
-        }
+        const int32_t isum = lut4_dot32(pl_mxfp4_values, w[b].qs, x[b].qs);
         const float d = pl_e8m0_half(w[b].e) * pl_f16_to_f32(x[b].d);
         s += d * (float)isum;
     }
