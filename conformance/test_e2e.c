@@ -849,39 +849,38 @@ static void expect_load_error(tiny_spec spec, pl_status code, const char *needle
     pl_buffer_free(buf);
 }
 
+/* How a case spoils its file: a tensor left out, shaped as another, or a norm stored as F16. */
+enum spoil { OMIT, MISSHAPE, F16_NORM, NOTHING };
+
 static void model_rejects_missing_misshapen_and_mistyped_tensors(void)
 {
-    tiny_spec s = tiny_default("qwen2", PL_TYPE_Q8_0);
-    s.omit = "blk.1.attn_k.bias";
-    expect_load_error(s, PL_ERR_NOT_FOUND, "blk.1.attn_k.bias");
-    s = tiny_default("qwen3", PL_TYPE_Q8_0);
-    s.omit = "blk.0.attn_q_norm.weight";
-    expect_load_error(s, PL_ERR_NOT_FOUND, "blk.0.attn_q_norm.weight");
-    s = tiny_default("llama", PL_TYPE_Q8_0);
-    s.misshape = "blk.1.ffn_down.weight";
-    expect_load_error(s, PL_ERR_TYPE, "blk.1.ffn_down.weight");
-    s = tiny_default("llama", PL_TYPE_F32);
-    s.f16_norm = "blk.0.ffn_norm.weight";
-    expect_load_error(s, PL_ERR_TYPE, "blk.0.ffn_norm.weight");
-    s = tiny_default("llama", PL_TYPE_F32);
-    s.omit = "output_norm.weight";
-    expect_load_error(s, PL_ERR_NOT_FOUND, "output_norm.weight");
-    s = tiny_default("gpt-j", PL_TYPE_F32);
-    expect_load_error(s, PL_ERR_UNSUPPORTED, "gpt-j");
-    /* gpt-oss (issue 49): its sinks required, an expert bias shaped and typed as a matrix of
-     * one F32 row per expert */
-    s = tiny_default("gpt-oss", PL_TYPE_Q8_0);
-    s.omit = "blk.1.attn_sinks.weight";
-    expect_load_error(s, PL_ERR_NOT_FOUND, "blk.1.attn_sinks.weight");
-    s = tiny_default("gpt-oss", PL_TYPE_Q8_0);
-    s.misshape = "blk.0.ffn_up_exps.bias";
-    expect_load_error(s, PL_ERR_TYPE, "blk.0.ffn_up_exps.bias");
-    s = tiny_default("gpt-oss", PL_TYPE_Q8_0);
-    s.f16_norm = "blk.1.ffn_down_exps.bias";
-    expect_load_error(s, PL_ERR_TYPE, "blk.1.ffn_down_exps.bias");
-    s = tiny_default("gpt-oss", PL_TYPE_Q8_0);
-    s.omit = "blk.0.ffn_gate_inp.bias";
-    expect_load_error(s, PL_ERR_NOT_FOUND, "blk.0.ffn_gate_inp.bias");
+    static const struct {
+        const char *arch;
+        uint32_t type;
+        enum spoil how;
+        const char *tensor; /* also what the message must name (the architecture for NOTHING) */
+        pl_status code;
+    } cases[] = {
+        {"qwen2", PL_TYPE_Q8_0, OMIT, "blk.1.attn_k.bias", PL_ERR_NOT_FOUND},
+        {"qwen3", PL_TYPE_Q8_0, OMIT, "blk.0.attn_q_norm.weight", PL_ERR_NOT_FOUND},
+        {"llama", PL_TYPE_Q8_0, MISSHAPE, "blk.1.ffn_down.weight", PL_ERR_TYPE},
+        {"llama", PL_TYPE_F32, F16_NORM, "blk.0.ffn_norm.weight", PL_ERR_TYPE},
+        {"llama", PL_TYPE_F32, OMIT, "output_norm.weight", PL_ERR_NOT_FOUND},
+        {"gpt-j", PL_TYPE_F32, NOTHING, "gpt-j", PL_ERR_UNSUPPORTED},
+        /* gpt-oss (issue 49): its sinks required, an expert bias shaped and typed as a matrix of
+         * one F32 row per expert */
+        {"gpt-oss", PL_TYPE_Q8_0, OMIT, "blk.1.attn_sinks.weight", PL_ERR_NOT_FOUND},
+        {"gpt-oss", PL_TYPE_Q8_0, MISSHAPE, "blk.0.ffn_up_exps.bias", PL_ERR_TYPE},
+        {"gpt-oss", PL_TYPE_Q8_0, F16_NORM, "blk.1.ffn_down_exps.bias", PL_ERR_TYPE},
+        {"gpt-oss", PL_TYPE_Q8_0, OMIT, "blk.0.ffn_gate_inp.bias", PL_ERR_NOT_FOUND},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tiny_spec s = tiny_default(cases[i].arch, cases[i].type);
+        if (cases[i].how == OMIT) s.omit = cases[i].tensor;
+        if (cases[i].how == MISSHAPE) s.misshape = cases[i].tensor;
+        if (cases[i].how == F16_NORM) s.f16_norm = cases[i].tensor;
+        expect_load_error(s, cases[i].code, cases[i].tensor);
+    }
 }
 
 /* The kernel set is chosen once, when the model loads: PLUMB_KERNELS read then, or the model's
