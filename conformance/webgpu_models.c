@@ -36,6 +36,10 @@ typedef struct wmodel {
     int tied;
     int mix;            /* tiny_spec.mix: 1 puts Q6_K (and Q5_0) matrices in the file */
     const char *refuse; /* the GPU path must refuse the file, naming this */
+    /* hostile variants (tiny_spec's): a tensor left out, a norm stored as F16, partial RoPE */
+    const char *omit, *f16_norm;
+    int64_t n_rot;
+    const char *tag; /* the name's suffix for a variant */
 } wmodel;
 
 /* Every architecture in F16 (the cheap type in SwiftShader, and the tight bound: the
@@ -44,10 +48,21 @@ typedef struct wmodel {
  * file on a loaded 2-core machine), tied embeddings on a quantized and an F16 file; and a
  * Q4_K_M-like mix the set has no Q6_K (or Q5_0) matmul for. */
 static const wmodel MODELS[] = {
-    {"llama", PL_TYPE_F16, 0, 0, NULL},    {"qwen2", PL_TYPE_F16, 0, 0, NULL},
-    {"qwen3", PL_TYPE_F16, 1, 0, NULL},    {"llama", PL_TYPE_Q8_0, 0, 0, NULL},
-    {"qwen2", PL_TYPE_Q4_K, 1, 0, NULL},   {"qwen3", PL_TYPE_Q4_0, 0, 0, NULL},
-    {"qwen2", PL_TYPE_Q4_K, 0, 1, "Q6_K"},
+    {"llama", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, NULL},
+    {"qwen2", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, NULL},
+    {"qwen3", PL_TYPE_F16, 1, 0, NULL, NULL, NULL, 0, NULL},
+    {"llama", PL_TYPE_Q8_0, 0, 0, NULL, NULL, NULL, 0, NULL},
+    {"qwen2", PL_TYPE_Q4_K, 1, 0, NULL, NULL, NULL, 0, NULL},
+    {"qwen3", PL_TYPE_Q4_0, 0, 0, NULL, NULL, NULL, 0, NULL},
+    {"qwen2", PL_TYPE_Q4_K, 0, 1, "Q6_K", NULL, NULL, 0, NULL},
+    /* what else the GPU path must refuse by name, before uploading anything (each refusal is
+     * one readGGUF in the page: no GPU work) */
+    {"gemma2", PL_TYPE_F16, 0, 0, "architecture gemma2", NULL, NULL, 0, NULL},
+    {"llama", PL_TYPE_F16, 0, 0, "blk.1.ffn_up.weight: missing", "blk.1.ffn_up.weight", NULL, 0,
+     "omit"},
+    {"qwen3", PL_TYPE_F16, 0, 0, "blk.0.attn_k_norm.weight is F16", NULL,
+     "blk.0.attn_k_norm.weight", 0, "f16norm"},
+    {"llama", PL_TYPE_Q8_0, 0, 0, "rope.dimension_count", NULL, NULL, 32, "rot32"},
 };
 #define N_MODELS (sizeof MODELS / sizeof MODELS[0])
 
@@ -69,8 +84,8 @@ static const char *type_name(uint32_t t)
 
 static void model_name(const wmodel *w, char *out, size_t n)
 {
-    snprintf(out, n, "%s-%s%s%s", w->arch, type_name(w->type), w->tied ? "-tied" : "",
-             w->mix ? "-mix" : "");
+    snprintf(out, n, "%s-%s%s%s%s%s", w->arch, type_name(w->type), w->tied ? "-tied" : "",
+             w->mix ? "-mix" : "", w->tag ? "-" : "", w->tag ? w->tag : "");
 }
 
 static tiny_spec spec_of(const wmodel *w, int i)
@@ -78,6 +93,9 @@ static tiny_spec spec_of(const wmodel *w, int i)
     tiny_spec s = tiny_default(w->arch, w->type);
     s.tied = w->tied;
     s.mix = w->mix;
+    s.omit = w->omit;
+    s.f16_norm = w->f16_norm;
+    if (w->n_rot) s.n_rot = w->n_rot;
     s.seed = 5000 + (uint64_t)i;
     return s;
 }
