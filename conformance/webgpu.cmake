@@ -3,8 +3,8 @@
 # GSL double references with the CPU sets' bounds; conformance/web/webgpu.mjs runs the kernels on
 # them in headless chromium (software WebGPU: SwiftShader) through puppeteer-core (the web_npm
 # fixture of web.cmake) and plants faults that must be caught; then kernels/webgpu/llama.mjs runs
-# tiny llama files (plumb mkmodel) against `plumb logits --kernels ref`. Skips (77) without node,
-# chromium, puppeteer-core or a WebGPU adapter, unless PLUMB_NO_SKIP=1.
+# tiny llama/qwen2/qwen3 files (webgpu_models) judged against the double reference transformer.
+# Skips (77) without node, chromium, puppeteer-core or a WebGPU adapter, unless PLUMB_NO_SKIP=1.
 add_executable(webgpu_cases ${CMAKE_CURRENT_SOURCE_DIR}/webgpu_cases.c
   ${CMAKE_CURRENT_SOURCE_DIR}/testutil.c ${CMAKE_CURRENT_SOURCE_DIR}/quant_inputs.c
   ${CMAKE_CURRENT_SOURCE_DIR}/refs/ref_matmul.c ${CMAKE_CURRENT_SOURCE_DIR}/refs/ref_ops.c

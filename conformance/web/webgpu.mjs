@@ -143,7 +143,7 @@ try {
   }
 
   // The forward pass (kernels/webgpu/llama.mjs) on tiny llama, qwen2 and qwen3 files of every
-  // matmul type (webgpu_models gen): 6 tokens of prefill, then 2 decoded one at a time over the
+  // matmul type (webgpu_models gen): 4 tokens of prefill, then 2 decoded one at a time over the
   // GPU KV cache; webgpu_models check holds every position to test_e2e.c's bound against the
   // double-precision reference transformer, the argmax to the reference's and to the ref set's
   // where their top two are clear; a Q4_K_M-like file (Q6_K matrices) must be refused naming
