@@ -175,6 +175,19 @@ try {
     console.log(`forward passes in ${((Date.now() - tm) / 1000).toFixed(1)} s:`);
     console.log(clean.out.trimEnd());
     if (clean.rc !== 0) { console.log('FAIL: the forward pass is outside the e2e bound (above)'); failures++; }
+    // The prefix cache on the GPU: 6 tokens, the cache truncated to the 3 the next prompt shares,
+    // its other 3 evaluated over them: bit for bit a fresh evaluation's last 3 rows; and the
+    // planted fault of a cache not truncated on divergence must break that.
+    const pf = list.find((m) => m.name === 'llama-F16');
+    const pa = pf.tokens, pb = [...pf.tokens.slice(0, 3), ...pf.tokens.slice(3).map((t) => (t + 1) % 256)];
+    for (const skip of [false, true]) {
+      const r = await page.evaluate((f, a, b, k, s) => window.wgpu.prefix(f, a, b, k, s), pf.file, pa, pb, 3, skip);
+      if (r.error) throw new Error(r.error);
+      const ok = skip ? !r.same : r.same && r.refusedPast;
+      console.log(`${ok ? 'ok  ' : 'FAIL'} ${skip ? 'planted fault caught: the GPU KV cache not truncated on divergence (logits differ from a fresh evaluation)'
+        : `prefix cache: ${r.rows} tokens after truncating to 3 of 6 cached give a fresh evaluation's logits bit for bit; truncating past the cache ${r.refusedPast ? 'throws' : 'DOES NOT THROW'}`}`);
+      if (!ok) failures++;
+    }
     // on the F16 files: cheap in SwiftShader, and their bound (1e-4 of the RMS) the tightest
     const MFAULTS = [
       { name: 'the residual branches halved', filter: 'llama-F16',
