@@ -3,8 +3,8 @@
 # GSL double references with the CPU sets' bounds; conformance/web/webgpu.mjs runs the kernels on
 # them in headless chromium (software WebGPU: SwiftShader) through puppeteer-core (the web_npm
 # fixture of web.cmake) and plants faults that must be caught; then kernels/webgpu/llama.mjs runs
-# tiny llama files (plumb mkmodel) against `plumb logits --kernels ref`. Skips (77) without node,
-# chromium, puppeteer-core or a WebGPU adapter, unless PLUMB_NO_SKIP=1.
+# tiny llama/qwen2/qwen3 files (webgpu_models) judged against the double reference transformer.
+# Skips (77) without node, chromium, puppeteer-core or a WebGPU adapter, unless PLUMB_NO_SKIP=1.
 add_executable(webgpu_cases ${CMAKE_CURRENT_SOURCE_DIR}/webgpu_cases.c
   ${CMAKE_CURRENT_SOURCE_DIR}/testutil.c ${CMAKE_CURRENT_SOURCE_DIR}/quant_inputs.c
   ${CMAKE_CURRENT_SOURCE_DIR}/refs/ref_matmul.c ${CMAKE_CURRENT_SOURCE_DIR}/refs/ref_ops.c
@@ -14,8 +14,19 @@ target_include_directories(webgpu_cases PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
 target_compile_options(webgpu_cases PRIVATE ${PLUMB_WARNINGS})
 target_link_libraries(webgpu_cases PRIVATE plumb PkgConfig::CUNIT PkgConfig::GSL m)
 
+# webgpu_models (C) writes tiny llama/qwen2/qwen3 files and judges the forward pass's logits
+# against the double-precision reference transformer (test_e2e.c's bound) and the ref set's
+# greedy choices.
+add_executable(webgpu_models ${CMAKE_CURRENT_SOURCE_DIR}/webgpu_models.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/testutil.c ${CMAKE_CURRENT_SOURCE_DIR}/tinymodel.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/refs/ref_transformer.c)
+target_include_directories(webgpu_models PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
+  ${CMAKE_CURRENT_SOURCE_DIR}/refs ${PROJECT_SOURCE_DIR}/engine ${PROJECT_SOURCE_DIR}/kernels)
+target_compile_options(webgpu_models PRIVATE ${PLUMB_WARNINGS})
+target_link_libraries(webgpu_models PRIVATE plumb PkgConfig::CUNIT PkgConfig::GSL m)
+
 add_test(NAME webgpu_conformance
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${CMAKE_CURRENT_SOURCE_DIR}/web/webgpu.mjs)
 set_tests_properties(webgpu_conformance PROPERTIES LABELS "webgpu;browser;conformance"
   TIMEOUT 300 SKIP_RETURN_CODE 77 FIXTURES_REQUIRED web_npm
-  ENVIRONMENT "PLUMB_WEBGPU_CASES=$<TARGET_FILE:webgpu_cases>;PLUMB_WEB_NPM=${CMAKE_BINARY_DIR}/web-npm;PLUMB_CLI=$<TARGET_FILE:plumb_cli>")
+  ENVIRONMENT "PLUMB_WEBGPU_CASES=$<TARGET_FILE:webgpu_cases>;PLUMB_WEBGPU_MODELS=$<TARGET_FILE:webgpu_models>;PLUMB_WEB_NPM=${CMAKE_BINARY_DIR}/web-npm")

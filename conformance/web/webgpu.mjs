@@ -5,13 +5,15 @@
 // then rebuilds the cases from the seed and holds every output to the CPU sets' bounds against
 // the GSL double references (the quantized matmuls and quantizers also to ref's bits). Then each
 // planted fault (a kernel's source patched in the page) must make the checker fail on the cases
-// it concerns. Last, the forward pass of kernels/webgpu/llama.mjs on tiny llama files against
-// `plumb logits --kernels ref`. Skips (77) without puppeteer-core, chromium or a WebGPU adapter,
+// it concerns. Last, the forward pass of kernels/webgpu/llama.mjs on tiny llama, qwen2 and qwen3
+// files (webgpu_models, conformance/webgpu_models.c) against the double-precision reference
+// transformer and the ref set's greedy choices. Skips (77) without puppeteer-core, chromium or a WebGPU adapter,
 // unless PLUMB_NO_SKIP=1.
-// Env: PLUMB_WEBGPU_CASES (the webgpu_cases binary), PLUMB_CLI (plumb), PLUMB_WEB_NPM
+// Env: PLUMB_WEBGPU_CASES (the webgpu_cases binary), PLUMB_WEBGPU_MODELS (webgpu_models), PLUMB_WEB_NPM
 // (puppeteer-core's folder), PLUMB_WEBGPU_ADAPTER (chromium's --use-webgpu-adapter, default
 // swiftshader; "default": none), PLUMB_WEBGPU_FAULTS=0 (debugging: skip the planted faults),
-// PLUMB_WEB_VERBOSE=1 (the page's console).
+// PLUMB_WEBGPU_PART=models (debugging: the forward passes only), PLUMB_WEB_VERBOSE=1 (the page's
+// console).
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -81,7 +83,10 @@ async function runCases(tag, filter, patches = [], only = undefined) {
 let failures = 0;
 try {
   const t0 = Date.now();
-  const main = await runCases('all', null);
+  // PLUMB_WEBGPU_PART=models (debugging): the forward passes only, not the kernel cases
+  const modelsOnly = process.env.PLUMB_WEBGPU_PART === 'models';
+  const main = modelsOnly ? { rc: 0, out: '(kernel cases skipped: PLUMB_WEBGPU_PART=models)', cases: 0, ms: {},
+    noAdapter: (await page.evaluate(() => window.wgpu.adapter())).error } : await runCases('all', null);
   if (main.noAdapter) {
     await browser.close();
     skip(`no WebGPU adapter in chromium (${FLAGS.join(' ')}): ${main.noAdapter}`);
@@ -129,7 +134,7 @@ try {
       file: 'swiglu.wgsl', pairs: [['exp_f32(-g)', 'exp_f32(g)']] },
   ];
   for (const [i, f] of FAULTS.entries()) {
-    if (process.env.PLUMB_WEBGPU_FAULTS === '0') break; // a debugging aid: the clean run only
+    if (process.env.PLUMB_WEBGPU_FAULTS === '0' || modelsOnly) break; // debugging aids
     const r = await runCases(`fault${i}`, f.filter, [{ file: f.file, pairs: f.pairs }], f.only);
     const failed = (r.out || '').match(/(\d+) of (\d+) cases failed/);
     const caught = r.rc !== 0 && failed && Number(failed[1]) > 0;
@@ -137,56 +142,69 @@ try {
     if (!caught) { failures++; console.log(r.out); }
   }
 
-  // The forward pass (kernels/webgpu/llama.mjs) on tiny llama files against `plumb logits
-  // --kernels ref --kv-type f32` on the same tokens: 6 tokens of prefill, then 6 of decode over
-  // the GPU KV cache; every position within test_e2e.c's quantized tolerance (0.125 of the
-  // position's logit RMS), argmax equal where ref's top two are more than twice that apart.
-  const cli = process.env.PLUMB_CLI;
-  if (!cli || !existsSync(cli)) { console.log(`FAIL: PLUMB_CLI (${cli}) is not plumb`); failures++; }
-  else for (const [type, fault] of [['Q8_0'], ['Q4_0'], ['Q4_K'], ['Q8_0', 'the residual branches halved (planted: must fail)']]) {
-    const name = `tiny-${type}.gguf`, file = path.join(dir, name);
-    // Q4_K: every K a multiple of 256 (8 heads of 32, n_ff 256), so every matrix is Q4_K
-    spawnSync(cli, ['mkmodel', file, '--preset', 'tiny', '--type', type, '--pure',
-      ...(type === 'Q4_K' ? ['--n-head', '8', '--n-head-kv', '4', '--n-ff', '256'] : [])]);
-    const tokens = Array.from({ length: 12 }, (_, i) => (i * 37 + 11) % 300);
-    const refFile = path.join(root, `${type}.ref.logits`);
-    const r = spawnSync(cli, ['logits', '-m', file, '--tokens', tokens.join(','), '--all', '--kernels', 'ref',
-      '--kv-type', 'f32', '-t', '1', '-o', refFile], { encoding: 'utf8' });
-    if (r.status !== 0) { console.log(`FAIL: plumb logits: ${r.stderr}`); failures++; continue; }
-    const b = readFileSync(refFile);
-    const V = Number(b.readBigUInt64LE(16)), nT = Number(b.readBigUInt64LE(24)), nR = Number(b.readBigUInt64LE(40));
-    const at = 64 + b.readUInt32LE(56) + 4 * nT;
-    const ref = new Float32Array(b.buffer.slice(b.byteOffset + at, b.byteOffset + at + 4 * V * nR));
-    const tag = `model-${type}${fault ? '-fault' : ''}`;
-    mkdirSync(path.join(root, tag));
-    const patches = fault ? [{ file: 'add.wgsl', pairs: [['X[P.x_off + i] + Yv[P.y_off + i]', 'X[P.x_off + i] + 0.5 * Yv[P.y_off + i]']] }] : [];
-    const res = await page.evaluate((t, n, tk, p) => window.wgpu.model(t, n, tk, 6, p), tag, name, tokens, patches);
-    if (res.error) { console.log(`FAIL: ${res.error}`); failures++; continue; }
-    const gb = readFileSync(path.join(root, tag, name + '.logits'));
-    const gpu = new Float32Array(gb.buffer.slice(gb.byteOffset, gb.byteOffset + gb.length));
-    let worst = 0, argBad = 0, argTested = 0, maxAbs = 0, same = 0;
-    const ok = nR === tokens.length && gpu.length === V * nR;
-    for (let p = 0; ok && p < nR; p++) {
-      const rr = ref.subarray(p * V, (p + 1) * V), gg = gpu.subarray(p * V, (p + 1) * V);
-      const rms = Math.sqrt(rr.reduce((a, v) => a + v * v, 0) / V), bound = 0.125 * rms;
-      let a1 = 0, a2 = -1, ag = 0;
-      for (let i = 0; i < V; i++) {
-        worst = Math.max(worst, Math.abs(gg[i] - rr[i]) / bound);
-        maxAbs = Math.max(maxAbs, Math.abs(gg[i] - rr[i]));
-        same += gg[i] === rr[i];
-        if (rr[i] > rr[a1]) { a2 = a1; a1 = i; } else if (i !== a1 && (a2 < 0 || rr[i] > rr[a2])) a2 = i;
-        if (gg[i] > gg[ag]) ag = i;
+  // The forward pass (kernels/webgpu/llama.mjs) on tiny llama, qwen2 and qwen3 files of every
+  // matmul type (webgpu_models gen): 4 tokens of prefill, then 2 decoded one at a time over the
+  // GPU KV cache; webgpu_models check holds every position to test_e2e.c's bound against the
+  // double-precision reference transformer, the argmax to the reference's and to the ref set's
+  // where their top two are clear; a Q4_K_M-like file (Q6_K matrices) must be refused naming
+  // Q6_K. Then planted faults in the forward pass, each on the models it concerns, must fail it.
+  const mtool = process.env.PLUMB_WEBGPU_MODELS;
+  const models = (args) => {
+    const r = spawnSync(mtool, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
+    return { rc: r.status, out: (r.stdout || '') + (r.stderr || '') };
+  };
+  if (!mtool || !existsSync(mtool)) { console.log(`FAIL: PLUMB_WEBGPU_MODELS (${mtool}) is not webgpu_models`); failures++; }
+  else {
+    const mg = models(['gen', dir]);
+    if (mg.rc !== 0) throw new Error(`webgpu_models gen failed: ${mg.out}`);
+    const list = JSON.parse(readFileSync(path.join(dir, 'models.json'), 'utf8')).models;
+    const runModels = async (tag, filter, patches = [], edits = []) => {
+      mkdirSync(path.join(root, tag));
+      for (const m of list) {
+        if (!m.name.includes(filter)) continue;
+        const t0 = Date.now();
+        const res = await page.evaluate((t, n, f, tk, s, p, e) => window.wgpu.model(t, n, f, tk, s, p, e),
+          tag, m.name, m.file, m.tokens, m.split, patches, edits);
+        if (res.error) throw new Error(`${m.name}: ${res.error}`);
+        if (process.env.PLUMB_WEB_VERBOSE) console.log(`  ${tag} ${m.name}: ${Date.now() - t0} ms`);
       }
-      if (rr[a1] - rr[a2] > 2 * bound) { argTested++; if (ag !== a1) argBad++; }
+      return models(['check', dir, path.join(root, tag), filter]);
+    };
+    const tm = Date.now();
+    const clean = await runModels('models', '');
+    console.log(`forward passes in ${((Date.now() - tm) / 1000).toFixed(1)} s:`);
+    console.log(clean.out.trimEnd());
+    if (clean.rc !== 0) { console.log('FAIL: the forward pass is outside the e2e bound (above)'); failures++; }
+    // The prefix cache on the GPU: 6 tokens, the cache truncated to the 3 the next prompt shares,
+    // its other 3 evaluated over them: bit for bit a fresh evaluation's last 3 rows; and the
+    // planted fault of a cache not truncated on divergence must break that.
+    const pf = list.find((m) => m.name === 'llama-F16');
+    const pa = pf.tokens, pb = [...pf.tokens.slice(0, 3), ...pf.tokens.slice(3).map((t) => (t + 1) % 256)];
+    for (const skip of [false, true]) {
+      const r = await page.evaluate((f, a, b, k, s) => window.wgpu.prefix(f, a, b, k, s), pf.file, pa, pb, 3, skip);
+      if (r.error) throw new Error(r.error);
+      const ok = skip ? !r.same : r.same && r.refusedPast;
+      console.log(`${ok ? 'ok  ' : 'FAIL'} ${skip ? 'planted fault caught: the GPU KV cache not truncated on divergence (logits differ from a fresh evaluation)'
+        : `prefix cache: ${r.rows} tokens after truncating to 3 of 6 cached give a fresh evaluation's logits bit for bit; truncating past the cache ${r.refusedPast ? 'throws' : 'DOES NOT THROW'}`}`);
+      if (!ok) failures++;
     }
-    const pass = ok && worst <= 1 && argBad === 0;
-    const what = `tiny llama ${type} (E ${res.hp.E}, ${res.hp.L} layers, H ${res.hp.H}/${res.hp.Hkv}, ` +
-      `V ${res.hp.V}): ${nR} positions (6 prefill + 6 decode) against ref's logits, worst |err| / (0.125 rms) = ` +
-      `${worst.toPrecision(3)} (max |err| ${maxAbs.toPrecision(3)}, ${same} of ${V * nR} logits ref's bits), ` +
-      `argmax ${argTested - argBad} of ${argTested} clear positions`;
-    if (fault) console.log(`${pass ? 'FAIL' : 'ok  '} planted fault caught: forward pass with ${fault}: ${what}`);
-    else console.log(`${pass ? 'ok  ' : 'FAIL'} forward pass, ${what}`);
-    if (pass === !!fault) failures++;
+    // on the F16 files: cheap in SwiftShader, and their bound (1e-4 of the RMS) the tightest
+    const MFAULTS = [
+      { name: 'the residual branches halved', filter: 'llama-F16',
+        patches: [{ file: 'add.wgsl', pairs: [['X[P.x_off + i] + Yv[P.y_off + i]', 'X[P.x_off + i] + 0.5 * Yv[P.y_off + i]']] }] },
+      { name: 'neox RoPE rotated as normal (adjacent pairs)', filter: 'qwen3-F16',
+        patches: [{ file: 'rope.wgsl', pairs: [['if (P.neox != 0u) {', 'if (false) {']] }] },
+      { name: 'qwen2\'s k bias dropped', filter: 'qwen2-F16', edits: ['bk'] },
+      { name: 'qwen3\'s per-head k RMSNorm skipped', filter: 'qwen3-F16', edits: ['k_norm'] },
+    ];
+    for (const [i, f] of MFAULTS.entries()) {
+      if (process.env.PLUMB_WEBGPU_FAULTS === '0') break;
+      const r = await runModels(`mfault${i}`, f.filter, f.patches || [], f.edits || []);
+      const caught = r.rc !== 0 && /FAIL/.test(r.out);
+      console.log(`${caught ? 'ok  ' : 'FAIL'} planted fault caught: forward pass with ${f.name} (${f.filter}): ` +
+        (r.out.split('\n').find((l) => l.startsWith('FAIL') || l.startsWith('ok')) || r.out).trim());
+      if (!caught) failures++;
+    }
   }
 } finally {
   await browser.close();

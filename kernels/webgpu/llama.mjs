@@ -1,19 +1,40 @@
-// llama.mjs — a llama forward pass on the webgpu set: a GGUF file's weights uploaded once, the
-// KV cache (f32) on the GPU, logits read back. The sequence is engine/runtime/forward.c's for
-// the llama recipe: per layer rmsnorm -> Q8 quantize -> Q, K, V -> RoPE (normal style: GGUF's
-// llama rows are permuted for it) -> K, V into the cache -> attention -> quantize -> O ->
-// residual add -> rmsnorm -> quantize -> gate, up -> SwiGLU -> quantize -> down -> residual add;
-// then the output norm, quantize and the output head. Token embeddings are dequantized on the CPU
-// (one row per token, ref's float products). Weights: Q8_0, Q4_0 and Q4_K matrices (F32 norms).
-// Not the engine's other families (biases, Q/K norms, windows): kernels/webgpu/README.md.
+// llama.mjs — the forward pass of llama, qwen2 and qwen3 GGUF files on the webgpu set: a file's
+// weights uploaded once, the KV cache (f32) on the GPU, logits read back. The sequence is
+// engine/runtime/forward.c's for these recipes: per layer rmsnorm -> Q8 quantize -> Q, K, V
+// (+ their biases: qwen2, and llama where the file has them) -> per-head RMSNorm of Q and K
+// (qwen3) -> RoPE (llama: normal style, GGUF's llama rows are permuted for it; qwen2/qwen3:
+// neox) -> K, V into the cache -> attention -> quantize -> O -> residual add -> rmsnorm ->
+// quantize -> gate, up -> SwiGLU -> quantize -> down -> residual add; then the output norm,
+// quantize and the output head (token_embd itself when the file has no output.weight: tied).
+// Token embeddings are dequantized on the CPU (one row per token, ref's float products).
+// Matrices: Q8_0, Q4_0, Q4_K (quantized activations, ref's bits) and F16 (f32 activations);
+// norms and biases F32. A file with anything else — another architecture, a tensor type the set
+// has no matmul for (Q6_K, Q5_K, ...), a tensor or a key that changes the forward pass and that
+// this file does not implement (RoPE scaling, sliding windows, experts, soft-caps, ...) — is
+// refused by `gpuSupport` naming what, before anything is uploaded: never half-run.
 
-const GGUF_TYPES = { 0: 'F32', 1: 'F16', 2: 'Q4_0', 8: 'Q8_0', 12: 'Q4_K' };
+const GGML_NAMES = { 0: 'F32', 1: 'F16', 2: 'Q4_0', 3: 'Q4_1', 6: 'Q5_0', 7: 'Q5_1', 8: 'Q8_0', 9: 'Q8_1',
+  10: 'Q2_K', 11: 'Q3_K', 12: 'Q4_K', 13: 'Q5_K', 14: 'Q6_K', 15: 'Q8_K', 16: 'IQ2_XXS', 17: 'IQ2_XS',
+  18: 'IQ3_XXS', 19: 'IQ1_S', 20: 'IQ4_NL', 21: 'IQ3_S', 22: 'IQ2_S', 23: 'IQ4_XS', 24: 'I8', 25: 'I16',
+  26: 'I32', 27: 'I64', 28: 'F64', 29: 'IQ1_M', 30: 'BF16' };
 const BLOCK = { F32: [1, 4], F16: [1, 2], Q4_0: [32, 18], Q8_0: [32, 34], Q4_K: [256, 144] };
-const DOT = { Q4_0: 'Q8_0', Q8_0: 'Q8_0', Q4_K: 'Q8_K' };
-const DOT_BLOCK = { Q8_0: [32, 34], Q8_K: [256, 292] };
+const DOT = { Q4_0: 'Q8_0', Q8_0: 'Q8_0', Q4_K: 'Q8_K', F16: 'F32' };
+const DOT_BLOCK = { Q8_0: [32, 34], Q8_K: [256, 292], F32: [1, 4] };
+// The architectures this forward pass runs: RoPE style, the attention's extra tensors.
+export const ARCHS = {
+  llama: { neox: false, bias: 'optional', qkNorm: false },
+  qwen2: { neox: true, bias: 'required', qkNorm: false },
+  qwen3: { neox: true, bias: 'none', qkNorm: true },
+};
+// The <arch>.* keys it understands; any other such key (a RoPE scaling, a window, experts, a
+// soft-cap, a multiplier) changes the forward pass and refuses the file.
+const KEYS = new Set(['context_length', 'embedding_length', 'block_count', 'feed_forward_length',
+  'attention.head_count', 'attention.head_count_kv', 'attention.layer_norm_rms_epsilon', 'rope.freq_base',
+  'rope.dimension_count', 'attention.key_length', 'attention.value_length', 'vocab_size']);
 
 // The metadata and tensor table of a GGUF file (an ArrayBuffer): { kv, tensors: {name: {dims,
-// type, data (a Uint8Array view)}} }. Refuses what it does not know by name.
+// type (ggml's name), data (a Uint8Array view; null for a type this set has no layout for)}} }.
+// Refuses a type number ggml does not have.
 export function readGGUF(buf) {
   const dv = new DataView(buf);
   let o = 0;
@@ -49,13 +70,14 @@ export function readGGUF(buf) {
     const name = str(), nd = u32(), dims = [];
     for (let d = 0; d < nd; d++) dims.push(u64());
     const type = u32(), offset = u64();
-    if (!GGUF_TYPES[type]) throw new Error(`tensor ${name}: type ${type} not supported by the webgpu set`);
-    infos.push({ name, dims, type: GGUF_TYPES[type], offset });
+    if (!GGML_NAMES[type]) throw new Error(`tensor ${name}: type ${type} is no ggml type`);
+    infos.push({ name, dims, type: GGML_NAMES[type], offset });
   }
   const align = kv['general.alignment'] || 32;
   const base = Math.ceil(o / align) * align;
   const tensors = {};
   for (const t of infos) {
+    if (!BLOCK[t.type]) { tensors[t.name] = { ...t, rowBytes: 0, data: null }; continue; }
     const [bs, bb] = BLOCK[t.type];
     const n = t.dims.reduce((a, b) => a * b, 1);
     tensors[t.name] = { ...t, rowBytes: (t.dims[0] / bs) * bb, data: new Uint8Array(buf, base + t.offset, (n / bs) * bb) };
@@ -116,33 +138,108 @@ function embedRow(t, r, out) {
   throw new Error(`token_embd of type ${t.type}: not supported by the webgpu forward pass`);
 }
 
-// The model on the device: weights uploaded once, the KV cache allocated for nCtx positions.
-export function loadLlama(ks, gguf, nCtx) {
+// Whether this forward pass runs the file (readGGUF's result) exactly as the engine would:
+// { ok: true, arch } or { ok: false, why } naming the architecture, key, tensor or type.
+export function gpuSupport(gguf) {
   const { kv, tensors } = gguf;
   const arch = kv['general.architecture'];
-  if (arch !== 'llama') throw new Error(`architecture ${arch}: the webgpu forward pass runs llama`);
+  const A = ARCHS[arch];
+  if (!A) return { ok: false, why: `architecture ${arch}: the webgpu forward pass runs ${Object.keys(ARCHS).join(', ')}` };
+  for (const k of Object.keys(kv)) {
+    if (!k.startsWith(arch + '.')) continue;
+    const key = k.slice(arch.length + 1);
+    if (key === 'rope.scaling.type' && kv[k] === 'none') continue;
+    if (key === 'expert_count' && kv[k] === 0) continue;
+    if (!KEYS.has(key)) return { ok: false, why: `key ${k}: not in the webgpu forward pass` };
+  }
   const g = (k) => kv[`${arch}.${k}`];
-  const hp = { E: g('embedding_length'), L: g('block_count'), H: g('attention.head_count'),
-    Hkv: g('attention.head_count_kv'), F: g('feed_forward_length'), eps: Math.fround(g('attention.layer_norm_rms_epsilon')),
-    base: Math.fround(g('rope.freq_base') || 10000), V: tensors['token_embd.weight'].dims[1] };
+  const E = g('embedding_length'), L = g('block_count'), H = g('attention.head_count');
+  const Hkv = g('attention.head_count_kv') || H;
+  for (const [n, v] of [['embedding_length', E], ['block_count', L], ['attention.head_count', H],
+    ['feed_forward_length', g('feed_forward_length')], ['attention.layer_norm_rms_epsilon', g('attention.layer_norm_rms_epsilon')]])
+    if (!(v > 0)) return { ok: false, why: `key ${arch}.${n}: missing or not positive` };
+  const D = g('attention.key_length') || E / H;
+  if (!Number.isInteger(D) || D % 2 || H % Hkv) return { ok: false, why: `heads: E ${E}, H ${H}, Hkv ${Hkv}, D ${D} not a shape the pass runs` };
+  if ((g('attention.value_length') || D) !== D) return { ok: false, why: `key ${arch}.attention.value_length differs from the key length` };
+  if ((g('rope.dimension_count') || D) !== D) return { ok: false, why: `key ${arch}.rope.dimension_count: partial RoPE is not in the webgpu forward pass` };
+  // every tensor the pass reads, with what it must be; anything else is refused
+  const want = new Map([['token_embd.weight', 'embd'], ['output_norm.weight', 'norm'], ['output.weight', 'matrix']]);
+  for (let l = 0; l < L; l++) {
+    for (const s of ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down']) want.set(`blk.${l}.${s}.weight`, 'matrix');
+    for (const s of ['attn_norm', 'ffn_norm']) want.set(`blk.${l}.${s}.weight`, 'norm');
+    if (A.bias !== 'none') for (const s of ['attn_q', 'attn_k', 'attn_v']) want.set(`blk.${l}.${s}.bias`, 'bias');
+    if (A.qkNorm) for (const s of ['attn_q_norm', 'attn_k_norm']) want.set(`blk.${l}.${s}.weight`, 'norm');
+  }
+  const noMatmul = new Map(); // type -> the matrices of that type (every one is named)
+  for (const [name, t] of Object.entries(tensors)) {
+    const role = want.get(name);
+    if (!role) return { ok: false, why: `tensor ${name}: not in the webgpu forward pass of ${arch}` };
+    if ((role === 'norm' || role === 'bias') && t.type !== 'F32') return { ok: false, why: `tensor ${name} is ${t.type}: the webgpu forward pass wants F32 ${role}s` };
+    if (role === 'matrix' && !DOT[t.type]) noMatmul.set(t.type, [...(noMatmul.get(t.type) || []), name]);
+    if (role === 'embd' && !BLOCK[t.type]) return { ok: false, why: `tensor ${name} is ${t.type}: the webgpu forward pass has no ${t.type} embedding row` };
+  }
+  if (noMatmul.size)
+    return { ok: false, why: `the webgpu set has no matmul for ${[...noMatmul].map(([ty, ns]) =>
+      `${ty} (${ns.length > 2 ? `${ns.slice(0, 2).join(', ')} and ${ns.length - 2} more` : ns.join(', ')})`).join(', ')}; it has ${Object.keys(DOT).join(', ')}` };
+  for (const [name, role] of want) {
+    if (tensors[name] || name === 'output.weight') continue;
+    if (role === 'bias' && A.bias === 'optional') continue;
+    return { ok: false, why: `tensor ${name}: missing` };
+  }
+  if (A.bias === 'optional') // llama's biases: all of a layer's, or none
+    for (let l = 0; l < L; l++) {
+      const n = ['attn_q', 'attn_k', 'attn_v'].filter((s) => tensors[`blk.${l}.${s}.bias`]).length;
+      if (n !== 0 && n !== 3) return { ok: false, why: `layer ${l}: ${n} of the q/k/v biases (the pass wants all or none)` };
+    }
+  const out = tensors['output.weight'] || tensors['token_embd.weight'];
+  if (!DOT[out.type]) return { ok: false, why: `tensor token_embd.weight is ${out.type}: tied to the output head, and the webgpu set has no ${out.type} matmul` };
+  return { ok: true, arch };
+}
+
+// The model on the device: weights uploaded once, the KV cache allocated for nCtx positions.
+// Throws gpuSupport's reason for a file it does not run.
+export function loadModel(ks, gguf, nCtx) {
+  const sup = gpuSupport(gguf);
+  if (!sup.ok) throw new Error(sup.why);
+  const { kv, tensors } = gguf;
+  const arch = sup.arch, A = ARCHS[arch];
+  const g = (k) => kv[`${arch}.${k}`];
+  const hp = { arch, E: g('embedding_length'), L: g('block_count'), H: g('attention.head_count'),
+    Hkv: g('attention.head_count_kv') || g('attention.head_count'), F: g('feed_forward_length'),
+    eps: Math.fround(g('attention.layer_norm_rms_epsilon')),
+    base: Math.fround(g('rope.freq_base') || 10000), V: tensors['token_embd.weight'].dims[1], neox: A.neox,
+    tied: !tensors['output.weight'] };
   hp.D = g('attention.key_length') || hp.E / hp.H;
-  if ((g('rope.dimension_count') || hp.D) !== hp.D) throw new Error('partial RoPE: not in the webgpu forward pass');
-  const up = (name) => {
-    const t = tensors[name];
-    if (!t) throw new Error(`no tensor ${name}`);
-    return { ...t, buf: ks.upload(t.data) };
-  };
+  const up = (name) => (tensors[name] ? { ...tensors[name], buf: ks.upload(tensors[name].data) } : null);
   const layers = [];
   for (let l = 0; l < hp.L; l++) {
-    const n = (s) => up(`blk.${l}.${s}.weight`);
-    layers.push({ attn_norm: n('attn_norm'), q: n('attn_q'), k: n('attn_k'), v: n('attn_v'), o: n('attn_output'),
-      ffn_norm: n('ffn_norm'), gate: n('ffn_gate'), up: n('ffn_up'), down: n('ffn_down') });
+    const n = (s) => up(`blk.${l}.${s}`);
+    layers.push({ attn_norm: n('attn_norm.weight'), q: n('attn_q.weight'), k: n('attn_k.weight'), v: n('attn_v.weight'),
+      bq: n('attn_q.bias'), bk: n('attn_k.bias'), bv: n('attn_v.bias'),
+      q_norm: n('attn_q_norm.weight'), k_norm: n('attn_k_norm.weight'), o: n('attn_output.weight'),
+      ffn_norm: n('ffn_norm.weight'), gate: n('ffn_gate.weight'), up: n('ffn_up.weight'), down: n('ffn_down.weight') });
   }
-  const output = up(tensors['output.weight'] ? 'output.weight' : 'token_embd.weight');
+  const output = up(hp.tied ? 'token_embd.weight' : 'output.weight');
   const kvBytes = 4 * nCtx * hp.Hkv * hp.D;
   const cache = layers.map(() => ({ k: ks.buffer(kvBytes), v: ks.buffer(kvBytes) }));
   const kvPos = ks.upload(new Int32Array(Array.from({ length: nCtx }, (_, i) => i)));
   return { ks, hp, embd: tensors['token_embd.weight'], layers, outNorm: up('output_norm.weight'), output, cache, kvPos, nCtx, nPast: 0 };
+}
+// The name the first version had (llama only); the same function.
+export const loadLlama = loadModel;
+
+// Keeps the first n cached positions (the common prefix of the next prompt): the rows past n
+// are overwritten by the next forward before any attention reads them.
+export function truncate(m, n) {
+  if (!(n >= 0 && n <= m.nPast)) throw new Error(`truncate to ${n}: the cache holds ${m.nPast} positions`);
+  m.nPast = n;
+}
+
+// Every buffer of the model, freed (the device stays).
+export function freeModel(m) {
+  const bufs = [m.kvPos, m.outNorm.buf, m.output.buf, ...m.cache.flatMap((c) => [c.k, c.v])];
+  for (const L of m.layers) for (const t of Object.values(L)) if (t) bufs.push(t.buf);
+  for (const b of bufs) b.destroy();
 }
 
 // Evaluates tokens at positions [nPast, nPast + T): every token's logits (T rows of V floats).
@@ -155,7 +252,7 @@ export async function forward(m, tokens) {
   for (let t = 0; t < T; t++) embedRow(m.embd, tokens[t], x0.subarray(t * E, (t + 1) * E));
   const x = ks.upload(x0), xn = ks.buffer(4 * T * E);
   const maxK = Math.max(E, H * D, F);
-  const xq = ks.buffer(T * (maxK / 32) * 34 + T * (maxK / 256 + 1) * 292);
+  const xq = ks.buffer(T * (maxK / 32) * 34 + T * (Math.ceil(maxK / 256) + 1) * 292);
   const q = ks.buffer(4 * T * H * D), k = ks.buffer(4 * T * Hkv * D), v = ks.buffer(4 * T * Hkv * D);
   const att = ks.buffer(4 * T * H * D), tmp = ks.buffer(4 * T * E);
   const gate = ks.buffer(4 * T * F), upb = ks.buffer(4 * T * F), ffh = ks.buffer(4 * T * F);
@@ -164,7 +261,7 @@ export async function forward(m, tokens) {
   const logits = ks.buffer(4 * T * V);
   const pos = Array.from({ length: T }, (_, t) => p0 + t);
   const rope = { n_rot: D, freq_base: hp.base, freq_scale: 1, factors: null, ext_factor: 0, attn_factor: 1,
-    beta_fast: 0, beta_slow: 0, n_ctx_orig: 0, neox: false, yarn_no_truncate: false };
+    beta_fast: 0, beta_slow: 0, n_ctx_orig: 0, neox: hp.neox, yarn_no_truncate: false };
   ks.device.pushErrorScope('validation');
   const enc = ks.device.createCommandEncoder();
   // y[T][R] = W . quantize(src[T][K])
@@ -172,9 +269,12 @@ export async function forward(m, tokens) {
     const dt = DOT[w.type];
     if (!dt) throw new Error(`matmul of ${w.type}: not in the webgpu set`);
     const [bs, bb] = DOT_BLOCK[dt];
-    ks.quantize(enc, dt, { x: src, y: xq, n: K, rows: T });
-    ks.matmul(enc, w.type, { w: w.buf, x: xq, y, K, R: w.dims[1], T, wRow: w.rowBytes, xRow: (K / bs) * bb, ldy: w.dims[1] });
+    if (dt !== 'F32') ks.quantize(enc, dt, { x: src, y: xq, n: K, rows: T });
+    ks.matmul(enc, w.type, { w: w.buf, x: dt === 'F32' ? src : xq, y, K, R: w.dims[1], T, wRow: w.rowBytes,
+      xRow: (K / bs) * bb, ldy: w.dims[1] });
   };
+  // y[t][0, n) += b for every token (a bias: one add per token row)
+  const bias = (y, b, n) => { if (b) for (let t = 0; t < T; t++) ks.add(enc, { x: y, y: b.buf, n, xOff: t * n }); };
   const scale = Math.fround(1 / Math.sqrt(D));
   for (let l = 0; l < hp.L; l++) {
     const L = m.layers[l], C = m.cache[l];
@@ -182,6 +282,17 @@ export async function forward(m, tokens) {
     mm(L.q, xn, E, q);
     mm(L.k, xn, E, k);
     mm(L.v, xn, E, v);
+    bias(q, L.bq, H * D);
+    bias(k, L.bk, Hkv * D);
+    bias(v, L.bv, Hkv * D);
+    if (L.q_norm) { // qwen3: RMSNorm of every head's D values (into att, then back), before RoPE
+      ks.rmsnorm(enc, { x: q, w: L.q_norm.buf, y: att, n: D, rows: T * H, eps: hp.eps });
+      enc.copyBufferToBuffer(att, 0, q, 0, 4 * T * H * D);
+    }
+    if (L.k_norm) {
+      ks.rmsnorm(enc, { x: k, w: L.k_norm.buf, y: att, n: D, rows: T * Hkv, eps: hp.eps });
+      enc.copyBufferToBuffer(att, 0, k, 0, 4 * T * Hkv * D);
+    }
     ks.rope(enc, { x: q, tokens: T, H, D, pos, rope });
     ks.rope(enc, { x: k, tokens: T, H: Hkv, D, pos, rope });
     enc.copyBufferToBuffer(k, 0, C.k, 4 * p0 * Hkv * D, 4 * T * Hkv * D);
