@@ -66,7 +66,8 @@ static void pack_t(pl_type t, uint8_t *restrict dst, const uint8_t *restrict src
     for (int64_t g = 0; g < (R + G - 1) / G; g++)
         for (int64_t b = 0; b < nb; b++) {
             uint8_t *o = dst + ((size_t)g * (size_t)nb + (size_t)b) * unit;
-            memset(o, 0, unit);
+            if (g * G + G > R) memset(o, 0, unit);        /* pad rows: zero quants */
+            if (t == PL_TYPE_Q5_0) memset(o + 16, 0, 16); /* h: or-ed in below */
             uint32_t dh[G] = {0};
             for (int r = 0; r < G && g * G + r < R; r++) {
                 const uint8_t *blk = src + (size_t)(g * G + r) * srb + (size_t)b * bb;
