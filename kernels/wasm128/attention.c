@@ -236,10 +236,166 @@ static void attend_one(float *restrict o, const pl_attn_args *a, int64_t t, int6
     if (d0 < D) v_tail(o, a, &sp, qp, scratch, vbase, stride, f16, d0, D - d0, sum);
 }
 
-/* out[t][h][d] for h in [h0, h1), every t; scratch holds N floats. */
+/* ---- heads that share a KV head, F16 cache (issue 52) -----------------------------------
+ * The same three passes and the same float operations per head as attend_one, in the same
+ * order per (head, entry, dim); only the F16 -> F32 widening of each K and V row (exact) is
+ * done once per block of 4 entries for all n heads instead of once per head, into kv (4 D
+ * floats). Pass 3 keeps each head's running sums in its output row (exact stores) instead of
+ * registers, entries ascending per dim as there, then divides. Scores: head i's in
+ * scratch + i (N + 16). Same bits as attend_one per head. */
+#define GMAX 32 /* heads at a time: PL_ATTN_SCRATCH's 33 rows of N + 16 */
+
+/* The visible rows of block j0 (bits) from base, widened: row i at kv + i D. */
+static void widen4(float *restrict kv, const char *base, size_t stride, unsigned bits, int64_t j0,
+                   int64_t D)
+{
+    for (unsigned b = bits; b; b &= b - 1) {
+        const int i = __builtin_ctz(b);
+        const pl_f16 *row = (const pl_f16 *)(base + (size_t)(j0 + i) * stride);
+        float *o = kv + (size_t)i * (size_t)D;
+        int64_t d = 0;
+        for (; d + 8 <= D; d += 8) {
+            v128_t lo, hi;
+            pl_w_load_f16x8(&lo, &hi, row + d);
+            wasm_v128_store(o + d, lo);
+            wasm_v128_store(o + d + 4, hi);
+        }
+        for (; d < D; d++) o[d] = pl_f16_to_f32(row[d]);
+    }
+}
+
+static void attend_group(float *restrict out, const pl_attn_args *a, int64_t t, int64_t h0, int n,
+                         float *restrict scratch)
+{
+    const int64_t D = a->D, N = a->N;
+    const int64_t g = h0 / (a->H / a->Hkv);
+    const size_t stride = (size_t)(a->Hkv * D) * sizeof(pl_f16);
+    const char *kbase = (const char *)a->k + (size_t)(g * D) * sizeof(pl_f16);
+    const char *vbase = (const char *)a->v + (size_t)(g * D) * sizeof(pl_f16);
+    const int32_t qp = a->q_pos[t];
+    pl_attn_span sp = pl_attn_span_of(a, qp, qp, B);
+    const float cap = a->softcap;
+    float *kv = scratch + 33 * (size_t)(N + 16); /* 16 D floats there; 4 D used */
+    float m[GMAX];
+    int64_t seen = 0, b_first = INT64_MAX, b_last = -1;
+    for (int i = 0; i < n; i++) m[i] = -INFINITY;
+
+    /* Pass 1 */
+    FOR_SPAN (&sp, j0) {
+        const unsigned bits = vis4(a, j0, qp);
+        if (!bits) continue;
+        if (b_first == INT64_MAX) b_first = j0 / B;
+        b_last = j0 / B;
+        widen4(kv, kbase, stride, bits, j0, D);
+        for (int hh = 0; hh < n; hh++) {
+            const float *q = a->q + (t * a->H + h0 + hh) * D;
+            float *sc_row = scratch + (size_t)hh * (size_t)(N + 16);
+            float sc[B] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (unsigned b = bits; b; b &= b - 1) {
+                const int i = __builtin_ctz(b);
+                sc[i] = a->scale * dot_qk(q, kv + (size_t)i * (size_t)D, 0, D);
+            }
+            if (cap != 0.0f) wasm_v128_store(sc, softcap4(wasm_v128_load(sc), cap));
+            int64_t s = seen;
+            for (unsigned b = bits; b; b &= b - 1) {
+                const int i = __builtin_ctz(b);
+                sc_row[j0 + i] = sc[i];
+                if (s == 0 || sc[i] > m[hh]) m[hh] = sc[i];
+                s++;
+            }
+        }
+        seen += __builtin_popcount(bits);
+    }
+    if (seen == 0) {
+        for (int hh = 0; hh < n; hh++) memset(out + (t * a->H + h0 + hh) * D, 0, (size_t)D * 4);
+        return;
+    }
+    pl_attn_span_clip(&sp, b_first, b_last + 1);
+
+    /* Pass 2, per head: as attend_one's */
+    float total[GMAX];
+    for (int hh = 0; hh < n; hh++) {
+        const int64_t h = h0 + hh;
+        float *row = scratch + (size_t)hh * (size_t)(N + 16);
+        const float sk = a->sinks ? a->sinks[h] : -INFINITY;
+        if (a->sinks && sk > m[hh]) m[hh] = sk;
+        const float mh = m[hh];
+        const double md = mh;
+        v128_t acc = wasm_f32x4_splat(0.0f);
+        FOR_SPAN (&sp, j0) {
+            const unsigned bits = vis4(a, j0, qp);
+            if (!bits) continue;
+            float sv[B] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (unsigned b = bits; b; b &= b - 1)
+                sv[__builtin_ctz(b)] = row[j0 + __builtin_ctz(b)];
+            const v128_t s = wasm_v128_load(sv), mv = wasm_f64x2_splat(md);
+            const v128_t lo = pl_w_exp_f64(wasm_f64x2_sub(pl_w_lo_f64(s), mv));
+            const v128_t hi = pl_w_exp_f64(wasm_f64x2_sub(pl_w_hi_f64(s), mv));
+            v128_t e = wasm_v128_bitselect(wasm_f32x4_splat(1.0f), pl_w_to_f32(lo, hi),
+                                           wasm_f32x4_eq(s, wasm_f32x4_splat(mh)));
+            e = wasm_v128_and(e, lanes_of(bits));
+            float ev[B];
+            wasm_v128_store(ev, e);
+            for (unsigned b = bits; b; b &= b - 1)
+                row[j0 + __builtin_ctz(b)] = ev[__builtin_ctz(b)];
+            acc = wasm_f32x4_add(acc, e);
+        }
+        total[hh] = pl_w_hsum(acc);
+        if (a->sinks)
+            total[hh] += sk == mh ? 1.0f
+                                  : (float)wasm_f64x2_extract_lane(
+                                        pl_w_exp_f64(wasm_f64x2_splat((double)sk - md)), 0);
+        memset(out + (t * a->H + h) * D, 0, (size_t)D * sizeof(float)); /* pass 3's sums */
+    }
+
+    /* Pass 3: o_d += e_j v_jd, entries ascending, each head's sums in its output row */
+    const int64_t D4 = D / 4 * 4;
+    FOR_SPAN (&sp, j0) {
+        const unsigned bits = vis4(a, j0, qp);
+        if (!bits) continue;
+        widen4(kv, vbase, stride, bits, j0, D);
+        for (int hh = 0; hh < n; hh++) {
+            float *o = out + (t * a->H + h0 + hh) * D;
+            const float *e = scratch + (size_t)hh * (size_t)(N + 16);
+            for (unsigned b = bits; b; b &= b - 1) {
+                const int i = __builtin_ctz(b);
+                const float ej = e[j0 + i];
+                const v128_t w = wasm_f32x4_splat(ej);
+                const float *v = kv + (size_t)i * (size_t)D;
+                for (int64_t d = 0; d < D4; d += 4)
+                    wasm_v128_store(o + d,
+                                    wasm_f32x4_add(wasm_v128_load(o + d),
+                                                   wasm_f32x4_mul(w, wasm_v128_load(v + d))));
+                for (int64_t d = D4; d < D; d++) o[d] = o[d] + ej * v[d];
+            }
+        }
+    }
+    for (int hh = 0; hh < n; hh++) {
+        float *o = out + (t * a->H + h0 + hh) * D;
+        const v128_t sum = wasm_f32x4_splat(total[hh]);
+        for (int64_t d = 0; d < D4; d += 4)
+            wasm_v128_store(o + d, wasm_f32x4_div(wasm_v128_load(o + d), sum));
+        for (int64_t d = D4; d < D; d++) o[d] = o[d] / total[hh];
+    }
+}
+
+/* out[t][h][d] for h in [h0, h1), every t; scratch holds PL_ATTN_SCRATCH(N, D) floats. An F16
+ * cache: the heads of one KV head together (attend_group), else one at a time. */
 void attention_wasm128(float *restrict out, const pl_attn_args *a, int64_t h0, int64_t h1,
                        float *restrict scratch)
 {
+    const int64_t per = a->H / a->Hkv;
     for (int64_t t = 0; t < a->T; t++)
-        for (int64_t h = h0; h < h1; h++) attend_one(out + (t * a->H + h) * a->D, a, t, h, scratch);
+        for (int64_t h = h0; h < h1;) {
+            int64_t he = (h / per + 1) * per; /* the KV head's last query head + 1 */
+            if (he > h1) he = h1;
+            if (he > h + GMAX) he = h + GMAX;
+            if (a->kv_type != PL_TYPE_F32 && he - h > 1) {
+                attend_group(out, a, t, h, (int)(he - h), scratch);
+                h = he;
+            } else {
+                attend_one(out + (t * a->H + h) * a->D, a, t, h, scratch);
+                h++;
+            }
+        }
 }

@@ -413,7 +413,10 @@ typedef struct kblk {
     v128_t q[32]; /* chunk c's values as int16 in q[2c], q[2c + 1] */
 #endif
     v128_t sc[16]; /* sub-block j's scale in every lane (8 sub-blocks of 32 or 16 of 16) */
-    v128_t m[4];   /* Q4_K/Q5_K: the mins of sub-blocks 4i .. 4i + 3 (i < 2); Q2_K: i < 4 */
+#if PL_W_RELAXED
+    int16_t sc16[16]; /* Q3_K, Q6_K: the 16 scales, for the offset's side sum_j sc_j bsum_j */
+#endif
+    v128_t m[4]; /* Q4_K/Q5_K: the mins of sub-blocks 4i .. 4i + 3 (i < 2); Q2_K: i < 4 */
     float d, dmin;
 } kblk;
 
@@ -529,6 +532,9 @@ PL_W_INLINE void kblk_load_k4(kblk *k, const uint8_t *b, size_t qs_off, size_t q
 PL_W_INLINE void kblk_load_q6(kblk *k, const pl_block_q6_k *b)
 {
     for (int j = 0; j < 16; j++) k->sc[j] = wasm_i32x4_splat(b->scales[j]);
+#if PL_W_RELAXED
+    for (int j = 0; j < 16; j++) k->sc16[j] = b->scales[j];
+#endif
     k->d = f16f(b->d);
     const v128_t m4 = wasm_i8x16_splat(0x0f), m2 = wasm_i8x16_splat(0x03);
     for (int h = 0; h < 2; h++)
@@ -595,6 +601,9 @@ PL_W_INLINE void kblk_load_q3_k(kblk *k, const pl_block_q3_k *b)
         const int lo = (b->scales[j % 8] >> (j < 8 ? 0 : 4)) & 15;
         const int hi = (b->scales[8 + j % 4] >> (2 * (j / 4))) & 3;
         k->sc[j] = wasm_i32x4_splat((lo | hi << 4) - 32);
+#if PL_W_RELAXED
+        k->sc16[j] = (int16_t)((lo | hi << 4) - 32);
+#endif
     }
     k->d = f16f(b->d);
     kblk_load_q2bits(k, b->qs, b->hmask, 4);
@@ -645,7 +654,19 @@ PL_W_INLINE float k_term(const kblk *k, pl_type type, const pl_block_q8_k *xb)
 {
     const int per = type == PL_TYPE_Q4_K || type == PL_TYPE_Q5_K || type == PL_TYPE_IQ4_XS ? 4 : 2;
     const int off = type == PL_TYPE_Q6_K ? 32 : type == PL_TYPE_Q3_K ? 4 : 0;
+#if PL_W_RELAXED
+    /* The offset's side, sum_j sc_j dot(x_j, off) = off sum_j sc_j bsum_j (Q8_K's sums per
+     * 16: |sum| <= 16 * 128 * 128 * 16 < 2^23), off the exact sum of the quants' dots. */
+    int32_t isum = kdot(k, per, 0, type == PL_TYPE_IQ4_XS, xb->qs);
+    if (off) {
+        const v128_t s0 = wasm_v128_load(k->sc16), s1 = wasm_v128_load(k->sc16 + 8);
+        const v128_t b0 = wasm_v128_load(xb->bsums), b1 = wasm_v128_load(xb->bsums + 8);
+        isum -= off * pl_w_hsum_i32(wasm_i32x4_add(wasm_i32x4_dot_i16x8(s0, b0),
+                                                   wasm_i32x4_dot_i16x8(s1, b1)));
+    }
+#else
     const int32_t isum = kdot(k, per, off, type == PL_TYPE_IQ4_XS, xb->qs);
+#endif
     const float d = k->d * xb->d;
     if (type != PL_TYPE_Q4_K && type != PL_TYPE_Q5_K && type != PL_TYPE_Q2_K)
         return d * (float)isum;

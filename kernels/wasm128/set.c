@@ -27,6 +27,14 @@ const struct pl_kernels PL_WQ(pl_kernels) = {
     .geglu = geglu_wasm128,
     .softcap = softcap_wasm128,
     .attention = attention_wasm128,
+#if PL_W_RELAXED
+    .repack =
+        {
+            [PL_TYPE_Q4_0] = &pl_repack_q4_0_wasm128r,
+            [PL_TYPE_Q5_0] = &pl_repack_q5_0_wasm128r,
+            [PL_TYPE_Q8_0] = &pl_repack_q8_0_wasm128r,
+        },
+#endif
     .quantize_row =
         {
             [PL_TYPE_Q8_0] = quantize_row_q8_0_wasm128,

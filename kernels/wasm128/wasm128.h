@@ -37,6 +37,8 @@
     void matmul_iq4_xs_q8_k_##suffix(PL_WASM128_MATMUL_ARGS);
 PL_WASM128_MATMUL_Q(wasm128)
 PL_WASM128_MATMUL_Q(wasm128r)
+/* repack_relaxed.c: wasm128r's repacked layouts (4 rows interleaved, prepared activations) */
+extern const pl_repack pl_repack_q4_0_wasm128r, pl_repack_q5_0_wasm128r, pl_repack_q8_0_wasm128r;
 /* matmul_f.c: float weights against f32 activations */
 void matmul_f32_wasm128(PL_WASM128_MATMUL_ARGS);
 void matmul_f16_wasm128(PL_WASM128_MATMUL_ARGS);
