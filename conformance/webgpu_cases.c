@@ -318,7 +318,11 @@ static void make_case(wcase *c, int i)
         } else if (j < 12) {
             const int64_t K =
                 bs > 1 ? bs * tu_rng_range(&r, 1, 2048 / bs) : tu_rng_range(&r, 1, 2048);
-            const int64_t R = tu_rng_range(&r, 1, 13), T = tu_rng_range(&r, 1, 17);
+            /* R past 56: the matmuls' tiles of 8 rows on the conformance run's grids of at
+             * most 7 workgroups a dimension use the split grid */
+            /* the last random case past 64 tokens: the tiled drivers' second token tile */
+            const int64_t R = tu_rng_range(&r, 1, 70),
+                          T = j == 11 ? tu_rng_range(&r, 65, 80) : tu_rng_range(&r, 1, 17);
             make_matmul(c, t, K, R, T, QI_GAUSS, QI_GAUSS, "random", &r);
         } else {
             /* every (weight, activation) stress pattern pair meets in one output */
