@@ -141,6 +141,8 @@ try {
       file: 'matmul_qt_q8_0.wgsl', pairs: [['wword(r, b0 + bb, k)', 'wword(r, b0, k)']] },
     { name: 'tiled Q4_0: the tile\'s last token left unwritten (token edge off by one)', filter: 'matmul_Q4_0', only: ['matmulT_Q4_0'], opts: { tileMinT: 1 },
       file: 'matmul_qt_q4_0.wgsl', pairs: [['if (r < P.R && t < P.T) { Y', 'if (r < P.R && t + 1u < P.T) { Y']] },
+    { name: 'tiled Q8_0: the token tiles past the first computed as the first', filter: 'matmul_Q8_0', only: ['matmulT_Q8_0'], opts: { tileMinT: 1 },
+      file: 'matmul_qt_q8_0.wgsl', pairs: [['let t0 = wg.z * TT;', 'let t0 = 0u;']] },
     { name: 'dot4 by shifts: a byte taken unsigned (the fallback of dot4I8Packed)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'], opts: { packedDot: false },
       file: 'matmul_q8_0.wgsl', pairs: [['(bitcast<i32>(a << 16u) >> 24u)', 'i32((a << 16u) >> 24u)']] },
     { name: 'F16 matmul drops the last element of an odd K', filter: 'matmul_F16', only: ['matmul_F16'],
