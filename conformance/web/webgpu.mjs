@@ -91,23 +91,15 @@ try {
   console.log(main.out);
   if (main.rc !== 0) { console.log('FAIL: the webgpu set is outside its bounds (above)'); failures++; }
 
-  // The matmuls again with dot4 the other way (dot4I8Packed where the run above used shifts, or
-  // shifts where it used dot4I8Packed, if the adapter has the language feature): both must hold.
-  {
-    const other = !main.packedDot;
-    if (other && !main.packedDotAvailable) {
-      console.log('matmuls with dot4I8Packed: not run (no packed_4x8_integer_dot_product in this adapter)');
-    } else {
-      const fb = await runCases('dot4', 'matmul_Q', [], ['matmul_Q8_0', 'matmul_Q4_0', 'matmul_Q4_K'], { packedDot: other });
-      console.log(`matmuls with dot4 by ${other ? 'dot4I8Packed' : 'shifts'}: ${(fb.out.match(/\d+ of \d+ cases failed|all \d+ cases pass[^\n]*/) || [fb.out.trim().split('\n').pop()])[0]}`);
-      if (fb.rc !== 0) { console.log(fb.out); console.log('FAIL: the matmuls with the other dot4'); failures++; }
-    }
-  }
-
-  // The tiled prefill drivers (matmul_qt.wgsl) on every case of their types.
-  for (const type of ['Q8_0', 'Q4_0']) {
-    const tr = await runCases(`tiled-${type}`, `matmul_${type}`, [], [`matmulT_${type}`], { tileMinT: 1 });
-    console.log(`matmul ${type}, the tiled driver: ${(tr.out.match(/\d+ of \d+ cases failed/) || ['?'])[0]}`);
+  // The tiled prefill drivers (matmul_qt.wgsl, matmul_qt_q4_k.wgsl) on every case of their
+  // types, with dot4 the other way from the run above where the adapter has both
+  // (dot4I8Packed there: shifts here), so that both dot4s are held to ref's bits.
+  const otherDot = main.packedDot ? { packedDot: false } : {};
+  const dotName = main.packedDot || !main.packedDotAvailable ? 'shifts' : 'dot4I8Packed';
+  if (!main.packedDot && main.packedDotAvailable) otherDot.packedDot = true;
+  for (const type of ['Q8_0', 'Q4_0', 'Q4_K']) {
+    const tr = await runCases(`tiled-${type}`, `matmul_${type}`, [], [`matmulT_${type}`], { tileMinT: 1, ...otherDot });
+    console.log(`matmul ${type}, the tiled driver, dot4 by ${dotName}: ${(tr.out.match(/\d+ of \d+ cases failed/) || ['?'])[0]}`);
     if (tr.rc !== 0) { console.log(tr.out); console.log(`FAIL: the tiled ${type} matmul`); failures++; }
   }
 
@@ -143,8 +135,12 @@ try {
       file: 'matmul_qt_q4_0.wgsl', pairs: [['if (r < P.R && t < P.T) { Y', 'if (r < P.R && t + 1u < P.T) { Y']] },
     { name: 'tiled Q8_0: the token tiles past the first computed as the first', filter: 'matmul_Q8_0', only: ['matmulT_Q8_0'], opts: { tileMinT: 1 },
       file: 'matmul_qt_q8_0.wgsl', pairs: [['let t0 = wg.z * TT;', 'let t0 = 0u;']] },
-    { name: 'dot4 by shifts: a byte taken unsigned (the fallback of dot4I8Packed)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'], opts: { packedDot: false },
-      file: 'matmul_q8_0.wgsl', pairs: [['(bitcast<i32>(a << 16u) >> 24u)', 'i32((a << 16u) >> 24u)']] },
+    { name: 'tiled Q4_K: each sub-block scaled by its neighbour\'s scale', filter: 'matmul_Q4_K', only: ['matmulT_Q4_K'], opts: { tileMinT: 1 },
+      file: 'matmul_qt_q4_k.wgsl', pairs: [['wsm[(tr + 16u * i) * 8u + j0 + jj] & 0xffffu', 'wsm[(tr + 16u * i) * 8u + ((j0 + jj) ^ 1u)] & 0xffffu']] },
+    { name: 'tiled Q4_K: a step\'s second staged sub-block of activations taken from its first', filter: 'matmul_Q4_K', only: ['matmulT_Q4_K'], opts: { tileMinT: 1 },
+      file: 'matmul_qt_q4_k.wgsl', pairs: [['b * 292u + 4u + 32u * j + 4u * k', 'b * 292u + 4u + 32u * j0 + 4u * k']] },
+    { name: 'dot4 by shifts: a byte taken unsigned (the fallback of dot4I8Packed)', filter: 'matmul_Q8_0', only: ['matmulT_Q8_0'], opts: { packedDot: false, tileMinT: 1 },
+      file: 'matmul_qt_q8_0.wgsl', pairs: [['(bitcast<i32>(a << 16u) >> 24u)', 'i32((a << 16u) >> 24u)']] },
     { name: 'F16 matmul drops the last element of an odd K', filter: 'matmul_F16', only: ['matmul_F16'],
       file: 'matmul_f16.wgsl', pairs: [['if (l == 0u && P.K % 2u == 1u)', 'if (false)']] },
     { name: 'F16 matmul: the rows of a workgroup past its first 64 threads\' row read from the first', filter: 'matmul_F16', only: ['matmul_F16'],

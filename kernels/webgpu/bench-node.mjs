@@ -12,7 +12,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { bench } from './bench.mjs';
+import { bench, markdownTable } from './bench.mjs';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const args = process.argv.slice(2);
@@ -71,25 +71,7 @@ for (const f of modelFiles) {
 }
 if (json) writeFileSync(json, JSON.stringify(res, null, 2) + '\n');
 if (md) {
-  const d = res.device, f = (x, p = 3) => Number(x).toPrecision(p), pc = (a, b) => `${(100 * a / b).toFixed(0)}%`;
-  const lines = [`GPU (WebGPU through Dawn's node binding): ${adapterLine}; dot4: ${d.packedDot ? 'dot4I8Packed' : 'shifts'}`, '',
-    '| what | figure | share |', '|---|---:|---:|',
-    `| copy kernel, read bandwidth (${o.copyBytes >> 20} MiB read and written) | ${f(d.copy.readGBs)} GB/s | — |`,
-    `| int8 matmul microbenchmark ${d.int8mm.M} x ${d.int8mm.K} x ${d.int8mm.N} | ${f(d.int8mm.gops)} GOP/s | — |`];
-  for (const [t, r] of Object.entries(d.matmul))
-    for (const [T, x] of Object.entries(r))
-      lines.push(T === '1'
-        ? `| matmul ${t} ${o.R} x ${o.K}, T 1 (decode kernel) | ${f(x.weightGBs)} GB/s of weights | ${pc(x.weightGBs, d.copy.readGBs)} of copy |`
-        : `| matmul ${t} ${o.R} x ${o.K}, T ${T} (${t === 'Q4_K' ? 'decode kernel per token' : 'tiled kernel'}) | ${f(x.gops)} GOP/s | ${pc(x.gops, d.int8mm.gops)} of int8 mm |`);
-  for (const [name, m] of Object.entries(res.models)) {
-    const mm = m.model;
-    const w = `${name}: ${mm.types}, E ${mm.E}, F ${mm.F}, ${mm.L} layers, V ${mm.V}, ${(mm.weightBytes / 2 ** 20).toFixed(0)} MiB read a token`;
-    lines.push(`| ${w}: matmuls alone, T 1 | ${f(mm.mmDecode.tokS)} tok/s, ${f(mm.mmDecode.weightGBs)} GB/s | ${pc(mm.mmDecode.weightGBs, d.copy.readGBs)} of copy |`);
-    lines.push(`| ${w}: matmuls alone, T ${o.pp} | ${f(mm.mmPrefill.tokS)} tok/s, ${f(mm.mmPrefill.gops)} GOP/s | ${pc(mm.mmPrefill.gops, d.int8mm.gops)} of int8 mm |`);
-    lines.push(`| ${w}: forward pass (llama.mjs) pp${o.pp} | ${f(mm.ppTokS)} tok/s | — |`);
-    lines.push(`| ${w}: forward pass (llama.mjs) tg${o.tg} | ${f(mm.tgTokS)} tok/s, ${f(mm.decodeGBs)} GB/s | ${pc(mm.decodeGBs, d.copy.readGBs)} of copy |`);
-  }
-  const text = lines.join('\n') + '\n';
+  const text = markdownTable(res, adapterLine);
   writeFileSync(md, text);
   console.log('\n' + text);
 }

@@ -20,15 +20,18 @@ const browser = await puppeteer.launch({ executablePath: process.env.PLUMB_CHROM
   args: ['--no-sandbox', '--disable-dev-shm-usage', '--enable-unsafe-webgpu',
     ...(adapterFlag === 'default' ? [] : [`--use-webgpu-adapter=${adapterFlag}`])] });
 const page = `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"></head><body><script type="module">
-import { bench } from '/bench.mjs';
+import { bench, markdownTable } from '/bench.mjs';
 window.runBench = async (withModel) => {
   const a = await navigator.gpu.requestAdapter();
   const device = await a.requestDevice();
   const log = [];
   const model = withModel ? await (await fetch('/model.gguf')).arrayBuffer() : null;
-  const res = await bench(device, { copyBytes: 1 << 20, K: 256, R: 72, tPrefill: 70, reps: 1, pp: 5, tg: 2,
-    model, log: (s) => log.push(s) });
-  return { res, log };
+  const options = { copyBytes: 1 << 20, K: 256, R: 72, tPrefill: 70, reps: 1, pp: 5, tg: 2 };
+  const res = await bench(device, { ...options, model, log: (s) => log.push(s) });
+  const i = a.info || {};
+  const table = markdownTable({ options, device: res, models: withModel ? { 'model.gguf': res } : {} },
+    [i.vendor, i.architecture, i.description].join(' '));
+  return { res, log, table };
 };
 document.body.dataset.ready = '1';
 </script></body></html>`;
@@ -42,8 +45,9 @@ try {
   p.on('pageerror', (e) => console.log(`[page error] ${e.message}`));
   await p.goto(`${srv.base}/`, { waitUntil: 'load' });
   await p.waitForSelector('body[data-ready="1"]');
-  const { res, log } = await p.evaluate((m) => window.runBench(m), !!model);
+  const { res, log, table } = await p.evaluate((m) => window.runBench(m), !!model);
   for (const l of log) console.log(l);
+  console.log('\n' + table);
   const figures = [res.copy.readGBs, res.int8mm.gops, ...Object.values(res.matmul).flatMap((r) => Object.values(r).map((x) => x.gops)),
     ...(model ? [res.model.mmDecode.weightGBs, res.model.mmPrefill.gops, res.model.ppTokS, res.model.tgTokS] : [])];
   ok = figures.every((x) => Number.isFinite(x) && x > 0);

@@ -231,3 +231,28 @@ export async function bench(device, opts = {}) {
   }
   return out;
 }
+
+// The markdown table of a run: res = { options, device: bench()'s result, models: { name: bench()'s
+// result with a model } } (bench-node.mjs's JSON), adapterLine: the adapter in words.
+export function markdownTable(res, adapterLine) {
+  const o = res.options;
+  const d = res.device, f = (x, p = 3) => Number(x).toPrecision(p), pc = (a, b) => `${(100 * a / b).toFixed(0)}%`;
+  const lines = [`GPU (WebGPU): ${adapterLine}; dot4: ${d.packedDot ? 'dot4I8Packed' : 'shifts'}`, '',
+    '| what | figure | share |', '|---|---:|---:|',
+    `| copy kernel, read bandwidth (${o.copyBytes >> 20} MiB read and written) | ${f(d.copy.readGBs)} GB/s | — |`,
+    `| int8 matmul microbenchmark ${d.int8mm.M} x ${d.int8mm.K} x ${d.int8mm.N} | ${f(d.int8mm.gops)} GOP/s | — |`];
+  for (const [t, r] of Object.entries(d.matmul))
+    for (const [T, x] of Object.entries(r))
+      lines.push(T === '1'
+        ? `| matmul ${t} ${o.R} x ${o.K}, T 1 (decode kernel) | ${f(x.weightGBs)} GB/s of weights | ${pc(x.weightGBs, d.copy.readGBs)} of copy |`
+        : `| matmul ${t} ${o.R} x ${o.K}, T ${T} (tiled kernel) | ${f(x.gops)} GOP/s | ${pc(x.gops, d.int8mm.gops)} of int8 mm |`);
+  for (const [name, m] of Object.entries(res.models)) {
+    const mm = m.model;
+    const w = `${name}: ${mm.types}, E ${mm.E}, F ${mm.F}, ${mm.L} layers, V ${mm.V}, ${(mm.weightBytes / 2 ** 20).toFixed(0)} MiB read a token`;
+    lines.push(`| ${w}: matmuls alone, T 1 | ${f(mm.mmDecode.tokS)} tok/s, ${f(mm.mmDecode.weightGBs)} GB/s | ${pc(mm.mmDecode.weightGBs, d.copy.readGBs)} of copy |`);
+    lines.push(`| ${w}: matmuls alone, T ${o.pp} | ${f(mm.mmPrefill.tokS)} tok/s, ${f(mm.mmPrefill.gops)} GOP/s | ${pc(mm.mmPrefill.gops, d.int8mm.gops)} of int8 mm |`);
+    lines.push(`| ${w}: forward pass (llama.mjs) pp${o.pp} | ${f(mm.ppTokS)} tok/s | — |`);
+    lines.push(`| ${w}: forward pass (llama.mjs) tg${o.tg} | ${f(mm.tgTokS)} tok/s, ${f(mm.decodeGBs)} GB/s | ${pc(mm.decodeGBs, d.copy.readGBs)} of copy |`);
+  }
+  return lines.join('\n') + '\n';
+}

@@ -15,7 +15,9 @@
 
 const MATMUL = { Q8_0: 'matmul_q8_0.wgsl', Q4_0: 'matmul_q4_0.wgsl', Q4_K: 'matmul_q4_k.wgsl' };
 // The tiled prefill drivers (matmul_qt.wgsl) and their types' weight readers.
-const MATMUL_TILED = { Q8_0: 'matmul_qt_q8_0.wgsl', Q4_0: 'matmul_qt_q4_0.wgsl' };
+// [the driver (null: the type's file is whole), the type's file]
+const MATMUL_TILED = { Q8_0: ['matmul_qt.wgsl', 'matmul_qt_q8_0.wgsl'], Q4_0: ['matmul_qt.wgsl', 'matmul_qt_q4_0.wgsl'],
+  Q4_K: [null, 'matmul_qt_q4_k.wgsl'] };
 const QUANT = { Q8_0: 'quantize_q8_0.wgsl', Q8_K: 'quantize_q8_k.wgsl' };
 const OPS = ['rmsnorm', 'softmax', 'swiglu', 'rope', 'attention', 'add'];
 export const MATMUL_TYPES = ['Q8_0', 'Q4_0', 'Q4_K', 'F16'];
@@ -85,12 +87,13 @@ export async function createKernels(device, options = {}) {
   const pipes = {};
   for (const [t, f] of Object.entries(MATMUL))
     if (want('matmul_' + t)) pipes['matmul_' + t] = await pipeline('matmul ' + t, f, driver + '\n' + await source(f));
-  const tiled = Object.keys(MATMUL_TILED).some((t) => want('matmulT_' + t)) ? await source('matmul_qt.wgsl') : '';
-  for (const [t, f] of Object.entries(MATMUL_TILED))
-    if (want('matmulT_' + t)) pipes['matmulT_' + t] = await pipeline('matmul tiled ' + t, f, tiled + '\n' + await source(f));
   // options.tileMinT: the fewest tokens for which a type with a tiled driver uses it (default 16;
-  // the conformance run sets 1 or Infinity so that each driver sees every case).
+  // the conformance run sets 1 or Infinity so that each driver sees every case). Infinity: the
+  // tiled pipelines are not built.
   const tileMinT = options.tileMinT ?? 16;
+  for (const [t, [drv, f]] of Object.entries(MATMUL_TILED))
+    if (want('matmulT_' + t) && tileMinT !== Infinity)
+      pipes['matmulT_' + t] = await pipeline('matmul tiled ' + t, f, (drv ? await source(drv) + '\n' : '') + await source(f));
   if (want('matmul_F16'))
     pipes.matmul_F16 = await pipeline('matmul F16', 'matmul_f16.wgsl', await source('matmul_f16.wgsl'));
   const quant = await source('quantize.wgsl');
