@@ -248,7 +248,7 @@ export function markdownTable(res, adapterLine) {
         : `| matmul ${t} ${o.R} x ${o.K}, T ${T} (tiled kernel) | ${f(x.gops)} GOP/s | ${pc(x.gops, d.int8mm.gops)} of int8 mm |`);
   for (const [name, m] of Object.entries(res.models)) {
     const mm = m.model;
-    const w = `${name}: ${mm.types}, E ${mm.E}, F ${mm.F}, ${mm.L} layers, V ${mm.V}, ${(mm.weightBytes / 2 ** 20).toFixed(0)} MiB read a token`;
+    const w = `${name}: ${mm.types}, E ${mm.E}, F ${mm.F}, ${mm.L} layers, V ${mm.V}, ${(mm.weightBytes / 2 ** 20).toFixed(1)} MiB read a token`;
     lines.push(`| ${w}: matmuls alone, T 1 | ${f(mm.mmDecode.tokS)} tok/s, ${f(mm.mmDecode.weightGBs)} GB/s | ${pc(mm.mmDecode.weightGBs, d.copy.readGBs)} of copy |`);
     lines.push(`| ${w}: matmuls alone, T ${o.pp} | ${f(mm.mmPrefill.tokS)} tok/s, ${f(mm.mmPrefill.gops)} GOP/s | ${pc(mm.mmPrefill.gops, d.int8mm.gops)} of int8 mm |`);
     lines.push(`| ${w}: forward pass (llama.mjs) pp${o.pp} | ${f(mm.ppTokS)} tok/s | — |`);
