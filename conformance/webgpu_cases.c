@@ -316,9 +316,15 @@ static void make_case(wcase *c, int i)
             const int64_t K = edge[j][0] ? edge[j][0] * (bs > 1 ? bs : 32) : 14336;
             make_matmul(c, t, K, edge[j][1], edge[j][2], QI_GAUSS, QI_GAUSS, "edge", &r);
         } else if (j < 12) {
+            /* j = 10: R past 56 (the matmuls' tiles of 8 rows on the conformance run's grids of
+             * at most 7 workgroups a dimension use the split grid; past 64: the tiled drivers'
+             * second row tile); j = 11: past 64 tokens (their second token tile), K at most
+             * 512 (SwiftShader's time) */
+            const int64_t kmax = j == 11 ? 512 : 2048;
             const int64_t K =
-                bs > 1 ? bs * tu_rng_range(&r, 1, 2048 / bs) : tu_rng_range(&r, 1, 2048);
-            const int64_t R = tu_rng_range(&r, 1, 13), T = tu_rng_range(&r, 1, 17);
+                bs > 1 ? bs * tu_rng_range(&r, 1, kmax / bs) : tu_rng_range(&r, 1, kmax);
+            const int64_t R = j == 10 ? tu_rng_range(&r, 57, 70) : tu_rng_range(&r, 1, 13),
+                          T = j == 11 ? tu_rng_range(&r, 65, 80) : tu_rng_range(&r, 1, 17);
             make_matmul(c, t, K, R, T, QI_GAUSS, QI_GAUSS, "random", &r);
         } else {
             /* every (weight, activation) stress pattern pair meets in one output */

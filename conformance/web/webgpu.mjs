@@ -72,9 +72,9 @@ await page.goto(`${stat.base}/webgpu.html`, { waitUntil: 'load' });
 await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
 
 // One run: the cases whose name holds filter, with the patches planted, then checked.
-async function runCases(tag, filter, patches = [], only = undefined) {
+async function runCases(tag, filter, patches = [], only = undefined, opts = {}) {
   mkdirSync(path.join(root, tag));
-  const res = await page.evaluate((t, f, p, o) => window.wgpu.run(t, f, p, o), tag, filter || '', patches, only);
+  const res = await page.evaluate((t, f, p, o, k) => window.wgpu.run(t, f, p, o, k), tag, filter || '', patches, only, opts);
   if (res.error) return { noAdapter: res.error };
   const c = tool(['check', dir, filter || '', path.join(root, tag)]);
   return { ...res, rc: c.rc, out: c.out };
@@ -96,10 +96,22 @@ try {
   console.log(main.out);
   if (main.rc !== 0) { console.log('FAIL: the webgpu set is outside its bounds (above)'); failures++; }
 
+  // The tiled prefill drivers (matmul_qt.wgsl, matmul_qt_q4_k.wgsl) on every case of their
+  // types, with dot4 the other way from the run above where the adapter has both
+  // (dot4I8Packed there: shifts here), so that both dot4s are held to ref's bits.
+  const otherDot = main.packedDot ? { packedDot: false } : {};
+  const dotName = main.packedDot || !main.packedDotAvailable ? 'shifts' : 'dot4I8Packed';
+  if (!main.packedDot && main.packedDotAvailable) otherDot.packedDot = true;
+  for (const type of ['Q8_0', 'Q4_0', 'Q4_K']) {
+    const tr = await runCases(`tiled-${type}`, `matmul_${type}`, [], [`matmulT_${type}`], { tileMinT: 1, ...otherDot });
+    console.log(`matmul ${type}, the tiled driver, dot4 by ${dotName}: ${(tr.out.match(/\d+ of \d+ cases failed/) || ['?'])[0]}`);
+    if (tr.rc !== 0) { console.log(tr.out); console.log(`FAIL: the tiled ${type} matmul`); failures++; }
+  }
+
   // Planted faults: each must fail the check of the cases it concerns.
   const FAULTS = [
     { name: 'Q4_0 nibble order swapped (high nibble as element j)', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'],
-      file: 'matmul_q4_0.wgsl', pairs: [['i32(q & 0xfu)', '@LO@'], ['i32(q >> 4u)', 'i32(q & 0xfu)'], ['@LO@', 'i32(q >> 4u)']] },
+      file: 'matmul_q4_0.wgsl', pairs: [['xu(xo + j))', '@LO@'], ['xu(xo + 16u + j))', 'xu(xo + j))'], ['@LO@', 'xu(xo + 16u + j))']] },
     { name: 'Q4_K sub-block nibble order swapped', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
       file: 'matmul_q4_k.wgsl', pairs: [['(j % 2u) * 4u', '(1u - j % 2u) * 4u']] },
     { name: 'Q8_0 weight scale dropped', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
@@ -107,7 +119,7 @@ try {
     { name: 'Q4_K min term dropped', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
       file: 'matmul_q4_k.wgsl', pairs: [[' - rnd(dmin * f32(summs))', '']] },
     { name: 'Q8_0 block terms added in reverse order (inside the bound, not ref\'s bits)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
-      file: 'matmul_q8_0.wgsl', pairs: [['for (var b = 0u; b < n; b++) { s = s + terms[b]; }', 'for (var b = n; b > 0u; b--) { s = s + terms[b - 1u]; }']] },
+      file: 'matmul_q8_0.wgsl', pairs: [['for (var b = 0u; b < n; b++) { s = s + terms[li * n + b]; }', 'for (var b = n; b > 0u; b--) { s = s + terms[li * n + b - 1u]; }']] },
     { name: 'Q8_0 quantizer rounds halves to even (WGSL round) instead of away from zero (roundf)', filter: 'quantize_Q8_0', only: ['quantize_Q8_0'],
       file: 'quantize_q8_0.wgsl', pairs: [['q = i32(clamp(roundf(v)', 'q = i32(clamp(round(v)']] },
     { name: 'Q8_0 quantizer takes a subnormal x as it is (a GPU flushes it)', filter: 'quantize_Q8_0', only: ['quantize_Q8_0'],
@@ -115,9 +127,29 @@ try {
     { name: 'Q8_K quantizer bsums over 15 quants', filter: 'quantize_Q8_K', only: ['quantize_Q8_K'],
       file: 'quantize_q8_k.wgsl', pairs: [['      sum += q;', '      if (l < 15u) { sum += q; }']] },
     { name: 'matmul ignores the split grid\'s second dimension (rows past the first grid row)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
-      file: 'matmul_q8_0.wgsl', pairs: [['let r = wg.x + wg.y * P.rsplit;', 'let r = wg.x;']] },
-    { name: 'F16 matmul drops the last element', filter: 'matmul_F16', only: ['matmul_F16'],
-      file: 'matmul_f16.wgsl', pairs: [['k < P.K', 'k + 1u < P.K']] },
+      file: 'matmul_q8_0.wgsl', pairs: [['let r0 = (wg.x + wg.y * P.rsplit) * NR;', 'let r0 = wg.x * NR;']] },
+    { name: 'matmul tile: the last row of each workgroup\'s 8 left unwritten', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'],
+      file: 'matmul_q4_0.wgsl', pairs: [['if (li < NR && r0 + li < P.R)', 'if (li + 1u < NR && r0 + li < P.R)']] },
+    { name: 'matmul: a block\'s last integer part dropped (Q4_K sub-block 7)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
+      file: 'matmul_q4_k.wgsl', pairs: [['for (var p = 0u; p < NP; p++)', 'for (var p = 0u; p + 1u < NP; p++)']] },
+    { name: 'matmul chunk edge: the parts of the next chunk\'s first block read (Q8_0 part index off by one)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
+      file: 'matmul_q8_0.wgsl', pairs: [['v += parts[q * NP + p];', 'v += parts[q * NP + p + 1u];']] },
+    { name: 'tiled Q8_0: a step\'s second staged weight block taken from its first', filter: 'matmul_Q8_0', only: ['matmulT_Q8_0'], opts: { tileMinT: 1 },
+      file: 'matmul_qt_q8_0.wgsl', pairs: [['wword(r, b0 + bb, k)', 'wword(r, b0, k)']] },
+    { name: 'tiled Q4_0: the tile\'s last token left unwritten (token edge off by one)', filter: 'matmul_Q4_0', only: ['matmulT_Q4_0'], opts: { tileMinT: 1 },
+      file: 'matmul_qt_q4_0.wgsl', pairs: [['if (r < P.R && t < P.T) { Y', 'if (r < P.R && t + 1u < P.T) { Y']] },
+    { name: 'tiled Q8_0: the token tiles past the first computed as the first', filter: 'matmul_Q8_0', only: ['matmulT_Q8_0'], opts: { tileMinT: 1 },
+      file: 'matmul_qt_q8_0.wgsl', pairs: [['let t0 = wg.z * TT;', 'let t0 = 0u;']] },
+    { name: 'tiled Q4_K: each sub-block scaled by its neighbour\'s scale', filter: 'matmul_Q4_K', only: ['matmulT_Q4_K'], opts: { tileMinT: 1 },
+      file: 'matmul_qt_q4_k.wgsl', pairs: [['wsm[(tr + 16u * i) * 8u + j0 + jj] & 0xffffu', 'wsm[(tr + 16u * i) * 8u + ((j0 + jj) ^ 1u)] & 0xffffu']] },
+    { name: 'tiled Q4_K: a step\'s second staged sub-block of activations taken from its first', filter: 'matmul_Q4_K', only: ['matmulT_Q4_K'], opts: { tileMinT: 1 },
+      file: 'matmul_qt_q4_k.wgsl', pairs: [['b * 292u + 4u + 32u * j + 4u * k', 'b * 292u + 4u + 32u * j0 + 4u * k']] },
+    { name: 'dot4 by shifts: a byte taken unsigned (the fallback of dot4I8Packed)', filter: 'matmul_Q8_0', only: ['matmulT_Q8_0'], opts: { packedDot: false, tileMinT: 1 },
+      file: 'matmul_qt_q8_0.wgsl', pairs: [['(bitcast<i32>(a << 16u) >> 24u)', 'i32((a << 16u) >> 24u)']] },
+    { name: 'F16 matmul drops the last element of an odd K', filter: 'matmul_F16', only: ['matmul_F16'],
+      file: 'matmul_f16.wgsl', pairs: [['if (l == 0u && P.K % 2u == 1u)', 'if (false)']] },
+    { name: 'F16 matmul: the rows of a workgroup past its first 64 threads\' row read from the first', filter: 'matmul_F16', only: ['matmul_F16'],
+      file: 'matmul_f16.wgsl', pairs: [['let r = r0 + rr;', 'let r = r0;']] },
     { name: 'attention window off by one', filter: 'attention', only: ['attention'],
       file: 'attention.wgsl', pairs: [['return diff <= P.wm1;', 'return diff <= P.wm1 + 1u;']] },
     { name: 'attention sinks ignored', filter: 'attention', only: ['attention'],
@@ -135,7 +167,7 @@ try {
   ];
   for (const [i, f] of FAULTS.entries()) {
     if (process.env.PLUMB_WEBGPU_FAULTS === '0' || modelsOnly) break; // debugging aids
-    const r = await runCases(`fault${i}`, f.filter, [{ file: f.file, pairs: f.pairs }], f.only);
+    const r = await runCases(`fault${i}`, f.filter, [{ file: f.file, pairs: f.pairs }], f.only, f.opts);
     const failed = (r.out || '').match(/(\d+) of (\d+) cases failed/);
     const caught = r.rc !== 0 && failed && Number(failed[1]) > 0;
     console.log(`${caught ? 'ok  ' : 'FAIL'} planted fault caught: ${f.name} (${failed ? `${failed[1]} of ${failed[2]}` : '?'} cases failed)`);

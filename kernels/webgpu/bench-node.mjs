@@ -1,14 +1,18 @@
 // bench-node.mjs — bench.mjs under node with Dawn's node binding (npm `webgpu`), no browser:
-//   node kernels/webgpu/bench-node.mjs [MODEL.gguf] [--copy-mib N] [--k N] [--r N]
-//        [--prefill-t N] [--pp N] [--tg N] [--reps N] [--json OUT.json]
+//   node kernels/webgpu/bench-node.mjs [MODEL.gguf ...] [--copy-mib N] [--k N] [--r N]
+//        [--prefill-t N] [--pp N] [--tg N] [--reps N] [--json OUT.json] [--md OUT.md]
+// The device's figures first (copy bandwidth, the int8 matmul microbenchmark, each quantized
+// matmul at T = 1 and T = prefill-t), then each model's (its matmuls alone at T = 1 and T = pp,
+// then llama.mjs's forward pass: pp tokens as one prefill, tg decoded one at a time); --md writes
+// (and prints) the markdown table of kernels/webgpu/README.md.
 // PLUMB_WEBGPU_NODE: where the `webgpu` package is (default: node's resolution from here);
 // DAWN_FLAGS: comma-separated options for create() (e.g. backend=vulkan, adapter=NAME).
-// Exit 2 when the package or an adapter is missing (this 2-core machine's Dawn finds no usable
-// Vulkan adapter: issue 50), saying which.
+// Exit 2 when the package or an adapter is missing, saying which (this 2-core machine's Dawn
+// finds no usable Vulkan adapter: issue 50).
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { bench } from './bench.mjs';
+import { bench, markdownTable } from './bench.mjs';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const args = process.argv.slice(2);
@@ -23,7 +27,8 @@ const num = (name, def) => Number(opt(name, def));
 const o = { copyBytes: num('--copy-mib', 256) * 2 ** 20, K: num('--k', 4096), R: num('--r', 4096),
   tPrefill: num('--prefill-t', 512), pp: num('--pp', 512), tg: num('--tg', 32), reps: num('--reps', 5) };
 const json = opt('--json', null);
-const modelFile = args.find((a) => !a.startsWith('--'));
+const md = opt('--md', null);
+const modelFiles = args.filter((a) => !a.startsWith('--'));
 
 let webgpu;
 const spec = process.env.PLUMB_WEBGPU_NODE || 'webgpu';
@@ -39,19 +44,37 @@ Object.assign(globalThis, webgpu.globals || webgpu.default?.globals || {});
 let gpu = create((process.env.DAWN_FLAGS || '').split(',').filter(Boolean));
 const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
 if (!adapter) {
-  console.error('bench-node: Dawn found no WebGPU adapter (DAWN_FLAGS=backend=vulkan? the Vulkan ICD and loader?)');
+  console.error('bench-node: Dawn found no WebGPU adapter (no Vulkan driver it can use: is the NVIDIA ICD ' +
+    'found (VK_DRIVER_FILES), the Vulkan loader installed (libvulkan.so.1)? DAWN_FLAGS=backend=vulkan?)');
   process.exit(2);
 }
 const info = adapter.info || {};
-console.log(`adapter: ${info.vendor} ${info.architecture} ${info.device} ${info.description}`);
+const adapterLine = `${info.vendor} ${info.architecture} ${info.device} ${info.description}`.replace(/\s+/g, ' ').trim();
+console.log(`adapter: ${adapterLine}`);
+if (args.includes('--probe')) { // only whether there is an adapter (run.sh asks before making models)
+  gpu = null;
+  process.exit(0);
+}
 const lim = adapter.limits;
 const device = await adapter.requestDevice({ requiredLimits: {
   maxStorageBufferBindingSize: lim.maxStorageBufferBindingSize, maxBufferSize: lim.maxBufferSize } });
+device.addEventListener?.('uncapturederror', (e) => console.error('webgpu: ' + e.error.message));
 o.copyBytes = Math.min(o.copyBytes, lim.maxStorageBufferBindingSize, lim.maxBufferSize);
-const model = modelFile ? readFileSync(modelFile) : null;
-const res = await bench(device, { ...o, model: model && model.buffer.slice(model.byteOffset, model.byteOffset + model.length),
-  source: async (name) => readFileSync(path.join(here, name), 'utf8') });
-if (json) writeFileSync(json, JSON.stringify({ adapter: info, options: o, ...res }, null, 2) + '\n');
+const source = async (name) => readFileSync(path.join(here, name), 'utf8');
+const wgslFeatures = gpu.wgslLanguageFeatures;
+const res = { adapter: info, options: o, device: await bench(device, { ...o, source, wgslFeatures }), models: {} };
+for (const f of modelFiles) {
+  const b = readFileSync(f);
+  console.log(`model ${path.basename(f)}`);
+  res.models[path.basename(f)] = await bench(device, { ...o, source, wgslFeatures, base: res.device,
+    model: b.buffer.slice(b.byteOffset, b.byteOffset + b.length) });
+}
+if (json) writeFileSync(json, JSON.stringify(res, null, 2) + '\n');
+if (md) {
+  const text = markdownTable(res, adapterLine);
+  writeFileSync(md, text);
+  console.log('\n' + text);
+}
 device.destroy();
 gpu = null; // dawn.node keeps node alive while create()'s object is referenced
 process.exit(0);

@@ -24,6 +24,54 @@ fn main(@builtin(global_invocation_id) g: vec3u, @builtin(num_workgroups) nw: ve
   for (var i = g.x; i < n; i += stride) { dst[i] = src[i]; }
 }`;
 
+const DOT4_SHIFTS = `fn dot4(a: u32, b: u32) -> i32 {
+  return (bitcast<i32>(a << 24u) >> 24u) * (bitcast<i32>(b << 24u) >> 24u)
+       + (bitcast<i32>(a << 16u) >> 24u) * (bitcast<i32>(b << 16u) >> 24u)
+       + (bitcast<i32>(a << 8u) >> 24u) * (bitcast<i32>(b << 8u) >> 24u)
+       + (bitcast<i32>(a) >> 24u) * (bitcast<i32>(b) >> 24u);
+}
+`;
+const INT8MM = `
+struct U { M: u32, N: u32, Kw: u32, pad: u32 }
+@group(0) @binding(0) var<storage, read> A: array<u32>;
+@group(0) @binding(1) var<storage, read> B: array<u32>;
+@group(0) @binding(2) var<storage, read_write> C: array<i32>;
+@group(0) @binding(3) var<uniform> P: U;
+var<workgroup> as_: array<u32, 1024>;
+var<workgroup> bs_: array<u32, 1024>;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32) {
+  let m0 = wg.x * 64u;
+  let n0 = wg.y * 64u;
+  let tm = li % 16u;
+  let tn = li / 16u;
+  var acc: array<i32, 16>;
+  for (var i = 0u; i < 16u; i++) { acc[i] = 0; }
+  for (var k0 = 0u; k0 < P.Kw; k0 += 16u) {
+    for (var i = li; i < 1024u; i += 256u) {
+      let k = i % 16u;
+      let rr = i / 16u;
+      as_[i] = select(0u, A[(m0 + rr) * P.Kw + k0 + k], m0 + rr < P.M);
+      bs_[i] = select(0u, B[(n0 + rr) * P.Kw + k0 + k], n0 + rr < P.N);
+    }
+    workgroupBarrier();
+    for (var k = 0u; k < 16u; k++) {
+      var av: array<u32, 4>;
+      var bv: array<u32, 4>;
+      for (var i = 0u; i < 4u; i++) { av[i] = as_[(tm + 16u * i) * 16u + k]; bv[i] = bs_[(tn + 16u * i) * 16u + k]; }
+      for (var i = 0u; i < 4u; i++) { for (var j = 0u; j < 4u; j++) { acc[i * 4u + j] += dot4(av[i], bv[j]); } }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < 4u; i++) {
+    for (var j = 0u; j < 4u; j++) {
+      let m = m0 + tm + 16u * i;
+      let n = n0 + tn + 16u * j;
+      if (m < P.M && n < P.N) { C[n * P.M + m] = acc[i * 4u + j]; }
+    }
+  }
+}`;
+
 async function timed(device, reps, record) {
   let best = Infinity;
   for (let r = 0; r <= reps; r++) {
@@ -40,57 +88,133 @@ async function timed(device, reps, record) {
 
 export async function bench(device, opts = {}) {
   const o = { copyBytes: 256 << 20, K: 4096, R: 4096, tPrefill: 512, reps: 5, model: null, pp: 512, tg: 32,
-    log: console.log, ...opts };
+    types: ['Q8_0', 'Q4_0', 'Q4_K'], log: console.log, ...opts };
   const out = {};
-  const ks = await createKernels(device, o.source ? { source: o.source } : {});
+  const ks = await createKernels(device, { ...(o.source ? { source: o.source } : {}),
+    ...(o.wgslFeatures ? { wgslFeatures: o.wgslFeatures } : {}) });
+  out.packedDot = ks.packedDot;
+  o.log(`dot4: ${ks.packedDot ? 'dot4I8Packed (packed_4x8_integer_dot_product)' : 'shifts (no packed_4x8_integer_dot_product)'}`);
 
-  // copy bandwidth
-  const cmod = device.createShaderModule({ code: COPY });
-  const cpipe = device.createComputePipeline({ layout: 'auto', compute: { module: cmod, entryPoint: 'main' } });
-  const src = ks.buffer(o.copyBytes), dst = ks.buffer(o.copyBytes);
-  const bind = device.createBindGroup({ layout: cpipe.getBindGroupLayout(0),
-    entries: [{ binding: 0, resource: { buffer: src } }, { binding: 1, resource: { buffer: dst } }] });
-  const copyMs = await timed(device, o.reps, (enc) => {
-    const p = enc.beginComputePass();
-    p.setPipeline(cpipe);
-    p.setBindGroup(0, bind);
-    p.dispatchWorkgroups(Math.min(65535, Math.ceil(o.copyBytes / 16 / 256)));
-    p.end();
-  });
-  out.copy = { bytes: o.copyBytes, ms: copyMs, readGBs: o.copyBytes / copyMs / 1e6 };
-  o.log(`copy ${o.copyBytes >> 20} MiB: ${copyMs.toFixed(3)} ms, ${out.copy.readGBs.toPrecision(3)} GB/s read (as much written)`);
-  src.destroy();
-  dst.destroy();
-
-  // Q8_0 matmul at T = 1 and T = tPrefill (random bytes: the time does not depend on the values;
-  // scales set to 1.0 so no NaN slows anything)
-  const { K, R } = o;
-  const wRow = (K / 32) * 34;
-  const w = new Uint8Array(R * wRow);
-  for (let i = 0; i < w.length; i++) w[i] = (i * 2654435761) >>> 24;
-  for (let b = 0; b < w.length; b += 34) { w[b] = 0x00; w[b + 1] = 0x3c; }
-  const wb = ks.upload(w);
-  out.matmul = {};
-  for (const T of [1, o.tPrefill]) {
-    const x = ks.upload(new Float32Array(T * K).map((_, i) => Math.sin(i)));
-    const xq = ks.buffer(T * wRow), y = ks.buffer(4 * T * R);
-    const ms = await timed(device, o.reps, (enc) => {
-      ks.quantize(enc, 'Q8_0', { x, y: xq, n: K, rows: T });
-      ks.matmul(enc, 'Q8_0', { w: wb, x: xq, y, K, R, T, wRow, xRow: wRow, ldy: R });
+  // o.base: an earlier run's result, whose copy and int8 figures a model's run reuses
+  if (!o.base) {
+    // copy bandwidth
+    const cmod = device.createShaderModule({ code: COPY });
+    const cpipe = device.createComputePipeline({ layout: 'auto', compute: { module: cmod, entryPoint: 'main' } });
+    const src = ks.buffer(o.copyBytes), dst = ks.buffer(o.copyBytes);
+    const bind = device.createBindGroup({ layout: cpipe.getBindGroupLayout(0),
+      entries: [{ binding: 0, resource: { buffer: src } }, { binding: 1, resource: { buffer: dst } }] });
+    const copyMs = await timed(device, o.reps, (enc) => {
+      const p = enc.beginComputePass();
+      p.setPipeline(cpipe);
+      p.setBindGroup(0, bind);
+      p.dispatchWorkgroups(Math.min(65535, Math.ceil(o.copyBytes / 16 / 256)));
+      p.end();
     });
-    const r = { T, ms, weightGBs: R * wRow / ms / 1e6, gops: 2 * R * K * T / ms / 1e6 };
-    out.matmul[T] = r;
-    o.log(`matmul Q8_0 ${R} x ${K}, T ${T}: ${ms.toFixed(3)} ms, weights ${r.weightGBs.toPrecision(3)} GB/s ` +
-      `(${(100 * r.weightGBs / out.copy.readGBs).toFixed(0)}% of copy), ${r.gops.toPrecision(3)} GOP/s`);
-    for (const b of [x, xq, y]) b.destroy();
+    out.copy = { bytes: o.copyBytes, ms: copyMs, readGBs: o.copyBytes / copyMs / 1e6 };
+    o.log(`copy ${o.copyBytes >> 20} MiB: ${copyMs.toFixed(3)} ms, ${out.copy.readGBs.toPrecision(3)} GB/s read (as much written)`);
+    src.destroy();
+    dst.destroy();
+
+    // The int8 matmul microbenchmark (the yardstick of prefill): C[n][m] = A[m] . B[n] over K int8
+    // (packed 4 a word), i32 results, no scales: tiles of 64 x 64 staged in workgroup memory, 4 x 4
+    // outputs a thread, dot4 (dot4I8Packed where the adapter has it, as the kernels).
+    {
+      const M = o.R, N = o.tPrefill, Kw = o.K / 4;
+      const mod = device.createShaderModule({ code: (ks.packedDot ? 'fn dot4(a: u32, b: u32) -> i32 { return dot4I8Packed(a, b); }\n'
+        : DOT4_SHIFTS) + INT8MM });
+      const pipe = device.createComputePipeline({ layout: 'auto', compute: { module: mod, entryPoint: 'main' } });
+      const a = ks.upload(new Uint32Array(M * Kw).map((_, i) => (i * 2654435761) >>> 0));
+      const b = ks.upload(new Uint32Array(N * Kw).map((_, i) => (i * 40503 + 7) >>> 0));
+      const c = ks.buffer(4 * M * N);
+      const u = ks.upload(new Uint32Array([M, N, Kw, 0]));
+      const bind = device.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries: [a, b, c].map((buffer, binding) => ({ binding, resource: { buffer } }))
+        .concat([{ binding: 3, resource: { buffer: u } }]) });
+      const ms = await timed(device, o.reps, (enc) => {
+        const p = enc.beginComputePass();
+        p.setPipeline(pipe);
+        p.setBindGroup(0, bind);
+        p.dispatchWorkgroups(Math.ceil(M / 64), Math.ceil(N / 64));
+        p.end();
+      });
+      out.int8mm = { M, N, K: o.K, ms, gops: 2 * M * N * o.K / ms / 1e6 };
+      o.log(`int8 matmul microbenchmark ${M} x ${o.K} x ${N}: ${ms.toFixed(3)} ms, ${out.int8mm.gops.toPrecision(4)} GOP/s`);
+      for (const x of [a, b, c, u]) x.destroy();
+    }
+
+    // Each quantized type's matmul (quantize + matmul, as a forward pass runs it) of an R x K weight
+    // at T = 1 (decode: GB/s of weights read, against copy's) and T = tPrefill (prefill: GOP/s,
+    // against the microbenchmark's). Random quants; the scales set to 1.0 so no NaN slows anything.
+    const { K, R } = o;
+    out.matmul = {};
+    for (const type of o.types) {
+      const [bs, bb, dt, dbs, dbb] = { Q8_0: [32, 34, 'Q8_0', 32, 34], Q4_0: [32, 18, 'Q8_0', 32, 34],
+        Q4_K: [256, 144, 'Q8_K', 256, 292] }[type];
+      const wRow = (K / bs) * bb, xRow = (K / dbs) * dbb;
+      const w = new Uint8Array(R * wRow);
+      for (let i = 0; i < w.length; i++) w[i] = (i * 2654435761) >>> 24;
+      for (let q = 0; q < w.length; q += bb) {
+        w[q] = 0x00; w[q + 1] = 0x3c;
+        if (type === 'Q4_K') { w[q + 2] = 0x00; w[q + 3] = 0x3c; }
+      }
+      const wb = ks.upload(w);
+      out.matmul[type] = {};
+      for (const T of [1, o.tPrefill]) {
+        const x = ks.upload(new Float32Array(T * K).map((_, i) => Math.sin(i)));
+        const xq = ks.buffer(T * xRow), y = ks.buffer(4 * T * R);
+        const ms = await timed(device, o.reps, (enc) => {
+          ks.quantize(enc, dt, { x, y: xq, n: K, rows: T });
+          ks.matmul(enc, type, { w: wb, x: xq, y, K, R, T, wRow, xRow, ldy: R });
+        });
+        const r = { T, ms, weightGBs: R * wRow / ms / 1e6, gops: 2 * R * K * T / ms / 1e6 };
+        out.matmul[type][T] = r;
+        o.log(`matmul ${type} ${R} x ${K}, T ${T}: ${ms.toFixed(3)} ms, weights ${r.weightGBs.toPrecision(3)} GB/s ` +
+          `(${(100 * r.weightGBs / out.copy.readGBs).toFixed(0)}% of copy), ${r.gops.toPrecision(3)} GOP/s ` +
+          `(${(100 * r.gops / out.int8mm.gops).toFixed(0)}% of the int8 microbenchmark)`);
+        for (const b of [x, xq, y]) b.destroy();
+      }
+      wb.destroy();
+    }
+  } else {
+    Object.assign(out, { copy: o.base.copy, int8mm: o.base.int8mm });
   }
-  wb.destroy();
 
   // a model's prefill and decode
   if (o.model) {
     const gguf = readGGUF(o.model);
     const m = loadLlama(ks, gguf, o.pp + o.tg);
-    const weightBytes = Object.values(gguf.tensors).reduce((a, t) => a + t.data.byteLength, 0);
+    // the bytes a decoded token reads: every weight matrix (the embedding table only where it is
+    // the output head), the norms
+    const weightBytes = [...m.layers.flatMap((L) => Object.values(L)), m.output, m.outNorm]
+      .reduce((a, t) => a + t.data.byteLength, 0);
+    out.model = { weightBytes, L: m.hp.L, E: m.hp.E, F: m.hp.F, V: m.hp.V,
+      types: [...new Set(m.layers.flatMap((L) => [L.q.type, L.gate.type, L.down.type]))].join('+') };
+    // The matmuls alone (quantize + matmul of every weight matrix, the output head included, in
+    // one command buffer, as a forward pass records them) at T = 1 and T = pp: the kernels'
+    // share of the copy bandwidth and of the int8 microbenchmark, apart from the forward pass's
+    // other ops and its per-token overheads.
+    {
+      const mats = [...m.layers.flatMap((L) => [L.q, L.k, L.v, L.o, L.gate, L.up, L.down]), m.output];
+      const maxK = Math.max(...mats.map((w) => w.dims[0])), maxR = Math.max(...mats.map((w) => w.dims[1]));
+      for (const T of [1, o.pp]) {
+        const x = ks.upload(new Float32Array(T * maxK).map((_, i) => Math.sin(i)));
+        const xq = ks.buffer(T * (maxK / 32) * 34 + T * (maxK / 256 + 1) * 292), y = ks.buffer(4 * T * maxR);
+        const ms = await timed(device, o.reps, (enc) => {
+          for (const w of mats) {
+            const K = w.dims[0], dt = w.type === 'Q4_K' ? 'Q8_K' : 'Q8_0';
+            const [bs, bb] = dt === 'Q8_K' ? [256, 292] : [32, 34];
+            ks.quantize(enc, dt, { x, y: xq, n: K, rows: T });
+            ks.matmul(enc, w.type, { w: w.buf, x: xq, y, K, R: w.dims[1], T, wRow: w.rowBytes, xRow: (K / bs) * bb, ldy: w.dims[1] });
+          }
+        });
+        const bytes = mats.reduce((a, w) => a + w.data.byteLength, 0);
+        const ops = mats.reduce((a, w) => a + 2 * w.dims[0] * w.dims[1] * T, 0);
+        out.model[T === 1 ? 'mmDecode' : 'mmPrefill'] = { T, ms, weightGBs: bytes / ms / 1e6, gops: ops / ms / 1e6, tokS: T / ms * 1e3 };
+        o.log(`model matmuls T ${T}: ${ms.toFixed(3)} ms, ${(bytes / ms / 1e6).toPrecision(4)} GB/s of weights ` +
+          `(${(100 * bytes / ms / 1e6 / out.copy.readGBs).toFixed(0)}% of copy), ${(ops / ms / 1e6).toPrecision(4)} GOP/s ` +
+          `(${(100 * ops / ms / 1e6 / out.int8mm.gops).toFixed(0)}% of the int8 microbenchmark)`);
+        for (const b of [x, xq, y]) b.destroy();
+      }
+    }
     const toks = Array.from({ length: o.pp + o.tg }, (_, i) => (i * 7919 + 13) % m.hp.V);
     let t0 = performance.now();
     await forward(m, toks.slice(0, o.pp));
@@ -98,12 +222,37 @@ export async function bench(device, opts = {}) {
     t0 = performance.now();
     for (let t = 0; t < o.tg; t++) await forward(m, [toks[o.pp + t]]);
     const tgMs = performance.now() - t0;
-    out.model = { pp: o.pp, tg: o.tg, ppTokS: o.pp / ppMs * 1e3, tgTokS: o.tg / tgMs * 1e3,
-      decodeGBs: weightBytes * o.tg / tgMs / 1e6 };
+    Object.assign(out.model, { pp: o.pp, tg: o.tg, ppTokS: o.pp / ppMs * 1e3, tgTokS: o.tg / tgMs * 1e3,
+      decodeGBs: weightBytes * o.tg / tgMs / 1e6 });
     o.log(`model (${(weightBytes / 1e6).toFixed(1)} MB of weights): pp${o.pp} ${out.model.ppTokS.toPrecision(3)} tok/s, ` +
       `tg${o.tg} ${out.model.tgTokS.toPrecision(3)} tok/s = ${out.model.decodeGBs.toPrecision(3)} GB/s of weights ` +
       `(${(100 * out.model.decodeGBs / out.copy.readGBs).toFixed(0)}% of copy); each token one command buffer, ` +
       `its logits read back`);
   }
   return out;
+}
+
+// The markdown table of a run: res = { options, device: bench()'s result, models: { name: bench()'s
+// result with a model } } (bench-node.mjs's JSON), adapterLine: the adapter in words.
+export function markdownTable(res, adapterLine) {
+  const o = res.options;
+  const d = res.device, f = (x, p = 3) => Number(x).toPrecision(p), pc = (a, b) => `${(100 * a / b).toFixed(0)}%`;
+  const lines = [`GPU (WebGPU): ${adapterLine}; dot4: ${d.packedDot ? 'dot4I8Packed' : 'shifts'}`, '',
+    '| what | figure | share |', '|---|---:|---:|',
+    `| copy kernel, read bandwidth (${o.copyBytes >> 20} MiB read and written) | ${f(d.copy.readGBs)} GB/s | — |`,
+    `| int8 matmul microbenchmark ${d.int8mm.M} x ${d.int8mm.K} x ${d.int8mm.N} | ${f(d.int8mm.gops)} GOP/s | — |`];
+  for (const [t, r] of Object.entries(d.matmul))
+    for (const [T, x] of Object.entries(r))
+      lines.push(T === '1'
+        ? `| matmul ${t} ${o.R} x ${o.K}, T 1 (decode kernel) | ${f(x.weightGBs)} GB/s of weights | ${pc(x.weightGBs, d.copy.readGBs)} of copy |`
+        : `| matmul ${t} ${o.R} x ${o.K}, T ${T} (tiled kernel) | ${f(x.gops)} GOP/s | ${pc(x.gops, d.int8mm.gops)} of int8 mm |`);
+  for (const [name, m] of Object.entries(res.models)) {
+    const mm = m.model;
+    const w = `${name}: ${mm.types}, E ${mm.E}, F ${mm.F}, ${mm.L} layers, V ${mm.V}, ${(mm.weightBytes / 2 ** 20).toFixed(1)} MiB read a token`;
+    lines.push(`| ${w}: matmuls alone, T 1 | ${f(mm.mmDecode.tokS)} tok/s, ${f(mm.mmDecode.weightGBs)} GB/s | ${pc(mm.mmDecode.weightGBs, d.copy.readGBs)} of copy |`);
+    lines.push(`| ${w}: matmuls alone, T ${o.pp} | ${f(mm.mmPrefill.tokS)} tok/s, ${f(mm.mmPrefill.gops)} GOP/s | ${pc(mm.mmPrefill.gops, d.int8mm.gops)} of int8 mm |`);
+    lines.push(`| ${w}: forward pass (llama.mjs) pp${o.pp} | ${f(mm.ppTokS)} tok/s | — |`);
+    lines.push(`| ${w}: forward pass (llama.mjs) tg${o.tg} | ${f(mm.tgTokS)} tok/s, ${f(mm.decodeGBs)} GB/s | ${pc(mm.decodeGBs, d.copy.readGBs)} of copy |`);
+  }
+  return lines.join('\n') + '\n';
 }

@@ -1,16 +1,27 @@
 // matmul_q4_0.wgsl — Q4_0 weights x Q8_0 activations. Q4_0 block {f16 d; uint8 qs[16]}, 18 bytes:
 // element j (0..15) in the low nibble of qs[j], element j + 16 in its high nibble, value d (q - 8).
-// term = (dw dx) * float(sum (q - 8) qx), the sum exact.
+// term = (dw dx) * float(sum (q - 8) qx), the sum exact. Two parts per block: qs bytes 8p..8p+7
+// (two words), their low nibbles against x bytes 8p.., their high nibbles against x bytes 16 + 8p..
+// A word's four nibbles become four int8 (q - 8) at once: (n | 0x80) - 8 per byte never borrows,
+// and XOR 0x80 takes 120 + n to n - 8 (mod 256).
 const QB: u32 = 32u;
-fn block_term(r: u32, t: u32, b: u32) -> f32 {
+const NP: u32 = 2u;
+const CH: u32 = 64u;
+fn q4s(n: u32) -> u32 { return ((n | 0x80808080u) - 0x08080808u) ^ 0x80808080u; }
+fn part(r: u32, t: u32, b: u32, p: u32) -> vec2<i32> {
+  let wo = P.w_off + r * P.w_row + b * 18u + 2u + 8u * p;
+  let xo = P.x_off + t * P.x_row + b * 34u + 2u + 8u * p;
+  var sum = 0i;
+  for (var j = 0u; j < 8u; j += 4u) {
+    let q = wu(wo + j);
+    sum += dot4(q4s(q & 0x0f0f0f0fu), xu(xo + j));
+    sum += dot4(q4s((q >> 4u) & 0x0f0f0f0fu), xu(xo + 16u + j));
+  }
+  return vec2<i32>(sum, 0);
+}
+fn term(r: u32, t: u32, b: u32, s: vec2<i32>) -> f32 {
   let wo = P.w_off + r * P.w_row + b * 18u;
   let xo = P.x_off + t * P.x_row + b * 34u;
-  var sum = 0i;
-  for (var j = 0u; j < 16u; j++) {
-    let q = wb(wo + 2u + j);
-    sum += (i32(q & 0xfu) - 8) * i8_of(xb(xo + 2u + j));
-    sum += (i32(q >> 4u) - 8) * i8_of(xb(xo + 18u + j));
-  }
   let d = rnd(f16_to_f32(w16(wo)) * f16_to_f32(x16(xo)));
-  return d * f32(sum);
+  return d * f32(s.x);
 }

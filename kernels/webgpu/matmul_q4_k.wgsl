@@ -5,32 +5,39 @@
 // Q8_K block (292 bytes): f32 d, int8 qs[256], int16 bsums[16] (sums of 16 quants).
 // isum = sum_j sc_j (q . x)_j, summs = sum_j m_j (bsums_2j + bsums_2j+1), both exact in i32;
 // term = (dw dx) * float(isum) - (dminw dx) * float(summs), each product rounded on its own.
+// Eight parts per block, one per sub-block j: (sc_j (q . x)_j, m_j (bsums pair)), eight words of
+// nibbles (four per word, masked) against eight words of x through dot4.
 const QB: u32 = 256u;
+const NP: u32 = 8u;
+const CH: u32 = 16u;
+fn byte_of(w: u32, k: u32) -> u32 { return (w >> (8u * k)) & 0xffu; }
 fn scale_min(wo: u32, j: u32) -> vec2u {
-  let s = wo + 4u;
-  if (j < 4u) { return vec2u(wb(s + j) & 63u, wb(s + j + 4u) & 63u); }
-  return vec2u((wb(s + j + 4u) & 0xfu) | ((wb(s + j - 4u) >> 6u) << 4u),
-               (wb(s + j + 4u) >> 4u) | ((wb(s + j) >> 6u) << 4u));
+  let s0 = wu(wo + 4u);
+  let s1 = wu(wo + 8u);
+  let s2 = wu(wo + 12u);
+  if (j < 4u) { return vec2u(byte_of(s0, j) & 63u, byte_of(s1, j) & 63u); }
+  let k = j - 4u;
+  return vec2u((byte_of(s2, k) & 0xfu) | ((byte_of(s0, k) >> 6u) << 4u),
+               (byte_of(s2, k) >> 4u) | ((byte_of(s1, k) >> 6u) << 4u));
 }
-fn block_term(r: u32, t: u32, b: u32) -> f32 {
+fn part(r: u32, t: u32, b: u32, j: u32) -> vec2<i32> {
   let wo = P.w_off + r * P.w_row + b * 144u;
   let xo = P.x_off + t * P.x_row + b * 292u;
-  var isum = 0i;
-  var summs = 0i;
-  for (var j = 0u; j < 8u; j++) {
-    let sm = scale_min(wo, j);
-    let p = j / 2u;
-    let shift = (j % 2u) * 4u;
-    var sub = 0i;
-    for (var l = 0u; l < 32u; l++) {
-      let q = (wb(wo + 16u + 32u * p + l) >> shift) & 0xfu;
-      sub += i32(q) * i8_of(xb(xo + 4u + 32u * j + l));
-    }
-    isum += i32(sm.x) * sub;
-    let bs = bitcast<i32>(x16(xo + 260u + 4u * j) << 16u) >> 16u;
-    let bs2 = bitcast<i32>(x16(xo + 262u + 4u * j) << 16u) >> 16u;
-    summs += i32(sm.y) * (bs + bs2);
-  }
+  let sm = scale_min(wo, j);
+  let shift = (j % 2u) * 4u;
+  let qo = wo + 16u + 32u * (j / 2u);
+  let xq = xo + 4u + 32u * j;
+  var sub = 0i;
+  for (var l = 0u; l < 32u; l += 4u) { sub += dot4((wu(qo + l) >> shift) & 0x0f0f0f0fu, xu(xq + l)); }
+  let bs = xu(xo + 260u + 4u * j);
+  let pair = (bitcast<i32>(bs << 16u) >> 16u) + (bitcast<i32>(bs) >> 16u);
+  return vec2<i32>(i32(sm.x) * sub, i32(sm.y) * pair);
+}
+fn term(r: u32, t: u32, b: u32, s: vec2<i32>) -> f32 {
+  let wo = P.w_off + r * P.w_row + b * 144u;
+  let xo = P.x_off + t * P.x_row + b * 292u;
+  let isum = s.x;
+  let summs = s.y;
   let dxb = x32(xo);
   var dx = bitcast<f32>(dxb);
   var post = 1.0;

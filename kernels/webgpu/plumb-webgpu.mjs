@@ -14,9 +14,25 @@
 // kernels/webgpu/README.md; conformance/webgpu_cases.c is the judge.
 
 const MATMUL = { Q8_0: 'matmul_q8_0.wgsl', Q4_0: 'matmul_q4_0.wgsl', Q4_K: 'matmul_q4_k.wgsl' };
+// The tiled prefill drivers (matmul_qt.wgsl) and their types' weight readers.
+// [the driver (null: the type's file is whole), the type's file]
+const MATMUL_TILED = { Q8_0: ['matmul_qt.wgsl', 'matmul_qt_q8_0.wgsl'], Q4_0: ['matmul_qt.wgsl', 'matmul_qt_q4_0.wgsl'],
+  Q4_K: [null, 'matmul_qt_q4_k.wgsl'] };
 const QUANT = { Q8_0: 'quantize_q8_0.wgsl', Q8_K: 'quantize_q8_k.wgsl' };
 const OPS = ['rmsnorm', 'softmax', 'swiglu', 'rope', 'attention', 'add'];
 export const MATMUL_TYPES = ['Q8_0', 'Q4_0', 'Q4_K', 'F16'];
+
+// dot4(a, b): the four signed-byte products of a and b summed (exact in i32).
+const DOT4_PACKED = 'fn dot4(a: u32, b: u32) -> i32 { return dot4I8Packed(a, b); }\n';
+const DOT4_SHIFTS = `fn dot4(a: u32, b: u32) -> i32 {
+  return (bitcast<i32>(a << 24u) >> 24u) * (bitcast<i32>(b << 24u) >> 24u)
+       + (bitcast<i32>(a << 16u) >> 24u) * (bitcast<i32>(b << 16u) >> 24u)
+       + (bitcast<i32>(a << 8u) >> 24u) * (bitcast<i32>(b << 8u) >> 24u)
+       + (bitcast<i32>(a) >> 24u) * (bitcast<i32>(b) >> 24u);
+}
+`;
+// Rows per workgroup of each matmul kernel (its NR).
+const MATMUL_NR = { Q8_0: 8, Q4_0: 8, Q4_K: 8, F16: 4 };
 
 const U = () => globalThis.GPUBufferUsage;
 
@@ -42,7 +58,12 @@ export async function createKernels(device, options = {}) {
   // run sets it small so that every kernel's split grid is tested on small shapes.
   const maxGrid = options.maxGrid || 65535;
   const grid = (n) => gridOf(n, maxGrid);
-  const common = await source('common.wgsl');
+  // options.packedDot: dot4 (4 int8 products summed, exact) by WGSL's dot4I8Packed (the
+  // packed_4x8_integer_dot_product language feature) or by shifts; default: the feature where
+  // navigator.gpu (or options.wgslFeatures, e.g. Dawn's gpu.wgslLanguageFeatures) has it.
+  const feats = options.wgslFeatures || globalThis.navigator?.gpu?.wgslLanguageFeatures;
+  const packedDot = options.packedDot ?? !!(feats && feats.has('packed_4x8_integer_dot_product'));
+  const common = (await source('common.wgsl')) + '\n' + (packedDot ? DOT4_PACKED : DOT4_SHIFTS);
   const driver = await source('matmul_q.wgsl');
 
   async function pipeline(label, name, text) {
@@ -66,6 +87,13 @@ export async function createKernels(device, options = {}) {
   const pipes = {};
   for (const [t, f] of Object.entries(MATMUL))
     if (want('matmul_' + t)) pipes['matmul_' + t] = await pipeline('matmul ' + t, f, driver + '\n' + await source(f));
+  // options.tileMinT: the fewest tokens for which a type with a tiled driver uses it (default 16;
+  // the conformance run sets 1 or Infinity so that each driver sees every case). Infinity: the
+  // tiled pipelines are not built.
+  const tileMinT = options.tileMinT ?? 16;
+  for (const [t, [drv, f]] of Object.entries(MATMUL_TILED))
+    if (want('matmulT_' + t) && tileMinT !== Infinity)
+      pipes['matmulT_' + t] = await pipeline('matmul tiled ' + t, f, (drv ? await source(drv) + '\n' : '') + await source(f));
   if (want('matmul_F16'))
     pipes.matmul_F16 = await pipeline('matmul F16', 'matmul_f16.wgsl', await source('matmul_f16.wgsl'));
   const quant = await source('quantize.wgsl');
@@ -116,11 +144,13 @@ export async function createKernels(device, options = {}) {
   // blocks), wRow bytes apart from byte wOff; X: T rows of the type's dot type (Q8_0 blocks for
   // Q8_0 and Q4_0, Q8_K blocks for Q4_K, f32 for F16), xRow bytes apart from byte xOff.
   function matmul(enc, type, a) {
-    const pipe = need('matmul_' + type);
-    const [gx, gy] = grid(a.R);
+    const useTiled = MATMUL_TILED[type] && a.T >= tileMinT;
+    const pipe = need((useTiled ? 'matmulT_' : 'matmul_') + type);
+    // tiles of 64 rows x 64 tokens, or NR rows x 1 token
+    const [gx, gy] = grid(Math.ceil(a.R / (useTiled ? 64 : MATMUL_NR[type])));
     const p = new Uint32Array([a.K, a.R, a.T, a.wOff || 0, a.wRow, a.xOff || 0, a.xRow, a.yOff || 0,
       a.ldy ?? a.R, gx, 0, 0]);
-    dispatch(enc, pipe, [a.w, a.x, a.y, uniform(p)], gx, gy, a.T);
+    dispatch(enc, pipe, [a.w, a.x, a.y, uniform(p)], gx, gy, useTiled ? Math.ceil(a.T / 64) : a.T);
   }
 
   // Activation rows to the dot type `type` (Q8_0 or Q8_K), ref's bytes: rows of n floats (x,
@@ -202,7 +232,7 @@ export async function createKernels(device, options = {}) {
     return out;
   }
 
-  return { device, upload, buffer, matmul, quantize, rmsnorm, softmax, swiglu, rope, attention, add, read };
+  return { device, packedDot, upload, buffer, matmul, quantize, rmsnorm, softmax, swiglu, rope, attention, add, read };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----
