@@ -72,15 +72,20 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   }
 }`;
 
+// The best of reps timed submissions (after a warm-up). A validation error (an invalid bind group:
+// a dispatch that does nothing, timed as fast) throws rather than giving a figure.
 async function timed(device, reps, record) {
   let best = Infinity;
   for (let r = 0; r <= reps; r++) {
+    device.pushErrorScope('validation');
     const enc = device.createCommandEncoder();
     record(enc);
     const t0 = performance.now();
     device.queue.submit([enc.finish()]);
     await device.queue.onSubmittedWorkDone();
     const ms = performance.now() - t0;
+    const err = await device.popErrorScope();
+    if (err) throw new Error(`bench: a timed dispatch is invalid: ${err.message}`);
     if (r > 0) best = Math.min(best, ms); // r = 0: warm-up
   }
   return best;
@@ -126,7 +131,7 @@ export async function bench(device, opts = {}) {
       const a = ks.upload(new Uint32Array(M * Kw).map((_, i) => (i * 2654435761) >>> 0));
       const b = ks.upload(new Uint32Array(N * Kw).map((_, i) => (i * 40503 + 7) >>> 0));
       const c = ks.buffer(4 * M * N);
-      const u = ks.upload(new Uint32Array([M, N, Kw, 0]));
+      const u = ks.uniform(new Uint32Array([M, N, Kw, 0]));
       const bind = device.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries: [a, b, c].map((buffer, binding) => ({ binding, resource: { buffer } }))
         .concat([{ binding: 3, resource: { buffer: u } }]) });
       const ms = await timed(device, o.reps, (enc) => {
@@ -185,6 +190,7 @@ export async function bench(device, opts = {}) {
     // the bytes a decoded token reads: every weight matrix (the embedding table only where it is
     // the output head), the norms
     const weightBytes = [...m.layers.flatMap((L) => Object.values(L)), m.output, m.outNorm]
+      .filter((t) => t && t.data) // the tensors a family lacks (biases, head norms) are null
       .reduce((a, t) => a + t.data.byteLength, 0);
     out.model = { weightBytes, L: m.hp.L, E: m.hp.E, F: m.hp.F, V: m.hp.V,
       types: [...new Set(m.layers.flatMap((L) => [L.q.type, L.gate.type, L.down.type]))].join('+') };

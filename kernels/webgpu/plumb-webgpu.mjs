@@ -232,7 +232,7 @@ export async function createKernels(device, options = {}) {
     return out;
   }
 
-  return { device, packedDot, upload, buffer, matmul, quantize, rmsnorm, softmax, swiglu, rope, attention, add, read };
+  return { device, packedDot, upload, buffer, uniform, matmul, quantize, rmsnorm, softmax, swiglu, rope, attention, add, read };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----
