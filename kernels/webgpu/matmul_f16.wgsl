@@ -5,22 +5,7 @@
 // chain, inside the same bound (c = 1.01 holds for any order).
 // W is a byte stream (rows w_row bytes apart, any even count: wu reads 4 bytes from any byte);
 // X rows are x_row bytes apart (a multiple of 4).
-struct MM {
-  K: u32, R: u32, T: u32, w_off: u32,
-  w_row: u32, x_off: u32, x_row: u32, y_off: u32,
-  ldy: u32, rsplit: u32, zero: u32, pad: u32,
-}
-@group(0) @binding(0) var<storage, read> W: array<u32>;
 @group(0) @binding(1) var<storage, read> X: array<f32>;
-@group(0) @binding(2) var<storage, read_write> Y: array<f32>;
-@group(0) @binding(3) var<uniform> P: MM;
-
-fn wu(i: u32) -> u32 {
-  let a = W[i >> 2u];
-  let s = (i & 3u) * 8u;
-  if (s == 0u) { return a; }
-  return (a >> s) | (W[(i >> 2u) + 1u] << (32u - s));
-}
 
 const NR: u32 = 4u;
 var<workgroup> part: array<f32, 256>;

@@ -14,37 +14,12 @@
 // The sum order is ref's whatever the shape, so the result is batch- and slice-invariant.
 //
 // Buffers are byte streams (ggml's blocks are 18, 34 or 144 bytes: rows need not be 4-aligned),
-// read as u32 words: wu(i) is the 4 bytes from byte i (one word when i is aligned, else two
-// words funnel-shifted). W and X start at byte offsets w_off, x_off; rows w_row, x_row bytes apart.
+// read as u32 words (matmul_io.wgsl, matmul_xq.wgsl, which the runtime puts in front). W and X
+// start at byte offsets w_off, x_off; rows w_row, x_row bytes apart.
 
-struct MM {
-  K: u32, R: u32, T: u32, w_off: u32,
-  w_row: u32, x_off: u32, x_row: u32, y_off: u32,
-  ldy: u32, rsplit: u32, zero: u32, pad: u32,
-}
-@group(0) @binding(0) var<storage, read> W: array<u32>;
-@group(0) @binding(1) var<storage, read> X: array<u32>;
-@group(0) @binding(2) var<storage, read_write> Y: array<f32>;
-@group(0) @binding(3) var<uniform> P: MM;
-
-fn wu(i: u32) -> u32 {
-  let a = W[i >> 2u];
-  let s = (i & 3u) * 8u;
-  if (s == 0u) { return a; }
-  return (a >> s) | (W[(i >> 2u) + 1u] << (32u - s));
-}
-fn xu(i: u32) -> u32 {
-  let a = X[i >> 2u];
-  let s = (i & 3u) * 8u;
-  if (s == 0u) { return a; }
-  return (a >> s) | (X[(i >> 2u) + 1u] << (32u - s));
-}
 fn w16(i: u32) -> u32 { return wu(i) & 0xffffu; }
 fn x16(i: u32) -> u32 { return xu(i) & 0xffffu; }
 fn x32(i: u32) -> u32 { return xu(i); }
-// A rounding point: the product is stored as an f32 before it meets an add, so no compiler can
-// fuse the two into an fma (ref is built with -ffp-contract=off). P.zero is 0 at run time.
-fn rnd(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) ^ P.zero); }
 
 const WG: u32 = 256u;
 const NR: u32 = 8u;

@@ -9,30 +9,6 @@
 // defines QB, wword(r, b, k) (the k-th of the block's 8 words of int8 weights), wscale(r, b)
 // (its f32 scale), xword(t, b, k) and xscale(t, b) (the same of the Q8_0 activations).
 
-struct MM {
-  K: u32, R: u32, T: u32, w_off: u32,
-  w_row: u32, x_off: u32, x_row: u32, y_off: u32,
-  ldy: u32, rsplit: u32, zero: u32, pad: u32,
-}
-@group(0) @binding(0) var<storage, read> W: array<u32>;
-@group(0) @binding(1) var<storage, read> X: array<u32>;
-@group(0) @binding(2) var<storage, read_write> Y: array<f32>;
-@group(0) @binding(3) var<uniform> P: MM;
-
-fn wu(i: u32) -> u32 {
-  let a = W[i >> 2u];
-  let s = (i & 3u) * 8u;
-  if (s == 0u) { return a; }
-  return (a >> s) | (W[(i >> 2u) + 1u] << (32u - s));
-}
-fn xu(i: u32) -> u32 {
-  let a = X[i >> 2u];
-  let s = (i & 3u) * 8u;
-  if (s == 0u) { return a; }
-  return (a >> s) | (X[(i >> 2u) + 1u] << (32u - s));
-}
-fn rnd(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) ^ P.zero); }
-
 const TR: u32 = 64u;
 const TT: u32 = 64u;
 const SB: u32 = 2u;   // blocks staged per step

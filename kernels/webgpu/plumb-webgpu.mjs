@@ -64,7 +64,11 @@ export async function createKernels(device, options = {}) {
   const feats = options.wgslFeatures || globalThis.navigator?.gpu?.wgslLanguageFeatures;
   const packedDot = options.packedDot ?? !!(feats && feats.has('packed_4x8_integer_dot_product'));
   const common = (await source('common.wgsl')) + '\n' + (packedDot ? DOT4_PACKED : DOT4_SHIFTS);
-  const driver = await source('matmul_q.wgsl');
+  // every matmul driver: the shared parameters, buffers and readers first; the quantized ones'
+  // byte-stream activations
+  const io = (await source('matmul_io.wgsl')) + '\n';
+  const xq = io + (await source('matmul_xq.wgsl')) + '\n';
+  const driver = xq + await source('matmul_q.wgsl');
 
   async function pipeline(label, name, text) {
     const code = patch(name, common + '\n' + text);
@@ -93,9 +97,9 @@ export async function createKernels(device, options = {}) {
   const tileMinT = options.tileMinT ?? 16;
   for (const [t, [drv, f]] of Object.entries(MATMUL_TILED))
     if (want('matmulT_' + t) && tileMinT !== Infinity)
-      pipes['matmulT_' + t] = await pipeline('matmul tiled ' + t, f, (drv ? await source(drv) + '\n' : '') + await source(f));
+      pipes['matmulT_' + t] = await pipeline('matmul tiled ' + t, f, xq + (drv ? await source(drv) + '\n' : '') + await source(f));
   if (want('matmul_F16'))
-    pipes.matmul_F16 = await pipeline('matmul F16', 'matmul_f16.wgsl', await source('matmul_f16.wgsl'));
+    pipes.matmul_F16 = await pipeline('matmul F16', 'matmul_f16.wgsl', io + await source('matmul_f16.wgsl'));
   const quant = await source('quantize.wgsl');
   for (const [t, f] of Object.entries(QUANT))
     if (want('quantize_' + t)) pipes['quantize_' + t] = await pipeline('quantize ' + t, f, quant + '\n' + await source(f));
