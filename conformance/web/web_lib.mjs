@@ -20,7 +20,9 @@ export function chromiumPath() {
   return existsSync(c) ? c : null;
 }
 
-export async function launch() {
+// Headless chromium through puppeteer-core (skips, 77, without either); args: its flags (by
+// default: no sandbox, as root in containers needs; no GPU).
+export async function launch(args = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage']) {
   const npm = process.env.PLUMB_WEB_NPM;
   const pkg = npm && path.resolve(npm, 'node_modules', 'puppeteer-core', 'package.json');
   if (!pkg || !existsSync(pkg)) skip(`puppeteer-core is not in ${npm} (the web_npm fixture installs it)`);
@@ -30,8 +32,7 @@ export async function launch() {
   return puppeteer.launch({
     executablePath: exe,
     headless: true,
-    // root in containers needs --no-sandbox; no GPU here.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    args,
   });
 }
 

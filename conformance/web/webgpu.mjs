@@ -15,11 +15,10 @@
 // PLUMB_WEBGPU_PART=models (debugging: the forward passes only), PLUMB_WEB_VERBOSE=1 (the page's
 // console).
 import { spawnSync } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { chromiumPath, skip } from './web_lib.mjs';
+import { launch, skip } from './web_lib.mjs';
 import { startStatic } from './static_server.mjs';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
@@ -29,12 +28,6 @@ if (!cases || !existsSync(cases)) {
   console.log(`FAIL: PLUMB_WEBGPU_CASES (${cases}) is not the webgpu_cases binary`);
   process.exit(1);
 }
-const npm = process.env.PLUMB_WEB_NPM;
-const pkg = npm && path.resolve(npm, 'node_modules', 'puppeteer-core', 'package.json');
-if (!pkg || !existsSync(pkg)) skip(`puppeteer-core is not in ${npm} (the web_npm fixture installs it)`);
-const exe = chromiumPath();
-if (!exe) skip('chromium not found (Debian: chromium; or PLUMB_CHROMIUM=PATH)');
-const puppeteer = createRequire(pkg)('puppeteer-core');
 
 // The flags that give headless chromium a WebGPU adapter with no GPU: WebGPU on (Linux keeps it
 // behind --enable-unsafe-webgpu) and the SwiftShader adapter; the page must be a secure context
@@ -52,7 +45,7 @@ function tool(args) {
 }
 
 const tl = Date.now();
-const browser = await puppeteer.launch({ executablePath: exe, headless: true, args: FLAGS });
+const browser = await launch(FLAGS);
 console.log(`chromium up in ${Date.now() - tl} ms`);
 // Every case is generated once; each run (the clean one, then one per planted fault) writes its
 // outputs into a folder of its own, which the checker reads with the run's filter.
