@@ -11,6 +11,7 @@
 #include "kernel_sets.h"
 #include "refs/refs_ops.h"
 #include "registry.h"
+#include "rope_angle.h"
 #include "testutil.h"
 
 #define U    REF_U
@@ -205,6 +206,28 @@ static void rope_case(const struct pl_kernels *ks, int64_t H, int64_t D, int32_t
         if (memcmp(&yr[k], &y[k], sizeof *y)) diff = k;
     TU_CHECK(diff < 0, "set %s rope seed %llu %s: element %" PRId64 " is %.9g, ref's %.9g",
              ks->name, SEED, where, diff, diff < 0 ? 0.0 : y[diff], diff < 0 ? 0.0 : yr[diff]);
+    /* given pl_rope_args.cos_sin, a set rotates by those angles, whatever pos says: the second of
+     * two tables pl_rope_fill made for positions p2 and p2 + 1 (a row stride past the pairs)
+     * turns x as ref turns it at p2 + 1 from the fields alone, bit for bit */
+    const int32_t p2 = (int32_t)((pos * 7 + 3) % 200000);
+    const int64_t stride = D + 3;
+    double *cs = malloc((size_t)(2 * stride) * sizeof *cs);
+    pl_rope_fill(ra, D, p2, 2, cs, stride);
+    pl_rope_args rt = *ra;
+    rt.cos_sin = cs + stride;
+    memcpy(y, x, (size_t)n * sizeof *y);
+    ks->rope(y, H, D, pos, &rt);
+    memcpy(yr, x, (size_t)n * sizeof *yr);
+    pl_kernels_ref.rope(yr, H, D, p2 + 1, ra);
+    diff = -1;
+    for (int64_t k = 0; k < n && diff < 0; k++)
+        if (memcmp(&yr[k], &y[k], sizeof *y)) diff = k;
+    TU_CHECK(diff < 0,
+             "set %s rope seed %llu %s: with the angles of pos %d, element %" PRId64
+             " is %.9g, ref's at that pos %.9g",
+             ks->name, SEED, where, (int)p2 + 1, diff, diff < 0 ? 0.0 : y[diff],
+             diff < 0 ? 0.0 : yr[diff]);
+    free(cs);
     free(x), free(y), free(yr), free(ref);
 }
 

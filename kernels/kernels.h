@@ -71,6 +71,11 @@ typedef struct pl_rope_args {
     /* 1: YaRN's correction dims are not rounded (transformers' rope_parameters.truncate = false,
      * gpt-oss); 0: floor and ceil, as llama.cpp always rounds them */
     int yarn_no_truncate;
+    /* NULL, or this call's (cos, sin) per pair, interleaved, for pairs [0, min(n_rot, D)/2) at
+     * the call's pos, as rope_angle.h's pl_rope_fill makes them from the fields above: every set
+     * rotates by these instead of computing them (the same bits; the caller computes a position's
+     * angles once for all its layers and heads) */
+    const double *cos_sin;
 } pl_rope_args;
 /* In place over one token's heads: x[h * D + ...] for h in [0, n_heads); the first a->n_rot
  * dims of each head rotate as pl_rope_args says, the rest pass. */

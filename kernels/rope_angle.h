@@ -37,12 +37,18 @@ static inline pl_rope_plan pl_rope_plan_of(const pl_rope_args *a, int64_t D)
     return p;
 }
 
-/* cos(theta_i) mscale and sin(theta_i) mscale for pair i at position pos (kernels.h says how
- * theta_i is made): one angle per pair index, shared by every head. */
-static inline void pl_rope_cos_sin(const pl_rope_plan *p, const pl_rope_args *a, int32_t pos,
-                                   int64_t i, double *c, double *s)
+/* freq_base^(-2i/n_rot): pair i's frequency before the position, the same at every position. */
+static inline double pl_rope_freq(const pl_rope_plan *p, const pl_rope_args *a, int64_t i)
 {
-    double theta = (double)pos * pow((double)a->freq_base, -2.0 * (double)i / (double)p->n_rot);
+    return pow((double)a->freq_base, -2.0 * (double)i / (double)p->n_rot);
+}
+
+/* cos(theta_i) mscale and sin(theta_i) mscale for pair i at position pos from its frequency f
+ * (pl_rope_freq; kernels.h says how theta_i is made). */
+static inline void pl_rope_cos_sin_f(const pl_rope_plan *p, const pl_rope_args *a, int32_t pos,
+                                     int64_t i, double f, double *c, double *s)
+{
+    double theta = (double)pos * f;
     if (a->freq_factors) theta /= (double)a->freq_factors[i];
     const double interp = (double)a->freq_scale * theta;
     if (a->ext_factor != 0.0f) {
@@ -54,6 +60,32 @@ static inline void pl_rope_cos_sin(const pl_rope_plan *p, const pl_rope_args *a,
     }
     *c = cos(theta) * p->mscale;
     *s = sin(theta) * p->mscale;
+}
+
+/* Pair i's cos and sin at pos, shared by every head: a->cos_sin's where the caller gave them. */
+static inline void pl_rope_cos_sin(const pl_rope_plan *p, const pl_rope_args *a, int32_t pos,
+                                   int64_t i, double *c, double *s)
+{
+    if (a->cos_sin) {
+        *c = a->cos_sin[2 * i];
+        *s = a->cos_sin[2 * i + 1];
+        return;
+    }
+    pl_rope_cos_sin_f(p, a, pos, i, pl_rope_freq(p, a, i), c, s);
+}
+
+/* a's pl_rope_args.cos_sin for head dim D at positions pos0 + t, t in [0, n): table t at
+ * out + t * stride (stride >= min(n_rot, D) doubles), each pair's frequency computed once. */
+static inline void pl_rope_fill(const pl_rope_args *a, int64_t D, int32_t pos0, int64_t n,
+                                double *out, int64_t stride)
+{
+    const pl_rope_plan p = pl_rope_plan_of(a, D);
+    for (int64_t i = 0; i < p.half; i++) {
+        const double f = pl_rope_freq(&p, a, i);
+        for (int64_t t = 0; t < n; t++)
+            pl_rope_cos_sin_f(&p, a, (int32_t)(pos0 + t), i, f, &out[t * stride + 2 * i],
+                              &out[t * stride + 2 * i + 1]);
+    }
 }
 
 /* The SIMD sets' table for pairs [i0, i0 + n): c, s per pair, and cd, sd per element of a

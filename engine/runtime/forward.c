@@ -13,6 +13,7 @@
 #include "kvcache.h"
 #include "model.h"
 #include "registry.h"
+#include "rope_angle.h"
 #include "session.h"
 #include "threads.h"
 
@@ -36,6 +37,7 @@ typedef struct scratch {
     void *xp;           /* (T, K) the quantized rows prepared for a repacked layout */
     float *att_scratch; /* (threads, PL_ATTN_SCRATCH(cap, D)) */
     int32_t *q_pos;     /* (T) */
+    double *rope_cs; /* (2, T, D) each RoPE's cos and sin at the step's positions (rope_angle.h) */
     /* mixture-of-experts layers (U = experts used per token, X experts) */
     float *router;       /* (T, X) router logits */
     float *probs;        /* (T, X) their softmax */
@@ -58,6 +60,7 @@ struct pl_session {
     int packed;           /* 1: the model's repacked weights are in this session's kernel set */
     pl_rope_args rope[2]; /* the global and local layers' RoPE as this session's context has them
                              (longrope: the long divisors beyond the original context) */
+    int rope_used[2];     /* 1: some layer rotates with rope[i] */
     uint64_t eval_ns, attention_ns; /* profile: time in forward steps, in attention */
     scratch s;
     void *arena;
@@ -398,10 +401,14 @@ static void qkv_worker(void *ctx, int64_t t0, int64_t t1, int thread)
                 }
                 break;
             }
-            case PL_STEP_ROPE:
-                k->rope(q, H, D, (int32_t)(j->p0 + t), &ss->rope[L->rope_local]);
-                k->rope(kk, Hkv, D, (int32_t)(j->p0 + t), &ss->rope[L->rope_local]);
+            case PL_STEP_ROPE: {
+                /* the angles step_body computed once for this position */
+                pl_rope_args a = ss->rope[L->rope_local];
+                a.cos_sin = ss->s.rope_cs + (L->rope_local * ss->chunk + t) * D;
+                k->rope(q, H, D, (int32_t)(j->p0 + t), &a);
+                k->rope(kk, Hkv, D, (int32_t)(j->p0 + t), &a);
                 break;
+            }
             case PL_STEP_KV_STORE:
                 pl_kvcache_store(&ss->kv, j->l, j->p0 + t, kk, v);
                 break;
@@ -769,6 +776,25 @@ static void layer_forward(pl_session *ss, int64_t l, int64_t T, int64_t p0, int6
     }
 }
 
+/* Each used RoPE's cos and sin (rope_angle.h) at positions p0 + t, t in [t0, t1): each pair's
+ * angle is computed here once, not once per layer and per q and k. */
+typedef struct rope_job {
+    pl_session *ss;
+    int64_t p0;
+} rope_job;
+
+static void rope_worker(void *ctx, int64_t t0, int64_t t1, int thread)
+{
+    (void)thread;
+    const rope_job *j = ctx;
+    const pl_session *ss = j->ss;
+    const int64_t D = ss->m->hp.head_dim;
+    for (int i = 0; i < 2; i++)
+        if (ss->rope_used[i])
+            pl_rope_fill(&ss->rope[i], D, (int32_t)(j->p0 + t0), t1 - t0,
+                         ss->s.rope_cs + (i * ss->chunk + t0) * D, D);
+}
+
 /* Evaluates tokens[0..T) at positions [p0, ...); writes logits of tokens [out0, T) to
  * logits (rows of V) when logits is non-NULL. */
 static void step_body(pl_session *ss, const int32_t *tokens, int64_t T, int64_t out0,
@@ -795,6 +821,10 @@ static void step_body(pl_session *ss, const int32_t *tokens, int64_t T, int64_t 
         if (m->hp.emb_scale != 0.0f) /* Gemma: rows times sqrt(n_embd), in float as the peers */
             for (int64_t i = 0; i < E; i++) s->x[t * E + i] *= m->hp.emb_scale;
         s->q_pos[t] = (int32_t)(p0 + t);
+    }
+    if (ss->rope_used[0] || ss->rope_used[1]) {
+        rope_job rj = {.ss = ss, .p0 = p0};
+        pl_pool_run(ss->pool, rope_worker, &rj, T, 8);
     }
     pl_kvcache_place(&ss->kv, p0, T);
     ss->kv.n_past = p0 + T;                              /* attention scans the new slots too */
@@ -872,7 +902,7 @@ static size_t align64(size_t n)
     return (n + 63) & ~(size_t)63;
 }
 
-enum { N_SCRATCH = 21 };
+enum { N_SCRATCH = 22 };
 
 /* Bytes of one activation row of K elements quantized to any dot type (Q8_K rounds K up to
  * 256 elements, Q8_0 to 32; Q8_K is the larger per element, 292 bytes / 256). */
@@ -931,6 +961,7 @@ static size_t scratch_layout(const pl_hparams *hp, int64_t chunk, int threads, i
         xq_bytes,
         (size_t)threads * PL_ATTN_SCRATCH(cap, D) * 4,
         T * 4,
+        2 * T * D * 8,
         xp_bytes,
         T * X * 4,
         T * X * 4,
@@ -966,13 +997,14 @@ static pl_status alloc_scratch(pl_session *ss, pl_error *err)
 #endif
     uint8_t *p = ss->arena;
     void **slots[N_SCRATCH] = {
-        (void **)&ss->s.x,     (void **)&ss->s.xn,   (void **)&ss->s.q,
-        (void **)&ss->s.k,     (void **)&ss->s.v,    (void **)&ss->s.att,
-        (void **)&ss->s.tmp,   (void **)&ss->s.gate, (void **)&ss->s.up,
-        (void **)&ss->s.ffh,   (void **)&ss->s.xq,   (void **)&ss->s.att_scratch,
-        (void **)&ss->s.q_pos, (void **)&ss->s.xp,   (void **)&ss->s.router,
-        (void **)&ss->s.probs, (void **)&ss->s.ids,  (void **)&ss->s.wts,
-        (void **)&ss->s.yx,    (void **)&ss->s.ysh,  (void **)&ss->s.id_scratch,
+        (void **)&ss->s.x,          (void **)&ss->s.xn,      (void **)&ss->s.q,
+        (void **)&ss->s.k,          (void **)&ss->s.v,       (void **)&ss->s.att,
+        (void **)&ss->s.tmp,        (void **)&ss->s.gate,    (void **)&ss->s.up,
+        (void **)&ss->s.ffh,        (void **)&ss->s.xq,      (void **)&ss->s.att_scratch,
+        (void **)&ss->s.q_pos,      (void **)&ss->s.rope_cs, (void **)&ss->s.xp,
+        (void **)&ss->s.router,     (void **)&ss->s.probs,   (void **)&ss->s.ids,
+        (void **)&ss->s.wts,        (void **)&ss->s.yx,      (void **)&ss->s.ysh,
+        (void **)&ss->s.id_scratch,
     };
     for (int i = 0; i < N_SCRATCH; i++) {
         *slots[i] = p;
@@ -1034,6 +1066,11 @@ static void session_rope(pl_session *ss, int64_t context_window)
         if (hp->rope_long && context_window > hp->rope.n_ctx_orig &&
             ss->rope[i].freq_factors == hp->rope.freq_factors)
             ss->rope[i].freq_factors = hp->rope_long;
+    for (int64_t l = 0; l < hp->n_layer; l++) {
+        const pl_layer *L = &ss->m->layers[l];
+        for (size_t i = 0; i < L->n_steps; i++)
+            if (L->steps[i].kind == PL_STEP_ROPE) ss->rope_used[L->rope_local] = 1;
+    }
 }
 
 pl_status pl_session_new(pl_session **out, const pl_model *m, const pl_session_params *params,
