@@ -25,7 +25,8 @@ CTEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 # emscripten (+ dpkg-dev for apt-get source) builds the browser engine: web/README.md, and
 # tools/wasm/deps.sh adds the deb-src entry); clang-19 compiles the relaxed-SIMD kernel files
 # (emscripten's clang-14 encodes relaxed SIMD with prototype opcodes that node and Chromium
-# reject: web/README.md); zip and unzip pack and open the seed corpora of the ClusterFuzzLite
+# reject: web/README.md); libopenblas-serial-dev is the CBLAS under GSL in the conformance
+# references (conformance/CMakeLists.txt: GSL's own libgslcblas is unoptimised loops); zip and unzip pack and open the seed corpora of the ClusterFuzzLite
 # build (.clusterfuzzlite/build.sh, make fuzz-cflite); haproxy is the load balancer of
 # serve/deploy/haproxy.cfg, which the serve_balance test runs as shipped in front of several
 # `plumb serve` (its own process on loopback ports; the system service is not used). node and npm (the OpenAI SDK and puppeteer-core
@@ -34,7 +35,8 @@ CTEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 DEPS = build-essential cmake pkg-config clang libclang-rt-14-dev \
        libcunit1-dev libgsl-dev afl++ libhwloc-dev libpcre2-dev \
        libutf8proc-dev libjansson-dev libmicrohttpd-dev gnuplot-nox valgrind curl jq \
-       emscripten dpkg-dev libsimde-dev chromium clang-19 zip unzip haproxy
+       emscripten dpkg-dev libsimde-dev chromium clang-19 zip unzip haproxy \
+       libopenblas-serial-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

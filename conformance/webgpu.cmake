@@ -12,7 +12,7 @@ add_executable(webgpu_cases ${CMAKE_CURRENT_SOURCE_DIR}/webgpu_cases.c
 target_include_directories(webgpu_cases PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
   ${CMAKE_CURRENT_SOURCE_DIR}/refs ${PROJECT_SOURCE_DIR}/engine ${PROJECT_SOURCE_DIR}/kernels)
 target_compile_options(webgpu_cases PRIVATE ${PLUMB_WARNINGS})
-target_link_libraries(webgpu_cases PRIVATE plumb PkgConfig::CUNIT PkgConfig::GSL m)
+target_link_libraries(webgpu_cases PRIVATE plumb PkgConfig::CUNIT ${PLUMB_GSL} m)
 
 # webgpu_models (C) writes tiny llama/qwen2/qwen3 files and judges the forward pass's logits
 # against the double-precision reference transformer (test_e2e.c's bound) and the ref set's
@@ -23,7 +23,7 @@ add_executable(webgpu_models ${CMAKE_CURRENT_SOURCE_DIR}/webgpu_models.c
 target_include_directories(webgpu_models PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
   ${CMAKE_CURRENT_SOURCE_DIR}/refs ${PROJECT_SOURCE_DIR}/engine ${PROJECT_SOURCE_DIR}/kernels)
 target_compile_options(webgpu_models PRIVATE ${PLUMB_WARNINGS})
-target_link_libraries(webgpu_models PRIVATE plumb PkgConfig::CUNIT PkgConfig::GSL m)
+target_link_libraries(webgpu_models PRIVATE plumb PkgConfig::CUNIT ${PLUMB_GSL} m)
 
 add_test(NAME webgpu_conformance
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${CMAKE_CURRENT_SOURCE_DIR}/web/webgpu.mjs)
