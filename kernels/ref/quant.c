@@ -995,22 +995,30 @@ void dequantize_row_q3_k_ref(float *restrict y, const void *restrict vx, int64_t
 
 /* ---- IQ4_NL, IQ4_XS: non-linear 4-bit levels ---------------------------------------------- */
 
-/* Index of the level nearest to v (the upper one on a tie; the top one for NaN), ggml's
- * best_index_int8 over the 16 sorted IQ4_NL levels. */
-static int iq4_index(float v)
+/* L[j] = the index of the level nearest to id * x[j], j < 32: ggml's best_index_int8 over the
+ * 16 sorted IQ4_NL levels (the upper one on a tie; the top one for NaN). Its binary search ends
+ * at the pair val[m] <= v < val[m + 1] with m the number of levels 1..14 at or below v (0 and
+ * 14 past either end, where the comparison below then picks the end level); counted here for
+ * the 32 values at once, without branches (the search's data-dependent branches were a quarter
+ * of building an IQ4 test file). */
+static void iq4_indices(uint8_t L[32], const float *x, float id)
 {
     const int8_t *val = pl_iq4nl_values;
-    if (v <= (float)val[0]) return 0;
-    if (v >= (float)val[15]) return 15;
-    int ml = 0, mu = 15;
-    while (mu - ml > 1) {
-        const int mav = (ml + mu) / 2;
-        if (v < (float)val[mav])
-            mu = mav;
-        else
-            ml = mav;
+    float v[32];
+    int m[32];
+    for (int j = 0; j < 32; j++) {
+        v[j] = id * x[j];
+        m[j] = 0;
     }
-    return v - (float)val[mu - 1] < (float)val[mu] - v ? mu - 1 : mu;
+    for (int k = 1; k < 15; k++) {
+        const float t = (float)val[k];
+        for (int j = 0; j < 32; j++) m[j] += t <= v[j];
+    }
+    for (int j = 0; j < 32; j++) {
+        const int lo = m[j];
+        const int pick = v[j] - (float)val[lo] < (float)val[lo + 1] - v[j] ? lo : lo + 1;
+        L[j] = (uint8_t)(v[j] != v[j] ? 15 : pick);
+    }
 }
 
 /* ggml's quantize_row_iq4_nl_impl as quantize_iq4_nl / quantize_iq4_xs run it without an
@@ -1047,10 +1055,9 @@ static void iq4_quantize_block(const float *x, int sbs, pl_f16 *dh, uint8_t *q4,
         float d = -max / (float)values[0];
         float id = 1 / d;
         float sumqx = 0, sumq2 = 0;
+        iq4_indices(Lb, xb, id);
         for (int j = 0; j < 32; j++) {
-            const int l = iq4_index(id * xb[j]);
-            Lb[j] = (uint8_t)l;
-            const float q = (float)values[l];
+            const float q = (float)values[Lb[j]];
             sumqx += weight[j] * q * xb[j];
             sumq2 += weight[j] * q * q;
         }
@@ -1059,8 +1066,10 @@ static void iq4_quantize_block(const float *x, int sbs, pl_f16 *dh, uint8_t *q4,
         for (int itry = -ntry; itry <= ntry; itry++) {
             id = (float)(itry + values[0]) / max;
             sumqx = sumq2 = 0;
+            uint8_t Lt[32];
+            iq4_indices(Lt, xb, id);
             for (int j = 0; j < 32; j++) {
-                const float q = (float)values[iq4_index(id * xb[j])];
+                const float q = (float)values[Lt[j]];
                 sumqx += weight[j] * q * xb[j];
                 sumq2 += weight[j] * q * q;
             }
@@ -1084,7 +1093,7 @@ static void iq4_quantize_block(const float *x, int sbs, pl_f16 *dh, uint8_t *q4,
             int l = iclamp(nearest_int(id * scales[ib]), -32, 31);
             const float dl = d * (float)l;
             const float idl = dl != 0.0f ? 1 / dl : 0.0f;
-            for (int j = 0; j < 32; j++) L[32 * ib + j] = (uint8_t)iq4_index(idl * x[32 * ib + j]);
+            iq4_indices(L + 32 * ib, x + 32 * ib, idl);
             l += 32;
             if (ib % 2 == 0)
                 scales_l[ib / 2] = (uint8_t)(l & 0x0f);
@@ -1095,7 +1104,7 @@ static void iq4_quantize_block(const float *x, int sbs, pl_f16 *dh, uint8_t *q4,
     } else {
         *dh = pl_f32_to_f16(scales[0]);
         const float id = scales[0] != 0.0f ? 1 / scales[0] : 0.0f;
-        for (int j = 0; j < 32; j++) L[j] = (uint8_t)iq4_index(id * x[j]);
+        iq4_indices(L, x, id);
     }
     for (int i = 0; i < sbs / 32; i++)
         for (int j = 0; j < 16; j++)
