@@ -82,8 +82,9 @@ async function run() {
       return answer(v, PL_ERR_INVALID_ARG, `asked to evaluate at position ${pos0}, the GPU cache holds ${model.nPast}`);
     if (pos0 + n > model.nCtx)
       return answer(v, PL_ERR_INVALID_ARG, `${n} ids at ${pos0}: past the GPU cache's ${model.nCtx} positions`);
-    const out = await forward(model, Array.from(v.ids.subarray(0, n)));
-    if (rows > 0) v.logits.set(out.subarray((n - rows) * vocab, n * vocab));
+    // only the rows the session wants come back from the GPU (none: the last, not passed on)
+    const out = await forward(model, Array.from(v.ids.subarray(0, n)), { rows: Math.max(rows, 1) });
+    if (rows > 0) v.logits.set(out.subarray(0, rows * vocab));
     answer(v, 0);
   } catch (e) {
     answer(v, PL_ERR_IO, `webgpu: ${errText(e)}`);

@@ -129,13 +129,17 @@ export async function createEngine(opts = {}) {
     }
   };
   // A request on chat id's GPU channel: 0, or a pl_status with its message written at msg.
+  // Never throws: an exception would unwind through the engine's C frames mid-call.
   function gpuCall(id, msg, cap, fill, done) {
     const c = chats.get(id);
-    let r = c && c.gpu ? c.gpu.call(fill) : { status: -1, message: `chat ${id} has no GPU channel` };
-    if (r.status === 0) {
-      try { done(c.gpu.views); } catch (e) { r = { status: -3, message: `webgpu: ${e.message}` }; }
+    let r;
+    try {
+      r = c && c.gpu ? c.gpu.call(fill) : { status: -1, message: `chat ${id} has no GPU channel` };
+      if (r.status === 0) done(c.gpu.views);
+    } catch (e) {
+      r = { status: -3, message: `webgpu: ${e && e.message ? e.message : String(e)}` };
     }
-    if (r.status !== 0) M.stringToUTF8(r.message, msg, cap);
+    if (r.status !== 0) M.stringToUTF8(r.message || 'webgpu: failed with no message', msg, cap);
     return r.status;
   }
   const heapU8 = () => (views(), u8);

@@ -85,6 +85,7 @@ async function gpuRun(browser, base, label, quiet = false) {
   // (a planted truncate fault shows after Reset: its runs skip turn 2, SwiftShader's time)
   const t2 = quiet ? null : await say(page, LINES[1], { timeoutMs: 300000 });
   if (t2) {
+    console.log(`  turn 2 stats: ${JSON.stringify(t2.stats)}`);
     ok = c(t2.done && !t2.error && t2.stats && t2.stats.text === native[1],
       `${label}: turn 2 on webgpu equals native ref's`, { page: t2.stats && t2.stats.text, native: native[1], error: t2.error }) && ok;
     ok = c(t2.stats && t2.stats.path === 'fast' && t2.stats.reused > 0 && t2.stats.prefilled > 0 &&
