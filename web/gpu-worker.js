@@ -1,11 +1,11 @@
 // gpu-worker.js — the webgpu backend's GPU Worker: owns a GPUDevice, loads the model's GGUF bytes
 // with kernels/webgpu/llama.mjs (weights uploaded once, the KV cache on the GPU) and serves the
-// engine Worker's forward steps through gpu-channel.js. Not the chat (the engine's session keeps
+// engine Worker's forward steps through gpu-channel.mjs. Not the chat (the engine's session keeps
 // the prefix cache plan, the sampler, the stops: worker.js, plumb_web.c) nor the page.
 import { createKernels } from './plumb-webgpu.mjs';
 import { readGGUF, gpuSupport, loadModel, forward, truncate, freeModel } from './llama.mjs';
 import { channelViews, answer, OP, N, POS0, ROWS, ARG, OP_EVAL, OP_TRUNCATE,
-  PL_ERR_INVALID_ARG, PL_ERR_IO } from './gpu-channel.js';
+  PL_ERR_INVALID_ARG, PL_ERR_IO } from './gpu-channel.mjs';
 
 let device = null, ks = null, gguf = null, model = null, v = null, vocab = 0;
 let lost = '';

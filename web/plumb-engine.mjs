@@ -2,7 +2,7 @@
 // wrapped in the calls the page's Worker and the node tests use (web/README.md, "The engine
 // module"). Synchronous after createEngine(); not a Worker of its own: run it inside one.
 
-import { channelClient, OP, N, POS0, ROWS, ARG, OP_EVAL, OP_TRUNCATE } from './gpu-channel.js';
+import { channelClient, OP, N, POS0, ROWS, ARG, OP_EVAL, OP_TRUNCATE } from './gpu-channel.mjs';
 
 const VARIANTS = ['simd-relaxed-threads', 'simd-relaxed', 'simd-threads', 'simd', 'scalar-threads',
   'scalar'];
@@ -206,7 +206,7 @@ export async function createEngine(opts = {}) {
       if (modelBuf) M._free(modelBuf);
       model = modelBuf = modelSize = 0;
     },
-    // o.gpu = { channel (gpu-channel.js's createChannel), kick() (tells the GPU Worker) }: the
+    // o.gpu = { channel (gpu-channel.mjs's createChannel), kick() (tells the GPU Worker) }: the
     // webgpu backend, the session's forward in the GPU Worker (a threads variant only).
     newChat(o = {}) {
       if (!model) throw new Error('newChat: no model loaded');

@@ -1,7 +1,7 @@
 // worker.js — the dedicated Worker that owns the wasm engine (plumb-engine.mjs): loads the
 // model into the wasm heap, runs each chat turn synchronously and streams it to the page
 // through ring.js. With the webgpu backend the chat's forward runs in a GPU Worker of its own
-// (gpu-worker.js), started here, and the turn blocks on their channel (gpu-channel.js) at each
+// (gpu-worker.js), started here, and the turn blocks on their channel (gpu-channel.mjs) at each
 // step. Not the page (app.js); the main thread never runs the engine.
 import { RingWriter, PostWriter } from './ring.js';
 
@@ -131,7 +131,7 @@ async function newChat(p) {
   if (gpuModel.ok) {
     let c = null, why = '';
     try {
-      const { createChannel } = await import('./gpu-channel.js'); // beside plumb-engine.mjs
+      const { createChannel } = await import('./gpu-channel.mjs'); // beside plumb-engine.mjs
       const channel = createChannel(model.vocab);
       c = eng.newChat({ ...p, gpu: { channel, kick: () => gpuWorker.postMessage({ type: 'run' }) } });
       const r = await gpuAsk({ type: 'chat', channel, nCtx: c.info().capacity });

@@ -62,7 +62,7 @@ for v in "${variants[@]}"; do
     [ ! -f "$OUT/$v/web/plumb-$m.worker.js" ] || cp "$OUT/$v/web/plumb-$m.worker.js" "$OUT/web/"
   done
 done
-cp "$ROOT/web/plumb-engine.mjs" "$ROOT/web/gpu-channel.js" "$ROOT/web/gpu-worker.js" "$OUT/web/"
+cp "$ROOT/web/plumb-engine.mjs" "$ROOT/web/gpu-channel.mjs" "$ROOT/web/gpu-worker.js" "$OUT/web/"
 # The webgpu backend's forward pass and kernels (kernels/webgpu/: llama.mjs fetches nothing;
 # plumb-webgpu.mjs fetches its .wgsl files next to itself), beside the GPU Worker that loads them.
 cp "$ROOT/kernels/webgpu/llama.mjs" "$ROOT/kernels/webgpu/plumb-webgpu.mjs" \

@@ -1,4 +1,4 @@
-// gpu-channel.js — the shared memory between the engine's Worker, whose chat session has the GPU
+// gpu-channel.mjs — the shared memory between the engine's Worker, whose chat session has the GPU
 // as its forward (plumb_web.c's pl_forward_hook blocks on it), and the GPU Worker (gpu-worker.js)
 // that runs the forward pass and answers. Not the forward pass (llama.mjs) nor the text ring.
 //
