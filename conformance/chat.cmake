@@ -9,3 +9,9 @@ plumb_test(test_chat_template LABELS unit conformance SOURCES ${CMAKE_CURRENT_SO
 target_link_libraries(test_chat_template PRIVATE plumb_synth Threads::Threads)
 target_compile_definitions(test_chat_template PRIVATE
   PLUMB_JINJA_CORPUS="${CMAKE_CURRENT_SOURCE_DIR}/jinja")
+# Sessions whose forward is a pl_forward_hook (issue 50's page seam): a hook relaying to a second
+# CPU session gives the plain session's bits on every chat path and under the property above;
+# failing hooks and a planted hook that ignores truncate are caught.
+plumb_test(test_forward_hook LABELS unit conformance quick TIMEOUT 600
+  SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_forward_hook.c ${CMAKE_CURRENT_SOURCE_DIR}/chat_ops.c)
+target_link_libraries(test_forward_hook PRIVATE plumb_synth Threads::Threads)

@@ -37,6 +37,8 @@ typedef struct ctx {
     const chat_ops_model *cm;
     pl_session_params sp;
     pl_session *s, *oracle;
+    chat_ops_relay relay; /* cm->hook: the forward of s */
+    pl_forward_hook hook;
     int64_t V;
     float *l1, *l2;
     msg msgs[MAX_MSGS];
@@ -54,6 +56,64 @@ typedef struct ctx {
 } ctx;
 
 static int last_count;
+
+/* ---- the relay hook ---- */
+
+static pl_status relay_eval(void *user, const int32_t *ids, int64_t n, int64_t pos0, float *logits,
+                            int64_t out0, pl_error *err)
+{
+    chat_ops_relay *r = user;
+    r->n_eval++;
+    if (r->fail_eval && r->n_eval == r->fail_eval)
+        return pl_fail(err, r->fail_status ? r->fail_status : PL_ERR_IO, "%s",
+                       r->fail_msg ? r->fail_msg : "the relay's planted eval failure");
+    if (!(r->faults & CHAT_RELAY_NO_POS_CHECK) && pos0 != pl_session_n_past(r->inner))
+        return pl_fail(err, PL_ERR_INVALID_ARG, "relay: asked for position %lld, holds %lld",
+                       (long long)pos0, (long long)pl_session_n_past(r->inner));
+    if (!logits || out0 >= n) return pl_session_eval(r->inner, ids, n, NULL, 0, err);
+    if (out0 == n - 1) return pl_session_eval(r->inner, ids, n, logits, 0, err);
+    const int64_t V = r->V;
+    if (out0 == 0) return pl_session_eval(r->inner, ids, n, logits, PL_EVAL_ALL_LOGITS, err);
+    if (n * V > r->rows_cap) {
+        float *p = realloc(r->rows, (size_t)(n * V) * sizeof *p);
+        if (!p) return pl_fail(err, PL_ERR_NOMEM, "relay: no memory for %lld rows", (long long)n);
+        r->rows = p;
+        r->rows_cap = n * V;
+    }
+    pl_status st = pl_session_eval(r->inner, ids, n, r->rows, PL_EVAL_ALL_LOGITS, err);
+    if (!st) memcpy(logits, r->rows + out0 * V, (size_t)((n - out0) * V) * sizeof *logits);
+    return st;
+}
+
+static pl_status relay_truncate(void *user, int64_t n, pl_error *err)
+{
+    chat_ops_relay *r = user;
+    r->n_truncate++;
+    if (r->fail_truncate && r->n_truncate == r->fail_truncate)
+        return pl_fail(err, r->fail_status ? r->fail_status : PL_ERR_IO, "%s",
+                       r->fail_msg ? r->fail_msg : "the relay's planted truncate failure");
+    if (r->faults & CHAT_RELAY_NO_TRUNCATE) return PL_OK;
+    return pl_session_truncate(r->inner, n, err);
+}
+
+pl_status chat_ops_relay_init(chat_ops_relay *r, pl_forward_hook *hook, const pl_model *m,
+                              const pl_session_params *sp, pl_error *err)
+{
+    memset(r, 0, sizeof *r);
+    pl_session_params ip = *sp;
+    ip.forward = NULL;
+    r->V = pl_vocab_n_tokens(m);
+    *hook = (pl_forward_hook){
+        .eval = relay_eval, .truncate = relay_truncate, .user = r, .name = "relay"};
+    return pl_session_new(&r->inner, m, &ip, err);
+}
+
+void chat_ops_relay_free(chat_ops_relay *r)
+{
+    pl_session_free(r->inner);
+    free(r->rows);
+    memset(r, 0, sizeof *r);
+}
 
 int chat_ops_last_count(void)
 {
@@ -696,6 +756,14 @@ static int configure(ctx *c, unsigned b)
     op.n_threads = 1;
     op.prefill_chunk = 64; /* the oracle evaluates in other chunks: results may not differ */
     pl_error e = {0};
+    if (c->cm->hook) {
+        if (chat_ops_relay_init(&c->relay, &c->hook, m, &c->sp, &e))
+            return fail(c, "relay session: %s", e.msg);
+        /* the planted fault also skips the relay's own position check, as a forward that
+         * trusts its cache would */
+        if (c->cm->hook == 2) c->relay.faults = CHAT_RELAY_NO_TRUNCATE | CHAT_RELAY_NO_POS_CHECK;
+        c->sp.forward = &c->hook;
+    }
     if (pl_session_new(&c->s, m, &c->sp, &e) || pl_session_new(&c->oracle, m, &op, &e))
         return fail(c, "sessions: %s", e.msg);
     c->V = pl_vocab_n_tokens(m);
@@ -808,6 +876,7 @@ int chat_ops_run(const chat_ops_model *cm, const uint8_t *data, size_t size, cha
     clear(&c);
     pl_session_free(c.s);
     pl_session_free(c.oracle);
+    chat_ops_relay_free(&c.relay);
     free(c.l1);
     free(c.l2);
     free(c.out);

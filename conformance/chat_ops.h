@@ -17,7 +17,36 @@ typedef struct chat_ops_model {
     const pl_model *m;
     int byte_level;
     int n_threads; /* of the sessions under test (the oracle session uses 1) */
+    /* 1: the session under test runs its forward through a pl_forward_hook that relays to a
+     * second session of the same params (chat_ops_relay); 2: the same relay with the planted
+     * fault CHAT_RELAY_NO_TRUNCATE, which the invariants must catch. The oracle is plain. */
+    int hook;
 } chat_ops_model;
+
+/* ---- a pl_forward_hook that relays to a second, plain session (the CPU forward through the
+ * hook seam: its logits must be the plain session's bit for bit) ---- */
+enum {
+    CHAT_RELAY_NO_TRUNCATE = 1u, /* planted: truncate returns PL_OK and drops nothing */
+    CHAT_RELAY_NO_POS_CHECK = 2u /* eval does not check pos0 against what the relay holds */
+};
+typedef struct chat_ops_relay {
+    pl_session *inner;
+    unsigned faults;
+    /* > 0: the fail_eval-th eval call (counting from 1) fails with PL_ERR_IO; the same for
+     * truncate. fail_status: that call's status instead (0: PL_ERR_IO); fail_msg: its message
+     * ("" leaves err empty). */
+    int64_t fail_eval, fail_truncate, n_eval, n_truncate;
+    pl_status fail_status;
+    const char *fail_msg;
+    int64_t V;
+    float *rows; /* scratch for logits rows [out0, n) when 0 < out0 < n - 1 */
+    int64_t rows_cap;
+} chat_ops_relay;
+/* r->inner: a new plain session with sp's params (sp->forward ignored); *hook: the relay's
+ * pl_forward_hook, named "relay". PL_OK or the session's error. */
+pl_status chat_ops_relay_init(chat_ops_relay *r, pl_forward_hook *hook, const pl_model *m,
+                              const pl_session_params *sp, pl_error *err);
+void chat_ops_relay_free(chat_ops_relay *r);
 
 /* Input layout: byte 0 the session configuration (context or sliding window, sinks, chunk,
  * KV type), then operations, each an opcode byte and its arguments (see chat_ops.c):

@@ -47,3 +47,6 @@ set_property(TEST web_relaxed APPEND PROPERTY ENVIRONMENT
   "PLUMB_WEB_ENGINE=${PROJECT_SOURCE_DIR}/build-wasm/web")
 # web/ring.js under Node alone: order, bytes, wrap-around, parts, STOP to a busy producer.
 web_add(web_ring 60 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/ring_test.mjs)
+# web/gpu-channel.mjs under Node alone (the webgpu backend's engine-to-GPU-Worker channel): requests
+# and answers intact, long errors cut, a silent GPU side timed out and the channel broken.
+web_add(web_gpu_channel 60 sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${WEB_DIR}/gpu_channel_test.mjs)

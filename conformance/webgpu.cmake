@@ -30,3 +30,14 @@ add_test(NAME webgpu_conformance
 set_tests_properties(webgpu_conformance PROPERTIES LABELS "webgpu;browser;conformance"
   TIMEOUT 300 SKIP_RETURN_CODE 77 FIXTURES_REQUIRED web_npm
   ENVIRONMENT "PLUMB_WEBGPU_CASES=$<TARGET_FILE:webgpu_cases>;PLUMB_WEBGPU_MODELS=$<TARGET_FILE:webgpu_models>;PLUMB_WEB_NPM=${CMAKE_BINARY_DIR}/web-npm")
+
+# The chat page's webgpu backend (issue 50): the page served by plumb serve (cross-origin
+# isolated) with `make wasm`'s engine folder (the wasm fixture of web/tests.cmake), a tiny llama
+# Q8_0 file on the GPU (SwiftShader) in two greedy turns equal to native ref's, turn 2 on the GPU
+# cache's fast path, the wasm backend's replies the same; the fallbacks (a Q4_0 file, whose Q6_K
+# head the set lacks; chromium without WebGPU) saying why; planted faults caught.
+add_test(NAME webgpu_page
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${CMAKE_CURRENT_SOURCE_DIR}/web/webgpu_page.mjs)
+set_tests_properties(webgpu_page PROPERTIES LABELS "webgpu;browser" TIMEOUT 400
+  SKIP_RETURN_CODE 77 FIXTURES_REQUIRED "web_npm;wasm"
+  ENVIRONMENT "PLUMB_CLI=$<TARGET_FILE:plumb_cli>;PLUMB_SERVE_MODEL=${PROJECT_SOURCE_DIR}/models/plumb-en-8m-Q8_0.gguf;PLUMB_WEB_NPM=${CMAKE_BINARY_DIR}/web-npm;PLUMB_WEB_ENGINE=${PROJECT_SOURCE_DIR}/build-wasm/web")

@@ -18,6 +18,7 @@ static const struct {
     {".png", "image/png"},
     {".svg", "image/svg+xml"},
     {".txt", "text/plain; charset=utf-8"},
+    {".wgsl", "text/wgsl; charset=utf-8"}, /* the webgpu kernel set's shaders (--web-dir) */
 };
 
 const char *sv_web_type(const char *name)

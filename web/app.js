@@ -11,8 +11,10 @@ const dec = new TextDecoder();
 const state = {
   backend: null,
   isolated: ringSupported(),
+  // gpu: the engine Worker's webgpu conditions ({ ok, why, adapter }); backend: what the chat
+  // runs on ({ name: 'webgpu' or the wasm kernel set, why: the reason it is not webgpu }).
   wasm: { available: false, why: '', worker: null, reader: null, variant: null, info: null,
-          model: null, source: null, chatReady: false, loading: false },
+          model: null, source: null, chatReady: false, loading: false, gpu: null, backend: null },
   server: { available: false, model: null, file: null }, // file: { bytes } when /model.gguf is offered
   messages: [], // server mode: the conversation sent with each request
   turns: [],
@@ -52,6 +54,12 @@ function showOn() {
   if (state.backend === 'server') {
     model = state.server.model || '';
     text = `On the server (plumb serve): ${model ? `model ${model}` : 'its model id needs the API key (Server, left)'}`;
+  } else if (w.model && w.backend && w.backend.name === 'webgpu') {
+    model = w.name || '';
+    const a = w.backend.adapter || {};
+    const gpuName = [a.vendor, a.architecture, a.description].filter(Boolean).join(' ') || 'an adapter';
+    text = `In this browser (WebGPU on ${gpuName}; tokenizer and sampler in WebAssembly, ${w.info ? w.info.variant : ''}): ` +
+      `model ${model}, kernels webgpu`;
   } else if (w.model) {
     model = w.name || '';
     text = `In this browser (WebAssembly${w.info ? `, ${w.info.variant}, ${w.info.threads} thread${w.info.threads > 1 ? 's' : ''}` : ''}): ` +
@@ -60,6 +68,11 @@ function showOn() {
     text = `In this browser (WebAssembly): ${w.loading ? 'loading a model…' : 'no model loaded yet'}`;
   }
   $('on').textContent = text;
+  // The backend the chat runs and, when it is not the GPU, why (e.g. "wasm128r: the webgpu set
+  // has no matmul for Q6_K (...)").
+  const b = state.backend === 'wasm' && w.model ? w.backend : null;
+  $('engine-backend').textContent = b ? `backend ${b.name}${b.why ? ` — not on the GPU: ${b.why}` : ''}` : '';
+  document.body.dataset.engine = b ? b.name : '';
   document.body.dataset.on = state.backend || '';
   document.body.dataset.onModel = model;
 }
@@ -268,7 +281,7 @@ async function startWorker() {
   if (w.reader) pump(w.reader);
   let r;
   try {
-    r = await ask({ type: 'init', variant, threads, sab });
+    r = await ask({ type: 'init', variant, threads, sab, gpu: $('gpu').value });
   } catch (e) {
     // A worker whose engine did not start is no use: the next load starts a fresh one.
     w.worker.terminate();
@@ -278,6 +291,7 @@ async function startWorker() {
   }
   w.variant = variant;
   w.info = r.info;
+  w.gpu = r.gpu;
   w.memory = r.memory;
   $('env').textContent = `engine ${r.info.variant}, ${r.info.threads} thread${r.info.threads > 1 ? 's' : ''}, ` +
     `${state.isolated ? 'cross-origin isolated (SharedArrayBuffer ring)' : 'not isolated (postMessage)'}`;
@@ -298,6 +312,7 @@ async function loadModel(source) {
       : await ask({ type: 'loadUrl', url: source.url, kernels, headers: source.headers });
     w.source = source;
     w.model = r.model;
+    w.gpuModel = r.gpu || null; // whether the GPU Worker runs this file ({ ok, why })
     w.name = source.name || r.name;
     w.memory = r.memory;
     $('progress').hidden = true;
@@ -326,7 +341,8 @@ async function newChat() {
   const p = { system: $('system').value, nCtx: num('n-ctx'), window: num('window'), sinks: num('sinks'),
               sampler: samplerSettings() };
   try {
-    await ask({ type: 'newChat', params: p });
+    const r = await ask({ type: 'newChat', params: p });
+    w.backend = r.backend || null;
     w.chatReady = true;
     document.body.dataset.chat = '1';
     w.chats = (w.chats || 0) + 1;
@@ -609,6 +625,7 @@ function wire() {
   });
   // The variant is chosen when the worker starts, the kernel set when the model loads.
   $('variant').addEventListener('change', () => { if (!state.busy && !state.wasm.loading) { clearConversation(); restartEngine(); } });
+  $('gpu').addEventListener('change', () => { if (!state.busy && !state.wasm.loading) { clearConversation(); restartEngine(); } });
   $('kernels').addEventListener('change', () => {
     if (!state.busy && !state.wasm.loading && state.wasm.source) { clearConversation(); loadModel(state.wasm.source); }
   });
@@ -620,7 +637,7 @@ async function main() {
   wire();
   for (const [k, id] of [['temp', 'temp'], ['seed', 'seed'], ['max_tokens', 'max-tokens'], ['n_ctx', 'n-ctx'],
                          ['window', 'window'], ['sinks', 'sinks'], ['top_k', 'top-k'], ['top_p', 'top-p'],
-                         ['min_p', 'min-p'], ['kernels', 'kernels'], ['variant', 'variant']])
+                         ['min_p', 'min-p'], ['kernels', 'kernels'], ['variant', 'variant'], ['gpu', 'gpu']])
     if (params.has(k)) $(id).value = params.get(k);
   if (params.has('system')) $('system').value = params.get('system');
   const [server, engine] = await Promise.all([

@@ -2,6 +2,8 @@
 // wrapped in the calls the page's Worker and the node tests use (web/README.md, "The engine
 // module"). Synchronous after createEngine(); not a Worker of its own: run it inside one.
 
+import { channelClient, OP, N, POS0, ROWS, ARG, OP_EVAL, OP_TRUNCATE } from './gpu-channel.mjs';
+
 const VARIANTS = ['simd-relaxed-threads', 'simd-relaxed', 'simd-threads', 'simd', 'scalar-threads',
   'scalar'];
 const isNode = typeof process === 'object' && process.versions && process.versions.node;
@@ -98,6 +100,20 @@ export async function createEngine(opts = {}) {
       const str = new TextDecoder().decode(heapU8().slice(ptr, ptr + len));
       return c.onPiece(str) ? 1 : 0;
     },
+    // The webgpu backend's forward hook (plumb_web.c's gpu_eval, gpu_truncate): a request on the
+    // chat's GPU channel, this thread blocked until the GPU Worker answers.
+    plumbGpuEval: (id, ids, n, pos0, logits, out0, msg, cap) => gpuCall(id, msg, cap, (v) => {
+      views();
+      v.ids.set(i32.subarray(ids >>> 2, (ids >>> 2) + n));
+      v.ctl[OP] = OP_EVAL; v.ctl[N] = n; v.ctl[POS0] = pos0; v.ctl[ROWS] = logits ? n - out0 : 0;
+    }, (v) => {
+      if (!logits) return;
+      views();
+      f32.set(v.logits.subarray(0, (n - out0) * v.nVocab), logits >>> 2);
+    }),
+    plumbGpuTruncate: (id, n, msg, cap) => gpuCall(id, msg, cap, (v) => {
+      v.ctl[OP] = OP_TRUNCATE; v.ctl[ARG] = n;
+    }, () => {}),
     print: opts.print ?? (() => {}),
     printErr: opts.printErr ?? ((s) => console.warn(s)),
   });
@@ -112,6 +128,20 @@ export async function createEngine(opts = {}) {
       f32 = new Float32Array(b);
     }
   };
+  // A request on chat id's GPU channel: 0, or a pl_status with its message written at msg.
+  // Never throws: an exception would unwind through the engine's C frames mid-call.
+  function gpuCall(id, msg, cap, fill, done) {
+    const c = chats.get(id);
+    let r;
+    try {
+      r = c && c.gpu ? c.gpu.call(fill) : { status: -1, message: `chat ${id} has no GPU channel` };
+      if (r.status === 0) done(c.gpu.views);
+    } catch (e) {
+      r = { status: -3, message: `webgpu: ${e && e.message ? e.message : String(e)}` };
+    }
+    if (r.status !== 0) M.stringToUTF8(r.message || 'webgpu: failed with no message', msg, cap);
+    return r.status;
+  }
   const heapU8 = () => (views(), u8);
   const heapU32 = () => (views(), u32);
   const notePeak = () => { peak = Math.max(peak, heapU8().buffer.byteLength); };
@@ -176,19 +206,28 @@ export async function createEngine(opts = {}) {
       if (modelBuf) M._free(modelBuf);
       model = modelBuf = modelSize = 0;
     },
+    // o.gpu = { channel (gpu-channel.mjs's createChannel), kick() (tells the GPU Worker) }: the
+    // webgpu backend, the session's forward in the GPU Worker (a threads variant only).
     newChat(o = {}) {
       if (!model) throw new Error('newChat: no model loaded');
+      if (o.gpu && !threaded) throw new Error('newChat: the webgpu backend needs a threads variant (a cross-origin isolated page)');
       const s = o.sampler ?? {};
       const id = nextChat++;
       const out = M._malloc(4) >>> 0;
       let handle = 0;
+      const rec = { onPiece: () => 0, gpu: o.gpu ? channelClient(o.gpu.channel, o.gpu.kick, o.gpu.timeoutMs) : null };
+      if (rec.gpu) rec.gpu.views.nVocab = o.gpu.channel.nVocab;
+      chats.set(id, rec);
       try {
         withStrings([o.system, o.kernels], (sys, k) => check(M._pw_chat_new(out, model, id, sys,
           o.nCtx ?? 0, o.window ?? 0, o.sinks ?? 0, threads, k, s.temp ?? 0.8, s.topK ?? 40,
-          s.topP ?? 0.95, s.minP ?? 0.05, s.seed ?? -1, 1, errPtr)));
+          s.topP ?? 0.95, s.minP ?? 0.05, s.seed ?? -1, 1, o.gpu ? o.gpu.channel.idsCap : 0,
+          o.gpu ? o.gpu.channel.rows : 0, errPtr)));
         handle = heapU32()[out >>> 2];
+      } catch (e) {
+        chats.delete(id);
+        throw e;
       } finally { M._free(out); notePeak(); }
-      const rec = { onPiece: () => 0 };
       const chat = {
         turn(userText, t = {}) {
           if (!handle) throw new Error('turn: the chat was freed');
@@ -212,6 +251,13 @@ export async function createEngine(opts = {}) {
           } finally { M._free(out); rec.onPiece = () => 0; notePeak(); }
         },
         reset() { if (handle) M._pw_chat_reset(handle); },
+        // The session's kernel set ('webgpu' for the GPU backend) and context (KV capacity).
+        info() {
+          if (!handle) throw new Error('info: the chat was freed');
+          const r = takeJSON(M._pw_chat_info_json(handle, errPtr));
+          if (!r) check(1);
+          return r;
+        },
         free() {
           if (handle) M._pw_chat_free(handle);
           handle = 0;
@@ -219,7 +265,6 @@ export async function createEngine(opts = {}) {
         },
       };
       rec.chat = chat;
-      chats.set(id, rec);
       return chat;
     },
     memory() {

@@ -31,6 +31,20 @@ static pl_status fail(pl_error *err, pl_status code, const char *msg)
     return code;
 }
 
+/* The webgpu backend's forward (web/gpu-worker.js, through plumb-engine.mjs's channel): evaluates
+ * n ids at positions [pos0, pos0 + n) in the GPU Worker and, when logits is non-zero, writes the
+ * rows of tokens [out0, n) there (n - out0 <= the channel's rows); truncate keeps the first n
+ * positions. Both block this thread (Atomics.wait) until the GPU Worker answers: only the threads
+ * variants, in a cross-origin isolated page, have the SharedArrayBuffer this needs. They return 0,
+ * or a pl_status with its reason written into msg (cap bytes, NUL-terminated). */
+EM_JS(int, pw_js_gpu_eval,
+      (int id, const int32_t *ids, int n, double pos0, float *logits, int out0, char *msg, int cap),
+      {
+          return Module["plumbGpuEval"](id, ids >>> 0, n, pos0, logits >>> 0, out0, msg >>> 0, cap);
+      });
+EM_JS(int, pw_js_gpu_truncate, (int id, double n, char *msg, int cap),
+      { return Module["plumbGpuTruncate"](id, n, msg >>> 0, cap); });
+
 /* Streams one piece of text to the JS chat whose id is given; nonzero cancels. */
 EM_JS(int, pw_js_on_text, (int id, const char *text, size_t len),
       { return Module["plumbOnText"](id, text >>> 0, len >>> 0); });
@@ -139,7 +153,40 @@ typedef struct pw_chat {
     char *reply; /* the text delivered this turn */
     size_t reply_len, reply_cap;
     int reply_oom, streaming;
+    /* The webgpu backend: > 0 when the session's forward is the GPU Worker; the most ids and
+     * logits rows one channel call carries. */
+    int64_t gpu_ids, gpu_rows, n_vocab;
 } pw_chat;
+
+/* The pl_forward_hook of a webgpu chat: the session's steps cut to what the channel carries (a
+ * token's row does not depend on how the steps are cut: each of the GPU's kernels computes a
+ * token's row on its own, kernels/webgpu/README.md). */
+static pl_status gpu_eval(void *user, const int32_t *ids, int64_t n, int64_t pos0, float *logits,
+                          int64_t out0, pl_error *err)
+{
+    const pw_chat *c = user;
+    if (!logits) out0 = n;
+    for (int64_t i = 0; i < n;) {
+        /* ids before out0 go in calls of gpu_ids with no logits; from out0 on, gpu_rows a call */
+        int64_t len = i < out0 ? out0 - i : c->gpu_rows;
+        if (len > c->gpu_ids) len = c->gpu_ids;
+        if (len > n - i) len = n - i;
+        float *dst = i < out0 ? NULL : logits + (i - out0) * c->n_vocab;
+        err->msg[0] = '\0';
+        int st = pw_js_gpu_eval(c->id, ids + i, (int)len, (double)(pos0 + i), dst,
+                                dst ? 0 : (int)len, err->msg, (int)sizeof err->msg);
+        if (st != 0) return (pl_status)st;
+        i += len;
+    }
+    return PL_OK;
+}
+
+static pl_status gpu_truncate(void *user, int64_t n, pl_error *err)
+{
+    const pw_chat *c = user;
+    err->msg[0] = '\0';
+    return (pl_status)pw_js_gpu_truncate(c->id, (double)n, err->msg, (int)sizeof err->msg);
+}
 
 /* Appends a message whose content is a copy of text[0..len); 1 when out of memory. */
 static int push_msg(pw_chat *c, const char *role, const char *text, size_t len)
@@ -180,13 +227,22 @@ EMSCRIPTEN_KEEPALIVE void pw_chat_free(pw_chat *c)
 
 /* window > 0: a sliding window of that many tokens with sinks; else a context window of n_ctx
  * (0: the engine's default). The engine validates the combination (PL_ERR_CONFIG, its words).
- * seed < 0: the engine's default seed. */
+ * seed < 0: the engine's default seed. gpu_ids > 0: the webgpu backend, the session's forward
+ * in the GPU Worker (gpu_eval), whose channel carries gpu_ids ids and gpu_rows rows of logits a
+ * call; a context window only (llama.mjs's forward has no sliding window: PL_ERR_UNSUPPORTED). */
 EMSCRIPTEN_KEEPALIVE pl_status pw_chat_new(pw_chat **out, const pl_model *m, int id,
                                            const char *system, double n_ctx, double window,
                                            double sinks, int threads, const char *kernels,
                                            double temp, int top_k, double top_p, double min_p,
-                                           double seed, int streaming, pl_error *err)
+                                           double seed, int streaming, int gpu_ids, int gpu_rows,
+                                           pl_error *err)
 {
+    if (gpu_ids > 0 && (window > 0 || sinks > 0))
+        return fail(err, PL_ERR_UNSUPPORTED,
+                    "the webgpu backend runs a context window, not a sliding window (its "
+                    "forward pass has none yet): set the sliding window to 0");
+    if (gpu_ids > 0 && gpu_rows < 1)
+        return fail(err, PL_ERR_INVALID_ARG, "chat: the GPU channel carries no logits row");
     *out = NULL;
     pw_chat *c = calloc(1, sizeof *c);
     if (!c) return fail(err, PL_ERR_NOMEM, "chat: out of memory");
@@ -210,6 +266,19 @@ EMSCRIPTEN_KEEPALIVE pl_status pw_chat_new(pw_chat **out, const pl_model *m, int
     pp.min_p = (float)min_p;
     if (seed >= 0) pp.seed = (uint64_t)seed;
     pp.kernels = sp.kernels;
+    pl_forward_hook hook = {
+        .eval = gpu_eval, .truncate = gpu_truncate, .user = c, .name = "webgpu"};
+    if (gpu_ids > 0) {
+        c->gpu_ids = gpu_ids;
+        c->gpu_rows = gpu_rows;
+        pl_model_info mi;
+        if (pl_model_get_info(m, &mi, err) != PL_OK) {
+            pw_chat_free(c);
+            return err->code;
+        }
+        c->n_vocab = mi.n_vocab; /* the rows of logits the session asks for */
+        sp.forward = &hook;
+    }
     pl_status st = pl_session_new(&c->s, m, &sp, err);
     if (st == PL_OK) st = pl_sampler_new(&c->smp, m, &pp, err);
     if (st == PL_OK && system) {
@@ -322,6 +391,19 @@ EMSCRIPTEN_KEEPALIVE pl_status pw_chat_turn(pw_chat *c, const char *user, double
     *stats_json = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return *stats_json ? PL_OK : fail(err, PL_ERR_NOMEM, "chat: out of memory for the stats");
+}
+
+/* The chat's session: its kernel set ("webgpu" for the GPU backend) and KV capacity (the
+ * context the GPU Worker's cache must hold): {kernels, capacity}. */
+EMSCRIPTEN_KEEPALIVE char *pw_chat_info_json(const pw_chat *c, pl_error *err)
+{
+    pl_session_info si;
+    if (pl_session_get_info(c->s, &si, err) != PL_OK) return NULL;
+    json_t *o = json_pack("{s:s, s:f}", "kernels", si.kernels, "capacity", (double)si.kv_capacity);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!s) fail(err, PL_ERR_NOMEM, "chat info: out of memory");
+    return s;
 }
 
 /* The last turn's reply: its bytes (not always UTF-8) and their count. */

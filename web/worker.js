@@ -1,21 +1,60 @@
 // worker.js — the dedicated Worker that owns the wasm engine (plumb-engine.mjs): loads the
 // model into the wasm heap, runs each chat turn synchronously and streams it to the page
-// through ring.js. Not the page (app.js); the main thread never runs the engine.
+// through ring.js. With the webgpu backend the chat's forward runs in a GPU Worker of its own
+// (gpu-worker.js), started here, and the turn blocks on their channel (gpu-channel.mjs) at each
+// step. Not the page (app.js); the main thread never runs the engine.
 import { RingWriter, PostWriter } from './ring.js';
 
 let eng = null; // the engine module instance
 let model = null; // what loadModel returned
 let chat = null;
 let sink = null; // RingWriter (shared memory) or PostWriter (postMessage)
+// The webgpu backend: the GPU Worker and what it said at init ({ ok, why, adapter }); whether it
+// runs the loaded model ({ ok, why }); what the chat runs on ({ name: 'webgpu' or the wasm
+// kernel set, why: the reason it is not webgpu, adapter }).
+let gpuWorker = null, gpu = { ok: false, why: 'not started' }, gpuModel = { ok: false, why: '' };
+let backend = null;
+let gpuPending = null;
 
 const reply = (msg) => postMessage(msg);
 const errText = (e) => (e && e.message ? e.message : String(e));
 
-async function init({ variant, threads, sab }) {
+async function init({ variant, threads, sab, gpu: want }) {
   const { createEngine } = await import('./plumb-engine.mjs');
   eng = await createEngine({ variant, threads });
   sink = sab ? new RingWriter(sab) : new PostWriter(self);
-  return { info: eng.info(), memory: eng.memory() };
+  gpu = await startGpu(want, variant);
+  return { info: eng.info(), memory: eng.memory(), gpu };
+}
+
+// The GPU backend's conditions here, each failure with its reason: not turned off, a cross-origin
+// isolated page (the channel is a SharedArrayBuffer) and a threads variant (its turn may block
+// while the GPU works), navigator.gpu, an adapter and a device (the GPU Worker's init).
+async function startGpu(want, variant) {
+  if (want === 'off') return { ok: false, why: 'the GPU backend is off (gpu=off)' };
+  if (globalThis.crossOriginIsolated !== true)
+    return { ok: false, why: 'the page is not cross-origin isolated (the GPU channel needs SharedArrayBuffer)' };
+  if (!variant.endsWith('-threads'))
+    return { ok: false, why: `the ${variant} variant cannot wait for the GPU (a threads variant can)` };
+  if (!globalThis.navigator || !navigator.gpu) return { ok: false, why: 'no navigator.gpu (this browser has no WebGPU here)' };
+  gpuWorker = new Worker(new URL('./gpu-worker.js', import.meta.url), { type: 'module' });
+  gpuWorker.onmessage = (ev) => { const p = gpuPending; gpuPending = null; if (p) p(ev.data); };
+  gpuWorker.onerror = (e) => {
+    const p = gpuPending;
+    gpuPending = null;
+    if (p) p({ ok: false, why: `the GPU worker failed: ${e.message || 'it could not start (see the console)'}` });
+  };
+  const r = await gpuAsk({ type: 'init' });
+  if (!r.ok) { gpuWorker.terminate(); gpuWorker = null; }
+  return r;
+}
+
+// A request to the GPU Worker, answered by one message ({ ok, why, ... }).
+function gpuAsk(msg, transfer) {
+  return new Promise((resolve) => {
+    gpuPending = resolve;
+    gpuWorker.postMessage(msg, transfer || []);
+  });
 }
 
 // Copies the File into the heap slice by slice: the bytes land in the wasm heap once; each
@@ -29,7 +68,7 @@ async function loadFile(file, kernels) {
     buf.set(chunk, off);
     reply({ type: 'progress', loaded: off + chunk.length, total: size });
   }
-  return bind(buf, kernels, file.name);
+  return await bind(buf, kernels, file.name);
 }
 
 // From a URL: a ReadableStream, each chunk copied into the heap at once. Without a
@@ -75,9 +114,43 @@ function allocFor(size) {
   return eng.allocModel(size);
 }
 
-function bind(buf, kernels, name) {
+async function bind(buf, kernels, name) {
   model = eng.loadModel(buf, { kernels: kernels || undefined });
-  return { model, name, memory: eng.memory() };
+  gpuModel = { ok: false, why: gpu.why };
+  if (gpu.ok) {
+    // A copy for the GPU Worker (its own heap: the forward reads its embedding rows there).
+    const bytes = buf.slice().buffer;
+    gpuModel = await gpuAsk({ type: 'load', bytes }, [bytes]);
+  }
+  return { model, name, memory: eng.memory(), gpu: gpuModel };
+}
+
+// A chat on the GPU when the model runs there, else (or when that chat cannot be made: a sliding
+// window, the GPU's memory) on the wasm kernels, saying why.
+async function newChat(p) {
+  if (gpuModel.ok) {
+    let c = null, why = '';
+    try {
+      const { createChannel } = await import('./gpu-channel.mjs'); // beside plumb-engine.mjs
+      const channel = createChannel(model.vocab);
+      c = eng.newChat({ ...p, gpu: { channel, kick: () => gpuWorker.postMessage({ type: 'run' }) } });
+      const r = await gpuAsk({ type: 'chat', channel, nCtx: c.info().capacity });
+      if (r.ok) {
+        backend = { name: 'webgpu', why: '', adapter: gpu.adapter };
+        return c;
+      }
+      why = r.why;
+    } catch (e) {
+      why = errText(e);
+    }
+    if (c) c.free();
+    const plain = eng.newChat(p); // settings it refuses too are the settings' error
+    backend = { name: model.kernels, why: `webgpu: ${why}` };
+    return plain;
+  }
+  const plain = eng.newChat(p);
+  backend = { name: model.kernels, why: gpuModel.why };
+  return plain;
 }
 
 // The page's messages: each answered with one reply (or, for a turn, ring records).
@@ -97,8 +170,8 @@ self.onmessage = async (ev) => {
     case 'newChat':
       if (!model) throw new Error('no model loaded');
       if (chat) { chat.free(); chat = null; }
-      chat = eng.newChat(m.params);
-      reply({ type: 'chat' });
+      chat = await newChat(m.params);
+      reply({ type: 'chat', backend });
       break;
     case 'reset':
       if (chat) chat.reset();

@@ -24,6 +24,7 @@ fail() { echo "FAIL $1${2:+: $2}"; FAILS=$((FAILS + 1)); }
 mkdir -p "$WORK/web/sub"
 printf 'export const x = 1;\n' >"$WORK/web/plumb-engine.mjs"
 printf '\0asm\1\0\0\0' >"$WORK/web/plumb-engine.wasm"
+printf '@compute @workgroup_size(1) fn main() {}\n' >"$WORK/web/add.wgsl" # the webgpu backend's
 printf 'secret' >"$WORK/web/.hidden.js"
 printf 'nested' >"$WORK/web/sub/a.js"
 printf 'outside' >"$WORK/outside.js"
@@ -70,6 +71,7 @@ expect_page /style.css "text/css; charset=utf-8"
 expect_page /plumb-engine.mjs "text/javascript; charset=utf-8"
 expect_page /plumb-engine.wasm "application/wasm"
 cmp -s "$WORK/b" "$WORK/web/plumb-engine.wasm" && pass "the .wasm's bytes are the file's" || fail "the .wasm's bytes are the file's"
+expect_page /add.wgsl "text/wgsl; charset=utf-8"
 get GET "/?x=1"
 [ "$(cat "$WORK/status")" = 200 ] && pass "a query string still gets the page" || fail "a query string still gets the page"
 

@@ -628,6 +628,32 @@ pl_status pl_model_get_info(const pl_model *m, pl_model_info *out, pl_error *err
 
 /* ---- sessions: KV cache + scratch over a shared model ---- */
 
+/* An external forward pass: a session whose forward runs elsewhere (a GPU in another thread,
+ * another process) while the session keeps everything else: the history, pl_chat's prefix
+ * cache plan and its truncation on divergence, the sampler, the detokenizer, the stop rules.
+ * The session calls eval for every forward step (prefill in chunks of prefill_chunk, as its own
+ * forward) and truncate wherever it drops cached positions (pl_session_truncate,
+ * pl_session_reset, pl_chat's divergence paths, a failed eval's rollback), so the external
+ * cache always holds exactly the session's history. The external forward computes what the
+ * session's params say (the context window, or the sliding window and sinks: its attention
+ * sees what the session's would) for the model the session was made with. */
+typedef struct pl_forward_hook {
+    /* Evaluates ids[0..n) at positions [pos0, pos0 + n), after the pos0 positions it holds
+     * (pos0 is always what it holds: the session truncates it first); when logits is
+     * non-NULL, writes the logits of tokens [out0, n) there (n - out0 rows of n_vocab). Returns
+     * PL_OK, or an error status with its reason in err (err is never NULL): the session
+     * returns that status and message, rolls the hook back to pos0 and is as before. */
+    pl_status (*eval)(void *user, const int32_t *ids, int64_t n, int64_t pos0, float *logits,
+                      int64_t out0, pl_error *err);
+    /* Keeps the first n held positions (n <= what it holds; after a failed eval, pos0 of that
+     * eval). An error must leave it holding what it held: the session is then as before the
+     * call that asked (pl_session_reset cannot fail: there the truncation is asked again
+     * before the next eval, which fails with the hook's error while it does). */
+    pl_status (*truncate)(void *user, int64_t n, pl_error *err);
+    void *user;
+    const char *name; /* what pl_session_info.kernels says (at most 31 bytes); NULL: "external" */
+} pl_forward_hook;
+
 /* Exactly one of context_window and sliding_window is positive (else PL_ERR_CONFIG).
  * Sliding window (StreamingLLM): the first attention_sinks tokens stay visible forever,
  * plus the most recent (sliding_window - attention_sinks) tokens including the current
@@ -641,9 +667,15 @@ typedef struct pl_session_params {
     int64_t prefill_chunk; /* tokens per forward step when prefilling (>= 1) */
     pl_type kv_type;       /* PL_TYPE_F32 or PL_TYPE_F16 */
     const char *kernels;   /* kernel set name; NULL: the model's (pl_model_params.kernels) */
+    /* Non-NULL: the session's forward is this hook (copied at pl_session_new; eval and
+     * truncate both required, else PL_ERR_CONFIG). The session then allocates no KV cache
+     * and no scratch and runs no threads of its own (kv_bytes and scratch_bytes are 0, kv_type
+     * and n_threads are not used), and reads no weights: the model (loaded whole all the same)
+     * supplies the vocabulary, the chat template and the shapes. */
+    const pl_forward_hook *forward;
 } pl_session_params;
 
-/* Defaults: context_window = min(n_ctx_train, 4096), prefill_chunk 64, F16 KV. */
+/* Defaults: context_window = min(n_ctx_train, 4096), prefill_chunk 64, F16 KV, no hook. */
 pl_session_params pl_session_default_params(const pl_model *m);
 pl_status pl_session_new(pl_session **out, const pl_model *m, const pl_session_params *params,
                          pl_error *err);

@@ -64,6 +64,12 @@ struct pl_session {
     uint64_t eval_ns, attention_ns; /* profile: time in forward steps, in attention */
     scratch s;
     void *arena;
+    /* An external forward (pl_session_params.forward): no KV rows, scratch or threads here;
+     * kv keeps the positions and the window's bookkeeping. hook_stale: a truncation the hook
+     * failed inside pl_session_reset, asked again before the next eval. */
+    int has_hook, hook_stale;
+    pl_forward_hook hook;
+    char hook_name[32];
 };
 
 /* ---- parallel helpers ---- */
@@ -845,6 +851,78 @@ static void step_body(pl_session *ss, const int32_t *tokens, int64_t T, int64_t 
         for (int64_t i = 0; i < n_out * m->hp.n_vocab; i++) logits[i] *= m->hp.logit_scale;
 }
 
+/* The hook's error as the session's: its status (an unknown value or PL_OK with an error
+ * meant is PL_ERR_INVALID_ARG) and its message, named. */
+static pl_status hook_fail(const pl_session *ss, const char *what, pl_status st, const pl_error *he,
+                           pl_error *err)
+{
+    const char *known = pl_status_str(st);
+    pl_status code = st < 0 && strcmp(known, "PL_ERR_UNKNOWN") != 0 ? st : PL_ERR_INVALID_ARG;
+    char msg[sizeof he->msg];
+    snprintf(msg, sizeof msg, "%.*s", (int)sizeof he->msg - 1, he->msg); /* NUL or not */
+    if (!msg[0]) snprintf(msg, sizeof msg, "returned %d (%s) with no message", (int)st, known);
+    return pl_fail(err, code, "external forward '%s': %s: %s", ss->hook_name, what, msg);
+}
+
+/* Asks the hook to keep the first n positions. */
+static pl_status hook_truncate(pl_session *ss, int64_t n, pl_error *err)
+{
+    pl_error he;
+    memset(&he, 0, sizeof he);
+    pl_status st = ss->hook.truncate(ss->hook.user, n, &he);
+    if (st == PL_OK) return PL_OK;
+    char what[64];
+    snprintf(what, sizeof what, "truncate to %lld", (long long)n);
+    return hook_fail(ss, what, st, &he, err);
+}
+
+/* pl_session_eval through the hook, in the steps the session's own forward would take; on an
+ * error the hook is rolled back to what it held and the session is unchanged. */
+static pl_status eval_hook(pl_session *ss, const int32_t *tokens, int64_t n, float *logits, int all,
+                           pl_error *err)
+{
+    const int64_t V = ss->m->hp.n_vocab, p0 = ss->kv.n_past;
+    if (ss->hook_stale) {
+        pl_status s = hook_truncate(ss, p0, err);
+        if (s) return s;
+        ss->hook_stale = 0;
+    }
+    int64_t step_max =
+        ss->chunk < pl_kvcache_max_step(&ss->kv) ? ss->chunk : pl_kvcache_max_step(&ss->kv);
+    for (int64_t i = 0; i < n; i += step_max) {
+        int64_t T = n - i < step_max ? n - i : step_max;
+        float *dst = NULL;
+        int64_t out0 = T;
+        if (logits && all) {
+            dst = logits + i * V;
+            out0 = 0;
+        } else if (logits && i + T == n) {
+            dst = logits;
+            out0 = T - 1;
+        }
+        pl_error he;
+        memset(&he, 0, sizeof he);
+        const uint64_t t0 = pl_clock_ns();
+        pl_status st = ss->hook.eval(ss->hook.user, tokens + i, T, p0 + i, dst, out0, &he);
+        ss->eval_ns += pl_clock_ns() - t0;
+        if (st != PL_OK) {
+            char what[96];
+            snprintf(what, sizeof what, "eval of %lld tokens at position %lld", (long long)T,
+                     (long long)(p0 + i));
+            pl_status s = hook_fail(ss, what, st, &he, err);
+            /* What it evaluated of this call goes; if it cannot say so, it is told again. */
+            if (hook_truncate(ss, p0, NULL) != PL_OK) ss->hook_stale = 1;
+            return s;
+        }
+    }
+    /* The window's bookkeeping, as the steps above placed the tokens. */
+    for (int64_t i = 0; i < n; i += step_max)
+        pl_kvcache_place(&ss->kv, p0 + i, n - i < step_max ? n - i : step_max);
+    ss->kv.n_past = p0 + n;
+    pl_history_append(&ss->hist, tokens, n);
+    return pl_ok(err);
+}
+
 pl_status pl_session_eval(pl_session *ss, const int32_t *tokens, int64_t n, float *logits,
                           uint32_t flags, pl_error *err)
 {
@@ -863,8 +941,9 @@ pl_status pl_session_eval(pl_session *ss, const int32_t *tokens, int64_t n, floa
     pl_status s = pl_kvcache_check_room(&ss->kv, n, err);
     if (!s) s = pl_history_reserve(&ss->hist, tokens, n, err);
     if (s) return s;
-    /* Nothing below can fail: the session changes only once everything is known to fit. */
     int all = (flags & PL_EVAL_ALL_LOGITS) != 0;
+    if (ss->has_hook) return eval_hook(ss, tokens, n, logits, all, err);
+    /* Nothing below can fail: the session changes only once everything is known to fit. */
     int64_t step_max =
         ss->chunk < pl_kvcache_max_step(&ss->kv) ? ss->chunk : pl_kvcache_max_step(&ss->kv);
     for (int64_t i = 0; i < n; i += step_max) {
@@ -1026,6 +1105,8 @@ static pl_status check_params(const pl_model *m, const pl_session_params *p, pl_
                        (long long)p->prefill_chunk, MAX_CHUNK);
     if (p->n_threads < 0)
         return pl_fail(err, PL_ERR_CONFIG, "n_threads=%d must be >= 0 (0: default)", p->n_threads);
+    if (p->forward && (!p->forward->eval || !p->forward->truncate))
+        return pl_fail(err, PL_ERR_CONFIG, "forward hook: eval and truncate are both required");
     return PL_OK;
 }
 
@@ -1046,6 +1127,13 @@ pl_status pl_session_estimate(const pl_model *m, const pl_session_params *params
     out->n_threads = p.n_threads > 0 ? p.n_threads : 1;
     out->kv_capacity = cap;
     out->kv_bytes = kv_bytes;
+    if (p.forward) { /* the hook's cache and scratch are not this session's */
+        out->n_threads = 1;
+        out->kv_bytes = 0;
+        snprintf(out->kernels, sizeof out->kernels, "%s",
+                 p.forward->name ? p.forward->name : "external");
+        return pl_ok(err);
+    }
     out->scratch_bytes =
         scratch_layout(&m->hp, p.prefill_chunk, out->n_threads, cap, sizes, &xq_row, NULL);
     snprintf(out->kernels, sizeof out->kernels, "%s", p.kernels ? p.kernels : m->kt.k.name);
@@ -1086,6 +1174,13 @@ pl_status pl_session_new(pl_session **out, const pl_model *m, const pl_session_p
     ss->m = m;
     ss->chunk = p.prefill_chunk;
     pl_history_init(&ss->hist, pl_model_tokenizer(m));
+    if (p.forward) {
+        ss->has_hook = 1;
+        ss->hook = *p.forward;
+        snprintf(ss->hook_name, sizeof ss->hook_name, "%s",
+                 p.forward->name ? p.forward->name : "external");
+        p.n_threads = 1; /* the pool is only the info's: no forward step runs here */
+    }
     pl_status s = PL_OK;
     if (p.kernels)
         s = pl_kernels_init(&ss->kt, p.kernels, err);
@@ -1093,11 +1188,11 @@ pl_status pl_session_new(pl_session **out, const pl_model *m, const pl_session_p
         ss->kt = m->kt; /* the model's set, chosen once at load */
     if (!s)
         s = pl_kvcache_init(&ss->kv, m, p.context_window, p.sliding_window, p.attention_sinks,
-                            p.kv_type, err);
+                            p.kv_type, !ss->has_hook, err);
     if (!s) ss->packed = m->packed && strcmp(m->repack_set, ss->kt.k.name) == 0;
     if (!s) session_rope(ss, p.context_window ? p.context_window : p.sliding_window);
     if (!s) s = pl_pool_new(&ss->pool, p.n_threads, err);
-    if (!s) s = alloc_scratch(ss, err);
+    if (!s && !ss->has_hook) s = alloc_scratch(ss, err);
     if (s) {
         pl_session_free(ss);
         return s;
@@ -1124,8 +1219,13 @@ int64_t pl_session_n_past(const pl_session *ss)
 pl_status pl_session_truncate(pl_session *ss, int64_t n, pl_error *err)
 {
     if (!ss) return pl_fail(err, PL_ERR_INVALID_ARG, "session is NULL");
-    pl_status s = pl_kvcache_truncate(&ss->kv, n, err);
+    pl_status s = pl_kvcache_truncate_check(&ss->kv, n, err);
     if (s) return s;
+    if (ss->has_hook && (n < ss->kv.n_past || ss->hook_stale)) {
+        if ((s = hook_truncate(ss, n, err))) return s;
+        ss->hook_stale = 0;
+    }
+    pl_kvcache_truncate(&ss->kv, n, NULL);
     pl_history_truncate(&ss->hist, n);
     return pl_ok(err);
 }
@@ -1133,6 +1233,8 @@ pl_status pl_session_truncate(pl_session *ss, int64_t n, pl_error *err)
 void pl_session_reset(pl_session *ss)
 {
     if (!ss) return;
+    if (ss->has_hook && (ss->kv.n_past > 0 || ss->hook_stale))
+        ss->hook_stale = hook_truncate(ss, 0, NULL) != PL_OK;
     pl_kvcache_truncate(&ss->kv, 0, NULL);
     pl_history_truncate(&ss->hist, 0);
 }
@@ -1187,7 +1289,7 @@ pl_status pl_session_get_info(const pl_session *ss, pl_session_info *out, pl_err
     out->kv_bytes = ss->kv.bytes;
     out->scratch_bytes = ss->s.bytes;
     out->n_threads = pl_pool_size(ss->pool);
-    snprintf(out->kernels, sizeof out->kernels, "%s", ss->kt.k.name);
+    snprintf(out->kernels, sizeof out->kernels, "%s", ss->has_hook ? ss->hook_name : ss->kt.k.name);
     out->kv_capacity = ss->kv.cap;
     out->repacked = ss->packed;
     out->eval_ns = ss->eval_ns;

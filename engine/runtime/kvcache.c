@@ -62,7 +62,7 @@ pl_status pl_kvcache_plan(const pl_model *m, int64_t cw, int64_t sw, int64_t sin
 }
 
 pl_status pl_kvcache_init(pl_kvcache *c, const pl_model *m, int64_t cw, int64_t sw, int64_t sinks,
-                          pl_type type, pl_error *err)
+                          pl_type type, int buffers, pl_error *err)
 {
     memset(c, 0, sizeof *c);
     int64_t cap;
@@ -71,7 +71,7 @@ pl_status pl_kvcache_init(pl_kvcache *c, const pl_model *m, int64_t cw, int64_t 
     if (s) return s;
     const pl_hparams *hp = &m->hp;
     c->type = type;
-    c->n_layer = hp->n_layer;
+    c->n_layer = buffers ? hp->n_layer : 0;
     c->D = hp->head_dim;
     c->cap = cap;
     if (sw > 0) {
@@ -79,11 +79,14 @@ pl_status pl_kvcache_init(pl_kvcache *c, const pl_model *m, int64_t cw, int64_t 
         c->recent = sw - sinks;
         c->ring = 2 * c->recent;
     }
-    c->n_head_kv = pl_calloc((size_t)c->n_layer, sizeof *c->n_head_kv);
-    c->k = pl_calloc((size_t)c->n_layer, sizeof *c->k);
-    c->v = pl_calloc((size_t)c->n_layer, sizeof *c->v);
     c->pos = pl_malloc((size_t)c->cap * sizeof *c->pos);
-    if (!c->n_head_kv || !c->k || !c->v || !c->pos) goto nomem;
+    if (!c->pos) goto nomem;
+    if (buffers) {
+        c->n_head_kv = pl_calloc((size_t)c->n_layer, sizeof *c->n_head_kv);
+        c->k = pl_calloc((size_t)c->n_layer, sizeof *c->k);
+        c->v = pl_calloc((size_t)c->n_layer, sizeof *c->v);
+        if (!c->n_head_kv || !c->k || !c->v) goto nomem;
+    }
     for (int64_t l = 0; l < c->n_layer; l++) {
         c->n_head_kv[l] = m->layers[l].n_head_kv;
         size_t bytes = (size_t)c->cap * (size_t)c->n_head_kv[l] * (size_t)c->D * elem_bytes(type);

@@ -33,9 +33,12 @@ typedef struct pl_kvcache {
 pl_status pl_kvcache_plan(const pl_model *m, int64_t context_window, int64_t sliding_window,
                           int64_t sinks, pl_type type, int64_t *cap, uint64_t *bytes,
                           pl_error *err);
-/* Validates the window parameters (PL_ERR_CONFIG naming them) and allocates. */
+/* Validates the window parameters (PL_ERR_CONFIG naming them) and allocates. buffers 0: the
+ * positions and the window's bookkeeping only, no K/V rows (a session with an external forward,
+ * whose cache lives elsewhere; store must not be called). */
 pl_status pl_kvcache_init(pl_kvcache *c, const pl_model *m, int64_t context_window,
-                          int64_t sliding_window, int64_t sinks, pl_type type, pl_error *err);
+                          int64_t sliding_window, int64_t sinks, pl_type type, int buffers,
+                          pl_error *err);
 void pl_kvcache_free(pl_kvcache *c);
 
 /* Tokens per forward step that keep the window exact (see above); unlimited: INT64_MAX. */

@@ -243,7 +243,9 @@ export function freeModel(m) {
 }
 
 // Evaluates tokens at positions [nPast, nPast + T): every token's logits (T rows of V floats).
-export async function forward(m, tokens) {
+// opts.rows: read back only the last rows positions' logits (a chat's step wants the last one;
+// default: every position's).
+export async function forward(m, tokens, opts = {}) {
   const { ks, hp } = m;
   const { E, H, Hkv, D, F, V } = hp;
   const T = tokens.length, p0 = m.nPast;
@@ -314,7 +316,8 @@ export async function forward(m, tokens) {
   const err = await ks.device.popErrorScope();
   if (err) throw new Error(`webgpu forward pass: ${err.message}`);
   m.nPast = p0 + T;
-  const out = new Float32Array(await ks.read(logits, 4 * T * V));
+  const rows = Math.min(T, opts.rows ?? T);
+  const out = new Float32Array(await ks.read(logits, 4 * rows * V, 4 * (T - rows) * V));
   for (const b of [x, xn, xq, q, k, v, att, tmp, gate, upb, ffh, qPos, scratch, logits]) b.destroy();
   return out;
 }

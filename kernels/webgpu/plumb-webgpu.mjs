@@ -223,11 +223,11 @@ export async function createKernels(device, options = {}) {
       uniform(new Uint32Array(p))], a.H, a.T);
   }
 
-  async function read(buf, bytes) {
+  async function read(buf, bytes, offset = 0) { // offset: a multiple of 4
     const size = Math.ceil(bytes / 4) * 4;
     const rb = device.createBuffer({ size, usage: U().MAP_READ | U().COPY_DST });
     const enc = device.createCommandEncoder();
-    enc.copyBufferToBuffer(buf, 0, rb, 0, size);
+    enc.copyBufferToBuffer(buf, offset, rb, 0, size);
     device.queue.submit([enc.finish()]);
     await rb.mapAsync(globalThis.GPUMapMode.READ);
     const out = rb.getMappedRange().slice(0, bytes);

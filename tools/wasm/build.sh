@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/wasm/build.sh — what `make wasm` runs: the dependencies (tools/wasm/deps.sh), then one
 # emcmake build tree per variant (build-wasm/<variant>), collected with the engine module
-# (web/plumb-engine.mjs) into build-wasm/web/. No network beyond deps.sh's apt-get source.
+# (web/plumb-engine.mjs), the webgpu backend's GPU Worker and kernel set (web/gpu-*.js,
+# kernels/webgpu/) into build-wasm/web/. No network beyond deps.sh's apt-get source.
 #
 #   tools/wasm/build.sh [VARIANT...]   simd-threads simd scalar (default), scalar-threads
 # A SIMD tree also links its relaxed-SIMD module (simd-relaxed-threads, simd-relaxed: the same
@@ -61,5 +62,9 @@ for v in "${variants[@]}"; do
     [ ! -f "$OUT/$v/web/plumb-$m.worker.js" ] || cp "$OUT/$v/web/plumb-$m.worker.js" "$OUT/web/"
   done
 done
-cp "$ROOT/web/plumb-engine.mjs" "$OUT/web/"
+cp "$ROOT/web/plumb-engine.mjs" "$ROOT/web/gpu-channel.mjs" "$ROOT/web/gpu-worker.js" "$OUT/web/"
+# The webgpu backend's forward pass and kernels (kernels/webgpu/: llama.mjs fetches nothing;
+# plumb-webgpu.mjs fetches its .wgsl files next to itself), beside the GPU Worker that loads them.
+cp "$ROOT/kernels/webgpu/llama.mjs" "$ROOT/kernels/webgpu/plumb-webgpu.mjs" \
+  "$ROOT"/kernels/webgpu/*.wgsl "$OUT/web/"
 echo "wasm: $(cd "$OUT/web" && ls plumb-*.wasm | sed 's/^plumb-//; s/\.wasm$//' | xargs) in $OUT/web ($(($(date +%s) - start)) s)"
