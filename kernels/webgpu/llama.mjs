@@ -13,6 +13,8 @@
 // this file does not implement (RoPE scaling, sliding windows, experts, soft-caps, ...) — is
 // refused by `gpuSupport` naming what, before anything is uploaded: never half-run.
 
+import { ropePlan, ropeTable } from './plumb-webgpu.mjs';
+
 const GGML_NAMES = { 0: 'F32', 1: 'F16', 2: 'Q4_0', 3: 'Q4_1', 6: 'Q5_0', 7: 'Q5_1', 8: 'Q8_0', 9: 'Q8_1',
   10: 'Q2_K', 11: 'Q3_K', 12: 'Q4_K', 13: 'Q5_K', 14: 'Q6_K', 15: 'Q8_K', 16: 'IQ2_XXS', 17: 'IQ2_XS',
   18: 'IQ3_XXS', 19: 'IQ1_S', 20: 'IQ4_NL', 21: 'IQ3_S', 22: 'IQ2_S', 23: 'IQ4_XS', 24: 'I8', 25: 'I16',
@@ -238,6 +240,7 @@ export function truncate(m, n) {
 // Every buffer of the model, freed (the device stays).
 export function freeModel(m) {
   const bufs = [m.kvPos, m.outNorm.buf, m.output.buf, ...m.cache.flatMap((c) => [c.k, c.v])];
+  if (m.step) bufs.push(...Object.values(m.step));
   for (const L of m.layers) for (const t of Object.values(L)) if (t) bufs.push(t.buf);
   for (const b of bufs) b.destroy();
 }
@@ -252,20 +255,23 @@ export async function forward(m, tokens, opts = {}) {
   if (p0 + T > m.nCtx) throw new Error('context full');
   const x0 = new Float32Array(T * E);
   for (let t = 0; t < T; t++) embedRow(m.embd, tokens[t], x0.subarray(t * E, (t + 1) * E));
-  const x = ks.upload(x0), xn = ks.buffer(4 * T * E);
-  const maxK = Math.max(E, H * D, F);
-  const xq = ks.buffer(T * (maxK / 32) * 34 + T * (Math.ceil(maxK / 256) + 1) * 292);
-  const q = ks.buffer(4 * T * H * D), k = ks.buffer(4 * T * Hkv * D), v = ks.buffer(4 * T * Hkv * D);
-  const att = ks.buffer(4 * T * H * D), tmp = ks.buffer(4 * T * E);
-  const gate = ks.buffer(4 * T * F), upb = ks.buffer(4 * T * F), ffh = ks.buffer(4 * T * F);
-  const qPos = ks.upload(new Int32Array(Array.from({ length: T }, (_, t) => p0 + t)));
-  const scratch = ks.buffer(4 * T * H * (p0 + T));
-  const logits = ks.buffer(4 * T * V);
   const pos = Array.from({ length: T }, (_, t) => p0 + t);
   const rope = { n_rot: D, freq_base: hp.base, freq_scale: 1, factors: null, ext_factor: 0, attn_factor: 1,
     beta_fast: 0, beta_slow: 0, n_ctx_orig: 0, neox: hp.neox, yarn_no_truncate: false };
+  // the angles of these positions, once for q, k and every layer
+  const table = ropeTable(rope, ropePlan(rope, D), pos);
+  // A decode step (T = 1) reuses one set of buffers, sized for the whole context, and records the
+  // same dispatches every token (ks.beginFrame): only the token's row, its position, its angles
+  // and the attention's length are written. A prefill makes its own and frees them.
+  const decode = T === 1;
+  const bufs = decode ? (m.step ||= stepBuffers(m)) : stepBuffers(m, T, p0 + T);
+  const { x, xn, xq, q, k, v, att, tmp, gate, upb, ffh, qPos, scratch, logits, cs } = bufs;
+  ks.device.queue.writeBuffer(x, 0, x0);
+  ks.device.queue.writeBuffer(qPos, 0, new Int32Array(pos));
+  ks.device.queue.writeBuffer(cs, 0, table);
   ks.device.pushErrorScope('validation');
   const enc = ks.device.createCommandEncoder();
+  if (decode) ks.beginFrame(m);
   // y[T][R] = W . quantize(src[T][K])
   const mm = (w, src, K, y) => {
     const dt = DOT[w.type];
@@ -295,8 +301,8 @@ export async function forward(m, tokens, opts = {}) {
       ks.rmsnorm(enc, { x: k, w: L.k_norm.buf, y: att, n: D, rows: T * Hkv, eps: hp.eps });
       enc.copyBufferToBuffer(att, 0, k, 0, 4 * T * Hkv * D);
     }
-    ks.rope(enc, { x: q, tokens: T, H, D, pos, rope });
-    ks.rope(enc, { x: k, tokens: T, H: Hkv, D, pos, rope });
+    ks.rope(enc, { x: q, tokens: T, H, D, pos, rope, cs });
+    ks.rope(enc, { x: k, tokens: T, H: Hkv, D, pos, rope, cs });
     enc.copyBufferToBuffer(k, 0, C.k, 4 * p0 * Hkv * D, 4 * T * Hkv * D);
     enc.copyBufferToBuffer(v, 0, C.v, 4 * p0 * Hkv * D, 4 * T * Hkv * D);
     ks.attention(enc, { q, k: C.k, v: C.v, qPos, kvPos: m.kvPos, scratch, out: att, T, H, Hkv, D, N: p0 + T,
@@ -312,12 +318,31 @@ export async function forward(m, tokens, opts = {}) {
   }
   ks.rmsnorm(enc, { x, w: m.outNorm.buf, y: xn, n: E, rows: T, eps: hp.eps });
   mm(m.output, xn, E, logits);
+  if (decode) ks.endFrame();
   ks.device.queue.submit([enc.finish()]);
   const err = await ks.device.popErrorScope();
-  if (err) throw new Error(`webgpu forward pass: ${err.message}`);
+  if (err) {
+    if (!decode) for (const b of Object.values(bufs)) b.destroy();
+    throw new Error(`webgpu forward pass: ${err.message}`);
+  }
   m.nPast = p0 + T;
   const rows = Math.min(T, opts.rows ?? T);
   const out = new Float32Array(await ks.read(logits, 4 * rows * V, 4 * (T - rows) * V));
-  for (const b of [x, xn, xq, q, k, v, att, tmp, gate, upb, ffh, qPos, scratch, logits]) b.destroy();
+  if (!decode) for (const b of Object.values(bufs)) b.destroy();
   return out;
+}
+
+// The activation buffers of a step of T tokens whose attention spans N positions (default: one
+// token over the whole context, the decode step's set).
+function stepBuffers(m, T = 1, N = m.nCtx) {
+  const { ks, hp } = m;
+  const { E, H, Hkv, D, F, V } = hp;
+  const maxK = Math.max(E, H * D, F);
+  return { x: ks.buffer(4 * T * E), xn: ks.buffer(4 * T * E),
+    xq: ks.buffer(T * (maxK / 32) * 34 + T * (Math.ceil(maxK / 256) + 1) * 292),
+    q: ks.buffer(4 * T * H * D), k: ks.buffer(4 * T * Hkv * D), v: ks.buffer(4 * T * Hkv * D),
+    att: ks.buffer(4 * T * H * D), tmp: ks.buffer(4 * T * E),
+    gate: ks.buffer(4 * T * F), upb: ks.buffer(4 * T * F), ffh: ks.buffer(4 * T * F),
+    qPos: ks.buffer(4 * T), scratch: ks.buffer(4 * T * H * N), logits: ks.buffer(4 * T * V),
+    cs: ks.buffer(4 * T * D) };
 }

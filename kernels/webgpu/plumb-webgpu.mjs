@@ -132,11 +132,51 @@ export async function createKernels(device, options = {}) {
     return b;
   }
 
-  function dispatch(enc, pipe, resources, x, y = 1, z = 1) {
-    const bind = device.createBindGroup({
+  // A recorded frame (beginFrame .. endFrame): the k-th dispatch of a frame keeps its uniform
+  // buffer and bind group from the last frame of that key when its pipeline and buffers are the
+  // same objects; only changed parameters are written (queue.writeBuffer runs after the last
+  // frame's submitted work and before this one's, and each dispatch has its own uniform). A
+  // decode step is the same ~15 dispatches a layer every token: creating a buffer and a bind
+  // group for each was most of its time on a real GPU (kernels/webgpu/README.md).
+  const frames = new Map();
+  let frame = null;
+  function beginFrame(key) {
+    frame = frames.get(key) || { slots: [], i: 0 };
+    frames.set(key, frame);
+    frame.i = 0;
+  }
+  function endFrame() { frame = null; }
+  const same = (a, b) => a.length === b.length && a.every((v, i) => v === b[i]);
+
+  function bindGroup(pipe, buffers) {
+    return device.createBindGroup({
       layout: pipe.getBindGroupLayout(0),
-      entries: resources.map((buffer, binding) => ({ binding, resource: { buffer } })),
+      entries: buffers.map((buffer, binding) => ({ binding, resource: { buffer } })),
     });
+  }
+
+  // buffers: the kernel's storage buffers in binding order; words (a Uint32Array): its uniform,
+  // bound last.
+  function dispatch(enc, pipe, buffers, words, x, y = 1, z = 1) {
+    let bind;
+    if (!frame) {
+      bind = bindGroup(pipe, [...buffers, uniform(words)]);
+    } else {
+      const k = frame.i++;
+      const slot = frame.slots[k];
+      if (slot && slot.pipe === pipe && same(slot.buffers, buffers) && slot.words.length === words.length) {
+        if (!same(slot.words, words)) {
+          device.queue.writeBuffer(slot.ub, 0, words);
+          slot.words = words.slice();
+        }
+        bind = slot.bind;
+      } else {
+        if (slot) slot.ub.destroy();
+        const ub = uniform(words);
+        bind = bindGroup(pipe, [...buffers, ub]);
+        frame.slots[k] = { pipe, buffers: buffers.slice(), words: words.slice(), ub, bind };
+      }
+    }
     const pass = enc.beginComputePass();
     pass.setPipeline(pipe);
     pass.setBindGroup(0, bind);
@@ -154,7 +194,7 @@ export async function createKernels(device, options = {}) {
     const [gx, gy] = grid(Math.ceil(a.R / (useTiled ? 64 : MATMUL_NR[type])));
     const p = new Uint32Array([a.K, a.R, a.T, a.wOff || 0, a.wRow, a.xOff || 0, a.xRow, a.yOff || 0,
       a.ldy ?? a.R, gx, 0, 0]);
-    dispatch(enc, pipe, [a.w, a.x, a.y, uniform(p)], gx, gy, useTiled ? Math.ceil(a.T / 64) : a.T);
+    dispatch(enc, pipe, [a.w, a.x, a.y], p, gx, gy, useTiled ? Math.ceil(a.T / 64) : a.T);
   }
 
   // Activation rows to the dot type `type` (Q8_0 or Q8_K), ref's bytes: rows of n floats (x,
@@ -167,7 +207,7 @@ export async function createKernels(device, options = {}) {
     if (yOff % 4) throw new Error('plumb-webgpu: quantize: yOff must be a multiple of 4');
     enc.clearBuffer(a.y, yOff, Math.ceil((a.rows * yRow) / 4) * 4);
     const [gx, gy] = grid(Math.ceil((a.n / bs) * a.rows / 64));
-    dispatch(enc, pipe, [a.x, a.y, uniform(new Uint32Array([a.n, a.rows, a.xOff || 0, yOff, yRow, 0, 0, 0]))], gx, gy);
+    dispatch(enc, pipe, [a.x, a.y], new Uint32Array([a.n, a.rows, a.xOff || 0, yOff, yRow, 0, 0, 0]), gx, gy);
   }
 
   // y = x / sqrt(mean(x^2) + eps) * w, `rows` rows of n (x and y distinct buffers).
@@ -177,36 +217,37 @@ export async function createKernels(device, options = {}) {
     new Float32Array(p, 8, 1)[0] = a.eps;
     new Uint32Array(p, 12, 2).set([a.xOff || 0, a.yOff || 0]);
     const [gx, gy] = grid(a.rows);
-    dispatch(enc, need('rmsnorm'), [a.x, a.w, a.y, uniform(new Uint32Array(p))], gx, gy);
+    dispatch(enc, need('rmsnorm'), [a.x, a.w, a.y], new Uint32Array(p), gx, gy);
   }
 
   function softmax(enc, a) {
     const [gx, gy] = grid(a.rows);
-    dispatch(enc, need('softmax'), [a.x, a.y, uniform(new Uint32Array([a.n, a.rows, a.xOff || 0, a.yOff || 0]))], gx, gy);
+    dispatch(enc, need('softmax'), [a.x, a.y], new Uint32Array([a.n, a.rows, a.xOff || 0, a.yOff || 0]), gx, gy);
   }
 
   function swiglu(enc, a) {
     const [gx, gy] = grid(Math.ceil(a.n / 256));
-    dispatch(enc, need('swiglu'), [a.gate, a.up, a.y,
-      uniform(new Uint32Array([a.n, a.gateOff || 0, a.upOff || 0, a.yOff || 0]))], gx, gy);
+    dispatch(enc, need('swiglu'), [a.gate, a.up, a.y],
+      new Uint32Array([a.n, a.gateOff || 0, a.upOff || 0, a.yOff || 0]), gx, gy);
   }
 
   // x[xOff + i] += y[yOff + i], i < n (the residual add).
   function add(enc, a) {
     const [gx, gy] = grid(Math.ceil(a.n / 256));
-    dispatch(enc, need('add'), [a.x, a.y, uniform(new Uint32Array([a.n, a.xOff || 0, a.yOff || 0, 0]))], gx, gy);
+    dispatch(enc, need('add'), [a.x, a.y], new Uint32Array([a.n, a.xOff || 0, a.yOff || 0, 0]), gx, gy);
   }
 
   // In place over `tokens` rows of H heads of D at positions pos[] (an array of numbers), the
-  // angles made here in double (ropeTable).
+  // angles made here in double (ropeTable); or a.cs, a buffer holding ropeTable(a.rope,
+  // ropePlan(a.rope, a.D), a.pos) already (a forward pass makes it once for q, k and every layer).
   function rope(enc, a) {
     const plan = ropePlan(a.rope, a.D);
     if (plan.half === 0 || a.tokens === 0) return;
-    const cs = upload(ropeTable(a.rope, plan, a.pos));
+    const cs = a.cs || upload(ropeTable(a.rope, plan, a.pos));
     const n = a.tokens * a.H * plan.half;
     const [gx, gy] = grid(Math.ceil(n / 64));
-    dispatch(enc, need('rope'), [a.x, cs, uniform(new Uint32Array([a.tokens, a.H, a.D, plan.half,
-      a.rope.neox ? 1 : 0, a.xOff || 0, 0, 0]))], gx, gy);
+    dispatch(enc, need('rope'), [a.x, cs], new Uint32Array([a.tokens, a.H, a.D, plan.half,
+      a.rope.neox ? 1 : 0, a.xOff || 0, 0, 0]), gx, gy);
   }
 
   // out[t][h][d] over the KV cache (pl_attn_args): q [T][H][D] f32, k and v [N][Hkv][D] (f32, or
@@ -219,24 +260,36 @@ export async function createKernels(device, options = {}) {
       Math.min(a.nSinks || 0, 2 ** 32 - 1), lon, lwm1]);
     new Float32Array(p, 44, 1)[0] = a.scale;
     new Uint32Array(p, 48, 1)[0] = a.scratchOff || 0;
-    dispatch(enc, need('attention'), [a.q, a.k, a.v, a.qPos, a.kvPos, a.scratch, a.out,
-      uniform(new Uint32Array(p))], a.H, a.T);
+    dispatch(enc, need('attention'), [a.q, a.k, a.v, a.qPos, a.kvPos, a.scratch, a.out],
+      new Uint32Array(p), a.H, a.T);
   }
 
+  // Readback buffers kept by size for the next read of that size (a decode step reads the same
+  // logits row every token); one in use is never handed out twice.
+  const readPool = new Map();
   async function read(buf, bytes, offset = 0) { // offset: a multiple of 4
     const size = Math.ceil(bytes / 4) * 4;
-    const rb = device.createBuffer({ size, usage: U().MAP_READ | U().COPY_DST });
+    const free = readPool.get(size) || [];
+    readPool.set(size, free);
+    const rb = free.pop() || device.createBuffer({ size, usage: U().MAP_READ | U().COPY_DST });
     const enc = device.createCommandEncoder();
     enc.copyBufferToBuffer(buf, offset, rb, 0, size);
     device.queue.submit([enc.finish()]);
-    await rb.mapAsync(globalThis.GPUMapMode.READ);
+    try {
+      await rb.mapAsync(globalThis.GPUMapMode.READ);
+    } catch (e) {
+      rb.destroy();
+      throw e;
+    }
     const out = rb.getMappedRange().slice(0, bytes);
     rb.unmap();
-    rb.destroy();
+    if (free.length < 2) free.push(rb);
+    else rb.destroy();
     return out;
   }
 
-  return { device, packedDot, upload, buffer, uniform, matmul, quantize, rmsnorm, softmax, swiglu, rope, attention, add, read };
+  return { device, packedDot, upload, buffer, uniform, matmul, quantize, rmsnorm, softmax, swiglu, rope, attention, add,
+    read, beginFrame, endFrame };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----
