@@ -96,7 +96,7 @@ export async function bench(device, opts = {}) {
     types: ['Q8_0', 'Q4_0', 'Q4_K'], log: console.log, ...opts };
   const out = {};
   const ks = await createKernels(device, { ...(o.source ? { source: o.source } : {}),
-    ...(o.wgslFeatures ? { wgslFeatures: o.wgslFeatures } : {}) });
+    ...(o.wgslFeatures ? { wgslFeatures: o.wgslFeatures } : {}), ...(o.matmulNR ? { matmulNR: o.matmulNR } : {}) });
   out.packedDot = ks.packedDot;
   o.log(`dot4: ${ks.packedDot ? 'dot4I8Packed (packed_4x8_integer_dot_product)' : 'shifts (no packed_4x8_integer_dot_product)'}`);
 

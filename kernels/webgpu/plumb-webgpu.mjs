@@ -88,9 +88,20 @@ export async function createKernels(device, options = {}) {
   // options.only: the pipelines to build (names as in `pipes`: matmul_Q8_0, ..., attention);
   // default all.
   const want = (k) => !options.only || options.only.includes(k);
+  // options.matmulNR: rows per workgroup of the quantized decode driver (default MATMUL_NR's 8;
+  // a benchmark knob: the sums' order, hence every bit, is the same for any NR), each type's
+  // chunk CH shrunk where NR x CH (x NP) would pass the driver's workgroup arrays (512, 1024).
+  const nr = options.matmulNR || MATMUL_NR.Q8_0;
+  const withNR = (text) => {
+    if (nr === MATMUL_NR.Q8_0) return text;
+    const np = Number(/const NP: u32 = (\d+)u;/.exec(text)[1]);
+    return text.replace(/const NR: u32 = \d+u;/, `const NR: u32 = ${nr}u;`)
+      .replace(/const CH: u32 = (\d+)u;/, (_, ch) =>
+        `const CH: u32 = ${Math.min(Number(ch), Math.floor(512 / nr), Math.floor(1024 / (nr * np)))}u;`);
+  };
   const pipes = {};
   for (const [t, f] of Object.entries(MATMUL))
-    if (want('matmul_' + t)) pipes['matmul_' + t] = await pipeline('matmul ' + t, f, driver + '\n' + await source(f));
+    if (want('matmul_' + t)) pipes['matmul_' + t] = await pipeline('matmul ' + t, f, withNR(driver + '\n' + await source(f)));
   // options.tileMinT: the fewest tokens for which a type with a tiled driver uses it (default 16;
   // the conformance run sets 1 or Infinity so that each driver sees every case). Infinity: the
   // tiled pipelines are not built.
@@ -191,7 +202,7 @@ export async function createKernels(device, options = {}) {
     const useTiled = MATMUL_TILED[type] && a.T >= tileMinT;
     const pipe = need((useTiled ? 'matmulT_' : 'matmul_') + type);
     // tiles of 64 rows x 64 tokens, or NR rows x 1 token
-    const [gx, gy] = grid(Math.ceil(a.R / (useTiled ? 64 : MATMUL_NR[type])));
+    const [gx, gy] = grid(Math.ceil(a.R / (useTiled ? 64 : type === 'F16' ? MATMUL_NR.F16 : nr)));
     const p = new Uint32Array([a.K, a.R, a.T, a.wOff || 0, a.wRow, a.xOff || 0, a.xRow, a.yOff || 0,
       a.ldy ?? a.R, gx, 0, 0]);
     dispatch(enc, pipe, [a.w, a.x, a.y], p, gx, gy, useTiled ? Math.ceil(a.T / 64) : a.T);
