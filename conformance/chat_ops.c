@@ -882,3 +882,27 @@ int chat_ops_run(const chat_ops_model *cm, const uint8_t *data, size_t size, cha
     free(c.out);
     return c.failed;
 }
+
+int chat_ops_random(const chat_ops_model *cm, void *rng, int64_t (*range)(void *, int64_t, int64_t),
+                    uint64_t (*u64)(void *), int runs, int stop, int *run, size_t *size, char *why,
+                    size_t why_cap)
+{
+    int failed = 0;
+    char w[512];
+    for (int i = 0; i < runs; i++) {
+        const size_t n = (size_t)range(rng, 64, 700);
+        uint8_t *b = malloc(n);
+        if (!b) return failed + 1;
+        for (size_t k = 0; k < n; k++) b[k] = (uint8_t)u64(rng);
+        const int bad = chat_ops_run(cm, b, n, w, sizeof w);
+        free(b);
+        if (!bad) continue;
+        if (!failed++) {
+            *run = i;
+            *size = n;
+            snprintf(why, why_cap, "%s", w);
+        }
+        if (stop) break;
+    }
+    return failed;
+}

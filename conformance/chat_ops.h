@@ -61,6 +61,13 @@ void chat_ops_relay_free(chat_ops_relay *r);
 int chat_ops_run(const chat_ops_model *cm, const uint8_t *data, size_t size, char *why,
                  size_t why_cap);
 
+/* runs random operation sequences: each of size 64..700 (from range(rng, 64, 700)) and bytes
+ * from u64(rng) (the tests pass their tu_rng). Returns how many failed; stops at the first when
+ * stop is set. The first failure's run index, size and reason go to *run, *size and why. */
+int chat_ops_random(const chat_ops_model *cm, void *rng, int64_t (*range)(void *, int64_t, int64_t),
+                    uint64_t (*u64)(void *), int runs, int stop, int *run, size_t *size, char *why,
+                    size_t why_cap);
+
 /* How many operations the last chat_ops_run executed (for test logs), and how many library
  * allocations its allocation-failure operations made fail. */
 int chat_ops_last_count(void);

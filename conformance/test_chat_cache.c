@@ -36,16 +36,12 @@ static void random_sequences(const pl_model *m, int byte_level, int threads, int
     tu_rng r;
     tu_rng_init(&r, seed);
     char why[512];
-    for (int i = 0; i < runs; i++) {
-        size_t n = (size_t)tu_rng_range(&r, 64, 700);
-        uint8_t *b = malloc(n);
-        for (size_t k = 0; k < n; k++) b[k] = (uint8_t)tu_rng_u64(&r);
-        int bad = chat_ops_run(&cm, b, n, why, sizeof why);
-        TU_CHECK(!bad, "seed %llu run %d (%zu bytes, %s): %s", (unsigned long long)seed, i, n,
-                 byte_level ? "bpe" : "spm", why);
-        free(b);
-        if (bad) break;
-    }
+    int run = -1;
+    size_t n = 0;
+    int bad =
+        chat_ops_random(&cm, &r, tu_rng_range_v, tu_rng_u64_v, runs, 1, &run, &n, why, sizeof why);
+    TU_CHECK(!bad, "seed %llu run %d (%zu bytes, %s): %s", (unsigned long long)seed, run, n,
+             byte_level ? "bpe" : "spm", why);
 }
 
 static void invariants_hold_after_random_operations_bpe(void)

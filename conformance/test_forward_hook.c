@@ -236,20 +236,17 @@ static void random_operations(const pl_model *m, int byte_level, int hook, int r
     tu_rng r;
     tu_rng_init(&r, seed);
     char why[512];
-    for (int i = 0; i < runs; i++) {
-        size_t n = (size_t)tu_rng_range(&r, 64, 700);
-        uint8_t *b = malloc(n);
-        for (size_t k = 0; k < n; k++) b[k] = (uint8_t)tu_rng_u64(&r);
-        int bad = chat_ops_run(&cm, b, n, why, sizeof why);
-        free(b);
-        if (failed) {
-            *failed += bad;
-            continue;
-        }
-        TU_CHECK(!bad, "seed %llu run %d (%zu bytes, %s, hooked): %s", (unsigned long long)seed, i,
-                 n, byte_level ? "bpe" : "spm", why);
-        if (bad) break;
+    int run = -1;
+    size_t n = 0;
+    /* failed: a planted fault's count, every run; else the first failure fails the test */
+    int bad = chat_ops_random(&cm, &r, tu_rng_range_v, tu_rng_u64_v, runs, !failed, &run, &n, why,
+                              sizeof why);
+    if (failed) {
+        *failed += bad;
+        return;
     }
+    TU_CHECK(!bad, "seed %llu run %d (%zu bytes, %s, hooked): %s", (unsigned long long)seed, run, n,
+             byte_level ? "bpe" : "spm", why);
 }
 
 /* The prefix cache's property (test_chat_cache's, every operation: turns, edits, truncation,

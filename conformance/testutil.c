@@ -131,6 +131,16 @@ int64_t tu_rng_range(tu_rng *r, int64_t lo, int64_t hi)
     return lo + (int64_t)(tu_rng_u64(r) % span);
 }
 
+int64_t tu_rng_range_v(void *r, int64_t lo, int64_t hi)
+{
+    return tu_rng_range(r, lo, hi);
+}
+
+uint64_t tu_rng_u64_v(void *r)
+{
+    return tu_rng_u64(r);
+}
+
 double tu_rng_normal(tu_rng *r)
 {
     double u1 = tu_rng_uniform(r), u2 = tu_rng_uniform(r);

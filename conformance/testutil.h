@@ -36,6 +36,9 @@ uint64_t tu_rng_u64(tu_rng *r);
 double tu_rng_uniform(tu_rng *r);                        /* [0, 1) */
 int64_t tu_rng_range(tu_rng *r, int64_t lo, int64_t hi); /* [lo, hi] inclusive */
 double tu_rng_normal(tu_rng *r);                         /* standard normal */
+/* The same through void *, for helpers that take a generator they do not know (chat_ops_random). */
+int64_t tu_rng_range_v(void *r, int64_t lo, int64_t hi);
+uint64_t tu_rng_u64_v(void *r);
 
 /* Allocation-failure injection (SQLite style) through pl_alloc_set_hook:
  * allocation number `n` (1-based, counted from tu_alloc_fail_at) fails; with
