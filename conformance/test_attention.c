@@ -403,7 +403,8 @@ static void attention_sinks(const struct pl_kernels *ks, void *ctx)
 }
 
 /* The sink check is sharp: a kernel that ignores the sinks (run on the same arguments without
- * them) is outside the bound of the reference with them. */
+ * them) is outside the bound of the reference with them, by two orders of magnitude (the
+ * conformance check fails at 1). */
 static void attention_sinks_check_catches_an_ignored_sink(void)
 {
     tu_rng r;
@@ -433,7 +434,7 @@ static void attention_sinks_check_catches_an_ignored_sink(void)
                 if (q > worst) worst = q;
             }
         }
-    TU_CHECK(worst > 1e3, "seed %llu: attention without its sinks passed (error/bound %.3g)", SEED,
+    TU_CHECK(worst > 100, "seed %llu: attention without its sinks passed (error/bound %.3g)", SEED,
              worst);
     free(out);
     free_case(&d);

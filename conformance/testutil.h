@@ -30,6 +30,8 @@ uint64_t tu_seed(void);
 /* A small deterministic generator (splitmix64 seeded, xoshiro256**). */
 typedef struct tu_rng {
     uint64_t s[4];
+    double spare; /* tu_rng_normal's second value of its last pair, when has_spare */
+    int has_spare;
 } tu_rng;
 void tu_rng_init(tu_rng *r, uint64_t seed);
 uint64_t tu_rng_u64(tu_rng *r);
