@@ -166,8 +166,11 @@ PL_W_INLINE pl_f16 blk_d(const uint8_t *b)
 }
 
 /* MXFP4: the scales 2^(e - 128) (pl_e8m0_half) of the n blocks at w, lane i for block i; +0
- * for missing blocks. Apart from grp_load's loop, whose code for the other types stays what
- * it was before MXFP4 (V8 ran Q4_0's decode 27% slower with the scale chosen in the loop). */
+ * for missing blocks. Kept out of grp_load's loop: with the scale chosen per type inside it,
+ * emscripten's clang stopped unrolling that loop for every type (each block's d went through
+ * the stack, 4 stores and a v128 load per group), and wasm128's decode ran 25-30% slower in
+ * node (perf/NOTES.md, issue 52); as it is, the other types' code is byte for byte what it
+ * was before MXFP4. */
 PL_W_INLINE v128_t e8m0x4(const uint8_t *w, const int n)
 {
     float e[GROUP] = {0};
