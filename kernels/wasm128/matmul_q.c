@@ -165,10 +165,22 @@ PL_W_INLINE pl_f16 blk_d(const uint8_t *b)
     return d;
 }
 
+/* MXFP4: the scales 2^(e - 128) (pl_e8m0_half) of the n blocks at w, lane i for block i; +0
+ * for missing blocks. Kept out of grp_load's loop: with the scale chosen per type inside it,
+ * emscripten's clang stopped unrolling that loop for every type (each block's d went through
+ * the stack, 4 stores and a v128 load per group), and wasm128's decode ran 25-30% slower in
+ * node (perf/NOTES.md, issue 52); as it is, the other types' code is byte for byte what it
+ * was before MXFP4. */
+PL_W_INLINE v128_t e8m0x4(const uint8_t *w, const int n)
+{
+    float e[GROUP] = {0};
+    for (int i = 0; i < n; i++) e[i] = pl_e8m0_half(w[(size_t)i * sizeof(pl_block_mxfp4)]);
+    return wasm_f32x4_make(e[0], e[1], e[2], e[3]);
+}
+
 PL_W_INLINE void grp_load(grp *g, pl_type type, const uint8_t *w, size_t wbytes, const int n)
 {
     uint32_t dw[GROUP] = {0}, mw[GROUP] = {0}; /* half bits; +0 for missing blocks */
-    float ew[GROUP] = {0};                     /* MXFP4: 2^(e - 128) (pl_e8m0_half) */
     for (int i = 0; i < GROUP; i++) {
         if (i >= n) {
 #if PL_W_RELAXED
@@ -184,14 +196,10 @@ PL_W_INLINE void grp_load(grp *g, pl_type type, const uint8_t *w, size_t wbytes,
 #else
         decode_32(g->q[i], type, b);
 #endif
-        if (type == PL_TYPE_MXFP4)
-            ew[i] = pl_e8m0_half(b[0]);
-        else
-            dw[i] = blk_d(b);
+        dw[i] = blk_d(b);
         if (type == PL_TYPE_Q4_1 || type == PL_TYPE_Q5_1) mw[i] = blk_d(b + 2);
     }
-    g->dw = type == PL_TYPE_MXFP4 ? wasm_f32x4_make(ew[0], ew[1], ew[2], ew[3])
-                                  : f16x4(dw[0], dw[1], dw[2], dw[3]);
+    g->dw = type == PL_TYPE_MXFP4 ? e8m0x4(w, n) : f16x4(dw[0], dw[1], dw[2], dw[3]);
     g->mw = f16x4(mw[0], mw[1], mw[2], mw[3]);
 }
 
