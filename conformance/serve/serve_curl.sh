@@ -26,7 +26,9 @@ trap cleanup EXIT
 
 FAILS=0
 pass() { echo "ok   $1"; }
-fail() { echo "FAIL $1${2:+: $2}"; FAILS=$((FAILS + 1)); }
+FAILED=""
+fail() { echo "FAIL $1${2:+: $2}"; FAILS=$((FAILS + 1)); FAILED="$FAILED
+  $1"; }
 # expect DESCRIPTION JQ-FILTER [FILE]: the filter must be true on the JSON body (default $WORK/body).
 expect() {
   local file=${3:-$WORK/body}
@@ -564,10 +566,16 @@ drain_stream() {
     "{\"messages\":[{\"role\":\"user\",\"content\":\"go\"}],\"max_tokens\":$1,\"ignore_eos\":true,\"stream\":true}" \
     >"$WORK/drain" &
   DRAIN_PID=$!
-  for _ in $(seq 1 200); do [ -s "$WORK/drain" ] && break; sleep 0.02; done
+  for _ in $(seq 1 1000); do [ -s "$WORK/drain" ] && break; sleep 0.02; done
 }
 start_server "$PLUMB" serve -m "$MODEL" --port 0 --slots 1 -t 1 --sliding-window 64
-drain_stream 3000
+# The stream in flight must outlast the checks below on any host: a fast idle one decodes 3000
+# tokens of this model in well under a second. So its length is this host's rate times 4 s
+# (from a 400-token run just before), at least 3000.
+completion '{"prompt":"go","max_tokens":400,"ignore_eos":true}'
+DRAIN_N=$(jq -r '[3000, (.usage.completion_tokens / (.plumb.total_ms / 1000) * 4 | floor)] | max' "$WORK/body")
+case "$DRAIN_N" in '' | *[!0-9]*) fail "a 400-token run gives this host's decode rate" "$(head -c 300 "$WORK/body")"; DRAIN_N=3000 ;; esac
+drain_stream "$DRAIN_N"
 kill -TERM $SERVER_PID
 for _ in $(seq 1 100); do
   STATUS=$(curl -s -o "$WORK/body" -D "$WORK/headers" -w '%{http_code}' "$BASE/health")
@@ -646,6 +654,6 @@ if [ $RC = 1 ]; then pass "a model that cannot load → exit 1"; else fail "a mo
 
 if [ $FAILS -ne 0 ]; then
   echo "--- server stderr (tail) ---"; tail -40 "$WORK/stderr"
-  echo "serve_curl: $FAILS check(s) failed"; exit 1
+  echo "serve_curl: $FAILS check(s) failed:$FAILED"; exit 1
 fi
 echo "serve_curl: all checks passed"
