@@ -6,6 +6,7 @@
 // and XOR 0x80 takes 120 + n to n - 8 (mod 256).
 const QB: u32 = 32u;
 const NP: u32 = 2u;
+const CH: u32 = 64u;
 fn q4s(n: u32) -> u32 { return ((n | 0x80808080u) - 0x08080808u) ^ 0x80808080u; }
 fn part(r: u32, t: u32, b: u32, p: u32) -> vec2<i32> {
   let wo = P.w_off + r * P.w_row + b * 18u + 2u + 8u * p;

@@ -9,6 +9,7 @@
 // nibbles (four per word, masked) against eight words of x through dot4.
 const QB: u32 = 256u;
 const NP: u32 = 8u;
+const CH: u32 = 16u;
 fn byte_of(w: u32, k: u32) -> u32 { return (w >> (8u * k)) & 0xffu; }
 fn scale_min(wo: u32, j: u32) -> vec2u {
   let s0 = wu(wo + 4u);

@@ -3,6 +3,7 @@
 // per block: the 16 quants of each half, four words of each side through dot4 (4 int8 products).
 const QB: u32 = 32u;
 const NP: u32 = 2u;
+const CH: u32 = 64u;
 fn part(r: u32, t: u32, b: u32, p: u32) -> vec2<i32> {
   let wo = P.w_off + r * P.w_row + b * 34u + 2u + 16u * p;
   let xo = P.x_off + t * P.x_row + b * 34u + 2u + 16u * p;

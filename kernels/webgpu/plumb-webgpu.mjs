@@ -33,9 +33,6 @@ const DOT4_SHIFTS = `fn dot4(a: u32, b: u32) -> i32 {
 `;
 // Rows per workgroup of each matmul kernel (its NR).
 const MATMUL_NR = { Q8_0: 8, Q4_0: 8, Q4_K: 8, F16: 4 };
-// The quantized types' block bytes (ggml's), and the activations' type each is dotted with.
-const BLOCK_BYTES = { Q8_0: 34, Q4_0: 18, Q4_K: 144, Q8_K: 292 };
-const DOT_TYPE = { Q8_0: 'Q8_0', Q4_0: 'Q8_0', Q4_K: 'Q8_K' };
 
 const U = () => globalThis.GPUBufferUsage;
 
@@ -70,9 +67,8 @@ export async function createKernels(device, options = {}) {
   // every matmul driver: the shared parameters, buffers and readers first; the quantized ones'
   // byte-stream activations
   const io = (await source('matmul_io.wgsl')) + '\n';
-  const wu = io + (await source('matmul_wu.wgsl')) + '\n';
-  const xq = wu + (await source('matmul_xq.wgsl')) + '\n';
-  const driver = io + await source('matmul_q.wgsl');
+  const xq = io + (await source('matmul_xq.wgsl')) + '\n';
+  const driver = xq + await source('matmul_q.wgsl');
 
   async function pipeline(label, name, text) {
     const code = patch(name, common + '\n' + text);
@@ -93,23 +89,19 @@ export async function createKernels(device, options = {}) {
   // default all.
   const want = (k) => !options.only || options.only.includes(k);
   // options.matmulNR: rows per workgroup of the quantized decode driver (default MATMUL_NR's 8;
-  // a benchmark knob: the sums' order, hence every bit, is the same for any NR).
+  // a benchmark knob: the sums' order, hence every bit, is the same for any NR), each type's
+  // chunk CH shrunk where NR x CH (x NP) would pass the driver's workgroup arrays (512, 1024).
   const nr = options.matmulNR || MATMUL_NR.Q8_0;
-  // The decode driver's constants for a type: its blocks' bytes (BB, XB) and CV, the most blocks
-  // (a power of two, at most 64) whose staged rows, parts and terms fit the workgroup memory.
-  const wgBytes = device.limits?.maxComputeWorkgroupStorageSize || 16384;
-  const decodeText = (type, text) => {
-    const [bb, xb] = [BLOCK_BYTES[type], BLOCK_BYTES[DOT_TYPE[type]]];
+  const withNR = (text) => {
+    if (nr === MATMUL_NR.Q8_0) return text;
     const np = Number(/const NP: u32 = (\d+)u;/.exec(text)[1]);
-    const fits = (cv) => 4 * (nr * (Math.ceil(cv * bb / 4) + 1) + Math.ceil(cv * xb / 4) + 1) + 8 * nr * cv * np + 4 * nr * cv <= wgBytes;
-    let cv = 64;
-    while (cv > 1 && !fits(cv)) cv /= 2;
-    return `const BB: u32 = ${bb}u;\nconst XB: u32 = ${xb}u;\nconst CV: u32 = ${cv}u;\n` +
-      text.replace(/const NR: u32 = \d+u;/, `const NR: u32 = ${nr}u;`);
+    return text.replace(/const NR: u32 = \d+u;/, `const NR: u32 = ${nr}u;`)
+      .replace(/const CH: u32 = (\d+)u;/, (_, ch) =>
+        `const CH: u32 = ${Math.min(Number(ch), Math.floor(512 / nr), Math.floor(1024 / (nr * np)))}u;`);
   };
   const pipes = {};
   for (const [t, f] of Object.entries(MATMUL))
-    if (want('matmul_' + t)) pipes['matmul_' + t] = await pipeline('matmul ' + t, f, decodeText(t, driver + '\n' + await source(f)));
+    if (want('matmul_' + t)) pipes['matmul_' + t] = await pipeline('matmul ' + t, f, withNR(driver + '\n' + await source(f)));
   // options.tileMinT: the fewest tokens for which a type with a tiled driver uses it (default 16;
   // the conformance run sets 1 or Infinity so that each driver sees every case). Infinity: the
   // tiled pipelines are not built.
@@ -118,7 +110,7 @@ export async function createKernels(device, options = {}) {
     if (want('matmulT_' + t) && tileMinT !== Infinity)
       pipes['matmulT_' + t] = await pipeline('matmul tiled ' + t, f, xq + (drv ? await source(drv) + '\n' : '') + await source(f));
   if (want('matmul_F16'))
-    pipes.matmul_F16 = await pipeline('matmul F16', 'matmul_f16.wgsl', wu + await source('matmul_f16.wgsl'));
+    pipes.matmul_F16 = await pipeline('matmul F16', 'matmul_f16.wgsl', io + await source('matmul_f16.wgsl'));
   const quant = await source('quantize.wgsl');
   for (const [t, f] of Object.entries(QUANT))
     if (want('quantize_' + t)) pipes['quantize_' + t] = await pipeline('quantize ' + t, f, quant + '\n' + await source(f));
