@@ -74,12 +74,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
 
 // The best of reps timed submissions (after a warm-up). A validation error (an invalid bind group:
 // a dispatch that does nothing, timed as fast) throws rather than giving a figure.
-async function timed(device, reps, record) {
+async function timed(device, reps, record, flush = () => {}) {
   let best = Infinity;
   for (let r = 0; r <= reps; r++) {
     device.pushErrorScope('validation');
     const enc = device.createCommandEncoder();
     record(enc);
+    flush(enc);
     const t0 = performance.now();
     device.queue.submit([enc.finish()]);
     await device.queue.onSubmittedWorkDone();
@@ -169,7 +170,7 @@ export async function bench(device, opts = {}) {
         const ms = await timed(device, o.reps, (enc) => {
           ks.quantize(enc, dt, { x, y: xq, n: K, rows: T });
           ks.matmul(enc, type, { w: wb, x: xq, y, K, R, T, wRow, xRow, ldy: R });
-        });
+        }, ks.flush);
         const r = { T, ms, weightGBs: R * wRow / ms / 1e6, gops: 2 * R * K * T / ms / 1e6 };
         out.matmul[type][T] = r;
         o.log(`matmul ${type} ${R} x ${K}, T ${T}: ${ms.toFixed(3)} ms, weights ${r.weightGBs.toPrecision(3)} GB/s ` +
@@ -211,7 +212,7 @@ export async function bench(device, opts = {}) {
             ks.quantize(enc, dt, { x, y: xq, n: K, rows: T });
             ks.matmul(enc, w.type, { w: w.buf, x: xq, y, K, R: w.dims[1], T, wRow: w.rowBytes, xRow: (K / bs) * bb, ldy: w.dims[1] });
           }
-        });
+        }, ks.flush);
         const bytes = mats.reduce((a, w) => a + w.data.byteLength, 0);
         const ops = mats.reduce((a, w) => a + 2 * w.dims[0] * w.dims[1] * T, 0);
         out.model[T === 1 ? 'mmDecode' : 'mmPrefill'] = { T, ms, weightGBs: bytes / ms / 1e6, gops: ops / ms / 1e6, tokS: T / ms * 1e3 };

@@ -272,12 +272,16 @@ export async function forward(m, tokens, opts = {}) {
   ks.device.pushErrorScope('validation');
   const enc = ks.device.createCommandEncoder();
   if (decode) ks.beginFrame(m);
-  // y[T][R] = W . quantize(src[T][K])
-  const mm = (w, src, K, y) => {
+  // y[T][R] = W . quantize(src[T][K]). same: src is unchanged since the last mm, so xq still
+  // holds it quantized where that mm's dot type was this one's (q, k, v of one input; gate, up).
+  let xqHolds = null;
+  const mm = (w, src, K, y, same = false) => {
     const dt = DOT[w.type];
     if (!dt) throw new Error(`matmul of ${w.type}: not in the webgpu set`);
     const [bs, bb] = DOT_BLOCK[dt];
-    if (dt !== 'F32') ks.quantize(enc, dt, { x: src, y: xq, n: K, rows: T });
+    const held = same && xqHolds && xqHolds.src === src && xqHolds.dt === dt && xqHolds.K === K;
+    if (dt !== 'F32' && !held) ks.quantize(enc, dt, { x: src, y: xq, n: K, rows: T });
+    xqHolds = dt === 'F32' ? null : { src, dt, K };
     ks.matmul(enc, w.type, { w: w.buf, x: dt === 'F32' ? src : xq, y, K, R: w.dims[1], T, wRow: w.rowBytes,
       xRow: (K / bs) * bb, ldy: w.dims[1] });
   };
@@ -288,21 +292,24 @@ export async function forward(m, tokens, opts = {}) {
     const L = m.layers[l], C = m.cache[l];
     ks.rmsnorm(enc, { x, w: L.attn_norm.buf, y: xn, n: E, rows: T, eps: hp.eps });
     mm(L.q, xn, E, q);
-    mm(L.k, xn, E, k);
-    mm(L.v, xn, E, v);
+    mm(L.k, xn, E, k, true);
+    mm(L.v, xn, E, v, true);
     bias(q, L.bq, H * D);
     bias(k, L.bk, Hkv * D);
     bias(v, L.bv, Hkv * D);
     if (L.q_norm) { // qwen3: RMSNorm of every head's D values (into att, then back), before RoPE
       ks.rmsnorm(enc, { x: q, w: L.q_norm.buf, y: att, n: D, rows: T * H, eps: hp.eps });
+      ks.flush(enc);
       enc.copyBufferToBuffer(att, 0, q, 0, 4 * T * H * D);
     }
     if (L.k_norm) {
       ks.rmsnorm(enc, { x: k, w: L.k_norm.buf, y: att, n: D, rows: T * Hkv, eps: hp.eps });
+      ks.flush(enc);
       enc.copyBufferToBuffer(att, 0, k, 0, 4 * T * Hkv * D);
     }
     ks.rope(enc, { x: q, tokens: T, H, D, pos, rope, cs });
     ks.rope(enc, { x: k, tokens: T, H: Hkv, D, pos, rope, cs });
+    ks.flush(enc);
     enc.copyBufferToBuffer(k, 0, C.k, 4 * p0 * Hkv * D, 4 * T * Hkv * D);
     enc.copyBufferToBuffer(v, 0, C.v, 4 * p0 * Hkv * D, 4 * T * Hkv * D);
     ks.attention(enc, { q, k: C.k, v: C.v, qPos, kvPos: m.kvPos, scratch, out: att, T, H, Hkv, D, N: p0 + T,
@@ -311,7 +318,7 @@ export async function forward(m, tokens, opts = {}) {
     ks.add(enc, { x, y: tmp, n: T * E });
     ks.rmsnorm(enc, { x, w: L.ffn_norm.buf, y: xn, n: E, rows: T, eps: hp.eps });
     mm(L.gate, xn, E, gate);
-    mm(L.up, xn, E, upb);
+    mm(L.up, xn, E, upb, true);
     ks.swiglu(enc, { gate, up: upb, y: ffh, n: T * F });
     mm(L.down, ffh, F, tmp);
     ks.add(enc, { x, y: tmp, n: T * E });
@@ -319,6 +326,7 @@ export async function forward(m, tokens, opts = {}) {
   ks.rmsnorm(enc, { x, w: m.outNorm.buf, y: xn, n: E, rows: T, eps: hp.eps });
   mm(m.output, xn, E, logits);
   if (decode) ks.endFrame();
+  ks.flush(enc);
   ks.device.queue.submit([enc.finish()]);
   const err = await ks.device.popErrorScope();
   if (err) {

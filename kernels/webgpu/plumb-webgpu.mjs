@@ -7,6 +7,7 @@
 //   const w = ks.upload(bytes);                        // a storage buffer (padded to 4 bytes)
 //   const enc = device.createCommandEncoder();
 //   ks.matmul(enc, 'Q8_0', { w, x, y, K, R, T, wRow, xRow, ldy });
+//   ks.flush(enc);                                     // ends the kernels' compute pass
 //   device.queue.submit([enc.finish()]);
 //   const out = await ks.read(y, bytes);               // an ArrayBuffer
 //
@@ -166,6 +167,27 @@ export async function createKernels(device, options = {}) {
     });
   }
 
+  // Consecutive dispatches recorded into one encoder share one compute pass (within a pass
+  // WebGPU runs the dispatches in order, each seeing the writes of those before it): a pass
+  // each cost a decode step ~370 passes. flush(enc) ends the open pass; it must come before
+  // any other command on enc (clearBuffer, copyBufferToBuffer) and before enc.finish().
+  const open = new WeakMap();
+  function flush(enc) {
+    const p = open.get(enc);
+    if (p) {
+      p.end();
+      open.delete(enc);
+    }
+  }
+  function passOf(enc) {
+    let p = open.get(enc);
+    if (!p) {
+      p = enc.beginComputePass();
+      open.set(enc, p);
+    }
+    return p;
+  }
+
   // buffers: the kernel's storage buffers in binding order; words (a Uint32Array): its uniform,
   // bound last.
   function dispatch(enc, pipe, buffers, words, x, y = 1, z = 1) {
@@ -188,11 +210,10 @@ export async function createKernels(device, options = {}) {
         frame.slots[k] = { pipe, buffers: buffers.slice(), words: words.slice(), ub, bind };
       }
     }
-    const pass = enc.beginComputePass();
+    const pass = passOf(enc);
     pass.setPipeline(pipe);
     pass.setBindGroup(0, bind);
     pass.dispatchWorkgroups(x, y, z);
-    pass.end();
   }
 
   // y[yOff + t ldy + r] = W[r] . X[t] (r < R, t < T). W: rows of K elements of `type` (ggml's
@@ -216,6 +237,7 @@ export async function createKernels(device, options = {}) {
     const bs = type === 'Q8_K' ? 256 : 32, bb = type === 'Q8_K' ? 292 : 34;
     const yRow = a.yRow ?? (a.n / bs) * bb, yOff = a.yOff || 0;
     if (yOff % 4) throw new Error('plumb-webgpu: quantize: yOff must be a multiple of 4');
+    flush(enc);
     enc.clearBuffer(a.y, yOff, Math.ceil((a.rows * yRow) / 4) * 4);
     const [gx, gy] = grid(Math.ceil((a.n / bs) * a.rows / 64));
     dispatch(enc, pipe, [a.x, a.y], new Uint32Array([a.n, a.rows, a.xOff || 0, yOff, yRow, 0, 0, 0]), gx, gy);
@@ -299,7 +321,7 @@ export async function createKernels(device, options = {}) {
     return out;
   }
 
-  return { device, packedDot, upload, buffer, uniform, matmul, quantize, rmsnorm, softmax, swiglu, rope, attention, add,
+  return { device, packedDot, flush, upload, buffer, uniform, matmul, quantize, rmsnorm, softmax, swiglu, rope, attention, add,
     read, beginFrame, endFrame };
 }
 
