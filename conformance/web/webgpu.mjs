@@ -107,6 +107,10 @@ try {
       file: 'matmul_q4_0.wgsl', pairs: [['xu(xo + j))', '@LO@'], ['xu(xo + 16u + j))', 'xu(xo + j))'], ['@LO@', 'xu(xo + 16u + j))']] },
     { name: 'Q4_K sub-block nibble order swapped', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
       file: 'matmul_q4_k.wgsl', pairs: [['(j % 2u) * 4u', '(1u - j % 2u) * 4u']] },
+    { name: 'Q6_K sub-block scale sign dropped (even sub-blocks\' int8 scale taken unsigned)', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'],
+      file: 'matmul_q6_k.wgsl', pairs: [['let s0 = bitcast<i32>(sc << 24u) >> 24u;', 'let s0 = i32(sc & 0xffu);']] },
+    { name: 'Q6_K high bits from the neighbouring quarter\'s pair', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'],
+      file: 'matmul_q6_k.wgsl', pairs: [['let hsh = 2u * s;', 'let hsh = 2u * (s ^ 1u);']] },
     { name: 'Q8_0 weight scale dropped', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
       file: 'matmul_q8_0.wgsl', pairs: [['rnd(f16_to_f32(w16(wo)) * f16_to_f32(x16(xo)))', 'rnd(f16_to_f32(x16(xo)))']] },
     { name: 'Q4_K min term dropped', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
@@ -171,8 +175,8 @@ try {
   // matmul type (webgpu_models gen): 4 tokens of prefill, then 2 decoded one at a time over the
   // GPU KV cache; webgpu_models check holds every position to test_e2e.c's bound against the
   // double-precision reference transformer, the argmax to the reference's and to the ref set's
-  // where their top two are clear; a Q4_K_M-like file (Q6_K matrices) must be refused naming
-  // Q6_K. Then planted faults in the forward pass, each on the models it concerns, must fail it.
+  // where their top two are clear (a Q4_K_M file among them: Q6_K attn_v, ffn_down, output and
+  // token_embd); a Q4_K_M-like file with Q5_0 matrices must be refused naming Q5_0. Then planted faults in the forward pass, each on the models it concerns, must fail it.
   const mtool = process.env.PLUMB_WEBGPU_MODELS;
   const models = (args) => {
     const r = spawnSync(mtool, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
@@ -188,8 +192,8 @@ try {
       for (const m of list) {
         if (!m.name.includes(filter)) continue;
         const t0 = Date.now();
-        const res = await page.evaluate((t, n, f, tk, s, p, e) => window.wgpu.model(t, n, f, tk, s, p, e),
-          tag, m.name, m.file, m.tokens, m.split, patches, edits);
+        const res = await page.evaluate((t, n, f, tk, s, w, p, e) => window.wgpu.model(t, n, f, tk, s, w, p, e),
+          tag, m.name, m.file, m.tokens, m.steps, { window: m.window, sinks: m.sinks }, patches, edits);
         if (res.error) throw new Error(`${m.name}: ${res.error}`);
         if (process.env.PLUMB_WEB_VERBOSE) console.log(`  ${tag} ${m.name}: ${Date.now() - t0} ms`);
       }
@@ -221,6 +225,9 @@ try {
         patches: [{ file: 'rope.wgsl', pairs: [['if (P.neox != 0u) {', 'if (false) {']] }] },
       { name: 'qwen2\'s k bias dropped', filter: 'qwen2-F16', edits: ['bk'] },
       { name: 'qwen3\'s per-head k RMSNorm skipped', filter: 'qwen3-F16', edits: ['k_norm'] },
+      { name: 'the sliding window\'s sinks dropped (the ring over every position)', filter: 'w5s2', edits: ['model.sinks'] },
+      { name: 'attention past the sliding window (its window test always true)', filter: 'w5s2',
+        patches: [{ file: 'attention.wgsl', pairs: [['return diff <= P.wm1;', 'return true;']] }] },
     ];
     for (const [i, f] of MFAULTS.entries()) {
       if (process.env.PLUMB_WEBGPU_FAULTS === '0') break;
