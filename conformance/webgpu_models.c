@@ -7,7 +7,8 @@
  *   webgpu_models gen DIR            writes DIR/models.json (each model: its name, the tokens,
  *                                    how many are one prefill, or the name the GPU path must
  *                                    refuse it by) and DIR/<name>.gguf
- *   webgpu_models check DIR OUT [F]  rebuilds each model (whose name holds F) from its spec and
+ *   webgpu_models check DIR OUT [F]  rebuilds each model (whose name holds F; =NAME: that one)
+ *                                    from its spec and
  *                                    judges OUT/<name>.logits (positions x V floats) or, for a
  *                                    file the GPU path must refuse, OUT/<name>.refused (the
  *                                    error text: it must name what); exit 0 only if all pass
@@ -45,7 +46,64 @@ typedef struct wmodel {
     /* > 0: the session's sliding window and sinks (pl_session_params), the page's steps (each
      * at most window - sinks tokens: the session's) over MAX_TOK tokens */
     int64_t window, sinks;
+    int rope; /* > 0: a RoPE scaling of the file (ROPES[rope - 1]) */
 } wmodel;
+
+/* RoPE scalings as llama.cpp's keys and tensors carry them (test_e2e.c's variants). */
+typedef struct rope_scaling {
+    const char *type;  /* rope.scaling.type, NULL: absent */
+    float factor;      /* rope.scaling.factor, 0: absent */
+    uint32_t orig_ctx; /* rope.scaling.original_context_length, 0: absent */
+    float attn_factor; /* rope.scaling.attn_factor, 0: absent */
+    int freqs;         /* 1: a rope_freqs.weight tensor (llama 3) */
+    int untruncated;   /* 1: rope.scaling.yarn_truncate = false */
+} rope_scaling;
+static const rope_scaling ROPES[] = {
+    {NULL, 0, 0, 0, 1, 0},       /* llama 3's divisors, no scaling keys (Llama 3.x files) */
+    {"yarn", 4, 16, 0.9f, 0, 1}, /* YaRN 4 over 16, untruncated, attn_factor 0.9 */
+    {"linear", 4, 0, 0, 0, 0},   /* linear 4 */
+};
+static float rope_freqs_data[64];
+
+/* tiny_spec.edit: the scaling's keys and tensor. */
+static void rope_edit(pl_gguf_writer *w, const tiny_spec *s)
+{
+    const rope_scaling *v = s->edit_user;
+    char key[96];
+    pl_error e;
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, s->arch), key)
+    if (v->type)
+        pl_gguf_writer_set_string(w, KEY("rope.scaling.type"), v->type, strlen(v->type), &e);
+    if (v->factor) pl_gguf_writer_set_f32(w, KEY("rope.scaling.factor"), v->factor, &e);
+    if (v->orig_ctx)
+        pl_gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"), v->orig_ctx, &e);
+    if (v->attn_factor)
+        pl_gguf_writer_set_f32(w, KEY("rope.scaling.attn_factor"), v->attn_factor, &e);
+    if (v->untruncated) {
+        const uint8_t no = 0;
+        pl_gguf_writer_set(w, KEY("rope.scaling.yarn_truncate"), PL_GGUF_BOOL, &no, &e);
+    }
+#undef KEY
+    if (v->freqs) {
+        /* llama 3's shape: 1 for the high frequencies, 8 for the low, a smooth band between
+         * (factor 8, low 1, high 4, original context 16) */
+        const int64_t half = s->D / 2;
+        for (int64_t i = 0; i < half; i++) {
+            const double freq = pow(10000.0, -2.0 * (double)i / (double)s->D);
+            const double wavelen = 2 * M_PI / freq;
+            double f = 1;
+            if (wavelen > 16.0)
+                f = 8;
+            else if (wavelen >= 4.0) {
+                const double smooth = (16.0 / wavelen - 1) / 3.0;
+                f = 1 / ((1 - smooth) / 8 + smooth);
+            }
+            rope_freqs_data[i] = (float)f;
+        }
+        const int64_t ne[1] = {half};
+        pl_gguf_writer_add_tensor(w, "rope_freqs.weight", PL_TYPE_F32, 1, ne, rope_freqs_data, &e);
+    }
+}
 
 /* A windowed model's steps: prefill, a decode, a prefill, one that wraps the ring, decodes. */
 static const int WSTEPS[] = {3, 1, 3, 2, 1, 2};
@@ -60,28 +118,33 @@ static int n_tok(const wmodel *w)
  * architecture's own steps are seen at 1e-4 of the RMS), each quantized type once on a
  * different architecture (the quantized matmul of the set is the slow kernel there: about 10 s a
  * file on a loaded 2-core machine), tied embeddings on a quantized and an F16 file; a Q4_K_M
- * file (Q6_K attn_v, ffn_down, output and token_embd, Q4_K the rest); and a Q4_K_M-like mix with
- * Q5_0 matrices, which the set has no matmul for. */
+ * file (Q6_K attn_v, ffn_down, output and token_embd, Q4_K the rest); a session's sliding window
+ * with sinks; RoPE scalings from the file; and a Q4_K_M-like mix with Q5_0 matrices, which the
+ * set has no matmul for. */
 static const wmodel MODELS[] = {
-    {"llama", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0},
-    {"qwen2", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0},
-    {"qwen3", PL_TYPE_F16, 1, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0},
-    {"llama", PL_TYPE_Q8_0, 0, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0},
-    {"qwen2", PL_TYPE_Q4_K, 1, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0},
-    {"qwen3", PL_TYPE_Q4_0, 0, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0},
-    {"qwen2", PL_TYPE_Q4_K, 0, 1, "Q5_0", NULL, NULL, 0, NULL, 0, 0, 0},
+    {"llama", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0},
+    {"qwen2", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0},
+    {"qwen3", PL_TYPE_F16, 1, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0},
+    {"llama", PL_TYPE_Q8_0, 0, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0},
+    {"qwen2", PL_TYPE_Q4_K, 1, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0},
+    {"qwen3", PL_TYPE_Q4_0, 0, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0},
+    {"qwen2", PL_TYPE_Q4_K, 0, 1, "Q5_0", NULL, NULL, 0, NULL, 0, 0, 0, 0},
     /* what else the GPU path must refuse by name, before uploading anything (each refusal is
      * one readGGUF in the page: no GPU work) */
-    {"gemma2", PL_TYPE_F16, 0, 0, "architecture gemma2", NULL, NULL, 0, NULL, 0, 0, 0},
+    {"gemma2", PL_TYPE_F16, 0, 0, "architecture gemma2", NULL, NULL, 0, NULL, 0, 0, 0, 0},
     {"llama", PL_TYPE_F16, 0, 0, "blk.1.ffn_up.weight: missing", "blk.1.ffn_up.weight", NULL, 0,
-     "omit", 0, 0, 0},
+     "omit", 0, 0, 0, 0},
     {"qwen3", PL_TYPE_F16, 0, 0, "blk.0.attn_k_norm.weight is F16", NULL,
-     "blk.0.attn_k_norm.weight", 0, "f16norm", 0, 0, 0},
-    {"llama", PL_TYPE_Q8_0, 0, 0, "rope.dimension_count", NULL, NULL, 32, "rot32", 0, 0, 0},
+     "blk.0.attn_k_norm.weight", 0, "f16norm", 0, 0, 0, 0},
+    {"llama", PL_TYPE_Q8_0, 0, 0, "rope.dimension_count", NULL, NULL, 32, "rot32", 0, 0, 0, 0},
     /* later additions (after the others: each model's draw is seeded by its index) */
-    {"llama", PL_TYPE_Q4_K, 0, 3, NULL, NULL, NULL, 0, "q4km", PL_TYPE_Q6_K, 0, 0},
+    {"llama", PL_TYPE_Q4_K, 0, 3, NULL, NULL, NULL, 0, "q4km", PL_TYPE_Q6_K, 0, 0, 0},
     /* a sliding window of 5 with 2 sinks over 12 tokens: positions 2.. in a ring of 6 slots */
-    {"llama", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, "w5s2", 0, 5, 2},
+    {"llama", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, "w5s2", 0, 5, 2, 0},
+    /* RoPE scalings from the file: llama 3's rope_freqs.weight, YaRN (neox), linear */
+    {"llama", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, "llama3rope", 0, 0, 0, 1},
+    {"qwen2", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, "yarn", 0, 0, 0, 2},
+    {"qwen3", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, "linear", 0, 0, 0, 3},
 };
 #define N_MODELS (sizeof MODELS / sizeof MODELS[0])
 
@@ -119,6 +182,10 @@ static tiny_spec spec_of(const wmodel *w, int i)
     s.omit = w->omit;
     s.f16_norm = w->f16_norm;
     if (w->n_rot) s.n_rot = w->n_rot;
+    if (w->rope) {
+        s.edit = rope_edit;
+        s.edit_user = &ROPES[w->rope - 1];
+    }
     s.seed = 5000 + (uint64_t)i;
     return s;
 }
@@ -344,7 +411,8 @@ static int check(const char *dir, const char *out, const char *filter)
     char name[64];
     for (size_t i = 0; i < N_MODELS; i++) {
         model_name(&MODELS[i], name, sizeof name);
-        if (filter && !strstr(name, filter)) continue;
+        if (filter && (filter[0] == '=' ? strcmp(name, filter + 1) : !strstr(name, filter)))
+            continue;
         ran++;
         failed += check_one(dir, out, i);
     }

@@ -10,7 +10,7 @@
 // Matrices: Q8_0, Q4_0, Q4_K, Q6_K (quantized activations, ref's bits) and F16 (f32 activations);
 // norms and biases F32. A file with anything else — another architecture, a tensor type the set
 // has no matmul for (Q5_K, Q5_0, ...), a tensor or a key that changes the forward pass and that
-// this file does not implement (RoPE scaling, sliding windows, experts, soft-caps, ...) — is
+// this file does not implement (a layer sliding window, experts, soft-caps, longrope, ...) — is
 // refused by `gpuSupport` naming what, before anything is uploaded: never half-run.
 
 import { ropePlan, ropeTable } from './plumb-webgpu.mjs';
@@ -28,11 +28,16 @@ export const ARCHS = {
   qwen2: { neox: true, bias: 'required', qkNorm: false },
   qwen3: { neox: true, bias: 'none', qkNorm: true },
 };
-// The <arch>.* keys it understands; any other such key (a RoPE scaling, a window, experts, a
-// soft-cap, a multiplier) changes the forward pass and refuses the file.
+// The <arch>.* keys it understands; any other such key (a window, experts, a soft-cap, a
+// multiplier) changes the forward pass and refuses the file. RoPE's scaling keys are read as
+// engine/runtime/model.c's read_rope reads them (ropeOf).
+const ROPE_KEYS = ['rope.scaling.type', 'rope.scaling.factor', 'rope.scale_linear',
+  'rope.scaling.original_context_length', 'rope.scaling.attn_factor', 'rope.scaling.yarn_ext_factor',
+  'rope.scaling.yarn_attn_factor', 'rope.scaling.yarn_beta_fast', 'rope.scaling.yarn_beta_slow',
+  'rope.scaling.yarn_truncate'];
 const KEYS = new Set(['context_length', 'embedding_length', 'block_count', 'feed_forward_length',
   'attention.head_count', 'attention.head_count_kv', 'attention.layer_norm_rms_epsilon', 'rope.freq_base',
-  'rope.dimension_count', 'attention.key_length', 'attention.value_length', 'vocab_size']);
+  'rope.dimension_count', 'attention.key_length', 'attention.value_length', 'vocab_size', ...ROPE_KEYS]);
 
 // The metadata and tensor table of a GGUF file (an ArrayBuffer): { kv, tensors: {name: {dims,
 // type (ggml's name), data (a Uint8Array view; null for a type this set has no layout for)}} }.
@@ -157,6 +162,47 @@ function embedRow(t, r, out) {
   throw new Error(`token_embd of type ${t.type}: not supported by the webgpu forward pass`);
 }
 
+// The file's RoPE as engine/runtime/model.c's read_rope (and its checks) makes it, for ropePlan:
+// { rope } or { why }. A factor (rope.scaling.factor, else rope.scale_linear) scales positions
+// linearly whatever the type (absent: linear; none: no scaling); YaRN adds its ramp (ext_factor
+// 1 unless the file says otherwise) over the original context (else the training context);
+// rope_freqs.weight (llama 3) divides each pair's frequency. Every float as the engine's float.
+function ropeOf(gguf, arch, D, neox) {
+  const { kv, tensors } = gguf;
+  const g = (k) => kv[`${arch}.${k}`];
+  const has = (k) => g(k) !== undefined;
+  const fr = Math.fround;
+  const type = g('rope.scaling.type');
+  if (has('rope.scaling.type') && !['none', 'linear', 'yarn'].includes(type))
+    return { why: `key ${arch}.rope.scaling.type = '${type}': plumb implements none, linear and yarn` };
+  const yarn = type === 'yarn', none = type === 'none';
+  if (has('rope.scaling.yarn_ext_factor') && g('rope.scaling.yarn_ext_factor') !== -1 && !yarn)
+    return { why: `key ${arch}.rope.scaling.yarn_ext_factor: a RoPE scaling override plumb does not implement` };
+  if (has('rope.scaling.yarn_attn_factor') && g('rope.scaling.yarn_attn_factor') !== 1)
+    return { why: `key ${arch}.rope.scaling.yarn_attn_factor: a RoPE scaling override plumb does not implement` };
+  if (has('rope.scaling.yarn_truncate') && !g('rope.scaling.yarn_truncate') && !yarn)
+    return { why: `key ${arch}.rope.scaling.yarn_truncate = false without yarn scaling` };
+  const factor = has('rope.scaling.factor') ? g('rope.scaling.factor') : (g('rope.scale_linear') ?? 1);
+  if (factor !== 0 && factor < 1 && !none) return { why: `key ${arch}.rope.scaling.factor = ${factor} must be >= 1` };
+  let factors = null;
+  const t = tensors['rope_freqs.weight'];
+  if (t) {
+    if (t.type !== 'F32' || t.dims.length !== 1 || t.dims[0] !== D / 2)
+      return { why: `tensor rope_freqs.weight: ${t.type} [${t.dims}], the pass wants F32 [${D / 2}]` };
+    factors = Array.from(new Float32Array(t.data.slice().buffer));
+    const bad = factors.findIndex((f) => !(f > 0) || f === Infinity);
+    if (bad >= 0) return { why: `tensor rope_freqs.weight[${bad}] = ${factors[bad]} is not a positive finite divisor` };
+  }
+  const ext = has('rope.scaling.yarn_ext_factor') ? g('rope.scaling.yarn_ext_factor') : -1;
+  return { rope: { n_rot: D, freq_base: fr(g('rope.freq_base') ?? 10000),
+    freq_scale: none || factor === 0 ? 1 : fr(1 / factor), factors,
+    ext_factor: !yarn ? 0 : ext >= 0 ? fr(ext) : 1,
+    attn_factor: fr(g('rope.scaling.attn_factor') ?? 1),
+    beta_fast: fr(g('rope.scaling.yarn_beta_fast') ?? 32), beta_slow: fr(g('rope.scaling.yarn_beta_slow') ?? 1),
+    n_ctx_orig: has('rope.scaling.original_context_length') ? g('rope.scaling.original_context_length') : g('context_length'),
+    neox, yarn_no_truncate: yarn && g('rope.scaling.yarn_truncate') === false } };
+}
+
 // Whether this forward pass runs the file (readGGUF's result) exactly as the engine would:
 // { ok: true, arch } or { ok: false, why } naming the architecture, key, tensor or type.
 export function gpuSupport(gguf) {
@@ -167,7 +213,6 @@ export function gpuSupport(gguf) {
   for (const k of Object.keys(kv)) {
     if (!k.startsWith(arch + '.')) continue;
     const key = k.slice(arch.length + 1);
-    if (key === 'rope.scaling.type' && kv[k] === 'none') continue;
     if (key === 'expert_count' && kv[k] === 0) continue;
     if (!KEYS.has(key)) return { ok: false, why: `key ${k}: not in the webgpu forward pass` };
   }
@@ -181,8 +226,11 @@ export function gpuSupport(gguf) {
   if (!Number.isInteger(D) || D % 2 || H % Hkv) return { ok: false, why: `heads: E ${E}, H ${H}, Hkv ${Hkv}, D ${D} not a shape the pass runs` };
   if ((g('attention.value_length') || D) !== D) return { ok: false, why: `key ${arch}.attention.value_length differs from the key length` };
   if ((g('rope.dimension_count') || D) !== D) return { ok: false, why: `key ${arch}.rope.dimension_count: partial RoPE is not in the webgpu forward pass` };
+  const rp = ropeOf(gguf, arch, D, A.neox);
+  if (rp.why) return { ok: false, why: rp.why };
   // every tensor the pass reads, with what it must be; anything else is refused
-  const want = new Map([['token_embd.weight', 'embd'], ['output_norm.weight', 'norm'], ['output.weight', 'matrix']]);
+  const want = new Map([['token_embd.weight', 'embd'], ['output_norm.weight', 'norm'], ['output.weight', 'matrix'],
+    ['rope_freqs.weight', 'factors']]);
   for (let l = 0; l < L; l++) {
     for (const s of ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down']) want.set(`blk.${l}.${s}.weight`, 'matrix');
     for (const s of ['attn_norm', 'ffn_norm']) want.set(`blk.${l}.${s}.weight`, 'norm');
@@ -201,7 +249,7 @@ export function gpuSupport(gguf) {
     return { ok: false, why: `the webgpu set has no matmul for ${[...noMatmul].map(([ty, ns]) =>
       `${ty} (${ns.length > 2 ? `${ns.slice(0, 2).join(', ')} and ${ns.length - 2} more` : ns.join(', ')})`).join(', ')}; it has ${Object.keys(DOT).join(', ')}` };
   for (const [name, role] of want) {
-    if (tensors[name] || name === 'output.weight') continue;
+    if (tensors[name] || name === 'output.weight' || role === 'factors') continue;
     if (role === 'bias' && A.bias === 'optional') continue;
     return { ok: false, why: `tensor ${name}: missing` };
   }
@@ -235,9 +283,9 @@ export function loadModel(ks, gguf, nCtx, opts = {}) {
   const hp = { arch, E: g('embedding_length'), L: g('block_count'), H: g('attention.head_count'),
     Hkv: g('attention.head_count_kv') || g('attention.head_count'), F: g('feed_forward_length'),
     eps: Math.fround(g('attention.layer_norm_rms_epsilon')),
-    base: Math.fround(g('rope.freq_base') || 10000), V: tensors['token_embd.weight'].dims[1], neox: A.neox,
-    tied: !tensors['output.weight'] };
+    V: tensors['token_embd.weight'].dims[1], neox: A.neox, tied: !tensors['output.weight'] };
   hp.D = g('attention.key_length') || hp.E / hp.H;
+  hp.rope = ropeOf(gguf, arch, hp.D, A.neox).rope;
   const up = (name) => (tensors[name] ? { ...tensors[name], buf: ks.upload(tensors[name].data) } : null);
   const layers = [];
   for (let l = 0; l < hp.L; l++) {
@@ -306,8 +354,7 @@ export async function forward(m, tokens, opts = {}) {
   const x0 = new Float32Array(T * E);
   for (let t = 0; t < T; t++) embedRow(m.embd, tokens[t], x0.subarray(t * E, (t + 1) * E));
   const pos = Array.from({ length: T }, (_, t) => p0 + t);
-  const rope = { n_rot: D, freq_base: hp.base, freq_scale: 1, factors: null, ext_factor: 0, attn_factor: 1,
-    beta_fast: 0, beta_slow: 0, n_ctx_orig: 0, neox: hp.neox, yarn_no_truncate: false };
+  const rope = hp.rope;
   // the angles of these positions, once for q, k and every layer
   const table = ropeTable(rope, ropePlan(rope, D), pos);
   // A decode step (T = 1) reuses one set of buffers, sized for the whole context, and records the
@@ -316,6 +363,7 @@ export async function forward(m, tokens, opts = {}) {
   const decode = T === 1;
   // the slots these positions take (the ring evicts what held them), before any layer, so
   // the step's tokens see each other (pl_kvcache_place); attention scans the occupied slots
+  const placed = m.ring ? [m.slotPos.slice(), m.evicted] : null; // restored if the step fails
   if (m.ring) {
     for (let p = p0; p < p0 + T; p++) m.slotPos[slotOf(m, p)] = p;
     if (p0 + T - m.ring > m.evicted) m.evicted = p0 + T - m.ring;
@@ -389,6 +437,7 @@ export async function forward(m, tokens, opts = {}) {
   ks.device.queue.submit([enc.finish()]);
   const err = await ks.device.popErrorScope();
   if (err) {
+    if (placed) [m.slotPos, m.evicted] = placed;
     if (!decode) for (const b of Object.values(bufs)) b.destroy();
     throw new Error(`webgpu forward pass: ${err.message}`);
   }

@@ -16,10 +16,9 @@
 const MATMUL = { Q8_0: 'matmul_q8_0.wgsl', Q4_0: 'matmul_q4_0.wgsl', Q4_K: 'matmul_q4_k.wgsl',
   Q6_K: 'matmul_q6_k.wgsl' };
 // The tiled prefill drivers (matmul_qt.wgsl) and their types' weight readers.
-// [the driver (null: the type's file is whole), the type's file]. Q6_K has none yet: its
-// matmuls of any T run on the decode driver (kernels/webgpu/README.md says why).
+// [the driver (null: the type's file is whole), the type's file]
 const MATMUL_TILED = { Q8_0: ['matmul_qt.wgsl', 'matmul_qt_q8_0.wgsl'], Q4_0: ['matmul_qt.wgsl', 'matmul_qt_q4_0.wgsl'],
-  Q4_K: [null, 'matmul_qt_q4_k.wgsl'] };
+  Q4_K: [null, 'matmul_qt_q4_k.wgsl'], Q6_K: [null, 'matmul_qt_q6_k.wgsl'] };
 const QUANT = { Q8_0: 'quantize_q8_0.wgsl', Q8_K: 'quantize_q8_k.wgsl' };
 const OPS = ['rmsnorm', 'softmax', 'swiglu', 'rope', 'attention', 'add'];
 export const MATMUL_TYPES = ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K', 'F16'];
