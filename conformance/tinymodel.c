@@ -62,9 +62,12 @@ tiny_spec tiny_default(const char *arch, uint32_t wtype)
 }
 
 /* Matrix types of the mix, chosen by tensor: mix 1 as Q4_K_M-like files do, mix 2 with the
- * low-bit types of Q3_K_M/Q2_K/IQ4_XS files, every one of them in one model. */
+ * low-bit types of Q3_K_M/Q2_K/IQ4_XS files, every one of them in one model; mix 3 a Q4_K_M
+ * file without its fallback types (Q6_K attn_v and ffn_down, Q4_K the rest). */
 static uint32_t mix_type(int mix, const char *name)
 {
+    if (mix == 3)
+        return strstr(name, "attn_v") || strstr(name, "ffn_down") ? PL_TYPE_Q6_K : PL_TYPE_Q4_K;
     if (mix == 2) {
         if (strstr(name, "attn_v") || strstr(name, "ffn_down")) return PL_TYPE_Q3_K;
         if (strstr(name, "attn_output")) return PL_TYPE_IQ4_XS;

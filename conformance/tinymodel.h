@@ -15,7 +15,7 @@ struct tiny_spec {
     uint32_t wtype;     /* type of the 2-D weight matrices */
     uint32_t embd_type; /* token_embd / output */
     int mix;            /* vary matrix types per tensor: 1 Q4_K, Q6_K, Q5_0, Q8_0;
-                           2 Q2_K, Q3_K, IQ4_NL, IQ4_XS */
+                           2 Q2_K, Q3_K, IQ4_NL, IQ4_XS; 3 Q4_K, Q6_K */
     int tied;           /* 1: no output.weight */
     int64_t window;     /* > 0: <arch>.attention.sliding_window (the local layers') */
     int64_t n_rot;      /* rope.dimension_count; 0: D */

@@ -284,9 +284,12 @@ static void make_quantize(wcase *c, pl_type t, int variant, tu_rng *r)
     c->out_bytes = (size_t)rows * row_bytes(t, n);
 }
 
-/* Case i of the list (0 <= i < n_cases()); returns 0 past the end. */
+/* The matmul types: the first N_MM_TYPES lead the case list, the later ones (Q6_K) follow the
+ * quantizers' cases at its end, so every earlier case keeps its draw. */
 static const pl_type mm_types[] = {PL_TYPE_Q8_0, PL_TYPE_Q4_0, PL_TYPE_Q4_K, PL_TYPE_F16};
+static const pl_type mm_types_late[] = {PL_TYPE_Q6_K};
 #define N_MM_TYPES  4
+#define N_MM_LATE   1
 #define MM_PER_TYPE 14
 #define N_RMS       11
 #define N_ROPE      20
@@ -295,8 +298,37 @@ static const pl_type mm_types[] = {PL_TYPE_Q8_0, PL_TYPE_Q4_0, PL_TYPE_Q4_K, PL_
 #define N_ATTN      14
 #define N_QUANT     8
 #define N_CASES                                                                                    \
-    (N_MM_TYPES * MM_PER_TYPE + N_RMS + N_ROPE + N_SOFTMAX + N_SWIGLU + N_ATTN + N_QUANT)
+    ((N_MM_TYPES + N_MM_LATE) * MM_PER_TYPE + N_RMS + N_ROPE + N_SOFTMAX + N_SWIGLU + N_ATTN +     \
+     N_QUANT)
 
+/* Matmul case j (0 <= j < MM_PER_TYPE) of type t. */
+static void make_mm_case(wcase *c, pl_type t, int j, tu_rng *r)
+{
+    const int64_t bs = pl_type_traits_of(t)->block_size > 1 ? pl_type_traits_of(t)->block_size : 1;
+    /* edge shapes: K in 1, 2, 3, 7 blocks and the largest real K; R = 1 and odd primes;
+     * T = 1, a few, 17 */
+    static const int64_t edge[][3] = {{1, 1, 1}, {1, 7, 3},  {2, 3, 17},
+                                      {3, 5, 2}, {7, 11, 4}, {0, 3, 2}};
+    if (j < 6) {
+        const int64_t K = edge[j][0] ? edge[j][0] * (bs > 1 ? bs : 32) : 14336;
+        make_matmul(c, t, K, edge[j][1], edge[j][2], QI_GAUSS, QI_GAUSS, "edge", r);
+    } else if (j < 12) {
+        /* j = 10: R past 56 (the matmuls' tiles of 8 rows on the conformance run's grids of
+         * at most 7 workgroups a dimension use the split grid; past 64: the tiled drivers'
+         * second row tile); j = 11: past 64 tokens (their second token tile), K at most
+         * 512 (SwiftShader's time) */
+        const int64_t kmax = j == 11 ? 512 : 2048;
+        const int64_t K = bs > 1 ? bs * tu_rng_range(r, 1, kmax / bs) : tu_rng_range(r, 1, kmax);
+        const int64_t R = j == 10 ? tu_rng_range(r, 57, 70) : tu_rng_range(r, 1, 13),
+                      T = j == 11 ? tu_rng_range(r, 65, 80) : tu_rng_range(r, 1, 17);
+        make_matmul(c, t, K, R, T, QI_GAUSS, QI_GAUSS, "random", r);
+    } else {
+        /* every (weight, activation) stress pattern pair meets in one output */
+        make_matmul(c, t, j == 12 ? 512 : 768, QI_COUNT, QI_COUNT, -1, -1, "stress", r);
+    }
+}
+
+/* Case i of the list (0 <= i < N_CASES). */
 static void make_case(wcase *c, int i)
 {
     memset(c, 0, sizeof *c);
@@ -304,32 +336,7 @@ static void make_case(wcase *c, int i)
     tu_rng_init(&r, tu_seed() * 0x9e3779b97f4a7c15ull + 0x77677075ull + (uint64_t)i);
     int k = i;
     if (k < N_MM_TYPES * MM_PER_TYPE) {
-        const pl_type t = mm_types[k / MM_PER_TYPE];
-        const int j = k % MM_PER_TYPE;
-        const int64_t bs =
-            pl_type_traits_of(t)->block_size > 1 ? pl_type_traits_of(t)->block_size : 1;
-        /* edge shapes: K in 1, 2, 3, 7 blocks and the largest real K; R = 1 and odd primes;
-         * T = 1, a few, 17 */
-        static const int64_t edge[][3] = {{1, 1, 1}, {1, 7, 3},  {2, 3, 17},
-                                          {3, 5, 2}, {7, 11, 4}, {0, 3, 2}};
-        if (j < 6) {
-            const int64_t K = edge[j][0] ? edge[j][0] * (bs > 1 ? bs : 32) : 14336;
-            make_matmul(c, t, K, edge[j][1], edge[j][2], QI_GAUSS, QI_GAUSS, "edge", &r);
-        } else if (j < 12) {
-            /* j = 10: R past 56 (the matmuls' tiles of 8 rows on the conformance run's grids of
-             * at most 7 workgroups a dimension use the split grid; past 64: the tiled drivers'
-             * second row tile); j = 11: past 64 tokens (their second token tile), K at most
-             * 512 (SwiftShader's time) */
-            const int64_t kmax = j == 11 ? 512 : 2048;
-            const int64_t K =
-                bs > 1 ? bs * tu_rng_range(&r, 1, kmax / bs) : tu_rng_range(&r, 1, kmax);
-            const int64_t R = j == 10 ? tu_rng_range(&r, 57, 70) : tu_rng_range(&r, 1, 13),
-                          T = j == 11 ? tu_rng_range(&r, 65, 80) : tu_rng_range(&r, 1, 17);
-            make_matmul(c, t, K, R, T, QI_GAUSS, QI_GAUSS, "random", &r);
-        } else {
-            /* every (weight, activation) stress pattern pair meets in one output */
-            make_matmul(c, t, j == 12 ? 512 : 768, QI_COUNT, QI_COUNT, -1, -1, "stress", &r);
-        }
+        make_mm_case(c, mm_types[k / MM_PER_TYPE], k % MM_PER_TYPE, &r);
         return;
     }
     k -= N_MM_TYPES * MM_PER_TYPE;
@@ -431,7 +438,13 @@ static void make_case(wcase *c, int i)
         return;
     }
     k -= N_ATTN;
-    if (k < N_QUANT) make_quantize(c, k < 4 ? PL_TYPE_Q8_0 : PL_TYPE_Q8_K, k % 4, &r);
+    if (k < N_QUANT) {
+        make_quantize(c, k < 4 ? PL_TYPE_Q8_0 : PL_TYPE_Q8_K, k % 4, &r);
+        return;
+    }
+    k -= N_QUANT;
+    if (k < N_MM_LATE * MM_PER_TYPE)
+        make_mm_case(c, mm_types_late[k / MM_PER_TYPE], k % MM_PER_TYPE, &r);
 }
 
 /* ---- gen ---- */
@@ -585,6 +598,7 @@ static const char *mm_kernel(pl_type t)
     return t == PL_TYPE_Q8_0   ? "matmul Q8_0"
            : t == PL_TYPE_Q4_0 ? "matmul Q4_0"
            : t == PL_TYPE_Q4_K ? "matmul Q4_K"
+           : t == PL_TYPE_Q6_K ? "matmul Q6_K"
                                : "matmul F16";
 }
 

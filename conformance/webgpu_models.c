@@ -7,7 +7,8 @@
  *   webgpu_models gen DIR            writes DIR/models.json (each model: its name, the tokens,
  *                                    how many are one prefill, or the name the GPU path must
  *                                    refuse it by) and DIR/<name>.gguf
- *   webgpu_models check DIR OUT [F]  rebuilds each model (whose name holds F) from its spec and
+ *   webgpu_models check DIR OUT [F]  rebuilds each model (whose name holds F; =NAME: that one)
+ *                                    from its spec and
  *                                    judges OUT/<name>.logits (positions x V floats) or, for a
  *                                    file the GPU path must refuse, OUT/<name>.refused (the
  *                                    error text: it must name what); exit 0 only if all pass
@@ -27,42 +28,123 @@
 #include "testutil.h"
 #include "tinymodel.h"
 
-#define N_TOK 6
-#define SPLIT 4
+#define N_TOK   6  /* tokens of a model without a window */
+#define SPLIT   4  /* of which one prefill, the rest decoded one at a time */
+#define MAX_TOK 12 /* a windowed model's: past its window, its ring wrapped */
 
 typedef struct wmodel {
     const char *arch;
     uint32_t type;
     int tied;
-    int mix;            /* tiny_spec.mix: 1 puts Q6_K (and Q5_0) matrices in the file */
+    int mix;            /* tiny_spec.mix: 1 puts Q6_K and Q5_0 matrices in the file, 3 Q6_K */
     const char *refuse; /* the GPU path must refuse the file, naming this */
     /* hostile variants (tiny_spec's): a tensor left out, a norm stored as F16, partial RoPE */
     const char *omit, *f16_norm;
     int64_t n_rot;
     const char *tag; /* the name's suffix for a variant */
+    uint32_t embd;   /* nonzero: the type of token_embd and output (tiny_spec.embd_type) */
+    /* > 0: the session's sliding window and sinks (pl_session_params), the page's steps (each
+     * at most window - sinks tokens: the session's) over MAX_TOK tokens */
+    int64_t window, sinks;
+    int rope; /* > 0: a RoPE scaling of the file (ROPES[rope - 1]) */
 } wmodel;
+
+/* RoPE scalings as llama.cpp's keys and tensors carry them (test_e2e.c's variants). */
+typedef struct rope_scaling {
+    const char *type;  /* rope.scaling.type, NULL: absent */
+    float factor;      /* rope.scaling.factor, 0: absent */
+    uint32_t orig_ctx; /* rope.scaling.original_context_length, 0: absent */
+    float attn_factor; /* rope.scaling.attn_factor, 0: absent */
+    int freqs;         /* 1: a rope_freqs.weight tensor (llama 3) */
+    int untruncated;   /* 1: rope.scaling.yarn_truncate = false */
+} rope_scaling;
+static const rope_scaling ROPES[] = {
+    {NULL, 0, 0, 0, 1, 0},       /* llama 3's divisors, no scaling keys (Llama 3.x files) */
+    {"yarn", 4, 16, 0.9f, 0, 1}, /* YaRN 4 over 16, untruncated, attn_factor 0.9 */
+    {"linear", 4, 0, 0, 0, 0},   /* linear 4 */
+};
+static float rope_freqs_data[64];
+
+/* tiny_spec.edit: the scaling's keys and tensor. */
+static void rope_edit(pl_gguf_writer *w, const tiny_spec *s)
+{
+    const rope_scaling *v = s->edit_user;
+    char key[96];
+    pl_error e;
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, s->arch), key)
+    if (v->type)
+        pl_gguf_writer_set_string(w, KEY("rope.scaling.type"), v->type, strlen(v->type), &e);
+    if (v->factor) pl_gguf_writer_set_f32(w, KEY("rope.scaling.factor"), v->factor, &e);
+    if (v->orig_ctx)
+        pl_gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"), v->orig_ctx, &e);
+    if (v->attn_factor)
+        pl_gguf_writer_set_f32(w, KEY("rope.scaling.attn_factor"), v->attn_factor, &e);
+    if (v->untruncated) {
+        const uint8_t no = 0;
+        pl_gguf_writer_set(w, KEY("rope.scaling.yarn_truncate"), PL_GGUF_BOOL, &no, &e);
+    }
+#undef KEY
+    if (v->freqs) {
+        /* llama 3's shape: 1 for the high frequencies, 8 for the low, a smooth band between
+         * (factor 8, low 1, high 4, original context 16) */
+        const int64_t half = s->D / 2;
+        for (int64_t i = 0; i < half; i++) {
+            const double freq = pow(10000.0, -2.0 * (double)i / (double)s->D);
+            const double wavelen = 2 * M_PI / freq;
+            double f = 1;
+            if (wavelen > 16.0)
+                f = 8;
+            else if (wavelen >= 4.0) {
+                const double smooth = (16.0 / wavelen - 1) / 3.0;
+                f = 1 / ((1 - smooth) / 8 + smooth);
+            }
+            rope_freqs_data[i] = (float)f;
+        }
+        const int64_t ne[1] = {half};
+        pl_gguf_writer_add_tensor(w, "rope_freqs.weight", PL_TYPE_F32, 1, ne, rope_freqs_data, &e);
+    }
+}
+
+/* A windowed model's steps: prefill, a decode, a prefill, one that wraps the ring, decodes. */
+static const int WSTEPS[] = {3, 1, 3, 2, 1, 2};
+#define N_WSTEPS (int)(sizeof WSTEPS / sizeof WSTEPS[0])
+
+static int n_tok(const wmodel *w)
+{
+    return w->window ? MAX_TOK : N_TOK;
+}
 
 /* Every architecture in F16 (the cheap type in SwiftShader, and the tight bound: the
  * architecture's own steps are seen at 1e-4 of the RMS), each quantized type once on a
  * different architecture (the quantized matmul of the set is the slow kernel there: about 10 s a
- * file on a loaded 2-core machine), tied embeddings on a quantized and an F16 file; and a
- * Q4_K_M-like mix the set has no Q6_K (or Q5_0) matmul for. */
+ * file on a loaded 2-core machine), tied embeddings on a quantized and an F16 file; a Q4_K_M
+ * file (Q6_K attn_v, ffn_down, output and token_embd, Q4_K the rest); a session's sliding window
+ * with sinks; RoPE scalings from the file; and a Q4_K_M-like mix with Q5_0 matrices, which the
+ * set has no matmul for. */
 static const wmodel MODELS[] = {
-    {"llama", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"qwen2", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"qwen3", PL_TYPE_F16, 1, 0, NULL, NULL, NULL, 0, NULL},
-    {"llama", PL_TYPE_Q8_0, 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"qwen2", PL_TYPE_Q4_K, 1, 0, NULL, NULL, NULL, 0, NULL},
-    {"qwen3", PL_TYPE_Q4_0, 0, 0, NULL, NULL, NULL, 0, NULL},
-    {"qwen2", PL_TYPE_Q4_K, 0, 1, "Q6_K", NULL, NULL, 0, NULL},
+    {"llama", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0},
+    {"qwen2", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0},
+    {"qwen3", PL_TYPE_F16, 1, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0},
+    {"llama", PL_TYPE_Q8_0, 0, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0},
+    {"qwen2", PL_TYPE_Q4_K, 1, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0},
+    {"qwen3", PL_TYPE_Q4_0, 0, 0, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0},
+    {"qwen2", PL_TYPE_Q4_K, 0, 1, "Q5_0", NULL, NULL, 0, NULL, 0, 0, 0, 0},
     /* what else the GPU path must refuse by name, before uploading anything (each refusal is
      * one readGGUF in the page: no GPU work) */
-    {"gemma2", PL_TYPE_F16, 0, 0, "architecture gemma2", NULL, NULL, 0, NULL},
+    {"gemma2", PL_TYPE_F16, 0, 0, "architecture gemma2", NULL, NULL, 0, NULL, 0, 0, 0, 0},
     {"llama", PL_TYPE_F16, 0, 0, "blk.1.ffn_up.weight: missing", "blk.1.ffn_up.weight", NULL, 0,
-     "omit"},
+     "omit", 0, 0, 0, 0},
     {"qwen3", PL_TYPE_F16, 0, 0, "blk.0.attn_k_norm.weight is F16", NULL,
-     "blk.0.attn_k_norm.weight", 0, "f16norm"},
-    {"llama", PL_TYPE_Q8_0, 0, 0, "rope.dimension_count", NULL, NULL, 32, "rot32"},
+     "blk.0.attn_k_norm.weight", 0, "f16norm", 0, 0, 0, 0},
+    {"llama", PL_TYPE_Q8_0, 0, 0, "rope.dimension_count", NULL, NULL, 32, "rot32", 0, 0, 0, 0},
+    /* later additions (after the others: each model's draw is seeded by its index) */
+    {"llama", PL_TYPE_Q4_K, 0, 3, NULL, NULL, NULL, 0, "q4km", PL_TYPE_Q6_K, 0, 0, 0},
+    /* a sliding window of 5 with 2 sinks over 12 tokens: positions 2.. in a ring of 6 slots */
+    {"llama", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, "w5s2", 0, 5, 2, 0},
+    /* RoPE scalings from the file: llama 3's rope_freqs.weight, YaRN (neox), linear */
+    {"llama", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, "llama3rope", 0, 0, 0, 1},
+    {"qwen2", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, "yarn", 0, 0, 0, 2},
+    {"qwen3", PL_TYPE_F16, 0, 0, NULL, NULL, NULL, 0, "linear", 0, 0, 0, 3},
 };
 #define N_MODELS (sizeof MODELS / sizeof MODELS[0])
 
@@ -75,6 +157,8 @@ static const char *type_name(uint32_t t)
         return "Q4_0";
     case PL_TYPE_Q4_K:
         return "Q4_K";
+    case PL_TYPE_Q6_K:
+        return "Q6_K";
     case PL_TYPE_F16:
         return "F16";
     default:
@@ -85,7 +169,7 @@ static const char *type_name(uint32_t t)
 static void model_name(const wmodel *w, char *out, size_t n)
 {
     snprintf(out, n, "%s-%s%s%s%s%s", w->arch, type_name(w->type), w->tied ? "-tied" : "",
-             w->mix ? "-mix" : "", w->tag ? "-" : "", w->tag ? w->tag : "");
+             w->mix && !w->tag ? "-mix" : "", w->tag ? "-" : "", w->tag ? w->tag : "");
 }
 
 static tiny_spec spec_of(const wmodel *w, int i)
@@ -94,18 +178,23 @@ static tiny_spec spec_of(const wmodel *w, int i)
     s.F = 256; /* not 512: the FFN is most of the quantized matmuls' rows, SwiftShader's cost */
     s.tied = w->tied;
     s.mix = w->mix;
+    if (w->embd) s.embd_type = w->embd;
     s.omit = w->omit;
     s.f16_norm = w->f16_norm;
     if (w->n_rot) s.n_rot = w->n_rot;
+    if (w->rope) {
+        s.edit = rope_edit;
+        s.edit_user = &ROPES[w->rope - 1];
+    }
     s.seed = 5000 + (uint64_t)i;
     return s;
 }
 
-static void tokens_of(int i, int64_t V, int32_t *t)
+static void tokens_of(int i, int64_t V, int32_t *t, int n)
 {
     tu_rng r;
     tu_rng_init(&r, 9000 + (uint64_t)i);
-    for (int k = 0; k < N_TOK; k++) t[k] = (int32_t)tu_rng_range(&r, 0, V - 1);
+    for (int k = 0; k < n; k++) t[k] = (int32_t)tu_rng_range(&r, 0, V - 1);
 }
 
 /* test_e2e.c's type_tol for an F32 KV cache (the page's cache is f32). */
@@ -135,13 +224,20 @@ static int gen(const char *dir)
         if (f) ok &= fclose(f) == 0;
         pl_buffer_free(buf);
         if (!ok) return fprintf(stderr, "cannot write %s\n", path), 1;
-        int32_t t[N_TOK];
-        tokens_of((int)i, s.V, t);
+        int32_t t[MAX_TOK];
+        const int nt = n_tok(w);
+        tokens_of((int)i, s.V, t, nt);
         fprintf(j,
-                "  {\"name\": \"%s\", \"file\": \"%s.gguf\", \"split\": %d, \"refuse\": \"%s\", "
-                "\"tokens\": [",
-                name, name, SPLIT, w->refuse ? w->refuse : "");
-        for (int k = 0; k < N_TOK; k++) fprintf(j, "%s%d", k ? ", " : "", t[k]);
+                "  {\"name\": \"%s\", \"file\": \"%s.gguf\", \"refuse\": \"%s\", "
+                "\"window\": %lld, \"sinks\": %lld, \"steps\": [",
+                name, name, w->refuse ? w->refuse : "", (long long)w->window, (long long)w->sinks);
+        if (w->window)
+            for (int k = 0; k < N_WSTEPS; k++) fprintf(j, "%s%d", k ? ", " : "", WSTEPS[k]);
+        else
+            for (int k = 0; k <= N_TOK - SPLIT; k++)
+                fprintf(j, "%s%d", k ? ", " : "", k ? 1 : SPLIT);
+        fprintf(j, "], \"tokens\": [");
+        for (int k = 0; k < nt; k++) fprintf(j, "%s%d", k ? ", " : "", t[k]);
         fprintf(j, "]}%s\n", i + 1 < N_MODELS ? "," : "");
     }
     fprintf(j, "]}\n");
@@ -150,7 +246,8 @@ static int gen(const char *dir)
 
 /* The `ref` kernel set's logits of every position (F32 KV cache), and the model's gguf for the
  * reference: 0 or -1. */
-static int ref_set_logits(const void *buf, size_t size, const int32_t *t, float *y, double *r)
+static int ref_set_logits(const wmodel *w, const void *buf, size_t size, const int32_t *t, int nt,
+                          float *y, double *r)
 {
     pl_model *m = NULL;
     pl_error e;
@@ -163,9 +260,13 @@ static int ref_set_logits(const void *buf, size_t size, const int32_t *t, float 
     p.n_threads = 1;
     p.kv_type = PL_TYPE_F32;
     p.kernels = "ref";
+    if (w->window) {
+        p.context_window = 0;
+        p.sliding_window = w->window;
+        p.attention_sinks = w->sinks;
+    }
     pl_session *s = NULL;
-    int rc =
-        pl_session_new(&s, m, &p, &e) || pl_session_eval(s, t, N_TOK, y, PL_EVAL_ALL_LOGITS, &e);
+    int rc = pl_session_new(&s, m, &p, &e) || pl_session_eval(s, t, nt, y, PL_EVAL_ALL_LOGITS, &e);
     if (rc) fprintf(stderr, "ref set: %s\n", e.msg);
     ref_model *rm = NULL;
     char msg[256];
@@ -173,8 +274,8 @@ static int ref_set_logits(const void *buf, size_t size, const int32_t *t, float 
         fprintf(stderr, "reference: %s\n", msg);
         rc = 1;
     }
-    const ref_window w = {0, 0, 128};
-    if (!rc && ref_model_forward(rm, t, N_TOK, &w, r, NULL)) rc = 1;
+    const ref_window rw = {w->window, w->sinks, w->window ? w->window : 128};
+    if (!rc && ref_model_forward(rm, t, nt, &rw, r, NULL)) rc = 1;
     ref_model_free(rm);
     pl_session_free(s);
     pl_model_free(m);
@@ -225,11 +326,12 @@ static int check_one(const char *dir, const char *out, size_t i)
     size_t size = 0;
     if (tiny_build(&s, &buf, &size)) return printf("FAIL %s: tiny_build\n", name), 1;
     const int64_t V = s.V;
-    int32_t t[N_TOK];
-    tokens_of((int)i, V, t);
-    float *y = malloc(sizeof *y * (size_t)(N_TOK * V));
-    double *r = malloc(sizeof *r * (size_t)(N_TOK * V));
-    int rc = y && r ? ref_set_logits(buf, size, t, y, r) : -1;
+    const int nt = n_tok(w);
+    int32_t t[MAX_TOK];
+    tokens_of((int)i, V, t, nt);
+    float *y = malloc(sizeof *y * (size_t)(nt * V));
+    double *r = malloc(sizeof *r * (size_t)(nt * V));
+    int rc = y && r ? ref_set_logits(w, buf, size, t, nt, y, r) : -1;
     pl_buffer_free(buf);
     snprintf(path, sizeof path, "%s/%s.logits", out, name);
     size_t n = 0;
@@ -238,16 +340,16 @@ static int check_one(const char *dir, const char *out, size_t i)
     if (rc) {
         printf("FAIL %s: the reference or the ref set did not run\n", name);
         fail = 1;
-    } else if (!g || n != sizeof(float) * (size_t)(N_TOK * V)) {
+    } else if (!g || n != sizeof(float) * (size_t)(nt * V)) {
         printf("FAIL %s: %s: %zu bytes, want %lld\n", name, path, g ? n : 0,
-               (long long)(sizeof(float) * (size_t)(N_TOK * V)));
+               (long long)(sizeof(float) * (size_t)(nt * V)));
         fail = 1;
     } else {
         const float *gpu = (const float *)g;
         const double tol = type_tol(w->type, w->mix);
         double worst = 0, maxabs = 0;
         int arg_tested = 0, arg_bad = 0, greedy_tested = 0, greedy_bad = 0, bits = 0;
-        for (int p = 0; p < N_TOK; p++) {
+        for (int p = 0; p < nt; p++) {
             const double *rr = r + p * V;
             const float *gg = gpu + p * V, *yy = y + p * V;
             double ss = 0;
@@ -285,12 +387,17 @@ static int check_one(const char *dir, const char *out, size_t i)
             }
         }
         fail |= arg_bad || greedy_bad;
-        printf("%s %s: %d positions (%d prefill + %d decode), worst |err| / (%g rms) = %.3g (max "
+        char steps[64];
+        if (w->window)
+            snprintf(steps, sizeof steps, "steps 3 1 3 2 1 2, window %lld, %lld sinks",
+                     (long long)w->window, (long long)w->sinks);
+        else
+            snprintf(steps, sizeof steps, "%d prefill + %d decode", SPLIT, N_TOK - SPLIT);
+        printf("%s %s: %d positions (%s), worst |err| / (%g rms) = %.3g (max "
                "|err| %.3g), argmax = reference's at %d of %d clear positions, = ref set's at %d "
                "of %d, %d of %lld logits the ref set's bits\n",
-               fail ? "FAIL" : "ok  ", name, N_TOK, SPLIT, N_TOK - SPLIT, tol, worst, maxabs,
-               arg_tested - arg_bad, arg_tested, greedy_tested - greedy_bad, greedy_tested, bits,
-               (long long)(N_TOK * V));
+               fail ? "FAIL" : "ok  ", name, nt, steps, tol, worst, maxabs, arg_tested - arg_bad,
+               arg_tested, greedy_tested - greedy_bad, greedy_tested, bits, (long long)(nt * V));
     }
     free(g);
     free(y);
@@ -304,7 +411,8 @@ static int check(const char *dir, const char *out, const char *filter)
     char name[64];
     for (size_t i = 0; i < N_MODELS; i++) {
         model_name(&MODELS[i], name, sizeof name);
-        if (filter && !strstr(name, filter)) continue;
+        if (filter && (filter[0] == '=' ? strcmp(name, filter + 1) : !strstr(name, filter)))
+            continue;
         ran++;
         failed += check_one(dir, out, i);
     }

@@ -46,15 +46,16 @@ async function load(bytes) {
   return { ok: true, why: '', vocab, arch: sup.arch };
 }
 
-// A new chat: the model on the device with a cache of nCtx positions (the session's context;
-// uploaded again only when that changes), holding nothing; requests come on the channel.
-function chat(channel, nCtx) {
+// A new chat: the model on the device with a cache of nCtx positions (the session's context), or
+// the ring of its sliding window with sinks (window > 0: llama.mjs's loadModel), uploaded again
+// only when that changes, holding nothing; requests come on the channel.
+function chat(channel, nCtx, window = 0, sinks = 0) {
   if (!gguf) throw new Error('no model loaded in the GPU worker');
   if (channel.nVocab !== vocab) throw new Error(`the channel carries ${channel.nVocab} logits a row, the model has ${vocab}`);
-  if (!model || model.nCtx !== nCtx) {
+  if (!model || model.window !== window || model.sinks !== sinks || (!window && model.nCtx !== nCtx)) {
     if (model) freeModel(model);
     model = null;
-    model = loadModel(ks, gguf, nCtx);
+    model = loadModel(ks, gguf, nCtx, { window, sinks });
   }
   truncate(model, 0);
   v = channelViews(channel);
@@ -72,7 +73,11 @@ async function run() {
       const n = c[ARG];
       if (!(n >= 0 && n <= model.nPast))
         return answer(v, PL_ERR_INVALID_ARG, `truncate to ${n}: the GPU cache holds ${model.nPast} positions`);
-      truncate(model, n);
+      try {
+        truncate(model, n);
+      } catch (e) { // a sliding window that already evicted what the next query needs
+        return answer(v, PL_ERR_INVALID_ARG, errText(e));
+      }
       return answer(v, 0);
     }
     if (c[OP] !== OP_EVAL) return answer(v, PL_ERR_INVALID_ARG, `unknown request ${c[OP]}`);
@@ -98,7 +103,7 @@ self.onmessage = async (ev) => {
   try {
     if (m.type === 'init') postMessage({ type: 'init', ...(await init()) });
     else if (m.type === 'load') postMessage({ type: 'load', ...(await load(m.bytes)) });
-    else if (m.type === 'chat') postMessage({ type: 'chat', ...chat(m.channel, m.nCtx) });
+    else if (m.type === 'chat') postMessage({ type: 'chat', ...chat(m.channel, m.nCtx, m.window, m.sinks) });
     else throw new Error(`unknown message ${m.type}`);
   } catch (e) {
     postMessage({ type: m.type, ok: false, why: errText(e) });

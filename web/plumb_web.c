@@ -156,6 +156,7 @@ typedef struct pw_chat {
     /* The webgpu backend: > 0 when the session's forward is the GPU Worker; the most ids and
      * logits rows one channel call carries. */
     int64_t gpu_ids, gpu_rows, n_vocab;
+    int64_t window, sinks; /* the session's sliding window and sinks (0: a context window) */
 } pw_chat;
 
 /* The pl_forward_hook of a webgpu chat: the session's steps cut to what the channel carries (a
@@ -229,7 +230,8 @@ EMSCRIPTEN_KEEPALIVE void pw_chat_free(pw_chat *c)
  * (0: the engine's default). The engine validates the combination (PL_ERR_CONFIG, its words).
  * seed < 0: the engine's default seed. gpu_ids > 0: the webgpu backend, the session's forward
  * in the GPU Worker (gpu_eval), whose channel carries gpu_ids ids and gpu_rows rows of logits a
- * call; a context window only (llama.mjs's forward has no sliding window: PL_ERR_UNSUPPORTED). */
+ * call; a context window or a sliding window with sinks (llama.mjs's cache keeps the session's
+ * slots: pw_chat_info_json says which). */
 EMSCRIPTEN_KEEPALIVE pl_status pw_chat_new(pw_chat **out, const pl_model *m, int id,
                                            const char *system, double n_ctx, double window,
                                            double sinks, int threads, const char *kernels,
@@ -237,10 +239,6 @@ EMSCRIPTEN_KEEPALIVE pl_status pw_chat_new(pw_chat **out, const pl_model *m, int
                                            double seed, int streaming, int gpu_ids, int gpu_rows,
                                            pl_error *err)
 {
-    if (gpu_ids > 0 && (window > 0 || sinks > 0))
-        return fail(err, PL_ERR_UNSUPPORTED,
-                    "the webgpu backend runs a context window, not a sliding window (its "
-                    "forward pass has none yet): set the sliding window to 0");
     if (gpu_ids > 0 && gpu_rows < 1)
         return fail(err, PL_ERR_INVALID_ARG, "chat: the GPU channel carries no logits row");
     *out = NULL;
@@ -254,6 +252,8 @@ EMSCRIPTEN_KEEPALIVE pl_status pw_chat_new(pw_chat **out, const pl_model *m, int
         sp.context_window = n_ctx > 0 ? (int64_t)n_ctx : 0;
         sp.sliding_window = (int64_t)window;
         sp.attention_sinks = (int64_t)sinks;
+        c->window = sp.sliding_window;
+        c->sinks = sp.attention_sinks;
     } else if (n_ctx != 0) {
         sp.context_window = (int64_t)n_ctx;
     }
@@ -393,13 +393,16 @@ EMSCRIPTEN_KEEPALIVE pl_status pw_chat_turn(pw_chat *c, const char *user, double
     return *stats_json ? PL_OK : fail(err, PL_ERR_NOMEM, "chat: out of memory for the stats");
 }
 
-/* The chat's session: its kernel set ("webgpu" for the GPU backend) and KV capacity (the
- * context the GPU Worker's cache must hold): {kernels, capacity}. */
+/* The chat's session: its kernel set ("webgpu" for the GPU backend), KV capacity (the context
+ * the GPU Worker's cache must hold) and sliding window with its sinks (0, 0: a context window):
+ * {kernels, capacity, window, sinks}. */
 EMSCRIPTEN_KEEPALIVE char *pw_chat_info_json(const pw_chat *c, pl_error *err)
 {
     pl_session_info si;
     if (pl_session_get_info(c->s, &si, err) != PL_OK) return NULL;
-    json_t *o = json_pack("{s:s, s:f}", "kernels", si.kernels, "capacity", (double)si.kv_capacity);
+    json_t *o =
+        json_pack("{s:s, s:f, s:f, s:f}", "kernels", si.kernels, "capacity", (double)si.kv_capacity,
+                  "window", (double)c->window, "sinks", (double)c->sinks);
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (!s) fail(err, PL_ERR_NOMEM, "chat info: out of memory");

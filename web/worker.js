@@ -125,8 +125,9 @@ async function bind(buf, kernels, name) {
   return { model, name, memory: eng.memory(), gpu: gpuModel };
 }
 
-// A chat on the GPU when the model runs there, else (or when that chat cannot be made: a sliding
-// window, the GPU's memory) on the wasm kernels, saying why.
+// A chat on the GPU when the model runs there, else (or when that chat cannot be made: the GPU's
+// memory) on the wasm kernels, saying why. The GPU cache keeps the session's slots: its context
+// window, or its sliding window and sinks.
 async function newChat(p) {
   if (gpuModel.ok) {
     let c = null, why = '';
@@ -134,7 +135,8 @@ async function newChat(p) {
       const { createChannel } = await import('./gpu-channel.mjs'); // beside plumb-engine.mjs
       const channel = createChannel(model.vocab);
       c = eng.newChat({ ...p, gpu: { channel, kick: () => gpuWorker.postMessage({ type: 'run' }) } });
-      const r = await gpuAsk({ type: 'chat', channel, nCtx: c.info().capacity });
+      const ci = c.info();
+      const r = await gpuAsk({ type: 'chat', channel, nCtx: ci.capacity, window: ci.window || 0, sinks: ci.sinks || 0 });
       if (r.ok) {
         backend = { name: 'webgpu', why: '', adapter: gpu.adapter };
         return c;

@@ -89,13 +89,13 @@ try {
   console.log(main.out);
   if (main.rc !== 0) { console.log('FAIL: the webgpu set is outside its bounds (above)'); failures++; }
 
-  // The tiled prefill drivers (matmul_qt.wgsl, matmul_qt_q4_k.wgsl) on every case of their
+  // The tiled prefill drivers (matmul_qt.wgsl, matmul_qt_q4_k.wgsl, matmul_qt_q6_k.wgsl) on every case of their
   // types, with dot4 the other way from the run above where the adapter has both
   // (dot4I8Packed there: shifts here), so that both dot4s are held to ref's bits.
   const otherDot = main.packedDot ? { packedDot: false } : {};
   const dotName = main.packedDot || !main.packedDotAvailable ? 'shifts' : 'dot4I8Packed';
   if (!main.packedDot && main.packedDotAvailable) otherDot.packedDot = true;
-  for (const type of ['Q8_0', 'Q4_0', 'Q4_K']) {
+  for (const type of ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K']) {
     const tr = await runCases(`tiled-${type}`, `matmul_${type}`, [], [`matmulT_${type}`], { tileMinT: 1, ...otherDot });
     console.log(`matmul ${type}, the tiled driver, dot4 by ${dotName}: ${(tr.out.match(/\d+ of \d+ cases failed/) || ['?'])[0]}`);
     if (tr.rc !== 0) { console.log(tr.out); console.log(`FAIL: the tiled ${type} matmul`); failures++; }
@@ -107,6 +107,10 @@ try {
       file: 'matmul_q4_0.wgsl', pairs: [['xu(xo + j))', '@LO@'], ['xu(xo + 16u + j))', 'xu(xo + j))'], ['@LO@', 'xu(xo + 16u + j))']] },
     { name: 'Q4_K sub-block nibble order swapped', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
       file: 'matmul_q4_k.wgsl', pairs: [['(j % 2u) * 4u', '(1u - j % 2u) * 4u']] },
+    { name: 'Q6_K sub-block scale sign dropped (even sub-blocks\' int8 scale taken unsigned)', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'],
+      file: 'matmul_q6_k.wgsl', pairs: [['let s0 = bitcast<i32>(sc << 24u) >> 24u;', 'let s0 = i32(sc & 0xffu);']] },
+    { name: 'Q6_K high bits from the neighbouring quarter\'s pair', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'],
+      file: 'matmul_q6_k.wgsl', pairs: [['let hsh = 2u * s;', 'let hsh = 2u * (s ^ 1u);']] },
     { name: 'Q8_0 weight scale dropped', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
       file: 'matmul_q8_0.wgsl', pairs: [['rnd(f16_to_f32(w16(wo)) * f16_to_f32(x16(xo)))', 'rnd(f16_to_f32(x16(xo)))']] },
     { name: 'Q4_K min term dropped', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
@@ -137,6 +141,10 @@ try {
       file: 'matmul_qt_q4_k.wgsl', pairs: [['wsm[(tr + 16u * i) * 8u + j0 + jj] & 0xffffu', 'wsm[(tr + 16u * i) * 8u + ((j0 + jj) ^ 1u)] & 0xffffu']] },
     { name: 'tiled Q4_K: a step\'s second staged sub-block of activations taken from its first', filter: 'matmul_Q4_K', only: ['matmulT_Q4_K'], opts: { tileMinT: 1 },
       file: 'matmul_qt_q4_k.wgsl', pairs: [['b * 292u + 4u + 32u * j + 4u * k', 'b * 292u + 4u + 32u * j0 + 4u * k']] },
+    { name: 'tiled Q6_K: each part\'s second sub-block scaled by its first\'s scale', filter: 'matmul_Q6_K', only: ['matmulT_Q6_K'], opts: { tileMinT: 1 },
+      file: 'matmul_qt_q6_k.wgsl', pairs: [['16u + 2u * (p0 + pp) + hh];', '16u + 2u * (p0 + pp)];']] },
+    { name: 'tiled Q6_K: a step\'s second staged part of weights taken from its first', filter: 'matmul_Q6_K', only: ['matmulT_Q6_K'], opts: { tileMinT: 1 },
+      file: 'matmul_qt_q6_k.wgsl', pairs: [['b * 210u, p, k);', 'b * 210u, p0, k);']] },
     { name: 'dot4 by shifts: a byte taken unsigned (the fallback of dot4I8Packed)', filter: 'matmul_Q8_0', only: ['matmulT_Q8_0'], opts: { packedDot: false, tileMinT: 1 },
       file: 'matmul_qt_q8_0.wgsl', pairs: [['(bitcast<i32>(a << 16u) >> 24u)', 'i32((a << 16u) >> 24u)']] },
     { name: 'F16 matmul drops the last element of an odd K', filter: 'matmul_F16', only: ['matmul_F16'],
@@ -171,8 +179,8 @@ try {
   // matmul type (webgpu_models gen): 4 tokens of prefill, then 2 decoded one at a time over the
   // GPU KV cache; webgpu_models check holds every position to test_e2e.c's bound against the
   // double-precision reference transformer, the argmax to the reference's and to the ref set's
-  // where their top two are clear; a Q4_K_M-like file (Q6_K matrices) must be refused naming
-  // Q6_K. Then planted faults in the forward pass, each on the models it concerns, must fail it.
+  // where their top two are clear (a Q4_K_M file among them: Q6_K attn_v, ffn_down, output and
+  // token_embd); a Q4_K_M-like file with Q5_0 matrices must be refused naming Q5_0. Then planted faults in the forward pass, each on the models it concerns, must fail it.
   const mtool = process.env.PLUMB_WEBGPU_MODELS;
   const models = (args) => {
     const r = spawnSync(mtool, args, { encoding: 'utf8', maxBuffer: 1 << 24 });
@@ -186,10 +194,10 @@ try {
     const runModels = async (tag, filter, patches = [], edits = []) => {
       mkdirSync(path.join(root, tag));
       for (const m of list) {
-        if (!m.name.includes(filter)) continue;
+        if (filter.startsWith('=') ? m.name !== filter.slice(1) : !m.name.includes(filter)) continue; // =NAME: that one
         const t0 = Date.now();
-        const res = await page.evaluate((t, n, f, tk, s, p, e) => window.wgpu.model(t, n, f, tk, s, p, e),
-          tag, m.name, m.file, m.tokens, m.split, patches, edits);
+        const res = await page.evaluate((t, n, f, tk, s, w, p, e) => window.wgpu.model(t, n, f, tk, s, w, p, e),
+          tag, m.name, m.file, m.tokens, m.steps, { window: m.window, sinks: m.sinks }, patches, edits);
         if (res.error) throw new Error(`${m.name}: ${res.error}`);
         if (process.env.PLUMB_WEB_VERBOSE) console.log(`  ${tag} ${m.name}: ${Date.now() - t0} ms`);
       }
@@ -215,12 +223,18 @@ try {
     }
     // on the F16 files: cheap in SwiftShader, and their bound (1e-4 of the RMS) the tightest
     const MFAULTS = [
-      { name: 'the residual branches halved', filter: 'llama-F16',
+      { name: 'the residual branches halved', filter: '=llama-F16',
         patches: [{ file: 'add.wgsl', pairs: [['X[P.x_off + i] + Yv[P.y_off + i]', 'X[P.x_off + i] + 0.5 * Yv[P.y_off + i]']] }] },
-      { name: 'neox RoPE rotated as normal (adjacent pairs)', filter: 'qwen3-F16',
+      { name: 'neox RoPE rotated as normal (adjacent pairs)', filter: '=qwen3-F16-tied',
         patches: [{ file: 'rope.wgsl', pairs: [['if (P.neox != 0u) {', 'if (false) {']] }] },
-      { name: 'qwen2\'s k bias dropped', filter: 'qwen2-F16', edits: ['bk'] },
-      { name: 'qwen3\'s per-head k RMSNorm skipped', filter: 'qwen3-F16', edits: ['k_norm'] },
+      { name: 'qwen2\'s k bias dropped', filter: '=qwen2-F16', edits: ['bk'] },
+      { name: 'qwen3\'s per-head k RMSNorm skipped', filter: '=qwen3-F16-tied', edits: ['k_norm'] },
+      { name: 'the sliding window\'s sinks dropped (the ring over every position)', filter: 'w5s2', edits: ['model.sinks'] },
+      { name: 'llama 3\'s rope_freqs.weight ignored', filter: 'llama3rope', edits: ['rope.factors'] },
+      { name: 'YaRN\'s ramp dropped (ext_factor 0)', filter: 'yarn', edits: ['rope.ext_factor'] },
+      { name: 'the linear RoPE scaling dropped', filter: 'qwen3-F16-linear', edits: ['rope.freq_scale'] },
+      { name: 'attention past the sliding window (its window test always true)', filter: 'w5s2',
+        patches: [{ file: 'attention.wgsl', pairs: [['return diff <= P.wm1;', 'return true;']] }] },
     ];
     for (const [i, f] of MFAULTS.entries()) {
       if (process.env.PLUMB_WEBGPU_FAULTS === '0') break;

@@ -5,11 +5,14 @@
 // runs webgpu, two greedy turns stream and equal native `plumb chat --kernels ref --kv-type f32`
 // (the webgpu Q8_0 pass gives the ref set's bits, kernels/webgpu/README.md), turn 2 takes the
 // fast path and reuses turn 1's tokens (the GPU KV cache), Reset then the same turn again equals
-// turn 1, and the wasm backend (gpu=off) gives the same replies. Fallbacks, each saying why: a Q4_0
-// file (its output head is Q6_K: the webgpu set has no matmul for it) and a chromium without
-// WebGPU run the wasm kernels. Planted faults (each a patched copy of the engine folder): the
-// page choosing webgpu for the Q4_0 file (gpuSupport says ok), the engine's hook dropping
-// truncate, the GPU worker ignoring truncate and its position check: each must fail a check.
+// turn 1, and the wasm backend (gpu=off) gives the same replies. A chat with a sliding window
+// (16, 4 sinks: smaller than the conversation) runs on webgpu too, its two turns equal to native
+// ref's with that window. Fallbacks, each saying why: a Q5_0 file (the webgpu set has no Q5_0)
+// and a chromium without WebGPU run the wasm kernels. Planted faults (each a patched copy of the
+// engine folder): the page choosing webgpu for the Q5_0 file (gpuSupport says ok), the engine's
+// hook dropping truncate, the GPU worker ignoring truncate and its position check, the GPU
+// Worker dropping the session's window (its cache a context window of the ring's slots): each
+// must fail a check.
 // Skips (77) without the wasm build, puppeteer-core, chromium or a WebGPU adapter unless
 // PLUMB_NO_SKIP=1. PLUMB_WEBGPU_FAULTS=0 (debugging): no planted faults.
 import { execFileSync } from 'node:child_process';
@@ -37,7 +40,7 @@ const mk = (name, type) => {
   execFileSync(cli, ['mkmodel', f, '--preset', 'tiny', '--type', type], { stdio: ['ignore', 'ignore', 'pipe'] });
   return f;
 };
-const q8 = mk('tiny-q8_0.gguf', 'Q8_0'), q4 = mk('tiny-q4_0.gguf', 'Q4_0');
+const q8 = mk('tiny-q8_0.gguf', 'Q8_0'), q5 = mk('tiny-q5_0.gguf', 'Q5_0');
 
 // The C reference: native greedy chat on the ref set with an F32 KV cache (the GPU's), saved.
 const save = path.join(dir, 'conv.json');
@@ -45,6 +48,14 @@ execFileSync(cli, ['chat', '-m', q8, '--kernels', 'ref', '--kv-type', 'f32', '--
   '--temp', '0', '--seed', '7', '-c', '2048', '-t', '1'], { input: `${LINES.join('\n')}\n/save ${save}\n`, stdio: ['pipe', 'ignore', 'ignore'] });
 const conv = JSON.parse(readFileSync(save, 'utf8'));
 const native = (conv.messages || conv).filter((m) => m.role === 'assistant').map((m) => m.content);
+// and with a sliding window of 16 tokens, 4 of them sinks (the conversation is longer)
+const WINDOW = 16, SINKS = 4;
+const saveW = path.join(dir, 'conv-window.json');
+execFileSync(cli, ['chat', '-m', q8, '--kernels', 'ref', '--kv-type', 'f32', '--system', SYSTEM, '-n', String(N),
+  '--temp', '0', '--seed', '7', '--sliding-window', String(WINDOW), '--sinks', String(SINKS), '-t', '1'],
+{ input: `${LINES.join('\n')}\n/save ${saveW}\n`, stdio: ['pipe', 'ignore', 'ignore'] });
+const convW = JSON.parse(readFileSync(saveW, 'utf8'));
+const nativeW = (convW.messages || convW).filter((m) => m.role === 'assistant').map((m) => m.content);
 
 // extra: settings after the defaults (a sliding window needs n_ctx=0: exactly one window)
 const query = (gpu, extra = '') => `/?backend=wasm&temp=0&seed=7&max_tokens=${N}&gpu=${gpu}${extra || '&n_ctx=2048'}`;
@@ -103,16 +114,34 @@ async function gpuRun(browser, base, label, quiet = false) {
   return { ok, replies: [t1, t2].map((t) => t && t.stats && t.stats.text) };
 }
 
-// The Q4_0 file on a WebGPU browser: the wasm kernels, saying the webgpu set's reason.
+// The Q5_0 file on a WebGPU browser: the wasm kernels, saying the webgpu set's reason.
 async function unsupportedRun(browser, base, label, quiet = false) {
   const c = quiet ? quietCheck : check;
-  const { page, info } = await open(browser, base, q4);
+  const { page, info } = await open(browser, base, q5);
   let ok = c(!info.err && info.engine && info.engine.startsWith('wasm128') &&
-    /not on the GPU: the webgpu set has no matmul for Q6_K \(output\.weight\)/.test(info.shown) &&
+    /not on the GPU: .*Q5_0/.test(info.shown) &&
     info.backend && info.backend.name === info.engine,
-    `${label}: a Q4_0 file (Q6_K output head) runs on ${info.engine}, saying why`, info);
+    `${label}: a Q5_0 file runs on ${info.engine}, saying why`, info);
   const t = await say(page, LINES[0], { timeoutMs: 120000 });
   ok = c(t.done && !t.error && t.stats && t.stats.text.length > 0, `${label}: and its turn runs`, { error: t.error }) && ok;
+  await page.close();
+  return ok;
+}
+
+// A chat with a sliding window smaller than the conversation on the GPU backend: two turns equal
+// to native ref's with that window.
+async function windowRun(browser, base, label, quiet = false) {
+  const c = quiet ? quietCheck : check;
+  const { page, info } = await open(browser, base, q8, 'auto', `&n_ctx=0&window=${WINDOW}&sinks=${SINKS}`);
+  let ok = c(!info.err && info.engine === 'webgpu' && /^backend webgpu$/.test(info.shown),
+    `${label}: a sliding-window chat (${WINDOW}, ${SINKS} sinks) runs on webgpu and says so`, info);
+  for (const [i, l] of LINES.entries()) {
+    const t = await say(page, l, { timeoutMs: 300000 });
+    ok = c(t.done && !t.error && t.stats && t.stats.text === nativeW[i],
+      `${label}: windowed turn ${i + 1} on webgpu equals native ref's with --sliding-window ${WINDOW} --sinks ${SINKS}`,
+      { page: t.stats && t.stats.text, native: nativeW[i], error: t.error, stats: t.stats }) && ok;
+    if (!ok && quiet) break;
+  }
   await page.close();
   return ok;
 }
@@ -148,12 +177,9 @@ try {
     check(w.join('\n') === g.replies.join('\n'), 'the wasm backend\'s greedy replies equal the webgpu backend\'s', { wasm: w, webgpu: g.replies });
     await page.close();
     await unsupportedRun(browser, server.base, 'fallback');
-    // A sliding window: the GPU pass has none, so that chat runs on the wasm kernels, saying so.
-    const sw = await open(browser, server.base, q8, 'auto', '&n_ctx=0&window=64&sinks=4');
-    check(!sw.info.err && sw.info.engine && sw.info.engine.startsWith('wasm128') &&
-      /not on the GPU: webgpu: the webgpu backend runs a context window, not a sliding window/.test(sw.info.shown),
-      'a sliding-window chat on a file the GPU runs: the wasm kernels, saying why', sw.info);
-    await sw.page.close();
+    // A sliding window: the GPU cache keeps the session's ring (llama.mjs), so that chat runs on
+    // webgpu, equal to native ref's with the same window.
+    await windowRun(browser, server.base, 'window');
   } finally {
     await stopAndCheck(server);
   }
@@ -165,7 +191,9 @@ try {
       ['hook-drops-truncate', 'plumb-engine.mjs', 'plumbGpuTruncate: (id, n, msg, cap) => gpuCall(', 'plumbGpuTruncate: (id, n, msg, cap) => 0 && gpuCall(', 'gpu'],
     ];
     // the GPU Worker ignoring truncate, and without its position check: only the logits can tell
-    faults.push(['gpu-ignores-truncate-unchecked', 'gpu-worker.js', 'truncate(model, n);\n      return answer(v, 0);', 'return answer(v, 0);', 'gpu', 'if (pos0 !== model.nPast)', 'if (false)']);
+    faults.push(['gpu-ignores-truncate-unchecked', 'gpu-worker.js', 'truncate(model, n);\n      } catch', '} catch', 'gpu', 'if (pos0 !== model.nPast)', 'if (false)']);
+    // the GPU Worker dropping the session's window: its cache a context window of the ring's slots
+    faults.push(['gpu-cache-without-window', 'gpu-worker.js', 'chat(m.channel, m.nCtx, m.window, m.sinks)', 'chat(m.channel, m.nCtx, 0, 0)', 'window']);
     for (const [name, file, from, to, run, from2, to2] of faults) {
       let d = planted(name, file, from, to);
       if (from2) {
@@ -176,7 +204,8 @@ try {
       let ok, by = '';
       try {
         ok = run === 'gpu' ? (await gpuRun(browser, srv.base, `[planted ${name}]`, true)).ok
-          : await unsupportedRun(browser, srv.base, `[planted ${name}]`, true);
+          : run === 'window' ? await windowRun(browser, srv.base, `[planted ${name}]`, true)
+            : await unsupportedRun(browser, srv.base, `[planted ${name}]`, true);
       } catch (e) {
         ok = false; // a failed check (or a page that hangs) ends the run
         by = e.message;

@@ -94,7 +94,7 @@ async function timed(device, reps, record, flush = () => {}) {
 
 export async function bench(device, opts = {}) {
   const o = { copyBytes: 256 << 20, K: 4096, R: 4096, tPrefill: 512, reps: 5, model: null, pp: 512, tg: 32,
-    types: ['Q8_0', 'Q4_0', 'Q4_K'], log: console.log, ...opts };
+    types: ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'], log: console.log, ...opts };
   const out = {};
   const ks = await createKernels(device, { ...(o.source ? { source: o.source } : {}),
     ...(o.wgslFeatures ? { wgslFeatures: o.wgslFeatures } : {}), ...(o.matmulNR ? { matmulNR: o.matmulNR } : {}) });
@@ -154,11 +154,12 @@ export async function bench(device, opts = {}) {
     out.matmul = {};
     for (const type of o.types) {
       const [bs, bb, dt, dbs, dbb] = { Q8_0: [32, 34, 'Q8_0', 32, 34], Q4_0: [32, 18, 'Q8_0', 32, 34],
-        Q4_K: [256, 144, 'Q8_K', 256, 292] }[type];
+        Q4_K: [256, 144, 'Q8_K', 256, 292], Q6_K: [256, 210, 'Q8_K', 256, 292] }[type];
       const wRow = (K / bs) * bb, xRow = (K / dbs) * dbb;
       const w = new Uint8Array(R * wRow);
       for (let i = 0; i < w.length; i++) w[i] = (i * 2654435761) >>> 24;
       for (let q = 0; q < w.length; q += bb) {
+        if (type === 'Q6_K') { w[q + 208] = 0x00; w[q + 209] = 0x3c; continue; } // d last
         w[q] = 0x00; w[q + 1] = 0x3c;
         if (type === 'Q4_K') { w[q + 2] = 0x00; w[q + 3] = 0x3c; }
       }
@@ -207,7 +208,7 @@ export async function bench(device, opts = {}) {
         const xq = ks.buffer(T * (maxK / 32) * 34 + T * (maxK / 256 + 1) * 292), y = ks.buffer(4 * T * maxR);
         const ms = await timed(device, o.reps, (enc) => {
           for (const w of mats) {
-            const K = w.dims[0], dt = w.type === 'Q4_K' ? 'Q8_K' : 'Q8_0';
+            const K = w.dims[0], dt = w.type === 'Q4_K' || w.type === 'Q6_K' ? 'Q8_K' : 'Q8_0';
             const [bs, bb] = dt === 'Q8_K' ? [256, 292] : [32, 34];
             ks.quantize(enc, dt, { x, y: xq, n: K, rows: T });
             ks.matmul(enc, w.type, { w: w.buf, x: xq, y, K, R: w.dims[1], T, wRow: w.rowBytes, xRow: (K / bs) * bb, ldy: w.dims[1] });

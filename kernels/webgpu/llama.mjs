@@ -7,10 +7,10 @@
 // quantize -> gate, up -> SwiGLU -> quantize -> down -> residual add; then the output norm,
 // quantize and the output head (token_embd itself when the file has no output.weight: tied).
 // Token embeddings are dequantized on the CPU (one row per token, ref's float products).
-// Matrices: Q8_0, Q4_0, Q4_K (quantized activations, ref's bits) and F16 (f32 activations);
+// Matrices: Q8_0, Q4_0, Q4_K, Q6_K (quantized activations, ref's bits) and F16 (f32 activations);
 // norms and biases F32. A file with anything else — another architecture, a tensor type the set
-// has no matmul for (Q6_K, Q5_K, ...), a tensor or a key that changes the forward pass and that
-// this file does not implement (RoPE scaling, sliding windows, experts, soft-caps, ...) — is
+// has no matmul for (Q5_K, Q5_0, ...), a tensor or a key that changes the forward pass and that
+// this file does not implement (a layer sliding window, experts, soft-caps, longrope, ...) — is
 // refused by `gpuSupport` naming what, before anything is uploaded: never half-run.
 
 import { ropePlan, ropeTable } from './plumb-webgpu.mjs';
@@ -19,8 +19,8 @@ const GGML_NAMES = { 0: 'F32', 1: 'F16', 2: 'Q4_0', 3: 'Q4_1', 6: 'Q5_0', 7: 'Q5
   10: 'Q2_K', 11: 'Q3_K', 12: 'Q4_K', 13: 'Q5_K', 14: 'Q6_K', 15: 'Q8_K', 16: 'IQ2_XXS', 17: 'IQ2_XS',
   18: 'IQ3_XXS', 19: 'IQ1_S', 20: 'IQ4_NL', 21: 'IQ3_S', 22: 'IQ2_S', 23: 'IQ4_XS', 24: 'I8', 25: 'I16',
   26: 'I32', 27: 'I64', 28: 'F64', 29: 'IQ1_M', 30: 'BF16' };
-const BLOCK = { F32: [1, 4], F16: [1, 2], Q4_0: [32, 18], Q8_0: [32, 34], Q4_K: [256, 144] };
-const DOT = { Q4_0: 'Q8_0', Q8_0: 'Q8_0', Q4_K: 'Q8_K', F16: 'F32' };
+const BLOCK = { F32: [1, 4], F16: [1, 2], Q4_0: [32, 18], Q8_0: [32, 34], Q4_K: [256, 144], Q6_K: [256, 210] };
+const DOT = { Q4_0: 'Q8_0', Q8_0: 'Q8_0', Q4_K: 'Q8_K', Q6_K: 'Q8_K', F16: 'F32' };
 const DOT_BLOCK = { Q8_0: [32, 34], Q8_K: [256, 292], F32: [1, 4] };
 // The architectures this forward pass runs: RoPE style, the attention's extra tensors.
 export const ARCHS = {
@@ -28,11 +28,16 @@ export const ARCHS = {
   qwen2: { neox: true, bias: 'required', qkNorm: false },
   qwen3: { neox: true, bias: 'none', qkNorm: true },
 };
-// The <arch>.* keys it understands; any other such key (a RoPE scaling, a window, experts, a
-// soft-cap, a multiplier) changes the forward pass and refuses the file.
+// The <arch>.* keys it understands; any other such key (a window, experts, a soft-cap, a
+// multiplier) changes the forward pass and refuses the file. RoPE's scaling keys are read as
+// engine/runtime/model.c's read_rope reads them (ropeOf).
+const ROPE_KEYS = ['rope.scaling.type', 'rope.scaling.factor', 'rope.scale_linear',
+  'rope.scaling.original_context_length', 'rope.scaling.attn_factor', 'rope.scaling.yarn_ext_factor',
+  'rope.scaling.yarn_attn_factor', 'rope.scaling.yarn_beta_fast', 'rope.scaling.yarn_beta_slow',
+  'rope.scaling.yarn_truncate'];
 const KEYS = new Set(['context_length', 'embedding_length', 'block_count', 'feed_forward_length',
   'attention.head_count', 'attention.head_count_kv', 'attention.layer_norm_rms_epsilon', 'rope.freq_base',
-  'rope.dimension_count', 'attention.key_length', 'attention.value_length', 'vocab_size']);
+  'rope.dimension_count', 'attention.key_length', 'attention.value_length', 'vocab_size', ...ROPE_KEYS]);
 
 // The metadata and tensor table of a GGUF file (an ArrayBuffer): { kv, tensors: {name: {dims,
 // type (ggml's name), data (a Uint8Array view; null for a type this set has no layout for)}} }.
@@ -137,7 +142,65 @@ function embedRow(t, r, out) {
     }
     return;
   }
+  if (t.type === 'Q6_K') { // ref: (d sc) q, each product rounded to float
+    const fr = Math.fround;
+    for (let k = 0; k < E / 256; k++) {
+      const o = 210 * k, d = f16(dv.getUint16(o + 208, true));
+      for (let h = 0; h < 2; h++) {
+        const ql = o + 64 * h, qh = o + 128 + 32 * h, sc = o + 192 + 8 * h, y = 256 * k + 128 * h;
+        for (let l = 0; l < 32; l++) {
+          const s = l >> 4, a = dv.getUint8(ql + l), b = dv.getUint8(ql + 32 + l), c = dv.getUint8(qh + l);
+          out[y + l] = fr(fr(d * dv.getInt8(sc + s)) * (((a & 15) | ((c & 3) << 4)) - 32));
+          out[y + 32 + l] = fr(fr(d * dv.getInt8(sc + s + 2)) * (((b & 15) | (((c >> 2) & 3) << 4)) - 32));
+          out[y + 64 + l] = fr(fr(d * dv.getInt8(sc + s + 4)) * (((a >> 4) | (((c >> 4) & 3) << 4)) - 32));
+          out[y + 96 + l] = fr(fr(d * dv.getInt8(sc + s + 6)) * (((b >> 4) | (((c >> 6) & 3) << 4)) - 32));
+        }
+      }
+    }
+    return;
+  }
   throw new Error(`token_embd of type ${t.type}: not supported by the webgpu forward pass`);
+}
+
+// The file's RoPE as engine/runtime/model.c's read_rope (and its checks) makes it, for ropePlan:
+// { rope } or { why }. A factor (rope.scaling.factor, else rope.scale_linear) scales positions
+// linearly whatever the type (absent: linear; none: no scaling); YaRN adds its ramp (ext_factor
+// 1 unless the file says otherwise) over the original context (else the training context);
+// rope_freqs.weight (llama 3) divides each pair's frequency. Every float as the engine's float.
+function ropeOf(gguf, arch, D, neox) {
+  const { kv, tensors } = gguf;
+  const g = (k) => kv[`${arch}.${k}`];
+  const has = (k) => g(k) !== undefined;
+  const fr = Math.fround;
+  const type = g('rope.scaling.type');
+  if (has('rope.scaling.type') && !['none', 'linear', 'yarn'].includes(type))
+    return { why: `key ${arch}.rope.scaling.type = '${type}': plumb implements none, linear and yarn` };
+  const yarn = type === 'yarn', none = type === 'none';
+  if (has('rope.scaling.yarn_ext_factor') && g('rope.scaling.yarn_ext_factor') !== -1 && !yarn)
+    return { why: `key ${arch}.rope.scaling.yarn_ext_factor: a RoPE scaling override plumb does not implement` };
+  if (has('rope.scaling.yarn_attn_factor') && g('rope.scaling.yarn_attn_factor') !== 1)
+    return { why: `key ${arch}.rope.scaling.yarn_attn_factor: a RoPE scaling override plumb does not implement` };
+  if (has('rope.scaling.yarn_truncate') && !g('rope.scaling.yarn_truncate') && !yarn)
+    return { why: `key ${arch}.rope.scaling.yarn_truncate = false without yarn scaling` };
+  const factor = has('rope.scaling.factor') ? g('rope.scaling.factor') : (g('rope.scale_linear') ?? 1);
+  if (factor !== 0 && factor < 1 && !none) return { why: `key ${arch}.rope.scaling.factor = ${factor} must be >= 1` };
+  let factors = null;
+  const t = tensors['rope_freqs.weight'];
+  if (t) {
+    if (t.type !== 'F32' || t.dims.length !== 1 || t.dims[0] !== D / 2)
+      return { why: `tensor rope_freqs.weight: ${t.type} [${t.dims}], the pass wants F32 [${D / 2}]` };
+    factors = Array.from(new Float32Array(t.data.slice().buffer));
+    const bad = factors.findIndex((f) => !(f > 0) || f === Infinity);
+    if (bad >= 0) return { why: `tensor rope_freqs.weight[${bad}] = ${factors[bad]} is not a positive finite divisor` };
+  }
+  const ext = has('rope.scaling.yarn_ext_factor') ? g('rope.scaling.yarn_ext_factor') : -1;
+  return { rope: { n_rot: D, freq_base: fr(g('rope.freq_base') ?? 10000),
+    freq_scale: none || factor === 0 ? 1 : fr(1 / factor), factors,
+    ext_factor: !yarn ? 0 : ext >= 0 ? fr(ext) : 1,
+    attn_factor: fr(g('rope.scaling.attn_factor') ?? 1),
+    beta_fast: fr(g('rope.scaling.yarn_beta_fast') ?? 32), beta_slow: fr(g('rope.scaling.yarn_beta_slow') ?? 1),
+    n_ctx_orig: has('rope.scaling.original_context_length') ? g('rope.scaling.original_context_length') : g('context_length'),
+    neox, yarn_no_truncate: yarn && g('rope.scaling.yarn_truncate') === false } };
 }
 
 // Whether this forward pass runs the file (readGGUF's result) exactly as the engine would:
@@ -150,7 +213,6 @@ export function gpuSupport(gguf) {
   for (const k of Object.keys(kv)) {
     if (!k.startsWith(arch + '.')) continue;
     const key = k.slice(arch.length + 1);
-    if (key === 'rope.scaling.type' && kv[k] === 'none') continue;
     if (key === 'expert_count' && kv[k] === 0) continue;
     if (!KEYS.has(key)) return { ok: false, why: `key ${k}: not in the webgpu forward pass` };
   }
@@ -164,8 +226,11 @@ export function gpuSupport(gguf) {
   if (!Number.isInteger(D) || D % 2 || H % Hkv) return { ok: false, why: `heads: E ${E}, H ${H}, Hkv ${Hkv}, D ${D} not a shape the pass runs` };
   if ((g('attention.value_length') || D) !== D) return { ok: false, why: `key ${arch}.attention.value_length differs from the key length` };
   if ((g('rope.dimension_count') || D) !== D) return { ok: false, why: `key ${arch}.rope.dimension_count: partial RoPE is not in the webgpu forward pass` };
+  const rp = ropeOf(gguf, arch, D, A.neox);
+  if (rp.why) return { ok: false, why: rp.why };
   // every tensor the pass reads, with what it must be; anything else is refused
-  const want = new Map([['token_embd.weight', 'embd'], ['output_norm.weight', 'norm'], ['output.weight', 'matrix']]);
+  const want = new Map([['token_embd.weight', 'embd'], ['output_norm.weight', 'norm'], ['output.weight', 'matrix'],
+    ['rope_freqs.weight', 'factors']]);
   for (let l = 0; l < L; l++) {
     for (const s of ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down']) want.set(`blk.${l}.${s}.weight`, 'matrix');
     for (const s of ['attn_norm', 'ffn_norm']) want.set(`blk.${l}.${s}.weight`, 'norm');
@@ -184,7 +249,7 @@ export function gpuSupport(gguf) {
     return { ok: false, why: `the webgpu set has no matmul for ${[...noMatmul].map(([ty, ns]) =>
       `${ty} (${ns.length > 2 ? `${ns.slice(0, 2).join(', ')} and ${ns.length - 2} more` : ns.join(', ')})`).join(', ')}; it has ${Object.keys(DOT).join(', ')}` };
   for (const [name, role] of want) {
-    if (tensors[name] || name === 'output.weight') continue;
+    if (tensors[name] || name === 'output.weight' || role === 'factors') continue;
     if (role === 'bias' && A.bias === 'optional') continue;
     return { ok: false, why: `tensor ${name}: missing` };
   }
@@ -198,20 +263,29 @@ export function gpuSupport(gguf) {
   return { ok: true, arch };
 }
 
-// The model on the device: weights uploaded once, the KV cache allocated for nCtx positions.
+// The model on the device: weights uploaded once, the KV cache allocated for nCtx positions
+// (a context window), or, with opts.window W > 0 (the session's sliding window) and opts.sinks S
+// (0 <= S < W), engine/runtime/kvcache.h's ring: positions < S in slots [0, S) for good, position
+// p >= S in slot S + (p - S) mod 2 (W - S); a query at p sees the sinks and positions
+// (p - (W - S), p] (attention's window W - S, pl_attn_args' rule); a step evaluates at most
+// W - S tokens (the session's steps; forward refuses more). nCtx is then unused.
 // Throws gpuSupport's reason for a file it does not run.
-export function loadModel(ks, gguf, nCtx) {
+export function loadModel(ks, gguf, nCtx, opts = {}) {
   const sup = gpuSupport(gguf);
   if (!sup.ok) throw new Error(sup.why);
+  const W = opts.window || 0, S = opts.sinks || 0;
+  if (!(Number.isInteger(W) && Number.isInteger(S) && W >= 0 && W <= 2 ** 29 && (W > 0 ? S >= 0 && S < W : S === 0)))
+    throw new Error(`sliding window ${W} with ${S} sinks: the pass wants 0 <= sinks < window (or both 0)`);
+  if (!W && !(Number.isInteger(nCtx) && nCtx > 0)) throw new Error(`context of ${nCtx} positions`);
   const { kv, tensors } = gguf;
   const arch = sup.arch, A = ARCHS[arch];
   const g = (k) => kv[`${arch}.${k}`];
   const hp = { arch, E: g('embedding_length'), L: g('block_count'), H: g('attention.head_count'),
     Hkv: g('attention.head_count_kv') || g('attention.head_count'), F: g('feed_forward_length'),
     eps: Math.fround(g('attention.layer_norm_rms_epsilon')),
-    base: Math.fround(g('rope.freq_base') || 10000), V: tensors['token_embd.weight'].dims[1], neox: A.neox,
-    tied: !tensors['output.weight'] };
+    V: tensors['token_embd.weight'].dims[1], neox: A.neox, tied: !tensors['output.weight'] };
   hp.D = g('attention.key_length') || hp.E / hp.H;
+  hp.rope = ropeOf(gguf, arch, hp.D, A.neox).rope;
   const up = (name) => (tensors[name] ? { ...tensors[name], buf: ks.upload(tensors[name].data) } : null);
   const layers = [];
   for (let l = 0; l < hp.L; l++) {
@@ -222,18 +296,39 @@ export function loadModel(ks, gguf, nCtx) {
       ffn_norm: n('ffn_norm.weight'), gate: n('ffn_gate.weight'), up: n('ffn_up.weight'), down: n('ffn_down.weight') });
   }
   const output = up(hp.tied ? 'token_embd.weight' : 'output.weight');
-  const kvBytes = 4 * nCtx * hp.Hkv * hp.D;
+  // slots: the context window's positions, or the ring's S + 2 (W - S)
+  const recent = W ? W - S : 0, ring = 2 * recent, cap = W ? S + ring : nCtx;
+  const kvBytes = 4 * cap * hp.Hkv * hp.D;
   const cache = layers.map(() => ({ k: ks.buffer(kvBytes), v: ks.buffer(kvBytes) }));
-  const kvPos = ks.upload(new Int32Array(Array.from({ length: nCtx }, (_, i) => i)));
-  return { ks, hp, embd: tensors['token_embd.weight'], layers, outNorm: up('output_norm.weight'), output, cache, kvPos, nCtx, nPast: 0 };
+  // each slot's position (a context window: slot p holds p; the ring: as placed, KV_EMPTY when
+  // none, which no query sees)
+  const slotPos = W ? new Int32Array(cap).fill(KV_EMPTY) : Int32Array.from({ length: cap }, (_, i) => i);
+  const kvPos = ks.upload(slotPos);
+  return { ks, hp, embd: tensors['token_embd.weight'], layers, outNorm: up('output_norm.weight'), output, cache, kvPos,
+    nCtx: W ? Infinity : nCtx, window: W, sinks: S, recent, ring, cap, slotPos, evicted: 0, nPast: 0 };
+}
+const KV_EMPTY = 0x7fffffff; // engine/runtime/kvcache.h's PL_KV_EMPTY
+
+// The slot of position p (kvcache.c's pl_kvcache_slot).
+function slotOf(m, p) {
+  return m.ring === 0 || p < m.sinks ? p : m.sinks + ((p - m.sinks) % m.ring);
 }
 // The name the first version had (llama only); the same function.
 export const loadLlama = loadModel;
 
 // Keeps the first n cached positions (the common prefix of the next prompt): the rows past n
-// are overwritten by the next forward before any attention reads them.
+// are overwritten by the next forward before any attention reads them. With a sliding window,
+// as pl_kvcache_truncate: refused when the ring already overwrote a position the next query
+// needs; the slots of positions >= n emptied.
 export function truncate(m, n) {
   if (!(n >= 0 && n <= m.nPast)) throw new Error(`truncate to ${n}: the cache holds ${m.nPast} positions`);
+  if (m.ring && n < m.nPast) {
+    const need = Math.max(n - m.recent + 1, m.sinks);
+    if (need < n && need < m.evicted)
+      throw new Error(`truncate to ${n}: position ${need} was evicted by the sliding window (oldest kept: ${m.evicted})`);
+    for (let j = 0; j < m.cap; j++) if (m.slotPos[j] !== KV_EMPTY && m.slotPos[j] >= n) m.slotPos[j] = KV_EMPTY;
+    if (m.evicted > n) m.evicted = n;
+  }
   m.nPast = n;
 }
 
@@ -253,22 +348,40 @@ export async function forward(m, tokens, opts = {}) {
   const { E, H, Hkv, D, F, V } = hp;
   const T = tokens.length, p0 = m.nPast;
   if (p0 + T > m.nCtx) throw new Error('context full');
+  if (m.ring && T > m.recent)
+    throw new Error(`${T} tokens in one step: a sliding window of ${m.window} with ${m.sinks} sinks takes at most ${m.recent}`);
+  if (p0 + T > 0x7ffffffe) throw new Error(`position ${p0 + T} would overflow int32`);
   const x0 = new Float32Array(T * E);
   for (let t = 0; t < T; t++) embedRow(m.embd, tokens[t], x0.subarray(t * E, (t + 1) * E));
   const pos = Array.from({ length: T }, (_, t) => p0 + t);
-  const rope = { n_rot: D, freq_base: hp.base, freq_scale: 1, factors: null, ext_factor: 0, attn_factor: 1,
-    beta_fast: 0, beta_slow: 0, n_ctx_orig: 0, neox: hp.neox, yarn_no_truncate: false };
+  const rope = hp.rope;
   // the angles of these positions, once for q, k and every layer
   const table = ropeTable(rope, ropePlan(rope, D), pos);
   // A decode step (T = 1) reuses one set of buffers, sized for the whole context, and records the
   // same dispatches every token (ks.beginFrame): only the token's row, its position, its angles
   // and the attention's length are written. A prefill makes its own and frees them.
   const decode = T === 1;
-  const bufs = decode ? (m.step ||= stepBuffers(m)) : stepBuffers(m, T, p0 + T);
+  // the slots these positions take (the ring evicts what held them), before any layer, so
+  // the step's tokens see each other (pl_kvcache_place); attention scans the occupied slots
+  const placed = m.ring ? [m.slotPos.slice(), m.evicted] : null; // restored if the step fails
+  if (m.ring) {
+    for (let p = p0; p < p0 + T; p++) m.slotPos[slotOf(m, p)] = p;
+    if (p0 + T - m.ring > m.evicted) m.evicted = p0 + T - m.ring;
+  }
+  const N = Math.min(p0 + T, m.cap);
+  // the cache rows of the step's tokens, as runs of consecutive slots: [first token, slot, count]
+  const runs = [];
+  for (let t = 0; t < T; t++) {
+    const sl = slotOf(m, p0 + t), r = runs[runs.length - 1];
+    if (r && r[1] + r[2] === sl) r[2]++;
+    else runs.push([t, sl, 1]);
+  }
+  const bufs = decode ? (m.step ||= stepBuffers(m)) : stepBuffers(m, T, N);
   const { x, xn, xq, q, k, v, att, tmp, gate, upb, ffh, qPos, scratch, logits, cs } = bufs;
   ks.device.queue.writeBuffer(x, 0, x0);
   ks.device.queue.writeBuffer(qPos, 0, new Int32Array(pos));
   ks.device.queue.writeBuffer(cs, 0, table);
+  if (m.ring) ks.device.queue.writeBuffer(m.kvPos, 0, m.slotPos);
   ks.device.pushErrorScope('validation');
   const enc = ks.device.createCommandEncoder();
   if (decode) ks.beginFrame(m);
@@ -310,10 +423,12 @@ export async function forward(m, tokens, opts = {}) {
     ks.rope(enc, { x: q, tokens: T, H, D, pos, rope, cs });
     ks.rope(enc, { x: k, tokens: T, H: Hkv, D, pos, rope, cs });
     ks.flush(enc);
-    enc.copyBufferToBuffer(k, 0, C.k, 4 * p0 * Hkv * D, 4 * T * Hkv * D);
-    enc.copyBufferToBuffer(v, 0, C.v, 4 * p0 * Hkv * D, 4 * T * Hkv * D);
-    ks.attention(enc, { q, k: C.k, v: C.v, qPos, kvPos: m.kvPos, scratch, out: att, T, H, Hkv, D, N: p0 + T,
-      kvF16: false, window: 0, nSinks: 0, layerWindow: 0, scale });
+    for (const [t, sl, n] of runs) {
+      enc.copyBufferToBuffer(k, 4 * t * Hkv * D, C.k, 4 * sl * Hkv * D, 4 * n * Hkv * D);
+      enc.copyBufferToBuffer(v, 4 * t * Hkv * D, C.v, 4 * sl * Hkv * D, 4 * n * Hkv * D);
+    }
+    ks.attention(enc, { q, k: C.k, v: C.v, qPos, kvPos: m.kvPos, scratch, out: att, T, H, Hkv, D, N,
+      kvF16: false, window: m.recent, nSinks: m.sinks, layerWindow: 0, scale });
     mm(L.o, att, H * D, tmp);
     ks.add(enc, { x, y: tmp, n: T * E });
     ks.rmsnorm(enc, { x, w: L.ffn_norm.buf, y: xn, n: E, rows: T, eps: hp.eps });
@@ -330,6 +445,7 @@ export async function forward(m, tokens, opts = {}) {
   ks.device.queue.submit([enc.finish()]);
   const err = await ks.device.popErrorScope();
   if (err) {
+    if (placed) [m.slotPos, m.evicted] = placed;
     if (!decode) for (const b of Object.values(bufs)) b.destroy();
     throw new Error(`webgpu forward pass: ${err.message}`);
   }
@@ -340,9 +456,9 @@ export async function forward(m, tokens, opts = {}) {
   return out;
 }
 
-// The activation buffers of a step of T tokens whose attention spans N positions (default: one
-// token over the whole context, the decode step's set).
-function stepBuffers(m, T = 1, N = m.nCtx) {
+// The activation buffers of a step of T tokens whose attention spans N slots (default: one
+// token over every slot, the decode step's set).
+function stepBuffers(m, T = 1, N = m.cap) {
   const { ks, hp } = m;
   const { E, H, Hkv, D, F, V } = hp;
   const maxK = Math.max(E, H * D, F);

@@ -14,14 +14,15 @@
 // What each kernel computes, and the bound it is held to, is in its .wgsl file and in
 // kernels/webgpu/README.md; conformance/webgpu_cases.c is the judge.
 
-const MATMUL = { Q8_0: 'matmul_q8_0.wgsl', Q4_0: 'matmul_q4_0.wgsl', Q4_K: 'matmul_q4_k.wgsl' };
+const MATMUL = { Q8_0: 'matmul_q8_0.wgsl', Q4_0: 'matmul_q4_0.wgsl', Q4_K: 'matmul_q4_k.wgsl',
+  Q6_K: 'matmul_q6_k.wgsl' };
 // The tiled prefill drivers (matmul_qt.wgsl) and their types' weight readers.
 // [the driver (null: the type's file is whole), the type's file]
 const MATMUL_TILED = { Q8_0: ['matmul_qt.wgsl', 'matmul_qt_q8_0.wgsl'], Q4_0: ['matmul_qt.wgsl', 'matmul_qt_q4_0.wgsl'],
-  Q4_K: [null, 'matmul_qt_q4_k.wgsl'] };
+  Q4_K: [null, 'matmul_qt_q4_k.wgsl'], Q6_K: [null, 'matmul_qt_q6_k.wgsl'] };
 const QUANT = { Q8_0: 'quantize_q8_0.wgsl', Q8_K: 'quantize_q8_k.wgsl' };
 const OPS = ['rmsnorm', 'softmax', 'swiglu', 'rope', 'attention', 'add'];
-export const MATMUL_TYPES = ['Q8_0', 'Q4_0', 'Q4_K', 'F16'];
+export const MATMUL_TYPES = ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K', 'F16'];
 
 // dot4(a, b): the four signed-byte products of a and b summed (exact in i32).
 const DOT4_PACKED = 'fn dot4(a: u32, b: u32) -> i32 { return dot4I8Packed(a, b); }\n';
@@ -33,7 +34,7 @@ const DOT4_SHIFTS = `fn dot4(a: u32, b: u32) -> i32 {
 }
 `;
 // Rows per workgroup of each matmul kernel (its NR).
-const MATMUL_NR = { Q8_0: 8, Q4_0: 8, Q4_K: 8, F16: 4 };
+const MATMUL_NR = { Q8_0: 8, Q4_0: 8, Q4_K: 8, Q6_K: 8, F16: 4 };
 
 const U = () => globalThis.GPUBufferUsage;
 
@@ -218,7 +219,7 @@ export async function createKernels(device, options = {}) {
 
   // y[yOff + t ldy + r] = W[r] . X[t] (r < R, t < T). W: rows of K elements of `type` (ggml's
   // blocks), wRow bytes apart from byte wOff; X: T rows of the type's dot type (Q8_0 blocks for
-  // Q8_0 and Q4_0, Q8_K blocks for Q4_K, f32 for F16), xRow bytes apart from byte xOff.
+  // Q8_0 and Q4_0, Q8_K blocks for Q4_K and Q6_K, f32 for F16), xRow bytes apart from byte xOff.
   function matmul(enc, type, a) {
     const useTiled = MATMUL_TILED[type] && a.T >= tileMinT;
     const pipe = need((useTiled ? 'matmulT_' : 'matmul_') + type);
