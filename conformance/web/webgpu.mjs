@@ -224,7 +224,9 @@ try {
     // on the F16 files: cheap in SwiftShader, and their bound (1e-4 of the RMS) the tightest
     const MFAULTS = [
       { name: 'the residual branches halved', filter: '=llama-F16',
-        patches: [{ file: 'add.wgsl', pairs: [['X[P.x_off + i] + Yv[P.y_off + i]', 'X[P.x_off + i] + 0.5 * Yv[P.y_off + i]']] }] },
+        patches: [{ file: 'add.wgsl', pairs: [['X[P.x_off + i] + Yv[P.y_off + j]', 'X[P.x_off + i] + 0.5 * Yv[P.y_off + j]']] }] },
+      { name: 'a bias added to the first token\'s row only (its repeat ignored)', filter: '=qwen2-F16',
+        patches: [{ file: 'add.wgsl', pairs: [['let j = select(i, i % P.ym, P.ym != 0u);', 'let j = i;\n  if (P.ym != 0u && i >= P.ym) { return; }']] }] },
       { name: 'neox RoPE rotated as normal (adjacent pairs)', filter: '=qwen3-F16-tied',
         patches: [{ file: 'rope.wgsl', pairs: [['if (P.neox != 0u) {', 'if (false) {']] }] },
       { name: 'qwen2\'s k bias dropped', filter: '=qwen2-F16', edits: ['bk'] },

@@ -9,8 +9,8 @@
 # it, the JSON and the log in $OUT (or the temp folder).
 #   sh .gpu-bench/run.sh [--n-layer-8b N (default 8)] [bench-node options: --pp N --tg N ...]
 # Models: llama-1b Q8_0 (--pure: every matrix Q8_0; 16 layers, the real file), and an 8B's
-# widths (E 4096, F 14336, H 32, Hkv 8, V 128256) in Q4_K (--pure; Q4_K_M's Q6_K tensors need a
-# Q6_K kernel the set lacks) with N of its 32 layers: decode's GB/s and % of copy are the
+# widths (E 4096, F 14336, H 32, Hkv 8, V 128256) with N of its 32 layers, twice: Q4_K (--pure)
+# and the Q4_K_M mix (Q6_K attn_v, ffn_down and head): decode's GB/s and % of copy are the
 # per-layer comparison (the head and the layers read at the same rate); tok/s is of the N-layer
 # file, not of an 8B.
 set -eu
@@ -86,6 +86,12 @@ if [ ! -f "$m8" ]; then
     --n-layer "$n8" --untied --type Q4_K --pure "$m8.tmp" 2>&1 | tail -1
   mv "$m8.tmp" "$m8"
 fi
-ls -la "$m1" "$m8"
+m8m=$tmp/models/llama-8b-width-q4_k_m-${n8}l.gguf
+if [ ! -f "$m8m" ]; then
+  "$tmp/bin/plumb" mkmodel --preset llama-1b --n-embd 4096 --n-head 32 --n-head-kv 8 --n-ff 14336 \
+    --n-layer "$n8" --untied --type Q4_K_M "$m8m.tmp" 2>&1 | tail -1
+  mv "$m8m.tmp" "$m8m"
+fi
+ls -la "$m1" "$m8" "$m8m"
 
-"$node" "$here/kernels/bench-node.mjs" "$m1" "$m8" --json "$out/bench.json" --md "$out/bench.md" "$@" 2>&1 | tee "$out/bench.log"
+"$node" "$here/kernels/bench-node.mjs" "$m1" "$m8" "$m8m" --json "$out/bench.json" --md "$out/bench.md" "$@" 2>&1 | tee "$out/bench.log"

@@ -398,8 +398,8 @@ export async function forward(m, tokens, opts = {}) {
     ks.matmul(enc, w.type, { w: w.buf, x: dt === 'F32' ? src : xq, y, K, R: w.dims[1], T, wRow: w.rowBytes,
       xRow: (K / bs) * bb, ldy: w.dims[1] });
   };
-  // y[t][0, n) += b for every token (a bias: one add per token row)
-  const bias = (y, b, n) => { if (b) for (let t = 0; t < T; t++) ks.add(enc, { x: y, y: b.buf, n, xOff: t * n }); };
+  // y[t][0, n) += b for every token (a bias: one add over the T rows, b repeated)
+  const bias = (y, b, n) => { if (b) ks.add(enc, { x: y, y: b.buf, n: T * n, ym: n }); };
   const scale = Math.fround(1 / Math.sqrt(D));
   for (let l = 0; l < hp.L; l++) {
     const L = m.layers[l], C = m.cache[l];

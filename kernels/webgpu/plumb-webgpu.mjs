@@ -265,10 +265,11 @@ export async function createKernels(device, options = {}) {
       new Uint32Array([a.n, a.gateOff || 0, a.upOff || 0, a.yOff || 0]), gx, gy);
   }
 
-  // x[xOff + i] += y[yOff + i], i < n (the residual add).
+  // x[xOff + i] += y[yOff + i], i < n (the residual add); a.ym: y[yOff + i % ym] (a bias on
+  // every row of ym).
   function add(enc, a) {
     const [gx, gy] = grid(Math.ceil(a.n / 256));
-    dispatch(enc, need('add'), [a.x, a.y], new Uint32Array([a.n, a.xOff || 0, a.yOff || 0, 0]), gx, gy);
+    dispatch(enc, need('add'), [a.x, a.y], new Uint32Array([a.n, a.xOff || 0, a.yOff || 0, a.ym || 0]), gx, gy);
   }
 
   // In place over `tokens` rows of H heads of D at positions pos[] (an array of numbers), the
