@@ -422,11 +422,22 @@ typedef struct kblk {
 #endif
     v128_t sc[16]; /* sub-block j's scale in every lane (8 sub-blocks of 32 or 16 of 16) */
 #if PL_W_RELAXED
-    int16_t sc16[16]; /* Q3_K, Q6_K: the 16 scales, for the offset's side sum_j sc_j bsum_j */
+    int16_t sc16[16]; /* the sub-block scales (8 or 16; not IQ4_XS): kdot's pairs, and Q3_K's and
+                         Q6_K's offset side sum_j sc_j bsum_j */
 #endif
     v128_t m[4]; /* Q4_K/Q5_K: the mins of sub-blocks 4i .. 4i + 3 (i < 2); Q2_K: i < 4 */
     float d, dmin;
 } kblk;
+
+/* Sub-block j's scale (IQ4_XS sets k->sc itself). */
+PL_W_INLINE void kput_sc(kblk *k, int j, int32_t sc)
+{
+#if PL_W_RELAXED
+    k->sc16[j] = (int16_t)sc;
+#else
+    k->sc[j] = wasm_i32x4_splat(sc);
+#endif
+}
 
 /* Chunk c from 16 unsigned bytes v (< 128), whose value is v - off. */
 PL_W_INLINE void kput_u(kblk *k, int c, v128_t v, const int off)
@@ -464,6 +475,33 @@ PL_W_INLINE int32_t kdot(const kblk *k, const int per, const int off, const int 
     v128_t acc = wasm_i32x4_splat(0);
 #if PL_W_RELAXED
     const v128_t z = wasm_i32x4_splat(0), o = wasm_i8x16_splat((int8_t)off);
+    if (!sgn && !off) {
+        /* A sub-block's 4 lane sums fit int16 (|x| <= 128 times the unsigned quants: Q4_K 8 *
+         * 128 * 15, Q5_K 8 * 128 * 31, Q6_K 4 * 128 * 63 = 32256, Q3_K 4 * 128 * 7, Q2_K 4 * 128
+         * * 3): two sub-blocks narrowed (exact) into one int16 vector and multiplied by their
+         * scales [sc_j x4, sc_j+1 x4] with one i16 dot, in place of two i32 multiplies and adds.
+         * The same exact integer. */
+        const v128_t s0 = wasm_v128_load(k->sc16), s1 = per == 2 ? wasm_v128_load(k->sc16 + 8) : s0;
+        v128_t sp[8];
+        sp[0] = wasm_i16x8_shuffle(s0, s0, 0, 0, 0, 0, 1, 1, 1, 1);
+        sp[1] = wasm_i16x8_shuffle(s0, s0, 2, 2, 2, 2, 3, 3, 3, 3);
+        sp[2] = wasm_i16x8_shuffle(s0, s0, 4, 4, 4, 4, 5, 5, 5, 5);
+        sp[3] = wasm_i16x8_shuffle(s0, s0, 6, 6, 6, 6, 7, 7, 7, 7);
+        sp[4] = wasm_i16x8_shuffle(s1, s1, 0, 0, 0, 0, 1, 1, 1, 1);
+        sp[5] = wasm_i16x8_shuffle(s1, s1, 2, 2, 2, 2, 3, 3, 3, 3);
+        sp[6] = wasm_i16x8_shuffle(s1, s1, 4, 4, 4, 4, 5, 5, 5, 5);
+        sp[7] = wasm_i16x8_shuffle(s1, s1, 6, 6, 6, 6, 7, 7, 7, 7);
+        for (int j = 0; j < 32 / per; j += 2) {
+            v128_t a = z, b = z;
+            for (int c = j * per / 2; c < (j + 1) * per / 2; c++)
+                a = pl_w_dot_i8_u7_add(wasm_v128_load(xq + 16 * c), k->u[c], a);
+            for (int c = (j + 1) * per / 2; c < (j + 2) * per / 2; c++)
+                b = pl_w_dot_i8_u7_add(wasm_v128_load(xq + 16 * c), k->u[c], b);
+            acc =
+                wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_i16x8_narrow_i32x4(a, b), sp[j / 2]));
+        }
+        return pl_w_hsum_i32(acc);
+    }
     for (int j = 0; j < 32 / per; j++) {
         v128_t s = z, neg = z, offs = z;
         for (int c = j * per / 2; c < (j + 1) * per / 2; c++) {
@@ -511,7 +549,7 @@ PL_W_INLINE void kblk_load_k4(kblk *k, const uint8_t *b, size_t qs_off, size_t q
             sc = (s[j + 4] & 0x0f) | (s[j - 4] >> 6) << 4;
             m[j] = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
         }
-        k->sc[j] = wasm_i32x4_splat(sc);
+        kput_sc(k, j, sc);
     }
     k->m[0] = wasm_v128_load(m);
     k->m[1] = wasm_v128_load(m + 4);
@@ -539,24 +577,22 @@ PL_W_INLINE void kblk_load_k4(kblk *k, const uint8_t *b, size_t qs_off, size_t q
  * 16j .. 16j + 15 with the int8 scale scales[j]. */
 PL_W_INLINE void kblk_load_q6(kblk *k, const pl_block_q6_k *b)
 {
-    for (int j = 0; j < 16; j++) k->sc[j] = wasm_i32x4_splat(b->scales[j]);
-#if PL_W_RELAXED
-    for (int j = 0; j < 16; j++) k->sc16[j] = b->scales[j];
-#endif
+    for (int j = 0; j < 16; j++) kput_sc(k, j, b->scales[j]);
     k->d = f16f(b->d);
-    const v128_t m4 = wasm_i8x16_splat(0x0f), m2 = wasm_i8x16_splat(0x03);
+    /* 16-bit shifts (SIMD128 has no byte shift; engines emulate one), each masked to bits of
+     * the byte's own: the high bits' pair 2i moved to bits 4, 5. */
+    const v128_t m4 = wasm_i8x16_splat(0x0f), m30 = wasm_i8x16_splat(0x30);
     for (int h = 0; h < 2; h++)
         for (int e = 0; e < 2; e++) { /* elements 16e .. 16e + 15 of each quarter of 32 */
             const v128_t a = wasm_v128_load(b->ql + 64 * h + 16 * e);
             const v128_t c = wasm_v128_load(b->ql + 64 * h + 32 + 16 * e);
             const v128_t hb = wasm_v128_load(b->qh + 32 * h + 16 * e);
             const v128_t q[4] = {
-                wasm_v128_or(wasm_v128_and(a, m4), wasm_i8x16_shl(wasm_v128_and(hb, m2), 4)),
-                wasm_v128_or(wasm_v128_and(c, m4),
-                             wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(hb, 2), m2), 4)),
-                wasm_v128_or(wasm_u8x16_shr(a, 4),
-                             wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(hb, 4), m2), 4)),
-                wasm_v128_or(wasm_u8x16_shr(c, 4), wasm_i8x16_shl(wasm_u8x16_shr(hb, 6), 4)),
+                wasm_v128_or(wasm_v128_and(a, m4), wasm_v128_and(wasm_i16x8_shl(hb, 4), m30)),
+                wasm_v128_or(wasm_v128_and(c, m4), wasm_v128_and(wasm_i16x8_shl(hb, 2), m30)),
+                wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(a, 4), m4), wasm_v128_and(hb, m30)),
+                wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(c, 4), m4),
+                             wasm_v128_and(wasm_u16x8_shr(hb, 2), m30)),
             };
             for (int i = 0; i < 4; i++) kput_u(k, 8 * h + 2 * i + e, q[i], 32); /* sub-block */
         }
@@ -592,7 +628,7 @@ PL_W_INLINE void kblk_load_q2_k(kblk *k, const pl_block_q2_k *b)
 {
     int32_t m[16];
     for (int j = 0; j < 16; j++) {
-        k->sc[j] = wasm_i32x4_splat(b->scales[j] & 15);
+        kput_sc(k, j, b->scales[j] & 15);
         m[j] = b->scales[j] >> 4;
     }
     for (int i = 0; i < 4; i++) k->m[i] = wasm_v128_load(m + 4 * i);
@@ -608,10 +644,7 @@ PL_W_INLINE void kblk_load_q3_k(kblk *k, const pl_block_q3_k *b)
     for (int j = 0; j < 16; j++) {
         const int lo = (b->scales[j % 8] >> (j < 8 ? 0 : 4)) & 15;
         const int hi = (b->scales[8 + j % 4] >> (2 * (j / 4))) & 3;
-        k->sc[j] = wasm_i32x4_splat((lo | hi << 4) - 32);
-#if PL_W_RELAXED
-        k->sc16[j] = (int16_t)((lo | hi << 4) - 32);
-#endif
+        kput_sc(k, j, (lo | hi << 4) - 32);
     }
     k->d = f16f(b->d);
     kblk_load_q2bits(k, b->qs, b->hmask, 4);
@@ -667,7 +700,7 @@ PL_W_INLINE float k_term(const kblk *k, pl_type type, const pl_block_q8_k *xb)
      * 16: |sum| <= 16 * 128 * 128 * 16 < 2^23), off the exact sum of the quants' dots. */
     int32_t isum = kdot(k, per, 0, type == PL_TYPE_IQ4_XS, xb->qs);
     if (off) {
-        const v128_t s0 = wasm_v128_load(k->sc16), s1 = wasm_v128_load(k->sc16 + 8);
+        const v128_t s0 = wasm_v128_load(k->sc16), s1 = per == 2 ? wasm_v128_load(k->sc16 + 8) : s0;
         const v128_t b0 = wasm_v128_load(xb->bsums), b1 = wasm_v128_load(xb->bsums + 8);
         isum -= off * pl_w_hsum_i32(wasm_i32x4_add(wasm_i32x4_dot_i16x8(s0, b0),
                                                    wasm_i32x4_dot_i16x8(s1, b1)));
