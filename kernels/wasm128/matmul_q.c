@@ -539,6 +539,31 @@ PL_W_INLINE void kblk_load_k4(kblk *k, const uint8_t *b, size_t qs_off, size_t q
 {
     const pl_block_q4_k *hdr = (const pl_block_q4_k *)b; /* d, dmin, scales: same in Q5_K */
     const uint8_t *s = hdr->scales;
+#if PL_W_RELAXED
+    /* The 8 scales and 8 mins in bytes 0..7 and 8..15 at once: sc_j = s_j & 63, m_j = s_j+4 & 63
+     * (j < 4); sc_j = (s_j+4 & 15) | (s_j-4 >> 6) << 4, m_j = (s_j+4 >> 4) | (s_j >> 6) << 4
+     * (j >= 4). The 16 bytes at s end inside the block (its quants follow). 16-bit shifts, each
+     * masked to bits of the byte's own. */
+    const v128_t sv = wasm_v128_load(s);
+    const v128_t a = wasm_i8x16_shuffle(sv, sv, 0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11);
+    const v128_t t = wasm_i8x16_shuffle(sv, sv, 0, 0, 0, 0, 0, 1, 2, 3, 0, 0, 0, 0, 4, 5, 6, 7);
+    const v128_t low = wasm_v128_or(
+        wasm_v128_and(a,
+                      wasm_i8x16_make(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
+        wasm_v128_and(wasm_u16x8_shr(a, 4),
+                      wasm_i8x16_make(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+    const v128_t sm =
+        wasm_v128_or(low, wasm_v128_and(wasm_u16x8_shr(t, 2),
+                                        wasm_i8x16_make(0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30, 0, 0, 0,
+                                                        0, 0x30, 0x30, 0x30, 0x30)));
+    wasm_v128_store(k->sc16, wasm_u16x8_extend_low_u8x16(sm));
+    const v128_t m16 = wasm_u16x8_extend_high_u8x16(sm);
+    k->m[0] = wasm_u32x4_extend_low_u16x8(m16);
+    k->m[1] = wasm_u32x4_extend_high_u16x8(m16);
+    const v128_t dd = pl_w_f16_to_f32(wasm_u32x4_extend_low_u16x8(wasm_v128_load32_zero(b)));
+    k->d = wasm_f32x4_extract_lane(dd, 0); /* d, dmin: the two halves at b */
+    k->dmin = wasm_f32x4_extract_lane(dd, 1);
+#else
     int32_t m[8];
     for (int j = 0; j < 8; j++) {
         int32_t sc;
@@ -555,6 +580,7 @@ PL_W_INLINE void kblk_load_k4(kblk *k, const uint8_t *b, size_t qs_off, size_t q
     k->m[1] = wasm_v128_load(m + 4);
     k->d = f16f(hdr->d);
     k->dmin = f16f(hdr->dmin);
+#endif
     const v128_t m4 = wasm_i8x16_splat(0x0f), one = wasm_i8x16_splat(1);
     v128_t h[2] = {wasm_i8x16_splat(0), wasm_i8x16_splat(0)};
     if (has_qh) h[0] = wasm_v128_load(b + qh_off), h[1] = wasm_v128_load(b + qh_off + 16);
