@@ -7,7 +7,8 @@
 // threads) and its greedy turns with kernels=wasm128r equal native's. The 32-block types with an
 // offset or a min (Q4_0, Q4_1, Q5_0, Q5_1: tiny mkmodel files) through the decode path (prompts of
 // at most 4 tokens, and greedy chat steps): wasm128r's logits = wasm128's = native wasm128r's,
-// and the two modules' replies are equal. Needs make wasm.
+// and the two modules' replies are equal; the same for the K-quants (Q2_K .. Q6_K, --pure tiny
+// files 256 wide). Needs make wasm.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,9 +43,13 @@ const native = PROMPTS.map((p, i) => nativeLogits(model, p, i));
 // Short prompts (BOS + 1-3 tokens: a matmul of T <= 4 tokens, the decode path) on tiny files of
 // the offset/min types.
 const SHORT = ['Hi', 'Go!']; // tiny's vocabulary is bytes: BOS + 2 or 3 tokens
-const small = ['Q4_0', 'Q4_1', 'Q5_0', 'Q5_1'].map((t) => {
+// The K-quants (every matrix of the type: --pure, widths a multiple of 256) too: their one-token
+// decode path (the greedy steps) takes the dots as the quants are decoded (issue 52).
+const KQ = ['--pure', '--n-embd', '256', '--n-ff', '512'];
+const small = ['Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K'].map((t) => {
   const f = path.join(dir, `tiny-${t}.gguf`);
-  execFileSync(cli, ['mkmodel', f, '--preset', 'tiny', '--type', t], { stdio: ['ignore', 'ignore', 'pipe'] });
+  execFileSync(cli, ['mkmodel', f, '--preset', 'tiny', '--type', t, ...(t.endsWith('_K') ? KQ : [])],
+    { stdio: ['ignore', 'ignore', 'pipe'] });
   return { t, f, url: `/tiny-${t}.gguf`, native: SHORT.map((p, i) => nativeLogits(f, p, 100 + i)) };
 });
 const nativeChat = execFileSync(cli, ['chat', '-m', model, '--system', SYSTEM, '--temp', '0', '-n', String(N),

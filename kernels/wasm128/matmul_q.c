@@ -422,11 +422,22 @@ typedef struct kblk {
 #endif
     v128_t sc[16]; /* sub-block j's scale in every lane (8 sub-blocks of 32 or 16 of 16) */
 #if PL_W_RELAXED
-    int16_t sc16[16]; /* Q3_K, Q6_K: the 16 scales, for the offset's side sum_j sc_j bsum_j */
+    int16_t sc16[16]; /* the sub-block scales (8 or 16; not IQ4_XS): kdot's pairs, and Q3_K's and
+                         Q6_K's offset side sum_j sc_j bsum_j */
 #endif
     v128_t m[4]; /* Q4_K/Q5_K: the mins of sub-blocks 4i .. 4i + 3 (i < 2); Q2_K: i < 4 */
     float d, dmin;
 } kblk;
+
+/* Sub-block j's scale (IQ4_XS sets k->sc itself). */
+PL_W_INLINE void kput_sc(kblk *k, int j, int32_t sc)
+{
+#if PL_W_RELAXED
+    k->sc16[j] = (int16_t)sc;
+#else
+    k->sc[j] = wasm_i32x4_splat(sc);
+#endif
+}
 
 /* Chunk c from 16 unsigned bytes v (< 128), whose value is v - off. */
 PL_W_INLINE void kput_u(kblk *k, int c, v128_t v, const int off)
@@ -464,6 +475,33 @@ PL_W_INLINE int32_t kdot(const kblk *k, const int per, const int off, const int 
     v128_t acc = wasm_i32x4_splat(0);
 #if PL_W_RELAXED
     const v128_t z = wasm_i32x4_splat(0), o = wasm_i8x16_splat((int8_t)off);
+    if (!sgn && !off) {
+        /* A sub-block's 4 lane sums fit int16 (|x| <= 128 times the unsigned quants: Q4_K 8 *
+         * 128 * 15, Q5_K 8 * 128 * 31, Q6_K 4 * 128 * 63 = 32256, Q3_K 4 * 128 * 7, Q2_K 4 * 128
+         * * 3): two sub-blocks narrowed (exact) into one int16 vector and multiplied by their
+         * scales [sc_j x4, sc_j+1 x4] with one i16 dot, in place of two i32 multiplies and adds.
+         * The same exact integer. */
+        const v128_t s0 = wasm_v128_load(k->sc16), s1 = per == 2 ? wasm_v128_load(k->sc16 + 8) : s0;
+        v128_t sp[8];
+        sp[0] = wasm_i16x8_shuffle(s0, s0, 0, 0, 0, 0, 1, 1, 1, 1);
+        sp[1] = wasm_i16x8_shuffle(s0, s0, 2, 2, 2, 2, 3, 3, 3, 3);
+        sp[2] = wasm_i16x8_shuffle(s0, s0, 4, 4, 4, 4, 5, 5, 5, 5);
+        sp[3] = wasm_i16x8_shuffle(s0, s0, 6, 6, 6, 6, 7, 7, 7, 7);
+        sp[4] = wasm_i16x8_shuffle(s1, s1, 0, 0, 0, 0, 1, 1, 1, 1);
+        sp[5] = wasm_i16x8_shuffle(s1, s1, 2, 2, 2, 2, 3, 3, 3, 3);
+        sp[6] = wasm_i16x8_shuffle(s1, s1, 4, 4, 4, 4, 5, 5, 5, 5);
+        sp[7] = wasm_i16x8_shuffle(s1, s1, 6, 6, 6, 6, 7, 7, 7, 7);
+        for (int j = 0; j < 32 / per; j += 2) {
+            v128_t a = z, b = z;
+            for (int c = j * per / 2; c < (j + 1) * per / 2; c++)
+                a = pl_w_dot_i8_u7_add(wasm_v128_load(xq + 16 * c), k->u[c], a);
+            for (int c = (j + 1) * per / 2; c < (j + 2) * per / 2; c++)
+                b = pl_w_dot_i8_u7_add(wasm_v128_load(xq + 16 * c), k->u[c], b);
+            acc =
+                wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_i16x8_narrow_i32x4(a, b), sp[j / 2]));
+        }
+        return pl_w_hsum_i32(acc);
+    }
     for (int j = 0; j < 32 / per; j++) {
         v128_t s = z, neg = z, offs = z;
         for (int c = j * per / 2; c < (j + 1) * per / 2; c++) {
@@ -497,10 +535,35 @@ PL_W_INLINE int32_t kdot(const kblk *k, const int per, const int off, const int 
 /* Q4_K/Q5_K super-block at b (has_qh: Q5_K's fifth bits): ref's element order, sub-block j =
  * elements 32j .. 32j + 31; scales and mins unpacked as ref's scale_min_k4 does. */
 PL_W_INLINE void kblk_load_k4(kblk *k, const uint8_t *b, size_t qs_off, size_t qh_off,
-                              const int has_qh)
+                              const int has_qh, const int quants)
 {
     const pl_block_q4_k *hdr = (const pl_block_q4_k *)b; /* d, dmin, scales: same in Q5_K */
     const uint8_t *s = hdr->scales;
+#if PL_W_RELAXED
+    /* The 8 scales and 8 mins in bytes 0..7 and 8..15 at once: sc_j = s_j & 63, m_j = s_j+4 & 63
+     * (j < 4); sc_j = (s_j+4 & 15) | (s_j-4 >> 6) << 4, m_j = (s_j+4 >> 4) | (s_j >> 6) << 4
+     * (j >= 4). The 16 bytes at s end inside the block (its quants follow). 16-bit shifts, each
+     * masked to bits of the byte's own. */
+    const v128_t sv = wasm_v128_load(s);
+    const v128_t a = wasm_i8x16_shuffle(sv, sv, 0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11);
+    const v128_t t = wasm_i8x16_shuffle(sv, sv, 0, 0, 0, 0, 0, 1, 2, 3, 0, 0, 0, 0, 4, 5, 6, 7);
+    const v128_t low = wasm_v128_or(
+        wasm_v128_and(a,
+                      wasm_i8x16_make(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
+        wasm_v128_and(wasm_u16x8_shr(a, 4),
+                      wasm_i8x16_make(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+    const v128_t sm =
+        wasm_v128_or(low, wasm_v128_and(wasm_u16x8_shr(t, 2),
+                                        wasm_i8x16_make(0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30, 0, 0, 0,
+                                                        0, 0x30, 0x30, 0x30, 0x30)));
+    wasm_v128_store(k->sc16, wasm_u16x8_extend_low_u8x16(sm));
+    const v128_t m16 = wasm_u16x8_extend_high_u8x16(sm);
+    k->m[0] = wasm_u32x4_extend_low_u16x8(m16);
+    k->m[1] = wasm_u32x4_extend_high_u16x8(m16);
+    const v128_t dd = pl_w_f16_to_f32(wasm_u32x4_extend_low_u16x8(wasm_v128_load32_zero(b)));
+    k->d = wasm_f32x4_extract_lane(dd, 0); /* d, dmin: the two halves at b */
+    k->dmin = wasm_f32x4_extract_lane(dd, 1);
+#else
     int32_t m[8];
     for (int j = 0; j < 8; j++) {
         int32_t sc;
@@ -511,12 +574,14 @@ PL_W_INLINE void kblk_load_k4(kblk *k, const uint8_t *b, size_t qs_off, size_t q
             sc = (s[j + 4] & 0x0f) | (s[j - 4] >> 6) << 4;
             m[j] = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
         }
-        k->sc[j] = wasm_i32x4_splat(sc);
+        kput_sc(k, j, sc);
     }
     k->m[0] = wasm_v128_load(m);
     k->m[1] = wasm_v128_load(m + 4);
     k->d = f16f(hdr->d);
     k->dmin = f16f(hdr->dmin);
+#endif
+    if (!quants) return; /* kdot_k4_x takes them */
     const v128_t m4 = wasm_i8x16_splat(0x0f), one = wasm_i8x16_splat(1);
     v128_t h[2] = {wasm_i8x16_splat(0), wasm_i8x16_splat(0)};
     if (has_qh) h[0] = wasm_v128_load(b + qh_off), h[1] = wasm_v128_load(b + qh_off + 16);
@@ -537,26 +602,25 @@ PL_W_INLINE void kblk_load_k4(kblk *k, const uint8_t *b, size_t qs_off, size_t q
 
 /* Q6_K super-block: ref's q = (4 low bits | 2 high bits << 4) - 32, sub-block j = elements
  * 16j .. 16j + 15 with the int8 scale scales[j]. */
-PL_W_INLINE void kblk_load_q6(kblk *k, const pl_block_q6_k *b)
+PL_W_INLINE void kblk_load_q6(kblk *k, const pl_block_q6_k *b, const int quants)
 {
-    for (int j = 0; j < 16; j++) k->sc[j] = wasm_i32x4_splat(b->scales[j]);
-#if PL_W_RELAXED
-    for (int j = 0; j < 16; j++) k->sc16[j] = b->scales[j];
-#endif
+    for (int j = 0; j < 16; j++) kput_sc(k, j, b->scales[j]);
     k->d = f16f(b->d);
-    const v128_t m4 = wasm_i8x16_splat(0x0f), m2 = wasm_i8x16_splat(0x03);
+    if (!quants) return; /* kdot_q6_x takes them */
+    /* 16-bit shifts (SIMD128 has no byte shift; engines emulate one), each masked to bits of
+     * the byte's own: the high bits' pair 2i moved to bits 4, 5. */
+    const v128_t m4 = wasm_i8x16_splat(0x0f), m30 = wasm_i8x16_splat(0x30);
     for (int h = 0; h < 2; h++)
         for (int e = 0; e < 2; e++) { /* elements 16e .. 16e + 15 of each quarter of 32 */
             const v128_t a = wasm_v128_load(b->ql + 64 * h + 16 * e);
             const v128_t c = wasm_v128_load(b->ql + 64 * h + 32 + 16 * e);
             const v128_t hb = wasm_v128_load(b->qh + 32 * h + 16 * e);
             const v128_t q[4] = {
-                wasm_v128_or(wasm_v128_and(a, m4), wasm_i8x16_shl(wasm_v128_and(hb, m2), 4)),
-                wasm_v128_or(wasm_v128_and(c, m4),
-                             wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(hb, 2), m2), 4)),
-                wasm_v128_or(wasm_u8x16_shr(a, 4),
-                             wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(hb, 4), m2), 4)),
-                wasm_v128_or(wasm_u8x16_shr(c, 4), wasm_i8x16_shl(wasm_u8x16_shr(hb, 6), 4)),
+                wasm_v128_or(wasm_v128_and(a, m4), wasm_v128_and(wasm_i16x8_shl(hb, 4), m30)),
+                wasm_v128_or(wasm_v128_and(c, m4), wasm_v128_and(wasm_i16x8_shl(hb, 2), m30)),
+                wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(a, 4), m4), wasm_v128_and(hb, m30)),
+                wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(c, 4), m4),
+                             wasm_v128_and(wasm_u16x8_shr(hb, 2), m30)),
             };
             for (int i = 0; i < 4; i++) kput_u(k, 8 * h + 2 * i + e, q[i], 32); /* sub-block */
         }
@@ -592,7 +656,7 @@ PL_W_INLINE void kblk_load_q2_k(kblk *k, const pl_block_q2_k *b)
 {
     int32_t m[16];
     for (int j = 0; j < 16; j++) {
-        k->sc[j] = wasm_i32x4_splat(b->scales[j] & 15);
+        kput_sc(k, j, b->scales[j] & 15);
         m[j] = b->scales[j] >> 4;
     }
     for (int i = 0; i < 4; i++) k->m[i] = wasm_v128_load(m + 4 * i);
@@ -608,10 +672,7 @@ PL_W_INLINE void kblk_load_q3_k(kblk *k, const pl_block_q3_k *b)
     for (int j = 0; j < 16; j++) {
         const int lo = (b->scales[j % 8] >> (j < 8 ? 0 : 4)) & 15;
         const int hi = (b->scales[8 + j % 4] >> (2 * (j / 4))) & 3;
-        k->sc[j] = wasm_i32x4_splat((lo | hi << 4) - 32);
-#if PL_W_RELAXED
-        k->sc16[j] = (int16_t)((lo | hi << 4) - 32);
-#endif
+        kput_sc(k, j, (lo | hi << 4) - 32);
     }
     k->d = f16f(b->d);
     kblk_load_q2bits(k, b->qs, b->hmask, 4);
@@ -636,13 +697,13 @@ PL_W_INLINE void kblk_load(kblk *k, pl_type type, const uint8_t *b)
 {
     switch (type) {
     case PL_TYPE_Q4_K:
-        kblk_load_k4(k, b, offsetof(pl_block_q4_k, qs), 0, 0);
+        kblk_load_k4(k, b, offsetof(pl_block_q4_k, qs), 0, 0, 1);
         break;
     case PL_TYPE_Q5_K:
-        kblk_load_k4(k, b, offsetof(pl_block_q5_k, qs), offsetof(pl_block_q5_k, qh), 1);
+        kblk_load_k4(k, b, offsetof(pl_block_q5_k, qs), offsetof(pl_block_q5_k, qh), 1, 1);
         break;
     case PL_TYPE_Q6_K:
-        kblk_load_q6(k, (const pl_block_q6_k *)b);
+        kblk_load_q6(k, (const pl_block_q6_k *)b, 1);
         break;
     case PL_TYPE_Q2_K:
         kblk_load_q2_k(k, (const pl_block_q2_k *)b);
@@ -658,22 +719,20 @@ PL_W_INLINE void kblk_load(kblk *k, pl_type type, const uint8_t *b)
 
 /* The block's term, formed as ref forms it: d = dw dx, then d float(isum), minus (dminw dx)
  * float(summs) for the types with mins (summs = sum_j m_j bsums of sub-block j, exact). */
-PL_W_INLINE float k_term(const kblk *k, pl_type type, const pl_block_q8_k *xb)
+/* k_term with the quants' exact dot sum isum given (relaxed: without the offset's side). */
+PL_W_INLINE float k_term_i(const kblk *k, pl_type type, const pl_block_q8_k *xb, int32_t isum)
 {
+#if PL_W_RELAXED
     const int per = type == PL_TYPE_Q4_K || type == PL_TYPE_Q5_K || type == PL_TYPE_IQ4_XS ? 4 : 2;
     const int off = type == PL_TYPE_Q6_K ? 32 : type == PL_TYPE_Q3_K ? 4 : 0;
-#if PL_W_RELAXED
     /* The offset's side, sum_j sc_j dot(x_j, off) = off sum_j sc_j bsum_j (Q8_K's sums per
      * 16: |sum| <= 16 * 128 * 128 * 16 < 2^23), off the exact sum of the quants' dots. */
-    int32_t isum = kdot(k, per, 0, type == PL_TYPE_IQ4_XS, xb->qs);
     if (off) {
-        const v128_t s0 = wasm_v128_load(k->sc16), s1 = wasm_v128_load(k->sc16 + 8);
+        const v128_t s0 = wasm_v128_load(k->sc16), s1 = per == 2 ? wasm_v128_load(k->sc16 + 8) : s0;
         const v128_t b0 = wasm_v128_load(xb->bsums), b1 = wasm_v128_load(xb->bsums + 8);
         isum -= off * pl_w_hsum_i32(wasm_i32x4_add(wasm_i32x4_dot_i16x8(s0, b0),
                                                    wasm_i32x4_dot_i16x8(s1, b1)));
     }
-#else
-    const int32_t isum = kdot(k, per, off, type == PL_TYPE_IQ4_XS, xb->qs);
 #endif
     const float d = k->d * xb->d;
     if (type != PL_TYPE_Q4_K && type != PL_TYPE_Q5_K && type != PL_TYPE_Q2_K)
@@ -694,6 +753,93 @@ PL_W_INLINE float k_term(const kblk *k, pl_type type, const pl_block_q8_k *xb)
     return d * (float)isum - dmin * (float)summs;
 }
 
+PL_W_INLINE float k_term(const kblk *k, pl_type type, const pl_block_q8_k *xb)
+{
+    const int per = type == PL_TYPE_Q4_K || type == PL_TYPE_Q5_K || type == PL_TYPE_IQ4_XS ? 4 : 2;
+#if PL_W_RELAXED
+    return k_term_i(k, type, xb, kdot(k, per, 0, type == PL_TYPE_IQ4_XS, xb->qs));
+#else
+    const int off = type == PL_TYPE_Q6_K ? 32 : type == PL_TYPE_Q3_K ? 4 : 0;
+    return k_term_i(k, type, xb, kdot(k, per, off, type == PL_TYPE_IQ4_XS, xb->qs));
+#endif
+}
+
+#if PL_W_RELAXED
+/* Decode (one token): the quants' dots taken as each 16 are decoded, never stored in a kblk
+ * and read back (kblk_load then kdot spill 16 vectors a super-block through memory). The same
+ * exact integers, summed as kdot sums them (kdot's bounds). sp: the scale pairs. */
+PL_W_INLINE void k_scale_pairs(const kblk *k, const int per, v128_t sp[8])
+{
+    const v128_t s0 = wasm_v128_load(k->sc16), s1 = per == 2 ? wasm_v128_load(k->sc16 + 8) : s0;
+    sp[0] = wasm_i16x8_shuffle(s0, s0, 0, 0, 0, 0, 1, 1, 1, 1);
+    sp[1] = wasm_i16x8_shuffle(s0, s0, 2, 2, 2, 2, 3, 3, 3, 3);
+    sp[2] = wasm_i16x8_shuffle(s0, s0, 4, 4, 4, 4, 5, 5, 5, 5);
+    sp[3] = wasm_i16x8_shuffle(s0, s0, 6, 6, 6, 6, 7, 7, 7, 7);
+    sp[4] = wasm_i16x8_shuffle(s1, s1, 0, 0, 0, 0, 1, 1, 1, 1);
+    sp[5] = wasm_i16x8_shuffle(s1, s1, 2, 2, 2, 2, 3, 3, 3, 3);
+    sp[6] = wasm_i16x8_shuffle(s1, s1, 4, 4, 4, 4, 5, 5, 5, 5);
+    sp[7] = wasm_i16x8_shuffle(s1, s1, 6, 6, 6, 6, 7, 7, 7, 7);
+}
+
+/* Q4_K/Q5_K (kblk_load_k4's decode): sub-blocks 2p, 2p + 1 from the 32 bytes of pair p. */
+PL_W_INLINE int32_t kdot_k4_x(const kblk *k, const uint8_t *b, size_t qs_off, size_t qh_off,
+                              const int has_qh, const int8_t *restrict xq)
+{
+    v128_t sp[8];
+    k_scale_pairs(k, 4, sp);
+    const v128_t m4 = wasm_i8x16_splat(0x0f), one = wasm_i8x16_splat(1), z = wasm_i32x4_splat(0);
+    v128_t h[2] = {z, z}, acc = z;
+    if (has_qh) h[0] = wasm_v128_load(b + qh_off), h[1] = wasm_v128_load(b + qh_off + 16);
+    for (int p = 0; p < 4; p++) {
+        v128_t lo_s = z, hi_s = z;
+        for (int e = 0; e < 2; e++) {
+            const v128_t v = wasm_v128_load(b + qs_off + 32 * p + 16 * e);
+            v128_t lo = wasm_v128_and(v, m4), hi = wasm_u8x16_shr(v, 4);
+            if (has_qh) {
+                lo = wasm_v128_or(
+                    lo, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(h[e], 2 * p), one), 4));
+                hi = wasm_v128_or(
+                    hi, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(h[e], 2 * p + 1), one), 4));
+            }
+            lo_s = pl_w_dot_i8_u7_add(wasm_v128_load(xq + 64 * p + 16 * e), lo, lo_s);
+            hi_s = pl_w_dot_i8_u7_add(wasm_v128_load(xq + 64 * p + 32 + 16 * e), hi, hi_s);
+        }
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_i16x8_narrow_i32x4(lo_s, hi_s), sp[p]));
+    }
+    return pl_w_hsum_i32(acc);
+}
+
+/* Q6_K (kblk_load_q6's decode): sub-blocks 8h + 2i + e, the pair e = 0, 1 together. */
+PL_W_INLINE int32_t kdot_q6_x(const kblk *k, const pl_block_q6_k *b, const int8_t *restrict xq)
+{
+    v128_t sp[8];
+    k_scale_pairs(k, 2, sp);
+    const v128_t m4 = wasm_i8x16_splat(0x0f), m30 = wasm_i8x16_splat(0x30), z = wasm_i32x4_splat(0);
+    v128_t acc = z;
+    for (int h = 0; h < 2; h++) {
+        v128_t q[2][4];
+        for (int e = 0; e < 2; e++) {
+            const v128_t a = wasm_v128_load(b->ql + 64 * h + 16 * e);
+            const v128_t c = wasm_v128_load(b->ql + 64 * h + 32 + 16 * e);
+            const v128_t hb = wasm_v128_load(b->qh + 32 * h + 16 * e);
+            q[e][0] = wasm_v128_or(wasm_v128_and(a, m4), wasm_v128_and(wasm_i16x8_shl(hb, 4), m30));
+            q[e][1] = wasm_v128_or(wasm_v128_and(c, m4), wasm_v128_and(wasm_i16x8_shl(hb, 2), m30));
+            q[e][2] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(a, 4), m4), wasm_v128_and(hb, m30));
+            q[e][3] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(c, 4), m4),
+                                   wasm_v128_and(wasm_u16x8_shr(hb, 2), m30));
+        }
+        for (int i = 0; i < 4; i++) {
+            const int c = 8 * h + 2 * i; /* sub-blocks c (e = 0) and c + 1 (e = 1) */
+            const v128_t s0 = pl_w_dot_i8_u7_add(wasm_v128_load(xq + 16 * c), q[0][i], z);
+            const v128_t s1 = pl_w_dot_i8_u7_add(wasm_v128_load(xq + 16 * c + 16), q[1][i], z);
+            acc = wasm_i32x4_add(acc,
+                                 wasm_i32x4_dot_i16x8(wasm_i16x8_narrow_i32x4(s0, s1), sp[c / 2]));
+        }
+    }
+    return pl_w_hsum_i32(acc);
+}
+#endif
+
 /* One weight row of nb super-blocks against nt tokens: ref's s += term, block by block. */
 PL_W_INLINE void row_k(pl_type type, size_t wbytes, float *restrict y, int64_t ldy,
                        const uint8_t *restrict w, const uint8_t *restrict x, size_t xrb, int64_t nb,
@@ -702,6 +848,29 @@ PL_W_INLINE void row_k(pl_type type, size_t wbytes, float *restrict y, int64_t l
     float s[NT];
     for (int t = 0; t < nt; t++) s[t] = 0.0f;
     kblk k;
+#if PL_W_RELAXED
+    if (nt == 1 && (type == PL_TYPE_Q4_K || type == PL_TYPE_Q5_K || type == PL_TYPE_Q6_K)) {
+        for (int64_t b = 0; b < nb; b++) { /* decode: the dots as the quants are decoded */
+            const uint8_t *wb = w + (size_t)b * wbytes;
+            const pl_block_q8_k *xb = (const pl_block_q8_k *)x + b;
+            int32_t isum;
+            if (type == PL_TYPE_Q6_K) {
+                kblk_load_q6(&k, (const pl_block_q6_k *)wb, 0);
+                isum = kdot_q6_x(&k, (const pl_block_q6_k *)wb, xb->qs);
+            } else {
+                const int q5 = type == PL_TYPE_Q5_K;
+                const size_t qs_off =
+                    q5 ? offsetof(pl_block_q5_k, qs) : offsetof(pl_block_q4_k, qs);
+                const size_t qh_off = q5 ? offsetof(pl_block_q5_k, qh) : 0;
+                kblk_load_k4(&k, wb, qs_off, qh_off, q5, 0);
+                isum = kdot_k4_x(&k, wb, qs_off, qh_off, q5, xb->qs);
+            }
+            s[0] += k_term_i(&k, type, xb, isum);
+        }
+        y[0] = s[0];
+        return;
+    }
+#endif
     for (int64_t b = 0; b < nb; b++) {
         kblk_load(&k, type, w + (size_t)b * wbytes);
         for (int t = 0; t < nt; t++)

@@ -188,9 +188,11 @@ PL_W_INLINE void group_t(pl_type t, v128_t *restrict ys, const uint8_t *restrict
                                wasm_f32x4_add(acc[i][1], acc[i][3]));
 }
 
-static void matmul_t(pl_type t, float *restrict y, int64_t ldy, const uint8_t *restrict w,
-                     const uint8_t *restrict x, size_t xrb, int64_t K, int64_t r0, int64_t r1,
-                     int64_t T)
+/* Inlined into each type's matmul (t a constant there): as one function for the three types
+ * (clang-19 did not specialise it), every block paid the type's tests. */
+PL_W_INLINE void matmul_t(pl_type t, float *restrict y, int64_t ldy, const uint8_t *restrict w,
+                          const uint8_t *restrict x, size_t xrb, int64_t K, int64_t r0, int64_t r1,
+                          int64_t T)
 {
     const int64_t nb = K / 32;
     const size_t gbytes = (size_t)nb * unit_of(t);
