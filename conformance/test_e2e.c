@@ -274,82 +274,21 @@ static void e2e_case(const char *arch, int ti, pl_type kv, int64_t window, int64
 
 typedef struct rope_variant {
     const char *name, *arch;
-    const char *type; /* rope.scaling.type, NULL: absent */
-    float factor;     /* rope.scaling.factor, 0: absent */
-    float scale_linear;
-    uint32_t orig_ctx; /* rope.scaling.original_context_length, 0: absent */
-    float attn_factor; /* 0: absent */
-    int freqs;         /* 1: a rope_freqs.weight tensor (llama3); 2: longrope's two sets */
-    int untruncated;   /* 1: rope.scaling.yarn_truncate = false (transformers' truncate) */
+    tiny_rope rope;
 } rope_variant;
 
-/* llama3-style divisors: 1 for the high frequencies, the factor for the low, a smooth band
- * between (as llama.cpp's converter computes them for factor 8, low 1, high 4, context 16) */
-static float rope_freqs_data[64], rope_long_data[64], rope_short_data[64];
-
-static void rope_edit(pl_gguf_writer *w, const tiny_spec *s)
-{
-    const rope_variant *v = s->edit_user;
-    char key[96];
-    pl_error e;
-#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, s->arch), key)
-    if (v->type)
-        pl_gguf_writer_set_string(w, KEY("rope.scaling.type"), v->type, strlen(v->type), &e);
-    if (v->factor) pl_gguf_writer_set_f32(w, KEY("rope.scaling.factor"), v->factor, &e);
-    if (v->scale_linear) pl_gguf_writer_set_f32(w, KEY("rope.scale_linear"), v->scale_linear, &e);
-    if (v->orig_ctx)
-        pl_gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"), v->orig_ctx, &e);
-    if (v->attn_factor)
-        pl_gguf_writer_set_f32(w, KEY("rope.scaling.attn_factor"), v->attn_factor, &e);
-    if (v->untruncated) {
-        const uint8_t no = 0;
-        pl_gguf_writer_set(w, KEY("rope.scaling.yarn_truncate"), PL_GGUF_BOOL, &no, &e);
-    }
-#undef KEY
-    if (v->freqs == 1) {
-        const int64_t half = s->D / 2;
-        for (int64_t i = 0; i < half; i++) {
-            const double freq = pow(10000.0, -2.0 * (double)i / (double)s->D);
-            const double wavelen = 2 * M_PI / freq, lo = 16.0 / 1.0, hi = 16.0 / 4.0;
-            double f = 1;
-            if (wavelen > lo)
-                f = 8;
-            else if (wavelen >= hi) {
-                const double smooth = (16.0 / wavelen - 1) / (4 - 1);
-                f = 1 / ((1 - smooth) / 8 + smooth);
-            }
-            rope_freqs_data[i] = (float)f;
-        }
-        const int64_t ne[1] = {half};
-        pl_gguf_writer_add_tensor(w, "rope_freqs.weight", PL_TYPE_F32, 1, ne, rope_freqs_data, &e);
-    }
-    if (v->freqs == 2) { /* Phi-3.5's shape: short divisors near 1, long ones growing to ~30 */
-        const int64_t half = (s->n_rot ? s->n_rot : s->D) / 2;
-        for (int64_t i = 0; i < half; i++) {
-            const double x = (double)i / (double)(half - 1);
-            rope_short_data[i] = (float)(1.0 + 0.5 * x * x);
-            rope_long_data[i] = (float)(1.0 + 29.0 * pow(x, 1.5));
-        }
-        const int64_t ne[1] = {half};
-        pl_gguf_writer_add_tensor(w, "rope_factors_long.weight", PL_TYPE_F32, 1, ne, rope_long_data,
-                                  &e);
-        pl_gguf_writer_add_tensor(w, "rope_factors_short.weight", PL_TYPE_F32, 1, ne,
-                                  rope_short_data, &e);
-    }
-}
-
 static const rope_variant rope_variants[] = {
-    {"llama3 factors", "llama", NULL, 0, 0, 0, 0, 1, 0},
-    {"linear 4", "llama", "linear", 4, 0, 0, 0, 0, 0},
-    {"absent type, scale_linear 2", "llama", NULL, 0, 2, 0, 0, 0, 0},
-    {"yarn 8 over 32", "llama", "yarn", 8, 0, 32, 0, 0, 0},
+    {"llama3 factors", "llama", {NULL, 0, 0, 0, 0, 1, 0}},
+    {"linear 4", "llama", {"linear", 4, 0, 0, 0, 0, 0}},
+    {"absent type, scale_linear 2", "llama", {NULL, 0, 2, 0, 0, 0, 0}},
+    {"yarn 8 over 32", "llama", {"yarn", 8, 0, 32, 0, 0, 0}},
     /* issue 49: gpt-oss's truncate = false, the correction range unrounded (5.65, not 6) */
-    {"yarn 8 over 32, untruncated", "llama", "yarn", 8, 0, 32, 0, 0, 1},
-    {"yarn 4 over 16, attn_factor 0.9", "qwen2", "yarn", 4, 0, 16, 0.9f, 0, 0},
-    {"linear 2", "qwen3", "linear", 2, 0, 0, 0, 0, 0},
+    {"yarn 8 over 32, untruncated", "llama", {"yarn", 8, 0, 32, 0, 0, 1}},
+    {"yarn 4 over 16, attn_factor 0.9", "qwen2", {"yarn", 4, 0, 16, 0.9f, 0, 0}},
+    {"linear 2", "qwen3", {"linear", 2, 0, 0, 0, 0, 0}},
     /* the session's context (128) beyond the original: the long factors; within: the short */
-    {"longrope, 128 over original 64", "phi3", NULL, 0, 0, 64, 1.19f, 2, 0},
-    {"longrope, 128 within original 4096", "phi3", NULL, 0, 0, 4096, 1.19f, 2, 0},
+    {"longrope, 128 over original 64", "phi3", {NULL, 0, 0, 64, 1.19f, 2, 0}},
+    {"longrope, 128 within original 4096", "phi3", {NULL, 0, 0, 4096, 1.19f, 2, 0}},
 };
 
 static void e2e_rope_scaling_matches_reference(void)
@@ -357,8 +296,8 @@ static void e2e_rope_scaling_matches_reference(void)
     static const int type_idx[] = {0, 2}; /* F32, Q8_0 */
     for (size_t v = 0; v < sizeof rope_variants / sizeof rope_variants[0]; v++) {
         worst w = {0, 0};
-        g_edit = rope_edit;
-        g_edit_user = &rope_variants[v];
+        g_edit = tiny_rope_edit;
+        g_edit_user = &rope_variants[v].rope;
         for (size_t t = 0; t < sizeof type_idx / sizeof type_idx[0]; t++)
             e2e_case(rope_variants[v].arch, type_idx[t], PL_TYPE_F32, 0, 0, &w);
         g_edit = NULL;

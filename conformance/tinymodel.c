@@ -203,3 +203,57 @@ int tiny_build(const tiny_spec *s, void **out, size_t *size)
     pl_gguf_writer_free(b.w);
     return rc;
 }
+
+/* tiny_rope's tensors (static: the writer holds the pointers until tiny_build writes the file) */
+static float rope_freqs_data[64], rope_long_data[64], rope_short_data[64];
+
+void tiny_rope_edit(pl_gguf_writer *w, const tiny_spec *s)
+{
+    const tiny_rope *v = s->edit_user;
+    char key[96];
+    pl_error e;
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, s->arch), key)
+    if (v->type)
+        pl_gguf_writer_set_string(w, KEY("rope.scaling.type"), v->type, strlen(v->type), &e);
+    if (v->factor) pl_gguf_writer_set_f32(w, KEY("rope.scaling.factor"), v->factor, &e);
+    if (v->scale_linear) pl_gguf_writer_set_f32(w, KEY("rope.scale_linear"), v->scale_linear, &e);
+    if (v->orig_ctx)
+        pl_gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"), v->orig_ctx, &e);
+    if (v->attn_factor)
+        pl_gguf_writer_set_f32(w, KEY("rope.scaling.attn_factor"), v->attn_factor, &e);
+    if (v->untruncated) {
+        const uint8_t no = 0;
+        pl_gguf_writer_set(w, KEY("rope.scaling.yarn_truncate"), PL_GGUF_BOOL, &no, &e);
+    }
+#undef KEY
+    if (v->freqs == 1) {
+        const int64_t half = s->D / 2;
+        for (int64_t i = 0; i < half; i++) {
+            const double freq = pow(10000.0, -2.0 * (double)i / (double)s->D);
+            const double wavelen = 2 * M_PI / freq, lo = 16.0 / 1.0, hi = 16.0 / 4.0;
+            double f = 1;
+            if (wavelen > lo)
+                f = 8;
+            else if (wavelen >= hi) {
+                const double smooth = (16.0 / wavelen - 1) / (4 - 1);
+                f = 1 / ((1 - smooth) / 8 + smooth);
+            }
+            rope_freqs_data[i] = (float)f;
+        }
+        const int64_t ne[1] = {half};
+        pl_gguf_writer_add_tensor(w, "rope_freqs.weight", PL_TYPE_F32, 1, ne, rope_freqs_data, &e);
+    }
+    if (v->freqs == 2) { /* Phi-3.5's shape: short divisors near 1, long ones growing to ~30 */
+        const int64_t half = (s->n_rot ? s->n_rot : s->D) / 2;
+        for (int64_t i = 0; i < half; i++) {
+            const double x = (double)i / (double)(half - 1);
+            rope_short_data[i] = (float)(1.0 + 0.5 * x * x);
+            rope_long_data[i] = (float)(1.0 + 29.0 * pow(x, 1.5));
+        }
+        const int64_t ne[1] = {half};
+        pl_gguf_writer_add_tensor(w, "rope_factors_long.weight", PL_TYPE_F32, 1, ne, rope_long_data,
+                                  &e);
+        pl_gguf_writer_add_tensor(w, "rope_factors_short.weight", PL_TYPE_F32, 1, ne,
+                                  rope_short_data, &e);
+    }
+}

@@ -44,4 +44,20 @@ tiny_spec tiny_default(const char *arch, uint32_t wtype);
 /* Builds the GGUF image in a new buffer (free with pl_buffer_free). 0 on success. */
 int tiny_build(const tiny_spec *s, void **out, size_t *size);
 
+/* A RoPE scaling as llama.cpp's keys and tensors carry it: tiny_rope_edit, as a spec's edit with
+ * a tiny_rope as its edit_user, writes it into the file (test_e2e's and webgpu_models' files). */
+typedef struct tiny_rope {
+    const char *type;   /* rope.scaling.type, NULL: absent */
+    float factor;       /* rope.scaling.factor, 0: absent */
+    float scale_linear; /* rope.scale_linear, 0: absent */
+    uint32_t orig_ctx;  /* rope.scaling.original_context_length, 0: absent */
+    float attn_factor;  /* rope.scaling.attn_factor, 0: absent */
+    /* 1: a rope_freqs.weight tensor: llama 3's divisors for factor 8, low 1, high 4, original
+     * context 16 (as llama.cpp's converter computes them); 2: longrope's two sets in Phi-3.5's
+     * shape (short divisors near 1, long ones growing to ~30) */
+    int freqs;
+    int untruncated; /* 1: rope.scaling.yarn_truncate = false (transformers' truncate) */
+} tiny_rope;
+void tiny_rope_edit(pl_gguf_writer *w, const tiny_spec *s);
+
 #endif

@@ -50,60 +50,11 @@ typedef struct wmodel {
 } wmodel;
 
 /* RoPE scalings as llama.cpp's keys and tensors carry them (test_e2e.c's variants). */
-typedef struct rope_scaling {
-    const char *type;  /* rope.scaling.type, NULL: absent */
-    float factor;      /* rope.scaling.factor, 0: absent */
-    uint32_t orig_ctx; /* rope.scaling.original_context_length, 0: absent */
-    float attn_factor; /* rope.scaling.attn_factor, 0: absent */
-    int freqs;         /* 1: a rope_freqs.weight tensor (llama 3) */
-    int untruncated;   /* 1: rope.scaling.yarn_truncate = false */
-} rope_scaling;
-static const rope_scaling ROPES[] = {
-    {NULL, 0, 0, 0, 1, 0},       /* llama 3's divisors, no scaling keys (Llama 3.x files) */
-    {"yarn", 4, 16, 0.9f, 0, 1}, /* YaRN 4 over 16, untruncated, attn_factor 0.9 */
-    {"linear", 4, 0, 0, 0, 0},   /* linear 4 */
+static const tiny_rope ROPES[] = {
+    {NULL, 0, 0, 0, 0, 1, 0},       /* llama 3's divisors, no scaling keys (Llama 3.x files) */
+    {"yarn", 4, 0, 16, 0.9f, 0, 1}, /* YaRN 4 over 16, untruncated, attn_factor 0.9 */
+    {"linear", 4, 0, 0, 0, 0, 0},   /* linear 4 */
 };
-static float rope_freqs_data[64];
-
-/* tiny_spec.edit: the scaling's keys and tensor. */
-static void rope_edit(pl_gguf_writer *w, const tiny_spec *s)
-{
-    const rope_scaling *v = s->edit_user;
-    char key[96];
-    pl_error e;
-#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, s->arch), key)
-    if (v->type)
-        pl_gguf_writer_set_string(w, KEY("rope.scaling.type"), v->type, strlen(v->type), &e);
-    if (v->factor) pl_gguf_writer_set_f32(w, KEY("rope.scaling.factor"), v->factor, &e);
-    if (v->orig_ctx)
-        pl_gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"), v->orig_ctx, &e);
-    if (v->attn_factor)
-        pl_gguf_writer_set_f32(w, KEY("rope.scaling.attn_factor"), v->attn_factor, &e);
-    if (v->untruncated) {
-        const uint8_t no = 0;
-        pl_gguf_writer_set(w, KEY("rope.scaling.yarn_truncate"), PL_GGUF_BOOL, &no, &e);
-    }
-#undef KEY
-    if (v->freqs) {
-        /* llama 3's shape: 1 for the high frequencies, 8 for the low, a smooth band between
-         * (factor 8, low 1, high 4, original context 16) */
-        const int64_t half = s->D / 2;
-        for (int64_t i = 0; i < half; i++) {
-            const double freq = pow(10000.0, -2.0 * (double)i / (double)s->D);
-            const double wavelen = 2 * M_PI / freq;
-            double f = 1;
-            if (wavelen > 16.0)
-                f = 8;
-            else if (wavelen >= 4.0) {
-                const double smooth = (16.0 / wavelen - 1) / 3.0;
-                f = 1 / ((1 - smooth) / 8 + smooth);
-            }
-            rope_freqs_data[i] = (float)f;
-        }
-        const int64_t ne[1] = {half};
-        pl_gguf_writer_add_tensor(w, "rope_freqs.weight", PL_TYPE_F32, 1, ne, rope_freqs_data, &e);
-    }
-}
 
 /* A windowed model's steps: prefill, a decode, a prefill, one that wraps the ring, decodes. */
 static const int WSTEPS[] = {3, 1, 3, 2, 1, 2};
@@ -183,7 +134,7 @@ static tiny_spec spec_of(const wmodel *w, int i)
     s.f16_norm = w->f16_norm;
     if (w->n_rot) s.n_rot = w->n_rot;
     if (w->rope) {
-        s.edit = rope_edit;
+        s.edit = tiny_rope_edit;
         s.edit_user = &ROPES[w->rope - 1];
     }
     s.seed = 5000 + (uint64_t)i;

@@ -97,7 +97,7 @@ const wllamaVersion = JSON.parse(readFileSync(path.join(WLLAMA, 'package.json'),
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8',
   '.mjs': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.wasm': 'application/wasm' };
 const MOUNTS = { '/bench/': [path.join(ROOT, 'perf/web')], '/plumb/': [WEB], '/wllama/': [path.join(WLLAMA, 'esm')],
-  '/page/': [path.join(ROOT, 'web'), WEB], '/m/': [...new Set([...MODELS, ...MEM_MODELS].map((m) => path.dirname(m)))],
+  '/page/': [path.join(ROOT, 'web'), WEB], '/m/': [...new Set([...MODELS, ...MEM_MODELS, DEMO].map((m) => path.dirname(m)))], // DEMO: the chat page's
   ...(WEB_B ? { '/plumb-b/': [WEB_B] } : {}) };
 function resolveUrl(pathname) {
   for (const [pre, dirs] of Object.entries(MOUNTS)) {

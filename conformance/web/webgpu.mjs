@@ -117,6 +117,8 @@ try {
       file: 'matmul_q4_k.wgsl', pairs: [[' - rnd(dmin * f32(summs))', '']] },
     { name: 'Q8_0 block terms added in reverse order (inside the bound, not ref\'s bits)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
       file: 'matmul_q8_0.wgsl', pairs: [['for (var b = 0u; b < n; b++) { s = s + terms[li * n + b]; }', 'for (var b = n; b > 0u; b--) { s = s + terms[li * n + b - 1u]; }']] },
+    { name: 'Q8_K subnormal scale: the 2^-64 taken back dropped (Q4_K)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
+      file: 'matmul_q4_k.wgsl', pairs: [['5.421010862427522e-20); // 2^-64', '1.0); // 2^-64']] },
     { name: 'Q8_0 quantizer rounds halves to even (WGSL round) instead of away from zero (roundf)', filter: 'quantize_Q8_0', only: ['quantize_Q8_0'],
       file: 'quantize_q8_0.wgsl', pairs: [['q = i32(clamp(roundf(v)', 'q = i32(clamp(round(v)']] },
     { name: 'Q8_0 quantizer takes a subnormal x as it is (a GPU flushes it)', filter: 'quantize_Q8_0', only: ['quantize_Q8_0'],

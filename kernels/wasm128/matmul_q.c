@@ -463,6 +463,24 @@ PL_W_INLINE void kput_s(kblk *k, int c, v128_t v)
 #endif
 }
 
+#if PL_W_RELAXED
+/* A K-quant block's scale pairs for the one-i16-dot scaling: sp[i] = [sc_2i x4, sc_2i+1 x4]
+ * (per 2: sixteen sub-blocks of 16, their scales from two vectors; per 4: eight of 32, sp[0..3]
+ * used). */
+PL_W_INLINE void k_scale_pairs(const kblk *k, const int per, v128_t sp[8])
+{
+    const v128_t s0 = wasm_v128_load(k->sc16), s1 = per == 2 ? wasm_v128_load(k->sc16 + 8) : s0;
+    sp[0] = wasm_i16x8_shuffle(s0, s0, 0, 0, 0, 0, 1, 1, 1, 1);
+    sp[1] = wasm_i16x8_shuffle(s0, s0, 2, 2, 2, 2, 3, 3, 3, 3);
+    sp[2] = wasm_i16x8_shuffle(s0, s0, 4, 4, 4, 4, 5, 5, 5, 5);
+    sp[3] = wasm_i16x8_shuffle(s0, s0, 6, 6, 6, 6, 7, 7, 7, 7);
+    sp[4] = wasm_i16x8_shuffle(s1, s1, 0, 0, 0, 0, 1, 1, 1, 1);
+    sp[5] = wasm_i16x8_shuffle(s1, s1, 2, 2, 2, 2, 3, 3, 3, 3);
+    sp[6] = wasm_i16x8_shuffle(s1, s1, 4, 4, 4, 4, 5, 5, 5, 5);
+    sp[7] = wasm_i16x8_shuffle(s1, s1, 6, 6, 6, 6, 7, 7, 7, 7);
+}
+#endif
+
 /* isum = sum_j sc_j * (q . x)_j over the super-block's sub-blocks of 16 * per / 2 elements
  * (per: int16 vectors in a sub-block), exact. off: the relaxed flavour's offset of the quants
  * (Q3_K 4, Q6_K 32); sgn: the values are int8 split as (v & 0x7f) - 128 [v < 0] (IQ4_XS).
@@ -481,16 +499,8 @@ PL_W_INLINE int32_t kdot(const kblk *k, const int per, const int off, const int 
          * * 3): two sub-blocks narrowed (exact) into one int16 vector and multiplied by their
          * scales [sc_j x4, sc_j+1 x4] with one i16 dot, in place of two i32 multiplies and adds.
          * The same exact integer. */
-        const v128_t s0 = wasm_v128_load(k->sc16), s1 = per == 2 ? wasm_v128_load(k->sc16 + 8) : s0;
         v128_t sp[8];
-        sp[0] = wasm_i16x8_shuffle(s0, s0, 0, 0, 0, 0, 1, 1, 1, 1);
-        sp[1] = wasm_i16x8_shuffle(s0, s0, 2, 2, 2, 2, 3, 3, 3, 3);
-        sp[2] = wasm_i16x8_shuffle(s0, s0, 4, 4, 4, 4, 5, 5, 5, 5);
-        sp[3] = wasm_i16x8_shuffle(s0, s0, 6, 6, 6, 6, 7, 7, 7, 7);
-        sp[4] = wasm_i16x8_shuffle(s1, s1, 0, 0, 0, 0, 1, 1, 1, 1);
-        sp[5] = wasm_i16x8_shuffle(s1, s1, 2, 2, 2, 2, 3, 3, 3, 3);
-        sp[6] = wasm_i16x8_shuffle(s1, s1, 4, 4, 4, 4, 5, 5, 5, 5);
-        sp[7] = wasm_i16x8_shuffle(s1, s1, 6, 6, 6, 6, 7, 7, 7, 7);
+        k_scale_pairs(k, per, sp);
         for (int j = 0; j < 32 / per; j += 2) {
             v128_t a = z, b = z;
             for (int c = j * per / 2; c < (j + 1) * per / 2; c++)
@@ -767,19 +777,7 @@ PL_W_INLINE float k_term(const kblk *k, pl_type type, const pl_block_q8_k *xb)
 #if PL_W_RELAXED
 /* Decode (one token): the quants' dots taken as each 16 are decoded, never stored in a kblk
  * and read back (kblk_load then kdot spill 16 vectors a super-block through memory). The same
- * exact integers, summed as kdot sums them (kdot's bounds). sp: the scale pairs. */
-PL_W_INLINE void k_scale_pairs(const kblk *k, const int per, v128_t sp[8])
-{
-    const v128_t s0 = wasm_v128_load(k->sc16), s1 = per == 2 ? wasm_v128_load(k->sc16 + 8) : s0;
-    sp[0] = wasm_i16x8_shuffle(s0, s0, 0, 0, 0, 0, 1, 1, 1, 1);
-    sp[1] = wasm_i16x8_shuffle(s0, s0, 2, 2, 2, 2, 3, 3, 3, 3);
-    sp[2] = wasm_i16x8_shuffle(s0, s0, 4, 4, 4, 4, 5, 5, 5, 5);
-    sp[3] = wasm_i16x8_shuffle(s0, s0, 6, 6, 6, 6, 7, 7, 7, 7);
-    sp[4] = wasm_i16x8_shuffle(s1, s1, 0, 0, 0, 0, 1, 1, 1, 1);
-    sp[5] = wasm_i16x8_shuffle(s1, s1, 2, 2, 2, 2, 3, 3, 3, 3);
-    sp[6] = wasm_i16x8_shuffle(s1, s1, 4, 4, 4, 4, 5, 5, 5, 5);
-    sp[7] = wasm_i16x8_shuffle(s1, s1, 6, 6, 6, 6, 7, 7, 7, 7);
-}
+ * exact integers, summed as kdot sums them (kdot's bounds), sp: k_scale_pairs. */
 
 /* Q4_K/Q5_K (kblk_load_k4's decode): sub-blocks 2p, 2p + 1 from the 32 bytes of pair p. */
 PL_W_INLINE int32_t kdot_k4_x(const kblk *k, const uint8_t *b, size_t qs_off, size_t qh_off,

@@ -38,18 +38,9 @@ fn term(r: u32, t: u32, b: u32, s: vec2<i32>) -> f32 {
   let xo = P.x_off + t * P.x_row + b * 292u;
   let isum = s.x;
   let summs = s.y;
-  let dxb = x32(xo);
-  var dx = bitcast<f32>(dxb);
-  var post = 1.0;
-  if ((dxb & 0x7f800000u) == 0u && (dxb & 0x7fffffu) != 0u) {
-    // A subnormal Q8_K scale (a block of activations all below ~1.5e-36): GPUs may flush it to
-    // zero (SwiftShader does), so it is taken from its bits times 2^64 (exact) and the term
-    // scaled back by 2^-64. Not ref's bits there (ref rounds d to the subnormal grid first), but
-    // closer to exact; conformance holds such outputs to the bound only.
-    let v = f32(dxb & 0x7fffffu) * 2.5849394142282115e-26; // m 2^-149 2^64
-    dx = select(v, -v, (dxb >> 31u) != 0u);
-    post = 5.421010862427522e-20; // 2^-64
-  }
+  let dp = q8k_scale(x32(xo));
+  let dx = dp.x;
+  let post = dp.y;
   let d = rnd(f16_to_f32(w16(wo)) * dx);
   let dmin = rnd(f16_to_f32(w16(wo + 2u)) * dx);
   return (rnd(d * f32(isum)) - rnd(dmin * f32(summs))) * post;

@@ -39,16 +39,9 @@ fn term(r: u32, t: u32, b: u32, s: vec2<i32>) -> f32 {
   let wo = P.w_off + r * P.w_row + b * 210u;
   let xo = P.x_off + t * P.x_row + b * 292u;
   let isum = s.x;
-  let dxb = x32(xo);
-  var dx = bitcast<f32>(dxb);
-  var post = 1.0;
-  if ((dxb & 0x7f800000u) == 0u && (dxb & 0x7fffffu) != 0u) {
-    // A subnormal Q8_K scale: taken from its bits times 2^64 and the term scaled back by 2^-64,
-    // as matmul_q4_k.wgsl (not ref's bits there: conformance holds such outputs to the bound).
-    let v = f32(dxb & 0x7fffffu) * 2.5849394142282115e-26; // m 2^-149 2^64
-    dx = select(v, -v, (dxb >> 31u) != 0u);
-    post = 5.421010862427522e-20; // 2^-64
-  }
+  let dp = q8k_scale(x32(xo));
+  let dx = dp.x;
+  let post = dp.y;
   let d = rnd(f16_to_f32(w16(wo + 208u)) * dx);
   return rnd(d * f32(isum)) * post;
 }

@@ -67,14 +67,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     } else if (li < 128u) {
       var dp = vec2f(0.0, 1.0);
       if (t0 + li - 64u < P.T) {
-        let dxb = xu(P.x_off + (t0 + li - 64u) * P.x_row + b * 292u);
-        dp = vec2f(bitcast<f32>(dxb), 1.0);
-        if ((dxb & 0x7f800000u) == 0u && (dxb & 0x7fffffu) != 0u) {
-          // a subnormal Q8_K scale, as matmul_q4_k.wgsl: from its bits times 2^64, the term
-          // scaled back by 2^-64
-          let v = f32(dxb & 0x7fffffu) * 2.5849394142282115e-26;
-          dp = vec2f(select(v, -v, (dxb >> 31u) != 0u), 5.421010862427522e-20);
-        }
+        dp = q8k_scale(xu(P.x_off + (t0 + li - 64u) * P.x_row + b * 292u));
       }
       xdd[li - 64u] = dp;
     }
