@@ -542,6 +542,20 @@ PL_W_INLINE int32_t kdot(const kblk *k, const int per, const int off, const int 
     return pl_w_hsum_i32(acc);
 }
 
+/* Q4_K/Q5_K: elements 16e .. 16e + 15 of sub-blocks 2p (lo) and 2p + 1 (hi) from the 16 quant
+ * bytes at q, with Q5_K's fifth bits (bits 2p, 2p + 1 of the 16 bytes at *qh; NULL: Q4_K). */
+PL_W_INLINE void k4_quants16(const uint8_t *q, const v128_t *qh, const int p, v128_t *lo,
+                             v128_t *hi)
+{
+    const v128_t v = wasm_v128_load(q), m4 = wasm_i8x16_splat(0x0f), one = wasm_i8x16_splat(1);
+    *lo = wasm_v128_and(v, m4), *hi = wasm_u8x16_shr(v, 4);
+    if (qh) {
+        *lo = wasm_v128_or(*lo, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(*qh, 2 * p), one), 4));
+        *hi = wasm_v128_or(*hi,
+                           wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(*qh, 2 * p + 1), one), 4));
+    }
+}
+
 /* Q4_K/Q5_K super-block at b (has_qh: Q5_K's fifth bits): ref's element order, sub-block j =
  * elements 32j .. 32j + 31; scales and mins unpacked as ref's scale_min_k4 does. */
 PL_W_INLINE void kblk_load_k4(kblk *k, const uint8_t *b, size_t qs_off, size_t qh_off,
@@ -592,19 +606,12 @@ PL_W_INLINE void kblk_load_k4(kblk *k, const uint8_t *b, size_t qs_off, size_t q
     k->dmin = f16f(hdr->dmin);
 #endif
     if (!quants) return; /* kdot_k4_x takes them */
-    const v128_t m4 = wasm_i8x16_splat(0x0f), one = wasm_i8x16_splat(1);
     v128_t h[2] = {wasm_i8x16_splat(0), wasm_i8x16_splat(0)};
     if (has_qh) h[0] = wasm_v128_load(b + qh_off), h[1] = wasm_v128_load(b + qh_off + 16);
     for (int p = 0; p < 4; p++)
         for (int e = 0; e < 2; e++) { /* elements 16e .. 16e + 15 of sub-blocks 2p, 2p + 1 */
-            const v128_t v = wasm_v128_load(b + qs_off + 32 * p + 16 * e);
-            v128_t lo = wasm_v128_and(v, m4), hi = wasm_u8x16_shr(v, 4);
-            if (has_qh) {
-                lo = wasm_v128_or(
-                    lo, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(h[e], 2 * p), one), 4));
-                hi = wasm_v128_or(
-                    hi, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(h[e], 2 * p + 1), one), 4));
-            }
+            v128_t lo, hi;
+            k4_quants16(b + qs_off + 32 * p + 16 * e, has_qh ? &h[e] : NULL, p, &lo, &hi);
             kput_u(k, 2 * (2 * p) + e, lo, 0);
             kput_u(k, 2 * (2 * p + 1) + e, hi, 0);
         }
@@ -785,20 +792,14 @@ PL_W_INLINE int32_t kdot_k4_x(const kblk *k, const uint8_t *b, size_t qs_off, si
 {
     v128_t sp[8];
     k_scale_pairs(k, 4, sp);
-    const v128_t m4 = wasm_i8x16_splat(0x0f), one = wasm_i8x16_splat(1), z = wasm_i32x4_splat(0);
+    const v128_t z = wasm_i32x4_splat(0);
     v128_t h[2] = {z, z}, acc = z;
     if (has_qh) h[0] = wasm_v128_load(b + qh_off), h[1] = wasm_v128_load(b + qh_off + 16);
     for (int p = 0; p < 4; p++) {
         v128_t lo_s = z, hi_s = z;
         for (int e = 0; e < 2; e++) {
-            const v128_t v = wasm_v128_load(b + qs_off + 32 * p + 16 * e);
-            v128_t lo = wasm_v128_and(v, m4), hi = wasm_u8x16_shr(v, 4);
-            if (has_qh) {
-                lo = wasm_v128_or(
-                    lo, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(h[e], 2 * p), one), 4));
-                hi = wasm_v128_or(
-                    hi, wasm_i8x16_shl(wasm_v128_and(wasm_u8x16_shr(h[e], 2 * p + 1), one), 4));
-            }
+            v128_t lo, hi;
+            k4_quants16(b + qs_off + 32 * p + 16 * e, has_qh ? &h[e] : NULL, p, &lo, &hi);
             lo_s = pl_w_dot_i8_u7_add(wasm_v128_load(xq + 64 * p + 16 * e), lo, lo_s);
             hi_s = pl_w_dot_i8_u7_add(wasm_v128_load(xq + 64 * p + 32 + 16 * e), hi, hi_s);
         }
