@@ -167,6 +167,17 @@ try {
       file: 'softmax.wgsl', pairs: [['for (var i = li; i < P.n; i += 256u) { s = s + weight(X[xo + i], m); }', 'for (var i = li; i + 1u < P.n; i += 256u) { s = s + weight(X[xo + i], m); }']] },
     { name: 'swiglu sigmoid of +gate', filter: 'swiglu', only: ['swiglu'],
       file: 'swiglu.wgsl', pairs: [['exp_f32(-g)', 'exp_f32(g)']] },
+    // the quantizers' word-owning groups (no clear) and the fused kernels (rmsnorm_q, swiglu_q)
+    { name: 'quantize: a group\'s last word left unwritten (a row of an odd number of Q8_0 blocks loses its last bytes)', filter: 'quantize_Q8_0', only: ['quantize_Q8_0'],
+      file: 'quantize_q8_0.wgsl', pairs: [['let words = (nblk * BB + 3u) / 4u;', 'let words = (nblk * BB) / 4u;']] },
+    { name: 'rmsnorm_q: every row adds the first row\'s residual', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
+      file: 'rmsnorm_q.wgsl', pairs: [['v = v + Rs[ro + i];', 'v = v + Rs[i];']] },
+    { name: 'rmsnorm_q: every row quantizes the first row\'s floats', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
+      file: 'rmsnorm_q.wgsl', pairs: [['quantize_group(yo, g, nb,', 'quantize_group(P.y_off, g, nb,']] },
+    { name: 'swiglu_q: the up rows\' stride ignored', filter: 'fused_glu', only: ['swiglu_q_Q8_0', 'swiglu_q_Q8_K'],
+      file: 'swiglu_q.wgsl', pairs: [['Up[P.u_off + row * P.u_ld + i]', 'Up[P.u_off + row * P.n + i]']] },
+    { name: 'swiglu_q: a group\'s last product not formed (quantized from a stale float)', filter: 'fused_glu', only: ['swiglu_q_Q8_0', 'swiglu_q_Q8_K'],
+      file: 'swiglu_q.wgsl', pairs: [['let i1 = min(P.n, i0 + GB * QB);', 'let i1 = min(P.n, i0 + GB * QB - 1u);']] },
   ];
   for (const [i, f] of FAULTS.entries()) {
     if (process.env.PLUMB_WEBGPU_FAULTS === '0' || modelsOnly) break; // debugging aids

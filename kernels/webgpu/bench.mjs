@@ -11,7 +11,7 @@
 //           against the copy bandwidth.
 // Times are wall clock from submit to onSubmittedWorkDone (the device's queue drained), best of
 // `reps`; the first run of each is a warm-up.
-import { createKernels } from './plumb-webgpu.mjs';
+import { createKernels, quantRowBytes } from './plumb-webgpu.mjs';
 import { readGGUF, loadLlama, forward } from './llama.mjs';
 
 const COPY = `
@@ -155,7 +155,7 @@ export async function bench(device, opts = {}) {
     for (const type of o.types) {
       const [bs, bb, dt, dbs, dbb] = { Q8_0: [32, 34, 'Q8_0', 32, 34], Q4_0: [32, 18, 'Q8_0', 32, 34],
         Q4_K: [256, 144, 'Q8_K', 256, 292], Q6_K: [256, 210, 'Q8_K', 256, 292] }[type];
-      const wRow = (K / bs) * bb, xRow = (K / dbs) * dbb;
+      const wRow = (K / bs) * bb, xRow = quantRowBytes(dt, K);
       const w = new Uint8Array(R * wRow);
       for (let i = 0; i < w.length; i++) w[i] = (i * 2654435761) >>> 24;
       for (let q = 0; q < w.length; q += bb) {
@@ -209,9 +209,8 @@ export async function bench(device, opts = {}) {
         const ms = await timed(device, o.reps, (enc) => {
           for (const w of mats) {
             const K = w.dims[0], dt = w.type === 'Q4_K' || w.type === 'Q6_K' ? 'Q8_K' : 'Q8_0';
-            const [bs, bb] = dt === 'Q8_K' ? [256, 292] : [32, 34];
             ks.quantize(enc, dt, { x, y: xq, n: K, rows: T });
-            ks.matmul(enc, w.type, { w: w.buf, x: xq, y, K, R: w.dims[1], T, wRow: w.rowBytes, xRow: (K / bs) * bb, ldy: w.dims[1] });
+            ks.matmul(enc, w.type, { w: w.buf, x: xq, y, K, R: w.dims[1], T, wRow: w.rowBytes, xRow: quantRowBytes(dt, K), ldy: w.dims[1] });
           }
         }, ks.flush);
         const bytes = mats.reduce((a, w) => a + w.data.byteLength, 0);

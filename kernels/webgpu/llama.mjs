@@ -13,7 +13,7 @@
 // this file does not implement (a layer sliding window, experts, soft-caps, longrope, ...) — is
 // refused by `gpuSupport` naming what, before anything is uploaded: never half-run.
 
-import { ropePlan, ropeTable } from './plumb-webgpu.mjs';
+import { ropePlan, ropeTable, quantRowBytes } from './plumb-webgpu.mjs';
 
 const GGML_NAMES = { 0: 'F32', 1: 'F16', 2: 'Q4_0', 3: 'Q4_1', 6: 'Q5_0', 7: 'Q5_1', 8: 'Q8_0', 9: 'Q8_1',
   10: 'Q2_K', 11: 'Q3_K', 12: 'Q4_K', 13: 'Q5_K', 14: 'Q6_K', 15: 'Q8_K', 16: 'IQ2_XXS', 17: 'IQ2_XS',
@@ -21,7 +21,6 @@ const GGML_NAMES = { 0: 'F32', 1: 'F16', 2: 'Q4_0', 3: 'Q4_1', 6: 'Q5_0', 7: 'Q5
   26: 'I32', 27: 'I64', 28: 'F64', 29: 'IQ1_M', 30: 'BF16' };
 const BLOCK = { F32: [1, 4], F16: [1, 2], Q4_0: [32, 18], Q8_0: [32, 34], Q4_K: [256, 144], Q6_K: [256, 210] };
 const DOT = { Q4_0: 'Q8_0', Q8_0: 'Q8_0', Q4_K: 'Q8_K', Q6_K: 'Q8_K', F16: 'F32' };
-const DOT_BLOCK = { Q8_0: [32, 34], Q8_K: [256, 292], F32: [1, 4] };
 // The architectures this forward pass runs: RoPE style, the attention's extra tensors.
 export const ARCHS = {
   llama: { neox: false, bias: 'optional', qkNorm: false },
@@ -391,12 +390,11 @@ export async function forward(m, tokens, opts = {}) {
   const mm = (w, src, K, y, same = false) => {
     const dt = DOT[w.type];
     if (!dt) throw new Error(`matmul of ${w.type}: not in the webgpu set`);
-    const [bs, bb] = DOT_BLOCK[dt];
     const held = same && xqHolds && xqHolds.src === src && xqHolds.dt === dt && xqHolds.K === K;
     if (dt !== 'F32' && !held) ks.quantize(enc, dt, { x: src, y: xq, n: K, rows: T });
     xqHolds = dt === 'F32' ? null : { src, dt, K };
     ks.matmul(enc, w.type, { w: w.buf, x: dt === 'F32' ? src : xq, y, K, R: w.dims[1], T, wRow: w.rowBytes,
-      xRow: (K / bs) * bb, ldy: w.dims[1] });
+      xRow: dt === 'F32' ? 4 * K : quantRowBytes(dt, K), ldy: w.dims[1] });
   };
   // y[t][0, n) += b for every token (a bias: one add over the T rows, b repeated)
   const bias = (y, b, n) => { if (b) ks.add(enc, { x: y, y: b.buf, n: T * n, ym: n }); };
