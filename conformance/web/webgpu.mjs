@@ -204,6 +204,7 @@ try {
     const mg = models(['gen', dir]);
     if (mg.rc !== 0) throw new Error(`webgpu_models gen failed: ${mg.out}`);
     const list = JSON.parse(readFileSync(path.join(dir, 'models.json'), 'utf8')).models;
+    const unfusedDiff = [], cmdLines = [];
     const runModels = async (tag, filter, patches = [], edits = []) => {
       mkdirSync(path.join(root, tag));
       for (const m of list) {
@@ -212,6 +213,11 @@ try {
         const res = await page.evaluate((t, n, f, tk, s, w, p, e) => window.wgpu.model(t, n, f, tk, s, w, p, e),
           tag, m.name, m.file, m.tokens, m.steps, { window: m.window, sinks: m.sinks }, patches, edits);
         if (res.error) throw new Error(`${m.name}: ${res.error}`);
+        if (res.unfused) { // the clean run: the fused pass against the unfused sequence, bits
+          if (!res.unfused.same) unfusedDiff.push(`${m.name} (logit ${res.unfused.first})`);
+          const c = (x) => x ? `${x.dispatch + x.copy + x.clear} (${x.dispatch} dispatches, ${x.copy} copies, ${x.clear} clears, ${x.pass} passes)` : '-';
+          if (res.cmds) cmdLines.push(`  ${m.name} (${res.hp.L} layers): fused ${c(res.cmds)}, unfused ${c(res.unfused.cmds)}`);
+        }
         if (process.env.PLUMB_WEB_VERBOSE) console.log(`  ${tag} ${m.name}: ${Date.now() - t0} ms`);
       }
       return models(['check', dir, path.join(root, tag), filter]);
@@ -221,6 +227,11 @@ try {
     console.log(`forward passes in ${((Date.now() - tm) / 1000).toFixed(1)} s:`);
     console.log(clean.out.trimEnd());
     if (clean.rc !== 0) { console.log('FAIL: the forward pass is outside the e2e bound (above)'); failures++; }
+    // the fused pass (the default) against the unfused sequence (forward's fuse: false), every file
+    console.log(unfusedDiff.length ? `FAIL the fused forward pass differs from the unfused sequence: ${unfusedDiff.join(', ')}`
+      : 'ok   the fused forward pass gives the unfused sequence\'s logits bit for bit on every file it runs');
+    if (unfusedDiff.length) failures++;
+    console.log('commands a decode step records (fused, unfused):\n' + cmdLines.join('\n'));
     // The prefix cache on the GPU: 6 tokens, the cache truncated to the 3 the next prompt shares,
     // its other 3 evaluated over them: bit for bit a fresh evaluation's last 3 rows; and the
     // planted fault of a cache not truncated on divergence must break that.
@@ -237,11 +248,22 @@ try {
     // on the F16 files: cheap in SwiftShader, and their bound (1e-4 of the RMS) the tightest
     const MFAULTS = [
       { name: 'the residual branches halved', filter: '=llama-F16',
-        patches: [{ file: 'add.wgsl', pairs: [['X[P.x_off + i] + Yv[P.y_off + j]', 'X[P.x_off + i] + 0.5 * Yv[P.y_off + j]']] }] },
+        patches: [{ file: 'add.wgsl', pairs: [['X[P.x_off + i] + Yv[P.y_off + j]', 'X[P.x_off + i] + 0.5 * Yv[P.y_off + j]']] },
+          { file: 'rmsnorm_q.wgsl', pairs: [['v = v + Rs[ro + i];', 'v = v + 0.5 * Rs[ro + i];']] }] },
       { name: 'a bias added to the first token\'s row only (its repeat ignored)', filter: '=qwen2-F16',
-        patches: [{ file: 'add.wgsl', pairs: [['let j = select(i, i % P.ym, P.ym != 0u);', 'let j = i;\n  if (P.ym != 0u && i >= P.ym) { return; }']] }] },
+        patches: [{ file: 'add.wgsl', pairs: [['let j = select(i, i % P.ym, P.ym != 0u);', 'let j = i;\n  if (P.ym != 0u && i >= P.ym) { return; }']] },
+          { file: 'rope_kv.wgsl', pairs: [['if (bias) { v = v + B[boff + i]; }', 'if (bias && t == 0u) { v = v + B[boff + i]; }']] }] },
       { name: 'neox RoPE rotated as normal (adjacent pairs)', filter: '=qwen3-F16-tied',
-        patches: [{ file: 'rope.wgsl', pairs: [['if (P.neox != 0u) {', 'if (false) {']] }] },
+        patches: [{ file: 'rope.wgsl', pairs: [['if (P.neox != 0u) {', 'if (false) {']] },
+          { file: 'rope_kv.wgsl', pairs: [['if (P.neox != 0u) {', 'if (false) {']] }] },
+      { name: 'rope_kv: the k heads normed by q_norm\'s weights', filter: '=qwen3-F16-tied',
+        patches: [{ file: 'rope_kv.wgsl', pairs: [['let noff = select(P.nk, P.nq, isq);', 'let noff = P.nq;']] }] },
+      { name: 'rope_kv: k and v written at slot p (the ring ignored)', filter: 'w5s2',
+        patches: [{ file: 'rope_kv.wgsl', pairs: [['if (P.ring != 0u && p >= P.sinks) {', 'if (false) {']] }] },
+      { name: 'rope_kv: v\'s bias dropped', filter: '=qwen2-F16',
+        patches: [{ file: 'rope_kv.wgsl', pairs: [['if ((P.flags & 4u) != 0u) {', 'if (false) {']] }] },
+      { name: 'the q | k | v matmul\'s rows of k written over q\'s (its column offset ignored)', filter: 'q4km',
+        patches: [{ file: 'matmul_q6_k.wgsl', pairs: [['P.y_off', '0u']] }] },
       { name: 'qwen2\'s k bias dropped', filter: '=qwen2-F16', edits: ['bk'] },
       { name: 'qwen3\'s per-head k RMSNorm skipped', filter: '=qwen3-F16-tied', edits: ['k_norm'] },
       { name: 'the sliding window\'s sinks dropped (the ring over every position)', filter: 'w5s2', edits: ['model.sinks'] },

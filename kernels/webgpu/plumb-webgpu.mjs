@@ -29,7 +29,7 @@ export function quantRowBytes(type, n) {
   const [bs, bb] = QBLOCK[type];
   return Math.ceil(((n / bs) * bb) / 4) * 4;
 }
-const OPS = ['rmsnorm', 'softmax', 'swiglu', 'rope', 'attention', 'add'];
+const OPS = ['rmsnorm', 'softmax', 'swiglu', 'rope', 'rope_kv', 'attention', 'add'];
 export const MATMUL_TYPES = ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K', 'F16'];
 
 // dot4(a, b): the four signed-byte products of a and b summed (exact in i32).
@@ -300,20 +300,22 @@ export async function createKernels(device, options = {}) {
   // SwiGLU and the quantize of its rows in one dispatch (swiglu_q.wgsl: an invocation a group of
   // the quantizer's blocks): y[t][i] = silu(gate[t][i]) up[t][i] (swiglu.wgsl's operations), i < n,
   // t < rows, gate and up rows gateLd and upLd floats apart (default n), y tight; then y's rows
-  // quantized to `type` into q (qLayout).
+  // quantized to `type` into q (qLayout); type null: the products only (no q).
   function swigluQ(enc, type, a) {
-    const [qRow, qOff, ng] = qLayout(type, a.n, a.qRow, a.qOff, 'swigluQ');
+    const [qRow, qOff] = type ? qLayout(type, a.n, a.qRow, a.qOff, 'swigluQ') : [0, 0];
+    const ng = Math.ceil(a.n / (type === 'Q8_K' ? 256 : 64)); // groups a row (swiglu_q.wgsl)
     const [gx, gy] = grid(Math.ceil((ng * a.rows) / 64));
-    dispatch(enc, need('swiglu_q_' + type), [a.gate, a.up, a.y, a.q], new Uint32Array([a.n, a.rows,
-      a.gateOff || 0, a.gateLd ?? a.n, a.upOff || 0, a.upLd ?? a.n, a.yOff || 0, qOff, qRow, 0, 0, 0]), gx, gy);
+    dispatch(enc, need('swiglu_q_' + (type || 'Q8_0')), [a.gate, a.up, a.y, type ? a.q : dummy[1]], new Uint32Array([a.n,
+      a.rows, a.gateOff || 0, a.gateLd ?? a.n, a.upOff || 0, a.upLd ?? a.n, a.yOff || 0, qOff, qRow, 0, type ? 1 : 0, 0]),
+    gx, gy);
   }
 
-  // y = x / sqrt(mean(x^2) + eps) * w, `rows` rows of n (x and y distinct buffers).
+  // y = x / sqrt(mean(x^2) + eps) * w (from float wOff), `rows` rows of n (x and y distinct buffers).
   function rmsnorm(enc, a) {
     const p = new ArrayBuffer(32);
     new Uint32Array(p).set([a.n, a.rows]);
     new Float32Array(p, 8, 1)[0] = a.eps;
-    new Uint32Array(p, 12, 2).set([a.xOff || 0, a.yOff || 0]);
+    new Uint32Array(p, 12, 3).set([a.xOff || 0, a.yOff || 0, a.wOff || 0]);
     const [gx, gy] = grid(a.rows);
     dispatch(enc, need('rmsnorm'), [a.x, a.w, a.y], new Uint32Array(p), gx, gy);
   }
@@ -347,6 +349,28 @@ export async function createKernels(device, options = {}) {
     const [gx, gy] = grid(Math.ceil(n / 64));
     dispatch(enc, need('rope'), [a.x, cs], new Uint32Array([a.tokens, a.H, a.D, plan.half,
       a.rope.neox ? 1 : 0, a.xOff || 0, 0, 0]), gx, gy);
+  }
+
+  // The attention's inputs of a step in one dispatch (rope_kv.wgsl): from x's rows [T][q | k | v]
+  // (from float xOff, ld floats apart; q H heads of D, k and v Hkv), each head's bias (a.bias, a
+  // buffer, with the float offsets bq, bk, bv of q's, k's, v's; null: none), per-head RMSNorm of q
+  // and k (a.norm with offsets nq, nk of the D weights; null: none; eps), RoPE by a.cs (ropeTable
+  // of the T positions p0 ...) into a.q [T][H][D] and the caches a.kc, a.vc ([slot][Hkv][D]) at
+  // each position's slot (p < sinks or ring 0: p; else sinks + (p - sinks) mod ring). The bits of
+  // the separate adds, rmsnorms, ropes and copies.
+  function ropeKV(enc, a) {
+    const plan = ropePlan(a.rope, a.D);
+    if (a.D > 1024) throw new Error(`plumb-webgpu: ropeKV: heads of ${a.D} (at most 1024)`);
+    const on = (v) => v !== null && v !== undefined;
+    const flags = (a.bias && on(a.bq) ? 1 : 0) | (a.bias && on(a.bk) ? 2 : 0) | (a.bias && on(a.bv) ? 4 : 0) |
+      (a.norm && on(a.nq) ? 8 : 0) | (a.norm && on(a.nk) ? 16 : 0);
+    const p = new ArrayBuffer(80);
+    new Uint32Array(p).set([a.T, a.H, a.Hkv, a.D, plan.half, a.rope.neox ? 1 : 0, a.ld, a.xOff || 0,
+      flags, a.bq || 0, a.bk || 0, a.bv || 0, a.nq || 0, a.nk || 0]);
+    new Float32Array(p, 56, 1)[0] = a.eps || 0;
+    new Uint32Array(p, 60, 5).set([a.p0, a.sinks || 0, a.ring || 0, 0, 0]);
+    dispatch(enc, need('rope_kv'), [a.x, a.bias || dummy[0], a.norm || dummy[1], a.cs, a.q, a.kc, a.vc],
+      new Uint32Array(p), a.H + a.Hkv, a.T);
   }
 
   // out[t][h][d] over the KV cache (pl_attn_args): q [T][H][D] f32, k and v [N][Hkv][D] (f32, or
@@ -388,7 +412,7 @@ export async function createKernels(device, options = {}) {
   }
 
   return { device, packedDot, flush, copy, counts, upload, buffer, uniform, matmul, quantize, rmsnormQ, swigluQ, rmsnorm,
-    softmax, swiglu, rope, attention, add, read, beginFrame, endFrame };
+    softmax, swiglu, rope, ropeKV, attention, add, read, beginFrame, endFrame };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----
