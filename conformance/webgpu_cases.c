@@ -42,10 +42,12 @@ enum kind {
     K_ATTENTION,
     K_QUANTIZE,
     K_RMSNORM_Q,
-    K_SWIGLU_Q
+    K_SWIGLU_Q,
+    K_ROPE_KV
 };
-static const char *const kind_name[] = {"matmul",    "rmsnorm",  "rope",      "softmax", "swiglu",
-                                        "attention", "quantize", "rmsnorm_q", "swiglu_q"};
+static const char *const kind_name[] = {"matmul",   "rmsnorm",   "rope",     "softmax",
+                                        "swiglu",   "attention", "quantize", "rmsnorm_q",
+                                        "swiglu_q", "rope_kv"};
 
 #define MAX_IN 8
 typedef struct wcase {
@@ -74,6 +76,10 @@ typedef struct wcase {
     size_t yrb;
     int add;          /* rmsnorm_q: the residual add first */
     int64_t ldg, ldu; /* swiglu_q: gate and up rows this many floats apart */
+    /* rope_kv: T tokens at p0.. of H q heads, Hkv k and v heads of D (rows ldg floats apart),
+     * biases and head norms, the cache's n_cap slots (ring 0: slot = position) */
+    int64_t Hkv, p0, sinks, ring, n_cap;
+    int bias, norm;
 } wcase;
 
 static void add_in(wcase *c, const char *name, void *p, size_t bytes)
@@ -359,6 +365,59 @@ static void make_swiglu_q(wcase *c, pl_type t, int64_t rows, int64_t n, int stri
     set_qrows(c, t, rows, n, variant);
 }
 
+/* A 0x7fa5a5a5 NaN in every float of a buffer: a slot no kernel wrote keeps it. */
+static float *sentinel_floats(int64_t n)
+{
+    float *p = xalloc(sizeof(float) * (size_t)n);
+    const uint32_t s = 0x7fa5a5a5u;
+    for (int64_t i = 0; i < n; i++) memcpy(&p[i], &s, 4);
+    return p;
+}
+
+/* The slot of position p (engine/runtime/kvcache.c's pl_kvcache_slot). */
+static int64_t kv_slot(const wcase *c, int64_t p)
+{
+    return c->ring == 0 || p < c->sinks ? p : c->sinks + (p - c->sinks) % c->ring;
+}
+
+/* rope_kv.wgsl: rows [T][q | k | v] (ld = their floats + 2), the biases [bq | bk | bv], the head
+ * norms' weights [q_norm | k_norm], positions p0.., the caches prefilled with the sentinel. */
+static void make_rope_kv(wcase *c, int64_t T, int64_t H, int64_t Hkv, int64_t D, int64_t n_rot,
+                         int neox, int bias, int norm, int64_t p0, int64_t sinks, int64_t ring,
+                         tu_rng *r)
+{
+    c->kind = K_ROPE_KV, c->T = T, c->H = H, c->Hkv = Hkv, c->D = D, c->bias = bias;
+    c->norm = norm, c->p0 = p0, c->sinks = sinks, c->ring = ring, c->eps = 1e-6f;
+    c->n_cap = ring ? sinks + ring : p0 + T;
+    c->ldg = (H + 2 * Hkv) * D + 2;
+    c->ra = (pl_rope_args){.n_rot = n_rot,
+                           .freq_base = neox ? 1000000.0f : 10000.0f,
+                           .freq_scale = 1.0f,
+                           .attn_factor = 1.0f,
+                           .style = neox ? PL_ROPE_NEOX : PL_ROPE_NORMAL};
+    snprintf(c->name, sizeof c->name,
+             "fused_qkv_%s%s%s_T%" PRId64 "_H%" PRId64 "_Hkv%" PRId64 "_D%" PRId64 "_p%" PRId64
+             "_s%" PRId64 "_ring%" PRId64,
+             neox ? "neox" : "normal", bias ? "_bias" : "", norm ? "_norm" : "", T, H, Hkv, D, p0,
+             sinks, ring);
+    const int64_t nb = (H + 2 * Hkv) * D, nkv = c->n_cap * Hkv * D;
+    float *x = xalloc(sizeof(float) * (size_t)(T * c->ldg)),
+          *b = xalloc(sizeof(float) * (size_t)nb);
+    float *w = xalloc(sizeof(float) * (size_t)(2 * D));
+    normal_fill(x, T * c->ldg, 1.0, r);
+    normal_fill(b, nb, 0.5, r);
+    for (int64_t i = 0; i < 2 * D; i++) w[i] = (float)(1.0 + 0.5 * tu_rng_normal(r));
+    int32_t *pos = xalloc(sizeof(int32_t) * (size_t)T);
+    for (int64_t t = 0; t < T; t++) pos[t] = (int32_t)(p0 + t);
+    add_in(c, "x", x, sizeof(float) * (size_t)(T * c->ldg));
+    add_in(c, "b", b, sizeof(float) * (size_t)nb);
+    add_in(c, "w", w, sizeof(float) * (size_t)(2 * D));
+    add_in(c, "pos", pos, sizeof(int32_t) * (size_t)T);
+    add_in(c, "kc0", sentinel_floats(nkv), sizeof(float) * (size_t)nkv);
+    /* the fused kernel's q, k cache, v cache, then the unfused sequence's */
+    c->out_floats = 2 * (T * H * D + 2 * nkv);
+}
+
 /* The matmul types: the first N_MM_TYPES lead the case list, the later ones (Q6_K) follow the
  * quantizers' cases at its end, so every earlier case keeps its draw. */
 static const pl_type mm_types[] = {PL_TYPE_Q8_0, PL_TYPE_Q4_0, PL_TYPE_Q4_K, PL_TYPE_F16};
@@ -374,9 +433,10 @@ static const pl_type mm_types_late[] = {PL_TYPE_Q6_K};
 #define N_QUANT     8
 #define N_RMS_Q     8
 #define N_SWIGLU_Q  6
+#define N_ROPE_KV   6
 #define N_CASES                                                                                    \
     ((N_MM_TYPES + N_MM_LATE) * MM_PER_TYPE + N_RMS + N_ROPE + N_SOFTMAX + N_SWIGLU + N_ATTN +     \
-     N_QUANT + N_RMS_Q + N_SWIGLU_Q)
+     N_QUANT + N_RMS_Q + N_SWIGLU_Q + N_ROPE_KV)
 
 /* Matmul case j (0 <= j < MM_PER_TYPE) of type t. */
 static void make_mm_case(wcase *c, pl_type t, int j, tu_rng *r)
@@ -556,6 +616,19 @@ static void make_case(wcase *c, int i)
         const int64_t bs = sq[k].t == PL_TYPE_Q8_K ? 256 : 32;
         const int64_t n = sq[k].n ? sq[k].n : bs * tu_rng_range(&r, 1, 4096 / bs);
         make_swiglu_q(c, sq[k].t, sq[k].rows, n, sq[k].strided, sq[k].f, k, &r);
+        return;
+    }
+    k -= N_SWIGLU_Q;
+    if (k < N_ROPE_KV) {
+        /* T, H, Hkv, D, n_rot, neox, bias, norm, p0, sinks, ring: a context window; the
+         * session's ring wrapping inside the step; a position past 2^16; partial rotation */
+        static const int64_t rk[N_ROPE_KV][11] = {
+            {1, 4, 2, 64, 64, 0, 0, 0, 5, 0, 0},  {3, 2, 1, 128, 128, 1, 1, 0, 0, 0, 0},
+            {4, 4, 2, 64, 64, 1, 0, 1, 10, 2, 6}, {2, 8, 8, 256, 256, 0, 1, 0, 100000, 4, 16},
+            {5, 6, 3, 32, 32, 1, 1, 1, 7, 0, 10}, {2, 2, 2, 6, 4, 0, 1, 0, 3, 0, 0}};
+        const int64_t *a = rk[k];
+        make_rope_kv(c, a[0], a[1], a[2], a[3], a[4], (int)a[5], (int)a[6], (int)a[7], a[8], a[9],
+                     a[10], &r);
     }
 }
 
@@ -617,6 +690,20 @@ static void json_case(FILE *f, const wcase *c, int i)
                 c->wt == PL_TYPE_F32 ? "null" : pl_type_traits_of(c->wt)->name,
                 c->wt == PL_TYPE_F32 ? "" : "\"", c->rows, c->n, c->out_bytes, c->yrb,
                 (double)c->eps, c->add ? "true" : "false", c->ldg, c->ldu);
+        break;
+    case K_ROPE_KV:
+        fprintf(f,
+                ",\"T\":%" PRId64 ",\"H\":%" PRId64 ",\"Hkv\":%" PRId64 ",\"D\":%" PRId64
+                ",\"ld\":%" PRId64 ",\"bias\":%s,\"norm\":%s,\"eps\":%.9g,\"p0\":%" PRId64
+                ",\"sinks\":%" PRId64 ",\"ring\":%" PRId64 ",\"nCap\":%" PRId64
+                ",\"rope\":{\"n_rot\":%" PRId64
+                ",\"freq_base\":%.9g,\"freq_scale\":1,\"factors\":false,\"ext_factor\":0,"
+                "\"attn_factor\":1,\"beta_fast\":0,\"beta_slow\":0,\"n_ctx_orig\":0,"
+                "\"neox\":%s,\"yarn_no_truncate\":false}",
+                c->T, c->H, c->Hkv, c->D, c->ldg, c->bias ? "true" : "false",
+                c->norm ? "true" : "false", (double)c->eps, c->p0, c->sinks, c->ring, c->n_cap,
+                c->ra.n_rot, (double)c->ra.freq_base,
+                c->ra.style == PL_ROPE_NEOX ? "true" : "false");
         break;
     case K_ATTENTION: {
         const pl_attn_args *a = &c->aa;
@@ -752,6 +839,40 @@ static int64_t check_qrows(pl_type t, const float *src, int64_t rows, int64_t n,
     return bad;
 }
 
+/* test_ops.c rope_case and rope_bound over one token's H heads (x in, yy out): the worst
+ * error/bound; *at the worst output, or -2 where a dim past n_rot changed. */
+static double rope_worst(const float *x, const float *yy, int64_t H, int64_t D, int32_t pos,
+                         const pl_rope_args *ra, int64_t *at)
+{
+    const int64_t n_rot = ra->n_rot > D ? D : ra->n_rot;
+    const int scaled = ra->freq_scale != 1.0f || ra->freq_factors || ra->ext_factor != 0.0f ||
+                       ra->attn_factor != 1.0f;
+    double *ref = xalloc(sizeof(double) * (size_t)(H * D)), worst = 0.0;
+    ref_rope(ref, x, H, D, pos, ra);
+    for (int64_t h = 0; h < H; h++) {
+        for (int64_t i = 0; i < n_rot / 2; i++) {
+            const int64_t ia = ra->style == PL_ROPE_NEOX ? i : 2 * i;
+            const int64_t ib = ra->style == PL_ROPE_NEOX ? i + n_rot / 2 : 2 * i + 1;
+            const ref_rope_angle th = ref_rope_theta(ra, n_rot, i, pos);
+            const double k = scaled ? 4.0 : 0.0;
+            const double c_theta = (double)(n_rot / 2) + fabs(log((double)ra->freq_base)) + 4.0 + k;
+            const double ramp = 4.0 * fabs((double)ra->ext_factor) * fabs(th.extrap - th.interp);
+            const double mag = fabs(x[h * D + ia]) + fabs(x[h * D + ib]);
+            const double bound =
+                U * (8.0 + k + c_theta * fabs(th.theta) + ramp) * fabs(th.mscale) * mag + FMIN;
+            const int64_t idx[2] = {h * D + ia, h * D + ib};
+            for (int e = 0; e < 2; e++) {
+                const double q = ref_ratio(yy[idx[e]], ref[idx[e]], bound);
+                if (!(q <= worst)) worst = q, *at = *at == -2 ? -2 : idx[e];
+            }
+        }
+        const int64_t first = n_rot / 2 * 2;
+        if (memcmp(yy + h * D + first, x + h * D + first, (size_t)(D - first) * 4)) *at = -2;
+    }
+    free(ref);
+    return worst;
+}
+
 /* Returns 1 if the case passes. */
 static int check_case(const wcase *c, const float *y)
 {
@@ -852,47 +973,86 @@ static int check_case(const wcase *c, const float *y)
         break;
     }
     case K_ROPE: { /* test_ops.c rope_case and rope_bound */
-        const int64_t H = c->H, D = c->D, n = H * D;
+        const int64_t n = c->H * c->D;
         const pl_rope_args *ra = &c->ra;
-        const int64_t n_rot = ra->n_rot > D ? D : ra->n_rot;
         const int scaled = ra->freq_scale != 1.0f || ra->freq_factors || ra->ext_factor != 0.0f ||
                            ra->attn_factor != 1.0f;
-        double *ref = xalloc(sizeof(double) * (size_t)n);
         for (int64_t t = 0; t < c->T; t++) {
-            const float *x = (const float *)c->in[0] + t * n;
-            const float *yy = y + t * n;
-            const int32_t pos = ((const int32_t *)c->in[1])[t];
-            ref_rope(ref, x, H, D, pos, ra);
-            for (int64_t h = 0; h < H; h++) {
-                for (int64_t i = 0; i < n_rot / 2; i++) {
-                    const int64_t ia = ra->style == PL_ROPE_NEOX ? i : 2 * i;
-                    const int64_t ib = ra->style == PL_ROPE_NEOX ? i + n_rot / 2 : 2 * i + 1;
-                    const ref_rope_angle th = ref_rope_theta(ra, n_rot, i, pos);
-                    const double k = scaled ? 4.0 : 0.0;
-                    const double c_theta =
-                        (double)(n_rot / 2) + fabs(log((double)ra->freq_base)) + 4.0 + k;
-                    const double ramp =
-                        4.0 * fabs((double)ra->ext_factor) * fabs(th.extrap - th.interp);
-                    const double mag = fabs(x[h * D + ia]) + fabs(x[h * D + ib]);
-                    const double bound =
-                        U * (8.0 + k + c_theta * fabs(th.theta) + ramp) * fabs(th.mscale) * mag +
-                        FMIN;
-                    const int64_t idx[2] = {h * D + ia, h * D + ib};
-                    for (int e = 0; e < 2; e++) {
-                        const double q = ref_ratio(yy[idx[e]], ref[idx[e]], bound);
-                        if (!(q <= worst)) worst = q, wi = t * n + idx[e];
-                    }
+            int64_t at = -1;
+            const double q = rope_worst((const float *)c->in[0] + t * n, y + t * n, c->H, c->D,
+                                        ((const int32_t *)c->in[1])[t], ra, &at);
+            if (at == -2) {
+                ok = 0;
+                snprintf(extra, sizeof extra, " dims past n_rot changed (token %" PRId64 ")", t);
+            }
+            if (!(q <= worst)) worst = q, wi = t * n + (at >= 0 ? at : 0);
+        }
+        note(scaled ? "rope (scaled)" : "rope", worst, c->T * n, ok && worst <= 1.0, 0, 1);
+        break;
+    }
+    case K_ROPE_KV: {
+        /* the fused kernel's outputs are the unfused sequence's bits (the page ran both: bias
+         * adds, head rmsnorms, ropes, cache copies); each token's v row is at its slot with
+         * its bias (C's float add), no other slot written; without the head norms the q and
+         * k rows within rope's bound of the reference over x + b */
+        const int64_t T = c->T, H = c->H, Hkv = c->Hkv, D = c->D, nkv = c->n_cap * Hkv * D;
+        const int64_t nq = T * H * D, half = nq + 2 * nkv;
+        const float *x = c->in[0], *b = c->in[1];
+        int64_t first = -1;
+        for (int64_t i = 0; i < half && first < 0; i++)
+            if (bits_of(y[i]) != bits_of(y[half + i])) first = i;
+        if (first >= 0) {
+            ok = 0;
+            snprintf(extra, sizeof extra,
+                     " output %" PRId64 " (%s) is %.9g, the unfused sequence's %.9g", first,
+                     first < nq         ? "q"
+                     : first < nq + nkv ? "k cache"
+                                        : "v cache",
+                     y[first], y[half + first]);
+        }
+        const float *kc = y + nq, *vc = y + nq + nkv;
+        char *written = xalloc((size_t)c->n_cap);
+        float *in = xalloc(sizeof(float) * (size_t)(H * D));
+        for (int64_t t = 0; t < T && ok; t++) {
+            const int64_t sl = kv_slot(c, c->p0 + t);
+            written[sl] = 1;
+            const float *row = x + t * c->ldg;
+            for (int64_t i = 0; i < Hkv * D && ok; i++) {
+                const float v = row[(H + Hkv) * D + i] + (c->bias ? b[(H + Hkv) * D + i] : 0.0f);
+                if (bits_of(vc[sl * Hkv * D + i]) != bits_of(v)) {
+                    ok = 0;
+                    snprintf(extra, sizeof extra,
+                             " v cache slot %" PRId64 " [%" PRId64 "] is %.9g, not token %" PRId64
+                             "'s %.9g",
+                             sl, i, vc[sl * Hkv * D + i], t, v);
                 }
-                const int64_t first = n_rot / 2 * 2;
-                if (memcmp(yy + h * D + first, x + h * D + first, (size_t)(D - first) * 4)) {
+            }
+            if (c->norm) continue;
+            for (int part = 0; part < 2; part++) { /* q, then k at its slot */
+                const int64_t nh = part ? Hkv : H, o = part ? H * D : 0;
+                for (int64_t i = 0; i < nh * D; i++)
+                    in[i] = row[o + i] + (c->bias ? b[o + i] : 0.0f);
+                int64_t at = -1;
+                const double q = rope_worst(in, part ? kc + sl * Hkv * D : y + t * H * D, nh, D,
+                                            (int32_t)(c->p0 + t), &c->ra, &at);
+                if (at == -2) {
                     ok = 0;
                     snprintf(extra, sizeof extra, " dims past n_rot changed (token %" PRId64 ")",
                              t);
                 }
+                if (!(q <= worst)) worst = q, wi = part ? nq + sl * Hkv * D : t * H * D;
             }
         }
-        free(ref);
-        note(scaled ? "rope (scaled)" : "rope", worst, c->T * n, ok && worst <= 1.0, 0, 1);
+        for (int64_t sl = 0; sl < c->n_cap && ok; sl++)
+            for (int64_t i = 0; i < Hkv * D && !written[sl]; i++)
+                if (bits_of(kc[sl * Hkv * D + i]) != 0x7fa5a5a5u ||
+                    bits_of(vc[sl * Hkv * D + i]) != 0x7fa5a5a5u) {
+                    ok = 0;
+                    snprintf(extra, sizeof extra, " slot %" PRId64 " written, no token's", sl);
+                    break;
+                }
+        free(written), free(in);
+        note("rope_kv", worst, nq + 2 * T * Hkv * D, ok && worst <= 1.0, 0, 1);
         break;
     }
     case K_QUANTIZE: { /* ref's bytes, every one */

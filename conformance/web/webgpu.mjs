@@ -176,6 +176,16 @@ try {
       file: 'rmsnorm_q.wgsl', pairs: [['quantize_group(yo, g, nb,', 'quantize_group(P.y_off, g, nb,']] },
     { name: 'swiglu_q: the up rows\' stride ignored', filter: 'fused_glu', only: ['swiglu_q_Q8_0', 'swiglu_q_Q8_K'],
       file: 'swiglu_q.wgsl', pairs: [['Up[P.u_off + row * P.u_ld + i]', 'Up[P.u_off + row * P.n + i]']] },
+    { name: 'rope_kv: the ring\'s slots one off (position p at p + 1\'s slot)', filter: 'fused_qkv', only: ['rope_kv', 'add', 'rmsnorm', 'rope'],
+      file: 'rope_kv.wgsl', pairs: [['slot = P.sinks + (p - P.sinks) % P.ring;', 'slot = P.sinks + (p - P.sinks + 1u) % P.ring;']] },
+    { name: 'rope_kv: the rows\' stride ignored (rows taken tight)', filter: 'fused_qkv', only: ['rope_kv', 'add', 'rmsnorm', 'rope'],
+      file: 'rope_kv.wgsl', pairs: [['let row = P.x_off + t * P.ld;', 'let row = P.x_off + t * (P.H + 2u * P.Hkv) * P.D;']] },
+    { name: 'rope_kv: the k heads normed by q_norm\'s weights', filter: 'fused_qkv', only: ['rope_kv', 'add', 'rmsnorm', 'rope'],
+      file: 'rope_kv.wgsl', pairs: [['let noff = select(P.nk, P.nq, isq);', 'let noff = P.nq;']] },
+    { name: 'rope_kv: v\'s bias dropped', filter: 'fused_qkv', only: ['rope_kv', 'add', 'rmsnorm', 'rope'],
+      file: 'rope_kv.wgsl', pairs: [['if ((P.flags & 4u) != 0u) {', 'if (false) {']] },
+    { name: 'rope_kv: the head norm\'s eps dropped', filter: 'fused_qkv', only: ['rope_kv', 'add', 'rmsnorm', 'rope'],
+      file: 'rope_kv.wgsl', pairs: [['part[0] / f32(P.D) + P.eps)', 'part[0] / f32(P.D))']] },
     { name: 'swiglu_q: a group\'s last product not formed (quantized from a stale float)', filter: 'fused_glu', only: ['swiglu_q_Q8_0', 'swiglu_q_Q8_K'],
       file: 'swiglu_q.wgsl', pairs: [['let i1 = min(P.n, i0 + GB * QB);', 'let i1 = min(P.n, i0 + GB * QB - 1u);']] },
   ];
@@ -218,7 +228,8 @@ try {
           const c = (x) => x ? `${x.dispatch + x.copy + x.clear} (${x.dispatch} dispatches, ${x.copy} copies, ${x.clear} clears, ${x.pass} passes)` : '-';
           if (res.cmds) cmdLines.push(`  ${m.name} (${res.hp.L} layers): fused ${c(res.cmds)}, unfused ${c(res.unfused.cmds)}`);
         }
-        if (process.env.PLUMB_WEB_VERBOSE) console.log(`  ${tag} ${m.name}: ${Date.now() - t0} ms`);
+        if (process.env.PLUMB_WEB_VERBOSE)
+          console.log(`  ${tag} ${m.name}: ${Date.now() - t0} ms (the pass ${Math.round(res.ms || 0)} ms, unfused ${Math.round(res.unfused?.ms || 0)} ms)`);
       }
       return models(['check', dir, path.join(root, tag), filter]);
     };
@@ -256,13 +267,7 @@ try {
       { name: 'neox RoPE rotated as normal (adjacent pairs)', filter: '=qwen3-F16-tied',
         patches: [{ file: 'rope.wgsl', pairs: [['if (P.neox != 0u) {', 'if (false) {']] },
           { file: 'rope_kv.wgsl', pairs: [['if (P.neox != 0u) {', 'if (false) {']] }] },
-      { name: 'rope_kv: the k heads normed by q_norm\'s weights', filter: '=qwen3-F16-tied',
-        patches: [{ file: 'rope_kv.wgsl', pairs: [['let noff = select(P.nk, P.nq, isq);', 'let noff = P.nq;']] }] },
-      { name: 'rope_kv: k and v written at slot p (the ring ignored)', filter: 'w5s2',
-        patches: [{ file: 'rope_kv.wgsl', pairs: [['if (P.ring != 0u && p >= P.sinks) {', 'if (false) {']] }] },
-      { name: 'rope_kv: v\'s bias dropped', filter: '=qwen2-F16',
-        patches: [{ file: 'rope_kv.wgsl', pairs: [['if ((P.flags & 4u) != 0u) {', 'if (false) {']] }] },
-      { name: 'the q | k | v matmul\'s rows of k written over q\'s (its column offset ignored)', filter: 'q4km',
+      { name: 'the Q6_K v matmul written at column 0 of [q | k | v] over q (its yOff ignored)', filter: 'q4km',
         patches: [{ file: 'matmul_q6_k.wgsl', pairs: [['P.y_off', '0u']] }] },
       { name: 'qwen2\'s k bias dropped', filter: '=qwen2-F16', edits: ['bk'] },
       { name: 'qwen3\'s per-head k RMSNorm skipped', filter: '=qwen3-F16-tied', edits: ['k_norm'] },

@@ -12,7 +12,7 @@
 // Times are wall clock from submit to onSubmittedWorkDone (the device's queue drained), best of
 // `reps`; the first run of each is a warm-up.
 import { createKernels, quantRowBytes } from './plumb-webgpu.mjs';
-import { readGGUF, loadLlama, forward } from './llama.mjs';
+import { readGGUF, loadLlama, forward, truncate } from './llama.mjs';
 
 const COPY = `
 @group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
@@ -93,7 +93,7 @@ async function timed(device, reps, record, flush = () => {}) {
 }
 
 export async function bench(device, opts = {}) {
-  const o = { copyBytes: 256 << 20, K: 4096, R: 4096, tPrefill: 512, reps: 5, model: null, pp: 512, tg: 32,
+  const o = { copyBytes: 256 << 20, K: 4096, R: 4096, tPrefill: 512, reps: 5, model: null, pp: 512, tg: 32, abRounds: 2,
     types: ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'], log: console.log, ...opts };
   const out = {};
   const ks = await createKernels(device, { ...(o.source ? { source: o.source } : {}),
@@ -210,7 +210,7 @@ export async function bench(device, opts = {}) {
           for (const w of mats) {
             const K = w.dims[0], dt = w.type === 'Q4_K' || w.type === 'Q6_K' ? 'Q8_K' : 'Q8_0';
             ks.quantize(enc, dt, { x, y: xq, n: K, rows: T });
-            ks.matmul(enc, w.type, { w: w.buf, x: xq, y, K, R: w.dims[1], T, wRow: w.rowBytes, xRow: quantRowBytes(dt, K), ldy: w.dims[1] });
+            ks.matmul(enc, w.type, { w: w.buf, wOff: w.wOff, x: xq, y, K, R: w.dims[1], T, wRow: w.rowBytes, xRow: quantRowBytes(dt, K), ldy: w.dims[1] });
           }
         }, ks.flush);
         const bytes = mats.reduce((a, w) => a + w.data.byteLength, 0);
@@ -222,19 +222,38 @@ export async function bench(device, opts = {}) {
         for (const b of [x, xq, y]) b.destroy();
       }
     }
+    // The forward pass, fused (the default) and unfused (llama.mjs's fuse: false, the sequence of
+    // one dispatch per op: the A/B), interleaved o.abRounds times (fused, unfused, fused, ...;
+    // default 2) over one model, its cache truncated to 0 before each; the best of each, and the
+    // commands a decode step records (ks.counts: dispatches + copies + clears).
     const toks = Array.from({ length: o.pp + o.tg }, (_, i) => (i * 7919 + 13) % m.hp.V);
-    let t0 = performance.now();
-    await forward(m, toks.slice(0, o.pp));
-    const ppMs = performance.now() - t0;
-    t0 = performance.now();
-    for (let t = 0; t < o.tg; t++) await forward(m, [toks[o.pp + t]]);
-    const tgMs = performance.now() - t0;
-    Object.assign(out.model, { pp: o.pp, tg: o.tg, ppTokS: o.pp / ppMs * 1e3, tgTokS: o.tg / tgMs * 1e3,
-      decodeGBs: weightBytes * o.tg / tgMs / 1e6 });
-    o.log(`model (${(weightBytes / 1e6).toFixed(1)} MB of weights): pp${o.pp} ${out.model.ppTokS.toPrecision(3)} tok/s, ` +
+    const modes = { fused: { fuse: true }, unfused: { fuse: false } };
+    for (let round = 0; round < (o.abRounds ?? 2); round++)
+      for (const [name, mo] of Object.entries(modes)) {
+        truncate(m, 0);
+        let t0 = performance.now();
+        await forward(m, toks.slice(0, o.pp), { fuse: mo.fuse });
+        const ppMs = performance.now() - t0;
+        t0 = performance.now();
+        for (let t = 0; t < o.tg; t++) {
+          ks.counts.reset();
+          await forward(m, [toks[o.pp + t]], { fuse: mo.fuse });
+          mo.cmds = ks.counts.total();
+        }
+        const tgMs = performance.now() - t0;
+        mo.ppTokS = Math.max(mo.ppTokS || 0, o.pp / ppMs * 1e3);
+        mo.tgTokS = Math.max(mo.tgTokS || 0, o.tg / tgMs * 1e3);
+        mo.decodeGBs = weightBytes * mo.tgTokS / 1e9;
+        o.log(`model ${name} round ${round}: pp${o.pp} ${(o.pp / ppMs * 1e3).toPrecision(3)} tok/s, tg${o.tg} ` +
+          `${(o.tg / tgMs * 1e3).toPrecision(3)} tok/s; ${mo.cmds} commands a decode step (${m.hp.L} layers)`);
+      }
+    Object.assign(out.model, { pp: o.pp, tg: o.tg, ppTokS: modes.fused.ppTokS, tgTokS: modes.fused.tgTokS,
+      decodeGBs: modes.fused.decodeGBs, cmds: modes.fused.cmds, unfused: modes.unfused });
+    o.log(`model (${(weightBytes / 1e6).toFixed(1)} MB of weights), fused: pp${o.pp} ${out.model.ppTokS.toPrecision(3)} tok/s, ` +
       `tg${o.tg} ${out.model.tgTokS.toPrecision(3)} tok/s = ${out.model.decodeGBs.toPrecision(3)} GB/s of weights ` +
-      `(${(100 * out.model.decodeGBs / out.copy.readGBs).toFixed(0)}% of copy); each token one command buffer, ` +
-      `its logits read back`);
+      `(${(100 * out.model.decodeGBs / out.copy.readGBs).toFixed(0)}% of copy), ${out.model.cmds} commands a token; ` +
+      `unfused: pp${o.pp} ${modes.unfused.ppTokS.toPrecision(3)}, tg${o.tg} ${modes.unfused.tgTokS.toPrecision(3)} tok/s, ` +
+      `${modes.unfused.cmds} commands a token; each token one command buffer, its logits read back`);
   }
   return out;
 }
@@ -259,7 +278,12 @@ export function markdownTable(res, adapterLine) {
     lines.push(`| ${w}: matmuls alone, T 1 | ${f(mm.mmDecode.tokS)} tok/s, ${f(mm.mmDecode.weightGBs)} GB/s | ${pc(mm.mmDecode.weightGBs, d.copy.readGBs)} of copy |`);
     lines.push(`| ${w}: matmuls alone, T ${o.pp} | ${f(mm.mmPrefill.tokS)} tok/s, ${f(mm.mmPrefill.gops)} GOP/s | ${pc(mm.mmPrefill.gops, d.int8mm.gops)} of int8 mm |`);
     lines.push(`| ${w}: forward pass (llama.mjs) pp${o.pp} | ${f(mm.ppTokS)} tok/s | — |`);
-    lines.push(`| ${w}: forward pass (llama.mjs) tg${o.tg} | ${f(mm.tgTokS)} tok/s, ${f(mm.decodeGBs)} GB/s | ${pc(mm.decodeGBs, d.copy.readGBs)} of copy |`);
+    lines.push(`| ${w}: forward pass (llama.mjs) tg${o.tg}, ${mm.cmds} commands a token | ${f(mm.tgTokS)} tok/s, ${f(mm.decodeGBs)} GB/s | ${pc(mm.decodeGBs, d.copy.readGBs)} of copy |`);
+    if (mm.unfused) {
+      const u = mm.unfused;
+      lines.push(`| ${w}: unfused forward pass (fuse: false) pp${o.pp} | ${f(u.ppTokS)} tok/s | — |`);
+      lines.push(`| ${w}: unfused forward pass (fuse: false) tg${o.tg}, ${u.cmds} commands a token | ${f(u.tgTokS)} tok/s, ${f(u.decodeGBs)} GB/s | ${pc(u.decodeGBs, d.copy.readGBs)} of copy |`);
+    }
   }
   return lines.join('\n') + '\n';
 }
