@@ -7,6 +7,11 @@
 // quantize -> gate, up -> SwiGLU -> quantize -> down -> residual add; then the output norm,
 // quantize and the output head (token_embd itself when the file has no output.weight: tied).
 // Token embeddings are dequantized on the CPU (one row per token, ref's float products).
+// By default (fuse) the layer is recorded as 10 commands with the same bits: rmsnorm_q (the
+// residual add, the norm and its quantize), one matmul for q | k | v and one for gate | up (per
+// group of matrices of one type), rope_kv (biases, qwen3's head norms, RoPE, the K/V cache),
+// attention, quantize, o, rmsnorm_q, swiglu_q, down; fuse: false records the sequence above, one
+// dispatch per op (kernels/webgpu/README.md, "Fewer commands").
 // Matrices: Q8_0, Q4_0, Q4_K, Q6_K (quantized activations, ref's bits) and F16 (f32 activations);
 // norms and biases F32. A file with anything else — another architecture, a tensor type the set
 // has no matmul for (Q5_K, Q5_0, ...), a tensor or a key that changes the forward pass and that
@@ -267,7 +272,8 @@ export function gpuSupport(gguf) {
 // (0 <= S < W), engine/runtime/kvcache.h's ring: positions < S in slots [0, S) for good, position
 // p >= S in slot S + (p - S) mod 2 (W - S); a query at p sees the sinks and positions
 // (p - (W - S), p] (attention's window W - S, pl_attn_args' rule); a step evaluates at most
-// W - S tokens (the session's steps; forward refuses more). nCtx is then unused.
+// W - S tokens (the session's steps; forward refuses more). nCtx is then unused. opts.fuse: the
+// default of forward's fuse (true: the fused pass; false: the unfused sequence).
 // Throws gpuSupport's reason for a file it does not run.
 export function loadModel(ks, gguf, nCtx, opts = {}) {
   const sup = gpuSupport(gguf);
@@ -338,7 +344,7 @@ export function loadModel(ks, gguf, nCtx, opts = {}) {
   const kvPos = ks.upload(slotPos);
   return { ks, hp, embd: tensors['token_embd.weight'], layers, outNorm: up('output_norm.weight'), output, cache, kvPos,
     nCtx: W ? Infinity : nCtx, window: W, sinks: S, recent, ring, cap, slotPos, evicted: 0, nPast: 0,
-    fuse: opts.fuse ?? true, unfusedFrame: {} };
+    fuse: opts.fuse ?? true, unfusedFrame: {}, steps: {} };
 }
 const KV_EMPTY = 0x7fffffff; // engine/runtime/kvcache.h's PL_KV_EMPTY
 
@@ -368,14 +374,15 @@ export function truncate(m, n) {
 // Every buffer of the model, freed (the device stays).
 export function freeModel(m) {
   const bufs = [m.kvPos, m.outNorm.buf, m.output.buf, ...m.cache.flatMap((c) => [c.k, c.v])];
-  if (m.step) bufs.push(...Object.values(m.step));
+  for (const st of Object.values(m.steps)) bufs.push(...Object.values(st));
   for (const L of m.layers) for (const t of Object.values(L)) if (t && t.buf) bufs.push(t.buf);
   for (const b of new Set(bufs)) b.destroy();
 }
 
 // Evaluates tokens at positions [nPast, nPast + T): every token's logits (T rows of V floats).
 // opts.rows: read back only the last rows positions' logits (a chat's step wants the last one;
-// default: every position's).
+// default: every position's). opts.fuse: the fused pass or the unfused sequence (default: the
+// model's, loadModel's opts.fuse); the same logits, bit for bit.
 export async function forward(m, tokens, opts = {}) {
   const { ks, hp } = m;
   const { E, H, Hkv, D, F, V } = hp;
@@ -410,7 +417,7 @@ export async function forward(m, tokens, opts = {}) {
     else runs.push([t, sl, 1]);
   }
   const fuse = opts.fuse ?? m.fuse;
-  const bufs = decode ? (m.step ||= stepBuffers(m)) : stepBuffers(m, T, N);
+  const bufs = decode ? (m.steps[fuse ? 'fused' : 'unfused'] ||= stepBuffers(m, 1, m.cap, fuse)) : stepBuffers(m, T, N, fuse);
   const { x, xn, xq, q, k, v, qkv, att, tmp, gate, upb, gu, ffh, qPos, scratch, logits, cs } = bufs;
   ks.device.queue.writeBuffer(x, 0, x0);
   ks.device.queue.writeBuffer(qPos, 0, new Int32Array(pos));
@@ -534,17 +541,17 @@ export async function forward(m, tokens, opts = {}) {
 }
 
 // The activation buffers of a step of T tokens whose attention spans N slots (default: one
-// token over every slot, the decode step's set).
-function stepBuffers(m, T = 1, N = m.cap) {
+// token over every slot, the decode step's set), for the fused pass (fuse: the rows [T][q | k | v]
+// and [T][gate | up]) or the unfused sequence (q, k, v, gate, up apart).
+function stepBuffers(m, T = 1, N = m.cap, fuse = true) {
   const { ks, hp } = m;
   const { E, H, Hkv, D, F, V } = hp;
   const maxK = Math.max(E, H * D, F);
+  const mode = fuse ? { qkv: ks.buffer(4 * T * (H + 2 * Hkv) * D), gu: ks.buffer(8 * T * F) }
+    : { k: ks.buffer(4 * T * Hkv * D), v: ks.buffer(4 * T * Hkv * D), gate: ks.buffer(4 * T * F), upb: ks.buffer(4 * T * F) };
   return { x: ks.buffer(4 * T * E), xn: ks.buffer(4 * T * E),
     xq: ks.buffer(T * (maxK / 32) * 34 + T * (Math.ceil(maxK / 256) + 1) * 292),
-    q: ks.buffer(4 * T * H * D), k: ks.buffer(4 * T * Hkv * D), v: ks.buffer(4 * T * Hkv * D),
-    qkv: ks.buffer(4 * T * (H + 2 * Hkv) * D), gu: ks.buffer(8 * T * F),
-    att: ks.buffer(4 * T * H * D), tmp: ks.buffer(4 * T * E),
-    gate: ks.buffer(4 * T * F), upb: ks.buffer(4 * T * F), ffh: ks.buffer(4 * T * F),
-    qPos: ks.buffer(4 * T), scratch: ks.buffer(4 * T * H * N), logits: ks.buffer(4 * T * V),
+    q: ks.buffer(4 * T * H * D), ...mode, att: ks.buffer(4 * T * H * D), tmp: ks.buffer(4 * T * E),
+    ffh: ks.buffer(4 * T * F), qPos: ks.buffer(4 * T), scratch: ks.buffer(4 * T * H * N), logits: ks.buffer(4 * T * V),
     cs: ks.buffer(4 * T * D) };
 }
