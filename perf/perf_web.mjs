@@ -17,7 +17,9 @@
 // (json) are rewritten after every round of every group: a group that fails or runs past its own
 // limit (GROUP_TIMEOUT_MS) loses only itself, and a killed run keeps its rows. Then the memory
 // rows (MEM_MODELS: each file loaded alone into the page's module, a short chat turn, the wasm
-// memory against wasm32's 4 GiB), each under the same per-group limit.
+// memory against wasm32's 4 GiB), each under the same per-group limit. Before the groups, the
+// int8 dot rate of one core on both sides (wasm's relaxed dot in a tab, native plumb bench's
+// probe): the ceiling of prefill's wasm/native ratio, and each 1-thread prefill as a share of it.
 //
 //   node perf/perf_web.mjs            (env: ROUNDS=3 N=32 THREADS=1,2 MODELS=a,b NPM=build/perf-web-npm
 //                                      WEB=build-wasm/web PLUMB=build/tools/plumb OUT=perf/reports
@@ -165,12 +167,13 @@ function native(ctx, model, threads) {
       const row = (t) => j.results.find((r) => r.test === t);
       // tgN: N tokens over N one-token steps, i.e. tokens per decode step as it is.
       resolve({ prefill: row(`pp${p}`).tok_s.median, decode: row(`tg${N}`).tok_s.median,
-        kernels: row(`tg${N}`).kernels });
+        kernels: row(`tg${N}`).kernels, macsPerToken: row(`pp${p}`).macs_per_token });
     });
     ctx.children.add(child);
   });
 }
 const P_NATIVE = {};
+const MACS = {}; // a file's multiply-adds a prefill token (native plumb bench's macs_per_token)
 
 // One group per file x threads, each in its own tab (its wasm heaps are gone before the next
 // loads) and under its own time limit.
@@ -254,7 +257,8 @@ async function runGroup(g, ctx) {
         const st = await step(native(ctx, model, c.threads));
         c.kernels = st.kernels;
         row = [c, st.prefill, st.decode, P_NATIVE[model] || 64, N];
-        row.raw = { pp_tok_s: st.prefill, tg_tok_s: st.decode };
+        row.raw = { pp_tok_s: st.prefill, tg_tok_s: st.decode, macs_per_token: st.macsPerToken };
+        if (st.macsPerToken) MACS[model] = st.macsPerToken;
       }
       got.push(row);
       jsonl({ type: 'sample', model: name, threads: t, round: r + 1, engine: c.engine, kernels: c.kernels, variant: c.variant,
@@ -341,6 +345,7 @@ async function runLimited(g, limitMs) {
 // ---- the report: rewritten as rows come in ---------------------------------------------------
 let turns = [];
 let memory64 = null; // the memory64 probe's answer
+let dotRate = null; // the int8 dot rates of one core: { wasm: bench_page's dotProbe, native: { gmacs, kernel } }
 function rowsOf() {
   const rows = [];
   for (const g of groups)
@@ -431,6 +436,23 @@ function writeReport() {
       (m.grewTo ? `, grew to ${mib(m.grewTo)} MiB, a byte at 4 GiB + 4097 ${m.beyond4GiB ? 'reads back' : 'does NOT read back'}` : '') +
       `; a wasm32 memory grew to ${mib(m.wasm32Max)} MiB${m.error ? `; error: ${m.error}` : ''}\n`;
   }
+  if (dotRate) {
+    const wz = dotRate.wasm || {}, nz = dotRate.native || {};
+    md += `\nThe int8 dot rate of one core (GMAC/s, medians): wasm's relaxed dot ${f1(wz.gmacs)} (${wz.kernel || '—'}` +
+      `${wz.error ? `; error: ${wz.error}` : ''}), native ${f1(nz.gmacs)} (${nz.kernel || '—'}${nz.error ? `; error: ${nz.error}` : ''}); ` +
+      `wasm/native ${ratio(wz.gmacs, nz.gmacs)}: the prefill ratio wasm/native if both ran at the same share of their own peak.\n`;
+    const eff = [];
+    for (const g of bench) {
+      if (g.threads !== 1 || !MACS[g.model]) continue;
+      const rx = get(g.name, 'plumb', 1, pick), n = get(g.name, 'native', 1);
+      if (!rx || !n) continue;
+      const share = (tokS, gmacs) => (Number.isFinite(tokS) && gmacs > 0 ? `${((100 * tokS * MACS[g.model]) / (gmacs * 1e9)).toFixed(0)}%` : '—');
+      eff.push(`| ${g.name} | ${f1(MACS[g.model] / 1e6)} M | ${f1(rx.prefill)} | ${share(rx.prefill, wz.gmacs)} | ${f1(n.prefill)} | ${share(n.prefill, nz.gmacs)} |`);
+    }
+    if (eff.length)
+      md += `\nPrefill at 1 thread as a share of each side's dot rate (multiply-adds a token from native plumb bench):\n\n` +
+        `| file | MAC a token | ${pick} tok/s | of the wasm dot rate | native tok/s | of the native dot rate |\n| --- | ---: | ---: | ---: | ---: | ---: |\n${eff.join('\n')}\n`;
+  }
   for (const g of groups) if (g.why) md += `\n${g.name}, ${g.threads} thread(s)${g.memory ? ', memory row' : ''}: ${g.why}\n`;
   if (turns.length) {
     md += `\nThe chat page (web/index.html, engine in its Worker; ${turns.env}), demo model, greedy, 32 tokens a reply, prefix cache on:\n\n` +
@@ -442,7 +464,7 @@ function writeReport() {
     chromium: chromeVersion, wllama: wllamaVersion, node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0].model,
     rounds: ROUNDS, n: N, threads: THREADS, system: SYSTEM, user: USER, sampler: SAMPLER, plumbSampler: PLUMB_SAMPLER,
     decode: DECODE, jsonl: `${path.basename(stem)}.jsonl`,
-    groups: groups.map(({ cfgs, ...g }) => g), loads, rows, memory64, pageTurns: turns }, null, 1));
+    groups: groups.map(({ cfgs, ...g }) => g), loads, rows, memory64, dotRate, macsPerToken: MACS, pageTurns: turns }, null, 1));
   return md;
 }
 
@@ -457,6 +479,29 @@ try {
 } catch (e) { memory64 = { error: String(e.message || e) }; }
 jsonl({ type: 'memory64', ...memory64 });
 console.log(`memory64: ${JSON.stringify(memory64)}`);
+
+// The int8 dot rate of one core, before any group: wasm's relaxed dot in a tab
+// (perf/web/bench_page.mjs, dotProbe) and native plumb bench's probe on one thread (SMOKE: short).
+{
+  dotRate = { wasm: null, native: null };
+  try {
+    const p = await browser.newPage();
+    await p.goto(`${BASE}/bench/bench.html`, { waitUntil: 'load' });
+    await p.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
+    dotRate.wasm = await p.evaluate((ms, reps) => window.bench.dotProbe(ms, reps), SMOKE ? 50 : 200, SMOKE ? 3 : 7);
+    await p.close();
+  } catch (e) { dotRate.wasm = { error: String(e.message || e) }; }
+  if (ENGINES.includes('native')) {
+    try {
+      const out = execFileSync(PLUMB, ['bench', '-m', MODELS[0], '-p', '1', '-n', '0', '-r', '1', '-t', '1', '--probe-mib', '64', '-o', 'json',
+        ...(NATIVE_KERNELS ? ['--kernels', NATIVE_KERNELS] : [])], { maxBuffer: 64 << 20, stdio: ['ignore', 'pipe', 'ignore'], timeout: 120000 });
+      const pr = JSON.parse(out).probes;
+      dotRate.native = { gmacs: pr.int8_gops[0].median, best: pr.int8_gops[0].best, kernel: pr.int8_kernel };
+    } catch (e) { dotRate.native = { error: String(e.message || e) }; }
+  }
+  jsonl({ type: 'dotRate', ...dotRate });
+  console.log(`int8 dot rate, one core: ${JSON.stringify(dotRate)}`);
+}
 
 for (const [i, g] of groups.entries()) await runLimited(g, groupLimit(i));
 

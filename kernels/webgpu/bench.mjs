@@ -93,7 +93,7 @@ async function timed(device, reps, record, flush = () => {}) {
 }
 
 export async function bench(device, opts = {}) {
-  const o = { copyBytes: 256 << 20, K: 4096, R: 4096, tPrefill: 512, reps: 5, model: null, pp: 512, tg: 32, abRounds: 2,
+  const o = { copyBytes: 256 << 20, K: 4096, R: 4096, tPrefill: 512, reps: 5, model: null, pp: 512, tg: 32,
     types: ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'], log: console.log, ...opts };
   const out = {};
   const ks = await createKernels(device, { ...(o.source ? { source: o.source } : {}),
@@ -223,16 +223,18 @@ export async function bench(device, opts = {}) {
       }
     }
     // The forward pass, fused (the default) and unfused (llama.mjs's fuse: false, the sequence of
-    // one dispatch per op: the A/B), interleaved o.abRounds times (fused, unfused, fused, ...;
-    // default 2) over one model, its cache truncated to 0 before each; the best of each, and the
-    // commands a decode step records (ks.counts: dispatches + copies + clears).
+    // one dispatch per op: the A/B), interleaved in each round (o.modes: which; default both):
+    // one untimed round (each pipeline's first use, the prefill's buffers), then reps rounds from
+    // an empty cache, medians. A prefill reads back its last position's logits only (as plumb
+    // bench's pp and the chat do); each decode step its one row. Also the commands a decode step
+    // records (ks.counts: dispatches + copies + clears).
     const toks = Array.from({ length: o.pp + o.tg }, (_, i) => (i * 7919 + 13) % m.hp.V);
-    const modes = { fused: { fuse: true }, unfused: { fuse: false } };
-    for (let round = 0; round < (o.abRounds ?? 2); round++)
-      for (const [name, mo] of Object.entries(modes)) {
+    const modes = Object.fromEntries((o.modes || ['fused', 'unfused']).map((n) => [n, { fuse: n === 'fused', ppRuns: [], tgRuns: [] }]));
+    for (let r = 0; r <= o.reps; r++)
+      for (const mo of Object.values(modes)) {
         truncate(m, 0);
         let t0 = performance.now();
-        await forward(m, toks.slice(0, o.pp), { fuse: mo.fuse });
+        await forward(m, toks.slice(0, o.pp), { rows: 1, fuse: mo.fuse });
         const ppMs = performance.now() - t0;
         t0 = performance.now();
         for (let t = 0; t < o.tg; t++) {
@@ -241,19 +243,24 @@ export async function bench(device, opts = {}) {
           mo.cmds = ks.counts.total();
         }
         const tgMs = performance.now() - t0;
-        mo.ppTokS = Math.max(mo.ppTokS || 0, o.pp / ppMs * 1e3);
-        mo.tgTokS = Math.max(mo.tgTokS || 0, o.tg / tgMs * 1e3);
-        mo.decodeGBs = weightBytes * mo.tgTokS / 1e9;
-        o.log(`model ${name} round ${round}: pp${o.pp} ${(o.pp / ppMs * 1e3).toPrecision(3)} tok/s, tg${o.tg} ` +
-          `${(o.tg / tgMs * 1e3).toPrecision(3)} tok/s; ${mo.cmds} commands a decode step (${m.hp.L} layers)`);
+        if (r > 0) { mo.ppRuns.push(ppMs); mo.tgRuns.push(tgMs); }
       }
-    Object.assign(out.model, { pp: o.pp, tg: o.tg, ppTokS: modes.fused.ppTokS, tgTokS: modes.fused.tgTokS,
-      decodeGBs: modes.fused.decodeGBs, cmds: modes.fused.cmds, unfused: modes.unfused });
-    o.log(`model (${(weightBytes / 1e6).toFixed(1)} MB of weights), fused: pp${o.pp} ${out.model.ppTokS.toPrecision(3)} tok/s, ` +
-      `tg${o.tg} ${out.model.tgTokS.toPrecision(3)} tok/s = ${out.model.decodeGBs.toPrecision(3)} GB/s of weights ` +
-      `(${(100 * out.model.decodeGBs / out.copy.readGBs).toFixed(0)}% of copy), ${out.model.cmds} commands a token; ` +
-      `unfused: pp${o.pp} ${modes.unfused.ppTokS.toPrecision(3)}, tg${o.tg} ${modes.unfused.tgTokS.toPrecision(3)} tok/s, ` +
-      `${modes.unfused.cmds} commands a token; each token one command buffer, its logits read back`);
+    const mid = (a) => [...a].sort((x, y) => x - y)[(a.length - 1) >> 1];
+    for (const mo of Object.values(modes)) {
+      const ppMs = mid(mo.ppRuns), tgMs = mid(mo.tgRuns);
+      Object.assign(mo, { ppTokS: o.pp / ppMs * 1e3, tgTokS: o.tg / tgMs * 1e3, decodeGBs: weightBytes * o.tg / tgMs / 1e6,
+        ppMsRuns: mo.ppRuns, tgMsRuns: mo.tgRuns });
+    }
+    const first = modes.fused || modes.unfused;
+    Object.assign(out.model, { pp: o.pp, tg: o.tg, fused: !!modes.fused, ppTokS: first.ppTokS, tgTokS: first.tgTokS,
+      decodeGBs: first.decodeGBs, ppMsRuns: first.ppRuns, tgMsRuns: first.tgRuns, cmds: first.cmds,
+      ...(modes.fused && modes.unfused ? { unfused: modes.unfused } : {}) });
+    for (const [name, mo] of Object.entries(modes))
+      o.log(`model (${(weightBytes / 1e6).toFixed(1)} MB of weights), ${name}: pp${o.pp} ${mo.ppTokS.toPrecision(3)} tok/s, ` +
+        `tg${o.tg} ${mo.tgTokS.toPrecision(3)} tok/s = ${mo.decodeGBs.toPrecision(3)} GB/s of weights ` +
+        `(${(100 * mo.decodeGBs / out.copy.readGBs).toFixed(0)}% of copy), ${mo.cmds} commands a decode step; each token ` +
+        `one command buffer, its logits read back (medians of ${o.reps} after one untimed round, the modes interleaved; ` +
+        `pp ${mo.ppRuns.map((x) => x.toFixed(0)).join('/')} ms, tg ${mo.tgRuns.map((x) => x.toFixed(0)).join('/')} ms)`);
   }
   return out;
 }

@@ -7,7 +7,8 @@
 # the second group marked timed out; the run went on past it (the memory row after it is done,
 # within 4 GiB); the JSON lines have every sample, written before the group that timed out ended;
 # every decode figure follows the one rule from the engine's raw figures (N - 1 tokens over the
-# N - 1 steps after the first draw). Never a speed check. Usage: perf_web_smoke.sh BUILD
+# N - 1 steps after the first draw); the int8 dot rates of one core (wasm's relaxed dot, its
+# answer checked, and native's) and the prefill shares are in the report. Never a speed check. Usage: perf_web_smoke.sh BUILD
 set -uo pipefail
 BUILD=$1
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -71,6 +72,13 @@ for (const l of samples) {
 // What this chromium does with memory64 is recorded (a fact about the browser, not checked).
 check(r.memory64 && typeof r.memory64.validates === 'boolean' && lines.some((l) => l.type === 'memory64') && /memory64 in this chromium/.test(text),
   'the memory64 probe\'s answer is in the report', r.memory64);
+// The int8 dot rate of one core on both sides (the wasm probe checks its own answer: ok), and
+// the first group's prefill as a share of each.
+const dr = r.dotRate || {};
+check(dr.wasm && dr.wasm.ok && pos(dr.wasm.gmacs) && dr.native && pos(dr.native.gmacs) && /vpdpbusd|pmaddubsw|dot/.test(dr.native.kernel || '') &&
+  lines.some((l) => l.type === 'dotRate'), 'the int8 dot rates of one core, wasm (its answer checked) and native', dr);
+check(/The int8 dot rate of one core \(GMAC\/s, medians\): wasm's relaxed dot [0-9.]+ [^\n]*native [0-9.]+ [^\n]*wasm\/native [0-9.]+/.test(text) &&
+  /\| plumb-en-8m-Q8_0\.gguf \| [0-9.]+ M \| [0-9.]+ \| [0-9]+% \| [0-9.]+ \| [0-9]+% \|/.test(text), 'the dot rates and the prefill shares are in the report', text.slice(-1500));
 check(/\| 1 \| prefill \|[^\n]*done/.test(text) && /\| 2 \| prefill \|[^\n]*timed out/.test(text), 'the markdown table has both groups, marked', text);
 check(new RegExp(`Headline, ${process.env.RELAXED === '1' ? 'wasm128r' : 'wasm128'} \\(the module the page picks\\):\\n- [^\\n]*1 thread\\(s\\): prefill [0-9.]+x wllama, [0-9.]+x native`).test(text),
   'the headline ratios are on the module the page picks', text.slice(0, 800));

@@ -115,9 +115,65 @@ function memory64Probe(grow) {
   return r;
 }
 
+// The int8 dot rate of one core in this browser: wasm's relaxed dot
+// (i32x4.relaxed_dot_i8x16_i7x16_add_s, 16 multiply-adds, what wasm128r's matmuls are built on)
+// in ACC independent chains, as `plumb bench`'s native probe runs vpdpbusd (tools/bench_probe_x86.c).
+// A hand-made module (bytes built here), per iteration:
+//   acc_i = relaxed_dot(a, b, acc_i) for i < ACC; then iters -= 1, loop while nonzero;
+// returns lane 0 of the chains' sum. a's bytes are 1 and b's 2 (i7), so each dot adds 8 to every
+// lane and the answer must be ACC * 8 * iters (mod 2^32): a wrong lowering or a folded loop fails.
+const DOT_ACC = 10; // > latency x throughput of one dot (4-5 cycles x 2 a cycle), 12 xmm in use
+function dotModule() {
+  const leb = (n) => { const o = []; do { let b = n & 0x7f; n >>>= 7; if (n) b |= 0x80; o.push(b); } while (n); return o; };
+  const sec = (id, bytes) => [id, ...leb(bytes.length), ...bytes];
+  const v128const = (byte) => [0xfd, 0x0c, ...new Array(16).fill(byte)];
+  const body = [1, DOT_ACC + 2, 0x7b, // locals 1.. : a, b, the chains (v128, zero)
+    ...v128const(1), 0x21, 1, ...v128const(2), 0x21, 2,
+    0x03, 0x40]; // loop
+  for (let i = 0; i < DOT_ACC; i++) body.push(0x20, 1, 0x20, 2, 0x20, 3 + i, 0xfd, 0x93, 0x02, 0x21, 3 + i);
+  body.push(0x20, 0, 0x41, 1, 0x6b, 0x22, 0, 0x0d, 0, 0x0b); // iters -= 1; br_if loop; end
+  body.push(0x20, 3);
+  for (let i = 1; i < DOT_ACC; i++) body.push(0x20, 3 + i, 0xfd, 0xae, 0x01); // i32x4.add
+  body.push(0xfd, 0x1b, 0, 0x0b); // i32x4.extract_lane 0; end
+  return new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0,
+    ...sec(1, [1, 0x60, 1, 0x7f, 1, 0x7f]), ...sec(3, [1, 0]), ...sec(7, [1, 3, 0x64, 0x6f, 0x74, 0, 0]),
+    ...sec(10, [1, ...leb(body.length), ...body])]);
+}
+// { gmacs (median of reps), best, reps, ok, error }: reps timed runs of ~ms each, after a warm-up
+// that also checks the answer.
+function dotProbe(ms = 200, reps = 7) {
+  const r = { kernel: `i32x4.relaxed_dot_i8x16_i7x16_add_s, ${DOT_ACC} chains`, gmacs: NaN, best: NaN, reps: [], ok: false, error: null };
+  try {
+    const { exports: x } = new WebAssembly.Instance(new WebAssembly.Module(dotModule()));
+    const want = (n) => (DOT_ACC * 8 * n) | 0;
+    let iters = 1 << 16;
+    for (;;) { // warm-up and calibration: iters taking ~ms
+      const t0 = performance.now();
+      const got = x.dot(iters);
+      const dt = performance.now() - t0;
+      if (got !== want(iters)) throw new Error(`the relaxed dot gave ${got} after ${iters} iterations, not ${want(iters)}`);
+      if (dt > ms / 4 || iters >= 1 << 30) { iters = Math.min(2 ** 31 - 1, Math.max(1, Math.round(iters * ms / dt))); break; }
+      iters *= 4;
+    }
+    for (let i = 0; i < reps; i++) {
+      const t0 = performance.now();
+      const got = x.dot(iters);
+      const dt = (performance.now() - t0) / 1000;
+      if (got !== want(iters)) throw new Error(`the relaxed dot gave ${got}, not ${want(iters)}`);
+      r.reps.push((iters * DOT_ACC * 16) / dt / 1e9);
+    }
+    const s = [...r.reps].sort((p, q) => p - q);
+    r.gmacs = s[(s.length - 1) >> 1];
+    r.best = s[s.length - 1];
+    r.ok = true;
+  } catch (e) { r.error = String(e.message || e); }
+  return r;
+}
+
 window.bench = {
   isolated: () => globalThis.crossOriginIsolated === true,
   memory64: (grow) => memory64Probe(grow),
+  dotProbe: (ms, reps) => dotProbe(ms, reps),
   // base: where the engine module is served ('/plumb/'; '/plumb-b/' for the second build of an A/B run).
   async plumbLoad(id, url, threads, kernels, variant, base = '/plumb/') {
     const w = new Worker('/bench/plumb_worker.mjs', { type: 'module' });
