@@ -17,6 +17,7 @@
  * DIR) holds the outputs: conformance/web/webgpu.mjs checks its clean run and each planted-fault
  * run (one kernel's cases) from one generated folder. PLUMB_SEED replays another draw (testutil.h).
  */
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -32,9 +33,21 @@
 #define U    REF_U
 #define FMIN REF_FLT_MIN
 
-enum kind { K_MATMUL, K_RMSNORM, K_ROPE, K_SOFTMAX, K_SWIGLU, K_ATTENTION, K_QUANTIZE };
-static const char *const kind_name[] = {"matmul", "rmsnorm",   "rope",    "softmax",
-                                        "swiglu", "attention", "quantize"};
+enum kind {
+    K_MATMUL,
+    K_RMSNORM,
+    K_ROPE,
+    K_SOFTMAX,
+    K_SWIGLU,
+    K_ATTENTION,
+    K_QUANTIZE,
+    K_RMSNORM_Q,
+    K_SWIGLU_Q,
+    K_ROPE_KV
+};
+static const char *const kind_name[] = {"matmul",   "rmsnorm",   "rope",     "softmax",
+                                        "swiglu",   "attention", "quantize", "rmsnorm_q",
+                                        "swiglu_q", "rope_kv"};
 
 #define MAX_IN 8
 typedef struct wcase {
@@ -59,6 +72,14 @@ typedef struct wcase {
     size_t in_bytes[MAX_IN];
     int64_t out_floats;
     size_t out_bytes; /* quantize: the blocks' bytes (else 4 out_floats) */
+    /* quantized rows (quantize, rmsnorm_q, swiglu_q): yrb bytes apart (a multiple of 4) */
+    size_t yrb;
+    int add;          /* rmsnorm_q: the residual add first */
+    int64_t ldg, ldu; /* swiglu_q: gate and up rows this many floats apart */
+    /* rope_kv: T tokens at p0.. of H q heads, Hkv k and v heads of D (rows ldg floats apart),
+     * biases and head norms, the cache's n_cap slots (ring 0: slot = position) */
+    int64_t Hkv, p0, sinks, ring, n_cap;
+    int bias, norm;
 } wcase;
 
 static void add_in(wcase *c, const char *name, void *p, size_t bytes)
@@ -256,6 +277,21 @@ static void make_attention(wcase *c, attn_shape s, tu_rng *r)
     c->out_floats = s.T * s.H * s.D;
 }
 
+/* The quantized rows of a case (quantize, rmsnorm_q, swiglu_q): the layout rule of
+ * kernels/webgpu/quantize.wgsl (rows start on words: the blocks' bytes rounded up to 4), plus 0, 4
+ * or 68 bytes of padding by variant, the output prefilled with 0xa5 (input q0) so that a kernel
+ * writing outside a row's words, or leaving one of its words unwritten, shows. */
+static void set_qrows(wcase *c, pl_type t, int64_t rows, int64_t n, int variant)
+{
+    static const size_t pads[3] = {0, 4, 68};
+    c->wt = t;
+    c->yrb = (row_bytes(t, n) + 3) / 4 * 4 + pads[variant % 3];
+    unsigned char *q0 = xalloc((size_t)rows * c->yrb);
+    memset(q0, 0xa5, (size_t)rows * c->yrb);
+    add_in(c, "q0", q0, (size_t)rows * c->yrb);
+    c->out_bytes += (size_t)rows * c->yrb;
+}
+
 /* Activation rows to Q8_0 or Q8_K (the set's quantize, ref's bytes): one row per qi pattern
  * (Gaussian, equal, a zero block, an outlier, denormals, -0, rounding ties), a row with a NaN
  * and an Inf in two blocks, a row of magnitudes near FLT_MIN and below (subnormal scales and
@@ -281,7 +317,105 @@ static void make_quantize(wcase *c, pl_type t, int variant, tu_rng *r)
     for (int64_t i = 0; i < n; i++)
         tiny[i] = (float)(tu_rng_normal(r) * (i / bs % 2 ? (i % 4 ? 5e-37 : 5e-39) : 3e-39));
     add_in(c, "x", x, sizeof(float) * (size_t)(rows * n));
-    c->out_bytes = (size_t)rows * row_bytes(t, n);
+    set_qrows(c, t, rows, n, variant);
+}
+
+/* The residual add, RMSNorm and quantize of rmsnorm_q.wgsl (t: the dot type, PL_TYPE_F32: no
+ * quantize): x (a fill), the residual r (Gaussian) when add, w; the output is x after the add,
+ * the normalized rows and the quantized rows, one after another. */
+static void make_rmsnorm_q(wcase *c, pl_type t, int64_t rows, int64_t n, int add, enum fill f,
+                           int variant, tu_rng *r)
+{
+    c->kind = K_RMSNORM_Q, c->rows = rows, c->n = n, c->add = add;
+    c->eps = variant % 2 ? 1e-5f : 1e-6f;
+    snprintf(c->name, sizeof c->name, "fused_norm_q_%s_%s%s_n%" PRId64 "_rows%" PRId64,
+             t == PL_TYPE_F32 ? "none" : pl_type_traits_of(t)->name, add ? "add_" : "",
+             fill_name[f], n, rows);
+    float *x = xalloc(sizeof(float) * (size_t)(rows * n)),
+          *res = xalloc(sizeof(float) * (size_t)(rows * n)), *w = xalloc(sizeof(float) * (size_t)n);
+    fill(x, rows * n, f, 3.0, r);
+    normal_fill(res, rows * n, 1.0, r);
+    for (int64_t i = 0; i < n; i++) w[i] = (float)(1.0 + 0.5 * tu_rng_normal(r));
+    add_in(c, "x", x, sizeof(float) * (size_t)(rows * n));
+    add_in(c, "r", res, sizeof(float) * (size_t)(rows * n));
+    add_in(c, "w", w, sizeof(float) * (size_t)n);
+    c->out_bytes = 2 * sizeof(float) * (size_t)(rows * n);
+    if (t != PL_TYPE_F32)
+        set_qrows(c, t, rows, n, variant);
+    else
+        c->wt = PL_TYPE_F32;
+}
+
+/* SwiGLU and the quantize of swiglu_q.wgsl: gate (a fill) and up (Gaussian) rows ldg and ldu
+ * floats apart; the output is the products' rows (n floats apart) and the quantized rows. */
+static void make_swiglu_q(wcase *c, pl_type t, int64_t rows, int64_t n, int strided, enum fill f,
+                          int variant, tu_rng *r)
+{
+    c->kind = K_SWIGLU_Q, c->rows = rows, c->n = n;
+    c->ldg = strided ? n + 3 : n, c->ldu = strided ? n + 5 : n;
+    snprintf(c->name, sizeof c->name, "fused_glu_q_%s_%s%s_n%" PRId64 "_rows%" PRId64,
+             pl_type_traits_of(t)->name, strided ? "strided_" : "", fill_name[f], n, rows);
+    float *g = xalloc(sizeof(float) * (size_t)(rows * c->ldg)),
+          *up = xalloc(sizeof(float) * (size_t)(rows * c->ldu));
+    fill(g, rows * c->ldg, f, 2.0, r);
+    normal_fill(up, rows * c->ldu, 1.0, r);
+    add_in(c, "gate", g, sizeof(float) * (size_t)(rows * c->ldg));
+    add_in(c, "up", up, sizeof(float) * (size_t)(rows * c->ldu));
+    c->out_bytes = sizeof(float) * (size_t)(rows * n);
+    set_qrows(c, t, rows, n, variant);
+}
+
+/* A 0x7fa5a5a5 NaN in every float of a buffer: a slot no kernel wrote keeps it. */
+static float *sentinel_floats(int64_t n)
+{
+    float *p = xalloc(sizeof(float) * (size_t)n);
+    const uint32_t s = 0x7fa5a5a5u;
+    for (int64_t i = 0; i < n; i++) memcpy(&p[i], &s, 4);
+    return p;
+}
+
+/* The slot of position p (engine/runtime/kvcache.c's pl_kvcache_slot). */
+static int64_t kv_slot(const wcase *c, int64_t p)
+{
+    return c->ring == 0 || p < c->sinks ? p : c->sinks + (p - c->sinks) % c->ring;
+}
+
+/* rope_kv.wgsl: rows [T][q | k | v] (ld = their floats + 2), the biases [bq | bk | bv], the head
+ * norms' weights [q_norm | k_norm], positions p0.., the caches prefilled with the sentinel. */
+static void make_rope_kv(wcase *c, int64_t T, int64_t H, int64_t Hkv, int64_t D, int64_t n_rot,
+                         int neox, int bias, int norm, int64_t p0, int64_t sinks, int64_t ring,
+                         tu_rng *r)
+{
+    c->kind = K_ROPE_KV, c->T = T, c->H = H, c->Hkv = Hkv, c->D = D, c->bias = bias;
+    c->norm = norm, c->p0 = p0, c->sinks = sinks, c->ring = ring, c->eps = 1e-6f;
+    c->n_cap = ring ? sinks + ring : p0 + T;
+    c->ldg = (H + 2 * Hkv) * D + 2;
+    c->ra = (pl_rope_args){.n_rot = n_rot,
+                           .freq_base = neox ? 1000000.0f : 10000.0f,
+                           .freq_scale = 1.0f,
+                           .attn_factor = 1.0f,
+                           .style = neox ? PL_ROPE_NEOX : PL_ROPE_NORMAL};
+    snprintf(c->name, sizeof c->name,
+             "fused_qkv_%s%s%s_T%" PRId64 "_H%" PRId64 "_Hkv%" PRId64 "_D%" PRId64 "_p%" PRId64
+             "_s%" PRId64 "_ring%" PRId64,
+             neox ? "neox" : "normal", bias ? "_bias" : "", norm ? "_norm" : "", T, H, Hkv, D, p0,
+             sinks, ring);
+    const int64_t nb = (H + 2 * Hkv) * D, nkv = c->n_cap * Hkv * D;
+    float *x = xalloc(sizeof(float) * (size_t)(T * c->ldg)),
+          *b = xalloc(sizeof(float) * (size_t)nb);
+    float *w = xalloc(sizeof(float) * (size_t)(2 * D));
+    normal_fill(x, T * c->ldg, 1.0, r);
+    normal_fill(b, nb, 0.5, r);
+    for (int64_t i = 0; i < 2 * D; i++) w[i] = (float)(1.0 + 0.5 * tu_rng_normal(r));
+    int32_t *pos = xalloc(sizeof(int32_t) * (size_t)T);
+    for (int64_t t = 0; t < T; t++) pos[t] = (int32_t)(p0 + t);
+    add_in(c, "x", x, sizeof(float) * (size_t)(T * c->ldg));
+    add_in(c, "b", b, sizeof(float) * (size_t)nb);
+    add_in(c, "w", w, sizeof(float) * (size_t)(2 * D));
+    add_in(c, "pos", pos, sizeof(int32_t) * (size_t)T);
+    add_in(c, "kc0", sentinel_floats(nkv), sizeof(float) * (size_t)nkv);
+    /* the fused kernel's q, k cache, v cache, then the unfused sequence's */
+    c->out_floats = 2 * (T * H * D + 2 * nkv);
 }
 
 /* The matmul types: the first N_MM_TYPES lead the case list, the later ones (Q6_K) follow the
@@ -297,9 +431,12 @@ static const pl_type mm_types_late[] = {PL_TYPE_Q6_K};
 #define N_SWIGLU    8
 #define N_ATTN      14
 #define N_QUANT     8
+#define N_RMS_Q     8
+#define N_SWIGLU_Q  6
+#define N_ROPE_KV   6
 #define N_CASES                                                                                    \
     ((N_MM_TYPES + N_MM_LATE) * MM_PER_TYPE + N_RMS + N_ROPE + N_SOFTMAX + N_SWIGLU + N_ATTN +     \
-     N_QUANT)
+     N_QUANT + N_RMS_Q + N_SWIGLU_Q + N_ROPE_KV)
 
 /* Matmul case j (0 <= j < MM_PER_TYPE) of type t. */
 static void make_mm_case(wcase *c, pl_type t, int j, tu_rng *r)
@@ -443,8 +580,56 @@ static void make_case(wcase *c, int i)
         return;
     }
     k -= N_QUANT;
-    if (k < N_MM_LATE * MM_PER_TYPE)
+    if (k < N_MM_LATE * MM_PER_TYPE) {
         make_mm_case(c, mm_types_late[k / MM_PER_TYPE], k % MM_PER_TYPE, &r);
+        return;
+    }
+    k -= N_MM_LATE * MM_PER_TYPE;
+    /* the fused kernels (after Q6_K: every earlier case keeps its draw); Q8_0 rows of an odd
+     * number of blocks (a row's last group is one block) among them */
+    if (k < N_RMS_Q) {
+        static const struct {
+            pl_type t;
+            int64_t rows, n; /* n 0: a random number of blocks */
+            int add;
+            enum fill f;
+        } rq[N_RMS_Q] = {{PL_TYPE_Q8_0, 3, 32, 1, F_NORMAL},   {PL_TYPE_Q8_0, 2, 224, 0, F_MIXED},
+                         {PL_TYPE_Q8_0, 2, 0, 1, F_DENORMAL},  {PL_TYPE_Q8_K, 3, 256, 1, F_NORMAL},
+                         {PL_TYPE_Q8_K, 2, 0, 1, F_OUTLIER},   {PL_TYPE_F32, 2, 4096, 1, F_NORMAL},
+                         {PL_TYPE_Q8_0, 2, 4096, 1, F_NORMAL}, {PL_TYPE_Q8_K, 1, 14336, 0, F_ZERO}};
+        const int64_t bs = rq[k].t == PL_TYPE_Q8_K ? 256 : 32;
+        const int64_t n = rq[k].n ? rq[k].n : bs * tu_rng_range(&r, 1, 4096 / bs);
+        make_rmsnorm_q(c, rq[k].t, rq[k].rows, n, rq[k].add, rq[k].f, k, &r);
+        return;
+    }
+    k -= N_RMS_Q;
+    if (k < N_SWIGLU_Q) {
+        static const struct {
+            pl_type t;
+            int64_t rows, n;
+            int strided;
+            enum fill f;
+        } sq[N_SWIGLU_Q] = {
+            {PL_TYPE_Q8_0, 3, 32, 0, F_NORMAL},    {PL_TYPE_Q8_0, 2, 0, 1, F_MIXED},
+            {PL_TYPE_Q8_0, 1, 14336, 0, F_NORMAL}, {PL_TYPE_Q8_K, 2, 256, 0, F_NORMAL},
+            {PL_TYPE_Q8_K, 2, 0, 1, F_DENORMAL},   {PL_TYPE_Q8_K, 1, 512, 1, F_OUTLIER}};
+        const int64_t bs = sq[k].t == PL_TYPE_Q8_K ? 256 : 32;
+        const int64_t n = sq[k].n ? sq[k].n : bs * tu_rng_range(&r, 1, 4096 / bs);
+        make_swiglu_q(c, sq[k].t, sq[k].rows, n, sq[k].strided, sq[k].f, k, &r);
+        return;
+    }
+    k -= N_SWIGLU_Q;
+    if (k < N_ROPE_KV) {
+        /* T, H, Hkv, D, n_rot, neox, bias, norm, p0, sinks, ring: a context window; the
+         * session's ring wrapping inside the step; a position past 2^16; partial rotation */
+        static const int64_t rk[N_ROPE_KV][11] = {
+            {1, 4, 2, 64, 64, 0, 0, 0, 5, 0, 0},  {3, 2, 1, 128, 128, 1, 1, 0, 0, 0, 0},
+            {4, 4, 2, 64, 64, 1, 0, 1, 10, 2, 6}, {2, 8, 8, 256, 256, 0, 1, 0, 100000, 4, 16},
+            {5, 6, 3, 32, 32, 1, 1, 1, 7, 0, 10}, {2, 2, 2, 6, 4, 0, 1, 0, 3, 0, 0}};
+        const int64_t *a = rk[k];
+        make_rope_kv(c, a[0], a[1], a[2], a[3], a[4], (int)a[5], (int)a[6], (int)a[7], a[8], a[9],
+                     a[10], &r);
+    }
 }
 
 /* ---- gen ---- */
@@ -495,8 +680,30 @@ static void json_case(FILE *f, const wcase *c, int i)
         break;
     }
     case K_QUANTIZE:
-        fprintf(f, ",\"type\":\"%s\",\"rows\":%" PRId64 ",\"n\":%" PRId64 ",\"outBytes\":%zu",
-                pl_type_traits_of(c->wt)->name, c->rows, c->n, c->out_bytes);
+    case K_RMSNORM_Q:
+    case K_SWIGLU_Q:
+        fprintf(f,
+                ",\"type\":%s%s%s,\"rows\":%" PRId64 ",\"n\":%" PRId64
+                ",\"outBytes\":%zu,\"yRow\":%zu,\"eps\":%.9g,\"add\":%s,\"ldg\":%" PRId64
+                ",\"ldu\":%" PRId64,
+                c->wt == PL_TYPE_F32 ? "" : "\"",
+                c->wt == PL_TYPE_F32 ? "null" : pl_type_traits_of(c->wt)->name,
+                c->wt == PL_TYPE_F32 ? "" : "\"", c->rows, c->n, c->out_bytes, c->yrb,
+                (double)c->eps, c->add ? "true" : "false", c->ldg, c->ldu);
+        break;
+    case K_ROPE_KV:
+        fprintf(f,
+                ",\"T\":%" PRId64 ",\"H\":%" PRId64 ",\"Hkv\":%" PRId64 ",\"D\":%" PRId64
+                ",\"ld\":%" PRId64 ",\"bias\":%s,\"norm\":%s,\"eps\":%.9g,\"p0\":%" PRId64
+                ",\"sinks\":%" PRId64 ",\"ring\":%" PRId64 ",\"nCap\":%" PRId64
+                ",\"rope\":{\"n_rot\":%" PRId64
+                ",\"freq_base\":%.9g,\"freq_scale\":1,\"factors\":false,\"ext_factor\":0,"
+                "\"attn_factor\":1,\"beta_fast\":0,\"beta_slow\":0,\"n_ctx_orig\":0,"
+                "\"neox\":%s,\"yarn_no_truncate\":false}",
+                c->T, c->H, c->Hkv, c->D, c->ldg, c->bias ? "true" : "false",
+                c->norm ? "true" : "false", (double)c->eps, c->p0, c->sinks, c->ring, c->n_cap,
+                c->ra.n_rot, (double)c->ra.freq_base,
+                c->ra.style == PL_ROPE_NEOX ? "true" : "false");
         break;
     case K_ATTENTION: {
         const pl_attn_args *a = &c->aa;
@@ -602,6 +809,70 @@ static const char *mm_kernel(pl_type t)
                                : "matmul F16";
 }
 
+/* Quantized rows (yrb bytes apart) against ref's quantize of src's rows (rows of n floats): every
+ * block byte ref's, the bytes up to the row's next word 0, the padding past it untouched (0xa5).
+ * Returns the first bad byte's index (-1: none), with what it is in why. */
+static int64_t check_qrows(pl_type t, const float *src, int64_t rows, int64_t n, size_t yrb,
+                           const unsigned char *got, char *why, size_t nwhy)
+{
+    const size_t rb = row_bytes(t, n), rbw = (rb + 3) / 4 * 4;
+    unsigned char *want = xalloc(rb);
+    int64_t bad = -1;
+    for (int64_t row = 0; row < rows && bad < 0; row++) {
+        pl_kernels_ref.quantize_row[t](want, src + row * n, n);
+        const unsigned char *g = got + (size_t)row * yrb;
+        for (size_t i = 0; i < yrb && bad < 0; i++) {
+            const unsigned w = i < rb ? want[i] : i < rbw ? 0x00 : 0xa5;
+            if (g[i] != w) {
+                bad = row * (int64_t)yrb + (int64_t)i;
+                snprintf(why, nwhy,
+                         " byte %" PRId64 " (row %" PRId64 ", %s %zu) is 0x%02x, want 0x%02x", bad,
+                         row,
+                         i < rb    ? "block"
+                         : i < rbw ? "the last word's padding byte"
+                                   : "padding byte",
+                         i < rb ? i / pl_type_traits_of(t)->block_bytes : i, g[i], w);
+            }
+        }
+    }
+    free(want);
+    return bad;
+}
+
+/* test_ops.c rope_case and rope_bound over one token's H heads (x in, yy out): the worst
+ * error/bound; *at the worst output, or -2 where a dim past n_rot changed. */
+static double rope_worst(const float *x, const float *yy, int64_t H, int64_t D, int32_t pos,
+                         const pl_rope_args *ra, int64_t *at)
+{
+    const int64_t n_rot = ra->n_rot > D ? D : ra->n_rot;
+    const int scaled = ra->freq_scale != 1.0f || ra->freq_factors || ra->ext_factor != 0.0f ||
+                       ra->attn_factor != 1.0f;
+    double *ref = xalloc(sizeof(double) * (size_t)(H * D)), worst = 0.0;
+    ref_rope(ref, x, H, D, pos, ra);
+    for (int64_t h = 0; h < H; h++) {
+        for (int64_t i = 0; i < n_rot / 2; i++) {
+            const int64_t ia = ra->style == PL_ROPE_NEOX ? i : 2 * i;
+            const int64_t ib = ra->style == PL_ROPE_NEOX ? i + n_rot / 2 : 2 * i + 1;
+            const ref_rope_angle th = ref_rope_theta(ra, n_rot, i, pos);
+            const double k = scaled ? 4.0 : 0.0;
+            const double c_theta = (double)(n_rot / 2) + fabs(log((double)ra->freq_base)) + 4.0 + k;
+            const double ramp = 4.0 * fabs((double)ra->ext_factor) * fabs(th.extrap - th.interp);
+            const double mag = fabs(x[h * D + ia]) + fabs(x[h * D + ib]);
+            const double bound =
+                U * (8.0 + k + c_theta * fabs(th.theta) + ramp) * fabs(th.mscale) * mag + FMIN;
+            const int64_t idx[2] = {h * D + ia, h * D + ib};
+            for (int e = 0; e < 2; e++) {
+                const double q = ref_ratio(yy[idx[e]], ref[idx[e]], bound);
+                if (!(q <= worst)) worst = q, *at = *at == -2 ? -2 : idx[e];
+            }
+        }
+        const int64_t first = n_rot / 2 * 2;
+        if (memcmp(yy + h * D + first, x + h * D + first, (size_t)(D - first) * 4)) *at = -2;
+    }
+    free(ref);
+    return worst;
+}
+
 /* Returns 1 if the case passes. */
 static int check_case(const wcase *c, const float *y)
 {
@@ -702,72 +973,144 @@ static int check_case(const wcase *c, const float *y)
         break;
     }
     case K_ROPE: { /* test_ops.c rope_case and rope_bound */
-        const int64_t H = c->H, D = c->D, n = H * D;
+        const int64_t n = c->H * c->D;
         const pl_rope_args *ra = &c->ra;
-        const int64_t n_rot = ra->n_rot > D ? D : ra->n_rot;
         const int scaled = ra->freq_scale != 1.0f || ra->freq_factors || ra->ext_factor != 0.0f ||
                            ra->attn_factor != 1.0f;
-        double *ref = xalloc(sizeof(double) * (size_t)n);
         for (int64_t t = 0; t < c->T; t++) {
-            const float *x = (const float *)c->in[0] + t * n;
-            const float *yy = y + t * n;
-            const int32_t pos = ((const int32_t *)c->in[1])[t];
-            ref_rope(ref, x, H, D, pos, ra);
-            for (int64_t h = 0; h < H; h++) {
-                for (int64_t i = 0; i < n_rot / 2; i++) {
-                    const int64_t ia = ra->style == PL_ROPE_NEOX ? i : 2 * i;
-                    const int64_t ib = ra->style == PL_ROPE_NEOX ? i + n_rot / 2 : 2 * i + 1;
-                    const ref_rope_angle th = ref_rope_theta(ra, n_rot, i, pos);
-                    const double k = scaled ? 4.0 : 0.0;
-                    const double c_theta =
-                        (double)(n_rot / 2) + fabs(log((double)ra->freq_base)) + 4.0 + k;
-                    const double ramp =
-                        4.0 * fabs((double)ra->ext_factor) * fabs(th.extrap - th.interp);
-                    const double mag = fabs(x[h * D + ia]) + fabs(x[h * D + ib]);
-                    const double bound =
-                        U * (8.0 + k + c_theta * fabs(th.theta) + ramp) * fabs(th.mscale) * mag +
-                        FMIN;
-                    const int64_t idx[2] = {h * D + ia, h * D + ib};
-                    for (int e = 0; e < 2; e++) {
-                        const double q = ref_ratio(yy[idx[e]], ref[idx[e]], bound);
-                        if (!(q <= worst)) worst = q, wi = t * n + idx[e];
-                    }
+            int64_t at = -1;
+            const double q = rope_worst((const float *)c->in[0] + t * n, y + t * n, c->H, c->D,
+                                        ((const int32_t *)c->in[1])[t], ra, &at);
+            if (at == -2) {
+                ok = 0;
+                snprintf(extra, sizeof extra, " dims past n_rot changed (token %" PRId64 ")", t);
+            }
+            if (!(q <= worst)) worst = q, wi = t * n + (at >= 0 ? at : 0);
+        }
+        note(scaled ? "rope (scaled)" : "rope", worst, c->T * n, ok && worst <= 1.0, 0, 1);
+        break;
+    }
+    case K_ROPE_KV: {
+        /* the fused kernel's outputs are the unfused sequence's bits (the page ran both: bias
+         * adds, head rmsnorms, ropes, cache copies); each token's v row is at its slot with
+         * its bias (C's float add), no other slot written; without the head norms the q and
+         * k rows within rope's bound of the reference over x + b */
+        const int64_t T = c->T, H = c->H, Hkv = c->Hkv, D = c->D, nkv = c->n_cap * Hkv * D;
+        const int64_t nq = T * H * D, half = nq + 2 * nkv;
+        const float *x = c->in[0], *b = c->in[1];
+        int64_t first = -1;
+        for (int64_t i = 0; i < half && first < 0; i++)
+            if (bits_of(y[i]) != bits_of(y[half + i])) first = i;
+        if (first >= 0) {
+            ok = 0;
+            snprintf(extra, sizeof extra,
+                     " output %" PRId64 " (%s) is %.9g, the unfused sequence's %.9g", first,
+                     first < nq         ? "q"
+                     : first < nq + nkv ? "k cache"
+                                        : "v cache",
+                     y[first], y[half + first]);
+        }
+        const float *kc = y + nq, *vc = y + nq + nkv;
+        char *written = xalloc((size_t)c->n_cap);
+        float *in = xalloc(sizeof(float) * (size_t)(H * D));
+        for (int64_t t = 0; t < T && ok; t++) {
+            const int64_t sl = kv_slot(c, c->p0 + t);
+            written[sl] = 1;
+            const float *row = x + t * c->ldg;
+            for (int64_t i = 0; i < Hkv * D && ok; i++) {
+                const float v = row[(H + Hkv) * D + i] + (c->bias ? b[(H + Hkv) * D + i] : 0.0f);
+                if (bits_of(vc[sl * Hkv * D + i]) != bits_of(v)) {
+                    ok = 0;
+                    snprintf(extra, sizeof extra,
+                             " v cache slot %" PRId64 " [%" PRId64 "] is %.9g, not token %" PRId64
+                             "'s %.9g",
+                             sl, i, vc[sl * Hkv * D + i], t, v);
                 }
-                const int64_t first = n_rot / 2 * 2;
-                if (memcmp(yy + h * D + first, x + h * D + first, (size_t)(D - first) * 4)) {
+            }
+            if (c->norm) continue;
+            for (int part = 0; part < 2; part++) { /* q, then k at its slot */
+                const int64_t nh = part ? Hkv : H, o = part ? H * D : 0;
+                for (int64_t i = 0; i < nh * D; i++)
+                    in[i] = row[o + i] + (c->bias ? b[o + i] : 0.0f);
+                int64_t at = -1;
+                const double q = rope_worst(in, part ? kc + sl * Hkv * D : y + t * H * D, nh, D,
+                                            (int32_t)(c->p0 + t), &c->ra, &at);
+                if (at == -2) {
                     ok = 0;
                     snprintf(extra, sizeof extra, " dims past n_rot changed (token %" PRId64 ")",
                              t);
                 }
+                if (!(q <= worst)) worst = q, wi = part ? nq + sl * Hkv * D : t * H * D;
             }
         }
-        free(ref);
-        note(scaled ? "rope (scaled)" : "rope", worst, c->T * n, ok && worst <= 1.0, 0, 1);
+        for (int64_t sl = 0; sl < c->n_cap && ok; sl++)
+            for (int64_t i = 0; i < Hkv * D && !written[sl]; i++)
+                if (bits_of(kc[sl * Hkv * D + i]) != 0x7fa5a5a5u ||
+                    bits_of(vc[sl * Hkv * D + i]) != 0x7fa5a5a5u) {
+                    ok = 0;
+                    snprintf(extra, sizeof extra, " slot %" PRId64 " written, no token's", sl);
+                    break;
+                }
+        free(written), free(in);
+        note("rope_kv", worst, nq + 2 * T * Hkv * D, ok && worst <= 1.0, 0, 1);
         break;
     }
     case K_QUANTIZE: { /* ref's bytes, every one */
-        const size_t rb = row_bytes(c->wt, c->n);
-        unsigned char *want = xalloc(c->out_bytes);
-        for (int64_t row = 0; row < c->rows; row++)
-            pl_kernels_ref.quantize_row[c->wt](want + row * rb,
-                                               (const float *)c->in[0] + row * c->n, c->n);
-        const unsigned char *got = (const unsigned char *)y;
-        int64_t bad = -1;
-        for (size_t i = 0; i < c->out_bytes && bad < 0; i++)
-            if (got[i] != want[i]) bad = (int64_t)i;
+        const int64_t bad = check_qrows(c->wt, c->in[0], c->rows, c->n, c->yrb,
+                                        (const unsigned char *)y, extra, sizeof extra);
         bits_tested = 1;
         bits_same = bad < 0;
-        if (bad >= 0)
-            snprintf(extra, sizeof extra,
-                     " byte %" PRId64 " (row %" PRId64 ", block %" PRId64
-                     ") is 0x%02x, ref's 0x%02x",
-                     bad, bad / (int64_t)rb,
-                     bad % (int64_t)rb / (int64_t)pl_type_traits_of(c->wt)->block_bytes, got[bad],
-                     want[bad]);
         ok = bits_same;
-        free(want);
         note(c->wt == PL_TYPE_Q8_0 ? "quantize Q8_0" : "quantize Q8_K", 0.0, c->rows * c->n, ok, 1,
              bits_same);
+        break;
+    }
+    case K_RMSNORM_Q:
+    case K_SWIGLU_Q: {
+        /* rmsnorm_q: x after the add is the float sum's bits (a GPU may flush a sum below
+         * FLT_MIN), the normalized rows within rmsnorm's bound of the reference over that x;
+         * swiglu_q: the products within swiglu's bound; both: the quantized rows are ref's
+         * quantize of the kernel's own float rows, every byte */
+        const int64_t n = c->n, rows = c->rows, nn = rows * n;
+        const int rq = c->kind == K_RMSNORM_Q;
+        const float *x = c->in[0], *res = c->in[1];
+        const float *xo = rq ? y : NULL, *yn = rq ? y + nn : y;
+        double *ref = xalloc(sizeof(double) * (size_t)n);
+        float *xs = xalloc(sizeof(float) * (size_t)n);
+        for (int64_t row = 0; row < rows && ok; row++) {
+            if (rq) {
+                for (int64_t i = 0; i < n && ok; i++) {
+                    const float s = c->add ? x[row * n + i] + res[row * n + i] : x[row * n + i];
+                    const float g = xo[row * n + i];
+                    if (bits_of(g) != bits_of(s) && !(fabsf(s) < FLT_MIN && g == 0.0f)) {
+                        ok = 0;
+                        snprintf(extra, sizeof extra,
+                                 " x[%" PRId64 "] after the add is %.9g, the sum %.9g", row * n + i,
+                                 g, s);
+                    }
+                    xs[i] = g;
+                }
+                ref_rmsnorm(ref, xs, c->in[2], n, c->eps);
+            } else {
+                for (int64_t i = 0; i < n; i++) xs[i] = x[row * c->ldg + i];
+                ref_swiglu(ref, xs, res + row * c->ldu, n);
+            }
+            for (int64_t i = 0; i < n; i++) {
+                const double bound =
+                    rq ? (double)(n + 8) * U * fabs(ref[i]) + FMIN
+                       : 16.0 * U * fabs(ref[i]) + 0x1p-120 * fabs(res[row * c->ldu + i]) + FMIN;
+                const double q = ref_ratio(yn[row * n + i], ref[i], bound);
+                if (!(q <= worst)) worst = q, wi = (rq ? nn : 0) + row * n + i;
+            }
+        }
+        free(ref), free(xs);
+        if (c->wt != PL_TYPE_F32 && ok) {
+            const unsigned char *q = (const unsigned char *)(yn + nn);
+            bits_tested = 1;
+            bits_same = check_qrows(c->wt, yn, rows, n, c->yrb, q, extra, sizeof extra) < 0;
+            ok = bits_same;
+        }
+        note(kind_name[c->kind], worst, nn, ok && worst <= 1.0, bits_tested, bits_same);
         break;
     }
     case K_ATTENTION: { /* test_attention.c check_case */

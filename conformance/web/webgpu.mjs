@@ -167,6 +167,27 @@ try {
       file: 'softmax.wgsl', pairs: [['for (var i = li; i < P.n; i += 256u) { s = s + weight(X[xo + i], m); }', 'for (var i = li; i + 1u < P.n; i += 256u) { s = s + weight(X[xo + i], m); }']] },
     { name: 'swiglu sigmoid of +gate', filter: 'swiglu', only: ['swiglu'],
       file: 'swiglu.wgsl', pairs: [['exp_f32(-g)', 'exp_f32(g)']] },
+    // the quantizers' word-owning groups (no clear) and the fused kernels (rmsnorm_q, swiglu_q)
+    { name: 'quantize: a group\'s last word left unwritten (a row of an odd number of Q8_0 blocks loses its last bytes)', filter: 'quantize_Q8_0', only: ['quantize_Q8_0'],
+      file: 'quantize_q8_0.wgsl', pairs: [['let words = (nblk * BB + 3u) / 4u;', 'let words = (nblk * BB) / 4u;']] },
+    { name: 'rmsnorm_q: every row adds the first row\'s residual', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
+      file: 'rmsnorm_q.wgsl', pairs: [['v = v + Rs[ro + i];', 'v = v + Rs[i];']] },
+    { name: 'rmsnorm_q: every row quantizes the first row\'s floats', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
+      file: 'rmsnorm_q.wgsl', pairs: [['quantize_group(yo, g, nb,', 'quantize_group(P.y_off, g, nb,']] },
+    { name: 'swiglu_q: the up rows\' stride ignored', filter: 'fused_glu', only: ['swiglu_q_Q8_0', 'swiglu_q_Q8_K'],
+      file: 'swiglu_q.wgsl', pairs: [['Up[P.u_off + row * P.u_ld + i]', 'Up[P.u_off + row * P.n + i]']] },
+    { name: 'rope_kv: the ring\'s slots one off (position p at p + 1\'s slot)', filter: 'fused_qkv', only: ['rope_kv', 'add', 'rmsnorm', 'rope'],
+      file: 'rope_kv.wgsl', pairs: [['slot = P.sinks + (p - P.sinks) % P.ring;', 'slot = P.sinks + (p - P.sinks + 1u) % P.ring;']] },
+    { name: 'rope_kv: the rows\' stride ignored (rows taken tight)', filter: 'fused_qkv', only: ['rope_kv', 'add', 'rmsnorm', 'rope'],
+      file: 'rope_kv.wgsl', pairs: [['let row = P.x_off + t * P.ld;', 'let row = P.x_off + t * (P.H + 2u * P.Hkv) * P.D;']] },
+    { name: 'rope_kv: the k heads normed by q_norm\'s weights', filter: 'fused_qkv', only: ['rope_kv', 'add', 'rmsnorm', 'rope'],
+      file: 'rope_kv.wgsl', pairs: [['let noff = select(P.nk, P.nq, isq);', 'let noff = P.nq;']] },
+    { name: 'rope_kv: v\'s bias dropped', filter: 'fused_qkv', only: ['rope_kv', 'add', 'rmsnorm', 'rope'],
+      file: 'rope_kv.wgsl', pairs: [['if ((P.flags & 4u) != 0u) {', 'if (false) {']] },
+    { name: 'rope_kv: the head norm\'s eps dropped', filter: 'fused_qkv', only: ['rope_kv', 'add', 'rmsnorm', 'rope'],
+      file: 'rope_kv.wgsl', pairs: [['part[0] / f32(P.D) + P.eps)', 'part[0] / f32(P.D))']] },
+    { name: 'swiglu_q: a group\'s last product not formed (quantized from a stale float)', filter: 'fused_glu', only: ['swiglu_q_Q8_0', 'swiglu_q_Q8_K'],
+      file: 'swiglu_q.wgsl', pairs: [['let i1 = min(P.n, i0 + GB * QB);', 'let i1 = min(P.n, i0 + GB * QB - 1u);']] },
   ];
   for (const [i, f] of FAULTS.entries()) {
     if (process.env.PLUMB_WEBGPU_FAULTS === '0' || modelsOnly) break; // debugging aids
@@ -193,6 +214,7 @@ try {
     const mg = models(['gen', dir]);
     if (mg.rc !== 0) throw new Error(`webgpu_models gen failed: ${mg.out}`);
     const list = JSON.parse(readFileSync(path.join(dir, 'models.json'), 'utf8')).models;
+    const unfusedDiff = [], cmdLines = [];
     const runModels = async (tag, filter, patches = [], edits = []) => {
       mkdirSync(path.join(root, tag));
       for (const m of list) {
@@ -201,7 +223,13 @@ try {
         const res = await page.evaluate((t, n, f, tk, s, w, p, e) => window.wgpu.model(t, n, f, tk, s, w, p, e),
           tag, m.name, m.file, m.tokens, m.steps, { window: m.window, sinks: m.sinks }, patches, edits);
         if (res.error) throw new Error(`${m.name}: ${res.error}`);
-        if (process.env.PLUMB_WEB_VERBOSE) console.log(`  ${tag} ${m.name}: ${Date.now() - t0} ms`);
+        if (res.unfused) { // the clean run: the fused pass against the unfused sequence, bits
+          if (!res.unfused.same) unfusedDiff.push(`${m.name} (logit ${res.unfused.first})`);
+          const c = (x) => x ? `${x.dispatch + x.copy + x.clear} (${x.dispatch} dispatches, ${x.copy} copies, ${x.clear} clears, ${x.pass} passes)` : '-';
+          if (res.cmds) cmdLines.push(`  ${m.name} (${res.hp.L} layers): fused ${c(res.cmds)}, unfused ${c(res.unfused.cmds)}`);
+        }
+        if (process.env.PLUMB_WEB_VERBOSE)
+          console.log(`  ${tag} ${m.name}: ${Date.now() - t0} ms (the pass ${Math.round(res.ms || 0)} ms, unfused ${Math.round(res.unfused?.ms || 0)} ms)`);
       }
       return models(['check', dir, path.join(root, tag), filter]);
     };
@@ -210,6 +238,11 @@ try {
     console.log(`forward passes in ${((Date.now() - tm) / 1000).toFixed(1)} s:`);
     console.log(clean.out.trimEnd());
     if (clean.rc !== 0) { console.log('FAIL: the forward pass is outside the e2e bound (above)'); failures++; }
+    // the fused pass (the default) against the unfused sequence (forward's fuse: false), every file
+    console.log(unfusedDiff.length ? `FAIL the fused forward pass differs from the unfused sequence: ${unfusedDiff.join(', ')}`
+      : 'ok   the fused forward pass gives the unfused sequence\'s logits bit for bit on every file it runs');
+    if (unfusedDiff.length) failures++;
+    console.log('commands a decode step records (fused, unfused):\n' + cmdLines.join('\n'));
     // The prefix cache on the GPU: 6 tokens, the cache truncated to the 3 the next prompt shares,
     // its other 3 evaluated over them: bit for bit a fresh evaluation's last 3 rows; and the
     // planted fault of a cache not truncated on divergence must break that.
@@ -226,11 +259,16 @@ try {
     // on the F16 files: cheap in SwiftShader, and their bound (1e-4 of the RMS) the tightest
     const MFAULTS = [
       { name: 'the residual branches halved', filter: '=llama-F16',
-        patches: [{ file: 'add.wgsl', pairs: [['X[P.x_off + i] + Yv[P.y_off + j]', 'X[P.x_off + i] + 0.5 * Yv[P.y_off + j]']] }] },
+        patches: [{ file: 'add.wgsl', pairs: [['X[P.x_off + i] + Yv[P.y_off + j]', 'X[P.x_off + i] + 0.5 * Yv[P.y_off + j]']] },
+          { file: 'rmsnorm_q.wgsl', pairs: [['v = v + Rs[ro + i];', 'v = v + 0.5 * Rs[ro + i];']] }] },
       { name: 'a bias added to the first token\'s row only (its repeat ignored)', filter: '=qwen2-F16',
-        patches: [{ file: 'add.wgsl', pairs: [['let j = select(i, i % P.ym, P.ym != 0u);', 'let j = i;\n  if (P.ym != 0u && i >= P.ym) { return; }']] }] },
+        patches: [{ file: 'add.wgsl', pairs: [['let j = select(i, i % P.ym, P.ym != 0u);', 'let j = i;\n  if (P.ym != 0u && i >= P.ym) { return; }']] },
+          { file: 'rope_kv.wgsl', pairs: [['if (bias) { v = v + B[boff + i]; }', 'if (bias && t == 0u) { v = v + B[boff + i]; }']] }] },
       { name: 'neox RoPE rotated as normal (adjacent pairs)', filter: '=qwen3-F16-tied',
-        patches: [{ file: 'rope.wgsl', pairs: [['if (P.neox != 0u) {', 'if (false) {']] }] },
+        patches: [{ file: 'rope.wgsl', pairs: [['if (P.neox != 0u) {', 'if (false) {']] },
+          { file: 'rope_kv.wgsl', pairs: [['if (P.neox != 0u) {', 'if (false) {']] }] },
+      { name: 'the Q6_K v matmul written at column 0 of [q | k | v] over q (its yOff ignored)', filter: 'q4km',
+        patches: [{ file: 'matmul_q6_k.wgsl', pairs: [['P.y_off', '0u']] }] },
       { name: 'qwen2\'s k bias dropped', filter: '=qwen2-F16', edits: ['bk'] },
       { name: 'qwen3\'s per-head k RMSNorm skipped', filter: '=qwen3-F16-tied', edits: ['k_norm'] },
       { name: 'the sliding window\'s sinks dropped (the ring over every position)', filter: 'w5s2', edits: ['model.sinks'] },

@@ -1,7 +1,10 @@
 // bench-node.mjs — bench.mjs under node with Dawn's node binding (npm `webgpu`), no browser:
 //   node kernels/webgpu/bench-node.mjs [MODEL.gguf ...] [--copy-mib N] [--k N] [--r N]
-//        [--prefill-t N] [--pp N] [--tg N] [--reps N] [--nr N] [--json OUT.json] [--md OUT.md]
+//        [--prefill-t N] [--pp N] [--tg N] [--reps N] [--nr N] [--modes fused,unfused] [--json OUT.json] [--md OUT.md]
 // --nr: rows per workgroup of the quantized decode matmuls (createKernels' matmulNR).
+// --modes: the forward pass fused (llama.mjs's default) and/or unfused (fuse: false, one dispatch per
+// op), interleaved in each of the reps rounds (default both: the A/B); each mode's medians and its
+// commands a decode token.
 // The device's figures first (copy bandwidth, the int8 matmul microbenchmark, each quantized
 // matmul at T = 1 and T = prefill-t), then each model's (its matmuls alone at T = 1 and T = pp,
 // then llama.mjs's forward pass: pp tokens as one prefill, tg decoded one at a time); --md writes
@@ -27,7 +30,7 @@ const opt = (name, def) => {
 const num = (name, def) => Number(opt(name, def));
 const o = { copyBytes: num('--copy-mib', 256) * 2 ** 20, K: num('--k', 4096), R: num('--r', 4096),
   tPrefill: num('--prefill-t', 512), pp: num('--pp', 512), tg: num('--tg', 32), reps: num('--reps', 5),
-  matmulNR: num('--nr', 0) };
+  matmulNR: num('--nr', 0), modes: opt('--modes', 'fused,unfused').split(',') };
 const json = opt('--json', null);
 const md = opt('--md', null);
 const modelFiles = args.filter((a) => !a.startsWith('--'));

@@ -49,7 +49,8 @@ try {
   for (const l of log) console.log(l);
   console.log('\n' + table);
   const figures = [res.copy.readGBs, res.int8mm.gops, ...Object.values(res.matmul).flatMap((r) => Object.values(r).map((x) => x.gops)),
-    ...(model ? [res.model.mmDecode.weightGBs, res.model.mmPrefill.gops, res.model.ppTokS, res.model.tgTokS] : [])];
+    ...(model ? [res.model.mmDecode.weightGBs, res.model.mmPrefill.gops, res.model.ppTokS, res.model.tgTokS,
+      res.model.unfused.ppTokS, res.model.unfused.tgTokS, res.model.cmds, res.model.unfused.cmds] : [])];
   ok = figures.every((x) => Number.isFinite(x) && x > 0);
   console.log(`${ok ? 'ok' : 'FAIL'}: bench.mjs ran end to end in chromium (${figures.length} figures, all finite and positive: ${ok}); ` +
     'software WebGPU: no speed claims');

@@ -11,7 +11,7 @@
 //           against the copy bandwidth.
 // Times are wall clock from submit to onSubmittedWorkDone (the device's queue drained), best of
 // `reps`; the first run of each is a warm-up.
-import { createKernels } from './plumb-webgpu.mjs';
+import { createKernels, quantRowBytes } from './plumb-webgpu.mjs';
 import { readGGUF, loadLlama, forward, truncate } from './llama.mjs';
 
 const COPY = `
@@ -155,7 +155,7 @@ export async function bench(device, opts = {}) {
     for (const type of o.types) {
       const [bs, bb, dt, dbs, dbb] = { Q8_0: [32, 34, 'Q8_0', 32, 34], Q4_0: [32, 18, 'Q8_0', 32, 34],
         Q4_K: [256, 144, 'Q8_K', 256, 292], Q6_K: [256, 210, 'Q8_K', 256, 292] }[type];
-      const wRow = (K / bs) * bb, xRow = (K / dbs) * dbb;
+      const wRow = (K / bs) * bb, xRow = quantRowBytes(dt, K);
       const w = new Uint8Array(R * wRow);
       for (let i = 0; i < w.length; i++) w[i] = (i * 2654435761) >>> 24;
       for (let q = 0; q < w.length; q += bb) {
@@ -209,9 +209,8 @@ export async function bench(device, opts = {}) {
         const ms = await timed(device, o.reps, (enc) => {
           for (const w of mats) {
             const K = w.dims[0], dt = w.type === 'Q4_K' || w.type === 'Q6_K' ? 'Q8_K' : 'Q8_0';
-            const [bs, bb] = dt === 'Q8_K' ? [256, 292] : [32, 34];
             ks.quantize(enc, dt, { x, y: xq, n: K, rows: T });
-            ks.matmul(enc, w.type, { w: w.buf, x: xq, y, K, R: w.dims[1], T, wRow: w.rowBytes, xRow: (K / bs) * bb, ldy: w.dims[1] });
+            ks.matmul(enc, w.type, { w: w.buf, wOff: w.wOff, x: xq, y, K, R: w.dims[1], T, wRow: w.rowBytes, xRow: quantRowBytes(dt, K), ldy: w.dims[1] });
           }
         }, ks.flush);
         const bytes = mats.reduce((a, w) => a + w.data.byteLength, 0);
@@ -223,30 +222,45 @@ export async function bench(device, opts = {}) {
         for (const b of [x, xq, y]) b.destroy();
       }
     }
-    // The forward pass: one untimed round (each pipeline's first use, the prefill's buffers),
-    // then reps rounds from an empty cache, medians. A prefill reads back its last position's
-    // logits only (as plumb bench's pp and the chat do); each decode step its one row.
+    // The forward pass, fused (the default) and unfused (llama.mjs's fuse: false, the sequence of
+    // one dispatch per op: the A/B), interleaved in each round (o.modes: which; default both):
+    // one untimed round (each pipeline's first use, the prefill's buffers), then reps rounds from
+    // an empty cache, medians. A prefill reads back its last position's logits only (as plumb
+    // bench's pp and the chat do); each decode step its one row. Also the commands a decode step
+    // records (ks.counts: dispatches + copies + clears).
     const toks = Array.from({ length: o.pp + o.tg }, (_, i) => (i * 7919 + 13) % m.hp.V);
-    const ppRuns = [], tgRuns = [];
-    for (let r = 0; r <= o.reps; r++) {
-      truncate(m, 0);
-      let t0 = performance.now();
-      await forward(m, toks.slice(0, o.pp), { rows: 1 });
-      const ppMs = performance.now() - t0;
-      t0 = performance.now();
-      for (let t = 0; t < o.tg; t++) await forward(m, [toks[o.pp + t]]);
-      const tgMs = performance.now() - t0;
-      if (r > 0) { ppRuns.push(ppMs); tgRuns.push(tgMs); }
-    }
+    const modes = Object.fromEntries((o.modes || ['fused', 'unfused']).map((n) => [n, { fuse: n === 'fused', ppRuns: [], tgRuns: [] }]));
+    for (let r = 0; r <= o.reps; r++)
+      for (const mo of Object.values(modes)) {
+        truncate(m, 0);
+        let t0 = performance.now();
+        await forward(m, toks.slice(0, o.pp), { rows: 1, fuse: mo.fuse });
+        const ppMs = performance.now() - t0;
+        t0 = performance.now();
+        for (let t = 0; t < o.tg; t++) {
+          ks.counts.reset();
+          await forward(m, [toks[o.pp + t]], { fuse: mo.fuse });
+          mo.cmds = ks.counts.total();
+        }
+        const tgMs = performance.now() - t0;
+        if (r > 0) { mo.ppRuns.push(ppMs); mo.tgRuns.push(tgMs); }
+      }
     const mid = (a) => [...a].sort((x, y) => x - y)[(a.length - 1) >> 1];
-    const ppMs = mid(ppRuns), tgMs = mid(tgRuns);
-    Object.assign(out.model, { pp: o.pp, tg: o.tg, ppTokS: o.pp / ppMs * 1e3, tgTokS: o.tg / tgMs * 1e3,
-      decodeGBs: weightBytes * o.tg / tgMs / 1e6, ppMsRuns: ppRuns, tgMsRuns: tgRuns });
-    o.log(`model (${(weightBytes / 1e6).toFixed(1)} MB of weights): pp${o.pp} ${out.model.ppTokS.toPrecision(3)} tok/s, ` +
-      `tg${o.tg} ${out.model.tgTokS.toPrecision(3)} tok/s = ${out.model.decodeGBs.toPrecision(3)} GB/s of weights ` +
-      `(${(100 * out.model.decodeGBs / out.copy.readGBs).toFixed(0)}% of copy); each token one command buffer, ` +
-      `its logits read back (medians of ${o.reps} after one untimed round; ` +
-      `pp ${ppRuns.map((x) => x.toFixed(0)).join('/')} ms, tg ${tgRuns.map((x) => x.toFixed(0)).join('/')} ms)`);
+    for (const mo of Object.values(modes)) {
+      const ppMs = mid(mo.ppRuns), tgMs = mid(mo.tgRuns);
+      Object.assign(mo, { ppTokS: o.pp / ppMs * 1e3, tgTokS: o.tg / tgMs * 1e3, decodeGBs: weightBytes * o.tg / tgMs / 1e6,
+        ppMsRuns: mo.ppRuns, tgMsRuns: mo.tgRuns });
+    }
+    const first = modes.fused || modes.unfused;
+    Object.assign(out.model, { pp: o.pp, tg: o.tg, fused: !!modes.fused, ppTokS: first.ppTokS, tgTokS: first.tgTokS,
+      decodeGBs: first.decodeGBs, ppMsRuns: first.ppRuns, tgMsRuns: first.tgRuns, cmds: first.cmds,
+      ...(modes.fused && modes.unfused ? { unfused: modes.unfused } : {}) });
+    for (const [name, mo] of Object.entries(modes))
+      o.log(`model (${(weightBytes / 1e6).toFixed(1)} MB of weights), ${name}: pp${o.pp} ${mo.ppTokS.toPrecision(3)} tok/s, ` +
+        `tg${o.tg} ${mo.tgTokS.toPrecision(3)} tok/s = ${mo.decodeGBs.toPrecision(3)} GB/s of weights ` +
+        `(${(100 * mo.decodeGBs / out.copy.readGBs).toFixed(0)}% of copy), ${mo.cmds} commands a decode step; each token ` +
+        `one command buffer, its logits read back (medians of ${o.reps} after one untimed round, the modes interleaved; ` +
+        `pp ${mo.ppRuns.map((x) => x.toFixed(0)).join('/')} ms, tg ${mo.tgRuns.map((x) => x.toFixed(0)).join('/')} ms)`);
   }
   return out;
 }
@@ -271,7 +285,12 @@ export function markdownTable(res, adapterLine) {
     lines.push(`| ${w}: matmuls alone, T 1 | ${f(mm.mmDecode.tokS)} tok/s, ${f(mm.mmDecode.weightGBs)} GB/s | ${pc(mm.mmDecode.weightGBs, d.copy.readGBs)} of copy |`);
     lines.push(`| ${w}: matmuls alone, T ${o.pp} | ${f(mm.mmPrefill.tokS)} tok/s, ${f(mm.mmPrefill.gops)} GOP/s | ${pc(mm.mmPrefill.gops, d.int8mm.gops)} of int8 mm |`);
     lines.push(`| ${w}: forward pass (llama.mjs) pp${o.pp} | ${f(mm.ppTokS)} tok/s | — |`);
-    lines.push(`| ${w}: forward pass (llama.mjs) tg${o.tg} | ${f(mm.tgTokS)} tok/s, ${f(mm.decodeGBs)} GB/s | ${pc(mm.decodeGBs, d.copy.readGBs)} of copy |`);
+    lines.push(`| ${w}: forward pass (llama.mjs) tg${o.tg}, ${mm.cmds} commands a token | ${f(mm.tgTokS)} tok/s, ${f(mm.decodeGBs)} GB/s | ${pc(mm.decodeGBs, d.copy.readGBs)} of copy |`);
+    if (mm.unfused) {
+      const u = mm.unfused;
+      lines.push(`| ${w}: unfused forward pass (fuse: false) pp${o.pp} | ${f(u.ppTokS)} tok/s | — |`);
+      lines.push(`| ${w}: unfused forward pass (fuse: false) tg${o.tg}, ${u.cmds} commands a token | ${f(u.tgTokS)} tok/s, ${f(u.decodeGBs)} GB/s | ${pc(u.decodeGBs, d.copy.readGBs)} of copy |`);
+    }
   }
   return lines.join('\n') + '\n';
 }

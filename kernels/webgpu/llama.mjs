@@ -7,13 +7,18 @@
 // quantize -> gate, up -> SwiGLU -> quantize -> down -> residual add; then the output norm,
 // quantize and the output head (token_embd itself when the file has no output.weight: tied).
 // Token embeddings are dequantized on the CPU (one row per token, ref's float products).
+// By default (fuse) the layer is recorded as 10 commands with the same bits: rmsnorm_q (the
+// residual add, the norm and its quantize), one matmul for q | k | v and one for gate | up (per
+// group of matrices of one type), rope_kv (biases, qwen3's head norms, RoPE, the K/V cache),
+// attention, quantize, o, rmsnorm_q, swiglu_q, down; fuse: false records the sequence above, one
+// dispatch per op (kernels/webgpu/README.md, "Fewer commands").
 // Matrices: Q8_0, Q4_0, Q4_K, Q6_K (quantized activations, ref's bits) and F16 (f32 activations);
 // norms and biases F32. A file with anything else — another architecture, a tensor type the set
 // has no matmul for (Q5_K, Q5_0, ...), a tensor or a key that changes the forward pass and that
 // this file does not implement (a layer sliding window, experts, soft-caps, longrope, ...) — is
 // refused by `gpuSupport` naming what, before anything is uploaded: never half-run.
 
-import { ropePlan, ropeTable } from './plumb-webgpu.mjs';
+import { ropePlan, ropeTable, quantRowBytes } from './plumb-webgpu.mjs';
 
 const GGML_NAMES = { 0: 'F32', 1: 'F16', 2: 'Q4_0', 3: 'Q4_1', 6: 'Q5_0', 7: 'Q5_1', 8: 'Q8_0', 9: 'Q8_1',
   10: 'Q2_K', 11: 'Q3_K', 12: 'Q4_K', 13: 'Q5_K', 14: 'Q6_K', 15: 'Q8_K', 16: 'IQ2_XXS', 17: 'IQ2_XS',
@@ -21,7 +26,6 @@ const GGML_NAMES = { 0: 'F32', 1: 'F16', 2: 'Q4_0', 3: 'Q4_1', 6: 'Q5_0', 7: 'Q5
   26: 'I32', 27: 'I64', 28: 'F64', 29: 'IQ1_M', 30: 'BF16' };
 const BLOCK = { F32: [1, 4], F16: [1, 2], Q4_0: [32, 18], Q8_0: [32, 34], Q4_K: [256, 144], Q6_K: [256, 210] };
 const DOT = { Q4_0: 'Q8_0', Q8_0: 'Q8_0', Q4_K: 'Q8_K', Q6_K: 'Q8_K', F16: 'F32' };
-const DOT_BLOCK = { Q8_0: [32, 34], Q8_K: [256, 292], F32: [1, 4] };
 // The architectures this forward pass runs: RoPE style, the attention's extra tensors.
 export const ARCHS = {
   llama: { neox: false, bias: 'optional', qkNorm: false },
@@ -268,7 +272,8 @@ export function gpuSupport(gguf) {
 // (0 <= S < W), engine/runtime/kvcache.h's ring: positions < S in slots [0, S) for good, position
 // p >= S in slot S + (p - S) mod 2 (W - S); a query at p sees the sinks and positions
 // (p - (W - S), p] (attention's window W - S, pl_attn_args' rule); a step evaluates at most
-// W - S tokens (the session's steps; forward refuses more). nCtx is then unused.
+// W - S tokens (the session's steps; forward refuses more). nCtx is then unused. opts.fuse: the
+// default of forward's fuse (true: the fused pass; false: the unfused sequence).
 // Throws gpuSupport's reason for a file it does not run.
 export function loadModel(ks, gguf, nCtx, opts = {}) {
   const sup = gpuSupport(gguf);
@@ -286,14 +291,47 @@ export function loadModel(ks, gguf, nCtx, opts = {}) {
     V: tensors['token_embd.weight'].dims[1], neox: A.neox, tied: !tensors['output.weight'] };
   hp.D = g('attention.key_length') || hp.E / hp.H;
   hp.rope = ropeOf(gguf, arch, hp.D, A.neox).rope;
-  const up = (name) => (tensors[name] ? { ...tensors[name], buf: ks.upload(tensors[name].data) } : null);
+  const up = (name) => (tensors[name] ? { ...tensors[name], buf: ks.upload(tensors[name].data), off: 0, wOff: 0 } : null);
+  // Tensors that one dispatch reads together share one buffer, uploaded once (no second copy):
+  // consecutive matrices of one type and row size (q | k | v, gate | up; a Q4_K_M file's Q6_K
+  // attn_v stays apart), each a view (wOff: its first byte) and the group a matrix of all their
+  // rows (`groups`: one matmul of the fused pass); the q, k, v biases (off: the first float) and
+  // the q and k norms.
+  const cat = (names) => {
+    const ts = names.map((nm) => tensors[nm]);
+    const bytes = ts.reduce((a, t) => a + (t ? t.data.byteLength : 0), 0);
+    if (!bytes) return ts.map(() => null);
+    const all = new Uint8Array(bytes);
+    const offs = [];
+    let o = 0;
+    for (const t of ts) { offs.push(o); if (t) { all.set(t.data, o); o += t.data.byteLength; } }
+    const buf = ks.upload(all);
+    return ts.map((t, i) => (t ? { ...t, buf, wOff: offs[i], off: offs[i] / 4 } : null));
+  };
+  const mats = (names) => {
+    const groups = [];
+    for (const nm of names) {
+      const t = tensors[nm], g = groups[groups.length - 1];
+      if (g && g.type === t.type && g.rowBytes === t.rowBytes) { g.names.push(nm); g.rows += t.dims[1]; }
+      else groups.push({ type: t.type, rowBytes: t.rowBytes, names: [nm], rows: t.dims[1] });
+    }
+    const views = [], whole = [];
+    for (const g of groups) {
+      const vs = cat(g.names);
+      views.push(...vs);
+      whole.push({ type: g.type, rowBytes: g.rowBytes, dims: [vs[0].dims[0], g.rows], buf: vs[0].buf, wOff: 0 });
+    }
+    return [views, whole];
+  };
   const layers = [];
   for (let l = 0; l < hp.L; l++) {
-    const n = (s) => up(`blk.${l}.${s}`);
-    layers.push({ attn_norm: n('attn_norm.weight'), q: n('attn_q.weight'), k: n('attn_k.weight'), v: n('attn_v.weight'),
-      bq: n('attn_q.bias'), bk: n('attn_k.bias'), bv: n('attn_v.bias'),
-      q_norm: n('attn_q_norm.weight'), k_norm: n('attn_k_norm.weight'), o: n('attn_output.weight'),
-      ffn_norm: n('ffn_norm.weight'), gate: n('ffn_gate.weight'), up: n('ffn_up.weight'), down: n('ffn_down.weight') });
+    const b = (s) => `blk.${l}.${s}`, n = (s) => up(b(s));
+    const [[q, k, v], qkv] = mats([b('attn_q.weight'), b('attn_k.weight'), b('attn_v.weight')]);
+    const [[gate, upm], gateUp] = mats([b('ffn_gate.weight'), b('ffn_up.weight')]);
+    const [bq, bk, bv] = cat([b('attn_q.bias'), b('attn_k.bias'), b('attn_v.bias')]);
+    const [q_norm, k_norm] = cat([b('attn_q_norm.weight'), b('attn_k_norm.weight')]);
+    layers.push({ attn_norm: n('attn_norm.weight'), q, k, v, bq, bk, bv, q_norm, k_norm, o: n('attn_output.weight'),
+      ffn_norm: n('ffn_norm.weight'), gate, up: upm, down: n('ffn_down.weight'), groups: { qkv, gateUp } });
   }
   const output = up(hp.tied ? 'token_embd.weight' : 'output.weight');
   // slots: the context window's positions, or the ring's S + 2 (W - S)
@@ -305,7 +343,8 @@ export function loadModel(ks, gguf, nCtx, opts = {}) {
   const slotPos = W ? new Int32Array(cap).fill(KV_EMPTY) : Int32Array.from({ length: cap }, (_, i) => i);
   const kvPos = ks.upload(slotPos);
   return { ks, hp, embd: tensors['token_embd.weight'], layers, outNorm: up('output_norm.weight'), output, cache, kvPos,
-    nCtx: W ? Infinity : nCtx, window: W, sinks: S, recent, ring, cap, slotPos, evicted: 0, nPast: 0 };
+    nCtx: W ? Infinity : nCtx, window: W, sinks: S, recent, ring, cap, slotPos, evicted: 0, nPast: 0,
+    fuse: opts.fuse ?? true, unfusedFrame: {}, steps: {} };
 }
 const KV_EMPTY = 0x7fffffff; // engine/runtime/kvcache.h's PL_KV_EMPTY
 
@@ -335,14 +374,15 @@ export function truncate(m, n) {
 // Every buffer of the model, freed (the device stays).
 export function freeModel(m) {
   const bufs = [m.kvPos, m.outNorm.buf, m.output.buf, ...m.cache.flatMap((c) => [c.k, c.v])];
-  if (m.step) bufs.push(...Object.values(m.step));
-  for (const L of m.layers) for (const t of Object.values(L)) if (t) bufs.push(t.buf);
-  for (const b of bufs) b.destroy();
+  for (const st of Object.values(m.steps)) bufs.push(...Object.values(st));
+  for (const L of m.layers) for (const t of Object.values(L)) if (t && t.buf) bufs.push(t.buf);
+  for (const b of new Set(bufs)) b.destroy();
 }
 
 // Evaluates tokens at positions [nPast, nPast + T): every token's logits (T rows of V floats).
 // opts.rows: read back only the last rows positions' logits (a chat's step wants the last one;
-// default: every position's).
+// default: every position's). opts.fuse: the fused pass or the unfused sequence (default: the
+// model's, loadModel's opts.fuse); the same logits, bit for bit.
 export async function forward(m, tokens, opts = {}) {
   const { ks, hp } = m;
   const { E, H, Hkv, D, F, V } = hp;
@@ -376,70 +416,114 @@ export async function forward(m, tokens, opts = {}) {
     if (r && r[1] + r[2] === sl) r[2]++;
     else runs.push([t, sl, 1]);
   }
-  const bufs = decode ? (m.step ||= stepBuffers(m)) : stepBuffers(m, T, N);
-  const { x, xn, xq, q, k, v, att, tmp, gate, upb, ffh, qPos, scratch, logits, cs } = bufs;
+  const fuse = opts.fuse ?? m.fuse;
+  const bufs = decode ? (m.steps[fuse ? 'fused' : 'unfused'] ||= stepBuffers(m, 1, m.cap, fuse)) : stepBuffers(m, T, N, fuse);
+  const { x, xn, xq, q, k, v, qkv, att, tmp, gate, upb, gu, ffh, qPos, scratch, logits, cs } = bufs;
   ks.device.queue.writeBuffer(x, 0, x0);
   ks.device.queue.writeBuffer(qPos, 0, new Int32Array(pos));
   ks.device.queue.writeBuffer(cs, 0, table);
   if (m.ring) ks.device.queue.writeBuffer(m.kvPos, 0, m.slotPos);
   ks.device.pushErrorScope('validation');
   const enc = ks.device.createCommandEncoder();
-  if (decode) ks.beginFrame(m);
-  // y[T][R] = W . quantize(src[T][K]). same: src is unchanged since the last mm, so xq still
-  // holds it quantized where that mm's dot type was this one's (q, k, v of one input; gate, up).
+  // the fused and the unfused sequences record different dispatches: a frame each
+  if (decode) ks.beginFrame(fuse ? m : m.unfusedFrame);
+  // y[T][ldy] from column yOff = W . quantize(src[T][K]). same: src is unchanged since the last
+  // mm (or rmsnormQ / swigluQ wrote it quantized), so xq still holds it where the dot type is this
+  // one's (q, k, v of one input; gate, up).
   let xqHolds = null;
-  const mm = (w, src, K, y, same = false) => {
+  const mm = (w, src, K, y, same = false, yOff = 0, ldy = w.dims[1]) => {
     const dt = DOT[w.type];
     if (!dt) throw new Error(`matmul of ${w.type}: not in the webgpu set`);
-    const [bs, bb] = DOT_BLOCK[dt];
     const held = same && xqHolds && xqHolds.src === src && xqHolds.dt === dt && xqHolds.K === K;
     if (dt !== 'F32' && !held) ks.quantize(enc, dt, { x: src, y: xq, n: K, rows: T });
     xqHolds = dt === 'F32' ? null : { src, dt, K };
-    ks.matmul(enc, w.type, { w: w.buf, x: dt === 'F32' ? src : xq, y, K, R: w.dims[1], T, wRow: w.rowBytes,
-      xRow: (K / bs) * bb, ldy: w.dims[1] });
+    ks.matmul(enc, w.type, { w: w.buf, wOff: w.wOff, x: dt === 'F32' ? src : xq, y, K, R: w.dims[1], T, wRow: w.rowBytes,
+      xRow: dt === 'F32' ? 4 * K : quantRowBytes(dt, K), yOff, ldy });
   };
-  // y[t][0, n) += b for every token (a bias: one add over the T rows, b repeated)
-  const bias = (y, b, n) => { if (b) ks.add(enc, { x: y, y: b.buf, n: T * n, ym: n }); };
   const scale = Math.fround(1 / Math.sqrt(D));
-  for (let l = 0; l < hp.L; l++) {
-    const L = m.layers[l], C = m.cache[l];
-    ks.rmsnorm(enc, { x, w: L.attn_norm.buf, y: xn, n: E, rows: T, eps: hp.eps });
-    mm(L.q, xn, E, q);
-    mm(L.k, xn, E, k, true);
-    mm(L.v, xn, E, v, true);
-    bias(q, L.bq, H * D);
-    bias(k, L.bk, Hkv * D);
-    bias(v, L.bv, Hkv * D);
-    if (L.q_norm) { // qwen3: RMSNorm of every head's D values (into att, then back), before RoPE
-      ks.rmsnorm(enc, { x: q, w: L.q_norm.buf, y: att, n: D, rows: T * H, eps: hp.eps });
-      ks.flush(enc);
-      enc.copyBufferToBuffer(att, 0, q, 0, 4 * T * H * D);
+  const nq = H * D, nkv = Hkv * D, nqkv = nq + 2 * nkv;
+  if (!fuse) {
+    // The unfused sequence (opts.fuse false): a dispatch per op, the biases by add, qwen3's
+    // norms through att, the cache by copies. The A/B of the fused pass, and its bits.
+    // y[t][0, n) += b for every token (a bias: one add over the T rows, b repeated)
+    const bias = (y, b, n) => { if (b) ks.add(enc, { x: y, y: b.buf, yOff: b.off, n: T * n, ym: n }); };
+    for (let l = 0; l < hp.L; l++) {
+      const L = m.layers[l], C = m.cache[l];
+      ks.rmsnorm(enc, { x, w: L.attn_norm.buf, y: xn, n: E, rows: T, eps: hp.eps });
+      mm(L.q, xn, E, q);
+      mm(L.k, xn, E, k, true);
+      mm(L.v, xn, E, v, true);
+      bias(q, L.bq, nq);
+      bias(k, L.bk, nkv);
+      bias(v, L.bv, nkv);
+      if (L.q_norm) { // qwen3: RMSNorm of every head's D values (into att, then back), before RoPE
+        ks.rmsnorm(enc, { x: q, w: L.q_norm.buf, wOff: L.q_norm.off, y: att, n: D, rows: T * H, eps: hp.eps });
+        ks.copy(enc, att, 0, q, 0, 4 * T * nq);
+      }
+      if (L.k_norm) {
+        ks.rmsnorm(enc, { x: k, w: L.k_norm.buf, wOff: L.k_norm.off, y: att, n: D, rows: T * Hkv, eps: hp.eps });
+        ks.copy(enc, att, 0, k, 0, 4 * T * nkv);
+      }
+      ks.rope(enc, { x: q, tokens: T, H, D, pos, rope, cs });
+      ks.rope(enc, { x: k, tokens: T, H: Hkv, D, pos, rope, cs });
+      for (const [t, sl, n] of runs) {
+        ks.copy(enc, k, 4 * t * nkv, C.k, 4 * sl * nkv, 4 * n * nkv);
+        ks.copy(enc, v, 4 * t * nkv, C.v, 4 * sl * nkv, 4 * n * nkv);
+      }
+      ks.attention(enc, { q, k: C.k, v: C.v, qPos, kvPos: m.kvPos, scratch, out: att, T, H, Hkv, D, N,
+        kvF16: false, window: m.recent, nSinks: m.sinks, layerWindow: 0, scale });
+      mm(L.o, att, nq, tmp);
+      ks.add(enc, { x, y: tmp, n: T * E });
+      ks.rmsnorm(enc, { x, w: L.ffn_norm.buf, y: xn, n: E, rows: T, eps: hp.eps });
+      mm(L.gate, xn, E, gate);
+      mm(L.up, xn, E, upb, true);
+      ks.swiglu(enc, { gate, up: upb, y: ffh, n: T * F });
+      mm(L.down, ffh, F, tmp);
+      ks.add(enc, { x, y: tmp, n: T * E });
     }
-    if (L.k_norm) {
-      ks.rmsnorm(enc, { x: k, w: L.k_norm.buf, y: att, n: D, rows: T * Hkv, eps: hp.eps });
-      ks.flush(enc);
-      enc.copyBufferToBuffer(att, 0, k, 0, 4 * T * Hkv * D);
+    ks.rmsnorm(enc, { x, w: m.outNorm.buf, y: xn, n: E, rows: T, eps: hp.eps });
+    mm(m.output, xn, E, logits);
+  } else {
+    // The fused sequence: the same operations on the same floats in the same order, so the same
+    // bits (kernels/webgpu/README.md, "Fewer commands"). A residual branch (in tmp) is added by
+    // the next norm's rmsnormQ, which also quantizes for the matmuls it feeds; q | k | v and
+    // gate | up are one matmul per group of matrices of one type (one when the types agree) into
+    // rows [T][q | k | v] and [T][gate | up]; ropeKV adds the biases, norms qwen3's heads, ropes q
+    // and k and writes k and v into the cache at their slots; swigluQ quantizes for down.
+    let pending = null;
+    const norm = (w, next) => { // the norm of x (+ the pending branch) into xn, quantized for next
+      const dt = DOT[next.type];
+      ks.rmsnormQ(enc, dt === 'F32' ? null : dt, { x, r: pending, w: w.buf, y: xn, q: xq, n: E, rows: T, eps: hp.eps });
+      pending = null;
+      xqHolds = dt === 'F32' ? null : { src: xn, dt, K: E };
+    };
+    const group = (ws, y, ld) => {
+      let col = 0;
+      for (const w of ws) { mm(w, xn, E, y, true, col, ld); col += w.dims[1]; }
+    };
+    for (let l = 0; l < hp.L; l++) {
+      const L = m.layers[l], C = m.cache[l], G = L.groups;
+      norm(L.attn_norm, G.qkv[0]);
+      group(G.qkv, qkv, nqkv);
+      const bias = L.bq || L.bk || L.bv, qn = L.q_norm || L.k_norm;
+      ks.ropeKV(enc, { x: qkv, ld: nqkv, T, H, Hkv, D, rope, cs, bias: bias ? bias.buf : null,
+        bq: L.bq?.off, bk: L.bk?.off, bv: L.bv?.off, norm: qn ? qn.buf : null, nq: L.q_norm?.off, nk: L.k_norm?.off,
+        eps: hp.eps, q, kc: C.k, vc: C.v, p0, sinks: m.sinks, ring: m.ring });
+      ks.attention(enc, { q, k: C.k, v: C.v, qPos, kvPos: m.kvPos, scratch, out: att, T, H, Hkv, D, N,
+        kvF16: false, window: m.recent, nSinks: m.sinks, layerWindow: 0, scale });
+      mm(L.o, att, nq, tmp);
+      pending = tmp;
+      norm(L.ffn_norm, G.gateUp[0]);
+      group(G.gateUp, gu, 2 * F);
+      const dd = DOT[L.down.type];
+      ks.swigluQ(enc, dd === 'F32' ? null : dd, { gate: gu, up: gu, y: ffh, q: xq, n: F, rows: T, gateLd: 2 * F, upOff: F, upLd: 2 * F });
+      xqHolds = dd === 'F32' ? null : { src: ffh, dt: dd, K: F };
+      mm(L.down, ffh, F, tmp, true);
+      pending = tmp;
     }
-    ks.rope(enc, { x: q, tokens: T, H, D, pos, rope, cs });
-    ks.rope(enc, { x: k, tokens: T, H: Hkv, D, pos, rope, cs });
-    ks.flush(enc);
-    for (const [t, sl, n] of runs) {
-      enc.copyBufferToBuffer(k, 4 * t * Hkv * D, C.k, 4 * sl * Hkv * D, 4 * n * Hkv * D);
-      enc.copyBufferToBuffer(v, 4 * t * Hkv * D, C.v, 4 * sl * Hkv * D, 4 * n * Hkv * D);
-    }
-    ks.attention(enc, { q, k: C.k, v: C.v, qPos, kvPos: m.kvPos, scratch, out: att, T, H, Hkv, D, N,
-      kvF16: false, window: m.recent, nSinks: m.sinks, layerWindow: 0, scale });
-    mm(L.o, att, H * D, tmp);
-    ks.add(enc, { x, y: tmp, n: T * E });
-    ks.rmsnorm(enc, { x, w: L.ffn_norm.buf, y: xn, n: E, rows: T, eps: hp.eps });
-    mm(L.gate, xn, E, gate);
-    mm(L.up, xn, E, upb, true);
-    ks.swiglu(enc, { gate, up: upb, y: ffh, n: T * F });
-    mm(L.down, ffh, F, tmp);
-    ks.add(enc, { x, y: tmp, n: T * E });
+    norm(m.outNorm, m.output);
+    mm(m.output, xn, E, logits, true);
   }
-  ks.rmsnorm(enc, { x, w: m.outNorm.buf, y: xn, n: E, rows: T, eps: hp.eps });
-  mm(m.output, xn, E, logits);
   if (decode) ks.endFrame();
   ks.flush(enc);
   ks.device.queue.submit([enc.finish()]);
@@ -457,16 +541,17 @@ export async function forward(m, tokens, opts = {}) {
 }
 
 // The activation buffers of a step of T tokens whose attention spans N slots (default: one
-// token over every slot, the decode step's set).
-function stepBuffers(m, T = 1, N = m.cap) {
+// token over every slot, the decode step's set), for the fused pass (fuse: the rows [T][q | k | v]
+// and [T][gate | up]) or the unfused sequence (q, k, v, gate, up apart).
+function stepBuffers(m, T = 1, N = m.cap, fuse = true) {
   const { ks, hp } = m;
   const { E, H, Hkv, D, F, V } = hp;
   const maxK = Math.max(E, H * D, F);
+  const mode = fuse ? { qkv: ks.buffer(4 * T * (H + 2 * Hkv) * D), gu: ks.buffer(8 * T * F) }
+    : { k: ks.buffer(4 * T * Hkv * D), v: ks.buffer(4 * T * Hkv * D), gate: ks.buffer(4 * T * F), upb: ks.buffer(4 * T * F) };
   return { x: ks.buffer(4 * T * E), xn: ks.buffer(4 * T * E),
     xq: ks.buffer(T * (maxK / 32) * 34 + T * (Math.ceil(maxK / 256) + 1) * 292),
-    q: ks.buffer(4 * T * H * D), k: ks.buffer(4 * T * Hkv * D), v: ks.buffer(4 * T * Hkv * D),
-    att: ks.buffer(4 * T * H * D), tmp: ks.buffer(4 * T * E),
-    gate: ks.buffer(4 * T * F), upb: ks.buffer(4 * T * F), ffh: ks.buffer(4 * T * F),
-    qPos: ks.buffer(4 * T), scratch: ks.buffer(4 * T * H * N), logits: ks.buffer(4 * T * V),
+    q: ks.buffer(4 * T * H * D), ...mode, att: ks.buffer(4 * T * H * D), tmp: ks.buffer(4 * T * E),
+    ffh: ks.buffer(4 * T * F), qPos: ks.buffer(4 * T), scratch: ks.buffer(4 * T * H * N), logits: ks.buffer(4 * T * V),
     cs: ks.buffer(4 * T * D) };
 }

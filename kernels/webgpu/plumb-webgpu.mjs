@@ -21,7 +21,15 @@ const MATMUL = { Q8_0: 'matmul_q8_0.wgsl', Q4_0: 'matmul_q4_0.wgsl', Q4_K: 'matm
 const MATMUL_TILED = { Q8_0: ['matmul_qt.wgsl', 'matmul_qt_q8_0.wgsl'], Q4_0: ['matmul_qt.wgsl', 'matmul_qt_q4_0.wgsl'],
   Q4_K: [null, 'matmul_qt_q4_k.wgsl'], Q6_K: [null, 'matmul_qt_q6_k.wgsl'] };
 const QUANT = { Q8_0: 'quantize_q8_0.wgsl', Q8_K: 'quantize_q8_k.wgsl' };
-const OPS = ['rmsnorm', 'softmax', 'swiglu', 'rope', 'attention', 'add'];
+// The dot types' blocks: [elements, bytes].
+const QBLOCK = { Q8_0: [32, 34], Q8_K: [256, 292] };
+// The bytes of a quantized row of n floats as the quantizers lay rows out: the blocks, rounded up
+// to a word (quantize.wgsl: each invocation owns whole words, so rows start on words).
+export function quantRowBytes(type, n) {
+  const [bs, bb] = QBLOCK[type];
+  return Math.ceil(((n / bs) * bb) / 4) * 4;
+}
+const OPS = ['rmsnorm', 'softmax', 'swiglu', 'rope', 'rope_kv', 'attention', 'add'];
 export const MATMUL_TYPES = ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K', 'F16'];
 
 // dot4(a, b): the four signed-byte products of a and b summed (exact in i32).
@@ -113,9 +121,12 @@ export async function createKernels(device, options = {}) {
       pipes['matmulT_' + t] = await pipeline('matmul tiled ' + t, f, xq + (drv ? await source(drv) + '\n' : '') + await source(f));
   if (want('matmul_F16'))
     pipes.matmul_F16 = await pipeline('matmul F16', 'matmul_f16.wgsl', io + await source('matmul_f16.wgsl'));
+  // the quantizers and the kernels that end in one (rmsnorm_q: residual add + RMSNorm + quantize;
+  // swiglu_q: SwiGLU + quantize): quantize.wgsl, the type's block, the driver
   const quant = await source('quantize.wgsl');
   for (const [t, f] of Object.entries(QUANT))
-    if (want('quantize_' + t)) pipes['quantize_' + t] = await pipeline('quantize ' + t, f, quant + '\n' + await source(f));
+    for (const [k, drv] of [['quantize_', 'quantize_main.wgsl'], ['rmsnorm_q_', 'rmsnorm_q.wgsl'], ['swiglu_q_', 'swiglu_q.wgsl']])
+      if (want(k + t)) pipes[k + t] = await pipeline(k + t, k === 'quantize_' ? f : drv, quant + '\n' + await source(f) + '\n' + await source(drv));
   for (const op of OPS) if (want(op)) pipes[op] = await pipeline(op, op + '.wgsl', await source(op + '.wgsl'));
   const need = (k) => {
     if (!pipes[k]) throw new Error(`plumb-webgpu: no pipeline ${k} (not built, or no such kernel)`);
@@ -127,6 +138,15 @@ export async function createKernels(device, options = {}) {
   function buffer(bytes, usage = storage()) {
     return device.createBuffer({ size: Math.max(4, Math.ceil(bytes / 4) * 4), usage });
   }
+  // bound where a fused kernel's optional input or output is off (a binding needs a buffer)
+  const dummy = [buffer(4), buffer(4)];
+
+  // Commands recorded, for the benchmarks: dispatches, compute passes, copies and clears (what
+  // a step costs on a GPU where each command has a floor of ~12 us: README "Where decode's time
+  // goes"). Reset with counts.reset().
+  const counts = { dispatch: 0, pass: 0, copy: 0, clear: 0,
+    reset() { this.dispatch = this.pass = this.copy = this.clear = 0; },
+    total() { return this.dispatch + this.copy + this.clear; } };
 
   // A storage buffer holding the bytes of data (an ArrayBuffer or a view), padded to 4 bytes.
   function upload(data) {
@@ -185,8 +205,16 @@ export async function createKernels(device, options = {}) {
     if (!p) {
       p = enc.beginComputePass();
       open.set(enc, p);
+      counts.pass++;
     }
     return p;
+  }
+
+  // enc.copyBufferToBuffer after ending the open pass, counted.
+  function copy(enc, src, srcOff, dst, dstOff, bytes) {
+    flush(enc);
+    enc.copyBufferToBuffer(src, srcOff, dst, dstOff, bytes);
+    counts.copy++;
   }
 
   // buffers: the kernel's storage buffers in binding order; words (a Uint32Array): its uniform,
@@ -212,6 +240,7 @@ export async function createKernels(device, options = {}) {
       }
     }
     const pass = passOf(enc);
+    counts.dispatch++;
     pass.setPipeline(pipe);
     pass.setBindGroup(0, bind);
     pass.dispatchWorkgroups(x, y, z);
@@ -230,26 +259,63 @@ export async function createKernels(device, options = {}) {
     dispatch(enc, pipe, [a.w, a.x, a.y], p, gx, gy, useTiled ? Math.ceil(a.T / 64) : a.T);
   }
 
+  // The quantized rows' layout (quantize.wgsl): yOff and yRow multiples of 4, yRow at least the
+  // blocks' bytes (default quantRowBytes: the blocks rounded up to a word).
+  function qLayout(type, n, yRow, yOff, what) {
+    const [bs, bb] = QBLOCK[type] || [];
+    if (!bs) throw new Error(`plumb-webgpu: ${what}: no dot type ${type}`);
+    if (n % bs) throw new Error(`plumb-webgpu: ${what}: rows of ${n} are not whole ${type} blocks`);
+    const r = yRow ?? quantRowBytes(type, n), o = yOff || 0;
+    if (o % 4 || r % 4 || r < (n / bs) * bb)
+      throw new Error(`plumb-webgpu: ${what}: rows ${r} bytes apart from byte ${o} (the rule: multiples of 4, at least ${(n / bs) * bb})`);
+    return [r, o, Math.ceil(n / bs / (type === 'Q8_0' ? 2 : 1))]; // groups a row (quantize.wgsl)
+  }
+
   // Activation rows to the dot type `type` (Q8_0 or Q8_K), ref's bytes: rows of n floats (x,
-  // from float xOff) to rows yRow bytes apart (default tight) from byte yOff (a multiple of 4).
-  // The bytes from yOff to the end of the last row, rounded up to 4, are cleared first.
+  // from float xOff) to rows yRow bytes apart (qLayout) from byte yOff. No clear: each invocation
+  // writes whole words (quantize.wgsl), so the compute pass goes on.
   function quantize(enc, type, a) {
     const pipe = need('quantize_' + type);
-    const bs = type === 'Q8_K' ? 256 : 32, bb = type === 'Q8_K' ? 292 : 34;
-    const yRow = a.yRow ?? (a.n / bs) * bb, yOff = a.yOff || 0;
-    if (yOff % 4) throw new Error('plumb-webgpu: quantize: yOff must be a multiple of 4');
-    flush(enc);
-    enc.clearBuffer(a.y, yOff, Math.ceil((a.rows * yRow) / 4) * 4);
-    const [gx, gy] = grid(Math.ceil((a.n / bs) * a.rows / 64));
+    const [yRow, yOff, ng] = qLayout(type, a.n, a.yRow, a.yOff, 'quantize');
+    const [gx, gy] = grid(Math.ceil((ng * a.rows) / 64));
     dispatch(enc, pipe, [a.x, a.y], new Uint32Array([a.n, a.rows, a.xOff || 0, yOff, yRow, 0, 0, 0]), gx, gy);
   }
 
-  // y = x / sqrt(mean(x^2) + eps) * w, `rows` rows of n (x and y distinct buffers).
+  // The residual add, the RMSNorm and the quantize of a forward pass's norm in one dispatch (one
+  // workgroup a row, rmsnorm_q.wgsl): x[row] += r[row] when a.r is given (add.wgsl's add), then
+  // y[row] = rmsnorm(x[row]) * w (rmsnorm.wgsl's operations, in its order), then, when type is a
+  // dot type (Q8_0, Q8_K; null: none, the next matmul takes f32), y's rows quantized into q (as
+  // quantize: rows qRow bytes apart from byte qOff). Each the bits of the separate kernels.
+  function rmsnormQ(enc, type, a) {
+    const [qRow, qOff] = type ? qLayout(type, a.n, a.qRow, a.qOff, 'rmsnormQ') : [0, 0];
+    const p = new ArrayBuffer(48);
+    new Uint32Array(p).set([a.n, a.rows]);
+    new Float32Array(p, 8, 1)[0] = a.eps;
+    new Uint32Array(p, 12, 8).set([a.xOff || 0, a.rOff || 0, a.yOff || 0, qOff, qRow, (a.r ? 1 : 0) | (type ? 2 : 0), 0, 0]);
+    const [gx, gy] = grid(a.rows);
+    dispatch(enc, need('rmsnorm_q_' + (type || 'Q8_0')), [a.x, a.r || dummy[0], a.w, a.y, type ? a.q : dummy[1]],
+      new Uint32Array(p), gx, gy);
+  }
+
+  // SwiGLU and the quantize of its rows in one dispatch (swiglu_q.wgsl: an invocation a group of
+  // the quantizer's blocks): y[t][i] = silu(gate[t][i]) up[t][i] (swiglu.wgsl's operations), i < n,
+  // t < rows, gate and up rows gateLd and upLd floats apart (default n), y tight; then y's rows
+  // quantized to `type` into q (qLayout); type null: the products only (no q).
+  function swigluQ(enc, type, a) {
+    const [qRow, qOff] = type ? qLayout(type, a.n, a.qRow, a.qOff, 'swigluQ') : [0, 0];
+    const ng = Math.ceil(a.n / (type === 'Q8_K' ? 256 : 64)); // groups a row (swiglu_q.wgsl)
+    const [gx, gy] = grid(Math.ceil((ng * a.rows) / 64));
+    dispatch(enc, need('swiglu_q_' + (type || 'Q8_0')), [a.gate, a.up, a.y, type ? a.q : dummy[1]], new Uint32Array([a.n,
+      a.rows, a.gateOff || 0, a.gateLd ?? a.n, a.upOff || 0, a.upLd ?? a.n, a.yOff || 0, qOff, qRow, 0, type ? 1 : 0, 0]),
+    gx, gy);
+  }
+
+  // y = x / sqrt(mean(x^2) + eps) * w (from float wOff), `rows` rows of n (x and y distinct buffers).
   function rmsnorm(enc, a) {
     const p = new ArrayBuffer(32);
     new Uint32Array(p).set([a.n, a.rows]);
     new Float32Array(p, 8, 1)[0] = a.eps;
-    new Uint32Array(p, 12, 2).set([a.xOff || 0, a.yOff || 0]);
+    new Uint32Array(p, 12, 3).set([a.xOff || 0, a.yOff || 0, a.wOff || 0]);
     const [gx, gy] = grid(a.rows);
     dispatch(enc, need('rmsnorm'), [a.x, a.w, a.y], new Uint32Array(p), gx, gy);
   }
@@ -283,6 +349,28 @@ export async function createKernels(device, options = {}) {
     const [gx, gy] = grid(Math.ceil(n / 64));
     dispatch(enc, need('rope'), [a.x, cs], new Uint32Array([a.tokens, a.H, a.D, plan.half,
       a.rope.neox ? 1 : 0, a.xOff || 0, 0, 0]), gx, gy);
+  }
+
+  // The attention's inputs of a step in one dispatch (rope_kv.wgsl): from x's rows [T][q | k | v]
+  // (from float xOff, ld floats apart; q H heads of D, k and v Hkv), each head's bias (a.bias, a
+  // buffer, with the float offsets bq, bk, bv of q's, k's, v's; null: none), per-head RMSNorm of q
+  // and k (a.norm with offsets nq, nk of the D weights; null: none; eps), RoPE by a.cs (ropeTable
+  // of the T positions p0 ...) into a.q [T][H][D] and the caches a.kc, a.vc ([slot][Hkv][D]) at
+  // each position's slot (p < sinks or ring 0: p; else sinks + (p - sinks) mod ring). The bits of
+  // the separate adds, rmsnorms, ropes and copies.
+  function ropeKV(enc, a) {
+    const plan = ropePlan(a.rope, a.D);
+    if (a.D > 1024) throw new Error(`plumb-webgpu: ropeKV: heads of ${a.D} (at most 1024)`);
+    const on = (v) => v !== null && v !== undefined;
+    const flags = (a.bias && on(a.bq) ? 1 : 0) | (a.bias && on(a.bk) ? 2 : 0) | (a.bias && on(a.bv) ? 4 : 0) |
+      (a.norm && on(a.nq) ? 8 : 0) | (a.norm && on(a.nk) ? 16 : 0);
+    const p = new ArrayBuffer(80);
+    new Uint32Array(p).set([a.T, a.H, a.Hkv, a.D, plan.half, a.rope.neox ? 1 : 0, a.ld, a.xOff || 0,
+      flags, a.bq || 0, a.bk || 0, a.bv || 0, a.nq || 0, a.nk || 0]);
+    new Float32Array(p, 56, 1)[0] = a.eps || 0;
+    new Uint32Array(p, 60, 5).set([a.p0, a.sinks || 0, a.ring || 0, 0, 0]);
+    dispatch(enc, need('rope_kv'), [a.x, a.bias || dummy[0], a.norm || dummy[1], a.cs, a.q, a.kc, a.vc],
+      new Uint32Array(p), a.H + a.Hkv, a.T);
   }
 
   // out[t][h][d] over the KV cache (pl_attn_args): q [T][H][D] f32, k and v [N][Hkv][D] (f32, or
@@ -323,8 +411,8 @@ export async function createKernels(device, options = {}) {
     return out;
   }
 
-  return { device, packedDot, flush, upload, buffer, uniform, matmul, quantize, rmsnorm, softmax, swiglu, rope, attention, add,
-    read, beginFrame, endFrame };
+  return { device, packedDot, flush, copy, counts, upload, buffer, uniform, matmul, quantize, rmsnormQ, swigluQ, rmsnorm,
+    softmax, swiglu, rope, ropeKV, attention, add, read, beginFrame, endFrame };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----

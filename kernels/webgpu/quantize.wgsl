@@ -1,6 +1,8 @@
 // quantize.wgsl — activation rows to Q8_0 or Q8_K blocks, ref's bytes (kernels/ref/quant.c's
-// quantize_row_q8_0_ref and quantize_row_q8_k_ref), one thread per block. The runtime appends
-// quantize_q8_0.wgsl or quantize_q8_k.wgsl (QB, BB and quantize_block).
+// quantize_row_q8_0_ref and quantize_row_q8_k_ref), one thread per group of blocks. The runtime
+// appends quantize_q8_0.wgsl or quantize_q8_k.wgsl (QB, BB, GB, GW and quantize_block), then a
+// driver: quantize_main.wgsl (the quantize kernel), rmsnorm_q.wgsl or swiglu_q.wgsl (the fused
+// kernels), each with the bindings X / Y / P, rnd and xbits.
 //
 // Everything that decides a byte is integer or correctly rounded float arithmetic with no
 // subnormal operand, so the bytes are ref's on any GPU: magnitudes compared as bits (a GPU may
@@ -8,17 +10,19 @@
 // error of 2.5 ulp), f32 -> f16 by integer rounding, a subnormal x scaled by 2^64 from its bits
 // before its product, and the products rounded before their adds (rnd).
 //
-// Y is cleared by the runtime first; each block's bytes are OR-ed into it atomically (blocks of 34
-// bytes share words with their neighbours).
-struct PQ { n: u32, rows: u32, x_off: u32, y_off: u32, y_row: u32, zero: u32, pad0: u32, pad1: u32 }
-@group(0) @binding(0) var<storage, read> X: array<u32>;
-@group(0) @binding(1) var<storage, read_write> Y: array<atomic<u32>>;
-@group(0) @binding(2) var<uniform> P: PQ;
-
-fn rnd(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) ^ P.zero); }
+// No clear, no atomics: each invocation owns whole words of Y. The rows start on words (y_off and
+// y_row multiples of 4: the runtime's rule), and an invocation quantizes a *group* of GB blocks of
+// one row (Q8_0: two blocks, 68 bytes = 17 words; Q8_K: one block, 292 bytes = 73 words) into
+// the words `acc` in registers, then stores them; a row's last group of an odd number of Q8_0
+// blocks is one block, 34 bytes in 9 words, the last two bytes (row padding) written 0. Bytes of
+// a row's padding past its last word are not written.
+// The driver supplies xbits(i): the bits of
+// input float i; quantize_group(xo, g, nb, yw) quantizes group g of a row of nb blocks whose
+// floats start at xo, into the words from yw.
+var<private> acc: array<u32, GW>;
 
 fn put8(i: u32, b: u32) {
-  atomicOr(&Y[i >> 2u], (b & 0xffu) << ((i & 3u) * 8u));
+  acc[i >> 2u] |= (b & 0xffu) << ((i & 3u) * 8u);
 }
 fn put16(i: u32, h: u32) { put8(i, h); put8(i + 1u, h >> 8u); }
 fn put32(i: u32, w: u32) { put16(i, w); put16(i + 2u, w >> 16u); }
@@ -123,12 +127,13 @@ fn mul_x(xb: u32, v: f32) -> f32 {
   return rnd(bitcast<f32>(xb) * v);
 }
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
-  let nb = P.n / QB;
-  let idx = gid.x + gid.y * nw.x * 64u;
-  if (idx >= nb * P.rows) { return; }
-  let row = idx / nb;
-  let b = idx % nb;
-  quantize_block(P.x_off + row * P.n + b * QB, P.y_off + row * P.y_row + b * BB);
+// Group g (of GB blocks) of a row of nb blocks: floats from xo, words from yw (the group's first
+// word: the row's first plus g GB BB / 4, whole since GB BB is a multiple of 4).
+fn quantize_group(xo: u32, g: u32, nb: u32, yw: u32) {
+  for (var w = 0u; w < GW; w++) { acc[w] = 0u; }
+  let nblk = min(GB, nb - g * GB);
+  for (var j = 0u; j < nblk; j++) { quantize_block(xo + (g * GB + j) * QB, j * BB); }
+  let words = (nblk * BB + 3u) / 4u;
+  for (var w = 0u; w < words; w++) { Y[yw + w] = acc[w]; }
 }
+

@@ -4,6 +4,8 @@
 // qs 0).
 const QB: u32 = 32u;
 const BB: u32 = 34u;
+const GB: u32 = 2u; // blocks a group: 68 bytes, 17 words
+const GW: u32 = 17u;
 
 // roundf: to nearest, halves away from zero (WGSL's round() takes halves to even).
 fn roundf(v: f32) -> f32 {
@@ -16,7 +18,7 @@ fn quantize_block(xo: u32, yo: u32) {
   var amax = 0u;
   var finite = true;
   for (var j = 0u; j < 32u; j++) {
-    let u = X[xo + j];
+    let u = xbits(xo + j);
     finite = finite && finite_bits(u);
     amax = max(amax, u & 0x7fffffffu);
   }
@@ -26,7 +28,7 @@ fn quantize_block(xo: u32, yo: u32) {
   if ((bitcast<u32>(d) & 0x7fffffffu) != 0u) { id = div_rn(1.0, d); } // d == 0, as bits
   put16(yo, f32_to_f16(d));
   for (var j = 0u; j < 32u; j++) {
-    let v = mul_x(X[xo + j], id);
+    let v = mul_x(xbits(xo + j), id);
     var q = 0;
     if (finite_bits(bitcast<u32>(v))) { q = i32(clamp(roundf(v), -128.0, 127.0)); }
     put8(yo + 2u + j, u32(q));

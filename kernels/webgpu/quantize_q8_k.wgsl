@@ -5,13 +5,15 @@
 // (d NaN, the rest 0). nearest_int is ggml's: v + 1.5 2^23, the low mantissa bits.
 const QB: u32 = 256u;
 const BB: u32 = 292u;
+const GB: u32 = 1u; // blocks a group: 292 bytes, 73 words
+const GW: u32 = 73u;
 
 fn quantize_block(xo: u32, yo: u32) {
   var amax = 0u;
   var mx = 0u;
   var finite = true;
   for (var j = 0u; j < 256u; j++) {
-    let u = X[xo + j];
+    let u = xbits(xo + j);
     finite = finite && finite_bits(u);
     if (amax < (u & 0x7fffffffu)) { amax = u & 0x7fffffffu; mx = u; }
   }
@@ -22,7 +24,7 @@ fn quantize_block(xo: u32, yo: u32) {
     var sum = 0i;
     for (var l = 0u; l < 16u; l++) {
       let j = 16u * s + l;
-      let t = rnd(mul_x(X[xo + j], iscale) + 12582912.0);
+      let t = rnd(mul_x(xbits(xo + j), iscale) + 12582912.0);
       // iscale x is NaN where iscale is infinite (max below 127 2^-128) and x = 0: ref's x86
       // NaN (0xffc00000) gives 0 there, and so does an infinite product; so 0 for both
       var ni = 0;

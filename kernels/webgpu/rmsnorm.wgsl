@@ -2,7 +2,7 @@
 // The squares summed in f32: 256 strided partial sums, then a tree (log2 256 + n/256 additions
 // per path: inside the (n + 8) u |y| bound of kernels/ref/ops.c for any order). Rows whose
 // squares overflow f32 (|x| > 1.8e19) are outside what this set computes.
-struct PR { n: u32, rows: u32, eps: f32, x_off: u32, y_off: u32, pad0: u32, pad1: u32, pad2: u32 }
+struct PR { n: u32, rows: u32, eps: f32, x_off: u32, y_off: u32, w_off: u32, pad1: u32, pad2: u32 }
 @group(0) @binding(0) var<storage, read> X: array<f32>;
 @group(0) @binding(1) var<storage, read> Wt: array<f32>;
 @group(0) @binding(2) var<storage, read_write> Y: array<f32>;
@@ -31,9 +31,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
       // a subnormal (or zero) x: GPUs may flush it in a product (SwiftShader does), so it is
       // taken from its bits times 2^64 (exact) and the result scaled back by 2^-64
       let v = f32(b & 0x7fffffu) * 2.5849394142282115e-26;
-      Y[yo + i] = ((select(v, -v, (b >> 31u) != 0u) * scale) * Wt[i]) * 5.421010862427522e-20;
+      Y[yo + i] = ((select(v, -v, (b >> 31u) != 0u) * scale) * Wt[P.w_off + i]) * 5.421010862427522e-20;
     } else {
-      Y[yo + i] = (X[xo + i] * scale) * Wt[i];
+      Y[yo + i] = (X[xo + i] * scale) * Wt[P.w_off + i];
     }
   }
 }

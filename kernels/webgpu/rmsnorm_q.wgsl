@@ -1,0 +1,62 @@
+// rmsnorm_q.wgsl — a forward pass's norm in one dispatch (after quantize.wgsl and the dot type's
+// block file): per row, when bit 0 of flags, the residual add x += r (add.wgsl's one float add,
+// the sum stored back to X); then y = x / sqrt(mean(x^2) + eps) * w, rmsnorm.wgsl's operations in
+// its order (the same strided partial sums, the same tree); then, when bit 1 of flags, y's row
+// quantized into Y (quantize.wgsl's groups, read back from Yn after a storage barrier). So X,
+// Yn and Y hold the bits that add, rmsnorm and quantize would write one after another.
+// One workgroup of 256 per row.
+struct PRQ { n: u32, rows: u32, eps: f32, x_off: u32, r_off: u32, y_off: u32, q_off: u32, q_row: u32,
+  flags: u32, zero: u32, pad0: u32, pad1: u32 }
+@group(0) @binding(0) var<storage, read_write> X: array<f32>;
+@group(0) @binding(1) var<storage, read> Rs: array<f32>;
+@group(0) @binding(2) var<storage, read> Wt: array<f32>;
+@group(0) @binding(3) var<storage, read_write> Yn: array<f32>;
+@group(0) @binding(4) var<storage, read_write> Y: array<u32>;
+@group(0) @binding(5) var<uniform> P: PRQ;
+var<workgroup> part: array<f32, 256>;
+
+fn rnd(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) ^ P.zero); }
+fn xbits(i: u32) -> u32 { return bitcast<u32>(Yn[i]); }
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
+        @builtin(local_invocation_index) li: u32) {
+  let row = wg.x + wg.y * nw.x;
+  if (row >= P.rows) { return; }
+  let xo = P.x_off + row * P.n;
+  let ro = P.r_off + row * P.n;
+  var s = 0.0;
+  for (var i = li; i < P.n; i += 256u) {
+    var v = X[xo + i];
+    if ((P.flags & 1u) != 0u) {
+      v = v + Rs[ro + i];
+      X[xo + i] = v;
+    }
+    s = s + v * v;
+  }
+  part[li] = s;
+  workgroupBarrier();
+  for (var h = 128u; h > 0u; h >>= 1u) {
+    if (li < h) { part[li] = part[li] + part[li + h]; }
+    workgroupBarrier();
+  }
+  let scale = 1.0 / sqrt(part[0] / f32(P.n) + P.eps);
+  let yo = P.y_off + row * P.n;
+  for (var i = li; i < P.n; i += 256u) {
+    let b = bitcast<u32>(X[xo + i]);
+    if ((b & 0x7f800000u) == 0u) {
+      // a subnormal (or zero) x: as rmsnorm.wgsl, from its bits times 2^64, scaled back
+      let v = f32(b & 0x7fffffu) * 2.5849394142282115e-26;
+      Yn[yo + i] = ((select(v, -v, (b >> 31u) != 0u) * scale) * Wt[i]) * 5.421010862427522e-20;
+    } else {
+      Yn[yo + i] = (X[xo + i] * scale) * Wt[i];
+    }
+  }
+  if ((P.flags & 2u) == 0u) { return; }
+  storageBarrier(); // the row's floats, written by every thread of the workgroup, seen by all
+  let nb = P.n / QB;
+  let ng = (nb + GB - 1u) / GB;
+  for (var g = li; g < ng; g += 256u) {
+    quantize_group(yo, g, nb, (P.q_off + row * P.q_row) / 4u + g * (GB * BB / 4u));
+  }
+}
