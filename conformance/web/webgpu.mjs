@@ -255,6 +255,10 @@ try {
       console.log(`${ok ? 'ok  ' : 'FAIL'} ${skip ? 'planted fault caught: the GPU KV cache not truncated on divergence (logits differ from a fresh evaluation)'
         : `prefix cache: ${r.rows} tokens after truncating to 3 of 6 cached give a fresh evaluation's logits bit for bit; truncating past the cache ${r.refusedPast ? 'throws' : 'DOES NOT THROW'}`}`);
       if (!ok) failures++;
+      if (!skip) {
+        console.log(`${r.lastSame ? 'ok  ' : 'FAIL'} the output head on the last position only (rows: 1) gives a full evaluation's last row bit for bit`);
+        if (!r.lastSame) failures++;
+      }
     }
     // on the F16 files: cheap in SwiftShader, and their bound (1e-4 of the RMS) the tightest
     const MFAULTS = [

@@ -380,7 +380,7 @@ export function freeModel(m) {
 }
 
 // Evaluates tokens at positions [nPast, nPast + T): every token's logits (T rows of V floats).
-// opts.rows: read back only the last rows positions' logits (a chat's step wants the last one;
+// opts.rows: only the last rows positions get the output head and come back (a chat's step wants the last one;
 // default: every position's). opts.fuse: the fused pass or the unfused sequence (default: the
 // model's, loadModel's opts.fuse); the same logits, bit for bit.
 export async function forward(m, tokens, opts = {}) {
@@ -417,7 +417,10 @@ export async function forward(m, tokens, opts = {}) {
     else runs.push([t, sl, 1]);
   }
   const fuse = opts.fuse ?? m.fuse;
-  const bufs = decode ? (m.steps[fuse ? 'fused' : 'unfused'] ||= stepBuffers(m, 1, m.cap, fuse)) : stepBuffers(m, T, N, fuse);
+  // the positions whose logits are read back: the head runs on those rows only (a prefill for a
+  // chat's next token: one row of V instead of T; each row's logits are the same bits either way)
+  const rows = Math.min(T, opts.rows ?? T);
+  const bufs = decode ? (m.steps[fuse ? 'fused' : 'unfused'] ||= stepBuffers(m, 1, m.cap, fuse)) : stepBuffers(m, T, N, fuse, rows);
   const { x, xn, xq, q, k, v, qkv, att, tmp, gate, upb, gu, ffh, qPos, scratch, logits, cs } = bufs;
   ks.device.queue.writeBuffer(x, 0, x0);
   ks.device.queue.writeBuffer(qPos, 0, new Int32Array(pos));
@@ -431,14 +434,16 @@ export async function forward(m, tokens, opts = {}) {
   // mm (or rmsnormQ / swigluQ wrote it quantized), so xq still holds it where the dot type is this
   // one's (q, k, v of one input; gate, up).
   let xqHolds = null;
-  const mm = (w, src, K, y, same = false, yOff = 0, ldy = w.dims[1]) => {
+  // tRows: the last tRows of the T rows only (the output head when opts.rows asks for fewer)
+  const mm = (w, src, K, y, same = false, yOff = 0, ldy = w.dims[1], tRows = T) => {
     const dt = DOT[w.type];
     if (!dt) throw new Error(`matmul of ${w.type}: not in the webgpu set`);
     const held = same && xqHolds && xqHolds.src === src && xqHolds.dt === dt && xqHolds.K === K;
     if (dt !== 'F32' && !held) ks.quantize(enc, dt, { x: src, y: xq, n: K, rows: T });
     xqHolds = dt === 'F32' ? null : { src, dt, K };
-    ks.matmul(enc, w.type, { w: w.buf, wOff: w.wOff, x: dt === 'F32' ? src : xq, y, K, R: w.dims[1], T, wRow: w.rowBytes,
-      xRow: dt === 'F32' ? 4 * K : quantRowBytes(dt, K), yOff, ldy });
+    const xRow = dt === 'F32' ? 4 * K : quantRowBytes(dt, K);
+    ks.matmul(enc, w.type, { w: w.buf, wOff: w.wOff, x: dt === 'F32' ? src : xq, xOff: (T - tRows) * xRow, y, K, R: w.dims[1],
+      T: tRows, wRow: w.rowBytes, xRow, yOff, ldy });
   };
   const scale = Math.fround(1 / Math.sqrt(D));
   const nq = H * D, nkv = Hkv * D, nqkv = nq + 2 * nkv;
@@ -482,7 +487,7 @@ export async function forward(m, tokens, opts = {}) {
       ks.add(enc, { x, y: tmp, n: T * E });
     }
     ks.rmsnorm(enc, { x, w: m.outNorm.buf, y: xn, n: E, rows: T, eps: hp.eps });
-    mm(m.output, xn, E, logits);
+    mm(m.output, xn, E, logits, false, 0, V, rows);
   } else {
     // The fused sequence: the same operations on the same floats in the same order, so the same
     // bits (kernels/webgpu/README.md, "Fewer commands"). A residual branch (in tmp) is added by
@@ -522,7 +527,7 @@ export async function forward(m, tokens, opts = {}) {
       pending = tmp;
     }
     norm(m.outNorm, m.output);
-    mm(m.output, xn, E, logits, true);
+    mm(m.output, xn, E, logits, true, 0, V, rows);
   }
   if (decode) ks.endFrame();
   ks.flush(enc);
@@ -534,8 +539,7 @@ export async function forward(m, tokens, opts = {}) {
     throw new Error(`webgpu forward pass: ${err.message}`);
   }
   m.nPast = p0 + T;
-  const rows = Math.min(T, opts.rows ?? T);
-  const out = new Float32Array(await ks.read(logits, 4 * rows * V, 4 * (T - rows) * V));
+  const out = new Float32Array(await ks.read(logits, 4 * rows * V));
   if (!decode) for (const b of Object.values(bufs)) b.destroy();
   return out;
 }
@@ -543,7 +547,8 @@ export async function forward(m, tokens, opts = {}) {
 // The activation buffers of a step of T tokens whose attention spans N slots (default: one
 // token over every slot, the decode step's set), for the fused pass (fuse: the rows [T][q | k | v]
 // and [T][gate | up]) or the unfused sequence (q, k, v, gate, up apart).
-function stepBuffers(m, T = 1, N = m.cap, fuse = true) {
+// rows: the positions whose logits the step keeps (the head's rows).
+function stepBuffers(m, T = 1, N = m.cap, fuse = true, rows = T) {
   const { ks, hp } = m;
   const { E, H, Hkv, D, F, V } = hp;
   const maxK = Math.max(E, H * D, F);
@@ -552,6 +557,6 @@ function stepBuffers(m, T = 1, N = m.cap, fuse = true) {
   return { x: ks.buffer(4 * T * E), xn: ks.buffer(4 * T * E),
     xq: ks.buffer(T * (maxK / 32) * 34 + T * (Math.ceil(maxK / 256) + 1) * 292),
     q: ks.buffer(4 * T * H * D), ...mode, att: ks.buffer(4 * T * H * D), tmp: ks.buffer(4 * T * E),
-    ffh: ks.buffer(4 * T * F), qPos: ks.buffer(4 * T), scratch: ks.buffer(4 * T * H * N), logits: ks.buffer(4 * T * V),
+    ffh: ks.buffer(4 * T * F), qPos: ks.buffer(4 * T), scratch: ks.buffer(4 * T * H * N), logits: ks.buffer(4 * rows * V),
     cs: ks.buffer(4 * T * D) };
 }
