@@ -297,9 +297,13 @@ static const pl_type mm_types_late[] = {PL_TYPE_Q6_K};
 #define N_SWIGLU    8
 #define N_ATTN      14
 #define N_QUANT     8
+/* the decode driver's chunk edges (after everything, so every earlier case keeps its draw): one
+ * case a quantized type, K past two of matmul_qv.wgsl's default chunks and a partial third */
+static const pl_type mm_types_chunk[] = {PL_TYPE_Q8_0, PL_TYPE_Q4_0, PL_TYPE_Q4_K, PL_TYPE_Q6_K};
+#define N_MM_CHUNK 4
 #define N_CASES                                                                                    \
     ((N_MM_TYPES + N_MM_LATE) * MM_PER_TYPE + N_RMS + N_ROPE + N_SOFTMAX + N_SWIGLU + N_ATTN +     \
-     N_QUANT)
+     N_QUANT + N_MM_CHUNK)
 
 /* Matmul case j (0 <= j < MM_PER_TYPE) of type t. */
 static void make_mm_case(wcase *c, pl_type t, int j, tu_rng *r)
@@ -443,8 +447,19 @@ static void make_case(wcase *c, int i)
         return;
     }
     k -= N_QUANT;
-    if (k < N_MM_LATE * MM_PER_TYPE)
+    if (k < N_MM_LATE * MM_PER_TYPE) {
         make_mm_case(c, mm_types_late[k / MM_PER_TYPE], k % MM_PER_TYPE, &r);
+        return;
+    }
+    k -= N_MM_LATE * MM_PER_TYPE;
+    if (k < N_MM_CHUNK) {
+        /* Q8_0, Q4_0: 131 blocks (chunks of 64: two and 3 blocks); Q4_K, Q6_K: 37 blocks (chunks
+         * of 16: two and 5); R = 9 and 6 (not a multiple of the 4 rows a workgroup), T = 3, 2 */
+        const pl_type t = mm_types_chunk[k];
+        const int kq = t == PL_TYPE_Q4_K || t == PL_TYPE_Q6_K;
+        make_matmul(c, t, kq ? 37 * 256 : 131 * 32, kq ? 6 : 9, kq ? 2 : 3, QI_GAUSS, QI_GAUSS,
+                    "chunks", &r);
+    }
 }
 
 /* ---- gen ---- */

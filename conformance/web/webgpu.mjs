@@ -101,6 +101,19 @@ try {
     if (tr.rc !== 0) { console.log(tr.out); console.log(`FAIL: the tiled ${type} matmul`); failures++; }
   }
 
+  // The decode drivers: the run above used the default (v2, matmul_qv.wgsl, 4 rows x 64 or 16
+  // threads: chunks of 64 or 16 blocks); v2 again with 3 rows x 4 threads a workgroup (chunks of
+  // 4 blocks: most cases span several chunks and end in a partial one, R rarely a multiple of
+  // 3), and v1 (matmul_q.wgsl), which stays selectable: every quantized matmul case, ref's bits.
+  for (const [what, o] of [['v2 with 3 rows x 4 threads a workgroup', { decodeNR: 3, decodeTPR: 4 }],
+    ['v1 (matmul_q.wgsl)', { decodeDriver: 'v1' }]]) {
+    for (const type of ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K']) {
+      const dr = await runCases(`decode-${o.decodeDriver || 'v2s'}-${type}`, `matmul_${type}`, [], [`matmul_${type}`], o);
+      console.log(`matmul ${type}, the decode driver ${what}: ${(dr.out.match(/\d+ of \d+ cases failed/) || ['?'])[0]}`);
+      if (dr.rc !== 0) { console.log(dr.out); console.log(`FAIL: the ${type} decode driver ${what}`); failures++; }
+    }
+  }
+
   // Planted faults: each must fail the check of the cases it concerns.
   const FAULTS = [
     { name: 'Q4_0 nibble order swapped (high nibble as element j)', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'],
@@ -115,7 +128,15 @@ try {
       file: 'matmul_q8_0.wgsl', pairs: [['rnd(f16_to_f32(w16(wo)) * f16_to_f32(x16(xo)))', 'rnd(f16_to_f32(x16(xo)))']] },
     { name: 'Q4_K min term dropped', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
       file: 'matmul_q4_k.wgsl', pairs: [[' - rnd(dmin * f32(summs))', '']] },
-    { name: 'Q8_0 block terms added in reverse order (inside the bound, not ref\'s bits)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
+    { name: 'decode v2: two adjacent block terms swapped in the row\'s ordered sum (inside the bound, not ref\'s bits)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
+      file: 'matmul_q8_0.wgsl', pairs: [['s = s + terms[o + j];', 's = s + terms[o + (j ^ 1u)];']] },
+    { name: 'decode v2: a chunk ends a block early (its last block added again at the next chunk\'s start, Q4_0)', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'],
+      file: 'matmul_q4_0.wgsl', pairs: [['c0 += TPR;', 'c0 += TPR - 1u;']] },
+    { name: 'decode v2: the row\'s adder reads the chunk being written, not the last one (Q6_K)', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'],
+      file: 'matmul_q6_k.wgsl', pairs: [['let o = (WG - cur) + lr * TPR;', 'let o = cur + lr * TPR;']] },
+    { name: 'decode v2: rows past R written (the workgroup\'s row edge, Q4_K)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
+      file: 'matmul_q4_k.wgsl', pairs: [['if (lb == 0u && r < P.R) {', 'if (lb == 0u) {']] },
+    { name: 'Q8_0 block terms added in reverse order (inside the bound, not ref\'s bits)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'], opts: { decodeDriver: 'v1' },
       file: 'matmul_q8_0.wgsl', pairs: [['for (var b = 0u; b < n; b++) { s = s + terms[li * n + b]; }', 'for (var b = n; b > 0u; b--) { s = s + terms[li * n + b - 1u]; }']] },
     { name: 'Q8_K subnormal scale: the 2^-64 taken back dropped (Q4_K)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
       file: 'matmul_q4_k.wgsl', pairs: [['5.421010862427522e-20); // 2^-64', '1.0); // 2^-64']] },
@@ -127,11 +148,11 @@ try {
       file: 'quantize_q8_k.wgsl', pairs: [['      sum += q;', '      if (l < 15u) { sum += q; }']] },
     { name: 'matmul ignores the split grid\'s second dimension (rows past the first grid row)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
       file: 'matmul_q8_0.wgsl', pairs: [['let r0 = (wg.x + wg.y * P.rsplit) * NR;', 'let r0 = wg.x * NR;']] },
-    { name: 'matmul tile: the last row of each workgroup\'s 8 left unwritten', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'],
+    { name: 'matmul tile: the last row of each workgroup\'s 8 left unwritten', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'], opts: { decodeDriver: 'v1' },
       file: 'matmul_q4_0.wgsl', pairs: [['if (li < NR && r0 + li < P.R)', 'if (li + 1u < NR && r0 + li < P.R)']] },
     { name: 'matmul: a block\'s last integer part dropped (Q4_K sub-block 7)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
       file: 'matmul_q4_k.wgsl', pairs: [['for (var p = 0u; p < NP; p++)', 'for (var p = 0u; p + 1u < NP; p++)']] },
-    { name: 'matmul chunk edge: the parts of the next chunk\'s first block read (Q8_0 part index off by one)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
+    { name: 'matmul chunk edge: the parts of the next chunk\'s first block read (Q8_0 part index off by one)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'], opts: { decodeDriver: 'v1' },
       file: 'matmul_q8_0.wgsl', pairs: [['v += parts[q * NP + p];', 'v += parts[q * NP + p + 1u];']] },
     { name: 'tiled Q8_0: a step\'s second staged weight block taken from its first', filter: 'matmul_Q8_0', only: ['matmulT_Q8_0'], opts: { tileMinT: 1 },
       file: 'matmul_qt_q8_0.wgsl', pairs: [['wword(r, b0 + bb, k)', 'wword(r, b0, k)']] },

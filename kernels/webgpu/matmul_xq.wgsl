@@ -8,6 +8,10 @@ fn xu(i: u32) -> u32 {
   if (s == 0u) { return a; }
   return (a >> s) | (X[(i >> 2u) + 1u] << (32u - s));
 }
+// the 2 or 4 bytes at byte i (f16 scales, a Q8_K block's f32 scale)
+fn w16(i: u32) -> u32 { return wu(i) & 0xffffu; }
+fn x16(i: u32) -> u32 { return xu(i) & 0xffffu; }
+fn x32(i: u32) -> u32 { return xu(i); }
 
 // A Q8_K block's f32 scale d from its bits, as (s, post) with d = s post: post 1, or, for a
 // subnormal d (a block of activations all below ~1.5e-36, which a GPU may flush to zero, as

@@ -35,6 +35,9 @@ const DOT4_SHIFTS = `fn dot4(a: u32, b: u32) -> i32 {
 `;
 // Rows per workgroup of each matmul kernel (its NR).
 const MATMUL_NR = { Q8_0: 8, Q4_0: 8, Q4_K: 8, Q6_K: 8, F16: 4 };
+// The second decode driver's shape per type (matmul_qv.wgsl): [rows per workgroup, threads per
+// row]; a thread takes whole blocks, a chunk is TPR blocks of each row.
+const MATMUL_V2 = { Q8_0: [4, 64], Q4_0: [4, 64], Q4_K: [4, 16], Q6_K: [4, 16] };
 
 const U = () => globalThis.GPUBufferUsage;
 
@@ -70,7 +73,29 @@ export async function createKernels(device, options = {}) {
   // byte-stream activations
   const io = (await source('matmul_io.wgsl')) + '\n';
   const xq = io + (await source('matmul_xq.wgsl')) + '\n';
-  const driver = xq + await source('matmul_q.wgsl');
+  // options.decodeDriver: the quantized matmuls' decode driver (T below tileMinT): 'v2' (the
+  // default: matmul_qv.wgsl, whole blocks a thread, one barrier a chunk) or 'v1' (matmul_q.wgsl,
+  // integer parts a thread, three barriers a chunk); the same bits either way (ref's).
+  // options.decodeNR, options.decodeTPR: v2's rows per workgroup and threads per row for every
+  // type (default MATMUL_V2's; a benchmark knob and the conformance run's small-chunk run: the
+  // order of the sums, hence every bit, is the same for any shape).
+  const decodeDriver = options.decodeDriver ?? 'v2';
+  if (decodeDriver !== 'v1' && decodeDriver !== 'v2')
+    throw new Error(`plumb-webgpu: decodeDriver must be 'v1' or 'v2', not ${decodeDriver}`);
+  const v2Shape = (t) => [options.decodeNR || MATMUL_V2[t][0], options.decodeTPR || MATMUL_V2[t][1]];
+  for (const k of ['decodeNR', 'decodeTPR'])
+    if (options[k] !== undefined && !(Number.isInteger(options[k]) && options[k] >= 1 && options[k] <= 256))
+      throw new Error(`plumb-webgpu: ${k} must be an integer from 1 to 256, not ${options[k]}`);
+  if (Object.keys(MATMUL_V2).some((t) => v2Shape(t)[0] * v2Shape(t)[1] > 256))
+    throw new Error('plumb-webgpu: decodeNR x decodeTPR must be at most 256 (a workgroup)');
+  const driver = decodeDriver === 'v1' ? xq + await source('matmul_q.wgsl') : xq + await source('matmul_qv.wgsl');
+  const decodeSource = (t, text) => {
+    if (decodeDriver === 'v1') return withNR(driver + '\n' + text);
+    const [n, tpr] = v2Shape(t);
+    return `const NR: u32 = ${n}u;\nconst TPR: u32 = ${tpr}u;\n` + driver + '\n' + text;
+  };
+  // rows per workgroup of the decode driver of type t
+  const decodeRows = (t) => (decodeDriver === 'v1' ? nr : v2Shape(t)[0]);
 
   async function pipeline(label, name, text) {
     const code = patch(name, common + '\n' + text);
@@ -103,7 +128,7 @@ export async function createKernels(device, options = {}) {
   };
   const pipes = {};
   for (const [t, f] of Object.entries(MATMUL))
-    if (want('matmul_' + t)) pipes['matmul_' + t] = await pipeline('matmul ' + t, f, withNR(driver + '\n' + await source(f)));
+    if (want('matmul_' + t)) pipes['matmul_' + t] = await pipeline('matmul ' + t, f, decodeSource(t, await source(f)));
   // options.tileMinT: the fewest tokens for which a type with a tiled driver uses it (default 16;
   // the conformance run sets 1 or Infinity so that each driver sees every case). Infinity: the
   // tiled pipelines are not built.
@@ -224,7 +249,7 @@ export async function createKernels(device, options = {}) {
     const useTiled = MATMUL_TILED[type] && a.T >= tileMinT;
     const pipe = need((useTiled ? 'matmulT_' : 'matmul_') + type);
     // tiles of 64 rows x 64 tokens, or NR rows x 1 token
-    const [gx, gy] = grid(Math.ceil(a.R / (useTiled ? 64 : type === 'F16' ? MATMUL_NR.F16 : nr)));
+    const [gx, gy] = grid(Math.ceil(a.R / (useTiled ? 64 : type === 'F16' ? MATMUL_NR.F16 : decodeRows(type))));
     const p = new Uint32Array([a.K, a.R, a.T, a.wOff || 0, a.wRow, a.xOff || 0, a.xRow, a.yOff || 0,
       a.ldy ?? a.R, gx, 0, 0]);
     dispatch(enc, pipe, [a.w, a.x, a.y], p, gx, gy, useTiled ? Math.ceil(a.T / 64) : a.T);
@@ -323,7 +348,7 @@ export async function createKernels(device, options = {}) {
     return out;
   }
 
-  return { device, packedDot, flush, upload, buffer, uniform, matmul, quantize, rmsnorm, softmax, swiglu, rope, attention, add,
+  return { device, packedDot, decodeDriver, flush, upload, buffer, uniform, matmul, quantize, rmsnorm, softmax, swiglu, rope, attention, add,
     read, beginFrame, endFrame };
 }
 
