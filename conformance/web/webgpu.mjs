@@ -116,8 +116,15 @@ try {
 
   // Planted faults: each must fail the check of the cases it concerns.
   const FAULTS = [
-    { name: 'Q4_0 nibble order swapped (high nibble as element j)', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'],
+    { name: 'Q4_0 nibble order swapped (high nibble as element j; v1\'s parts)', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'], opts: { decodeDriver: 'v1' },
       file: 'matmul_q4_0.wgsl', pairs: [['xu(xo + j))', '@LO@'], ['xu(xo + 16u + j))', 'xu(xo + j))'], ['@LO@', 'xu(xo + 16u + j))']] },
+    { name: 'Q4_0 nibble order swapped (high nibble as element j; v2\'s whole-block sum)', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'],
+      file: 'matmul_q4_0.wgsl', pairs: [['fsh(xat(xi + k), xat(xi + k + 1u), xs)', '@LO@'],
+        ['fsh(xat(xi + k + 4u), xat(xi + k + 5u), xs)', 'fsh(xat(xi + k), xat(xi + k + 1u), xs)'], ['@LO@', 'fsh(xat(xi + k + 4u), xat(xi + k + 5u), xs)']] },
+    { name: 'decode v2, Q8_0\'s word window: an odd byte offset read as the even one below it (only W at an odd offset shows it)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
+      file: 'matmul_q8_0.wgsl', pairs: [['let ws = (wo & 3u) * 8u;', 'let ws = (wo & 2u) * 8u;']] },
+    { name: 'the funnel shift by 32 - s (WGSL takes a shift of 32 as 0: an aligned word ORed with the next; Q4_0)', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'],
+      file: 'matmul_q4_0.wgsl', pairs: [['((b << 1u) << (31u - s))', '(b << (32u - s))']] },
     { name: 'Q4_K sub-block nibble order swapped', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
       file: 'matmul_q4_k.wgsl', pairs: [['(j % 2u) * 4u', '(1u - j % 2u) * 4u']] },
     { name: 'Q6_K sub-block scale sign dropped (even sub-blocks\' int8 scale taken unsigned)', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'],

@@ -35,6 +35,12 @@ fn part(r: u32, t: u32, b: u32, p: u32) -> vec2<i32> {
   let s1 = bitcast<i32>(sc << 16u) >> 24u;
   return vec2<i32>(s0 * sub.x + s1 * sub.y, 0);
 }
+// The block's integer sums whole (the v2 driver, matmul_qv.wgsl): its parts added (exact).
+fn bsum(r: u32, t: u32, b: u32) -> vec2<i32> {
+  var v = vec2<i32>(0, 0);
+  for (var p = 0u; p < NP; p++) { v += part(r, t, b, p); }
+  return v;
+}
 fn term(r: u32, t: u32, b: u32, s: vec2<i32>) -> f32 {
   let wo = P.w_off + r * P.w_row + b * 210u;
   let xo = P.x_off + t * P.x_row + b * 292u;

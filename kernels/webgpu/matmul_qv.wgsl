@@ -2,12 +2,14 @@
 // the default): y[t ldy + r] = W[r] . X[t] for r < R, t < T, as kernels/ref/matmul.c forms it:
 // per block an exact integer sum and one float term, the terms added in block order into one
 // float per row, starting from +0 (ref's bits). The runtime appends the same type files as for
-// matmul_q.wgsl (part(r, t, b, p), term(r, t, b, sums), QB, NP; their CH is not used here) and
-// puts `const NR` (rows per workgroup) and `const TPR` (threads per row) in front.
+// matmul_q.wgsl — this driver uses their QB, bsum(r, t, b) (a whole block's integer sums: Q8_0's
+// and Q4_0's from aligned word windows without a branch, the K-quants' as their parts added) and
+// term(r, t, b, sums) — and puts `const NR` (rows per workgroup) and `const TPR` (threads per
+// row) in front.
 //
 // One workgroup of NR x TPR threads per NR rows and one token (grid z). Thread li works for row
 // lr = li / TPR on blocks lb, lb + TPR, lb + 2 TPR, ... (lb = li % TPR): a chunk is TPR blocks
-// of each row, one whole block a thread (its NP parts summed in i32: exact, any order; then its
+// of each row, one whole block a thread (its integer sums exact in i32, in any order; then its
 // term), so consecutive threads read consecutive blocks of one row. The terms go to workgroup
 // memory, double-buffered by chunk; the row's first thread (lb = 0, one per row group: no bank
 // conflicts between the adders of one warp) owns the row's float and adds the previous chunk's
@@ -36,11 +38,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     if (c0 >= nb) { break; }
     let b = c0 + lb;
     var e = 0.0;
-    if (r < P.R && b < nb) {
-      var v = vec2<i32>(0, 0);
-      for (var p = 0u; p < NP; p++) { v += part(r, t, b, p); }
-      e = term(r, t, b, v);
-    }
+    if (r < P.R && b < nb) { e = term(r, t, b, bsum(r, t, b)); }
     // the previous chunk's terms (written before the last barrier), in block order
     if (lb == 0u && c0 > 0u) {
       let o = (WG - cur) + lr * TPR;
