@@ -126,7 +126,7 @@ export async function bench(device, opts = {}) {
   const kss = [];
   for (const name of o.decodeAB || [])
     kss.push([name, await createKernels(device, { ...kopts, ...decodeOptions(name),
-      only: ['matmul_Q8_0', 'matmul_Q4_0', 'matmul_Q4_K', 'matmul_Q6_K', 'quantize_Q8_0', 'quantize_Q8_K'], tileMinT: Infinity })]);
+      only: ['matmul_Q8_0', 'matmul_Q4_0', 'matmul_Q4_K', 'matmul_Q6_K', 'matmul_F16', 'quantize_Q8_0', 'quantize_Q8_K'], tileMinT: Infinity })]);
   o.log(`decode driver: ${out.decode}${kss.length ? `; compared: ${kss.map(([n]) => n).join(', ')}` : ''}`);
   o.log(`dot4: ${ks.packedDot ? 'dot4I8Packed (packed_4x8_integer_dot_product)' : 'shifts (no packed_4x8_integer_dot_product)'}`);
 

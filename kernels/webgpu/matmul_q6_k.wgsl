@@ -8,7 +8,9 @@
 // term = (dw dx) * float(isum), the product dw dx rounded first, as ref.
 // Eight parts per block, one per 32 elements (h = p / 4, s = p % 4): sub-blocks 2p and 2p + 1,
 // each four words of 6-bit quants (nibbles and 2-bit pairs masked four at a time, q - 32 formed
-// bytewise without borrows) against four words of x through dot4, times its scale.
+// bytewise without borrows) against four words of x through dot4, times its scale. The weight
+// words by wb4 (no branch: every other 210-byte block is off the word grid, so the lanes of a
+// warp read both alignments).
 const QB: u32 = 256u;
 const NP: u32 = 8u;
 const CH: u32 = 16u;
@@ -24,13 +26,13 @@ fn part(r: u32, t: u32, b: u32, p: u32) -> vec2<i32> {
   let xq = xo + 4u + 32u * p;
   var sub = vec2<i32>(0, 0);
   for (var l = 0u; l < 32u; l += 4u) {
-    let q = ((wu(qlo + l) >> lsh) & 0x0f0f0f0fu) | (((wu(qho + l) >> hsh) & 0x03030303u) << 4u);
+    let q = ((wb4(qlo + l) >> lsh) & 0x0f0f0f0fu) | (((wb4(qho + l) >> hsh) & 0x03030303u) << 4u);
     // q - 32 in each byte: (q | 0x80) - 32 stays in 96..159 (no borrow), XOR 0x80 gives q - 32
     let qs = ((q | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
     let d = dot4(qs, xu(xq + l));
     if (l < 16u) { sub.x += d; } else { sub.y += d; }
   }
-  let sc = wu(wo + 192u + 2u * p);
+  let sc = wb4(wo + 192u + 2u * p);
   let s0 = bitcast<i32>(sc << 24u) >> 24u;
   let s1 = bitcast<i32>(sc << 16u) >> 24u;
   return vec2<i32>(s0 * sub.x + s1 * sub.y, 0);

@@ -16,10 +16,14 @@ fn xu(i: u32) -> u32 {
 fn wat(i: u32) -> u32 { return W[min(i, arrayLength(&W) - 1u)]; }
 fn xat(i: u32) -> u32 { return X[min(i, arrayLength(&X) - 1u)]; }
 fn fsh(a: u32, b: u32, s: u32) -> u32 { return (a >> s) | ((b << 1u) << (31u - s)); }
-// the 2 or 4 bytes at byte i (f16 scales, a Q8_K block's f32 scale), without a branch
-fn w16(i: u32) -> u32 { return fsh(wat(i >> 2u), wat((i >> 2u) + 1u), (i & 3u) * 8u) & 0xffffu; }
-fn x16(i: u32) -> u32 { return fsh(xat(i >> 2u), xat((i >> 2u) + 1u), (i & 3u) * 8u) & 0xffffu; }
-fn x32(i: u32) -> u32 { return fsh(xat(i >> 2u), xat((i >> 2u) + 1u), (i & 3u) * 8u); }
+// the 4 bytes at byte i without a branch (wu and xu branch on the alignment: where lanes of one
+// warp read blocks of different alignments, as Q6_K's 210-byte blocks, both sides run); the 2 or
+// 4 bytes at byte i (f16 scales, a Q8_K block's f32 scale)
+fn wb4(i: u32) -> u32 { return fsh(wat(i >> 2u), wat((i >> 2u) + 1u), (i & 3u) * 8u); }
+fn xb4(i: u32) -> u32 { return fsh(xat(i >> 2u), xat((i >> 2u) + 1u), (i & 3u) * 8u); }
+fn w16(i: u32) -> u32 { return wb4(i) & 0xffffu; }
+fn x16(i: u32) -> u32 { return xb4(i) & 0xffffu; }
+fn x32(i: u32) -> u32 { return xb4(i); }
 
 // A Q8_K block's f32 scale d from its bits, as (s, post) with d = s post: post 1, or, for a
 // subnormal d (a block of activations all below ~1.5e-36, which a GPU may flush to zero, as
