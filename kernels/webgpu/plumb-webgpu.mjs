@@ -115,7 +115,7 @@ export async function createKernels(device, options = {}) {
   // options.only: the pipelines to build (names as in `pipes`: matmul_Q8_0, ..., attention);
   // default all.
   const want = (k) => !options.only || options.only.includes(k);
-  // options.matmulNR: rows per workgroup of the quantized decode driver (default MATMUL_NR's 8;
+  // options.matmulNR: rows per workgroup of the decode driver v1 (default MATMUL_NR's 8;
   // a benchmark knob: the sums' order, hence every bit, is the same for any NR), each type's
   // chunk CH shrunk where NR x CH (x NP) would pass the driver's workgroup arrays (512, 1024).
   const nr = options.matmulNR || MATMUL_NR.Q8_0;
