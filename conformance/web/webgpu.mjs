@@ -105,10 +105,14 @@ try {
   // threads: chunks of 64 or 16 blocks); v2 again with 3 rows x 4 threads a workgroup (chunks of
   // 4 blocks: most cases span several chunks and end in a partial one, R rarely a multiple of
   // 3), and v1 (matmul_q.wgsl), which stays selectable: every quantized matmul case, ref's bits.
-  for (const [what, o] of [['v2 with 3 rows x 4 threads a workgroup', { decodeNR: 3, decodeTPR: 4 }],
-    ['v1 (matmul_q.wgsl)', { decodeDriver: 'v1' }]]) {
-    for (const type of ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K']) {
-      const dr = await runCases(`decode-${o.decodeDriver || 'v2s'}-${type}`, `matmul_${type}`, [], [`matmul_${type}`], o);
+  // The K-quants' grouped mode (8 lanes a block) too: at its default shape (4 x 64: chunks of 8
+  // blocks) and at 3 rows x 16 threads (chunks of 2).
+  for (const [tag, what, o, types] of [['v2s', 'v2 with 3 rows x 4 threads a workgroup', { decodeNR: 3, decodeTPR: 4 }],
+    ['v1', 'v1 (matmul_q.wgsl)', { decodeDriver: 'v1' }],
+    ['g8', 'v2 grouped (8 lanes a block, 4 x 64)', { decodeGP: 8 }, ['Q4_K', 'Q6_K']],
+    ['g8s', 'v2 grouped (8 lanes a block, 3 x 16)', { decodeGP: 8, decodeNR: 3, decodeTPR: 16 }, ['Q4_K', 'Q6_K']]]) {
+    for (const type of types || ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K']) {
+      const dr = await runCases(`decode-${tag}-${type}`, `matmul_${type}`, [], [`matmul_${type}`], o);
       console.log(`matmul ${type}, the decode driver ${what}: ${(dr.out.match(/\d+ of \d+ cases failed/) || ['?'])[0]}`);
       if (dr.rc !== 0) { console.log(dr.out); console.log(`FAIL: the ${type} decode driver ${what}`); failures++; }
     }
@@ -136,13 +140,19 @@ try {
     { name: 'Q4_K min term dropped', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
       file: 'matmul_q4_k.wgsl', pairs: [[' - rnd(dmin * f32(summs))', '']] },
     { name: 'decode v2: two adjacent block terms swapped in the row\'s ordered sum (inside the bound, not ref\'s bits)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
-      file: 'matmul_q8_0.wgsl', pairs: [['s = s + terms[o + j];', 's = s + terms[o + (j ^ 1u)];']] },
+      file: 'matmul_q8_0.wgsl', pairs: [['s = s + bitcast<f32>(terms[o + j].x);', 's = s + bitcast<f32>(terms[o + (j ^ 1u)].x);']] },
     { name: 'decode v2: a chunk ends a block early (its last block added again at the next chunk\'s start, Q4_0)', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'],
-      file: 'matmul_q4_0.wgsl', pairs: [['c0 += TPR;', 'c0 += TPR - 1u;']] },
+      file: 'matmul_q4_0.wgsl', pairs: [['c0 += CB;', 'c0 += CB - 1u;']] },
     { name: 'decode v2: the row\'s adder reads the chunk being written, not the last one (Q6_K)', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'],
-      file: 'matmul_q6_k.wgsl', pairs: [['let o = (WG - cur) + lr * TPR;', 'let o = cur + lr * TPR;']] },
+      file: 'matmul_q6_k.wgsl', pairs: [['(WG - cur) + lr * TPR', 'cur + lr * TPR']] },
     { name: 'decode v2: rows past R written (the workgroup\'s row edge, Q4_K)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
       file: 'matmul_q4_k.wgsl', pairs: [['if (lb == 0u && r < P.R) {', 'if (lb == 0u) {']] },
+    { name: 'decode v2 grouped: Q4_K\'s lanes take the mins of sub-block 0 (not their own)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'], opts: { decodeGP: 8 },
+      file: 'matmul_q4_k.wgsl', pairs: [['i32(scale_min(wo, g).y)', 'i32(scale_min(wo, 0u).y)']] },
+    { name: 'decode v2 grouped: Q6_K\'s words 4..7 of a part scaled by the part\'s first sub-block\'s scale', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'], opts: { decodeGP: 8 },
+      file: 'matmul_q6_k.wgsl', pairs: [['wb4(wo + 192u + 2u * p + g / 4u)', 'wb4(wo + 192u + 2u * p)']] },
+    { name: 'decode v2 grouped: the adder drops a block\'s last lane (Q6_K)', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'], opts: { decodeGP: 8 },
+      file: 'matmul_q6_k.wgsl', pairs: [['for (var g = 0u; g < GP; g++)', 'for (var g = 0u; g + 1u < GP; g++)']] },
     { name: 'Q8_0 block terms added in reverse order (inside the bound, not ref\'s bits)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'], opts: { decodeDriver: 'v1' },
       file: 'matmul_q8_0.wgsl', pairs: [['for (var b = 0u; b < n; b++) { s = s + terms[li * n + b]; }', 'for (var b = n; b > 0u; b--) { s = s + terms[li * n + b - 1u]; }']] },
     { name: 'Q8_K subnormal scale: the 2^-64 taken back dropped (Q4_K)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],

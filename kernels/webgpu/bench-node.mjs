@@ -4,7 +4,8 @@
 //        [--json OUT.json] [--md OUT.md]
 // --nr: rows per workgroup of the v1 decode driver (createKernels' matmulNR).
 // --decode D: the quantized matmuls' decode driver, v1, v2 (the default) or v2:NRxTPR (v2 with
-// NR rows x TPR threads a workgroup; createKernels' decodeDriver, decodeNR, decodeTPR).
+// NR rows x TPR threads a workgroup), v2 also with /g8 (Q4_K's and Q6_K's grouped mode, 8 lanes
+// a block; createKernels' decodeDriver, decodeNR, decodeTPR, decodeGP).
 // --decode-ab D,D,...: also time the T = 1 matmuls (each type's, each model's) with each of
 // these drivers, in interleaved rounds (e.g. --decode-ab v1,v2,v2:8x32).
 // The device's figures first (copy bandwidth, the int8 matmul microbenchmark, each quantized

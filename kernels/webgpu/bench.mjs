@@ -92,12 +92,14 @@ async function timed(device, reps, record, flush = () => {}) {
   return best;
 }
 
-// A decode driver as bench-node's --decode / --decode-ab name it: 'v1', 'v2' or 'v2:NRxTPR' (v2
-// with NR rows x TPR threads a workgroup), as createKernels' options.
+// A decode driver as bench-node's --decode / --decode-ab name it: 'v1', 'v2', 'v2:NRxTPR' (v2
+// with NR rows x TPR threads a workgroup), each v2 optionally '/g8' (Q4_K's and Q6_K's grouped
+// mode: 8 lanes a block), as createKernels' options.
 export function decodeOptions(spec) {
-  const m = /^(v1|v2)(?::(\d+)x(\d+))?$/.exec(spec || 'v2');
-  if (!m || (m[1] === 'v1' && m[2])) throw new Error(`bench: a decode driver is v1, v2 or v2:NRxTPR, not ${spec}`);
-  return { decodeDriver: m[1], ...(m[2] ? { decodeNR: Number(m[2]), decodeTPR: Number(m[3]) } : {}) };
+  const m = /^(v1|v2)(?::(\d+)x(\d+))?(?:\/g(8))?$/.exec(spec || 'v2');
+  if (!m || (m[1] === 'v1' && (m[2] || m[4]))) throw new Error(`bench: a decode driver is v1, v2, v2:NRxTPR, v2/g8 or v2:NRxTPR/g8, not ${spec}`);
+  return { decodeDriver: m[1], ...(m[2] ? { decodeNR: Number(m[2]), decodeTPR: Number(m[3]) } : {}),
+    ...(m[4] ? { decodeGP: Number(m[4]) } : {}) };
 }
 
 // o.decodeAB (a list of decodeOptions names): the T = 1 matmuls, recorded by `record(ks, enc)`,

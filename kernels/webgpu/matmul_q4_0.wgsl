@@ -38,6 +38,8 @@ fn bsum(r: u32, t: u32, b: u32) -> vec2<i32> {
   }
   return vec2<i32>(sum, 0);
 }
+// The v2 driver's grouped mode is the K-quants' (GP = 8); here a block is one lane's (GP = 1).
+fn gpart(r: u32, t: u32, b: u32, g: u32) -> vec2<i32> { return bsum(r, t, b); }
 fn term(r: u32, t: u32, b: u32, s: vec2<i32>) -> f32 {
   let wo = P.w_off + r * P.w_row + b * 18u;
   let xo = P.x_off + t * P.x_row + b * 34u;

@@ -43,6 +43,26 @@ fn bsum(r: u32, t: u32, b: u32) -> vec2<i32> {
   for (var p = 0u; p < NP; p++) { v += part(r, t, b, p); }
   return v;
 }
+// Lane g (< 8) of a block's eight in the v2 driver's grouped mode (matmul_qv.wgsl, GP = 8): word
+// g of every part p (its sub-block 2p + g / 4), scales[2p + g / 4] (q - 32 . x) over those
+// words; the eight lanes' sums add (exactly) to the parts', and lanes g = 0..7 read 32
+// contiguous bytes of ql, qh and x an instruction.
+fn gpart(r: u32, t: u32, b: u32, g: u32) -> vec2<i32> {
+  let wo = P.w_off + r * P.w_row + b * 210u;
+  let xo = P.x_off + t * P.x_row + b * 292u;
+  var isum = 0i;
+  for (var p = 0u; p < 8u; p++) {
+    let h = p / 4u;
+    let s = p % 4u;
+    let ql = wb4(wo + 64u * h + 32u * (s % 2u) + 4u * g) >> (4u * (s / 2u));
+    let qh = wb4(wo + 128u + 32u * h + 4u * g) >> (2u * s);
+    let q = (ql & 0x0f0f0f0fu) | ((qh & 0x03030303u) << 4u);
+    let qs = ((q | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
+    let sc = i8_of(wb4(wo + 192u + 2u * p + g / 4u));
+    isum += sc * dot4(qs, xb4(xo + 4u + 32u * p + 4u * g));
+  }
+  return vec2<i32>(isum, 0);
+}
 fn term(r: u32, t: u32, b: u32, s: vec2<i32>) -> f32 {
   let wo = P.w_off + r * P.w_row + b * 210u;
   let xo = P.x_off + t * P.x_row + b * 292u;

@@ -36,8 +36,11 @@ const DOT4_SHIFTS = `fn dot4(a: u32, b: u32) -> i32 {
 // Rows per workgroup of each matmul kernel (its NR).
 const MATMUL_NR = { Q8_0: 8, Q4_0: 8, Q4_K: 8, Q6_K: 8, F16: 4 };
 // The second decode driver's shape per type (matmul_qv.wgsl): [rows per workgroup, threads per
-// row]; a thread takes whole blocks, a chunk is TPR blocks of each row.
+// row]; a thread takes whole blocks, a chunk is TPR blocks of each row. The K-quants' grouped
+// mode (8 lanes a block: createKernels' decodeGP) takes 4 x 64 (chunks of 8 blocks).
 const MATMUL_V2 = { Q8_0: [4, 64], Q4_0: [4, 64], Q4_K: [4, 16], Q6_K: [4, 16] };
+const MATMUL_V2_GROUPED = [4, 64];
+const GROUPED = ['Q4_K', 'Q6_K'];
 
 const U = () => globalThis.GPUBufferUsage;
 
@@ -78,11 +81,21 @@ export async function createKernels(device, options = {}) {
   // integer parts a thread, three barriers a chunk); the same bits either way (ref's).
   // options.decodeNR, options.decodeTPR: v2's rows per workgroup and threads per row for every
   // type (default MATMUL_V2's; a benchmark knob and the conformance run's small-chunk run: the
-  // order of the sums, hence every bit, is the same for any shape).
+  // order of the sums, hence every bit, is the same for any shape). options.decodeGP: 1 (the
+  // default) or 8, the lanes sharing a Q4_K or Q6_K block in v2 (8: the grouped mode, word g of
+  // each 32-byte run a lane; decodeTPR then a multiple of 8).
   const decodeDriver = options.decodeDriver ?? 'v2';
   if (decodeDriver !== 'v1' && decodeDriver !== 'v2')
     throw new Error(`plumb-webgpu: decodeDriver must be 'v1' or 'v2', not ${decodeDriver}`);
-  const v2Shape = (t) => [options.decodeNR || MATMUL_V2[t][0], options.decodeTPR || MATMUL_V2[t][1]];
+  const gp = options.decodeGP ?? 1;
+  if (gp !== 1 && gp !== 8) throw new Error(`plumb-webgpu: decodeGP must be 1 or 8, not ${gp}`);
+  const gpOf = (t) => (GROUPED.includes(t) ? gp : 1);
+  const v2Shape = (t) => {
+    const d = gpOf(t) > 1 ? MATMUL_V2_GROUPED : MATMUL_V2[t];
+    return [options.decodeNR || d[0], options.decodeTPR || d[1]];
+  };
+  if (GROUPED.some((t) => v2Shape(t)[1] % gpOf(t)))
+    throw new Error(`plumb-webgpu: decodeTPR (${options.decodeTPR}) must be a multiple of decodeGP (${gp})`);
   for (const k of ['decodeNR', 'decodeTPR'])
     if (options[k] !== undefined && !(Number.isInteger(options[k]) && options[k] >= 1 && options[k] <= 256))
       throw new Error(`plumb-webgpu: ${k} must be an integer from 1 to 256, not ${options[k]}`);
@@ -92,7 +105,7 @@ export async function createKernels(device, options = {}) {
   const decodeSource = (t, text) => {
     if (decodeDriver === 'v1') return withNR(driver + '\n' + text);
     const [n, tpr] = v2Shape(t);
-    return `const NR: u32 = ${n}u;\nconst TPR: u32 = ${tpr}u;\n` + driver + '\n' + text;
+    return `const NR: u32 = ${n}u;\nconst TPR: u32 = ${tpr}u;\nconst GP: u32 = ${gpOf(t)}u;\n` + driver + '\n' + text;
   };
   // rows per workgroup of the decode driver of type t
   const decodeRows = (t) => (decodeDriver === 'v1' ? nr : v2Shape(t)[0]);
