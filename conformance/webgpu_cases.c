@@ -57,6 +57,7 @@ typedef struct wcase {
     pl_type wt;
     int64_t K, R, T, ldy;
     size_t wrb, xrb;
+    size_t woff, xoff; /* bytes before W's and X's first row in the files the page reads */
     /* rows of n (rmsnorm, softmax, swiglu) */
     int64_t rows, n;
     float eps;
@@ -434,9 +435,13 @@ static const pl_type mm_types_late[] = {PL_TYPE_Q6_K};
 #define N_RMS_Q     8
 #define N_SWIGLU_Q  6
 #define N_ROPE_KV   6
+/* the decode driver's chunk edges (after everything, so every earlier case keeps its draw): one
+ * case a quantized type, K past two of matmul_qv.wgsl's default chunks and a partial third */
+static const pl_type mm_types_chunk[] = {PL_TYPE_Q8_0, PL_TYPE_Q4_0, PL_TYPE_Q4_K, PL_TYPE_Q6_K};
+#define N_MM_CHUNK 4
 #define N_CASES                                                                                    \
     ((N_MM_TYPES + N_MM_LATE) * MM_PER_TYPE + N_RMS + N_ROPE + N_SOFTMAX + N_SWIGLU + N_ATTN +     \
-     N_QUANT + N_RMS_Q + N_SWIGLU_Q + N_ROPE_KV)
+     N_QUANT + N_RMS_Q + N_SWIGLU_Q + N_ROPE_KV + N_MM_CHUNK)
 
 /* Matmul case j (0 <= j < MM_PER_TYPE) of type t. */
 static void make_mm_case(wcase *c, pl_type t, int j, tu_rng *r)
@@ -629,16 +634,38 @@ static void make_case(wcase *c, int i)
         const int64_t *a = rk[k];
         make_rope_kv(c, a[0], a[1], a[2], a[3], a[4], (int)a[5], (int)a[6], (int)a[7], a[8], a[9],
                      a[10], &r);
+        return;
+    }
+    k -= N_ROPE_KV;
+    if (k < N_MM_CHUNK) {
+        /* Q8_0, Q4_0: 131 blocks (chunks of 64: two and 3 blocks); Q4_K, Q6_K: 37 blocks (chunks
+         * of 16: two and 5); R = 9 and 6 (not a multiple of the 4 rows a workgroup), T = 3, 2;
+         * W and X at odd byte offsets (every block's words at a 1- or 3-byte shift) */
+        const pl_type t = mm_types_chunk[k];
+        const int kq = t == PL_TYPE_Q4_K || t == PL_TYPE_Q6_K;
+        make_matmul(c, t, kq ? 37 * 256 : 131 * 32, kq ? 6 : 9, kq ? 2 : 3, QI_GAUSS, QI_GAUSS,
+                    "chunks", &r);
+        c->woff = k % 2 ? 1 : 3, c->xoff = k % 2 ? 3 : 1;
     }
 }
 
 /* ---- gen ---- */
 
-static int write_file(const char *path, const void *p, size_t n)
+/* The bytes before input k's data in its file: a matmul's W and X offsets. */
+static size_t in_pre(const wcase *c, int k)
+{
+    if (c->kind != K_MATMUL) return 0;
+    return !strcmp(c->in_name[k], "w") ? c->woff : !strcmp(c->in_name[k], "x") ? c->xoff : 0;
+}
+
+/* n bytes of p after pre bytes of 0xa5 (a matmul's W or X at a byte offset) */
+static int write_file(const char *path, size_t pre, const void *p, size_t n)
 {
     FILE *f = fopen(path, "wb");
     if (!f) return -1;
-    const int ok = fwrite(p, 1, n, f) == n;
+    int ok = 1;
+    for (size_t i = 0; i < pre; i++) ok &= fputc(0xa5, f) != EOF;
+    ok &= fwrite(p, 1, n, f) == n;
     return fclose(f) == 0 && ok ? 0 : -1;
 }
 
@@ -655,8 +682,9 @@ static void json_case(FILE *f, const wcase *c, int i)
     case K_MATMUL:
         fprintf(f,
                 ",\"type\":\"%s\",\"K\":%" PRId64 ",\"R\":%" PRId64 ",\"T\":%" PRId64
-                ",\"wRow\":%zu,\"xRow\":%zu,\"ldy\":%" PRId64,
-                pl_type_traits_of(c->wt)->name, c->K, c->R, c->T, c->wrb, c->xrb, c->ldy);
+                ",\"wRow\":%zu,\"xRow\":%zu,\"ldy\":%" PRId64 ",\"wOff\":%zu,\"xOff\":%zu",
+                pl_type_traits_of(c->wt)->name, c->K, c->R, c->T, c->wrb, c->xrb, c->ldy, c->woff,
+                c->xoff);
         break;
     case K_RMSNORM:
     case K_SOFTMAX:
@@ -736,7 +764,7 @@ static int gen(const char *dir, const char *filter)
         if (!filter || strstr(c.name, filter)) {
             for (int k = 0; k < c.n_in; k++) {
                 snprintf(path, sizeof path, "%s/c%d_%s.bin", dir, i, c.in_name[k]);
-                if (write_file(path, c.in[k], c.in_bytes[k])) {
+                if (write_file(path, in_pre(&c, k), c.in[k], c.in_bytes[k])) {
                     fprintf(stderr, "webgpu_cases: cannot write %s\n", path);
                     return 2;
                 }
@@ -1164,7 +1192,9 @@ static int check(const char *dir, const char *filter, const char *outdir)
             size_t len = 0;
             snprintf(path, sizeof path, "%s/c%d_%s.bin", dir, i, c.in_name[k]);
             void *p = read_all(path, &len);
-            same = p && len == c.in_bytes[k] && !memcmp(p, c.in[k], len);
+            const size_t pre = in_pre(&c, k);
+            same = p && len == pre + c.in_bytes[k] &&
+                   !memcmp((const unsigned char *)p + pre, c.in[k], c.in_bytes[k]);
             free(p);
         }
         size_t len = 0;

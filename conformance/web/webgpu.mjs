@@ -101,10 +101,34 @@ try {
     if (tr.rc !== 0) { console.log(tr.out); console.log(`FAIL: the tiled ${type} matmul`); failures++; }
   }
 
+  // The decode drivers: the run above used the default (v2, matmul_qv.wgsl, 4 rows x 64 or 16
+  // threads: chunks of 64 or 16 blocks); v2 again with 3 rows x 4 threads a workgroup (chunks of
+  // 4 blocks: most cases span several chunks and end in a partial one, R rarely a multiple of
+  // 3), and v1 (matmul_q.wgsl), which stays selectable: every quantized matmul case, ref's bits.
+  // The K-quants' grouped mode (8 lanes a block) too: at its default shape (4 x 64: chunks of 8
+  // blocks) and at 3 rows x 16 threads (chunks of 2).
+  for (const [tag, what, o, types] of [['v2s', 'v2 with 3 rows x 4 threads a workgroup', { decodeNR: 3, decodeTPR: 4 }],
+    ['v1', 'v1 (matmul_q.wgsl)', { decodeDriver: 'v1' }],
+    ['g8', 'v2 grouped (8 lanes a block, 4 x 64)', { decodeGP: 8 }, ['Q4_K', 'Q6_K']],
+    ['g8s', 'v2 grouped (8 lanes a block, 3 x 16)', { decodeGP: 8, decodeNR: 3, decodeTPR: 16 }, ['Q4_K', 'Q6_K']]]) {
+    for (const type of types || ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K']) {
+      const dr = await runCases(`decode-${tag}-${type}`, `matmul_${type}`, [], [`matmul_${type}`], o);
+      console.log(`matmul ${type}, the decode driver ${what}: ${(dr.out.match(/\d+ of \d+ cases failed/) || ['?'])[0]}`);
+      if (dr.rc !== 0) { console.log(dr.out); console.log(`FAIL: the ${type} decode driver ${what}`); failures++; }
+    }
+  }
+
   // Planted faults: each must fail the check of the cases it concerns.
   const FAULTS = [
-    { name: 'Q4_0 nibble order swapped (high nibble as element j)', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'],
+    { name: 'Q4_0 nibble order swapped (high nibble as element j; v1\'s parts)', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'], opts: { decodeDriver: 'v1' },
       file: 'matmul_q4_0.wgsl', pairs: [['xu(xo + j))', '@LO@'], ['xu(xo + 16u + j))', 'xu(xo + j))'], ['@LO@', 'xu(xo + 16u + j))']] },
+    { name: 'Q4_0 nibble order swapped (high nibble as element j; v2\'s whole-block sum)', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'],
+      file: 'matmul_q4_0.wgsl', pairs: [['fsh(xat(xi + k), xat(xi + k + 1u), xs)', '@LO@'],
+        ['fsh(xat(xi + k + 4u), xat(xi + k + 5u), xs)', 'fsh(xat(xi + k), xat(xi + k + 1u), xs)'], ['@LO@', 'fsh(xat(xi + k + 4u), xat(xi + k + 5u), xs)']] },
+    { name: 'decode v2, Q8_0\'s word window: an odd byte offset read as the even one below it (only W at an odd offset shows it)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
+      file: 'matmul_q8_0.wgsl', pairs: [['let ws = (wo & 3u) * 8u;', 'let ws = (wo & 2u) * 8u;']] },
+    { name: 'the funnel shift by 32 - s (WGSL takes a shift of 32 as 0: an aligned word ORed with the next; Q4_0)', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'],
+      file: 'matmul_q4_0.wgsl', pairs: [['((b << 1u) << (31u - s))', '(b << (32u - s))']] },
     { name: 'Q4_K sub-block nibble order swapped', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
       file: 'matmul_q4_k.wgsl', pairs: [['(j % 2u) * 4u', '(1u - j % 2u) * 4u']] },
     { name: 'Q6_K sub-block scale sign dropped (even sub-blocks\' int8 scale taken unsigned)', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'],
@@ -115,7 +139,21 @@ try {
       file: 'matmul_q8_0.wgsl', pairs: [['rnd(f16_to_f32(w16(wo)) * f16_to_f32(x16(xo)))', 'rnd(f16_to_f32(x16(xo)))']] },
     { name: 'Q4_K min term dropped', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
       file: 'matmul_q4_k.wgsl', pairs: [[' - rnd(dmin * f32(summs))', '']] },
-    { name: 'Q8_0 block terms added in reverse order (inside the bound, not ref\'s bits)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
+    { name: 'decode v2: two adjacent block terms swapped in the row\'s ordered sum (inside the bound, not ref\'s bits)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
+      file: 'matmul_q8_0.wgsl', pairs: [['s = s + bitcast<f32>(terms[o + j].x);', 's = s + bitcast<f32>(terms[o + (j ^ 1u)].x);']] },
+    { name: 'decode v2: a chunk ends a block early (its last block added again at the next chunk\'s start, Q4_0)', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'],
+      file: 'matmul_q4_0.wgsl', pairs: [['c0 += CB;', 'c0 += CB - 1u;']] },
+    { name: 'decode v2: the row\'s adder reads the chunk being written, not the last one (Q6_K)', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'],
+      file: 'matmul_q6_k.wgsl', pairs: [['(WG - cur) + lr * TPR', 'cur + lr * TPR']] },
+    { name: 'decode v2: rows past R written (the workgroup\'s row edge, Q4_K)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
+      file: 'matmul_q4_k.wgsl', pairs: [['if (lb == 0u && r < P.R) {', 'if (lb == 0u) {']] },
+    { name: 'decode v2 grouped: Q4_K\'s lanes take the mins of sub-block 0 (not their own)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'], opts: { decodeGP: 8 },
+      file: 'matmul_q4_k.wgsl', pairs: [['i32(scale_min(wo, g).y)', 'i32(scale_min(wo, 0u).y)']] },
+    { name: 'decode v2 grouped: Q6_K\'s words 4..7 of a part scaled by the part\'s first sub-block\'s scale', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'], opts: { decodeGP: 8 },
+      file: 'matmul_q6_k.wgsl', pairs: [['wb4(wo + 192u + 2u * p + g / 4u)', 'wb4(wo + 192u + 2u * p)']] },
+    { name: 'decode v2 grouped: the adder drops a block\'s last lane (Q6_K)', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'], opts: { decodeGP: 8 },
+      file: 'matmul_q6_k.wgsl', pairs: [['for (var g = 0u; g < GP; g++)', 'for (var g = 0u; g + 1u < GP; g++)']] },
+    { name: 'Q8_0 block terms added in reverse order (inside the bound, not ref\'s bits)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'], opts: { decodeDriver: 'v1' },
       file: 'matmul_q8_0.wgsl', pairs: [['for (var b = 0u; b < n; b++) { s = s + terms[li * n + b]; }', 'for (var b = n; b > 0u; b--) { s = s + terms[li * n + b - 1u]; }']] },
     { name: 'Q8_K subnormal scale: the 2^-64 taken back dropped (Q4_K)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
       file: 'matmul_q4_k.wgsl', pairs: [['5.421010862427522e-20); // 2^-64', '1.0); // 2^-64']] },
@@ -127,11 +165,11 @@ try {
       file: 'quantize_q8_k.wgsl', pairs: [['      sum += q;', '      if (l < 15u) { sum += q; }']] },
     { name: 'matmul ignores the split grid\'s second dimension (rows past the first grid row)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
       file: 'matmul_q8_0.wgsl', pairs: [['let r0 = (wg.x + wg.y * P.rsplit) * NR;', 'let r0 = wg.x * NR;']] },
-    { name: 'matmul tile: the last row of each workgroup\'s 8 left unwritten', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'],
+    { name: 'matmul tile: the last row of each workgroup\'s 8 left unwritten', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'], opts: { decodeDriver: 'v1' },
       file: 'matmul_q4_0.wgsl', pairs: [['if (li < NR && r0 + li < P.R)', 'if (li + 1u < NR && r0 + li < P.R)']] },
     { name: 'matmul: a block\'s last integer part dropped (Q4_K sub-block 7)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
       file: 'matmul_q4_k.wgsl', pairs: [['for (var p = 0u; p < NP; p++)', 'for (var p = 0u; p + 1u < NP; p++)']] },
-    { name: 'matmul chunk edge: the parts of the next chunk\'s first block read (Q8_0 part index off by one)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
+    { name: 'matmul chunk edge: the parts of the next chunk\'s first block read (Q8_0 part index off by one)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'], opts: { decodeDriver: 'v1' },
       file: 'matmul_q8_0.wgsl', pairs: [['v += parts[q * NP + p];', 'v += parts[q * NP + p + 1u];']] },
     { name: 'tiled Q8_0: a step\'s second staged weight block taken from its first', filter: 'matmul_Q8_0', only: ['matmulT_Q8_0'], opts: { tileMinT: 1 },
       file: 'matmul_qt_q8_0.wgsl', pairs: [['wword(r, b0 + bb, k)', 'wword(r, b0, k)']] },

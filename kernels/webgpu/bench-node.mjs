@@ -1,10 +1,16 @@
 // bench-node.mjs — bench.mjs under node with Dawn's node binding (npm `webgpu`), no browser:
 //   node kernels/webgpu/bench-node.mjs [MODEL.gguf ...] [--copy-mib N] [--k N] [--r N]
-//        [--prefill-t N] [--pp N] [--tg N] [--reps N] [--nr N] [--modes fused,unfused] [--json OUT.json] [--md OUT.md]
-// --nr: rows per workgroup of the quantized decode matmuls (createKernels' matmulNR).
+//        [--prefill-t N] [--pp N] [--tg N] [--reps N] [--nr N] [--modes fused,unfused] [--decode D]
+//        [--decode-ab D,D,...] [--json OUT.json] [--md OUT.md]
+// --nr: rows per workgroup of the v1 decode driver (createKernels' matmulNR).
 // --modes: the forward pass fused (llama.mjs's default) and/or unfused (fuse: false, one dispatch per
 // op), interleaved in each of the reps rounds (default both: the A/B); each mode's medians and its
 // commands a decode token.
+// --decode D: the quantized matmuls' decode driver, v1, v2 (the default) or v2:NRxTPR (v2 with
+// NR rows x TPR threads a workgroup), v2 also with /g8 (Q4_K's and Q6_K's grouped mode, 8 lanes
+// a block; createKernels' decodeDriver, decodeNR, decodeTPR, decodeGP).
+// --decode-ab D,D,...: also time the T = 1 matmuls (each type's, each model's) with each of
+// these drivers, in interleaved rounds (e.g. --decode-ab v1,v2,v2:8x32).
 // The device's figures first (copy bandwidth, the int8 matmul microbenchmark, each quantized
 // matmul at T = 1 and T = prefill-t), then each model's (its matmuls alone at T = 1 and T = pp,
 // then llama.mjs's forward pass: pp tokens as one prefill, tg decoded one at a time); --md writes
@@ -16,7 +22,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { bench, markdownTable } from './bench.mjs';
+import { bench, decodeOptions, markdownTable } from './bench.mjs';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const args = process.argv.slice(2);
@@ -30,7 +36,10 @@ const opt = (name, def) => {
 const num = (name, def) => Number(opt(name, def));
 const o = { copyBytes: num('--copy-mib', 256) * 2 ** 20, K: num('--k', 4096), R: num('--r', 4096),
   tPrefill: num('--prefill-t', 512), pp: num('--pp', 512), tg: num('--tg', 32), reps: num('--reps', 5),
-  matmulNR: num('--nr', 0), modes: opt('--modes', 'fused,unfused').split(',') };
+  matmulNR: num('--nr', 0), modes: opt('--modes', 'fused,unfused').split(','), decode: opt('--decode', 'v2') };
+const ab = opt('--decode-ab', null);
+if (ab) o.decodeAB = ab.split(',');
+for (const d of [o.decode, ...(o.decodeAB || [])]) decodeOptions(d); // a bad name throws here
 const json = opt('--json', null);
 const md = opt('--md', null);
 const modelFiles = args.filter((a) => !a.startsWith('--'));

@@ -26,7 +26,8 @@ window.runBench = async (withModel) => {
   const device = await a.requestDevice();
   const log = [];
   const model = withModel ? await (await fetch('/model.gguf')).arrayBuffer() : null;
-  const options = { copyBytes: 1 << 20, K: 256, R: 72, tPrefill: 70, reps: 1, pp: 5, tg: 2 };
+  // both decode drivers compared (bench-node's --decode-ab), v2 also at 2 rows x 8 threads
+  const options = { copyBytes: 1 << 20, K: 256, R: 72, tPrefill: 70, reps: 1, pp: 5, tg: 2, decodeAB: ['v1', 'v2', 'v2:2x8', 'v2/g8'] };
   const res = await bench(device, { ...options, model, log: (s) => log.push(s) });
   const i = a.info || {};
   const table = markdownTable({ options, device: res, models: withModel ? { 'model.gguf': res } : {} },
@@ -48,9 +49,11 @@ try {
   const { res, log, table } = await p.evaluate((m) => window.runBench(m), !!model);
   for (const l of log) console.log(l);
   console.log('\n' + table);
-  const figures = [res.copy.readGBs, res.int8mm.gops, ...Object.values(res.matmul).flatMap((r) => Object.values(r).map((x) => x.gops)),
+  const figures = [res.copy.readGBs, res.int8mm.gops, ...Object.values(res.matmul).flatMap((r) => Object.entries(r)
+    .flatMap(([T, x]) => (T === 'ab' ? Object.values(x).map((y) => y.weightGBs) : [x.gops]))),
     ...(model ? [res.model.mmDecode.weightGBs, res.model.mmPrefill.gops, res.model.ppTokS, res.model.tgTokS,
-      res.model.unfused.ppTokS, res.model.unfused.tgTokS, res.model.cmds, res.model.unfused.cmds] : [])];
+      res.model.unfused.ppTokS, res.model.unfused.tgTokS, res.model.cmds, res.model.unfused.cmds,
+      ...Object.values(res.model.mmDecodeAB).map((y) => y.tokS)] : [])];
   ok = figures.every((x) => Number.isFinite(x) && x > 0);
   console.log(`${ok ? 'ok' : 'FAIL'}: bench.mjs ran end to end in chromium (${figures.length} figures, all finite and positive: ${ok}); ` +
     'software WebGPU: no speed claims');

@@ -92,13 +92,44 @@ async function timed(device, reps, record, flush = () => {}) {
   return best;
 }
 
+// A decode driver as bench-node's --decode / --decode-ab name it: 'v1', 'v2', 'v2:NRxTPR' (v2
+// with NR rows x TPR threads a workgroup), each v2 optionally '/g8' (Q4_K's and Q6_K's grouped
+// mode: 8 lanes a block), as createKernels' options.
+export function decodeOptions(spec) {
+  const m = /^(v1|v2)(?::(\d+)x(\d+))?(?:\/g(8))?$/.exec(spec || 'v2');
+  if (!m || (m[1] === 'v1' && (m[2] || m[4]))) throw new Error(`bench: a decode driver is v1, v2, v2:NRxTPR, v2/g8 or v2:NRxTPR/g8, not ${spec}`);
+  return { decodeDriver: m[1], ...(m[2] ? { decodeNR: Number(m[2]), decodeTPR: Number(m[3]) } : {}),
+    ...(m[4] ? { decodeGP: Number(m[4]) } : {}) };
+}
+
+// o.decodeAB (a list of decodeOptions names): the T = 1 matmuls, recorded by `record(ks, enc)`,
+// timed with each decode driver in interleaved rounds (a, b, ..., a, b, ...: the GPU's clock
+// state moves between short bursts), the best of each's rounds; { name: ms }.
+async function decodeAB(device, o, kss, record) {
+  const best = {};
+  for (let round = 0; round < 3; round++)
+    for (const [name, ks] of kss) {
+      const ms = await timed(device, o.reps, (enc) => record(ks, enc), ks.flush);
+      best[name] = Math.min(best[name] ?? Infinity, ms);
+    }
+  return best;
+}
+
 export async function bench(device, opts = {}) {
   const o = { copyBytes: 256 << 20, K: 4096, R: 4096, tPrefill: 512, reps: 5, model: null, pp: 512, tg: 32,
     types: ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'], log: console.log, ...opts };
   const out = {};
-  const ks = await createKernels(device, { ...(o.source ? { source: o.source } : {}),
-    ...(o.wgslFeatures ? { wgslFeatures: o.wgslFeatures } : {}), ...(o.matmulNR ? { matmulNR: o.matmulNR } : {}) });
+  const kopts = { ...(o.source ? { source: o.source } : {}),
+    ...(o.wgslFeatures ? { wgslFeatures: o.wgslFeatures } : {}), ...(o.matmulNR ? { matmulNR: o.matmulNR } : {}) };
+  const ks = await createKernels(device, { ...kopts, ...decodeOptions(o.decode) });
   out.packedDot = ks.packedDot;
+  out.decode = o.decode || 'v2';
+  // the decode drivers to compare (--decode-ab): a kernel set each, its matmuls and quantizers
+  const kss = [];
+  for (const name of o.decodeAB || [])
+    kss.push([name, await createKernels(device, { ...kopts, ...decodeOptions(name),
+      only: ['matmul_Q8_0', 'matmul_Q4_0', 'matmul_Q4_K', 'matmul_Q6_K', 'matmul_F16', 'quantize_Q8_0', 'quantize_Q8_K'], tileMinT: Infinity })]);
+  o.log(`decode driver: ${out.decode}${kss.length ? `; compared: ${kss.map(([n]) => n).join(', ')}` : ''}`);
   o.log(`dot4: ${ks.packedDot ? 'dot4I8Packed (packed_4x8_integer_dot_product)' : 'shifts (no packed_4x8_integer_dot_product)'}`);
 
   // o.base: an earlier run's result, whose copy and int8 figures a model's run reuses
@@ -179,6 +210,18 @@ export async function bench(device, opts = {}) {
           `(${(100 * r.gops / out.int8mm.gops).toFixed(0)}% of the int8 microbenchmark)`);
         for (const b of [x, xq, y]) b.destroy();
       }
+      if (kss.length) { // the T = 1 matmul with each compared decode driver
+        const x = ks.upload(new Float32Array(K).map((_, i) => Math.sin(i)));
+        const xq = ks.buffer(xRow), y = ks.buffer(4 * R);
+        const ab = await decodeAB(device, o, kss, (k, enc) => {
+          k.quantize(enc, dt, { x, y: xq, n: K, rows: 1 });
+          k.matmul(enc, type, { w: wb, x: xq, y, K, R, T: 1, wRow, xRow, ldy: R });
+        });
+        out.matmul[type].ab = Object.fromEntries(Object.entries(ab).map(([n, ms]) => [n, { ms, weightGBs: R * wRow / ms / 1e6 }]));
+        o.log(`matmul ${type} ${R} x ${K}, T 1, decode drivers: ` + Object.entries(out.matmul[type].ab)
+          .map(([n, r]) => `${n} ${r.ms.toFixed(3)} ms (${r.weightGBs.toPrecision(3)} GB/s)`).join(', '));
+        for (const b of [x, xq, y]) b.destroy();
+      }
       wb.destroy();
     }
   } else {
@@ -206,13 +249,19 @@ export async function bench(device, opts = {}) {
       for (const T of [1, o.pp]) {
         const x = ks.upload(new Float32Array(T * maxK).map((_, i) => Math.sin(i)));
         const xq = ks.buffer(T * (maxK / 32) * 34 + T * (maxK / 256 + 1) * 292), y = ks.buffer(4 * T * maxR);
-        const ms = await timed(device, o.reps, (enc) => {
+        const record = (k, enc) => {
           for (const w of mats) {
             const K = w.dims[0], dt = w.type === 'Q4_K' || w.type === 'Q6_K' ? 'Q8_K' : 'Q8_0';
-            ks.quantize(enc, dt, { x, y: xq, n: K, rows: T });
-            ks.matmul(enc, w.type, { w: w.buf, wOff: w.wOff, x: xq, y, K, R: w.dims[1], T, wRow: w.rowBytes, xRow: quantRowBytes(dt, K), ldy: w.dims[1] });
+            k.quantize(enc, dt, { x, y: xq, n: K, rows: T });
+            k.matmul(enc, w.type, { w: w.buf, wOff: w.wOff, x: xq, y, K, R: w.dims[1], T, wRow: w.rowBytes, xRow: quantRowBytes(dt, K), ldy: w.dims[1] });
           }
-        }, ks.flush);
+        };
+        const ms = await timed(device, o.reps, (enc) => record(ks, enc), ks.flush);
+        if (T === 1 && kss.length) {
+          const ab = await decodeAB(device, o, kss, record);
+          out.model.mmDecodeAB = Object.fromEntries(Object.entries(ab).map(([n, t]) => [n, { ms: t, tokS: 1e3 / t }]));
+          o.log('model matmuls T 1, decode drivers: ' + Object.entries(ab).map(([n, t]) => `${n} ${t.toFixed(3)} ms`).join(', '));
+        }
         const bytes = mats.reduce((a, w) => a + w.data.byteLength, 0);
         const ops = mats.reduce((a, w) => a + 2 * w.dims[0] * w.dims[1] * T, 0);
         out.model[T === 1 ? 'mmDecode' : 'mmPrefill'] = { T, ms, weightGBs: bytes / ms / 1e6, gops: ops / ms / 1e6, tokS: T / ms * 1e3 };
@@ -270,7 +319,7 @@ export async function bench(device, opts = {}) {
 export function markdownTable(res, adapterLine) {
   const o = res.options;
   const d = res.device, f = (x, p = 3) => Number(x).toPrecision(p), pc = (a, b) => `${(100 * a / b).toFixed(0)}%`;
-  const lines = [`GPU (WebGPU): ${adapterLine}; dot4: ${d.packedDot ? 'dot4I8Packed' : 'shifts'}`, '',
+  const lines = [`GPU (WebGPU): ${adapterLine}; dot4: ${d.packedDot ? 'dot4I8Packed' : 'shifts'}; decode driver ${d.decode || 'v2'}`, '',
     '| what | figure | share |', '|---|---:|---:|',
     `| copy kernel, read bandwidth (${o.copyBytes >> 20} MiB read and written) | ${f(d.copy.readGBs)} GB/s | — |`,
     `| int8 matmul microbenchmark ${d.int8mm.M} x ${d.int8mm.K} x ${d.int8mm.N} | ${f(d.int8mm.gops)} GOP/s | — |`];
@@ -278,11 +327,15 @@ export function markdownTable(res, adapterLine) {
     for (const [T, x] of Object.entries(r))
       lines.push(T === '1'
         ? `| matmul ${t} ${o.R} x ${o.K}, T 1 (decode kernel) | ${f(x.weightGBs)} GB/s of weights | ${pc(x.weightGBs, d.copy.readGBs)} of copy |`
+        : T === 'ab' ? Object.entries(x).map(([n, y]) =>
+          `| matmul ${t} ${o.R} x ${o.K}, T 1, decode driver ${n} (interleaved) | ${f(y.weightGBs)} GB/s of weights | ${pc(y.weightGBs, d.copy.readGBs)} of copy |`).join('\n')
         : `| matmul ${t} ${o.R} x ${o.K}, T ${T} (tiled kernel) | ${f(x.gops)} GOP/s | ${pc(x.gops, d.int8mm.gops)} of int8 mm |`);
   for (const [name, m] of Object.entries(res.models)) {
     const mm = m.model;
     const w = `${name}: ${mm.types}, E ${mm.E}, F ${mm.F}, ${mm.L} layers, V ${mm.V}, ${(mm.weightBytes / 2 ** 20).toFixed(1)} MiB read a token`;
     lines.push(`| ${w}: matmuls alone, T 1 | ${f(mm.mmDecode.tokS)} tok/s, ${f(mm.mmDecode.weightGBs)} GB/s | ${pc(mm.mmDecode.weightGBs, d.copy.readGBs)} of copy |`);
+    for (const [n, y] of Object.entries(mm.mmDecodeAB || {}))
+      lines.push(`| ${w}: matmuls alone, T 1, decode driver ${n} (interleaved) | ${f(y.tokS)} tok/s, ${f(y.ms)} ms | — |`);
     lines.push(`| ${w}: matmuls alone, T ${o.pp} | ${f(mm.mmPrefill.tokS)} tok/s, ${f(mm.mmPrefill.gops)} GOP/s | ${pc(mm.mmPrefill.gops, d.int8mm.gops)} of int8 mm |`);
     lines.push(`| ${w}: forward pass (llama.mjs) pp${o.pp} | ${f(mm.ppTokS)} tok/s | — |`);
     lines.push(`| ${w}: forward pass (llama.mjs) tg${o.tg}, ${mm.cmds} commands a token | ${f(mm.tgTokS)} tok/s, ${f(mm.decodeGBs)} GB/s | ${pc(mm.decodeGBs, d.copy.readGBs)} of copy |`);

@@ -17,10 +17,6 @@
 // read as u32 words (matmul_io.wgsl, matmul_xq.wgsl, which the runtime puts in front). W and X
 // start at byte offsets w_off, x_off; rows w_row, x_row bytes apart.
 
-fn w16(i: u32) -> u32 { return wu(i) & 0xffffu; }
-fn x16(i: u32) -> u32 { return xu(i) & 0xffffu; }
-fn x32(i: u32) -> u32 { return xu(i); }
-
 const WG: u32 = 256u;
 const NR: u32 = 8u;
 var<workgroup> parts: array<vec2<i32>, 1024>; // NR CH NP <= 1024

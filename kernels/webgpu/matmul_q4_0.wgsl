@@ -19,6 +19,27 @@ fn part(r: u32, t: u32, b: u32, p: u32) -> vec2<i32> {
   }
   return vec2<i32>(sum, 0);
 }
+// The block's integer sum whole, for the v2 driver (matmul_qv.wgsl): the 16 qs bytes from five
+// aligned words and the 32 x quants from nine, each funnel-shifted to its block's byte offset
+// (matmul_xq's fsh: no branch); qs word k's low nibbles against x word k, its high nibbles
+// against x word k + 4; the same sum as part()'s two.
+fn bsum(r: u32, t: u32, b: u32) -> vec2<i32> {
+  let wo = P.w_off + r * P.w_row + b * 18u + 2u;
+  let xo = P.x_off + t * P.x_row + b * 34u + 2u;
+  let wi = wo >> 2u;
+  let ws = (wo & 3u) * 8u;
+  let xi = xo >> 2u;
+  let xs = (xo & 3u) * 8u;
+  var sum = 0i;
+  for (var k = 0u; k < 4u; k++) {
+    let q = fsh(wat(wi + k), wat(wi + k + 1u), ws);
+    sum += dot4(q4s(q & 0x0f0f0f0fu), fsh(xat(xi + k), xat(xi + k + 1u), xs));
+    sum += dot4(q4s((q >> 4u) & 0x0f0f0f0fu), fsh(xat(xi + k + 4u), xat(xi + k + 5u), xs));
+  }
+  return vec2<i32>(sum, 0);
+}
+// The v2 driver's grouped mode is the K-quants' (GP = 8); here a block is one lane's (GP = 1).
+fn gpart(r: u32, t: u32, b: u32, g: u32) -> vec2<i32> { return bsum(r, t, b); }
 fn term(r: u32, t: u32, b: u32, s: vec2<i32>) -> f32 {
   let wo = P.w_off + r * P.w_row + b * 18u;
   let xo = P.x_off + t * P.x_row + b * 34u;

@@ -33,6 +33,28 @@ fn part(r: u32, t: u32, b: u32, j: u32) -> vec2<i32> {
   let pair = (bitcast<i32>(bs << 16u) >> 16u) + (bitcast<i32>(bs) >> 16u);
   return vec2<i32>(i32(sm.x) * sub, i32(sm.y) * pair);
 }
+// The block's integer sums whole (the v2 driver, matmul_qv.wgsl): its parts added (exact).
+fn bsum(r: u32, t: u32, b: u32) -> vec2<i32> {
+  var v = vec2<i32>(0, 0);
+  for (var p = 0u; p < NP; p++) { v += part(r, t, b, p); }
+  return v;
+}
+// Lane g (< 8) of a block's eight in the v2 driver's grouped mode (matmul_qv.wgsl, GP = 8): word
+// g of every sub-block's nibbles and quants, sum_j sc_j (q . x) over those words, and the min
+// of sub-block g times its bsums pair; the eight lanes' sums add (exactly) to part()'s, and
+// lanes g = 0..7 read 32 contiguous bytes an instruction.
+fn gpart(r: u32, t: u32, b: u32, g: u32) -> vec2<i32> {
+  let wo = P.w_off + r * P.w_row + b * 144u;
+  let xo = P.x_off + t * P.x_row + b * 292u;
+  var isum = 0i;
+  for (var j = 0u; j < 8u; j++) {
+    let q = (wb4(wo + 16u + 32u * (j / 2u) + 4u * g) >> ((j % 2u) * 4u)) & 0x0f0f0f0fu;
+    isum += i32(scale_min(wo, j).x) * dot4(q, xb4(xo + 4u + 32u * j + 4u * g));
+  }
+  let bs = xb4(xo + 260u + 4u * g);
+  let pair = (bitcast<i32>(bs << 16u) >> 16u) + (bitcast<i32>(bs) >> 16u);
+  return vec2<i32>(isum, i32(scale_min(wo, g).y) * pair);
+}
 fn term(r: u32, t: u32, b: u32, s: vec2<i32>) -> f32 {
   let wo = P.w_off + r * P.w_row + b * 144u;
   let xo = P.x_off + t * P.x_row + b * 292u;

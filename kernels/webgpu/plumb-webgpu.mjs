@@ -43,6 +43,12 @@ const DOT4_SHIFTS = `fn dot4(a: u32, b: u32) -> i32 {
 `;
 // Rows per workgroup of each matmul kernel (its NR).
 const MATMUL_NR = { Q8_0: 8, Q4_0: 8, Q4_K: 8, Q6_K: 8, F16: 4 };
+// The second decode driver's shape per type (matmul_qv.wgsl): [rows per workgroup, threads per
+// row]; a thread takes whole blocks, a chunk is TPR blocks of each row. The K-quants' grouped
+// mode (8 lanes a block: createKernels' decodeGP) takes 4 x 64 (chunks of 8 blocks).
+const MATMUL_V2 = { Q8_0: [4, 64], Q4_0: [4, 64], Q4_K: [4, 16], Q6_K: [4, 16] };
+const MATMUL_V2_GROUPED = [4, 64];
+const GROUPED = ['Q4_K', 'Q6_K'];
 
 const U = () => globalThis.GPUBufferUsage;
 
@@ -78,7 +84,39 @@ export async function createKernels(device, options = {}) {
   // byte-stream activations
   const io = (await source('matmul_io.wgsl')) + '\n';
   const xq = io + (await source('matmul_xq.wgsl')) + '\n';
-  const driver = xq + await source('matmul_q.wgsl');
+  // options.decodeDriver: the quantized matmuls' decode driver (T below tileMinT): 'v2' (the
+  // default: matmul_qv.wgsl, whole blocks a thread, one barrier a chunk) or 'v1' (matmul_q.wgsl,
+  // integer parts a thread, three barriers a chunk); the same bits either way (ref's).
+  // options.decodeNR, options.decodeTPR: v2's rows per workgroup and threads per row for every
+  // type (default MATMUL_V2's; a benchmark knob and the conformance run's small-chunk run: the
+  // order of the sums, hence every bit, is the same for any shape). options.decodeGP: 1 (the
+  // default) or 8, the lanes sharing a Q4_K or Q6_K block in v2 (8: the grouped mode, word g of
+  // each 32-byte run a lane; decodeTPR then a multiple of 8).
+  const decodeDriver = options.decodeDriver ?? 'v2';
+  if (decodeDriver !== 'v1' && decodeDriver !== 'v2')
+    throw new Error(`plumb-webgpu: decodeDriver must be 'v1' or 'v2', not ${decodeDriver}`);
+  const gp = options.decodeGP ?? 1;
+  if (gp !== 1 && gp !== 8) throw new Error(`plumb-webgpu: decodeGP must be 1 or 8, not ${gp}`);
+  const gpOf = (t) => (GROUPED.includes(t) ? gp : 1);
+  const v2Shape = (t) => {
+    const d = gpOf(t) > 1 ? MATMUL_V2_GROUPED : MATMUL_V2[t];
+    return [options.decodeNR || d[0], options.decodeTPR || d[1]];
+  };
+  if (GROUPED.some((t) => v2Shape(t)[1] % gpOf(t)))
+    throw new Error(`plumb-webgpu: decodeTPR (${options.decodeTPR}) must be a multiple of decodeGP (${gp})`);
+  for (const k of ['decodeNR', 'decodeTPR'])
+    if (options[k] !== undefined && !(Number.isInteger(options[k]) && options[k] >= 1 && options[k] <= 256))
+      throw new Error(`plumb-webgpu: ${k} must be an integer from 1 to 256, not ${options[k]}`);
+  if (Object.keys(MATMUL_V2).some((t) => v2Shape(t)[0] * v2Shape(t)[1] > 256))
+    throw new Error('plumb-webgpu: decodeNR x decodeTPR must be at most 256 (a workgroup)');
+  const driver = decodeDriver === 'v1' ? xq + await source('matmul_q.wgsl') : xq + await source('matmul_qv.wgsl');
+  const decodeSource = (t, text) => {
+    if (decodeDriver === 'v1') return withNR(driver + '\n' + text);
+    const [n, tpr] = v2Shape(t);
+    return `const NR: u32 = ${n}u;\nconst TPR: u32 = ${tpr}u;\nconst GP: u32 = ${gpOf(t)}u;\n` + driver + '\n' + text;
+  };
+  // rows per workgroup of the decode driver of type t
+  const decodeRows = (t) => (decodeDriver === 'v1' ? nr : v2Shape(t)[0]);
 
   async function pipeline(label, name, text) {
     const code = patch(name, common + '\n' + text);
@@ -98,7 +136,7 @@ export async function createKernels(device, options = {}) {
   // options.only: the pipelines to build (names as in `pipes`: matmul_Q8_0, ..., attention);
   // default all.
   const want = (k) => !options.only || options.only.includes(k);
-  // options.matmulNR: rows per workgroup of the quantized decode driver (default MATMUL_NR's 8;
+  // options.matmulNR: rows per workgroup of the decode driver v1 (default MATMUL_NR's 8;
   // a benchmark knob: the sums' order, hence every bit, is the same for any NR), each type's
   // chunk CH shrunk where NR x CH (x NP) would pass the driver's workgroup arrays (512, 1024).
   const nr = options.matmulNR || MATMUL_NR.Q8_0;
@@ -111,7 +149,7 @@ export async function createKernels(device, options = {}) {
   };
   const pipes = {};
   for (const [t, f] of Object.entries(MATMUL))
-    if (want('matmul_' + t)) pipes['matmul_' + t] = await pipeline('matmul ' + t, f, withNR(driver + '\n' + await source(f)));
+    if (want('matmul_' + t)) pipes['matmul_' + t] = await pipeline('matmul ' + t, f, decodeSource(t, await source(f)));
   // options.tileMinT: the fewest tokens for which a type with a tiled driver uses it (default 16;
   // the conformance run sets 1 or Infinity so that each driver sees every case). Infinity: the
   // tiled pipelines are not built.
@@ -253,7 +291,7 @@ export async function createKernels(device, options = {}) {
     const useTiled = MATMUL_TILED[type] && a.T >= tileMinT;
     const pipe = need((useTiled ? 'matmulT_' : 'matmul_') + type);
     // tiles of 64 rows x 64 tokens, or NR rows x 1 token
-    const [gx, gy] = grid(Math.ceil(a.R / (useTiled ? 64 : type === 'F16' ? MATMUL_NR.F16 : nr)));
+    const [gx, gy] = grid(Math.ceil(a.R / (useTiled ? 64 : type === 'F16' ? MATMUL_NR.F16 : decodeRows(type))));
     const p = new Uint32Array([a.K, a.R, a.T, a.wOff || 0, a.wRow, a.xOff || 0, a.xRow, a.yOff || 0,
       a.ldy ?? a.R, gx, 0, 0]);
     dispatch(enc, pipe, [a.w, a.x, a.y], p, gx, gy, useTiled ? Math.ceil(a.T / 64) : a.T);
@@ -411,8 +449,8 @@ export async function createKernels(device, options = {}) {
     return out;
   }
 
-  return { device, packedDot, flush, copy, counts, upload, buffer, uniform, matmul, quantize, rmsnormQ, swigluQ, rmsnorm,
-    softmax, swiglu, rope, ropeKV, attention, add, read, beginFrame, endFrame };
+  return { device, packedDot, decodeDriver, flush, copy, counts, upload, buffer, uniform, matmul, quantize, rmsnormQ, swigluQ,
+    rmsnorm, softmax, swiglu, rope, ropeKV, attention, add, read, beginFrame, endFrame };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----

@@ -1,0 +1,87 @@
+// matmul_qv.wgsl — the quantized matmuls' second decode driver (v2, createKernels' decodeDriver,
+// the default): y[t ldy + r] = W[r] . X[t] for r < R, t < T, as kernels/ref/matmul.c forms it:
+// per block an exact integer sum and one float term, the terms added in block order into one
+// float per row, starting from +0 (ref's bits). The runtime appends the same type files as for
+// matmul_q.wgsl — this driver uses their QB, bsum(r, t, b) (a whole block's integer sums: Q8_0's
+// and Q4_0's from aligned word windows without a branch, the K-quants' as their parts added) and
+// term(r, t, b, sums) — and puts `const NR` (rows per workgroup), `const TPR` (threads per
+// row) and `const GP` (lanes per block: 1, or the K-quants' grouped mode, 8) in front.
+//
+// One workgroup of NR x TPR threads per NR rows and one token (grid z). Thread li works for row
+// lr = li / TPR on blocks lb, lb + TPR, lb + 2 TPR, ... (lb = li % TPR): a chunk is TPR blocks
+// of each row, one whole block a thread (its integer sums exact in i32, in any order; then its
+// term), so consecutive threads read consecutive blocks of one row. The terms go to workgroup
+// memory, double-buffered by chunk; the row's first thread (lb = 0, one per row group: no bank
+// conflicts between the adders of one warp) owns the row's float and adds the previous chunk's
+// TPR terms to it in block order while the others already work on the next chunk: one barrier a
+// chunk. Blocks past the row's end give the term +0: s + (+0) = s for every s but -0, and s,
+// starting at +0, is never -0 (a sum is -0 only when both addends are), so the padded adds
+// change no bit. The order of the float adds is ref's whatever NR and TPR, so the result is
+// batch-, slice- and shape-invariant and equal to the first driver's.
+//
+// The grouped mode (GP = 8, Q4_K and Q6_K; createKernels' decodeGP): GP lanes share a block,
+// lane g forming gpart(r, t, b, g) — word g of each of the block's 32-byte runs, so 8 lanes read
+// 32 contiguous bytes an instruction where a whole block a thread has each lane on a block of
+// its own — and the chunk is TPR / GP blocks. The lanes' integer sums go to workgroup memory; the
+// row's adder adds each block's GP sums (i32: exact, any order: the block's sums), forms ref's
+// term from them and adds it to the row's float, in block order, for the previous chunk's
+// blocks. Blocks past the row's end are skipped. The same chain of float adds of the same terms.
+
+const WG: u32 = NR * TPR;
+const CB: u32 = TPR / GP; // blocks of each row a chunk
+// two chunks: [chunk & 1][row lr][lane lb]: GP = 1, the term's bits in x; else the lane's sums
+var<workgroup> terms: array<vec2<i32>, 2u * WG>;
+
+// The adder: the row's float s plus the terms of the chunk from block c0 whose lanes' values
+// start at terms[o], in block order.
+fn add_chunk(s0: f32, o: u32, r: u32, t: u32, c0: u32, nb: u32) -> f32 {
+  var s = s0;
+  if (GP == 1u) {
+    for (var j = 0u; j < TPR; j++) { s = s + bitcast<f32>(terms[o + j].x); }
+  } else {
+    for (var j = 0u; j < CB; j++) {
+      if (c0 + j < nb) {
+        var v = vec2<i32>(0, 0);
+        for (var g = 0u; g < GP; g++) { v += terms[o + j * GP + g]; }
+        s = s + term(r, t, c0 + j, v);
+      }
+    }
+  }
+  return s;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32) {
+  let r0 = (wg.x + wg.y * P.rsplit) * NR;
+  let t = wg.z;
+  if (r0 >= P.R) { return; }
+  let lr = li / TPR;
+  let lb = li % TPR;
+  let r = r0 + lr;
+  let nb = P.K / QB;
+  var s = 0.0;
+  var c0 = 0u;
+  var cur = 0u; // the buffer this chunk's terms go to: 0 or WG
+  loop {
+    if (c0 >= nb) { break; }
+    let b = c0 + lb / GP;
+    var e = vec2<i32>(0, 0); // GP = 1: +0's bits
+    if (r < P.R && b < nb) {
+      if (GP == 1u) {
+        e.x = bitcast<i32>(term(r, t, b, bsum(r, t, b)));
+      } else {
+        e = gpart(r, t, b, lb % GP);
+      }
+    }
+    // the previous chunk's terms (written before the last barrier), in block order
+    if (lb == 0u && c0 > 0u && r < P.R) { s = add_chunk(s, (WG - cur) + lr * TPR, r, t, c0 - CB, nb); }
+    terms[cur + li] = e;
+    workgroupBarrier();
+    c0 += CB;
+    cur = WG - cur;
+  }
+  if (lb == 0u && r < P.R) {
+    if (c0 > 0u) { s = add_chunk(s, (WG - cur) + lr * TPR, r, t, c0 - CB, nb); } // the last chunk
+    Y[P.y_off + t * P.ldy + r] = s;
+  }
+}
