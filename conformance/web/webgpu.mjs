@@ -101,16 +101,19 @@ try {
     if (tr.rc !== 0) { console.log(tr.out); console.log(`FAIL: the tiled ${type} matmul`); failures++; }
   }
 
-  // The decode drivers: the run above used the default (v2, matmul_qv.wgsl, 4 rows x 64 or 16
-  // threads: chunks of 64 or 16 blocks); v2 again with 3 rows x 4 threads a workgroup (chunks of
+  // The decode drivers: the run above used the default ('auto': v2, matmul_qv.wgsl, for Q8_0 and
+  // Q4_0 at 4 rows x 64 threads, chunks of 64 blocks; v1 for the K-quants); v2 again with 3 rows x 4 threads a workgroup (chunks of
   // 4 blocks: most cases span several chunks and end in a partial one, R rarely a multiple of
   // 3), and v1 (matmul_q.wgsl), which stays selectable: every quantized matmul case, ref's bits.
   // The K-quants' grouped mode (8 lanes a block) too: at its default shape (4 x 64: chunks of 8
   // blocks) and at 3 rows x 16 threads (chunks of 2).
-  for (const [tag, what, o, types] of [['v2s', 'v2 with 3 rows x 4 threads a workgroup', { decodeNR: 3, decodeTPR: 4 }],
+  // The default is 'auto' (v2 for Q8_0 and Q4_0, v1 for the K-quants), so v2 at its default shape
+  // runs the K-quants' cases too.
+  for (const [tag, what, o, types] of [['v2s', 'v2 with 3 rows x 4 threads a workgroup', { decodeDriver: 'v2', decodeNR: 3, decodeTPR: 4 }],
     ['v1', 'v1 (matmul_q.wgsl)', { decodeDriver: 'v1' }],
-    ['g8', 'v2 grouped (8 lanes a block, 4 x 64)', { decodeGP: 8 }, ['Q4_K', 'Q6_K']],
-    ['g8s', 'v2 grouped (8 lanes a block, 3 x 16)', { decodeGP: 8, decodeNR: 3, decodeTPR: 16 }, ['Q4_K', 'Q6_K']]]) {
+    ['v2', 'v2 (4 rows x 16 threads)', { decodeDriver: 'v2' }, ['Q4_K', 'Q6_K']],
+    ['g8', 'v2 grouped (8 lanes a block, 4 x 64)', { decodeDriver: 'v2', decodeGP: 8 }, ['Q4_K', 'Q6_K']],
+    ['g8s', 'v2 grouped (8 lanes a block, 3 x 16)', { decodeDriver: 'v2', decodeGP: 8, decodeNR: 3, decodeTPR: 16 }, ['Q4_K', 'Q6_K']]]) {
     for (const type of types || ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K']) {
       const dr = await runCases(`decode-${tag}-${type}`, `matmul_${type}`, [], [`matmul_${type}`], o);
       console.log(`matmul ${type}, the decode driver ${what}: ${(dr.out.match(/\d+ of \d+ cases failed/) || ['?'])[0]}`);
@@ -229,7 +232,10 @@ try {
   ];
   for (const [i, f] of FAULTS.entries()) {
     if (process.env.PLUMB_WEBGPU_FAULTS === '0' || modelsOnly) break; // debugging aids
-    const r = await runCases(`fault${i}`, f.filter, [{ file: f.file, pairs: f.pairs }], f.only, f.opts);
+    // a matmul fault runs on the driver it was written against: v2 unless it says (the default,
+    // 'auto', takes v1 for the K-quants)
+    const opts = /^matmul_/.test(f.filter) ? { decodeDriver: 'v2', ...f.opts } : f.opts;
+    const r = await runCases(`fault${i}`, f.filter, [{ file: f.file, pairs: f.pairs }], f.only, opts);
     const failed = (r.out || '').match(/(\d+) of (\d+) cases failed/);
     const caught = r.rc !== 0 && failed && Number(failed[1]) > 0;
     console.log(`${caught ? 'ok  ' : 'FAIL'} planted fault caught: ${f.name} (${failed ? `${failed[1]} of ${failed[2]}` : '?'} cases failed)`);

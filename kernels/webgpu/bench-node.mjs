@@ -6,7 +6,8 @@
 // --modes: the forward pass fused (llama.mjs's default) and/or unfused (fuse: false, one dispatch per
 // op), interleaved in each of the reps rounds (default both: the A/B); each mode's medians and its
 // commands a decode token.
-// --decode D: the quantized matmuls' decode driver, v1, v2 (the default) or v2:NRxTPR (v2 with
+// --decode D: the quantized matmuls' decode driver, auto (the default: v2 for Q8_0 and Q4_0, v1 for
+// the K-quants, as measured on the H200), v1, v2 or v2:NRxTPR (v2 with
 // NR rows x TPR threads a workgroup), v2 also with /g8 (Q4_K's and Q6_K's grouped mode, 8 lanes
 // a block; createKernels' decodeDriver, decodeNR, decodeTPR, decodeGP).
 // --decode-ab D,D,...: also time the T = 1 matmuls (each type's, each model's) with each of
@@ -36,7 +37,7 @@ const opt = (name, def) => {
 const num = (name, def) => Number(opt(name, def));
 const o = { copyBytes: num('--copy-mib', 256) * 2 ** 20, K: num('--k', 4096), R: num('--r', 4096),
   tPrefill: num('--prefill-t', 512), pp: num('--pp', 512), tg: num('--tg', 32), reps: num('--reps', 5),
-  matmulNR: num('--nr', 0), modes: opt('--modes', 'fused,unfused').split(','), decode: opt('--decode', 'v2') };
+  matmulNR: num('--nr', 0), modes: opt('--modes', 'fused,unfused').split(','), decode: opt('--decode', 'auto') };
 const ab = opt('--decode-ab', null);
 if (ab) o.decodeAB = ab.split(',');
 for (const d of [o.decode, ...(o.decodeAB || [])]) decodeOptions(d); // a bad name throws here

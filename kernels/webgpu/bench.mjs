@@ -92,12 +92,12 @@ async function timed(device, reps, record, flush = () => {}) {
   return best;
 }
 
-// A decode driver as bench-node's --decode / --decode-ab name it: 'v1', 'v2', 'v2:NRxTPR' (v2
+// A decode driver as bench-node's --decode / --decode-ab name it: 'auto' (v2 for Q8_0, Q4_0; v1 for the K-quants), 'v1', 'v2', 'v2:NRxTPR' (v2
 // with NR rows x TPR threads a workgroup), each v2 optionally '/g8' (Q4_K's and Q6_K's grouped
 // mode: 8 lanes a block), as createKernels' options.
 export function decodeOptions(spec) {
-  const m = /^(v1|v2)(?::(\d+)x(\d+))?(?:\/g(8))?$/.exec(spec || 'v2');
-  if (!m || (m[1] === 'v1' && (m[2] || m[4]))) throw new Error(`bench: a decode driver is v1, v2, v2:NRxTPR, v2/g8 or v2:NRxTPR/g8, not ${spec}`);
+  const m = /^(auto|v1|v2)(?::(\d+)x(\d+))?(?:\/g(8))?$/.exec(spec || 'auto');
+  if (!m || (m[1] !== 'v2' && (m[2] || m[4]))) throw new Error(`bench: a decode driver is auto, v1, v2, v2:NRxTPR, v2/g8 or v2:NRxTPR/g8, not ${spec}`);
   return { decodeDriver: m[1], ...(m[2] ? { decodeNR: Number(m[2]), decodeTPR: Number(m[3]) } : {}),
     ...(m[4] ? { decodeGP: Number(m[4]) } : {}) };
 }
@@ -123,7 +123,7 @@ export async function bench(device, opts = {}) {
     ...(o.wgslFeatures ? { wgslFeatures: o.wgslFeatures } : {}), ...(o.matmulNR ? { matmulNR: o.matmulNR } : {}) };
   const ks = await createKernels(device, { ...kopts, ...decodeOptions(o.decode) });
   out.packedDot = ks.packedDot;
-  out.decode = o.decode || 'v2';
+  out.decode = o.decode || 'auto';
   // the decode drivers to compare (--decode-ab): a kernel set each, its matmuls and quantizers
   const kss = [];
   for (const name of o.decodeAB || [])
@@ -319,7 +319,7 @@ export async function bench(device, opts = {}) {
 export function markdownTable(res, adapterLine) {
   const o = res.options;
   const d = res.device, f = (x, p = 3) => Number(x).toPrecision(p), pc = (a, b) => `${(100 * a / b).toFixed(0)}%`;
-  const lines = [`GPU (WebGPU): ${adapterLine}; dot4: ${d.packedDot ? 'dot4I8Packed' : 'shifts'}; decode driver ${d.decode || 'v2'}`, '',
+  const lines = [`GPU (WebGPU): ${adapterLine}; dot4: ${d.packedDot ? 'dot4I8Packed' : 'shifts'}; decode driver ${d.decode || 'auto'}`, '',
     '| what | figure | share |', '|---|---:|---:|',
     `| copy kernel, read bandwidth (${o.copyBytes >> 20} MiB read and written) | ${f(d.copy.readGBs)} GB/s | — |`,
     `| int8 matmul microbenchmark ${d.int8mm.M} x ${d.int8mm.K} x ${d.int8mm.N} | ${f(d.int8mm.gops)} GOP/s | — |`];

@@ -48,6 +48,8 @@ const MATMUL_NR = { Q8_0: 8, Q4_0: 8, Q4_K: 8, Q6_K: 8, F16: 4 };
 // mode (8 lanes a block: createKernels' decodeGP) takes 4 x 64 (chunks of 8 blocks).
 const MATMUL_V2 = { Q8_0: [4, 64], Q4_0: [4, 64], Q4_K: [4, 16], Q6_K: [4, 16] };
 const MATMUL_V2_GROUPED = [4, 64];
+// decodeDriver 'auto': the types that take v2 (the rest v1)
+const AUTO_V2 = ['Q8_0', 'Q4_0'];
 const GROUPED = ['Q4_K', 'Q6_K'];
 
 const U = () => globalThis.GPUBufferUsage;
@@ -92,9 +94,12 @@ export async function createKernels(device, options = {}) {
   // order of the sums, hence every bit, is the same for any shape). options.decodeGP: 1 (the
   // default) or 8, the lanes sharing a Q4_K or Q6_K block in v2 (8: the grouped mode, word g of
   // each 32-byte run a lane; decodeTPR then a multiple of 8).
-  const decodeDriver = options.decodeDriver ?? 'v2';
-  if (decodeDriver !== 'v1' && decodeDriver !== 'v2')
-    throw new Error(`plumb-webgpu: decodeDriver must be 'v1' or 'v2', not ${decodeDriver}`);
+  // 'auto' (the default): each type the driver that was faster on the H200 (kernels/webgpu/
+  // README.md, "The decode drivers, measured"): v2 for Q8_0 and Q4_0, v1 for Q4_K and Q6_K.
+  const decodeDriver = options.decodeDriver ?? 'auto';
+  if (decodeDriver !== 'v1' && decodeDriver !== 'v2' && decodeDriver !== 'auto')
+    throw new Error(`plumb-webgpu: decodeDriver must be 'auto', 'v1' or 'v2', not ${decodeDriver}`);
+  const driverOf = (t) => (decodeDriver === 'auto' ? (AUTO_V2.includes(t) ? 'v2' : 'v1') : decodeDriver);
   const gp = options.decodeGP ?? 1;
   if (gp !== 1 && gp !== 8) throw new Error(`plumb-webgpu: decodeGP must be 1 or 8, not ${gp}`);
   const gpOf = (t) => (GROUPED.includes(t) ? gp : 1);
@@ -109,14 +114,14 @@ export async function createKernels(device, options = {}) {
       throw new Error(`plumb-webgpu: ${k} must be an integer from 1 to 256, not ${options[k]}`);
   if (Object.keys(MATMUL_V2).some((t) => v2Shape(t)[0] * v2Shape(t)[1] > 256))
     throw new Error('plumb-webgpu: decodeNR x decodeTPR must be at most 256 (a workgroup)');
-  const driver = decodeDriver === 'v1' ? xq + await source('matmul_q.wgsl') : xq + await source('matmul_qv.wgsl');
+  const drivers = { v1: xq + await source('matmul_q.wgsl'), v2: xq + await source('matmul_qv.wgsl') };
   const decodeSource = (t, text) => {
-    if (decodeDriver === 'v1') return withNR(driver + '\n' + text);
+    if (driverOf(t) === 'v1') return withNR(drivers.v1 + '\n' + text);
     const [n, tpr] = v2Shape(t);
-    return `const NR: u32 = ${n}u;\nconst TPR: u32 = ${tpr}u;\nconst GP: u32 = ${gpOf(t)}u;\n` + driver + '\n' + text;
+    return `const NR: u32 = ${n}u;\nconst TPR: u32 = ${tpr}u;\nconst GP: u32 = ${gpOf(t)}u;\n` + drivers.v2 + '\n' + text;
   };
   // rows per workgroup of the decode driver of type t
-  const decodeRows = (t) => (decodeDriver === 'v1' ? nr : v2Shape(t)[0]);
+  const decodeRows = (t) => (driverOf(t) === 'v1' ? nr : v2Shape(t)[0]);
 
   async function pipeline(label, name, text) {
     const code = patch(name, common + '\n' + text);
