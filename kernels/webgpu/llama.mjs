@@ -530,16 +530,18 @@ export async function forward(m, tokens, opts = {}) {
     mm(m.output, xn, E, logits, true, 0, V, rows);
   }
   if (decode) ks.endFrame();
-  ks.flush(enc);
+  // the logits' copy to a mappable buffer in the same command buffer: one submission a step, and
+  // the validation scope and the mapping awaited together
+  const fetch = ks.readAfter(enc, logits, 4 * rows * V);
   ks.device.queue.submit([enc.finish()]);
-  const err = await ks.device.popErrorScope();
-  if (err) {
+  const [err, got] = await Promise.all([ks.device.popErrorScope(), fetch().then((b) => ({ b }), (e) => ({ e }))]);
+  if (err || got.e) {
     if (placed) [m.slotPos, m.evicted] = placed;
     if (!decode) for (const b of Object.values(bufs)) b.destroy();
-    throw new Error(`webgpu forward pass: ${err.message}`);
+    throw new Error(`webgpu forward pass: ${(err || got.e).message}`);
   }
   m.nPast = p0 + T;
-  const out = new Float32Array(await ks.read(logits, 4 * rows * V));
+  const out = new Float32Array(got.b);
   if (!decode) for (const b of Object.values(bufs)) b.destroy();
   return out;
 }

@@ -433,29 +433,40 @@ export async function createKernels(device, options = {}) {
   // Readback buffers kept by size for the next read of that size (a decode step reads the same
   // logits row every token); one in use is never handed out twice.
   const readPool = new Map();
-  async function read(buf, bytes, offset = 0) { // offset: a multiple of 4
+  // Records into enc (its open pass ended) the copy of bytes of buf from offset (a multiple of 4)
+  // into a mappable buffer; returns the function to call once enc's commands are submitted, whose
+  // promise gives the bytes (an ArrayBuffer). A forward pass copies its logits in its own command
+  // buffer, so a token costs one submission and one wait, not two.
+  function readAfter(enc, buf, bytes, offset = 0) {
     const size = Math.ceil(bytes / 4) * 4;
     const free = readPool.get(size) || [];
     readPool.set(size, free);
     const rb = free.pop() || device.createBuffer({ size, usage: U().MAP_READ | U().COPY_DST });
-    const enc = device.createCommandEncoder();
+    flush(enc);
     enc.copyBufferToBuffer(buf, offset, rb, 0, size);
+    return async () => {
+      try {
+        await rb.mapAsync(globalThis.GPUMapMode.READ);
+      } catch (e) {
+        rb.destroy();
+        throw e;
+      }
+      const out = rb.getMappedRange().slice(0, bytes);
+      rb.unmap();
+      if (free.length < 2) free.push(rb);
+      else rb.destroy();
+      return out;
+    };
+  }
+  async function read(buf, bytes, offset = 0) {
+    const enc = device.createCommandEncoder();
+    const done = readAfter(enc, buf, bytes, offset);
     device.queue.submit([enc.finish()]);
-    try {
-      await rb.mapAsync(globalThis.GPUMapMode.READ);
-    } catch (e) {
-      rb.destroy();
-      throw e;
-    }
-    const out = rb.getMappedRange().slice(0, bytes);
-    rb.unmap();
-    if (free.length < 2) free.push(rb);
-    else rb.destroy();
-    return out;
+    return done();
   }
 
   return { device, packedDot, decodeDriver, flush, copy, counts, upload, buffer, uniform, matmul, quantize, rmsnormQ, swigluQ,
-    rmsnorm, softmax, swiglu, rope, ropeKV, attention, add, read, beginFrame, endFrame };
+    rmsnorm, softmax, swiglu, rope, ropeKV, attention, add, read, readAfter, beginFrame, endFrame };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----
