@@ -7,7 +7,10 @@
 // stream, decoded exactly by common.wgsl). One workgroup per (token, head), three passes as
 // kernels/ref/attention.c: scores (a float dot of D, times scale) into S and their max; weights
 // exp(s - m) (1 at the max) in place and their sum; each thread a few output dims, the weighted
-// V rows summed in j order and divided by the sum. Inside test_attention.c's bound.
+// V rows summed in four partial sums (entry j in sum j mod 4, each in j order, then (s0 + s1) +
+// (s2 + s3)) and divided by the sum; the scores' dots likewise in four partial dots (dim d mod 4).
+// A query's every float op depends only on the entries it sees, never on T or N: the same bits
+// whatever the batch, chunking or cache path. Inside test_attention.c's bound.
 // Position differences are taken in u32 (kv_pos <= q_pos first, so q_pos - kv_pos < 2^32 is
 // exact), against window - 1 and layer_window - 1 given as u32 (the runtime clamps a window
 // past 2^32 to 2^32, which then excludes nothing).
@@ -63,8 +66,19 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   for (var j = li; j < P.N; j += 64u) {
     if (!visible(j, qp)) { continue; }
     let ko = (j * P.Hkv + g) * D;
-    var dot = 0.0;
-    for (var d = 0u; d < D; d++) { dot = dot + Q[qo + d] * kv_k(ko + d); }
+    // four partial dots (dims d mod 4), added in a fixed order: independent chains, and the same
+    // sum for a query whatever T, N or the cache path
+    var p0 = 0.0;
+    var p1 = 0.0;
+    var p2 = 0.0;
+    var p3 = 0.0;
+    for (var d = 0u; d < D; d += 4u) {
+      p0 = p0 + Q[qo + d] * kv_k(ko + d);
+      if (d + 1u < D) { p1 = p1 + Q[qo + d + 1u] * kv_k(ko + d + 1u); }
+      if (d + 2u < D) { p2 = p2 + Q[qo + d + 2u] * kv_k(ko + d + 2u); }
+      if (d + 3u < D) { p3 = p3 + Q[qo + d + 3u] * kv_k(ko + d + 3u); }
+    }
+    let dot = (p0 + p1) + (p2 + p3);
     let s = P.scale * dot;
     S[so + j] = s;
     m = select(s, max(m, s), seen > 0u);
@@ -104,13 +118,22 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     workgroupBarrier();
   }
   let denom = red[0];
-  // pass 3: the weighted V rows, j ascending, per output dim
+  // pass 3: the weighted V rows per output dim, in four partial sums (entries j mod 4, each j
+  // ascending) added in a fixed order: four independent chains of loads and adds, and entry j
+  // always in sum j mod 4, so a query's result does not depend on N (T, chunking, cache path)
+  let st = P.Hkv * D;
   for (var d = li; d < D; d += 64u) {
-    var acc = 0.0;
-    for (var j = 0u; j < P.N; j++) {
-      if (!visible(j, qp)) { continue; }
-      acc = acc + S[so + j] * kv_v((j * P.Hkv + g) * D + d);
+    var a0 = 0.0;
+    var a1 = 0.0;
+    var a2 = 0.0;
+    var a3 = 0.0;
+    for (var j = 0u; j < P.N; j += 4u) {
+      let b = (j * P.Hkv + g) * D + d;
+      if (visible(j, qp)) { a0 = a0 + S[so + j] * kv_v(b); }
+      if (j + 1u < P.N && visible(j + 1u, qp)) { a1 = a1 + S[so + j + 1u] * kv_v(b + st); }
+      if (j + 2u < P.N && visible(j + 2u, qp)) { a2 = a2 + S[so + j + 2u] * kv_v(b + 2u * st); }
+      if (j + 3u < P.N && visible(j + 3u, qp)) { a3 = a3 + S[so + j + 3u] * kv_v(b + 3u * st); }
     }
-    O[qo + d] = acc / denom;
+    O[qo + d] = ((a0 + a1) + (a2 + a3)) / denom;
   }
 }
