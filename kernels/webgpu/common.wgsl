@@ -45,3 +45,15 @@ fn exp_f32(x: f32) -> f32 {
   let k2 = ki - k1;
   return p * bitcast<f32>(u32(k1 + 127) << 23u) * bitcast<f32>(u32(k2 + 127) << 23u);
 }
+
+// RMSNorm's output element from x's bits b: (x scale) w. A subnormal (or zero) x: GPUs may flush
+// it in a product (SwiftShader does), so it is taken from its bits times 2^64 (exact) and the
+// result scaled back by 2^-64. rmsnorm.wgsl and rmsnorm_q.wgsl both call this: one expression, so
+// the fused kernel's bits are the separate one's.
+fn rms_apply(b: u32, scale: f32, w: f32) -> f32 {
+  if ((b & 0x7f800000u) == 0u) {
+    let v = f32(b & 0x7fffffu) * 2.5849394142282115e-26;
+    return ((select(v, -v, (b >> 31u) != 0u) * scale) * w) * 5.421010862427522e-20;
+  }
+  return (bitcast<f32>(b) * scale) * w;
+}

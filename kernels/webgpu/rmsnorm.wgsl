@@ -25,15 +25,5 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
   }
   let scale = 1.0 / sqrt(part[0] / f32(P.n) + P.eps);
   let yo = P.y_off + row * P.n;
-  for (var i = li; i < P.n; i += 256u) {
-    let b = bitcast<u32>(X[xo + i]);
-    if ((b & 0x7f800000u) == 0u) {
-      // a subnormal (or zero) x: GPUs may flush it in a product (SwiftShader does), so it is
-      // taken from its bits times 2^64 (exact) and the result scaled back by 2^-64
-      let v = f32(b & 0x7fffffu) * 2.5849394142282115e-26;
-      Y[yo + i] = ((select(v, -v, (b >> 31u) != 0u) * scale) * Wt[P.w_off + i]) * 5.421010862427522e-20;
-    } else {
-      Y[yo + i] = (X[xo + i] * scale) * Wt[P.w_off + i];
-    }
-  }
+  for (var i = li; i < P.n; i += 256u) { Y[yo + i] = rms_apply(bitcast<u32>(X[xo + i]), scale, Wt[P.w_off + i]); }
 }

@@ -42,16 +42,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
   }
   let scale = 1.0 / sqrt(part[0] / f32(P.n) + P.eps);
   let yo = P.y_off + row * P.n;
-  for (var i = li; i < P.n; i += 256u) {
-    let b = bitcast<u32>(X[xo + i]);
-    if ((b & 0x7f800000u) == 0u) {
-      // a subnormal (or zero) x: as rmsnorm.wgsl, from its bits times 2^64, scaled back
-      let v = f32(b & 0x7fffffu) * 2.5849394142282115e-26;
-      Yn[yo + i] = ((select(v, -v, (b >> 31u) != 0u) * scale) * Wt[i]) * 5.421010862427522e-20;
-    } else {
-      Yn[yo + i] = (X[xo + i] * scale) * Wt[i];
-    }
-  }
+  for (var i = li; i < P.n; i += 256u) { Yn[yo + i] = rms_apply(bitcast<u32>(X[xo + i]), scale, Wt[i]); }
   if ((P.flags & 2u) == 0u) { return; }
   storageBarrier(); // the row's floats, written by every thread of the workgroup, seen by all
   let nb = P.n / QB;

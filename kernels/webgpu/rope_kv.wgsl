@@ -49,16 +49,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     }
     let scale = 1.0 / sqrt(part[0] / f32(P.D) + P.eps);
     let noff = select(P.nk, P.nq, isq);
-    for (var i = li; i < P.D; i += 256u) {
-      let b = bitcast<u32>(hv[i]);
-      if ((b & 0x7f800000u) == 0u) {
-        // as rmsnorm.wgsl: a subnormal (or zero) x from its bits times 2^64, scaled back
-        let v = f32(b & 0x7fffffu) * 2.5849394142282115e-26;
-        hv[i] = ((select(v, -v, (b >> 31u) != 0u) * scale) * NW[noff + i]) * 5.421010862427522e-20;
-      } else {
-        hv[i] = (hv[i] * scale) * NW[noff + i];
-      }
-    }
+    for (var i = li; i < P.D; i += 256u) { hv[i] = rms_apply(bitcast<u32>(hv[i]), scale, NW[noff + i]); }
   }
   workgroupBarrier();
   let p = P.p0 + t;
