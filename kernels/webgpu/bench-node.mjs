@@ -1,7 +1,10 @@
 // bench-node.mjs — bench.mjs under node with Dawn's node binding (npm `webgpu`), no browser:
 //   node kernels/webgpu/bench-node.mjs [MODEL.gguf ...] [--copy-mib N] [--k N] [--r N]
 //        [--prefill-t N] [--pp N] [--tg N] [--reps N] [--nr N] [--modes fused,unfused] [--decode D]
-//        [--decode-ab D,D,...] [--json OUT.json] [--md OUT.md]
+//        [--decode-ab D,D,...] [--profile N] [--json OUT.json] [--md OUT.md]
+// --profile N: also each model's profiled prefill and N profiled decode steps: every dispatch's GPU
+// time by timestamps, by kernel (needs the adapter's timestamp-query; DAWN_FLAGS can add
+// disable-dawn-features=timestamp_quantization for full resolution).
 // --nr: rows per workgroup of the v1 decode driver (createKernels' matmulNR).
 // --modes: the forward pass fused (llama.mjs's default) and/or unfused (fuse: false, one dispatch per
 // op), interleaved in each of the reps rounds (default both: the A/B); each mode's medians and its
@@ -37,7 +40,7 @@ const opt = (name, def) => {
 const num = (name, def) => Number(opt(name, def));
 const o = { copyBytes: num('--copy-mib', 256) * 2 ** 20, K: num('--k', 4096), R: num('--r', 4096),
   tPrefill: num('--prefill-t', 512), pp: num('--pp', 512), tg: num('--tg', 32), reps: num('--reps', 5),
-  matmulNR: num('--nr', 0), modes: opt('--modes', 'fused,unfused').split(','), decode: opt('--decode', 'auto') };
+  matmulNR: num('--nr', 0), profile: num('--profile', 0), modes: opt('--modes', 'fused,unfused').split(','), decode: opt('--decode', 'auto') };
 const ab = opt('--decode-ab', null);
 if (ab) o.decodeAB = ab.split(',');
 for (const d of [o.decode, ...(o.decodeAB || [])]) decodeOptions(d); // a bad name throws here
@@ -71,7 +74,8 @@ if (args.includes('--probe')) { // only whether there is an adapter (run.sh asks
   process.exit(0);
 }
 const lim = adapter.limits;
-const device = await adapter.requestDevice({ requiredLimits: {
+const device = await adapter.requestDevice({ requiredFeatures: adapter.features.has('timestamp-query') ? ['timestamp-query'] : [],
+  requiredLimits: {
   maxStorageBufferBindingSize: lim.maxStorageBufferBindingSize, maxBufferSize: lim.maxBufferSize } });
 device.addEventListener?.('uncapturederror', (e) => console.error('webgpu: ' + e.error.message));
 o.copyBytes = Math.min(o.copyBytes, lim.maxStorageBufferBindingSize, lim.maxBufferSize);

@@ -23,11 +23,12 @@ const page = `<!doctype html><html><head><meta charset="utf-8"><link rel="icon" 
 import { bench, markdownTable } from '/bench.mjs';
 window.runBench = async (withModel) => {
   const a = await navigator.gpu.requestAdapter();
-  const device = await a.requestDevice();
+  const device = await a.requestDevice({ requiredFeatures: a.features.has('timestamp-query') ? ['timestamp-query'] : [] });
   const log = [];
   const model = withModel ? await (await fetch('/model.gguf')).arrayBuffer() : null;
   // both decode drivers compared (bench-node's --decode-ab), v2 also at 2 rows x 8 threads
-  const options = { copyBytes: 1 << 20, K: 256, R: 72, tPrefill: 70, reps: 1, pp: 5, tg: 2, decodeAB: ['v1', 'v2', 'v2:2x8', 'v2/g8'] };
+  const options = { copyBytes: 1 << 20, K: 256, R: 72, tPrefill: 70, reps: 1, pp: 5, tg: 2, decodeAB: ['v1', 'v2', 'v2:2x8', 'v2/g8'],
+    profile: 2 };
   const res = await bench(device, { ...options, model, log: (s) => log.push(s) });
   const i = a.info || {};
   const table = markdownTable({ options, device: res, models: withModel ? { 'model.gguf': res } : {} },
@@ -53,7 +54,10 @@ try {
     .flatMap(([T, x]) => (T === 'ab' ? Object.values(x).map((y) => y.weightGBs) : [x.gops]))),
     ...(model ? [res.model.mmDecode.weightGBs, res.model.mmPrefill.gops, res.model.ppTokS, res.model.tgTokS,
       res.model.unfused.ppTokS, res.model.unfused.tgTokS, res.model.cmds, res.model.unfused.cmds,
-      ...Object.values(res.model.mmDecodeAB).map((y) => y.tokS)] : [])];
+      ...Object.values(res.model.mmDecodeAB).map((y) => y.tokS),
+      // the profile, where the adapter has timestamps: every step's GPU time in its dispatches
+      ...(res.model.profile ? [res.model.profile.prefill.gpuMs, res.model.profile.decode.gpuMs] : [])] : [])];
+  console.log(`profile: ${model ? (res.model.profile ? 'timestamps' : 'no timestamp-query on this adapter') : 'no model'}`);
   ok = figures.every((x) => Number.isFinite(x) && x > 0);
   console.log(`${ok ? 'ok' : 'FAIL'}: bench.mjs ran end to end in chromium (${figures.length} figures, all finite and positive: ${ok}); ` +
     'software WebGPU: no speed claims');

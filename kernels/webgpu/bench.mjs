@@ -121,7 +121,11 @@ export async function bench(device, opts = {}) {
   const out = {};
   const kopts = { ...(o.source ? { source: o.source } : {}),
     ...(o.wgslFeatures ? { wgslFeatures: o.wgslFeatures } : {}), ...(o.matmulNR ? { matmulNR: o.matmulNR } : {}) };
-  const ks = await createKernels(device, { ...kopts, ...decodeOptions(o.decode) });
+  // o.profile (tokens): also a profiled prefill and o.profile profiled decode steps of each model,
+  // every dispatch's GPU time by timestamps (createKernels' profile; needs 'timestamp-query')
+  const profile = o.profile > 0 && device.features.has('timestamp-query');
+  if (o.profile > 0 && !profile) o.log('profile: the device has no timestamp-query feature; not profiled');
+  const ks = await createKernels(device, { ...kopts, ...decodeOptions(o.decode), profile });
   out.packedDot = ks.packedDot;
   out.decode = o.decode || 'auto';
   // the decode drivers to compare (--decode-ab): a kernel set each, its matmuls and quantizers
@@ -304,6 +308,7 @@ export async function bench(device, opts = {}) {
     Object.assign(out.model, { pp: o.pp, tg: o.tg, fused: !!modes.fused, ppTokS: first.ppTokS, tgTokS: first.tgTokS,
       decodeGBs: first.decodeGBs, ppMsRuns: first.ppRuns, tgMsRuns: first.tgRuns, cmds: first.cmds,
       ...(modes.fused && modes.unfused ? { unfused: modes.unfused } : {}) });
+    if (profile) out.model.profile = await profileModel(ks, m, toks, o);
     for (const [name, mo] of Object.entries(modes))
       o.log(`model (${(weightBytes / 1e6).toFixed(1)} MB of weights), ${name}: pp${o.pp} ${mo.ppTokS.toPrecision(3)} tok/s, ` +
         `tg${o.tg} ${mo.tgTokS.toPrecision(3)} tok/s = ${mo.decodeGBs.toPrecision(3)} GB/s of weights ` +
@@ -312,6 +317,55 @@ export async function bench(device, opts = {}) {
         `pp ${mo.ppRuns.map((x) => x.toFixed(0)).join('/')} ms, tg ${mo.tgRuns.map((x) => x.toFixed(0)).join('/')} ms)`);
   }
   return out;
+}
+
+// Bytes of a row of K elements of a weight type (the profile's GB/s of a decode matmul).
+const ROW_BYTES = { Q8_0: [32, 34], Q4_0: [32, 18], Q4_K: [256, 144], Q6_K: [256, 210], F16: [1, 2] };
+
+// A profiled prefill of o.pp tokens from an empty cache, then o.profile decode steps (the fused
+// pass): each dispatch's GPU time (timestamps around a pass of its own), summed by tag, per step;
+// the steps' wall time beside the sum of their dispatches' GPU times (the rest: the gaps between
+// passes, the CPU's recording, submission and the logits' readback). Logged, largest first.
+async function profileModel(ks, m, toks, o) {
+  const sum = (recs, steps) => {
+    const by = new Map();
+    for (const { tag, us } of recs) {
+      const e = by.get(tag) || { tag, n: 0, us: 0 };
+      e.n++;
+      e.us += us;
+      by.set(tag, e);
+    }
+    const rows = [...by.values()].map((e) => ({ tag: e.tag, perStep: e.n / steps, usPerStep: e.us / steps, usEach: e.us / e.n }));
+    for (const r of rows) {
+      const mm = /^matmul (\w+) (\d+)x(\d+) T1\b/.exec(r.tag);
+      if (mm && ROW_BYTES[mm[1]]) r.GBs = Number(mm[2]) * (Number(mm[3]) / ROW_BYTES[mm[1]][0]) * ROW_BYTES[mm[1]][1] / r.usEach / 1e3;
+    }
+    return rows.sort((a, b) => b.usPerStep - a.usPerStep);
+  };
+  const show = (what, rows, wallMs) => {
+    const gpu = rows.reduce((a, r) => a + r.usPerStep, 0);
+    o.log(`profile, ${what}: GPU ${(gpu / 1e3).toFixed(3)} ms a step in its dispatches, wall ${wallMs.toFixed(3)} ms`);
+    for (const r of rows)
+      o.log(`  ${r.tag.padEnd(34)} ${r.perStep.toFixed(0).padStart(4)}x ${r.usEach.toFixed(1).padStart(8)} us each ` +
+        `${(r.usPerStep / 1e3).toFixed(3).padStart(8)} ms ${(100 * r.usPerStep / gpu).toFixed(1).padStart(5)}%` +
+        (r.GBs ? ` ${r.GBs.toFixed(0)} GB/s` : ''));
+    return { gpuMs: gpu / 1e3, wallMs, rows };
+  };
+  truncate(m, 0);
+  ks.profiling(true);
+  let t0 = performance.now();
+  await forward(m, toks.slice(0, o.pp), { rows: 1 });
+  const prefill = show(`prefill of ${o.pp}`, sum(await ks.profileRead(), 1), performance.now() - t0);
+  const recs = [];
+  t0 = performance.now();
+  for (let t = 0; t < o.profile; t++) {
+    await forward(m, [toks[o.pp + t]]);
+    recs.push(...await ks.profileRead());
+  }
+  const wall = (performance.now() - t0) / o.profile;
+  ks.profiling(false);
+  const decode = show(`decode at depth ${o.pp}, ${o.profile} steps`, sum(recs, o.profile), wall);
+  return { prefill, decode };
 }
 
 // The markdown table of a run: res = { options, device: bench()'s result, models: { name: bench()'s

@@ -243,6 +243,43 @@ export async function createKernels(device, options = {}) {
       open.delete(enc);
     }
   }
+  // options.profile (a benchmark's instrument; needs the device's 'timestamp-query' feature):
+  // while profiling(true), each dispatch runs in a compute pass of its own between two GPU timestamps, so
+  // profileRead() gives every dispatch's GPU time since the last read, by its tag (a matmul's
+  // type, shape and driver; else the kernel's name). Passes of one dispatch each add the work
+  // a pass boundary costs, so a profiled step is slower than an unprofiled one; the figures
+  // say where the GPU's time goes, not what a step costs.
+  const PROFILE_MAX = 2048; // dispatches between reads (a query set holds 4096 timestamps)
+  const prof = options.profile ? { qs: device.createQuerySet({ type: 'timestamp', count: 2 * PROFILE_MAX }),
+    tags: [], on: false } : null;
+  function profiling(on) {
+    if (!prof) throw new Error('plumb-webgpu: profiling() without options.profile');
+    prof.on = !!on;
+  }
+  function profiledPass(enc, tag) {
+    flush(enc);
+    const k = prof.tags.length;
+    if (k >= PROFILE_MAX) throw new Error(`plumb-webgpu: more than ${PROFILE_MAX} profiled dispatches before profileRead()`);
+    prof.tags.push(tag);
+    counts.pass++;
+    return enc.beginComputePass({ timestampWrites: { querySet: prof.qs, beginningOfPassWriteIndex: 2 * k,
+      endOfPassWriteIndex: 2 * k + 1 } });
+  }
+  // [{ tag, us }] for each dispatch recorded (and submitted) since the last read, in order.
+  async function profileRead() {
+    if (!prof) throw new Error('plumb-webgpu: profileRead() without options.profile');
+    const n = prof.tags.length, tags = prof.tags;
+    prof.tags = [];
+    if (!n) return [];
+    const res = device.createBuffer({ size: 16 * n, usage: U().QUERY_RESOLVE | U().COPY_SRC });
+    const enc = device.createCommandEncoder();
+    enc.resolveQuerySet(prof.qs, 0, 2 * n, res, 0);
+    const done = readAfter(enc, res, 16 * n);
+    device.queue.submit([enc.finish()]);
+    const ts = new BigUint64Array(await done());
+    res.destroy();
+    return tags.map((tag, k) => ({ tag, us: Number(ts[2 * k + 1] - ts[2 * k]) / 1e3 }));
+  }
   function passOf(enc) {
     let p = open.get(enc);
     if (!p) {
@@ -262,7 +299,7 @@ export async function createKernels(device, options = {}) {
 
   // buffers: the kernel's storage buffers in binding order; words (a Uint32Array): its uniform,
   // bound last.
-  function dispatch(enc, pipe, buffers, words, x, y = 1, z = 1) {
+  function dispatch(enc, pipe, buffers, words, x, y = 1, z = 1, tag = pipe.label) {
     let bind;
     if (!frame) {
       bind = bindGroup(pipe, [...buffers, uniform(words)]);
@@ -282,11 +319,13 @@ export async function createKernels(device, options = {}) {
         frame.slots[k] = { pipe, buffers: buffers.slice(), words: words.slice(), ub, bind };
       }
     }
-    const pass = passOf(enc);
+    const timedPass = prof && prof.on;
+    const pass = timedPass ? profiledPass(enc, tag) : passOf(enc);
     counts.dispatch++;
     pass.setPipeline(pipe);
     pass.setBindGroup(0, bind);
     pass.dispatchWorkgroups(x, y, z);
+    if (timedPass) pass.end();
   }
 
   // y[yOff + t ldy + r] = W[r] . X[t] (r < R, t < T). W: rows of K elements of `type` (ggml's
@@ -299,7 +338,8 @@ export async function createKernels(device, options = {}) {
     const [gx, gy] = grid(Math.ceil(a.R / (useTiled ? 64 : type === 'F16' ? MATMUL_NR.F16 : decodeRows(type))));
     const p = new Uint32Array([a.K, a.R, a.T, a.wOff || 0, a.wRow, a.xOff || 0, a.xRow, a.yOff || 0,
       a.ldy ?? a.R, gx, 0, 0]);
-    dispatch(enc, pipe, [a.w, a.x, a.y], p, gx, gy, useTiled ? Math.ceil(a.T / 64) : a.T);
+    dispatch(enc, pipe, [a.w, a.x, a.y], p, gx, gy, useTiled ? Math.ceil(a.T / 64) : a.T,
+      prof?.on && `matmul ${type} ${a.R}x${a.K} T${a.T}${useTiled ? ' tiled' : type === 'F16' ? '' : ' ' + driverOf(type)}`);
   }
 
   // The quantized rows' layout (quantize.wgsl): yOff and yRow multiples of 4, yRow at least the
@@ -466,7 +506,7 @@ export async function createKernels(device, options = {}) {
   }
 
   return { device, packedDot, decodeDriver, flush, copy, counts, upload, buffer, uniform, matmul, quantize, rmsnormQ, swigluQ,
-    rmsnorm, softmax, swiglu, rope, ropeKV, attention, add, read, readAfter, beginFrame, endFrame };
+    rmsnorm, softmax, swiglu, rope, ropeKV, attention, add, read, readAfter, beginFrame, endFrame, profiling, profileRead };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----
