@@ -235,7 +235,7 @@ export async function bench(device, opts = {}) {
   // a model's prefill and decode
   if (o.model) {
     const gguf = readGGUF(o.model);
-    const m = loadLlama(ks, gguf, o.pp + o.tg);
+    const m = loadLlama(ks, gguf, o.pp + Math.max(o.tg, 2 * (o.profile || 0)));
     // the bytes a decoded token reads: every weight matrix (the embedding table only where it is
     // the output head), the norms
     const weightBytes = [...m.layers.flatMap((L) => Object.values(L)), m.output, m.outNorm]
@@ -281,7 +281,7 @@ export async function bench(device, opts = {}) {
     // an empty cache, medians. A prefill reads back its last position's logits only (as plumb
     // bench's pp and the chat do); each decode step its one row. Also the commands a decode step
     // records (ks.counts: dispatches + copies + clears).
-    const toks = Array.from({ length: o.pp + o.tg }, (_, i) => (i * 7919 + 13) % m.hp.V);
+    const toks = Array.from({ length: o.pp + Math.max(o.tg, 2 * (o.profile || 0)) }, (_, i) => (i * 7919 + 13) % m.hp.V);
     const modes = Object.fromEntries((o.modes || ['fused', 'unfused']).map((n) => [n, { fuse: n === 'fused', ppRuns: [], tgRuns: [] }]));
     for (let r = 0; r <= o.reps; r++)
       for (const mo of Object.values(modes)) {
@@ -365,6 +365,20 @@ async function profileModel(ks, m, toks, o) {
   const wall = (performance.now() - t0) / o.profile;
   ks.profiling(false);
   const decode = show(`decode at depth ${o.pp}, ${o.profile} steps`, sum(recs, o.profile), wall);
+  // the same number of steps unprofiled (one pass a step), each step's CPU time to its
+  // submission and its wait for the logits (medians): what a step costs beside its kernels
+  const cpu = [], wait = [];
+  for (let t = 0; t < o.profile; t++) {
+    const timing = {};
+    await forward(m, [toks[o.pp + o.profile + t]], { timing });
+    cpu.push(timing.cpuMs);
+    wait.push(timing.waitMs);
+  }
+  const mid = (a) => [...a].sort((x, y) => x - y)[(a.length - 1) >> 1];
+  decode.cpuMs = mid(cpu);
+  decode.waitMs = mid(wait);
+  o.log(`profile, unprofiled decode steps: CPU ${decode.cpuMs.toFixed(3)} ms to the submission, ` +
+    `${decode.waitMs.toFixed(3)} ms from there to the logits (medians of ${o.profile})`);
   return { prefill, decode };
 }
 

@@ -384,6 +384,7 @@ export function freeModel(m) {
 // default: every position's). opts.fuse: the fused pass or the unfused sequence (default: the
 // model's, loadModel's opts.fuse); the same logits, bit for bit.
 export async function forward(m, tokens, opts = {}) {
+  const tStart = performance.now();
   const { ks, hp } = m;
   const { E, H, Hkv, D, F, V } = hp;
   const T = tokens.length, p0 = m.nPast;
@@ -534,7 +535,11 @@ export async function forward(m, tokens, opts = {}) {
   // the validation scope and the mapping awaited together
   const fetch = ks.readAfter(enc, logits, 4 * rows * V);
   ks.device.queue.submit([enc.finish()]);
+  const tSubmit = performance.now();
   const [err, got] = await Promise.all([ks.device.popErrorScope(), fetch().then((b) => ({ b }), (e) => ({ e }))]);
+  // opts.timing (an object, for the benchmarks): the step's CPU time up to its submission (the
+  // embedding row, the angles, recording) and from there until its logits are back
+  if (opts.timing) Object.assign(opts.timing, { cpuMs: tSubmit - tStart, waitMs: performance.now() - tSubmit });
   if (err || got.e) {
     if (placed) [m.slotPos, m.evicted] = placed;
     if (!decode) for (const b of Object.values(bufs)) b.destroy();
