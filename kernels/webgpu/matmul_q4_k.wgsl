@@ -11,15 +11,14 @@ const QB: u32 = 256u;
 const NP: u32 = 8u;
 const CH: u32 = 16u;
 fn byte_of(w: u32, k: u32) -> u32 { return (w >> (8u * k)) & 0xffu; }
-fn scale_min(wo: u32, j: u32) -> vec2u {
-  let s0 = wu(wo + 4u);
-  let s1 = wu(wo + 8u);
-  let s2 = wu(wo + 12u);
+// (sc_j, m_j) from the 12 scale bytes as three words
+fn sm_of(s0: u32, s1: u32, s2: u32, j: u32) -> vec2u {
   if (j < 4u) { return vec2u(byte_of(s0, j) & 63u, byte_of(s1, j) & 63u); }
   let k = j - 4u;
   return vec2u((byte_of(s2, k) & 0xfu) | ((byte_of(s0, k) >> 6u) << 4u),
                (byte_of(s2, k) >> 4u) | ((byte_of(s1, k) >> 6u) << 4u));
 }
+fn scale_min(wo: u32, j: u32) -> vec2u { return sm_of(wu(wo + 4u), wu(wo + 8u), wu(wo + 12u), j); }
 fn part(r: u32, t: u32, b: u32, j: u32) -> vec2<i32> {
   let wo = P.w_off + r * P.w_row + b * 144u;
   let xo = P.x_off + t * P.x_row + b * 292u;
@@ -46,14 +45,18 @@ fn bsum(r: u32, t: u32, b: u32) -> vec2<i32> {
 fn gpart(r: u32, t: u32, b: u32, g: u32) -> vec2<i32> {
   let wo = P.w_off + r * P.w_row + b * 144u;
   let xo = P.x_off + t * P.x_row + b * 292u;
+  // the scale words once (each lane of the block reads the same three)
+  let s0 = wb4(wo + 4u);
+  let s1 = wb4(wo + 8u);
+  let s2 = wb4(wo + 12u);
   var isum = 0i;
   for (var j = 0u; j < 8u; j++) {
     let q = (wb4(wo + 16u + 32u * (j / 2u) + 4u * g) >> ((j % 2u) * 4u)) & 0x0f0f0f0fu;
-    isum += i32(scale_min(wo, j).x) * dot4(q, xb4(xo + 4u + 32u * j + 4u * g));
+    isum += i32(sm_of(s0, s1, s2, j).x) * dot4(q, xb4(xo + 4u + 32u * j + 4u * g));
   }
   let bs = xb4(xo + 260u + 4u * g);
   let pair = (bitcast<i32>(bs << 16u) >> 16u) + (bitcast<i32>(bs) >> 16u);
-  return vec2<i32>(isum, i32(scale_min(wo, g).y) * pair);
+  return vec2<i32>(isum, i32(sm_of(s0, s1, s2, g).y) * pair);
 }
 fn term(r: u32, t: u32, b: u32, s: vec2<i32>) -> f32 {
   let wo = P.w_off + r * P.w_row + b * 144u;

@@ -22,31 +22,25 @@
 // The grouped mode (GP = 8, Q4_K and Q6_K; createKernels' decodeGP): GP lanes share a block,
 // lane g forming gpart(r, t, b, g) — word g of each of the block's 32-byte runs, so 8 lanes read
 // 32 contiguous bytes an instruction where a whole block a thread has each lane on a block of
-// its own — and the chunk is TPR / GP blocks. The lanes' integer sums go to workgroup memory; the
-// row's adder adds each block's GP sums (i32: exact, any order: the block's sums), forms ref's
-// term from them and adds it to the row's float, in block order, for the previous chunk's
-// blocks. Blocks past the row's end are skipped. The same chain of float adds of the same terms.
+// its own — and the chunk is TPR / GP blocks. The lanes' integer sums go to workgroup memory;
+// after a barrier each block's first lane adds its GP sums (i32: exact, any order: the block's
+// sums) and forms ref's term from them — the blocks' terms in parallel, their scale loads too —
+// into workgroup memory; after a second barrier the row's adder adds the chunk's terms to the
+// row's float in block order. Blocks past the row's end are skipped. The same chain of float
+// adds of the same terms.
 
 const WG: u32 = NR * TPR;
 const CB: u32 = TPR / GP; // blocks of each row a chunk
-// two chunks: [chunk & 1][row lr][lane lb]: GP = 1, the term's bits in x; else the lane's sums
+// GP = 1: two chunks' terms, [chunk & 1][row lr][lane lb], the term's bits in x; grouped: one
+// chunk's lane sums [row lr][lane lb]
 var<workgroup> terms: array<vec2<i32>, 2u * WG>;
+var<workgroup> tg: array<f32, NR * CB>; // grouped: the chunk's terms [row lr][block]
 
-// The adder: the row's float s plus the terms of the chunk from block c0 whose lanes' values
-// start at terms[o], in block order.
-fn add_chunk(s0: f32, o: u32, r: u32, t: u32, c0: u32, nb: u32) -> f32 {
+// The adder (GP = 1): the row's float s plus the TPR terms of a chunk whose values start at
+// terms[o], in block order.
+fn add_chunk(s0: f32, o: u32) -> f32 {
   var s = s0;
-  if (GP == 1u) {
-    for (var j = 0u; j < TPR; j++) { s = s + bitcast<f32>(terms[o + j].x); }
-  } else {
-    for (var j = 0u; j < CB; j++) {
-      if (c0 + j < nb) {
-        var v = vec2<i32>(0, 0);
-        for (var g = 0u; g < GP; g++) { v += terms[o + j * GP + g]; }
-        s = s + term(r, t, c0 + j, v);
-      }
-    }
-  }
+  for (var j = 0u; j < TPR; j++) { s = s + bitcast<f32>(terms[o + j].x); }
   return s;
 }
 
@@ -61,27 +55,46 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   let nb = P.K / QB;
   var s = 0.0;
   var c0 = 0u;
+  if (GP > 1u) {
+    loop {
+      if (c0 >= nb) { break; }
+      let b = c0 + lb / GP;
+      let ok = r < P.R && b < nb;
+      var e = vec2<i32>(0, 0);
+      if (ok) { e = gpart(r, t, b, lb % GP); }
+      terms[li] = e;
+      workgroupBarrier();
+      if (ok && lb % GP == 0u) {
+        var v = vec2<i32>(0, 0);
+        for (var g = 0u; g < GP; g++) { v += terms[li + g]; }
+        tg[lr * CB + lb / GP] = term(r, t, b, v);
+      }
+      workgroupBarrier();
+      if (lb == 0u && r < P.R) {
+        for (var j = 0u; j < CB; j++) {
+          if (c0 + j < nb) { s = s + tg[lr * CB + j]; }
+        }
+      }
+      c0 += CB;
+    }
+    if (lb == 0u && r < P.R) { Y[P.y_off + t * P.ldy + r] = s; }
+    return;
+  }
   var cur = 0u; // the buffer this chunk's terms go to: 0 or WG
   loop {
     if (c0 >= nb) { break; }
-    let b = c0 + lb / GP;
-    var e = vec2<i32>(0, 0); // GP = 1: +0's bits
-    if (r < P.R && b < nb) {
-      if (GP == 1u) {
-        e.x = bitcast<i32>(term(r, t, b, bsum(r, t, b)));
-      } else {
-        e = gpart(r, t, b, lb % GP);
-      }
-    }
+    let b = c0 + lb;
+    var e = vec2<i32>(0, 0); // +0's bits
+    if (r < P.R && b < nb) { e.x = bitcast<i32>(term(r, t, b, bsum(r, t, b))); }
     // the previous chunk's terms (written before the last barrier), in block order
-    if (lb == 0u && c0 > 0u && r < P.R) { s = add_chunk(s, (WG - cur) + lr * TPR, r, t, c0 - CB, nb); }
+    if (lb == 0u && c0 > 0u && r < P.R) { s = add_chunk(s, (WG - cur) + lr * TPR); }
     terms[cur + li] = e;
     workgroupBarrier();
     c0 += CB;
     cur = WG - cur;
   }
   if (lb == 0u && r < P.R) {
-    if (c0 > 0u) { s = add_chunk(s, (WG - cur) + lr * TPR, r, t, c0 - CB, nb); } // the last chunk
+    if (c0 > 0u) { s = add_chunk(s, (WG - cur) + lr * TPR); } // the last chunk
     Y[P.y_off + t * P.ldy + r] = s;
   }
 }
