@@ -239,7 +239,7 @@ try {
   for (const [i, f] of FAULTS.entries()) {
     if (process.env.PLUMB_WEBGPU_FAULTS === '0' || modelsOnly) break; // debugging aids
     // a matmul fault runs on the driver it was written against: v2 unless it says (the default,
-    // 'auto', takes v1 for the K-quants)
+    // 'auto', takes v1 for Q6_K and v2's grouped mode for Q4_K)
     const opts = /^matmul_/.test(f.filter) ? { decodeDriver: 'v2', ...f.opts } : f.opts;
     const r = await runCases(`fault${i}`, f.filter, [{ file: f.file, pairs: f.pairs }], f.only, opts);
     const failed = (r.out || '').match(/(\d+) of (\d+) cases failed/);

@@ -48,8 +48,11 @@ const MATMUL_NR = { Q8_0: 8, Q4_0: 8, Q4_K: 8, Q6_K: 8, F16: 4 };
 // mode (8 lanes a block: createKernels' decodeGP) takes 4 x 64 (chunks of 8 blocks).
 const MATMUL_V2 = { Q8_0: [4, 64], Q4_0: [4, 64], Q4_K: [4, 16], Q6_K: [4, 16] };
 const MATMUL_V2_GROUPED = [4, 64];
-// decodeDriver 'auto': the types that take v2 (the rest v1)
-const AUTO_V2 = ['Q8_0', 'Q4_0'];
+// decodeDriver 'auto': each type's decode driver as measured on an NVIDIA H200 (GPU timestamps of
+// every matmul of a token, kernels/webgpu/README.md "Where a decode token's GPU time goes"):
+// [driver, lanes a block, [rows, threads a row] of v2]. Q4_K: v2 grouped, 2 x 128 (724 GB/s on
+// 28672 x 4096 against v1's 657); Q6_K: v1 (920 GB/s on the 128k head against grouped v2's 767).
+const AUTO = { Q8_0: ['v2', 1, [4, 64]], Q4_0: ['v2', 1, [4, 64]], Q4_K: ['v2', 8, [2, 128]], Q6_K: ['v1'] };
 const GROUPED = ['Q4_K', 'Q6_K'];
 
 const U = () => globalThis.GPUBufferUsage;
@@ -86,25 +89,28 @@ export async function createKernels(device, options = {}) {
   // byte-stream activations
   const io = (await source('matmul_io.wgsl')) + '\n';
   const xq = io + (await source('matmul_xq.wgsl')) + '\n';
-  // options.decodeDriver: the quantized matmuls' decode driver (T below tileMinT): 'v2' (the
-  // default: matmul_qv.wgsl, whole blocks a thread, one barrier a chunk) or 'v1' (matmul_q.wgsl,
-  // integer parts a thread, three barriers a chunk); the same bits either way (ref's).
+  // options.decodeDriver: the quantized matmuls' decode driver (T below tileMinT): 'auto' (the
+  // default: AUTO's per type), 'v2' (matmul_qv.wgsl, whole blocks a thread, one barrier a chunk;
+  // grouped: 8 lanes a block, two barriers a chunk) or 'v1' (matmul_q.wgsl, integer parts a
+  // thread, three barriers a chunk); the same bits either way (ref's).
   // options.decodeNR, options.decodeTPR: v2's rows per workgroup and threads per row for every
   // type (default MATMUL_V2's; a benchmark knob and the conformance run's small-chunk run: the
   // order of the sums, hence every bit, is the same for any shape). options.decodeGP: 1 (the
   // default) or 8, the lanes sharing a Q4_K or Q6_K block in v2 (8: the grouped mode, word g of
   // each 32-byte run a lane; decodeTPR then a multiple of 8).
-  // 'auto' (the default): each type the driver that was faster on the H200 (kernels/webgpu/
-  // README.md, "The decode drivers, measured"): v2 for Q8_0 and Q4_0, v1 for Q4_K and Q6_K.
+  // Under 'auto' decodeGP (given) puts both K-quants on the grouped v2 at MATMUL_V2_GROUPED's shape.
   const decodeDriver = options.decodeDriver ?? 'auto';
   if (decodeDriver !== 'v1' && decodeDriver !== 'v2' && decodeDriver !== 'auto')
     throw new Error(`plumb-webgpu: decodeDriver must be 'auto', 'v1' or 'v2', not ${decodeDriver}`);
-  const driverOf = (t) => (decodeDriver === 'auto' ? (AUTO_V2.includes(t) ? 'v2' : 'v1') : decodeDriver);
+  const auto = decodeDriver === 'auto';
+  const driverOf = (t) => (auto ? AUTO[t][0] : decodeDriver);
   const gp = options.decodeGP ?? 1;
   if (gp !== 1 && gp !== 8) throw new Error(`plumb-webgpu: decodeGP must be 1 or 8, not ${gp}`);
-  const gpOf = (t) => (GROUPED.includes(t) ? gp : 1);
+  // lanes a block: decodeGP where given, else auto's per type
+  const gpOf = (t) => (!GROUPED.includes(t) ? 1 : auto && options.decodeGP === undefined ? AUTO[t][1] || 1 : gp);
   const v2Shape = (t) => {
-    const d = gpOf(t) > 1 ? MATMUL_V2_GROUPED : MATMUL_V2[t];
+    const d = auto && options.decodeGP === undefined && AUTO[t][2] ? AUTO[t][2]
+      : gpOf(t) > 1 ? MATMUL_V2_GROUPED : MATMUL_V2[t];
     return [options.decodeNR || d[0], options.decodeTPR || d[1]];
   };
   if (GROUPED.some((t) => v2Shape(t)[1] % gpOf(t)))
