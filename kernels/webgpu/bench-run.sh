@@ -94,4 +94,7 @@ if [ ! -f "$m8m" ]; then
 fi
 ls -la "$m1" "$m8" "$m8m"
 
-"$node" "$here/kernels/bench-node.mjs" "$m1" "$m8" "$m8m" --json "$out/bench.json" --md "$out/bench.md" "$@" 2>&1 | tee "$out/bench.log"
+# NODE_FLAGS: node's own options for the run (e.g. --cpu-prof --cpu-prof-dir=DIR: node refuses
+# those in NODE_OPTIONS)
+# shellcheck disable=SC2086
+"$node" ${NODE_FLAGS:-} "$here/kernels/bench-node.mjs" "$m1" "$m8" "$m8m" --json "$out/bench.json" --md "$out/bench.md" "$@" 2>&1 | tee "$out/bench.log"

@@ -346,6 +346,8 @@ export function loadModel(ks, gguf, nCtx, opts = {}) {
     nCtx: W ? Infinity : nCtx, window: W, sinks: S, recent, ring, cap, slotPos, evicted: 0, nPast: 0,
     fuse: opts.fuse ?? true, unfusedFrame: {}, steps: {} };
 }
+// A step's layers a submission after its first (forward's cut)
+const SUBMIT_EVERY = 4;
 const KV_EMPTY = 0x7fffffff; // engine/runtime/kvcache.h's PL_KV_EMPTY
 
 // The slot of position p (kvcache.c's pl_kvcache_slot).
@@ -428,7 +430,20 @@ export async function forward(m, tokens, opts = {}) {
   ks.device.queue.writeBuffer(cs, 0, table);
   if (m.ring) ks.device.queue.writeBuffer(m.kvPos, 0, m.slotPos);
   ks.device.pushErrorScope('validation');
-  const enc = ks.device.createCommandEncoder();
+  let enc = ks.device.createCommandEncoder();
+  // The step goes to the GPU in parts: after layer 0, then after every SUBMIT_EVERY layers, the
+  // commands so far are submitted and a new encoder takes the rest, so the GPU runs the first
+  // layers while the CPU records the next (recording a layer takes about as long as the GPU
+  // runs it: kernels/webgpu/README.md). The queue runs the submissions in order, each seeing
+  // the writes of those before it: the same commands in the same order, the same bits. Not for
+  // a windowed ring: a step that fails after a part ran would have overwritten cache slots that
+  // entries the restored state still sees hold (elsewhere a failed step's rows lie past nPast).
+  const cut = (l) => {
+    if (m.ring || l === hp.L - 1 || (l !== 0 && (l + 1) % SUBMIT_EVERY)) return;
+    ks.flush(enc);
+    ks.device.queue.submit([enc.finish()]);
+    enc = ks.device.createCommandEncoder();
+  };
   // the fused and the unfused sequences record different dispatches: a frame each
   if (decode) ks.beginFrame(fuse ? m : m.unfusedFrame);
   // y[T][ldy] from column yOff = W . quantize(src[T][K]). same: src is unchanged since the last
@@ -486,6 +501,7 @@ export async function forward(m, tokens, opts = {}) {
       ks.swiglu(enc, { gate, up: upb, y: ffh, n: T * F });
       mm(L.down, ffh, F, tmp);
       ks.add(enc, { x, y: tmp, n: T * E });
+      cut(l);
     }
     ks.rmsnorm(enc, { x, w: m.outNorm.buf, y: xn, n: E, rows: T, eps: hp.eps });
     mm(m.output, xn, E, logits, false, 0, V, rows);
@@ -526,6 +542,7 @@ export async function forward(m, tokens, opts = {}) {
       xqHolds = dd === 'F32' ? null : { src: ffh, dt: dd, K: F };
       mm(L.down, ffh, F, tmp, true);
       pending = tmp;
+      cut(l);
     }
     norm(m.outNorm, m.output);
     mm(m.output, xn, E, logits, true, 0, V, rows);
@@ -537,7 +554,7 @@ export async function forward(m, tokens, opts = {}) {
   ks.device.queue.submit([enc.finish()]);
   const tSubmit = performance.now();
   const [err, got] = await Promise.all([ks.device.popErrorScope(), fetch().then((b) => ({ b }), (e) => ({ e }))]);
-  // opts.timing (an object, for the benchmarks): the step's CPU time up to its submission (the
+  // opts.timing (an object, for the benchmarks): the step's CPU time up to its last submission (the
   // embedding row, the angles, recording) and from there until its logits are back
   if (opts.timing) Object.assign(opts.timing, { cpuMs: tSubmit - tStart, waitMs: performance.now() - tSubmit });
   if (err || got.e) {
