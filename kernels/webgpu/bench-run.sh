@@ -95,6 +95,7 @@ fi
 ls -la "$m1" "$m8" "$m8m"
 
 # NODE_FLAGS: node's own options for the run (e.g. --cpu-prof --cpu-prof-dir=DIR: node refuses
-# those in NODE_OPTIONS)
+# those in NODE_OPTIONS); BENCH_KERNELS: another copy of kernels/webgpu to run (an A/B of two
+# commits' kernels in one call: `git archive REV kernels/webgpu` unpacked beside the bundle)
 # shellcheck disable=SC2086
-"$node" ${NODE_FLAGS:-} "$here/kernels/bench-node.mjs" "$m1" "$m8" "$m8m" --json "$out/bench.json" --md "$out/bench.md" "$@" 2>&1 | tee "$out/bench.log"
+"$node" ${NODE_FLAGS:-} "${BENCH_KERNELS:-$here/kernels}/bench-node.mjs" "$m1" "$m8" "$m8m" --json "$out/bench.json" --md "$out/bench.md" "$@" 2>&1 | tee "$out/bench.log"

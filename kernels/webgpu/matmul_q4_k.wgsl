@@ -45,16 +45,18 @@ fn bsum(r: u32, t: u32, b: u32) -> vec2<i32> {
 fn gpart(r: u32, t: u32, b: u32, g: u32) -> vec2<i32> {
   let wo = P.w_off + r * P.w_row + b * 144u;
   let xo = P.x_off + t * P.x_row + b * 292u;
-  // the scale words once (each lane of the block reads the same three)
-  let s0 = wb4(wo + 4u);
-  let s1 = wb4(wo + 8u);
-  let s2 = wb4(wo + 12u);
+  // the scale words once (each lane of the block reads the same three). wu and xu, which read a
+  // second word only off the word grid: Q4_K's 144-byte and Q8_K's 292-byte blocks keep a row's
+  // alignment, so a warp's lanes agree (one word a read on the buffers the runtime makes)
+  let s0 = wu(wo + 4u);
+  let s1 = wu(wo + 8u);
+  let s2 = wu(wo + 12u);
   var isum = 0i;
   for (var j = 0u; j < 8u; j++) {
-    let q = (wb4(wo + 16u + 32u * (j / 2u) + 4u * g) >> ((j % 2u) * 4u)) & 0x0f0f0f0fu;
-    isum += i32(sm_of(s0, s1, s2, j).x) * dot4(q, xb4(xo + 4u + 32u * j + 4u * g));
+    let q = (wu(wo + 16u + 32u * (j / 2u) + 4u * g) >> ((j % 2u) * 4u)) & 0x0f0f0f0fu;
+    isum += i32(sm_of(s0, s1, s2, j).x) * dot4(q, xu(xo + 4u + 32u * j + 4u * g));
   }
-  let bs = xb4(xo + 260u + 4u * g);
+  let bs = xu(xo + 260u + 4u * g);
   let pair = (bitcast<i32>(bs << 16u) >> 16u) + (bitcast<i32>(bs) >> 16u);
   return vec2<i32>(isum, i32(sm_of(s0, s1, s2, g).y) * pair);
 }
