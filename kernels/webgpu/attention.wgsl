@@ -143,9 +143,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     for (var d = dl; d < D; d += 256u) {
       var acc: array<f32, 16>;
       for (var j0 = 0u; j0 < P.N; j0 += 16u) {
-        for (var k = 0u; k < 16u; k++) {
+        for (var k = 0u; k < 16u; k++) { // a constant bound (unrollable), left at nk
+          if (k == nk) { break; }
           let j = j0 + e + k * E;
-          if (k < nk && j < P.N) {
+          if (j < P.N) {
             let wj = S[so + j];
             if (wj != -1.0) { acc[k] = acc[k] + wj * kv_v((j * P.Hkv + g) * D + d); }
           }
