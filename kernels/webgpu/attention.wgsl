@@ -4,13 +4,23 @@
 //     kv_pos[j] <= q_pos[t]  and  (window == 0 || j < n_sinks || q_pos[t] - kv_pos[j] < window)
 //     and  (layer_window == 0 || q_pos[t] - kv_pos[j] < layer_window);
 // a query that sees nothing gets zeros. K and V are F32 or F16 ([N][Hkv][D]; F16 as a byte
-// stream, decoded exactly by common.wgsl). One workgroup per (token, head), three passes as
-// kernels/ref/attention.c: scores (a float dot of D, times scale) into S and their max; weights
-// exp(s - m) (1 at the max) in place and their sum; each thread a few output dims, the weighted
-// V rows summed in four partial sums (entry j in sum j mod 4, each in j order, then (s0 + s1) +
-// (s2 + s3)) and divided by the sum; the scores' dots likewise in four partial dots (dim d mod 4).
-// A query's every float op depends only on the entries it sees, never on T or N: the same bits
-// whatever the batch, chunking or cache path. Inside test_attention.c's bound.
+// stream, decoded exactly by common.wgsl). One workgroup of 256 threads per (token, head), three
+// passes as kernels/ref/attention.c, each over short dependent chains:
+//   1. thread li the entries j = li, li + 256, ...: the score, a float dot of D in four partial
+//      dots (dim d mod 4, added (p0 + p1) + (p2 + p3)) times scale, into S[j]; the max and the
+//      count of visible entries by a tree over the 256 threads;
+//   2. the same entries: the weight exp(s - m) (1 at the max) in place, summed per thread in j
+//      order, then by a fixed tree over the 256 threads; an invisible j gets the sentinel -1
+//      (weights are >= 0 or NaN), so pass 3 reads no positions;
+//   3. the weighted V rows per output dim d in 16 partial sums (entry j in partial j mod 16, each
+//      in j order, sentinels skipped): thread li is (d, e) = (li % D, li / D) for e < E, E the
+//      largest power of two <= min(16, 256 / D), and holds the partials p = e, e + E, ...; the
+//      16 are added in one fixed tree, p with p + 8, then + 4, + 2, + 1 (the first levels in the
+//      thread, the last E - 1 adds through workgroup memory), and divided by the sum. A D past
+//      256 takes E = 1 and dims d, d + 256, ... a thread.
+// Every float op of a query is a function of the entries it sees, their index j and d alone,
+// never of T or N (nor of E: the tree is the same for every E): the same bits whatever the batch,
+// chunking or cache path. Inside test_attention.c's bound.
 // Position differences are taken in u32 (kv_pos <= q_pos first, so q_pos - kv_pos < 2^32 is
 // exact), against window - 1 and layer_window - 1 given as u32 (the runtime clamps a window
 // past 2^32 to 2^32, which then excludes nothing).
@@ -29,8 +39,9 @@ struct PA {
 @group(0) @binding(6) var<storage, read_write> O: array<f32>;
 @group(0) @binding(7) var<uniform> P: PA;
 
-var<workgroup> red: array<f32, 64>;
-var<workgroup> cnt: array<u32, 64>;
+var<workgroup> red: array<f32, 256>;
+var<workgroup> cnt: array<u32, 256>;
+var<workgroup> grp: array<f32, 256>; // pass 3's group sums, [e][d]
 
 fn visible(j: u32, qp: i32) -> bool {
   let kp = KP[j];
@@ -51,7 +62,7 @@ fn kv_v(i: u32) -> f32 {
   return bitcast<f32>(Vc[i]);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32) {
   let t = wg.y;
   let h = wg.x;
@@ -63,11 +74,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   // pass 1: scores and their max
   var m = 0.0; // the max of this thread's scores, once it has one (seen > 0)
   var seen = 0u;
-  for (var j = li; j < P.N; j += 64u) {
+  for (var j = li; j < P.N; j += 256u) {
     if (!visible(j, qp)) { continue; }
     let ko = (j * P.Hkv + g) * D;
-    // four partial dots (dims d mod 4), added in a fixed order: independent chains, and the same
-    // sum for a query whatever T, N or the cache path
+    // four partial dots (dims d mod 4), added in a fixed order
     var p0 = 0.0;
     var p1 = 0.0;
     var p2 = 0.0;
@@ -87,7 +97,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   red[li] = m;
   cnt[li] = seen;
   workgroupBarrier();
-  for (var w = 32u; w > 0u; w >>= 1u) {
+  for (var w = 128u; w > 0u; w >>= 1u) {
     if (li < w) {
       if (cnt[li + w] != 0u && (cnt[li] == 0u || red[li + w] > red[li])) { red[li] = red[li + w]; }
       cnt[li] = cnt[li] + cnt[li + w];
@@ -95,45 +105,67 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     workgroupBarrier();
   }
   m = red[0];
-  let total = workgroupUniformLoad(&cnt[0]);
+  let total = workgroupUniformLoad(&cnt[0]); // its barrier: every m read before red is reused
   if (total == 0u) {
-    for (var d = li; d < D; d += 64u) { O[qo + d] = 0.0; }
+    for (var d = li; d < D; d += 256u) { O[qo + d] = 0.0; }
     return;
   }
-  // pass 2: weights in place, and their sum
+  // pass 2: weights in place (the sentinel -1 at invisible entries), and their sum
   var sum = 0.0;
-  for (var j = li; j < P.N; j += 64u) {
-    if (!visible(j, qp)) { continue; }
+  for (var j = li; j < P.N; j += 256u) {
+    if (!visible(j, qp)) {
+      S[so + j] = -1.0;
+      continue;
+    }
     let s = S[so + j];
-    var e = 1.0;
-    if (s != m) { e = exp_f32(s - m); }
-    S[so + j] = e;
-    sum = sum + e;
+    var wj = 1.0;
+    if (s != m) { wj = exp_f32(s - m); }
+    S[so + j] = wj;
+    sum = sum + wj;
   }
   red[li] = sum;
   storageBarrier();
   workgroupBarrier();
-  for (var w = 32u; w > 0u; w >>= 1u) {
+  for (var w = 128u; w > 0u; w >>= 1u) {
     if (li < w) { red[li] = red[li] + red[li + w]; }
     workgroupBarrier();
   }
   let denom = red[0];
-  // pass 3: the weighted V rows per output dim, in four partial sums (entries j mod 4, each j
-  // ascending) added in a fixed order: four independent chains of loads and adds, and entry j
-  // always in sum j mod 4, so a query's result does not depend on N (T, chunking, cache path)
-  let st = P.Hkv * D;
-  for (var d = li; d < D; d += 64u) {
-    var a0 = 0.0;
-    var a1 = 0.0;
-    var a2 = 0.0;
-    var a3 = 0.0;
-    for (var j = 0u; j < P.N; j += 4u) {
-      let b = (j * P.Hkv + g) * D + d;
-      if (visible(j, qp)) { a0 = a0 + S[so + j] * kv_v(b); }
-      if (j + 1u < P.N && visible(j + 1u, qp)) { a1 = a1 + S[so + j + 1u] * kv_v(b + st); }
-      if (j + 2u < P.N && visible(j + 2u, qp)) { a2 = a2 + S[so + j + 2u] * kv_v(b + 2u * st); }
-      if (j + 3u < P.N && visible(j + 3u, qp)) { a3 = a3 + S[so + j + 3u] * kv_v(b + 3u * st); }
+  // pass 3: the weighted V rows, 16 partial sums by entry j mod 16 (each j ascending); thread
+  // (dl, e) holds partials p = e + k E, k < 16 / E: per step of 16 entries, 16 / E independent
+  // loads and adds
+  let DD = min(D, 256u);
+  let E = 1u << firstLeadingBit(min(16u, 256u / DD));
+  let nk = 16u / E;
+  let e = li / DD;
+  let dl = li % DD;
+  if (e < E) {
+    for (var d = dl; d < D; d += 256u) {
+      var acc: array<f32, 16>;
+      for (var j0 = 0u; j0 < P.N; j0 += 16u) {
+        for (var k = 0u; k < 16u; k++) { // a constant bound (unrollable), left at nk
+          if (k == nk) { break; }
+          let j = j0 + e + k * E;
+          if (j < P.N) {
+            let wj = S[so + j];
+            if (wj != -1.0) { acc[k] = acc[k] + wj * kv_v((j * P.Hkv + g) * D + d); }
+          }
+        }
+      }
+      // the tree's levels inside the thread: partial p with p + 8, + 4, ... down to + E
+      for (var hk = nk / 2u; hk > 0u; hk >>= 1u) {
+        for (var k = 0u; k < hk; k++) { acc[k] = acc[k] + acc[k + hk]; }
+      }
+      if (E == 1u) { O[qo + d] = acc[0] / denom; } else { grp[li] = acc[0]; }
     }
-    O[qo + d] = ((a0 + a1) + (a2 + a3)) / denom;
+  }
+  if (E > 1u) {
+    // its last levels: group e with e + E / 2, ... down to + 1
+    workgroupBarrier();
+    for (var he = E / 2u; he > 0u; he >>= 1u) {
+      if (e < he) { grp[li] = grp[li] + grp[li + he * DD]; }
+      workgroupBarrier();
+    }
+    if (e == 0u) { O[qo + dl] = grp[li] / denom; }
   }
 }
