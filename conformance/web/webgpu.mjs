@@ -318,6 +318,24 @@ try {
         if (!r.lastSame) failures++;
       }
     }
+    // A query's bits whatever N: 8 tokens alone against the first 8 rows of 13 (query 7 sees 8
+    // entries, enough for the order of attention's 16 V partials to matter); and with the V
+    // partials' entries 1 and 4 swapped where N is odd (a planted N-dependent order: a cyclic
+    // shift or a reversal of the 16 partials would not do, the butterfly tree's pairs being
+    // invariant under both) the rows must differ.
+    {
+      const toks = Array.from({ length: 13 }, (_, i) => pf.tokens[i % pf.tokens.length] ^ (i >> 2));
+      const nFault = [{ file: 'attention.wgsl', pairs: [['let j = j0 + e + k * E;',
+        'var r = e + k * E;\n          if ((P.N & 1u) == 1u && (r == 1u || r == 4u)) { r = 5u - r; }\n          let j = j0 + r;']] }];
+      for (const patches of [null, nFault]) {
+        const r = await page.evaluate((f, t, k, p) => window.wgpu.nInvariance(f, t, k, p), pf.file, toks, 8, patches);
+        if (r.error) throw new Error(r.error);
+        const ok = patches ? !r.same : r.same;
+        console.log(`${ok ? 'ok  ' : 'FAIL'} ${patches ? 'planted fault caught: attention\'s V partials 1 and 4 swapped where N is odd (a query\'s bits depend on N)'
+          : '8 tokens alone (8 cache entries) give the first 8 rows of 13 tokens\' evaluation (13 entries, the rest invisible to them) bit for bit'}`);
+        if (!ok) failures++;
+      }
+    }
     // on the F16 files: cheap in SwiftShader, and their bound (1e-4 of the RMS) the tightest
     const MFAULTS = [
       { name: 'the residual branches halved', filter: '=llama-F16',
