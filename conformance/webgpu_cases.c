@@ -296,14 +296,16 @@ static void set_qrows(wcase *c, pl_type t, int64_t rows, int64_t n, int variant)
 /* Activation rows to Q8_0 or Q8_K (the set's quantize, ref's bytes): one row per qi pattern
  * (Gaussian, equal, a zero block, an outlier, denormals, -0, rounding ties), a row with a NaN
  * and an Inf in two blocks, a row of magnitudes near FLT_MIN and below (subnormal scales and
- * subnormal elements whose quants are not 0). */
+ * subnormal elements whose quants are not 0), a row whose every block holds its largest |x|
+ * twice with opposite signs, the + first in even blocks and the - first in odd ones (Q8_K's
+ * scale takes the sign of the first). */
 static void make_quantize(wcase *c, pl_type t, int variant, tu_rng *r)
 {
     const int64_t bs = pl_type_traits_of(t)->block_size;
     const int64_t n = variant == 0   ? bs
                       : variant == 1 ? 2 * bs
                                      : bs * tu_rng_range(r, 1, 4096 / bs);
-    const int64_t rows = QI_COUNT + 2;
+    const int64_t rows = QI_COUNT + 3;
     c->kind = K_QUANTIZE, c->wt = t, c->n = n, c->rows = rows;
     snprintf(c->name, sizeof c->name, "quantize_%s_n%" PRId64 "_rows%" PRId64,
              pl_type_traits_of(t)->name, n, rows);
@@ -317,6 +319,13 @@ static void make_quantize(wcase *c, pl_type t, int variant, tu_rng *r)
      * even blocks: all subnormal (1/d overflows) */
     for (int64_t i = 0; i < n; i++)
         tiny[i] = (float)(tu_rng_normal(r) * (i / bs % 2 ? (i % 4 ? 5e-37 : 5e-39) : 3e-39));
+    float *tie = x + (QI_COUNT + 2) * n;
+    normal_fill(tie, n, 1.0, r);
+    for (int64_t b = 0; b < n / bs; b++) {
+        const int64_t p = tu_rng_range(r, 0, bs - 2), p2 = tu_rng_range(r, p + 1, bs - 1);
+        tie[b * bs + p] = b % 2 ? -16.0f : 16.0f;
+        tie[b * bs + p2] = -tie[b * bs + p];
+    }
     add_in(c, "x", x, sizeof(float) * (size_t)(rows * n));
     set_qrows(c, t, rows, n, variant);
 }

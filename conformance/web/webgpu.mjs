@@ -167,7 +167,9 @@ try {
     { name: 'Q8_0 quantizer takes a subnormal x as it is (a GPU flushes it)', filter: 'quantize_Q8_0', only: ['quantize_Q8_0'],
       file: 'quantize_q8_0.wgsl', pairs: [['if ((xb & 0x7f800000u) == 0u && (xb & 0x7fffffu) != 0u) {', 'if (false) {']] },
     { name: 'Q8_K quantizer bsums over 15 quants', filter: 'quantize_Q8_K', only: ['quantize_Q8_K'],
-      file: 'quantize_q8_k.wgsl', pairs: [['      sum += q;', '      if (l < 15u) { sum += q; }']] },
+      file: 'quantize_q8_k.wgsl', pairs: [['atomicAdd(&qsum[li / 16u], q);', 'if (li % 16u < 15u) { atomicAdd(&qsum[li / 16u], q); }']] },
+    { name: 'Q8_K quantizer takes the last element of largest |x| on ties, not the first (its sign is the scale\'s)', filter: 'quantize_Q8_K', only: ['quantize_Q8_K'],
+      file: 'quantize_q8_k.wgsl', pairs: [['(li << 1u) | (u >> 31u)', '((255u - li) << 1u) | (u >> 31u)']] },
     { name: 'matmul ignores the split grid\'s second dimension (rows past the first grid row)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'],
       file: 'matmul_q8_0.wgsl', pairs: [['let r0 = (wg.x + wg.y * P.rsplit) * NR;', 'let r0 = wg.x * NR;']] },
     { name: 'matmul tile: the last row of each workgroup\'s 8 left unwritten', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'], opts: { decodeDriver: 'v1' },
@@ -222,13 +224,17 @@ try {
       file: 'softmax.wgsl', pairs: [['for (var i = li; i < P.n; i += 256u) { s = s + weight(X[xo + i], m); }', 'for (var i = li; i + 1u < P.n; i += 256u) { s = s + weight(X[xo + i], m); }']] },
     { name: 'swiglu sigmoid of +gate', filter: 'swiglu', only: ['swiglu'],
       file: 'swiglu.wgsl', pairs: [['exp_f32(-g)', 'exp_f32(g)']] },
-    // the quantizers' word-owning groups (no clear) and the fused kernels (rmsnorm_q, swiglu_q)
-    { name: 'quantize: a group\'s last word left unwritten (a row of an odd number of Q8_0 blocks loses its last bytes)', filter: 'quantize_Q8_0', only: ['quantize_Q8_0'],
-      file: 'quantize_q8_0.wgsl', pairs: [['let words = (nblk * BB + 3u) / 4u;', 'let words = (nblk * BB) / 4u;']] },
+    // the quantizers' word-owning chunks (no clear) and the fused kernels (rmsnorm_q, swiglu_q)
+    { name: 'quantize: a chunk\'s words rounded down (a row of an odd number of Q8_0 blocks loses its last bytes)', filter: 'quantize_Q8_0', only: ['quantize_Q8_0'],
+      file: 'quantize_q8_0.wgsl', pairs: [['let words = (nbc * BB + 3u) / 4u;', 'let words = (nbc * BB) / 4u;']] },
+    { name: 'quantize: a chunk\'s last word not stored', filter: 'quantize_Q8_K', only: ['quantize_Q8_K'],
+      file: 'quantize_q8_k.wgsl', pairs: [['if (li < words) {', 'if (li + 1u < words) {']] },
     { name: 'rmsnorm_q: every row adds the first row\'s residual', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
       file: 'rmsnorm_q.wgsl', pairs: [['v = v + Rs[ro + i];', 'v = v + Rs[i];']] },
     { name: 'rmsnorm_q: every row quantizes the first row\'s floats', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
-      file: 'rmsnorm_q.wgsl', pairs: [['quantize_group(yo, g, nb,', 'quantize_group(P.y_off, g, nb,']] },
+      file: 'rmsnorm_q.wgsl', pairs: [['quantize_chunk(yo, c, nb,', 'quantize_chunk(P.y_off, c, nb,']] },
+    { name: 'rmsnorm_q: a chunk\'s words not cleared (a row\'s chunks after the first OR-ed over the one before)', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
+      file: 'rmsnorm_q.wgsl', pairs: [['if (li < CW) { atomicStore(&qw[li], 0u); }', '']] },
     { name: 'swiglu_q: the up rows\' stride ignored', filter: 'fused_glu', only: ['swiglu_q_Q8_0', 'swiglu_q_Q8_K'],
       file: 'swiglu_q.wgsl', pairs: [['Up[P.u_off + row * P.u_ld + i]', 'Up[P.u_off + row * P.n + i]']] },
     { name: 'rope_kv: the ring\'s slots one off (position p at p + 1\'s slot)', filter: 'fused_qkv', only: ['rope_kv', 'add', 'rmsnorm', 'rope'],
@@ -241,8 +247,8 @@ try {
       file: 'rope_kv.wgsl', pairs: [['if ((P.flags & 4u) != 0u) {', 'if (false) {']] },
     { name: 'rope_kv: the head norm\'s eps dropped', filter: 'fused_qkv', only: ['rope_kv', 'add', 'rmsnorm', 'rope'],
       file: 'rope_kv.wgsl', pairs: [['part[0] / f32(P.D) + P.eps)', 'part[0] / f32(P.D))']] },
-    { name: 'swiglu_q: a group\'s last product not formed (quantized from a stale float)', filter: 'fused_glu', only: ['swiglu_q_Q8_0', 'swiglu_q_Q8_K'],
-      file: 'swiglu_q.wgsl', pairs: [['let i1 = min(P.n, i0 + GB * QB);', 'let i1 = min(P.n, i0 + GB * QB - 1u);']] },
+    { name: 'swiglu_q: a chunk\'s last product not formed (quantized from a stale float)', filter: 'fused_glu', only: ['swiglu_q_Q8_0', 'swiglu_q_Q8_K'],
+      file: 'swiglu_q.wgsl', pairs: [['if (i < P.n) {', 'if (i < P.n && li != 255u) {']] },
   ];
   for (const [i, f] of FAULTS.entries()) {
     if (process.env.PLUMB_WEBGPU_FAULTS === '0' || modelsOnly) break; // debugging aids

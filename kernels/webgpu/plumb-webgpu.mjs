@@ -357,16 +357,16 @@ export async function createKernels(device, options = {}) {
     const r = yRow ?? quantRowBytes(type, n), o = yOff || 0;
     if (o % 4 || r % 4 || r < (n / bs) * bb)
       throw new Error(`plumb-webgpu: ${what}: rows ${r} bytes apart from byte ${o} (the rule: multiples of 4, at least ${(n / bs) * bb})`);
-    return [r, o, Math.ceil(n / bs / (type === 'Q8_0' ? 2 : 1))]; // groups a row (quantize.wgsl)
+    return [r, o, Math.ceil(n / 256)]; // chunks a row (quantize.wgsl: 256 floats, whole blocks)
   }
 
   // Activation rows to the dot type `type` (Q8_0 or Q8_K), ref's bytes: rows of n floats (x,
-  // from float xOff) to rows yRow bytes apart (qLayout) from byte yOff. No clear: each invocation
-  // writes whole words (quantize.wgsl), so the compute pass goes on.
+  // from float xOff) to rows yRow bytes apart (qLayout) from byte yOff, a workgroup a chunk of a
+  // row. No clear: each workgroup writes whole words (quantize.wgsl), so the compute pass goes on.
   function quantize(enc, type, a) {
     const pipe = need('quantize_' + type);
-    const [yRow, yOff, ng] = qLayout(type, a.n, a.yRow, a.yOff, 'quantize');
-    const [gx, gy] = grid(Math.ceil((ng * a.rows) / 64));
+    const [yRow, yOff, nc] = qLayout(type, a.n, a.yRow, a.yOff, 'quantize');
+    const [gx, gy] = grid(nc * a.rows);
     dispatch(enc, pipe, [a.x, a.y], new Uint32Array([a.n, a.rows, a.xOff || 0, yOff, yRow, 0, 0, 0]), gx, gy);
   }
 
@@ -386,14 +386,13 @@ export async function createKernels(device, options = {}) {
       new Uint32Array(p), gx, gy);
   }
 
-  // SwiGLU and the quantize of its rows in one dispatch (swiglu_q.wgsl: an invocation a group of
-  // the quantizer's blocks): y[t][i] = silu(gate[t][i]) up[t][i] (swiglu.wgsl's operations), i < n,
-  // t < rows, gate and up rows gateLd and upLd floats apart (default n), y tight; then y's rows
-  // quantized to `type` into q (qLayout); type null: the products only (no q).
+  // SwiGLU and the quantize of its rows in one dispatch (swiglu_q.wgsl: a workgroup a chunk of 256
+  // floats of a row, the quantizer's chunk): y[t][i] = silu(gate[t][i]) up[t][i] (swiglu.wgsl's
+  // operations), i < n, t < rows, gate and up rows gateLd and upLd floats apart (default n), y
+  // tight; then y's rows quantized to `type` into q (qLayout); type null: the products only (no q).
   function swigluQ(enc, type, a) {
     const [qRow, qOff] = type ? qLayout(type, a.n, a.qRow, a.qOff, 'swigluQ') : [0, 0];
-    const ng = Math.ceil(a.n / (type === 'Q8_K' ? 256 : 64)); // groups a row (swiglu_q.wgsl)
-    const [gx, gy] = grid(Math.ceil((ng * a.rows) / 64));
+    const [gx, gy] = grid(Math.ceil(a.n / 256) * a.rows); // chunks a row (swiglu_q.wgsl)
     dispatch(enc, need('swiglu_q_' + (type || 'Q8_0')), [a.gate, a.up, a.y, type ? a.q : dummy[1]], new Uint32Array([a.n,
       a.rows, a.gateOff || 0, a.gateLd ?? a.n, a.upOff || 0, a.upLd ?? a.n, a.yOff || 0, qOff, qRow, 0, type ? 1 : 0, 0]),
     gx, gy);

@@ -1,8 +1,9 @@
 // quantize.wgsl — activation rows to Q8_0 or Q8_K blocks, ref's bytes (kernels/ref/quant.c's
-// quantize_row_q8_0_ref and quantize_row_q8_k_ref), one thread per group of blocks. The runtime
-// appends quantize_q8_0.wgsl or quantize_q8_k.wgsl (QB, BB, GB, GW and quantize_block), then a
-// driver: quantize_main.wgsl (the quantize kernel), rmsnorm_q.wgsl or swiglu_q.wgsl (the fused
-// kernels), each with the bindings X / Y / P, rnd and xbits.
+// quantize_row_q8_0_ref and quantize_row_q8_k_ref), a workgroup of 256 threads a chunk of 256
+// floats, one float a thread. The runtime appends quantize_q8_0.wgsl or quantize_q8_k.wgsl (QB,
+// BB, CB, CW, block_clear, block_quantize), then a driver: quantize_main.wgsl (the quantize
+// kernel), rmsnorm_q.wgsl or swiglu_q.wgsl (the fused kernels), each with the bindings X / Y / P,
+// rnd and xbits, and a workgroup size of 256.
 //
 // Everything that decides a byte is integer or correctly rounded float arithmetic with no
 // subnormal operand, so the bytes are ref's on any GPU: magnitudes compared as bits (a GPU may
@@ -10,19 +11,24 @@
 // error of 2.5 ulp), f32 -> f16 by integer rounding, a subnormal x scaled by 2^64 from its bits
 // before its product, and the products rounded before their adds (rnd).
 //
-// No clear, no atomics: each invocation owns whole words of Y. The rows start on words (y_off and
-// y_row multiples of 4: the runtime's rule), and an invocation quantizes a *group* of GB blocks of
-// one row (Q8_0: two blocks, 68 bytes = 17 words; Q8_K: one block, 292 bytes = 73 words) into
-// the words `acc` in registers, then stores them; a row's last group of an odd number of Q8_0
-// blocks is one block, 34 bytes in 9 words, the last two bytes (row padding) written 0. Bytes of
-// a row's padding past its last word are not written.
-// The driver supplies xbits(i): the bits of
-// input float i; quantize_group(xo, g, nb, yw) quantizes group g of a row of nb blocks whose
-// floats start at xo, into the words from yw.
-var<private> acc: array<u32, GW>;
+// A chunk is CB blocks (Q8_0: 8 blocks, 272 bytes = 68 words; Q8_K: 1 block, 292 bytes = 73
+// words), so chunks start on words (y_off and y_row multiples of 4: the runtime's rule). Each
+// thread loads its float's bits; per block the largest |x| (as bits: atomicMax, exact in any
+// order) and whether any is non-finite (atomicOr); then each thread forms its own quant byte
+// with the serial kernel's expressions (the type's block_quantize) and ORs it into the chunk's
+// zeroed words in workgroup memory; then consecutive threads store the words. No clear of Y:
+// each workgroup owns whole words. A row's last chunk may hold fewer blocks; an odd number of
+// Q8_0 blocks ends mid-word, the last two bytes (row padding) written 0. Bytes of a row's
+// padding past its last word are not written.
+// The driver supplies xbits(i): the bits of input float i; quantize_chunk(xo, c, nb, yw, li) is
+// called by all 256 threads of a workgroup (it has barriers: uniform control flow) and
+// quantizes chunk c of a row of nb blocks whose floats start at xo, into the row's words from yw.
+var<workgroup> qw: array<atomic<u32>, CW>; // the chunk's words
+var<workgroup> qmax: array<atomic<u32>, CB>; // per block: the largest |x|, as bits
+var<workgroup> qbad: array<atomic<u32>, CB>; // per block: nonzero when it holds a NaN or an Inf
 
 fn put8(i: u32, b: u32) {
-  acc[i >> 2u] |= (b & 0xffu) << ((i & 3u) * 8u);
+  atomicOr(&qw[i >> 2u], (b & 0xffu) << ((i & 3u) * 8u));
 }
 fn put16(i: u32, h: u32) { put8(i, h); put8(i + 1u, h >> 8u); }
 fn put32(i: u32, w: u32) { put16(i, w); put16(i + 2u, w >> 16u); }
@@ -127,13 +133,30 @@ fn mul_x(xb: u32, v: f32) -> f32 {
   return rnd(bitcast<f32>(xb) * v);
 }
 
-// Group g (of GB blocks) of a row of nb blocks: floats from xo, words from yw (the group's first
-// word: the row's first plus g GB BB / 4, whole since GB BB is a multiple of 4).
-fn quantize_group(xo: u32, g: u32, nb: u32, yw: u32) {
-  for (var w = 0u; w < GW; w++) { acc[w] = 0u; }
-  let nblk = min(GB, nb - g * GB);
-  for (var j = 0u; j < nblk; j++) { quantize_block(xo + (g * GB + j) * QB, j * BB); }
-  let words = (nblk * BB + 3u) / 4u;
-  for (var w = 0u; w < words; w++) { Y[yw + w] = acc[w]; }
+// Chunk c (CB blocks, 256 floats) of a row of nb blocks: floats from xo, words from yw (the
+// row's first word; the chunk's is c CW after it). Thread li owns float li of the chunk and word
+// li: it clears that word and later stores it, so a workgroup can call this chunk after chunk
+// (rmsnorm_q) with no barrier between one chunk's store and the next one's clear.
+fn quantize_chunk(xo: u32, c: u32, nb: u32, yw: u32, li: u32) {
+  let nbc = min(CB, nb - c * CB); // the chunk's blocks
+  if (li < CW) { atomicStore(&qw[li], 0u); }
+  if (li < CB) {
+    atomicStore(&qmax[li], 0u);
+    atomicStore(&qbad[li], 0u);
+  }
+  block_clear(li);
+  workgroupBarrier();
+  let b = li / QB;
+  let on = b < nbc;
+  var u = 0u;
+  if (on) {
+    u = xbits(xo + c * CB * QB + li);
+    atomicMax(&qmax[b], u & 0x7fffffffu);
+    if (!finite_bits(u)) { atomicOr(&qbad[b], 1u); }
+  }
+  workgroupBarrier();
+  block_quantize(li, b, on, u);
+  workgroupBarrier();
+  let words = (nbc * BB + 3u) / 4u;
+  if (li < words) { Y[yw + c * CW + li] = atomicLoad(&qw[li]); }
 }
-

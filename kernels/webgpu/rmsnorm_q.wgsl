@@ -2,9 +2,9 @@
 // block file): per row, when bit 0 of flags, the residual add x += r (add.wgsl's one float add,
 // the sum stored back to X); then y = x / sqrt(mean(x^2) + eps) * w, rmsnorm.wgsl's operations in
 // its order (the same strided partial sums, the same tree); then, when bit 1 of flags, y's row
-// quantized into Y (quantize.wgsl's groups, read back from Yn after a storage barrier). So X,
-// Yn and Y hold the bits that add, rmsnorm and quantize would write one after another.
-// One workgroup of 256 per row.
+// quantized into Y (read back from Yn after a storage barrier, quantize.wgsl's chunks one after
+// another, the workgroup's 256 threads a chunk). So X, Yn and Y hold the bits that add, rmsnorm
+// and quantize would write one after another. One workgroup of 256 per row.
 struct PRQ { n: u32, rows: u32, eps: f32, x_off: u32, r_off: u32, y_off: u32, q_off: u32, q_row: u32,
   flags: u32, zero: u32, pad0: u32, pad1: u32 }
 @group(0) @binding(0) var<storage, read_write> X: array<f32>;
@@ -46,8 +46,5 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
   if ((P.flags & 2u) == 0u) { return; }
   storageBarrier(); // the row's floats, written by every thread of the workgroup, seen by all
   let nb = P.n / QB;
-  let ng = (nb + GB - 1u) / GB;
-  for (var g = li; g < ng; g += 256u) {
-    quantize_group(yo, g, nb, (P.q_off + row * P.q_row) / 4u + g * (GB * BB / 4u));
-  }
+  for (var c = 0u; c * CB < nb; c++) { quantize_chunk(yo, c, nb, (P.q_off + row * P.q_row) / 4u, li); }
 }
