@@ -24,7 +24,7 @@ const QUANT = { Q8_0: 'quantize_q8_0.wgsl', Q8_K: 'quantize_q8_k.wgsl' };
 // The dot types' blocks: [elements, bytes].
 const QBLOCK = { Q8_0: [32, 34], Q8_K: [256, 292] };
 // The bytes of a quantized row of n floats as the quantizers lay rows out: the blocks, rounded up
-// to a word (quantize.wgsl: each invocation owns whole words, so rows start on words).
+// to a word (quantize.wgsl: each workgroup owns whole words, so rows start on words).
 export function quantRowBytes(type, n) {
   const [bs, bb] = QBLOCK[type];
   return Math.ceil(((n / bs) * bb) / 4) * 4;
