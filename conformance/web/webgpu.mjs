@@ -15,7 +15,7 @@
 // PLUMB_WEBGPU_PART=models (debugging: the forward passes only), PLUMB_WEB_VERBOSE=1 (the page's
 // console).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { launch, skip } from './web_lib.mjs';
@@ -121,6 +121,35 @@ try {
     }
   }
 
+  // Attention split into three dispatches (attnSplit 'always'; 'auto' takes it for a decode step
+  // from 256 entries): every case within the bound, and every output bit for bit the one-dispatch
+  // run's above. A planted fault of the split path that stays inside the bound (the chunks
+  // combined last to first) must break the bits; one that does not (the last chunk dropped) the
+  // bound.
+  if (!modelsOnly) {
+    const split = async (tag, patches) => {
+      const r = await runCases(tag, 'attention', patches, ['attention'], { attnSplit: 'always' });
+      const files = readdirSync(path.join(root, tag));
+      const diff = files.filter((f) => !readFileSync(path.join(root, tag, f)).equals(readFileSync(path.join(root, 'all', f))));
+      return { ...r, files, diff };
+    };
+    const sr = await split('attn-split', []);
+    console.log(`attention split into three dispatches: ${(sr.out.match(/\d+ of \d+ cases failed/) || ['?'])[0]}`);
+    if (sr.rc !== 0) { console.log(sr.out); console.log('FAIL: attention split into three dispatches'); failures++; }
+    console.log(sr.diff.length || !sr.files.length ? `FAIL attention split into three dispatches differs from one dispatch: ${sr.diff.join(', ') || 'no outputs'}`
+      : `ok   attention split into three dispatches gives the one-dispatch outputs bit for bit (${sr.files.length} cases)`);
+    if (sr.diff.length || !sr.files.length) failures++;
+    const rev = await split('attn-split-rev', [{ file: 'attention.wgsl', pairs: [['acco = acco + S[oc + (th * nc + c) * D + li];',
+      'acco = acco + S[oc + (th * nc + (nc - 1u - c)) * D + li];']] }]);
+    console.log(`${rev.diff.length ? 'ok  ' : 'FAIL'} planted fault caught: the split's chunks combined last to first (inside the bound: ${rev.rc === 0}; outputs differing from one dispatch: ${rev.diff.length})`);
+    if (!rev.diff.length) failures++;
+    const drop = await split('attn-split-drop', [{ file: 'attention.wgsl', pairs: [['acco = acco + S[oc + (th * nc + c) * D + li];',
+      'if (c + 1u < nc) { acco = acco + S[oc + (th * nc + c) * D + li]; }']] }]);
+    const dropFailed = (drop.out.match(/(\d+) of \d+ cases failed/) || [0, 0])[1];
+    console.log(`${drop.rc !== 0 && Number(dropFailed) > 0 ? 'ok  ' : 'FAIL'} planted fault caught: the split's last chunk dropped (${dropFailed} cases outside the bound)`);
+    if (!(drop.rc !== 0 && Number(dropFailed) > 0)) failures++;
+  }
+
   // Planted faults: each must fail the check of the cases it concerns.
   const FAULTS = [
     { name: 'Q4_0 nibble order swapped (high nibble as element j; v1\'s parts)', filter: 'matmul_Q4_0', only: ['matmul_Q4_0'], opts: { decodeDriver: 'v1' },
@@ -210,8 +239,8 @@ try {
       file: 'attention.wgsl', pairs: [['for (var hk = nk / 2u; hk > 0u; hk >>= 1u)', 'for (var hk = nk / 2u; hk > 1u; hk >>= 1u)']] },
     { name: 'attention: the V group sums\' tree one level short (groups of odd e dropped where E > 1)', filter: 'attention', only: ['attention'],
       file: 'attention.wgsl', pairs: [['for (var he = E / 2u; he > 0u; he >>= 1u)', 'for (var he = E / 2u; he > 1u; he >>= 1u)']] },
-    { name: 'attention: the weights\' sum tree ignoring threads 128..255 (entries j mod 256 >= 128)', filter: 'attention', only: ['attention'],
-      file: 'attention.wgsl', pairs: [['if (li < w) { red[li] = red[li] + red[li + w]; }', 'if (li < w && w < 128u) { red[li] = red[li] + red[li + w]; }']] },
+    { name: 'attention: the running sum of the weights skipping chunk 0', filter: 'attention', only: ['attention'],
+      file: 'attention.wgsl', pairs: [['accl = accl + grpl[0];', 'accl = accl + select(grpl[0], 0.0, c == 0u);']] },
     { name: 'attention: the scores\' dims d = 1 mod 4 dropped (one of the four partial dots)', filter: 'attention', only: ['attention'],
       file: 'attention.wgsl', pairs: [['let dot = (p0 + p1) + (p2 + p3);', 'let dot = (p0 + p2) + p3;']] },
     { name: 'attention not causal (kv_pos > q_pos seen)', filter: 'attention', only: ['attention'],
@@ -331,14 +360,15 @@ try {
     // invariant under both) the rows must differ.
     {
       const toks = Array.from({ length: 13 }, (_, i) => pf.tokens[i % pf.tokens.length] ^ (i >> 2));
-      const nFault = [{ file: 'attention.wgsl', pairs: [['let j = j0 + e + k * E;',
-        'var r = e + k * E;\n          if ((P.N & 1u) == 1u && (r == 1u || r == 4u)) { r = 5u - r; }\n          let j = j0 + r;']] }];
-      for (const patches of [null, nFault]) {
-        const r = await page.evaluate((f, t, k, p) => window.wgpu.nInvariance(f, t, k, p), pf.file, toks, 8, patches);
+      const nFault = [{ file: 'attention.wgsl', pairs: [['let p = e + k * E;',
+        'var p = e + k * E;\n      if ((P.N & 1u) == 1u && (p == 1u || p == 4u)) { p = 5u - p; }']] }];
+      for (const [patches, stepwise] of [[null, false], [nFault, false], [null, true]]) {
+        const r = await page.evaluate((f, t, k, p, sw) => window.wgpu.nInvariance(f, t, k, p, sw), pf.file, toks, 8, patches, stepwise);
         if (r.error) throw new Error(r.error);
         const ok = patches ? !r.same : r.same;
         console.log(`${ok ? 'ok  ' : 'FAIL'} ${patches ? 'planted fault caught: attention\'s V partials 1 and 4 swapped where N is odd (a query\'s bits depend on N)'
-          : '8 tokens alone (8 cache entries) give the first 8 rows of 13 tokens\' evaluation (13 entries, the rest invisible to them) bit for bit'}`);
+          : stepwise ? '8 tokens decoded one at a time with attention split into three dispatches give the first 8 rows of 13 tokens\' prefill (one dispatch) bit for bit'
+            : '8 tokens alone (8 cache entries) give the first 8 rows of 13 tokens\' evaluation (13 entries, the rest invisible to them) bit for bit'}`);
         if (!ok) failures++;
       }
     }

@@ -4,31 +4,41 @@
 //     kv_pos[j] <= q_pos[t]  and  (window == 0 || j < n_sinks || q_pos[t] - kv_pos[j] < window)
 //     and  (layer_window == 0 || q_pos[t] - kv_pos[j] < layer_window);
 // a query that sees nothing gets zeros. K and V are F32 or F16 ([N][Hkv][D]; F16 as a byte
-// stream, decoded exactly by common.wgsl). One workgroup of 256 threads per (token, head), three
-// passes as kernels/ref/attention.c, each over short dependent chains:
-//   1. thread li the entries j = li, li + 256, ...: the score, a float dot of D in four partial
-//      dots (dim d mod 4, added (p0 + p1) + (p2 + p3)) times scale, into S[j]; the max and the
-//      count of visible entries by a tree over the 256 threads;
-//   2. the same entries: the weight exp(s - m) (1 at the max) in place, summed per thread in j
-//      order, then by a fixed tree over the 256 threads; an invisible j gets the sentinel -1
-//      (weights are >= 0 or NaN), so pass 3 reads no positions;
-//   3. the weighted V rows per output dim d in 16 partial sums (entry j in partial j mod 16, each
-//      in j order, sentinels skipped): thread li is (d, e) = (li % D, li / D) for e < E, E the
-//      largest power of two <= min(16, 256 / D), and holds the partials p = e, e + E, ...; the
-//      16 are added in one fixed tree, p with p + 8, then + 4, + 2, + 1 (the first levels in the
-//      thread, the last E - 1 adds through workgroup memory), and divided by the sum. A D past
-//      256 takes E = 1 and dims d, d + 256, ... a thread.
+// stream, decoded exactly by common.wgsl); D at most 256. Three steps as kernels/ref/attention.c:
+//   1. the score of each visible entry, a float dot of D in four partial dots (dim d mod 4, added
+//      (p0 + p1) + (p2 + p3)) times scale; m, their max (exact in any order);
+//   2. the weights w_j = exp(s_j - m), 1 at the max;
+//   3. the entries in chunks of 64 (chunk c: j = 64 c .. 64 c + 63); per chunk, for each output
+//      dim d, 16 partial sums (entry j in partial j mod 16, each its 4 entries' w_j v_j[d] in j
+//      order from +0, invisible entries and those past N skipped) added in one fixed tree, p
+//      with p + 8, then + 4, + 2, + 1: O_c[d]; the weights likewise: L_c; then O[d] = (((+0 +
+//      O_0[d]) + O_1[d]) + ...) / (((+0 + L_0) + L_1) + ...) over the chunks in order.
 // Every float op of a query is a function of the entries it sees, their index j and d alone,
-// never of T or N (nor of E: the tree is the same for every E): the same bits whatever the batch,
-// chunking or cache path. Inside test_attention.c's bound.
+// never of T or N: a chunk past the query's entries adds +0 to a sum that started at +0 (never
+// -0), which changes no bit. So the same bits whatever the batch, chunking or cache path, and
+// whichever of the two ways below computes them. Inside test_attention.c's bound.
+// P.mode picks the way (both record in the runtime's attention()):
+//   0: one dispatch, one workgroup of 256 threads per (token, head) (prefill: T H workgroups):
+//      scores and weights into S, then the chunks in order, each into the running sums;
+//   1, 2, 3: three dispatches (decode: at T = 1 mode 0 runs only H workgroups, one per head, each
+//      through all N entries): 1, a workgroup per (head, token, 256 entries): the scores into S,
+//      the slice's max and count into MX; 2, a workgroup per (head, token, chunk): m from MX,
+//      the chunk's weights, O_c and L_c into OC and LC; 3, a workgroup per (head, token): the
+//      running sums over the chunks, in order, and the division.
+// A chunk's sums: thread li is (d, e) = (li % D, li / D) for e < E, E the largest power of two
+// <= min(16, 256 / D); it holds the partials p = e, e + E, ... (16 / E of them); the tree's first
+// levels run in the thread, its last E - 1 adds through workgroup memory.
 // Position differences are taken in u32 (kv_pos <= q_pos first, so q_pos - kv_pos < 2^32 is
 // exact), against window - 1 and layer_window - 1 given as u32 (the runtime clamps a window
 // past 2^32 to 2^32, which then excludes nothing).
+// The scratch S (floats from s_off): [T][H][N] scores and weights; modes 1-3 also MX [T][H][nz]
+// (max, count) pairs (nz = ceil(N / 256)), LC [T][H][nc] and OC [T][H][nc][D] (nc = ceil(N / 64)),
+// in that order after the scores.
 struct PA {
   T: u32, H: u32, Hkv: u32, D: u32,
   N: u32, kv_f16: u32, window: u32, wm1: u32,
   n_sinks: u32, layer: u32, lwm1: u32, scale: f32,
-  s_off: u32, pad0: u32, pad1: u32, pad2: u32,
+  s_off: u32, mode: u32, pad1: u32, pad2: u32,
 }
 @group(0) @binding(0) var<storage, read> Q: array<f32>;
 @group(0) @binding(1) var<storage, read> Kc: array<u32>;
@@ -41,7 +51,9 @@ struct PA {
 
 var<workgroup> red: array<f32, 256>;
 var<workgroup> cnt: array<u32, 256>;
-var<workgroup> grp: array<f32, 256>; // pass 3's group sums, [e][d]
+var<workgroup> grp: array<f32, 256>; // a chunk's group sums of O_c, [e][d]
+var<workgroup> grpl: array<f32, 16>; // and of L_c, [e]
+var<workgroup> wch: array<f32, 64>; // a chunk's weights (-1: invisible or past N)
 
 fn visible(j: u32, qp: i32) -> bool {
   let kp = KP[j];
@@ -62,38 +74,35 @@ fn kv_v(i: u32) -> f32 {
   return bitcast<f32>(Vc[i]);
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32) {
-  let t = wg.y;
-  let h = wg.x;
-  let D = P.D;
-  let g = h / (P.H / P.Hkv);
-  let qo = (t * P.H + h) * D;
-  let qp = QP[t];
-  let so = P.s_off + (t * P.H + h) * P.N;
-  // pass 1: scores and their max
-  var m = 0.0; // the max of this thread's scores, once it has one (seen > 0)
-  var seen = 0u;
-  for (var j = li; j < P.N; j += 256u) {
-    if (!visible(j, qp)) { continue; }
-    let ko = (j * P.Hkv + g) * D;
-    // four partial dots (dims d mod 4), added in a fixed order
-    var p0 = 0.0;
-    var p1 = 0.0;
-    var p2 = 0.0;
-    var p3 = 0.0;
-    for (var d = 0u; d < D; d += 4u) {
-      p0 = p0 + Q[qo + d] * kv_k(ko + d);
-      if (d + 1u < D) { p1 = p1 + Q[qo + d + 1u] * kv_k(ko + d + 1u); }
-      if (d + 2u < D) { p2 = p2 + Q[qo + d + 2u] * kv_k(ko + d + 2u); }
-      if (d + 3u < D) { p3 = p3 + Q[qo + d + 3u] * kv_k(ko + d + 3u); }
-    }
-    let dot = (p0 + p1) + (p2 + p3);
-    let s = P.scale * dot;
-    S[so + j] = s;
-    m = select(s, max(m, s), seen > 0u);
-    seen += 1u;
+// The score of entry j (visible) for the query at Q[qo..], KV head g.
+fn score(j: u32, qo: u32, g: u32, D: u32) -> f32 {
+  let ko = (j * P.Hkv + g) * D;
+  // four partial dots (dims d mod 4), added in a fixed order
+  var p0 = 0.0;
+  var p1 = 0.0;
+  var p2 = 0.0;
+  var p3 = 0.0;
+  for (var d = 0u; d < D; d += 4u) {
+    p0 = p0 + Q[qo + d] * kv_k(ko + d);
+    if (d + 1u < D) { p1 = p1 + Q[qo + d + 1u] * kv_k(ko + d + 1u); }
+    if (d + 2u < D) { p2 = p2 + Q[qo + d + 2u] * kv_k(ko + d + 2u); }
+    if (d + 3u < D) { p3 = p3 + Q[qo + d + 3u] * kv_k(ko + d + 3u); }
   }
+  let dot = (p0 + p1) + (p2 + p3);
+  return P.scale * dot;
+}
+
+// The weight of a visible entry's score s under the max m.
+fn weight(s: f32, m: f32) -> f32 {
+  var wj = 1.0;
+  if (s != m) { wj = exp_f32(s - m); }
+  return wj;
+}
+
+// The max of the threads' m (each counting where its seen > 0) by a tree over the 256: the
+// workgroup's max, for every thread; cnt[0] then holds the count (read it by
+// workgroupUniformLoad: a uniform value, and a barrier).
+fn reduce_max(m: f32, seen: u32, li: u32) -> f32 {
   red[li] = m;
   cnt[li] = seen;
   workgroupBarrier();
@@ -104,68 +113,156 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     }
     workgroupBarrier();
   }
-  m = red[0];
-  let total = workgroupUniformLoad(&cnt[0]); // its barrier: every m read before red is reused
-  if (total == 0u) {
-    for (var d = li; d < D; d += 256u) { O[qo + d] = 0.0; }
-    return;
-  }
-  // pass 2: weights in place (the sentinel -1 at invisible entries), and their sum
-  var sum = 0.0;
-  for (var j = li; j < P.N; j += 256u) {
-    if (!visible(j, qp)) {
-      S[so + j] = -1.0;
-      continue;
-    }
-    let s = S[so + j];
-    var wj = 1.0;
-    if (s != m) { wj = exp_f32(s - m); }
-    S[so + j] = wj;
-    sum = sum + wj;
-  }
-  red[li] = sum;
-  storageBarrier();
-  workgroupBarrier();
-  for (var w = 128u; w > 0u; w >>= 1u) {
-    if (li < w) { red[li] = red[li] + red[li + w]; }
-    workgroupBarrier();
-  }
-  let denom = red[0];
-  // pass 3: the weighted V rows, 16 partial sums by entry j mod 16 (each j ascending); thread
-  // (dl, e) holds partials p = e + k E, k < 16 / E: per step of 16 entries, 16 / E independent
-  // loads and adds
-  let DD = min(D, 256u);
-  let E = 1u << firstLeadingBit(min(16u, 256u / DD));
+  return red[0];
+}
+
+// Chunk c's sums from its weights in wch: after it, grp[d] (d < D) holds O_c[d] and grpl[0]
+// holds L_c. Called by all 256 threads (barriers).
+fn chunk_sums(c: u32, g: u32, D: u32, li: u32) {
+  let E = 1u << firstLeadingBit(min(16u, 256u / D));
   let nk = 16u / E;
-  let e = li / DD;
-  let dl = li % DD;
+  let e = li / D;
+  let dl = li % D;
   if (e < E) {
-    for (var d = dl; d < D; d += 256u) {
-      var acc: array<f32, 16>;
-      for (var j0 = 0u; j0 < P.N; j0 += 16u) {
-        for (var k = 0u; k < 16u; k++) { // a constant bound (unrollable), left at nk
-          if (k == nk) { break; }
-          let j = j0 + e + k * E;
-          if (j < P.N) {
-            let wj = S[so + j];
-            if (wj != -1.0) { acc[k] = acc[k] + wj * kv_v((j * P.Hkv + g) * D + d); }
-          }
+    var acc: array<f32, 16>;
+    var accl: array<f32, 16>;
+    for (var k = 0u; k < 16u; k++) { // a constant bound (unrollable), left at nk
+      if (k == nk) { break; }
+      let p = e + k * E;
+      for (var i = 0u; i < 4u; i++) {
+        let wj = wch[p + 16u * i];
+        let j = c * 64u + p + 16u * i;
+        if (wj != -1.0) {
+          acc[k] = acc[k] + wj * kv_v((j * P.Hkv + g) * D + dl);
+          accl[k] = accl[k] + wj;
         }
       }
-      // the tree's levels inside the thread: partial p with p + 8, + 4, ... down to + E
-      for (var hk = nk / 2u; hk > 0u; hk >>= 1u) {
-        for (var k = 0u; k < hk; k++) { acc[k] = acc[k] + acc[k + hk]; }
+    }
+    // the tree's levels inside the thread: partial p with p + 8, + 4, ... down to + E
+    for (var hk = nk / 2u; hk > 0u; hk >>= 1u) {
+      for (var k = 0u; k < hk; k++) {
+        acc[k] = acc[k] + acc[k + hk];
+        accl[k] = accl[k] + accl[k + hk];
       }
-      if (E == 1u) { O[qo + d] = acc[0] / denom; } else { grp[li] = acc[0]; }
     }
+    grp[li] = acc[0];
+    if (dl == 0u) { grpl[e] = accl[0]; }
   }
-  if (E > 1u) {
-    // its last levels: group e with e + E / 2, ... down to + 1
+  workgroupBarrier();
+  // its last levels: group e with e + E / 2, ... down to + 1
+  for (var he = E / 2u; he > 0u; he >>= 1u) {
+    if (e < he) {
+      grp[li] = grp[li] + grp[li + he * D];
+      if (dl == 0u) { grpl[e] = grpl[e] + grpl[e + he]; }
+    }
     workgroupBarrier();
-    for (var he = E / 2u; he > 0u; he >>= 1u) {
-      if (e < he) { grp[li] = grp[li] + grp[li + he * DD]; }
-      workgroupBarrier();
-    }
-    if (e == 0u) { O[qo + dl] = grp[li] / denom; }
   }
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32) {
+  let t = wg.y;
+  let h = wg.x;
+  let D = P.D;
+  let g = h / (P.H / P.Hkv);
+  let qo = (t * P.H + h) * D;
+  let qp = QP[t];
+  let th = t * P.H + h;
+  let so = P.s_off + th * P.N;
+  let nz = (P.N + 255u) / 256u;
+  let nc = (P.N + 63u) / 64u;
+  let mx = P.s_off + P.T * P.H * P.N; // MX, LC, OC after the scores
+  let lc = mx + 2u * P.T * P.H * nz;
+  let oc = lc + P.T * P.H * nc;
+  if (P.mode == 1u) { // the scores of 256 entries, their max and count
+    let j = wg.z * 256u + li;
+    var m = 0.0;
+    var seen = 0u;
+    if (j < P.N && visible(j, qp)) {
+      m = score(j, qo, g, D);
+      S[so + j] = m;
+      seen = 1u;
+    }
+    let mz = reduce_max(m, seen, li);
+    let cz = workgroupUniformLoad(&cnt[0]);
+    if (li == 0u) {
+      S[mx + 2u * (th * nz + wg.z)] = mz;
+      S[mx + 2u * (th * nz + wg.z) + 1u] = f32(cz);
+    }
+    return;
+  }
+  if (P.mode == 2u || P.mode == 3u) {
+    // m and the count over the slices (max: exact in any order)
+    var m = 0.0;
+    var total = 0.0;
+    for (var z = 0u; z < nz; z++) {
+      let mz = S[mx + 2u * (th * nz + z)];
+      let cz = S[mx + 2u * (th * nz + z) + 1u];
+      if (cz != 0.0 && (total == 0.0 || mz > m)) { m = mz; }
+      total = total + cz;
+    }
+    if (P.mode == 3u) { // the running sums over the chunks, in order
+      if (li < D) {
+        var acco = 0.0;
+        var accl = 0.0;
+        for (var c = 0u; c < nc; c++) {
+          acco = acco + S[oc + (th * nc + c) * D + li];
+          accl = accl + S[lc + th * nc + c];
+        }
+        O[qo + li] = select(acco / accl, 0.0, total == 0.0);
+      }
+      return;
+    }
+    let c = wg.z;
+    if (li < 64u) {
+      let j = c * 64u + li;
+      var wj = -1.0;
+      if (total != 0.0 && j < P.N && visible(j, qp)) { wj = weight(S[so + j], m); }
+      wch[li] = wj;
+    }
+    workgroupBarrier();
+    chunk_sums(c, g, D, li);
+    if (li < D) { S[oc + (th * nc + c) * D + li] = grp[li]; }
+    if (li == 0u) { S[lc + th * nc + c] = grpl[0]; }
+    return;
+  }
+  // mode 0. Pass 1: scores and their max
+  var m = 0.0; // the max of this thread's scores, once it has one (seen > 0)
+  var seen = 0u;
+  for (var j = li; j < P.N; j += 256u) {
+    if (!visible(j, qp)) { continue; }
+    let s = score(j, qo, g, D);
+    S[so + j] = s;
+    m = select(s, max(m, s), seen > 0u);
+    seen += 1u;
+  }
+  m = reduce_max(m, seen, li);
+  let total = workgroupUniformLoad(&cnt[0]);
+  if (total == 0u) {
+    if (li < D) { O[qo + li] = 0.0; }
+    return;
+  }
+  // pass 2: weights in place (the sentinel -1 at invisible entries)
+  for (var j = li; j < P.N; j += 256u) {
+    var wj = -1.0;
+    if (visible(j, qp)) { wj = weight(S[so + j], m); }
+    S[so + j] = wj;
+  }
+  storageBarrier();
+  workgroupBarrier();
+  // pass 3: the chunks in order, each into the running sums
+  var acco = 0.0;
+  var accl = 0.0;
+  for (var c = 0u; c < nc; c++) {
+    if (li < 64u) {
+      let j = c * 64u + li;
+      wch[li] = select(-1.0, S[so + min(j, P.N - 1u)], j < P.N);
+    }
+    workgroupBarrier();
+    chunk_sums(c, g, D, li);
+    if (li < D) { acco = acco + grp[li]; }
+    accl = accl + grpl[0];
+    workgroupBarrier(); // every read of grp, grpl and wch done before the next chunk's writes
+  }
+  if (li < D) { O[qo + li] = acco / accl; }
 }

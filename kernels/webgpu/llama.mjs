@@ -228,6 +228,7 @@ export function gpuSupport(gguf) {
     if (!(v > 0)) return { ok: false, why: `key ${arch}.${n}: missing or not positive` };
   const D = g('attention.key_length') || E / H;
   if (!Number.isInteger(D) || D % 2 || H % Hkv) return { ok: false, why: `heads: E ${E}, H ${H}, Hkv ${Hkv}, D ${D} not a shape the pass runs` };
+  if (D > 256) return { ok: false, why: `heads of ${D} dims: the webgpu attention takes at most 256` };
   if ((g('attention.value_length') || D) !== D) return { ok: false, why: `key ${arch}.attention.value_length differs from the key length` };
   if ((g('rope.dimension_count') || D) !== D) return { ok: false, why: `key ${arch}.rope.dimension_count: partial RoPE is not in the webgpu forward pass` };
   const rp = ropeOf(gguf, arch, D, A.neox);
@@ -581,6 +582,7 @@ function stepBuffers(m, T = 1, N = m.cap, fuse = true, rows = T) {
   return { x: ks.buffer(4 * T * E), xn: ks.buffer(4 * T * E),
     xq: ks.buffer(T * (maxK / 32) * 34 + T * (Math.ceil(maxK / 256) + 1) * 292),
     q: ks.buffer(4 * T * H * D), ...mode, att: ks.buffer(4 * T * H * D), tmp: ks.buffer(4 * T * E),
-    ffh: ks.buffer(4 * T * F), qPos: ks.buffer(4 * T), scratch: ks.buffer(4 * T * H * N), logits: ks.buffer(4 * rows * V),
+    ffh: ks.buffer(4 * T * F), qPos: ks.buffer(4 * T), scratch: ks.buffer(4 * ks.attnScratchFloats(T, H, N, D)),
+    logits: ks.buffer(4 * rows * V),
     cs: ks.buffer(4 * T * D) };
 }

@@ -48,6 +48,9 @@ const MATMUL_NR = { Q8_0: 8, Q4_0: 8, Q4_K: 8, Q6_K: 8, F16: 4 };
 // mode (8 lanes a block: createKernels' decodeGP) takes 4 x 64 (chunks of 8 blocks).
 const MATMUL_V2 = { Q8_0: [4, 64], Q4_0: [4, 64], Q4_K: [4, 16], Q6_K: [4, 16] };
 const MATMUL_V2_GROUPED = [4, 64];
+// attnSplit 'auto': a decode step's attention in three dispatches from this many entries (below,
+// one: a chunk of 64 entries a workgroup would leave most of the three's work to their floor)
+const ATTN_SPLIT_MIN_N = 256;
 // decodeDriver 'auto': each type's decode driver as measured on an NVIDIA H200 (GPU timestamps of
 // every matmul of a token, kernels/webgpu/README.md "Where a decode token's GPU time goes"):
 // [driver, lanes a block, [rows, threads a row] of v2]. Q4_K: v2 grouped, 2 x 128 (724 GB/s on
@@ -462,17 +465,41 @@ export async function createKernels(device, options = {}) {
   }
 
   // out[t][h][d] over the KV cache (pl_attn_args): q [T][H][D] f32, k and v [N][Hkv][D] (f32, or
-  // f16 when kvF16), qPos [T] and kvPos [N] i32 buffers; scratch holds T H N floats.
+  // f16 when kvF16; D at most 256), qPos [T] and kvPos [N] i32 buffers; scratch holds
+  // attnScratchFloats(T, H, N, D) floats from scratchOff. Two ways, the same bits (attention.wgsl):
+  // one dispatch of T H workgroups (mode 0), or three (modes 1-3) that spread a head's entries
+  // over workgroups, for a decode step, where mode 0 would run H workgroups through all N entries.
+  // options.attnSplit: 'auto' (the default: the three where T is 1 and N at least
+  // ATTN_SPLIT_MIN_N), 'always' or 'never' (the conformance run takes every case both ways).
+  const attnSplit = options.attnSplit ?? 'auto';
+  if (!['auto', 'always', 'never'].includes(attnSplit))
+    throw new Error(`plumb-webgpu: attnSplit must be 'auto', 'always' or 'never', not ${attnSplit}`);
+  const splitFor = (T, N) => attnSplit === 'always' || (attnSplit === 'auto' && T === 1 && N >= ATTN_SPLIT_MIN_N);
+  function attnScratchFloats(T, H, N, D) {
+    const th = T * H;
+    return th * N + (splitFor(T, N) ? th * (2 * Math.ceil(N / 256) + Math.ceil(N / 64) * (1 + D)) : 0);
+  }
   function attention(enc, a) {
+    if (!(Number.isInteger(a.D) && a.D >= 1 && a.D <= 256))
+      throw new Error(`plumb-webgpu: attention: a head of ${a.D} dims (the webgpu set takes 1 to 256)`);
     const clampW = (w) => (w <= 0 ? [0, 0] : [1, Math.min(w, 2 ** 32) - 1]);
     const [won, wm1] = clampW(a.window || 0), [lon, lwm1] = clampW(a.layerWindow || 0);
-    const p = new ArrayBuffer(64);
-    new Uint32Array(p).set([a.T, a.H, a.Hkv, a.D, a.N, a.kvF16 ? 1 : 0, won, wm1,
-      Math.min(a.nSinks || 0, 2 ** 32 - 1), lon, lwm1]);
-    new Float32Array(p, 44, 1)[0] = a.scale;
-    new Uint32Array(p, 48, 1)[0] = a.scratchOff || 0;
-    dispatch(enc, need('attention'), [a.q, a.k, a.v, a.qPos, a.kvPos, a.scratch, a.out],
-      new Uint32Array(p), a.H, a.T);
+    const words = (mode) => {
+      const p = new ArrayBuffer(64);
+      new Uint32Array(p).set([a.T, a.H, a.Hkv, a.D, a.N, a.kvF16 ? 1 : 0, won, wm1,
+        Math.min(a.nSinks || 0, 2 ** 32 - 1), lon, lwm1]);
+      new Float32Array(p, 44, 1)[0] = a.scale;
+      new Uint32Array(p, 48, 2).set([a.scratchOff || 0, mode]);
+      return new Uint32Array(p);
+    };
+    const bufs = [a.q, a.k, a.v, a.qPos, a.kvPos, a.scratch, a.out];
+    if (!splitFor(a.T, a.N)) {
+      dispatch(enc, need('attention'), bufs, words(0), a.H, a.T);
+      return;
+    }
+    if (Math.ceil(a.N / 64) > 65535) throw new Error(`plumb-webgpu: attention: ${a.N} entries (at most ${65535 * 64} split)`);
+    for (const [mode, z, what] of [[1, Math.ceil(a.N / 256), 'scores'], [2, Math.ceil(a.N / 64), 'chunks'], [3, 1, 'combine']])
+      dispatch(enc, need('attention'), bufs, words(mode), a.H, a.T, z, `attention ${what}`);
   }
 
   // Readback buffers kept by size for the next read of that size (a decode step reads the same
@@ -511,7 +538,7 @@ export async function createKernels(device, options = {}) {
   }
 
   return { device, packedDot, decodeDriver, flush, copy, counts, upload, buffer, uniform, matmul, quantize, rmsnormQ, swigluQ,
-    rmsnorm, softmax, swiglu, rope, ropeKV, attention, add, read, readAfter, beginFrame, endFrame, profiling, profileRead };
+    rmsnorm, softmax, swiglu, rope, ropeKV, attention, attnScratchFloats, add, read, readAfter, beginFrame, endFrame, profiling, profileRead };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----
