@@ -235,12 +235,12 @@ try {
       file: 'attention.wgsl', pairs: [['if (wj != -1.0) {', 'if (wj != -1.0 && j % 16u != 15u) {']] },
     { name: 'attention: the sentinel ignored (an invisible entry\'s -1 added as a weight in the V sums)', filter: 'attention', only: ['attention'],
       file: 'attention.wgsl', pairs: [['if (wj != -1.0) {', 'if (true) {']] },
-    { name: 'attention: the V partials\' tree in the thread one level short (its last add, partial p + E, dropped where E < 16)', filter: 'attention', only: ['attention'],
-      file: 'attention.wgsl', pairs: [['for (var hk = nk / 2u; hk > 0u; hk >>= 1u)', 'for (var hk = nk / 2u; hk > 1u; hk >>= 1u)']] },
-    { name: 'attention: the V group sums\' tree one level short (groups of odd e dropped where E > 1)', filter: 'attention', only: ['attention'],
-      file: 'attention.wgsl', pairs: [['for (var he = E / 2u; he > 0u; he >>= 1u)', 'for (var he = E / 2u; he > 1u; he >>= 1u)']] },
+    { name: 'attention: a chunk\'s partials\' tree one level short (its last add, partial 0 + partial 1, dropped)', filter: 'attention', only: ['attention'],
+      file: 'attention.wgsl', pairs: [['for (var hk = 8u; hk > 0u; hk >>= 1u)', 'for (var hk = 8u; hk > 1u; hk >>= 1u)']] },
+    { name: 'attention: the last chunk of each batch left out of the running sums (one dispatch)', filter: 'attention', only: ['attention'],
+      file: 'attention.wgsl', pairs: [['if (c0 + k < nc) {', 'if (c0 + k < nc && k + 1u < G) {']] },
     { name: 'attention: the running sum of the weights skipping chunk 0', filter: 'attention', only: ['attention'],
-      file: 'attention.wgsl', pairs: [['accl = accl + grpl[0];', 'accl = accl + select(grpl[0], 0.0, c == 0u);']] },
+      file: 'attention.wgsl', pairs: [['accl = accl + grpl[k];', 'accl = accl + select(grpl[k], 0.0, c0 + k == 0u);']] },
     { name: 'attention: the scores\' dims d = 1 mod 4 dropped (one of the four partial dots)', filter: 'attention', only: ['attention'],
       file: 'attention.wgsl', pairs: [['let dot = (p0 + p1) + (p2 + p3);', 'let dot = (p0 + p2) + p3;']] },
     { name: 'attention not causal (kv_pos > q_pos seen)', filter: 'attention', only: ['attention'],
@@ -360,8 +360,8 @@ try {
     // invariant under both) the rows must differ.
     {
       const toks = Array.from({ length: 13 }, (_, i) => pf.tokens[i % pf.tokens.length] ^ (i >> 2));
-      const nFault = [{ file: 'attention.wgsl', pairs: [['let p = e + k * E;',
-        'var p = e + k * E;\n      if ((P.N & 1u) == 1u && (p == 1u || p == 4u)) { p = 5u - p; }']] }];
+      const nFault = [{ file: 'attention.wgsl', pairs: [['let j = c * 64u + p + 16u * i;',
+        'let j = c * 64u + select(p, 5u - p, (P.N & 1u) == 1u && (p == 1u || p == 4u)) + 16u * i;']] }];
       for (const [patches, stepwise] of [[null, false], [nFault, false], [null, true]]) {
         const r = await page.evaluate((f, t, k, p, sw) => window.wgpu.nInvariance(f, t, k, p, sw), pf.file, toks, 8, patches, stepwise);
         if (r.error) throw new Error(r.error);

@@ -25,9 +25,9 @@
 //      the slice's max and count into MX; 2, a workgroup per (head, token, chunk): m from MX,
 //      the chunk's weights, O_c and L_c into OC and LC; 3, a workgroup per (head, token): the
 //      running sums over the chunks, in order, and the division.
-// A chunk's sums: thread li is (d, e) = (li % D, li / D) for e < E, E the largest power of two
-// <= min(16, 256 / D); it holds the partials p = e, e + E, ... (16 / E of them); the tree's first
-// levels run in the thread, its last E - 1 adds through workgroup memory.
+// A chunk's sums for one d are one thread's (chunk_sums: 16 independent chains of 4 entries,
+// then the tree); mode 0 runs G = the largest power of two <= min(16, 256 / D) chunks at a time,
+// thread (d, e) = (li % D, li / D) on chunk c0 + e, and adds them in chunk order.
 // Position differences are taken in u32 (kv_pos <= q_pos first, so q_pos - kv_pos < 2^32 is
 // exact), against window - 1 and layer_window - 1 given as u32 (the runtime clamps a window
 // past 2^32 to 2^32, which then excludes nothing).
@@ -51,9 +51,8 @@ struct PA {
 
 var<workgroup> red: array<f32, 256>;
 var<workgroup> cnt: array<u32, 256>;
-var<workgroup> grp: array<f32, 256>; // a chunk's group sums of O_c, [e][d]
-var<workgroup> grpl: array<f32, 16>; // and of L_c, [e]
-var<workgroup> wch: array<f32, 64>; // a chunk's weights (-1: invisible or past N)
+var<workgroup> grp: array<f32, 256>; // mode 0: a batch's O_c, [e][d]
+var<workgroup> grpl: array<f32, 16>; // and its L_c, [e]
 
 fn visible(j: u32, qp: i32) -> bool {
   let kp = KP[j];
@@ -116,47 +115,33 @@ fn reduce_max(m: f32, seen: u32, li: u32) -> f32 {
   return red[0];
 }
 
-// Chunk c's sums from its weights in wch: after it, grp[d] (d < D) holds O_c[d] and grpl[0]
-// holds L_c. Called by all 256 threads (barriers).
-fn chunk_sums(c: u32, g: u32, D: u32, li: u32) {
-  let E = 1u << firstLeadingBit(min(16u, 256u / D));
-  let nk = 16u / E;
-  let e = li / D;
-  let dl = li % D;
-  if (e < E) {
-    var acc: array<f32, 16>;
-    var accl: array<f32, 16>;
-    for (var k = 0u; k < 16u; k++) { // a constant bound (unrollable), left at nk
-      if (k == nk) { break; }
-      let p = e + k * E;
-      for (var i = 0u; i < 4u; i++) {
-        let wj = wch[p + 16u * i];
-        let j = c * 64u + p + 16u * i;
+// Chunk c's sums for output dim d in one thread: (O_c[d], L_c) from the weights in S from so
+// (-1: invisible): 16 partials, entry j in partial j mod 16 (its 4 entries in j order from +0,
+// past N skipped), added in the fixed tree p with p + 8, + 4, + 2, + 1.
+fn chunk_sums(c: u32, so: u32, g: u32, D: u32, d: u32) -> vec2f {
+  var acc: array<f32, 16>;
+  var accl: array<f32, 16>;
+  for (var i = 0u; i < 4u; i++) {
+    for (var p = 0u; p < 16u; p++) { // the 16 partials' loads independent
+      let j = c * 64u + p + 16u * i;
+      if (j < P.N) {
+        let wj = S[so + j];
         if (wj != -1.0) {
-          acc[k] = acc[k] + wj * kv_v((j * P.Hkv + g) * D + dl);
-          accl[k] = accl[k] + wj;
+          acc[p] = acc[p] + wj * kv_v((j * P.Hkv + g) * D + d);
+          accl[p] = accl[p] + wj;
         }
       }
     }
-    // the tree's levels inside the thread: partial p with p + 8, + 4, ... down to + E
-    for (var hk = nk / 2u; hk > 0u; hk >>= 1u) {
-      for (var k = 0u; k < hk; k++) {
+  }
+  for (var hk = 8u; hk > 0u; hk >>= 1u) {
+    for (var k = 0u; k < 8u; k++) {
+      if (k < hk) {
         acc[k] = acc[k] + acc[k + hk];
         accl[k] = accl[k] + accl[k + hk];
       }
     }
-    grp[li] = acc[0];
-    if (dl == 0u) { grpl[e] = accl[0]; }
   }
-  workgroupBarrier();
-  // its last levels: group e with e + E / 2, ... down to + 1
-  for (var he = E / 2u; he > 0u; he >>= 1u) {
-    if (e < he) {
-      grp[li] = grp[li] + grp[li + he * D];
-      if (dl == 0u) { grpl[e] = grpl[e] + grpl[e + he]; }
-    }
-    workgroupBarrier();
-  }
+  return vec2f(acc[0], accl[0]);
 }
 
 @compute @workgroup_size(256)
@@ -216,14 +201,19 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     let c = wg.z;
     if (li < 64u) {
       let j = c * 64u + li;
-      var wj = -1.0;
-      if (total != 0.0 && j < P.N && visible(j, qp)) { wj = weight(S[so + j], m); }
-      wch[li] = wj;
+      if (j < P.N) {
+        var wj = -1.0;
+        if (total != 0.0 && visible(j, qp)) { wj = weight(S[so + j], m); }
+        S[so + j] = wj;
+      }
     }
+    storageBarrier();
     workgroupBarrier();
-    chunk_sums(c, g, D, li);
-    if (li < D) { S[oc + (th * nc + c) * D + li] = grp[li]; }
-    if (li == 0u) { S[lc + th * nc + c] = grpl[0]; }
+    if (li < D) {
+      let r = chunk_sums(c, so, g, D, li);
+      S[oc + (th * nc + c) * D + li] = r.x;
+      if (li == 0u) { S[lc + th * nc + c] = r.y; }
+    }
     return;
   }
   // mode 0. Pass 1: scores and their max
@@ -250,19 +240,29 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   }
   storageBarrier();
   workgroupBarrier();
-  // pass 3: the chunks in order, each into the running sums
+  // pass 3: the chunks' sums, G chunks at a time (thread (d, e) chunk c0 + e of the batch: G =
+  // the largest power of two <= min(16, 256 / D)), into the running sums in chunk order
+  let G = 1u << firstLeadingBit(min(16u, 256u / D));
+  let e = li / D;
+  let dl = li % D;
   var acco = 0.0;
   var accl = 0.0;
-  for (var c = 0u; c < nc; c++) {
-    if (li < 64u) {
-      let j = c * 64u + li;
-      wch[li] = select(-1.0, S[so + min(j, P.N - 1u)], j < P.N);
+  for (var c0 = 0u; c0 < nc; c0 += G) {
+    if (e < G && c0 + e < nc) {
+      let r = chunk_sums(c0 + e, so, g, D, dl);
+      grp[li] = r.x;
+      if (dl == 0u) { grpl[e] = r.y; }
     }
     workgroupBarrier();
-    chunk_sums(c, g, D, li);
-    if (li < D) { acco = acco + grp[li]; }
-    accl = accl + grpl[0];
-    workgroupBarrier(); // every read of grp, grpl and wch done before the next chunk's writes
+    if (li < D) {
+      for (var k = 0u; k < G; k++) {
+        if (c0 + k < nc) {
+          acco = acco + grp[k * D + li];
+          accl = accl + grpl[k];
+        }
+      }
+    }
+    workgroupBarrier(); // every read of grp and grpl done before the next batch's writes
   }
   if (li < D) { O[qo + li] = acco / accl; }
 }
