@@ -255,6 +255,8 @@ try {
       file: 'swiglu_q.wgsl', pairs: [['u = bitcast<u32>(y);', 'u = bitcast<u32>(gv);']] },
     { name: 'quantize: a thread handed its neighbour\'s float (i ^ 1)', filter: 'quantize_Q8_K', only: ['quantize_Q8_K'],
       file: 'quantize_q8_k.wgsl', pairs: [['u = X[P.x_off + row * P.n + i];', 'u = X[P.x_off + row * P.n + (i ^ 1u)];']] },
+    { name: 'Q8_0 quantizer: every block quantized with its chunk\'s first block\'s id', filter: 'quantize_Q8_0', only: ['quantize_Q8_0'],
+      file: 'quantize_q8_0.wgsl', pairs: [['mul_x(u, bitcast<f32>(qid[b]))', 'mul_x(u, bitcast<f32>(qid[0]))']] },
   ];
   for (const [i, f] of FAULTS.entries()) {
     if (process.env.PLUMB_WEBGPU_FAULTS === '0' || modelsOnly) break; // debugging aids
