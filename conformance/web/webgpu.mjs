@@ -281,7 +281,7 @@ try {
     const ok = patches.length ? !r.qsame
       : r.ysame && r.qsame && /16384/.test(r.refused || '') && r.recorded === 0 && r.unquantized;
     console.log(`${ok ? 'ok  ' : 'FAIL'} ${patches.length ? 'planted fault caught: rmsnorm_q\'s last kept value not kept (a 16384-float row\'s bytes differ from the separate kernels\')'
-      : `rmsnormQ at 16384 floats (Q8_0): y ${r.ysame ? 'and' : 'or'} the bytes ${r.ysame && r.qsame ? '' : 'NOT '}the separate rmsnorm and quantize's; 16416 ${r.refused ? `refused (${r.refused}), ${r.recorded} dispatches recorded` : 'NOT REFUSED'}; unquantized ${r.unquantized ? 'accepted' : 'REFUSED'}`}`);
+      : `rmsnormQ at 16384 floats (Q8_0) against the separate rmsnorm and quantize: y ${r.ysame ? 'the same bits' : 'DIFFERS'}, the bytes ${r.qsame ? 'the same' : 'DIFFER'}; 16416 ${r.refused ? `refused (${r.refused}), ${r.recorded} dispatches recorded` : 'NOT REFUSED'}; unquantized ${r.unquantized ? 'accepted' : 'REFUSED'}`}`);
     if (!ok) failures++;
   }
 
