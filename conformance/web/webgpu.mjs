@@ -260,8 +260,10 @@ try {
       file: 'quantize_q8_k.wgsl', pairs: [['if (li < words) {', 'if (li + 1u < words) {']] },
     { name: 'rmsnorm_q: every row adds the first row\'s residual', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
       file: 'rmsnorm_q.wgsl', pairs: [['v = v + Rs[ro + i];', 'v = v + Rs[i];']] },
-    { name: 'rmsnorm_q: every row quantizes the first row\'s floats', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
-      file: 'rmsnorm_q.wgsl', pairs: [['quantize_chunk(yo, c, nb,', 'quantize_chunk(P.y_off, c, nb,']] },
+    { name: 'rmsnorm_q: every row quantized into the first row\'s bytes', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
+      file: 'rmsnorm_q.wgsl', pairs: [['(P.q_off + row * P.q_row) / 4u', 'P.q_off / 4u']] },
+    { name: 'rmsnorm_q: chunk c quantized from the wrong kept value (c ^ 1: c + 1\'s for even c, c - 1\'s for odd)', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
+      file: 'rmsnorm_q.wgsl', pairs: [['quantize_chunk(kept[c], c, nb,', 'quantize_chunk(kept[c ^ 1u], c, nb,']] },
     { name: 'rmsnorm_q: a chunk\'s words not cleared (a row\'s chunks after the first OR-ed over the one before)', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
       file: 'rmsnorm_q.wgsl', pairs: [['if (li < CW) { atomicStore(&qw[li], 0u); }', '']] },
     { name: 'swiglu_q: the up rows\' stride ignored', filter: 'fused_glu', only: ['swiglu_q_Q8_0', 'swiglu_q_Q8_K'],
@@ -276,8 +278,14 @@ try {
       file: 'rope_kv.wgsl', pairs: [['if ((P.flags & 4u) != 0u) {', 'if (false) {']] },
     { name: 'rope_kv: the head norm\'s eps dropped', filter: 'fused_qkv', only: ['rope_kv', 'add', 'rmsnorm', 'rope'],
       file: 'rope_kv.wgsl', pairs: [['part[0] / f32(P.D) + P.eps)', 'part[0] / f32(P.D))']] },
-    { name: 'swiglu_q: a chunk\'s last product not formed (quantized from a stale float)', filter: 'fused_glu', only: ['swiglu_q_Q8_0', 'swiglu_q_Q8_K'],
+    { name: 'swiglu_q: a chunk\'s last product not formed (its float left stale, quantized as 0)', filter: 'fused_glu', only: ['swiglu_q_Q8_0', 'swiglu_q_Q8_K'],
       file: 'swiglu_q.wgsl', pairs: [['if (i < P.n) {', 'if (i < P.n && li != 255u) {']] },
+    { name: 'swiglu_q: the quantize handed the gate\'s bits, not the product\'s', filter: 'fused_glu', only: ['swiglu_q_Q8_0', 'swiglu_q_Q8_K'],
+      file: 'swiglu_q.wgsl', pairs: [['u = bitcast<u32>(y);', 'u = bitcast<u32>(gv);']] },
+    { name: 'quantize: a thread handed its neighbour\'s float (i ^ 1)', filter: 'quantize_Q8_K', only: ['quantize_Q8_K'],
+      file: 'quantize_q8_k.wgsl', pairs: [['u = X[P.x_off + row * P.n + i];', 'u = X[P.x_off + row * P.n + (i ^ 1u)];']] },
+    { name: 'Q8_0 quantizer: every block quantized with its chunk\'s first block\'s id', filter: 'quantize_Q8_0', only: ['quantize_Q8_0'],
+      file: 'quantize_q8_0.wgsl', pairs: [['mul_x(u, bitcast<f32>(qid[b]))', 'mul_x(u, bitcast<f32>(qid[0]))']] },
   ];
   for (const [i, f] of FAULTS.entries()) {
     if (process.env.PLUMB_WEBGPU_FAULTS === '0' || modelsOnly) break; // debugging aids
@@ -289,6 +297,21 @@ try {
     const caught = r.rc !== 0 && failed && Number(failed[1]) > 0;
     console.log(`${caught ? 'ok  ' : 'FAIL'} planted fault caught: ${f.name} (${failed ? `${failed[1]} of ${failed[2]}` : '?'} cases failed)`);
     if (!caught) { failures++; console.log(r.out); }
+  }
+
+  // rmsnormQ's row limit when it quantizes (rmsnorm_q.wgsl keeps 64 floats of y a thread): at
+  // 16384 floats the fused kernel gives the separate rmsnorm and quantize's bits; 16416 is
+  // refused, the error naming the limit, nothing recorded (unquantized it runs); and with the
+  // last kept value planted as not kept, the bytes at 16384 must differ.
+  for (const patches of modelsOnly ? [] : [[], [{ file: 'rmsnorm_q.wgsl', pairs: [['if (c < KEEP) {', 'if (c + 1u < KEEP) {']] }]]) {
+    if (patches.length && process.env.PLUMB_WEBGPU_FAULTS === '0') break;
+    const r = await page.evaluate((p) => window.wgpu.rmsnormLimit(p), patches);
+    if (r.error) throw new Error(`rmsnormLimit: ${r.error}`);
+    const ok = patches.length ? !r.qsame
+      : r.ysame && r.qsame && /16384/.test(r.refused || '') && r.recorded === 0 && r.unquantized;
+    console.log(`${ok ? 'ok  ' : 'FAIL'} ${patches.length ? 'planted fault caught: rmsnorm_q\'s last kept value not kept (a 16384-float row\'s bytes differ from the separate kernels\')'
+      : `rmsnormQ at 16384 floats (Q8_0) against the separate rmsnorm and quantize: y ${r.ysame ? 'the same bits' : 'DIFFERS'}, the bytes ${r.qsame ? 'the same' : 'DIFFER'}; 16416 ${r.refused ? `refused (${r.refused}), ${r.recorded} dispatches recorded` : 'NOT REFUSED'}; unquantized ${r.unquantized ? 'accepted' : 'REFUSED'}`}`);
+    if (!ok) failures++;
   }
 
   // The forward pass (kernels/webgpu/llama.mjs) on tiny llama, qwen2 and qwen3 files of every

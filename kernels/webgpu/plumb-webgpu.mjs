@@ -378,8 +378,12 @@ export async function createKernels(device, options = {}) {
   // y[row] = rmsnorm(x[row]) * w (rmsnorm.wgsl's operations, in its order), then, when type is a
   // dot type (Q8_0, Q8_K; null: none, the next matmul takes f32), y's rows quantized into q (as
   // quantize: rows qRow bytes apart from byte qOff). Each the bits of the separate kernels.
+  // With a dot type, rows of at most 16384 floats (rmsnorm_q.wgsl's threads keep their y's
+  // floats for the quantize, KEEP = 64 each); a longer row is refused, nothing recorded.
   function rmsnormQ(enc, type, a) {
     const [qRow, qOff] = type ? qLayout(type, a.n, a.qRow, a.qOff, 'rmsnormQ') : [0, 0];
+    if (type && a.n > 64 * 256)
+      throw new Error(`plumb-webgpu: rmsnormQ: rows of ${a.n} floats quantized (the limit: 16384, rmsnorm_q.wgsl's KEEP = 64 floats a thread)`);
     const p = new ArrayBuffer(48);
     new Uint32Array(p).set([a.n, a.rows]);
     new Float32Array(p, 8, 1)[0] = a.eps;

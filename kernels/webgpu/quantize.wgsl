@@ -2,8 +2,8 @@
 // quantize_row_q8_0_ref and quantize_row_q8_k_ref), a workgroup of 256 threads a chunk of 256
 // floats, one float a thread. The runtime appends quantize_q8_0.wgsl or quantize_q8_k.wgsl (QB,
 // BB, CB, CW, block_clear, block_quantize), then a driver: quantize_main.wgsl (the quantize
-// kernel), rmsnorm_q.wgsl or swiglu_q.wgsl (the fused kernels), each with the bindings X / Y / P,
-// rnd and xbits, and a workgroup size of 256.
+// kernel), rmsnorm_q.wgsl or swiglu_q.wgsl (the fused kernels), each with the bindings Y / P, rnd
+// and a workgroup size of 256.
 //
 // Everything that decides a byte is integer or correctly rounded float arithmetic with no
 // subnormal operand, so the bytes are ref's on any GPU: magnitudes compared as bits (a GPU may
@@ -13,16 +13,18 @@
 //
 // A chunk is CB blocks (Q8_0: 8 blocks, 272 bytes = 68 words; Q8_K: 1 block, 292 bytes = 73
 // words), so chunks start on words (y_off and y_row multiples of 4: the runtime's rule). Each
-// thread loads its float's bits; per block the largest |x| (as bits: atomicMax, exact in any
+// thread is handed its float's bits; per block the largest |x| (as bits: atomicMax, exact in any
 // order) and whether any is non-finite (atomicOr); then each thread forms its own quant byte
 // with the serial kernel's expressions (the type's block_quantize) and ORs it into the chunk's
 // zeroed words in workgroup memory; then consecutive threads store the words. No clear of Y:
 // each workgroup owns whole words. A row's last chunk may hold fewer blocks; an odd number of
 // Q8_0 blocks ends mid-word, the last two bytes (row padding) written 0. Bytes of a row's
 // padding past its last word are not written.
-// The driver supplies xbits(i): the bits of input float i; quantize_chunk(xo, c, nb, yw, li) is
-// called by all 256 threads of a workgroup (it has barriers: uniform control flow) and
-// quantizes chunk c of a row of nb blocks whose floats start at xo, into the row's words from yw.
+// quantize_chunk(u, c, nb, yw, li) is called by all 256 threads of a workgroup (it has barriers:
+// uniform control flow) and quantizes chunk c of a row of nb blocks into the row's words from yw,
+// thread li handing in u, the bits of the chunk's float li (float c 256 + li of the row; any
+// value where that is past the row): the driver's own, loaded (quantize_main.wgsl) or the value
+// it computed and stored (rmsnorm_q.wgsl, swiglu_q.wgsl: no read back of its output).
 var<workgroup> qw: array<atomic<u32>, CW>; // the chunk's words
 var<workgroup> qmax: array<atomic<u32>, CB>; // per block: the largest |x|, as bits
 var<workgroup> qbad: array<atomic<u32>, CB>; // per block: nonzero when it holds a NaN or an Inf
@@ -133,11 +135,11 @@ fn mul_x(xb: u32, v: f32) -> f32 {
   return rnd(bitcast<f32>(xb) * v);
 }
 
-// Chunk c (CB blocks, 256 floats) of a row of nb blocks: floats from xo, words from yw (the
-// row's first word; the chunk's is c CW after it). Thread li owns float li of the chunk and word
-// li: it clears that word and later stores it, so a workgroup can call this chunk after chunk
-// (rmsnorm_q) with no barrier between one chunk's store and the next one's clear.
-fn quantize_chunk(xo: u32, c: u32, nb: u32, yw: u32, li: u32) {
+// Chunk c (CB blocks, 256 floats) of a row of nb blocks, thread li's float's bits u, words from
+// yw (the row's first word; the chunk's is c CW after it). Thread li owns float li of the chunk
+// and word li: it clears that word and later stores it, so a workgroup can call this chunk after
+// chunk (rmsnorm_q) with no barrier between one chunk's store and the next one's clear.
+fn quantize_chunk(u: u32, c: u32, nb: u32, yw: u32, li: u32) {
   let nbc = min(CB, nb - c * CB); // the chunk's blocks
   if (li < CW) { atomicStore(&qw[li], 0u); }
   if (li < CB) {
@@ -148,9 +150,7 @@ fn quantize_chunk(xo: u32, c: u32, nb: u32, yw: u32, li: u32) {
   workgroupBarrier();
   let b = li / QB;
   let on = b < nbc;
-  var u = 0u;
   if (on) {
-    u = xbits(xo + c * CB * QB + li);
     atomicMax(&qmax[b], u & 0x7fffffffu);
     if (!finite_bits(u)) { atomicOr(&qbad[b], 1u); }
   }

@@ -7,7 +7,6 @@ struct PQ { n: u32, rows: u32, x_off: u32, y_off: u32, y_row: u32, zero: u32, pa
 @group(0) @binding(2) var<uniform> P: PQ;
 
 fn rnd(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) ^ P.zero); }
-fn xbits(i: u32) -> u32 { return X[i]; }
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
@@ -17,5 +16,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
   let idx = wg.x + wg.y * nw.x;
   if (idx >= nc * P.rows) { return; }
   let row = idx / nc;
-  quantize_chunk(P.x_off + row * P.n, idx % nc, nb, (P.y_off + row * P.y_row) / 4u, li);
+  let c = idx % nc;
+  let i = c * 256u + li; // the thread's float of the row (CB QB = 256)
+  var u = 0u;
+  if (i < P.n) { u = X[P.x_off + row * P.n + i]; }
+  quantize_chunk(u, c, nb, (P.y_off + row * P.y_row) / 4u, li);
 }
