@@ -229,6 +229,7 @@ export function gpuSupport(gguf) {
   const D = g('attention.key_length') || E / H;
   if (!Number.isInteger(D) || D % 2 || H % Hkv) return { ok: false, why: `heads: E ${E}, H ${H}, Hkv ${Hkv}, D ${D} not a shape the pass runs` };
   if (D > 256) return { ok: false, why: `heads of ${D} dims: the webgpu attention takes at most 256` };
+  if (E > 16384) return { ok: false, why: `key ${arch}.embedding_length ${E}: the webgpu norms quantize rows of at most 16384 floats` };
   if ((g('attention.value_length') || D) !== D) return { ok: false, why: `key ${arch}.attention.value_length differs from the key length` };
   if ((g('rope.dimension_count') || D) !== D) return { ok: false, why: `key ${arch}.rope.dimension_count: partial RoPE is not in the webgpu forward pass` };
   const rp = ropeOf(gguf, arch, D, A.neox);
