@@ -562,6 +562,9 @@ stop_server
 # drain_stream N: a stream of N tokens (ignore_eos: exactly N) into $WORK/drain, in the
 # background (DRAIN_PID); returns once its first bytes are in.
 drain_stream() {
+  # emptied here, not only by curl's redirection: that runs in the background job, and the wait
+  # below could see the last stream's bytes before it does (and signal before this request runs)
+  : >"$WORK/drain"
   curl -sN "$BASE/v1/chat/completions" -H 'Content-Type: application/json' --data-binary \
     "{\"messages\":[{\"role\":\"user\",\"content\":\"go\"}],\"max_tokens\":$1,\"ignore_eos\":true,\"stream\":true}" \
     >"$WORK/drain" &
