@@ -102,13 +102,13 @@ try {
   }
 
   // The decode drivers: the run above used the default ('auto': v2, matmul_qv.wgsl, for Q8_0 and
-  // Q4_0 at 4 rows x 64 threads, chunks of 64 blocks; v1 for the K-quants); v2 again with 3 rows x 4 threads a workgroup (chunks of
+  // Q4_0 at 4 rows x 64 threads, chunks of 64 blocks; grouped v2 at 2 x 128 for Q4_K; v1 for Q6_K); v2 again with 3 rows x 4 threads a workgroup (chunks of
   // 4 blocks: most cases span several chunks and end in a partial one, R rarely a multiple of
   // 3), and v1 (matmul_q.wgsl), which stays selectable: every quantized matmul case, ref's bits.
   // The K-quants' grouped mode (8 lanes a block) too: at its default shape (4 x 64: chunks of 8
   // blocks) and at 3 rows x 16 threads (chunks of 2).
-  // The default is 'auto' (v2 for Q8_0 and Q4_0, v1 for the K-quants), so v2 at its default shape
-  // runs the K-quants' cases too.
+  // The default is 'auto' (v2 for Q8_0 and Q4_0, grouped v2 for Q4_K, v1 for Q6_K), so v2 at its
+  // default shape runs the K-quants' cases too.
   for (const [tag, what, o, types] of [['v2s', 'v2 with 3 rows x 4 threads a workgroup', { decodeDriver: 'v2', decodeNR: 3, decodeTPR: 4 }],
     ['v1', 'v1 (matmul_q.wgsl)', { decodeDriver: 'v1' }],
     ['v2', 'v2 (4 rows x 16 threads)', { decodeDriver: 'v2' }, ['Q4_K', 'Q6_K']],

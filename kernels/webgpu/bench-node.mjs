@@ -9,8 +9,8 @@
 // --modes: the forward pass fused (llama.mjs's default) and/or unfused (fuse: false, one dispatch per
 // op), interleaved in each of the reps rounds (default both: the A/B); each mode's medians and its
 // commands a decode token.
-// --decode D: the quantized matmuls' decode driver, auto (the default: v2 for Q8_0 and Q4_0, v1 for
-// the K-quants, as measured on the H200), v1, v2 or v2:NRxTPR (v2 with
+// --decode D: the quantized matmuls' decode driver, auto (the default: v2 for Q8_0 and Q4_0, v2's
+// grouped mode at 2 x 128 for Q4_K, v1 for Q6_K, as measured on the H200), v1, v2 or v2:NRxTPR (v2 with
 // NR rows x TPR threads a workgroup), v2 also with /g8 (Q4_K's and Q6_K's grouped mode, 8 lanes
 // a block; createKernels' decodeDriver, decodeNR, decodeTPR, decodeGP).
 // --decode-ab D,D,...: also time the T = 1 matmuls (each type's, each model's) with each of

@@ -92,7 +92,7 @@ async function timed(device, reps, record, flush = () => {}) {
   return best;
 }
 
-// A decode driver as bench-node's --decode / --decode-ab name it: 'auto' (v2 for Q8_0, Q4_0; v1 for the K-quants), 'v1', 'v2', 'v2:NRxTPR' (v2
+// A decode driver as bench-node's --decode / --decode-ab name it: 'auto' (v2 for Q8_0, Q4_0; grouped v2 2 x 128 for Q4_K; v1 for Q6_K), 'v1', 'v2', 'v2:NRxTPR' (v2
 // with NR rows x TPR threads a workgroup), each v2 optionally '/g8' (Q4_K's and Q6_K's grouped
 // mode: 8 lanes a block), as createKernels' options.
 export function decodeOptions(spec) {
