@@ -12,7 +12,7 @@
 // Times are wall clock from submit to onSubmittedWorkDone (the device's queue drained), best of
 // `reps`; the first run of each is a warm-up.
 import { createKernels, quantRowBytes } from './plumb-webgpu.mjs';
-import { readGGUF, loadLlama, forward, truncate } from './llama.mjs';
+import { readGGUF, loadLlama, forward, truncate, BLOCK } from './llama.mjs';
 
 const COPY = `
 @group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
@@ -319,8 +319,6 @@ export async function bench(device, opts = {}) {
   return out;
 }
 
-// Bytes of a row of K elements of a weight type (the profile's GB/s of a decode matmul).
-const ROW_BYTES = { Q8_0: [32, 34], Q4_0: [32, 18], Q4_K: [256, 144], Q6_K: [256, 210], F16: [1, 2] };
 
 // A profiled prefill of o.pp tokens from an empty cache, then o.profile decode steps (the fused
 // pass): each dispatch's GPU time (timestamps around a pass of its own), summed by tag, per step;
@@ -338,7 +336,7 @@ async function profileModel(ks, m, toks, o) {
     const rows = [...by.values()].map((e) => ({ tag: e.tag, perStep: e.n / steps, usPerStep: e.us / steps, usEach: e.us / e.n }));
     for (const r of rows) {
       const mm = /^matmul (\w+) (\d+)x(\d+) T1\b/.exec(r.tag);
-      if (mm && ROW_BYTES[mm[1]]) r.GBs = Number(mm[2]) * (Number(mm[3]) / ROW_BYTES[mm[1]][0]) * ROW_BYTES[mm[1]][1] / r.usEach / 1e3;
+      if (mm && BLOCK[mm[1]]) r.GBs = Number(mm[2]) * (Number(mm[3]) / BLOCK[mm[1]][0]) * BLOCK[mm[1]][1] / r.usEach / 1e3;
     }
     return rows.sort((a, b) => b.usPerStep - a.usPerStep);
   };

@@ -24,7 +24,7 @@ const GGML_NAMES = { 0: 'F32', 1: 'F16', 2: 'Q4_0', 3: 'Q4_1', 6: 'Q5_0', 7: 'Q5
   10: 'Q2_K', 11: 'Q3_K', 12: 'Q4_K', 13: 'Q5_K', 14: 'Q6_K', 15: 'Q8_K', 16: 'IQ2_XXS', 17: 'IQ2_XS',
   18: 'IQ3_XXS', 19: 'IQ1_S', 20: 'IQ4_NL', 21: 'IQ3_S', 22: 'IQ2_S', 23: 'IQ4_XS', 24: 'I8', 25: 'I16',
   26: 'I32', 27: 'I64', 28: 'F64', 29: 'IQ1_M', 30: 'BF16' };
-const BLOCK = { F32: [1, 4], F16: [1, 2], Q4_0: [32, 18], Q8_0: [32, 34], Q4_K: [256, 144], Q6_K: [256, 210] };
+export const BLOCK = { F32: [1, 4], F16: [1, 2], Q4_0: [32, 18], Q8_0: [32, 34], Q4_K: [256, 144], Q6_K: [256, 210] };
 const DOT = { Q4_0: 'Q8_0', Q8_0: 'Q8_0', Q4_K: 'Q8_K', Q6_K: 'Q8_K', F16: 'F32' };
 // The architectures this forward pass runs: RoPE style, the attention's extra tensors.
 export const ARCHS = {
