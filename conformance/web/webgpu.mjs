@@ -113,7 +113,9 @@ try {
     ['v1', 'v1 (matmul_q.wgsl)', { decodeDriver: 'v1' }],
     ['v2', 'v2 (4 rows x 16 threads)', { decodeDriver: 'v2' }, ['Q4_K', 'Q6_K']],
     ['g8', 'v2 grouped (8 lanes a block, 4 x 64)', { decodeDriver: 'v2', decodeGP: 8 }, ['Q4_K', 'Q6_K']],
-    ['g8s', 'v2 grouped (8 lanes a block, 3 x 16)', { decodeDriver: 'v2', decodeGP: 8, decodeNR: 3, decodeTPR: 16 }, ['Q4_K', 'Q6_K']]]) {
+    ['g8s', 'v2 grouped (8 lanes a block, 3 x 16)', { decodeDriver: 'v2', decodeGP: 8, decodeNR: 3, decodeTPR: 16 }, ['Q4_K', 'Q6_K']],
+    ['g8r4', 'v2 grouped, 4 rows a thread (8 rows x 64 threads)', { decodeDriver: 'v2', decodeGP: 8, decodeNR: 8, decodeTPR: 64, decodeRPT: 4 }, ['Q4_K', 'Q6_K']],
+    ['g8r2s', 'v2 grouped, 2 rows a thread (6 rows x 16 threads)', { decodeDriver: 'v2', decodeGP: 8, decodeNR: 6, decodeTPR: 16, decodeRPT: 2 }, ['Q4_K', 'Q6_K']]]) {
     for (const type of types || ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K']) {
       const dr = await runCases(`decode-${tag}-${type}`, `matmul_${type}`, [], [`matmul_${type}`], o);
       console.log(`matmul ${type}, the decode driver ${what}: ${(dr.out.match(/\d+ of \d+ cases failed/) || ['?'])[0]}`);
@@ -123,12 +125,15 @@ try {
 
   // Attention split into three dispatches (attnSplit 'always'; 'auto' takes it for a decode step
   // from 256 entries): every case within the bound, and every output bit for bit the one-dispatch
-  // run's above. A planted fault of the split path that stays inside the bound (the chunks
-  // combined last to first) must break the bits; one that does not (the last chunk dropped) the
-  // bound.
+  // run's above; with its rows quantized by the last dispatch (attn_combine.wgsl), the bytes of
+  // the quantize kernel on those rows. Planted faults of the split path that stay inside the
+  // bound (the chunks combined last to first; the four threads' partial sums or partial dots
+  // added in another order) must break the bits; one that does not (the last chunk dropped) the
+  // bound; and a quantize handed -o, the bytes.
   if (!modelsOnly) {
+    const only = ['attention', 'attn_combine_Q8_0', 'attn_combine_Q8_K', 'quantize_Q8_0', 'quantize_Q8_K'];
     const split = async (tag, patches) => {
-      const r = await runCases(tag, 'attention', patches, ['attention'], { attnSplit: 'always' });
+      const r = await runCases(tag, 'attention', patches, only, { attnSplit: 'always', attnQuant: true });
       const files = readdirSync(path.join(root, tag));
       const diff = files.filter((f) => !readFileSync(path.join(root, tag, f)).equals(readFileSync(path.join(root, 'all', f))));
       return { ...r, files, diff };
@@ -139,15 +144,29 @@ try {
     console.log(sr.diff.length || !sr.files.length ? `FAIL attention split into three dispatches differs from one dispatch: ${sr.diff.join(', ') || 'no outputs'}`
       : `ok   attention split into three dispatches gives the one-dispatch outputs bit for bit (${sr.files.length} cases)`);
     if (sr.diff.length || !sr.files.length) failures++;
-    const rev = await split('attn-split-rev', [{ file: 'attention.wgsl', pairs: [['acco = acco + S[oc + (th * nc + c) * D + li];',
-      'acco = acco + S[oc + (th * nc + (nc - 1u - c)) * D + li];']] }]);
-    console.log(`${rev.diff.length ? 'ok  ' : 'FAIL'} planted fault caught: the split's chunks combined last to first (inside the bound: ${rev.rc === 0}; outputs differing from one dispatch: ${rev.diff.length})`);
-    if (!rev.diff.length) failures++;
-    const drop = await split('attn-split-drop', [{ file: 'attention.wgsl', pairs: [['acco = acco + S[oc + (th * nc + c) * D + li];',
-      'if (c + 1u < nc) { acco = acco + S[oc + (th * nc + c) * D + li]; }']] }]);
+    const aq = sr.attnQuant || { checked: 0, diff: ['(no result)'] };
+    console.log(aq.diff.length || !aq.checked ? `FAIL the split attention's quantized rows differ from the quantize kernel's: ${aq.diff.join(', ') || 'no case checked'}`
+      : `ok   the split attention's rows quantized by its last dispatch: the quantize kernel's bytes (${aq.checked} cases, Q8_0 and Q8_K)`);
+    if (aq.diff.length || !aq.checked) failures++;
+    const comb = 'attn_combine.wgsl', acc = 'acco = acco + S[oc + (th * nc + c) * P.D + d];';
+    for (const [tag, what, patches] of [
+      ['attn-split-rev', 'the split\'s chunks combined last to first', [{ file: comb, pairs: [[acc, 'acco = acco + S[oc + (th * nc + (nc - 1u - c)) * P.D + d];']] }]],
+      ['attn-split-tree', 'the chunk\'s four threads\' partial sums added (0 + 1) + (2 + 3), not (0 + 2) + (1 + 3)', [{ file: 'attention.wgsl',
+        pairs: [['(ex[li] + ex[512u + li]) + (ex[256u + li] + ex[768u + li])', '(ex[li] + ex[256u + li]) + (ex[512u + li] + ex[768u + li])']] }]],
+      ['attn-split-dot', 'a score\'s four partial dots (4 threads) added (0 + 2) + (1 + 3)', [{ file: 'attention.wgsl',
+        pairs: [['(grp[li] + grp[li + 1u]) + (grp[li + 2u] + grp[li + 3u])', '(grp[li] + grp[li + 2u]) + (grp[li + 1u] + grp[li + 3u])']] }]]]) {
+      const r = await split(tag, patches);
+      console.log(`${r.diff.length ? 'ok  ' : 'FAIL'} planted fault caught: ${what} (inside the bound: ${r.rc === 0}; outputs differing from one dispatch: ${r.diff.length})`);
+      if (!r.diff.length) failures++;
+    }
+    const drop = await split('attn-split-drop', [{ file: comb, pairs: [[acc, `if (c + 1u < nc) { ${acc} }`]] }]);
     const dropFailed = (drop.out.match(/(\d+) of \d+ cases failed/) || [0, 0])[1];
     console.log(`${drop.rc !== 0 && Number(dropFailed) > 0 ? 'ok  ' : 'FAIL'} planted fault caught: the split's last chunk dropped (${dropFailed} cases outside the bound)`);
     if (!(drop.rc !== 0 && Number(dropFailed) > 0)) failures++;
+    const qf = await split('attn-split-qf', [{ file: comb, pairs: [['u = bitcast<u32>(o);', 'u = bitcast<u32>(-o);']] }]);
+    const qd = qf.attnQuant?.diff.length || 0;
+    console.log(`${qd ? 'ok  ' : 'FAIL'} planted fault caught: the combine's quantize handed -o, not o (${qd} cases' bytes differ)`);
+    if (!qd) failures++;
   }
 
   // Planted faults: each must fail the check of the cases it concerns.
@@ -179,14 +198,22 @@ try {
       file: 'matmul_q6_k.wgsl', pairs: [['(WG - cur) + lr * TPR', 'cur + lr * TPR']] },
     { name: 'decode v2: rows past R written (the workgroup\'s row edge, Q4_K)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
       file: 'matmul_q4_k.wgsl', pairs: [['if (lb == 0u && r < P.R) {', 'if (lb == 0u) {']] },
+    { name: 'decode v2 grouped: rows past R added and written (the workgroup\'s row edge, Q4_K)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
+      opts: { decodeGP: 8 }, file: 'matmul_q4_k.wgsl', pairs: [['if (lb < RPT && rg + lb < P.R) {', 'if (lb < RPT) {']] },
     { name: 'decode v2 grouped: Q4_K\'s lanes take the mins of sub-block 0 (not their own)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'], opts: { decodeGP: 8 },
       file: 'matmul_q4_k.wgsl', pairs: [['i32(sm_of(s0, s1, s2, g).y)', 'i32(sm_of(s0, s1, s2, 0u).y)']] },
+    { name: 'decode v2 grouped, 4 rows a thread: every row\'s sums against the group\'s first row\'s weights (Q4_K)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
+      opts: { decodeDriver: 'v2', decodeGP: 8, decodeNR: 8, decodeTPR: 64, decodeRPT: 4 },
+      file: 'matmul_q4_k.wgsl', pairs: [['e = gpart_x(rg + i, b, g, x);', 'e = gpart_x(rg, b, g, x);']] },
+    { name: 'decode v2 grouped, 2 rows a thread: a row\'s term formed from the other row\'s lane sums (Q6_K)', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'],
+      opts: { decodeDriver: 'v2', decodeGP: 8, decodeNR: 6, decodeTPR: 16, decodeRPT: 2 },
+      file: 'matmul_q6_k.wgsl', pairs: [['v += terms[g * WG + li - g + k];', 'v += terms[(1u - g) * WG + li - g + k];']] },
     { name: 'decode v2 grouped: a block\'s term put in the next block\'s slot (Q4_K)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'], opts: { decodeGP: 8 },
-      file: 'matmul_q4_k.wgsl', pairs: [['tg[lr * CB + lb / GP] = term(', 'tg[lr * CB + (lb / GP + 1u) % CB] = term(']] },
+      file: 'matmul_q4_k.wgsl', pairs: [['tg[(lr * RPT + g) * CB + lb / GP] = term(', 'tg[(lr * RPT + g) * CB + (lb / GP + 1u) % CB] = term(']] },
     { name: 'decode v2 grouped: Q6_K\'s words 4..7 of a part scaled by the part\'s first sub-block\'s scale', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'], opts: { decodeGP: 8 },
       file: 'matmul_q6_k.wgsl', pairs: [['wb4(wo + 192u + 2u * p + g / 4u)', 'wb4(wo + 192u + 2u * p)']] },
     { name: 'decode v2 grouped: the adder drops a block\'s last lane (Q6_K)', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'], opts: { decodeGP: 8 },
-      file: 'matmul_q6_k.wgsl', pairs: [['for (var g = 0u; g < GP; g++)', 'for (var g = 0u; g + 1u < GP; g++)']] },
+      file: 'matmul_q6_k.wgsl', pairs: [['for (var k = 0u; k < GP; k++)', 'for (var k = 0u; k + 1u < GP; k++)']] },
     { name: 'Q8_0 block terms added in reverse order (inside the bound, not ref\'s bits)', filter: 'matmul_Q8_0', only: ['matmul_Q8_0'], opts: { decodeDriver: 'v1' },
       file: 'matmul_q8_0.wgsl', pairs: [['for (var b = 0u; b < n; b++) { s = s + terms[li * n + b]; }', 'for (var b = n; b > 0u; b--) { s = s + terms[li * n + b - 1u]; }']] },
     { name: 'Q8_K subnormal scale: the 2^-64 taken back dropped (Q4_K)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
@@ -242,7 +269,7 @@ try {
     { name: 'attention: the running sum of the weights skipping chunk 0', filter: 'attention', only: ['attention'],
       file: 'attention.wgsl', pairs: [['accl = accl + grpl[k];', 'accl = accl + select(grpl[k], 0.0, c0 + k == 0u);']] },
     { name: 'attention: the scores\' dims d = 1 mod 4 dropped (one of the four partial dots)', filter: 'attention', only: ['attention'],
-      file: 'attention.wgsl', pairs: [['let dot = (p0 + p1) + (p2 + p3);', 'let dot = (p0 + p2) + p3;']] },
+      file: 'attention.wgsl', pairs: [['for (var d = q; d < D; d += 4u)', 'for (var d = q; d < D && q != 1u; d += 4u)']] },
     { name: 'attention not causal (kv_pos > q_pos seen)', filter: 'attention', only: ['attention'],
       file: 'attention.wgsl', pairs: [['if (kp > qp) { return false; }', '']] },
     { name: 'rope sin sign flipped', filter: 'rope', only: ['rope'],
@@ -262,10 +289,10 @@ try {
       file: 'rmsnorm_q.wgsl', pairs: [['v = v + Rs[ro + i];', 'v = v + Rs[i];']] },
     { name: 'rmsnorm_q: every row quantized into the first row\'s bytes', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
       file: 'rmsnorm_q.wgsl', pairs: [['(P.q_off + row * P.q_row) / 4u', 'P.q_off / 4u']] },
-    { name: 'rmsnorm_q: chunk c quantized from the wrong kept value (c ^ 1: c + 1\'s for even c, c - 1\'s for odd)', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
-      file: 'rmsnorm_q.wgsl', pairs: [['quantize_chunk(kept[c], c, nb,', 'quantize_chunk(kept[c ^ 1u], c, nb,']] },
-    { name: 'rmsnorm_q: a chunk\'s words not cleared (a row\'s chunks after the first OR-ed over the one before)', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
-      file: 'rmsnorm_q.wgsl', pairs: [['if (li < CW) { atomicStore(&qw[li], 0u); }', '']] },
+    { name: 'rmsnorm_q: each workgroup\'s sum of squares over its own chunk, not the row', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
+      file: 'rmsnorm_q.wgsl', pairs: [['for (var i = li; i < P.n; i += 256u) {', 'for (var i = i0; i < min(P.n, i0 + 1u); i += 256u) {']] },
+    { name: 'rmsnorm_q: the sum stored without the residual (x into xo)', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
+      file: 'rmsnorm_q.wgsl', pairs: [['if (add) { Xo[xo + i0] = mine; }', 'if (add) { Xo[xo + i0] = X[xo + i0]; }']] },
     { name: 'swiglu_q: the up rows\' stride ignored', filter: 'fused_glu', only: ['swiglu_q_Q8_0', 'swiglu_q_Q8_K'],
       file: 'swiglu_q.wgsl', pairs: [['Up[P.u_off + row * P.u_ld + i]', 'Up[P.u_off + row * P.n + i]']] },
     { name: 'rope_kv: the ring\'s slots one off (position p at p + 1\'s slot)', filter: 'fused_qkv', only: ['rope_kv', 'add', 'rmsnorm', 'rope'],
@@ -299,18 +326,18 @@ try {
     if (!caught) { failures++; console.log(r.out); }
   }
 
-  // rmsnormQ's row limit when it quantizes (rmsnorm_q.wgsl keeps 64 floats of y a thread): at
-  // 16384 floats the fused kernel gives the separate rmsnorm and quantize's bits; 16416 is
-  // refused, the error naming the limit, nothing recorded (unquantized it runs); and with the
-  // last kept value planted as not kept, the bytes at 16384 must differ.
-  for (const patches of modelsOnly ? [] : [[], [{ file: 'rmsnorm_q.wgsl', pairs: [['if (c < KEEP) {', 'if (c + 1u < KEEP) {']] }]]) {
+  // A long row through rmsnormQ (16416 floats with the residual add, past the 16384 the kernel
+  // once took): the fused kernel's sum, y and bytes are the separate add, rmsnorm and quantize's
+  // bit for bit, x is not written, an add with no output buffer of its own is refused with nothing
+  // recorded; and with the row's floats past 16384 left out of the sum of squares, the bits differ.
+  for (const patches of modelsOnly ? [] : [[], [{ file: 'rmsnorm_q.wgsl', pairs: [['for (var i = li; i < P.n; i += 256u) {', 'for (var i = li; i < min(P.n, 16384u); i += 256u) {']] }]]) {
     if (patches.length && process.env.PLUMB_WEBGPU_FAULTS === '0') break;
-    const r = await page.evaluate((p) => window.wgpu.rmsnormLimit(p), patches);
-    if (r.error) throw new Error(`rmsnormLimit: ${r.error}`);
-    const ok = patches.length ? !r.qsame
-      : r.ysame && r.qsame && /16384/.test(r.refused || '') && r.recorded === 0 && r.unquantized;
-    console.log(`${ok ? 'ok  ' : 'FAIL'} ${patches.length ? 'planted fault caught: rmsnorm_q\'s last kept value not kept (a 16384-float row\'s bytes differ from the separate kernels\')'
-      : `rmsnormQ at 16384 floats (Q8_0) against the separate rmsnorm and quantize: y ${r.ysame ? 'the same bits' : 'DIFFERS'}, the bytes ${r.qsame ? 'the same' : 'DIFFER'}; 16416 ${r.refused ? `refused (${r.refused}), ${r.recorded} dispatches recorded` : 'NOT REFUSED'}; unquantized ${r.unquantized ? 'accepted' : 'REFUSED'}`}`);
+    const r = await page.evaluate((p) => window.wgpu.rmsnormLong(p), patches);
+    if (r.error) throw new Error(`rmsnormLong: ${r.error}`);
+    const ok = patches.length ? !(r.ysame && r.qsame)
+      : r.xsame && r.ysame && r.qsame && r.xkept && r.refused.length === 2 && r.refused.every((m) => /xo/.test(m)) && r.recorded === 0;
+    console.log(`${ok ? 'ok  ' : 'FAIL'} ${patches.length ? 'planted fault caught: rmsnorm_q\'s sum of squares stopping at 16384 floats (a 16416-float row\'s bits differ from the separate kernels\')'
+      : `rmsnormQ on rows of 16416 floats (Q8_0, with the add) against the separate add, rmsnorm and quantize: the sum ${r.xsame ? 'the same bits' : 'DIFFERS'}, y ${r.ysame ? 'the same bits' : 'DIFFERS'}, the bytes ${r.qsame ? 'the same' : 'DIFFER'}; x ${r.xkept ? 'unwritten' : 'WRITTEN'}; an add with no xo of its own ${r.refused.length === 2 ? `refused (${r.refused[0]})` : 'NOT REFUSED'}, ${r.recorded} dispatches recorded`}`);
     if (!ok) failures++;
   }
 
@@ -383,8 +410,8 @@ try {
     // invariant under both) the rows must differ.
     {
       const toks = Array.from({ length: 13 }, (_, i) => pf.tokens[i % pf.tokens.length] ^ (i >> 2));
-      const nFault = [{ file: 'attention.wgsl', pairs: [['let j = c * 64u + p + 16u * i;',
-        'let j = c * 64u + select(p, 5u - p, (P.N & 1u) == 1u && (p == 1u || p == 4u)) + 16u * i;']] }];
+      const nFault = [{ file: 'attention.wgsl', pairs: [['let j = c * 64u + r + R * m + 16u * i;',
+        'let j = c * 64u + select(r + R * m, 5u - r - R * m, (P.N & 1u) == 1u && (r + R * m == 1u || r + R * m == 4u)) + 16u * i;']] }];
       for (const [patches, stepwise] of [[null, false], [nFault, false], [null, true]]) {
         const r = await page.evaluate((f, t, k, p, sw) => window.wgpu.nInvariance(f, t, k, p, sw), pf.file, toks, 8, patches, stepwise);
         if (r.error) throw new Error(r.error);

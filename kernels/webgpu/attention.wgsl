@@ -20,19 +20,24 @@
 // P.mode picks the way (both record in the runtime's attention()):
 //   0: one dispatch, one workgroup of 256 threads per (token, head) (prefill: T H workgroups):
 //      scores and weights into S, then the chunks in order, each into the running sums;
-//   1, 2, 3: three dispatches (decode: at T = 1 mode 0 runs only H workgroups, one per head, each
-//      through all N entries): 1, a workgroup per (head, token, 256 entries): the scores into S,
-//      the slice's max and count into MX; 2, a workgroup per (head, token, chunk): m from MX,
-//      the chunk's weights, O_c and L_c into OC and LC; 3, a workgroup per (head, token): the
-//      running sums over the chunks, in order, and the division.
-// A chunk's sums for one d are one thread's (chunk_sums: 16 independent chains of 4 entries,
-// then the tree); mode 0 runs G = the largest power of two <= min(16, 256 / D) chunks at a time,
-// thread (d, e) = (li % D, li / D) on chunk c0 + e, and adds them in chunk order.
+//   1, 2 and attn_combine.wgsl: three dispatches (decode: at T = 1 mode 0 runs only H
+//      workgroups, one per head, each through all N entries), a workgroup per (head, token,
+//      chunk) in 1 and 2: 1, the chunk's 64 scores (4 threads an entry, each one of the four
+//      partial dots: score_part) into S, the chunk's max and count into MX; 2, m and the count
+//      from every chunk's MX (a tree: exact in any order), the chunk's weights, O_c and L_c into
+//      OC and LC; attn_combine.wgsl, the running sums over the chunks in order and the division
+//      (and the rows' quantize for the next matmul).
+// A chunk's sums for one d: in mode 0 one thread's (chunk_sums with r 0 of R 1: 16 independent
+// chains of 4 entries, then the tree); mode 0 runs G = the largest power of two <= min(16, 256 /
+// D) chunks at a time, thread (d, e) = (li % D, li / D) on chunk c0 + e, and adds them in chunk
+// order. In mode 2 four threads a d (chunk_sums with r = li / 64 of R 4: partials r, r + 4, r +
+// 8, r + 12, the tree's levels + 8 and + 4 inside the thread), then the levels + 2 and + 1
+// across them through workgroup memory: the same partials, the same tree, the same bits.
 // Position differences are taken in u32 (kv_pos <= q_pos first, so q_pos - kv_pos < 2^32 is
 // exact), against window - 1 and layer_window - 1 given as u32 (the runtime clamps a window
 // past 2^32 to 2^32, which then excludes nothing).
-// The scratch S (floats from s_off): [T][H][N] scores and weights; modes 1-3 also MX [T][H][nz]
-// (max, count) pairs (nz = ceil(N / 256)), LC [T][H][nc] and OC [T][H][nc][D] (nc = ceil(N / 64)),
+// The scratch S (floats from s_off): [T][H][N] scores and weights; modes 1-2 (and the combine)
+// also MX [T][H][nc] (max, count) pairs, LC [T][H][nc] and OC [T][H][nc][D] (nc = ceil(N / 64)),
 // in that order after the scores.
 struct PA {
   T: u32, H: u32, Hkv: u32, D: u32,
@@ -53,6 +58,8 @@ var<workgroup> red: array<f32, 256>;
 var<workgroup> cnt: array<u32, 256>;
 var<workgroup> grp: array<f32, 256>; // mode 0: a batch's O_c, [e][d]
 var<workgroup> grpl: array<f32, 16>; // and its L_c, [e]
+var<workgroup> ex: array<f32, 1024>; // mode 2: the four threads' partials of each d, [r][d]
+var<workgroup> exl: array<f32, 4>; // and of the weights
 
 fn visible(j: u32, qp: i32) -> bool {
   let kp = KP[j];
@@ -73,21 +80,19 @@ fn kv_v(i: u32) -> f32 {
   return bitcast<f32>(Vc[i]);
 }
 
-// The score of entry j (visible) for the query at Q[qo..], KV head g.
-fn score(j: u32, qo: u32, g: u32, D: u32) -> f32 {
+// Partial dot q (0..3) of entry j's score: the products of dims d = q, q + 4, ... < D of the
+// query at Q[qo..] and entry j's key (KV head g), added in d order from +0.
+fn score_part(j: u32, qo: u32, g: u32, D: u32, q: u32) -> f32 {
   let ko = (j * P.Hkv + g) * D;
-  // four partial dots (dims d mod 4), added in a fixed order
-  var p0 = 0.0;
-  var p1 = 0.0;
-  var p2 = 0.0;
-  var p3 = 0.0;
-  for (var d = 0u; d < D; d += 4u) {
-    p0 = p0 + Q[qo + d] * kv_k(ko + d);
-    if (d + 1u < D) { p1 = p1 + Q[qo + d + 1u] * kv_k(ko + d + 1u); }
-    if (d + 2u < D) { p2 = p2 + Q[qo + d + 2u] * kv_k(ko + d + 2u); }
-    if (d + 3u < D) { p3 = p3 + Q[qo + d + 3u] * kv_k(ko + d + 3u); }
-  }
-  let dot = (p0 + p1) + (p2 + p3);
+  var p = 0.0;
+  for (var d = q; d < D; d += 4u) { p = p + Q[qo + d] * kv_k(ko + d); }
+  return p;
+}
+
+// The score of entry j (visible): its four partial dots added in a fixed order, times scale.
+fn score(j: u32, qo: u32, g: u32, D: u32) -> f32 {
+  let dot = (score_part(j, qo, g, D, 0u) + score_part(j, qo, g, D, 1u))
+          + (score_part(j, qo, g, D, 2u) + score_part(j, qo, g, D, 3u));
   return P.scale * dot;
 }
 
@@ -115,31 +120,43 @@ fn reduce_max(m: f32, seen: u32, li: u32) -> f32 {
   return red[0];
 }
 
-// Chunk c's sums for output dim d in one thread: (O_c[d], L_c) from the weights in S from so
-// (-1: invisible): 16 partials, entry j in partial j mod 16 (its 4 entries in j order from +0,
-// past N skipped), added in the fixed tree p with p + 8, + 4, + 2, + 1.
-fn chunk_sums(c: u32, so: u32, g: u32, D: u32, d: u32) -> vec2f {
-  var acc: array<f32, 16>;
+// Chunk c's sums for output dim d, the partials p = r, r + R, ... of the 16 (R 1: all of them;
+// R 4: four), from the weights in S from so (-1: invisible): entry j in partial j mod 16 (its 4
+// entries in j order from +0, past N skipped), then the tree's levels p with p + 8, + 4, + 2, + 1
+// down to + R, those inside the thread's partials: returns (partial r after them, its weights').
+// With R 1 that is (O_c[d], L_c); with R 4 the levels + 2 and + 1 are the caller's.
+// R is 1 or 4.
+fn chunk_sums(c: u32, so: u32, g: u32, D: u32, d: u32, r: u32, R: u32) -> vec2f {
+  var acc: array<f32, 16>; // acc[m]: partial r + R m
   var accl: array<f32, 16>;
   for (var i = 0u; i < 4u; i++) {
-    for (var p = 0u; p < 16u; p++) { // the 16 partials' loads independent
-      let j = c * 64u + p + 16u * i;
-      if (j < P.N) {
+    for (var m = 0u; m < 16u; m++) { // the partials' loads independent
+      let j = c * 64u + r + R * m + 16u * i;
+      if (R * m < 16u && j < P.N) {
         let wj = S[so + j];
         if (wj != -1.0) {
-          acc[p] = acc[p] + wj * kv_v((j * P.Hkv + g) * D + d);
-          accl[p] = accl[p] + wj;
+          acc[m] = acc[m] + wj * kv_v((j * P.Hkv + g) * D + d);
+          accl[m] = accl[m] + wj;
         }
       }
     }
   }
-  for (var hk = 8u; hk > 0u; hk >>= 1u) {
-    for (var k = 0u; k < 8u; k++) {
-      if (k < hk) {
-        acc[k] = acc[k] + acc[k + hk];
-        accl[k] = accl[k] + accl[k + hk];
+  if (R == 1u) { // the whole tree
+    for (var hk = 8u; hk > 0u; hk >>= 1u) {
+      for (var k = 0u; k < 8u; k++) {
+        if (k < hk) {
+          acc[k] = acc[k] + acc[k + hk];
+          accl[k] = accl[k] + accl[k + hk];
+        }
       }
     }
+  } else { // R 4: acc[m] is partial r + 4 m; level + 8 pairs m with m + 2, level + 4 m with m + 1
+    acc[0] = acc[0] + acc[2];
+    accl[0] = accl[0] + accl[2];
+    acc[1] = acc[1] + acc[3];
+    accl[1] = accl[1] + accl[3];
+    acc[0] = acc[0] + acc[1];
+    accl[0] = accl[0] + accl[1];
   }
   return vec2f(acc[0], accl[0]);
 }
@@ -154,65 +171,66 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   let qp = QP[t];
   let th = t * P.H + h;
   let so = P.s_off + th * P.N;
-  let nz = (P.N + 255u) / 256u;
   let nc = (P.N + 63u) / 64u;
   let mx = P.s_off + P.T * P.H * P.N; // MX, LC, OC after the scores
-  let lc = mx + 2u * P.T * P.H * nz;
+  let lc = mx + 2u * P.T * P.H * nc;
   let oc = lc + P.T * P.H * nc;
-  if (P.mode == 1u) { // the scores of 256 entries, their max and count
-    let j = wg.z * 256u + li;
+  let c = wg.z; // modes 1 and 2: the chunk
+  if (P.mode == 1u) { // the chunk's scores (entry li / 4, partial li % 4), its max and count
+    let j = c * 64u + li / 4u;
+    let vis = j < P.N && visible(j, qp);
+    var pq = 0.0;
+    if (vis) { pq = score_part(j, qo, g, D, li % 4u); }
+    grp[li] = pq;
+    workgroupBarrier();
     var m = 0.0;
     var seen = 0u;
-    if (j < P.N && visible(j, qp)) {
-      m = score(j, qo, g, D);
+    if (vis && li % 4u == 0u) { // score()'s adds and product
+      m = P.scale * ((grp[li] + grp[li + 1u]) + (grp[li + 2u] + grp[li + 3u]));
       S[so + j] = m;
       seen = 1u;
     }
     let mz = reduce_max(m, seen, li);
     let cz = workgroupUniformLoad(&cnt[0]);
     if (li == 0u) {
-      S[mx + 2u * (th * nz + wg.z)] = mz;
-      S[mx + 2u * (th * nz + wg.z) + 1u] = f32(cz);
+      S[mx + 2u * (th * nc + c)] = mz;
+      S[mx + 2u * (th * nc + c) + 1u] = f32(cz);
     }
     return;
   }
-  if (P.mode == 2u || P.mode == 3u) {
-    // m and the count over the slices (max: exact in any order)
+  if (P.mode == 2u) {
+    // m and the count over the chunks' (max: exact in any order; the count an integer)
     var m = 0.0;
-    var total = 0.0;
-    for (var z = 0u; z < nz; z++) {
-      let mz = S[mx + 2u * (th * nz + z)];
-      let cz = S[mx + 2u * (th * nz + z) + 1u];
-      if (cz != 0.0 && (total == 0.0 || mz > m)) { m = mz; }
-      total = total + cz;
+    var seen = 0u;
+    for (var z = li; z < nc; z += 256u) {
+      let mz = S[mx + 2u * (th * nc + z)];
+      let cz = u32(S[mx + 2u * (th * nc + z) + 1u]);
+      if (cz != 0u && (seen == 0u || mz > m)) { m = mz; }
+      seen += cz;
     }
-    if (P.mode == 3u) { // the running sums over the chunks, in order
-      if (li < D) {
-        var acco = 0.0;
-        var accl = 0.0;
-        for (var c = 0u; c < nc; c++) {
-          acco = acco + S[oc + (th * nc + c) * D + li];
-          accl = accl + S[lc + th * nc + c];
-        }
-        O[qo + li] = select(acco / accl, 0.0, total == 0.0);
-      }
-      return;
-    }
-    let c = wg.z;
+    m = reduce_max(m, seen, li);
+    let total = workgroupUniformLoad(&cnt[0]);
     if (li < 64u) {
       let j = c * 64u + li;
       if (j < P.N) {
         var wj = -1.0;
-        if (total != 0.0 && visible(j, qp)) { wj = weight(S[so + j], m); }
+        if (total != 0u && visible(j, qp)) { wj = weight(S[so + j], m); }
         S[so + j] = wj;
       }
     }
     storageBarrier();
     workgroupBarrier();
-    if (li < D) {
-      let r = chunk_sums(c, so, g, D, li);
-      S[oc + (th * nc + c) * D + li] = r.x;
-      if (li == 0u) { S[lc + th * nc + c] = r.y; }
+    // thread (d, r) = (li % 64 + 64 k, li / 64): partials r, r + 4, r + 8, r + 12 of dim d
+    let r = li / 64u;
+    for (var d = li % 64u; d < D; d += 64u) {
+      let v = chunk_sums(c, so, g, D, d, r, 4u);
+      ex[r * 256u + d] = v.x;
+      if (d == 0u) { exl[r] = v.y; }
+    }
+    workgroupBarrier();
+    if (li < D) { // the tree's levels + 2 and + 1
+      S[oc + (th * nc + c) * D + li] = (ex[li] + ex[512u + li]) + (ex[256u + li] + ex[768u + li]);
+      if (li == 0u) { S[lc + th * nc + c] = (exl[0] + exl[2]) + (exl[1] + exl[3]); }
     }
     return;
   }
@@ -249,7 +267,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   var accl = 0.0;
   for (var c0 = 0u; c0 < nc; c0 += G) {
     if (e < G && c0 + e < nc) {
-      let r = chunk_sums(c0 + e, so, g, D, dl);
+      let r = chunk_sums(c0 + e, so, g, D, dl, 0u, 1u);
       grp[li] = r.x;
       if (dl == 0u) { grpl[e] = r.y; }
     }

@@ -96,10 +96,11 @@ async function timed(device, reps, record, flush = () => {}) {
 // with NR rows x TPR threads a workgroup), each v2 optionally '/g8' (Q4_K's and Q6_K's grouped
 // mode: 8 lanes a block), as createKernels' options.
 export function decodeOptions(spec) {
-  const m = /^(auto|v1|v2)(?::(\d+)x(\d+))?(?:\/g(8))?$/.exec(spec || 'auto');
-  if (!m || (m[1] !== 'v2' && (m[2] || m[4]))) throw new Error(`bench: a decode driver is auto, v1, v2, v2:NRxTPR, v2/g8 or v2:NRxTPR/g8, not ${spec}`);
+  const m = /^(auto|v1|v2)(?::(\d+)x(\d+))?(?:\/g(8)(?:r([1248]))?)?$/.exec(spec || 'auto');
+  if (!m || (m[1] !== 'v2' && (m[2] || m[4])))
+    throw new Error(`bench: a decode driver is auto, v1, v2, v2:NRxTPR, v2/g8, v2:NRxTPR/g8 or v2:NRxTPR/g8rRPT, not ${spec}`);
   return { decodeDriver: m[1], ...(m[2] ? { decodeNR: Number(m[2]), decodeTPR: Number(m[3]) } : {}),
-    ...(m[4] ? { decodeGP: Number(m[4]) } : {}) };
+    ...(m[4] ? { decodeGP: Number(m[4]) } : {}), ...(m[5] ? { decodeRPT: Number(m[5]) } : {}) };
 }
 
 // o.decodeAB (a list of decodeOptions names): the T = 1 matmuls, recorded by `record(ks, enc)`,
@@ -144,13 +145,22 @@ export async function bench(device, opts = {}) {
     const src = ks.buffer(o.copyBytes), dst = ks.buffer(o.copyBytes);
     const bind = device.createBindGroup({ layout: cpipe.getBindGroupLayout(0),
       entries: [{ binding: 0, resource: { buffer: src } }, { binding: 1, resource: { buffer: dst } }] });
-    const copyMs = await timed(device, o.reps, (enc) => {
+    const copyOnce = (enc) => {
       const p = enc.beginComputePass();
       p.setPipeline(cpipe);
       p.setBindGroup(0, bind);
       p.dispatchWorkgroups(Math.min(65535, Math.ceil(o.copyBytes / 16 / 256)));
       p.end();
-    });
+    };
+    // The GPU's clocks first (an idle H200 ran the first copies at 692 GB/s against 1.56e3 a
+    // minute later): copies back to back for at least o.warmMs (default 500 ms), then timed.
+    for (const tw = performance.now(); performance.now() - tw < (o.warmMs ?? 500);) {
+      const enc = device.createCommandEncoder();
+      for (let i = 0; i < 20; i++) copyOnce(enc);
+      device.queue.submit([enc.finish()]);
+      await device.queue.onSubmittedWorkDone();
+    }
+    const copyMs = await timed(device, o.reps, copyOnce);
     out.copy = { bytes: o.copyBytes, ms: copyMs, readGBs: o.copyBytes / copyMs / 1e6 };
     o.log(`copy ${o.copyBytes >> 20} MiB: ${copyMs.toFixed(3)} ms, ${out.copy.readGBs.toPrecision(3)} GB/s read (as much written)`);
     src.destroy();
@@ -235,7 +245,7 @@ export async function bench(device, opts = {}) {
   // a model's prefill and decode
   if (o.model) {
     const gguf = readGGUF(o.model);
-    const m = loadLlama(ks, gguf, o.pp + Math.max(o.tg, 2 * (o.profile || 0)));
+    const m = loadLlama(ks, gguf, o.pp + Math.max(o.tg, 3 * (o.profile || 0)));
     // the bytes a decoded token reads: every weight matrix (the embedding table only where it is
     // the output head), the norms
     const weightBytes = [...m.layers.flatMap((L) => Object.values(L)), m.output, m.outNorm]
@@ -281,18 +291,23 @@ export async function bench(device, opts = {}) {
     // an empty cache, medians. A prefill reads back its last position's logits only (as plumb
     // bench's pp and the chat do); each decode step its one row. Also the commands a decode step
     // records (ks.counts: dispatches + copies + clears).
-    const toks = Array.from({ length: o.pp + Math.max(o.tg, 2 * (o.profile || 0)) }, (_, i) => (i * 7919 + 13) % m.hp.V);
-    const modes = Object.fromEntries((o.modes || ['fused', 'unfused']).map((n) => [n, { fuse: n === 'fused', ppRuns: [], tgRuns: [] }]));
+    const toks = Array.from({ length: o.pp + Math.max(o.tg, 3 * (o.profile || 0)) }, (_, i) => (i * 7919 + 13) % m.hp.V);
+    // a mode 'fused/sN': the fused pass submitted every N layers (forward's submitEvery; 0: once)
+    const modes = Object.fromEntries((o.modes || ['fused', 'unfused']).map((n) => {
+      const sm = /^fused\/s(\d+)$/.exec(n);
+      if (!sm && n !== 'fused' && n !== 'unfused') throw new Error(`bench: a mode is fused, unfused or fused/sN, not ${n}`);
+      return [n, { fuse: n !== 'unfused', submitEvery: sm ? Number(sm[1]) : undefined, ppRuns: [], tgRuns: [] }];
+    }));
     for (let r = 0; r <= o.reps; r++)
       for (const mo of Object.values(modes)) {
         truncate(m, 0);
         let t0 = performance.now();
-        await forward(m, toks.slice(0, o.pp), { rows: 1, fuse: mo.fuse });
+        await forward(m, toks.slice(0, o.pp), { rows: 1, fuse: mo.fuse, submitEvery: mo.submitEvery });
         const ppMs = performance.now() - t0;
         t0 = performance.now();
         for (let t = 0; t < o.tg; t++) {
           ks.counts.reset();
-          await forward(m, [toks[o.pp + t]], { fuse: mo.fuse });
+          await forward(m, [toks[o.pp + t]], { fuse: mo.fuse, submitEvery: mo.submitEvery });
           mo.cmds = ks.counts.total();
         }
         const tgMs = performance.now() - t0;
@@ -304,7 +319,7 @@ export async function bench(device, opts = {}) {
       Object.assign(mo, { ppTokS: o.pp / ppMs * 1e3, tgTokS: o.tg / tgMs * 1e3, decodeGBs: weightBytes * o.tg / tgMs / 1e6,
         ppMsRuns: mo.ppRuns, tgMsRuns: mo.tgRuns });
     }
-    const first = modes.fused || modes.unfused;
+    const first = modes.fused || Object.values(modes)[0];
     Object.assign(out.model, { pp: o.pp, tg: o.tg, fused: !!modes.fused, ppTokS: first.ppTokS, tgTokS: first.tgTokS,
       decodeGBs: first.decodeGBs, ppMsRuns: first.ppRuns, tgMsRuns: first.tgRuns, cmds: first.cmds,
       ...(modes.fused && modes.unfused ? { unfused: modes.unfused } : {}) });
@@ -375,8 +390,23 @@ async function profileModel(ks, m, toks, o) {
   const mid = (a) => [...a].sort((x, y) => x - y)[(a.length - 1) >> 1];
   decode.cpuMs = mid(cpu);
   decode.waitMs = mid(wait);
+  // and again with a timestamp at each step's start and end (no pass of its own per dispatch):
+  // the GPU's span of an unprofiled step, its parts' gaps included
+  const span = [], walls = [];
+  ks.profiling('marks');
+  for (let t = 0; t < o.profile; t++) {
+    const w0 = performance.now();
+    await forward(m, [toks[o.pp + 2 * o.profile + t]]);
+    walls.push(performance.now() - w0);
+    const mk = (await ks.profileRead()).filter((r) => r.tag === 'mark');
+    if (mk.length === 2) span.push((mk[1].t0 - mk[0].t1) / 1e3);
+  }
+  ks.profiling(false);
+  decode.spanMs = span.length ? mid(span) : null;
+  decode.stepWallMs = mid(walls);
   o.log(`profile, unprofiled decode steps: CPU ${decode.cpuMs.toFixed(3)} ms to the submission, ` +
-    `${decode.waitMs.toFixed(3)} ms from there to the logits (medians of ${o.profile})`);
+    `${decode.waitMs.toFixed(3)} ms from there to the logits; the GPU's span of a step ` +
+    `${decode.spanMs === null ? '(no marks)' : decode.spanMs.toFixed(3) + ' ms'}, wall ${decode.stepWallMs.toFixed(3)} ms (medians of ${o.profile})`);
   return { prefill, decode };
 }
 

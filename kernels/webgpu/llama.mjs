@@ -7,11 +7,12 @@
 // quantize -> gate, up -> SwiGLU -> quantize -> down -> residual add; then the output norm,
 // quantize and the output head (token_embd itself when the file has no output.weight: tied).
 // Token embeddings are dequantized on the CPU (one row per token, ref's float products).
-// By default (fuse) the layer is recorded as 10 commands with the same bits: rmsnorm_q (the
-// residual add, the norm and its quantize), one matmul for q | k | v and one for gate | up (per
-// group of matrices of one type), rope_kv (biases, qwen3's head norms, RoPE, the K/V cache),
-// attention, quantize, o, rmsnorm_q, swiglu_q, down; fuse: false records the sequence above, one
-// dispatch per op (kernels/webgpu/README.md, "Fewer commands").
+// By default (fuse) the layer is recorded as 10 commands with the same bits (12 for a decode
+// step's split attention): rmsnorm_q (the residual add, the norm and its quantize), one matmul for
+// q | k | v and one for gate | up (per group of matrices of one type), rope_kv (biases, qwen3's
+// head norms, RoPE, the K/V cache), attention (one dispatch and a quantize, or at decode three,
+// the last quantizing), o, rmsnorm_q, swiglu_q, down; fuse: false records the sequence above,
+// one dispatch per op (kernels/webgpu/README.md, "Fewer commands").
 // Matrices: Q8_0, Q4_0, Q4_K, Q6_K (quantized activations, ref's bits) and F16 (f32 activations);
 // norms and biases F32. A file with anything else — another architecture, a tensor type the set
 // has no matmul for (Q5_K, Q5_0, ...), a tensor or a key that changes the forward pass and that
@@ -229,7 +230,6 @@ export function gpuSupport(gguf) {
   const D = g('attention.key_length') || E / H;
   if (!Number.isInteger(D) || D % 2 || H % Hkv) return { ok: false, why: `heads: E ${E}, H ${H}, Hkv ${Hkv}, D ${D} not a shape the pass runs` };
   if (D > 256) return { ok: false, why: `heads of ${D} dims: the webgpu attention takes at most 256` };
-  if (E > 16384) return { ok: false, why: `key ${arch}.embedding_length ${E}: the webgpu norms quantize rows of at most 16384 floats` };
   if ((g('attention.value_length') || D) !== D) return { ok: false, why: `key ${arch}.attention.value_length differs from the key length` };
   if ((g('rope.dimension_count') || D) !== D) return { ok: false, why: `key ${arch}.rope.dimension_count: partial RoPE is not in the webgpu forward pass` };
   const rp = ropeOf(gguf, arch, D, A.neox);
@@ -433,6 +433,7 @@ export async function forward(m, tokens, opts = {}) {
   if (m.ring) ks.device.queue.writeBuffer(m.kvPos, 0, m.slotPos);
   ks.device.pushErrorScope('validation');
   let enc = ks.device.createCommandEncoder();
+  ks.mark(enc); // a benchmark's timestamp (profiling('marks')); else nothing
   // The step goes to the GPU in parts: after layer 0, then after every SUBMIT_EVERY layers, the
   // commands so far are submitted and a new encoder takes the rest, so the GPU runs the first
   // layers while the CPU records the next (recording a layer takes about as long as the GPU
@@ -440,8 +441,11 @@ export async function forward(m, tokens, opts = {}) {
   // the writes of those before it: the same commands in the same order, the same bits. Not for
   // a windowed ring: a step that fails after a part ran would have overwritten cache slots that
   // entries the restored state still sees hold (elsewhere a failed step's rows lie past nPast).
+  // opts.submitEvery: the parts' size in layers (default SUBMIT_EVERY; 0: the step in one
+  // submission), a benchmark's knob: the same commands in the same order either way.
+  const every = opts.submitEvery ?? SUBMIT_EVERY;
   const cut = (l) => {
-    if (m.ring || l === hp.L - 1 || (l !== 0 && (l + 1) % SUBMIT_EVERY)) return;
+    if (!every || m.ring || l === hp.L - 1 || (l !== 0 && (l + 1) % every)) return;
     ks.flush(enc);
     ks.device.queue.submit([enc.finish()]);
     enc = ks.device.createCommandEncoder();
@@ -514,10 +518,14 @@ export async function forward(m, tokens, opts = {}) {
     // gate | up are one matmul per group of matrices of one type (one when the types agree) into
     // rows [T][q | k | v] and [T][gate | up]; ropeKV adds the biases, norms qwen3's heads, ropes q
     // and k and writes k and v into the cache at their slots; swigluQ quantizes for down.
-    let pending = null;
+    // The residual stream lives in x and x2 by turns: a norm that adds the pending branch writes
+    // the sum to the other one (rmsnorm_q's workgroups each read the whole row: none may write it).
+    let pending = null, cur = x, other = bufs.x2;
     const norm = (w, next) => { // the norm of x (+ the pending branch) into xn, quantized for next
       const dt = DOT[next.type];
-      ks.rmsnormQ(enc, dt === 'F32' ? null : dt, { x, r: pending, w: w.buf, y: xn, q: xq, n: E, rows: T, eps: hp.eps });
+      ks.rmsnormQ(enc, dt === 'F32' ? null : dt, { x: cur, r: pending, xo: other, w: w.buf, y: xn, q: xq, n: E, rows: T,
+        eps: hp.eps });
+      if (pending) [cur, other] = [other, cur];
       pending = null;
       xqHolds = dt === 'F32' ? null : { src: xn, dt, K: E };
     };
@@ -533,9 +541,12 @@ export async function forward(m, tokens, opts = {}) {
       ks.ropeKV(enc, { x: qkv, ld: nqkv, T, H, Hkv, D, rope, cs, bias: bias ? bias.buf : null,
         bq: L.bq?.off, bk: L.bk?.off, bv: L.bv?.off, norm: qn ? qn.buf : null, nq: L.q_norm?.off, nk: L.k_norm?.off,
         eps: hp.eps, q, kc: C.k, vc: C.v, p0, sinks: m.sinks, ring: m.ring });
+      const od = DOT[L.o.type]; // the attention's rows quantized for o by its last dispatch
       ks.attention(enc, { q, k: C.k, v: C.v, qPos, kvPos: m.kvPos, scratch, out: att, T, H, Hkv, D, N,
-        kvF16: false, window: m.recent, nSinks: m.sinks, layerWindow: 0, scale });
-      mm(L.o, att, nq, tmp);
+        kvF16: false, window: m.recent, nSinks: m.sinks, layerWindow: 0, scale,
+        quant: od === 'F32' ? null : { type: od, y: xq } });
+      xqHolds = od === 'F32' ? null : { src: att, dt: od, K: nq };
+      mm(L.o, att, nq, tmp, true);
       pending = tmp;
       norm(L.ffn_norm, G.gateUp[0]);
       group(G.gateUp, gu, 2 * F);
@@ -550,6 +561,7 @@ export async function forward(m, tokens, opts = {}) {
     mm(m.output, xn, E, logits, true, 0, V, rows);
   }
   if (decode) ks.endFrame();
+  ks.mark(enc);
   // the logits' copy to a mappable buffer in the same command buffer: one submission a step, and
   // the validation scope and the mapping awaited together
   const fetch = ks.readAfter(enc, logits, 4 * rows * V);
@@ -572,13 +584,13 @@ export async function forward(m, tokens, opts = {}) {
 
 // The activation buffers of a step of T tokens whose attention spans N slots (default: one
 // token over every slot, the decode step's set), for the fused pass (fuse: the rows [T][q | k | v]
-// and [T][gate | up]) or the unfused sequence (q, k, v, gate, up apart).
+// and [T][gate | up], and x2, the residual stream's second buffer) or the unfused sequence (q, k, v, gate, up apart).
 // rows: the positions whose logits the step keeps (the head's rows).
 function stepBuffers(m, T = 1, N = m.cap, fuse = true, rows = T) {
   const { ks, hp } = m;
   const { E, H, Hkv, D, F, V } = hp;
   const maxK = Math.max(E, H * D, F);
-  const mode = fuse ? { qkv: ks.buffer(4 * T * (H + 2 * Hkv) * D), gu: ks.buffer(8 * T * F) }
+  const mode = fuse ? { qkv: ks.buffer(4 * T * (H + 2 * Hkv) * D), gu: ks.buffer(8 * T * F), x2: ks.buffer(4 * T * E) }
     : { k: ks.buffer(4 * T * Hkv * D), v: ks.buffer(4 * T * Hkv * D), gate: ks.buffer(4 * T * F), upb: ks.buffer(4 * T * F) };
   return { x: ks.buffer(4 * T * E), xn: ks.buffer(4 * T * E),
     xq: ks.buffer(T * (maxK / 32) * 34 + T * (Math.ceil(maxK / 256) + 1) * 292),

@@ -38,8 +38,11 @@ fn bsum(r: u32, t: u32, b: u32) -> vec2<i32> {
   }
   return vec2<i32>(sum, 0);
 }
-// The v2 driver's grouped mode is the K-quants' (GP = 8); here a block is one lane's (GP = 1).
-fn gpart(r: u32, t: u32, b: u32, g: u32) -> vec2<i32> { return bsum(r, t, b); }
+// The v2 driver's grouped mode is the K-quants' (GP = 8); here a block is one lane's (GP = 1):
+// its activations are the token's block (gx_load keeps t), its sums the whole block's.
+struct GX { t: u32 }
+fn gx_load(t: u32, b: u32, g: u32) -> GX { return GX(t); }
+fn gpart_x(r: u32, b: u32, g: u32, x: GX) -> vec2<i32> { return bsum(r, x.t, b); }
 fn term(r: u32, t: u32, b: u32, s: vec2<i32>) -> f32 {
   let wo = P.w_off + r * P.w_row + b * 18u;
   let xo = P.x_off + t * P.x_row + b * 34u;

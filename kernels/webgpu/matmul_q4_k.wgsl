@@ -41,23 +41,33 @@ fn bsum(r: u32, t: u32, b: u32) -> vec2<i32> {
 // Lane g (< 8) of a block's eight in the v2 driver's grouped mode (matmul_qv.wgsl, GP = 8): word
 // g of every sub-block's nibbles and quants, sum_j sc_j (q . x) over those words, and the min
 // of sub-block g times its bsums pair; the eight lanes' sums add (exactly) to part()'s, and
-// lanes g = 0..7 read 32 contiguous bytes an instruction.
-fn gpart(r: u32, t: u32, b: u32, g: u32) -> vec2<i32> {
-  let wo = P.w_off + r * P.w_row + b * 144u;
-  let xo = P.x_off + t * P.x_row + b * 292u;
-  // the scale words once (each lane of the block reads the same three). wu and xu, which read a
-  // second word only off the word grid: Q4_K's 144-byte and Q8_K's 292-byte blocks keep a row's
+// lanes g = 0..7 read 32 contiguous bytes an instruction. In two steps, so that a thread working
+// for several rows (the driver's RPT) reads the activations' words once: gx_load, lane g's words
+// of token t's block b (word g of each 32-byte run of quants, and of the bsums), then gpart_x,
+// row r's sums against them.
+struct GX { q: array<u32, 8>, bs: u32 }
+fn gx_load(t: u32, b: u32, g: u32) -> GX {
+  // xu reads a second word only off the word grid: Q8_K's 292-byte blocks keep a row's
   // alignment, so a warp's lanes agree (one word a read on the buffers the runtime makes)
+  let xo = P.x_off + t * P.x_row + b * 292u;
+  var x: GX;
+  for (var j = 0u; j < 8u; j++) { x.q[j] = xu(xo + 4u + 32u * j + 4u * g); }
+  x.bs = xu(xo + 260u + 4u * g);
+  return x;
+}
+fn gpart_x(r: u32, b: u32, g: u32, x: GX) -> vec2<i32> {
+  let wo = P.w_off + r * P.w_row + b * 144u;
+  // the scale words once (each lane of the block reads the same three); wu, as xu above (Q4_K's
+  // 144-byte blocks keep the row's alignment)
   let s0 = wu(wo + 4u);
   let s1 = wu(wo + 8u);
   let s2 = wu(wo + 12u);
   var isum = 0i;
   for (var j = 0u; j < 8u; j++) {
     let q = (wu(wo + 16u + 32u * (j / 2u) + 4u * g) >> ((j % 2u) * 4u)) & 0x0f0f0f0fu;
-    isum += i32(sm_of(s0, s1, s2, j).x) * dot4(q, xu(xo + 4u + 32u * j + 4u * g));
+    isum += i32(sm_of(s0, s1, s2, j).x) * dot4(q, x.q[j]);
   }
-  let bs = xu(xo + 260u + 4u * g);
-  let pair = (bitcast<i32>(bs << 16u) >> 16u) + (bitcast<i32>(bs) >> 16u);
+  let pair = (bitcast<i32>(x.bs << 16u) >> 16u) + (bitcast<i32>(x.bs) >> 16u);
   return vec2<i32>(isum, i32(sm_of(s0, s1, s2, g).y) * pair);
 }
 fn term(r: u32, t: u32, b: u32, s: vec2<i32>) -> f32 {

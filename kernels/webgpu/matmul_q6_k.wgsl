@@ -46,10 +46,18 @@ fn bsum(r: u32, t: u32, b: u32) -> vec2<i32> {
 // Lane g (< 8) of a block's eight in the v2 driver's grouped mode (matmul_qv.wgsl, GP = 8): word
 // g of every part p (its sub-block 2p + g / 4), scales[2p + g / 4] (q - 32 . x) over those
 // words; the eight lanes' sums add (exactly) to the parts', and lanes g = 0..7 read 32
-// contiguous bytes of ql, qh and x an instruction.
-fn gpart(r: u32, t: u32, b: u32, g: u32) -> vec2<i32> {
-  let wo = P.w_off + r * P.w_row + b * 210u;
+// contiguous bytes of ql, qh and x an instruction. In two steps (matmul_q4_k.wgsl's): gx_load,
+// lane g's activation words of token t's block b, then gpart_x, row r's sum against them.
+struct GX { q: array<u32, 8>, bs: u32 }
+fn gx_load(t: u32, b: u32, g: u32) -> GX {
   let xo = P.x_off + t * P.x_row + b * 292u;
+  var x: GX;
+  for (var p = 0u; p < 8u; p++) { x.q[p] = xb4(xo + 4u + 32u * p + 4u * g); }
+  x.bs = 0u;
+  return x;
+}
+fn gpart_x(r: u32, b: u32, g: u32, x: GX) -> vec2<i32> {
+  let wo = P.w_off + r * P.w_row + b * 210u;
   var isum = 0i;
   for (var p = 0u; p < 8u; p++) {
     let h = p / 4u;
@@ -59,7 +67,7 @@ fn gpart(r: u32, t: u32, b: u32, g: u32) -> vec2<i32> {
     let q = (ql & 0x0f0f0f0fu) | ((qh & 0x03030303u) << 4u);
     let qs = ((q | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
     let sc = i8_of(wb4(wo + 192u + 2u * p + g / 4u));
-    isum += sc * dot4(qs, xb4(xo + 4u + 32u * p + 4u * g));
+    isum += sc * dot4(qs, x.q[p]);
   }
   return vec2<i32>(isum, 0);
 }

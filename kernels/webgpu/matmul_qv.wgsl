@@ -20,21 +20,25 @@
 // batch-, slice- and shape-invariant and equal to the first driver's.
 //
 // The grouped mode (GP = 8, Q4_K and Q6_K; createKernels' decodeGP): GP lanes share a block,
-// lane g forming gpart(r, t, b, g) — word g of each of the block's 32-byte runs, so 8 lanes read
-// 32 contiguous bytes an instruction where a whole block a thread has each lane on a block of
-// its own — and the chunk is TPR / GP blocks. The lanes' integer sums go to workgroup memory;
-// after a barrier each block's first lane adds its GP sums (i32: exact, any order: the block's
-// sums) and forms ref's term from them — the blocks' terms in parallel, their scale loads too —
-// into workgroup memory; after a second barrier the row's adder adds the chunk's terms to the
-// row's float in block order. Blocks past the row's end are skipped. The same chain of float
-// adds of the same terms.
+// lane g forming its part of the block's sums — word g of each of the block's 32-byte runs, so 8
+// lanes read 32 contiguous bytes an instruction where a whole block a thread has each lane on a
+// block of its own — and the chunk is TPR / GP blocks. A thread works for RPT rows (`const RPT`,
+// createKernels' decodeRPT: the workgroup's NR rows are NR / RPT groups of RPT, thread li for
+// rows RPT (li / TPR) + i of it): it reads its activation words once (gx_load) and forms each
+// row's lane sums against them (gpart_x), so a row's weights cost one read of the activations
+// in RPT instead of one each. The lanes' integer sums go to workgroup memory; after a barrier
+// each block's lanes g < RPT add the GP sums of row g (i32: exact, any order: the block's sums)
+// and form ref's term from them — the blocks' terms in parallel, their scale loads too — into
+// workgroup memory; after a second barrier each row's adder (lane i < RPT of the group's first
+// block, row i) adds the chunk's terms to the row's float in block order. Blocks past the row's
+// end are skipped. The same chain of float adds of the same terms, whatever RPT.
 
-const WG: u32 = NR * TPR;
+const WG: u32 = (NR / RPT) * TPR;
 const CB: u32 = TPR / GP; // blocks of each row a chunk
 // GP = 1: two chunks' terms, [chunk & 1][row lr][lane lb], the term's bits in x; grouped: one
-// chunk's lane sums [row lr][lane lb]
-var<workgroup> terms: array<vec2<i32>, 2u * WG>;
-var<workgroup> tg: array<f32, NR * CB>; // grouped: the chunk's terms [row lr][block]
+// chunk's lane sums [row i of the group][thread li]
+var<workgroup> terms: array<vec2<i32>, max(2u, RPT) * WG>;
+var<workgroup> tg: array<f32, NR * CB>; // grouped: the chunk's terms [row][block]
 
 // The adder (GP = 1): the row's float s plus the TPR terms of a chunk whose values start at
 // terms[o], in block order.
@@ -51,35 +55,41 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   if (r0 >= P.R) { return; }
   let lr = li / TPR;
   let lb = li % TPR;
-  let r = r0 + lr;
   let nb = P.K / QB;
   var s = 0.0;
   var c0 = 0u;
   if (GP > 1u) {
+    let g = lb % GP;
+    let rg = r0 + lr * RPT; // the group's first row
     loop {
       if (c0 >= nb) { break; }
       let b = c0 + lb / GP;
-      let ok = r < P.R && b < nb;
-      var e = vec2<i32>(0, 0);
-      if (ok) { e = gpart(r, t, b, lb % GP); }
-      terms[li] = e;
-      workgroupBarrier();
-      if (ok && lb % GP == 0u) {
-        var v = vec2<i32>(0, 0);
-        for (var g = 0u; g < GP; g++) { v += terms[li + g]; }
-        tg[lr * CB + lb / GP] = term(r, t, b, v);
+      if (b < nb) {
+        let x = gx_load(t, b, g);
+        for (var i = 0u; i < RPT; i++) {
+          var e = vec2<i32>(0, 0);
+          if (rg + i < P.R) { e = gpart_x(rg + i, b, g, x); }
+          terms[i * WG + li] = e;
+        }
       }
       workgroupBarrier();
-      if (lb == 0u && r < P.R) {
+      if (g < RPT && rg + g < P.R && b < nb) { // row g's term of this block
+        var v = vec2<i32>(0, 0);
+        for (var k = 0u; k < GP; k++) { v += terms[g * WG + li - g + k]; }
+        tg[(lr * RPT + g) * CB + lb / GP] = term(rg + g, t, b, v);
+      }
+      workgroupBarrier();
+      if (lb < RPT && rg + lb < P.R) { // row lb's adder
         for (var j = 0u; j < CB; j++) {
-          if (c0 + j < nb) { s = s + tg[lr * CB + j]; }
+          if (c0 + j < nb) { s = s + tg[(lr * RPT + lb) * CB + j]; }
         }
       }
       c0 += CB;
     }
-    if (lb == 0u && r < P.R) { Y[P.y_off + t * P.ldy + r] = s; }
+    if (lb < RPT && rg + lb < P.R) { Y[P.y_off + t * P.ldy + rg + lb] = s; }
     return;
   }
+  let r = r0 + lr;
   var cur = 0u; // the buffer this chunk's terms go to: 0 or WG
   loop {
     if (c0 >= nb) { break; }

@@ -53,9 +53,11 @@ const MATMUL_V2_GROUPED = [4, 64];
 const ATTN_SPLIT_MIN_N = 256;
 // decodeDriver 'auto': each type's decode driver as measured on an NVIDIA H200 (GPU timestamps of
 // every matmul of a token, kernels/webgpu/README.md "Where a decode token's GPU time goes"):
-// [driver, lanes a block, [rows, threads a row] of v2]. Q4_K: v2 grouped, 2 x 128 (724 GB/s on
-// 28672 x 4096 against v1's 657); Q6_K: v1 (920 GB/s on the 128k head against grouped v2's 767).
-const AUTO = { Q8_0: ['v2', 1, [4, 64]], Q4_0: ['v2', 1, [4, 64]], Q4_K: ['v2', 8, [2, 128]], Q6_K: ['v1'] };
+// [driver, lanes a block, [rows, threads a row] of v2, rows a thread]. Q4_K and Q6_K: v2 grouped,
+// 16 rows x 64 threads, 4 rows a thread (the 8B-width files' T = 1 matmuls 3.99 and 2.82 ms
+// against 5.75 and 4.59 with the grouped 2 x 128 for Q4_K and v1 for Q6_K, interleaved in one
+// run on the H200: kernels/webgpu/README.md).
+const AUTO = { Q8_0: ['v2', 1, [4, 64]], Q4_0: ['v2', 1, [4, 64]], Q4_K: ['v2', 8, [16, 64], 4], Q6_K: ['v2', 8, [16, 64], 4] };
 const GROUPED = ['Q4_K', 'Q6_K'];
 
 const U = () => globalThis.GPUBufferUsage;
@@ -111,9 +113,12 @@ export async function createKernels(device, options = {}) {
   if (gp !== 1 && gp !== 8) throw new Error(`plumb-webgpu: decodeGP must be 1 or 8, not ${gp}`);
   // lanes a block: decodeGP where given, else auto's per type
   const gpOf = (t) => (!GROUPED.includes(t) ? 1 : auto && options.decodeGP === undefined ? AUTO[t][1] || 1 : gp);
+  // With decodeGP given, decodeNR and decodeTPR shape the grouped types only (Q8_0 and Q4_0 keep
+  // their default: a grouped experiment's 8 rows x 64 threads would pass their workgroup).
   const v2Shape = (t) => {
     const d = auto && options.decodeGP === undefined && AUTO[t][2] ? AUTO[t][2]
       : gpOf(t) > 1 ? MATMUL_V2_GROUPED : MATMUL_V2[t];
+    if (options.decodeGP !== undefined && !GROUPED.includes(t)) return d;
     return [options.decodeNR || d[0], options.decodeTPR || d[1]];
   };
   if (GROUPED.some((t) => v2Shape(t)[1] % gpOf(t)))
@@ -121,13 +126,23 @@ export async function createKernels(device, options = {}) {
   for (const k of ['decodeNR', 'decodeTPR'])
     if (options[k] !== undefined && !(Number.isInteger(options[k]) && options[k] >= 1 && options[k] <= 256))
       throw new Error(`plumb-webgpu: ${k} must be an integer from 1 to 256, not ${options[k]}`);
-  if (Object.keys(MATMUL_V2).some((t) => v2Shape(t)[0] * v2Shape(t)[1] > 256))
-    throw new Error('plumb-webgpu: decodeNR x decodeTPR must be at most 256 (a workgroup)');
+  // options.decodeRPT: 1 (the default), 2, 4 or 8, the rows a thread works for in the grouped
+  // mode (its activation words read once for them all: matmul_qv.wgsl); decodeNR then a multiple
+  // of it, and the workgroup NR / RPT x TPR threads. Under 'auto' (no decodeGP given), AUTO's.
+  const rpt = options.decodeRPT;
+  if (rpt !== undefined && ![1, 2, 4, 8].includes(rpt))
+    throw new Error(`plumb-webgpu: decodeRPT must be 1, 2, 4 or 8, not ${rpt}`);
+  const rptOf = (t) => (gpOf(t) === 1 ? 1 : rpt ?? (auto && options.decodeGP === undefined ? AUTO[t][3] || 1 : 1));
+  for (const t of GROUPED)
+    if (v2Shape(t)[0] % rptOf(t)) throw new Error(`plumb-webgpu: decodeNR (${v2Shape(t)[0]}) must be a multiple of decodeRPT (${rptOf(t)})`);
+  if (Object.keys(MATMUL_V2).some((t) => (v2Shape(t)[0] / rptOf(t)) * v2Shape(t)[1] > 256))
+    throw new Error('plumb-webgpu: decodeNR / decodeRPT x decodeTPR must be at most 256 (a workgroup)');
   const drivers = { v1: xq + await source('matmul_q.wgsl'), v2: xq + await source('matmul_qv.wgsl') };
   const decodeSource = (t, text) => {
     if (driverOf(t) === 'v1') return withNR(drivers.v1 + '\n' + text);
     const [n, tpr] = v2Shape(t);
-    return `const NR: u32 = ${n}u;\nconst TPR: u32 = ${tpr}u;\nconst GP: u32 = ${gpOf(t)}u;\n` + drivers.v2 + '\n' + text;
+    return `const NR: u32 = ${n}u;\nconst TPR: u32 = ${tpr}u;\nconst GP: u32 = ${gpOf(t)}u;\nconst RPT: u32 = ${rptOf(t)}u;\n` +
+      drivers.v2 + '\n' + text;
   };
   // rows per workgroup of the decode driver of type t
   const decodeRows = (t) => (driverOf(t) === 'v1' ? nr : v2Shape(t)[0]);
@@ -174,10 +189,12 @@ export async function createKernels(device, options = {}) {
   if (want('matmul_F16'))
     pipes.matmul_F16 = await pipeline('matmul F16', 'matmul_f16.wgsl', io + await source('matmul_f16.wgsl'));
   // the quantizers and the kernels that end in one (rmsnorm_q: residual add + RMSNorm + quantize;
-  // swiglu_q: SwiGLU + quantize): quantize.wgsl, the type's block, the driver
+  // swiglu_q: SwiGLU + quantize; attn_combine: a split attention's last step + quantize):
+  // quantize.wgsl, the type's block, the driver
   const quant = await source('quantize.wgsl');
   for (const [t, f] of Object.entries(QUANT))
-    for (const [k, drv] of [['quantize_', 'quantize_main.wgsl'], ['rmsnorm_q_', 'rmsnorm_q.wgsl'], ['swiglu_q_', 'swiglu_q.wgsl']])
+    for (const [k, drv] of [['quantize_', 'quantize_main.wgsl'], ['rmsnorm_q_', 'rmsnorm_q.wgsl'], ['swiglu_q_', 'swiglu_q.wgsl'],
+      ['attn_combine_', 'attn_combine.wgsl']])
       if (want(k + t)) pipes[k + t] = await pipeline(k + t, k === 'quantize_' ? f : drv, quant + '\n' + await source(f) + '\n' + await source(drv));
   for (const op of OPS) if (want(op)) pipes[op] = await pipeline(op, op + '.wgsl', await source(op + '.wgsl'));
   const need = (k) => {
@@ -191,7 +208,7 @@ export async function createKernels(device, options = {}) {
     return device.createBuffer({ size: Math.max(4, Math.ceil(bytes / 4) * 4), usage });
   }
   // bound where a fused kernel's optional input or output is off (a binding needs a buffer)
-  const dummy = [buffer(4), buffer(4)];
+  const dummy = [buffer(4), buffer(4), buffer(4)];
 
   // Commands recorded, for the benchmarks: dispatches, compute passes, copies and clears (what
   // a step costs on a GPU where each command has a floor of ~12 us: README "Where decode's time
@@ -261,9 +278,19 @@ export async function createKernels(device, options = {}) {
   const PROFILE_MAX = 2048; // dispatches between reads (a query set holds 4096 timestamps)
   const prof = options.profile ? { qs: device.createQuerySet({ type: 'timestamp', count: 2 * PROFILE_MAX }),
     tags: [], on: false } : null;
+  // profiling('marks'): no dispatch timed, only the marks (mark(enc)): the GPU's span of a step
+  // as it runs unprofiled (one pass a stretch of dispatches).
   function profiling(on) {
     if (!prof) throw new Error('plumb-webgpu: profiling() without options.profile');
-    prof.on = !!on;
+    prof.on = on === 'marks' ? false : !!on;
+    prof.marks = on === 'marks';
+  }
+  // A GPU timestamp pair in an empty pass of its own, tagged 'mark', while profiling('marks'):
+  // the forward pass marks a step's start and end (profileRead gives its span: the first mark's
+  // end to the second's start). A no-op otherwise.
+  function mark(enc) {
+    if (!prof || !prof.marks) return;
+    profiledPass(enc, 'mark').end();
   }
   function profiledPass(enc, tag) {
     flush(enc);
@@ -274,7 +301,8 @@ export async function createKernels(device, options = {}) {
     return enc.beginComputePass({ timestampWrites: { querySet: prof.qs, beginningOfPassWriteIndex: 2 * k,
       endOfPassWriteIndex: 2 * k + 1 } });
   }
-  // [{ tag, us }] for each dispatch recorded (and submitted) since the last read, in order.
+  // [{ tag, us, t0, t1 }] for each dispatch (or mark) recorded (and submitted) since the last
+  // read, in order: t0 and t1 its timestamps in us from the first one read.
   async function profileRead() {
     if (!prof) throw new Error('plumb-webgpu: profileRead() without options.profile');
     const n = prof.tags.length, tags = prof.tags;
@@ -287,7 +315,8 @@ export async function createKernels(device, options = {}) {
     device.queue.submit([enc.finish()]);
     const ts = new BigUint64Array(await done());
     res.destroy();
-    return tags.map((tag, k) => ({ tag, us: Number(ts[2 * k + 1] - ts[2 * k]) / 1e3 }));
+    return tags.map((tag, k) => ({ tag, us: Number(ts[2 * k + 1] - ts[2 * k]) / 1e3, t0: Number(ts[2 * k] - ts[0]) / 1e3,
+      t1: Number(ts[2 * k + 1] - ts[0]) / 1e3 }));
   }
   function passOf(enc) {
     let p = open.get(enc);
@@ -373,24 +402,24 @@ export async function createKernels(device, options = {}) {
     dispatch(enc, pipe, [a.x, a.y], new Uint32Array([a.n, a.rows, a.xOff || 0, yOff, yRow, 0, 0, 0]), gx, gy);
   }
 
-  // The residual add, the RMSNorm and the quantize of a forward pass's norm in one dispatch (one
-  // workgroup a row, rmsnorm_q.wgsl): x[row] += r[row] when a.r is given (add.wgsl's add), then
-  // y[row] = rmsnorm(x[row]) * w (rmsnorm.wgsl's operations, in its order), then, when type is a
-  // dot type (Q8_0, Q8_K; null: none, the next matmul takes f32), y's rows quantized into q (as
-  // quantize: rows qRow bytes apart from byte qOff). Each the bits of the separate kernels.
-  // With a dot type, rows of at most 16384 floats (rmsnorm_q.wgsl's threads keep their y's
-  // floats for the quantize, KEEP = 64 each); a longer row is refused, nothing recorded.
+  // The residual add, the RMSNorm and the quantize of a forward pass's norm in one dispatch
+  // (rmsnorm_q.wgsl: a workgroup a chunk of 256 floats of a row, each summing the row's squares
+  // itself): when a.r is given, x[row] + r[row] (add.wgsl's add) into a.xo (x is not written: a
+  // buffer other than x, r, y and q), and the norm over that sum; then y[row] = rmsnorm(x[row]) *
+  // w (rmsnorm.wgsl's operations, in its order), then, when type is a dot type (Q8_0, Q8_K; null:
+  // none, the next matmul takes f32), y's rows quantized into q (as quantize: rows qRow bytes
+  // apart from byte qOff). Each the bits of the separate kernels.
   function rmsnormQ(enc, type, a) {
     const [qRow, qOff] = type ? qLayout(type, a.n, a.qRow, a.qOff, 'rmsnormQ') : [0, 0];
-    if (type && a.n > 64 * 256)
-      throw new Error(`plumb-webgpu: rmsnormQ: rows of ${a.n} floats quantized (the limit: 16384, rmsnorm_q.wgsl's KEEP = 64 floats a thread)`);
+    if (a.r && (!a.xo || [a.x, a.r, a.y, a.q].includes(a.xo)))
+      throw new Error('plumb-webgpu: rmsnormQ: a residual add needs its own output buffer xo (not x, r, y or q)');
     const p = new ArrayBuffer(48);
     new Uint32Array(p).set([a.n, a.rows]);
     new Float32Array(p, 8, 1)[0] = a.eps;
     new Uint32Array(p, 12, 8).set([a.xOff || 0, a.rOff || 0, a.yOff || 0, qOff, qRow, (a.r ? 1 : 0) | (type ? 2 : 0), 0, 0]);
-    const [gx, gy] = grid(a.rows);
-    dispatch(enc, need('rmsnorm_q_' + (type || 'Q8_0')), [a.x, a.r || dummy[0], a.w, a.y, type ? a.q : dummy[1]],
-      new Uint32Array(p), gx, gy);
+    const [gx, gy] = grid(Math.ceil(a.n / 256) * a.rows);
+    dispatch(enc, need('rmsnorm_q_' + (type || 'Q8_0')), [a.x, a.r || dummy[0], a.w, a.y, type ? a.q : dummy[1],
+      a.r ? a.xo : dummy[2]], new Uint32Array(p), gx, gy);
   }
 
   // SwiGLU and the quantize of its rows in one dispatch (swiglu_q.wgsl: a workgroup a chunk of 256
@@ -471,8 +500,12 @@ export async function createKernels(device, options = {}) {
   // out[t][h][d] over the KV cache (pl_attn_args): q [T][H][D] f32, k and v [N][Hkv][D] (f32, or
   // f16 when kvF16; D at most 256), qPos [T] and kvPos [N] i32 buffers; scratch holds
   // attnScratchFloats(T, H, N, D) floats from scratchOff. Two ways, the same bits (attention.wgsl):
-  // one dispatch of T H workgroups (mode 0), or three (modes 1-3) that spread a head's entries
-  // over workgroups, for a decode step, where mode 0 would run H workgroups through all N entries.
+  // one dispatch of T H workgroups (mode 0), or three (modes 1 and 2, then attn_combine.wgsl)
+  // that spread a head's entries over workgroups, a chunk of 64 each, for a decode step, where
+  // mode 0 would run H workgroups through all N entries.
+  // a.quant ({ type: 'Q8_0' or 'Q8_K', y, yRow, yOff }, optional): out's rows (H D floats) also
+  // quantized into y as quantize() would (qLayout), for the next matmul: the split's last
+  // dispatch does it; after mode 0, a quantize dispatch. The same bytes either way.
   // options.attnSplit: 'auto' (the default: the three where T is 1 and N at least
   // ATTN_SPLIT_MIN_N), 'always' or 'never' (the conformance run takes every case both ways).
   const attnSplit = options.attnSplit ?? 'auto';
@@ -480,12 +513,14 @@ export async function createKernels(device, options = {}) {
     throw new Error(`plumb-webgpu: attnSplit must be 'auto', 'always' or 'never', not ${attnSplit}`);
   const splitFor = (T, N) => attnSplit === 'always' || (attnSplit === 'auto' && T === 1 && N >= ATTN_SPLIT_MIN_N);
   function attnScratchFloats(T, H, N, D) {
-    const th = T * H;
-    return th * N + (splitFor(T, N) ? th * (2 * Math.ceil(N / 256) + Math.ceil(N / 64) * (1 + D)) : 0);
+    const th = T * H, nc = Math.ceil(N / 64);
+    return th * N + (splitFor(T, N) ? th * nc * (3 + D) : 0);
   }
   function attention(enc, a) {
     if (!(Number.isInteger(a.D) && a.D >= 1 && a.D <= 256))
       throw new Error(`plumb-webgpu: attention: a head of ${a.D} dims (the webgpu set takes 1 to 256)`);
+    const nq = a.H * a.D;
+    const qz = a.quant ? qLayout(a.quant.type, nq, a.quant.yRow, a.quant.yOff, 'attention') : null;
     const clampW = (w) => (w <= 0 ? [0, 0] : [1, Math.min(w, 2 ** 32) - 1]);
     const [won, wm1] = clampW(a.window || 0), [lon, lwm1] = clampW(a.layerWindow || 0);
     const words = (mode) => {
@@ -499,11 +534,17 @@ export async function createKernels(device, options = {}) {
     const bufs = [a.q, a.k, a.v, a.qPos, a.kvPos, a.scratch, a.out];
     if (!splitFor(a.T, a.N)) {
       dispatch(enc, need('attention'), bufs, words(0), a.H, a.T);
+      if (qz) quantize(enc, a.quant.type, { x: a.out, y: a.quant.y, n: nq, rows: a.T, yRow: qz[0], yOff: qz[1] });
       return;
     }
-    if (Math.ceil(a.N / 64) > 65535) throw new Error(`plumb-webgpu: attention: ${a.N} entries (at most ${65535 * 64} split)`);
-    for (const [mode, z, what] of [[1, Math.ceil(a.N / 256), 'scores'], [2, Math.ceil(a.N / 64), 'chunks'], [3, 1, 'combine']])
-      dispatch(enc, need('attention'), bufs, words(mode), a.H, a.T, z, `attention ${what}`);
+    const nc = Math.ceil(a.N / 64);
+    if (nc > 65535) throw new Error(`plumb-webgpu: attention: ${a.N} entries (at most ${65535 * 64} split)`);
+    dispatch(enc, need('attention'), bufs, words(1), a.H, a.T, nc, 'attention scores');
+    dispatch(enc, need('attention'), bufs, words(2), a.H, a.T, nc, 'attention chunks');
+    const [gx, gy] = grid(Math.ceil(nq / 256) * a.T);
+    dispatch(enc, need('attn_combine_' + (qz ? a.quant.type : 'Q8_0')), [a.scratch, a.out, qz ? a.quant.y : dummy[1]],
+      new Uint32Array([a.T, a.H, a.D, a.N, a.scratchOff || 0, qz ? qz[1] : 0, qz ? qz[0] : 0, qz ? 1 : 0, 0, 0, 0, 0]),
+      gx, gy, 1, 'attention combine');
   }
 
   // Readback buffers kept by size for the next read of that size (a decode step reads the same
@@ -542,7 +583,7 @@ export async function createKernels(device, options = {}) {
   }
 
   return { device, packedDot, decodeDriver, flush, copy, counts, upload, buffer, uniform, matmul, quantize, rmsnormQ, swigluQ,
-    rmsnorm, softmax, swiglu, rope, ropeKV, attention, attnScratchFloats, add, read, readAfter, beginFrame, endFrame, profiling, profileRead };
+    rmsnorm, softmax, swiglu, rope, ropeKV, attention, attnScratchFloats, add, read, readAfter, beginFrame, endFrame, profiling, profileRead, mark };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----
