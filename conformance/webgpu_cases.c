@@ -448,9 +448,13 @@ static const pl_type mm_types_late[] = {PL_TYPE_Q6_K};
  * case a quantized type, K past two of matmul_qv.wgsl's default chunks and a partial third */
 static const pl_type mm_types_chunk[] = {PL_TYPE_Q8_0, PL_TYPE_Q4_0, PL_TYPE_Q4_K, PL_TYPE_Q6_K};
 #define N_MM_CHUNK 4
+/* attention over 258 chunks of 64 entries (after the chunk-edge cases: every earlier case keeps
+ * its draw): attention.wgsl's one-dispatch way takes the chunks' maxes 64 chunks a round, so five
+ * rounds run */
+#define N_ATTN_LONG 1
 #define N_CASES                                                                                    \
     ((N_MM_TYPES + N_MM_LATE) * MM_PER_TYPE + N_RMS + N_ROPE + N_SOFTMAX + N_SWIGLU + N_ATTN +     \
-     N_QUANT + N_RMS_Q + N_SWIGLU_Q + N_ROPE_KV + N_MM_CHUNK)
+     N_QUANT + N_RMS_Q + N_SWIGLU_Q + N_ROPE_KV + N_MM_CHUNK + N_ATTN_LONG)
 
 /* Matmul case j (0 <= j < MM_PER_TYPE) of type t. */
 static void make_mm_case(wcase *c, pl_type t, int j, tu_rng *r)
@@ -655,6 +659,13 @@ static void make_case(wcase *c, int i)
         make_matmul(c, t, kq ? 37 * 256 : 131 * 32, kq ? 6 : 9, kq ? 2 : 3, QI_GAUSS, QI_GAUSS,
                     "chunks", &r);
         c->woff = k % 2 ? 1 : 3, c->xoff = k % 2 ? 3 : 1;
+        return;
+    }
+    k -= N_MM_CHUNK;
+    if (k < N_ATTN_LONG) {
+        /* 16500 entries, 258 chunks; two queries at the prefix's end see them all */
+        const attn_shape s = {2, 2, 1, 8, 16500, 0, 0, 0, 0, 0};
+        make_attention(c, s, &r);
     }
 }
 

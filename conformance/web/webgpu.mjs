@@ -76,10 +76,12 @@ async function runCases(tag, filter, patches = [], only = undefined, opts = {}) 
 let failures = 0;
 try {
   const t0 = Date.now();
-  // PLUMB_WEBGPU_PART=models (debugging): the forward passes only, not the kernel cases
+  // PLUMB_WEBGPU_PART=models (debugging): the forward passes only, not the kernel cases. The
+  // main run takes attention in one dispatch everywhere (attnSplit 'never'; 'auto' splits from
+  // 256 entries), the split run below the other way, so that every case runs both.
   const modelsOnly = process.env.PLUMB_WEBGPU_PART === 'models';
   const main = modelsOnly ? { rc: 0, out: '(kernel cases skipped: PLUMB_WEBGPU_PART=models)', cases: 0, ms: {},
-    noAdapter: (await page.evaluate(() => window.wgpu.adapter())).error } : await runCases('all', null);
+    noAdapter: (await page.evaluate(() => window.wgpu.adapter())).error } : await runCases('all', null, [], undefined, { attnSplit: 'never' });
   if (main.noAdapter) {
     await browser.close();
     skip(`no WebGPU adapter in chromium (${FLAGS.join(' ')}): ${main.noAdapter}`);
@@ -102,13 +104,15 @@ try {
   }
 
   // The decode drivers: the run above used the default ('auto': v2, matmul_qv.wgsl, for Q8_0 and
-  // Q4_0 at 4 rows x 64 threads, chunks of 64 blocks; grouped v2 at 2 x 128 for Q4_K; v1 for Q6_K); v2 again with 3 rows x 4 threads a workgroup (chunks of
+  // Q4_0 at 4 rows x 64 threads, chunks of 64 blocks; grouped v2 at 8 x 128, 4 rows a thread, for
+  // Q4_K and Q6_K); v2 again with 3 rows x 4 threads a workgroup (chunks of
   // 4 blocks: most cases span several chunks and end in a partial one, R rarely a multiple of
   // 3), and v1 (matmul_q.wgsl), which stays selectable: every quantized matmul case, ref's bits.
   // The K-quants' grouped mode (8 lanes a block) too: at its default shape (4 x 64: chunks of 8
   // blocks) and at 3 rows x 16 threads (chunks of 2).
-  // The default is 'auto' (v2 for Q8_0 and Q4_0, grouped v2 for Q4_K, v1 for Q6_K), so v2 at its
-  // default shape runs the K-quants' cases too.
+  // The default is 'auto' (v2 for Q8_0 and Q4_0, grouped v2 with rows a thread for the K-quants),
+  // so v2 at its default shape runs the K-quants' cases too, and grouped with 4 and 2 rows a
+  // thread at two more shapes.
   for (const [tag, what, o, types] of [['v2s', 'v2 with 3 rows x 4 threads a workgroup', { decodeDriver: 'v2', decodeNR: 3, decodeTPR: 4 }],
     ['v1', 'v1 (matmul_q.wgsl)', { decodeDriver: 'v1' }],
     ['v2', 'v2 (4 rows x 16 threads)', { decodeDriver: 'v2' }, ['Q4_K', 'Q6_K']],
@@ -123,7 +127,7 @@ try {
     }
   }
 
-  // Attention split into three dispatches (attnSplit 'always'; 'auto' takes it for a decode step
+  // Attention split into two dispatches (attnSplit 'always'; 'auto' takes it for a decode step
   // from 256 entries): every case within the bound, and every output bit for bit the one-dispatch
   // run's above; with its rows quantized by the last dispatch (attn_combine.wgsl), the bytes of
   // the quantize kernel on those rows. Planted faults of the split path that stay inside the
@@ -139,18 +143,18 @@ try {
       return { ...r, files, diff };
     };
     const sr = await split('attn-split', []);
-    console.log(`attention split into three dispatches: ${(sr.out.match(/\d+ of \d+ cases failed/) || ['?'])[0]}`);
-    if (sr.rc !== 0) { console.log(sr.out); console.log('FAIL: attention split into three dispatches'); failures++; }
-    console.log(sr.diff.length || !sr.files.length ? `FAIL attention split into three dispatches differs from one dispatch: ${sr.diff.join(', ') || 'no outputs'}`
-      : `ok   attention split into three dispatches gives the one-dispatch outputs bit for bit (${sr.files.length} cases)`);
+    console.log(`attention split into two dispatches: ${(sr.out.match(/\d+ of \d+ cases failed/) || ['?'])[0]}`);
+    if (sr.rc !== 0) { console.log(sr.out); console.log('FAIL: attention split into two dispatches'); failures++; }
+    console.log(sr.diff.length || !sr.files.length ? `FAIL attention split into two dispatches differs from one dispatch: ${sr.diff.join(', ') || 'no outputs'}`
+      : `ok   attention split into two dispatches gives the one-dispatch outputs bit for bit (${sr.files.length} cases)`);
     if (sr.diff.length || !sr.files.length) failures++;
     const aq = sr.attnQuant || { checked: 0, diff: ['(no result)'] };
     console.log(aq.diff.length || !aq.checked ? `FAIL the split attention's quantized rows differ from the quantize kernel's: ${aq.diff.join(', ') || 'no case checked'}`
       : `ok   the split attention's rows quantized by its last dispatch: the quantize kernel's bytes (${aq.checked} cases, Q8_0 and Q8_K)`);
     if (aq.diff.length || !aq.checked) failures++;
-    const comb = 'attn_combine.wgsl', acc = 'acco = acco + S[oc + (th * nc + c) * P.D + d];';
+    const comb = 'attn_combine.wgsl', acc = 'acco = acco + rnd(rc * S[oc + (th * nc + c) * P.D + d]);';
     for (const [tag, what, patches] of [
-      ['attn-split-rev', 'the split\'s chunks combined last to first', [{ file: comb, pairs: [[acc, 'acco = acco + S[oc + (th * nc + (nc - 1u - c)) * P.D + d];']] }]],
+      ['attn-split-rev', 'the split\'s chunks combined last to first', [{ file: comb, pairs: [[acc, 'acco = acco + rnd(rc * S[oc + (th * nc + (nc - 1u - c)) * P.D + d]);']] }]],
       ['attn-split-tree', 'the chunk\'s four threads\' partial sums added (0 + 1) + (2 + 3), not (0 + 2) + (1 + 3)', [{ file: 'attention.wgsl',
         pairs: [['(ex[li] + ex[512u + li]) + (ex[256u + li] + ex[768u + li])', '(ex[li] + ex[256u + li]) + (ex[512u + li] + ex[768u + li])']] }]],
       ['attn-split-dot', 'a score\'s four partial dots (4 threads) added (0 + 2) + (1 + 3)', [{ file: 'attention.wgsl',
@@ -265,9 +269,13 @@ try {
     { name: 'attention: a chunk\'s partials\' tree one level short (its last add, partial 0 + partial 1, dropped)', filter: 'attention', only: ['attention'],
       file: 'attention.wgsl', pairs: [['for (var hk = 8u; hk > 0u; hk >>= 1u)', 'for (var hk = 8u; hk > 1u; hk >>= 1u)']] },
     { name: 'attention: the last chunk of each batch left out of the running sums (one dispatch)', filter: 'attention', only: ['attention'],
-      file: 'attention.wgsl', pairs: [['if (c0 + k < nc) {', 'if (c0 + k < nc && k + 1u < G) {']] },
+      file: 'attention.wgsl', pairs: [['if (c0 + k < nc && S[', 'if (c0 + k < nc && k + 1u < G && S[']] },
     { name: 'attention: the running sum of the weights skipping chunk 0', filter: 'attention', only: ['attention'],
-      file: 'attention.wgsl', pairs: [['accl = accl + grpl[k];', 'accl = accl + select(grpl[k], 0.0, c0 + k == 0u);']] },
+      file: 'attention.wgsl', pairs: [['accl = accl + rnd(rc * grpl[k]);', 'accl = accl + select(rnd(rc * grpl[k]), 0.0, c0 + k == 0u);']] },
+    { name: 'attention: every round of 64 chunks\' maxes put over the first round\'s in MC (one dispatch)', filter: 'attention', only: ['attention'],
+      file: 'attention.wgsl', pairs: [['let c = c0 + li / 4u;', 'let c = li / 4u;']] },
+    { name: 'attention: the chunks\' sums not rescaled to the common max (r_c taken as 1)', filter: 'attention', only: ['attention'],
+      file: 'attention.wgsl', pairs: [['let rc = attn_rescale(', 'let rc = 1.0 + 0.0 * attn_rescale(']] },
     { name: 'attention: the scores\' dims d = 1 mod 4 dropped (one of the four partial dots)', filter: 'attention', only: ['attention'],
       file: 'attention.wgsl', pairs: [['for (var d = q; d < D; d += 4u)', 'for (var d = q; d < D && q != 1u; d += 4u)']] },
     { name: 'attention not causal (kv_pos > q_pos seen)', filter: 'attention', only: ['attention'],
@@ -317,8 +325,10 @@ try {
   for (const [i, f] of FAULTS.entries()) {
     if (process.env.PLUMB_WEBGPU_FAULTS === '0' || modelsOnly) break; // debugging aids
     // a matmul fault runs on the driver it was written against: v2 unless it says (the default,
-    // 'auto', takes v1 for Q6_K and v2's grouped mode for Q4_K)
-    const opts = /^matmul_/.test(f.filter) ? { decodeDriver: 'v2', ...f.opts } : f.opts;
+    // 'auto', takes v2's grouped mode with 4 rows a thread for the K-quants)
+    // and an attention fault on the one-dispatch way (the split run above has its own)
+    const opts = /^matmul_/.test(f.filter) ? { decodeDriver: 'v2', ...f.opts }
+      : f.filter === 'attention' ? { attnSplit: 'never', ...f.opts } : f.opts;
     const r = await runCases(`fault${i}`, f.filter, [{ file: f.file, pairs: f.pairs }], f.only, opts);
     const failed = (r.out || '').match(/(\d+) of (\d+) cases failed/);
     const caught = r.rc !== 0 && failed && Number(failed[1]) > 0;
@@ -410,14 +420,14 @@ try {
     // invariant under both) the rows must differ.
     {
       const toks = Array.from({ length: 13 }, (_, i) => pf.tokens[i % pf.tokens.length] ^ (i >> 2));
-      const nFault = [{ file: 'attention.wgsl', pairs: [['let j = c * 64u + r + R * m + 16u * i;',
-        'let j = c * 64u + select(r + R * m, 5u - r - R * m, (P.N & 1u) == 1u && (r + R * m == 1u || r + R * m == 4u)) + 16u * i;']] }];
+      const nFault = [{ file: 'attention.wgsl', pairs: [['let j = c * 64u + p + 16u * i;',
+        'let j = c * 64u + select(p, 5u - p, (P.N & 1u) == 1u && (p == 1u || p == 4u)) + 16u * i;']] }];
       for (const [patches, stepwise] of [[null, false], [nFault, false], [null, true]]) {
         const r = await page.evaluate((f, t, k, p, sw) => window.wgpu.nInvariance(f, t, k, p, sw), pf.file, toks, 8, patches, stepwise);
         if (r.error) throw new Error(r.error);
         const ok = patches ? !r.same : r.same;
         console.log(`${ok ? 'ok  ' : 'FAIL'} ${patches ? 'planted fault caught: attention\'s V partials 1 and 4 swapped where N is odd (a query\'s bits depend on N)'
-          : stepwise ? '8 tokens decoded one at a time with attention split into three dispatches give the first 8 rows of 13 tokens\' prefill (one dispatch) bit for bit'
+          : stepwise ? '8 tokens decoded one at a time with attention split into two dispatches give the first 8 rows of 13 tokens\' prefill (one dispatch) bit for bit'
             : '8 tokens alone (8 cache entries) give the first 8 rows of 13 tokens\' evaluation (13 entries, the rest invisible to them) bit for bit'}`);
         if (!ok) failures++;
       }

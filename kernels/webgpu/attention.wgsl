@@ -4,46 +4,49 @@
 //     kv_pos[j] <= q_pos[t]  and  (window == 0 || j < n_sinks || q_pos[t] - kv_pos[j] < window)
 //     and  (layer_window == 0 || q_pos[t] - kv_pos[j] < layer_window);
 // a query that sees nothing gets zeros. K and V are F32 or F16 ([N][Hkv][D]; F16 as a byte
-// stream, decoded exactly by common.wgsl); D at most 256. Three steps as kernels/ref/attention.c:
-//   1. the score of each visible entry, a float dot of D in four partial dots (dim d mod 4, added
-//      (p0 + p1) + (p2 + p3)) times scale; m, their max (exact in any order);
-//   2. the weights w_j = exp(s_j - m), 1 at the max;
-//   3. the entries in chunks of 64 (chunk c: j = 64 c .. 64 c + 63); per chunk, for each output
-//      dim d, 16 partial sums (entry j in partial j mod 16, each its 4 entries' w_j v_j[d] in j
-//      order from +0, invisible entries and those past N skipped) added in one fixed tree, p
-//      with p + 8, then + 4, + 2, + 1: O_c[d]; the weights likewise: L_c; then O[d] = (((+0 +
-//      O_0[d]) + O_1[d]) + ...) / (((+0 + L_0) + L_1) + ...) over the chunks in order.
+// stream, decoded exactly by common.wgsl); D at most 256. kernels/ref/attention.c's softmax,
+// its sums in an order of the set's own, over chunks of 64 entries (chunk c: j = 64 c .. 64 c +
+// 63), each chunk's weights relative to its own max:
+//   1. the score of each visible entry, a float dot of D in four partial dots (dims d mod 4, each
+//      in d order from +0: score_part), added (p0 + p1) + (p2 + p3), times scale;
+//   2. per chunk with a visible entry, m_c, the max of its scores (exact in any order), and the
+//      weights w_j = exp(s_j - m_c), 1 at the max (invisible entries: the sentinel -1);
+//   3. per chunk, for each output dim d, 16 partial sums (entry j in partial j mod 16, each its 4
+//      entries' w_j v_j[d] in j order from +0, invisible entries and those past N skipped) added
+//      in one fixed tree, p with p + 8, then + 4, + 2, + 1: O_c[d]; the weights likewise: L_c;
+//   4. m, the max of the chunks' m_c; per chunk with a visible entry, in chunk order, r_c =
+//      exp(m_c - m) (1 where m_c = m), A[d] += r_c O_c[d] and B += r_c L_c from +0, each product
+//      rounded before its add (rnd: no compiler fuses them), then O[d] = A[d] / B (B >= 1: the
+//      max chunk's r_c and its max entry's weight are exactly 1).
 // Every float op of a query is a function of the entries it sees, their index j and d alone,
-// never of T or N: a chunk past the query's entries adds +0 to a sum that started at +0 (never
-// -0), which changes no bit. So the same bits whatever the batch, chunking or cache path, and
+// never of T or N: a chunk without a visible entry is skipped, and one with them is the same
+// chunk whatever lies past N. So the same bits whatever the batch, chunking or cache path, and
 // whichever of the two ways below computes them. Inside test_attention.c's bound.
 // P.mode picks the way (both record in the runtime's attention()):
 //   0: one dispatch, one workgroup of 256 threads per (token, head) (prefill: T H workgroups):
-//      scores and weights into S, then the chunks in order, each into the running sums;
-//   1, 2 and attn_combine.wgsl: three dispatches (decode: at T = 1 mode 0 runs only H
-//      workgroups, one per head, each through all N entries), a workgroup per (head, token,
-//      chunk) in 1 and 2: 1, the chunk's 64 scores (4 threads an entry, each one of the four
-//      partial dots: score_part) into S, the chunk's max and count into MX; 2, m and the count
-//      from every chunk's MX (a tree: exact in any order), the chunk's weights, O_c and L_c into
-//      OC and LC; attn_combine.wgsl, the running sums over the chunks in order and the division
-//      (and the rows' quantize for the next matmul).
-// A chunk's sums for one d: in mode 0 one thread's (chunk_sums with r 0 of R 1: 16 independent
-// chains of 4 entries, then the tree); mode 0 runs G = the largest power of two <= min(16, 256 /
+//      the scores into S; each chunk's max and count (four threads a chunk) into MC; m; the
+//      weights; then the chunks G at a time, each into the running sums;
+//   1 and attn_combine.wgsl: two dispatches (decode: at T = 1 mode 0 runs only H workgroups, one
+//      per head, each through all N entries): 1, a workgroup per (head, token, chunk): the
+//      chunk's 64 scores (4 threads an entry, each one of the partial dots), its max and count
+//      (a tree), its weights into S, O_c and L_c (4 threads a dim) into MC, LC and OC;
+//      attn_combine.wgsl, step 4 a float a thread (and the rows' quantize for the next matmul).
+// A chunk's sums for one d: in mode 0 one thread's (chunk_sums: 16 independent chains of 4
+// entries, then the tree); mode 0 runs G = the largest power of two <= min(16, 256 /
 // D) chunks at a time, thread (d, e) = (li % D, li / D) on chunk c0 + e, and adds them in chunk
-// order. In mode 2 four threads a d (chunk_sums with r = li / 64 of R 4: partials r, r + 4, r +
-// 8, r + 12, the tree's levels + 8 and + 4 inside the thread), then the levels + 2 and + 1
-// across them through workgroup memory: the same partials, the same tree, the same bits.
+// order. In mode 1 four threads a d (chunk_sums4, r = li / 64: partials r, r + 4, r + 8, r + 12,
+// the tree's levels + 8 and + 4 inside the thread), then the levels + 2 and + 1 across them
+// through workgroup memory: the same partials, the same tree, the same bits.
 // Position differences are taken in u32 (kv_pos <= q_pos first, so q_pos - kv_pos < 2^32 is
 // exact), against window - 1 and layer_window - 1 given as u32 (the runtime clamps a window
 // past 2^32 to 2^32, which then excludes nothing).
-// The scratch S (floats from s_off): [T][H][N] scores and weights; modes 1-2 (and the combine)
-// also MX [T][H][nc] (max, count) pairs, LC [T][H][nc] and OC [T][H][nc][D] (nc = ceil(N / 64)),
-// in that order after the scores.
+// The scratch S (floats from s_off): [T][H][N] scores and weights, then MC [T][H][nc] (m_c, n_c)
+// pairs (nc = ceil(N / 64)); the split also LC [T][H][nc] and OC [T][H][nc][D].
 struct PA {
   T: u32, H: u32, Hkv: u32, D: u32,
   N: u32, kv_f16: u32, window: u32, wm1: u32,
   n_sinks: u32, layer: u32, lwm1: u32, scale: f32,
-  s_off: u32, mode: u32, pad1: u32, pad2: u32,
+  s_off: u32, mode: u32, zero: u32, pad2: u32,
 }
 @group(0) @binding(0) var<storage, read> Q: array<f32>;
 @group(0) @binding(1) var<storage, read> Kc: array<u32>;
@@ -58,8 +61,12 @@ var<workgroup> red: array<f32, 256>;
 var<workgroup> cnt: array<u32, 256>;
 var<workgroup> grp: array<f32, 256>; // mode 0: a batch's O_c, [e][d]
 var<workgroup> grpl: array<f32, 16>; // and its L_c, [e]
-var<workgroup> ex: array<f32, 1024>; // mode 2: the four threads' partials of each d, [r][d]
+var<workgroup> ex: array<f32, 1024>; // mode 1: the four threads' partials of each d, [r][d]
 var<workgroup> exl: array<f32, 4>; // and of the weights
+var<workgroup> sc: array<f32, 64>; // mode 1: the chunk's scores
+
+// A rounding point (P.zero is 0): the product is stored as an f32 before its add.
+fn rnd(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) ^ P.zero); }
 
 fn visible(j: u32, qp: i32) -> bool {
   let kp = KP[j];
@@ -120,19 +127,45 @@ fn reduce_max(m: f32, seen: u32, li: u32) -> f32 {
   return red[0];
 }
 
-// Chunk c's sums for output dim d, the partials p = r, r + R, ... of the 16 (R 1: all of them;
-// R 4: four), from the weights in S from so (-1: invisible): entry j in partial j mod 16 (its 4
-// entries in j order from +0, past N skipped), then the tree's levels p with p + 8, + 4, + 2, + 1
-// down to + R, those inside the thread's partials: returns (partial r after them, its weights').
-// With R 1 that is (O_c[d], L_c); with R 4 the levels + 2 and + 1 are the caller's.
-// R is 1 or 4.
-fn chunk_sums(c: u32, so: u32, g: u32, D: u32, d: u32, r: u32, R: u32) -> vec2f {
-  var acc: array<f32, 16>; // acc[m]: partial r + R m
+// Chunk c's sums for output dim d in one thread: (O_c[d], L_c) from the weights in S from so
+// (-1: invisible): 16 partials, entry j in partial j mod 16 (its 4 entries in j order from +0,
+// past N skipped), added in the fixed tree p with p + 8, + 4, + 2, + 1.
+fn chunk_sums(c: u32, so: u32, g: u32, D: u32, d: u32) -> vec2f {
+  var acc: array<f32, 16>;
   var accl: array<f32, 16>;
   for (var i = 0u; i < 4u; i++) {
-    for (var m = 0u; m < 16u; m++) { // the partials' loads independent
-      let j = c * 64u + r + R * m + 16u * i;
-      if (R * m < 16u && j < P.N) {
+    for (var p = 0u; p < 16u; p++) { // the 16 partials' loads independent
+      let j = c * 64u + p + 16u * i;
+      if (j < P.N) {
+        let wj = S[so + j];
+        if (wj != -1.0) {
+          acc[p] = acc[p] + wj * kv_v((j * P.Hkv + g) * D + d);
+          accl[p] = accl[p] + wj;
+        }
+      }
+    }
+  }
+  for (var hk = 8u; hk > 0u; hk >>= 1u) {
+    for (var k = 0u; k < 8u; k++) {
+      if (k < hk) {
+        acc[k] = acc[k] + acc[k + hk];
+        accl[k] = accl[k] + accl[k + hk];
+      }
+    }
+  }
+  return vec2f(acc[0], accl[0]);
+}
+
+// Chunk_sums' partials r, r + 4, r + 8, r + 12 (r < 4) for dim d, and the tree's levels + 8 and
+// + 4 over them (they pair partials of one r): partial r after those levels, and its weights'.
+// Four threads, r = 0..3, then add (0 + 2) + (1 + 3): chunk_sums' bits.
+fn chunk_sums4(c: u32, so: u32, g: u32, D: u32, d: u32, r: u32) -> vec2f {
+  var acc: array<f32, 4>; // acc[m]: partial r + 4 m
+  var accl: array<f32, 4>;
+  for (var i = 0u; i < 4u; i++) {
+    for (var m = 0u; m < 4u; m++) {
+      let j = c * 64u + r + 4u * m + 16u * i;
+      if (j < P.N) {
         let wj = S[so + j];
         if (wj != -1.0) {
           acc[m] = acc[m] + wj * kv_v((j * P.Hkv + g) * D + d);
@@ -141,24 +174,12 @@ fn chunk_sums(c: u32, so: u32, g: u32, D: u32, d: u32, r: u32, R: u32) -> vec2f 
       }
     }
   }
-  if (R == 1u) { // the whole tree
-    for (var hk = 8u; hk > 0u; hk >>= 1u) {
-      for (var k = 0u; k < 8u; k++) {
-        if (k < hk) {
-          acc[k] = acc[k] + acc[k + hk];
-          accl[k] = accl[k] + accl[k + hk];
-        }
-      }
-    }
-  } else { // R 4: acc[m] is partial r + 4 m; level + 8 pairs m with m + 2, level + 4 m with m + 1
-    acc[0] = acc[0] + acc[2];
-    accl[0] = accl[0] + accl[2];
-    acc[1] = acc[1] + acc[3];
-    accl[1] = accl[1] + accl[3];
-    acc[0] = acc[0] + acc[1];
-    accl[0] = accl[0] + accl[1];
-  }
-  return vec2f(acc[0], accl[0]);
+  // level + 8 pairs m with m + 2, level + 4 m with m + 1
+  acc[0] = acc[0] + acc[2];
+  accl[0] = accl[0] + accl[2];
+  acc[1] = acc[1] + acc[3];
+  accl[1] = accl[1] + accl[3];
+  return vec2f(acc[0] + acc[1], accl[0] + accl[1]);
 }
 
 @compute @workgroup_size(256)
@@ -172,50 +193,32 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   let th = t * P.H + h;
   let so = P.s_off + th * P.N;
   let nc = (P.N + 63u) / 64u;
-  let mx = P.s_off + P.T * P.H * P.N; // MX, LC, OC after the scores
-  let lc = mx + 2u * P.T * P.H * nc;
+  let mc = P.s_off + P.T * P.H * P.N; // MC, LC, OC after the scores
+  let lc = mc + 2u * P.T * P.H * nc;
   let oc = lc + P.T * P.H * nc;
-  let c = wg.z; // modes 1 and 2: the chunk
-  if (P.mode == 1u) { // the chunk's scores (entry li / 4, partial li % 4), its max and count
-    let j = c * 64u + li / 4u;
+  if (P.mode == 1u) { // chunk c of a split: its scores, max, count, weights and sums
+    let c = wg.z;
+    let j = c * 64u + li / 4u; // entry li / 4, partial dot li % 4
     let vis = j < P.N && visible(j, qp);
     var pq = 0.0;
     if (vis) { pq = score_part(j, qo, g, D, li % 4u); }
     grp[li] = pq;
     workgroupBarrier();
-    var m = 0.0;
+    var s = 0.0;
     var seen = 0u;
     if (vis && li % 4u == 0u) { // score()'s adds and product
-      m = P.scale * ((grp[li] + grp[li + 1u]) + (grp[li + 2u] + grp[li + 3u]));
-      S[so + j] = m;
+      s = P.scale * ((grp[li] + grp[li + 1u]) + (grp[li + 2u] + grp[li + 3u]));
+      sc[li / 4u] = s;
       seen = 1u;
     }
-    let mz = reduce_max(m, seen, li);
-    let cz = workgroupUniformLoad(&cnt[0]);
-    if (li == 0u) {
-      S[mx + 2u * (th * nc + c)] = mz;
-      S[mx + 2u * (th * nc + c) + 1u] = f32(cz);
-    }
-    return;
-  }
-  if (P.mode == 2u) {
-    // m and the count over the chunks' (max: exact in any order; the count an integer)
-    var m = 0.0;
-    var seen = 0u;
-    for (var z = li; z < nc; z += 256u) {
-      let mz = S[mx + 2u * (th * nc + z)];
-      let cz = u32(S[mx + 2u * (th * nc + z) + 1u]);
-      if (cz != 0u && (seen == 0u || mz > m)) { m = mz; }
-      seen += cz;
-    }
-    m = reduce_max(m, seen, li);
-    let total = workgroupUniformLoad(&cnt[0]);
+    let m = reduce_max(s, seen, li);
+    let n = workgroupUniformLoad(&cnt[0]);
     if (li < 64u) {
-      let j = c * 64u + li;
-      if (j < P.N) {
+      let jj = c * 64u + li;
+      if (jj < P.N) {
         var wj = -1.0;
-        if (total != 0u && visible(j, qp)) { wj = weight(S[so + j], m); }
-        S[so + j] = wj;
+        if (n != 0u && visible(jj, qp)) { wj = weight(sc[li], m); }
+        S[so + jj] = wj;
       }
     }
     storageBarrier();
@@ -223,26 +226,63 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     // thread (d, r) = (li % 64 + 64 k, li / 64): partials r, r + 4, r + 8, r + 12 of dim d
     let r = li / 64u;
     for (var d = li % 64u; d < D; d += 64u) {
-      let v = chunk_sums(c, so, g, D, d, r, 4u);
+      let v = chunk_sums4(c, so, g, D, d, r);
       ex[r * 256u + d] = v.x;
       if (d == 0u) { exl[r] = v.y; }
     }
     workgroupBarrier();
     if (li < D) { // the tree's levels + 2 and + 1
       S[oc + (th * nc + c) * D + li] = (ex[li] + ex[512u + li]) + (ex[256u + li] + ex[768u + li]);
-      if (li == 0u) { S[lc + th * nc + c] = (exl[0] + exl[2]) + (exl[1] + exl[3]); }
+    }
+    if (li == 0u) {
+      S[lc + th * nc + c] = (exl[0] + exl[2]) + (exl[1] + exl[3]);
+      S[mc + 2u * (th * nc + c)] = m;
+      S[mc + 2u * (th * nc + c) + 1u] = f32(n);
     }
     return;
   }
-  // mode 0. Pass 1: scores and their max
-  var m = 0.0; // the max of this thread's scores, once it has one (seen > 0)
-  var seen = 0u;
+  // mode 0. Pass 1: the scores
   for (var j = li; j < P.N; j += 256u) {
-    if (!visible(j, qp)) { continue; }
-    let s = score(j, qo, g, D);
-    S[so + j] = s;
-    m = select(s, max(m, s), seen > 0u);
-    seen += 1u;
+    if (visible(j, qp)) { S[so + j] = score(j, qo, g, D); }
+  }
+  storageBarrier();
+  workgroupBarrier();
+  // pass 2: each chunk's max and count, four threads a chunk (16 entries each, 64 chunks a
+  // round), into MC; the chunks' max m and count, a tree
+  var m = 0.0; // the max of this thread's chunks' maxes, once it has one (seen > 0)
+  var seen = 0u;
+  for (var c0 = 0u; c0 < nc; c0 += 64u) {
+    let c = c0 + li / 4u;
+    var pm = 0.0;
+    var pn = 0u;
+    if (c < nc) {
+      let j0 = c * 64u + (li % 4u) * 16u;
+      for (var j = j0; j < min(P.N, j0 + 16u); j++) {
+        if (visible(j, qp)) {
+          let s = S[so + j];
+          pm = select(s, max(pm, s), pn > 0u);
+          pn += 1u;
+        }
+      }
+    }
+    red[li] = pm;
+    cnt[li] = pn;
+    workgroupBarrier();
+    if (li % 4u == 0u && c < nc) {
+      var mcc = 0.0;
+      var n = 0u;
+      for (var q = 0u; q < 4u; q++) {
+        if (cnt[li + q] != 0u && (n == 0u || red[li + q] > mcc)) { mcc = red[li + q]; }
+        n += cnt[li + q];
+      }
+      S[mc + 2u * (th * nc + c)] = mcc;
+      S[mc + 2u * (th * nc + c) + 1u] = f32(n);
+      if (n > 0u) {
+        m = select(mcc, max(m, mcc), seen > 0u);
+        seen += n;
+      }
+    }
+    workgroupBarrier();
   }
   m = reduce_max(m, seen, li);
   let total = workgroupUniformLoad(&cnt[0]);
@@ -250,10 +290,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     if (li < D) { O[qo + li] = 0.0; }
     return;
   }
-  // pass 2: weights in place (the sentinel -1 at invisible entries)
+  storageBarrier();
+  workgroupBarrier();
+  // the weights in place, each relative to its chunk's max (the sentinel -1 at invisible entries)
   for (var j = li; j < P.N; j += 256u) {
     var wj = -1.0;
-    if (visible(j, qp)) { wj = weight(S[so + j], m); }
+    if (visible(j, qp)) { wj = weight(S[so + j], S[mc + 2u * (th * nc + j / 64u)]); }
     S[so + j] = wj;
   }
   storageBarrier();
@@ -267,16 +309,17 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   var accl = 0.0;
   for (var c0 = 0u; c0 < nc; c0 += G) {
     if (e < G && c0 + e < nc) {
-      let r = chunk_sums(c0 + e, so, g, D, dl, 0u, 1u);
+      let r = chunk_sums(c0 + e, so, g, D, dl);
       grp[li] = r.x;
       if (dl == 0u) { grpl[e] = r.y; }
     }
     workgroupBarrier();
     if (li < D) {
       for (var k = 0u; k < G; k++) {
-        if (c0 + k < nc) {
-          acco = acco + grp[k * D + li];
-          accl = accl + grpl[k];
+        if (c0 + k < nc && S[mc + 2u * (th * nc + c0 + k) + 1u] != 0.0) {
+          let rc = attn_rescale(S[mc + 2u * (th * nc + c0 + k)], m);
+          acco = acco + rnd(rc * grp[k * D + li]);
+          accl = accl + rnd(rc * grpl[k]);
         }
       }
     }

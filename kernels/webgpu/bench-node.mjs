@@ -6,13 +6,15 @@
 // time by timestamps, by kernel (needs the adapter's timestamp-query; DAWN_FLAGS can add
 // disable-dawn-features=timestamp_quantization for full resolution).
 // --nr: rows per workgroup of the v1 decode driver (createKernels' matmulNR).
+// --attn-split auto|always|never: createKernels' attnSplit (always: prefill's attention split too).
 // --modes: the forward pass fused (llama.mjs's default) and/or unfused (fuse: false, one dispatch per
 // op), interleaved in each of the reps rounds (default both: the A/B); each mode's medians and its
 // commands a decode token.
 // --decode D: the quantized matmuls' decode driver, auto (the default: v2 for Q8_0 and Q4_0, v2's
-// grouped mode at 2 x 128 for Q4_K, v1 for Q6_K, as measured on the H200), v1, v2 or v2:NRxTPR (v2 with
-// NR rows x TPR threads a workgroup), v2 also with /g8 (Q4_K's and Q6_K's grouped mode, 8 lanes
-// a block; createKernels' decodeDriver, decodeNR, decodeTPR, decodeGP).
+// grouped mode at 8 x 128 with 4 rows a thread for Q4_K and Q6_K, as measured on the H200), v1,
+// v2 or v2:NRxTPR (v2 with NR rows x TPR threads a workgroup), v2 also with /g8 (Q4_K's and Q6_K's
+// grouped mode, 8 lanes a block) and /g8rRPT (RPT rows a thread; the shape then the K-quants'
+// only; createKernels' decodeDriver, decodeNR, decodeTPR, decodeGP, decodeRPT).
 // --decode-ab D,D,...: also time the T = 1 matmuls (each type's, each model's) with each of
 // these drivers, in interleaved rounds (e.g. --decode-ab v1,v2,v2:8x32).
 // The device's figures first (copy bandwidth, the int8 matmul microbenchmark, each quantized
@@ -40,7 +42,8 @@ const opt = (name, def) => {
 const num = (name, def) => Number(opt(name, def));
 const o = { copyBytes: num('--copy-mib', 256) * 2 ** 20, K: num('--k', 4096), R: num('--r', 4096),
   tPrefill: num('--prefill-t', 512), pp: num('--pp', 512), tg: num('--tg', 32), reps: num('--reps', 5),
-  matmulNR: num('--nr', 0), profile: num('--profile', 0), modes: opt('--modes', 'fused,unfused').split(','), decode: opt('--decode', 'auto') };
+  matmulNR: num('--nr', 0), profile: num('--profile', 0), modes: opt('--modes', 'fused,unfused').split(','), decode: opt('--decode', 'auto'),
+  attnSplit: opt('--attn-split', undefined) };
 const ab = opt('--decode-ab', null);
 if (ab) o.decodeAB = ab.split(',');
 for (const d of [o.decode, ...(o.decodeAB || [])]) decodeOptions(d); // a bad name throws here

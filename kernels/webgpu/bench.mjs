@@ -92,9 +92,10 @@ async function timed(device, reps, record, flush = () => {}) {
   return best;
 }
 
-// A decode driver as bench-node's --decode / --decode-ab name it: 'auto' (v2 for Q8_0, Q4_0; grouped v2 2 x 128 for Q4_K; v1 for Q6_K), 'v1', 'v2', 'v2:NRxTPR' (v2
-// with NR rows x TPR threads a workgroup), each v2 optionally '/g8' (Q4_K's and Q6_K's grouped
-// mode: 8 lanes a block), as createKernels' options.
+// A decode driver as bench-node's --decode / --decode-ab name it: 'auto' (v2 for Q8_0, Q4_0;
+// grouped v2 8 x 128, 4 rows a thread, for Q4_K and Q6_K), 'v1', 'v2', 'v2:NRxTPR' (v2 with NR
+// rows x TPR threads a workgroup), each v2 optionally '/g8' (Q4_K's and Q6_K's grouped mode: 8
+// lanes a block) or '/g8rRPT' (and RPT rows a thread), as createKernels' options.
 export function decodeOptions(spec) {
   const m = /^(auto|v1|v2)(?::(\d+)x(\d+))?(?:\/g(8)(?:r([1248]))?)?$/.exec(spec || 'auto');
   if (!m || (m[1] !== 'v2' && (m[2] || m[4])))
@@ -121,7 +122,8 @@ export async function bench(device, opts = {}) {
     types: ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'], log: console.log, ...opts };
   const out = {};
   const kopts = { ...(o.source ? { source: o.source } : {}),
-    ...(o.wgslFeatures ? { wgslFeatures: o.wgslFeatures } : {}), ...(o.matmulNR ? { matmulNR: o.matmulNR } : {}) };
+    ...(o.wgslFeatures ? { wgslFeatures: o.wgslFeatures } : {}), ...(o.matmulNR ? { matmulNR: o.matmulNR } : {}),
+    ...(o.attnSplit ? { attnSplit: o.attnSplit } : {}) };
   // o.profile (tokens): also a profiled prefill and o.profile profiled decode steps of each model,
   // every dispatch's GPU time by timestamps (createKernels' profile; needs 'timestamp-query')
   const profile = o.profile > 0 && device.features.has('timestamp-query');
@@ -292,11 +294,13 @@ export async function bench(device, opts = {}) {
     // bench's pp and the chat do); each decode step its one row. Also the commands a decode step
     // records (ks.counts: dispatches + copies + clears).
     const toks = Array.from({ length: o.pp + Math.max(o.tg, 3 * (o.profile || 0)) }, (_, i) => (i * 7919 + 13) % m.hp.V);
-    // a mode 'fused/sN': the fused pass submitted every N layers (forward's submitEvery; 0: once)
+    // a mode 'fused/sN': the fused pass submitted every N layers (forward's submitEvery; 0: once);
+    // 'fused/sd': in parts of 1, 1, 2, 4, ... layers (submitEvery 'doubling')
     const modes = Object.fromEntries((o.modes || ['fused', 'unfused']).map((n) => {
-      const sm = /^fused\/s(\d+)$/.exec(n);
-      if (!sm && n !== 'fused' && n !== 'unfused') throw new Error(`bench: a mode is fused, unfused or fused/sN, not ${n}`);
-      return [n, { fuse: n !== 'unfused', submitEvery: sm ? Number(sm[1]) : undefined, ppRuns: [], tgRuns: [] }];
+      const sm = /^fused\/s(\d+|d)$/.exec(n);
+      if (!sm && n !== 'fused' && n !== 'unfused') throw new Error(`bench: a mode is fused, unfused, fused/sN or fused/sd, not ${n}`);
+      const submitEvery = !sm ? undefined : sm[1] === 'd' ? 'doubling' : Number(sm[1]);
+      return [n, { fuse: n !== 'unfused', submitEvery, ppRuns: [], tgRuns: [] }];
     }));
     for (let r = 0; r <= o.reps; r++)
       for (const mo of Object.values(modes)) {
@@ -380,16 +384,18 @@ async function profileModel(ks, m, toks, o) {
   const decode = show(`decode at depth ${o.pp}, ${o.profile} steps`, sum(recs, o.profile), wall);
   // the same number of steps unprofiled (one pass a step), each step's CPU time to its
   // submission and its wait for the logits (medians): what a step costs beside its kernels
-  const cpu = [], wait = [];
+  const cpu = [], wait = [], cuts = [];
   for (let t = 0; t < o.profile; t++) {
     const timing = {};
     await forward(m, [toks[o.pp + o.profile + t]], { timing });
     cpu.push(timing.cpuMs);
     wait.push(timing.waitMs);
+    cuts.push(timing.cutMs ?? 0);
   }
   const mid = (a) => [...a].sort((x, y) => x - y)[(a.length - 1) >> 1];
   decode.cpuMs = mid(cpu);
   decode.waitMs = mid(wait);
+  decode.cutMs = mid(cuts);
   // and again with a timestamp at each step's start and end (no pass of its own per dispatch):
   // the GPU's span of an unprofiled step, its parts' gaps included
   const span = [], walls = [];
@@ -404,7 +410,8 @@ async function profileModel(ks, m, toks, o) {
   ks.profiling(false);
   decode.spanMs = span.length ? mid(span) : null;
   decode.stepWallMs = mid(walls);
-  o.log(`profile, unprofiled decode steps: CPU ${decode.cpuMs.toFixed(3)} ms to the submission, ` +
+  o.log(`profile, unprofiled decode steps: CPU ${decode.cpuMs.toFixed(3)} ms to the submission (${decode.cutMs.toFixed(3)} ms of it ` +
+    'in the parts\' submissions), ' +
     `${decode.waitMs.toFixed(3)} ms from there to the logits; the GPU's span of a step ` +
     `${decode.spanMs === null ? '(no marks)' : decode.spanMs.toFixed(3) + ' ms'}, wall ${decode.stepWallMs.toFixed(3)} ms (medians of ${o.profile})`);
   return { prefill, decode };

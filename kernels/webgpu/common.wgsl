@@ -57,3 +57,7 @@ fn rms_apply(b: u32, scale: f32, w: f32) -> f32 {
   }
   return (bitcast<f32>(b) * scale) * w;
 }
+
+// attention's factor of a chunk whose max score is mc under the max m of all its query's chunks
+// (attention.wgsl's step 4; attention.wgsl and attn_combine.wgsl both call this: one expression)
+fn attn_rescale(mc: f32, m: f32) -> f32 { return select(exp_f32(mc - m), 1.0, mc == m); }

@@ -48,16 +48,20 @@ const MATMUL_NR = { Q8_0: 8, Q4_0: 8, Q4_K: 8, Q6_K: 8, F16: 4 };
 // mode (8 lanes a block: createKernels' decodeGP) takes 4 x 64 (chunks of 8 blocks).
 const MATMUL_V2 = { Q8_0: [4, 64], Q4_0: [4, 64], Q4_K: [4, 16], Q6_K: [4, 16] };
 const MATMUL_V2_GROUPED = [4, 64];
-// attnSplit 'auto': a decode step's attention in three dispatches from this many entries (below,
-// one: a chunk of 64 entries a workgroup would leave most of the three's work to their floor)
+// attnSplit 'auto': attention in two dispatches from this many entries (below, one: a chunk of 64
+// entries a workgroup would leave most of the two's work to their floor), for a prefill too where
+// the chunks' sums (T H ceil(N / 64) (1 + D) floats of scratch) take at most ATTN_SPLIT_MAX_BYTES:
+// on the H200 at T = N = 512 a layer's attention took 1213 us split against 1853 in one dispatch
+// (1B, D 64) and 2003 against 3485 (8B width, D 128), one run.
 const ATTN_SPLIT_MIN_N = 256;
+const ATTN_SPLIT_MAX_BYTES = 128 * 2 ** 20;
 // decodeDriver 'auto': each type's decode driver as measured on an NVIDIA H200 (GPU timestamps of
 // every matmul of a token, kernels/webgpu/README.md "Where a decode token's GPU time goes"):
 // [driver, lanes a block, [rows, threads a row] of v2, rows a thread]. Q4_K and Q6_K: v2 grouped,
-// 16 rows x 64 threads, 4 rows a thread (the 8B-width files' T = 1 matmuls 3.99 and 2.82 ms
-// against 5.75 and 4.59 with the grouped 2 x 128 for Q4_K and v1 for Q6_K, interleaved in one
-// run on the H200: kernels/webgpu/README.md).
-const AUTO = { Q8_0: ['v2', 1, [4, 64]], Q4_0: ['v2', 1, [4, 64]], Q4_K: ['v2', 8, [16, 64], 4], Q6_K: ['v2', 8, [16, 64], 4] };
+// 8 rows x 128 threads, 4 rows a thread (Q4_K 28672 x 4096: 53 us, 1245 GB/s, against 91.7 us
+// with the grouped 2 x 128, one row a thread; the Q6_K head 1527 GB/s against v1's 920; 16 x 64
+// the same on the large shapes, 10-15% slower on the 4096-row ones: kernels/webgpu/README.md).
+const AUTO = { Q8_0: ['v2', 1, [4, 64]], Q4_0: ['v2', 1, [4, 64]], Q4_K: ['v2', 8, [8, 128], 4], Q6_K: ['v2', 8, [8, 128], 4] };
 const GROUPED = ['Q4_K', 'Q6_K'];
 
 const U = () => globalThis.GPUBufferUsage;
@@ -500,21 +504,23 @@ export async function createKernels(device, options = {}) {
   // out[t][h][d] over the KV cache (pl_attn_args): q [T][H][D] f32, k and v [N][Hkv][D] (f32, or
   // f16 when kvF16; D at most 256), qPos [T] and kvPos [N] i32 buffers; scratch holds
   // attnScratchFloats(T, H, N, D) floats from scratchOff. Two ways, the same bits (attention.wgsl):
-  // one dispatch of T H workgroups (mode 0), or three (modes 1 and 2, then attn_combine.wgsl)
-  // that spread a head's entries over workgroups, a chunk of 64 each, for a decode step, where
-  // mode 0 would run H workgroups through all N entries.
+  // one dispatch of T H workgroups (mode 0), or two (mode 1, then attn_combine.wgsl) that spread
+  // a head's entries over workgroups, a chunk of 64 each (for a decode step mode 0 would run H
+  // workgroups through all N entries; a prefill's T H workgroups each walk theirs in series).
   // a.quant ({ type: 'Q8_0' or 'Q8_K', y, yRow, yOff }, optional): out's rows (H D floats) also
   // quantized into y as quantize() would (qLayout), for the next matmul: the split's last
   // dispatch does it; after mode 0, a quantize dispatch. The same bytes either way.
-  // options.attnSplit: 'auto' (the default: the three where T is 1 and N at least
-  // ATTN_SPLIT_MIN_N), 'always' or 'never' (the conformance run takes every case both ways).
+  // options.attnSplit: 'auto' (the default: the two from ATTN_SPLIT_MIN_N entries, where a
+  // prefill's sums fit ATTN_SPLIT_MAX_BYTES), 'always' or 'never' (the conformance run takes
+  // every case both ways).
   const attnSplit = options.attnSplit ?? 'auto';
   if (!['auto', 'always', 'never'].includes(attnSplit))
     throw new Error(`plumb-webgpu: attnSplit must be 'auto', 'always' or 'never', not ${attnSplit}`);
-  const splitFor = (T, N) => attnSplit === 'always' || (attnSplit === 'auto' && T === 1 && N >= ATTN_SPLIT_MIN_N);
+  const splitFor = (T, H, N, D) => attnSplit === 'always' || (attnSplit === 'auto' && N >= ATTN_SPLIT_MIN_N &&
+    (T === 1 || 4 * T * H * Math.ceil(N / 64) * (1 + D) <= ATTN_SPLIT_MAX_BYTES));
   function attnScratchFloats(T, H, N, D) {
     const th = T * H, nc = Math.ceil(N / 64);
-    return th * N + (splitFor(T, N) ? th * nc * (3 + D) : 0);
+    return th * N + 2 * th * nc + (splitFor(T, H, N, D) ? th * nc * (1 + D) : 0);
   }
   function attention(enc, a) {
     if (!(Number.isInteger(a.D) && a.D >= 1 && a.D <= 256))
@@ -532,15 +538,14 @@ export async function createKernels(device, options = {}) {
       return new Uint32Array(p);
     };
     const bufs = [a.q, a.k, a.v, a.qPos, a.kvPos, a.scratch, a.out];
-    if (!splitFor(a.T, a.N)) {
+    if (!splitFor(a.T, a.H, a.N, a.D)) {
       dispatch(enc, need('attention'), bufs, words(0), a.H, a.T);
       if (qz) quantize(enc, a.quant.type, { x: a.out, y: a.quant.y, n: nq, rows: a.T, yRow: qz[0], yOff: qz[1] });
       return;
     }
     const nc = Math.ceil(a.N / 64);
     if (nc > 65535) throw new Error(`plumb-webgpu: attention: ${a.N} entries (at most ${65535 * 64} split)`);
-    dispatch(enc, need('attention'), bufs, words(1), a.H, a.T, nc, 'attention scores');
-    dispatch(enc, need('attention'), bufs, words(2), a.H, a.T, nc, 'attention chunks');
+    dispatch(enc, need('attention'), bufs, words(1), a.H, a.T, nc, 'attention chunks');
     const [gx, gy] = grid(Math.ceil(nq / 256) * a.T);
     dispatch(enc, need('attn_combine_' + (qz ? a.quant.type : 'Q8_0')), [a.scratch, a.out, qz ? a.quant.y : dummy[1]],
       new Uint32Array([a.T, a.H, a.D, a.N, a.scratchOff || 0, qz ? qz[1] : 0, qz ? qz[0] : 0, qz ? 1 : 0, 0, 0, 0, 0]),
