@@ -28,7 +28,7 @@ target_link_libraries(webgpu_models PRIVATE plumb PkgConfig::CUNIT ${PLUMB_GSL} 
 add_test(NAME webgpu_conformance
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${CMAKE_CURRENT_SOURCE_DIR}/web/webgpu.mjs)
 set_tests_properties(webgpu_conformance PROPERTIES LABELS "webgpu;browser;conformance"
-  TIMEOUT 600 SKIP_RETURN_CODE 77 FIXTURES_REQUIRED web_npm
+  TIMEOUT 1200 SKIP_RETURN_CODE 77 FIXTURES_REQUIRED web_npm
   ENVIRONMENT "PLUMB_WEBGPU_CASES=$<TARGET_FILE:webgpu_cases>;PLUMB_WEBGPU_MODELS=$<TARGET_FILE:webgpu_models>;PLUMB_WEB_NPM=${CMAKE_BINARY_DIR}/web-npm")
 
 # The chat page's webgpu backend (issue 50): the page served by plumb serve (cross-origin
