@@ -12,8 +12,9 @@
 //   2. per chunk with a visible entry, m_c, the max of its scores (exact in any order), and the
 //      weights w_j = exp(s_j - m_c), 1 at the max (invisible entries: the sentinel -1);
 //   3. per chunk, for each output dim d, 16 partial sums (entry j in partial j mod 16, each its 4
-//      entries' w_j v_j[d] in j order from +0, invisible entries and those past N skipped) added
-//      in one fixed tree, p with p + 8, then + 4, + 2, + 1: O_c[d]; the weights likewise: L_c;
+//      entries' w_j v_j[d], each product rounded, in j order from +0, invisible entries and those
+//      past N skipped) added in one fixed tree, p with p + 8, then + 4, + 2, + 1: O_c[d]; the
+//      weights likewise: L_c;
 //   4. m, the max of the chunks' m_c; per chunk with a visible entry, in chunk order, r_c =
 //      exp(m_c - m) (1 where m_c = m), A[d] += r_c O_c[d] and B += r_c L_c from +0, each product
 //      rounded before its add (rnd: no compiler fuses them), then O[d] = A[d] / B (B >= 1: the
@@ -129,7 +130,9 @@ fn reduce_max(m: f32, seen: u32, li: u32) -> f32 {
 
 // Chunk c's sums for output dim d in one thread: (O_c[d], L_c) from the weights in S from so
 // (-1: invisible): 16 partials, entry j in partial j mod 16 (its 4 entries in j order from +0,
-// past N skipped), added in the fixed tree p with p + 8, + 4, + 2, + 1.
+// past N skipped, each product rounded before its add: chunk_sums4 forms the same partials in
+// another function, and rnd keeps a compiler from fusing one and not the other), added in the
+// fixed tree p with p + 8, + 4, + 2, + 1.
 fn chunk_sums(c: u32, so: u32, g: u32, D: u32, d: u32) -> vec2f {
   var acc: array<f32, 16>;
   var accl: array<f32, 16>;
@@ -139,7 +142,7 @@ fn chunk_sums(c: u32, so: u32, g: u32, D: u32, d: u32) -> vec2f {
       if (j < P.N) {
         let wj = S[so + j];
         if (wj != -1.0) {
-          acc[p] = acc[p] + wj * kv_v((j * P.Hkv + g) * D + d);
+          acc[p] = acc[p] + rnd(wj * kv_v((j * P.Hkv + g) * D + d));
           accl[p] = accl[p] + wj;
         }
       }
@@ -168,7 +171,7 @@ fn chunk_sums4(c: u32, so: u32, g: u32, D: u32, d: u32, r: u32) -> vec2f {
       if (j < P.N) {
         let wj = S[so + j];
         if (wj != -1.0) {
-          acc[m] = acc[m] + wj * kv_v((j * P.Hkv + g) * D + d);
+          acc[m] = acc[m] + rnd(wj * kv_v((j * P.Hkv + g) * D + d));
           accl[m] = accl[m] + wj;
         }
       }
