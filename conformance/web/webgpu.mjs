@@ -425,9 +425,12 @@ try {
       for (const [patches, stepwise] of [[null, false], [nFault, false], [null, true]]) {
         const r = await page.evaluate((f, t, k, p, sw) => window.wgpu.nInvariance(f, t, k, p, sw), pf.file, toks, 8, patches, stepwise);
         if (r.error) throw new Error(r.error);
-        const ok = patches ? !r.same : r.same;
+        // stepwise: steps 1..7 submitted as recorded ahead, and position 4's second step (after a
+        // truncate) recorded afresh
+        const ok = patches ? !r.same : stepwise ? r.same && r.aheadSteps === 7 && r.redoAhead === false : r.same;
         console.log(`${ok ? 'ok  ' : 'FAIL'} ${patches ? 'planted fault caught: attention\'s V partials 1 and 4 swapped where N is odd (a query\'s bits depend on N)'
-          : stepwise ? '8 tokens decoded one at a time with attention split into two dispatches give the first 8 rows of 13 tokens\' prefill (one dispatch) bit for bit'
+          : stepwise ? '8 tokens decoded one at a time with attention split into two dispatches give the first 8 rows of 13 tokens\' prefill (one dispatch) bit for bit ' +
+            `(${r.aheadSteps} of the 8 steps recorded ahead, 7 wanted; position 4 taken again after a truncate, recorded ${r.redoAhead === false ? 'afresh' : 'AHEAD'})`
             : '8 tokens alone (8 cache entries) give the first 8 rows of 13 tokens\' evaluation (13 entries, the rest invisible to them) bit for bit'}`);
         if (!ok) failures++;
       }

@@ -9,7 +9,8 @@
 // --attn-split auto|always|never: createKernels' attnSplit (always: prefill's attention split too).
 // --modes: the forward pass fused (llama.mjs's default) and/or unfused (fuse: false, one dispatch per
 // op), interleaved in each of the reps rounds (default both: the A/B); each mode's medians and its
-// commands a decode token.
+// commands a decode token. fused/sN, fused/sd: the step in parts of N layers, or doubling; any
+// mode with /na: no decode step recorded ahead (forward's ahead: false).
 // --decode D: the quantized matmuls' decode driver, auto (the default: v2 for Q8_0 and Q4_0, v2's
 // grouped mode at 8 x 128 with 4 rows a thread for Q4_K and Q6_K, as measured on the H200), v1,
 // v2 or v2:NRxTPR (v2 with NR rows x TPR threads a workgroup), v2 also with /g8 (Q4_K's and Q6_K's

@@ -194,6 +194,34 @@ export async function bench(device, opts = {}) {
       for (const x of [a, b, c, u]) x.destroy();
     }
 
+    // The dispatch floor: o.floorN (default 512) dispatches of the add kernel (one workgroup, 256
+    // floats, each reading what the one before wrote: a barrier between each two, as a forward
+    // pass's dispatches) recorded in one pass of a frame (a decode step's way: bind groups kept,
+    // only changed parameters written), then submitted: the GPU's time a dispatch (wall from
+    // submit to the queue drained, over n) and the CPU's time to record one. What a step of D
+    // dispatches costs beside its work: D times each.
+    {
+      const n = o.floorN ?? 512, x = ks.buffer(4 * 256), y = ks.buffer(4 * 256), key = {};
+      const record = (enc) => {
+        ks.beginFrame(key);
+        for (let i = 0; i < n; i++) ks.add(enc, { x, y, n: 256 });
+        ks.endFrame();
+      };
+      await timed(device, 1, record, ks.flush); // the frame's bind groups made
+      let cpuMs = Infinity;
+      const ms = await timed(device, o.reps, (enc) => {
+        const t0 = performance.now();
+        record(enc);
+        cpuMs = Math.min(cpuMs, performance.now() - t0);
+      }, ks.flush);
+      out.floor = { n, gpuUs: 1e3 * ms / n, cpuUs: 1e3 * cpuMs / n };
+      o.log(`dispatch floor: ${n} dependent one-workgroup dispatches in one pass: GPU ${out.floor.gpuUs.toFixed(2)} us each ` +
+        `(submit to done), CPU ${out.floor.cpuUs.toFixed(2)} us each to record (best of ${o.reps})`);
+      ks.dropFrame(key);
+      x.destroy();
+      y.destroy();
+    }
+
     // Each quantized type's matmul (quantize + matmul, as a forward pass runs it) of an R x K weight
     // at T = 1 (decode: GB/s of weights read, against copy's) and T = tPrefill (prefill: GOP/s,
     // against the microbenchmark's). Random quants; the scales set to 1.0 so no NaN slows anything.
@@ -241,7 +269,7 @@ export async function bench(device, opts = {}) {
       wb.destroy();
     }
   } else {
-    Object.assign(out, { copy: o.base.copy, int8mm: o.base.int8mm });
+    Object.assign(out, { copy: o.base.copy, int8mm: o.base.int8mm, floor: o.base.floor });
   }
 
   // a model's prefill and decode
@@ -295,24 +323,27 @@ export async function bench(device, opts = {}) {
     // records (ks.counts: dispatches + copies + clears).
     const toks = Array.from({ length: o.pp + Math.max(o.tg, 3 * (o.profile || 0)) }, (_, i) => (i * 7919 + 13) % m.hp.V);
     // a mode 'fused/sN': the fused pass submitted every N layers (forward's submitEvery; 0: once);
-    // 'fused/sd': in parts of 1, 1, 2, 4, ... layers (submitEvery 'doubling')
+    // 'fused/sd': in parts of 1, 1, 2, 4, ... layers (submitEvery 'doubling'); a mode ending in
+    // '/na': no decode step recorded ahead (forward's ahead: false)
     const modes = Object.fromEntries((o.modes || ['fused', 'unfused']).map((n) => {
-      const sm = /^fused\/s(\d+|d)$/.exec(n);
-      if (!sm && n !== 'fused' && n !== 'unfused') throw new Error(`bench: a mode is fused, unfused, fused/sN or fused/sd, not ${n}`);
-      const submitEvery = !sm ? undefined : sm[1] === 'd' ? 'doubling' : Number(sm[1]);
-      return [n, { fuse: n !== 'unfused', submitEvery, ppRuns: [], tgRuns: [] }];
+      const sm = /^(fused|unfused)(?:\/s(\d+|d))?(\/na)?$/.exec(n);
+      if (!sm || (sm[1] === 'unfused' && sm[2])) throw new Error(`bench: a mode is fused, unfused, fused/sN or fused/sd, each optionally /na, not ${n}`);
+      const submitEvery = !sm[2] ? undefined : sm[2] === 'd' ? 'doubling' : Number(sm[2]);
+      return [n, { fuse: sm[1] === 'fused', submitEvery, ahead: !sm[3], ppRuns: [], tgRuns: [] }];
     }));
     for (let r = 0; r <= o.reps; r++)
       for (const mo of Object.values(modes)) {
         truncate(m, 0);
         let t0 = performance.now();
-        await forward(m, toks.slice(0, o.pp), { rows: 1, fuse: mo.fuse, submitEvery: mo.submitEvery });
+        await forward(m, toks.slice(0, o.pp), { rows: 1, fuse: mo.fuse, submitEvery: mo.submitEvery, ahead: mo.ahead });
         const ppMs = performance.now() - t0;
         t0 = performance.now();
         for (let t = 0; t < o.tg; t++) {
           ks.counts.reset();
-          await forward(m, [toks[o.pp + t]], { fuse: mo.fuse, submitEvery: mo.submitEvery });
-          mo.cmds = ks.counts.total();
+          await forward(m, [toks[o.pp + t]], { fuse: mo.fuse, submitEvery: mo.submitEvery, ahead: mo.ahead });
+          // a call records one step (its own, or the next one ahead; the last, none): the most of any
+          mo.cmds = Math.max(t ? mo.cmds : 0, ks.counts.total());
+          mo.writes = Math.max(t ? mo.writes : 0, ks.counts.write);
         }
         const tgMs = performance.now() - t0;
         if (r > 0) { mo.ppRuns.push(ppMs); mo.tgRuns.push(tgMs); }
@@ -331,7 +362,9 @@ export async function bench(device, opts = {}) {
     for (const [name, mo] of Object.entries(modes))
       o.log(`model (${(weightBytes / 1e6).toFixed(1)} MB of weights), ${name}: pp${o.pp} ${mo.ppTokS.toPrecision(3)} tok/s, ` +
         `tg${o.tg} ${mo.tgTokS.toPrecision(3)} tok/s = ${mo.decodeGBs.toPrecision(3)} GB/s of weights ` +
-        `(${(100 * mo.decodeGBs / out.copy.readGBs).toFixed(0)}% of copy), ${mo.cmds} commands a decode step; each token ` +
+        `(${(100 * mo.decodeGBs / out.copy.readGBs).toFixed(0)}% of copy), ${mo.cmds} commands a decode step` +
+        (out.floor ? ` (times the dispatch floor: GPU ${(mo.cmds * out.floor.gpuUs / 1e3).toFixed(3)} ms, CPU ${(mo.cmds * out.floor.cpuUs / 1e3).toFixed(3)} ms)` : '') +
+        `, ${mo.writes} uniform writes; each token ` +
         `one command buffer, its logits read back (medians of ${o.reps} after one untimed round, the modes interleaved; ` +
         `pp ${mo.ppRuns.map((x) => x.toFixed(0)).join('/')} ms, tg ${mo.tgRuns.map((x) => x.toFixed(0)).join('/')} ms)`);
   }
@@ -384,18 +417,20 @@ async function profileModel(ks, m, toks, o) {
   const decode = show(`decode at depth ${o.pp}, ${o.profile} steps`, sum(recs, o.profile), wall);
   // the same number of steps unprofiled (one pass a step), each step's CPU time to its
   // submission and its wait for the logits (medians): what a step costs beside its kernels
-  const cpu = [], wait = [], cuts = [];
+  const cpu = [], wait = [], cuts = [], aheads = [];
   for (let t = 0; t < o.profile; t++) {
     const timing = {};
     await forward(m, [toks[o.pp + o.profile + t]], { timing });
     cpu.push(timing.cpuMs);
     wait.push(timing.waitMs);
     cuts.push(timing.cutMs ?? 0);
+    aheads.push(timing.aheadMs ?? 0);
   }
   const mid = (a) => [...a].sort((x, y) => x - y)[(a.length - 1) >> 1];
   decode.cpuMs = mid(cpu);
   decode.waitMs = mid(wait);
   decode.cutMs = mid(cuts);
+  decode.aheadMs = mid(aheads);
   // and again with a timestamp at each step's start and end (no pass of its own per dispatch):
   // the GPU's span of an unprofiled step, its parts' gaps included
   const span = [], walls = [];
@@ -411,7 +446,7 @@ async function profileModel(ks, m, toks, o) {
   decode.spanMs = span.length ? mid(span) : null;
   decode.stepWallMs = mid(walls);
   o.log(`profile, unprofiled decode steps: CPU ${decode.cpuMs.toFixed(3)} ms to the submission (${decode.cutMs.toFixed(3)} ms of it ` +
-    'in the parts\' submissions), ' +
+    `in the parts' submissions), the next step recorded ahead in ${decode.aheadMs.toFixed(3)} ms, ` +
     `${decode.waitMs.toFixed(3)} ms from there to the logits; the GPU's span of a step ` +
     `${decode.spanMs === null ? '(no marks)' : decode.spanMs.toFixed(3) + ' ms'}, wall ${decode.stepWallMs.toFixed(3)} ms (medians of ${o.profile})`);
   return { prefill, decode };
@@ -426,6 +461,8 @@ export function markdownTable(res, adapterLine) {
     '| what | figure | share |', '|---|---:|---:|',
     `| copy kernel, read bandwidth (${o.copyBytes >> 20} MiB read and written) | ${f(d.copy.readGBs)} GB/s | — |`,
     `| int8 matmul microbenchmark ${d.int8mm.M} x ${d.int8mm.K} x ${d.int8mm.N} | ${f(d.int8mm.gops)} GOP/s | — |`];
+  if (d.floor)
+    lines.push(`| dispatch floor (${d.floor.n} dependent one-workgroup dispatches, one pass) | GPU ${f(d.floor.gpuUs)} us, CPU ${f(d.floor.cpuUs)} us a dispatch | — |`);
   for (const [t, r] of Object.entries(d.matmul))
     for (const [T, x] of Object.entries(r))
       lines.push(T === '1'

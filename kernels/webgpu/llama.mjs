@@ -348,10 +348,14 @@ export function loadModel(ks, gguf, nCtx, opts = {}) {
     nCtx: W ? Infinity : nCtx, window: W, sinks: S, recent, ring, cap, slotPos, evicted: 0, nPast: 0,
     fuse: opts.fuse ?? true, unfusedFrame: {}, steps: {} };
 }
-// A step's layers a submission after its first (forward's cut): 1, every layer (tg64 on the H200,
-// interleaved in one run: llama-1b 280 tok/s against 265 every 2 and 258 every 4; the 8B-width
-// Q4_K file 421, 390, 357: the GPU starts sooner; kernels/webgpu/README.md)
-const SUBMIT_EVERY = 1;
+// A step's parts (recordStep's cut): 'doubling', parts of 1, 1, 2, 4, ... layers. With the step
+// recorded ahead, a part's submission is Dawn's own encoding of it (~3.5 us a dispatch on the
+// H200's host), and the GPU waits only for the first, small part: tg64 interleaved in one run,
+// two runs (llama-1b; 8B width Q4_K; Q4_K_M, 8 layers): doubling 447, 432; 489, 466; 424, 429
+// tok/s, every layer 395, 392; 457, 440; 404, 405, one submission 418, 430; 482, 444; 405, 414.
+// Recorded as it ran, every layer was best (every layer 280, every 2 265, every 4 258 on the 1B:
+// the GPU started sooner; kernels/webgpu/README.md).
+const SUBMIT_EVERY = 'doubling';
 const KV_EMPTY = 0x7fffffff; // engine/runtime/kvcache.h's PL_KV_EMPTY
 
 // The slot of position p (kvcache.c's pl_kvcache_slot).
@@ -379,20 +383,33 @@ export function truncate(m, n) {
 
 // Every buffer of the model, freed (the device stays).
 export function freeModel(m) {
+  if (m.ahead) m.ahead.fetch.cancel(); // a decode step recorded ahead (forward)
+  m.ahead = null;
   const bufs = [m.kvPos, m.outNorm.buf, m.output.buf, ...m.cache.flatMap((c) => [c.k, c.v])];
   for (const st of Object.values(m.steps)) bufs.push(...Object.values(st));
   for (const L of m.layers) for (const t of Object.values(L)) if (t && t.buf) bufs.push(t.buf);
   for (const b of new Set(bufs)) b.destroy();
+  m.ks.dropFrame(m); // the decode frames' uniforms
+  m.ks.dropFrame(m.unfusedFrame);
 }
 
 // Evaluates tokens at positions [nPast, nPast + T): every token's logits (T rows of V floats).
 // opts.rows: only the last rows positions get the output head and come back (a chat's step wants the last one;
 // default: every position's). opts.fuse: the fused pass or the unfused sequence (default: the
 // model's, loadModel's opts.fuse); the same logits, bit for bit.
+// A decode step is recorded ahead: once a decode step's commands are submitted, and while the
+// GPU runs them, the next position's decode step is recorded (its command buffers finished,
+// not submitted: nothing in them depends on the token, whose row is written at submission);
+// the next call, if it is that step (one token at that position, the same fuse and
+// submitEvery), submits them, else drops them. The same commands in the same order: the same
+// bits. The CPU's recording (about 8 us a dispatch in Dawn's node binding, 160 dispatches a 1B
+// token) then overlaps the GPU's work instead of preceding it. Not for a windowed ring (its
+// slots move with each step), while profiling (the timestamps are read in recording order),
+// or with opts.ahead false.
 export async function forward(m, tokens, opts = {}) {
   const tStart = performance.now();
   const { ks, hp } = m;
-  const { E, H, Hkv, D, F, V } = hp;
+  const { E } = hp;
   const T = tokens.length, p0 = m.nPast;
   if (p0 + T > m.nCtx) throw new Error('context full');
   if (m.ring && T > m.recent)
@@ -400,6 +417,79 @@ export async function forward(m, tokens, opts = {}) {
   if (p0 + T > 0x7ffffffe) throw new Error(`position ${p0 + T} would overflow int32`);
   const x0 = new Float32Array(T * E);
   for (let t = 0; t < T; t++) embedRow(m.embd, tokens[t], x0.subarray(t * E, (t + 1) * E));
+  const decode = T === 1;
+  const fuse = opts.fuse ?? m.fuse;
+  // opts.submitEvery: the parts' size in layers (recordStep)
+  const every = opts.submitEvery ?? SUBMIT_EVERY;
+  // the positions whose logits are read back: the head runs on those rows only (a prefill for a
+  // chat's next token: one row of V instead of T; each row's logits are the same bits either way)
+  const rows = Math.min(T, opts.rows ?? T);
+  const ahead = m.ahead;
+  m.ahead = null;
+  const useAhead = decode && ahead && ahead.p0 === p0 && ahead.fuse === fuse && ahead.every === every && !ks.profilingOn();
+  if (ahead && !useAhead) ahead.fetch.cancel();
+  // the slots these positions take (the ring evicts what held them), before any layer, so
+  // the step's tokens see each other (pl_kvcache_place); attention scans the occupied slots
+  const placed = m.ring ? [m.slotPos.slice(), m.evicted] : null; // restored if the step fails
+  if (m.ring) {
+    for (let p = p0; p < p0 + T; p++) m.slotPos[slotOf(m, p)] = p;
+    if (p0 + T - m.ring > m.evicted) m.evicted = p0 + T - m.ring;
+  }
+  let step;
+  if (useAhead) {
+    const t0 = performance.now();
+    ks.device.queue.writeBuffer(ahead.bufs.x, 0, x0);
+    ks.device.pushErrorScope('validation');
+    for (const cb of ahead.parts) ks.device.queue.submit([cb]);
+    const scope = ks.device.popErrorScope();
+    step = { ...ahead, err: Promise.all([ahead.err, scope]).then(([a, b]) => a || b), cutMs: performance.now() - t0 };
+  } else {
+    try {
+      step = recordStep(m, p0, T, { fuse, every, rows, x0 }, true);
+    } catch (e) {
+      if (placed) [m.slotPos, m.evicted] = placed;
+      throw e;
+    }
+  }
+  const tSubmit = performance.now();
+  if (decode && !m.ring && p0 + 2 <= m.nCtx && opts.ahead !== false && !ks.profilingOn()) {
+    try {
+      m.ahead = recordStep(m, p0 + 1, 1, { fuse, every, rows: 1, x0: null }, false);
+    } catch {
+      m.ahead = null; // the next step records itself (and meets the error there)
+    }
+  }
+  const tAhead = performance.now();
+  const [err, got] = await Promise.all([step.err, step.fetch().then((b) => ({ b }), (e) => ({ e }))]);
+  // opts.timing (an object, for the benchmarks): the step's CPU time up to its last submission (the
+  // embedding row, the angles, recording — none where it was recorded ahead; cutMs of it in the
+  // parts' submissions), the next step's recording (aheadMs), and from the last submission until
+  // its logits are back (aheadMs included); ahead: whether this step was recorded ahead
+  if (opts.timing) Object.assign(opts.timing, { cpuMs: tSubmit - tStart, aheadMs: tAhead - tSubmit,
+    waitMs: performance.now() - tSubmit, cutMs: step.cutMs, ahead: !!useAhead });
+  if (err || got.e) {
+    if (placed) [m.slotPos, m.evicted] = placed;
+    if (m.ahead) m.ahead.fetch.cancel();
+    m.ahead = null;
+    if (!decode) for (const b of Object.values(step.bufs)) b.destroy();
+    throw new Error(`webgpu forward pass: ${(err || got.e).message}`);
+  }
+  m.nPast = p0 + T;
+  const out = new Float32Array(got.b);
+  if (!decode) for (const b of Object.values(step.bufs)) b.destroy();
+  return out;
+}
+
+// Records the step of T tokens at positions [p0, p0 + T) (fuse, every, rows: forward's; x0: the
+// tokens' embedding rows, written here; null: the caller writes them into the step's x before
+// submitting) and writes its positions, angles and (ring) slots; with submitNow each part is
+// submitted as it is finished, else the parts' command buffers are kept. Returns { p0, fuse,
+// every, bufs, parts, fetch (the logits' readback, to call once all parts are submitted; its
+// cancel() gives the readback buffer back unread), err (the recording's validation scope),
+// cutMs }.
+function recordStep(m, p0, T, { fuse, every, rows, x0 }, submitNow) {
+  const { ks, hp } = m;
+  const { E, H, Hkv, D, F, V } = hp;
   const pos = Array.from({ length: T }, (_, t) => p0 + t);
   const rope = hp.rope;
   // the angles of these positions, once for q, k and every layer
@@ -408,13 +498,6 @@ export async function forward(m, tokens, opts = {}) {
   // same dispatches every token (ks.beginFrame): only the token's row, its position, its angles
   // and the attention's length are written. A prefill makes its own and frees them.
   const decode = T === 1;
-  // the slots these positions take (the ring evicts what held them), before any layer, so
-  // the step's tokens see each other (pl_kvcache_place); attention scans the occupied slots
-  const placed = m.ring ? [m.slotPos.slice(), m.evicted] : null; // restored if the step fails
-  if (m.ring) {
-    for (let p = p0; p < p0 + T; p++) m.slotPos[slotOf(m, p)] = p;
-    if (p0 + T - m.ring > m.evicted) m.evicted = p0 + T - m.ring;
-  }
   const N = Math.min(p0 + T, m.cap);
   // the cache rows of the step's tokens, as runs of consecutive slots: [first token, slot, count]
   const runs = [];
@@ -423,171 +506,166 @@ export async function forward(m, tokens, opts = {}) {
     if (r && r[1] + r[2] === sl) r[2]++;
     else runs.push([t, sl, 1]);
   }
-  const fuse = opts.fuse ?? m.fuse;
-  // the positions whose logits are read back: the head runs on those rows only (a prefill for a
-  // chat's next token: one row of V instead of T; each row's logits are the same bits either way)
-  const rows = Math.min(T, opts.rows ?? T);
   const bufs = decode ? (m.steps[fuse ? 'fused' : 'unfused'] ||= stepBuffers(m, 1, m.cap, fuse)) : stepBuffers(m, T, N, fuse, rows);
   const { x, xn, xq, q, k, v, qkv, att, tmp, gate, upb, gu, ffh, qPos, scratch, logits, cs } = bufs;
-  ks.device.queue.writeBuffer(x, 0, x0);
+  if (x0) ks.device.queue.writeBuffer(x, 0, x0);
   ks.device.queue.writeBuffer(qPos, 0, new Int32Array(pos));
   ks.device.queue.writeBuffer(cs, 0, table);
   if (m.ring) ks.device.queue.writeBuffer(m.kvPos, 0, m.slotPos);
   ks.device.pushErrorScope('validation');
-  let enc = ks.device.createCommandEncoder();
-  ks.mark(enc); // a benchmark's timestamp (profiling('marks')); else nothing
-  // The step goes to the GPU in parts: after layer 0, then after every SUBMIT_EVERY layers, the
-  // commands so far are submitted and a new encoder takes the rest, so the GPU runs the first
-  // layers while the CPU records the next (recording a layer takes about as long as the GPU
-  // runs it: kernels/webgpu/README.md). The queue runs the submissions in order, each seeing
-  // the writes of those before it: the same commands in the same order, the same bits. Not for
-  // a windowed ring: a step that fails after a part ran would have overwritten cache slots that
-  // entries the restored state still sees hold (elsewhere a failed step's rows lie past nPast).
-  // opts.submitEvery: the parts' size in layers (default SUBMIT_EVERY; 0: the step in one
-  // submission; 'doubling': parts of 1, 1, 2, 4, ... layers, cuts after layers 2^k - 1), a
-  // benchmark's knob: the same commands in the same order either way.
-  const every = opts.submitEvery ?? SUBMIT_EVERY;
-  const cutAfter = (l) => (every === 'doubling' ? ((l + 1) & l) === 0 : l === 0 || (l + 1) % every === 0);
-  let cutMs = 0; // the time in the parts' submissions (opts.timing)
-  const cut = (l) => {
-    if (!every || m.ring || l === hp.L - 1 || !cutAfter(l)) return;
-    const t0 = performance.now();
-    ks.flush(enc);
-    ks.device.queue.submit([enc.finish()]);
-    enc = ks.device.createCommandEncoder();
-    cutMs += performance.now() - t0;
-  };
-  // the fused and the unfused sequences record different dispatches: a frame each
-  if (decode) ks.beginFrame(fuse ? m : m.unfusedFrame);
-  // y[T][ldy] from column yOff = W . quantize(src[T][K]). same: src is unchanged since the last
-  // mm (or rmsnormQ / swigluQ wrote it quantized), so xq still holds it where the dot type is this
-  // one's (q, k, v of one input; gate, up).
-  let xqHolds = null;
-  // tRows: the last tRows of the T rows only (the output head when opts.rows asks for fewer)
-  const mm = (w, src, K, y, same = false, yOff = 0, ldy = w.dims[1], tRows = T) => {
-    const dt = DOT[w.type];
-    if (!dt) throw new Error(`matmul of ${w.type}: not in the webgpu set`);
-    const held = same && xqHolds && xqHolds.src === src && xqHolds.dt === dt && xqHolds.K === K;
-    if (dt !== 'F32' && !held) ks.quantize(enc, dt, { x: src, y: xq, n: K, rows: T });
-    xqHolds = dt === 'F32' ? null : { src, dt, K };
-    const xRow = dt === 'F32' ? 4 * K : quantRowBytes(dt, K);
-    ks.matmul(enc, w.type, { w: w.buf, wOff: w.wOff, x: dt === 'F32' ? src : xq, xOff: (T - tRows) * xRow, y, K, R: w.dims[1],
-      T: tRows, wRow: w.rowBytes, xRow, yOff, ldy });
-  };
-  const scale = Math.fround(1 / Math.sqrt(D));
-  const nq = H * D, nkv = Hkv * D, nqkv = nq + 2 * nkv;
-  if (!fuse) {
-    // The unfused sequence (opts.fuse false): a dispatch per op, the biases by add, qwen3's
-    // norms through att, the cache by copies. The A/B of the fused pass, and its bits.
-    // y[t][0, n) += b for every token (a bias: one add over the T rows, b repeated)
-    const bias = (y, b, n) => { if (b) ks.add(enc, { x: y, y: b.buf, yOff: b.off, n: T * n, ym: n }); };
-    for (let l = 0; l < hp.L; l++) {
-      const L = m.layers[l], C = m.cache[l];
-      ks.rmsnorm(enc, { x, w: L.attn_norm.buf, y: xn, n: E, rows: T, eps: hp.eps });
-      mm(L.q, xn, E, q);
-      mm(L.k, xn, E, k, true);
-      mm(L.v, xn, E, v, true);
-      bias(q, L.bq, nq);
-      bias(k, L.bk, nkv);
-      bias(v, L.bv, nkv);
-      if (L.q_norm) { // qwen3: RMSNorm of every head's D values (into att, then back), before RoPE
-        ks.rmsnorm(enc, { x: q, w: L.q_norm.buf, wOff: L.q_norm.off, y: att, n: D, rows: T * H, eps: hp.eps });
-        ks.copy(enc, att, 0, q, 0, 4 * T * nq);
-      }
-      if (L.k_norm) {
-        ks.rmsnorm(enc, { x: k, w: L.k_norm.buf, wOff: L.k_norm.off, y: att, n: D, rows: T * Hkv, eps: hp.eps });
-        ks.copy(enc, att, 0, k, 0, 4 * T * nkv);
-      }
-      ks.rope(enc, { x: q, tokens: T, H, D, pos, rope, cs });
-      ks.rope(enc, { x: k, tokens: T, H: Hkv, D, pos, rope, cs });
-      for (const [t, sl, n] of runs) {
-        ks.copy(enc, k, 4 * t * nkv, C.k, 4 * sl * nkv, 4 * n * nkv);
-        ks.copy(enc, v, 4 * t * nkv, C.v, 4 * sl * nkv, 4 * n * nkv);
-      }
-      ks.attention(enc, { q, k: C.k, v: C.v, qPos, kvPos: m.kvPos, scratch, out: att, T, H, Hkv, D, N,
-        kvF16: false, window: m.recent, nSinks: m.sinks, layerWindow: 0, scale });
-      mm(L.o, att, nq, tmp);
-      ks.add(enc, { x, y: tmp, n: T * E });
-      ks.rmsnorm(enc, { x, w: L.ffn_norm.buf, y: xn, n: E, rows: T, eps: hp.eps });
-      mm(L.gate, xn, E, gate);
-      mm(L.up, xn, E, upb, true);
-      ks.swiglu(enc, { gate, up: upb, y: ffh, n: T * F });
-      mm(L.down, ffh, F, tmp);
-      ks.add(enc, { x, y: tmp, n: T * E });
-      cut(l);
-    }
-    ks.rmsnorm(enc, { x, w: m.outNorm.buf, y: xn, n: E, rows: T, eps: hp.eps });
-    mm(m.output, xn, E, logits, false, 0, V, rows);
-  } else {
-    // The fused sequence: the same operations on the same floats in the same order, so the same
-    // bits (kernels/webgpu/README.md, "Fewer commands"). A residual branch (in tmp) is added by
-    // the next norm's rmsnormQ, which also quantizes for the matmuls it feeds; q | k | v and
-    // gate | up are one matmul per group of matrices of one type (one when the types agree) into
-    // rows [T][q | k | v] and [T][gate | up]; ropeKV adds the biases, norms qwen3's heads, ropes q
-    // and k and writes k and v into the cache at their slots; swigluQ quantizes for down.
-    // The residual stream lives in x and x2 by turns: a norm that adds the pending branch writes
-    // the sum to the other one (rmsnorm_q's workgroups each read the whole row: none may write it).
-    let pending = null, cur = x, other = bufs.x2;
-    const norm = (w, next) => { // the norm of x (+ the pending branch) into xn, quantized for next
-      const dt = DOT[next.type];
-      ks.rmsnormQ(enc, dt === 'F32' ? null : dt, { x: cur, r: pending, xo: other, w: w.buf, y: xn, q: xq, n: E, rows: T,
-        eps: hp.eps });
-      if (pending) [cur, other] = [other, cur];
-      pending = null;
-      xqHolds = dt === 'F32' ? null : { src: xn, dt, K: E };
+  try {
+    let enc = ks.device.createCommandEncoder();
+    ks.mark(enc); // a benchmark's timestamp (profiling('marks')); else nothing
+    // The step goes to the GPU in parts (SUBMIT_EVERY: parts of 1, 1, 2, 4, ... layers): at each
+    // cut the commands so far are submitted and a new encoder takes the rest, so the GPU runs the
+    // first layers while the CPU records (or, recorded ahead, submits) the next (recording a layer
+    // takes about as long as the GPU runs it: kernels/webgpu/README.md). The queue runs the submissions in order, each seeing
+    // the writes of those before it: the same commands in the same order, the same bits. Not for
+    // a windowed ring: a step that fails after a part ran would have overwritten cache slots that
+    // entries the restored state still sees hold (elsewhere a failed step's rows lie past nPast).
+    // every: the parts' size in layers (default SUBMIT_EVERY; 0: the step in one submission;
+    // 'doubling': parts of 1, 1, 2, 4, ... layers, cuts after layers 2^k - 1), a benchmark's
+    // knob: the same commands in the same order either way. A step recorded ahead keeps the same
+    // parts and submits them one by one.
+    const cutAfter = (l) => (every === 'doubling' ? ((l + 1) & l) === 0 : l === 0 || (l + 1) % every === 0);
+    const parts = [];
+    const send = () => {
+      const cb = enc.finish();
+      if (submitNow) ks.device.queue.submit([cb]);
+      else parts.push(cb);
     };
-    const group = (ws, y, ld) => {
-      let col = 0;
-      for (const w of ws) { mm(w, xn, E, y, true, col, ld); col += w.dims[1]; }
+    let cutMs = 0; // the time in the parts' submissions (opts.timing)
+    const cut = (l) => {
+      if (!every || m.ring || l === hp.L - 1 || !cutAfter(l)) return;
+      const t0 = performance.now();
+      ks.flush(enc);
+      send();
+      enc = ks.device.createCommandEncoder();
+      cutMs += performance.now() - t0;
     };
-    for (let l = 0; l < hp.L; l++) {
-      const L = m.layers[l], C = m.cache[l], G = L.groups;
-      norm(L.attn_norm, G.qkv[0]);
-      group(G.qkv, qkv, nqkv);
-      const bias = L.bq || L.bk || L.bv, qn = L.q_norm || L.k_norm;
-      ks.ropeKV(enc, { x: qkv, ld: nqkv, T, H, Hkv, D, rope, cs, bias: bias ? bias.buf : null,
-        bq: L.bq?.off, bk: L.bk?.off, bv: L.bv?.off, norm: qn ? qn.buf : null, nq: L.q_norm?.off, nk: L.k_norm?.off,
-        eps: hp.eps, q, kc: C.k, vc: C.v, p0, sinks: m.sinks, ring: m.ring });
-      const od = DOT[L.o.type]; // the attention's rows quantized for o by its last dispatch
-      ks.attention(enc, { q, k: C.k, v: C.v, qPos, kvPos: m.kvPos, scratch, out: att, T, H, Hkv, D, N,
-        kvF16: false, window: m.recent, nSinks: m.sinks, layerWindow: 0, scale,
-        quant: od === 'F32' ? null : { type: od, y: xq } });
-      xqHolds = od === 'F32' ? null : { src: att, dt: od, K: nq };
-      mm(L.o, att, nq, tmp, true);
-      pending = tmp;
-      norm(L.ffn_norm, G.gateUp[0]);
-      group(G.gateUp, gu, 2 * F);
-      const dd = DOT[L.down.type];
-      ks.swigluQ(enc, dd === 'F32' ? null : dd, { gate: gu, up: gu, y: ffh, q: xq, n: F, rows: T, gateLd: 2 * F, upOff: F, upLd: 2 * F });
-      xqHolds = dd === 'F32' ? null : { src: ffh, dt: dd, K: F };
-      mm(L.down, ffh, F, tmp, true);
-      pending = tmp;
-      cut(l);
+    // the fused and the unfused sequences record different dispatches: a frame each
+    if (decode) ks.beginFrame(fuse ? m : m.unfusedFrame);
+    // y[T][ldy] from column yOff = W . quantize(src[T][K]). same: src is unchanged since the last
+    // mm (or rmsnormQ / swigluQ wrote it quantized), so xq still holds it where the dot type is this
+    // one's (q, k, v of one input; gate, up).
+    let xqHolds = null;
+    // tRows: the last tRows of the T rows only (the output head when rows asks for fewer)
+    const mm = (w, src, K, y, same = false, yOff = 0, ldy = w.dims[1], tRows = T) => {
+      const dt = DOT[w.type];
+      if (!dt) throw new Error(`matmul of ${w.type}: not in the webgpu set`);
+      const held = same && xqHolds && xqHolds.src === src && xqHolds.dt === dt && xqHolds.K === K;
+      if (dt !== 'F32' && !held) ks.quantize(enc, dt, { x: src, y: xq, n: K, rows: T });
+      xqHolds = dt === 'F32' ? null : { src, dt, K };
+      const xRow = dt === 'F32' ? 4 * K : quantRowBytes(dt, K);
+      ks.matmul(enc, w.type, { w: w.buf, wOff: w.wOff, x: dt === 'F32' ? src : xq, xOff: (T - tRows) * xRow, y, K, R: w.dims[1],
+        T: tRows, wRow: w.rowBytes, xRow, yOff, ldy });
+    };
+    const scale = Math.fround(1 / Math.sqrt(D));
+    const nq = H * D, nkv = Hkv * D, nqkv = nq + 2 * nkv;
+    if (!fuse) {
+      // The unfused sequence (opts.fuse false): a dispatch per op, the biases by add, qwen3's
+      // norms through att, the cache by copies. The A/B of the fused pass, and its bits.
+      // y[t][0, n) += b for every token (a bias: one add over the T rows, b repeated)
+      const bias = (y, b, n) => { if (b) ks.add(enc, { x: y, y: b.buf, yOff: b.off, n: T * n, ym: n }); };
+      for (let l = 0; l < hp.L; l++) {
+        const L = m.layers[l], C = m.cache[l];
+        ks.rmsnorm(enc, { x, w: L.attn_norm.buf, y: xn, n: E, rows: T, eps: hp.eps });
+        mm(L.q, xn, E, q);
+        mm(L.k, xn, E, k, true);
+        mm(L.v, xn, E, v, true);
+        bias(q, L.bq, nq);
+        bias(k, L.bk, nkv);
+        bias(v, L.bv, nkv);
+        if (L.q_norm) { // qwen3: RMSNorm of every head's D values (into att, then back), before RoPE
+          ks.rmsnorm(enc, { x: q, w: L.q_norm.buf, wOff: L.q_norm.off, y: att, n: D, rows: T * H, eps: hp.eps });
+          ks.copy(enc, att, 0, q, 0, 4 * T * nq);
+        }
+        if (L.k_norm) {
+          ks.rmsnorm(enc, { x: k, w: L.k_norm.buf, wOff: L.k_norm.off, y: att, n: D, rows: T * Hkv, eps: hp.eps });
+          ks.copy(enc, att, 0, k, 0, 4 * T * nkv);
+        }
+        ks.rope(enc, { x: q, tokens: T, H, D, pos, rope, cs });
+        ks.rope(enc, { x: k, tokens: T, H: Hkv, D, pos, rope, cs });
+        for (const [t, sl, n] of runs) {
+          ks.copy(enc, k, 4 * t * nkv, C.k, 4 * sl * nkv, 4 * n * nkv);
+          ks.copy(enc, v, 4 * t * nkv, C.v, 4 * sl * nkv, 4 * n * nkv);
+        }
+        ks.attention(enc, { q, k: C.k, v: C.v, qPos, kvPos: m.kvPos, scratch, out: att, T, H, Hkv, D, N,
+          kvF16: false, window: m.recent, nSinks: m.sinks, layerWindow: 0, scale });
+        mm(L.o, att, nq, tmp);
+        ks.add(enc, { x, y: tmp, n: T * E });
+        ks.rmsnorm(enc, { x, w: L.ffn_norm.buf, y: xn, n: E, rows: T, eps: hp.eps });
+        mm(L.gate, xn, E, gate);
+        mm(L.up, xn, E, upb, true);
+        ks.swiglu(enc, { gate, up: upb, y: ffh, n: T * F });
+        mm(L.down, ffh, F, tmp);
+        ks.add(enc, { x, y: tmp, n: T * E });
+        cut(l);
+      }
+      ks.rmsnorm(enc, { x, w: m.outNorm.buf, y: xn, n: E, rows: T, eps: hp.eps });
+      mm(m.output, xn, E, logits, false, 0, V, rows);
+    } else {
+      // The fused sequence: the same operations on the same floats in the same order, so the same
+      // bits (kernels/webgpu/README.md, "Fewer commands"). A residual branch (in tmp) is added by
+      // the next norm's rmsnormQ, which also quantizes for the matmuls it feeds; q | k | v and
+      // gate | up are one matmul per group of matrices of one type (one when the types agree) into
+      // rows [T][q | k | v] and [T][gate | up]; ropeKV adds the biases, norms qwen3's heads, ropes q
+      // and k and writes k and v into the cache at their slots; swigluQ quantizes for down.
+      // The residual stream lives in x and x2 by turns: a norm that adds the pending branch writes
+      // the sum to the other one (rmsnorm_q's workgroups each read the whole row: none may write it).
+      let pending = null, cur = x, other = bufs.x2;
+      const norm = (w, next) => { // the norm of x (+ the pending branch) into xn, quantized for next
+        const dt = DOT[next.type];
+        ks.rmsnormQ(enc, dt === 'F32' ? null : dt, { x: cur, r: pending, xo: other, w: w.buf, y: xn, q: xq, n: E, rows: T,
+          eps: hp.eps });
+        if (pending) [cur, other] = [other, cur];
+        pending = null;
+        xqHolds = dt === 'F32' ? null : { src: xn, dt, K: E };
+      };
+      const group = (ws, y, ld) => {
+        let col = 0;
+        for (const w of ws) { mm(w, xn, E, y, true, col, ld); col += w.dims[1]; }
+      };
+      for (let l = 0; l < hp.L; l++) {
+        const L = m.layers[l], C = m.cache[l], G = L.groups;
+        norm(L.attn_norm, G.qkv[0]);
+        group(G.qkv, qkv, nqkv);
+        const bias = L.bq || L.bk || L.bv, qn = L.q_norm || L.k_norm;
+        ks.ropeKV(enc, { x: qkv, ld: nqkv, T, H, Hkv, D, rope, cs, bias: bias ? bias.buf : null,
+          bq: L.bq?.off, bk: L.bk?.off, bv: L.bv?.off, norm: qn ? qn.buf : null, nq: L.q_norm?.off, nk: L.k_norm?.off,
+          eps: hp.eps, q, kc: C.k, vc: C.v, p0, sinks: m.sinks, ring: m.ring });
+        const od = DOT[L.o.type]; // the attention's rows quantized for o by its last dispatch
+        ks.attention(enc, { q, k: C.k, v: C.v, qPos, kvPos: m.kvPos, scratch, out: att, T, H, Hkv, D, N,
+          kvF16: false, window: m.recent, nSinks: m.sinks, layerWindow: 0, scale,
+          quant: od === 'F32' ? null : { type: od, y: xq } });
+        xqHolds = od === 'F32' ? null : { src: att, dt: od, K: nq };
+        mm(L.o, att, nq, tmp, true);
+        pending = tmp;
+        norm(L.ffn_norm, G.gateUp[0]);
+        group(G.gateUp, gu, 2 * F);
+        const dd = DOT[L.down.type];
+        ks.swigluQ(enc, dd === 'F32' ? null : dd, { gate: gu, up: gu, y: ffh, q: xq, n: F, rows: T, gateLd: 2 * F, upOff: F, upLd: 2 * F });
+        xqHolds = dd === 'F32' ? null : { src: ffh, dt: dd, K: F };
+        mm(L.down, ffh, F, tmp, true);
+        pending = tmp;
+        cut(l);
+      }
+      norm(m.outNorm, m.output);
+      mm(m.output, xn, E, logits, true, 0, V, rows);
     }
-    norm(m.outNorm, m.output);
-    mm(m.output, xn, E, logits, true, 0, V, rows);
-  }
-  if (decode) ks.endFrame();
-  ks.mark(enc);
-  // the logits' copy to a mappable buffer in the same command buffer: one submission a step, and
-  // the validation scope and the mapping awaited together
-  const fetch = ks.readAfter(enc, logits, 4 * rows * V);
-  ks.device.queue.submit([enc.finish()]);
-  const tSubmit = performance.now();
-  const [err, got] = await Promise.all([ks.device.popErrorScope(), fetch().then((b) => ({ b }), (e) => ({ e }))]);
-  // opts.timing (an object, for the benchmarks): the step's CPU time up to its last submission (the
-  // embedding row, the angles, recording; cutMs of it in the parts' submissions) and from there
-  // until its logits are back
-  if (opts.timing) Object.assign(opts.timing, { cpuMs: tSubmit - tStart, waitMs: performance.now() - tSubmit, cutMs });
-  if (err || got.e) {
-    if (placed) [m.slotPos, m.evicted] = placed;
+    if (decode) ks.endFrame();
+    ks.mark(enc);
+    // the logits' copy to a mappable buffer in the same command buffer: one submission a step, and
+    // the validation scope and the mapping awaited together
+    const fetch = ks.readAfter(enc, logits, 4 * rows * V);
+    send();
+    return { p0, fuse, every, bufs, parts, fetch, cutMs, err: ks.device.popErrorScope() };
+  } catch (e) {
+    if (decode) ks.endFrame();
+    ks.device.popErrorScope();
     if (!decode) for (const b of Object.values(bufs)) b.destroy();
-    throw new Error(`webgpu forward pass: ${(err || got.e).message}`);
+    throw e;
   }
-  m.nPast = p0 + T;
-  const out = new Float32Array(got.b);
-  if (!decode) for (const b of Object.values(bufs)) b.destroy();
-  return out;
 }
 
 // The activation buffers of a step of T tokens whose attention spans N slots (default: one

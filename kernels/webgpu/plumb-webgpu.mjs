@@ -151,8 +151,23 @@ export async function createKernels(device, options = {}) {
   // rows per workgroup of the decode driver of type t
   const decodeRows = (t) => (driverOf(t) === 'v1' ? nr : v2Shape(t)[0]);
 
-  async function pipeline(label, name, text) {
+  // options.pipelineCache (a Map, for one device): pipelines by label and source text, shared by
+  // the kernel sets made with it — a set with a planted fault (options.patch) compiles only the
+  // pipelines whose text the fault changed (the conformance run makes a dozen sets).
+  const cache = options.pipelineCache || null;
+  function pipeline(label, name, text) {
     const code = patch(name, common + '\n' + text);
+    if (!cache) return compile(label, code);
+    const key = label + '\n' + code;
+    let p = cache.get(key);
+    if (!p) {
+      p = compile(label, code);
+      cache.set(key, p);
+      p.catch(() => cache.delete(key)); // a failed compile is not kept (the caller sees its error)
+    }
+    return p;
+  }
+  async function compile(label, code) {
     device.pushErrorScope('validation');
     const module = device.createShaderModule({ label, code });
     const info = await module.getCompilationInfo();
@@ -217,8 +232,8 @@ export async function createKernels(device, options = {}) {
   // Commands recorded, for the benchmarks: dispatches, compute passes, copies and clears (what
   // a step costs on a GPU where each command has a floor of ~12 us: README "Where decode's time
   // goes"). Reset with counts.reset().
-  const counts = { dispatch: 0, pass: 0, copy: 0, clear: 0,
-    reset() { this.dispatch = this.pass = this.copy = this.clear = 0; },
+  const counts = { dispatch: 0, pass: 0, copy: 0, clear: 0, write: 0, // write: a frame's uniform writes
+    reset() { this.dispatch = this.pass = this.copy = this.clear = this.write = 0; },
     total() { return this.dispatch + this.copy + this.clear; } };
 
   // A storage buffer holding the bytes of data (an ArrayBuffer or a view), padded to 4 bytes.
@@ -238,26 +253,68 @@ export async function createKernels(device, options = {}) {
     return b;
   }
 
-  // A recorded frame (beginFrame .. endFrame): the k-th dispatch of a frame keeps its uniform
-  // buffer and bind group from the last frame of that key when its pipeline and buffers are the
-  // same objects; only changed parameters are written (queue.writeBuffer runs after the last
-  // frame's submitted work and before this one's, and each dispatch has its own uniform). A
-  // decode step is the same ~15 dispatches a layer every token: creating a buffer and a bind
-  // group for each was most of its time on a real GPU (kernels/webgpu/README.md).
-  const frames = new Map();
+  // A recorded frame (beginFrame .. endFrame): the k-th dispatch of a frame keeps its bind group
+  // from the last frame of that key when its pipeline and buffers are the same objects; only
+  // changed parameters are written. A decode step is the same ~10 dispatches a layer every token:
+  // creating a buffer and a bind group for each was most of its time on a real GPU
+  // (kernels/webgpu/README.md). A frame's uniforms live in pages of FRAME_PAGE dispatches, one
+  // buffer a page, 256 bytes a dispatch (WebGPU's uniform offset alignment), mirrored on the CPU;
+  // a changed parameter is written to the mirror, and flush(enc) writes each page's changed
+  // stretch with one queue.writeBuffer (a token changes ~3 dispatches' parameters a layer: the
+  // attention's length, the position; one write a part, not one a dispatch). queue.writeBuffer
+  // runs after the work submitted before it and before the work submitted after it, and every
+  // submission of a frame's commands follows the flush that ends its pass: each dispatch reads
+  // its own parameters.
+  const FRAME_PAGE = 64, U_STRIDE = 256;
+  const frames = new WeakMap(); // by key (an object: forward's model, or its unfused sequence's)
   let frame = null;
+  const dirtyPages = new Set();
   function beginFrame(key) {
-    frame = frames.get(key) || { slots: [], i: 0 };
+    frame = frames.get(key) || { slots: [], pages: [], i: 0 };
     frames.set(key, frame);
     frame.i = 0;
   }
   function endFrame() { frame = null; }
+  // The frame of key forgotten and its uniform pages freed (freeModel).
+  function dropFrame(key) {
+    const f = frames.get(key);
+    if (!f) return;
+    for (const p of f.pages) {
+      dirtyPages.delete(p);
+      p.ub.destroy();
+    }
+    frames.delete(key);
+    if (frame === f) frame = null;
+  }
   const same = (a, b) => a.length === b.length && a.every((v, i) => v === b[i]);
+  // dispatch k's uniform in the current frame: its page (made on first use) and offset, with
+  // words put in the mirror and marked for the next flush
+  function frameUniform(k, words) {
+    if (words.byteLength > U_STRIDE) throw new Error(`plumb-webgpu: a uniform of ${words.byteLength} bytes (at most ${U_STRIDE})`);
+    const pg = Math.floor(k / FRAME_PAGE), at = k % FRAME_PAGE;
+    const page = frame.pages[pg] ||= { ub: buffer(FRAME_PAGE * U_STRIDE, U().UNIFORM | U().COPY_DST),
+      mirror: new Uint32Array(FRAME_PAGE * U_STRIDE / 4), lo: FRAME_PAGE, hi: -1 };
+    page.mirror.set(words, at * U_STRIDE / 4);
+    page.lo = Math.min(page.lo, at);
+    page.hi = Math.max(page.hi, at);
+    dirtyPages.add(page);
+    return { page, off: at * U_STRIDE };
+  }
+  function writeUniforms() {
+    for (const p of dirtyPages) {
+      device.queue.writeBuffer(p.ub, p.lo * U_STRIDE, p.mirror, p.lo * U_STRIDE / 4, (p.hi - p.lo + 1) * U_STRIDE / 4);
+      counts.write++;
+      p.lo = FRAME_PAGE;
+      p.hi = -1;
+    }
+    dirtyPages.clear();
+  }
 
+  // buffers: GPUBuffers bound whole, or the last one { buffer, offset, size } (a frame's uniform)
   function bindGroup(pipe, buffers) {
     return device.createBindGroup({
       layout: pipe.getBindGroupLayout(0),
-      entries: buffers.map((buffer, binding) => ({ binding, resource: { buffer } })),
+      entries: buffers.map((b, binding) => ({ binding, resource: b.buffer ? b : { buffer: b } })),
     });
   }
 
@@ -267,6 +324,7 @@ export async function createKernels(device, options = {}) {
   // any other command on enc (clearBuffer, copyBufferToBuffer) and before enc.finish().
   const open = new WeakMap();
   function flush(enc) {
+    writeUniforms();
     const p = open.get(enc);
     if (p) {
       p.end();
@@ -292,6 +350,9 @@ export async function createKernels(device, options = {}) {
   // A GPU timestamp pair in an empty pass of its own, tagged 'mark', while profiling('marks'):
   // the forward pass marks a step's start and end (profileRead gives its span: the first mark's
   // end to the second's start). A no-op otherwise.
+  // whether dispatches are being timed or marks taken (a step recorded ahead would put its
+  // timestamps before the current step's were read)
+  function profilingOn() { return !!prof && (prof.on || !!prof.marks); }
   function mark(enc) {
     if (!prof || !prof.marks) return;
     profiledPass(enc, 'mark').end();
@@ -350,15 +411,14 @@ export async function createKernels(device, options = {}) {
       const slot = frame.slots[k];
       if (slot && slot.pipe === pipe && same(slot.buffers, buffers) && slot.words.length === words.length) {
         if (!same(slot.words, words)) {
-          device.queue.writeBuffer(slot.ub, 0, words);
+          frameUniform(k, words);
           slot.words = words.slice();
         }
         bind = slot.bind;
       } else {
-        if (slot) slot.ub.destroy();
-        const ub = uniform(words);
-        bind = bindGroup(pipe, [...buffers, ub]);
-        frame.slots[k] = { pipe, buffers: buffers.slice(), words: words.slice(), ub, bind };
+        const { page, off } = frameUniform(k, words);
+        bind = bindGroup(pipe, [...buffers, { buffer: page.ub, offset: off, size: words.byteLength }]);
+        frame.slots[k] = { pipe, buffers: buffers.slice(), words: words.slice(), bind };
       }
     }
     const timedPass = prof && prof.on;
@@ -566,7 +626,11 @@ export async function createKernels(device, options = {}) {
     const rb = free.pop() || device.createBuffer({ size, usage: U().MAP_READ | U().COPY_DST });
     flush(enc);
     enc.copyBufferToBuffer(buf, offset, rb, 0, size);
-    return async () => {
+    const giveBack = () => {
+      if (free.length < 2) free.push(rb);
+      else rb.destroy();
+    };
+    const fetch = async () => {
       try {
         await rb.mapAsync(globalThis.GPUMapMode.READ);
       } catch (e) {
@@ -575,10 +639,12 @@ export async function createKernels(device, options = {}) {
       }
       const out = rb.getMappedRange().slice(0, bytes);
       rb.unmap();
-      if (free.length < 2) free.push(rb);
-      else rb.destroy();
+      giveBack();
       return out;
     };
+    // enc's commands never submitted (a step recorded ahead and dropped): the buffer back, unread
+    fetch.cancel = giveBack;
+    return fetch;
   }
   async function read(buf, bytes, offset = 0) {
     const enc = device.createCommandEncoder();
@@ -588,7 +654,7 @@ export async function createKernels(device, options = {}) {
   }
 
   return { device, packedDot, decodeDriver, flush, copy, counts, upload, buffer, uniform, matmul, quantize, rmsnormQ, swigluQ,
-    rmsnorm, softmax, swiglu, rope, ropeKV, attention, attnScratchFloats, add, read, readAfter, beginFrame, endFrame, profiling, profileRead, mark };
+    rmsnorm, softmax, swiglu, rope, ropeKV, attention, attnScratchFloats, add, read, readAfter, beginFrame, endFrame, dropFrame, profiling, profilingOn, profileRead, mark };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----
