@@ -341,15 +341,18 @@ export async function bench(device, opts = {}) {
         for (let t = 0; t < o.tg; t++) {
           ks.counts.reset();
           await forward(m, [toks[o.pp + t]], { fuse: mo.fuse, submitEvery: mo.submitEvery, ahead: mo.ahead });
-          // a call records one step (its own, or the next one ahead; the last, none): the most of any
-          mo.cmds = Math.max(t ? mo.cmds : 0, ks.counts.total());
-          mo.writes = Math.max(t ? mo.writes : 0, ks.counts.write);
+          // a call records one step (its own, or the next one ahead; the first both, the last
+          // only its own): the median over the steps
+          (mo.cmdRuns ||= []).push([ks.counts.total(), ks.counts.write]);
         }
         const tgMs = performance.now() - t0;
         if (r > 0) { mo.ppRuns.push(ppMs); mo.tgRuns.push(tgMs); }
       }
     const mid = (a) => [...a].sort((x, y) => x - y)[(a.length - 1) >> 1];
     for (const mo of Object.values(modes)) {
+      mo.cmds = mid((mo.cmdRuns || [[0, 0]]).map((c) => c[0]));
+      mo.writes = mid((mo.cmdRuns || [[0, 0]]).map((c) => c[1]));
+      delete mo.cmdRuns;
       const ppMs = mid(mo.ppRuns), tgMs = mid(mo.tgRuns);
       Object.assign(mo, { ppTokS: o.pp / ppMs * 1e3, tgTokS: o.tg / tgMs * 1e3, decodeGBs: weightBytes * o.tg / tgMs / 1e6,
         ppMsRuns: mo.ppRuns, tgMsRuns: mo.tgRuns });

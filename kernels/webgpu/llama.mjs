@@ -400,9 +400,9 @@ export function freeModel(m) {
 // A decode step is recorded ahead: once a decode step's commands are submitted, and while the
 // GPU runs them, the next position's decode step is recorded (its command buffers finished,
 // not submitted: nothing in them depends on the token, whose row is written at submission);
-// the next call, if it is that step (one token at that position, the same fuse and
-// submitEvery), submits them, else drops them. The same commands in the same order: the same
-// bits. The CPU's recording (about 8 us a dispatch in Dawn's node binding, 160 dispatches a 1B
+// the next call, if it is that step (one token at that position, the same fuse, submitEvery
+// and rows), submits them, else drops them. The same commands in the same order: the same
+// bits. The CPU's recording (4-9 us a dispatch in Dawn's node binding, 162 dispatches a 1B
 // token) then overlaps the GPU's work instead of preceding it. Not for a windowed ring (its
 // slots move with each step), while profiling (the timestamps are read in recording order),
 // or with opts.ahead false.
@@ -426,7 +426,8 @@ export async function forward(m, tokens, opts = {}) {
   const rows = Math.min(T, opts.rows ?? T);
   const ahead = m.ahead;
   m.ahead = null;
-  const useAhead = decode && ahead && ahead.p0 === p0 && ahead.fuse === fuse && ahead.every === every && !ks.profilingOn();
+  const useAhead = decode && ahead && ahead.p0 === p0 && ahead.fuse === fuse && ahead.every === every && ahead.rows === rows &&
+    !ks.profilingOn();
   if (ahead && !useAhead) ahead.fetch.cancel();
   // the slots these positions take (the ring evicts what held them), before any layer, so
   // the step's tokens see each other (pl_kvcache_place); attention scans the occupied slots
@@ -659,7 +660,7 @@ function recordStep(m, p0, T, { fuse, every, rows, x0 }, submitNow) {
     // the validation scope and the mapping awaited together
     const fetch = ks.readAfter(enc, logits, 4 * rows * V);
     send();
-    return { p0, fuse, every, bufs, parts, fetch, cutMs, err: ks.device.popErrorScope() };
+    return { p0, fuse, every, rows, bufs, parts, fetch, cutMs, err: ks.device.popErrorScope() };
   } catch (e) {
     if (decode) ks.endFrame();
     ks.device.popErrorScope();
