@@ -347,12 +347,12 @@ export async function createKernels(device, options = {}) {
     prof.on = on === 'marks' ? false : !!on;
     prof.marks = on === 'marks';
   }
-  // A GPU timestamp pair in an empty pass of its own, tagged 'mark', while profiling('marks'):
-  // the forward pass marks a step's start and end (profileRead gives its span: the first mark's
-  // end to the second's start). A no-op otherwise.
   // whether dispatches are being timed or marks taken (a step recorded ahead would put its
   // timestamps before the current step's were read)
   function profilingOn() { return !!prof && (prof.on || !!prof.marks); }
+  // A GPU timestamp pair in an empty pass of its own, tagged 'mark', while profiling('marks'):
+  // the forward pass marks a step's start and end (profileRead gives its span: the first mark's
+  // end to the second's start). A no-op otherwise.
   function mark(enc) {
     if (!prof || !prof.marks) return;
     profiledPass(enc, 'mark').end();
