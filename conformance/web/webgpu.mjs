@@ -152,9 +152,9 @@ try {
     console.log(aq.diff.length || !aq.checked ? `FAIL the split attention's quantized rows differ from the quantize kernel's: ${aq.diff.join(', ') || 'no case checked'}`
       : `ok   the split attention's rows quantized by its last dispatch: the quantize kernel's bytes (${aq.checked} cases, Q8_0 and Q8_K)`);
     if (aq.diff.length || !aq.checked) failures++;
-    const comb = 'attn_combine.wgsl', acc = 'acco = acco + rnd(rc * S[oc + (th * nc + c) * P.D + d]);';
+    const comb = 'attn_combine.wgsl', acc = 'acco = acco + rnd(rc * ov[k]);';
     for (const [tag, what, patches] of [
-      ['attn-split-rev', 'the split\'s chunks combined last to first', [{ file: comb, pairs: [[acc, 'acco = acco + rnd(rc * S[oc + (th * nc + (nc - 1u - c)) * P.D + d]);']] }]],
+      ['attn-split-rev', 'the split\'s chunks combined last to first', [{ file: comb, pairs: [['ov[k] = S[oc + (th * nc + c) * P.D + d];', 'ov[k] = S[oc + (th * nc + (nc - 1u - c)) * P.D + d];']] }]],
       ['attn-split-tree', 'the chunk\'s four threads\' partial sums added (0 + 1) + (2 + 3), not (0 + 2) + (1 + 3)', [{ file: 'attention.wgsl',
         pairs: [['(ex[li] + ex[512u + li]) + (ex[256u + li] + ex[768u + li])', '(ex[li] + ex[256u + li]) + (ex[512u + li] + ex[768u + li])']] }]],
       ['attn-split-dot', 'a score\'s four partial dots (4 threads) added (0 + 2) + (1 + 3)', [{ file: 'attention.wgsl',
@@ -163,7 +163,7 @@ try {
       console.log(`${r.diff.length ? 'ok  ' : 'FAIL'} planted fault caught: ${what} (inside the bound: ${r.rc === 0}; outputs differing from one dispatch: ${r.diff.length})`);
       if (!r.diff.length) failures++;
     }
-    const drop = await split('attn-split-drop', [{ file: comb, pairs: [[acc, `if (c + 1u < nc) { ${acc} }`]] }]);
+    const drop = await split('attn-split-drop', [{ file: comb, pairs: [[acc, `if (c0 + k + 1u < nc) { ${acc} }`]] }]);
     const dropFailed = (drop.out.match(/(\d+) of \d+ cases failed/) || [0, 0])[1];
     console.log(`${drop.rc !== 0 && Number(dropFailed) > 0 ? 'ok  ' : 'FAIL'} planted fault caught: the split's last chunk dropped (${dropFailed} cases outside the bound)`);
     if (!(drop.rc !== 0 && Number(dropFailed) > 0)) failures++;
@@ -277,7 +277,7 @@ try {
     { name: 'attention: the chunks\' sums not rescaled to the common max (r_c taken as 1)', filter: 'attention', only: ['attention'],
       file: 'attention.wgsl', pairs: [['let rc = attn_rescale(', 'let rc = 1.0 + 0.0 * attn_rescale(']] },
     { name: 'attention: the scores\' dims d = 1 mod 4 dropped (one of the four partial dots)', filter: 'attention', only: ['attention'],
-      file: 'attention.wgsl', pairs: [['for (var d = q; d < D; d += 4u)', 'for (var d = q; d < D && q != 1u; d += 4u)']] },
+      file: 'attention.wgsl', pairs: [['if (d0 + 4u * k < D) {', 'if (d0 + 4u * k < D && q != 1u) {']] },
     { name: 'attention not causal (kv_pos > q_pos seen)', filter: 'attention', only: ['attention'],
       file: 'attention.wgsl', pairs: [['if (kp > qp) { return false; }', '']] },
     { name: 'rope sin sign flipped', filter: 'rope', only: ['rope'],
@@ -294,11 +294,11 @@ try {
     { name: 'quantize: a chunk\'s last word not stored', filter: 'quantize_Q8_K', only: ['quantize_Q8_K'],
       file: 'quantize_q8_k.wgsl', pairs: [['if (li < words) {', 'if (li + 1u < words) {']] },
     { name: 'rmsnorm_q: every row adds the first row\'s residual', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
-      file: 'rmsnorm_q.wgsl', pairs: [['v = v + Rs[ro + i];', 'v = v + Rs[i];']] },
+      file: 'rmsnorm_q.wgsl', pairs: [['va[k] = va[k] + Rs[ro + i];', 'va[k] = va[k] + Rs[i];']] },
     { name: 'rmsnorm_q: every row quantized into the first row\'s bytes', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
       file: 'rmsnorm_q.wgsl', pairs: [['(P.q_off + row * P.q_row) / 4u', 'P.q_off / 4u']] },
     { name: 'rmsnorm_q: each workgroup\'s sum of squares over its own chunk, not the row', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
-      file: 'rmsnorm_q.wgsl', pairs: [['for (var i = li; i < P.n; i += 256u) {', 'for (var i = i0; i < min(P.n, i0 + 1u); i += 256u) {']] },
+      file: 'rmsnorm_q.wgsl', pairs: [['if (i < P.n) {\n        let v = va[k];', 'if (i == i0 && i < P.n) {\n        let v = va[k];']] },
     { name: 'rmsnorm_q: the sum stored without the residual (x into xo)', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
       file: 'rmsnorm_q.wgsl', pairs: [['if (add) { Xo[xo + i0] = mine; }', 'if (add) { Xo[xo + i0] = X[xo + i0]; }']] },
     { name: 'swiglu_q: the up rows\' stride ignored', filter: 'fused_glu', only: ['swiglu_q_Q8_0', 'swiglu_q_Q8_K'],
@@ -340,7 +340,7 @@ try {
   // once took): the fused kernel's sum, y and bytes are the separate add, rmsnorm and quantize's
   // bit for bit, x is not written, an add with no output buffer of its own is refused with nothing
   // recorded; and with the row's floats past 16384 left out of the sum of squares, the bits differ.
-  for (const patches of modelsOnly ? [] : [[], [{ file: 'rmsnorm_q.wgsl', pairs: [['for (var i = li; i < P.n; i += 256u) {', 'for (var i = li; i < min(P.n, 16384u); i += 256u) {']] }]]) {
+  for (const patches of modelsOnly ? [] : [[], [{ file: 'rmsnorm_q.wgsl', pairs: [['if (i < P.n) {\n        let v = va[k];', 'if (i < min(P.n, 16384u)) {\n        let v = va[k];']] }]]) {
     if (patches.length && process.env.PLUMB_WEBGPU_FAULTS === '0') break;
     const r = await page.evaluate((p) => window.wgpu.rmsnormLong(p), patches);
     if (r.error) throw new Error(`rmsnormLong: ${r.error}`);
@@ -439,7 +439,7 @@ try {
     const MFAULTS = [
       { name: 'the residual branches halved', filter: '=llama-F16',
         patches: [{ file: 'add.wgsl', pairs: [['X[P.x_off + i] + Yv[P.y_off + j]', 'X[P.x_off + i] + 0.5 * Yv[P.y_off + j]']] },
-          { file: 'rmsnorm_q.wgsl', pairs: [['v = v + Rs[ro + i];', 'v = v + 0.5 * Rs[ro + i];']] }] },
+          { file: 'rmsnorm_q.wgsl', pairs: [['va[k] = va[k] + Rs[ro + i];', 'va[k] = va[k] + 0.5 * Rs[ro + i];']] }] },
       { name: 'a bias added to the first token\'s row only (its repeat ignored)', filter: '=qwen2-F16',
         patches: [{ file: 'add.wgsl', pairs: [['let j = select(i, i % P.ym, P.ym != 0u);', 'let j = i;\n  if (P.ym != 0u && i >= P.ym) { return; }']] },
           { file: 'rope_kv.wgsl', pairs: [['if (bias) { v = v + B[boff + i]; }', 'if (bias && t == 0u) { v = v + B[boff + i]; }']] }] },

@@ -36,22 +36,46 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
   if (e < n) {
     let th = t * P.H + e / P.D;
     let d = e % P.D;
+    // the chunks eight at a time, their loads first (indices clamped to the last chunk; a chunk
+    // past nc is loaded and skipped): a batch's loads in flight together; the same adds in chunk
+    // order
     var m = 0.0;
     var seen = false;
-    for (var c = 0u; c < nc; c++) {
-      if (S[mc + 2u * (th * nc + c) + 1u] != 0.0) {
-        let mcc = S[mc + 2u * (th * nc + c)];
-        m = select(mcc, max(m, mcc), seen);
-        seen = true;
+    for (var c0 = 0u; c0 < nc; c0 += 8u) {
+      var mv: array<f32, 8>;
+      var nv: array<f32, 8>;
+      for (var k = 0u; k < 8u; k++) {
+        let c = min(c0 + k, nc - 1u);
+        mv[k] = S[mc + 2u * (th * nc + c)];
+        nv[k] = S[mc + 2u * (th * nc + c) + 1u];
+      }
+      for (var k = 0u; k < 8u; k++) {
+        if (c0 + k < nc && nv[k] != 0.0) {
+          m = select(mv[k], max(m, mv[k]), seen);
+          seen = true;
+        }
       }
     }
     var acco = 0.0;
     var accl = 0.0;
-    for (var c = 0u; c < nc; c++) {
-      if (S[mc + 2u * (th * nc + c) + 1u] != 0.0) {
-        let rc = attn_rescale(S[mc + 2u * (th * nc + c)], m);
-        acco = acco + rnd(rc * S[oc + (th * nc + c) * P.D + d]);
-        accl = accl + rnd(rc * S[lc + th * nc + c]);
+    for (var c0 = 0u; c0 < nc; c0 += 8u) {
+      var mv: array<f32, 8>;
+      var nv: array<f32, 8>;
+      var ov: array<f32, 8>;
+      var lv: array<f32, 8>;
+      for (var k = 0u; k < 8u; k++) {
+        let c = min(c0 + k, nc - 1u);
+        mv[k] = S[mc + 2u * (th * nc + c)];
+        nv[k] = S[mc + 2u * (th * nc + c) + 1u];
+        ov[k] = S[oc + (th * nc + c) * P.D + d];
+        lv[k] = S[lc + th * nc + c];
+      }
+      for (var k = 0u; k < 8u; k++) {
+        if (c0 + k < nc && nv[k] != 0.0) {
+          let rc = attn_rescale(mv[k], m);
+          acco = acco + rnd(rc * ov[k]);
+          accl = accl + rnd(rc * lv[k]);
+        }
       }
     }
     let o = select(0.0, acco / accl, seen);

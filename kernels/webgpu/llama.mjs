@@ -381,10 +381,15 @@ export function truncate(m, n) {
   m.nPast = n;
 }
 
+// Drops the decode step recorded ahead (forward), if any: its readback buffer given back unread.
+function dropAhead(m) {
+  if (m.ahead) m.ahead.fetch.cancel();
+  m.ahead = null;
+}
+
 // Every buffer of the model, freed (the device stays).
 export function freeModel(m) {
-  if (m.ahead) m.ahead.fetch.cancel(); // a decode step recorded ahead (forward)
-  m.ahead = null;
+  dropAhead(m);
   const bufs = [m.kvPos, m.outNorm.buf, m.output.buf, ...m.cache.flatMap((c) => [c.k, c.v])];
   for (const st of Object.values(m.steps)) bufs.push(...Object.values(st));
   for (const L of m.layers) for (const t of Object.values(L)) if (t && t.buf) bufs.push(t.buf);
@@ -425,10 +430,10 @@ export async function forward(m, tokens, opts = {}) {
   // chat's next token: one row of V instead of T; each row's logits are the same bits either way)
   const rows = Math.min(T, opts.rows ?? T);
   const ahead = m.ahead;
-  m.ahead = null;
   const useAhead = decode && ahead && ahead.p0 === p0 && ahead.fuse === fuse && ahead.every === every && ahead.rows === rows &&
     !ks.profilingOn();
-  if (ahead && !useAhead) ahead.fetch.cancel();
+  if (useAhead) m.ahead = null;
+  else dropAhead(m);
   // the slots these positions take (the ring evicts what held them), before any layer, so
   // the step's tokens see each other (pl_kvcache_place); attention scans the occupied slots
   const placed = m.ring ? [m.slotPos.slice(), m.evicted] : null; // restored if the step fails
@@ -470,8 +475,7 @@ export async function forward(m, tokens, opts = {}) {
     waitMs: performance.now() - tSubmit, cutMs: step.cutMs, ahead: !!useAhead });
   if (err || got.e) {
     if (placed) [m.slotPos, m.evicted] = placed;
-    if (m.ahead) m.ahead.fetch.cancel();
-    m.ahead = null;
+    dropAhead(m);
     if (!decode) for (const b of Object.values(step.bufs)) b.destroy();
     throw new Error(`webgpu forward pass: ${(err || got.e).message}`);
   }

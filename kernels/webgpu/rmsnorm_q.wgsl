@@ -38,11 +38,24 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
   let i0 = c * 256u + li; // the thread's element of the chunk
   var s = 0.0;
   var mine = 0.0; // x (+ r) at i0
-  for (var i = li; i < P.n; i += 256u) {
-    var v = X[xo + i];
-    if (add) { v = v + Rs[ro + i]; }
-    if (i == i0) { mine = v; }
-    s = s + v * v;
+  // elements li, li + 256, ... eight at a time, their loads first (indices clamped to the row's
+  // last; one past n is loaded and not added): a batch's loads in flight together; the same adds
+  // as rmsnorm.wgsl's, each square rounded (rnd)
+  for (var b0 = li; b0 < P.n; b0 += 2048u) {
+    var va: array<f32, 8>;
+    for (var k = 0u; k < 8u; k++) {
+      let i = min(b0 + 256u * k, P.n - 1u);
+      va[k] = X[xo + i];
+      if (add) { va[k] = va[k] + Rs[ro + i]; }
+    }
+    for (var k = 0u; k < 8u; k++) {
+      let i = b0 + 256u * k;
+      if (i < P.n) {
+        let v = va[k];
+        if (i == i0) { mine = v; }
+        s = s + rnd(v * v);
+      }
+    }
   }
   part[li] = s;
   workgroupBarrier();
