@@ -18,6 +18,18 @@ struct PC { T: u32, H: u32, D: u32, N: u32, s_off: u32, q_off: u32, q_row: u32, 
 
 fn rnd(v: f32) -> f32 { return bitcast<f32>(bitcast<u32>(v) ^ P.zero); }
 
+// Chunks c0 .. c0 + 7 of a query's MC pairs (m_c, n_c) from S[mc + 2 (row + c)], indices clamped
+// to the last chunk (nc - 1; a chunk past nc is loaded and not to be used): the batch's loads in
+// flight together.
+fn mc_batch(mc: u32, row: u32, nc: u32, c0: u32) -> array<vec2f, 8> {
+  var mv: array<vec2f, 8>;
+  for (var k = 0u; k < 8u; k++) {
+    let i = mc + 2u * (row + min(c0 + k, nc - 1u));
+    mv[k] = vec2f(S[i], S[i + 1u]);
+  }
+  return mv;
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
         @builtin(local_invocation_index) li: u32) {
@@ -42,16 +54,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     var m = 0.0;
     var seen = false;
     for (var c0 = 0u; c0 < nc; c0 += 8u) {
-      var mv: array<f32, 8>;
-      var nv: array<f32, 8>;
+      let mv = mc_batch(mc, th * nc, nc, c0);
       for (var k = 0u; k < 8u; k++) {
-        let c = min(c0 + k, nc - 1u);
-        mv[k] = S[mc + 2u * (th * nc + c)];
-        nv[k] = S[mc + 2u * (th * nc + c) + 1u];
-      }
-      for (var k = 0u; k < 8u; k++) {
-        if (c0 + k < nc && nv[k] != 0.0) {
-          m = select(mv[k], max(m, mv[k]), seen);
+        if (c0 + k < nc && mv[k].y != 0.0) {
+          m = select(mv[k].x, max(m, mv[k].x), seen);
           seen = true;
         }
       }
@@ -59,20 +65,17 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     var acco = 0.0;
     var accl = 0.0;
     for (var c0 = 0u; c0 < nc; c0 += 8u) {
-      var mv: array<f32, 8>;
-      var nv: array<f32, 8>;
+      let mv = mc_batch(mc, th * nc, nc, c0);
       var ov: array<f32, 8>;
       var lv: array<f32, 8>;
       for (var k = 0u; k < 8u; k++) {
         let c = min(c0 + k, nc - 1u);
-        mv[k] = S[mc + 2u * (th * nc + c)];
-        nv[k] = S[mc + 2u * (th * nc + c) + 1u];
         ov[k] = S[oc + (th * nc + c) * P.D + d];
         lv[k] = S[lc + th * nc + c];
       }
       for (var k = 0u; k < 8u; k++) {
-        if (c0 + k < nc && nv[k] != 0.0) {
-          let rc = attn_rescale(mv[k], m);
+        if (c0 + k < nc && mv[k].y != 0.0) {
+          let rc = attn_rescale(mv[k].x, m);
           acco = acco + rnd(rc * ov[k]);
           accl = accl + rnd(rc * lv[k]);
         }
