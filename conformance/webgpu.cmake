@@ -35,9 +35,11 @@ set_tests_properties(webgpu_conformance PROPERTIES LABELS "webgpu;browser;confor
 # isolated) with `make wasm`'s engine folder (the wasm fixture of web/tests.cmake), a tiny llama
 # Q8_0 file on the GPU (SwiftShader) in two greedy turns equal to native ref's, turn 2 on the GPU
 # cache's fast path, the wasm backend's replies the same; the fallbacks (a Q4_0 file, whose Q6_K
-# head the set lacks; chromium without WebGPU) saying why; planted faults caught.
+# head the set lacks; chromium without WebGPU) saying why; planted faults caught. Timeout 600 s:
+# 344 s measured on this VM beside webgpu_conformance (ctest -j 4), and past 400 s on a slower
+# host the same day (the CI's webgpu phase keeps its own 1000 s budget).
 add_test(NAME webgpu_page
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/serve/node_test.sh ${CMAKE_CURRENT_SOURCE_DIR}/web/webgpu_page.mjs)
-set_tests_properties(webgpu_page PROPERTIES LABELS "webgpu;browser" TIMEOUT 400
+set_tests_properties(webgpu_page PROPERTIES LABELS "webgpu;browser" TIMEOUT 600
   SKIP_RETURN_CODE 77 FIXTURES_REQUIRED "web_npm;wasm"
   ENVIRONMENT "PLUMB_CLI=$<TARGET_FILE:plumb_cli>;PLUMB_SERVE_MODEL=${PROJECT_SOURCE_DIR}/models/plumb-en-8m-Q8_0.gguf;PLUMB_WEB_NPM=${CMAKE_BINARY_DIR}/web-npm;PLUMB_WEB_ENGINE=${PROJECT_SOURCE_DIR}/build-wasm/web")
