@@ -42,13 +42,14 @@
 // Position differences are taken in u32 (kv_pos <= q_pos first, so q_pos - kv_pos < 2^32 is
 // exact), against window - 1 and layer_window - 1 given as u32 (the runtime clamps a window
 // past 2^32 to 2^32, which then excludes nothing).
-// The scratch S (floats from s_off): [T][H][N] scores and weights (mode 0's), then MC [T][H][nc]
-// (m_c, n_c) pairs (nc = ceil(N / 64)); the split also LC [T][H][nc] and OC [T][H][nc][D].
+// The scratch S (floats from s_off): mode 0, [T][H][N] scores and weights, then MC [T][H][nc]
+// (m_c, n_c) pairs (nc = ceil(N / 64)); the split, MC, then LC [T][H][nc] and OC [T][H][nc][D]
+// (its scores and weights stay in workgroup memory).
 // Loads a thread makes in a loop are issued in batches (score_part's eight dims, chunk_sums4's
 // sixteen entries, attn_combine.wgsl's eight chunks), indices clamped in bounds and the values
 // past the end not used: a batch's loads wait one memory round trip together instead of one each
-// (a decode step's split attention on the H200, 256 back to back: 80-94 -> 60-67 us at N 512,
-// 90-136 -> 70-89 us at N 2048).
+// (a decode step's split attention on the H200, 256 back to back, warm: 38.9 -> 31.2 us at H 32,
+// D 64, N 512, 48.6 -> 37.7 us at N 2048; D 128: 31.2 -> 24.5 and 61.8 -> 51.2 us).
 struct PA {
   T: u32, H: u32, Hkv: u32, D: u32,
   N: u32, kv_f16: u32, window: u32, wm1: u32,
@@ -222,7 +223,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   let th = t * P.H + h;
   let so = P.s_off + th * P.N;
   let nc = (P.N + 63u) / 64u;
-  let mc = P.s_off + P.T * P.H * P.N; // MC, LC, OC after the scores
+  let mc = P.s_off + select(P.T * P.H * P.N, 0u, P.mode == 1u); // mode 0: MC after the scores
   let lc = mc + 2u * P.T * P.H * nc;
   let oc = lc + P.T * P.H * nc;
   if (P.mode == 1u) { // chunk c of a split: its scores, max, count, weights and sums

@@ -7,8 +7,8 @@
 // floats then quantized into Y (quantize.wgsl's chunks, rows q_row bytes apart from byte q_off).
 // A workgroup of 256 per chunk of 256 floats of a row (a thread an element): the bits of
 // attention.wgsl's mode 0 and, with quant, of quantize.wgsl's kernel on them. The scratch S holds
-// what mode 1 left (attention.wgsl: [T][H][N] weights, MC [T][H][nc] (m_c, n_c), LC [T][H][nc],
-// OC [T][H][nc][D]).
+// what mode 1 left (attention.wgsl: MC [T][H][nc] (m_c, n_c), LC [T][H][nc], OC [T][H][nc][D],
+// from s_off).
 struct PC { T: u32, H: u32, D: u32, N: u32, s_off: u32, q_off: u32, q_row: u32, quant: u32,
   zero: u32, pad0: u32, pad1: u32, pad2: u32 }
 @group(0) @binding(0) var<storage, read> S: array<f32>;
@@ -40,7 +40,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
   let t = idx / nk;
   let k = idx % nk;
   let nc = (P.N + 63u) / 64u;
-  let mc = P.s_off + P.T * P.H * P.N;
+  let mc = P.s_off; // the split's MC, LC, OC (attention.wgsl)
   let lc = mc + 2u * P.T * P.H * nc;
   let oc = lc + P.T * P.H * nc;
   let e = k * 256u + li; // the thread's element of row t

@@ -511,7 +511,7 @@ function recordStep(m, p0, T, { fuse, every, rows, x0 }, submitNow) {
     if (r && r[1] + r[2] === sl) r[2]++;
     else runs.push([t, sl, 1]);
   }
-  const bufs = decode ? (m.steps[fuse ? 'fused' : 'unfused'] ||= stepBuffers(m, 1, m.cap, fuse)) : stepBuffers(m, T, N, fuse, rows);
+  const bufs = decode ? (m.steps[fuse ? 'fused' : 'unfused'] ||= stepBuffers(m, 1, m.cap, fuse, 1, true)) : stepBuffers(m, T, N, fuse, rows);
   const { x, xn, xq, q, k, v, qkv, att, tmp, gate, upb, gu, ffh, qPos, scratch, logits, cs } = bufs;
   if (x0) ks.device.queue.writeBuffer(x, 0, x0);
   ks.device.queue.writeBuffer(qPos, 0, new Int32Array(pos));
@@ -676,8 +676,9 @@ function recordStep(m, p0, T, { fuse, every, rows, x0 }, submitNow) {
 // The activation buffers of a step of T tokens whose attention spans N slots (default: one
 // token over every slot, the decode step's set), for the fused pass (fuse: the rows [T][q | k | v]
 // and [T][gate | up], and x2, the residual stream's second buffer) or the unfused sequence (q, k, v, gate, up apart).
-// rows: the positions whose logits the step keeps (the head's rows).
-function stepBuffers(m, T = 1, N = m.cap, fuse = true, rows = T) {
+// rows: the positions whose logits the step keeps (the head's rows); decode: the set serves every
+// position below N (the attention's scratch sized for any N' <= N).
+function stepBuffers(m, T = 1, N = m.cap, fuse = true, rows = T, decode = false) {
   const { ks, hp } = m;
   const { E, H, Hkv, D, F, V } = hp;
   const maxK = Math.max(E, H * D, F);
@@ -686,7 +687,7 @@ function stepBuffers(m, T = 1, N = m.cap, fuse = true, rows = T) {
   return { x: ks.buffer(4 * T * E), xn: ks.buffer(4 * T * E),
     xq: ks.buffer(T * (maxK / 32) * 34 + T * (Math.ceil(maxK / 256) + 1) * 292),
     q: ks.buffer(4 * T * H * D), ...mode, att: ks.buffer(4 * T * H * D), tmp: ks.buffer(4 * T * E),
-    ffh: ks.buffer(4 * T * F), qPos: ks.buffer(4 * T), scratch: ks.buffer(4 * ks.attnScratchFloats(T, H, N, D)),
+    ffh: ks.buffer(4 * T * F), qPos: ks.buffer(4 * T), scratch: ks.buffer(4 * ks.attnScratchFloats(T, H, N, D, decode)),
     logits: ks.buffer(4 * rows * V),
     cs: ks.buffer(4 * T * D) };
 }

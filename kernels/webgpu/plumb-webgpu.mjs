@@ -50,7 +50,8 @@ const MATMUL_V2 = { Q8_0: [4, 64], Q4_0: [4, 64], Q4_K: [4, 16], Q6_K: [4, 16] }
 const MATMUL_V2_GROUPED = [4, 64];
 // attnSplit 'auto': attention in two dispatches from this many entries (below, one: a chunk of 64
 // entries a workgroup would leave most of the two's work to their floor), for a prefill too where
-// the chunks' sums (T H ceil(N / 64) (1 + D) floats of scratch) take at most ATTN_SPLIT_MAX_BYTES:
+// its scratch (the chunks' maxes, counts and sums: T H ceil(N / 64) (3 + D) floats) takes at most
+// ATTN_SPLIT_MAX_BYTES:
 // on the H200 at T = N = 512 a layer's attention took 1213 us split against 1853 in one dispatch
 // (1B, D 64) and 2003 against 3485 (8B width, D 128), one run.
 const ATTN_SPLIT_MIN_N = 256;
@@ -577,10 +578,20 @@ export async function createKernels(device, options = {}) {
   if (!['auto', 'always', 'never'].includes(attnSplit))
     throw new Error(`plumb-webgpu: attnSplit must be 'auto', 'always' or 'never', not ${attnSplit}`);
   const splitFor = (T, H, N, D) => attnSplit === 'always' || (attnSplit === 'auto' && N >= ATTN_SPLIT_MIN_N &&
-    (T === 1 || 4 * T * H * Math.ceil(N / 64) * (1 + D) <= ATTN_SPLIT_MAX_BYTES));
-  function attnScratchFloats(T, H, N, D) {
-    const th = T * H, nc = Math.ceil(N / 64);
-    return th * N + 2 * th * nc + (splitFor(T, H, N, D) ? th * nc * (1 + D) : 0);
+    (T === 1 || 4 * T * H * Math.ceil(N / 64) * (3 + D) <= ATTN_SPLIT_MAX_BYTES));
+  // The scratch floats an attention of T queries over N entries takes (mode 0: the scores and
+  // weights, then the chunks' maxes and counts; the split: those, the weights' sums and O_c), and
+  // the most over every N' <= N (upTo: a decode step's buffers serve each position below the
+  // cache's size, which may take the other way). Each way's need grows with N, so the most is
+  // at N or at the last N' of the other way: below ATTN_SPLIT_MIN_N, or the last that fits.
+  function attnScratchFloats(T, H, N, D, upTo = false) {
+    const need = (n) => {
+      const th = T * H, nc = Math.ceil(n / 64);
+      return splitFor(T, H, n, D) ? th * nc * (3 + D) : th * n + 2 * th * nc;
+    };
+    if (!upTo) return need(N);
+    const ncFit = Math.floor(ATTN_SPLIT_MAX_BYTES / (4 * T * H * (3 + D)));
+    return Math.max(need(N), need(Math.min(N, ATTN_SPLIT_MIN_N - 1)), need(Math.min(N, 64 * ncFit)));
   }
   function attention(enc, a) {
     if (!(Number.isInteger(a.D) && a.D >= 1 && a.D <= 256))
