@@ -435,6 +435,50 @@ try {
         if (!ok) failures++;
       }
     }
+    // Greedy decoding with the token picked on the GPU (llama.mjs's greedy; embed.wgsl and
+    // argmax.wgsl): the embedding rows against the CPU's (every token_embd type the files have, and
+    // F32), the pick against the engine's rule on hostile rows, and greedy's ids against forward
+    // one token at a time with the pick made on the CPU (webgpu.html's greedyCheck)
+    {
+      const gnames = ['llama-F16', 'qwen3-F16-tied', 'llama-Q8_0', 'qwen2-Q4_K-tied', 'qwen3-Q4_0', 'llama-Q4_K-q4km', 'llama-F16-w5s2'];
+      const gfiles = gnames.map((n) => list.find((m) => m.name === n));
+      const judge = (r) => {
+        const bad = [];
+        for (const e of r.embed) if (!e.same) bad.push(`embed ${e.name} (${e.type})`);
+        for (const a of r.argmax) if (a.got !== a.want) bad.push(`argmax ${a.name}: ${a.got}, want ${a.want}`);
+        for (const g of r.greedy) {
+          if (g.got !== g.want) bad.push(`greedy ${g.name}: ids ${g.got}, want ${g.want}`);
+          for (const k of ['streamed', 'nPast', 'stop', 'ctx']) if (!g[k]) bad.push(`greedy ${g.name}: ${k}`);
+        }
+        return bad;
+      };
+      const r = await page.evaluate((fs) => window.wgpu.greedyCheck(fs), gfiles);
+      if (r.error) throw new Error(r.error);
+      const bad = judge(r);
+      console.log(bad.length ? `FAIL greedy decoding on the GPU: ${bad.join('; ')}`
+        : `ok   greedy decoding on the GPU: the embedding rows embedRow's bits (${[...new Set(r.embed.map((e) => e.type))].join(', ')}; an id past V ` +
+          `clamped), the pick the engine's on ${r.argmax.length} hostile rows, and greedy's ids those of forward one token at a time ` +
+          `picked on the CPU on ${r.greedy.length} files (a second call going on, a stop id's in-flight step dropped, a full context, ` +
+          `onToken): ${r.greedy.map((g) => g.name).join(', ')}`);
+      if (bad.length) failures++;
+      const GFAULTS = [
+        ['argmax: ties to the higher index', [['(vb == va && ib < ia)', '(vb == va && ib > ia)']]],
+        ['argmax: a NaN at 0 not kept', [['r.y == NONE || is_nan(X[P.x_off])', 'r.y == NONE']]],
+        ['argmax: the partials past the first 256 not read', [['p < P.nparts; p += 256u', 'p < min(P.nparts, 256u); p += 256u']]],
+        ['embed: Q4_K\'s min added, not subtracted', [['return rnd(d1 * f32(q)) - m1;', 'return rnd(d1 * f32(q)) + m1;']]],
+        ['embed: Q6_K\'s quarters 1 and 3 scaled by those of 0 and 2', [['l / 16u + 2u * k', 'l / 16u + 4u * (k / 2u)']]],
+        ['embed: Q4_0\'s high nibbles first', [['>> (4u * (j / 16u))', '>> (4u * (1u - j / 16u))']]],
+      ];
+      for (const [name, pairs] of GFAULTS) {
+        if (process.env.PLUMB_WEBGPU_FAULTS === '0') break;
+        const file = name.startsWith('argmax') ? 'argmax.wgsl' : 'embed.wgsl';
+        const fr = await page.evaluate((fs, p) => window.wgpu.greedyCheck(fs, p, true), gfiles, [{ file, pairs }]);
+        if (fr.error) throw new Error(fr.error);
+        const fb = judge(fr);
+        console.log(`${fb.length ? 'ok  ' : 'FAIL'} planted fault caught: ${name} (${fb.length ? fb[0] : 'every check passed'})`);
+        if (!fb.length) failures++;
+      }
+    }
     // on the F16 files: cheap in SwiftShader, and their bound (1e-4 of the RMS) the tightest
     const MFAULTS = [
       { name: 'the residual branches halved', filter: '=llama-F16',

@@ -43,7 +43,7 @@ const opt = (name, def) => {
 const num = (name, def) => Number(opt(name, def));
 const o = { copyBytes: num('--copy-mib', 256) * 2 ** 20, K: num('--k', 4096), R: num('--r', 4096),
   tPrefill: num('--prefill-t', 512), pp: num('--pp', 512), tg: num('--tg', 32), reps: num('--reps', 5),
-  matmulNR: num('--nr', 0), profile: num('--profile', 0), modes: opt('--modes', 'fused,unfused').split(','), decode: opt('--decode', 'auto'),
+  matmulNR: num('--nr', 0), profile: num('--profile', 0), modes: opt('--modes', 'fused,fused/g,unfused').split(','), decode: opt('--decode', 'auto'),
   attnSplit: opt('--attn-split', undefined) };
 const ab = opt('--decode-ab', null);
 if (ab) o.decodeAB = ab.split(',');

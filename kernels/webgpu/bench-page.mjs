@@ -28,9 +28,9 @@ window.runBench = async (withModel) => {
   const model = withModel ? await (await fetch('/model.gguf')).arrayBuffer() : null;
   // both decode drivers compared (bench-node's --decode-ab), v2 also at 2 rows x 8 threads and
   // grouped at 4 rows x 8 threads, 2 rows a thread; the fused pass also in one submission, and
-  // without its decode steps recorded ahead
+  // without its decode steps recorded ahead, and greedy on the GPU
   const options = { copyBytes: 1 << 20, K: 256, R: 72, tPrefill: 70, reps: 1, pp: 5, tg: 2,
-    decodeAB: ['v1', 'v2', 'v2:2x8', 'v2/g8', 'v2:4x8/g8r2'], modes: ['fused', 'unfused', 'fused/s0', 'fused/na'], profile: 2, warmMs: 50 };
+    decodeAB: ['v1', 'v2', 'v2:2x8', 'v2/g8', 'v2:4x8/g8r2'], modes: ['fused', 'unfused', 'fused/s0', 'fused/na', 'fused/g'], profile: 2, warmMs: 50 };
   const res = await bench(device, { ...options, model, log: (s) => log.push(s) });
   const i = a.info || {};
   const table = markdownTable({ options, device: res, models: withModel ? { 'model.gguf': res } : {} },

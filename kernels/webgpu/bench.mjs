@@ -12,7 +12,7 @@
 // Times are wall clock from submit to onSubmittedWorkDone (the device's queue drained), best of
 // `reps`; the first run of each is a warm-up.
 import { createKernels, quantRowBytes } from './plumb-webgpu.mjs';
-import { readGGUF, loadLlama, forward, truncate, BLOCK } from './llama.mjs';
+import { readGGUF, loadLlama, forward, greedy, truncate, BLOCK } from './llama.mjs';
 
 const COPY = `
 @group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
@@ -324,21 +324,49 @@ export async function bench(device, opts = {}) {
     const toks = Array.from({ length: o.pp + Math.max(o.tg, 3 * (o.profile || 0)) }, (_, i) => (i * 7919 + 13) % m.hp.V);
     // a mode 'fused/sN': the fused pass submitted every N layers (forward's submitEvery; 0: once);
     // 'fused/sd': in parts of 1, 1, 2, 4, ... layers (submitEvery 'doubling'); a mode ending in
-    // '/na': no decode step recorded ahead (forward's ahead: false)
+    // '/na': no decode step recorded ahead (forward's ahead: false); in '/g' ('/gN': N steps in
+    // flight, greedy's depth): greedy decoding with
+    // the token picked on the GPU (llama.mjs's greedy: tg ids from the prefill's last token, the
+    // steps back to back, each id read back and no logits), checked once against forward one token
+    // at a time with the pick made on the CPU (greedySame)
     const modes = Object.fromEntries((o.modes || ['fused', 'unfused']).map((n) => {
-      const sm = /^(fused|unfused)(?:\/s(\d+|d))?(\/na)?$/.exec(n);
-      if (!sm || (sm[1] === 'unfused' && sm[2])) throw new Error(`bench: a mode is fused, unfused, fused/sN or fused/sd, each optionally /na, not ${n}`);
+      const sm = /^(fused|unfused)(?:\/s(\d+|d))?(\/na|\/g(\d)?)?$/.exec(n);
+      if (!sm || (sm[1] === 'unfused' && sm[2])) throw new Error(`bench: a mode is fused, unfused, fused/sN or fused/sd, each optionally /na or /g, not ${n}`);
       const submitEvery = !sm[2] ? undefined : sm[2] === 'd' ? 'doubling' : Number(sm[2]);
-      return [n, { fuse: sm[1] === 'fused', submitEvery, ahead: !sm[3], ppRuns: [], tgRuns: [] }];
+      return [n, { fuse: sm[1] === 'fused', submitEvery, ahead: sm[3] !== '/na', greedy: !!sm[3] && sm[3].startsWith('/g'),
+        depth: sm[4] ? Number(sm[4]) : undefined, ppRuns: [], tgRuns: [] }];
     }));
+    const pick = (row) => {
+      let best = 0;
+      for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
+      return best;
+    };
     for (let r = 0; r <= o.reps; r++)
       for (const mo of Object.values(modes)) {
         truncate(m, 0);
         let t0 = performance.now();
         await forward(m, toks.slice(0, o.pp), { rows: 1, fuse: mo.fuse, submitEvery: mo.submitEvery, ahead: mo.ahead });
         const ppMs = performance.now() - t0;
+        if (mo.greedy && r === 0) { // the check: forward one token at a time, picked on the CPU
+          const want = [];
+          for (let t = 0, tok = toks[o.pp - 1]; t < o.tg; t++) {
+            // (the prefill above ends at toks[pp - 1]: drop it, feed it as greedy does)
+            if (t === 0) truncate(m, o.pp - 1);
+            tok = pick(await forward(m, [tok], { fuse: mo.fuse, submitEvery: mo.submitEvery }));
+            want.push(tok);
+          }
+          truncate(m, o.pp - 1);
+          const got = await greedy(m, toks[o.pp - 1], o.tg, { fuse: mo.fuse, submitEvery: mo.submitEvery });
+          mo.greedySame = got.length === want.length && got.every((v, i) => v === want[i]);
+        }
         t0 = performance.now();
-        for (let t = 0; t < o.tg; t++) {
+        if (mo.greedy) {
+          truncate(m, o.pp - 1); // the prefill's last token fed again, by greedy
+          ks.counts.reset();
+          await greedy(m, toks[o.pp - 1], o.tg, { fuse: mo.fuse, submitEvery: mo.submitEvery, depth: mo.depth });
+          (mo.cmdRuns ||= []).push([Math.round(ks.counts.total() / o.tg), Math.round(ks.counts.write / o.tg)]);
+        }
+        for (let t = 0; t < (mo.greedy ? 0 : o.tg); t++) {
           ks.counts.reset();
           await forward(m, [toks[o.pp + t]], { fuse: mo.fuse, submitEvery: mo.submitEvery, ahead: mo.ahead });
           // a call records one step (its own, or the next one ahead; the first both, the last
@@ -349,7 +377,8 @@ export async function bench(device, opts = {}) {
         if (r > 0) { mo.ppRuns.push(ppMs); mo.tgRuns.push(tgMs); }
       }
     const mid = (a) => [...a].sort((x, y) => x - y)[(a.length - 1) >> 1];
-    for (const mo of Object.values(modes)) {
+    for (const [name, mo] of Object.entries(modes)) {
+      if (mo.greedy) o.log(`greedy on the GPU (${name}): ids ${mo.greedySame ? 'the same as' : 'DIFFERENT FROM'} forward's one token at a time picked on the CPU`);
       mo.cmds = mid((mo.cmdRuns || [[0, 0]]).map((c) => c[0]));
       mo.writes = mid((mo.cmdRuns || [[0, 0]]).map((c) => c[1]));
       delete mo.cmdRuns;
@@ -360,7 +389,8 @@ export async function bench(device, opts = {}) {
     const first = modes.fused || Object.values(modes)[0];
     Object.assign(out.model, { pp: o.pp, tg: o.tg, fused: !!modes.fused, ppTokS: first.ppTokS, tgTokS: first.tgTokS,
       decodeGBs: first.decodeGBs, ppMsRuns: first.ppRuns, tgMsRuns: first.tgRuns, cmds: first.cmds,
-      ...(modes.fused && modes.unfused ? { unfused: modes.unfused } : {}) });
+      ...(modes.fused && modes.unfused ? { unfused: modes.unfused } : {}),
+      ...(modes['fused/g'] ? { greedy: modes['fused/g'] } : {}) });
     if (profile) out.model.profile = await profileModel(ks, m, toks, o);
     for (const [name, mo] of Object.entries(modes))
       o.log(`model (${(weightBytes / 1e6).toFixed(1)} MB of weights), ${name}: pp${o.pp} ${mo.ppTokS.toPrecision(3)} tok/s, ` +
@@ -482,6 +512,10 @@ export function markdownTable(res, adapterLine) {
     lines.push(`| ${w}: matmuls alone, T ${o.pp} | ${f(mm.mmPrefill.tokS)} tok/s, ${f(mm.mmPrefill.gops)} GOP/s | ${pc(mm.mmPrefill.gops, d.int8mm.gops)} of int8 mm |`);
     lines.push(`| ${w}: forward pass (llama.mjs) pp${o.pp} | ${f(mm.ppTokS)} tok/s | — |`);
     lines.push(`| ${w}: forward pass (llama.mjs) tg${o.tg}, ${mm.cmds} commands a token | ${f(mm.tgTokS)} tok/s, ${f(mm.decodeGBs)} GB/s | ${pc(mm.decodeGBs, d.copy.readGBs)} of copy |`);
+    if (mm.greedy) {
+      const g = mm.greedy;
+      lines.push(`| ${w}: greedy decoding on the GPU (llama.mjs's greedy) tg${o.tg}, ${g.cmds} commands a token, ids ${g.greedySame ? 'those of' : 'NOT those of'} forward + a CPU pick | ${f(g.tgTokS)} tok/s, ${f(g.decodeGBs)} GB/s | ${pc(g.decodeGBs, d.copy.readGBs)} of copy |`);
+    }
     if (mm.unfused) {
       const u = mm.unfused;
       lines.push(`| ${w}: unfused forward pass (fuse: false) pp${o.pp} | ${f(u.ppTokS)} tok/s | — |`);

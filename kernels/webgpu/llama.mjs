@@ -104,8 +104,9 @@ function f16(h) {
   return s * (1024 + m) * 2 ** (e - 25);
 }
 
-// Row r of an embedding matrix as f32, as ref's dequantize_row (one float product per element).
-function embedRow(t, r, out) {
+// Row r of an embedding matrix as f32, as ref's dequantize_row (one float product per element);
+// the reference embed.wgsl's rows are checked against.
+export function embedRow(t, r, out) {
   const E = t.dims[0], b = t.data.subarray(r * t.rowBytes, (r + 1) * t.rowBytes);
   const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
   if (t.type === 'F32') { for (let i = 0; i < E; i++) out[i] = dv.getFloat32(4 * i, true); return; }
@@ -346,7 +347,7 @@ export function loadModel(ks, gguf, nCtx, opts = {}) {
   const kvPos = ks.upload(slotPos);
   return { ks, hp, embd: tensors['token_embd.weight'], layers, outNorm: up('output_norm.weight'), output, cache, kvPos,
     nCtx: W ? Infinity : nCtx, window: W, sinks: S, recent, ring, cap, slotPos, evicted: 0, nPast: 0,
-    fuse: opts.fuse ?? true, unfusedFrame: {}, steps: {} };
+    fuse: opts.fuse ?? true, unfusedFrame: {}, greedyFrames: { fused: {}, unfused: {} }, greedy: null, steps: {} };
 }
 // A step's parts (recordStep's cut): 'doubling', parts of 1, 1, 2, 4, ... layers. With the step
 // recorded ahead, a part's submission is Dawn's own encoding of it (~3.5 us a dispatch on the
@@ -356,6 +357,9 @@ export function loadModel(ks, gguf, nCtx, opts = {}) {
 // Recorded as it ran, every layer was best (every layer 280, every 2 265, every 4 258 on the 1B:
 // the GPU started sooner; kernels/webgpu/README.md).
 const SUBMIT_EVERY = 'doubling';
+// greedy's steps in flight: while the GPU runs one, the CPU records the ones after it (a step's
+// id comes back some time after the GPU is done with it: with two in flight the GPU can wait)
+const GREEDY_DEPTH = 3;
 const KV_EMPTY = 0x7fffffff; // engine/runtime/kvcache.h's PL_KV_EMPTY
 
 // The slot of position p (kvcache.c's pl_kvcache_slot).
@@ -391,11 +395,14 @@ function dropAhead(m) {
 export function freeModel(m) {
   dropAhead(m);
   const bufs = [m.kvPos, m.outNorm.buf, m.output.buf, ...m.cache.flatMap((c) => [c.k, c.v])];
+  if (m.greedy) bufs.push(m.greedy.ids, m.greedy.part, m.greedy.embd.buf);
   for (const st of Object.values(m.steps)) bufs.push(...Object.values(st));
   for (const L of m.layers) for (const t of Object.values(L)) if (t && t.buf) bufs.push(t.buf);
   for (const b of new Set(bufs)) b.destroy();
   m.ks.dropFrame(m); // the decode frames' uniforms
   m.ks.dropFrame(m.unfusedFrame);
+  m.ks.dropFrame(m.greedyFrames.fused);
+  m.ks.dropFrame(m.greedyFrames.unfused);
 }
 
 // Evaluates tokens at positions [nPast, nPast + T): every token's logits (T rows of V floats).
@@ -434,13 +441,7 @@ export async function forward(m, tokens, opts = {}) {
     !ks.profilingOn();
   if (useAhead) m.ahead = null;
   else dropAhead(m);
-  // the slots these positions take (the ring evicts what held them), before any layer, so
-  // the step's tokens see each other (pl_kvcache_place); attention scans the occupied slots
-  const placed = m.ring ? [m.slotPos.slice(), m.evicted] : null; // restored if the step fails
-  if (m.ring) {
-    for (let p = p0; p < p0 + T; p++) m.slotPos[slotOf(m, p)] = p;
-    if (p0 + T - m.ring > m.evicted) m.evicted = p0 + T - m.ring;
-  }
+  const placed = place(m, p0, T);
   let step;
   if (useAhead) {
     const t0 = performance.now();
@@ -485,14 +486,96 @@ export async function forward(m, tokens, opts = {}) {
   return out;
 }
 
+// The slots positions [p0, p0 + T) take (the ring evicts what held them), before any layer, so
+// the step's tokens see each other (pl_kvcache_place); attention scans the occupied slots.
+// Returns what to restore if the step fails (null: no ring).
+function place(m, p0, T) {
+  if (!m.ring) return null;
+  const placed = [m.slotPos.slice(), m.evicted];
+  for (let p = p0; p < p0 + T; p++) m.slotPos[slotOf(m, p)] = p;
+  if (p0 + T - m.ring > m.evicted) m.evicted = p0 + T - m.ring;
+  return placed;
+}
+
+// Greedy decoding with each token picked on the GPU: feeds `token` at position nPast, then the
+// engine's greedy pick of each step's logits (generate.c's first maximum: argmax.wgsl) as the
+// next step's token (its embedding row formed on the GPU: embed.wgsl), until n ids are picked,
+// one of them is in opts.stop (kept, and the last), or the context is full. Returns the ids
+// picked; the cache then holds `token` and every id but the last (nPast grows by ids.length).
+// No logits come back, only each step's id, so step j + 1 is submitted before step j's id is
+// read: the GPU runs the steps back to back while the CPU records the next. The same commands as
+// forward's one token at a time with that pick made on the CPU: the same ids (the conformance
+// run checks it). A windowed ring takes the steps one at a time (a step run ahead and not kept
+// would have moved the ring's slots), as does profiling (timestamps read in recording order).
+// opts.onToken(id, i): each id as it comes; opts.fuse: forward's; opts.submitEvery: forward's,
+// default 0 (a step in one submission: the GPU is busy with the steps before it, so nothing is
+// gained by starting its first layers sooner, and each submission costs); opts.depth: the steps
+// in flight (default GREEDY_DEPTH). On the H200 (tg64 at depth 512, one call, two runs, tok/s):
+// forward a token at a time 482, 494 (llama-1b Q8_0), 502, 531 (8B width Q4_K), 484, 467 (Q4_K_M);
+// greedy in parts, 2 in flight 536, 521; 600, 602; 551, 541; one submission a step, 2 in flight
+// 563, 538; 625, 636; 579, 581; and 3 in flight 589, 578; 654, 650; 607, 576.
+export async function greedy(m, token, n, opts = {}) {
+  const { ks, hp } = m;
+  if (!(Number.isInteger(token) && token >= 0 && token < hp.V))
+    throw new Error(`greedy: token ${token} is not an id of the vocabulary (${hp.V})`);
+  if (!(Number.isInteger(n) && n >= 1)) throw new Error(`greedy: ${n} tokens (at least 1)`);
+  const p0 = m.nPast;
+  if (p0 >= m.nCtx) throw new Error('context full');
+  const steps = Math.min(n, m.nCtx - p0, 0x7ffffffe - p0);
+  const stop = new Set(opts.stop || []);
+  const fuse = opts.fuse ?? m.fuse, every = opts.submitEvery ?? 0;
+  const depth = m.ring || ks.profilingOn() ? 1 : opts.depth ?? GREEDY_DEPTH;
+  if (!(Number.isInteger(depth) && depth >= 1)) throw new Error(`greedy: depth ${depth} (steps in flight, at least 1)`);
+  dropAhead(m);
+  // once: the embedding matrix on the GPU (the output head's buffer where it is tied), the id the
+  // steps pass on, the argmax's partials
+  m.greedy ||= { embd: hp.tied ? m.output : { ...m.embd, buf: ks.upload(m.embd.data), wOff: 0 }, ids: ks.buffer(4),
+    part: ks.buffer(4 * ks.argmaxPartWords(hp.V)) };
+  ks.device.queue.writeBuffer(m.greedy.ids, 0, Uint32Array.of(token));
+  const ids = [], inFlight = [];
+  let next = 0;
+  try {
+    while (ids.length < steps) {
+      while (next < steps && inFlight.length < depth) {
+        const placed = place(m, p0 + next, 1);
+        try {
+          inFlight.push({ placed, st: recordStep(m, p0 + next, 1, { fuse, every, rows: 1, x0: null, greedy: true }, true) });
+        } catch (e) {
+          if (placed) [m.slotPos, m.evicted] = placed;
+          throw e;
+        }
+        next++;
+      }
+      const { placed, st } = inFlight.shift();
+      const [err, got] = await Promise.all([st.err, st.fetch().then((b) => ({ b }), (e) => ({ e }))]);
+      if (err || got.e) {
+        if (placed) [m.slotPos, m.evicted] = placed;
+        throw new Error(`webgpu forward pass: ${(err || got.e).message}`);
+      }
+      const id = new Uint32Array(got.b)[0];
+      ids.push(id);
+      m.nPast = p0 + ids.length;
+      if (opts.onToken) opts.onToken(id, ids.length - 1);
+      if (stop.has(id)) break;
+    }
+  } finally {
+    // a step submitted past the last one kept: its id read and dropped (its cache row lies past
+    // nPast, written again before any query sees it)
+    for (const { st } of inFlight) await Promise.all([st.err, st.fetch().catch(() => null)]);
+  }
+  return ids;
+}
+
 // Records the step of T tokens at positions [p0, p0 + T) (fuse, every, rows: forward's; x0: the
 // tokens' embedding rows, written here; null: the caller writes them into the step's x before
-// submitting) and writes its positions, angles and (ring) slots; with submitNow each part is
+// submitting; greedy: a decode step whose row is the embedding of the id m.greedy.ids holds and
+// which ends in the argmax of its logits into it, reading back that id alone) and writes its
+// positions, angles and (ring) slots; with submitNow each part is
 // submitted as it is finished, else the parts' command buffers are kept. Returns { p0, fuse,
 // every, bufs, parts, fetch (the logits' readback, to call once all parts are submitted; its
 // cancel() gives the readback buffer back unread), err (the recording's validation scope),
 // cutMs }.
-function recordStep(m, p0, T, { fuse, every, rows, x0 }, submitNow) {
+function recordStep(m, p0, T, { fuse, every, rows, x0, greedy = false }, submitNow) {
   const { ks, hp } = m;
   const { E, H, Hkv, D, F, V } = hp;
   const pos = Array.from({ length: T }, (_, t) => p0 + t);
@@ -548,8 +631,12 @@ function recordStep(m, p0, T, { fuse, every, rows, x0 }, submitNow) {
       enc = ks.device.createCommandEncoder();
       cutMs += performance.now() - t0;
     };
-    // the fused and the unfused sequences record different dispatches: a frame each
-    if (decode) ks.beginFrame(fuse ? m : m.unfusedFrame);
+    // the fused and the unfused sequences record different dispatches, and a greedy step three
+    // more: a frame each
+    if (decode) ks.beginFrame(greedy ? m.greedyFrames[fuse ? 'fused' : 'unfused'] : fuse ? m : m.unfusedFrame);
+    // greedy: the input row is the embedding of the id the GPU holds (the last step's argmax)
+    const g = greedy ? m.greedy : null;
+    if (g) ks.embed(enc, { w: g.embd.buf, wOff: g.embd.wOff, type: g.embd.type, E, V, rowBytes: g.embd.rowBytes, ids: g.ids, x });
     // y[T][ldy] from column yOff = W . quantize(src[T][K]). same: src is unchanged since the last
     // mm (or rmsnormQ / swigluQ wrote it quantized), so xq still holds it where the dot type is this
     // one's (q, k, v of one input; gate, up).
@@ -658,11 +745,14 @@ function recordStep(m, p0, T, { fuse, every, rows, x0 }, submitNow) {
       norm(m.outNorm, m.output);
       mm(m.output, xn, E, logits, true, 0, V, rows);
     }
+    // greedy: the step's token (the engine's greedy pick of its logits) into the id the next step
+    // embeds, and only that id read back
+    if (g) ks.argmax(enc, { x: logits, n: V, part: g.part, ids: g.ids });
     if (decode) ks.endFrame();
     ks.mark(enc);
     // the logits' copy to a mappable buffer in the same command buffer: one submission a step, and
     // the validation scope and the mapping awaited together
-    const fetch = ks.readAfter(enc, logits, 4 * rows * V);
+    const fetch = g ? ks.readAfter(enc, g.ids, 4) : ks.readAfter(enc, logits, 4 * rows * V);
     send();
     return { p0, fuse, every, rows, bufs, parts, fetch, cutMs, err: ks.device.popErrorScope() };
   } catch (e) {

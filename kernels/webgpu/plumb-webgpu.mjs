@@ -29,7 +29,10 @@ export function quantRowBytes(type, n) {
   const [bs, bb] = QBLOCK[type];
   return Math.ceil(((n / bs) * bb) / 4) * 4;
 }
-const OPS = ['rmsnorm', 'softmax', 'swiglu', 'rope', 'rope_kv', 'attention', 'add'];
+const OPS = ['rmsnorm', 'softmax', 'swiglu', 'rope', 'rope_kv', 'attention', 'add', 'embed', 'argmax'];
+// embed.wgsl's row types (its P.type_ is the index) and their blocks: [elements, bytes]
+const EMBED_TYPES = ['F32', 'F16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'];
+const EMBED_BLOCK = { F32: [1, 4], F16: [1, 2], Q8_0: [32, 34], Q4_0: [32, 18], Q4_K: [256, 144], Q6_K: [256, 210] };
 export const MATMUL_TYPES = ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K', 'F16'];
 
 // dot4(a, b): the four signed-byte products of a and b summed (exact in i32).
@@ -527,6 +530,34 @@ export async function createKernels(device, options = {}) {
     dispatch(enc, need('add'), [a.x, a.y], new Uint32Array([a.n, a.xOff || 0, a.yOff || 0, a.ym || 0]), gx, gy);
   }
 
+  // Embedding rows by ids the GPU holds (embed.wgsl: greedy decoding's next input): x[t][0, E) =
+  // row ids[idOff + t] of the matrix a.w (a.type, rows of a.E elements a.rowBytes apart from byte
+  // a.wOff, a.V rows), dequantized as ref (and llama.mjs's embedRow) does, for t < a.rows.
+  function embed(enc, a) {
+    const ty = EMBED_TYPES.indexOf(a.type);
+    if (ty < 0) throw new Error(`plumb-webgpu: embed: rows of ${a.type} (the set takes ${EMBED_TYPES.join(', ')})`);
+    const [bs, bb] = EMBED_BLOCK[a.type];
+    if (a.E % bs || a.rowBytes < (a.E / bs) * bb || (a.type === 'F32' && (a.rowBytes % 4 || (a.wOff || 0) % 4)))
+      throw new Error(`plumb-webgpu: embed: rows of ${a.E} ${a.type} elements ${a.rowBytes} bytes apart`);
+    const rows = a.rows ?? 1;
+    const [gx, gy] = grid(Math.ceil(a.E / 256) * rows);
+    dispatch(enc, need('embed'), [a.w, a.ids, a.x],
+      new Uint32Array([a.E, rows, a.wOff || 0, a.rowBytes, a.V, a.idOff || 0, ty, 0]), gx, gy);
+  }
+
+  // The engine's greedy pick over a row of n floats (x from float xOff) into ids[idOff] (a u32):
+  // argmax.wgsl's two dispatches, partial pairs in a.part (argmaxPartWords(n) words).
+  function argmax(enc, a) {
+    const nparts = Math.ceil(a.n / 4096);
+    if (!(a.n >= 1)) throw new Error(`plumb-webgpu: argmax over ${a.n} values`);
+    const [gx, gy] = grid(nparts);
+    dispatch(enc, need('argmax'), [a.x, a.part, a.ids], new Uint32Array([a.n, a.xOff || 0, a.idOff || 0, 0, nparts, 0, 0, 0]),
+      gx, gy, 1, 'argmax partials');
+    dispatch(enc, need('argmax'), [a.x, a.part, a.ids], new Uint32Array([a.n, a.xOff || 0, a.idOff || 0, 1, nparts, 0, 0, 0]),
+      1, 1, 1, 'argmax');
+  }
+  const argmaxPartWords = (n) => 2 * Math.ceil(n / 4096);
+
   // In place over `tokens` rows of H heads of D at positions pos[] (an array of numbers), the
   // angles made here in double (ropeTable); or a.cs, a buffer holding ropeTable(a.rope,
   // ropePlan(a.rope, a.D), a.pos) already (a forward pass makes it once for q, k and every layer).
@@ -665,7 +696,7 @@ export async function createKernels(device, options = {}) {
   }
 
   return { device, packedDot, decodeDriver, flush, copy, counts, upload, buffer, uniform, matmul, quantize, rmsnormQ, swigluQ,
-    rmsnorm, softmax, swiglu, rope, ropeKV, attention, attnScratchFloats, add, read, readAfter, beginFrame, endFrame, dropFrame, profiling, profilingOn, profileRead, mark };
+    rmsnorm, softmax, swiglu, rope, ropeKV, attention, attnScratchFloats, add, embed, argmax, argmaxPartWords, read, readAfter, beginFrame, endFrame, dropFrame, profiling, profilingOn, profileRead, mark };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----
