@@ -4,7 +4,7 @@
 // the prefix cache plan, the sampler, the stops: worker.js, plumb_web.c) nor the page.
 import { createKernels } from './plumb-webgpu.mjs';
 import { readGGUF, gpuSupport, loadModel, forward, truncate, freeModel } from './llama.mjs';
-import { channelViews, answer, OP, N, POS0, ROWS, ARG, OP_EVAL, OP_TRUNCATE,
+import { channelViews, answer, OP, N, POS0, ROWS, ARG, OP_EVAL, OP_TRUNCATE, GREEDY,
   PL_ERR_INVALID_ARG, PL_ERR_IO } from './gpu-channel.mjs';
 
 let device = null, ks = null, gguf = null, model = null, v = null, vocab = 0;
@@ -88,7 +88,8 @@ async function run() {
     if (pos0 + n > model.nCtx)
       return answer(v, PL_ERR_INVALID_ARG, `${n} ids at ${pos0}: past the GPU cache's ${model.nCtx} positions`);
     // only the rows the session wants come back from the GPU (none: the last, not passed on)
-    const out = await forward(model, Array.from(v.ids.subarray(0, n)), { rows: Math.max(rows, 1) });
+    // a greedy chat: each decode step speculates on the next (forward's speculate: the same logits)
+    const out = await forward(model, Array.from(v.ids.subarray(0, n)), { rows: Math.max(rows, 1), speculate: c[GREEDY] === 1 });
     if (rows > 0) v.logits.set(out.subarray(0, rows * vocab));
     answer(v, 0);
   } catch (e) {

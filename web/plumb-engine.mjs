@@ -2,7 +2,7 @@
 // wrapped in the calls the page's Worker and the node tests use (web/README.md, "The engine
 // module"). Synchronous after createEngine(); not a Worker of its own: run it inside one.
 
-import { channelClient, OP, N, POS0, ROWS, ARG, OP_EVAL, OP_TRUNCATE } from './gpu-channel.mjs';
+import { channelClient, OP, N, POS0, ROWS, ARG, OP_EVAL, OP_TRUNCATE, GREEDY } from './gpu-channel.mjs';
 
 const VARIANTS = ['simd-relaxed-threads', 'simd-relaxed', 'simd-threads', 'simd', 'scalar-threads',
   'scalar'];
@@ -216,7 +216,12 @@ export async function createEngine(opts = {}) {
       const out = M._malloc(4) >>> 0;
       let handle = 0;
       const rec = { onPiece: () => 0, gpu: o.gpu ? channelClient(o.gpu.channel, o.gpu.kick, o.gpu.timeoutMs) : null };
-      if (rec.gpu) rec.gpu.views.nVocab = o.gpu.channel.nVocab;
+      if (rec.gpu) {
+        rec.gpu.views.nVocab = o.gpu.channel.nVocab;
+        // a greedy sampler (temperature 0: the engine's first maximum, no penalties in the page's
+        // sampler): the GPU runs each next decode step on its own pick before the engine asks
+        rec.gpu.views.ctl[GREEDY] = (s.temp ?? 0.8) === 0 ? 1 : 0;
+      }
       chats.set(id, rec);
       try {
         withStrings([o.system, o.kernels], (sys, k) => check(M._pw_chat_new(out, model, id, sys,

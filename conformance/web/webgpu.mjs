@@ -479,6 +479,17 @@ try {
         if (!fb.length) failures++;
       }
     }
+    // forward's speculation: the same rows with and without, and the hits and misses its rule gives
+    {
+      const snames = ['llama-Q8_0', 'qwen2-Q4_K-tied', 'llama-Q4_K-q4km', 'llama-F16-w5s2'];
+      const r = await page.evaluate((fs) => window.wgpu.specCheck(fs), snames.map((n) => list.find((m) => m.name === n)));
+      if (r.error) throw new Error(r.error);
+      const bad = r.filter((x) => !x.same || x.hits !== (x.ring ? 0 : 8) || x.misses !== (x.ring ? 0 : 1));
+      console.log(`${bad.length ? 'FAIL' : 'ok  '} forward's speculation (the next decode step run on the GPU's pick): the same logits bit ` +
+        `for bit as without on ${r.length} files, hits and misses as its rule gives (8 and 1; none on a ring): ` +
+        r.map((x) => `${x.name} ${x.same ? 'same' : 'DIFFERENT'} ${x.hits} hits ${x.misses} misses`).join(', '));
+      if (bad.length) failures++;
+    }
     // on the F16 files: cheap in SwiftShader, and their bound (1e-4 of the RMS) the tightest
     const MFAULTS = [
       { name: 'the residual branches halved', filter: '=llama-F16',

@@ -324,17 +324,20 @@ export async function bench(device, opts = {}) {
     const toks = Array.from({ length: o.pp + Math.max(o.tg, 3 * (o.profile || 0)) }, (_, i) => (i * 7919 + 13) % m.hp.V);
     // a mode 'fused/sN': the fused pass submitted every N layers (forward's submitEvery; 0: once);
     // 'fused/sd': in parts of 1, 1, 2, 4, ... layers (submitEvery 'doubling'); a mode ending in
-    // '/na': no decode step recorded ahead (forward's ahead: false); in '/g' ('/gN': N steps in
+    // '/na': no decode step recorded ahead (forward's ahead: false); '/cp': each decode step fed
+    // the CPU's greedy pick of the last logits (a greedy chat), '/sp' the same with forward's
+    // speculate (the next step run on the GPU's pick before it is asked for); in '/g' ('/gN': N steps in
     // flight, greedy's depth): greedy decoding with
     // the token picked on the GPU (llama.mjs's greedy: tg ids from the prefill's last token, the
     // steps back to back, each id read back and no logits), checked once against forward one token
     // at a time with the pick made on the CPU (greedySame)
     const modes = Object.fromEntries((o.modes || ['fused', 'unfused']).map((n) => {
-      const sm = /^(fused|unfused)(?:\/s(\d+|d))?(\/na|\/g(\d)?)?$/.exec(n);
+      const sm = /^(fused|unfused)(?:\/s(\d+|d))?(\/na|\/g(\d)?|\/cp|\/sp)?$/.exec(n);
       if (!sm || (sm[1] === 'unfused' && sm[2])) throw new Error(`bench: a mode is fused, unfused, fused/sN or fused/sd, each optionally /na or /g, not ${n}`);
       const submitEvery = !sm[2] ? undefined : sm[2] === 'd' ? 'doubling' : Number(sm[2]);
       return [n, { fuse: sm[1] === 'fused', submitEvery, ahead: sm[3] !== '/na', greedy: !!sm[3] && sm[3].startsWith('/g'),
-        depth: sm[4] ? Number(sm[4]) : undefined, ppRuns: [], tgRuns: [] }];
+        depth: sm[4] ? Number(sm[4]) : undefined, cpuPick: sm[3] === '/cp' || sm[3] === '/sp', speculate: sm[3] === '/sp',
+        ppRuns: [], tgRuns: [] }];
     }));
     const pick = (row) => {
       let best = 0;
@@ -366,19 +369,26 @@ export async function bench(device, opts = {}) {
           await greedy(m, toks[o.pp - 1], o.tg, { fuse: mo.fuse, submitEvery: mo.submitEvery, depth: mo.depth });
           (mo.cmdRuns ||= []).push([Math.round(ks.counts.total() / o.tg), Math.round(ks.counts.write / o.tg)]);
         }
+        let fed = toks[o.pp], hits = 0;
         for (let t = 0; t < (mo.greedy ? 0 : o.tg); t++) {
           ks.counts.reset();
-          await forward(m, [toks[o.pp + t]], { fuse: mo.fuse, submitEvery: mo.submitEvery, ahead: mo.ahead });
+          const timing = {};
+          const lg = await forward(m, [mo.cpuPick ? fed : toks[o.pp + t]], { fuse: mo.fuse, submitEvery: mo.submitEvery,
+            ahead: mo.ahead, speculate: mo.speculate, timing });
+          if (mo.cpuPick) fed = pick(lg);
+          if (timing.spec === 'hit') hits++;
           // a call records one step (its own, or the next one ahead; the first both, the last
           // only its own): the median over the steps
           (mo.cmdRuns ||= []).push([ks.counts.total(), ks.counts.write]);
         }
         const tgMs = performance.now() - t0;
+        if (mo.speculate) mo.hits = hits;
         if (r > 0) { mo.ppRuns.push(ppMs); mo.tgRuns.push(tgMs); }
       }
     const mid = (a) => [...a].sort((x, y) => x - y)[(a.length - 1) >> 1];
     for (const [name, mo] of Object.entries(modes)) {
       if (mo.greedy) o.log(`greedy on the GPU (${name}): ids ${mo.greedySame ? 'the same as' : 'DIFFERENT FROM'} forward's one token at a time picked on the CPU`);
+      if (mo.speculate) o.log(`speculation (${name}): ${mo.hits} of ${o.tg - 1} decode steps hit`);
       mo.cmds = mid((mo.cmdRuns || [[0, 0]]).map((c) => c[0]));
       mo.writes = mid((mo.cmdRuns || [[0, 0]]).map((c) => c[1]));
       delete mo.cmdRuns;

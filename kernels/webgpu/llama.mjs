@@ -347,7 +347,7 @@ export function loadModel(ks, gguf, nCtx, opts = {}) {
   const kvPos = ks.upload(slotPos);
   return { ks, hp, embd: tensors['token_embd.weight'], layers, outNorm: up('output_norm.weight'), output, cache, kvPos,
     nCtx: W ? Infinity : nCtx, window: W, sinks: S, recent, ring, cap, slotPos, evicted: 0, nPast: 0,
-    fuse: opts.fuse ?? true, unfusedFrame: {}, greedyFrames: { fused: {}, unfused: {} }, greedy: null, steps: {} };
+    fuse: opts.fuse ?? true, frames: {}, greedy: null, spec: null, specPause: 0, steps: {} };
 }
 // A step's parts (recordStep's cut): 'doubling', parts of 1, 1, 2, 4, ... layers. With the step
 // recorded ahead, a part's submission is Dawn's own encoding of it (~3.5 us a dispatch on the
@@ -357,6 +357,9 @@ export function loadModel(ks, gguf, nCtx, opts = {}) {
 // Recorded as it ran, every layer was best (every layer 280, every 2 265, every 4 258 on the 1B:
 // the GPU started sooner; kernels/webgpu/README.md).
 const SUBMIT_EVERY = 'doubling';
+// forward's speculation: after a miss, the decode steps that do not speculate (the miss's own
+// included): a sampler that does not pick greedily costs the GPU one step in SPEC_PAUSE + 1
+const SPEC_PAUSE = 4;
 // greedy's steps in flight: while the GPU runs one, the CPU records the ones after it (a step's
 // id comes back some time after the GPU is done with it: with two in flight the GPU can wait)
 const GREEDY_DEPTH = 3;
@@ -391,18 +394,26 @@ function dropAhead(m) {
   m.ahead = null;
 }
 
+// Drops the speculative step in flight (forward's opts.speculate), if any: submitted, so its
+// readbacks are awaited (and dropped) in the background.
+function dropSpec(m) {
+  const sp = m.spec;
+  m.spec = null;
+  if (!sp) return;
+  sp.fetch().catch(() => null);
+  sp.fetchId().catch(() => null);
+}
+
 // Every buffer of the model, freed (the device stays).
 export function freeModel(m) {
   dropAhead(m);
+  dropSpec(m);
   const bufs = [m.kvPos, m.outNorm.buf, m.output.buf, ...m.cache.flatMap((c) => [c.k, c.v])];
   if (m.greedy) bufs.push(m.greedy.ids, m.greedy.part, m.greedy.embd.buf);
   for (const st of Object.values(m.steps)) bufs.push(...Object.values(st));
   for (const L of m.layers) for (const t of Object.values(L)) if (t && t.buf) bufs.push(t.buf);
   for (const b of new Set(bufs)) b.destroy();
-  m.ks.dropFrame(m); // the decode frames' uniforms
-  m.ks.dropFrame(m.unfusedFrame);
-  m.ks.dropFrame(m.greedyFrames.fused);
-  m.ks.dropFrame(m.greedyFrames.unfused);
+  for (const f of Object.values(m.frames)) m.ks.dropFrame(f); // the decode frames' uniforms
 }
 
 // Evaluates tokens at positions [nPast, nPast + T): every token's logits (T rows of V floats).
@@ -418,6 +429,13 @@ export function freeModel(m) {
 // token) then overlaps the GPU's work instead of preceding it. Not for a windowed ring (its
 // slots move with each step), while profiling (the timestamps are read in recording order),
 // or with opts.ahead false.
+// opts.speculate (a caller whose sampler picks greedily: the chat at temperature 0): a decode step
+// also ends in the engine's greedy pick of its logits on the GPU (argmax.wgsl), and the next
+// step, on that pick's embedding row (embed.wgsl), is submitted at once, reading back its logits
+// and its own pick; the next call, if it asks for that token at that position, has it in flight
+// or done (a hit: no wait for the readback and the submission between steps), else drops it
+// (a miss: its cache row is written again by the step asked for) and does not speculate for
+// SPEC_PAUSE steps. The same logits either way, bit for bit (embedRow's row, the same commands).
 export async function forward(m, tokens, opts = {}) {
   const tStart = performance.now();
   const { ks, hp } = m;
@@ -436,14 +454,36 @@ export async function forward(m, tokens, opts = {}) {
   // the positions whose logits are read back: the head runs on those rows only (a prefill for a
   // chat's next token: one row of V instead of T; each row's logits are the same bits either way)
   const rows = Math.min(T, opts.rows ?? T);
+  // speculation (opts.speculate): the step for this token already in flight, run on the GPU's own
+  // pick of the last step's logits, is this step when that pick is the token asked for (a hit);
+  // else it is dropped (a miss: its cache row is written again below) and speculation pauses
+  const sp = m.spec;
+  m.spec = null;
+  let hit = false;
+  if (sp) {
+    hit = decode && sp.p0 === p0 && sp.fuse === fuse && sp.rows === rows && sp.token === tokens[0];
+    if (!hit) {
+      m.spec = sp;
+      dropSpec(m);
+      if (decode && sp.p0 === p0) m.specPause = SPEC_PAUSE;
+    }
+  }
+  // this step speculates on the next: a decode step (not a ring's, not while profiling), asked to,
+  // not paused since a miss, with a position left
+  const paused = m.specPause > 0;
+  if (paused && decode) m.specPause--;
+  const specNext = decode && !!opts.speculate && !m.ring && !ks.profilingOn() && !paused && p0 + 2 <= m.nCtx;
+  if (specNext || hit) gpuPick(m);
   const ahead = m.ahead;
-  const useAhead = decode && ahead && ahead.p0 === p0 && ahead.fuse === fuse && ahead.every === every && ahead.rows === rows &&
-    !ks.profilingOn();
+  const useAhead = !hit && !specNext && decode && ahead && ahead.p0 === p0 && ahead.fuse === fuse && ahead.every === every &&
+    ahead.rows === rows && !ks.profilingOn();
   if (useAhead) m.ahead = null;
   else dropAhead(m);
   const placed = place(m, p0, T);
   let step;
-  if (useAhead) {
+  if (hit) {
+    step = { ...sp, cutMs: 0 };
+  } else if (useAhead) {
     const t0 = performance.now();
     ks.device.queue.writeBuffer(ahead.bufs.x, 0, x0);
     ks.device.pushErrorScope('validation');
@@ -452,14 +492,22 @@ export async function forward(m, tokens, opts = {}) {
     step = { ...ahead, err: Promise.all([ahead.err, scope]).then(([a, b]) => a || b), cutMs: performance.now() - t0 };
   } else {
     try {
-      step = recordStep(m, p0, T, { fuse, every, rows, x0 }, true);
+      step = recordStep(m, p0, T, { fuse, every, rows, x0, pick: specNext, readId: specNext }, true);
     } catch (e) {
       if (placed) [m.slotPos, m.evicted] = placed;
       throw e;
     }
   }
   const tSubmit = performance.now();
-  if (decode && !m.ring && p0 + 2 <= m.nCtx && opts.ahead !== false && !ks.profilingOn()) {
+  if (specNext) {
+    // the next step submitted now, on the GPU's pick of this step's logits (it ends in the pick
+    // too, for the step after); its token known once this step's pick is back
+    try {
+      m.spec = recordStep(m, p0 + 1, 1, { fuse, every: 0, rows: 1, x0: null, fromGpu: true, pick: true, readId: true }, true);
+    } catch {
+      m.spec = null; // the next step records itself (and meets the error there)
+    }
+  } else if (decode && !m.ring && p0 + 2 <= m.nCtx && opts.ahead !== false && !ks.profilingOn()) {
     try {
       m.ahead = recordStep(m, p0 + 1, 1, { fuse, every, rows: 1, x0: null }, false);
     } catch {
@@ -467,20 +515,26 @@ export async function forward(m, tokens, opts = {}) {
     }
   }
   const tAhead = performance.now();
-  const [err, got] = await Promise.all([step.err, step.fetch().then((b) => ({ b }), (e) => ({ e }))]);
+  const [err, got, gotId] = await Promise.all([step.err, step.fetch().then((b) => ({ b }), (e) => ({ e })),
+    step.fetchId().then((b) => ({ b }), (e) => ({ e }))]);
   // opts.timing (an object, for the benchmarks): the step's CPU time up to its last submission (the
   // embedding row, the angles, recording — none where it was recorded ahead; cutMs of it in the
   // parts' submissions), the next step's recording (aheadMs), and from the last submission until
-  // its logits are back (aheadMs included); ahead: whether this step was recorded ahead
+  // its logits are back (aheadMs included); ahead: whether this step was recorded ahead; spec:
+  // 'hit', 'miss' (another token at that position), 'dropped' (another position or a prefill) or
+  // null (no step speculated on)
   if (opts.timing) Object.assign(opts.timing, { cpuMs: tSubmit - tStart, aheadMs: tAhead - tSubmit,
-    waitMs: performance.now() - tSubmit, cutMs: step.cutMs, ahead: !!useAhead });
-  if (err || got.e) {
+    waitMs: performance.now() - tSubmit, cutMs: step.cutMs, ahead: !!useAhead,
+    spec: hit ? 'hit' : !sp ? null : decode && sp.p0 === p0 ? 'miss' : 'dropped' });
+  if (err || got.e || gotId.e) {
     if (placed) [m.slotPos, m.evicted] = placed;
     dropAhead(m);
+    dropSpec(m);
     if (!decode) for (const b of Object.values(step.bufs)) b.destroy();
-    throw new Error(`webgpu forward pass: ${(err || got.e).message}`);
+    throw new Error(`webgpu forward pass: ${(err || got.e || gotId.e).message}`);
   }
   m.nPast = p0 + T;
+  if (m.spec) m.spec.token = new Uint32Array(gotId.b)[0];
   const out = new Float32Array(got.b);
   if (!decode) for (const b of Object.values(step.bufs)) b.destroy();
   return out;
@@ -495,6 +549,15 @@ function place(m, p0, T) {
   for (let p = p0; p < p0 + T; p++) m.slotPos[slotOf(m, p)] = p;
   if (p0 + T - m.ring > m.evicted) m.evicted = p0 + T - m.ring;
   return placed;
+}
+
+// Once: what the GPU needs to pick tokens and embed them (greedy, speculation): the embedding
+// matrix on the GPU (the output head's buffer where it is tied), the id the steps pass on, the
+// argmax's partials.
+function gpuPick(m) {
+  const { ks, hp } = m;
+  m.greedy ||= { embd: hp.tied ? m.output : { ...m.embd, buf: ks.upload(m.embd.data), wOff: 0 }, ids: ks.buffer(4),
+    part: ks.buffer(4 * ks.argmaxPartWords(hp.V)) };
 }
 
 // Greedy decoding with each token picked on the GPU: feeds `token` at position nPast, then the
@@ -527,10 +590,8 @@ export async function greedy(m, token, n, opts = {}) {
   const depth = m.ring || ks.profilingOn() ? 1 : opts.depth ?? GREEDY_DEPTH;
   if (!(Number.isInteger(depth) && depth >= 1)) throw new Error(`greedy: depth ${depth} (steps in flight, at least 1)`);
   dropAhead(m);
-  // once: the embedding matrix on the GPU (the output head's buffer where it is tied), the id the
-  // steps pass on, the argmax's partials
-  m.greedy ||= { embd: hp.tied ? m.output : { ...m.embd, buf: ks.upload(m.embd.data), wOff: 0 }, ids: ks.buffer(4),
-    part: ks.buffer(4 * ks.argmaxPartWords(hp.V)) };
+  dropSpec(m);
+  gpuPick(m);
   ks.device.queue.writeBuffer(m.greedy.ids, 0, Uint32Array.of(token));
   const ids = [], inFlight = [];
   let next = 0;
@@ -539,7 +600,8 @@ export async function greedy(m, token, n, opts = {}) {
       while (next < steps && inFlight.length < depth) {
         const placed = place(m, p0 + next, 1);
         try {
-          inFlight.push({ placed, st: recordStep(m, p0 + next, 1, { fuse, every, rows: 1, x0: null, greedy: true }, true) });
+          inFlight.push({ placed, st: recordStep(m, p0 + next, 1,
+            { fuse, every, rows: 1, x0: null, fromGpu: true, pick: true, readId: true, readLogits: false }, true) });
         } catch (e) {
           if (placed) [m.slotPos, m.evicted] = placed;
           throw e;
@@ -547,7 +609,7 @@ export async function greedy(m, token, n, opts = {}) {
         next++;
       }
       const { placed, st } = inFlight.shift();
-      const [err, got] = await Promise.all([st.err, st.fetch().then((b) => ({ b }), (e) => ({ e }))]);
+      const [err, got] = await Promise.all([st.err, st.fetchId().then((b) => ({ b }), (e) => ({ e }))]);
       if (err || got.e) {
         if (placed) [m.slotPos, m.evicted] = placed;
         throw new Error(`webgpu forward pass: ${(err || got.e).message}`);
@@ -561,21 +623,23 @@ export async function greedy(m, token, n, opts = {}) {
   } finally {
     // a step submitted past the last one kept: its id read and dropped (its cache row lies past
     // nPast, written again before any query sees it)
-    for (const { st } of inFlight) await Promise.all([st.err, st.fetch().catch(() => null)]);
+    for (const { st } of inFlight) await Promise.all([st.err, st.fetchId().catch(() => null)]);
   }
   return ids;
 }
 
 // Records the step of T tokens at positions [p0, p0 + T) (fuse, every, rows: forward's; x0: the
 // tokens' embedding rows, written here; null: the caller writes them into the step's x before
-// submitting; greedy: a decode step whose row is the embedding of the id m.greedy.ids holds and
-// which ends in the argmax of its logits into it, reading back that id alone) and writes its
+// submitting; fromGpu: a decode step whose row is the embedding of the id m.greedy.ids holds;
+// pick: ending in the engine's greedy pick of its logits into that id; readId, readLogits: what
+// comes back) and writes its
 // positions, angles and (ring) slots; with submitNow each part is
 // submitted as it is finished, else the parts' command buffers are kept. Returns { p0, fuse,
-// every, bufs, parts, fetch (the logits' readback, to call once all parts are submitted; its
-// cancel() gives the readback buffer back unread), err (the recording's validation scope),
-// cutMs }.
-function recordStep(m, p0, T, { fuse, every, rows, x0, greedy = false }, submitNow) {
+// every, bufs, parts, fetch and fetchId (the logits' and the pick's readbacks, to call once all
+// parts are submitted, null when not read; cancel() gives the buffer back unread), err (the
+// recording's validation scope), cutMs }.
+function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = false, readId = false, readLogits = true },
+  submitNow) {
   const { ks, hp } = m;
   const { E, H, Hkv, D, F, V } = hp;
   const pos = Array.from({ length: T }, (_, t) => p0 + t);
@@ -631,12 +695,12 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, greedy = false }, submitN
       enc = ks.device.createCommandEncoder();
       cutMs += performance.now() - t0;
     };
-    // the fused and the unfused sequences record different dispatches, and a greedy step three
-    // more: a frame each
-    if (decode) ks.beginFrame(greedy ? m.greedyFrames[fuse ? 'fused' : 'unfused'] : fuse ? m : m.unfusedFrame);
-    // greedy: the input row is the embedding of the id the GPU holds (the last step's argmax)
-    const g = greedy ? m.greedy : null;
-    if (g) ks.embed(enc, { w: g.embd.buf, wOff: g.embd.wOff, type: g.embd.type, E, V, rowBytes: g.embd.rowBytes, ids: g.ids, x });
+    // the fused and the unfused sequences record different dispatches, as do the steps that
+    // embed on the GPU or end in the pick: a frame each
+    if (decode) ks.beginFrame(m.frames[(fuse ? 'fused' : 'unfused') + (fromGpu ? '/embed' : '') + (pick ? '/pick' : '')] ||= {});
+    const g = fromGpu || pick || readId ? m.greedy : null;
+    // fromGpu: the input row is the embedding of the id the GPU holds (the last step's pick)
+    if (fromGpu) ks.embed(enc, { w: g.embd.buf, wOff: g.embd.wOff, type: g.embd.type, E, V, rowBytes: g.embd.rowBytes, ids: g.ids, x });
     // y[T][ldy] from column yOff = W . quantize(src[T][K]). same: src is unchanged since the last
     // mm (or rmsnormQ / swigluQ wrote it quantized), so xq still holds it where the dot type is this
     // one's (q, k, v of one input; gate, up).
@@ -745,16 +809,18 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, greedy = false }, submitN
       norm(m.outNorm, m.output);
       mm(m.output, xn, E, logits, true, 0, V, rows);
     }
-    // greedy: the step's token (the engine's greedy pick of its logits) into the id the next step
-    // embeds, and only that id read back
-    if (g) ks.argmax(enc, { x: logits, n: V, part: g.part, ids: g.ids });
+    // pick: the engine's greedy pick of the step's logits into the id a next step embeds
+    if (pick) ks.argmax(enc, { x: logits, n: V, part: g.part, ids: g.ids });
     if (decode) ks.endFrame();
     ks.mark(enc);
-    // the logits' copy to a mappable buffer in the same command buffer: one submission a step, and
-    // the validation scope and the mapping awaited together
-    const fetch = g ? ks.readAfter(enc, g.ids, 4) : ks.readAfter(enc, logits, 4 * rows * V);
+    // the logits' (and readId: the pick's) copy to a mappable buffer in the same command buffer:
+    // one submission a step, and the validation scope and the mapping awaited together
+    const none = async () => null;
+    none.cancel = () => {};
+    const fetch = readLogits ? ks.readAfter(enc, logits, 4 * rows * V) : none;
+    const fetchId = readId ? ks.readAfter(enc, g.ids, 4) : none;
     send();
-    return { p0, fuse, every, rows, bufs, parts, fetch, cutMs, err: ks.device.popErrorScope() };
+    return { p0, fuse, every, rows, bufs, parts, fetch, fetchId, cutMs, err: ks.device.popErrorScope() };
   } catch (e) {
     if (decode) ks.endFrame();
     ks.device.popErrorScope();
