@@ -281,7 +281,7 @@ try {
     { name: 'attention not causal (kv_pos > q_pos seen)', filter: 'attention', only: ['attention'],
       file: 'attention.wgsl', pairs: [['if (kp > qp) { return false; }', '']] },
     { name: 'rope sin sign flipped', filter: 'rope', only: ['rope'],
-      file: 'rope.wgsl', pairs: [['xa * cs.x - xb * cs.y', 'xa * cs.x + xb * cs.y']] },
+      file: 'rope.wgsl', pairs: [['return vec2f(ac - bs, as_ + bc);', 'return vec2f(ac + bs, as_ + bc);']] },
     { name: 'rmsnorm eps dropped', filter: 'rmsnorm', only: ['rmsnorm'],
       file: 'rmsnorm.wgsl', pairs: [[' + P.eps', '']] },
     { name: 'softmax sum misses the last entry', filter: 'softmax', only: ['softmax'],

@@ -58,6 +58,17 @@ fn rms_apply(b: u32, scale: f32, w: f32) -> f32 {
   return (bitcast<f32>(b) * scale) * w;
 }
 
+// RoPE's rotation of the pair (xa, xb) by cs = (c, s): (xa c - xb s, xa s + xb c), each product
+// rounded before its add (z is 0 at run time: no compiler fuses them, so the kernels that rotate,
+// rope.wgsl and rope_kv.wgsl, agree bit for bit whatever the compiler contracts).
+fn rope_rot(xa: f32, xb: f32, cs: vec2f, z: u32) -> vec2f {
+  let ac = bitcast<f32>(bitcast<u32>(xa * cs.x) ^ z);
+  let bs = bitcast<f32>(bitcast<u32>(xb * cs.y) ^ z);
+  let as_ = bitcast<f32>(bitcast<u32>(xa * cs.y) ^ z);
+  let bc = bitcast<f32>(bitcast<u32>(xb * cs.x) ^ z);
+  return vec2f(ac - bs, as_ + bc);
+}
+
 // attention's factor of a chunk whose max score is mc under the max m of all its query's chunks
 // (attention.wgsl's step 4; attention.wgsl and attn_combine.wgsl both call this: one expression)
 fn attn_rescale(mc: f32, m: f32) -> f32 { return select(exp_f32(mc - m), 1.0, mc == m); }

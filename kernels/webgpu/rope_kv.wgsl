@@ -11,7 +11,7 @@
 // One workgroup of 256 per (head of q or k, token): grid (H + Hkv, T).
 struct PK { T: u32, H: u32, Hkv: u32, D: u32, half: u32, neox: u32, ld: u32, x_off: u32,
   flags: u32, bq: u32, bk: u32, bv: u32, nq: u32, nk: u32, eps: f32, p0: u32,
-  sinks: u32, ring: u32, pad0: u32, pad1: u32 }
+  sinks: u32, ring: u32, zero: u32, pad1: u32 }
 @group(0) @binding(0) var<storage, read> X: array<f32>;
 @group(0) @binding(1) var<storage, read> B: array<f32>;
 @group(0) @binding(2) var<storage, read> NW: array<f32>;
@@ -63,9 +63,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     let cs = CS[t * P.half + i];
     let xa = hv[a];
     let xb = hv[b];
-    let ya = xa * cs.x - xb * cs.y;
-    let yb = xa * cs.y + xb * cs.x;
-    if (isq) { Qo[dst + a] = ya; Qo[dst + b] = yb; } else { KC[dst + a] = ya; KC[dst + b] = yb; }
+    let y = rope_rot(xa, xb, cs, P.zero);
+    if (isq) { Qo[dst + a] = y.x; Qo[dst + b] = y.y; } else { KC[dst + a] = y.x; KC[dst + b] = y.y; }
   }
   for (var d = 2u * P.half + li; d < P.D; d += 256u) {
     if (isq) { Qo[dst + d] = hv[d]; } else { KC[dst + d] = hv[d]; }
