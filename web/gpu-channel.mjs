@@ -11,6 +11,9 @@ export const STATE = 0, OP = 1, N = 2, POS0 = 3, ROWS = 4, STATUS = 5, MSG_LEN =
 // GREEDY: the chat's sampler picks greedily (temperature 0): the GPU Worker speculates on the next
 // decode step (llama.mjs's forward, opts.speculate); set once by the engine's side for the chat
 export const GREEDY = 8;
+// SPEC_HITS: the chat's decode steps so far that the GPU Worker had run ahead (its speculation's
+// hits), written with each answer: the turn's stats carry it (plumb-engine.mjs's turn)
+export const SPEC_HITS = 9;
 export const IDLE = 0, ASKED = 1, ANSWERED = 2;
 export const OP_EVAL = 1, OP_TRUNCATE = 2;
 // pl_status values the GPU Worker answers with (plumb.h)

@@ -4,7 +4,7 @@
 // the prefix cache plan, the sampler, the stops: worker.js, plumb_web.c) nor the page.
 import { createKernels } from './plumb-webgpu.mjs';
 import { readGGUF, gpuSupport, loadModel, forward, truncate, freeModel } from './llama.mjs';
-import { channelViews, answer, OP, N, POS0, ROWS, ARG, OP_EVAL, OP_TRUNCATE, GREEDY,
+import { channelViews, answer, OP, N, POS0, ROWS, ARG, OP_EVAL, OP_TRUNCATE, GREEDY, SPEC_HITS,
   PL_ERR_INVALID_ARG, PL_ERR_IO } from './gpu-channel.mjs';
 
 let device = null, ks = null, gguf = null, model = null, v = null, vocab = 0;
@@ -59,6 +59,7 @@ function chat(channel, nCtx, window = 0, sinks = 0) {
   }
   truncate(model, 0);
   v = channelViews(channel);
+  v.ctl[SPEC_HITS] = 0;
   return { ok: true };
 }
 
@@ -89,7 +90,9 @@ async function run() {
       return answer(v, PL_ERR_INVALID_ARG, `${n} ids at ${pos0}: past the GPU cache's ${model.nCtx} positions`);
     // only the rows the session wants come back from the GPU (none: the last, not passed on)
     // a greedy chat: each decode step speculates on the next (forward's speculate: the same logits)
-    const out = await forward(model, Array.from(v.ids.subarray(0, n)), { rows: Math.max(rows, 1), speculate: c[GREEDY] === 1 });
+    const timing = {};
+    const out = await forward(model, Array.from(v.ids.subarray(0, n)), { rows: Math.max(rows, 1), speculate: c[GREEDY] === 1, timing });
+    if (timing.spec === 'hit') c[SPEC_HITS]++;
     if (rows > 0) v.logits.set(out.subarray(0, rows * vocab));
     answer(v, 0);
   } catch (e) {

@@ -2,7 +2,7 @@
 // wrapped in the calls the page's Worker and the node tests use (web/README.md, "The engine
 // module"). Synchronous after createEngine(); not a Worker of its own: run it inside one.
 
-import { channelClient, OP, N, POS0, ROWS, ARG, OP_EVAL, OP_TRUNCATE, GREEDY } from './gpu-channel.mjs';
+import { channelClient, OP, N, POS0, ROWS, ARG, OP_EVAL, OP_TRUNCATE, GREEDY, SPEC_HITS } from './gpu-channel.mjs';
 
 const VARIANTS = ['simd-relaxed-threads', 'simd-relaxed', 'simd-threads', 'simd', 'scalar-threads',
   'scalar'];
@@ -252,6 +252,8 @@ export async function createEngine(opts = {}) {
             // are not UTF-8: a reply may end inside a character).
             const p = M._pw_chat_reply(handle) >>> 0, n = M._pw_chat_reply_len(handle);
             st.text = new TextDecoder().decode(heapU8().slice(p, p + n));
+            // the GPU backend: the chat's decode steps the GPU Worker ran ahead so far (a greedy chat)
+            if (rec.gpu) st.gpuSpecHits = rec.gpu.views.ctl[SPEC_HITS];
             return st;
           } finally { M._free(out); rec.onPiece = () => 0; notePeak(); }
         },

@@ -93,6 +93,10 @@ async function gpuRun(browser, base, label, quiet = false) {
   const t1 = await say(page, LINES[0], { timeoutMs: 300000 });
   ok = c(t1.done && !t1.error && t1.stats && t1.stats.text === native[0] && t1.streamed === t1.stats.text,
     `${label}: turn 1 on webgpu streams native ref's greedy reply`, { page: t1.stats && t1.stats.text, native: native[0], error: t1.error }) && ok;
+  // a greedy chat (temperature 0): the GPU Worker runs each next decode step on its own pick
+  // (llama.mjs's forward, speculate), and the engine's tokens were those picks
+  ok = c(t1.stats && t1.stats.gpuSpecHits >= N - 2,
+    `${label}: the GPU Worker ran turn 1's decode steps ahead on its own picks (${t1.stats && t1.stats.gpuSpecHits} hits)`, t1.stats) && ok;
   // (a planted truncate fault shows after Reset: its runs skip turn 2, SwiftShader's time)
   const t2 = quiet ? null : await say(page, LINES[1], { timeoutMs: 300000 });
   if (t2) {
@@ -192,6 +196,9 @@ try {
     ];
     // the GPU Worker ignoring truncate, and without its position check: only the logits can tell
     faults.push(['gpu-ignores-truncate-unchecked', 'gpu-worker.js', 'truncate(model, n);\n      } catch', '} catch', 'gpu', 'if (pos0 !== model.nPast)', 'if (false)']);
+    // the engine's side never telling the GPU Worker that the chat is greedy: no speculation
+    faults.push(['engine-never-greedy', 'plumb-engine.mjs', 'rec.gpu.views.ctl[GREEDY] = (s.temp ?? 0.8) === 0 ? 1 : 0;',
+      'rec.gpu.views.ctl[GREEDY] = 0;', 'gpu']);
     // the GPU Worker dropping the session's window: its cache a context window of the ring's slots
     faults.push(['gpu-cache-without-window', 'gpu-worker.js', 'chat(m.channel, m.nCtx, m.window, m.sinks)', 'chat(m.channel, m.nCtx, 0, 0)', 'window']);
     for (const [name, file, from, to, run, from2, to2] of faults) {
