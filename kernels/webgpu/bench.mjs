@@ -12,7 +12,7 @@
 // Times are wall clock from submit to onSubmittedWorkDone (the device's queue drained), best of
 // `reps`; the first run of each is a warm-up.
 import { createKernels, quantRowBytes } from './plumb-webgpu.mjs';
-import { readGGUF, loadLlama, forward, greedy, truncate, BLOCK } from './llama.mjs';
+import { readGGUF, loadLlama, forward, greedy, truncate, firstMax, BLOCK } from './llama.mjs';
 
 const COPY = `
 @group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
@@ -339,11 +339,6 @@ export async function bench(device, opts = {}) {
         depth: sm[4] ? Number(sm[4]) : undefined, cpuPick: sm[3] === '/cp' || sm[3] === '/sp', speculate: sm[3] === '/sp',
         ppRuns: [], tgRuns: [] }];
     }));
-    const pick = (row) => {
-      let best = 0;
-      for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
-      return best;
-    };
     for (let r = 0; r <= o.reps; r++)
       for (const mo of Object.values(modes)) {
         truncate(m, 0);
@@ -355,7 +350,7 @@ export async function bench(device, opts = {}) {
           for (let t = 0, tok = toks[o.pp - 1]; t < o.tg; t++) {
             // (the prefill above ends at toks[pp - 1]: drop it, feed it as greedy does)
             if (t === 0) truncate(m, o.pp - 1);
-            tok = pick(await forward(m, [tok], { fuse: mo.fuse, submitEvery: mo.submitEvery }));
+            tok = firstMax(await forward(m, [tok], { fuse: mo.fuse, submitEvery: mo.submitEvery }));
             want.push(tok);
           }
           truncate(m, o.pp - 1);
@@ -375,7 +370,7 @@ export async function bench(device, opts = {}) {
           const timing = {};
           const lg = await forward(m, [mo.cpuPick ? fed : toks[o.pp + t]], { fuse: mo.fuse, submitEvery: mo.submitEvery,
             ahead: mo.ahead, speculate: mo.speculate, timing });
-          if (mo.cpuPick) fed = pick(lg);
+          if (mo.cpuPick) fed = firstMax(lg);
           if (timing.spec === 'hit') hits++;
           // a call records one step (its own, or the next one ahead; the first both, the last
           // only its own): the median over the steps

@@ -104,6 +104,15 @@ function f16(h) {
   return s * (1024 + m) * 2 ** (e - 25);
 }
 
+// The engine's greedy pick of a row of logits (generate.c): the first maximum (`>` from best = 0:
+// a NaN at 0 is never beaten, one elsewhere never wins); the reference argmax.wgsl is checked
+// against.
+export function firstMax(row) {
+  let best = 0;
+  for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
+  return best;
+}
+
 // Row r of an embedding matrix as f32, as ref's dequantize_row (one float product per element);
 // the reference embed.wgsl's rows are checked against.
 export function embedRow(t, r, out) {
@@ -394,11 +403,10 @@ function dropAhead(m) {
   m.ahead = null;
 }
 
-// Drops the speculative step in flight (forward's opts.speculate), if any: submitted, so its
-// readbacks are awaited (and dropped) in the background.
-function dropSpec(m) {
-  const sp = m.spec;
-  m.spec = null;
+// Drops a speculative step in flight (forward's opts.speculate; default the model's, which is
+// cleared), if any: submitted, so its readbacks are awaited (and dropped) in the background.
+function dropSpec(m, sp = m.spec) {
+  if (sp === m.spec) m.spec = null;
   if (!sp) return;
   sp.fetch().catch(() => null);
   sp.fetchId().catch(() => null);
@@ -409,7 +417,7 @@ export function freeModel(m) {
   dropAhead(m);
   dropSpec(m);
   const bufs = [m.kvPos, m.outNorm.buf, m.output.buf, ...m.cache.flatMap((c) => [c.k, c.v])];
-  if (m.greedy) bufs.push(m.greedy.ids, m.greedy.part, m.greedy.embd.buf);
+  if (m.pick) bufs.push(m.pick.ids, m.pick.part, m.pick.embd.buf);
   for (const st of Object.values(m.steps)) bufs.push(...Object.values(st));
   for (const L of m.layers) for (const t of Object.values(L)) if (t && t.buf) bufs.push(t.buf);
   for (const b of new Set(bufs)) b.destroy();
@@ -445,8 +453,12 @@ export async function forward(m, tokens, opts = {}) {
   if (m.ring && T > m.recent)
     throw new Error(`${T} tokens in one step: a sliding window of ${m.window} with ${m.sinks} sinks takes at most ${m.recent}`);
   if (p0 + T > 0x7ffffffe) throw new Error(`position ${p0 + T} would overflow int32`);
-  const x0 = new Float32Array(T * E);
-  for (let t = 0; t < T; t++) embedRow(m.embd, tokens[t], x0.subarray(t * E, (t + 1) * E));
+  // the tokens' embedding rows (none for a speculation hit: its row was formed on the GPU)
+  const embedAll = () => {
+    const x0 = new Float32Array(T * E);
+    for (let t = 0; t < T; t++) embedRow(m.embd, tokens[t], x0.subarray(t * E, (t + 1) * E));
+    return x0;
+  };
   const decode = T === 1;
   const fuse = opts.fuse ?? m.fuse;
   // opts.submitEvery: the parts' size in layers (recordStep)
@@ -463,8 +475,7 @@ export async function forward(m, tokens, opts = {}) {
   if (sp) {
     hit = decode && sp.p0 === p0 && sp.fuse === fuse && sp.rows === rows && sp.token === tokens[0];
     if (!hit) {
-      m.spec = sp;
-      dropSpec(m);
+      dropSpec(m, sp);
       if (decode && sp.p0 === p0) m.specPause = SPEC_PAUSE;
     }
   }
@@ -485,14 +496,14 @@ export async function forward(m, tokens, opts = {}) {
     step = { ...sp, cutMs: 0 };
   } else if (useAhead) {
     const t0 = performance.now();
-    ks.device.queue.writeBuffer(ahead.bufs.x, 0, x0);
+    ks.device.queue.writeBuffer(ahead.bufs.x, 0, embedAll());
     ks.device.pushErrorScope('validation');
     for (const cb of ahead.parts) ks.device.queue.submit([cb]);
     const scope = ks.device.popErrorScope();
     step = { ...ahead, err: Promise.all([ahead.err, scope]).then(([a, b]) => a || b), cutMs: performance.now() - t0 };
   } else {
     try {
-      step = recordStep(m, p0, T, { fuse, every, rows, x0, pick: specNext, readId: specNext }, true);
+      step = recordStep(m, p0, T, { fuse, every, rows, x0: embedAll(), pick: specNext, readId: specNext }, true);
     } catch (e) {
       if (placed) [m.slotPos, m.evicted] = placed;
       throw e;
@@ -556,7 +567,7 @@ function place(m, p0, T) {
 // argmax's partials.
 function gpuPick(m) {
   const { ks, hp } = m;
-  m.greedy ||= { embd: hp.tied ? m.output : { ...m.embd, buf: ks.upload(m.embd.data), wOff: 0 }, ids: ks.buffer(4),
+  m.pick ||= { embd: hp.tied ? m.output : { ...m.embd, buf: ks.upload(m.embd.data), wOff: 0 }, ids: ks.buffer(4),
     part: ks.buffer(4 * ks.argmaxPartWords(hp.V)) };
 }
 
@@ -592,7 +603,7 @@ export async function greedy(m, token, n, opts = {}) {
   dropAhead(m);
   dropSpec(m);
   gpuPick(m);
-  ks.device.queue.writeBuffer(m.greedy.ids, 0, Uint32Array.of(token));
+  ks.device.queue.writeBuffer(m.pick.ids, 0, Uint32Array.of(token));
   const ids = [], inFlight = [];
   let next = 0;
   try {
@@ -630,7 +641,7 @@ export async function greedy(m, token, n, opts = {}) {
 
 // Records the step of T tokens at positions [p0, p0 + T) (fuse, every, rows: forward's; x0: the
 // tokens' embedding rows, written here; null: the caller writes them into the step's x before
-// submitting; fromGpu: a decode step whose row is the embedding of the id m.greedy.ids holds;
+// submitting; fromGpu: a decode step whose row is the embedding of the id m.pick.ids holds;
 // pick: ending in the engine's greedy pick of its logits into that id; readId, readLogits: what
 // comes back) and writes its
 // positions, angles and (ring) slots; with submitNow each part is
@@ -698,7 +709,7 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
     // the fused and the unfused sequences record different dispatches, as do the steps that
     // embed on the GPU or end in the pick: a frame each
     if (decode) ks.beginFrame(m.frames[(fuse ? 'fused' : 'unfused') + (fromGpu ? '/embed' : '') + (pick ? '/pick' : '')] ||= {});
-    const g = fromGpu || pick || readId ? m.greedy : null;
+    const g = fromGpu || pick || readId ? m.pick : null;
     // fromGpu: the input row is the embedding of the id the GPU holds (the last step's pick)
     if (fromGpu) ks.embed(enc, { w: g.embd.buf, wOff: g.embd.wOff, type: g.embd.type, E, V, rowBytes: g.embd.rowBytes, ids: g.ids, x });
     // y[T][ldy] from column yOff = W . quantize(src[T][K]). same: src is unchanged since the last
