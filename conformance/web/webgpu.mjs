@@ -201,9 +201,10 @@ try {
     { name: 'decode v2: the row\'s adder reads the chunk being written, not the last one (Q6_K)', filter: 'matmul_Q6_K', only: ['matmul_Q6_K'],
       file: 'matmul_q6_k.wgsl', pairs: [['(WG - cur) + lr * TPR', 'cur + lr * TPR']] },
     { name: 'decode v2: rows past R written (the workgroup\'s row edge, Q4_K)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
-      file: 'matmul_q4_k.wgsl', pairs: [['if (lb == 0u && r < P.R) {', 'if (lb == 0u) {']] },
+      file: 'matmul_q4_k.wgsl', pairs: [['let own = lb == 0u && r < P.R;', 'let own = lb == 0u;']] },
     { name: 'decode v2 grouped: rows past R added and written (the workgroup\'s row edge, Q4_K)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
-      opts: { decodeGP: 8 }, file: 'matmul_q4_k.wgsl', pairs: [['if (lb < RPT && rg + lb < P.R) {', 'if (lb < RPT) {']] },
+      opts: { decodeGP: 8 }, file: 'matmul_q4_k.wgsl', pairs: [['if (lb < RPT && rg + lb < P.R) {', 'if (lb < RPT) {'],
+        ['t, s, lb < RPT && rg + lb < P.R);', 't, s, lb < RPT);']] },
     { name: 'decode v2 grouped: Q4_K\'s lanes take the mins of sub-block 0 (not their own)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'], opts: { decodeGP: 8 },
       file: 'matmul_q4_k.wgsl', pairs: [['i32(sm_of(s0, s1, s2, g).y)', 'i32(sm_of(s0, s1, s2, 0u).y)']] },
     { name: 'decode v2 grouped, 4 rows a thread: every row\'s sums against the group\'s first row\'s weights (Q4_K)', filter: 'matmul_Q4_K', only: ['matmul_Q4_K'],
@@ -476,6 +477,38 @@ try {
         if (fr.error) throw new Error(fr.error);
         const fb = judge(fr);
         console.log(`${fb.length ? 'ok  ' : 'FAIL'} planted fault caught: ${name} (${fb.length ? fb[0] : 'every check passed'})`);
+        if (!fb.length) failures++;
+      }
+    }
+    // rope_kv folded into a decode step's q | k | v matmuls: the same bits as the matmuls then rope_kv
+    {
+      const fnames = ['llama-Q8_0', 'qwen3-Q4_0', 'qwen2-Q4_K-tied', 'llama-Q4_K-q4km'];
+      const ffiles = fnames.map((n) => list.find((m) => m.name === n));
+      // folded where every q | k | v type has a block a thread (Q8_0, Q4_0: the v2 driver's GP 1);
+      // the grouped K-quants keep rope_kv (plumb-webgpu.mjs's ropeFold)
+      const folds = (types) => types.split('+').every((t) => t === 'Q8_0' || t === 'Q4_0');
+      const fjudge = (r) => r.filter((x) => (x.skipped ? folds(x.skipped) : !folds(x.types) || x.diff.length))
+        .map((x) => x.skipped ? `${x.name} not folded (${x.skipped})` : !folds(x.types) ? `${x.name} folded (${x.types}), a grouped type`
+          : `${x.name} ${x.rope}: ${x.diff.join(', ')} differ`);
+      const r = await page.evaluate((fs) => window.wgpu.ropeFoldCheck(fs), ffiles);
+      if (r.error) throw new Error(r.error);
+      const bad = fjudge(r);
+      console.log(bad.length ? `FAIL rope_kv folded into the q | k | v matmul: ${bad.join('; ')}`
+        : `ok   rope_kv folded into a decode step's q | k | v matmuls (matmul_rope.wgsl) gives the matmuls then rope_kv's bits: ` +
+          `the rows, q and every cache slot, ${r.filter((x) => !x.skipped).length} cases (${[...new Set(r.filter((x) => !x.skipped).map((x) => x.types))].join(', ')}; ` +
+          `the file's angles and n_rot = D / 2); not folded where grouped: ${r.filter((x) => x.skipped).map((x) => `${x.name} (${x.skipped})`).join(', ')}`);
+      if (bad.length) failures++;
+      const RFAULTS = [
+        ['a pair\'s partner taken as the row itself', [['let o = ep[lrow ^ 1u];', 'let o = ep[lrow];']]],
+        ['k written to slot 0', [['KC[P.rslot * nk + c - nq] = v;', 'KC[c - nq] = v;']]],
+        ['an odd dim rotated as the even one', [['v = rope_rot(o, s, cs, P.zero).y;', 'v = rope_rot(s, o, cs, P.zero).y;']]],
+      ];
+      for (const [name, pairs] of RFAULTS) {
+        if (process.env.PLUMB_WEBGPU_FAULTS === '0') break;
+        const fr = await page.evaluate((fs, p) => window.wgpu.ropeFoldCheck(fs, p), ffiles.slice(0, 1), [{ file: 'matmul_rope.wgsl', pairs }]);
+        if (fr.error) throw new Error(fr.error);
+        const fb = fjudge(fr);
+        console.log(`${fb.length ? 'ok  ' : 'FAIL'} planted fault caught: rope_kv folded into the matmul, ${name} (${fb[0] || 'every case passed'})`);
         if (!fb.length) failures++;
       }
     }

@@ -60,7 +60,7 @@ fn rms_apply(b: u32, scale: f32, w: f32) -> f32 {
 
 // RoPE's rotation of the pair (xa, xb) by cs = (c, s): (xa c - xb s, xa s + xb c), each product
 // rounded before its add (z is 0 at run time: no compiler fuses them, so the kernels that rotate,
-// rope.wgsl and rope_kv.wgsl, agree bit for bit whatever the compiler contracts).
+// rope.wgsl, rope_kv.wgsl and the q | k | v matmul's epilogue matmul_rope.wgsl, agree bit for bit).
 fn rope_rot(xa: f32, xb: f32, cs: vec2f, z: u32) -> vec2f {
   let ac = bitcast<f32>(bitcast<u32>(xa * cs.x) ^ z);
   let bs = bitcast<f32>(bitcast<u32>(xb * cs.y) ^ z);

@@ -656,7 +656,8 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
   const pos = Array.from({ length: T }, (_, t) => p0 + t);
   const rope = hp.rope;
   // the angles of these positions, once for q, k and every layer
-  const table = ropeTable(rope, ropePlan(rope, D), pos);
+  const plan = ropePlan(rope, D);
+  const table = ropeTable(rope, plan, pos);
   // A decode step (T = 1) reuses one set of buffers, sized for the whole context, and records the
   // same dispatches every token (ks.beginFrame): only the token's row, its position, its angles
   // and the attention's length are written. A prefill makes its own and frees them.
@@ -717,7 +718,8 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
     // one's (q, k, v of one input; gate, up).
     let xqHolds = null;
     // tRows: the last tRows of the T rows only (the output head when rows asks for fewer)
-    const mm = (w, src, K, y, same = false, yOff = 0, ldy = w.dims[1], tRows = T) => {
+    // ropeArgs: a decode step's q | k | v matmul with rope_kv folded in (ks.matmul's rope)
+    const mm = (w, src, K, y, same = false, yOff = 0, ldy = w.dims[1], tRows = T, ropeArgs = null) => {
       const dt = DOT[w.type];
       if (!dt) throw new Error(`matmul of ${w.type}: not in the webgpu set`);
       const held = same && xqHolds && xqHolds.src === src && xqHolds.dt === dt && xqHolds.K === K;
@@ -725,7 +727,7 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
       xqHolds = dt === 'F32' ? null : { src, dt, K };
       const xRow = dt === 'F32' ? 4 * K : quantRowBytes(dt, K);
       ks.matmul(enc, w.type, { w: w.buf, wOff: w.wOff, x: dt === 'F32' ? src : xq, xOff: (T - tRows) * xRow, y, K, R: w.dims[1],
-        T: tRows, wRow: w.rowBytes, xRow, yOff, ldy });
+        T: tRows, wRow: w.rowBytes, xRow, yOff, ldy, rope: ropeArgs });
     };
     const scale = Math.fround(1 / Math.sqrt(D));
     const nq = H * D, nkv = Hkv * D, nqkv = nq + 2 * nkv;
@@ -789,18 +791,24 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
         pending = null;
         xqHolds = dt === 'F32' ? null : { src: xn, dt, K: E };
       };
-      const group = (ws, y, ld) => {
+      const group = (ws, y, ld, ropeArgs = null) => {
         let col = 0;
-        for (const w of ws) { mm(w, xn, E, y, true, col, ld); col += w.dims[1]; }
+        for (const w of ws) { mm(w, xn, E, y, true, col, ld, T, ropeArgs); col += w.dims[1]; }
       };
       for (let l = 0; l < hp.L; l++) {
         const L = m.layers[l], C = m.cache[l], G = L.groups;
         norm(L.attn_norm, G.qkv[0]);
-        group(G.qkv, qkv, nqkv);
         const bias = L.bq || L.bk || L.bv, qn = L.q_norm || L.k_norm;
-        ks.ropeKV(enc, { x: qkv, ld: nqkv, T, H, Hkv, D, rope, cs, bias: bias ? bias.buf : null,
-          bq: L.bq?.off, bk: L.bk?.off, bv: L.bv?.off, norm: qn ? qn.buf : null, nq: L.q_norm?.off, nk: L.k_norm?.off,
-          eps: hp.eps, q, kc: C.k, vc: C.v, p0, sinks: m.sinks, ring: m.ring });
+        // a decode step of llama (no bias, no head norm, adjacent pairs): rope_kv folded into the
+        // q | k | v matmuls' output (matmul_rope.wgsl), one dispatch fewer a layer
+        if (decode && !bias && !qn && !rope.neox && G.qkv.every((w) => ks.hasRopeFold(w.type))) {
+          group(G.qkv, qkv, nqkv, { cs, q, kc: C.k, vc: C.v, H, Hkv, D, half: plan.half, slot: slotOf(m, p0) });
+        } else {
+          group(G.qkv, qkv, nqkv);
+          ks.ropeKV(enc, { x: qkv, ld: nqkv, T, H, Hkv, D, rope, cs, bias: bias ? bias.buf : null,
+            bq: L.bq?.off, bk: L.bk?.off, bv: L.bv?.off, norm: qn ? qn.buf : null, nq: L.q_norm?.off, nk: L.k_norm?.off,
+            eps: hp.eps, q, kc: C.k, vc: C.v, p0, sinks: m.sinks, ring: m.ring });
+        }
         const od = DOT[L.o.type]; // the attention's rows quantized for o by its last dispatch
         ks.attention(enc, { q, k: C.k, v: C.v, qPos, kvPos: m.kvPos, scratch, out: att, T, H, Hkv, D, N,
           kvF16: false, window: m.recent, nSinks: m.sinks, layerWindow: 0, scale,

@@ -17,7 +17,10 @@
 // chunk. Blocks past the row's end give the term +0: s + (+0) = s for every s but -0, and s,
 // starting at +0, is never -0 (a sum is -0 only when both addends are), so the padded adds
 // change no bit. The order of the float adds is ref's whatever NR and TPR, so the result is
-// batch-, slice- and shape-invariant and equal to the first driver's.
+// batch-, slice- and shape-invariant and equal to the first driver's. Each row's float goes out
+// through emit(row in the workgroup, row, token, float, whether this thread holds it), called by
+// every thread of the workgroup (matmul_emit.wgsl: into Y; matmul_rope.wgsl: the decode step's
+// q | k | v with RoPE and the cache writes folded in).
 //
 // The grouped mode (GP = 8, Q4_K and Q6_K; createKernels' decodeGP): GP lanes share a block,
 // lane g forming its part of the block's sums — word g of each of the block's 32-byte runs, so 8
@@ -86,7 +89,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
       }
       c0 += CB;
     }
-    if (lb < RPT && rg + lb < P.R) { Y[P.y_off + t * P.ldy + rg + lb] = s; }
+    emit(lr * RPT + lb, rg + lb, t, s, lb < RPT && rg + lb < P.R);
     return;
   }
   let r = r0 + lr;
@@ -103,8 +106,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
     c0 += CB;
     cur = WG - cur;
   }
-  if (lb == 0u && r < P.R) {
-    if (c0 > 0u) { s = add_chunk(s, (WG - cur) + lr * TPR); } // the last chunk
-    Y[P.y_off + t * P.ldy + r] = s;
-  }
+  let own = lb == 0u && r < P.R;
+  if (own && c0 > 0u) { s = add_chunk(s, (WG - cur) + lr * TPR); } // the last chunk
+  emit(lr, r, t, s, own);
 }

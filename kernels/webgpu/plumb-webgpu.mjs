@@ -146,12 +146,32 @@ export async function createKernels(device, options = {}) {
   if (Object.keys(MATMUL_V2).some((t) => (v2Shape(t)[0] / rptOf(t)) * v2Shape(t)[1] > 256))
     throw new Error('plumb-webgpu: decodeNR / decodeRPT x decodeTPR must be at most 256 (a workgroup)');
   const drivers = { v1: xq + await source('matmul_q.wgsl'), v2: xq + await source('matmul_qv.wgsl') };
-  const decodeSource = (t, text) => {
+  // the v2 driver's output: into Y (matmul_emit.wgsl), or a decode step's q | k | v with RoPE and
+  // the cache writes folded in (matmul_rope.wgsl: its uniform at binding 7, after the four buffers
+  // it adds, with RoPE's fields after MM's)
+  const emitPlain = await source('matmul_emit.wgsl');
+  const ropeIo = (text) => {
+    const a = 'ldy: u32, rsplit: u32, zero: u32, pad: u32,', b = '@group(0) @binding(3) var<uniform> P: MM;';
+    if (!text.includes(a) || !text.includes(b)) throw new Error('plumb-webgpu: matmul_io.wgsl: MM or P not as matmul_rope.wgsl expects');
+    return text.replace(a, a + '\n  rh: u32, rhkv: u32, rd: u32, rhalf: u32, rslot: u32, rp0: u32, rp1: u32, rp2: u32,')
+      .replace(b, '@group(0) @binding(7) var<uniform> P: MM;');
+  };
+  const v2rope = ropeIo(xq) + await source('matmul_qv.wgsl');
+  const emitRope = await source('matmul_rope.wgsl');
+  const decodeSource = (t, text, rope = false) => {
     if (driverOf(t) === 'v1') return withNR(drivers.v1 + '\n' + text);
     const [n, tpr] = v2Shape(t);
     return `const NR: u32 = ${n}u;\nconst TPR: u32 = ${tpr}u;\nconst GP: u32 = ${gpOf(t)}u;\nconst RPT: u32 = ${rptOf(t)}u;\n` +
-      drivers.v2 + '\n' + text;
+      (rope ? v2rope : drivers.v2) + '\n' + text + '\n' + (rope ? emitRope : emitPlain);
   };
+  // the types whose decode matmul folds rope_kv in: the v2 driver with a block a thread (GP 1:
+  // Q8_0, Q4_0), an even number of rows a workgroup (a pair of rows in one workgroup). On the
+  // H200 (one process, the two ways alternated, greedy tg64 at depth 512) the fold took llama-1b
+  // Q8_0 from 458 and 612 tok/s to 486 and 636 (16 dispatches fewer a token: node's recording of
+  // a step is the 1B's bound), and the 8B width's Q4_K_M from 614 and 605 to 586 and 574 through
+  // the grouped K-quant driver (8 dispatches fewer, a barrier and the rows' partners in every
+  // q | k | v workgroup): the grouped types keep rope_kv.
+  const ropeFold = (t) => driverOf(t) === 'v2' && gpOf(t) === 1 && v2Shape(t)[0] % 2 === 0;
   // rows per workgroup of the decode driver of type t
   const decodeRows = (t) => (driverOf(t) === 'v1' ? nr : v2Shape(t)[0]);
 
@@ -159,8 +179,10 @@ export async function createKernels(device, options = {}) {
   // the kernel sets made with it — a set with a planted fault (options.patch) compiles only the
   // pipelines whose text the fault changed (the conformance run makes a dozen sets).
   const cache = options.pipelineCache || null;
+  // name: the file the kernel is (patch's name), or a list of them (each patch applied)
   function pipeline(label, name, text) {
-    const code = patch(name, common + '\n' + text);
+    let code = common + '\n' + text;
+    for (const n of Array.isArray(name) ? name : [name]) code = patch(n, code);
     if (!cache) return compile(label, code);
     const key = label + '\n' + code;
     let p = cache.get(key);
@@ -200,8 +222,11 @@ export async function createKernels(device, options = {}) {
         `const CH: u32 = ${Math.min(Number(ch), Math.floor(512 / nr), Math.floor(1024 / (nr * np)))}u;`);
   };
   const pipes = {};
-  for (const [t, f] of Object.entries(MATMUL))
+  for (const [t, f] of Object.entries(MATMUL)) {
     if (want('matmul_' + t)) pipes['matmul_' + t] = await pipeline('matmul ' + t, f, decodeSource(t, await source(f)));
+    if (want('matmulR_' + t) && ropeFold(t))
+      pipes['matmulR_' + t] = await pipeline('matmul + rope ' + t, [f, 'matmul_rope.wgsl'], decodeSource(t, await source(f), true));
+  }
   // options.tileMinT: the fewest tokens for which a type with a tiled driver uses it (default 16;
   // the conformance run sets 1 or Infinity so that each driver sees every case). Infinity: the
   // tiled pipelines are not built.
@@ -290,7 +315,13 @@ export async function createKernels(device, options = {}) {
     frames.delete(key);
     if (frame === f) frame = null;
   }
-  const same = (a, b) => a.length === b.length && a.every((v, i) => v === b[i]);
+  // (a plain loop: a decode step compares ~165 dispatches' buffers and parameters, and node's
+  // recording of a step is the 1B's bound on the H200's host)
+  const same = (a, b) => {
+    if (a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+    return true;
+  };
   // dispatch k's uniform in the current frame: its page (made on first use) and offset, with
   // words put in the mirror and marked for the next flush
   function frameUniform(k, words) {
@@ -437,16 +468,25 @@ export async function createKernels(device, options = {}) {
   // y[yOff + t ldy + r] = W[r] . X[t] (r < R, t < T). W: rows of K elements of `type` (ggml's
   // blocks), wRow bytes apart from byte wOff; X: T rows of the type's dot type (Q8_0 blocks for
   // Q8_0 and Q4_0, Q8_K blocks for Q4_K and Q6_K, f32 for F16), xRow bytes apart from byte xOff.
+  // a.rope ({ cs, q, kc, vc, H, Hkv, D, half, slot }: a decode step's q | k | v rows, T 1, where
+  // hasRopeFold(type)): rope_kv folded in (matmul_rope.wgsl) — y's rows [q | k | v] as without,
+  // and q's, k's and v's rows as ropeKV would write them (no bias, no head norm, adjacent pairs:
+  // the caller's to know), the angles ropeTable's of the token's position.
   function matmul(enc, type, a) {
     const useTiled = MATMUL_TILED[type] && a.T >= tileMinT;
-    const pipe = need((useTiled ? 'matmulT_' : 'matmul_') + type);
+    const r = a.rope;
+    if (r && (useTiled || a.T !== 1 || !pipes['matmulR_' + type] || (a.yOff || 0) % 2 || r.D % 2))
+      throw new Error(`plumb-webgpu: matmul ${type}: RoPE folded in only at T 1 on the v2 driver (T ${a.T}, column ${a.yOff || 0}, D ${r.D})`);
+    const pipe = need((useTiled ? 'matmulT_' : r ? 'matmulR_' : 'matmul_') + type);
     // tiles of 64 rows x 64 tokens, or NR rows x 1 token
     const [gx, gy] = grid(Math.ceil(a.R / (useTiled ? 64 : type === 'F16' ? MATMUL_NR.F16 : decodeRows(type))));
-    const p = new Uint32Array([a.K, a.R, a.T, a.wOff || 0, a.wRow, a.xOff || 0, a.xRow, a.yOff || 0,
-      a.ldy ?? a.R, gx, 0, 0]);
-    dispatch(enc, pipe, [a.w, a.x, a.y], p, gx, gy, useTiled ? Math.ceil(a.T / 64) : a.T,
-      prof?.on && `matmul ${type} ${a.R}x${a.K} T${a.T}${useTiled ? ' tiled' : type === 'F16' ? '' : ' ' + driverOf(type)}`);
+    const words = [a.K, a.R, a.T, a.wOff || 0, a.wRow, a.xOff || 0, a.xRow, a.yOff || 0, a.ldy ?? a.R, gx, 0, 0];
+    if (r) words.push(r.H, r.Hkv, r.D, r.half, r.slot, 0, 0, 0);
+    dispatch(enc, pipe, r ? [a.w, a.x, a.y, r.cs, r.q, r.kc, r.vc] : [a.w, a.x, a.y], new Uint32Array(words), gx, gy,
+      useTiled ? Math.ceil(a.T / 64) : a.T,
+      prof?.on && `matmul ${type} ${a.R}x${a.K} T${a.T}${useTiled ? ' tiled' : type === 'F16' ? '' : ' ' + driverOf(type)}${r ? ' + rope' : ''}`);
   }
+  const hasRopeFold = (type) => !!pipes['matmulR_' + type];
 
   // The quantized rows' layout (quantize.wgsl): yOff and yRow multiples of 4, yRow at least the
   // blocks' bytes (default quantRowBytes: the blocks rounded up to a word).
@@ -696,7 +736,7 @@ export async function createKernels(device, options = {}) {
   }
 
   return { device, packedDot, decodeDriver, flush, copy, counts, upload, buffer, uniform, matmul, quantize, rmsnormQ, swigluQ,
-    rmsnorm, softmax, swiglu, rope, ropeKV, attention, attnScratchFloats, add, embed, argmax, argmaxPartWords, read, readAfter, beginFrame, endFrame, dropFrame, profiling, profilingOn, profileRead, mark };
+    rmsnorm, softmax, swiglu, rope, ropeKV, attention, attnScratchFloats, add, embed, argmax, argmaxPartWords, hasRopeFold, read, readAfter, beginFrame, endFrame, dropFrame, profiling, profilingOn, profileRead, mark };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----
