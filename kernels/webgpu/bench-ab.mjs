@@ -14,15 +14,10 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { optionReader } from './bench.mjs';
 
 const args = process.argv.slice(2);
-const opt = (name, def) => {
-  const i = args.indexOf(name);
-  if (i < 0) return def;
-  const v = args[i + 1];
-  args.splice(i, 2);
-  return v;
-};
+const opt = optionReader(args);
 const count = (name, def) => {
   const v = Number(opt(name, def));
   if (!(Number.isInteger(v) && v >= 1)) {
@@ -54,7 +49,14 @@ const sets = kernels.split(',').map((spec) => {
   return { spec, dir: path.resolve(dir), gdepth, kopts };
 });
 
-const webgpu = await import(pathToFileURL(path.resolve(process.env.PLUMB_WEBGPU_NODE || 'node_modules/webgpu/index.js')).href);
+const spec = process.env.PLUMB_WEBGPU_NODE || 'webgpu';
+let webgpu;
+try {
+  webgpu = await import(spec.includes('/') ? pathToFileURL(path.resolve(spec)).href : spec);
+} catch (e) {
+  console.error(`bench-ab: cannot load the webgpu package (${spec}): ${e.message}`);
+  process.exit(2);
+}
 Object.assign(globalThis, webgpu.globals || {});
 let gpu = webgpu.create((process.env.DAWN_FLAGS || '').split(',').filter(Boolean));
 const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });

@@ -29,17 +29,11 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { bench, decodeOptions, markdownTable } from './bench.mjs';
+import { bench, decodeOptions, markdownTable, optionReader } from './bench.mjs';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const args = process.argv.slice(2);
-const opt = (name, def) => {
-  const i = args.indexOf(name);
-  if (i < 0) return def;
-  const v = args[i + 1];
-  args.splice(i, 2);
-  return v;
-};
+const opt = optionReader(args);
 const num = (name, def) => Number(opt(name, def));
 const o = { copyBytes: num('--copy-mib', 256) * 2 ** 20, K: num('--k', 4096), R: num('--r', 4096),
   tPrefill: num('--prefill-t', 512), pp: num('--pp', 512), tg: num('--tg', 32), reps: num('--reps', 5),

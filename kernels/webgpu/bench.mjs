@@ -92,6 +92,18 @@ async function timed(device, reps, record, flush = () => {}) {
   return best;
 }
 
+// A command line's options: opt(name, def) takes `name value` out of args (so what is left is
+// the positional arguments) and gives the value, or def where name is not there.
+export function optionReader(args) {
+  return (name, def) => {
+    const i = args.indexOf(name);
+    if (i < 0) return def;
+    const v = args[i + 1];
+    args.splice(i, 2);
+    return v;
+  };
+}
+
 // A decode driver as bench-node's --decode / --decode-ab name it: 'auto' (v2 for Q8_0, Q4_0;
 // grouped v2 8 x 128, 4 rows a thread, for Q4_K and Q6_K), 'v1', 'v2', 'v2:NRxTPR' (v2 with NR
 // rows x TPR threads a workgroup), each v2 optionally '/g8' (Q4_K's and Q6_K's grouped mode: 8
