@@ -342,8 +342,12 @@ export function loadModel(ks, gguf, nCtx, opts = {}) {
     const [[gate, upm], gateUp] = mats([b('ffn_gate.weight'), b('ffn_up.weight')]);
     const [bq, bk, bv] = cat([b('attn_q.bias'), b('attn_k.bias'), b('attn_v.bias')]);
     const [q_norm, k_norm] = cat([b('attn_q_norm.weight'), b('attn_k_norm.weight')]);
+    // a decode step of this layer folds rope_kv into its q | k | v matmuls' output
+    // (matmul_rope.wgsl): llama's (no bias, no head norm, adjacent pairs), every group's type
+    // with the fold
+    const ropeFold = !bq && !bk && !bv && !q_norm && !k_norm && !hp.rope.neox && qkv.every((w) => ks.hasRopeFold(w.type));
     layers.push({ attn_norm: n('attn_norm.weight'), q, k, v, bq, bk, bv, q_norm, k_norm, o: n('attn_output.weight'),
-      ffn_norm: n('ffn_norm.weight'), gate, up: upm, down: n('ffn_down.weight'), groups: { qkv, gateUp } });
+      ffn_norm: n('ffn_norm.weight'), gate, up: upm, down: n('ffn_down.weight'), groups: { qkv, gateUp }, ropeFold });
   }
   const output = up(hp.tied ? 'token_embd.weight' : 'output.weight');
   // slots: the context window's positions, or the ring's S + 2 (W - S)
@@ -717,9 +721,10 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
     // mm (or rmsnormQ / swigluQ wrote it quantized), so xq still holds it where the dot type is this
     // one's (q, k, v of one input; gate, up).
     let xqHolds = null;
-    // tRows: the last tRows of the T rows only (the output head when rows asks for fewer)
-    // ropeArgs: a decode step's q | k | v matmul with rope_kv folded in (ks.matmul's rope)
-    const mm = (w, src, K, y, same = false, yOff = 0, ldy = w.dims[1], tRows = T, ropeArgs = null) => {
+    // o: same; yOff, ldy (y's first column and row length); tRows: the last tRows of the T rows
+    // only (the output head when rows asks for fewer); rope: a decode step's q | k | v matmul with
+    // rope_kv folded in (ks.matmul's rope)
+    const mm = (w, src, K, y, { same = false, yOff = 0, ldy = w.dims[1], tRows = T, rope = null } = {}) => {
       const dt = DOT[w.type];
       if (!dt) throw new Error(`matmul of ${w.type}: not in the webgpu set`);
       const held = same && xqHolds && xqHolds.src === src && xqHolds.dt === dt && xqHolds.K === K;
@@ -727,7 +732,7 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
       xqHolds = dt === 'F32' ? null : { src, dt, K };
       const xRow = dt === 'F32' ? 4 * K : quantRowBytes(dt, K);
       ks.matmul(enc, w.type, { w: w.buf, wOff: w.wOff, x: dt === 'F32' ? src : xq, xOff: (T - tRows) * xRow, y, K, R: w.dims[1],
-        T: tRows, wRow: w.rowBytes, xRow, yOff, ldy, rope: ropeArgs });
+        T: tRows, wRow: w.rowBytes, xRow, yOff, ldy, rope });
     };
     const scale = Math.fround(1 / Math.sqrt(D));
     const nq = H * D, nkv = Hkv * D, nqkv = nq + 2 * nkv;
@@ -740,8 +745,8 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
         const L = m.layers[l], C = m.cache[l];
         ks.rmsnorm(enc, { x, w: L.attn_norm.buf, y: xn, n: E, rows: T, eps: hp.eps });
         mm(L.q, xn, E, q);
-        mm(L.k, xn, E, k, true);
-        mm(L.v, xn, E, v, true);
+        mm(L.k, xn, E, k, { same: true });
+        mm(L.v, xn, E, v, { same: true });
         bias(q, L.bq, nq);
         bias(k, L.bk, nkv);
         bias(v, L.bv, nkv);
@@ -765,14 +770,14 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
         ks.add(enc, { x, y: tmp, n: T * E });
         ks.rmsnorm(enc, { x, w: L.ffn_norm.buf, y: xn, n: E, rows: T, eps: hp.eps });
         mm(L.gate, xn, E, gate);
-        mm(L.up, xn, E, upb, true);
+        mm(L.up, xn, E, upb, { same: true });
         ks.swiglu(enc, { gate, up: upb, y: ffh, n: T * F });
         mm(L.down, ffh, F, tmp);
         ks.add(enc, { x, y: tmp, n: T * E });
         cut(l);
       }
       ks.rmsnorm(enc, { x, w: m.outNorm.buf, y: xn, n: E, rows: T, eps: hp.eps });
-      mm(m.output, xn, E, logits, false, 0, V, rows);
+      mm(m.output, xn, E, logits, { ldy: V, tRows: rows });
     } else {
       // The fused sequence: the same operations on the same floats in the same order, so the same
       // bits (kernels/webgpu/README.md, "Fewer commands"). A residual branch (in tmp) is added by
@@ -791,17 +796,17 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
         pending = null;
         xqHolds = dt === 'F32' ? null : { src: xn, dt, K: E };
       };
-      const group = (ws, y, ld, ropeArgs = null) => {
+      const group = (ws, y, ld, rope = null) => {
         let col = 0;
-        for (const w of ws) { mm(w, xn, E, y, true, col, ld, T, ropeArgs); col += w.dims[1]; }
+        for (const w of ws) { mm(w, xn, E, y, { same: true, yOff: col, ldy: ld, rope }); col += w.dims[1]; }
       };
       for (let l = 0; l < hp.L; l++) {
         const L = m.layers[l], C = m.cache[l], G = L.groups;
         norm(L.attn_norm, G.qkv[0]);
         const bias = L.bq || L.bk || L.bv, qn = L.q_norm || L.k_norm;
-        // a decode step of llama (no bias, no head norm, adjacent pairs): rope_kv folded into the
-        // q | k | v matmuls' output (matmul_rope.wgsl), one dispatch fewer a layer
-        if (decode && !bias && !qn && !rope.neox && G.qkv.every((w) => ks.hasRopeFold(w.type))) {
+        // a decode step of a layer that folds rope_kv into the q | k | v matmuls' output (loadModel's
+        // ropeFold): one dispatch fewer a layer
+        if (decode && L.ropeFold) {
           group(G.qkv, qkv, nqkv, { cs, q, kc: C.k, vc: C.v, H, Hkv, D, half: plan.half, slot: slotOf(m, p0) });
         } else {
           group(G.qkv, qkv, nqkv);
@@ -814,19 +819,19 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
           kvF16: false, window: m.recent, nSinks: m.sinks, layerWindow: 0, scale,
           quant: od === 'F32' ? null : { type: od, y: xq } });
         xqHolds = od === 'F32' ? null : { src: att, dt: od, K: nq };
-        mm(L.o, att, nq, tmp, true);
+        mm(L.o, att, nq, tmp, { same: true });
         pending = tmp;
         norm(L.ffn_norm, G.gateUp[0]);
         group(G.gateUp, gu, 2 * F);
         const dd = DOT[L.down.type];
         ks.swigluQ(enc, dd === 'F32' ? null : dd, { gate: gu, up: gu, y: ffh, q: xq, n: F, rows: T, gateLd: 2 * F, upOff: F, upLd: 2 * F });
         xqHolds = dd === 'F32' ? null : { src: ffh, dt: dd, K: F };
-        mm(L.down, ffh, F, tmp, true);
+        mm(L.down, ffh, F, tmp, { same: true });
         pending = tmp;
         cut(l);
       }
       norm(m.outNorm, m.output);
-      mm(m.output, xn, E, logits, true, 0, V, rows);
+      mm(m.output, xn, E, logits, { same: true, ldy: V, tRows: rows });
     }
     // pick: the engine's greedy pick of the step's logits into the id a next step embeds
     if (pick) ks.argmax(enc, { x: logits, n: V, part: g.part, ids: g.ids });

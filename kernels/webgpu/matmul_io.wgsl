@@ -8,6 +8,9 @@ struct MM {
   K: u32, R: u32, T: u32, w_off: u32,
   w_row: u32, x_off: u32, x_row: u32, y_off: u32,
   ldy: u32, rsplit: u32, zero: u32, pad: u32,
+  // a decode step's q | k | v with RoPE folded in (matmul_rope.wgsl): H, Hkv, D, half, the
+  // token's cache slot; 0 for every other matmul
+  rh: u32, rhkv: u32, rd: u32, rhalf: u32, rslot: u32, rp0: u32, rp1: u32, rp2: u32,
 }
 @group(0) @binding(0) var<storage, read> W: array<u32>;
 @group(0) @binding(2) var<storage, read_write> Y: array<f32>;

@@ -8,11 +8,12 @@
 // at the token's slot, v's into VC at the slot — rope_kv's expressions on the same floats, so its
 // bits. A row's partner (c xor 1) is in the same workgroup (NR even, the workgroup's first row
 // even, y_off even: the runtime folds only then) and comes through workgroup memory. The
-// runtime binds P at 7 and gives its fields past pad (RoPE's H, Hkv, D, half, slot).
-@group(0) @binding(3) var<storage, read> CS: array<vec2f>;
-@group(0) @binding(4) var<storage, read_write> Qo: array<f32>;
-@group(0) @binding(5) var<storage, read_write> KC: array<f32>;
-@group(0) @binding(6) var<storage, read_write> VC: array<f32>;
+// RoPE's H, Hkv, D, half and slot are MM's fields past pad (matmul_io.wgsl); the four buffers
+// this adds are bound after P.
+@group(0) @binding(4) var<storage, read> CS: array<vec2f>;
+@group(0) @binding(5) var<storage, read_write> Qo: array<f32>;
+@group(0) @binding(6) var<storage, read_write> KC: array<f32>;
+@group(0) @binding(7) var<storage, read_write> VC: array<f32>;
 var<workgroup> ep: array<f32, NR>;
 
 fn emit(lrow: u32, r: u32, t: u32, s: f32, own: bool) {

@@ -147,22 +147,15 @@ export async function createKernels(device, options = {}) {
     throw new Error('plumb-webgpu: decodeNR / decodeRPT x decodeTPR must be at most 256 (a workgroup)');
   const drivers = { v1: xq + await source('matmul_q.wgsl'), v2: xq + await source('matmul_qv.wgsl') };
   // the v2 driver's output: into Y (matmul_emit.wgsl), or a decode step's q | k | v with RoPE and
-  // the cache writes folded in (matmul_rope.wgsl: its uniform at binding 7, after the four buffers
-  // it adds, with RoPE's fields after MM's)
+  // the cache writes folded in (matmul_rope.wgsl: RoPE's fields in MM, the four buffers it adds
+  // bound after P)
   const emitPlain = await source('matmul_emit.wgsl');
-  const ropeIo = (text) => {
-    const a = 'ldy: u32, rsplit: u32, zero: u32, pad: u32,', b = '@group(0) @binding(3) var<uniform> P: MM;';
-    if (!text.includes(a) || !text.includes(b)) throw new Error('plumb-webgpu: matmul_io.wgsl: MM or P not as matmul_rope.wgsl expects');
-    return text.replace(a, a + '\n  rh: u32, rhkv: u32, rd: u32, rhalf: u32, rslot: u32, rp0: u32, rp1: u32, rp2: u32,')
-      .replace(b, '@group(0) @binding(7) var<uniform> P: MM;');
-  };
-  const v2rope = ropeIo(xq) + await source('matmul_qv.wgsl');
   const emitRope = await source('matmul_rope.wgsl');
   const decodeSource = (t, text, rope = false) => {
     if (driverOf(t) === 'v1') return withNR(drivers.v1 + '\n' + text);
     const [n, tpr] = v2Shape(t);
     return `const NR: u32 = ${n}u;\nconst TPR: u32 = ${tpr}u;\nconst GP: u32 = ${gpOf(t)}u;\nconst RPT: u32 = ${rptOf(t)}u;\n` +
-      (rope ? v2rope : drivers.v2) + '\n' + text + '\n' + (rope ? emitRope : emitPlain);
+      drivers.v2 + '\n' + text + '\n' + (rope ? emitRope : emitPlain);
   };
   // the types whose decode matmul folds rope_kv in: the v2 driver with a block a thread (GP 1:
   // Q8_0, Q4_0), an even number of rows a workgroup (a pair of rows in one workgroup). On the
@@ -436,11 +429,12 @@ export async function createKernels(device, options = {}) {
   }
 
   // buffers: the kernel's storage buffers in binding order; words (a Uint32Array): its uniform,
-  // bound last.
-  function dispatch(enc, pipe, buffers, words, x, y = 1, z = 1, tag = pipe.label) {
+  // bound after the first uAt of them (default: last).
+  function dispatch(enc, pipe, buffers, words, x, y = 1, z = 1, tag = pipe.label, uAt = buffers.length) {
+    const entries = (u) => [...buffers.slice(0, uAt), u, ...buffers.slice(uAt)];
     let bind;
     if (!frame) {
-      bind = bindGroup(pipe, [...buffers, uniform(words)]);
+      bind = bindGroup(pipe, entries(uniform(words)));
     } else {
       const k = frame.i++;
       const slot = frame.slots[k];
@@ -452,7 +446,7 @@ export async function createKernels(device, options = {}) {
         bind = slot.bind;
       } else {
         const { page, off } = frameUniform(k, words);
-        bind = bindGroup(pipe, [...buffers, { buffer: page.ub, offset: off, size: words.byteLength }]);
+        bind = bindGroup(pipe, entries({ buffer: page.ub, offset: off, size: words.byteLength }));
         frame.slots[k] = { pipe, buffers: buffers.slice(), words: words.slice(), bind };
       }
     }
@@ -480,11 +474,11 @@ export async function createKernels(device, options = {}) {
     const pipe = need((useTiled ? 'matmulT_' : r ? 'matmulR_' : 'matmul_') + type);
     // tiles of 64 rows x 64 tokens, or NR rows x 1 token
     const [gx, gy] = grid(Math.ceil(a.R / (useTiled ? 64 : type === 'F16' ? MATMUL_NR.F16 : decodeRows(type))));
-    const words = [a.K, a.R, a.T, a.wOff || 0, a.wRow, a.xOff || 0, a.xRow, a.yOff || 0, a.ldy ?? a.R, gx, 0, 0];
-    if (r) words.push(r.H, r.Hkv, r.D, r.half, r.slot, 0, 0, 0);
-    dispatch(enc, pipe, r ? [a.w, a.x, a.y, r.cs, r.q, r.kc, r.vc] : [a.w, a.x, a.y], new Uint32Array(words), gx, gy,
+    const words = new Uint32Array([a.K, a.R, a.T, a.wOff || 0, a.wRow, a.xOff || 0, a.xRow, a.yOff || 0, a.ldy ?? a.R, gx, 0, 0,
+      ...(r ? [r.H, r.Hkv, r.D, r.half, r.slot] : [0, 0, 0, 0, 0]), 0, 0, 0]);
+    dispatch(enc, pipe, r ? [a.w, a.x, a.y, r.cs, r.q, r.kc, r.vc] : [a.w, a.x, a.y], words, gx, gy,
       useTiled ? Math.ceil(a.T / 64) : a.T,
-      prof?.on && `matmul ${type} ${a.R}x${a.K} T${a.T}${useTiled ? ' tiled' : type === 'F16' ? '' : ' ' + driverOf(type)}${r ? ' + rope' : ''}`);
+      prof?.on && `matmul ${type} ${a.R}x${a.K} T${a.T}${useTiled ? ' tiled' : type === 'F16' ? '' : ' ' + driverOf(type)}${r ? ' + rope' : ''}`, 3);
   }
   const hasRopeFold = (type) => !!pipes['matmulR_' + type];
 
