@@ -721,10 +721,10 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
     // mm (or rmsnormQ / swigluQ wrote it quantized), so xq still holds it where the dot type is this
     // one's (q, k, v of one input; gate, up).
     let xqHolds = null;
-    // o: same; yOff, ldy (y's first column and row length); tRows: the last tRows of the T rows
-    // only (the output head when rows asks for fewer); rope: a decode step's q | k | v matmul with
-    // rope_kv folded in (ks.matmul's rope)
-    const mm = (w, src, K, y, { same = false, yOff = 0, ldy = w.dims[1], tRows = T, rope = null } = {}) => {
+    // options: same (above); yOff, ldy (y's first column and row length); tRows: the last tRows of
+    // the T rows only (the output head when rows asks for fewer); foldRope: a decode step's
+    // q | k | v matmul with rope_kv folded in (ks.matmul's rope)
+    const mm = (w, src, K, y, { same = false, yOff = 0, ldy = w.dims[1], tRows = T, foldRope = null } = {}) => {
       const dt = DOT[w.type];
       if (!dt) throw new Error(`matmul of ${w.type}: not in the webgpu set`);
       const held = same && xqHolds && xqHolds.src === src && xqHolds.dt === dt && xqHolds.K === K;
@@ -732,7 +732,7 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
       xqHolds = dt === 'F32' ? null : { src, dt, K };
       const xRow = dt === 'F32' ? 4 * K : quantRowBytes(dt, K);
       ks.matmul(enc, w.type, { w: w.buf, wOff: w.wOff, x: dt === 'F32' ? src : xq, xOff: (T - tRows) * xRow, y, K, R: w.dims[1],
-        T: tRows, wRow: w.rowBytes, xRow, yOff, ldy, rope });
+        T: tRows, wRow: w.rowBytes, xRow, yOff, ldy, rope: foldRope });
     };
     const scale = Math.fround(1 / Math.sqrt(D));
     const nq = H * D, nkv = Hkv * D, nqkv = nq + 2 * nkv;
@@ -796,9 +796,9 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
         pending = null;
         xqHolds = dt === 'F32' ? null : { src: xn, dt, K: E };
       };
-      const group = (ws, y, ld, rope = null) => {
+      const group = (ws, y, ld, foldRope = null) => {
         let col = 0;
-        for (const w of ws) { mm(w, xn, E, y, { same: true, yOff: col, ldy: ld, rope }); col += w.dims[1]; }
+        for (const w of ws) { mm(w, xn, E, y, { same: true, yOff: col, ldy: ld, foldRope }); col += w.dims[1]; }
       };
       for (let l = 0; l < hp.L; l++) {
         const L = m.layers[l], C = m.cache[l], G = L.groups;

@@ -339,6 +339,8 @@ export async function createKernels(device, options = {}) {
   }
 
   // buffers: GPUBuffers bound whole, or the last one { buffer, offset, size } (a frame's uniform)
+  // a bind group's buffers with the uniform u put at binding uAt (the buffers from there after it)
+  const withUniform = (buffers, u, uAt) => [...buffers.slice(0, uAt), u, ...buffers.slice(uAt)];
   function bindGroup(pipe, buffers) {
     return device.createBindGroup({
       layout: pipe.getBindGroupLayout(0),
@@ -431,10 +433,9 @@ export async function createKernels(device, options = {}) {
   // buffers: the kernel's storage buffers in binding order; words (a Uint32Array): its uniform,
   // bound after the first uAt of them (default: last).
   function dispatch(enc, pipe, buffers, words, x, y = 1, z = 1, tag = pipe.label, uAt = buffers.length) {
-    const entries = (u) => [...buffers.slice(0, uAt), u, ...buffers.slice(uAt)];
     let bind;
     if (!frame) {
-      bind = bindGroup(pipe, entries(uniform(words)));
+      bind = bindGroup(pipe, withUniform(buffers, uniform(words), uAt));
     } else {
       const k = frame.i++;
       const slot = frame.slots[k];
@@ -446,7 +447,7 @@ export async function createKernels(device, options = {}) {
         bind = slot.bind;
       } else {
         const { page, off } = frameUniform(k, words);
-        bind = bindGroup(pipe, entries({ buffer: page.ub, offset: off, size: words.byteLength }));
+        bind = bindGroup(pipe, withUniform(buffers, { buffer: page.ub, offset: off, size: words.byteLength }, uAt));
         frame.slots[k] = { pipe, buffers: buffers.slice(), words: words.slice(), bind };
       }
     }
@@ -474,8 +475,10 @@ export async function createKernels(device, options = {}) {
     const pipe = need((useTiled ? 'matmulT_' : r ? 'matmulR_' : 'matmul_') + type);
     // tiles of 64 rows x 64 tokens, or NR rows x 1 token
     const [gx, gy] = grid(Math.ceil(a.R / (useTiled ? 64 : type === 'F16' ? MATMUL_NR.F16 : decodeRows(type))));
-    const words = new Uint32Array([a.K, a.R, a.T, a.wOff || 0, a.wRow, a.xOff || 0, a.xRow, a.yOff || 0, a.ldy ?? a.R, gx, 0, 0,
-      ...(r ? [r.H, r.Hkv, r.D, r.half, r.slot] : [0, 0, 0, 0, 0]), 0, 0, 0]);
+    // MM (matmul_io.wgsl): 12 words, then RoPE's 5 for the fold (0 otherwise), 3 of padding
+    const words = new Uint32Array(20);
+    words.set([a.K, a.R, a.T, a.wOff || 0, a.wRow, a.xOff || 0, a.xRow, a.yOff || 0, a.ldy ?? a.R, gx]);
+    if (r) words.set([r.H, r.Hkv, r.D, r.half, r.slot], 12);
     dispatch(enc, pipe, r ? [a.w, a.x, a.y, r.cs, r.q, r.kc, r.vc] : [a.w, a.x, a.y], words, gx, gy,
       useTiled ? Math.ceil(a.T / 64) : a.T,
       prof?.on && `matmul ${type} ${a.R}x${a.K} T${a.T}${useTiled ? ' tiled' : type === 'F16' ? '' : ' ' + driverOf(type)}${r ? ' + rope' : ''}`, 3);
