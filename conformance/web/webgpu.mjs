@@ -292,6 +292,8 @@ try {
     // the quantizers' word-owning chunks (no clear) and the fused kernels (rmsnorm_q, swiglu_q)
     { name: 'quantize: a chunk\'s words rounded down (a row of an odd number of Q8_0 blocks loses its last bytes)', filter: 'quantize_Q8_0', only: ['quantize_Q8_0'],
       file: 'quantize_q8_0.wgsl', pairs: [['let words = (nbc * BB + 3u) / 4u;', 'let words = (nbc * BB) / 4u;']] },
+    { name: 'div_rn: the low bit of each 8-bit quotient digit dropped', filter: 'quantize_Q8_K', only: ['quantize_Q8_K'],
+      file: 'quantize_q8_k.wgsl', pairs: [['let dq = t / mb;', 'let dq = (t / mb) & 0xfeu;']] },
     { name: 'quantize: a chunk\'s last word not stored', filter: 'quantize_Q8_K', only: ['quantize_Q8_K'],
       file: 'quantize_q8_k.wgsl', pairs: [['if (li < words) {', 'if (li + 1u < words) {']] },
     { name: 'rmsnorm_q: every row adds the first row\'s residual', filter: 'fused_norm', only: ['rmsnorm_q_Q8_0', 'rmsnorm_q_Q8_K'],
@@ -521,6 +523,25 @@ try {
       console.log(`${bad.length ? 'FAIL' : 'ok  '} forward's speculation (the next decode step run on the GPU's pick): the same logits bit ` +
         `for bit as without on ${r.length} files, hits and misses as its rule gives (8 and 1; none on a ring): ` +
         r.map((x) => `${x.name} ${x.same ? 'same' : 'DIFFERENT'} ${x.hits} hits ${x.misses} misses`).join(', '));
+      if (bad.length) failures++;
+    }
+    // a fused decode step replayed from the last one's recording against each recorded afresh:
+    // the fold's path (llama-Q8_0) and rope_kv's (qwen2's biases), across a split chunk's edge
+    {
+      const r = [];
+      for (const x of ['llama-Q8_0', 'qwen2-Q4_K-tied']) {
+        const one = await page.evaluate((f) => window.wgpu.replayCheck(f), list.find((m) => m.name === x));
+        if (one.error) throw new Error(one.error);
+        r.push(one);
+      }
+      // every decode step replayed but each frame's first recording (forward's, greedy's) and the
+      // step after the truncate (the one recorded ahead was for another position: replayed too)
+      const bad = r.filter((x) => !x.same || x.fresh !== 0 || x.replays < x.steps - 2 || !x.caught);
+      console.log(`${bad.length ? 'FAIL' : 'ok  '} a fused decode step replayed from the last one's recording (its position's ` +
+        `dispatches patched): the same logits and greedy ids bit for bit as each step recorded afresh across a split ` +
+        `chunk's edge both ways (a truncate), and with the patches dropped the rows differ: ` +
+        r.map((x) => `${x.name} ${x.same ? 'same' : 'DIFFERENT'}, ${x.replays} recordings replayed for ${x.steps} steps, ` +
+          `patches dropped ${x.caught ? 'caught' : 'NOT CAUGHT'}`).join('; '));
       if (bad.length) failures++;
     }
     // on the F16 files: cheap in SwiftShader, and their bound (1e-4 of the RMS) the tightest

@@ -1,13 +1,17 @@
 // bench-ab.mjs — an A/B of whole decode steps in one node process (Dawn's node binding, npm
 // `webgpu`): each model loaded once under each kernel set, then, round after round, greedy
-// decoding (llama.mjs's greedy, tg tokens from depth) and forward a token at a time (the CPU's
-// pick) under each set in turn, the sets' order reversed every other round:
+// decoding (llama.mjs's greedy, tg tokens from depth: mode g), forward a token at a time (the
+// CPU's pick: f) and the GPU alone (llama.mjs's gpuStepMs, tg steps recorded, then submitted
+// together: u) under each set in turn, the sets' order reversed every other round:
 //   node kernels/webgpu/bench-ab.mjs --kernels DIR[@KEY=V+KEY=V...],DIR... [--depth 512] [--tg 64]
-//        [--rounds 15] [--modes g,f] MODEL.gguf ...
+//        [--rounds 15] [--modes g,f,u] MODEL.gguf ...
 // DIR: a copy of kernels/webgpu (its plumb-webgpu.mjs, llama.mjs and kernels); KEY=V: a
 // createKernels option taking a number (decodeNR=8, decodeTPR=32, ...), or depth=N (greedy's
-// steps in flight). Prints, per model and mode, each set's median tok/s, its best and every
-// round's, and whether every set gave the same ids (a set that computes something else says so).
+// steps in flight). Prints, per model and mode, each set's median tok/s (u: ms a step), its best
+// and every round's; for g and f also how busy node's main thread was (the event loop's
+// utilization: Dawn's binding polls for the GPU on that thread, so near 100% either way) and the
+// process's CPU time a token (every thread's, Dawn's included), medians over the rounds, and
+// whether every set gave the same ids (a set that computes something else says so).
 // Why: separate processes minutes apart see the host's CPU and the GPU's clocks move the same
 // code's rate by ±20% (kernels/webgpu/README.md); alternating inside one process, the sets meet
 // the same states. Not a test: a benchmark's instrument (PLUMB_WEBGPU_NODE: where the package is).
@@ -30,8 +34,8 @@ const kernels = opt('--kernels', null);
 const depth = count('--depth', 512), tg = count('--tg', 64), rounds = count('--rounds', 15);
 const modes = opt('--modes', 'g,f').split(',');
 const files = args.filter((a) => !a.startsWith('--'));
-if (!kernels || !files.length || modes.some((m) => m !== 'g' && m !== 'f') || args.some((a) => a.startsWith('--'))) {
-  console.error('usage: node bench-ab.mjs --kernels DIR[@KEY=V+...],DIR... [--depth N] [--tg N] [--rounds N] [--modes g,f] MODEL.gguf ...');
+if (!kernels || !files.length || modes.some((m) => !['g', 'f', 'u'].includes(m)) || args.some((a) => a.startsWith('--'))) {
+  console.error('usage: node bench-ab.mjs --kernels DIR[@KEY=V+...],DIR... [--depth N] [--tg N] [--rounds N] [--modes g,f,u] MODEL.gguf ...');
   process.exit(2);
 }
 const sets = kernels.split(',').map((spec) => {
@@ -85,34 +89,50 @@ for (const f of files) {
     const m = L.loadLlama(ks, L.readGGUF(bytes), depth + tg + 8);
     const toks = Array.from({ length: depth }, (_, i) => (i * 7919 + 13) % m.hp.V);
     const first = firstMaxOf(await L.forward(m, toks, { rows: 1 }));
-    runs.push({ s, L, m, first, ms: { g: [], f: [] }, ids: {} });
+    runs.push({ s, L, m, first, ms: { g: [], f: [], u: [] }, busy: { g: [], f: [], u: [] }, cpu: { g: [], f: [], u: [] }, gpu: [], ids: {} });
   }
   for (let r = 0; r <= rounds; r++) { // round 0 untimed (each pipeline's first use)
     for (const run of r & 1 ? [...runs].reverse() : runs) {
       const { L, m } = run;
       for (const mode of modes) {
         L.truncate(m, depth);
+        const elu0 = performance.eventLoopUtilization(), cpu0 = process.cpuUsage();
         const t0 = performance.now();
         let ids;
         if (mode === 'g') {
           ids = await L.greedy(m, run.first, tg, run.s.gdepth ? { depth: run.s.gdepth } : {});
+        } else if (mode === 'u') {
+          ids = [];
+          const ms = await L.gpuStepMs(m, tg);
+          run.gpu.push(ms);
         } else {
           ids = [];
           let tok = run.first;
           for (let i = 0; i < tg; i++) ids.push(tok = firstMaxOf(await L.forward(m, [tok], { rows: 1 })));
         }
         const ms = performance.now() - t0;
-        if (r) run.ms[mode].push(ms);
-        else run.ids[mode] = ids.join(',');
+        const elu = performance.eventLoopUtilization(elu0), cpu = process.cpuUsage(cpu0);
+        if (r) {
+          run.ms[mode].push(ms);
+          run.busy[mode].push(elu.utilization);
+          run.cpu[mode].push((cpu.user + cpu.system) / tg);
+        } else run.ids[mode] = ids.join(',');
       }
     }
   }
   console.log(`${path.basename(f)}: depth ${depth}, tg ${tg}, ${rounds} rounds`);
   for (const mode of modes) {
+    if (mode === 'u') {
+      console.log('  GPU alone (ms a step): ' + runs.map((x) => `${x.s.spec} ${median(x.gpu).toFixed(3)} (best ` +
+        `${Math.min(...x.gpu).toFixed(3)}) [${x.gpu.map((v) => v.toFixed(3)).join(' ')}]`).join('  |  '));
+      continue;
+    }
     const same = runs.every((x) => x.ids[mode] === runs[0].ids[mode]);
     console.log(`  ${mode === 'g' ? 'greedy' : 'forward'}: ` + runs.map((x) => {
       const tps = x.ms[mode].map((ms) => (tg / ms) * 1e3);
-      return `${x.s.spec} ${(tg / median(x.ms[mode]) * 1e3).toFixed(1)} tok/s (best ${Math.max(...tps).toFixed(0)}) [${tps.map((v) => v.toFixed(0)).join(' ')}]`;
+      return `${x.s.spec} ${(tg / median(x.ms[mode]) * 1e3).toFixed(1)} tok/s (best ${Math.max(...tps).toFixed(0)}) ` +
+        `[${tps.map((v) => v.toFixed(0)).join(' ')}], main thread ${(100 * median(x.busy[mode])).toFixed(0)}% busy, ` +
+        `CPU ${median(x.cpu[mode]).toFixed(0)} us a token`;
     }).join('  |  ') + `  ids ${same ? 'the same' : 'DIFFER'}`);
   }
   for (const x of runs) x.L.freeModel(x.m);

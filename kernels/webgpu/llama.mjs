@@ -285,7 +285,9 @@ export function gpuSupport(gguf) {
 // p >= S in slot S + (p - S) mod 2 (W - S); a query at p sees the sinks and positions
 // (p - (W - S), p] (attention's window W - S, pl_attn_args' rule); a step evaluates at most
 // W - S tokens (the session's steps; forward refuses more). nCtx is then unused. opts.fuse: the
-// default of forward's fuse (true: the fused pass; false: the unfused sequence).
+// default of forward's fuse (true: the fused pass; false: the unfused sequence). opts.replay
+// (default true): a fused decode step replays the last one's recording (recordStep); false
+// records every step afresh (the A/B of the replay, and its check).
 // Throws gpuSupport's reason for a file it does not run.
 export function loadModel(ks, gguf, nCtx, opts = {}) {
   const sup = gpuSupport(gguf);
@@ -360,7 +362,8 @@ export function loadModel(ks, gguf, nCtx, opts = {}) {
   const kvPos = ks.upload(slotPos);
   return { ks, hp, embd: tensors['token_embd.weight'], layers, outNorm: up('output_norm.weight'), output, cache, kvPos,
     nCtx: W ? Infinity : nCtx, window: W, sinks: S, recent, ring, cap, slotPos, evicted: 0, nPast: 0,
-    fuse: opts.fuse ?? true, frames: {}, greedy: null, spec: null, specPause: 0, steps: {} };
+    fuse: opts.fuse ?? true, replay: opts.replay ?? true, frames: {}, greedy: null, spec: null, specPause: 0, steps: {},
+    replays: 0 };
 }
 // A step's parts (recordStep's cut): 'doubling', parts of 1, 1, 2, 4, ... layers. With the step
 // recorded ahead, a part's submission is Dawn's own encoding of it (~3.5 us a dispatch on the
@@ -414,6 +417,30 @@ function dropSpec(m, sp = m.spec) {
   if (!sp) return;
   sp.fetch().catch(() => null);
   sp.fetchId().catch(() => null);
+}
+
+// A benchmark's instrument: the GPU's time for a fused decode step with no CPU in its way. n
+// steps at position nPast are recorded first (each over the cache as it stands; each writes the
+// cache row at nPast, past what any query sees, and x is whatever the last step left), then
+// submitted part by part with no wait between them: ms a step from the first submission to the
+// queue's drain (the first part's encoding at submit included, spread over the n).
+export async function gpuStepMs(m, n) {
+  const p0 = m.nPast;
+  if (m.ring || p0 >= m.nCtx || !(Number.isInteger(n) && n >= 1)) throw new Error('gpuStepMs: no ring, room for a step, n >= 1');
+  dropAhead(m);
+  dropSpec(m);
+  const steps = [];
+  for (let i = 0; i < n; i++)
+    steps.push(recordStep(m, p0, 1, { fuse: true, every: 0, rows: 1, x0: null, readLogits: false }, false));
+  const t0 = performance.now();
+  for (const st of steps) for (const cb of st.parts) m.ks.device.queue.submit([cb]);
+  await m.ks.device.queue.onSubmittedWorkDone();
+  const ms = (performance.now() - t0) / n;
+  for (const st of steps) {
+    const err = await st.err;
+    if (err) throw new Error(`webgpu forward pass: ${err.message}`);
+  }
+  return ms;
 }
 
 // Every buffer of the model, freed (the device stays).
@@ -703,8 +730,7 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
       else parts.push(cb);
     };
     let cutMs = 0; // the time in the parts' submissions (opts.timing)
-    const cut = (l) => {
-      if (!every || m.ring || l === hp.L - 1 || !cutAfter(l)) return;
+    const cutNow = () => {
       const t0 = performance.now();
       ks.flush(enc);
       send();
@@ -713,17 +739,56 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
     };
     // the fused and the unfused sequences record different dispatches, as do the steps that
     // embed on the GPU or end in the pick: a frame each
-    if (decode) ks.beginFrame(m.frames[(fuse ? 'fused' : 'unfused') + (fromGpu ? '/embed' : '') + (pick ? '/pick' : '')] ||= {});
+    const key = decode ? m.frames[(fuse ? 'fused' : 'unfused') + (fromGpu ? '/embed' : '') + (pick ? '/pick' : '')] ||= {} : null;
+    // A fused decode step replays the last one's recording when nothing but the position differs
+    // (the same cuts; no ring, whose slots and window move; the attention the same way, split or
+    // not, for this N): the parameters that depend on the position — the q | k | v matmuls with
+    // RoPE folded in (the slot) or rope_kv (p0), the attention (N, and the split's chunks) — are
+    // patched in the frame (tpl.dyn: each dispatch's index and its patch, ks.patchFrame), then
+    // the frame's dispatches are recorded as they stand, cut where the recording was. The same
+    // commands in the same order as recording the step afresh: the same bits. tpl is made by each
+    // fresh recording of such a step.
+    const replayable = decode && fuse && m.replay && !m.ring && !ks.profilingOn();
+    const split = ks.attnSplits(T, H, N, D);
+    const tpl = replayable && key.tpl && key.tpl.every === every && key.tpl.split === split ? key.tpl : null;
+    const cap = replayable && !tpl ? { every, split, dyn: [], cuts: [], n: 0 } : null;
+    const cut = (l) => {
+      if (!every || m.ring || l === hp.L - 1 || !cutAfter(l)) return;
+      if (cap) cap.cuts.push(ks.frameAt());
+      cutNow();
+    };
+    // a dispatch (or two: the split attention) whose parameters follow the step: recorded now by
+    // record(), and its patch(k, step) kept for a replay
+    const st = { p0, N, slot: slotOf(m, p0) };
+    const dynamic = (record, patch) => {
+      if (cap) cap.dyn.push({ k: ks.frameAt(), patch });
+      record();
+    };
+    if (tpl) {
+      ks.patchFrame(key, () => {
+        for (const d of tpl.dyn) d.patch(d.k, st);
+      });
+      let at = 0;
+      for (const c of tpl.cuts) {
+        ks.replayFrame(enc, key, at, c);
+        cutNow();
+        at = c;
+      }
+      ks.replayFrame(enc, key, at, tpl.n);
+      m.replays++;
+    }
+    if (decode && !tpl) ks.beginFrame(key);
     const g = fromGpu || pick || readId ? m.pick : null;
     // fromGpu: the input row is the embedding of the id the GPU holds (the last step's pick)
-    if (fromGpu) ks.embed(enc, { w: g.embd.buf, wOff: g.embd.wOff, type: g.embd.type, E, V, rowBytes: g.embd.rowBytes, ids: g.ids, x });
+    if (!tpl && fromGpu) ks.embed(enc, { w: g.embd.buf, wOff: g.embd.wOff, type: g.embd.type, E, V, rowBytes: g.embd.rowBytes, ids: g.ids, x });
     // y[T][ldy] from column yOff = W . quantize(src[T][K]). same: src is unchanged since the last
     // mm (or rmsnormQ / swigluQ wrote it quantized), so xq still holds it where the dot type is this
     // one's (q, k, v of one input; gate, up).
     let xqHolds = null;
     // options: same (above); yOff, ldy (y's first column and row length); tRows: the last tRows of
     // the T rows only (the output head when rows asks for fewer); foldRope: a decode step's
-    // q | k | v matmul with rope_kv folded in (ks.matmul's rope)
+    // q | k | v matmul with rope_kv folded in (ks.matmul's rope, but for its slot: the step's,
+    // patched on a replay)
     const mm = (w, src, K, y, { same = false, yOff = 0, ldy = w.dims[1], tRows = T, foldRope = null } = {}) => {
       const dt = DOT[w.type];
       if (!dt) throw new Error(`matmul of ${w.type}: not in the webgpu set`);
@@ -731,12 +796,16 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
       if (dt !== 'F32' && !held) ks.quantize(enc, dt, { x: src, y: xq, n: K, rows: T });
       xqHolds = dt === 'F32' ? null : { src, dt, K };
       const xRow = dt === 'F32' ? 4 * K : quantRowBytes(dt, K);
-      ks.matmul(enc, w.type, { w: w.buf, wOff: w.wOff, x: dt === 'F32' ? src : xq, xOff: (T - tRows) * xRow, y, K, R: w.dims[1],
-        T: tRows, wRow: w.rowBytes, xRow, yOff, ldy, rope: foldRope });
+      const a = { w: w.buf, wOff: w.wOff, x: dt === 'F32' ? src : xq, xOff: (T - tRows) * xRow, y, K, R: w.dims[1],
+        T: tRows, wRow: w.rowBytes, xRow, yOff, ldy, rope: foldRope && { ...foldRope, slot: st.slot } };
+      if (foldRope) dynamic(() => ks.matmul(enc, w.type, a), (k, s) => ks.patchMatmulRope(k, w.type, s.slot));
+      else ks.matmul(enc, w.type, a);
     };
     const scale = Math.fround(1 / Math.sqrt(D));
     const nq = H * D, nkv = Hkv * D, nqkv = nq + 2 * nkv;
-    if (!fuse) {
+    if (tpl) {
+      // replayed above
+    } else if (!fuse) {
       // The unfused sequence (opts.fuse false): a dispatch per op, the biases by add, qwen3's
       // norms through att, the cache by copies. The A/B of the fused pass, and its bits.
       // y[t][0, n) += b for every token (a bias: one add over the T rows, b repeated)
@@ -807,17 +876,17 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
         // a decode step of a layer that folds rope_kv into the q | k | v matmuls' output (loadModel's
         // ropeFold): one dispatch fewer a layer
         if (decode && L.ropeFold) {
-          group(G.qkv, qkv, nqkv, { cs, q, kc: C.k, vc: C.v, H, Hkv, D, half: plan.half, slot: slotOf(m, p0) });
+          group(G.qkv, qkv, nqkv, { cs, q, kc: C.k, vc: C.v, H, Hkv, D, half: plan.half });
         } else {
           group(G.qkv, qkv, nqkv);
-          ks.ropeKV(enc, { x: qkv, ld: nqkv, T, H, Hkv, D, rope, cs, bias: bias ? bias.buf : null,
+          dynamic(() => ks.ropeKV(enc, { x: qkv, ld: nqkv, T, H, Hkv, D, rope, cs, bias: bias ? bias.buf : null,
             bq: L.bq?.off, bk: L.bk?.off, bv: L.bv?.off, norm: qn ? qn.buf : null, nq: L.q_norm?.off, nk: L.k_norm?.off,
-            eps: hp.eps, q, kc: C.k, vc: C.v, p0, sinks: m.sinks, ring: m.ring });
+            eps: hp.eps, q, kc: C.k, vc: C.v, p0, sinks: m.sinks, ring: m.ring }), (k, s) => ks.patchRopeKV(k, s.p0));
         }
         const od = DOT[L.o.type]; // the attention's rows quantized for o by its last dispatch
-        ks.attention(enc, { q, k: C.k, v: C.v, qPos, kvPos: m.kvPos, scratch, out: att, T, H, Hkv, D, N,
+        dynamic(() => ks.attention(enc, { q, k: C.k, v: C.v, qPos, kvPos: m.kvPos, scratch, out: att, T, H, Hkv, D, N,
           kvF16: false, window: m.recent, nSinks: m.sinks, layerWindow: 0, scale,
-          quant: od === 'F32' ? null : { type: od, y: xq } });
+          quant: od === 'F32' ? null : { type: od, y: xq } }), (k, s) => ks.patchAttention(k, s.N));
         xqHolds = od === 'F32' ? null : { src: att, dt: od, K: nq };
         mm(L.o, att, nq, tmp, { same: true });
         pending = tmp;
@@ -834,8 +903,12 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
       mm(m.output, xn, E, logits, { same: true, ldy: V, tRows: rows });
     }
     // pick: the engine's greedy pick of the step's logits into the id a next step embeds
-    if (pick) ks.argmax(enc, { x: logits, n: V, part: g.part, ids: g.ids });
-    if (decode) ks.endFrame();
+    if (!tpl && pick) ks.argmax(enc, { x: logits, n: V, part: g.part, ids: g.ids });
+    if (cap) cap.n = ks.frameAt();
+    if (decode && !tpl) {
+      ks.endFrame();
+      key.tpl = cap; // null where this recording cannot be replayed
+    }
     ks.mark(enc);
     // the logits' (and readId: the pick's) copy to a mappable buffer in the same command buffer:
     // one submission a step, and the validation scope and the mapping awaited together
@@ -843,10 +916,14 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
     none.cancel = () => {};
     const fetch = readLogits ? ks.readAfter(enc, logits, 4 * rows * V) : none;
     const fetchId = readId ? ks.readAfter(enc, g.ids, 4) : none;
+    ks.flush(enc); // (readAfter ends the pass; a step that reads nothing back ends it here)
     send();
     return { p0, fuse, every, rows, bufs, parts, fetch, fetchId, cutMs, err: ks.device.popErrorScope() };
   } catch (e) {
-    if (decode) ks.endFrame();
+    if (decode) {
+      ks.endFrame();
+      key.tpl = null; // the frame may hold part of a recording
+    }
     ks.device.popErrorScope();
     if (!decode) for (const b of Object.values(bufs)) b.destroy();
     throw e;

@@ -288,15 +288,70 @@ export async function createKernels(device, options = {}) {
   // submission of a frame's commands follows the flush that ends its pass: each dispatch reads
   // its own parameters.
   const FRAME_PAGE = 64, U_STRIDE = 256;
+  // A frame can also be replayed (replayFrame): its dispatches recorded again as the last
+  // recording of that key left them, each its pipeline, bind group and grid, with no wrapper's
+  // JS run (node's recording bounds a small model's decode: kernels/webgpu/README.md). The
+  // parameters that follow a decode step's position are first patched in the frame's slots
+  // (patchFrame, then patchAttention, patchMatmulRope, patchRopeKV: what attention, matmul with
+  // a.rope and ropeKV would write there for the new N, slot or p0). So a replay records the
+  // commands a recording would, in the same order.
   const frames = new WeakMap(); // by key (an object: forward's model, or its unfused sequence's)
   let frame = null;
   const dirtyPages = new Set();
   function beginFrame(key) {
-    frame = frames.get(key) || { slots: [], pages: [], i: 0 };
+    frame = frames.get(key) || { slots: [], pages: [], i: 0, n: 0 };
     frames.set(key, frame);
     frame.i = 0;
   }
-  function endFrame() { frame = null; }
+  function endFrame() {
+    if (frame) frame.n = frame.i; // the dispatches of its last recording
+    frame = null;
+  }
+  // the index the next dispatch takes in the frame being recorded
+  function frameAt() {
+    if (!frame) throw new Error('plumb-webgpu: frameAt() outside a frame');
+    return frame.i;
+  }
+  // fn() patches key's last recording (the patch functions below, each given a dispatch's index)
+  function patchFrame(key, fn) {
+    const f = frames.get(key);
+    if (!f || frame) throw new Error('plumb-webgpu: patchFrame() with no recorded frame of that key, or inside a frame');
+    frame = f;
+    f.patching = true;
+    try {
+      fn();
+    } finally {
+      f.patching = false;
+      frame = null;
+    }
+  }
+  // slot k of the frame being patched, recorded by the pipeline named `name`
+  function patchSlot(k, name) {
+    const s = frame && frame.patching && k < frame.n ? frame.slots[k] : null;
+    if (!s || s.pipe !== pipes[name]) throw new Error(`plumb-webgpu: no ${name} dispatch ${k} in the frame being patched`);
+    return s;
+  }
+  // word i of slot k's parameters set to v (written with the frame's next flush where it changed)
+  function patchWord(k, s, i, v) {
+    if (s.words[i] === v) return;
+    s.words[i] = v;
+    frameUniform(k, s.words);
+  }
+  // Dispatches [from, to) of key's last recording recorded into enc's pass as they stand.
+  function replayFrame(enc, key, from, to) {
+    const f = frames.get(key);
+    if (!f || frame || !(from >= 0 && from <= to && to <= f.n))
+      throw new Error(`plumb-webgpu: replayFrame(${from}, ${to}) of a frame of ${f ? f.n : 'no'} dispatches`);
+    if (prof && prof.on) throw new Error('plumb-webgpu: replayFrame() while profiling');
+    const pass = passOf(enc);
+    for (let k = from; k < to; k++) {
+      const s = f.slots[k];
+      pass.setPipeline(s.pipe);
+      pass.setBindGroup(0, s.bind);
+      pass.dispatchWorkgroups(s.x, s.y, s.z);
+    }
+    counts.dispatch += to - from;
+  }
   // The frame of key forgotten and its uniform pages freed (freeModel).
   function dropFrame(key) {
     const f = frames.get(key);
@@ -438,18 +493,21 @@ export async function createKernels(device, options = {}) {
       bind = bindGroup(pipe, withUniform(buffers, uniform(words), uAt));
     } else {
       const k = frame.i++;
-      const slot = frame.slots[k];
+      let slot = frame.slots[k];
       if (slot && slot.pipe === pipe && same(slot.buffers, buffers) && slot.words.length === words.length) {
         if (!same(slot.words, words)) {
           frameUniform(k, words);
           slot.words = words.slice();
         }
-        bind = slot.bind;
       } else {
         const { page, off } = frameUniform(k, words);
-        bind = bindGroup(pipe, withUniform(buffers, { buffer: page.ub, offset: off, size: words.byteLength }, uAt));
-        frame.slots[k] = { pipe, buffers: buffers.slice(), words: words.slice(), bind };
+        slot = frame.slots[k] = { pipe, buffers: buffers.slice(), words: words.slice(),
+          bind: bindGroup(pipe, withUniform(buffers, { buffer: page.ub, offset: off, size: words.byteLength }, uAt)) };
       }
+      slot.x = x;
+      slot.y = y;
+      slot.z = z;
+      bind = slot.bind;
     }
     const timedPass = prof && prof.on;
     const pass = timedPass ? profiledPass(enc, tag) : passOf(enc);
@@ -483,6 +541,8 @@ export async function createKernels(device, options = {}) {
       useTiled ? Math.ceil(a.T / 64) : a.T,
       prof?.on && `matmul ${type} ${a.R}x${a.K} T${a.T}${useTiled ? ' tiled' : type === 'F16' ? '' : ' ' + driverOf(type)}${r ? ' + rope' : ''}`, 3);
   }
+  // a frame's matmul with RoPE folded in (dispatch k, patchFrame), its token now at cache slot
+  function patchMatmulRope(k, type, slot) { patchWord(k, patchSlot(k, 'matmulR_' + type), 16, slot); }
   const hasRopeFold = (type) => !!pipes['matmulR_' + type];
 
   // The quantized rows' layout (quantize.wgsl): yOff and yRow multiples of 4, yRow at least the
@@ -629,6 +689,12 @@ export async function createKernels(device, options = {}) {
     dispatch(enc, need('rope_kv'), [a.x, a.bias || dummy[0], a.norm || dummy[1], a.cs, a.q, a.kc, a.vc],
       new Uint32Array(p), a.H + a.Hkv, a.T);
   }
+  // a frame's ropeKV (dispatch k, patchFrame; no ring), its first token now at position p0
+  function patchRopeKV(k, p0) {
+    const s = patchSlot(k, 'rope_kv');
+    if (s.words[17]) throw new Error('plumb-webgpu: patchRopeKV of a ring\'s rope_kv (its slots move)');
+    patchWord(k, s, 15, p0);
+  }
 
   // out[t][h][d] over the KV cache (pl_attn_args): q [T][H][D] f32, k and v [N][Hkv][D] (f32, or
   // f16 when kvF16; D at most 256), qPos [T] and kvPos [N] i32 buffers; scratch holds
@@ -647,6 +713,8 @@ export async function createKernels(device, options = {}) {
     throw new Error(`plumb-webgpu: attnSplit must be 'auto', 'always' or 'never', not ${attnSplit}`);
   const splitFor = (T, H, N, D) => attnSplit === 'always' || (attnSplit === 'auto' && N >= ATTN_SPLIT_MIN_N &&
     (T === 1 || 4 * T * H * Math.ceil(N / 64) * (3 + D) <= ATTN_SPLIT_MAX_BYTES));
+  // whether an attention of T queries over N entries takes the split (two dispatches)
+  const attnSplits = (T, H, N, D) => splitFor(T, H, N, D);
   // The scratch floats an attention of T queries over N entries takes (mode 0: the scores and
   // weights, then the chunks' maxes and counts; the split: those, the weights' sums and O_c), and
   // the most over every N' <= N (upTo: a decode step's buffers serve each position below the
@@ -689,6 +757,21 @@ export async function createKernels(device, options = {}) {
     dispatch(enc, need('attn_combine_' + (qz ? a.quant.type : 'Q8_0')), [a.scratch, a.out, qz ? a.quant.y : dummy[1]],
       new Uint32Array([a.T, a.H, a.D, a.N, a.scratchOff || 0, qz ? qz[1] : 0, qz ? qz[0] : 0, qz ? 1 : 0, 0, 0, 0, 0]),
       gx, gy, 1, 'attention combine');
+  }
+  // a frame's attention (dispatch k, and k + 1 for the split's combine, patchFrame) over N
+  // entries now, the way it was recorded (the caller's to know that N takes the same way: the
+  // mode in its parameters says which): N, and the split's chunks
+  function patchAttention(k, N) {
+    const s = patchSlot(k, 'attention');
+    patchWord(k, s, 4, N);
+    if (s.words[13] !== 1) return;
+    const nc = Math.ceil(N / 64);
+    if (nc > 65535) throw new Error(`plumb-webgpu: attention: ${N} entries (at most ${65535 * 64} split)`);
+    s.z = nc;
+    const c = frame.slots[k + 1];
+    if (!(k + 1 < frame.n) || !c.pipe.label.startsWith('attn_combine_'))
+      throw new Error(`plumb-webgpu: no attention combine after dispatch ${k} in the frame being patched`);
+    patchWord(k + 1, c, 3, N);
   }
 
   // Readback buffers kept by size for the next read of that size (a decode step reads the same
@@ -733,7 +816,8 @@ export async function createKernels(device, options = {}) {
   }
 
   return { device, packedDot, decodeDriver, flush, copy, counts, upload, buffer, uniform, matmul, quantize, rmsnormQ, swigluQ,
-    rmsnorm, softmax, swiglu, rope, ropeKV, attention, attnScratchFloats, add, embed, argmax, argmaxPartWords, hasRopeFold, read, readAfter, beginFrame, endFrame, dropFrame, profiling, profilingOn, profileRead, mark };
+    rmsnorm, softmax, swiglu, rope, ropeKV, attention, attnScratchFloats, add, embed, argmax, argmaxPartWords, hasRopeFold, read, readAfter, beginFrame, endFrame, dropFrame, frameAt, patchFrame,
+    patchAttention, patchMatmulRope, patchRopeKV, replayFrame, attnSplits, profiling, profilingOn, profileRead, mark };
 }
 
 // ---- RoPE's angles, in double, as kernels/rope_angle.h makes them ----
