@@ -8,10 +8,10 @@
 // DIR: a copy of kernels/webgpu (its plumb-webgpu.mjs, llama.mjs and kernels); KEY=V: a
 // createKernels option taking a number (decodeNR=8, decodeTPR=32, ...), or depth=N (greedy's
 // steps in flight). Prints, per model and mode, each set's median tok/s (u: ms a step), its best
-// and every round's; for g and f also how busy node's main thread was (the event loop's
-// utilization: Dawn's binding polls for the GPU on that thread, so near 100% either way) and the
-// process's CPU time a token (every thread's, Dawn's included), medians over the rounds, and
-// whether every set gave the same ids (a set that computes something else says so).
+// and every round's; for g and f also the process's CPU time a token (every thread's, Dawn's
+// included; the event loop's utilization says nothing here: Dawn's binding polls for the GPU on
+// node's main thread, so it reads ~100% either way), medians over the rounds, and whether every
+// set gave the same ids (a set that computes something else says so).
 // Why: separate processes minutes apart see the host's CPU and the GPU's clocks move the same
 // code's rate by ±20% (kernels/webgpu/README.md); alternating inside one process, the sets meet
 // the same states. Not a test: a benchmark's instrument (PLUMB_WEBGPU_NODE: where the package is).
@@ -89,33 +89,31 @@ for (const f of files) {
     const m = L.loadLlama(ks, L.readGGUF(bytes), depth + tg + 8);
     const toks = Array.from({ length: depth }, (_, i) => (i * 7919 + 13) % m.hp.V);
     const first = firstMaxOf(await L.forward(m, toks, { rows: 1 }));
-    runs.push({ s, L, m, first, ms: { g: [], f: [], u: [] }, busy: { g: [], f: [], u: [] }, cpu: { g: [], f: [], u: [] }, gpu: [], ids: {} });
+    runs.push({ s, L, m, first, ms: { g: [], f: [], u: [] }, cpu: { g: [], f: [] }, ids: {} });
   }
   for (let r = 0; r <= rounds; r++) { // round 0 untimed (each pipeline's first use)
     for (const run of r & 1 ? [...runs].reverse() : runs) {
       const { L, m } = run;
       for (const mode of modes) {
         L.truncate(m, depth);
-        const elu0 = performance.eventLoopUtilization(), cpu0 = process.cpuUsage();
+        const cpu0 = process.cpuUsage();
         const t0 = performance.now();
-        let ids;
+        let ids, gpuMs = null;
         if (mode === 'g') {
           ids = await L.greedy(m, run.first, tg, run.s.gdepth ? { depth: run.s.gdepth } : {});
         } else if (mode === 'u') {
           ids = [];
-          const ms = await L.gpuStepMs(m, tg);
-          run.gpu.push(ms);
+          gpuMs = await L.gpuStepMs(m, tg);
         } else {
           ids = [];
           let tok = run.first;
           for (let i = 0; i < tg; i++) ids.push(tok = firstMaxOf(await L.forward(m, [tok], { rows: 1 })));
         }
         const ms = performance.now() - t0;
-        const elu = performance.eventLoopUtilization(elu0), cpu = process.cpuUsage(cpu0);
+        const cpu = process.cpuUsage(cpu0);
         if (r) {
-          run.ms[mode].push(ms);
-          run.busy[mode].push(elu.utilization);
-          run.cpu[mode].push((cpu.user + cpu.system) / tg);
+          run.ms[mode].push(gpuMs ?? ms); // u: the GPU's ms a step
+          if (mode !== 'u') run.cpu[mode].push((cpu.user + cpu.system) / tg);
         } else run.ids[mode] = ids.join(',');
       }
     }
@@ -123,16 +121,15 @@ for (const f of files) {
   console.log(`${path.basename(f)}: depth ${depth}, tg ${tg}, ${rounds} rounds`);
   for (const mode of modes) {
     if (mode === 'u') {
-      console.log('  GPU alone (ms a step): ' + runs.map((x) => `${x.s.spec} ${median(x.gpu).toFixed(3)} (best ` +
-        `${Math.min(...x.gpu).toFixed(3)}) [${x.gpu.map((v) => v.toFixed(3)).join(' ')}]`).join('  |  '));
+      console.log('  GPU alone (ms a step): ' + runs.map((x) => `${x.s.spec} ${median(x.ms.u).toFixed(3)} (best ` +
+        `${Math.min(...x.ms.u).toFixed(3)}) [${x.ms.u.map((v) => v.toFixed(3)).join(' ')}]`).join('  |  '));
       continue;
     }
     const same = runs.every((x) => x.ids[mode] === runs[0].ids[mode]);
     console.log(`  ${mode === 'g' ? 'greedy' : 'forward'}: ` + runs.map((x) => {
       const tps = x.ms[mode].map((ms) => (tg / ms) * 1e3);
       return `${x.s.spec} ${(tg / median(x.ms[mode]) * 1e3).toFixed(1)} tok/s (best ${Math.max(...tps).toFixed(0)}) ` +
-        `[${tps.map((v) => v.toFixed(0)).join(' ')}], main thread ${(100 * median(x.busy[mode])).toFixed(0)}% busy, ` +
-        `CPU ${median(x.cpu[mode]).toFixed(0)} us a token`;
+        `[${tps.map((v) => v.toFixed(0)).join(' ')}], CPU ${median(x.cpu[mode]).toFixed(0)} us a token`;
     }).join('  |  ') + `  ids ${same ? 'the same' : 'DIFFER'}`);
   }
   for (const x of runs) x.L.freeModel(x.m);

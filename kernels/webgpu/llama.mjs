@@ -751,7 +751,7 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
     const replayable = decode && fuse && m.replay && !m.ring && !ks.profilingOn();
     const split = ks.attnSplits(T, H, N, D);
     const tpl = replayable && key.tpl && key.tpl.every === every && key.tpl.split === split ? key.tpl : null;
-    const cap = replayable && !tpl ? { every, split, dyn: [], cuts: [], n: 0 } : null;
+    const cap = replayable && !tpl ? { every, split, dyn: [], cuts: [] } : null;
     const cut = (l) => {
       if (!every || m.ring || l === hp.L - 1 || !cutAfter(l)) return;
       if (cap) cap.cuts.push(ks.frameAt());
@@ -774,7 +774,7 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
         cutNow();
         at = c;
       }
-      ks.replayFrame(enc, key, at, tpl.n);
+      ks.replayFrame(enc, key, at);
       m.replays++;
     }
     if (decode && !tpl) ks.beginFrame(key);
@@ -904,7 +904,6 @@ function recordStep(m, p0, T, { fuse, every, rows, x0, fromGpu = false, pick = f
     }
     // pick: the engine's greedy pick of the step's logits into the id a next step embeds
     if (!tpl && pick) ks.argmax(enc, { x: logits, n: V, part: g.part, ids: g.ids });
-    if (cap) cap.n = ks.frameAt();
     if (decode && !tpl) {
       ks.endFrame();
       key.tpl = cap; // null where this recording cannot be replayed

@@ -337,8 +337,9 @@ export async function createKernels(device, options = {}) {
     s.words[i] = v;
     frameUniform(k, s.words);
   }
-  // Dispatches [from, to) of key's last recording recorded into enc's pass as they stand.
-  function replayFrame(enc, key, from, to) {
+  // Dispatches [from, to) of key's last recording (to: default its end) recorded into enc's pass
+  // as they stand.
+  function replayFrame(enc, key, from, to = frames.get(key)?.n) {
     const f = frames.get(key);
     if (!f || frame || !(from >= 0 && from <= to && to <= f.n))
       throw new Error(`plumb-webgpu: replayFrame(${from}, ${to}) of a frame of ${f ? f.n : 'no'} dispatches`);
